@@ -1,0 +1,47 @@
+# Two commands do all set-up on a fresh machine with only Python 3.11:
+#   make run    -> .venv + requirements + built-in model, then the app on http://localhost:8501
+#   make test   -> the same + test requirements, corpora, Chromium for browser tests, then pytest
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8501
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: setup setup-dev data browser run test test-fast bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+
+$(VENV)/.app-installed: requirements.txt requirements-nodeps.txt | $(BIN)/python
+	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q --no-deps -r requirements-nodeps.txt
+	touch $@
+
+$(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.app-installed
+	$(BIN)/pip install -q -r requirements-dev.txt
+	touch $@
+
+setup: $(VENV)/.app-installed
+
+setup-dev: $(VENV)/.dev-installed
+
+data: setup
+	$(BIN)/python -m bert.corpus
+
+browser:
+	bash scripts/install_chromium.sh
+
+run: setup
+	$(BIN)/streamlit run streamlit_app.py --server.port $(PORT)
+
+test: setup-dev data browser
+	$(BIN)/python -m pytest -q -ra
+
+test-fast: setup-dev
+	$(BIN)/python -m pytest -q -m "not slow and not browser"
+
+bench: setup-dev
+	$(BIN)/python -m bert.bench
+
+clean:
+	rm -rf $(VENV) .cache tests/artifacts

@@ -1,0 +1,118 @@
+"""BertConfig: the hyper-parameters of a BERT, with Hugging Face field names.
+
+A config round-trips through JSON (`to_json` / `from_json`) and reads a Hugging Face
+`config.json` (unknown fields are kept in `extra` so nothing is lost on export).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import CheckpointError
+
+ACTIVATIONS = ("gelu", "relu", "gelu_new", "gelu_pytorch_tanh", "silu", "swish", "tanh")
+POOLINGS = ("cls", "mean", "max")
+
+
+@dataclass
+class BertConfig:
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    layer_norm_eps: float = 1e-12
+    pad_token_id: int = 0
+    # Sequence classification (fine-tuning); empty for a pre-training model.
+    id2label: dict[int, str] = field(default_factory=dict)
+    classifier_pooling: str = "cls"
+    classifier_dropout: float | None = None
+    # Fields of a Hugging Face config we do not use, kept for a faithful export.
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.id2label = {int(k): str(v) for k, v in (self.id2label or {}).items()}
+        self.validate()
+
+    def validate(self) -> None:
+        ints = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                "intermediate_size", "max_position_embeddings", "type_vocab_size")
+        for name in ints:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise CheckpointError(f"config: {name} must be a positive integer, got {value!r}")
+        if self.hidden_size % self.num_attention_heads:
+            raise CheckpointError(
+                f"config: hidden_size {self.hidden_size} is not divisible by "
+                f"num_attention_heads {self.num_attention_heads}")
+        if self.hidden_act not in ACTIVATIONS:
+            raise CheckpointError(f"config: unsupported hidden_act {self.hidden_act!r}; "
+                                  f"supported: {', '.join(ACTIVATIONS)}")
+        if self.classifier_pooling not in POOLINGS:
+            raise CheckpointError(f"config: classifier_pooling must be one of {POOLINGS}")
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    @property
+    def labels(self) -> list[str]:
+        return [self.id2label[i] for i in sorted(self.id2label)]
+
+    # ---- JSON ---------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        d["id2label"] = {str(k): v for k, v in self.id2label.items()}
+        if self.id2label:
+            d["label2id"] = {v: k for k, v in self.id2label.items()}
+            d["num_labels"] = len(self.id2label)
+        out = dict(self.extra)
+        out.update(d)
+        out["model_type"] = "bert"
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "BertConfig":
+        if not isinstance(d, dict):
+            raise CheckpointError("config: expected a JSON object")
+        names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        known = {k: v for k, v in d.items() if k in names}
+        extra = {k: v for k, v in d.items()
+                 if k not in names and k not in ("label2id", "num_labels", "model_type", "extra")}
+        if d.get("model_type") not in (None, "bert"):
+            raise CheckpointError(f"config: model_type {d.get('model_type')!r} is not a BERT")
+        if "id2label" in known and not d.get("num_labels") and len(known["id2label"]) == 2 \
+                and set(known["id2label"].values()) == {"LABEL_0", "LABEL_1"}:
+            known.pop("id2label")  # HF's default labels on every config: not a classifier
+        try:
+            return cls(**known, extra=extra)
+        except TypeError as e:
+            raise CheckpointError(f"config: {e}") from None
+
+    @classmethod
+    def from_json(cls, text: str) -> "BertConfig":
+        try:
+            return cls.from_dict(json.loads(text))
+        except json.JSONDecodeError as e:
+            raise CheckpointError(f"config.json is not valid JSON: {e}") from None
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike) -> "BertConfig":
+        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+
+    def save(self, path: str | os.PathLike) -> None:
+        from .fileio import atomic_write_text
+        atomic_write_text(Path(path), self.to_json() + "\n")

@@ -1,0 +1,25 @@
+"""Typed exceptions of bert/: the app turns each into a clear message, never a traceback."""
+
+
+class BertExplorerError(ValueError):
+    """Base class: a user-facing problem with input, a file or a setting."""
+
+
+class CheckpointError(BertExplorerError):
+    """A model folder or file cannot be loaded or written."""
+
+
+class TokenizerError(BertExplorerError):
+    """Text or a vocabulary the tokenizer cannot handle."""
+
+
+class InputError(BertExplorerError):
+    """Model input that makes no sense (empty, too long, wrong shape)."""
+
+
+class DataError(BertExplorerError):
+    """A training data file that cannot be read or used."""
+
+
+class TrainingError(BertExplorerError):
+    """A training run that cannot start or had to stop (e.g. the loss became NaN)."""

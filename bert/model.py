@@ -1,0 +1,320 @@
+"""BERT in plain PyTorch: embeddings, self-attention, encoder, pooler and heads.
+
+Dimension letters (as in google-research/bert): B batch size, T sequence length,
+C hidden size, H attention heads, D head size (C / H), F feed-forward size,
+V vocabulary size, L layers, N masked positions.
+
+Nothing is stored on a module during forward: one model object can serve many
+sessions at once. Intermediates (attentions, hidden states, embedding parts,
+queries/keys) are returned only when asked for.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .config import BertConfig
+from .errors import InputError
+from .outputs import BertOutput, ClassifierOutput, EmbeddingParts, PreTrainingOutput
+
+_ACT = {
+    "gelu": lambda x: F.gelu(x),                       # exact (erf) GELU, as in BERT
+    "gelu_new": lambda x: F.gelu(x, approximate="tanh"),
+    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "relu": F.relu, "silu": F.silu, "swish": F.silu, "tanh": torch.tanh,
+}
+
+
+class Embeddings(nn.Module):
+    """word + segment (token type) + learned absolute position, then LayerNorm and dropout."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        C = config.hidden_size
+        self.word_embeddings = nn.Embedding(config.vocab_size, C, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, C)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, C)
+        self.layer_norm = nn.LayerNorm(C, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor, return_parts: bool = False):
+        T = input_ids.shape[1]
+        position_ids = torch.arange(T, device=input_ids.device)               # (T,)
+        token = self.word_embeddings(input_ids)                                # (B, T, C)
+        segment = self.token_type_embeddings(token_type_ids)                   # (B, T, C)
+        position = self.position_embeddings(position_ids).unsqueeze(0)         # (1, T, C)
+        total = token + segment + position
+        normed = self.layer_norm(total)
+        parts = None
+        if return_parts:
+            parts = EmbeddingParts(token=token, segment=segment, position=position.expand_as(token),
+                                   sum=total, normed=normed)
+        return self.dropout(normed), parts
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention with a fused Q/K/V projection and two paths:
+
+    - `need_weights=True`: explicit softmax(q k^T / sqrt(D) + mask), returns the probabilities;
+    - otherwise `scaled_dot_product_attention` (fused kernel, no (T, T) tensor kept).
+    """
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        C = config.hidden_size
+        self.num_heads = config.num_attention_heads
+        self.head_size = config.head_size
+        self.qkv = nn.Linear(C, 3 * C)         # rows: [query; key; value]
+        self.out = nn.Linear(C, C)
+        self.dropout_p = config.attention_probs_dropout_prob
+
+    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False,
+                head_mask: Tensor | None = None):
+        B, T, C = x.shape
+        H, D = self.num_heads, self.head_size
+        qkv = self.qkv(x).view(B, T, 3, H, D).permute(2, 0, 3, 1, 4)        # (3, B, H, T, D)
+        q, k, v = qkv[0], qkv[1], qkv[2]                                     # (B, H, T, D) each
+        dropout_p = self.dropout_p if self.training else 0.0
+        probs = None
+        if need_weights:
+            scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(D))  # (B, H, T, T)
+            if mask is not None:
+                scores = scores + mask
+            probs = torch.softmax(scores, dim=-1)
+            ctx = torch.matmul(F.dropout(probs, dropout_p, self.training), v)   # (B, H, T, D)
+        else:
+            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+        if head_mask is not None:
+            ctx = ctx * head_mask.view(1, H, 1, 1).to(ctx.dtype)            # switch heads off
+        ctx = ctx.transpose(1, 2).reshape(B, T, C)                           # (B, T, C)
+        return self.out(ctx), probs, (q, k, v)
+
+
+class EncoderLayer(nn.Module):
+    """Post-LayerNorm transformer block as in BERT: x = LN(x + attn(x)); x = LN(x + ffn(x))."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        C, Fs = config.hidden_size, config.intermediate_size
+        self.attn = SelfAttention(config)
+        self.attn_norm = nn.LayerNorm(C, eps=config.layer_norm_eps)
+        self.ffn_in = nn.Linear(C, Fs)
+        self.ffn_out = nn.Linear(Fs, C)
+        self.ffn_norm = nn.LayerNorm(C, eps=config.layer_norm_eps)
+        self.act = _ACT[config.hidden_act]
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False,
+                head_mask: Tensor | None = None):
+        a, probs, qkv = self.attn(x, mask, need_weights, head_mask)
+        x = self.attn_norm(x + self.dropout(a))
+        h = self.ffn_out(self.act(self.ffn_in(x)))                           # (B, T, C)
+        x = self.ffn_norm(x + self.dropout(h))
+        return x, probs, qkv
+
+
+class BertModel(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.embeddings = Embeddings(config)
+        self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.num_hidden_layers))
+        self.pooler = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def _check_inputs(self, input_ids: Tensor, token_type_ids: Tensor | None):
+        if input_ids.dim() == 1:
+            input_ids = input_ids.unsqueeze(0)
+        if input_ids.dim() != 2 or input_ids.shape[1] == 0:
+            raise InputError(f"input_ids must be (batch, tokens) with at least one token, "
+                             f"got shape {tuple(input_ids.shape)}")
+        T = input_ids.shape[1]
+        if T > self.config.max_position_embeddings:
+            raise InputError(f"{T} tokens is more than this model's maximum of "
+                             f"{self.config.max_position_embeddings} positions")
+        V = self.config.vocab_size
+        if int(input_ids.min()) < 0 or int(input_ids.max()) >= V:
+            raise InputError(f"token ids must lie in [0, {V}); the tokenizer's vocabulary "
+                             f"does not match this model")
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        elif token_type_ids.dim() == 1:
+            token_type_ids = token_type_ids.unsqueeze(0)
+        if token_type_ids.shape != input_ids.shape:
+            raise InputError("token_type_ids must have the same shape as input_ids")
+        if int(token_type_ids.max()) >= self.config.type_vocab_size or int(token_type_ids.min()) < 0:
+            raise InputError(f"segment ids must lie in [0, {self.config.type_vocab_size})")
+        return input_ids, token_type_ids
+
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None,
+                attention_mask: Tensor | None = None, output_attentions: bool = False,
+                output_hidden_states: bool = False, output_embedding_parts: bool = False,
+                output_qkv: bool = False, head_mask: Tensor | None = None) -> BertOutput:
+        """head_mask: (L, H) of 0/1 (or weights) multiplying each head's output."""
+        input_ids, token_type_ids = self._check_inputs(input_ids, token_type_ids)
+        x, parts = self.embeddings(input_ids, token_type_ids, output_embedding_parts)
+        mask = None
+        if attention_mask is not None:
+            if attention_mask.dim() == 1:
+                attention_mask = attention_mask.unsqueeze(0)
+            if attention_mask.shape != input_ids.shape:
+                raise InputError("attention_mask must have the same shape as input_ids")
+            # additive mask over keys: 0 where attended, a large negative number at padding
+            neg = torch.finfo(x.dtype).min
+            mask = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * neg   # (B, 1, 1, T)
+        hidden = [x] if output_hidden_states else None
+        attns = [] if output_attentions else None
+        qs, ks, vs = ([], [], []) if output_qkv else (None, None, None)
+        for i, layer in enumerate(self.layers):
+            hm = head_mask[i] if head_mask is not None else None
+            x, probs, (q, k, v) = layer(x, mask, output_attentions, hm)
+            if output_hidden_states:
+                hidden.append(x)
+            if output_attentions:
+                attns.append(probs)
+            if output_qkv:
+                qs.append(q); ks.append(k); vs.append(v)
+        pooled = torch.tanh(self.pooler(x[:, 0]))                                # (B, C)
+        tup = lambda xs: tuple(xs) if xs is not None else None  # noqa: E731
+        return BertOutput(last_hidden_state=x, pooler_output=pooled, hidden_states=tup(hidden),
+                          attentions=tup(attns), embedding_parts=parts,
+                          queries=tup(qs), keys=tup(ks), values=tup(vs))
+
+
+class MLMHead(nn.Module):
+    """transform (dense + act + LayerNorm), then a decoder tied to the word embeddings, + bias."""
+
+    def __init__(self, config: BertConfig, word_embeddings: nn.Embedding):
+        super().__init__()
+        self.transform = nn.Linear(config.hidden_size, config.hidden_size)
+        self.act = _ACT[config.hidden_act]
+        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.word_embeddings = word_embeddings            # shared, not a copy
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def forward(self, h: Tensor) -> Tensor:
+        h = self.norm(self.act(self.transform(h)))
+        return F.linear(h, self.word_embeddings.weight, self.bias)    # (..., V)
+
+
+class BertForPreTraining(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config)
+        self.mlm = MLMHead(config, self.bert.embeddings.word_embeddings)
+        self.nsp = nn.Linear(config.hidden_size, 2)
+        init_weights(self)
+
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None,
+                attention_mask: Tensor | None = None, mlm_labels: Tensor | None = None,
+                nsp_labels: Tensor | None = None, mlm_positions: Tensor | None = None,
+                **kwargs) -> PreTrainingOutput:
+        """Without labels, mlm_logits is (B, T, V). With `mlm_labels` (-100 = not predicted) or
+        `mlm_positions` (a (B, T) bool mask), the MLM head runs only at those positions and
+        mlm_logits is (N, V): the vocabulary projection is most of a step's cost."""
+        out = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
+        h = out.last_hidden_state
+        where = None
+        if mlm_labels is not None:
+            where = mlm_labels.view(h.shape[:2]) != -100
+        elif mlm_positions is not None:
+            where = mlm_positions.view(h.shape[:2]).bool()
+        if where is not None:
+            mlm_logits = self.mlm(h[where])                                    # (N, V)
+            positions = where.nonzero()
+        else:
+            mlm_logits, positions = self.mlm(h), None                          # (B, T, V)
+        nsp_logits = self.nsp(out.pooler_output)                               # (B, 2)
+        loss = mlm_loss = nsp_loss = None
+        if mlm_labels is not None:
+            targets = mlm_labels.view(h.shape[:2])[where]
+            mlm_loss = (F.cross_entropy(mlm_logits.float(), targets) if targets.numel()
+                        else mlm_logits.sum() * 0.0)
+            loss = mlm_loss
+        if nsp_labels is not None:
+            nsp_loss = F.cross_entropy(nsp_logits.float(), nsp_labels.view(-1))
+            loss = nsp_loss if loss is None else loss + nsp_loss
+        return PreTrainingOutput(mlm_logits=mlm_logits, nsp_logits=nsp_logits, bert=out,
+                                 loss=loss, mlm_loss=mlm_loss, nsp_loss=nsp_loss,
+                                 mlm_positions=positions)
+
+
+class BertForSequenceClassification(nn.Module):
+    """An encoder with a new head: pooled sentence vector -> dropout -> linear -> class logits.
+
+    pooling: "cls" (the pooler's tanh(W h_[CLS])), "mean" or "max" over non-padding tokens.
+    """
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        if not config.id2label:
+            raise InputError("a classifier needs labels (config.id2label)")
+        self.config = config
+        self.bert = BertModel(config)
+        p = config.classifier_dropout
+        self.dropout = nn.Dropout(config.hidden_dropout_prob if p is None else p)
+        self.classifier = nn.Linear(config.hidden_size, len(config.id2label))
+        init_weights(self)
+
+    @property
+    def pooling(self) -> str:
+        return self.config.classifier_pooling
+
+    def pool(self, out: BertOutput, attention_mask: Tensor | None) -> Tensor:
+        if self.pooling == "cls":
+            return out.pooler_output
+        h = out.last_hidden_state                                              # (B, T, C)
+        if attention_mask is None:
+            attention_mask = torch.ones(h.shape[:2], device=h.device)
+        m = attention_mask.view(h.shape[:2]).unsqueeze(-1).to(h.dtype)         # (B, T, 1)
+        if self.pooling == "mean":
+            return (h * m).sum(1) / m.sum(1).clamp(min=1.0)
+        return h.masked_fill(m == 0, torch.finfo(h.dtype).min).max(dim=1).values
+
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None,
+                attention_mask: Tensor | None = None, labels: Tensor | None = None,
+                **kwargs) -> ClassifierOutput:
+        out = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
+        logits = self.classifier(self.dropout(self.pool(out, attention_mask)))  # (B, K)
+        loss = F.cross_entropy(logits.float(), labels.view(-1)) if labels is not None else None
+        return ClassifierOutput(logits=logits, bert=out, loss=loss)
+
+
+def init_weights(module: nn.Module) -> None:
+    """BERT's initialisation: normal(0, initializer_range) weights, zero biases, unit LayerNorm."""
+    std = module.config.initializer_range
+    for m in module.modules():
+        if isinstance(m, nn.Linear):
+            nn.init.normal_(m.weight, 0.0, std)
+            nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.Embedding):
+            nn.init.normal_(m.weight, 0.0, std)
+            if m.padding_idx is not None:
+                with torch.no_grad():
+                    m.weight[m.padding_idx].zero_()
+        elif isinstance(m, nn.LayerNorm):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)
+    if isinstance(module, BertForPreTraining):
+        nn.init.zeros_(module.mlm.bias)
+
+
+def parameter_counts(model: nn.Module) -> dict[str, int]:
+    """Parameters per component (shared tensors counted once), for the Home page."""
+    bert = model.bert
+    counts = {
+        "embeddings": sum(p.numel() for p in bert.embeddings.parameters()),
+        "encoder layers": sum(p.numel() for p in bert.layers.parameters()),
+        "pooler": sum(p.numel() for p in bert.pooler.parameters()),
+    }
+    if isinstance(model, BertForPreTraining):
+        head = sum(p.numel() for n, p in model.mlm.named_parameters() if "word_embeddings" not in n)
+        counts["MLM head (decoder tied to embeddings)"] = head
+        counts["NSP head"] = sum(p.numel() for p in model.nsp.parameters())
+    elif isinstance(model, BertForSequenceClassification):
+        counts["classifier head"] = sum(p.numel() for p in model.classifier.parameters())
+    counts["total"] = sum(v for v in counts.values())
+    return counts

@@ -1,0 +1,180 @@
+"""Our BERT against transformers' BERT (eager attention) on the same weights, fp32, to 1e-4."""
+import pytest
+import torch
+
+import bert
+from bert.config import BertConfig
+from bert.hf_names import hf_to_ours
+from bert.model import BertForPreTraining
+
+transformers = pytest.importorskip("transformers")
+TOL = 1e-4
+
+CONFIGS = {
+    "tiny": dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                 intermediate_size=37, max_position_embeddings=64, type_vocab_size=2),
+    "odd": dict(vocab_size=101, hidden_size=48, num_hidden_layers=3, num_attention_heads=3,
+                intermediate_size=50, max_position_embeddings=40, type_vocab_size=3),
+    "base": dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                 intermediate_size=3072, max_position_embeddings=512, type_vocab_size=2),
+}
+
+
+def make_pair(kind, seed=0):
+    """A transformers BertForPreTraining with random weights, and ours loaded from its state."""
+    torch.manual_seed(seed)
+    hf_config = transformers.BertConfig(**CONFIGS[kind], attn_implementation="eager")
+    theirs = transformers.BertForPreTraining(hf_config).eval()
+    with torch.no_grad():  # non-trivial LayerNorm and bias values so every parameter matters
+        for name, p in theirs.named_parameters():
+            if "LayerNorm" in name or name.endswith("bias"):
+                p.add_(0.1 * torch.randn_like(p))
+    config = BertConfig(**CONFIGS[kind], hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+    ours = BertForPreTraining(config).eval()
+    state, unused = hf_to_ours(theirs.state_dict(), config)
+    assert unused == []
+    ours._load = ours.load_state_dict(state, strict=False)
+    assert ours._load.missing_keys == ["mlm.word_embeddings.weight"] or \
+        ours._load.missing_keys == []
+    return ours, theirs
+
+
+def inputs(config, B=2, T=11, seed=1, pad=True):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(1, config["vocab_size"], (B, T), generator=g)
+    types = torch.randint(0, config["type_vocab_size"], (B, T), generator=g)
+    mask = torch.ones(B, T, dtype=torch.long)
+    if pad:
+        mask[1, T - 4:] = 0
+        ids[1, T - 4:] = 0
+    return ids, types, mask
+
+
+def maxdiff(a, b):
+    return (a - b).abs().max().item()
+
+
+@pytest.mark.parametrize("kind", ["tiny", "odd", "base"])
+def test_pretraining_parity(kind):
+    ours, theirs = make_pair(kind)
+    T = 32 if kind == "base" else 11
+    ids, types, mask = inputs(CONFIGS[kind], T=T)
+    with torch.no_grad():
+        a = ours(ids, types, mask, output_attentions=True, output_hidden_states=True)
+        b = theirs(input_ids=ids, token_type_ids=types, attention_mask=mask,
+                   output_attentions=True, output_hidden_states=True)
+    real = mask.bool()
+    assert maxdiff(a.bert.last_hidden_state[real], b.hidden_states[-1][real]) <= TOL
+    assert len(a.hidden_states) == len(b.hidden_states) == CONFIGS[kind]["num_hidden_layers"] + 1
+    for x, y in zip(a.hidden_states, b.hidden_states):
+        assert maxdiff(x[real], y[real]) <= TOL
+    assert len(a.attentions) == len(b.attentions)
+    for x, y in zip(a.attentions, b.attentions):
+        assert x.shape == y.shape
+        assert maxdiff(x, y) <= TOL
+    assert maxdiff(a.mlm_logits[real], b.prediction_logits[real]) <= TOL
+    assert maxdiff(a.nsp_logits, b.seq_relationship_logits) <= TOL
+
+
+@pytest.mark.parametrize("kind", ["tiny", "odd"])
+def test_sdpa_path_matches_eager_path(kind):
+    ours, _ = make_pair(kind)
+    ids, types, mask = inputs(CONFIGS[kind])
+    with torch.no_grad():
+        fast = ours.bert(ids, types, mask)
+        slow = ours.bert(ids, types, mask, output_attentions=True)
+    assert maxdiff(fast.last_hidden_state, slow.last_hidden_state) <= 1e-5
+
+
+def test_padding_does_not_change_real_tokens():
+    ours, _ = make_pair("tiny")
+    ids, types, _ = inputs(CONFIGS["tiny"], B=1, T=7, pad=False)
+    padded = torch.cat([ids, torch.zeros(1, 5, dtype=torch.long)], dim=1)
+    ptypes = torch.cat([types, torch.zeros(1, 5, dtype=torch.long)], dim=1)
+    pmask = torch.cat([torch.ones(1, 7), torch.zeros(1, 5)], dim=1).long()
+    with torch.no_grad():
+        short = ours(ids, types, torch.ones(1, 7, dtype=torch.long), output_attentions=True)
+        long = ours(padded, ptypes, pmask, output_attentions=True)
+    assert maxdiff(short.bert.last_hidden_state, long.bert.last_hidden_state[:, :7]) <= 1e-5
+    assert maxdiff(short.mlm_logits, long.mlm_logits[:, :7]) <= 1e-4
+    assert maxdiff(short.nsp_logits, long.nsp_logits) <= 1e-5
+    for a in long.attentions:  # no attention goes to padding, no NaN anywhere
+        assert torch.isfinite(a).all()
+        assert a[..., 7:].max().item() < 1e-6
+
+
+def test_fully_padded_row_gives_no_nan():
+    ours, _ = make_pair("tiny")
+    ids = torch.zeros(2, 5, dtype=torch.long)
+    mask = torch.zeros(2, 5, dtype=torch.long)
+    mask[0] = 1
+    with torch.no_grad():
+        for attn in (False, True):
+            out = ours(ids, attention_mask=mask, output_attentions=attn)
+            assert torch.isfinite(out.mlm_logits).all()
+
+
+def test_masked_only_mlm_logits_equal_full_logits():
+    ours, _ = make_pair("tiny")
+    ids, types, mask = inputs(CONFIGS["tiny"])
+    labels = torch.full_like(ids, -100)
+    labels[0, 3] = 5
+    labels[1, 1] = 7
+    with torch.no_grad():
+        full = ours(ids, types, mask)
+        part = ours(ids, types, mask, mlm_labels=labels, nsp_labels=torch.tensor([0, 1]))
+    assert part.mlm_logits.shape == (2, CONFIGS["tiny"]["vocab_size"])
+    assert maxdiff(part.mlm_logits[0], full.mlm_logits[0, 3]) <= 1e-5
+    assert maxdiff(part.mlm_logits[1], full.mlm_logits[1, 1]) <= 1e-5
+    expected = torch.nn.functional.cross_entropy(full.mlm_logits[[0, 1], [3, 1]], torch.tensor([5, 7]))
+    assert abs(part.mlm_loss.item() - expected.item()) <= 1e-5
+
+
+def _tiny_tokenizer(n):
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    return bert.Tokenizer(specials + [f"w{i}" for i in range(n - len(specials))])
+
+
+def test_export_hf_loads_in_transformers_with_no_missing_keys(tmp_path):
+    ours, _ = make_pair("odd")
+    bundle = bert.Bundle(model=ours, tokenizer=_tiny_tokenizer(CONFIGS["odd"]["vocab_size"]), name="odd")
+    out = bert.export_hf(bundle, tmp_path / "hf")
+    theirs, info = transformers.BertForPreTraining.from_pretrained(
+        out, output_loading_info=True, attn_implementation="eager")
+    assert info["missing_keys"] == [] or info["missing_keys"] == set()
+    assert not info["unexpected_keys"]
+    ids, types, mask = inputs(CONFIGS["odd"])
+    with torch.no_grad():
+        a = ours(ids, types, mask)
+        b = theirs(input_ids=ids, token_type_ids=types, attention_mask=mask)
+    real = mask.bool()
+    assert maxdiff(a.mlm_logits[real], b.prediction_logits[real]) <= TOL
+    assert maxdiff(a.nsp_logits, b.seq_relationship_logits) <= TOL
+
+
+def test_save_and_load_round_trip(tmp_path):
+    ours, _ = make_pair("tiny")
+    bundle = bert.Bundle(model=ours, tokenizer=_tiny_tokenizer(99), name="tiny", card="# Tiny\n")
+    bert.save(bundle, tmp_path / "m")
+    again = bert.load(tmp_path / "m")
+    assert again.notes == []
+    ids, types, mask = inputs(CONFIGS["tiny"])
+    with torch.no_grad():
+        assert maxdiff(ours(ids, types, mask).mlm_logits, again.model(ids, types, mask).mlm_logits) == 0
+
+
+def test_minilm_default_matches_transformers():
+    from bert.checkpoint import minilm_package_dir
+    folder = minilm_package_dir()
+    bundle = bert.checkpoint.load_folder(folder)   # the published weights, as set-up installs them
+    theirs = transformers.BertModel.from_pretrained(folder, attn_implementation="eager").eval()
+    enc = bundle.tokenizer.encode("The cat sat on the mat.", "It was warm there.")
+    ids = torch.tensor([enc.ids])
+    types = torch.tensor([enc.type_ids])
+    with torch.no_grad():
+        a = bundle.model.bert(ids, types, output_attentions=True, output_hidden_states=True)
+        b = theirs(input_ids=ids, token_type_ids=types, output_attentions=True, output_hidden_states=True)
+    assert maxdiff(a.last_hidden_state, b.last_hidden_state) <= TOL
+    assert maxdiff(a.pooler_output, b.pooler_output) <= TOL
+    for x, y in zip(a.attentions, b.attentions):
+        assert maxdiff(x, y) <= TOL

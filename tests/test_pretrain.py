@@ -1,0 +1,113 @@
+"""Pre-training loop: learning happens, resume continues the same run, DDP with 2 processes."""
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+import bert
+from bert.config import BertConfig
+from bert.corpus import Corpus
+from bert.model import BertForPreTraining
+from bert.pretrain import PretrainArgs, pretrain
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDS = "red green blue cat dog bird runs sits sleeps the a on under big small".split()
+
+
+def tiny_bundle(hidden=32, layers=2, seed=0):
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *WORDS]
+    config = BertConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers,
+                        num_attention_heads=2, intermediate_size=2 * hidden, max_position_embeddings=64)
+    torch.manual_seed(seed)
+    return bert.Bundle(model=BertForPreTraining(config), tokenizer=bert.Tokenizer(vocab), name="tiny")
+
+
+def tiny_corpus(n_docs=24, seed=0):
+    """Documents with strong regularities: 'the big cat sits on the small dog .' patterns."""
+    import random
+    rng = random.Random(seed)
+    docs = []
+    for _ in range(n_docs):
+        colour = rng.choice(["red", "green", "blue"])
+        docs.append([f"the {colour} {a} {v} on the {colour} {b} ."
+                     for a, v, b in ((rng.choice(["cat", "dog", "bird"]), rng.choice(["runs", "sits", "sleeps"]),
+                                      rng.choice(["cat", "dog", "bird"])) for _ in range(8))])
+    return Corpus(name="tiny", documents=docs)
+
+
+def run(args, bundle=None, corpus=None, stop_at=None, resume=True):
+    stop = threading.Event()
+    events = []
+    for m in pretrain(args, stop=stop, bundle=bundle, corpus=corpus, resume=resume):
+        events.append(m)
+        if stop_at is not None and m.get("event") == "train" and m["step"] >= stop_at:
+            stop.set()
+    return events
+
+
+def args_for(out, **kw):
+    base = dict(out=str(out), init="scratch", max_seq_length=32, batch_size=8, steps=60, lr=3e-3,
+                warmup_steps=5, log_every=5, eval_every=30, save_every=1000, eval_sequences=32,
+                valid_fraction=0.1, threads=1)
+    base.update(kw)
+    return PretrainArgs(**base)
+
+
+def test_mlm_loss_falls_on_tiny_corpus(tmp_path):
+    events = run(args_for(tmp_path / "r"), bundle=tiny_bundle(), corpus=tiny_corpus())
+    train = [e for e in events if e["event"] == "train"]
+    assert train[0]["step"] == 5 and train[-1]["step"] == 60
+    first, last = train[0]["mlm_loss"], train[-1]["mlm_loss"]
+    assert last < 0.8 * first, (first, last)
+    done = events[-1]
+    assert done["event"] == "done" and not done["stopped"]
+    assert done["mlm_top1"] > done["baseline_top1"]
+    again = bert.load(done["path"])           # the final model is a loadable folder
+    assert again.has_mlm
+
+
+def test_resume_after_stop_continues_the_same_run(tmp_path):
+    straight = run(args_for(tmp_path / "a", steps=20, save_every=5), bundle=tiny_bundle(),
+                   corpus=tiny_corpus())
+    first = run(args_for(tmp_path / "b", steps=20, save_every=5), bundle=tiny_bundle(),
+                corpus=tiny_corpus(), stop_at=10)
+    assert first[-1]["stopped"] and first[-1]["step"] == 10
+    second = run(args_for(tmp_path / "b", steps=20, save_every=5), corpus=tiny_corpus())
+    assert second[0] == {"event": "resumed", "step": 10}
+    assert second[-1]["step"] == 20 and not second[-1]["stopped"]
+    a = bert.load(tmp_path / "a" / "final").model.state_dict()
+    b = bert.load(tmp_path / "b" / "final").model.state_dict()
+    for k in a:
+        assert torch.allclose(a[k], b[k], atol=1e-5), k
+    losses_a = [e["mlm_loss"] for e in straight if e["event"] == "train" and e["step"] > 10]
+    losses_b = [e["mlm_loss"] for e in second if e["event"] == "train"]
+    assert losses_a == pytest.approx(losses_b, abs=1e-4)
+
+
+def test_nan_loss_stops_with_a_message(tmp_path):
+    with pytest.raises(bert.TrainingError, match="learning rate"):
+        run(args_for(tmp_path / "n", lr=1e6, steps=40), bundle=tiny_bundle(), corpus=tiny_corpus())
+
+
+def test_torchrun_two_processes(tmp_path):
+    text = "\n\n".join(" ".join(doc) for doc in tiny_corpus(12).documents)
+    (tmp_path / "corpus.txt").write_text(text)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=29517",
+           "-m", "bert", "pretrain", "--out", str(tmp_path / "ddp"), "--init", "scratch",
+           "--text-file", str(tmp_path / "corpus.txt"), "--layers", "1", "--hidden", "32", "--heads", "2",
+           "--max-seq-length", "32", "--batch-size", "4", "--steps", "6", "--log-every", "2",
+           "--eval-every", "6", "--eval-sequences", "8", "--valid-fraction", "0.2", "--threads", "1"]
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+    start = next(x for x in lines if x["event"] == "start")
+    assert start["world_size"] == 2
+    assert lines[-1]["event"] == "done" and lines[-1]["step"] == 6
+    assert sum(1 for x in lines if x["event"] == "start") == 1   # only rank 0 reports
+    assert bert.load(tmp_path / "ddp" / "final").has_mlm
