@@ -19,7 +19,9 @@ the original character it came from (lower-casing and NFD can turn one character
 stripping and cleaning remove characters), so a piece's span runs from the original position of its first
 character to the end of the original character of its last one. Removed characters at the edge of a piece
 (a combining accent after the last letter, a zero-width space) are therefore outside its span, as in the
-Rust ``tokenizers`` library; removed characters inside it are inside.
+Rust ``tokenizers`` library; removed characters inside it are inside. (One known difference with Rust:
+its Unicode tables are older than Python's ``unicodedata`` and it keeps unassigned code points, which BERT's
+cleaning, and so we, drop; next to an [UNK] word they make Rust's [UNK] span wider than ours.)
 
 Speed: a plain-ASCII segment takes a regex fast path; WordPiece results are cached per basic token, and the
 normalisation of non-ASCII words is cached per word. The caches only memoise pure functions.
@@ -52,8 +54,7 @@ MAX_INPUT_CHARS_PER_WORD = 100
 _CACHE_LIMIT = 500_000  # entries per cache; cleared when exceeded (memory bound for long-running apps)
 
 
-class TokenizerError(ValueError):
-    """Bad vocab or bad input to the tokenizer."""
+from .errors import TokenizerError  # noqa: E402  (typed error shared by bert/)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -368,6 +369,8 @@ class WordPiece:
         # A candidate longer than the longest vocab entry cannot match: skipping it changes nothing.
         self._max_len = max((len(t) for t in vocab), default=1)
         self._cache: dict[str, tuple] = {}
+        # token -> id for the vocab entries that are their own WordPiece result (the common case)
+        self.whole_word = {t: i for t, i in vocab.items() if len(t) <= max_input_chars_per_word}
 
     def pieces(self, word: str) -> tuple:
         """((token, id, start, end), ...) with start/end character positions in ``word``; cached."""
@@ -652,6 +655,7 @@ class Tokenizer:
         toks: list[str] = []
         offs: list[tuple[int, int]] = []
         wids: list[int] = []
+        vocab_get = self.wordpiece.whole_word.get
         wp_cache = self.wordpiece._cache
         wp = self.wordpiece.pieces
         basic = self.basic
@@ -668,7 +672,17 @@ class Tokenizer:
                 # Fast path, fused: normalisation is only lower(), offsets are identity.
                 if lower:
                     seg = seg.lower()
-                for m in _ASCII_TOKEN.finditer(seg):
+                ms = list(_ASCII_TOKEN.finditer(seg))
+                words = [m.group() for m in ms]
+                whole = [vocab_get(x) for x in words]
+                if None not in whole:  # every word is one vocab entry: tokens are the words themselves
+                    ids += whole
+                    toks += words
+                    offs += [m.span() for m in ms] if base == 0 else [(base + m.start(), base + m.end()) for m in ms]
+                    wids += range(w, w + len(words))
+                    w += len(words)
+                    continue
+                for m in ms:
                     word = m.group()
                     p = wp_cache.get(word)
                     if p is None:
@@ -749,41 +763,45 @@ class Tokenizer:
                     else:
                         ra, rb = second // 2, first + second - second // 2
                     la, lb = la - ra, lb - rb
-        enc = Encoding(truncated=removed > 0, num_truncated=removed)
-        cls_, sep = self.cls_id, self.sep_id
+        a_ids, a_toks, a_offs, a_wids = a
+        if la < len(a_ids):
+            a_ids, a_toks, a_offs, a_wids = a_ids[:la], a_toks[:la], a_offs[:la], a_wids[:la]
         if add_special_tokens:
-            self._add_special(enc, cls_, self.cls_token, 0)
-        self._add_seq(enc, a, la, 0)
-        if add_special_tokens:
-            self._add_special(enc, sep, self.sep_token, 0)
+            cls_, sep, zero = [self.cls_id], [self.sep_id], [(0, 0)]
+            ids = cls_ + a_ids + sep
+            toks = [self.cls_token] + a_toks + [self.sep_token]
+            offs = zero + a_offs + zero
+            wids = [None] + a_wids + [None]
+            seqs = [None] + [0] * la + [None]
+            special = [1] + [0] * la + [1]
+        else:
+            ids, toks, offs, wids = list(a_ids), list(a_toks), list(a_offs), list(a_wids)
+            seqs = [0] * la
+            special = [0] * la
+        type_ids = [0] * len(ids)
         if b is not None:
-            self._add_seq(enc, b, lb, 1)
+            b_ids, b_toks, b_offs, b_wids = b
+            if lb < len(b_ids):
+                b_ids, b_toks, b_offs, b_wids = b_ids[:lb], b_toks[:lb], b_offs[:lb], b_wids[:lb]
+            ids += b_ids
+            toks += b_toks
+            offs += b_offs
+            wids += b_wids
+            seqs += [1] * lb
+            special += [0] * lb
             if add_special_tokens:
-                self._add_special(enc, sep, self.sep_token, 1)
-        enc.attention_mask = [1] * len(enc.ids)
-        return enc
-
-    @staticmethod
-    def _add_special(enc: Encoding, i: int, tok: str, type_id: int) -> None:
-        enc.ids.append(i)
-        enc.tokens.append(tok)
-        enc.type_ids.append(type_id)
-        enc.offsets.append((0, 0))
-        enc.sequence_ids.append(None)
-        enc.word_ids.append(None)
-        enc.special_tokens_mask.append(1)
-
-    @staticmethod
-    def _add_seq(enc: Encoding, part, n: int, seq: int) -> None:
-        ids, toks, offs, wids = part
-        enc.ids += ids[:n]
-        enc.tokens += toks[:n]
-        enc.offsets += offs[:n]
-        enc.word_ids += wids[:n]
-        k = len(ids[:n])
-        enc.type_ids += [seq] * k
-        enc.sequence_ids += [seq] * k
-        enc.special_tokens_mask += [0] * k
+                ids.append(self.sep_id)
+                toks.append(self.sep_token)
+                offs.append((0, 0))
+                wids.append(None)
+                seqs.append(None)
+                special.append(1)
+            type_ids += [1] * (len(ids) - len(type_ids))
+        return Encoding(
+            ids=ids, tokens=toks, type_ids=type_ids, offsets=offs, sequence_ids=seqs, word_ids=wids,
+            attention_mask=[1] * len(ids), special_tokens_mask=special,
+            truncated=removed > 0, num_truncated=removed,
+        )
 
     def encode_batch(
         self,

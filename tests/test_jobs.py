@@ -1,0 +1,100 @@
+"""Background jobs: queueing, ownership, stop, heartbeat reaping, errors."""
+import threading
+import time
+
+import pytest
+
+from app.jobs import JobManager
+from bert.errors import TrainingError
+
+
+def counting_job(n=1000, delay=0.01, result="model"):
+    def fn(stop: threading.Event):
+        for i in range(n):
+            if stop.is_set():
+                break
+            time.sleep(delay)
+            yield {"event": "train", "step": i + 1}
+        yield {"event": "done", "bundle": result}
+    return fn
+
+
+def test_queue_limits_running_jobs_and_reports_positions():
+    jm = JobManager(max_running=1)
+    a = jm.submit("s1", "finetune", counting_job(30))
+    b = jm.submit("s2", "finetune", counting_job(3))
+    c = jm.submit("s3", "finetune", counting_job(3))
+    assert a.status == "running"
+    assert (jm.queue_position(b), jm.queue_position(c)) == (1, 2)
+    assert jm.wait(c, timeout=20)
+    assert [j.status for j in (a, b, c)] == ["done", "done", "done"]
+    assert a.finished <= b.started and b.finished <= c.started
+    assert jm.queue_position(c) == 0
+
+
+def test_jobs_belong_to_their_session():
+    jm = JobManager(max_running=2)
+    a = jm.submit("alice", "finetune", counting_job(3, result="alice-model"))
+    b = jm.submit("bob", "finetune", counting_job(3, result="bob-model"))
+    jm.wait(a); jm.wait(b)
+    assert jm.jobs_of("alice") == [a] and jm.jobs_of("bob") == [b]
+    assert jm.get("bob", a.id) is None and jm.get("alice", a.id) is a
+    a.drain(); b.drain()
+    assert a.result == "alice-model" and b.result == "bob-model"
+    assert all("bundle" not in m for m in a.metrics)   # the model object is not in the metrics
+
+
+def test_stop_is_prompt_keeps_result_and_can_be_pressed_twice():
+    jm = JobManager(max_running=1)
+    job = jm.submit("s", "finetune", counting_job(10_000, delay=0.005))
+    time.sleep(0.1)
+    t = time.time()
+    job.stop(); job.stop()
+    assert jm.wait(job, timeout=5)
+    assert time.time() - t < 1.0
+    assert job.status == "stopped" and job.result == "model"
+
+
+def test_stop_before_the_first_step_and_second_start_click():
+    jm = JobManager(max_running=1)
+    first = jm.submit("x", "finetune", counting_job(10_000))
+    again = jm.submit("x", "finetune", counting_job(10_000))
+    assert again is first                   # two Start clicks: one job
+    queued = jm.submit("y", "finetune", counting_job(10_000))
+    queued.stop()                           # stopped while waiting: never starts
+    first.stop()
+    jm.wait(first); jm.wait(queued)
+    assert queued.status == "stopped" and queued.started is None
+
+
+def test_job_of_a_gone_session_is_stopped():
+    jm = JobManager(max_running=1, heartbeat_timeout=0.2)
+    job = jm.submit("gone", "finetune", counting_job(10_000))
+    time.sleep(0.3)
+    assert job in jm.reap()
+    assert jm.wait(job, timeout=5) and job.status == "stopped"
+
+
+def test_errors_become_messages():
+    def failing(stop):
+        yield {"event": "train", "step": 1}
+        raise TrainingError("the loss became nan at step 1")
+
+    jm = JobManager(max_running=1)
+    job = jm.submit("s", "pretrain", failing)
+    jm.wait(job)
+    assert job.status == "error" and "nan" in job.error
+    assert job.drain() == [{"event": "train", "step": 1}]
+
+
+def test_unexpected_exception_does_not_kill_the_manager():
+    def broken(stop):
+        raise RuntimeError("boom")
+        yield  # pragma: no cover
+
+    jm = JobManager(max_running=1)
+    bad = jm.submit("s", "finetune", broken)
+    jm.wait(bad)
+    assert bad.status == "error" and "boom" in bad.error
+    good = jm.submit("s", "finetune", counting_job(2))
+    assert jm.wait(good) and good.status == "done"
