@@ -1,0 +1,28 @@
+"""BERT Explorer's Streamlit side: state, cached resources, plots and the model picker.
+
+Data flows one way: text -> bert.tokenizer -> bert.model (with the intermediates asked for)
+-> app.plots -> page. `app.plots` and `app.helpers` never import streamlit, so they can be
+tested on their own.
+"""
+
+
+def run_through_entry() -> None:
+    """Call at the top of every page: make sure it runs through streamlit_app.py.
+
+    Because a folder named pages/ sits next to streamlit_app.py, Streamlit starts in its old
+    multipage mode and may run a pages/*.py file ALONE, without set_page_config, the sidebar
+    or the session defaults: on a fresh server when the first request is for /attention, and
+    in streamlit.testing's AppTest on every run after the first (it resets the mode before
+    each run). st.navigation leaves that mode, but only once streamlit_app.py has run. So when
+    a page finds itself running in that mode, it leaves it and reruns: the rerun goes through
+    streamlit_app.py and lands on the same page (the page's id is its URL path either way).
+    """
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+    except ImportError:  # a future Streamlit without these internals: nothing to fix
+        return
+    if PagesManager.uses_pages_directory and get_script_run_ctx(suppress_warning=True) is not None:
+        PagesManager.uses_pages_directory = False
+        import streamlit as st
+        st.rerun()

@@ -1,0 +1,119 @@
+"""Every `st.session_state` key the app uses, in one place, with its default.
+
+Sentences typed on one page carry over to the next: each text lives under a plain key
+(TEXT_A, TEXT_B) that no widget owns, and the widgets (W_TEXT_A, W_TEXT_B) are re-seeded from
+it on every page. Streamlit deletes a widget's state when a page without that widget runs,
+so a widget key alone would forget the text on a page switch.
+"""
+from __future__ import annotations
+
+import uuid
+
+import streamlit as st
+
+# --- model -------------------------------------------------------------------------------------
+DEFAULT_MODEL = "minilm-l6"
+MODEL_SOURCE = "model_source"        # str: a built-in name, a folder path, or "session:<name>"
+USER_MODELS = "user_models"          # dict name -> bert.Bundle: models made in this session
+USER_MODEL_IDS = "user_model_ids"    # dict name -> unique id string (cache key for analyses)
+LOCAL_PATH = "local_model_path"      # last folder typed in the sidebar
+W_MODEL_CHOICE = "w_model_choice"    # sidebar selectbox
+W_LOCAL_PATH = "w_local_path"        # sidebar text input
+
+# --- the user's sentences (shared by all pages) ---------------------------------------------
+TEXT_A = "text_a"
+TEXT_B = "text_b"
+W_TEXT_A = "w_text_a"
+W_TEXT_B = "w_text_b"
+
+# --- per-page settings ---------------------------------------------------------------------
+MLM_TEXT = "mlm_text"                # the sentence with [MASK]s on the Masked LM page
+W_MLM_TEXT = "w_mlm_text"
+SHUFFLE_SEED = "shuffle_seed"        # Embeddings page: which shuffle of the words
+NSP_PICK = "nsp_pick"                # index into the random sentence list, for reruns
+
+DEFAULT_TEXT_A = "The animal didn't cross the street because it was too tired."
+DEFAULT_TEXT_B = ""
+DEFAULT_MLM_TEXT = "The capital of France is [MASK]. It is famous for the [MASK] tower."
+
+DEFAULTS = {
+    MODEL_SOURCE: DEFAULT_MODEL,
+    LOCAL_PATH: "",
+    TEXT_A: DEFAULT_TEXT_A,
+    TEXT_B: DEFAULT_TEXT_B,
+    MLM_TEXT: DEFAULT_MLM_TEXT,
+    SHUFFLE_SEED: 1,
+    NSP_PICK: 0,
+}
+
+
+def init() -> None:
+    """Fill in defaults once per session (called at the top of streamlit_app.py)."""
+    ss = st.session_state
+    for key, value in DEFAULTS.items():
+        if key not in ss:
+            ss[key] = value
+    if USER_MODELS not in ss:
+        ss[USER_MODELS] = {}
+    if USER_MODEL_IDS not in ss:
+        ss[USER_MODEL_IDS] = {}
+
+
+# --- this session's own models ------------------------------------------------------------------
+
+def add_user_model(name: str, bundle, select: bool = True) -> str:
+    """Register a model made in this session (fine-tuned, pre-trained) under `name`.
+
+    It stays in this session only (never in the shared cache). Returns its picker key.
+    """
+    init()
+    st.session_state[USER_MODELS][name] = bundle
+    st.session_state[USER_MODEL_IDS][name] = f"session:{name}:{uuid.uuid4().hex[:10]}"
+    key = f"session:{name}"
+    if select:
+        st.session_state[MODEL_SOURCE] = key
+    return key
+
+
+def user_models() -> dict:
+    return st.session_state.get(USER_MODELS, {})
+
+
+# --- widgets bound to the shared sentences ------------------------------------------------------
+
+def _copy(widget_key: str, store_key: str) -> None:
+    st.session_state[store_key] = st.session_state[widget_key]
+
+
+def _seed(widget_key: str, store_key: str) -> None:
+    # Always write, even when equal: on a page switch the widget is a new element (its id
+    # depends on the page), and only a value set through session_state carries over to it.
+    ss = st.session_state
+    ss[widget_key] = ss.get(store_key, "")
+
+
+def set_text(store_key: str, value: str) -> None:
+    """Change a shared sentence from code (e.g. in a button callback)."""
+    st.session_state[store_key] = value
+
+
+def sentence_inputs(pair: bool = True, label_a: str = "Sentence A",
+                    label_b: str = "Sentence B (optional)") -> tuple[str, str]:
+    """Text boxes for sentence A (and B), shared by every page. Returns the raw texts."""
+    _seed(W_TEXT_A, TEXT_A)
+    cols = st.columns(2) if pair else [st.container()]
+    with cols[0]:
+        st.text_area(label_a, key=W_TEXT_A, on_change=_copy, args=(W_TEXT_A, TEXT_A), height=80,
+                     help="Type any text. It carries over to the other pages.")
+    if pair:
+        _seed(W_TEXT_B, TEXT_B)
+        with cols[1]:
+            st.text_area(label_b, key=W_TEXT_B, on_change=_copy, args=(W_TEXT_B, TEXT_B),
+                         height=80, help="A second sentence makes a pair: [CLS] A [SEP] B [SEP].")
+    return st.session_state[TEXT_A], (st.session_state[TEXT_B] if pair else "")
+
+
+def mlm_input(label: str = "A sentence with [MASK] in it") -> str:
+    _seed(W_MLM_TEXT, MLM_TEXT)
+    st.text_area(label, key=W_MLM_TEXT, on_change=_copy, args=(W_MLM_TEXT, MLM_TEXT), height=80)
+    return st.session_state[MLM_TEXT]

@@ -1,0 +1,36 @@
+"""BERT Explorer: see inside BERT while it runs.  `streamlit run streamlit_app.py`"""
+from pathlib import Path
+
+import streamlit as st
+
+from app import sidebar, state
+from app.sidebar import app_icon
+
+ROOT = Path(__file__).resolve().parent
+
+# The icon is drawn here, not named: a :material/...: or emoji favicon is fetched from the
+# internet by the browser, and the app must work (and make no request) offline.
+st.set_page_config(page_title="BERT Explorer", page_icon=app_icon(), layout="wide")
+state.init()
+
+PAGES = [
+    st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
+    st.Page("pages/tokenization.py", title="Tokenization", icon=":material/text_fields:"),
+    st.Page("pages/embeddings.py", title="Embeddings", icon=":material/scatter_plot:"),
+    st.Page("pages/attention.py", title="Attention", icon=":material/hub:"),
+    st.Page("pages/masked_lm.py", title="Masked LM & next sentence", icon=":material/edit_note:"),
+]
+
+# --- later pages: each is added only once its file exists -----------------------------------------
+LATER_PAGES = [
+    ("pages/finetune.py", "Fine-tuning", ":material/tune:"),
+    ("pages/pretrain.py", "Pre-training", ":material/school:"),
+    ("pages/analysis.py", "Analysis", ":material/insights:"),
+]
+for path, title, icon in LATER_PAGES:
+    if (ROOT / path).exists():
+        PAGES.append(st.Page(path, title=title, icon=icon))
+
+page = st.navigation(PAGES)
+sidebar.render()
+page.run()

@@ -1,0 +1,181 @@
+"""The Streamlit app through streamlit.testing (AppTest): every page renders without an
+exception, with the default input and with a sentence pair; controls work; bad input gives a
+message, never a traceback. Uses the default model "minilm-l6" (loaded once per process).
+
+Plotly charts and iframes are UnknownElements here: their content is checked in test_plots.py
+and in the browser tests.
+"""
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from app import state  # noqa: E402
+
+from pathlib import Path  # noqa: E402
+
+ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
+PAGES = ["pages/home.py", "pages/tokenization.py", "pages/embeddings.py", "pages/attention.py",
+         "pages/masked_lm.py"]
+TIMEOUT = 60
+
+
+def _ok(at):
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def _errors(at):
+    return [e.value for e in at.error]
+
+
+@pytest.fixture(scope="module")
+def home():
+    at = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
+    at.run()
+    return at
+
+
+@pytest.fixture()
+def app():
+    at = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
+    at.run()
+    _ok(at)
+    return at
+
+
+def test_home_renders_and_shows_parameter_count(home):
+    _ok(home)
+    assert not _errors(home)
+    assert [m.value for m in home.metric if m.label == "Parameters"] == ["22.9 M"]
+    exact = [c.value for c in home.main.caption if "parameters in all" in c.value]
+    assert exact and int(exact[0].split()[0].replace(",", "")) == 22_893_116   # all-MiniLM-L6-v2 + heads
+    # the sidebar shows the model and its notes on every page, on every run
+    assert any("parameters" in c.value for c in home.sidebar.caption)
+    home.run()
+    _ok(home)
+    assert any("parameters" in c.value for c in home.sidebar.caption)
+
+
+@pytest.mark.parametrize("page", PAGES[1:])
+def test_page_renders_default_and_pair(app, page):
+    app.switch_page(page).run()
+    _ok(app)
+    assert not _errors(app), _errors(app)
+    # the page ran through streamlit_app.py: the sidebar's model picker is there
+    assert any("parameters" in c.value for c in app.sidebar.caption)
+    app.text_area(key=state.W_TEXT_B).input("It lay down in the shade and fell asleep.").run()
+    _ok(app)
+    assert not _errors(app), _errors(app)
+    assert app.session_state[state.TEXT_B].startswith("It lay down")
+
+
+def test_sentence_carries_over_between_pages(app):
+    app.switch_page("pages/tokenization.py").run()
+    app.text_area(key=state.W_TEXT_A).input("Colourless green ideas sleep furiously.").run()
+    app.switch_page("pages/attention.py").run()
+    _ok(app)
+    assert app.text_area(key=state.W_TEXT_A).value == "Colourless green ideas sleep furiously."
+
+
+def test_attention_layer_head_and_views(app):
+    app.switch_page("pages/attention.py").run()
+    app.slider(key="att_layer_6").set_value(4).run()
+    app.slider(key="att_head_12").set_value(7).run()
+    _ok(app)
+    app.checkbox(key="att_hide").check().run()
+    _ok(app)
+    for view in ("All heads", "Q/K/V walk-through", "bertviz: head view", "bertviz: model view",
+                 "bertviz: neuron view", "Heatmap"):
+        app.radio(key="att_view").set_value(view).run()
+        _ok(app)
+        assert not _errors(app), (view, _errors(app))
+    # the walk-through's softmax equals the model's own attention row
+    app.radio(key="att_view").set_value("Q/K/V walk-through").run()
+    df = app.dataframe[0].value
+    assert (df["weight = softmax"] - df["weight in the model"]).abs().max() < 1e-4
+
+
+@pytest.mark.parametrize("page", PAGES[1:4])
+def test_empty_and_whitespace_input_give_a_message(app, page):
+    app.switch_page(page).run()
+    for text in ("", "   \n\t "):
+        app.text_area(key=state.W_TEXT_A).input(text).run()
+        _ok(app)
+        assert any("empty" in e for e in _errors(app)), _errors(app)
+
+
+def test_long_input_is_truncated_with_a_notice(app):
+    app.switch_page("pages/tokenization.py").run()
+    app.text_area(key=state.W_TEXT_A).input("word " * 5000).run()
+    _ok(app)
+    assert any("cut off" in w.value for w in app.warning)
+
+
+def test_emoji_and_cjk(app):
+    app.switch_page("pages/tokenization.py").run()
+    app.text_area(key=state.W_TEXT_A).input("I 🤗 love 東京 and ünïcödé </script><b>x</b>").run()
+    _ok(app)
+    assert any("[UNK]" in w.value for w in app.warning)
+    app.switch_page("pages/attention.py").run()
+    _ok(app)
+    assert not _errors(app)
+
+
+def test_masked_lm_no_mask_and_ten_masks(app):
+    app.switch_page("pages/masked_lm.py").run()
+    _ok(app)
+    app.text_area(key=state.W_MLM_TEXT).input("no gap in this sentence").run()
+    _ok(app)
+    assert any("[MASK]" in i.value for i in app.info)
+    app.text_area(key=state.W_MLM_TEXT).input(" ".join(["[MASK]"] * 10)).run()
+    _ok(app)
+    assert not _errors(app)
+    filled = [c.value for c in app.code if "«" in c.value]
+    assert filled and filled[0].count("«") == 10
+    # picking words of sentence A to mask
+    app.radio(key="mlm_mode").set_value("Pick words of sentence A to mask").run()
+    _ok(app)
+    assert any("[MASK]" in c.value for c in app.code)
+
+
+def test_random_sentence_b_button(app):
+    app.switch_page("pages/masked_lm.py").run()
+    app.button(key="nsp_random").click().run()
+    _ok(app)
+    assert app.session_state[state.TEXT_B]
+    assert app.text_area(key=state.W_TEXT_B).value == app.session_state[state.TEXT_B]
+    assert any(m.label == "P(B follows A)" for m in app.metric)
+
+
+def test_bad_local_folder_shows_an_error_not_a_traceback(app, tmp_path):
+    app.selectbox(key=state.W_MODEL_CHOICE).set_value("__folder__").run()
+    app.text_input(key=state.W_LOCAL_PATH).input(str(tmp_path)).run()
+    app.sidebar.button[0].click().run()
+    _ok(app)
+    assert any("no config" in e.value for e in app.sidebar.error)
+    assert app.session_state[state.MODEL_SOURCE] == state.DEFAULT_MODEL
+
+
+def test_a_session_model_classifier_on_every_page(app):
+    """A user's own model (here a tiny random classifier) is picked from session_state, keyed
+    apart from the cached built-ins, and the MLM page says it has no MLM head."""
+    import bert
+    from bert.checkpoint import minilm_package_dir
+    tok = bert.Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
+    cfg = bert.BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                          intermediate_size=37, id2label={0: "negative", 1: "positive"})
+    bundle = bert.Bundle(model=bert.BertForSequenceClassification(cfg).eval(), tokenizer=tok, name="tiny-clf")
+    app.session_state[state.USER_MODELS] = {"tiny-clf": bundle}
+    app.session_state[state.USER_MODEL_IDS] = {"tiny-clf": "session:tiny-clf:test"}
+    app.session_state[state.MODEL_SOURCE] = "session:tiny-clf"
+    app.run()
+    _ok(app)
+    assert app.selectbox(key=state.W_MODEL_CHOICE).value == "session:tiny-clf"
+    for page in PAGES:
+        app.switch_page(page).run()
+        _ok(app)
+        assert not _errors(app), (page, _errors(app))
+    app.switch_page("pages/attention.py").run()
+    assert app.slider(key="att_layer_2").max == 2 and app.slider(key="att_head_4").max == 4
+    app.switch_page("pages/masked_lm.py").run()
+    assert any("classifier" in i.value for i in app.info)
