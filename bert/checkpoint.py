@@ -67,8 +67,12 @@ class Bundle:
 
     @property
     def summary(self) -> str:
-        """One line for the sidebar: the first sentence of the card."""
-        for line in self.card.splitlines():
+        """One line for the sidebar: the first heading or sentence of the card."""
+        text = self.card
+        if text.lstrip().startswith("---"):          # YAML front matter of Hugging Face cards
+            parts = text.lstrip().split("---", 2)
+            text = parts[2] if len(parts) == 3 else ""
+        for line in text.splitlines():
             line = line.strip().lstrip("#").strip()
             if line and not line.lower().startswith(("model card", "card")):
                 return line
