@@ -26,7 +26,7 @@ def safe_labels(tokens) -> list[str]:
     seen: dict[str, int] = {}
     out = []
     for t in tokens:
-        t = html.escape(str(t))
+        t = html.escape(str(t), quote=False)   # plotly renders a few tags; quotes are harmless
         n = seen.get(t, 0)
         seen[t] = n + 1
         out.append(t + _ZW * n)

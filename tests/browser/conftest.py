@@ -1,0 +1,231 @@
+"""Browser tests: Debian's Chromium driven by Playwright, against the real app.
+
+* `browser`: one headless Chromium for the session (`/usr/bin/chromium`, or
+  $BERT_EXPLORER_CHROMIUM); Playwright never downloads a browser here.
+* `page`: a fresh page that records every request, console error, page error and
+  dialog. Requests to any host but localhost are aborted (nothing leaves the machine)
+  and fail the test; `page.guard.assert_clean()` checks it all mid-test.
+* `app_url`: the real app, `python -m streamlit run streamlit_app.py` on a free port,
+  waited for on /_stcore/health, stopped at the end of the session.
+* `artifacts`: tests/artifacts/ (git-ignored) for screenshots and the server log.
+
+Without Chromium or Playwright the tests skip with the reason, except when CI=true:
+then they fail, so CI can never pass without having run them.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]"}
+LOCAL_SCHEMES = {"data", "blob", "about", "file"}
+# Console errors we accept, each a known harmless Streamlit behaviour:
+# - opening a page's own URL (e.g. /attention) makes Streamlit's frontend probe
+#   /attention/_stcore/health and /attention/_stcore/host-config (404) before it finds the
+#   server's base path and uses /_stcore/... (streamlit/streamlit#7074, open).
+KNOWN_HARMLESS_ERRORS = [
+    re.compile(r"status of 404 .*'url': 'http://127\.0\.0\.1:\d+/[\w-]+/_stcore/(health|host-config)'"),
+]
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def unavailable(reason: str):
+    """Skip outside CI; in CI a missing prerequisite is a failure."""
+    if in_ci():
+        pytest.fail(f"CI=true but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def chromium_path() -> str | None:
+    explicit = os.environ.get("BERT_EXPLORER_CHROMIUM")
+    if explicit:
+        return explicit if Path(explicit).exists() else None
+    for candidate in ("/usr/bin/chromium", "/usr/bin/chromium-browser"):
+        if Path(candidate).exists():
+            return candidate
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def is_local(url: str) -> bool:
+    parsed = urlparse(url)
+    if parsed.scheme in LOCAL_SCHEMES:
+        return True
+    return parsed.scheme in ("http", "https", "ws", "wss") and (parsed.hostname or "") in LOCAL_HOSTS
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        unavailable("the playwright Python package is not installed (pip install -r requirements-dev.txt)")
+    exe = chromium_path()
+    if exe is None:
+        unavailable("Chromium is not installed (apt-get install chromium, or `make browser`)")
+    pw = sync_playwright().start()
+    try:
+        try:
+            br = pw.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
+        except Exception as e:  # noqa: BLE001 - any launch failure means "no usable browser"
+            unavailable(f"Chromium at {exe} did not start: {e}")
+        yield br
+        br.close()
+    finally:
+        pw.stop()
+
+
+@dataclass
+class Guard:
+    """What one page did: requests, refused requests, console errors, page errors, dialogs."""
+    requests: list[str] = field(default_factory=list)
+    foreign: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+    def assert_local(self):
+        assert not self.foreign, f"requests left localhost: {self.foreign}"
+
+    def assert_no_errors(self, ignore: tuple[str, ...] = ()):
+        errors = [e for e in self.console_errors + self.page_errors
+                  if not any(s in e for s in ignore) and not any(p.search(e) for p in KNOWN_HARMLESS_ERRORS)]
+        assert not errors, f"console/page errors: {errors}"
+
+    def assert_clean(self, ignore: tuple[str, ...] = ()):
+        self.assert_local()
+        self.assert_no_errors(ignore)
+        assert not self.dialogs, f"dialogs opened: {self.dialogs}"
+
+
+@pytest.fixture
+def page(browser, request):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, service_workers="block")
+    guard = Guard()
+
+    def route(r):
+        url = r.request.url
+        if is_local(url):
+            r.continue_()
+        else:
+            guard.foreign.append(url)
+            r.abort("blockedbyclient")
+
+    context.route("**/*", route)
+    pg = context.new_page()
+    pg.set_default_timeout(60_000)
+    pg.on("request", lambda req: guard.requests.append(req.url))
+    pg.on("websocket", lambda ws: None if is_local(ws.url) else guard.foreign.append(ws.url))
+    pg.on("console", lambda m: guard.console_errors.append(f"{m.text} @ {m.location}") if m.type == "error" else None)
+    pg.on("pageerror", lambda e: guard.page_errors.append(str(e)))
+
+    def on_dialog(d):
+        guard.dialogs.append(f"{d.type}: {d.message}")
+        d.dismiss()
+
+    pg.on("dialog", on_dialog)
+    pg.guard = guard
+    yield pg
+    context.close()
+    # whatever the test checked, no request may leave the machine
+    if guard.foreign:
+        pytest.fail(f"{request.node.name}: requests left localhost: {guard.foreign}", pytrace=False)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def app_url(artifacts):
+    """The real app on a free port; the session waits for /_stcore/health to say ok."""
+    if not (ROOT / "streamlit_app.py").exists():
+        unavailable("streamlit_app.py does not exist yet")
+    port = _free_port()
+    log = open(artifacts / "streamlit-server.log", "w")
+    cmd = [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.port", str(port),
+           "--server.address", "127.0.0.1", "--server.headless", "true",
+           "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"the app exited with {proc.returncode}; see {artifacts / 'streamlit-server.log'}")
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.read().decode().strip() == "ok":
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("the app did not answer /_stcore/health within 90 s")
+            time.sleep(0.5)
+        yield url
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)      # the group we started, nothing else
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+        log.close()
+
+
+def wait_for_app(pg, timeout_ms: int = 120_000):
+    """Wait until Streamlit is connected, has run the script and shows something."""
+    pg.wait_for_selector('[data-testid="stApp"][data-test-connection-state="CONNECTED"]', timeout=timeout_ms)
+    deadline = time.monotonic() + timeout_ms / 1000
+    settled = 0
+    while time.monotonic() < deadline:
+        state = pg.get_attribute('[data-testid="stApp"]', "data-test-script-state")
+        running = pg.locator('[data-testid="stStatusWidget"]').count() > 0
+        has_content = pg.locator('[data-testid="stMainBlockContainer"] [data-testid="stElementContainer"]').count() > 0
+        skeleton = pg.locator('[data-testid="stAppSkeleton"]').count() > 0
+        if state == "notRunning" and not running and has_content and not skeleton:
+            settled += 1
+            if settled >= 3:          # stable for ~1.5 s: no rerun right behind
+                return
+        else:
+            settled = 0
+        pg.wait_for_timeout(500)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "wait_timeout.png"
+    pg.screenshot(path=str(shot))
+    raise AssertionError(
+        f"the app did not finish running within {timeout_ms / 1000:.0f} s (script state {state!r}, "
+        f"status widget {running}, content {has_content}, skeleton {skeleton}); screenshot {shot}")
+
+
+@pytest.fixture(scope="session")
+def app_ready():
+    """`app_ready(page)`: wait until the app has finished running (see wait_for_app)."""
+    return wait_for_app

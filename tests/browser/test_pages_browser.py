@@ -1,0 +1,98 @@
+"""Every page of the real app in Chromium: no console error, no request leaving localhost,
+no exception box, a full-page screenshot each (tests/artifacts/), and on the Attention
+page the three bertviz views drawing SVG inside their iframe.
+"""
+import re
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+# st.navigation derives each page's URL from its file name; the default page is "/".
+PAGES = {
+    "home": "/",
+    "tokenization": "/tokenization",
+    "embeddings": "/embeddings",
+    "attention": "/attention",
+    "masked_lm": "/masked_lm",
+}
+BERTVIZ_VIEWS = {"head": "bertviz: head view", "model": "bertviz: model view", "neuron": "bertviz: neuron view"}
+
+
+def screenshot_full(page, path):
+    """Streamlit scrolls inside its own container, so Playwright's full_page shows one
+    screen; grow the viewport to the content's height first."""
+    size = page.viewport_size
+    height = page.evaluate(
+        """() => Math.max(...['[data-testid="stMain"]', '[data-testid="stAppViewContainer"]']
+             .map(s => document.querySelector(s)).filter(Boolean).map(e => e.scrollHeight))""")
+    page.set_viewport_size({"width": size["width"], "height": int(min(max(height + 40, size["height"]), 16000))})
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size(size)
+
+
+def assert_page_ok(page):
+    assert page.locator('[data-testid="stException"]').count() == 0, \
+        page.locator('[data-testid="stException"]').first.inner_text()
+    assert page.locator('[data-testid="stMainBlockContainer"]').inner_text().strip()
+    page.guard.assert_clean()
+
+
+def choose_view(page, app_ready, label):
+    page.locator('[data-testid="stRadio"] label', has_text=label).first.click()
+    app_ready(page)
+
+
+def bertviz_frame(page):
+    iframe = page.locator('[data-testid="stIFrame"]')
+    iframe.first.wait_for(state="attached", timeout=60_000)
+    frame = page.frame_locator('[data-testid="stIFrame"]').first
+    frame.locator("#vis svg").first.wait_for(state="attached", timeout=60_000)
+    return frame
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_page_loads_clean(page, app_url, app_ready, artifacts, name):
+    page.goto(app_url + PAGES[name])
+    app_ready(page)
+    assert_page_ok(page)
+    screenshot_full(page, artifacts / f"page_{name}.png")
+
+
+@pytest.mark.parametrize("kind", list(BERTVIZ_VIEWS))
+def test_attention_page_bertviz_draws_offline(page, app_url, app_ready, artifacts, kind):
+    page.goto(app_url + PAGES["attention"])
+    app_ready(page)
+    choose_view(page, app_ready, BERTVIZ_VIEWS[kind])
+    frame = bertviz_frame(page)
+    n = frame.locator("#vis svg *").count()
+    assert n > 0, f"{kind} view drew nothing"
+    if kind == "head":
+        assert frame.locator("#vis svg #attention line").count() > 0
+    # the view runs only our inlined scripts: nothing was fetched for it
+    assert not [u for u in page.guard.requests if re.search(r"/(d3(\.v\d+)?|jquery|require)(\.min)?\.js(\?|$)", u, re.I)]
+    assert_page_ok(page)
+    screenshot_full(page, artifacts / f"page_attention_bertviz_{kind}.png")
+
+
+def test_attention_page_hostile_text(page, app_url, app_ready, artifacts):
+    """`</script>` and an <img onerror> typed as the sentence: no dialog, no injected
+    element in the page or in the bertviz frame, and the text appears as tokens."""
+    page.goto(app_url + PAGES["attention"])
+    app_ready(page)
+    box = page.get_by_role("textbox", name="Sentence A", exact=True)
+    box.fill('</script> "><img src=x onerror=alert(1)> <script>alert(2)</script>')
+    box.press("Control+Enter")
+    app_ready(page)
+    choose_view(page, app_ready, BERTVIZ_VIEWS["head"])
+    frame = bertviz_frame(page)
+    texts = frame.locator("#vis svg text").all_text_contents()
+    for piece in ("<", "/", "script", ">", "\"", "=", "alert"):
+        assert piece in texts, (piece, texts)
+    assert frame.locator("img").count() == 0
+    assert page.locator("img[src='x']").count() == 0
+    page.wait_for_timeout(500)
+    assert page.guard.dialogs == []
+    assert_page_ok(page)
+    screenshot_full(page, artifacts / "page_attention_hostile_text.png")
