@@ -25,7 +25,10 @@ PAGES = [
 LATER_PAGES = [
     ("pages/finetune.py", "Fine-tuning", ":material/tune:"),
     ("pages/pretrain.py", "Pre-training", ":material/school:"),
-    ("pages/analysis.py", "Analysis", ":material/insights:"),
+    ("pages/head_patterns.py", "Head patterns", ":material/grid_view:"),
+    ("pages/explanations.py", "Explanations", ":material/insights:"),
+    ("pages/ablation.py", "Head ablation", ":material/block:"),
+    ("pages/compare.py", "Compare", ":material/compare:"),
 ]
 for path, title, icon in LATER_PAGES:
     if (ROOT / path).exists():

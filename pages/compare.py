@@ -1,0 +1,160 @@
+"""Compare: two models on the same input, and one word across many sentences."""
+import html
+
+import pandas as pd
+import streamlit as st
+
+import app
+from app import analysis_plots as ap, plots, state
+from app.analysis_cache import FOLDER, SNAPSHOTS, attentions, model_for, model_options, option_label, outputs, word_map
+from app.errors import show_errors
+from app.helpers import clean_text, md_escape
+from app.resources import current_model
+from bert import InputError
+from bert.analysis import compare_attention, sense_examples, separation
+
+app.run_through_entry()   # before anything else: see app/__init__.py
+
+VIEWS = ["Two models side by side", "One word in many sentences", "Attention over training"]
+K = 5
+
+st.title("Compare")
+view = st.radio("View", VIEWS, horizontal=True, key="cmp_view", label_visibility="collapsed")
+
+
+def _picker(col, which: str, default: str):
+    options = model_options()
+    key = f"cmp_model_{which}"
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default if default in options else options[0]
+    choice = col.selectbox(f"Model {which}", options, key=key, format_func=option_label)
+    folder = col.text_input(f"Folder of model {which}", key=f"cmp_folder_{which}") if choice == FOLDER else ""
+    return model_for(choice, folder)
+
+
+def _outputs(col, out, side: str) -> None:
+    if out.kind == "classifier":
+        col.plotly_chart(ap.class_probs_bar(out.labels, out.probs), width="stretch", key=f"cmp_out_{side}")
+    else:
+        for i, pos in enumerate(out.mlm.positions[:3]):
+            col.plotly_chart(plots.mlm_topk_bar(out.mlm.top_tokens[i], out.mlm.top_probs[i],
+                                                f"[MASK] at token {pos}"), width="stretch", key=f"cmp_out_{side}_{i}")
+
+
+if view == VIEWS[0]:
+    st.markdown(
+        "Put two models on the same sentence, for example a pre-trained model and your fine-tuned "
+        "copy of it: which heads changed, and how do their answers differ? The difference map is "
+        "red where model A looks more than model B, blue where it looks less.")
+    models = {}
+    cols = st.columns(2)
+    with show_errors("model A"):
+        cur = st.session_state[state.MODEL_SOURCE]
+        models["A"] = _picker(cols[0], "A", cur)
+    with show_errors("model B"):
+        others = [o for o in model_options() if o not in (cur, FOLDER)]
+        models["B"] = _picker(cols[1], "B", others[-1] if others else cur)
+    text = state.mlm_input("Sentence (put [MASK] in it to compare masked-word guesses)")
+    if len(models) == 2:
+        with show_errors("the comparison"):
+            text = clean_text(text, "the sentence")
+            ma, mb = models["A"], models["B"]
+            same = ma.key == mb.key
+            if same:
+                st.info("Both sides show the same model: pick another one for model B (a built-in, a "
+                        "folder, or a model you trained in this session).", icon=":material/info:")
+            (ta, aa), (tb, ab) = attentions(ma.key, text, ma.bundle), attentions(mb.key, text, mb.bundle)
+            La, Ha, Lb, Hb = *aa.shape[:2], *ab.shape[:2]
+            if (La, Ha) != (Lb, Hb):
+                st.warning(f"The models have different shapes: A has {La} layers × {Ha} heads, B has "
+                           f"{Lb} × {Hb}. Pick a layer and head that both have; there is no difference map.",
+                           icon=":material/warning:")
+            c1, c2 = st.columns(2)
+            layer = c1.slider("Layer", 1, min(La, Lb), 1, key="cmp_layer") - 1
+            head = c2.slider("Head", 1, min(Ha, Hb), 1, key="cmp_head") - 1
+            left, right = st.columns(2)
+            left.plotly_chart(plots.attention_heatmap(aa[layer, head], ta, title=f"A: {html.escape(ma.label)}"),
+                              width="stretch", key="cmp_att_a")
+            right.plotly_chart(plots.attention_heatmap(ab[layer, head], tb, title=f"B: {html.escape(mb.label)}"),
+                               width="stretch", key="cmp_att_b")
+            if (La, Ha) == (Lb, Hb) and not same:
+                try:
+                    d = compare_attention(aa, ab, ta, tb)
+                except InputError as e:
+                    st.info(md_escape(str(e)), icon=":material/info:")
+                else:
+                    left.plotly_chart(ap.attention_diff_heatmap(d.diff[layer, head], ta,
+                                                                f"A − B, layer {layer + 1}, head {head + 1}"),
+                                      width="stretch", key="cmp_diff")
+                    right.plotly_chart(ap.moved_heatmap(d.moved, (layer, head)), width="stretch", key="cmp_moved")
+                    st.caption("Right: for every head, the share of attention that goes somewhere else "
+                               "in B (0 = identical, 1 = nothing in common).")
+            st.subheader("Their answers")
+            left, right = st.columns(2)
+            for side, col, m in (("a", left, ma), ("b", right, mb)):
+                col.markdown(f"**{md_escape(m.label)}**")
+                if not m.bundle.is_classifier and "[MASK]" not in text:
+                    col.info("Put [MASK] in the sentence to see this model's guesses.", icon=":material/info:")
+                    continue
+                with show_errors(f"the answer of {m.label}"):
+                    _outputs(col, outputs(m.key, text, K, m.bundle), side)
+elif view == VIEWS[1]:
+    st.markdown(
+        "The same word means different things in different sentences. Its starting vector (layer 0) "
+        "is the same wherever it appears, apart from its position; each layer mixes in more of the "
+        "context. Slide through the layers and watch the senses pull apart.")
+    word0, sents0, senses0 = sense_examples()
+    with show_errors("the embedding map"):
+        model = current_model()
+        L = model.bundle.config.num_hidden_layers
+        word = st.text_input("The shared word", value=word0, key="sense_word")
+        table = st.data_editor(pd.DataFrame({"sentence": sents0, "sense": senses0}), num_rows="dynamic",
+                               width="stretch", key="sense_table",
+                               column_config={"sentence": st.column_config.TextColumn(width="large"),
+                                              "sense": st.column_config.TextColumn(width="small")})
+        table = table.fillna("")
+        rows = [(str(s).strip(), str(g).strip()) for s, g in zip(table["sentence"], table["sense"]) if str(s).strip()]
+        sents, senses = tuple(s for s, _ in rows), [g for _, g in rows]
+        res = word_map(model.key, sents, clean_text(word, "the shared word"), model.bundle)
+        layer = st.slider("Layer (0 = embeddings)", 0, L, L, key=f"sense_layer_{L}")
+        st.plotly_chart(ap.sense_scatter(res["coords"][layer], senses, sents, word, layer), width="stretch",
+                        key="sense_map")
+        if len(set(senses)) >= 2:
+            sep = separation(res["vectors"], senses)
+            st.plotly_chart(ap.separation_line(sep, layer), width="stretch", key="sense_sep")
+            st.caption("Separation is 1 when every sentence is much closer to those of its own sense "
+                       "than to the others, 0 when the senses overlap (mean silhouette of cosine distances).")
+        else:
+            st.info("Write a sense next to each sentence (at least two different ones) to measure "
+                    "how well they separate.", icon=":material/info:")
+else:
+    st.markdown(
+        "While a model trains, its attention changes. A training run can record the attention of "
+        "one probe sentence every few steps; replay them here with the slider, and see which heads "
+        "changed most since the start.")
+    runs = {k: v for k, v in st.session_state.get(SNAPSHOTS, {}).items() if len(v)}
+    if not runs:
+        st.info("No recordings in this session yet. Start a fine-tuning or pre-training run that records "
+                "attention snapshots; they appear here while it runs.", icon=":material/info:")
+    else:
+        with show_errors("the attention snapshots"):
+            run = st.selectbox("Training run", list(runs), key="snap_run")
+            rec = runs[run]
+            steps, atts = rec.view()                                       # (S, L, H, T, T)
+            change = rec.change_since_start(atts)                          # (S, L, H)
+            S, L, H = change.shape
+            st.caption(f"Probe sentence: {md_escape(rec.sentence)} · {S} snapshots, one every "
+                       f"{rec.every} steps or so")
+            i = st.select_slider("Training step", list(range(S)), value=S - 1, key=f"snap_step_{run}",
+                                 format_func=lambda j: f"{steps[j]}")
+            c1, c2 = st.columns(2)
+            layer = c1.slider("Layer", 1, L, 1, key="snap_layer") - 1
+            head = c2.slider("Head", 1, H, 1, key="snap_head") - 1
+            left, right = st.columns(2)
+            left.plotly_chart(plots.attention_heatmap(atts[i, layer, head], rec.tokens,
+                                                      title=f"step {steps[i]}, layer {layer + 1}, head {head + 1}"),
+                              width="stretch", key="snap_att")
+            right.plotly_chart(ap.moved_heatmap(change[i], (layer, head), "moved since the first snapshot"),
+                               width="stretch", key="snap_moved")
+            st.plotly_chart(ap.change_over_training(steps, change, (layer, head), i), width="stretch",
+                            key="snap_line")
