@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import torch
 import torch.distributed as dist
@@ -217,8 +217,11 @@ def _dist_info() -> tuple[int, int]:
 
 
 def pretrain(args: PretrainArgs, stop: threading.Event | None = None, bundle: Bundle | None = None,
-             corpus: Corpus | None = None, resume: bool = True) -> Iterator[dict]:
-    """Train, yielding metrics dicts; the last one has event "done" and the final bundle path."""
+             corpus: Corpus | None = None, resume: bool = True,
+             on_step: Callable[[int, BertForPreTraining], None] | None = None) -> Iterator[dict]:
+    """Train, yielding metrics dicts; the last one has event "done" and the final bundle path.
+
+    on_step(step, model) is called after each optimizer step (e.g. attention snapshots)."""
     if args.threads:
         torch.set_num_threads(args.threads)
     rank, world = _dist_info()
@@ -279,6 +282,8 @@ def pretrain(args: PretrainArgs, stop: threading.Event | None = None, bundle: Bu
             opt.step()
             step += 1
             k += 1
+            if on_step is not None and rank == 0:
+                on_step(step, model)
             tokens += int(batch["attention_mask"].sum()) * world
             targets = batch["mlm_labels"][batch["mlm_labels"] != -100]
             acc["mlm_loss"] += res.mlm_loss.item()
