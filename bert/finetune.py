@@ -1,0 +1,522 @@
+"""Fine-tuning a sequence classifier, as a generator of metrics (like bert/pretrain.py).
+
+    base = bert.load("minilm-l6")                    # never modified: it may be a shared, cached model
+    train, valid = stratified_split(read_labelled_file("reviews.csv"))
+    for m in finetune(base, train, valid, FinetuneArgs(data="reviews.csv")):
+        print(m)    # {"event": "train", "step": 10, "loss": ...}, {"event": "eval", ...}, {"event": "done", "bundle": ...}
+
+The encoder's weights are copied into a new BertForSequenceClassification (pooling cls/mean/max,
+a fresh linear head). Texts are tokenized once; batches group texts of similar length and are
+padded to their longest member. AdamW with linear warm-up and decay, gradient clipping, a higher
+learning rate for the new head. The best model by validation accuracy is kept: on Stop, at the
+end, or when the loss stops being finite (then an "error" event comes first) it is returned as a
+`Bundle` in the "done" event.
+
+`python -m bert finetune --data FILE ... --out DIR` runs `finetune_cli`.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import os
+import random
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterator
+
+import torch
+import torch.nn.functional as F
+
+from .checkpoint import Bundle, load, save
+from .config import POOLINGS
+from .errors import DataError, TrainingError
+from .labelled import (DEFAULT_MAX_ROWS, LabelledData, read_labelled_file, stratified_sample,
+                       stratified_split)
+from .model import BertForSequenceClassification
+from .optim import adamw, lr_at, set_lr
+
+DIVERGED_LOSS = 100.0   # mean cross-entropy above this (p(true class) < e^-100): training diverged
+
+__all__ = ["FinetuneArgs", "finetune", "finetune_cli", "evaluate_classifier", "build_classifier",
+           "load_labelled", "prepare_data"]
+
+
+@dataclass
+class FinetuneArgs:
+    data: str                                  # a labelled file, or "builtin:rotten_tomatoes" / "builtin:tweets"
+    val_data: str | None = None                # a validation file; else a stratified split of data
+    text_col: str | None = None                # override the detected columns
+    label_col: str | None = None
+    checkpoint: str = "minilm-l6"              # any loadable model (built-in name or folder)
+    out: str | None = None                     # folder for the fine-tuned model (command line)
+    name: str | None = None                    # display name of the result
+    pooling: str = "mean"                      # cls | mean | max
+    freeze_embeddings: bool = False
+    freeze_layers: int = 0                     # freeze the lowest N encoder layers
+    max_length: int = 64                       # tokens per text, [CLS] and [SEP] included
+    batch_size: int = 16
+    lr: float = 1e-4                           # encoder learning rate (peak)
+    head_lr_scale: float = 10.0                # the new head learns this many times faster
+    epochs: int = 1
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    clip: float = 1.0                          # gradient norm clipping
+    dropout: float = 0.1                       # before the classifier head
+    encoder_dropout: float | None = None       # hidden/attention dropout in the encoder (None: the checkpoint's)
+    head_init: str = "random"                  # random | probe (a logistic regression on frozen features)
+    probe_examples: int = 512                  # training texts used by head_init="probe"
+    seed: int = 0
+    eval_every: int = 0                        # steps between evaluations; 0: at the end of each epoch
+    log_every: int = 1                         # steps between "train" events
+    valid_fraction: float = 0.2                # of data, when there is no val_data
+    max_train: int | None = None               # use at most this many training texts (stratified)
+    max_valid: int | None = None               # evaluate on at most this many texts (stratified)
+    max_rows: int = DEFAULT_MAX_ROWS           # rows read from a file at most (stratified sample)
+    threads: int | None = None                 # torch threads (None: torch's default)
+
+    def check(self, max_positions: int | None = None, num_layers: int | None = None) -> None:
+        """Raise TrainingError for settings that make no sense (not for ones that merely diverge)."""
+        def bad(msg):
+            raise TrainingError(msg)
+        if self.pooling not in POOLINGS:
+            bad(f"pooling must be one of {', '.join(POOLINGS)}, not {self.pooling!r}")
+        if self.batch_size < 1:
+            bad("the batch size must be at least 1")
+        if self.epochs < 1:
+            bad("train for at least one epoch")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            bad(f"the learning rate must be a positive number, not {self.lr}")
+        if not (math.isfinite(self.head_lr_scale) and self.head_lr_scale > 0):
+            bad("head_lr_scale must be positive")
+        if not 0.0 <= self.warmup_ratio < 1.0:
+            bad("the warm-up ratio must lie in [0, 1)")
+        if not 0.0 <= self.dropout < 1.0 or not 0.0 <= (self.encoder_dropout or 0.0) < 1.0:
+            bad("dropout must lie in [0, 1)")
+        if self.head_init not in ("random", "probe"):
+            bad("head_init must be 'random' or 'probe'")
+        if self.max_length < 3:
+            bad("max_length must be at least 3 tokens ([CLS], a word, [SEP])")
+        if max_positions is not None and self.max_length > max_positions:
+            bad(f"max_length {self.max_length} is more than the model's {max_positions} positions")
+        if self.freeze_layers < 0 or (num_layers is not None and self.freeze_layers > num_layers):
+            bad(f"freeze_layers must lie between 0 and {num_layers}")
+        if self.eval_every < 0 or self.log_every < 1:
+            bad("eval_every must be >= 0 and log_every >= 1")
+
+
+# ---- model ----------------------------------------------------------------------------------------
+
+def build_classifier(base: Bundle, classes: list[str], pooling: str = "mean",
+                     dropout: float | None = None, seed: int = 0,
+                     encoder_dropout: float | None = None) -> BertForSequenceClassification:
+    """A new classifier whose encoder is a copy of `base`'s; `base` itself is left untouched."""
+    config = copy.deepcopy(base.model.config)
+    config.id2label = {i: str(c) for i, c in enumerate(classes)}
+    config.classifier_pooling = pooling
+    if dropout is not None:
+        config.classifier_dropout = dropout
+    if encoder_dropout is not None:
+        config.hidden_dropout_prob = config.attention_probs_dropout_prob = encoder_dropout
+    config.extra = {k: v for k, v in config.extra.items()
+                    if k not in ("architecture", "architectures", "label2id", "num_labels")}
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = BertForSequenceClassification(config)
+    encoder = {k: v.detach().clone() for k, v in base.model.bert.state_dict().items()}  # a copy
+    model.bert.load_state_dict(encoder)
+    return model
+
+
+def _freeze(model: BertForSequenceClassification, embeddings: bool, layers: int) -> None:
+    if embeddings or layers > 0:
+        for p in model.bert.embeddings.parameters():
+            p.requires_grad_(False)
+    for layer in model.bert.layers[:layers]:
+        for p in layer.parameters():
+            p.requires_grad_(False)
+
+
+@torch.no_grad()
+def _probe_head(model: BertForSequenceClassification, seqs: list[list[int]], y: torch.Tensor,
+                pad_id: int, l2: float = 1e-3, iters: int = 100) -> float:
+    """Start the head from a logistic regression on the frozen encoder's pooled features
+    (linear probing before fine-tuning, Kumar et al. 2022). Returns its training accuracy."""
+    was_training = model.training
+    model.eval()
+    feats = torch.empty(len(seqs), model.config.hidden_size)
+    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+    for s in range(0, len(order), 64):
+        idx = order[s:s + 64]
+        ids, mask = _collate([seqs[i] for i in idx], pad_id)
+        feats[idx] = model.pool(model.bert(ids, attention_mask=mask), mask).float()   # (B, C)
+    model.train(was_training)
+    K = model.classifier.out_features
+    W = torch.zeros(K, feats.shape[1], requires_grad=True)
+    b = torch.zeros(K, requires_grad=True)
+    opt = torch.optim.LBFGS([W, b], lr=1.0, max_iter=iters, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        with torch.enable_grad():
+            loss = F.cross_entropy(feats @ W.T + b, y) + l2 * (W ** 2).sum()
+            loss.backward()
+        return loss
+
+    opt.step(closure)
+    model.classifier.weight.copy_(W.detach())
+    model.classifier.bias.copy_(b.detach())
+    return ((feats @ W.T + b).argmax(-1) == y).float().mean().item()
+
+
+# ---- data ----------------------------------------------------------------------------------------
+
+def _tokenize(tokenizer, texts: list[str], max_length: int) -> list[list[int]]:
+    # A very long text is cut first: only its first max_length tokens are used anyway.
+    limit = max(2000, 64 * max_length)
+    return [tokenizer.encode(t[:limit], max_length=max_length).ids for t in texts]
+
+
+def _collate(seqs: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    T = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), T), pad_id, dtype=torch.long)          # (B, T)
+    mask = torch.zeros((len(seqs), T), dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, :len(s)] = torch.tensor(s, dtype=torch.long)
+        mask[i, :len(s)] = 1
+    return ids, mask
+
+
+def _batches(lengths: list[int], batch_size: int, seed: int) -> list[list[int]]:
+    """Shuffled batches of texts of similar length (sorted within chunks of 50 batches)."""
+    rng = random.Random(seed)
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    chunk = batch_size * 50
+    out = []
+    for s in range(0, len(order), chunk):
+        part = sorted(order[s:s + chunk], key=lambda i: lengths[i])
+        out += [part[b:b + batch_size] for b in range(0, len(part), batch_size)]
+    rng.shuffle(out)
+    return out
+
+
+@torch.inference_mode()
+def _predict(model, seqs: list[list[int]], pad_id: int, batch_size: int = 64,
+             stop: threading.Event | None = None) -> torch.Tensor | None:
+    """(N, K) logits in the original order; None if `stop` was set meanwhile."""
+    was_training = model.training
+    model.eval()
+    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+    logits = torch.empty(len(seqs), model.classifier.out_features)
+    for s in range(0, len(order), batch_size):
+        if stop is not None and stop.is_set():
+            model.train(was_training)
+            return None
+        idx = order[s:s + batch_size]
+        ids, mask = _collate([seqs[i] for i in idx], pad_id)
+        logits[idx] = model(ids, attention_mask=mask).logits.float()
+    model.train(was_training)
+    return logits
+
+
+def _metrics(logits: torch.Tensor, labels: torch.Tensor) -> dict:
+    loss = F.cross_entropy(logits, labels).item() if len(labels) else float("nan")
+    acc = (logits.argmax(-1) == labels).float().mean().item() if len(labels) else float("nan")
+    return {"val_loss": loss, "accuracy": acc}
+
+
+# ---- the loop ------------------------------------------------------------------------------------
+
+def _card(base: Bundle, train: LabelledData, valid: LabelledData, args: FinetuneArgs, result: dict,
+          name: str) -> str:
+    settings = {k: v for k, v in asdict(args).items()
+                if k not in ("data", "val_data", "out", "name", "threads", "text_col", "label_col")}
+    counts = ", ".join(f"{c} {n:,}" for c, n in train.class_counts.items())
+    lines = [
+        f"# {name}",
+        "",
+        f"A {len(train.classes)}-class text classifier fine-tuned by BERT Explorer from "
+        f"**{base.name}** ({base.source or 'built-in'}).",
+        "",
+        f"- Data: {train.source or args.data} (text column `{train.text_col}`, label column "
+        f"`{train.label_col}`): {len(train):,} training texts ({counts}).",
+        f"- Validation: {valid.source or args.val_data or 'split'}, {len(valid):,} texts"
+        + (f" ({valid.notes[-1]})" if valid.notes else "") + ".",
+        f"- Classes (output order): {', '.join(train.classes)}.",
+        f"- Validation accuracy: **{result['accuracy']:.4f}** (loss {result['val_loss']:.4f}) "
+        f"at step {result['best_step']} of {result['steps']}"
+        + (" (stopped early)" if result.get("stopped") else "") + ".",
+        f"- Training: {result['train_seconds']:.0f} s, {result['examples_per_s']:.1f} examples/s.",
+        f"- Settings: " + ", ".join(f"{k}={v}" for k, v in settings.items()) + ".",
+    ]
+    if result.get("error"):
+        lines.append(f"- Stopped by an error: {result['error']}")
+    lines += ["", "Licence: that of the base model and of the data.", ""]
+    return "\n".join(lines)
+
+
+def finetune(base: Bundle | str, train: LabelledData, valid: LabelledData, args: FinetuneArgs,
+             stop: threading.Event | None = None) -> Iterator[dict]:
+    """Fine-tune, yielding metric dicts: "start", "train" (every log_every steps), "eval",
+    maybe "error", and last "done" with the best model as a Bundle under "bundle"."""
+    threads_before = torch.get_num_threads()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        yield from _finetune(base, train, valid, args, stop)
+    finally:
+        if args.threads:
+            torch.set_num_threads(threads_before)
+
+
+def _finetune(base, train: LabelledData, valid: LabelledData, args: FinetuneArgs,
+              stop: threading.Event | None) -> Iterator[dict]:
+    t_start = time.perf_counter()
+    if isinstance(base, (str, os.PathLike)):
+        base = load(base)
+    args.check(base.config.max_position_embeddings, base.config.num_hidden_layers)
+    if len(train) == 0 or len(valid) == 0:
+        raise TrainingError("need at least one training and one validation text")
+    if list(train.classes) != list(valid.classes):
+        raise TrainingError(f"training classes {train.classes} and validation classes "
+                            f"{valid.classes} differ")
+    if len(set(train.labels)) < 2:
+        raise TrainingError("the training data has only one class")
+
+    model = build_classifier(base, train.classes, args.pooling, args.dropout, args.seed,
+                             args.encoder_dropout)
+    _freeze(model, args.freeze_embeddings, args.freeze_layers)
+    tok = base.tokenizer
+    pad_id = tok.pad_id
+    train_seqs = _tokenize(tok, train.texts, args.max_length)
+    valid_seqs = _tokenize(tok, valid.texts, args.max_length)
+    train_y = torch.tensor(train.labels, dtype=torch.long)
+    valid_y = torch.tensor(valid.labels, dtype=torch.long)
+    lengths = [len(s) for s in train_seqs]
+
+    if args.head_init == "probe":
+        t = time.perf_counter()
+        idx = stratified_sample(train.labels, args.probe_examples, seed=args.seed)
+        probe_acc = _probe_head(model, [train_seqs[i] for i in idx], train_y[idx], pad_id)
+        yield {"event": "probe", "examples": len(idx), "train_accuracy": probe_acc,
+               "seconds": time.perf_counter() - t}
+    steps_per_epoch = math.ceil(len(train_seqs) / args.batch_size)
+    total = steps_per_epoch * args.epochs
+    warmup = int(round(args.warmup_ratio * total))
+    opt = adamw(model, args.lr, args.weight_decay, {"classifier.": args.head_lr_scale})
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    yield {"event": "start", "steps": total, "steps_per_epoch": steps_per_epoch,
+           "train_examples": len(train), "valid_examples": len(valid), "classes": list(train.classes),
+           "parameters": sum(p.numel() for p in model.parameters()), "trainable": trainable,
+           "truncated": sum(1 for n in lengths if n >= args.max_length),
+           "prep_seconds": time.perf_counter() - t_start}
+
+    best = {"accuracy": -1.0, "val_loss": float("nan"), "step": 0, "state": None}
+    evals: list[float] = []
+    train_time, seen = 0.0, 0
+    step, error, stopped = 0, None, False
+    loss_avg = None
+    last_eval_step = -1
+
+    def do_eval(epoch: int, interruptible: bool):
+        nonlocal last_eval_step
+        t = time.perf_counter()
+        logits = _predict(model, valid_seqs, pad_id, stop=stop if interruptible else None)
+        if logits is None:
+            return None
+        m = _metrics(logits, valid_y)
+        evals.append(time.perf_counter() - t)
+        last_eval_step = step
+        if m["accuracy"] > best["accuracy"] and math.isfinite(m["val_loss"]):
+            best.update(accuracy=m["accuracy"], val_loss=m["val_loss"], step=step,
+                        state={k: v.detach().clone() for k, v in model.state_dict().items()})
+        return {"event": "eval", "step": step, "epoch": epoch, **m,
+                "best_accuracy": best["accuracy"], "eval_seconds": evals[-1]}
+
+    model.train()
+    torch.manual_seed(args.seed)   # dropout
+    epoch = 0
+    for epoch in range(args.epochs):
+        for batch in _batches(lengths, args.batch_size, args.seed * 1000 + epoch):
+            if stop is not None and stop.is_set():
+                stopped = True
+                break
+            t = time.perf_counter()
+            lr = lr_at(step, args.lr, warmup, total)
+            set_lr(opt, lr)
+            ids, mask = _collate([train_seqs[i] for i in batch], pad_id)
+            out = model(ids, attention_mask=mask, labels=train_y[batch])
+            loss = out.loss
+            if not torch.isfinite(loss) or loss.item() > DIVERGED_LOSS:
+                error = (f"the loss became {loss.item():.4g} at step {step + 1} (it diverged): the "
+                         f"learning rate {args.lr:g} is too high. Training stopped; the last good "
+                         f"model is kept.")
+                break
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+            if not torch.isfinite(gnorm):
+                error = (f"the gradients became {gnorm.item()} at step {step + 1}: the learning rate "
+                         f"{args.lr:g} is too high. Training stopped; the last good model is kept.")
+                break
+            opt.step()
+            step += 1
+            seen += len(batch)
+            train_time += time.perf_counter() - t
+            value = loss.item()
+            loss_avg = value if loss_avg is None else 0.9 * loss_avg + 0.1 * value
+            if step % args.log_every == 0 or step == total:
+                per_step = train_time / step
+                evals_left = ((total - step) // args.eval_every if args.eval_every else 0) + \
+                    (args.epochs - epoch)
+                eta = (total - step) * per_step + evals_left * (evals[-1] if evals else
+                                                                per_step * len(valid) / (3 * args.batch_size))
+                yield {"event": "train", "step": step, "epoch": epoch, "loss": value,
+                       "loss_smooth": loss_avg, "lr": lr, "grad_norm": float(gnorm),
+                       "examples_per_s": seen / max(train_time, 1e-9), "progress": step / total,
+                       "eta_s": eta}
+            if args.eval_every and step % args.eval_every == 0 and step % steps_per_epoch != 0:
+                m = do_eval(epoch, interruptible=True)
+                if m is None:
+                    stopped = True
+                    break
+                yield m
+        else:
+            if step != last_eval_step:
+                m = do_eval(epoch, interruptible=True)
+                if m is None:
+                    stopped = True
+                    break
+                yield m
+            continue
+        break
+
+    if error is not None:
+        yield {"event": "error", "step": step, "message": error}
+        if best["state"] is None:
+            # Nothing evaluated before it diverged: the last good model is the one we started from.
+            model = build_classifier(base, train.classes, args.pooling, args.dropout, args.seed,
+                             args.encoder_dropout)
+            yield do_eval(epoch, interruptible=False)
+    elif step != last_eval_step and not (stopped and best["state"] is not None):
+        # Failed since the last evaluation, or stopped before any: score the current model.
+        # (Stopped after an evaluation: keep the best so far and end at once.)
+        yield do_eval(epoch, interruptible=False)
+    if best["state"] is not None:
+        model.load_state_dict(best["state"])
+    model.eval()
+    result = {"event": "done", "step": step, "steps": total, "best_step": best["step"],
+              "stopped": stopped, "error": error, "accuracy": max(best["accuracy"], 0.0),
+              "val_loss": best["val_loss"], "seconds": time.perf_counter() - t_start,
+              "train_seconds": train_time, "examples_per_s": seen / max(train_time, 1e-9),
+              "train_examples": len(train), "valid_examples": len(valid),
+              "classes": list(train.classes)}
+    data_name = Path(str(train.source or args.data)).stem.replace("builtin:", "") or "data"
+    name = args.name or f"{base.name}-{data_name}"
+    card = _card(base, train, valid, args, result, name)
+    result["bundle"] = Bundle(model=model, tokenizer=tok, name=name, card=card,
+                              source=f"fine-tuned from {base.name}", notes=[])
+    yield result
+
+
+# ---- evaluation of a fine-tuned bundle ----------------------------------------------------------
+
+def evaluate_classifier(bundle: Bundle, data: LabelledData, max_length: int = 128,
+                        mistakes: int = 10) -> dict:
+    """accuracy, per-class precision/recall/F1, confusion matrix (rows true, columns predicted),
+    and the most confident mistakes [{text, true, predicted, prob}]."""
+    if not bundle.is_classifier:
+        raise TrainingError(f"{bundle.name} is not a classifier")
+    classes = bundle.labels
+    index = {c: i for i, c in enumerate(classes)}
+    try:
+        y = torch.tensor([index[data.classes[t]] for t in data.labels], dtype=torch.long)
+    except KeyError as e:
+        raise DataError(f"the data has a class the model does not know: {e.args[0]!r} "
+                        f"(model classes: {', '.join(classes)})") from None
+    seqs = _tokenize(bundle.tokenizer, data.texts, max_length)
+    logits = _predict(bundle.model, seqs, bundle.tokenizer.pad_id)
+    probs = logits.softmax(-1)
+    pred = probs.argmax(-1)
+    K = len(classes)
+    conf = torch.zeros(K, K, dtype=torch.long)
+    conf.index_put_((y, pred), torch.ones_like(y), accumulate=True)
+    per_class = {}
+    for k, c in enumerate(classes):
+        tp = conf[k, k].item()
+        p_den, r_den = conf[:, k].sum().item(), conf[k].sum().item()
+        precision = tp / p_den if p_den else 0.0
+        recall = tp / r_den if r_den else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        per_class[c] = {"precision": precision, "recall": recall, "f1": f1, "support": r_den}
+    wrong = (pred != y).nonzero().flatten().tolist()
+    wrong.sort(key=lambda i: -probs[i, pred[i]].item())
+    return {
+        "accuracy": (pred == y).float().mean().item() if len(y) else float("nan"),
+        "macro_f1": sum(v["f1"] for v in per_class.values()) / K,
+        "per_class": per_class,
+        "classes": classes,
+        "confusion": conf.tolist(),
+        "mistakes": [{"text": data.texts[i], "true": classes[y[i]], "predicted": classes[pred[i]],
+                      "prob": probs[i, pred[i]].item()} for i in wrong[:mistakes]],
+        "n": len(y),
+    }
+
+
+# ---- command line --------------------------------------------------------------------------------
+
+def load_labelled(source: str, args: FinetuneArgs, classes: list[str] | None = None,
+                  min_per_class: int = 2) -> LabelledData:
+    """A file path or "builtin:<name>"."""
+    if source.startswith("builtin:"):
+        from .datasets import load_dataset
+        data = load_dataset(source, max_rows=args.max_rows, seed=args.seed)
+        if classes is not None and data.classes != classes:
+            raise DataError(f"{source} has classes {data.classes}, the training data {classes}")
+        return data
+    return read_labelled_file(source, text_col=args.text_col, label_col=args.label_col,
+                              max_rows=args.max_rows, classes=classes, min_per_class=min_per_class,
+                              seed=args.seed)
+
+
+def prepare_data(args: FinetuneArgs) -> tuple[LabelledData, LabelledData]:
+    """(train, valid) as the command line and the page use them."""
+    data = load_labelled(args.data, args, min_per_class=1 if args.val_data else 2)
+    if args.val_data:
+        train = data
+        valid = load_labelled(args.val_data, args, classes=data.classes, min_per_class=1)
+    else:
+        train, valid = stratified_split(data, args.valid_fraction, seed=args.seed)
+    if args.max_train and len(train) > args.max_train:
+        train = train.subset(stratified_sample(train.labels, args.max_train, seed=args.seed),
+                             notes=train.notes + [f"a stratified sample of {args.max_train:,} "
+                                                  f"training texts is used"])
+    if args.max_valid and len(valid) > args.max_valid:
+        valid = valid.subset(stratified_sample(valid.labels, args.max_valid, seed=args.seed + 1),
+                             notes=valid.notes + [f"a stratified sample of {args.max_valid:,} "
+                                                  f"validation texts is used"])
+    return train, valid
+
+
+def finetune_cli(args: FinetuneArgs) -> Iterator[dict]:
+    """Read the data, fine-tune, save the best model to args.out; yield one dict per evaluation
+    (and error), and last a summary with accuracy, seconds and examples_per_s."""
+    t0 = time.perf_counter()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    out = Path(args.out or f"runs/finetune-{Path(args.checkpoint).name}")
+    train, valid = prepare_data(args)
+    base = load(args.checkpoint)
+    done = None
+    for m in finetune(base, train, valid, args):
+        if m["event"] in ("eval", "error"):
+            yield m
+        elif m["event"] == "done":
+            done = m
+    bundle = done.pop("bundle")
+    save(bundle, out, card=bundle.card)
+    done.update(seconds=time.perf_counter() - t0, out=str(out), labels=bundle.labels,
+                notes=train.notes)
+    yield done

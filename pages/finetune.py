@@ -1,0 +1,337 @@
+"""Fine-tuning: teach BERT a classification task on your own labelled texts, and watch it learn."""
+import hashlib
+
+import streamlit as st
+
+import app
+from app import state, train_plots
+from app import train_state as ts
+from app import training as tr
+from app.errors import show_errors
+from app.helpers import md_escape
+from bert.checkpoint import available_builtins
+from bert.datasets import available_datasets
+from bert.finetune import FinetuneArgs
+from bert.config import POOLINGS
+
+app.run_through_entry()   # before anything else: see app/__init__.py
+
+ts.init()
+ss = st.session_state
+D = FinetuneArgs(data="")                   # the backend's defaults, chosen by measurement
+UPLOAD = "upload"
+SOURCES = [*available_datasets(), UPLOAD]
+TRY_DEFAULT = "A gripping story with wonderful performances."
+ICON_ERR = ":material/error:"
+
+st.title("Fine-tuning")
+st.markdown(
+    "A pre-trained BERT knows a lot about language but nothing about *your* task. Fine-tuning puts a "
+    "small new layer on top (one score per class, read from the texts' vectors) and trains the whole "
+    "network a little more on labelled examples. Pick some data, press **Start**, and watch the loss "
+    "fall and the accuracy rise; the result becomes a model you can explore on the other pages."
+)
+new_result = tr.collect(tr.FINETUNE)
+if new_result is not None:
+    st.session_state["ft_result"] = new_result["name"]      # show the newest run
+
+# --- 1. data -------------------------------------------------------------------------------------
+st.header("1. Data")
+ts.seed("ft_source", SOURCES[0], SOURCES)
+source = st.radio("Data", SOURCES, key="ft_source", horizontal=True, label_visibility="collapsed",
+                  format_func=lambda s: "Upload a file" if s == UPLOAD else available_datasets()[s])
+data = None
+with show_errors("the data"):
+    if source == UPLOAD:
+        up = tr.remember_upload(ts.FT_UPLOAD, st.file_uploader(
+            "A labelled file: CSV, TSV, JSON Lines, or plain text with `label<TAB>text` per line",
+            type=["csv", "tsv", "jsonl", "json", "txt"], key="ft_file"))
+        if up is None:
+            st.info("Upload a file with a text column and a label column (labels may be words or "
+                    "numbers). Your file is only read, never changed.", icon=":material/upload_file:")
+        else:
+            st.caption(f"File: **{md_escape(up['name'])}** ({len(up['data']):,} bytes). It stays in this "
+                       "session when you visit other pages.")
+            try:
+                detected, err = tr.parse_upload(up), None
+            except Exception as e:      # a column problem: let the user choose them below
+                detected, err = None, e
+            columns = detected.columns if detected else tr.sniff_columns(up)
+            if len(columns) < 2:
+                raise err
+            h = hashlib.sha1(str(up["id"]).encode()).hexdigest()[:10]
+            tkey, lkey = f"ft_text_col_{h}", f"ft_label_col_{h}"
+            guess = (detected.text_col, detected.label_col) if detected else (columns[0], columns[1])
+            ts.seed(tkey, guess[0], columns)
+            ts.seed(lkey, guess[1], columns)
+            c1, c2 = st.columns(2)
+            text_col = c1.selectbox("Text column", columns, key=tkey)
+            label_col = c2.selectbox("Label column", columns, key=lkey)
+            ts.remember(tkey, lkey)
+            if (text_col, label_col) == guess:
+                if detected is None:
+                    raise err           # what detection found wrong; the user may pick other columns
+                data = detected
+            else:
+                data = tr.parse_upload(up, text_col, label_col)
+    else:
+        data = tr.builtin_data(source)
+
+if data is not None:
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Usable texts", f"{len(data):,}")
+    c2.metric("Classes", len(data.classes))
+    c3.metric("Rows read", f"{data.rows_read:,}")
+    c4.metric("Rows dropped", f"{sum(data.dropped.values()):,}")
+    st.caption(f"Text column `{md_escape(data.text_col)}`, label column `{md_escape(data.label_col)}`"
+               + (f" · {md_escape(data.format)}" if data.format else "")
+               + (f" · {md_escape(data.encoding)}" if data.encoding else "")
+               + f" · {md_escape(tr.dropped_text(data))}")
+    for note in data.notes:
+        st.info(md_escape(note), icon=":material/info:")
+    left, right = st.columns([3, 2])
+    if data.preview is not None:
+        left.dataframe(data.preview, hide_index=True, width="stretch", height=280)
+    right.plotly_chart(train_plots.class_counts(data.class_counts, "texts per class"), width="stretch",
+                       key="ft_counts")
+
+# --- 2. validation -------------------------------------------------------------------------------
+valid_file = None
+valid_fraction = 0.2
+mode = "split"
+if data is not None:
+    st.header("2. Validation data")
+    ts.seed("ft_valid_mode", "split", ["split", "upload"])
+    mode = st.radio("Validation", ["split", "upload"], key="ft_valid_mode", horizontal=True,
+                    label_visibility="collapsed",
+                    format_func=lambda m: {"split": "Keep some of the data aside (stratified split)",
+                                           "upload": "Upload a separate validation file"}[m])
+    if mode == "split":
+        ts.seed("ft_valid_frac", 0.2)
+        valid_fraction = st.slider("Share kept aside for validation", 0.1, 0.5, key="ft_valid_frac", step=0.05,
+                                   help="Each class keeps the same proportions on both sides.")
+        ts.remember("ft_valid_frac")
+    else:
+        with show_errors("the validation file"):
+            vup = tr.remember_upload(ts.FT_VAL_UPLOAD, st.file_uploader(
+                "Validation file (same classes)", type=["csv", "tsv", "jsonl", "json", "txt"], key="ft_val_file"))
+            if vup is not None:
+                try:
+                    valid_file = tr.parse_upload(vup, data.text_col, data.label_col, classes=data.classes,
+                                                 min_per_class=1)
+                except Exception:   # other column names: detect them
+                    valid_file = tr.parse_upload(vup, classes=data.classes, min_per_class=1)
+                st.caption(f"{md_escape(vup['name'])}: {md_escape(valid_file.summary())} · "
+                           f"{md_escape(tr.dropped_text(valid_file))}")
+    ts.remember("ft_valid_mode")
+
+# --- 3. settings ---------------------------------------------------------------------------------
+sources = list(available_builtins()) + [f"session:{n}" for n in state.user_models()]
+picked = st.session_state.get(state.MODEL_SOURCE, state.DEFAULT_MODEL)
+if picked not in sources:
+    sources.append(picked)          # a folder loaded in the sidebar
+defaults = {"ft_base": state.DEFAULT_MODEL, "ft_pooling": D.pooling, "ft_freeze_emb": D.freeze_embeddings,
+            "ft_freeze_layers": D.freeze_layers, "ft_max_length": D.max_length, "ft_batch": D.batch_size,
+            "ft_lr": D.lr, "ft_epochs": D.epochs, "ft_warmup": D.warmup_ratio, "ft_seed": D.seed,
+            "ft_max_train": 2000, "ft_max_valid": 1000, "ft_evals": 2}
+for k, v in defaults.items():
+    ts.seed(k, v, sources if k == "ft_base" else POOLINGS if k == "ft_pooling" else None)
+base = None
+if data is not None:
+    st.header("3. Settings")
+    with st.expander("Model and training settings (the defaults give a good model in about a minute)"):
+        c1, c2, c3 = st.columns(3)
+        base_src = c1.selectbox("Start from", sources, key="ft_base",
+                                format_func=lambda s: f"{s[8:]} (your model)" if s.startswith("session:") else s)
+        with show_errors("the base model"):
+            base = tr.base_bundle(base_src)
+            if base is None:
+                st.error("That model is no longer in this session.", icon=ICON_ERR)
+        n_layers = base.config.num_hidden_layers if base else 12
+        max_pos = base.config.max_position_embeddings if base else 512
+        ss["ft_freeze_layers"] = min(ss["ft_freeze_layers"], n_layers)      # fit the chosen model
+        ss["ft_max_length"] = min(ss["ft_max_length"], max_pos)
+        c2.selectbox("Pooling", POOLINGS, key="ft_pooling",
+                     help="How the texts' token vectors become one: the [CLS] vector, or the mean or "
+                          "maximum over all tokens.")
+        c3.number_input("Max tokens per text", 8, max_pos, key="ft_max_length", step=16,
+                        help="Longer texts are cut; shorter is faster.")
+        c1.number_input("Learning rate", min_value=1e-7, max_value=100.0, key="ft_lr", step=1e-5,
+                        format="%.1e", help="Peak learning rate of the encoder; the new head learns "
+                                            f"{D.head_lr_scale:g}x faster. Too high and the loss explodes.")
+        c2.number_input("Batch size", 1, 256, key="ft_batch")
+        c3.number_input("Epochs", 1, 20, key="ft_epochs")
+        c1.number_input("Warm-up (share of steps)", 0.0, 0.9, key="ft_warmup", step=0.05)
+        c2.number_input("Evaluations per epoch", 1, 20, key="ft_evals",
+                        help="How often the validation curve gets a point.")
+        c3.number_input("Seed", 0, 1_000_000, key="ft_seed")
+        c1.number_input("Use at most this many training texts", 10, 200_000, key="ft_max_train", step=500,
+                        help="A stratified sample; more texts learn better but take longer.")
+        c2.number_input("…and validation texts", 10, 100_000, key="ft_max_valid", step=500)
+        c3.number_input("Freeze the lowest N layers", 0, n_layers, key="ft_freeze_layers")
+        c1.checkbox("Freeze the embeddings", key="ft_freeze_emb")
+    ts.remember(*defaults)
+
+# --- 4. train --------------------------------------------------------------------------------------
+st.header("4. Train")
+jm = tr.manager()
+job = tr.current_job(tr.FINETUNE, jm)
+notice = st.session_state.get(ts.FT_NOTICE)
+if notice:
+    (st.error if notice[0] == "error" else st.info)(md_escape(notice[1]), icon=ICON_ERR if notice[0] == "error" else ":material/info:")
+
+
+def start(data, valid_file, valid_fraction, base, mode) -> None:
+    """Start button callback (a callback survives the rerun a page may do first)."""
+    with tr.notice_errors(ts.FT_NOTICE, "starting the job"):
+        if jm.active_of(ts.owner(), tr.FINETUNE) is not None:
+            ss[ts.FT_NOTICE] = ("info", "Your fine-tuning job is already running.")
+            return
+        if mode == "upload" and valid_file is None:
+            ss[ts.FT_NOTICE] = ("error", "Upload a validation file first, or keep some of the data aside.")
+            return
+        train, valid = tr.split_data(data, valid_file, valid_fraction, int(ss.ft_seed),
+                                     int(ss.ft_max_train), int(ss.ft_max_valid))
+        per_epoch = -(-len(train) // int(ss.ft_batch))
+        evals = int(ss.ft_evals)
+        stem = tr.safe_filename((data.source or "data").replace("builtin:", "").rsplit(".", 1)[0], "data")
+        args = FinetuneArgs(
+            data=data.source or "upload", checkpoint=ss.ft_base, pooling=ss.ft_pooling,
+            freeze_embeddings=bool(ss.ft_freeze_emb), freeze_layers=int(ss.ft_freeze_layers),
+            max_length=int(ss.ft_max_length), batch_size=int(ss.ft_batch), lr=float(ss.ft_lr),
+            epochs=int(ss.ft_epochs), warmup_ratio=float(ss.ft_warmup), seed=int(ss.ft_seed),
+            eval_every=max(1, -(-per_epoch // evals)) if evals > 1 else 0,
+            name=f"{base.name}-{stem}", threads=tr.job_threads())
+        args.check(base.config.max_position_embeddings, base.config.num_hidden_layers)
+        tr.start_finetune(base, ss.ft_base, train, valid, args, jm)
+
+
+st.caption(f"Training runs in the background on {tr.job_threads()} processor thread(s), so the app stays "
+           f"responsive for everyone; at most {jm.max_running} job(s) train at once on this server, others wait "
+           "in a queue. You may visit other pages meanwhile; closing the tab stops the job.")
+st.button("Start fine-tuning", type="primary", key="ft_start", on_click=start,
+          args=(data, valid_file, valid_fraction, base, mode),
+          disabled=data is None or base is None or (job is not None and job.active),
+          help="One job per session at a time; others on this server may be queued before you.")
+job = tr.current_job(tr.FINETUNE, jm)
+
+
+def live_panel():
+    job = tr.current_job(tr.FINETUNE)
+    if job is None:
+        return
+    tr.tick(job)
+    if not job.active:
+        st.rerun()                       # finished: a full run collects the result
+    if job.status == "queued":
+        st.info(f"Waiting for a free slot: you are number {jm.queue_position(job)} in the queue "
+                f"({jm.max_running} job(s) train at once on this server).", icon=":material/hourglass_top:")
+    frac, line = tr.finetune_progress(job.metrics)
+    st.progress(frac, text=line)
+    start_ev = tr.last_event(job.metrics, "start")
+    if start_ev:
+        st.caption(f"{start_ev['train_examples']:,} training and {start_ev['valid_examples']:,} validation "
+                   f"texts · {start_ev['trainable']:,} of {start_ev['parameters']:,} parameters trained"
+                   + (f" · {start_ev['truncated']:,} texts cut at the maximum length" if start_ev.get("truncated") else ""))
+    st.plotly_chart(train_plots.finetune_curves(job.metrics, start_ev["steps"] if start_ev else None),
+                    width="stretch", key="ft_live_curves")
+    stopping = job.stop_event.is_set()
+    st.button("Stopping… (the best model so far is kept)" if stopping else "Stop (keeps the best model so far)",
+              key="ft_stop", on_click=job.stop, disabled=stopping)
+
+
+if job is not None and job.active:
+    st.fragment(run_every=tr.POLL_S)(live_panel)()
+elif not tr.results(tr.FINETUNE):
+    st.caption("Nothing trained yet in this session.")
+
+
+def show_result(res: dict) -> None:
+    b, rep, info, fin = res["bundle"], res["report"], res["info"], res["done"] or {}
+    jid = res["job_id"]
+    if res["error"]:
+        st.error(md_escape(res["error"]), icon=ICON_ERR)
+    elif fin.get("stopped"):
+        st.info("Stopped early: the best model so far is kept.", icon=":material/pause_circle:")
+    c = st.columns(5)
+    c[0].metric("Validation accuracy", f"{(rep or fin).get('accuracy', float('nan')):.1%}")
+    c[1].metric("Macro F1", f"{rep['macro_f1']:.3f}" if rep else "–")
+    c[2].metric("Validation texts", f"{(rep or {}).get('n', fin.get('valid_examples', 0)):,}")
+    c[3].metric("Training time", tr.fmt_seconds(fin.get("train_seconds")))
+    c[4].metric("Examples/s", f"{fin.get('examples_per_s', 0):.1f}")
+    args = info.get("args", {})
+    st.caption(f"**{md_escape(res['name'])}**: fine-tuned from {md_escape(info.get('base_name', '?'))} on "
+               f"{md_escape(info.get('train', '?'))}; best model at step {fin.get('best_step', '?')} of "
+               f"{fin.get('steps', '?')} · pooling {args.get('pooling', '?')}, {args.get('max_length', '?')} tokens, "
+               f"batch {args.get('batch_size', '?')}, learning rate {args.get('lr', 0):g}, "
+               f"{args.get('epochs', '?')} epoch(s). It is in the sidebar's model list for this session.")
+    st.plotly_chart(train_plots.finetune_curves(res["metrics"], fin.get("steps")), width="stretch",
+                    key=f"ft_curves_{jid}")
+    if rep:
+        t1, t2, t3 = st.tabs(["Scores per class", "Confusion matrix", "Most confident mistakes"])
+        t1.dataframe(tr.per_class_frame(rep), hide_index=True, width="stretch", column_config={
+            k: st.column_config.NumberColumn(format="%.3f") for k in ("precision", "recall", "F1")})
+        t1.caption("Precision: of the texts it put in a class, the share that belong there. Recall: of "
+                   "the texts of a class, the share it found. F1: their harmonic mean.")
+        t2.plotly_chart(train_plots.confusion_matrix(rep["confusion"], rep["classes"]), width="stretch",
+                        key=f"ft_conf_{jid}")
+        mistakes = tr.mistakes_frame(rep)
+        if len(mistakes):
+            t3.dataframe(mistakes, hide_index=True, width="stretch", column_config={
+                "confidence": st.column_config.ProgressColumn(format="%.2f", min_value=0.0, max_value=1.0)})
+            t3.caption("The validation texts it got wrong while being most sure. Some labels are "
+                       "debatable; some mistakes show what the model has not learned.")
+        else:
+            t3.success("No mistakes on the validation data.")
+
+    st.subheader("Try it")
+    key = f"ft_try_{jid}"
+    ts.seed(key, TRY_DEFAULT)
+    text = st.text_area("A text to classify", key=key, height=70)
+    ts.remember(key)
+    if text.strip():
+        left, right = st.columns([2, 3])
+        probs = b.classify([text[:5000]], max_length=int(args.get("max_length", 128)))[0].numpy()
+        left.plotly_chart(train_plots.class_probs(b.labels, probs, "class probabilities"), width="stretch",
+                          key=f"ft_probs_{jid}")
+        with right, show_errors("the attention comparison"):
+            before = tr.base_bundle(info.get("base_source"))
+            if before is None:
+                st.info("The model it started from is no longer in this session.")
+            else:
+                tokens, att0, att1 = tr.cls_attention(before, b, text[:2000])
+                st.plotly_chart(train_plots.cls_attention(tokens[:64], att0[:64], att1[:64]), width="stretch",
+                                key=f"ft_cls_{jid}")
+                st.caption("Where [CLS] looks in the last layer (mean over heads), before and after "
+                           "fine-tuning" + (" (first 64 tokens)" if len(tokens) > 64 else "") + ". "
+                           + ("With mean pooling the head reads every token, so [CLS] itself may change little."
+                              if args.get("pooling") == "mean" else ""))
+    else:
+        st.info("Type a text to see the class probabilities.")
+
+    st.subheader("Keep it")
+    c1, c2, c3 = st.columns(3)
+    fname = tr.safe_filename(res["name"])
+    c1.download_button("Download (BERT Explorer format, .zip)", data=lambda: tr.model_zip(b, res["name"]),
+                       file_name=f"{fname}.zip", mime="application/zip", on_click="ignore", key=f"ft_dl_{jid}",
+                       help="Unzip and open the folder with bert.load(folder), or in the sidebar.")
+    c2.download_button("Download (Hugging Face format, .zip)", data=lambda: tr.model_zip(b, res["name"], "hf"),
+                       file_name=f"{fname}-hf.zip", mime="application/zip", on_click="ignore",
+                       key=f"ft_dlhf_{jid}", help="transformers.BertForSequenceClassification.from_pretrained(folder)")
+    c3.button("Explore it on the other pages", key=f"ft_use_{jid}", on_click=tr.use_model, args=(res["key"],),
+              disabled=st.session_state.get(state.MODEL_SOURCE) == res["key"])
+    with st.expander("Model card"):
+        st.code(b.card, language=None, wrap_lines=True)
+
+
+# --- 5. results ----------------------------------------------------------------------------------
+done = tr.results(tr.FINETUNE)
+if done:
+    st.header("5. Results")
+    names = [r["name"] for r in reversed(done)]
+    ts.seed("ft_result", names[0], names)
+    if len(names) > 1:
+        st.radio("Model", names, key="ft_result", horizontal=True)
+    res = next(r for r in done if r["name"] == ss.ft_result)
+    with show_errors("the results"):
+        show_result(res)

@@ -1,0 +1,238 @@
+"""Pre-training: a small BERT learns language from scratch, live, by playing BERT's two games."""
+import re
+
+import streamlit as st
+
+import app
+from app import plots, state, train_plots
+from app import train_state as ts
+from app import training as tr
+from app.errors import show_errors
+from app.helpers import md_escape
+from bert.corpus import CORPORA
+from bert.pretrain import PretrainArgs, probe_predictions
+
+app.run_through_entry()   # before anything else: see app/__init__.py
+
+ts.init()
+ss = st.session_state
+UPLOAD = "upload"
+SOURCES = [*CORPORA, UPLOAD]
+TITLES = {"wiki": "Wikipedia sample (105 articles)", "brown": "Brown Corpus (500 texts, 1961)",
+          "bbc": "BBC News (2,225 articles)", UPLOAD: "Upload a .txt"}
+ICON_ERR = ":material/error:"
+HIDDEN = [64, 128, 256, 384]
+LOG_EVERY = 5
+
+st.title("Pre-training")
+st.markdown(
+    "Where does BERT's knowledge come from? From two games played on plain text: **fill the gap** "
+    "(15 % of the tokens are hidden and the model guesses them) and **does B follow A?** Here a "
+    "small BERT starts from random numbers and plays them on a corpus while you watch: at first it "
+    "guesses the most frequent words (*the*, *,*), then it learns which words fit where."
+)
+new_result = tr.collect(tr.PRETRAIN)
+if new_result is not None:
+    ss["pt_result"] = new_result["name"]
+
+# --- 1. text -------------------------------------------------------------------------------------
+st.header("1. Text")
+ts.seed("pt_source", "wiki", SOURCES)
+source = st.radio("Corpus", SOURCES, key="pt_source", horizontal=True, label_visibility="collapsed",
+                  format_func=TITLES.get)
+ts.remember("pt_source")
+corpus, corpus_label = None, ""
+with show_errors("the corpus"):
+    if source == UPLOAD:
+        up = tr.remember_upload(ts.PT_UPLOAD, st.file_uploader(
+            "A plain-text file (.txt); blank lines separate documents", type=["txt"], key="pt_file"))
+        if up is None:
+            st.info("Upload some plain text: a book, articles, your notes. A few hundred sentences "
+                    "or more give the model something to learn.", icon=":material/upload_file:")
+        else:
+            corpus = tr.upload_corpus(up)
+            corpus_label = f"your text {up['name']}"
+    else:
+        corpus = tr.builtin_corpus(source)
+        corpus_label = TITLES[source]
+if corpus is not None:
+    n = corpus.counts()
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Documents", f"{n['documents']:,}")
+    c2.metric("Sentences", f"{n['sentences']:,}")
+    c3.metric("Words", f"{n['words']:,}")
+    meta = corpus.meta or {}
+    if meta.get("licence"):
+        st.caption(f"{md_escape(meta.get('description', ''))} · licence: {md_escape(meta['licence'])}")
+    with st.expander("A few sentences"):
+        st.text("\n".join(s[:300] for s in corpus.documents[0][:8]))
+
+# --- 2. model and training settings -----------------------------------------------------------------
+D = PretrainArgs(out="")
+defaults = {"pt_layers": 2, "pt_hidden": 128, "pt_heads": 2, "pt_vocab": "train", "pt_vocab_size": 4000,
+            "pt_steps": 300, "pt_lr": 1e-3, "pt_batch": 16, "pt_seq": 64, "pt_eval": 50, "pt_warmup": 30,
+            "pt_probe": "the history of the [MASK] is long and [MASK] .", "pt_seed": D.seed}
+for k, v in defaults.items():
+    ts.seed(k, v, HIDDEN if k == "pt_hidden" else ["train", "default"] if k == "pt_vocab" else None)
+if corpus is not None:
+    st.header("2. Model")
+    c1, c2, c3 = st.columns(3)
+    c1.number_input("Layers", 1, 6, key="pt_layers")
+    c2.selectbox("Hidden size", HIDDEN, key="pt_hidden")
+    heads = [h for h in (1, 2, 4, 8) if ss.pt_hidden % h == 0]
+    ts.seed("pt_heads", 2, heads)
+    c3.selectbox("Attention heads", heads, key="pt_heads")
+    c1.radio("Vocabulary", ["train", "default"], key="pt_vocab",
+             format_func=lambda v: {"train": "Train a small WordPiece vocabulary on this text",
+                                    "default": "bert-base-uncased's 30,522 tokens"}[v])
+    if ss.pt_vocab == "train":
+        c2.number_input("Vocabulary size", 500, 30000, key="pt_vocab_size", step=500,
+                        help="Trained with the `tokenizers` library before the first step (a few seconds).")
+    st.header("3. Training")
+    c1, c2, c3 = st.columns(3)
+    c1.number_input("Steps", 10, 20000, key="pt_steps", step=50)
+    c2.number_input("Learning rate", min_value=1e-7, max_value=100.0, key="pt_lr", step=1e-4, format="%.1e")
+    c3.number_input("Batch size", 1, 128, key="pt_batch")
+    c1.number_input("Tokens per sequence", 16, 512, key="pt_seq", step=16)
+    c2.number_input("Evaluate every N steps", 5, 5000, key="pt_eval", step=10)
+    c3.number_input("Warm-up steps", 0, 5000, key="pt_warmup", step=10)
+    st.text_input("Probe sentence (its [MASK]s are predicted at every evaluation)", key="pt_probe")
+    ts.remember(*defaults)
+
+# --- 4. run --------------------------------------------------------------------------------------
+jm = tr.manager()
+job = tr.current_job(tr.PRETRAIN, jm)
+notice = ss.get(ts.PT_NOTICE)
+if notice:
+    (st.error if notice[0] == "error" else st.info)(md_escape(notice[1]), icon=ICON_ERR if notice[0] == "error" else ":material/info:")
+
+
+def start(corpus, corpus_label) -> None:
+    """Start button callback (a callback survives the rerun a page may do first)."""
+    with tr.notice_errors(ts.PT_NOTICE, "starting the job"):
+        if jm.active_of(ts.owner(), tr.PRETRAIN) is not None:
+            ss[ts.PT_NOTICE] = ("info", "Your pre-training job is already running.")
+            return
+        probe = re.sub(r"\[mask\]", "[MASK]", ss.pt_probe or "", flags=re.IGNORECASE)
+        if "[MASK]" not in probe:
+            probe = D.probe
+        vocab = f"train:{int(ss.pt_vocab_size)}" if ss.pt_vocab == "train" else "default"
+        steps, every = int(ss.pt_steps), int(ss.pt_eval)
+        args = PretrainArgs(out="", init="scratch", corpora=[ss.pt_source], vocab=vocab, layers=int(ss.pt_layers),
+                            hidden=int(ss.pt_hidden), heads=int(ss.pt_heads), max_seq_length=int(ss.pt_seq),
+                            batch_size=int(ss.pt_batch), steps=steps, lr=float(ss.pt_lr),
+                            warmup_steps=min(int(ss.pt_warmup), steps - 1), log_every=LOG_EVERY,
+                            eval_every=every, save_every=every, seed=int(ss.pt_seed),
+                            threads=tr.job_threads(), probe=probe[:500])
+        what = ss.pt_source
+        if what == UPLOAD and ss.get(ts.PT_UPLOAD):
+            what = tr.safe_filename(ss[ts.PT_UPLOAD]["name"].rsplit(".", 1)[0], "text")
+        tr.start_pretrain(args, corpus, f"pretrained-{what}-{args.layers}x{args.hidden}", corpus_label, jm)
+
+
+st.caption(f"Training runs in the background on {tr.job_threads()} processor thread(s), so the app stays "
+           f"responsive for everyone; at most {jm.max_running} job(s) train at once on this server, others wait "
+           "in a queue. You may visit other pages meanwhile; closing the tab stops the job.")
+st.button("Start pre-training", type="primary", key="pt_start", on_click=start, args=(corpus, corpus_label),
+          disabled=corpus is None or (job is not None and job.active))
+job = tr.current_job(tr.PRETRAIN, jm)
+
+
+def live_panel():
+    job = tr.current_job(tr.PRETRAIN)
+    if job is None:
+        return
+    tr.tick(job)
+    if not job.active:
+        st.rerun()                       # finished: a full run collects the result
+    args = job.info.get("args", {}) if hasattr(job, "info") else {}
+    if job.status == "queued":
+        st.info(f"Waiting for a free slot: you are number {jm.queue_position(job)} in the queue "
+                f"({jm.max_running} job(s) train at once on this server).", icon=":material/hourglass_top:")
+    steps = args.get("steps", 1)
+    frac, line = tr.pretrain_progress(job.metrics, steps, args.get("log_every", LOG_EVERY))
+    st.progress(frac, text=line)
+    start_ev = tr.last_event(job.metrics, "start")
+    if start_ev:
+        st.caption(f"{start_ev['parameters']:,} parameters · {start_ev['train_tokens']:,} training tokens in "
+                   f"{start_ev['train_documents']:,} documents · most frequent token: "
+                   f"{md_escape(start_ev.get('baseline_token', '?'))}")
+    st.plotly_chart(train_plots.pretrain_curves(job.metrics, steps), width="stretch", key="pt_live_curves")
+    probes = tr.probe_frame(job.metrics)
+    if len(probes):
+        st.markdown(f"**Probe:** {md_escape(args.get('probe', ''))} · top guesses at each evaluation, newest first")
+        st.dataframe(probes.iloc[::-1], hide_index=True, width="stretch")
+    stopping = job.stop_event.is_set()
+    st.button("Stopping… (saving the model)" if stopping else "Stop (keeps the model as it is now)",
+              key="pt_stop", on_click=job.stop, disabled=stopping)
+
+
+if job is not None and job.active:
+    st.fragment(run_every=tr.POLL_S)(live_panel)()
+
+
+# --- 5. results ----------------------------------------------------------------------------------
+def show_result(res: dict) -> None:
+    b, fin, info = res["bundle"], res["done"] or {}, res["info"]
+    jid = res["job_id"]
+    args = info.get("args", {})
+    if res["error"]:
+        st.error(md_escape(res["error"]), icon=ICON_ERR)
+    elif fin.get("stopped"):
+        st.info("Stopped early: the model as it was then is kept.", icon=":material/pause_circle:")
+    c = st.columns(4)
+    c[0].metric("Steps", f"{fin.get('step', 0):,}")
+    c[1].metric("Masked-LM top-1", f"{fin['mlm_top1']:.1%}" if "mlm_top1" in fin else "–")
+    c[2].metric("Masked-LM top-5", f"{fin['mlm_top5']:.1%}" if "mlm_top5" in fin else "–")
+    c[3].metric("Next-sentence accuracy", f"{fin['nsp_acc']:.1%}" if "nsp_acc" in fin else "–")
+    cfg = b.config
+    st.caption(f"**{md_escape(res['name'])}**: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, "
+               f"{cfg.num_attention_heads} heads, vocabulary {cfg.vocab_size:,}, trained on "
+               f"{md_escape(info.get('corpus', '?'))}. It is in the sidebar's model list for this session.")
+    st.plotly_chart(train_plots.pretrain_curves(res["metrics"], args.get("steps")), width="stretch",
+                    key=f"pt_curves_{jid}")
+    probes = tr.probe_frame(res["metrics"])
+    if len(probes):
+        st.markdown(f"**Probe:** {md_escape(args.get('probe', ''))}")
+        st.dataframe(probes, hide_index=True, width="stretch")
+
+    st.subheader("Try it")
+    key = f"pt_try_{jid}"
+    ts.seed(key, args.get("probe") or "the [MASK] is on the table .")
+    text = st.text_input("A sentence with [MASK]", key=key)
+    ts.remember(key)
+    text = re.sub(r"\[mask\]", "[MASK]", text or "", flags=re.IGNORECASE)
+    if "[MASK]" not in text:
+        st.info("Put [MASK] where a word is missing.")
+    else:
+        preds = probe_predictions(b, text[:2000], k=5)
+        cols = st.columns(min(3, max(1, len(preds))))
+        for i, cands in enumerate(preds[:6]):
+            cols[i % len(cols)].plotly_chart(plots.mlm_topk_bar([t for t, _ in cands], [p for _, p in cands],
+                                                                f"[MASK] {i + 1}"),
+                                             width="stretch", key=f"pt_try_bar_{jid}_{i}")
+
+    st.subheader("Keep it")
+    c1, c2, c3 = st.columns(3)
+    fname = tr.safe_filename(res["name"])
+    c1.download_button("Download (BERT Explorer format, .zip)", data=lambda: tr.model_zip(b, res["name"]),
+                       file_name=f"{fname}.zip", mime="application/zip", on_click="ignore", key=f"pt_dl_{jid}")
+    c2.download_button("Download (Hugging Face format, .zip)", data=lambda: tr.model_zip(b, res["name"], "hf"),
+                       file_name=f"{fname}-hf.zip", mime="application/zip", on_click="ignore",
+                       key=f"pt_dlhf_{jid}", help="transformers.BertForPreTraining.from_pretrained(folder)")
+    c3.button("Explore it on the other pages", key=f"pt_use_{jid}", on_click=tr.use_model, args=(res["key"],),
+              disabled=ss.get(state.MODEL_SOURCE) == res["key"])
+    with st.expander("Model card"):
+        st.code(b.card, language=None, wrap_lines=True)
+
+
+done = tr.results(tr.PRETRAIN)
+if done:
+    st.header("Results")
+    names = [r["name"] for r in reversed(done)]
+    ts.seed("pt_result", names[0], names)
+    if len(names) > 1:
+        st.radio("Model", names, key="pt_result", horizontal=True)
+    res = next(r for r in done if r["name"] == ss.pt_result)
+    with show_errors("the results"):
+        show_result(res)

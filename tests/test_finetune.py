@@ -1,0 +1,208 @@
+"""Fine-tuning (bert/finetune.py) on a tiny model and a synthetic "good"/"bad" task."""
+import json
+import random
+import threading
+
+import pytest
+import torch
+
+import bert
+from bert import TrainingError
+from bert.config import BertConfig
+from bert.finetune import FinetuneArgs, build_classifier, evaluate_classifier, finetune
+from bert.labelled import LabelledData, stratified_split
+from bert.model import BertForPreTraining
+
+WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "the", "film", "was", "a",
+         "very", "plot", "actor", "movie", "really", "quite", "and", "it", "story"]
+FILLER = WORDS[7:]
+TINY = dict(vocab_size=len(WORDS), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+            intermediate_size=37, max_position_embeddings=64)
+FAST = dict(threads=1, batch_size=16, lr=1e-3, head_lr_scale=10.0, warmup_ratio=0.1, log_every=1)
+
+
+def tiny_bundle(seed=0):
+    torch.manual_seed(seed)
+    return bert.Bundle(model=BertForPreTraining(BertConfig(**TINY)).eval(), tokenizer=bert.Tokenizer(WORDS),
+                       name="tiny", source="test")
+
+
+def synthetic(n=400, seed=0):
+    """Label = whether the text contains "good" (pos) or "bad" (neg), among filler words."""
+    r = random.Random(seed)
+    texts, labels = [], []
+    for i in range(n):
+        y = i % 2
+        ws = [r.choice(FILLER) for _ in range(r.randint(3, 12))]
+        ws.insert(r.randrange(len(ws) + 1), "good" if y else "bad")
+        texts.append(" ".join(ws) + f" {i}")      # unique texts; digits are [UNK]
+        labels.append(y)
+    return LabelledData(texts=texts, labels=labels, classes=["neg", "pos"], source="synthetic")
+
+
+def run(base, train, valid, stop=None, **kw):
+    return list(finetune(base, train, valid, FinetuneArgs(data="synthetic", **{**FAST, **kw}), stop))
+
+
+@pytest.fixture(scope="module")
+def split():
+    return stratified_split(synthetic(), 0.25, seed=0)
+
+
+def test_classifier_copies_the_encoder_and_leaves_the_base_alone():
+    base = tiny_bundle()
+    clf = build_classifier(base, ["neg", "pos"], "mean")
+    for k, v in base.model.bert.state_dict().items():
+        assert torch.equal(v, clf.bert.state_dict()[k])
+        assert v.data_ptr() != clf.bert.state_dict()[k].data_ptr()      # a copy, not shared
+    assert clf.config is not base.model.config and base.model.config.id2label == {}
+    assert clf.config.labels == ["neg", "pos"] and clf.pooling == "mean"
+
+
+def test_validation_accuracy_rises_and_base_is_untouched(split):
+    train, valid = split
+    base = tiny_bundle()
+    before = {k: v.clone() for k, v in base.model.state_dict().items()}
+    events = run(base, train, valid, epochs=3, eval_every=10)
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "start" and kinds[-1] == "done" and "error" not in kinds
+    evals = [e for e in events if e["event"] == "eval"]
+    assert len(evals) >= 4
+    assert evals[0]["accuracy"] < 0.75 and max(e["accuracy"] for e in evals) >= 0.85
+    trains = [e for e in events if e["event"] == "train"]
+    assert trains[-1]["progress"] == 1.0 and trains[-1]["examples_per_s"] > 0
+    assert {"step", "loss", "lr", "examples_per_s", "progress", "eta_s"} <= set(trains[0])
+    assert trains[-1]["loss_smooth"] < trains[0]["loss_smooth"]
+    done = events[-1]
+    assert done["accuracy"] == max(e["accuracy"] for e in evals)    # the best one is kept
+    clf = done["bundle"]
+    assert clf.is_classifier and clf.labels == ["neg", "pos"]
+    p = clf.classify(["the film was good really", "the film was bad really"])
+    assert p.shape == (2, 2) and p[0, 1] > 0.5 > p[1, 1]
+    assert "tiny" in clf.card and "Validation accuracy" in clf.card
+    for k, v in base.model.state_dict().items():
+        assert torch.equal(v, before[k]), k
+    res = evaluate_classifier(clf, valid)
+    assert abs(res["accuracy"] - done["accuracy"]) < 1e-6
+    assert sum(map(sum, res["confusion"])) == len(valid)
+    assert set(res["per_class"]) == {"neg", "pos"} and 0 <= res["per_class"]["pos"]["f1"] <= 1
+    assert all(m["true"] != m["predicted"] for m in res["mistakes"])
+    probs = [m["prob"] for m in res["mistakes"]]
+    assert probs == sorted(probs, reverse=True)
+
+
+@pytest.mark.parametrize("pooling", ["cls", "max"])
+def test_other_poolings_and_freezing_run(split, pooling):
+    train, valid = split
+    base = tiny_bundle()
+    events = run(base, train, valid, pooling=pooling, freeze_embeddings=True, freeze_layers=1)
+    done = events[-1]
+    assert done["event"] == "done" and done["bundle"].model.pooling == pooling
+    start = events[0]
+    assert start["trainable"] < start["parameters"]
+    clf = done["bundle"].model
+    emb = base.model.bert.embeddings.word_embeddings.weight
+    assert torch.equal(clf.bert.embeddings.word_embeddings.weight, emb)    # frozen: unchanged
+
+
+def test_stop_ends_promptly_and_keeps_the_model(split):
+    train, valid = split
+    stop = threading.Event()
+    events = []
+    for e in finetune(tiny_bundle(), train, valid, FinetuneArgs(data="s", epochs=50, **FAST), stop):
+        events.append(e)
+        if e["event"] == "train" and e["step"] == 3:
+            stop.set()
+    done = events[-1]
+    assert done["event"] == "done" and done["stopped"] and done["step"] == 3
+    assert done["bundle"].classify(["good"]).shape == (1, 2)
+    assert [e["event"] for e in events].count("eval") == 1     # scored once, at the stop
+
+
+def test_stop_before_the_first_step():
+    train, valid = stratified_split(synthetic(40), 0.25)
+    stop = threading.Event()
+    stop.set()
+    events = list(finetune(tiny_bundle(), train, valid, FinetuneArgs(data="s", **FAST), stop))
+    assert events[-1]["event"] == "done" and events[-1]["step"] == 0 and events[-1]["stopped"]
+    assert events[-1]["bundle"].is_classifier
+
+
+def test_huge_learning_rate_stops_with_an_error_and_keeps_the_last_good_model(split):
+    train, valid = split
+    events = run(tiny_bundle(), train, valid, lr=10.0, epochs=5, eval_every=50)
+    kinds = [e["event"] for e in events]
+    assert "error" in kinds and kinds[-1] == "done"
+    err = events[kinds.index("error")]
+    assert "learning rate 10 is too high" in err["message"] and "diverged" in err["message"]
+    done = events[-1]
+    assert done["error"] == err["message"] and done["step"] < 5 * 19
+    p = done["bundle"].classify(["good film", "bad film"])
+    assert torch.isfinite(p).all()
+    assert all(torch.isfinite(v).all() for v in done["bundle"].model.state_dict().values()
+               if v.is_floating_point())
+
+
+def test_bad_settings_are_refused(split):
+    train, valid = split
+    for kw, msg in [({"pooling": "sum"}, "pooling"), ({"lr": float("nan")}, "learning rate"),
+                    ({"max_length": 1000}, "positions"), ({"freeze_layers": 9}, "freeze_layers"),
+                    ({"batch_size": 0}, "batch size")]:
+        with pytest.raises(TrainingError, match=msg):
+            run(tiny_bundle(), train, valid, **kw)
+    other = LabelledData(texts=["a", "b"], labels=[0, 1], classes=["x", "y"])
+    with pytest.raises(TrainingError, match="classes"):
+        run(tiny_bundle(), train, other)
+
+
+def test_threads_setting_is_restored(split):
+    train, valid = stratified_split(synthetic(40), 0.25)
+    before = torch.get_num_threads()
+    run(tiny_bundle(), train, valid, threads=1)
+    assert torch.get_num_threads() == before
+
+
+def test_cli_end_to_end(tmp_path, capsys):
+    from bert.__main__ import main
+    ckpt = tmp_path / "tiny-model"
+    bert.save(tiny_bundle(), ckpt)
+    data = synthetic(300, seed=1)
+    lines = ["review;sentiment"] + [f"{t};{data.classes[y]}" for t, y in zip(data.texts, data.labels)]
+    csv_path = tmp_path / "reviews.csv"
+    csv_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "clf"
+    rc = main(["finetune", "--data", str(csv_path), "--checkpoint", str(ckpt), "--out", str(out),
+               "--epochs", "3", "--max-length", "32", "--batch-size", "16", "--lr", "1e-3",
+               "--eval-every", "20", "--threads", "1"])
+    assert rc == 0
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert all(p["event"] in ("eval", "done") for p in printed)
+    assert sum(p["event"] == "eval" for p in printed) >= 3
+    last = printed[-1]
+    assert {"accuracy", "seconds", "examples_per_s"} <= set(last) and last["accuracy"] >= 0.8
+    assert last["out"] == str(out)
+    clf = bert.load(out)
+    assert clf.is_classifier and clf.labels == ["neg", "pos"]
+    p = clf.classify(["the film was good", "the film was bad"])
+    assert p.shape == (2, 2) and torch.allclose(p.sum(-1), torch.ones(2)) and p[0, 1] > p[1, 1]
+    assert "Validation accuracy" in clf.card
+
+
+def test_cli_with_validation_file_and_bad_data(tmp_path, capsys):
+    from bert.__main__ import main
+    ckpt = tmp_path / "tiny-model"
+    bert.save(tiny_bundle(), ckpt)
+    data = synthetic(120, seed=2)
+    rows = [{"text": t, "label": data.classes[y]} for t, y in zip(data.texts, data.labels)]
+    (tmp_path / "train.jsonl").write_text("\n".join(json.dumps(r) for r in rows[:90]))
+    (tmp_path / "valid.jsonl").write_text("\n".join(json.dumps(r) for r in rows[90:]))
+    rc = main(["finetune", "--data", str(tmp_path / "train.jsonl"), "--val-data", str(tmp_path / "valid.jsonl"),
+               "--checkpoint", str(ckpt), "--out", str(tmp_path / "o"), "--threads", "1"])
+    assert rc == 0
+    last = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert last["event"] == "done" and last["valid_examples"] == 30 and last["train_examples"] == 90
+    (tmp_path / "empty.csv").write_bytes(b"")
+    rc = main(["finetune", "--data", str(tmp_path / "empty.csv"), "--checkpoint", str(ckpt),
+               "--out", str(tmp_path / "o2"), "--threads", "1"])
+    assert rc == 2 and "empty" in capsys.readouterr().err
+    assert not (tmp_path / "o2").exists()

@@ -1,0 +1,605 @@
+"""The Fine-tuning and Pre-training pages (AppTest) and their helpers (app/training.py,
+app/train_plots.py), with a tiny model so that training takes a second or two.
+
+AppTest cannot upload a file: the tests put the file's bytes where the page keeps an upload
+(train_state.FT_UPLOAD / PT_UPLOAD), which is exactly what the page does with a real upload.
+Plotly charts are UnknownElements in AppTest: the figures are checked in the train_plots tests.
+"""
+import io
+import random
+import threading
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+import bert  # noqa: E402
+from app import state, train_plots  # noqa: E402
+from app import train_state as ts  # noqa: E402
+from app import training as tr  # noqa: E402
+from bert.config import BertConfig  # noqa: E402
+from bert.finetune import FinetuneArgs  # noqa: E402
+from bert.labelled import LabelledData, read_labelled, stratified_split  # noqa: E402
+from bert.model import BertForPreTraining  # noqa: E402
+from bert.pretrain import PretrainArgs  # noqa: E402
+
+ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
+TIMEOUT = 60
+WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "the", "film", "was", "a",
+         "very", "plot", "actor", "movie", "really", "quite", "and", "it", "story"]
+FILLER = WORDS[7:]
+
+
+# ---- things the tests build -----------------------------------------------------------------------
+
+def tiny_bundle(seed=0, name="tiny"):
+    torch.manual_seed(seed)
+    cfg = BertConfig(vocab_size=len(WORDS), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=37, max_position_embeddings=64)
+    return bert.Bundle(model=BertForPreTraining(cfg).eval(), tokenizer=bert.Tokenizer(WORDS), name=name)
+
+
+def reviews_csv(n=200, seed=0, sep=",", header=("review", "sentiment")) -> bytes:
+    """Synthetic reviews: the label is whether "good" or "bad" is among filler words."""
+    r = random.Random(seed)
+    lines = [sep.join(header)]
+    for i in range(n):
+        y = i % 2
+        ws = [r.choice(FILLER) for _ in range(r.randint(3, 10))]
+        ws.insert(r.randrange(len(ws) + 1), "good" if y else "bad")
+        lines.append(f"{' '.join(ws)} {i}{sep}{'pos' if y else 'neg'}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def tiny_data(n=160):
+    return read_labelled(reviews_csv(n), "reviews.csv")
+
+
+def fast_args(**kw):
+    base = dict(data="test", batch_size=16, lr=1e-3, epochs=2, eval_every=5, threads=1, max_length=32)
+    return FinetuneArgs(**{**base, **kw})
+
+
+def run_fn(fn, stop=None):
+    return list(fn(stop or threading.Event()))
+
+
+def _ok(at):
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def _errors(at):
+    return [e.value for e in at.error]
+
+
+def settle(at, job_key, timeout=90):
+    """Rerun the page (as the live fragment would) until the session's job is collected."""
+    end = time.time() + timeout
+    while at.session_state[job_key] is not None and time.time() < end:
+        time.sleep(0.3)
+        at.run()
+        _ok(at)
+    assert at.session_state[job_key] is None, "the job did not finish in time"
+
+
+@pytest.fixture()
+def at():
+    a = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
+    a.run()
+    _ok(a)
+    return a
+
+
+def with_tiny_model(at, name="tiny"):
+    at.session_state[state.USER_MODELS][name] = tiny_bundle(name=name)
+    at.session_state[state.USER_MODEL_IDS][name] = f"session:{name}:test"
+    return f"session:{name}"
+
+
+def open_upload(at, data: bytes, name="reviews.csv", fid="f1"):
+    at.session_state[ts.FT_UPLOAD] = {"name": name, "data": data, "id": fid}
+    at.switch_page("pages/finetune.py").run()
+    at.radio(key="ft_source").set_value("upload").run()
+    _ok(at)
+    return at
+
+
+# ---- pages render ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("page, heading", [("pages/finetune.py", "4. Train"), ("pages/pretrain.py", "3. Training")])
+def test_page_renders_with_defaults(at, page, heading):
+    at.switch_page(page).run()
+    _ok(at)
+    assert not _errors(at), _errors(at)
+    assert heading in [h.value for h in at.header]
+    assert any("parameters" in c.value for c in at.sidebar.caption)      # ran through streamlit_app.py
+
+
+def test_upload_is_read_columns_detected_and_changeable(at):
+    csv = reviews_csv(120, sep=";") + b"dup bad film;neg\ndup bad film;neg\n;pos\n"
+    original = bytes(csv)
+    open_upload(at, csv, "semi.csv")
+    assert not _errors(at), _errors(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Usable texts"] == "121" and metrics["Classes"] == "2"
+    assert metrics["Rows dropped"] == "2"                          # one duplicate, one empty text
+    boxes = [s for s in at.selectbox if s.key and s.key.startswith("ft_text_col_")]
+    assert boxes and boxes[0].value == "review"
+    label_box = next(s for s in at.selectbox if s.key.startswith("ft_label_col_"))
+    assert label_box.value == "sentiment"
+    label_box.set_value("review").run()                            # the same column twice
+    _ok(at)
+    assert any("different columns" in e for e in _errors(at)), _errors(at)
+    assert at.session_state[ts.FT_UPLOAD]["data"] == original      # never modified
+
+
+@pytest.mark.parametrize("data, expect", [
+    (b"", "empty"),
+    (b"text,label\n", "no data rows"),
+    (b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4, "not a text file"),
+    (b"text,label\n" + b"".join(f"a text {i},same\n".encode() for i in range(20)), "two classes"),
+])
+def test_bad_uploads_give_a_message_not_a_traceback(at, data, expect):
+    open_upload(at, data, "bad.csv", fid=expect)
+    assert any(expect in e for e in _errors(at)), _errors(at)
+    assert at.button(key="ft_start").disabled                     # nothing to train on
+
+
+def test_validation_file_with_other_column_names(at):
+    open_upload(at, reviews_csv(120))
+    at.radio(key="ft_valid_mode").set_value("upload").run()
+    _ok(at)
+    at.button(key="ft_start").click().run()                          # no validation file yet
+    _ok(at)
+    assert any("validation file" in e for e in _errors(at)), _errors(at)
+    at.session_state[ts.FT_VAL_UPLOAD] = {"name": "val.csv", "id": "v1",
+                                          "data": reviews_csv(40, seed=5, header=("sentence", "class"))}
+    at.run()
+    _ok(at)
+    assert any("40 texts in 2 classes" in c.value for c in at.caption), [c.value for c in at.caption]
+    at.session_state[ts.FT_VAL_UPLOAD] = {"name": "val2.csv", "id": "v2",
+                                          "data": b"text,label\nfine film,pos\nmeh,neutral\n"}
+    at.run()
+    _ok(at)
+    assert any("neutral" in e for e in _errors(at)), _errors(at)     # a class training does not have
+
+
+def test_huge_file_is_sampled_and_says_so(at):
+    open_upload(at, reviews_csv(60_000), "big.csv", fid="big")
+    assert not _errors(at), _errors(at)
+    assert {m.label: m.value for m in at.metric}["Usable texts"] == "50,000"
+    assert any("stratified sample of 50,000" in i.value for i in at.info), [i.value for i in at.info]
+
+
+def test_helpers_parse_upload_memo_and_split():
+    data = read_labelled(reviews_csv(100), "r.csv")
+    train, valid = tr.split_data(data, None, 0.2, seed=0, max_train=30, max_valid=10)
+    assert len(train) == 30 and len(valid) == 10
+    assert set(train.class_counts.values()) == {15} and set(valid.class_counts.values()) == {5}
+    assert "stratified sample" in train.notes[-1]
+    assert tr.class_table(data)["texts"].sum() == len(data)
+    assert "no rows dropped" == tr.dropped_text(data)
+
+
+# ---- a whole run in the page ------------------------------------------------------------------
+
+def test_finetune_run_in_the_page_registers_the_model(at):
+    src = with_tiny_model(at)
+    open_upload(at, reviews_csv(200))
+    at.selectbox(key="ft_base").set_value(src)
+    at.number_input(key="ft_epochs").set_value(3)
+    at.number_input(key="ft_lr").set_value(1e-3).run()
+    _ok(at)
+    at.button(key="ft_start").click().run()
+    _ok(at)
+    assert at.session_state[ts.FT_JOB] is not None or at.session_state[ts.FT_RESULTS]
+    settle(at, ts.FT_JOB)
+    assert not _errors(at), _errors(at)
+    res = at.session_state[ts.FT_RESULTS][-1]
+    assert res["status"] == "done" and res["report"]["accuracy"] > 0.8
+    assert res["name"] in at.session_state[state.USER_MODELS]       # selectable on the other pages
+    assert res["bundle"].is_classifier and res["bundle"].labels == ["neg", "pos"]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Validation accuracy"].endswith("%")
+    assert "5. Results" in [h.value for h in at.header]
+    # the result survives a rerun and a page switch, and the picker offers it
+    at.switch_page("pages/attention.py").run()
+    _ok(at)
+    at.switch_page("pages/finetune.py").run()
+    _ok(at)
+    assert at.session_state[ts.FT_RESULTS][-1] is res
+    assert f"session:{res['name']}" in at.sidebar.selectbox[0].options or any(
+        res["name"] in o for o in at.sidebar.selectbox[0].options)
+    at.button(key=f"ft_use_{res['job_id']}").click().run()
+    _ok(at)
+    assert at.session_state[state.MODEL_SOURCE] == res["key"]
+
+
+def _finished_result(lr=1e-3, name="tiny-reviews"):
+    base = tiny_bundle()
+    train, valid = stratified_split(tiny_data(160), 0.25, seed=0)
+    events = run_fn(tr.finetune_job(base, train, valid, fast_args(lr=lr)))
+    done = next(e for e in events if e["event"] == "done")
+    bundle = done.pop("bundle")
+    bundle.name = name
+    report = next((e for e in events if e["event"] == "report"), None)
+    error = next((e["message"] for e in events if e["event"] == "error"), None)
+    return base, {"kind": "finetune", "job_id": 9000 + int(lr * 1000), "status": "error" if error else "done",
+                  "error": error, "metrics": [e for e in events if e["event"] not in ("report", "done")],
+                  "report": report, "finished": time.time(), "bundle": bundle, "name": name,
+                  "key": f"session:{name}", "done": done,
+                  "info": {"base_source": "session:tiny", "base_name": "tiny", "train": train.summary(),
+                           "args": {"pooling": "mean", "max_length": 32, "lr": lr, "batch_size": 16, "epochs": 2}}}
+
+
+def test_injected_finished_job_renders_results(at):
+    base, res = _finished_result()
+    at.session_state[state.USER_MODELS]["tiny"] = base
+    at.session_state[state.USER_MODEL_IDS]["tiny"] = "session:tiny:t"
+    at.session_state[ts.FT_RESULTS] = [res]
+    at.switch_page("pages/finetune.py").run()
+    _ok(at)
+    assert not _errors(at), _errors(at)
+    labels = {m.label for m in at.metric}
+    assert {"Validation accuracy", "Macro F1", "Validation texts"} <= labels
+    dfs = [d.value for d in at.dataframe]
+    assert any(list(d.columns) == ["class", "precision", "recall", "F1", "texts"] for d in dfs)
+    # try it, with hostile text: shown as data, never run
+    at.text_area(key=f"ft_try_{res['job_id']}").input('</script><img src=x onerror=alert(1)> good film').run()
+    _ok(at)
+    assert not _errors(at), _errors(at)
+    at.text_area(key=f"ft_try_{res['job_id']}").input("   ").run()
+    _ok(at)
+
+
+def test_learning_rate_10_shows_the_error_and_keeps_the_last_good_model(at):
+    base, res = _finished_result(lr=10.0, name="diverged")
+    assert res["error"] and "learning rate" in res["error"]
+    assert res["bundle"].is_classifier                              # the last good model is kept
+    at.session_state[state.USER_MODELS]["tiny"] = base
+    at.session_state[state.USER_MODEL_IDS]["tiny"] = "session:tiny:t"
+    at.session_state[ts.FT_RESULTS] = [res]
+    at.switch_page("pages/finetune.py").run()
+    _ok(at)
+    assert any("learning rate" in e for e in _errors(at)), _errors(at)
+
+
+# ---- jobs: sessions, stop, start twice, closed tab ------------------------------------------------
+
+def blocker():
+    def fn(stop):
+        while not stop.is_set():
+            time.sleep(0.01)
+            yield {"event": "train", "step": 1}
+    return fn
+
+
+def test_two_sessions_jobs_do_not_mix():
+    jm = tr.TrainingJobs(max_running=2)
+    base = tiny_bundle()
+    train, valid = stratified_split(tiny_data(80), 0.25, seed=0)
+    a, new_a = jm.submit_for("alice", tr.FINETUNE, tr.finetune_job(base, train, valid, fast_args(name="a")), "a")
+    b, new_b = jm.submit_for("bob", tr.FINETUNE, tr.finetune_job(base, train, valid, fast_args(name="b")), "b")
+    assert new_a and new_b and a is not b
+    assert jm.wait(a, 60) and jm.wait(b, 60)
+    assert jm.jobs_of("alice") == [a] and jm.jobs_of("bob") == [b]
+    assert jm.get("alice", b.id) is None and jm.get("bob", a.id) is None
+    assert a.result is not b.result and a.result.model is not b.result.model
+    # the shared base model was never changed
+    fresh = tiny_bundle()
+    for k, v in base.model.state_dict().items():
+        assert torch.equal(v, fresh.model.state_dict()[k]), k
+
+
+def test_other_session_never_sees_a_job_even_with_its_id():
+    a_app = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
+    a_app.run()
+    a_app.switch_page("pages/finetune.py").run()
+    b_app = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
+    b_app.run()
+    b_app.switch_page("pages/finetune.py").run()
+    assert a_app.session_state[ts.OWNER] != b_app.session_state[ts.OWNER]
+    jm = tr.manager()
+    job, _ = jm.submit_for(a_app.session_state[ts.OWNER], tr.FINETUNE, blocker(), "a's job")
+    try:
+        b_app.session_state[ts.FT_JOB] = job.id                     # b guesses a's job id
+        b_app.run()
+        _ok(b_app)
+        assert b_app.session_state[ts.FT_JOB] is None               # not found for b: dropped
+        assert not [b for b in b_app.button if b.key == "ft_stop"]   # no live panel for b
+        assert job.active and not job.stop_event.is_set()           # and a's job is untouched
+        a_app.session_state[ts.FT_JOB] = job.id
+        a_app.run()
+        _ok(a_app)
+        assert a_app.button(key="ft_start").disabled                 # a sees its running job
+        a_app.button(key="ft_stop").click().run()                    # Stop ...
+        _ok(a_app)
+        assert job.stop_event.is_set()
+    finally:
+        job.stop()
+        jm.wait(job, 10)
+
+
+def test_second_start_returns_the_running_job_and_stop_twice_is_fine():
+    jm = tr.TrainingJobs(max_running=1)
+    first, new1 = jm.submit_for("s", tr.FINETUNE, blocker())
+    again, new2 = jm.submit_for("s", tr.FINETUNE, blocker())
+    assert new1 and not new2 and again is first
+    first.stop()
+    first.stop()
+    assert jm.wait(first, 5) and first.status == "stopped"
+
+
+def test_stop_while_queued_ends_at_once():
+    jm = tr.TrainingJobs(max_running=1)
+    running, _ = jm.submit_for("other", tr.FINETUNE, blocker())
+    waiting, _ = jm.submit_for("me", tr.FINETUNE, blocker())
+    assert waiting.status == "queued" and jm.queue_position(waiting) == 1
+    waiting.stop()
+    jm.reap()
+    assert waiting.status == "stopped" and waiting.started is None and waiting.result is None
+    assert running.status == "running"
+    running.stop()
+    jm.wait(running, 5)
+
+
+def test_stop_before_the_first_step_keeps_a_model():
+    base = tiny_bundle()
+    train, valid = stratified_split(tiny_data(80), 0.25, seed=0)
+    stop = threading.Event()
+    stop.set()
+    events = run_fn(tr.finetune_job(base, train, valid, fast_args()), stop)
+    done = next(e for e in events if e["event"] == "done")
+    assert done["stopped"] and done["step"] == 0 and done["bundle"].is_classifier
+    assert events[-1]["event"] == "report"
+
+
+def test_closed_tab_job_is_stopped_and_connected_session_kept_alive():
+    sessions = {"open": True, "closed": False}
+    jm = tr.TrainingJobs(max_running=2, heartbeat_timeout=0.2, keep_finished_s=0.5,
+                         alive=lambda sid: sessions.get(sid))
+    kept, _ = jm.submit_for("a", tr.FINETUNE, blocker(), session_id="open")
+    gone, _ = jm.submit_for("b", tr.FINETUNE, blocker(), session_id="closed")
+    time.sleep(0.4)
+    stopped = jm.reap()
+    assert gone in stopped and kept not in stopped
+    assert jm.wait(gone, 5) and gone.status == "stopped"
+    assert kept.active
+    kept.stop()
+    jm.wait(kept, 5)
+    time.sleep(0.6)
+    jm.reap()
+    assert jm.jobs_of("b") == []                 # finished, session gone: forgotten (model freed)
+    assert jm.jobs_of("a") == [kept]             # finished, session connected: waits for its user
+    sessions["open"] = False
+    time.sleep(0.6)
+    jm.reap()
+    assert jm.jobs_of("a") == []
+
+
+def test_queued_stopped_job_in_the_page_says_so(at):
+    jm = tr.manager()
+    other, _ = jm.submit_for("someone-else", tr.FINETUNE, blocker())
+    try:
+        if other.status != "running":
+            pytest.skip("another job holds the slot")
+        at.switch_page("pages/finetune.py").run()
+        mine, _ = jm.submit_for(at.session_state[ts.OWNER], tr.FINETUNE, blocker())
+        at.session_state[ts.FT_JOB] = mine.id
+        at.run()
+        _ok(at)
+        assert any("queue" in i.value for i in at.info), [i.value for i in at.info]
+        at.button(key="ft_stop").click().run()
+        _ok(at)
+        at.run()
+        _ok(at)
+        assert mine.status == "stopped" and at.session_state[ts.FT_JOB] is None
+        assert any("before it started" in i.value for i in at.info), [i.value for i in at.info]
+    finally:
+        other.stop()
+        jm.wait(other, 5)
+
+
+# ---- pre-training ----------------------------------------------------------------------------
+
+def story(n_docs=10, per_doc=15, seed=0) -> bytes:
+    r = random.Random(seed)
+    nouns = ["cat", "dog", "king", "queen", "river", "city", "teacher", "child", "house", "garden"]
+    verbs = ["sees", "likes", "finds", "builds", "paints", "leaves", "visits", "helps"]
+    paras = [" ".join(f"The {r.choice(nouns)} {r.choice(verbs)} the {r.choice(nouns)}." for _ in range(per_doc))
+             for _ in range(n_docs)]
+    return "\n\n".join(paras).encode()
+
+
+def test_pretrain_job_loads_the_model_and_cleans_its_folder(monkeypatch):
+    from bert.corpus import corpus_from_text
+    corpus = corpus_from_text(story())
+    args = PretrainArgs(out="", init="scratch", vocab="train:300", layers=1, hidden=32, heads=2,
+                        max_seq_length=32, batch_size=4, steps=6, lr=1e-3, warmup_steps=1, log_every=2,
+                        eval_every=3, save_every=3, eval_sequences=8, threads=1, probe="the [MASK] sees the dog .")
+    holder = {"job_id": 4242}
+    seen = []
+    real_pretrain = tr.pretrain
+
+    def spy(run, *a, **kw):
+        seen.append(Path(run.out))
+        yield from real_pretrain(run, *a, **kw)
+
+    monkeypatch.setattr(tr, "pretrain", spy)
+    events = run_fn(tr.pretrain_job(args, corpus, "tiny-pre", "a story", holder))
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "start" and kinds[-1] == "done" and "eval" in kinds
+    done = events[-1]
+    assert done["bundle"].has_mlm and done["bundle"].name == "tiny-pre" and "path" not in done
+    assert "a story" in done["bundle"].card
+    folder = seen[0]
+    assert folder.parent == tr.jobs_dir() and folder.name.startswith("job-4242-")
+    assert not folder.exists()                                       # removed when the job ended
+    probes = tr.probe_frame(events)
+    assert list(probes.columns) == ["step", "[MASK] 1"] and len(probes) == 2
+
+
+def test_pretrain_job_that_diverges_keeps_the_last_checkpoint(monkeypatch):
+    def diverging(run, stop=None, corpus=None, resume=True):
+        yield {"event": "start", "step": 0}
+        bert.save(tiny_bundle(), Path(run.out) / "checkpoint" / "model")
+        raise bert.TrainingError("the loss became nan at step 3: the learning rate 10 is too high")
+
+    monkeypatch.setattr(tr, "pretrain", diverging)
+    args = PretrainArgs(out="", init="scratch", steps=10, lr=10.0)
+    events = run_fn(tr.pretrain_job(args, None, "nan-run", "nothing", {"job_id": 1}))
+    assert [e["event"] for e in events] == ["start", "error", "done"]
+    assert "learning rate" in events[1]["message"]
+    assert events[2]["from_checkpoint"] and events[2]["bundle"].name == "nan-run"
+
+
+def test_pretrain_run_in_the_page(at):
+    at.session_state[ts.PT_UPLOAD] = {"name": "../../story.txt", "data": story(), "id": "s1"}
+    at.switch_page("pages/pretrain.py").run()
+    at.radio(key="pt_source").set_value("upload").run()
+    _ok(at)
+    assert {m.label: m.value for m in at.metric}["Documents"] == "10"
+    at.number_input(key="pt_layers").set_value(1)
+    at.selectbox(key="pt_hidden").set_value(64)
+    at.number_input(key="pt_vocab_size").set_value(500)
+    at.number_input(key="pt_steps").set_value(20)
+    at.number_input(key="pt_eval").set_value(10)
+    at.number_input(key="pt_seq").set_value(32)
+    at.number_input(key="pt_batch").set_value(8).run()
+    at.button(key="pt_start").click().run()
+    _ok(at)
+    settle(at, ts.PT_JOB)
+    assert not _errors(at), _errors(at)
+    res = at.session_state[ts.PT_RESULTS][-1]
+    assert res["name"] == "pretrained-story-1x64" and res["name"] in at.session_state[state.USER_MODELS]
+    assert {"Masked-LM top-1", "Next-sentence accuracy"} <= {m.label for m in at.metric}
+    at.text_input(key=f"pt_try_{res['job_id']}").input("no gap here").run()
+    _ok(at)
+    assert any("[MASK]" in i.value for i in at.info)
+
+
+def test_too_small_text_for_pretraining_is_refused(at):
+    at.session_state[ts.PT_UPLOAD] = {"name": "one.txt", "data": b"Just one sentence here.", "id": "s2"}
+    at.switch_page("pages/pretrain.py").run()
+    at.radio(key="pt_source").set_value("upload").run()
+    _ok(at)
+    assert any("at least 2" in e for e in _errors(at)), _errors(at)
+    assert at.button(key="pt_start").disabled
+
+
+# ---- downloads and names --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "..", "a/b\\c", "<script>x</script>", "ünï cödé",
+                                  "", ".hidden", "x" * 300])
+def test_safe_filename(name):
+    out = tr.safe_filename(name)
+    assert out and "/" not in out and "\\" not in out and ".." not in out and not out.startswith(".")
+    assert len(out) <= 80 and all(c.isalnum() or c in "._-" for c in out)
+
+
+def test_model_zips_unpack_into_loadable_folders(tmp_path):
+    b = tiny_bundle(name="../evil name")
+    for fmt in ("ours", "hf"):
+        data = tr.model_zip(b, b.name, fmt)
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            names = z.namelist()
+            assert all(not n.startswith(("/", "..")) and ".." not in n.split("/") for n in names)
+            roots = {n.split("/")[0] for n in names}
+            assert len(roots) == 1
+            z.extractall(tmp_path / fmt)
+        folder = tmp_path / fmt / roots.pop()
+        assert (folder / "config.json").is_file() and (folder / "vocab.txt").is_file()
+        again = bert.load(folder)
+        ids = torch.tensor([[2, 7, 8, 5, 3]])
+        with torch.inference_mode():
+            assert torch.allclose(again.model.bert(ids).last_hidden_state, b.model.bert(ids).last_hidden_state,
+                                  atol=1e-5)
+
+
+def test_display_name_drops_control_characters():
+    assert tr.display_name("a\x00b\u202ec") == "abc"
+    assert tr.display_name("x" * 100) == "x" * 60 and tr.display_name("\x01") == "model"
+
+
+# ---- figures ------------------------------------------------------------------------------------
+
+def _ft_metrics(n=30, nan_at=None):
+    out = [{"event": "start", "steps": n}]
+    for s in range(1, n + 1):
+        loss = float("nan") if s == nan_at else 1.0 / s
+        out.append({"event": "train", "step": s, "loss": loss})
+        if s % 10 == 0:
+            out.append({"event": "eval", "step": s, "accuracy": 0.5 + s / 100, "val_loss": 0.7 - s / 100})
+    return out
+
+
+def test_finetune_curves_grow_and_survive_nan():
+    empty = train_plots.finetune_curves([])
+    assert all(len(t.x) == 0 for t in empty.data)
+    assert "first evaluation pending…" in [a.text for a in empty.layout.annotations]
+    no_eval = train_plots.finetune_curves(_ft_metrics(5))
+    assert [len(t.x) for t in no_eval.data] == [5, 5, 0]            # the right panel still drawn
+    fig = train_plots.finetune_curves(_ft_metrics(30), total_steps=30)
+    assert [t.name for t in fig.data] == ["loss per step", "smoothed loss", "validation accuracy", "validation loss"]
+    assert len(fig.data[0].x) == 30 and list(fig.data[2].y) == pytest.approx([0.6, 0.7, 0.8])
+    assert fig.data[1].y[-1] < fig.data[1].y[0]
+    nan = train_plots.finetune_curves(_ft_metrics(30, nan_at=5))
+    assert len(nan.data[0].x) == 29 and np.all(np.isfinite(nan.data[1].y))
+    long = train_plots.finetune_curves(_ft_metrics(10_000))
+    assert len(long.data[0].x) <= train_plots.MAX_POINTS + 1 and long.data[0].x[-1] == 10_000
+
+
+def test_pretrain_curves_and_probe_frame():
+    ms = [{"event": "start"}]
+    for s in range(5, 55, 5):
+        ms.append({"event": "train", "step": s, "mlm_loss": 8 - s / 10, "mlm_acc": s / 100, "nsp_acc": 0.5})
+        if s % 25 == 0:
+            ms.append({"event": "eval", "step": s, "mlm_loss": 7.0, "mlm_top1": 0.1, "mlm_top5": 0.3, "nsp_acc": 0.6,
+                       "baseline_top1": 0.05, "probe": [[("the", 0.2), ("a", 0.1)], [(".", 0.5)]]})
+    fig = train_plots.pretrain_curves(ms, total_steps=50)
+    assert len(fig.data) == 3 + 4 + 1
+    df = tr.probe_frame(ms)
+    assert list(df["step"]) == [25, 50] and df.iloc[0]["[MASK] 1"] == "the (20%)  a (10%)"
+
+
+def test_result_figures_escape_labels():
+    classes = ["<b>pos</b>", "neg", "neg"]
+    conf = train_plots.confusion_matrix([[5, 1, 0], [2, 3, 0], [0, 0, 1]], classes)
+    assert "&lt;b&gt;pos&lt;/b&gt;" in conf.data[0].x and len(set(conf.data[0].y)) == 3
+    probs = train_plots.class_probs(["a", "</script>"], [0.25, 0.75])
+    assert probs.data[0].y[0] == "&lt;/script&gt;"
+    att = train_plots.cls_attention(["[CLS]", "good", "[SEP]"], [0.5, 0.3, 0.2], [0.1, 0.8, 0.1])
+    assert len(att.data) == 2
+    counts = train_plots.class_counts({"<i>x</i>": 3, "y": 4})
+    assert counts.data[0].x[0] == "&lt;i&gt;x&lt;/i&gt;"
+    assert train_plots.ema([1, 2, 3], 0.5).tolist() == [1.0, 1.5, 2.25]
+
+
+def test_cls_attention_before_after():
+    base = tiny_bundle()
+    _, res = _finished_result()
+    toks, before, after = tr.cls_attention(base, res["bundle"], "the film was good")
+    assert toks[0] == "[CLS]" and before.shape == after.shape == (len(toks),)
+    assert abs(before.sum() - 1) < 1e-4 and abs(after.sum() - 1) < 1e-4
+    with pytest.raises(bert.InputError):
+        tr.cls_attention(base, res["bundle"], "  ")
+
+
+def test_progress_lines():
+    assert "Preparing" in tr.finetune_progress([])[1]
+    ms = [{"event": "start", "steps": 10}, {"event": "train", "step": 4, "progress": 0.4, "examples_per_s": 12.5,
+                                            "eta_s": 75}]
+    frac, line = tr.finetune_progress(ms)
+    assert frac == 0.4 and "Step 4 of 10" in line and "12.5 examples/s" in line and "1 min 15 s" in line
+    frac, line = tr.finetune_progress(ms + [{"event": "done", "step": 4, "stopped": True}])
+    assert "Stopped at step 4" in line
+    frac, line = tr.pretrain_progress([{"event": "start"}, {"event": "train", "step": 50, "seconds": 2.0,
+                                                           "tokens_per_s": 900}], 100, 10)
+    assert frac == 0.5 and "about 10 s left" in line
+    assert tr.fmt_seconds(float("nan")) == "?" and tr.fmt_seconds(3725) == "1 h 02 min"
