@@ -16,6 +16,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)                 # mkstemp makes 0600; others may read our files
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -30,6 +31,7 @@ def atomic_write_text(path: Path, text: str) -> None:
 def replace_dir(tmp_dir: Path, final_dir: Path) -> None:
     """Move a fully written folder into place; an older folder of that name is replaced."""
     final_dir = Path(final_dir)
+    os.chmod(tmp_dir, 0o755)                 # mkdtemp makes 0700
     if final_dir.exists():
         old = final_dir.with_name(f".{final_dir.name}.old")
         if old.exists():
