@@ -42,10 +42,9 @@ class Embeddings(nn.Module):
 
     def forward(self, input_ids: Tensor, token_type_ids: Tensor, return_parts: bool = False):
         T = input_ids.shape[1]
-        position_ids = torch.arange(T, device=input_ids.device)               # (T,)
         token = self.word_embeddings(input_ids)                                # (B, T, C)
         segment = self.token_type_embeddings(token_type_ids)                   # (B, T, C)
-        position = self.position_embeddings(position_ids).unsqueeze(0)         # (1, T, C)
+        position = self.position_embeddings.weight[:T].unsqueeze(0)            # (1, T, C): rows 0..T-1
         total = token + segment + position
         normed = self.layer_norm(total)
         parts = None
@@ -76,13 +75,16 @@ class SelfAttention(nn.Module):
         B, T, C = x.shape
         H, D = self.num_heads, self.head_size
         qkv = self.qkv(x).view(B, T, 3, H, D).permute(2, 0, 3, 1, 4)        # (3, B, H, T, D)
-        q, k, v = qkv[0], qkv[1], qkv[2]                                     # (B, H, T, D) each
+        # unbind, not qkv[0], qkv[1], qkv[2]: backward then stacks the three gradients into one
+        # buffer instead of zero-filling a full (3, B, H, T, D) tensor for each of them
+        q, k, v = qkv.unbind(0)                                              # (B, H, T, D) each
         dropout_p = self.dropout_p if self.training else 0.0
         probs = None
         if need_weights:
-            scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(D))  # (B, H, T, T)
+            scores = torch.matmul(q, k.transpose(-1, -2))                    # (B, H, T, T)
+            scores.mul_(1.0 / math.sqrt(D))          # in place: matmul's backward needs q, k only
             if mask is not None:
-                scores = scores + mask
+                scores.add_(mask)
             probs = torch.softmax(scores, dim=-1)
             ctx = torch.matmul(F.dropout(probs, dropout_p, self.training), v)   # (B, H, T, D)
         else:
@@ -135,7 +137,8 @@ class BertModel(nn.Module):
             raise InputError(f"{T} tokens is more than this model's maximum of "
                              f"{self.config.max_position_embeddings} positions")
         V = self.config.vocab_size
-        if int(input_ids.min()) < 0 or int(input_ids.max()) >= V:
+        lo, hi = torch.aminmax(input_ids)                                       # one pass, not two
+        if int(lo) < 0 or int(hi) >= V:
             raise InputError(f"token ids must lie in [0, {V}); the tokenizer's vocabulary "
                              f"does not match this model")
         if token_type_ids is None:
@@ -144,7 +147,8 @@ class BertModel(nn.Module):
             token_type_ids = token_type_ids.unsqueeze(0)
         if token_type_ids.shape != input_ids.shape:
             raise InputError("token_type_ids must have the same shape as input_ids")
-        if int(token_type_ids.max()) >= self.config.type_vocab_size or int(token_type_ids.min()) < 0:
+        lo, hi = torch.aminmax(token_type_ids)
+        if int(hi) >= self.config.type_vocab_size or int(lo) < 0:
             raise InputError(f"segment ids must lie in [0, {self.config.type_vocab_size})")
         return input_ids, token_type_ids
 
@@ -223,14 +227,17 @@ class BertForPreTraining(nn.Module):
         elif mlm_positions is not None:
             where = mlm_positions.view(h.shape[:2]).bool()
         if where is not None:
-            mlm_logits = self.mlm(h[where])                                    # (N, V)
-            positions = where.nonzero()
+            positions = where.nonzero()                                        # (N, 2): (b, t)
+            flat = positions[:, 0] * h.shape[1] + positions[:, 1]              # (N,) into B*T
+            # index_select (backward: one index_add) rather than h[where], which finds the
+            # positions a second time and scatters its gradient back with index_put
+            mlm_logits = self.mlm(h.reshape(-1, h.shape[-1]).index_select(0, flat))   # (N, V)
         else:
             mlm_logits, positions = self.mlm(h), None                          # (B, T, V)
         nsp_logits = self.nsp(out.pooler_output)                               # (B, 2)
         loss = mlm_loss = nsp_loss = None
         if mlm_labels is not None:
-            targets = mlm_labels.view(h.shape[:2])[where]
+            targets = mlm_labels.reshape(-1).index_select(0, flat)
             mlm_loss = (F.cross_entropy(mlm_logits.float(), targets) if targets.numel()
                         else mlm_logits.sum() * 0.0)
             loss = mlm_loss
