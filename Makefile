@@ -27,6 +27,7 @@ setup-dev: $(VENV)/.dev-installed
 
 data: setup
 	$(BIN)/python -m bert.corpus
+	$(BIN)/python -m bert.datasets
 
 browser:
 	bash scripts/install_chromium.sh

@@ -22,7 +22,23 @@ def run_through_entry() -> None:
         from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
     except ImportError:  # a future Streamlit without these internals: nothing to fix
         return
-    if PagesManager.uses_pages_directory and get_script_run_ctx(suppress_warning=True) is not None:
+    if get_script_run_ctx(suppress_warning=True) is None:
+        return
+    # The flag is one for the whole server: when several sessions open a page of a fresh server
+    # at once, the first one clears it while the others are already inside the old mode's
+    # runner. So look at how THIS run started too, not only at the flag.
+    if PagesManager.uses_pages_directory or _started_by_old_multipage_mode():
         PagesManager.uses_pages_directory = False
         import streamlit as st
         st.rerun()
+
+
+def _started_by_old_multipage_mode() -> bool:
+    """True when this page runs under Streamlit's `_mpa_v1` (the pages/ folder mode)."""
+    import sys
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_name == "_mpa_v1" and "scriptrunner" in f.f_code.co_filename:
+            return True
+        f = f.f_back
+    return False

@@ -19,7 +19,7 @@ from bert import analysis as A
 
 from . import state
 from .helpers import clean_text
-from .resources import TTL, CurrentModel, analyze, load_model
+from .resources import TTL, CurrentModel, analyze, budget_cached, load_model
 
 FOLDER = "__folder__"          # picker option: "a local folder…"
 # st.session_state[SNAPSHOTS]: dict run name -> bert.attention_snapshots.AttentionSnapshots, filled
@@ -143,7 +143,7 @@ def importance(model_key: str, text: str, _bundle) -> A.HeadImportance:
 
 # --- 6. side by side ----------------------------------------------------------------------------------
 
-@st.cache_resource(max_entries=16, ttl=TTL, show_spinner="Running the model…")
+@budget_cached(spinner="Running the model…")      # (L, H, T, T): tens of MB for long inputs
 def attentions(model_key: str, text: str, _bundle) -> tuple[list[str], np.ndarray]:
     return _freeze(A.attentions_of(_bundle, text))
 

@@ -8,12 +8,20 @@
   pages draw (attentions, hidden states, embedding parts, queries/keys/values), converted to
   read-only float32 numpy arrays. Switching layer, head or view reuses it.
 
-Analyses are kept with st.cache_resource (no pickling/copying per rerun: a 512-token
-analysis is tens of MB) and are made read-only so no page can alter them by mistake.
+Analyses are kept in memory shared by all sessions (no pickling/copying per rerun) and are
+made read-only so no page can alter them by mistake. A 512-token analysis of MiniLM is about
+95 MB, so they are kept by SIZE, not by count (`budget_cached`): the least recently used go
+once all together pass BERT_EXPLORER_CACHE_MB (default 256 MB) — a class typing long texts
+cannot run the server out of memory, which st.cache_resource's max_entries could not promise.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
+import os
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +35,106 @@ from . import state
 from .helpers import clean_text, cosine, cosine_matrix, pca_2d, shuffle_words
 
 TTL = 3600
+
+
+# --- a cache bounded by bytes -------------------------------------------------------------------
+
+def cache_budget_bytes() -> int:
+    env = os.environ.get("BERT_EXPLORER_CACHE_MB", "")
+    mb = int(env) if env.isdigit() else 256
+    return mb * 2 ** 20
+
+
+def nbytes(obj, _depth: int = 0) -> int:
+    """The bytes of the numpy arrays and tensors in a result (dataclass, dict, list, tuple)."""
+    if _depth > 6:
+        return 0
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes)
+    if isinstance(obj, torch.Tensor):
+        return int(obj.element_size() * obj.nelement())
+    if isinstance(obj, dict):
+        return sum(nbytes(v, _depth + 1) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(nbytes(v, _depth + 1) for v in obj) + 8 * len(obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return sum(nbytes(getattr(obj, f.name), _depth + 1) for f in dataclasses.fields(obj))
+    if isinstance(obj, str):
+        return len(obj)
+    return 64
+
+
+class BudgetCache:
+    """Least-recently-used results, evicted once their bytes pass `budget` (the newest is
+    always kept, even alone over budget). Thread-safe; one per server."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.bytes = 0
+        self._items: OrderedDict = OrderedDict()         # key -> (value, size)
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is None:
+                return None
+            self._items.move_to_end(key)
+            return hit[0]
+
+    def put(self, key, value) -> None:
+        size = nbytes(value)
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self.bytes -= old[1]
+            self._items[key] = (value, size)
+            self.bytes += size
+            while self.bytes > self.budget and len(self._items) > 1:
+                _, (_, s) = self._items.popitem(last=False)
+                self.bytes -= s
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self.bytes = 0
+
+
+@st.cache_resource(show_spinner=False)
+def budget_cache() -> BudgetCache:
+    """The server's one size-bounded cache (cleared with Streamlit's "Clear cache" too)."""
+    return BudgetCache(cache_budget_bytes())
+
+
+def budget_cached(spinner: str | None = None):
+    """Like st.cache_resource for results with big arrays: keyed by the function's name and
+    its arguments except those starting with "_" (the model), bounded by bytes in total."""
+    def wrap(fn):
+        import inspect
+        names = list(inspect.signature(fn).parameters)
+
+        @functools.wraps(fn)
+        def cached(*args, **kwargs):
+            bound = dict(zip(names, args), **kwargs)
+            key = (fn.__module__, fn.__qualname__) + tuple(
+                (k, v) for k, v in bound.items() if not k.startswith("_"))
+            store = budget_cache()
+            hit = store.get(key)
+            if hit is not None:
+                return hit
+            from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+            if spinner and get_script_run_ctx(suppress_warning=True) is not None:
+                with st.spinner(spinner):
+                    value = fn(*args, **kwargs)
+            else:
+                value = fn(*args, **kwargs)
+            store.put(key, value)
+            return value
+        return cached
+    return wrap
 
 
 @dataclass(frozen=True)
@@ -121,7 +229,7 @@ def _tensors(enc):
     return ids, types
 
 
-@st.cache_resource(max_entries=24, ttl=TTL, show_spinner="Running the model…")
+@budget_cached(spinner="Running the model…")
 def _analyze(model_key: str, text_a: str, text_b: str | None, _bundle: bert.Bundle) -> Analysis:
     t0 = time.perf_counter()
     enc = encode(_bundle, text_a, text_b)

@@ -60,7 +60,10 @@ from .jobs import Job, JobManager
 log = logging.getLogger("bert_explorer")
 
 FINETUNE, PRETRAIN = "finetune", "pretrain"
-POLL_S = 1.0                                   # the live panel's refresh interval
+# The live panel's refresh interval. Each refresh rebuilds the curves (plotly) in a script run:
+# about 0.1-0.2 s of processor, so at 1 s every watching tab took 10-20 % of a core from the
+# class (measured by scripts/loadtest.py); 2 s halves that and still looks live.
+POLL_S = 2.0
 
 
 def job_threads() -> int:
@@ -673,6 +676,15 @@ def per_class_frame(report: dict) -> pd.DataFrame:
     rows = [{"class": c, "precision": v["precision"], "recall": v["recall"], "F1": v["f1"],
              "texts": v["support"]} for c, v in report["per_class"].items()]
     return pd.DataFrame(rows, columns=["class", "precision", "recall", "F1", "texts"])
+
+
+def table_csv(df: pd.DataFrame) -> bytes:
+    """A table as CSV for a download button: UTF-8 with a byte-order mark (so spreadsheets read
+    it as UTF-8), and no cell can run as a formula (`=cmd|...` stays text: bert.labelled.to_safe_csv).
+    Streamlit's own table download does not escape formulas, so it is switched off
+    (client.disableDataExport in .streamlit/config.toml) and the pages offer this one."""
+    from bert.labelled import to_safe_csv
+    return ("\ufeff" + to_safe_csv(df)).encode("utf-8")
 
 
 def mistakes_frame(report: dict) -> pd.DataFrame:

@@ -10,6 +10,7 @@ import importlib.util
 import json
 import os
 import pickle
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,9 +126,13 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
     try:
         obj = torch.load(str(path), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
+        # torch's own message advises weights_only=False (running the file's code): not for us
+        m = re.search(r"WeightsUnpickler error:\s*(.+?)(?:\. |\n\n|$)", str(e), re.S)
+        detail = (m.group(1) if m else str(e)).strip().replace("\n", " ")[:160]
         raise CheckpointError(
-            f"{path.name} was refused: it contains Python objects other than tensors, and "
-            f"unpickling them could run code. Convert it to safetensors. ({str(e)[:200]})") from None
+            f"{path.name} was refused: it is not a plain file of tensors (it holds other Python "
+            f"objects, which could run code if loaded, or it is not a weights file at all). Nothing "
+            f"in it was run. Save the weights as safetensors. ({detail})") from None
     except Exception as e:  # zip errors, EOF, garbage bytes
         raise CheckpointError(f"{path.name} is not a readable PyTorch weights file: "
                               f"{type(e).__name__}: {str(e)[:200]}") from None
@@ -177,6 +182,13 @@ def load_folder(folder: str | os.PathLike, name: str | None = None) -> Bundle:
         raise CheckpointError(f"vocab.txt has {len(tokenizer)} tokens but config.json says "
                               f"vocab_size {config.vocab_size}: they do not belong together")
     raw = read_weights(_weights_file(folder))
+    # Before building anything: a config.json that asks for far more than the file holds (a
+    # hostile or mistaken one, say 100,000 layers) would allocate gigabytes in a shared server.
+    held = sum(t.numel() for t in raw.values())
+    needed = encoder_parameters(config)
+    if needed > held:
+        raise CheckpointError(f"config.json describes an encoder of {needed:,} parameters but the weights "
+                              f"file holds only {held:,} numbers: config and weights do not match")
     raw = {k: v.float() if v.is_floating_point() else v for k, v in raw.items()}
     ours_format = any(k.startswith("bert.layers.") for k in raw)
     state, unused = (raw, []) if ours_format else hf_to_ours(raw, config)
@@ -189,6 +201,15 @@ def load_folder(folder: str | os.PathLike, name: str | None = None) -> Bundle:
                   card=_read_card(folder), source=str(folder), notes=notes)
 
 
+def encoder_parameters(config: BertConfig) -> int:
+    """How many numbers the encoder of `config` has (embeddings + layers, no pooler or heads):
+    what any checkpoint of that config must hold."""
+    C, I, L = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    embeddings = (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * C + 2 * C
+    layer = 4 * C * C + 2 * C * I + 9 * C + I          # qkv, out, two LayerNorms, feed-forward
+    return embeddings + L * layer
+
+
 def _load_state(model, state: dict[str, torch.Tensor], unused: list[str]) -> list[str]:
     expected = {k: v for k, v in model.state_dict().items() if k != "mlm.word_embeddings.weight"}
     for k, t in state.items():
@@ -198,6 +219,11 @@ def _load_state(model, state: dict[str, torch.Tensor], unused: list[str]) -> lis
     missing = sorted(set(expected) - set(state))
     extra = sorted(set(state) - set(expected) - {"mlm.word_embeddings.weight"}) + unused
     encoder_missing = [k for k in missing if k.startswith("bert.") and not k.startswith("bert.pooler")]
+    layers = {int(m.group(1)) for k in extra if (m := re.match(r"bert\.layers\.(\d+)\.", k))}
+    if layers:
+        raise CheckpointError(f"the weights have encoder layers up to {max(layers) + 1} but config.json "
+                              f"says num_hidden_layers {model.config.num_hidden_layers}: config and "
+                              f"weights do not match")
     if encoder_missing:
         raise CheckpointError(f"the checkpoint lacks {len(encoder_missing)} encoder weights "
                               f"(first: {encoder_missing[0]}): it is not a BERT of this config")

@@ -53,12 +53,13 @@ class FinetuneArgs:
     out: str | None = None                     # folder for the fine-tuned model (command line)
     name: str | None = None                    # display name of the result
     pooling: str = "mean"                      # cls | mean | max
-    freeze_embeddings: bool = False
+    freeze_embeddings: bool = True             # the word/position embeddings stay as they are (25 % faster)
     freeze_layers: int = 0                     # freeze the lowest N encoder layers
     max_length: int = 64                       # tokens per text, [CLS] and [SEP] included
     batch_size: int = 16
-    lr: float = 1e-4                           # encoder learning rate (peak)
+    lr: float = 2e-4                           # encoder learning rate (peak)
     head_lr_scale: float = 10.0                # the new head learns this many times faster
+    layer_decay: float = 1.0                   # each lower layer's LR is this times the one above (LLRD)
     epochs: int = 1
     warmup_ratio: float = 0.1
     weight_decay: float = 0.01
@@ -90,6 +91,8 @@ class FinetuneArgs:
             bad(f"the learning rate must be a positive number, not {self.lr}")
         if not (math.isfinite(self.head_lr_scale) and self.head_lr_scale > 0):
             bad("head_lr_scale must be positive")
+        if not 0.0 < self.layer_decay <= 1.0:
+            bad("layer_decay must lie in (0, 1]")
         if not 0.0 <= self.warmup_ratio < 1.0:
             bad("the warm-up ratio must lie in [0, 1)")
         if not 0.0 <= self.dropout < 1.0 or not 0.0 <= (self.encoder_dropout or 0.0) < 1.0:
@@ -168,6 +171,18 @@ def _probe_head(model: BertForSequenceClassification, seqs: list[list[int]], y: 
     model.classifier.weight.copy_(W.detach())
     model.classifier.bias.copy_(b.detach())
     return ((feats @ W.T + b).argmax(-1) == y).float().mean().item()
+
+
+def _lr_scales(model: BertForSequenceClassification, args: FinetuneArgs) -> dict[str, float]:
+    """LR multipliers by parameter-name prefix: the head, and layer-wise decay down the encoder."""
+    scales: dict[str, float] = {}
+    L = len(model.bert.layers)
+    if args.layer_decay != 1.0:
+        scales["bert.embeddings."] = args.layer_decay ** L
+        for i in range(L):
+            scales[f"bert.layers.{i}."] = args.layer_decay ** (L - 1 - i)
+    scales["classifier."] = args.head_lr_scale
+    return scales
 
 
 # ---- data ----------------------------------------------------------------------------------------
@@ -296,22 +311,22 @@ def _finetune(base, train: LabelledData, valid: LabelledData, args: FinetuneArgs
     valid_y = torch.tensor(valid.labels, dtype=torch.long)
     lengths = [len(s) for s in train_seqs]
 
-    if args.head_init == "probe":
-        t = time.perf_counter()
-        idx = stratified_sample(train.labels, args.probe_examples, seed=args.seed)
-        probe_acc = _probe_head(model, [train_seqs[i] for i in idx], train_y[idx], pad_id)
-        yield {"event": "probe", "examples": len(idx), "train_accuracy": probe_acc,
-               "seconds": time.perf_counter() - t}
     steps_per_epoch = math.ceil(len(train_seqs) / args.batch_size)
     total = steps_per_epoch * args.epochs
     warmup = int(round(args.warmup_ratio * total))
-    opt = adamw(model, args.lr, args.weight_decay, {"classifier.": args.head_lr_scale})
+    opt = adamw(model, args.lr, args.weight_decay, _lr_scales(model, args))
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     yield {"event": "start", "steps": total, "steps_per_epoch": steps_per_epoch,
            "train_examples": len(train), "valid_examples": len(valid), "classes": list(train.classes),
            "parameters": sum(p.numel() for p in model.parameters()), "trainable": trainable,
            "truncated": sum(1 for n in lengths if n >= args.max_length),
            "prep_seconds": time.perf_counter() - t_start}
+    if args.head_init == "probe":
+        t = time.perf_counter()
+        idx = stratified_sample(train.labels, args.probe_examples, seed=args.seed)
+        probe_acc = _probe_head(model, [train_seqs[i] for i in idx], train_y[idx], pad_id)
+        yield {"event": "probe", "examples": len(idx), "train_accuracy": probe_acc,
+               "seconds": time.perf_counter() - t}
 
     best = {"accuracy": -1.0, "val_loss": float("nan"), "step": 0, "state": None}
     evals: list[float] = []
@@ -331,7 +346,8 @@ def _finetune(base, train: LabelledData, valid: LabelledData, args: FinetuneArgs
         last_eval_step = step
         if m["accuracy"] > best["accuracy"] and math.isfinite(m["val_loss"]):
             best.update(accuracy=m["accuracy"], val_loss=m["val_loss"], step=step,
-                        state={k: v.detach().clone() for k, v in model.state_dict().items()})
+                        state={k: v.detach().clone() for k, v in model.named_parameters()
+                               if v.requires_grad})     # frozen ones never change
         return {"event": "eval", "step": step, "epoch": epoch, **m,
                 "best_accuracy": best["accuracy"], "eval_seconds": evals[-1]}
 
@@ -405,7 +421,7 @@ def _finetune(base, train: LabelledData, valid: LabelledData, args: FinetuneArgs
         # (Stopped after an evaluation: keep the best so far and end at once.)
         yield do_eval(epoch, interruptible=False)
     if best["state"] is not None:
-        model.load_state_dict(best["state"])
+        model.load_state_dict(best["state"], strict=False)   # the trainable part of the best
     model.eval()
     result = {"event": "done", "step": step, "steps": total, "best_step": best["step"],
               "stopped": stopped, "error": error, "accuracy": max(best["accuracy"], 0.0),

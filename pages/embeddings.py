@@ -7,7 +7,7 @@ from app import plots, state
 from app.errors import show_errors
 from app.helpers import BANK_SENTENCES, cosine
 from app.resources import analyze, current_model, position_table, same_word, word_order
-from bert import BertExplorerError
+from bert import BertExplorerError, InputError
 
 app.run_through_entry()   # before anything else: see app/__init__.py
 
@@ -90,19 +90,24 @@ with show_errors("the word-order demo"):
     model = current_model()
     if st.button("Shuffle again", key="emb_shuffle"):
         st.session_state[state.SHUFFLE_SEED] += 1
-    wo = word_order(model.key, (text_a or "").strip(), st.session_state[state.SHUFFLE_SEED], model.bundle)
-    st.code("original: " + " ".join(wo["words"]) + "\nshuffled: " + " ".join(wo["shuffled"]),
-            language=None, wrap_lines=True)
-    c1, c2 = st.columns(2)
-    c1.plotly_chart(plots.layer_similarity({"same word, original vs shuffled (mean)": wo["per_layer"]},
-                                           title="how much each word's vector stays the same"),
-                    width="stretch", key="emb_order_layers")
-    c2.plotly_chart(plots.values_bar(wo["words"], wo["per_word"], title="per word, last layer",
-                                     y_title="cosine similarity", range_y=[min(0, min(wo["per_word"])), 1]),
-                    width="stretch", key="emb_order_words")
-    st.caption(f"Mean sentence vectors (last layer): cosine {wo['sentence_cosine']:.3f}. At layer 0 the "
-               "token parts are identical and only the position parts differ; with every layer the "
-               "change spreads, because each word now has different neighbours at different distances.")
+    try:
+        wo = word_order(model.key, (text_a or "").strip(), st.session_state[state.SHUFFLE_SEED], model.bundle)
+    except InputError as e:   # too few different words: a note, not an error
+        st.info(str(e))
+        wo = None
+    if wo is not None:
+        st.code("original: " + " ".join(wo["words"]) + "\nshuffled: " + " ".join(wo["shuffled"]),
+                language=None, wrap_lines=True)
+        c1, c2 = st.columns(2)
+        c1.plotly_chart(plots.layer_similarity({"same word, original vs shuffled (mean)": wo["per_layer"]},
+                                               title="how much each word's vector stays the same"),
+                        width="stretch", key="emb_order_layers")
+        c2.plotly_chart(plots.values_bar(wo["words"], wo["per_word"], title="per word, last layer",
+                                         y_title="cosine similarity", range_y=[min(0, min(wo["per_word"])), 1]),
+                        width="stretch", key="emb_order_words")
+        st.caption(f"Mean sentence vectors (last layer): cosine {wo['sentence_cosine']:.3f}. At layer 0 the "
+                   "token parts are identical and only the position parts differ; with every layer the "
+                   "change spreads, because each word now has different neighbours at different distances.")
 
 st.subheader("The same word in different contexts")
 st.markdown("A word's starting vector is the same everywhere it appears. After a few layers its "

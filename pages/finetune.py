@@ -269,8 +269,12 @@ def show_result(res: dict) -> None:
                     key=f"ft_curves_{jid}")
     if rep:
         t1, t2, t3 = st.tabs(["Scores per class", "Confusion matrix", "Most confident mistakes"])
-        t1.dataframe(tr.per_class_frame(rep), hide_index=True, width="stretch", column_config={
+        per_class = tr.per_class_frame(rep)
+        t1.dataframe(per_class, hide_index=True, width="stretch", column_config={
             k: st.column_config.NumberColumn(format="%.3f") for k in ("precision", "recall", "F1")})
+        t1.download_button("Download the scores (.csv)", data=tr.table_csv(per_class), mime="text/csv",
+                           file_name=f"{tr.safe_filename(res['name'])}-scores.csv", on_click="ignore",
+                           key=f"ft_csv_scores_{jid}")
         t1.caption("Precision: of the texts it put in a class, the share that belong there. Recall: of "
                    "the texts of a class, the share it found. F1: their harmonic mean.")
         t2.plotly_chart(train_plots.confusion_matrix(rep["confusion"], rep["classes"]), width="stretch",
@@ -281,6 +285,9 @@ def show_result(res: dict) -> None:
                 "confidence": st.column_config.ProgressColumn(format="%.2f", min_value=0.0, max_value=1.0)})
             t3.caption("The validation texts it got wrong while being most sure. Some labels are "
                        "debatable; some mistakes show what the model has not learned.")
+            t3.download_button("Download the mistakes (.csv)", data=tr.table_csv(mistakes), mime="text/csv",
+                               file_name=f"{tr.safe_filename(res['name'])}-mistakes.csv", on_click="ignore",
+                               key=f"ft_csv_mistakes_{jid}")
         else:
             t3.success("No mistakes on the validation data.")
 

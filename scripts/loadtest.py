@@ -1,0 +1,968 @@
+"""A class at once: the real app under N concurrent browser sessions while fine-tuning jobs run.
+
+    python scripts/loadtest.py                      # 20 sessions, 2 fine-tuning jobs (the README's figures)
+    python scripts/loadtest.py --sessions 4 --json out.json
+
+What it does, only on 127.0.0.1 and bounded in count and time:
+
+1. starts the real server (`python -m streamlit run streamlit_app.py --server.port P
+   --server.headless true`, bound to 127.0.0.1) with BERT_EXPLORER_MAX_JOBS=1;
+2. opens ONE Chromium (Debian's, driven by Playwright) with one browser context per session, so
+   each context is its own Streamlit session (own cookies, own websocket);
+3. two "teacher" sessions upload a small labelled CSV on the Fine-tuning page and press Start:
+   the first trains, the second must wait and show its place in the queue;
+4. meanwhile every "student" session, all at the same moment: opens the Attention page, types a
+   sentence with a word of its own (a different word per session), switches the view, goes to the
+   Masked LM page (sidebar link, same session) and asks for a [MASK] in a sentence with its word;
+   each step is timed from the action to the page being drawn with that session's answer;
+5. checks that each session shows its own word and no other session's word (in the plotly data,
+   the code blocks and the text boxes), that no page shows an exception or an error box, has a
+   JavaScript error or a request leaving localhost, and that the server log has no traceback;
+6. stops the running job: the waiting job must start; then stops it too;
+7. reports p50/p95/max of the page times, the server's peak memory (VmHWM of the server process
+   and its children from /proc, and the peak of the sampled VmRSS sum) and the error count.
+
+Page times include Streamlit's rerun, the model, the websocket and drawing in the browser, and
+they are measured on whatever else the machine is doing (the load average is printed): here the
+one Chromium draws all sessions on the server's own processors, which a real class does on its
+own machines (`--nice 10` gives the server priority). So the report also gives the server's own
+processor time per page step (the job's share measured beforehand and taken off): the figure
+that says how many steps per second a 2-core server can take.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parent.parent
+HOST = "127.0.0.1"
+LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]"}
+LOCAL_SCHEMES = {"data", "blob", "about", "file"}
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-renderer-backgrounding", "--disable-background-timer-throttling",
+                 "--disable-backgrounding-occluded-windows"]
+# Opening a page's own URL makes Streamlit's frontend probe /<page>/_stcore/... first (404):
+# streamlit/streamlit#7074, harmless (the same list as tests/browser/conftest.py).
+HARMLESS = [re.compile(r"status of 404 .*/[\w-]+/_stcore/(health|host-config)"),
+            re.compile(r"404 \(Not Found\)")]
+
+# Words of the bert-base-uncased vocabulary, one per session; each is a whole token, so it shows
+# as itself in the attention map's labels and in the filled-in sentence.
+WORDS = ["zebra", "lamb", "elephant", "tiger", "lion", "penguin", "dolphin", "rabbit", "turtle",
+         "kangaroo", "squirrel", "donkey", "camel", "monkey", "parrot", "eagle", "spider", "salmon",
+         "gorilla", "leopard", "buffalo", "beaver", "owl", "wolf", "fox", "bear", "horse", "sheep",
+         "goat", "pig", "duck", "goose", "swan", "frog", "snake", "lizard", "shark", "whale", "crab",
+         "deer", "moose", "bison", "otter", "badger", "hawk", "falcon", "crow", "pigeon", "bee",
+         "ant", "butterfly", "mosquito", "cow", "bull", "cat", "dog", "mouse", "rat", "chicken"]
+
+STEPS = ["open Attention", "analyse own sentence", "switch to All heads", "open Masked LM",
+         "predict own [MASK]"]
+
+
+# ==== the server ===================================================================================
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int, log_path: Path, env_extra: dict[str, str]) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.port", str(port),
+           "--server.address", HOST, "--server.headless", "true",
+           "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    env = {**os.environ, **env_extra}
+    log = open(log_path, "w")
+    return subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env,
+                            start_new_session=True)
+
+
+def wait_healthy(proc: subprocess.Popen, url: str, timeout_s: float = 120) -> None:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.read().decode().strip() == "ok":
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise RuntimeError(f"the server did not answer /_stcore/health within {timeout_s:.0f} s")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)          # the group we started, nothing else
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except OSError:
+            pass
+    return out
+
+
+def _status_kb(pid: int, field_name: str) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field_name + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class MemoryWatch:
+    """Samples the VmRSS sum of a process tree; `hwm_mb()` reads VmHWM (the kernel's own peak)."""
+
+    def __init__(self, pid: int, every_s: float = 0.25):
+        self.pid, self.every_s = pid, every_s
+        self.peak_kb = 0
+        self.samples: list[tuple[float, int]] = []
+        self.hwm_kb: dict[int, int] = {}
+        self.marks: list[tuple[str, float]] = []
+        self._t0 = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self):
+        t0 = self._t0
+        while not self._stop.is_set():
+            pids = _descendants(self.pid)
+            kb = sum(_status_kb(p, "VmRSS") for p in pids)
+            for p in pids:
+                self.hwm_kb[p] = max(self.hwm_kb.get(p, 0), _status_kb(p, "VmHWM"))
+            self.peak_kb = max(self.peak_kb, kb)
+            self.samples.append((time.monotonic() - t0, kb))
+            self._stop.wait(self.every_s)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def mark(self, name: str) -> None:
+        """Start a phase: `phases()` gives each phase's peak and last sampled RSS."""
+        self.marks.append((name, time.monotonic() - self._t0))
+
+    def phases(self) -> dict[str, dict]:
+        out = {}
+        for i, (name, t) in enumerate(self.marks):
+            end = self.marks[i + 1][1] if i + 1 < len(self.marks) else float("inf")
+            kbs = [kb for ts, kb in self.samples if t <= ts < end]
+            if kbs:
+                out[name] = {"peak_mb": round(max(kbs) / 1024, 1), "last_mb": round(kbs[-1] / 1024, 1)}
+        return out
+
+    def cpu_s(self) -> float:
+        """User + system processor seconds of the process tree so far (all threads)."""
+        tick = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for p in _descendants(self.pid):
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])      # utime, stime (clock ticks)
+            except (OSError, IndexError, ValueError):
+                pass
+        return total / tick
+
+    def thread_cpu(self) -> dict[int, float]:
+        """Processor seconds of each live thread of the server process (by thread id)."""
+        tick = os.sysconf("SC_CLK_TCK")
+        out = {}
+        try:
+            tids = os.listdir(f"/proc/{self.pid}/task")
+        except OSError:
+            return out
+        for tid in tids:
+            try:
+                with open(f"/proc/{self.pid}/task/{tid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                out[int(tid)] = (int(fields[11]) + int(fields[12])) / tick
+            except (OSError, IndexError, ValueError):
+                pass
+        return out
+
+    def rss_mb(self) -> float:
+        return sum(_status_kb(p, "VmRSS") for p in _descendants(self.pid)) / 1024
+
+    def hwm_mb(self) -> float:
+        for p in _descendants(self.pid):
+            self.hwm_kb[p] = max(self.hwm_kb.get(p, 0), _status_kb(p, "VmHWM"))
+        return sum(self.hwm_kb.values()) / 1024
+
+
+# ==== the browser ===================================================================================
+
+def chromium_path() -> str | None:
+    explicit = os.environ.get("BERT_EXPLORER_CHROMIUM")
+    if explicit:
+        return explicit if Path(explicit).exists() else None
+    for candidate in ("/usr/bin/chromium", "/usr/bin/chromium-browser"):
+        if Path(candidate).exists():
+            return candidate
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def niced(exe: str, folder: Path, nice: int) -> str:
+    """A wrapper that runs Chromium at a lower priority (the pipes Playwright uses survive exec)."""
+    if nice <= 0 or not shutil.which("nice"):
+        return exe
+    wrapper = folder / "chromium-niced"
+    wrapper.write_text(f'#!/bin/sh\nexec nice -n {int(nice)} "{exe}" "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+def is_local(url: str) -> bool:
+    parsed = urlparse(url)
+    if parsed.scheme in LOCAL_SCHEMES:
+        return True
+    return parsed.scheme in ("http", "https", "ws", "wss") and (parsed.hostname or "") in LOCAL_HOSTS
+
+
+@dataclass
+class Session:
+    name: str
+    word: str | None = None
+    times: dict[str, float] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    foreign: list[str] = field(default_factory=list)
+    seen_words: set[str] = field(default_factory=set)
+    done: bool = False
+    browser: bool = True
+
+
+async def new_session(browser, s: Session, viewport=(1280, 900)):
+    ctx = await browser.new_context(viewport={"width": viewport[0], "height": viewport[1]},
+                                    service_workers="block")
+
+    async def route(r):
+        if is_local(r.request.url):
+            await r.continue_()
+        else:
+            s.foreign.append(r.request.url)
+            await r.abort("blockedbyclient")
+
+    await ctx.route("**/*", route)
+    page = await ctx.new_page()
+    page.set_default_timeout(120_000)
+
+    def on_console(m):
+        if m.type == "error":
+            text = f"{m.text} @ {m.location.get('url', '')}"
+            if not any(p.search(text) for p in HARMLESS):
+                s.errors.append(f"console: {text[:300]}")
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda e: s.errors.append(f"page error: {str(e)[:300]}"))
+
+    async def on_dialog(d):
+        s.errors.append(f"dialog: {d.type} {d.message[:100]}")
+        await d.dismiss()
+
+    page.on("dialog", on_dialog)
+    return ctx, page
+
+
+# state of the page as one JS call: is Streamlit idle, is there an exception or error box, and
+# every string the session's answers can be read from (plotly traces and axis labels, code
+# blocks, text boxes)
+PAGE_STATE_JS = """() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    const texts = [];
+    for (const el of document.querySelectorAll('.js-plotly-plot')) {
+        for (const t of (el.data || [])) {
+            for (const k of ['x', 'y', 'text', 'customdata']) {
+                const v = t[k];
+                if (Array.isArray(v)) texts.push(v.flat(3).filter(x => typeof x === 'string').join(' '));
+            }
+        }
+        const lay = el.layout || {};
+        for (const ax of Object.keys(lay).filter(k => /^[xy]axis/.test(k))) {
+            const a = lay[ax];
+            if (a && Array.isArray(a.ticktext)) texts.push(a.ticktext.join(' '));
+        }
+    }
+    const codes = [...document.querySelectorAll('[data-testid="stCode"]')].map(e => e.innerText);
+    const boxes = [...document.querySelectorAll('textarea')].map(e => e.value);
+    const errs = [...document.querySelectorAll('[data-testid="stException"], [data-testid="stAlertContentError"]')]
+        .map(e => e.innerText.slice(0, 300));
+    return {
+        connected: app ? app.getAttribute('data-test-connection-state') : null,
+        script: app ? app.getAttribute('data-test-script-state') : null,
+        running: document.querySelectorAll('[data-testid="stStatusWidget"]').length > 0,
+        skeleton: document.querySelectorAll('[data-testid="stAppSkeleton"]').length > 0,
+        plots: document.querySelectorAll('.js-plotly-plot').length,
+        plotText: texts.join(' '), codes: codes, boxes: boxes, errors: errs,
+        body: (document.querySelector('[data-testid="stMainBlockContainer"]') || {innerText: ''}).innerText,
+    };
+}"""
+
+
+async def settle(page, ready, timeout_s: float, what: str, s: Session) -> dict:
+    """Poll until Streamlit is idle and `ready(state)` holds; an exception/error box is an error."""
+    end = time.monotonic() + timeout_s
+    st = {}
+    while time.monotonic() < end:
+        try:
+            st = await page.evaluate(PAGE_STATE_JS)
+        except Exception as e:  # noqa: BLE001 - navigation in progress
+            await asyncio.sleep(0.15)
+            st = {"error": str(e)}
+            continue
+        if st.get("errors"):
+            s.errors.append(f"{what}: error on the page: {st['errors']}")
+            return st
+        idle = (st.get("connected") == "CONNECTED" and st.get("script") == "notRunning"
+                and not st.get("running") and not st.get("skeleton"))
+        if idle and ready(st):
+            return st
+        await asyncio.sleep(0.15)
+    s.errors.append(f"{what}: timed out after {timeout_s:.0f} s (script {st.get('script')!r})")
+    raise TimeoutError(what)
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z]+", text.lower()))
+
+
+async def student(browser, url: str, s: Session, all_words: list[str], timeout_s: float, start: asyncio.Event,
+                  delay: float = 0.0):
+    ctx, page = await new_session(browser, s)
+    w = s.word
+    sentence = f"The {w} crossed the road because the {w} was tired."
+    masked = f"The {w} sat quietly on the [MASK] near the river."
+    try:
+        await start.wait()
+        await asyncio.sleep(delay)
+        t = time.monotonic()
+        await page.goto(url + "/attention", wait_until="commit")
+        await settle(page, lambda st: st["plots"] > 0 and "animal" in _words(st["plotText"]),
+                     timeout_s, "open Attention", s)
+        s.times["open Attention"] = time.monotonic() - t
+
+        box = page.get_by_role("textbox", name="Sentence A", exact=True)
+        await box.fill(sentence)
+        t = time.monotonic()
+        await box.press("Control+Enter")
+        st = await settle(page, lambda st: w in _words(st["plotText"]), timeout_s, "analyse own sentence", s)
+        s.times["analyse own sentence"] = time.monotonic() - t
+        s.seen_words |= _words(st["plotText"])          # the heatmap's labels: the tokens typed
+
+        t = time.monotonic()
+        await page.locator('[data-testid="stRadio"] label', has_text="All heads").first.click()
+        await settle(page, lambda st: "Every head of every layer" in st["body"], timeout_s, "switch to All heads", s)
+        s.times["switch to All heads"] = time.monotonic() - t
+
+        t = time.monotonic()
+        await page.locator('[data-testid="stSidebarNav"] a', has_text="Masked LM").first.click()
+        await settle(page, lambda st: any("«" in c for c in st["codes"]) and any(w in _words(b) for b in st["boxes"]),
+                     timeout_s, "open Masked LM", s)
+        s.times["open Masked LM"] = time.monotonic() - t
+
+        box = page.get_by_role("textbox", name="A sentence with [MASK] in it", exact=True)
+        await box.fill(masked)
+        t = time.monotonic()
+        await box.press("Control+Enter")
+        st = await settle(page, lambda st: any("«" in c and w in _words(c) for c in st["codes"]),
+                          timeout_s, "predict own [MASK]", s)
+        s.times["predict own [MASK]"] = time.monotonic() - t
+        # the filled-in sentence without the model's guesses («...»: they may be any word) and
+        # the text boxes; the top-k bars are left out for the same reason
+        filled = " ".join(re.sub(r"«[^»]*»", " ", c) for c in st["codes"])
+        s.seen_words |= _words(filled) | _words(" ".join(st["boxes"]))
+        others = {x for x in all_words if x != w} & s.seen_words
+        if others:
+            s.errors.append(f"isolation: session of {w!r} shows other sessions' words {sorted(others)}")
+        if w not in s.seen_words:
+            s.errors.append(f"isolation: session of {w!r} does not show its own word")
+        s.done = True
+    except TimeoutError:
+        pass
+    except Exception as e:  # noqa: BLE001 - a broken step is an error of the run, not a crash of it
+        s.errors.append(f"{type(e).__name__}: {str(e)[:300]}")
+    finally:
+        await ctx.close()
+
+
+# ==== students without a browser: Streamlit's own websocket protocol =====================================
+#
+# One Chromium drawing 20 Streamlit pages needs more processor than the server it tests (each page
+# parses megabytes of JavaScript and draws plotly charts): on a small machine the browsers, not the
+# server, would be measured. So most students can speak Streamlit's protocol instead, exactly as the
+# frontend does: a websocket to /_stcore/stream, BackMsg.rerun_script with the page and the widget
+# values, ForwardMsg deltas until script_finished. The server does the same work for them (a
+# session, the script run, the model, the plotly figure serialised); only the drawing is skipped.
+
+class ProtocolPage:
+    """A Streamlit session over the websocket: run the script, read what it drew."""
+
+    def __init__(self, url: str):
+        self.ws_url = url.replace("http://", "ws://") + "/_stcore/stream"
+        self.ws = None
+        self.pages: dict[str, str] = {}          # url path ("" for home) -> page script hash
+        self.current = ""                        # the url path of the page shown
+        self.elements: list[tuple[str, object]] = []
+        self.widgets: dict[str, object] = {}     # widget id -> WidgetState last sent
+
+    async def connect(self):
+        import websockets
+        self.ws = await websockets.connect(self.ws_url, subprotocols=["streamlit"], max_size=None,
+                                           open_timeout=120, ping_interval=None)
+
+    async def close(self):
+        if self.ws is not None:
+            await self.ws.close()
+
+    async def run(self, timeout_s: float, page: str | None = None, set_widget: tuple | None = None) -> list:
+        """Rerun (on `page`, a url path, if given) with a widget changed: (id, kind, value)."""
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.ClientState_pb2 import ClientState
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+        from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
+        if set_widget is not None:
+            wid, kind, value = set_widget
+            ws = WidgetState(id=wid)
+            setattr(ws, kind, value)
+            self.widgets[wid] = ws
+        cs = ClientState(query_string="", widget_states=WidgetStates(widgets=list(self.widgets.values())))
+        self.current = self.current if page is None else page
+        if self.current in self.pages:
+            cs.page_script_hash = self.pages[self.current]
+        else:
+            cs.page_name = self.current              # the first run: the page's url path
+        await self.ws.send(BackMsg(rerun_script=cs).SerializeToString())
+        end = time.monotonic() + timeout_s
+        elements: list = []
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no script_finished")
+            raw = await asyncio.wait_for(self.ws.recv(), timeout=left)
+            fm = ForwardMsg()
+            fm.ParseFromString(raw)
+            kind = fm.WhichOneof("type")
+            if kind == "new_session":
+                elements = []
+            elif kind == "navigation":
+                self.pages.update({p.url_pathname: p.page_script_hash for p in fm.navigation.app_pages})
+            elif kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
+                ek = fm.delta.new_element.WhichOneof("type")
+                elements.append((ek, getattr(fm.delta.new_element, ek)))
+            elif kind == "script_finished":
+                if fm.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
+                    self.elements = elements
+                    return elements
+                if fm.script_finished not in (ForwardMsg.FINISHED_EARLY_FOR_RERUN,):
+                    raise RuntimeError(f"script finished with status {fm.script_finished}")
+
+    # --- reading what was drawn
+    def find(self, kind: str, label: str | None = None):
+        for k, el in self.elements:
+            if k == kind and (label is None or getattr(el, "label", None) == label):
+                return el
+        return None
+
+    def state(self) -> dict:
+        """The same fields PAGE_STATE_JS reads in a browser."""
+        texts, codes, boxes, body, errors = [], [], [], [], []
+        plots = 0
+        for k, el in self.elements:
+            if k == "plotly_chart":
+                plots += 1
+                try:
+                    spec = json.loads(el.spec)
+                except ValueError:
+                    continue
+                for t in spec.get("data", []):
+                    for key in ("x", "y", "text", "customdata"):
+                        texts.extend(str(v) for v in _flat(t.get(key)) if isinstance(v, str))
+                for name, ax in spec.get("layout", {}).items():
+                    if name.startswith(("xaxis", "yaxis")) and isinstance(ax, dict):
+                        texts.extend(str(v) for v in ax.get("ticktext", []) or [])
+            elif k == "code":
+                codes.append(el.code_text)
+            elif k == "text_area":
+                boxes.append(el.value if el.set_value else el.default)
+            elif k == "markdown":
+                body.append(el.body)
+            elif k == "alert":
+                body.append(el.body)
+                if el.format == 1:                                # Alert.ERROR
+                    errors.append(el.body[:300])
+            elif k == "exception":
+                errors.append(f"{el.type}: {el.message[:300]}")
+        return {"plots": plots, "plotText": " ".join(texts), "codes": codes, "boxes": boxes,
+                "body": "\n".join(body), "errors": errors}
+
+
+def _flat(v):
+    if isinstance(v, list):
+        for x in v:
+            yield from _flat(x)
+    elif v is not None:
+        yield v
+
+
+async def protocol_student(url: str, s: Session, all_words: list[str], timeout_s: float, start: asyncio.Event,
+                           delay: float = 0.0):
+    """The browser student's steps, over the websocket (see ProtocolPage)."""
+    w = s.word
+    sentence = f"The {w} crossed the road because the {w} was tired."
+    masked = f"The {w} sat quietly on the [MASK] near the river."
+    pg = ProtocolPage(url)
+
+    async def step(name, ready, **kw):
+        t = time.monotonic()
+        await pg.run(timeout_s, **kw)
+        st = pg.state()
+        if st["errors"]:
+            s.errors.append(f"{name}: error on the page: {st['errors']}")
+            raise TimeoutError(name)
+        if not ready(st):
+            s.errors.append(f"{name}: the page did not show what was expected")
+            raise TimeoutError(name)
+        s.times[name] = time.monotonic() - t
+        return st
+
+    try:
+        await start.wait()
+        await asyncio.sleep(delay)
+        t = time.monotonic()
+        await pg.connect()
+        await pg.run(timeout_s, page="attention")
+        st = pg.state()
+        if not (st["plots"] and "animal" in _words(st["plotText"])) or st["errors"]:
+            s.errors.append(f"open Attention: unexpected page {st['errors'] or ''}")
+            raise TimeoutError("open Attention")
+        s.times["open Attention"] = time.monotonic() - t
+
+        box = pg.find("text_area", "Sentence A")
+        st = await step("analyse own sentence", lambda st: w in _words(st["plotText"]),
+                        set_widget=(box.id, "string_value", sentence))
+        s.seen_words |= _words(st["plotText"])
+        radio = pg.find("radio", "View")
+        await step("switch to All heads", lambda st: "Every head of every layer" in st["body"],
+                   set_widget=(radio.id, "string_value", "All heads"))
+        await step("open Masked LM", lambda st: any("«" in c for c in st["codes"])
+                   and any(w in _words(b) for b in st["boxes"]), page="masked_lm")
+        box = pg.find("text_area", "A sentence with [MASK] in it")
+        st = await step("predict own [MASK]", lambda st: any("«" in c and w in _words(c) for c in st["codes"]),
+                        set_widget=(box.id, "string_value", masked))
+        filled = " ".join(re.sub(r"«[^»]*»", " ", c) for c in st["codes"])
+        s.seen_words |= _words(filled) | _words(" ".join(st["boxes"]))
+        others = {x for x in all_words if x != w} & s.seen_words
+        if others:
+            s.errors.append(f"isolation: session of {w!r} shows other sessions' words {sorted(others)}")
+        if w not in s.seen_words:
+            s.errors.append(f"isolation: session of {w!r} does not show its own word")
+        s.done = True
+    except (TimeoutError, asyncio.TimeoutError) as e:
+        if not s.errors:
+            s.errors.append(f"timed out: {e}")
+    except Exception as e:  # noqa: BLE001
+        s.errors.append(f"{type(e).__name__}: {str(e)[:300]}")
+    finally:
+        await pg.close()
+
+
+# ==== fine-tuning jobs =================================================================================
+
+def reviews_csv(n: int = 400, seed: int = 0) -> bytes:
+    pos = ["good", "great", "wonderful", "moving", "funny", "brilliant", "charming", "superb"]
+    neg = ["bad", "boring", "dull", "awful", "weak", "tedious", "clumsy", "terrible"]
+    filler = ["the", "film", "was", "a", "very", "plot", "actor", "movie", "really", "quite", "and",
+              "it", "story", "ending", "cast", "script", "music", "with"]
+    r = random.Random(seed)
+    lines = ["text,label"]
+    for i in range(n):
+        good = i % 2 == 0
+        ws = [r.choice(filler) for _ in range(r.randint(4, 9))]
+        ws.insert(r.randrange(len(ws) + 1), r.choice(pos if good else neg))
+        lines.append(f"{' '.join(ws)} number {i},{'good' if good else 'bad'}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+async def set_number(page, label: str, value) -> None:
+    box = page.get_by_label(label, exact=True)
+    await box.fill(str(value))
+    await box.press("Enter")
+    await asyncio.sleep(0.4)
+
+
+QUEUED = "Waiting for a free slot"
+
+
+async def open_job(browser, url: str, s: Session, csv_path: Path, timeout_s: float):
+    """A session on the Fine-tuning page with the file uploaded and small settings: ready to Start."""
+    ctx, page = await new_session(browser, s, viewport=(1280, 1000))
+    await page.goto(url + "/finetune", wait_until="commit")
+    await settle(page, lambda st: "1. Data" in st["body"], timeout_s, "open Fine-tuning", s)
+    await page.locator('[data-testid="stRadio"] label', has_text="Upload a file").first.click()
+    await settle(page, lambda st: "Upload a file with a text column" in st["body"], timeout_s, "choose upload", s)
+    await page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files(str(csv_path))
+    await settle(page, lambda st: "Usable texts" in st["body"], timeout_s, "read the upload", s)
+    await page.locator('[data-testid="stExpander"] summary', has_text="Model and training settings").click()
+    await set_number(page, "Max tokens per text", 32)
+    await set_number(page, "Epochs", 20)
+    await settle(page, lambda st: True, timeout_s, "settings", s)
+    return ctx, page
+
+
+async def click_start(page, s: Session, timeout_s: float) -> None:
+    await page.get_by_role("button", name="Start fine-tuning").click()
+    await settle(page, lambda st: "Step" in st["body"] or QUEUED in st["body"] or "Preparing" in st["body"],
+                 timeout_s, "start the job", s)
+
+
+async def job_state(page) -> str:
+    body = await page.evaluate(PAGE_STATE_JS)
+    text = body["body"]
+    if QUEUED in text:
+        m = re.search(r"you are number (\d+) in the queue", text)
+        return f"queued #{m.group(1) if m else '?'}"
+    if "5. Results" in text and "Stop (keeps" not in text and "Stopping" not in text:
+        return "finished"
+    if "Stop (keeps the best model so far)" in text or "Stopping" in text:
+        return "running"
+    return "unknown"
+
+
+async def wait_job(page, want: set[str], timeout_s: float) -> str:
+    end = time.monotonic() + timeout_s
+    state = ""
+    while time.monotonic() < end:
+        try:
+            state = await job_state(page)
+        except Exception:  # noqa: BLE001 - a rerun in progress
+            state = "unknown"
+        if any(state.startswith(w) for w in want):
+            return state
+        await asyncio.sleep(0.5)
+    return state
+
+
+# ==== the run ===========================================================================================
+
+@dataclass
+class Report:
+    sessions: int
+    jobs: int
+    completed_sessions: int = 0
+    errors: list[str] = field(default_factory=list)
+    steps: dict[str, dict] = field(default_factory=dict)
+    all_steps: dict = field(default_factory=dict)
+    browser_steps: dict = field(default_factory=dict)      # the students in Chromium (page drawn)
+    protocol_steps: dict = field(default_factory=dict)     # the students over the websocket
+    browser_sessions: int = 0
+    baseline_threads: list = field(default_factory=list)    # the busiest threads' seconds while only the job ran
+    queue: dict = field(default_factory=dict)
+    isolation_ok: bool = False
+    server_rss_start_mb: float = 0.0
+    server_rss_idle_mb: float = 0.0     # after the warm-up visit: the model loaded, no session
+    cold_start_s: float = 0.0
+    server_peak_rss_mb: float = 0.0
+    server_hwm_mb: float = 0.0
+    server_rss_end_mb: float = 0.0
+    phases: dict = field(default_factory=dict)
+    job_cpu_rate: float = 0.0          # processor seconds per second used by the server with only the job running
+    job_cpu_rate_students: float = 0.0     # the training thread's share during the students' phase
+    server_cpu_rate_students: float = 0.0  # the whole server's processor seconds per second then
+    students_wall_s: float = 0.0
+    students_cpu_s: float = 0.0        # the server's processor seconds in the students' phase, less the training thread's
+    cpu_per_step_s: float = 0.0        # ... per page step
+    wall_s: float = 0.0
+    cpus: int = 0
+    load_before: tuple = ()
+    load_after: tuple = ()
+    env: dict = field(default_factory=dict)
+    ramp_s: float = 0.0
+
+    def ok(self) -> bool:
+        return not self.errors and self.completed_sessions == self.sessions and self.isolation_ok
+
+
+def _pcts(xs: list[float]) -> dict:
+    if not xs:
+        return {"n": 0}
+    xs = sorted(xs)
+
+    def q(p):
+        k = min(len(xs) - 1, max(0, int(round(p * (len(xs) - 1)))))
+        return xs[k]
+    return {"n": len(xs), "p50": round(statistics.median(xs), 2), "p95": round(q(0.95), 2),
+            "max": round(xs[-1], 2), "mean": round(statistics.fmean(xs), 2)}
+
+
+async def _run(args, url: str, mem: MemoryWatch, rep: Report, tmp: Path) -> None:
+    exe = chromium_path()
+    if exe is None:
+        raise RuntimeError("Chromium is not installed (apt-get install chromium, or `make browser`)")
+    csv_path = tmp / "reviews.csv"
+    csv_path.write_bytes(reviews_csv())
+    words = WORDS[: args.sessions]
+    jobs = [Session(f"job{i + 1}") for i in range(args.jobs)]
+    studs = [Session(f"student{i + 1}", word=w, browser=i < args.browser_sessions) for i, w in enumerate(words)]
+    try:
+        await _drive(args, url, mem, rep, tmp, exe, csv_path, words, jobs, studs)
+    finally:
+        _collect(args, rep, jobs, studs)
+
+
+async def _drive(args, url, mem, rep, tmp, exe, csv_path, words, jobs, studs) -> None:
+    from playwright.async_api import async_playwright
+
+    timeout_s = args.step_timeout
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=niced(exe, tmp, args.nice), headless=True,
+                                           args=CHROMIUM_ARGS)
+        try:
+            # --- the jobs: upload, then Start one after the other; the first trains, the rest wait
+            # --- warm-up: one visit loads the model (a teacher opening the app before class)
+            warm = Session("warm-up")
+            ctx, page = await new_session(browser, warm)
+            t = time.monotonic()
+            await page.goto(url + "/attention", wait_until="commit")
+            await settle(page, lambda st: st["plots"] > 0, timeout_s, "warm-up", warm)
+            rep.cold_start_s = round(time.monotonic() - t, 1)
+            await ctx.close()
+            jobs.append(warm) if warm.errors else None
+            rep.server_rss_idle_mb = round(mem.rss_mb(), 1)
+
+            mem.mark("job pages open")
+            opened = await asyncio.gather(*(open_job(browser, url, j, csv_path, timeout_s) for j in jobs))
+            mem.mark("jobs started")
+            for (ctx, page), j in zip(opened, jobs):
+                await click_start(page, j, timeout_s)
+            states = [await wait_job(p, {"running", "queued"}, 60) for _, p in opened]
+            rep.queue["after start"] = states
+            # what the job alone costs: processor seconds per second over a few seconds; the
+            # training thread is the one thread that used most of it
+            await asyncio.sleep(2)
+            c0, t0, th0 = mem.cpu_s(), time.monotonic(), mem.thread_cpu()
+            await asyncio.sleep(args.baseline_s)
+            window = time.monotonic() - t0
+            rep.job_cpu_rate = round((mem.cpu_s() - c0) / window, 2)
+            deltas = {t: c - th0.get(t, 0.0) for t, c in mem.thread_cpu().items()}
+            rep.baseline_threads = sorted((round(d, 2) for d in deltas.values()), reverse=True)[:6]
+            busiest = max(deltas, key=deltas.get, default=None)
+            job_tids = [busiest] if busiest is not None and deltas[busiest] > 0.1 * window else []
+
+            # --- the students, all at once
+            mem.mark("students")
+            go = asyncio.Event()
+            tasks = [asyncio.create_task(student(browser, url, s, words, timeout_s, go, i * args.ramp) if s.browser
+                                         else protocol_student(url, s, words, timeout_s, go, i * args.ramp))
+                     for i, s in enumerate(studs)]
+            await asyncio.sleep(0.2)
+            c0, t0, th0 = mem.cpu_s(), time.monotonic(), mem.thread_cpu()
+            go.set()
+            try:
+                await asyncio.wait_for(asyncio.gather(*tasks), timeout=args.max_seconds)
+            finally:
+                wall = time.monotonic() - t0
+                th1 = mem.thread_cpu()
+                job_cpu = sum(th1.get(t, 0.0) - th0.get(t, 0.0) for t in job_tids)
+                rep.students_wall_s = round(wall, 1)
+                rep.students_cpu_s = round(mem.cpu_s() - c0 - job_cpu, 1)
+                rep.job_cpu_rate_students = round(job_cpu / wall, 2)
+                rep.server_cpu_rate_students = round((mem.cpu_s() - c0) / wall, 2)
+                n = sum(len(s.times) for s in studs)
+                rep.cpu_per_step_s = round(rep.students_cpu_s / n, 3) if n else 0.0
+            mem.mark("stopping jobs")
+            rep.queue["after students"] = [await job_state(p) for _, p in opened]
+
+            # --- the queue: stop the running job; the waiting one starts; stop that too
+            order = list(range(len(opened)))
+            for k in order:
+                _, page = opened[k]
+                st = await wait_job(page, {"running"}, args.job_wait)
+                rep.queue[f"job{k + 1} ran"] = st
+                if st != "running":
+                    jobs[k].errors.append(f"job{k + 1} never ran (state {st!r}): the queue did not move")
+                    continue
+                await page.get_by_role("button", name="Stop (keeps the best model so far)").click()
+                end_state = await wait_job(page, {"finished"}, args.job_wait)
+                rep.queue[f"job{k + 1} after Stop"] = end_state
+                if end_state != "finished":
+                    jobs[k].errors.append(f"job{k + 1} did not finish after Stop within {args.job_wait:.0f} s")
+            for ctx, _ in opened:
+                await ctx.close()
+        finally:
+            await browser.close()
+
+
+def _collect(args, rep: Report, jobs: list[Session], studs: list[Session]) -> None:
+    if args.jobs >= 2:
+        first = rep.queue.get("after start", [])
+        if not (first and first[0] == "running" and all(s.startswith("queued") for s in first[1:])):
+            rep.errors.append(f"queue: expected the first job running and the others queued, got {first}")
+        if any(s.startswith("queued") for s in first[1:]) and "queued #1" not in first[1:]:
+            rep.errors.append(f"queue: the waiting job did not show its place, got {first}")
+    for s in studs + jobs:
+        rep.errors += [f"{s.name}: {e}" for e in s.errors]
+        rep.errors += [f"{s.name}: request left localhost: {u}" for u in s.foreign]
+    rep.completed_sessions = sum(s.done for s in studs)
+    rep.isolation_ok = rep.completed_sessions == len(studs) and not any(
+        "isolation" in e for s in studs for e in s.errors)
+    for step in STEPS:
+        rep.steps[step] = _pcts([s.times[step] for s in studs if step in s.times])
+    rep.all_steps = _pcts([t for s in studs for t in s.times.values()])
+    rep.browser_steps = _pcts([t for s in studs if s.browser for t in s.times.values()])
+    rep.protocol_steps = _pcts([t for s in studs if not s.browser for t in s.times.values()])
+
+
+def run(sessions: int = 20, jobs: int = 2, browser_sessions: int = 4, max_seconds: float = 900,
+        step_timeout: float = 300, job_wait: float = 240, nice: int = 0, ramp: float = 2.0, max_jobs: int = 1, env: dict | None = None,
+        log_dir: Path | None = None) -> Report:
+    if sessions > len(WORDS):
+        raise ValueError(f"at most {len(WORDS)} sessions (one distinct word each)")
+    browser_sessions = max(0, min(browser_sessions, sessions))
+    args = argparse.Namespace(sessions=sessions, jobs=jobs, browser_sessions=browser_sessions, max_seconds=max_seconds,
+                              step_timeout=step_timeout, job_wait=job_wait, nice=nice, ramp=ramp,
+                              baseline_s=8.0 if jobs else 2.0)
+    env_extra = {"BERT_EXPLORER_MAX_JOBS": str(max_jobs), **(env or {})}
+    rep = Report(sessions=sessions, jobs=jobs, cpus=os.cpu_count() or 0, load_before=os.getloadavg(),
+                 env=env_extra, ramp_s=ramp, browser_sessions=browser_sessions)
+    port = free_port()
+    url = f"http://{HOST}:{port}"
+    with tempfile.TemporaryDirectory(prefix="bert-loadtest-") as d:
+        tmp = Path(d)
+        log_path = (Path(log_dir) if log_dir else tmp) / "loadtest-server.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        t0 = time.monotonic()
+        proc = start_server(port, log_path, env_extra)
+        mem = MemoryWatch(proc.pid)
+        try:
+            wait_healthy(proc, url)
+            mem.start()
+            mem.mark("server started")
+            rep.server_rss_start_mb = round(mem.rss_mb(), 1)
+            try:
+                asyncio.run(_run(args, url, mem, rep, tmp))
+            except asyncio.TimeoutError:
+                rep.errors.append(f"the run did not end within {max_seconds:.0f} s")
+            except Exception as e:  # noqa: BLE001
+                rep.errors.append(f"the run failed: {type(e).__name__}: {str(e)[:300]}")
+            rep.server_hwm_mb = round(mem.hwm_mb(), 1)
+            rep.server_rss_end_mb = round(mem.rss_mb(), 1)
+        finally:
+            mem.stop()
+            stop_server(proc)
+        rep.server_peak_rss_mb = round(mem.peak_kb / 1024, 1)
+        rep.phases = mem.phases()
+        rep.wall_s = round(time.monotonic() - t0, 1)
+        rep.load_after = os.getloadavg()
+        logged = log_path.read_text(errors="replace")
+        tracebacks = logged.count("Traceback (most recent call last)")
+        if tracebacks:
+            rep.errors.append(f"the server log has {tracebacks} traceback(s): {log_path}")
+    return rep
+
+
+def markdown(rep: Report) -> str:
+    lines = [f"Load test: {rep.sessions} sessions through Attention and Masked LM while "
+             f"{rep.jobs} fine-tuning job(s) were submitted (BERT_EXPLORER_MAX_JOBS="
+             f"{rep.env.get('BERT_EXPLORER_MAX_JOBS')}); one student arrived every {rep.ramp_s:g} s; {rep.cpus} CPUs, load average before "
+             f"{rep.load_before[0]:.1f}, after {rep.load_after[0]:.1f}; {rep.wall_s:.0f} s in all.",
+             "",
+             "| step | n | p50 (s) | p95 (s) | max (s) |",
+             "|---|---|---|---|---|"]
+    for step, p in list(rep.steps.items()) + [("all steps", rep.all_steps),
+                                               (f"all steps, {rep.browser_sessions} in Chromium", rep.browser_steps),
+                                               (f"all steps, {rep.sessions - rep.browser_sessions} over the websocket",
+                                                rep.protocol_steps)]:
+        if p.get("n"):
+            lines.append(f"| {step} | {p['n']} | {p['p50']:.2f} | {p['p95']:.2f} | {p['max']:.2f} |")
+    lines += ["",
+              f"- sessions completed: {rep.completed_sessions} of {rep.sessions}; each saw only its "
+              f"own word: {'yes' if rep.isolation_ok else 'NO'}",
+              f"- queue: {json.dumps(rep.queue)}",
+              f"- server memory (RSS): {rep.server_rss_start_mb:.0f} MB at start, "
+              f"{rep.server_rss_idle_mb:.0f} MB with the model loaded (first visit {rep.cold_start_s:.0f} s), peak {rep.server_peak_rss_mb:.0f} MB "
+              f"(sampled) / {rep.server_hwm_mb:.0f} MB (VmHWM), {rep.server_rss_end_mb:.0f} MB at the end",
+              f"- memory by phase (peak / last, MB): "
+              + "; ".join(f"{k} {v['peak_mb']:.0f} / {v['last_mb']:.0f}" for k, v in rep.phases.items()),
+              f"- server processor time: with only the job {rep.job_cpu_rate:.2f} s/s; during the students' "
+              f"phase the server got {rep.server_cpu_rate_students:.2f} s/s (the training thread "
+              f"{rep.job_cpu_rate_students:.2f}); serving the sessions took {rep.students_cpu_s:.1f} s of "
+              f"processor in {rep.students_wall_s:.0f} s: {rep.cpu_per_step_s:.2f} s per page step",
+              f"- errors: {len(rep.errors)}"]
+    lines += [f"  - {e}" for e in rep.errors[:30]]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sessions", type=int, default=20, help="concurrent student sessions (default 20)")
+    p.add_argument("--jobs", type=int, default=2, help="fine-tuning jobs submitted (default 2)")
+    p.add_argument("--browser-sessions", type=int, default=4,
+                   help="how many of the students use Chromium (default 4); the others speak Streamlit's "
+                        "websocket protocol (no drawing: see ProtocolPage)")
+    p.add_argument("--max-jobs", type=int, default=1, help="BERT_EXPLORER_MAX_JOBS of the server (default 1)")
+    p.add_argument("--ramp", type=float, default=2.0,
+                   help="seconds between two students' arrivals (default 2: 20 students arrive within 40 s, "
+                        "then all work at once); 0: all at the same instant")
+    p.add_argument("--max-seconds", type=float, default=900, help="bound on the students' phase")
+    p.add_argument("--step-timeout", type=float, default=300, help="bound on one page step")
+    p.add_argument("--job-wait", type=float, default=240, help="bound on each job's start/finish")
+    p.add_argument("--nice", type=int, default=0,
+                   help="run Chromium at this niceness, so the server gets the processor first (default 0: "
+                        "on a machine shared with other busy processes a niced browser starves)")
+    p.add_argument("--torch-threads", type=int, default=0,
+                   help="OMP_NUM_THREADS of the server (0: torch's default)")
+    p.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
+                   help="an environment variable for the server (repeatable), e.g. MALLOC_ARENA_MAX=2")
+    p.add_argument("--json", type=Path, help="also write the report as JSON here")
+    p.add_argument("--log-dir", type=Path, help="keep the server log here")
+    a = p.parse_args(argv)
+    env = {"OMP_NUM_THREADS": str(a.torch_threads)} if a.torch_threads else {}
+    env.update(kv.split("=", 1) for kv in a.server_env)
+    rep = run(sessions=a.sessions, jobs=a.jobs, browser_sessions=a.browser_sessions, max_seconds=a.max_seconds, step_timeout=a.step_timeout,
+              job_wait=a.job_wait, nice=a.nice, ramp=a.ramp, max_jobs=a.max_jobs, env=env, log_dir=a.log_dir)
+    print(markdown(rep))
+    if a.json:
+        a.json.write_text(json.dumps(asdict(rep), indent=2, default=list) + "\n")
+    return 0 if rep.ok() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
