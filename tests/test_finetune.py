@@ -18,7 +18,8 @@ WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "the", "fi
 FILLER = WORDS[7:]
 TINY = dict(vocab_size=len(WORDS), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
             intermediate_size=37, max_position_embeddings=64)
-FAST = dict(threads=1, batch_size=16, lr=1e-3, head_lr_scale=10.0, warmup_ratio=0.1, log_every=1)
+FAST = dict(threads=1, batch_size=16, lr=1e-3, head_lr_scale=10.0, warmup_ratio=0.1, log_every=1,
+            freeze_embeddings=False)
 
 
 def tiny_bundle(seed=0):
@@ -173,7 +174,7 @@ def test_cli_end_to_end(tmp_path, capsys):
     out = tmp_path / "clf"
     rc = main(["finetune", "--data", str(csv_path), "--checkpoint", str(ckpt), "--out", str(out),
                "--epochs", "3", "--max-length", "32", "--batch-size", "16", "--lr", "1e-3",
-               "--eval-every", "20", "--threads", "1"])
+               "--eval-every", "20", "--threads", "1", "--no-freeze-embeddings"])
     assert rc == 0
     printed = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
     assert all(p["event"] in ("eval", "done") for p in printed)
