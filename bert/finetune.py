@@ -43,6 +43,13 @@ __all__ = ["FinetuneArgs", "finetune", "finetune_cli", "evaluate_classifier", "b
            "load_labelled", "prepare_data"]
 
 
+# Defaults chosen by measurement: minilm-l6, 2,000 Rotten Tomatoes snippets, 1 epoch, max length 64,
+# accuracy on 1,000 others (one run each; runs with the same settings differ by up to 3 points):
+#   lr 2e-4, head x10, batch 16, mean pooling, embeddings frozen: 0.785 / 0.789 / 0.793 / 0.757 (seeds 0/1/2/0)
+#   same, embeddings trained: 0.788 (25 % slower)     lr 1e-4: 0.767      lr 4e-4: 0.721
+#   head x1: 0.768 (3e-4: 0.772)     head x30: 0.757     batch 8: 0.771     batch 32 (lr 3e-4): 0.767
+#   max pooling: 0.772     encoder dropout 0: 0.772     layer decay 0.8/0.85: 0.783 / 0.783
+# About 0.8 s of one core per step of 16 texts; a logistic regression on the frozen features gets 0.71.
 @dataclass
 class FinetuneArgs:
     data: str                                  # a labelled file, or "builtin:rotten_tomatoes" / "builtin:tweets"
@@ -66,8 +73,6 @@ class FinetuneArgs:
     clip: float = 1.0                          # gradient norm clipping
     dropout: float = 0.1                       # before the classifier head
     encoder_dropout: float | None = None       # hidden/attention dropout in the encoder (None: the checkpoint's)
-    head_init: str = "random"                  # random | probe (a logistic regression on frozen features)
-    probe_examples: int = 512                  # training texts used by head_init="probe"
     seed: int = 0
     eval_every: int = 0                        # steps between evaluations; 0: at the end of each epoch
     log_every: int = 1                         # steps between "train" events
@@ -97,8 +102,6 @@ class FinetuneArgs:
             bad("the warm-up ratio must lie in [0, 1)")
         if not 0.0 <= self.dropout < 1.0 or not 0.0 <= (self.encoder_dropout or 0.0) < 1.0:
             bad("dropout must lie in [0, 1)")
-        if self.head_init not in ("random", "probe"):
-            bad("head_init must be 'random' or 'probe'")
         if self.max_length < 3:
             bad("max_length must be at least 3 tokens ([CLS], a word, [SEP])")
         if max_positions is not None and self.max_length > max_positions:
@@ -139,38 +142,6 @@ def _freeze(model: BertForSequenceClassification, embeddings: bool, layers: int)
     for layer in model.bert.layers[:layers]:
         for p in layer.parameters():
             p.requires_grad_(False)
-
-
-@torch.no_grad()
-def _probe_head(model: BertForSequenceClassification, seqs: list[list[int]], y: torch.Tensor,
-                pad_id: int, l2: float = 1e-3, iters: int = 100) -> float:
-    """Start the head from a logistic regression on the frozen encoder's pooled features
-    (linear probing before fine-tuning, Kumar et al. 2022). Returns its training accuracy."""
-    was_training = model.training
-    model.eval()
-    feats = torch.empty(len(seqs), model.config.hidden_size)
-    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
-    for s in range(0, len(order), 64):
-        idx = order[s:s + 64]
-        ids, mask = _collate([seqs[i] for i in idx], pad_id)
-        feats[idx] = model.pool(model.bert(ids, attention_mask=mask), mask).float()   # (B, C)
-    model.train(was_training)
-    K = model.classifier.out_features
-    W = torch.zeros(K, feats.shape[1], requires_grad=True)
-    b = torch.zeros(K, requires_grad=True)
-    opt = torch.optim.LBFGS([W, b], lr=1.0, max_iter=iters, line_search_fn="strong_wolfe")
-
-    def closure():
-        opt.zero_grad()
-        with torch.enable_grad():
-            loss = F.cross_entropy(feats @ W.T + b, y) + l2 * (W ** 2).sum()
-            loss.backward()
-        return loss
-
-    opt.step(closure)
-    model.classifier.weight.copy_(W.detach())
-    model.classifier.bias.copy_(b.detach())
-    return ((feats @ W.T + b).argmax(-1) == y).float().mean().item()
 
 
 def _lr_scales(model: BertForSequenceClassification, args: FinetuneArgs) -> dict[str, float]:
@@ -321,12 +292,6 @@ def _finetune(base, train: LabelledData, valid: LabelledData, args: FinetuneArgs
            "parameters": sum(p.numel() for p in model.parameters()), "trainable": trainable,
            "truncated": sum(1 for n in lengths if n >= args.max_length),
            "prep_seconds": time.perf_counter() - t_start}
-    if args.head_init == "probe":
-        t = time.perf_counter()
-        idx = stratified_sample(train.labels, args.probe_examples, seed=args.seed)
-        probe_acc = _probe_head(model, [train_seqs[i] for i in idx], train_y[idx], pad_id)
-        yield {"event": "probe", "examples": len(idx), "train_accuracy": probe_acc,
-               "seconds": time.perf_counter() - t}
 
     best = {"accuracy": -1.0, "val_loss": float("nan"), "step": 0, "state": None}
     evals: list[float] = []

@@ -19,7 +19,6 @@ import json
 import math
 import os
 import random
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
