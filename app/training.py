@@ -66,6 +66,19 @@ FINETUNE, PRETRAIN = "finetune", "pretrain"
 POLL_S = 2.0
 
 
+def release_memory() -> None:
+    """Hand the memory a finished job freed back to the system. glibc keeps freed memory in its
+    heaps, so the server's RSS (what a host like Streamlit Community Cloud counts against its
+    1 GB) stays at the job's peak: measured after a MiniLM fine-tuning run, 746 MB -> 483 MB."""
+    import ctypes
+    import gc
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):      # not glibc (macOS, musl): nothing to do
+        pass
+
+
 def job_threads() -> int:
     env = os.environ.get("BERT_EXPLORER_JOB_THREADS", "")
     return int(env) if env.isdigit() and int(env) > 0 else 1
@@ -431,6 +444,7 @@ def finetune_job(base: bert.Bundle, train: LabelledData, valid: LabelledData, ar
                 yield {"event": "report", "seconds": time.perf_counter() - t, **report}
         finally:
             torch.set_num_threads(before)
+            release_memory()
     return fn
 
 
@@ -518,6 +532,7 @@ def pretrain_job(args: PretrainArgs, corpus, name: str, corpus_label: str, holde
         finally:
             torch.set_num_threads(before)
             shutil.rmtree(folder, ignore_errors=True)
+            release_memory()
     return fn
 
 

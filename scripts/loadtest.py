@@ -1,33 +1,37 @@
-"""A class at once: the real app under N concurrent browser sessions while fine-tuning jobs run.
+"""A class at once: the real app under N concurrent sessions while fine-tuning jobs run.
 
-    python scripts/loadtest.py                      # 20 sessions, 2 fine-tuning jobs (the README's figures)
-    python scripts/loadtest.py --sessions 4 --json out.json
+    python scripts/loadtest.py                      # 20 students, 2 fine-tuning jobs (the README's figures)
+    python scripts/loadtest.py --sessions 4 --browser-sessions 1 --json out.json
+    python scripts/loadtest.py --sessions 20 --browser-sessions 0 --jobs 0 --ramp 0   # pages only, all at once
 
-What it does, only on 127.0.0.1 and bounded in count and time:
+What it does, only on 127.0.0.1 and bounded in count and time (every wait has a limit):
 
 1. starts the real server (`python -m streamlit run streamlit_app.py --server.port P
-   --server.headless true`, bound to 127.0.0.1) with BERT_EXPLORER_MAX_JOBS=1;
-2. opens ONE Chromium (Debian's, driven by Playwright) with one browser context per session, so
-   each context is its own Streamlit session (own cookies, own websocket);
-3. two "teacher" sessions upload a small labelled CSV on the Fine-tuning page and press Start:
-   the first trains, the second must wait and show its place in the queue;
-4. meanwhile every "student" session, all at the same moment: opens the Attention page, types a
-   sentence with a word of its own (a different word per session), switches the view, goes to the
-   Masked LM page (sidebar link, same session) and asks for a [MASK] in a sentence with its word;
-   each step is timed from the action to the page being drawn with that session's answer;
-5. checks that each session shows its own word and no other session's word (in the plotly data,
-   the code blocks and the text boxes), that no page shows an exception or an error box, has a
-   JavaScript error or a request leaving localhost, and that the server log has no traceback;
-6. stops the running job: the waiting job must start; then stops it too;
-7. reports p50/p95/max of the page times, the server's peak memory (VmHWM of the server process
-   and its children from /proc, and the peak of the sampled VmRSS sum) and the error count.
+   --server.headless true`, bound to 127.0.0.1) with BERT_EXPLORER_MAX_JOBS=1, and one visit
+   to load the model (a teacher opening the app before class);
+2. two "teacher" sessions in ONE Chromium (Debian's, driven by Playwright; one browser context
+   per session) upload a labelled CSV on the Fine-tuning page and press Start, one after the
+   other: the first must train, the second wait and show its place in the queue;
+3. then the students arrive (`--ramp` seconds apart, default 2) and all work at once: open the
+   Attention page, type a sentence with a word of their own (a different word per student),
+   switch to "All heads", go to the Masked LM page (same session) and ask for a [MASK] in a
+   sentence with their word. Each step is timed from the action until the page shows that
+   student's answer. `--browser-sessions` of them (default 4) do it in Chromium contexts; the
+   others speak Streamlit's own websocket protocol (`ProtocolPage`): the same session, script
+   runs, model and plotly figures on the server, without drawing. One Chromium drawing 20
+   Streamlit pages needs more processor than the server it tests (on a 2-core machine 20
+   browser contexts did not finish loading in 5 minutes), which a real class does on its own
+   machines;
+4. checks that each student sees their own word and no other student's word (plotly data, code
+   blocks, text boxes), that no page shows an exception or an error box, has a JavaScript error,
+   opens a dialog or makes a request leaving localhost, and that the server log has no traceback;
+5. stops the running job: the waiting one must start; then stops that one too;
+6. reports p50/p95/max of the page times (per step, and for browser and protocol students), the
+   server's memory (VmHWM, the kernel's peak, summed over the server process and its children,
+   and the peak of the sampled VmRSS, by phase), the server's processor time per page step, how
+   far the running job got meanwhile, and every error. Exit status 0 only with no error.
 
-Page times include Streamlit's rerun, the model, the websocket and drawing in the browser, and
-they are measured on whatever else the machine is doing (the load average is printed): here the
-one Chromium draws all sessions on the server's own processors, which a real class does on its
-own machines (`--nice 10` gives the server priority). So the report also gives the server's own
-processor time per page step (the job's share measured beforehand and taken off): the figure
-that says how many steps per second a 2-core server can take.
+Page times are measured on whatever else the machine is doing (the load average is printed).
 """
 from __future__ import annotations
 
@@ -653,6 +657,16 @@ async def click_start(page, s: Session, timeout_s: float) -> None:
                  timeout_s, "start the job", s)
 
 
+async def job_step(page) -> int | None:
+    """The step the page's progress line shows ("Step 12 of 500 · …"), if any."""
+    try:
+        body = (await page.evaluate(PAGE_STATE_JS))["body"]
+    except Exception:  # noqa: BLE001
+        return None
+    m = re.search(r"Step ([\d,]+) of", body)
+    return int(m.group(1).replace(",", "")) if m else None
+
+
 async def job_state(page) -> str:
     body = await page.evaluate(PAGE_STATE_JS)
     text = body["body"]
@@ -694,6 +708,7 @@ class Report:
     protocol_steps: dict = field(default_factory=dict)     # the students over the websocket
     browser_sessions: int = 0
     baseline_threads: list = field(default_factory=list)    # the busiest threads' seconds while only the job ran
+    students_threads: list = field(default_factory=list)    # ... and in the students' phase
     queue: dict = field(default_factory=dict)
     isolation_ok: bool = False
     server_rss_start_mb: float = 0.0
@@ -764,7 +779,8 @@ async def _drive(args, url, mem, rep, tmp, exe, csv_path, words, jobs, studs) ->
             await settle(page, lambda st: st["plots"] > 0, timeout_s, "warm-up", warm)
             rep.cold_start_s = round(time.monotonic() - t, 1)
             await ctx.close()
-            jobs.append(warm) if warm.errors else None
+            if warm.errors:                 # reported with the jobs' sessions (after them: indices kept)
+                jobs.append(warm)
             rep.server_rss_idle_mb = round(mem.rss_mb(), 1)
 
             mem.mark("job pages open")
@@ -787,6 +803,7 @@ async def _drive(args, url, mem, rep, tmp, exe, csv_path, words, jobs, studs) ->
             job_tids = [busiest] if busiest is not None and deltas[busiest] > 0.1 * window else []
 
             # --- the students, all at once
+            step0 = await job_step(opened[0][1]) if opened else None
             mem.mark("students")
             go = asyncio.Event()
             tasks = [asyncio.create_task(student(browser, url, s, words, timeout_s, go, i * args.ramp) if s.browser
@@ -808,6 +825,10 @@ async def _drive(args, url, mem, rep, tmp, exe, csv_path, words, jobs, studs) ->
                 n = sum(len(s.times) for s in studs)
                 rep.cpu_per_step_s = round(rep.students_cpu_s / n, 3) if n else 0.0
             mem.mark("stopping jobs")
+            if opened:
+                rep.queue["job1 steps during the students' phase"] = [step0, await job_step(opened[0][1])]
+            th2 = mem.thread_cpu()
+            rep.students_threads = sorted((round(c - th0.get(t, 0.0), 1) for t, c in th2.items()), reverse=True)[:6]
             rep.queue["after students"] = [await job_state(p) for _, p in opened]
 
             # --- the queue: stop the running job; the waiting one starts; stop that too
@@ -850,6 +871,25 @@ def _collect(args, rep: Report, jobs: list[Session], studs: list[Session]) -> No
     rep.protocol_steps = _pcts([t for s in studs if not s.browser for t in s.times.values()])
 
 
+def _run_in_own_thread(fn) -> None:
+    """Run fn in a thread of its own and re-raise what it raised. asyncio.run() refuses to start
+    in a thread whose event loop is running, as the main thread's is when the caller also uses
+    Playwright's sync API (a pytest process that ran the browser tests first)."""
+    failed: list[BaseException] = []
+
+    def target():
+        try:
+            fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            failed.append(e)
+
+    t = threading.Thread(target=target, name="loadtest-driver")
+    t.start()
+    t.join()
+    if failed:
+        raise failed[0]
+
+
 def run(sessions: int = 20, jobs: int = 2, browser_sessions: int = 4, max_seconds: float = 900,
         step_timeout: float = 300, job_wait: float = 240, nice: int = 0, ramp: float = 2.0, max_jobs: int = 1, env: dict | None = None,
         log_dir: Path | None = None) -> Report:
@@ -877,7 +917,7 @@ def run(sessions: int = 20, jobs: int = 2, browser_sessions: int = 4, max_second
             mem.mark("server started")
             rep.server_rss_start_mb = round(mem.rss_mb(), 1)
             try:
-                asyncio.run(_run(args, url, mem, rep, tmp))
+                _run_in_own_thread(lambda: asyncio.run(_run(args, url, mem, rep, tmp)))
             except asyncio.TimeoutError:
                 rep.errors.append(f"the run did not end within {max_seconds:.0f} s")
             except Exception as e:  # noqa: BLE001

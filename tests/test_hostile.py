@@ -274,3 +274,18 @@ def test_long_analysis_is_counted(bundle):
     assert an.n_tokens == 512 and 60 * 2 ** 20 < size < 200 * 2 ** 20
     assert math.isclose(size, an.attentions.nbytes + an.hidden.nbytes + an.queries.nbytes * 3
                         + sum(p.nbytes for p in an.parts.values()), rel_tol=0.05)
+
+
+def test_finished_jobs_give_memory_back(monkeypatch):
+    """A fine-tuning job returns what it freed to the system when it ends (malloc_trim), so
+    the next job in the queue does not stack on the last one's peak."""
+    import tests.test_training_pages as ttp
+    from app import training as tr
+    calls = []
+    monkeypatch.setattr(tr, "release_memory", lambda: calls.append(1))
+    base = ttp.tiny_bundle()
+    train, valid = ttp.stratified_split(ttp.tiny_data(80), 0.25, seed=0)
+    events = ttp.run_fn(tr.finetune_job(base, train, valid, ttp.fast_args(epochs=1)))
+    assert events[-1]["event"] == "report" and calls == [1]
+    monkeypatch.undo()
+    tr.release_memory()           # the real one: harmless anywhere

@@ -129,7 +129,9 @@ def test_pretrain_live_curves_and_probe(page, app_url, app_ready, artifacts, tmp
     page.locator('[data-testid="stRadio"] label', has_text="Upload a .txt").first.click()
     app_ready(page)
     page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files(str(f))
-    page.get_by_text("Documents").first.wait_for(timeout=60_000)
+    # the uploaded text's counts (30 documents); not just the word: the uploader's label has it too
+    page.locator('[data-testid="stMetric"]', has_text="Documents").filter(has_text="30").first.wait_for(
+        timeout=60_000)
     app_ready(page)
     set_number(page, "Layers", 1)
     set_number(page, "Vocabulary size", 500)
