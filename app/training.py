@@ -48,12 +48,13 @@ import torch
 
 import bert
 from bert import BertExplorerError, DataError, TrainingError
+from bert.attention_snapshots import AttentionSnapshots
 from bert.corpus import bert_cache_dir
 from bert.finetune import FinetuneArgs, evaluate_classifier, finetune
 from bert.labelled import LabelledData, read_labelled, stratified_sample, stratified_split
 from bert.pretrain import PretrainArgs, pretrain
 
-from . import state
+from . import snapshots, state
 from . import train_state as ts
 from .jobs import Job, JobManager
 
@@ -423,17 +424,21 @@ def model_zip(bundle: bert.Bundle, name: str, fmt: str = "ours") -> bytes:
 # ==== fine-tuning job ============================================================================
 
 def finetune_job(base: bert.Bundle, train: LabelledData, valid: LabelledData, args: FinetuneArgs,
-                 mistakes: int = 12):
+                 mistakes: int = 12, recorder: AttentionSnapshots | None = None):
     """A JobFn: the bert.finetune generator, then a "report" event (evaluate_classifier on the
     validation data: per-class scores, confusion matrix, confident mistakes). `base` may be a
-    shared cached model: bert.finetune copies its weights and never changes it."""
+    shared cached model: bert.finetune copies its weights and never changes it. A `recorder`
+    (app.snapshots) gets the probe sentence's attention every few steps."""
+    if recorder is not None and not recorder.bound:
+        recorder.bind(base.tokenizer)
+
     def fn(stop: threading.Event):
         before = torch.get_num_threads()
         threads = args.threads or job_threads()
         torch.set_num_threads(threads)
         try:
             model = None
-            for m in finetune(base, train, valid, args, stop):
+            for m in finetune(base, train, valid, args, stop, on_step=recorder):
                 if m.get("event") == "done":
                     model = m.get("bundle")
                 yield m
@@ -449,14 +454,17 @@ def finetune_job(base: bert.Bundle, train: LabelledData, valid: LabelledData, ar
 
 
 def start_finetune(base: bert.Bundle, base_source: str, train: LabelledData, valid: LabelledData,
-                   args: FinetuneArgs, jm: TrainingJobs | None = None) -> tuple[Job, bool]:
+                   args: FinetuneArgs, jm: TrainingJobs | None = None,
+                   recorder: AttentionSnapshots | None = None) -> tuple[Job, bool]:
     """Submit (or return the already active) fine-tuning job of this session."""
     jm = jm or manager()
     ts.init()
     if args.threads is None:
         args.threads = job_threads()
-    job, new = jm.submit_for(ts.owner(), FINETUNE, finetune_job(base, train, valid, args),
+    job, new = jm.submit_for(ts.owner(), FINETUNE, finetune_job(base, train, valid, args, recorder=recorder),
                              title=args.name or "", session_id=current_session_id())
+    if new and recorder is not None:
+        snapshots.register(f"{args.name or 'fine-tuning'} (fine-tuning, job {job.id})", recorder)
     if new:
         job.info = {"base_source": base_source, "base_name": base.name, "args": asdict(args),
                     "train": train.summary(), "valid": len(valid), "classes": list(train.classes),
@@ -497,7 +505,8 @@ def _job_folder(holder: dict, wait_s: float = 5.0) -> Path:
     return Path(tempfile.mkdtemp(dir=jobs_dir(), prefix=prefix))
 
 
-def pretrain_job(args: PretrainArgs, corpus, name: str, corpus_label: str, holder: dict | None = None):
+def pretrain_job(args: PretrainArgs, corpus, name: str, corpus_label: str, holder: dict | None = None,
+                 recorder: AttentionSnapshots | None = None):
     """A JobFn: bert.pretrain in a fresh folder under bert_cache_dir()/jobs (never in the repo);
     the "done" event's model is loaded into memory (under "bundle") and the folder removed. If
     training fails (the loss became NaN), an "error" event is sent and the last saved checkpoint
@@ -512,7 +521,8 @@ def pretrain_job(args: PretrainArgs, corpus, name: str, corpus_label: str, holde
             run.threads = job_threads()
         try:
             try:
-                for m in pretrain(run, stop, corpus=corpus, resume=False):
+                bind = (lambda b: recorder.bind(b.tokenizer)) if recorder is not None else None
+                for m in pretrain(run, stop, corpus=corpus, resume=False, on_step=recorder, on_start=bind):
                     if m.get("event") == "done":
                         bundle = bert.load(m["path"])
                         bundle.name = name
@@ -537,13 +547,15 @@ def pretrain_job(args: PretrainArgs, corpus, name: str, corpus_label: str, holde
 
 
 def start_pretrain(args: PretrainArgs, corpus, name: str, corpus_label: str,
-                   jm: TrainingJobs | None = None) -> tuple[Job, bool]:
+                   jm: TrainingJobs | None = None, recorder: AttentionSnapshots | None = None) -> tuple[Job, bool]:
     jm = jm or manager()
     ts.init()
     holder: dict = {}
-    job, new = jm.submit_for(ts.owner(), PRETRAIN, pretrain_job(args, corpus, name, corpus_label, holder),
+    job, new = jm.submit_for(ts.owner(), PRETRAIN, pretrain_job(args, corpus, name, corpus_label, holder, recorder),
                              title=name, session_id=current_session_id())
     holder["job_id"] = job.id
+    if new and recorder is not None:
+        snapshots.register(f"{name} (pre-training, job {job.id})", recorder)
     if new:
         job.info = {"args": asdict(args), "corpus": corpus_label}
     st.session_state[ts.PT_JOB] = job.id

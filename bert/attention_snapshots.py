@@ -10,6 +10,10 @@ first snapshot.
     for step in ...:                 # after each optimizer step
         rec(step, model)             # cheap when it is not time: one comparison
 
+bert.finetune and bert.pretrain take such a recorder as on_step (and call it at step 0, before
+the first update, too). Pre-training from scratch trains its own vocabulary, so its recorder
+is made with `pending(sentence)` and bound to the tokenizer by pretrain's on_start.
+
 Thread-safe for one writer (the training thread) and any number of readers (the page): a
 snapshot is appended under a lock, and readers copy the lists under the same lock.
 """
@@ -32,6 +36,7 @@ class AttentionSnapshots:
     type_ids: list[int]
     every: int = 50
     max_snapshots: int = 200           # past this, every other snapshot is dropped and `every` doubles
+    max_length: int = 64               # the probe sentence is cut to this many tokens
     steps: list[int] = field(default_factory=list)
     attentions: list[np.ndarray] = field(default_factory=list)    # each (L, H, T, T) float16
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -39,10 +44,28 @@ class AttentionSnapshots:
     @classmethod
     def for_tokenizer(cls, tokenizer, sentence: str = DEFAULT_PROBE, every: int = 50,
                       max_snapshots: int = 200, max_length: int = 64) -> "AttentionSnapshots":
-        enc = tokenizer.encode(sentence, max_length=max_length)
-        return cls(sentence=sentence, tokens=list(enc.tokens), ids=list(enc.ids),
-                   type_ids=list(enc.type_ids), every=max(1, int(every)),
-                   max_snapshots=max(2, int(max_snapshots)))
+        rec = cls.pending(sentence, every, max_snapshots, max_length)
+        rec.bind(tokenizer)
+        return rec
+
+    @classmethod
+    def pending(cls, sentence: str = DEFAULT_PROBE, every: int = 50, max_snapshots: int = 200,
+                max_length: int = 64) -> "AttentionSnapshots":
+        """A recorder whose tokenizer is not known yet: bind(tokenizer) before the first step."""
+        return cls(sentence=sentence, tokens=[], ids=[], type_ids=[], every=max(1, int(every)),
+                   max_snapshots=max(2, int(max_snapshots)), max_length=max(3, int(max_length)))
+
+    def bind(self, tokenizer) -> None:
+        """Tokenize the probe sentence with the tokenizer of the model that will be recorded."""
+        enc = tokenizer.encode(self.sentence, max_length=self.max_length)
+        with self._lock:
+            if self.steps:
+                raise ValueError("this recorder has snapshots already: bind it before recording")
+            self.tokens, self.ids, self.type_ids = list(enc.tokens), list(enc.ids), list(enc.type_ids)
+
+    @property
+    def bound(self) -> bool:
+        return bool(self.ids)
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -56,6 +79,8 @@ class AttentionSnapshots:
 
     def record(self, step: int, model) -> None:
         """Run the probe sentence through model.bert (eval mode, no gradients) and keep its attention."""
+        if not self.ids:
+            raise ValueError("the recorder has no tokenizer yet: call bind(tokenizer) first")
         encoder = model.bert
         device = next(encoder.parameters()).device
         ids = torch.tensor([self.ids], dtype=torch.long, device=device)           # (1, T)

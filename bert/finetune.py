@@ -24,7 +24,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -244,21 +244,25 @@ def _card(base: Bundle, train: LabelledData, valid: LabelledData, args: Finetune
 
 
 def finetune(base: Bundle | str, train: LabelledData, valid: LabelledData, args: FinetuneArgs,
-             stop: threading.Event | None = None) -> Iterator[dict]:
+             stop: threading.Event | None = None,
+             on_step: Callable[[int, BertForSequenceClassification], None] | None = None) -> Iterator[dict]:
     """Fine-tune, yielding metric dicts: "start", "train" (every log_every steps), "eval",
-    maybe "error", and last "done" with the best model as a Bundle under "bundle"."""
+    maybe "error", and last "done" with the best model as a Bundle under "bundle".
+
+    on_step(step, model) is called before the first update (step 0) and after each optimizer
+    step, outside the timed part (e.g. bert.attention_snapshots.AttentionSnapshots)."""
     threads_before = torch.get_num_threads()
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
-        yield from _finetune(base, train, valid, args, stop)
+        yield from _finetune(base, train, valid, args, stop, on_step)
     finally:
         if args.threads:
             torch.set_num_threads(threads_before)
 
 
 def _finetune(base, train: LabelledData, valid: LabelledData, args: FinetuneArgs,
-              stop: threading.Event | None) -> Iterator[dict]:
+              stop: threading.Event | None, on_step=None) -> Iterator[dict]:
     t_start = time.perf_counter()
     if isinstance(base, (str, os.PathLike)):
         base = load(base)
@@ -317,6 +321,8 @@ def _finetune(base, train: LabelledData, valid: LabelledData, args: FinetuneArgs
                 "best_accuracy": best["accuracy"], "eval_seconds": evals[-1]}
 
     model.train()
+    if on_step is not None:
+        on_step(0, model)
     torch.manual_seed(args.seed)   # dropout
     epoch = 0
     for epoch in range(args.epochs):
@@ -346,6 +352,8 @@ def _finetune(base, train: LabelledData, valid: LabelledData, args: FinetuneArgs
             step += 1
             seen += len(batch)
             train_time += time.perf_counter() - t
+            if on_step is not None:
+                on_step(step, model)
             value = loss.item()
             loss_avg = value if loss_avg is None else 0.9 * loss_avg + 0.1 * value
             if step % args.log_every == 0 or step == total:

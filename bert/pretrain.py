@@ -218,10 +218,14 @@ def _dist_info() -> tuple[int, int]:
 
 def pretrain(args: PretrainArgs, stop: threading.Event | None = None, bundle: Bundle | None = None,
              corpus: Corpus | None = None, resume: bool = True,
-             on_step: Callable[[int, BertForPreTraining], None] | None = None) -> Iterator[dict]:
+             on_step: Callable[[int, BertForPreTraining], None] | None = None,
+             on_start: Callable[[Bundle], None] | None = None) -> Iterator[dict]:
     """Train, yielding metrics dicts; the last one has event "done" and the final bundle path.
 
-    on_step(step, model) is called after each optimizer step (e.g. attention snapshots)."""
+    on_start(bundle) is called once the model and its tokenizer exist (a vocabulary trained on
+    the corpus is only known then); on_step(step, model) before the first step of this call and
+    after each optimizer step (e.g. bert.attention_snapshots.AttentionSnapshots). Both only on
+    rank 0."""
     if args.threads:
         torch.set_num_threads(args.threads)
     rank, world = _dist_info()
@@ -260,6 +264,10 @@ def pretrain(args: PretrainArgs, stop: threading.Event | None = None, bundle: Bu
                "parameters": sum(p.numel() for p in model.parameters()), "world_size": world,
                "baseline_token": tok.ids_to_tokens[baseline_id]}
     step, epoch, start = state["step"], state["epoch"], state["batch"]
+    if rank == 0 and on_start is not None:
+        on_start(bundle)
+    if rank == 0 and on_step is not None:
+        on_step(step, model)
     t0, tokens, acc = time.perf_counter(), 0, {"mlm_loss": 0.0, "mlm_right": 0, "mlm_n": 0,
                                               "nsp_loss": 0.0, "nsp_right": 0, "nsp_n": 0, "k": 0}
     while step < args.steps:

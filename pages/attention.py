@@ -6,6 +6,7 @@ import streamlit as st
 import app
 from app import plots, state
 from app.errors import show_errors
+from app.widgets import index_slider
 from app.helpers import attention_walkthrough, hide_specials, token_labels
 from app.resources import analyze, current_model
 
@@ -46,8 +47,8 @@ with show_errors("the attention maps"):
                    f"the last {an.num_truncated:,} tokens were cut off.", icon=":material/content_cut:")
 
     c1, c2, c3 = st.columns([1, 1, 1])
-    layer = c1.slider("Layer", 1, L, 1, key=f"att_layer_{L}") - 1
-    head = c2.slider("Head", 1, H, 1, key=f"att_head_{H}") - 1
+    layer = index_slider(c1, "Layer", L, key=f"att_layer_{L}")
+    head = index_slider(c2, "Head", H, key=f"att_head_{H}")
     hide = c3.checkbox("Hide [CLS] and [SEP]", key="att_hide",
                        help="Many heads park most of their attention on [CLS] or [SEP] when they "
                             "have nothing better to do. Hiding them (and rescaling each row to "

@@ -8,8 +8,10 @@ import app
 from app import analysis_plots as ap, plots, state
 from app.analysis_cache import FOLDER, SNAPSHOTS, attentions, model_for, model_options, option_label, outputs, word_map
 from app.errors import show_errors
+from app.widgets import index_slider
 from app.helpers import clean_text, md_escape
 from app.resources import current_model
+from app.snapshots import VIEW_REQUEST
 from bert import InputError
 from bert.analysis import compare_attention, sense_examples, separation
 
@@ -19,6 +21,8 @@ VIEWS = ["Two models side by side", "One word in many sentences", "Attention ove
 K = 5
 
 st.title("Compare")
+if st.session_state.get(VIEW_REQUEST) in VIEWS:      # "Replay the attention snapshots" on a training page
+    st.session_state["cmp_view"] = st.session_state.pop(VIEW_REQUEST)
 view = st.radio("View", VIEWS, horizontal=True, key="cmp_view", label_visibility="collapsed")
 
 
@@ -70,8 +74,8 @@ if view == VIEWS[0]:
                            f"{Lb} × {Hb}. Pick a layer and head that both have; there is no difference map.",
                            icon=":material/warning:")
             c1, c2 = st.columns(2)
-            layer = c1.slider("Layer", 1, min(La, Lb), 1, key="cmp_layer") - 1
-            head = c2.slider("Head", 1, min(Ha, Hb), 1, key="cmp_head") - 1
+            layer = index_slider(c1, "Layer", min(La, Lb), key="cmp_layer")
+            head = index_slider(c2, "Head", min(Ha, Hb), key="cmp_head")
             left, right = st.columns(2)
             left.plotly_chart(plots.attention_heatmap(aa[layer, head], ta, title=f"A: {html.escape(ma.label)}"),
                               width="stretch", key="cmp_att_a")
@@ -148,8 +152,8 @@ else:
             i = st.select_slider("Training step", list(range(S)), value=S - 1, key=f"snap_step_{run}",
                                  format_func=lambda j: f"{steps[j]}")
             c1, c2 = st.columns(2)
-            layer = c1.slider("Layer", 1, L, 1, key="snap_layer") - 1
-            head = c2.slider("Head", 1, H, 1, key="snap_head") - 1
+            layer = index_slider(c1, "Layer", L, key="snap_layer")
+            head = index_slider(c2, "Head", H, key="snap_head")
             left, right = st.columns(2)
             left.plotly_chart(plots.attention_heatmap(atts[i, layer, head], rec.tokens,
                                                       title=f"step {steps[i]}, layer {layer + 1}, head {head + 1}"),

@@ -4,7 +4,7 @@ import hashlib
 import streamlit as st
 
 import app
-from app import state, train_plots
+from app import snapshots, state, train_plots
 from app import train_state as ts
 from app import training as tr
 from app.errors import show_errors
@@ -171,6 +171,7 @@ if data is not None:
         c3.number_input("Freeze the lowest N layers", 0, n_layers, key="ft_freeze_layers")
         c1.checkbox("Freeze the embeddings", key="ft_freeze_emb")
     ts.remember(*defaults)
+    snapshots.settings("ft", snapshots.FT_PROBE, default_every=5)
 
 # --- 4. train --------------------------------------------------------------------------------------
 st.header("4. Train")
@@ -203,7 +204,8 @@ def start(data, valid_file, valid_fraction, base, mode) -> None:
             eval_every=max(1, -(-per_epoch // evals)) if evals > 1 else 0,
             name=f"{base.name}-{stem}", threads=tr.job_threads())
         args.check(base.config.max_position_embeddings, base.config.num_hidden_layers)
-        tr.start_finetune(base, ss.ft_base, train, valid, args, jm)
+        tr.start_finetune(base, ss.ft_base, train, valid, args, jm,
+                          recorder=snapshots.recorder("ft", snapshots.FT_PROBE))
 
 
 st.caption(f"Training runs in the background on {tr.job_threads()} processor thread(s), so the app stays "
@@ -244,6 +246,8 @@ if job is not None and job.active:
     st.fragment(run_every=tr.POLL_S)(live_panel)()
 elif not tr.results(tr.FINETUNE):
     st.caption("Nothing trained yet in this session.")
+if snapshots.recorded("fine-tuning"):
+    snapshots.replay_button("ft_replay")
 
 
 def show_result(res: dict) -> None:

@@ -4,7 +4,7 @@ import re
 import streamlit as st
 
 import app
-from app import plots, state, train_plots
+from app import plots, snapshots, state, train_plots
 from app import train_state as ts
 from app import training as tr
 from app.errors import show_errors
@@ -98,6 +98,7 @@ if corpus is not None:
     c3.number_input("Warm-up steps", 0, 5000, key="pt_warmup", step=10)
     st.text_input("Probe sentence (its [MASK]s are predicted at every evaluation)", key="pt_probe")
     ts.remember(*defaults)
+    snapshots.settings("pt", snapshots.PT_PROBE, default_every=10)
 
 # --- 4. run --------------------------------------------------------------------------------------
 jm = tr.manager()
@@ -127,7 +128,8 @@ def start(corpus, corpus_label) -> None:
         what = ss.pt_source
         if what == UPLOAD and ss.get(ts.PT_UPLOAD):
             what = tr.safe_filename(ss[ts.PT_UPLOAD]["name"].rsplit(".", 1)[0], "text")
-        tr.start_pretrain(args, corpus, f"pretrained-{what}-{args.layers}x{args.hidden}", corpus_label, jm)
+        tr.start_pretrain(args, corpus, f"pretrained-{what}-{args.layers}x{args.hidden}", corpus_label, jm,
+                          recorder=snapshots.recorder("pt", snapshots.PT_PROBE))
 
 
 st.caption(f"Training runs in the background on {tr.job_threads()} processor thread(s), so the app stays "
@@ -169,6 +171,8 @@ def live_panel():
 
 if job is not None and job.active:
     st.fragment(run_every=tr.POLL_S)(live_panel)()
+if snapshots.recorded("pre-training"):
+    snapshots.replay_button("pt_replay")
 
 
 # --- 5. results ----------------------------------------------------------------------------------

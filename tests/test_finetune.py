@@ -218,3 +218,27 @@ def test_layer_decay_and_encoder_dropout(split):
     scales = _lr_scales(clf, FinetuneArgs(data="x", layer_decay=0.5, head_lr_scale=10.0))
     assert scales == {"bert.embeddings.": 0.25, "bert.layers.0.": 0.5, "bert.layers.1.": 1.0,
                       "classifier.": 10.0}
+
+
+def test_on_step_sees_the_start_and_every_update_and_records_attention(split):
+    """on_step(step, model) runs at step 0 (before any update) and after each optimizer step;
+    an AttentionSnapshots recorder there keeps the probe's attention as it changes."""
+    from bert.attention_snapshots import AttentionSnapshots
+    base = tiny_bundle()
+    seen = []
+    rec = AttentionSnapshots.for_tokenizer(base.tokenizer, "the film was good", every=4)
+
+    def on_step(step, model):
+        seen.append((step, model.training))
+        rec(step, model)
+
+    train, valid = split
+    events = list(finetune(base, train, valid, FinetuneArgs(data="synthetic", **{**FAST, "epochs": 1}),
+                           on_step=on_step))
+    total = next(e for e in events if e["event"] == "start")["steps"]
+    assert [s for s, _ in seen] == list(range(total + 1))
+    assert all(training for _, training in seen), "the recorder leaves the model in training mode"
+    steps, atts = rec.view()
+    assert steps == list(range(0, total + 1, 4)) and atts.shape[1:3] == (2, 4)
+    change = rec.change_since_start(atts)
+    assert change[0].max() == 0 and change[-1].mean() > 0           # the attention moved

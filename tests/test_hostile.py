@@ -289,3 +289,27 @@ def test_finished_jobs_give_memory_back(monkeypatch):
     assert events[-1]["event"] == "report" and calls == [1]
     monkeypatch.undo()
     tr.release_memory()           # the real one: harmless anywhere
+
+
+def test_a_one_layer_one_head_model_on_every_page():
+    """The Pre-training page can make a 1-layer model with 1 head and the user can pick it: no
+    page may fail on it (a slider from 1 to 1 is an error in Streamlit)."""
+    from bert.checkpoint import minilm_package_dir
+    tok = bert.Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
+    cfg = bert.BertConfig(vocab_size=len(tok), hidden_size=16, num_hidden_layers=1, num_attention_heads=1,
+                          intermediate_size=32)
+    tiny = bert.Bundle(model=bert.BertForPreTraining(cfg).eval(), tokenizer=tok, name="one-head")
+    a = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
+    a.session_state[state.USER_MODELS] = {"one-head": tiny}
+    a.session_state[state.USER_MODEL_IDS] = {"one-head": "session:one-head:test"}
+    a.session_state[state.MODEL_SOURCE] = "session:one-head"
+    a.run()
+    for page in PAGES:
+        a.switch_page(page).run()
+        _ok(a, page)
+        assert not a.error, (page, [e.value for e in a.error])
+    a.switch_page("pages/compare.py").run()
+    for view in ("Two models side by side", "Attention over training"):
+        a.radio(key="cmp_view").set_value(view).run()
+        _ok(a, view)
+        assert not a.error, (view, [e.value for e in a.error])

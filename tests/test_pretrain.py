@@ -71,6 +71,29 @@ def test_mlm_loss_falls_on_tiny_corpus(tmp_path):
     assert again.has_mlm
 
 
+def test_on_start_binds_a_trained_vocabulary_and_on_step_records(tmp_path):
+    """From scratch with a vocabulary trained on the corpus: on_start hands over the bundle (and so
+    the new tokenizer) before the first step, on_step sees step 0 and every update."""
+    from bert.attention_snapshots import AttentionSnapshots
+    rec = AttentionSnapshots.pending("the red cat sits on the blue dog .", every=5)
+    started, steps = [], []
+
+    def on_start(bundle):
+        started.append(len(bundle.tokenizer))
+        rec.bind(bundle.tokenizer)
+
+    def on_step(step, model):
+        steps.append(step)
+        rec(step, model)
+
+    args = args_for(tmp_path / "r", steps=12, vocab="train:60", eval_every=12)
+    list(pretrain(args, corpus=tiny_corpus(), on_start=on_start, on_step=on_step))
+    assert len(started) == 1 and started[0] <= 60 and steps == list(range(13))
+    assert "[UNK]" not in rec.tokens and rec.tokens[0] == "[CLS]"
+    got, atts = rec.view()
+    assert got == [0, 5, 10] and atts.shape[:3] == (3, args.layers, args.heads)
+
+
 def test_resume_after_stop_continues_the_same_run(tmp_path):
     straight = run(args_for(tmp_path / "a", steps=20, save_every=5), bundle=tiny_bundle(),
                    corpus=tiny_corpus())

@@ -22,6 +22,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 import bert  # noqa: E402
 from app import state, train_plots  # noqa: E402
 from app import train_state as ts  # noqa: E402
+from app.analysis_cache import SNAPSHOTS  # noqa: E402
 from app import training as tr  # noqa: E402
 from bert.config import BertConfig  # noqa: E402
 from bert.finetune import FinetuneArgs  # noqa: E402
@@ -205,6 +206,10 @@ def test_finetune_run_in_the_page_registers_the_model(at):
     assert res["status"] == "done" and res["report"]["accuracy"] > 0.8
     assert res["name"] in at.session_state[state.USER_MODELS]       # selectable on the other pages
     assert res["bundle"].is_classifier and res["bundle"].labels == ["neg", "pos"]
+    # attention over training: recorded every 5 steps from step 0, replayed on the Compare page
+    runs = at.session_state[SNAPSHOTS]
+    (label, rec), = runs.items()
+    assert "(fine-tuning, job" in label and rec.steps[:3] == [0, 5, 10] and len(rec) >= 4
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Validation accuracy"].endswith("%")
     assert "5. Results" in [h.value for h in at.header]
@@ -446,7 +451,7 @@ def test_pretrain_job_loads_the_model_and_cleans_its_folder(monkeypatch):
 
 
 def test_pretrain_job_that_diverges_keeps_the_last_checkpoint(monkeypatch):
-    def diverging(run, stop=None, corpus=None, resume=True):
+    def diverging(run, stop=None, corpus=None, resume=True, **hooks):
         yield {"event": "start", "step": 0}
         bert.save(tiny_bundle(), Path(run.out) / "checkpoint" / "model")
         raise bert.TrainingError("the loss became nan at step 3: the learning rate 10 is too high")
@@ -482,6 +487,14 @@ def test_pretrain_run_in_the_page(at):
     at.text_input(key=f"pt_try_{res['job_id']}").input("no gap here").run()
     _ok(at)
     assert any("[MASK]" in i.value for i in at.info)
+    # attention over training: every 10 steps from step 0, with the vocabulary trained on the story
+    (label, rec), = at.session_state[SNAPSHOTS].items()
+    assert label.startswith("pretrained-story-1x64 (pre-training") and rec.steps == [0, 10, 20]
+    assert rec.tokens[:3] == ["[CLS]", "the", "cat"]
+    at.button(key="pt_replay").click().run()              # opens Compare on "Attention over training"
+    _ok(at)
+    assert at.session_state["cmp_view"] == "Attention over training"
+    assert at.select_slider(key=f"snap_step_{label}").value == 2
 
 
 def test_too_small_text_for_pretraining_is_refused(at):

@@ -1,6 +1,7 @@
 """Fine-tuning in a real Chromium against the real app: upload a CSV, start training, watch
 the live curve grow, press Stop, see the results. Screenshots: tests/artifacts/finetune_live.png
-(while it trains) and tests/artifacts/finetune_results.png.
+(while it trains), tests/artifacts/finetune_results.png and
+tests/artifacts/attention_over_finetuning.png (the run's attention snapshots on the Compare page).
 
 Kept small for a 2-core machine: 200 synthetic reviews, 32 tokens, the default model
 (minilm-l6). The job trains on one torch thread; the test waits generously.
@@ -75,6 +76,8 @@ def test_upload_train_watch_stop(page, app_url, app_ready, artifacts, tmp_path):
     set_number(page, "Max tokens per text", 32)
     set_number(page, "Epochs", 4)
     set_number(page, "Evaluations per epoch", 2)
+    page.locator('[data-testid="stExpander"] summary', has_text="Attention over training").click()
+    set_number(page, "Every N steps", 1)                  # a snapshot of the probe after every step
     app_ready(page)
 
     page.get_by_role("button", name="Start fine-tuning").click()
@@ -111,6 +114,15 @@ def test_upload_train_watch_stop(page, app_url, app_ready, artifacts, tmp_path):
         names = z.namelist()
     assert {"minilm-l6-reviews/config.json", "minilm-l6-reviews/model.safetensors",
             "minilm-l6-reviews/vocab.txt"} <= set(names)
+    # attention over training: the probe's attention every 5 steps, replayed on the Compare page
+    page.get_by_role("button", name="Replay the attention snapshots").click()
+    page.get_by_text("Probe sentence: The film was not good").first.wait_for(timeout=60_000)
+    app_ready(page)
+    assert page.get_by_text("Something went wrong").count() == 0
+    assert page.locator(".js-plotly-plot").count() >= 3
+    page.get_by_text("Training step").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(1000)
+    page.screenshot(path=str(artifacts / "attention_over_finetuning.png"), full_page=False)
     page.guard.assert_clean()
 
 
@@ -160,4 +172,14 @@ def test_pretrain_live_curves_and_probe(page, app_url, app_ready, artifacts, tmp
     app_ready(page)
     assert page.get_by_text("pretrained-story-1x128").count() > 0
     assert page.locator('[data-testid="stException"]').count() == 0
+    # attention over training: the run recorded the probe every 10 steps; replay it on Compare
+    page.get_by_role("button", name="Replay the attention snapshots").click()
+    page.get_by_text("Probe sentence: The cat sat on the mat").first.wait_for(timeout=60_000)
+    app_ready(page)
+    assert page.get_by_text("7 snapshots").count() > 0          # steps 0, 10, ..., 60
+    page.wait_for_timeout(1000)
+    page.screenshot(path=str(artifacts / "attention_over_training.png"), full_page=True)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert page.get_by_text("Something went wrong").count() == 0      # the views drew (1-layer model)
+    assert page.locator(".js-plotly-plot").count() >= 3
     page.guard.assert_clean()
