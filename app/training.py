@@ -55,6 +55,7 @@ from bert.labelled import LabelledData, read_labelled, stratified_sample, strati
 from bert.pretrain import PretrainArgs, pretrain
 
 from . import snapshots, state
+from .memory import release_memory
 from . import train_state as ts
 from .jobs import Job, JobManager
 
@@ -65,19 +66,6 @@ FINETUNE, PRETRAIN = "finetune", "pretrain"
 # about 0.1-0.2 s of processor, so at 1 s every watching tab took 10-20 % of a core from the
 # class (measured by scripts/loadtest.py); 2 s halves that and still looks live.
 POLL_S = 2.0
-
-
-def release_memory() -> None:
-    """Hand the memory a finished job freed back to the system. glibc keeps freed memory in its
-    heaps, so the server's RSS (what a host like Streamlit Community Cloud counts against its
-    1 GB) stays at the job's peak: measured after a MiniLM fine-tuning run, 746 MB -> 483 MB."""
-    import ctypes
-    import gc
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):      # not glibc (macOS, musl): nothing to do
-        pass
 
 
 def job_threads() -> int:

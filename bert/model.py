@@ -165,9 +165,10 @@ class BertModel(nn.Module):
                 attention_mask = attention_mask.unsqueeze(0)
             if attention_mask.shape != input_ids.shape:
                 raise InputError("attention_mask must have the same shape as input_ids")
-            # additive mask over keys: 0 where attended, a large negative number at padding
-            neg = torch.finfo(x.dtype).min
-            mask = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * neg   # (B, 1, 1, T)
+            if not bool(attention_mask.all()):       # no padding (one text, or equal lengths): no mask
+                # additive mask over keys: 0 where attended, a large negative number at padding
+                neg = torch.finfo(x.dtype).min
+                mask = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * neg   # (B, 1, 1, T)
         hidden = [x] if output_hidden_states else None
         attns = [] if output_attentions else None
         qs, ks, vs = ([], [], []) if output_qkv else (None, None, None)

@@ -1,0 +1,20 @@
+"""Giving freed memory back to the system.
+
+glibc keeps memory that Python and torch have freed in its heaps, so a process's RSS (what a host
+like Streamlit Community Cloud counts against its 1 GB) stays at its peak. Measured: after a
+MiniLM fine-tuning job 746 -> 483 MB; after loading minilm-l6 (fp16 file upcast to fp32)
+460 -> 417 MB.
+"""
+from __future__ import annotations
+
+import ctypes
+import gc
+
+
+def release_memory() -> None:
+    """Collect garbage and hand the heaps' free memory back (malloc_trim). No-op off glibc."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):      # not glibc (macOS, musl): nothing to do
+        pass
