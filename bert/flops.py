@@ -16,6 +16,11 @@ Forward pass:
                                       where logits are computed (all B*T for a full head)
     NSP head   2 * C*2 * B
 
+With `last_layer_rows` = R (our pre-training step: the masked positions and each [CLS]), the
+last layer computes keys and values for all B*T tokens but queries, attention, output projection
+and feed-forward only at R rows: its encoder term becomes 2 * (2*C*C*B*T + (2*C*C + 2*C*F)*R)
+and its attention term 4 * R * T * C.
+
 Training step = 3 x forward: the backward pass costs two matmuls (gradient of the input and of
 the weight) for each one of the forward pass. This is the familiar "6 * params * tokens"
 plus the attention and head terms.
@@ -32,15 +37,21 @@ def encoder_matmul_params(config: BertConfig) -> int:
 
 
 def forward_flops(config: BertConfig, batch: int, seq_len: int, *, pooler: bool = True,
-                  num_labels: int = 0, mlm_positions: int = 0, nsp: bool = False) -> int:
+                  num_labels: int = 0, mlm_positions: int = 0, nsp: bool = False,
+                  last_layer_rows: int | None = None) -> int:
     """FLOPs of one forward pass over a (batch, seq_len) input; see the module docstring.
 
     mlm_positions: how many positions the MLM head runs at (batch*seq_len for full logits).
+    last_layer_rows: the rows the last layer runs at (None: all).
     """
-    C, L, V = config.hidden_size, config.num_hidden_layers, config.vocab_size
+    C, L, V, Fs = config.hidden_size, config.num_hidden_layers, config.vocab_size, config.intermediate_size
     tokens = batch * seq_len
     total = 2 * encoder_matmul_params(config) * tokens
     total += 4 * L * batch * seq_len * seq_len * C
+    if last_layer_rows is not None and L > 0:
+        R = last_layer_rows
+        total -= 2 * (4 * C * C + 2 * C * Fs) * tokens + 4 * batch * seq_len * seq_len * C   # the full last layer
+        total += 2 * (2 * C * C * tokens + (2 * C * C + 2 * C * Fs) * R) + 4 * R * seq_len * C
     if pooler:
         total += 2 * C * C * batch
     total += 2 * C * num_labels * batch

@@ -117,6 +117,25 @@ class EncoderLayer(nn.Module):
         x = self.ffn_norm(x + self.dropout(h))
         return x, probs, qkv
 
+    def forward_rows(self, x: Tensor, mask: Tensor | None, idx: Tensor) -> Tensor:
+        """The layer's output at the rows idx (B, Q) of x (B, T, C) only, as (B, Q, C): keys and
+        values come from every token, queries, attention output and feed-forward only from
+        those rows. Equal to forward(x)[0] gathered at idx; a last layer whose other rows
+        nobody reads (pre-training: the masked positions and [CLS]) costs about a third."""
+        B, T, C = x.shape
+        a = self.attn
+        H, D = a.num_heads, a.head_size
+        xs = x.gather(1, idx.unsqueeze(-1).expand(-1, -1, C))                     # (B, Q, C)
+        w, b = a.qkv.weight, a.qkv.bias                                          # rows [q; k; v]
+        q = F.linear(xs, w[:C], b[:C]).view(B, -1, H, D).transpose(1, 2)          # (B, H, Q, D)
+        k, v = F.linear(x, w[C:], b[C:]).view(B, T, 2, H, D).permute(2, 0, 3, 1, 4).unbind(0)
+        ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                             dropout_p=a.dropout_p if self.training else 0.0)
+        ctx = ctx.transpose(1, 2).reshape(B, -1, C)                               # (B, Q, C)
+        xs = self.attn_norm(xs + self.dropout(a.out(ctx)))
+        h = self.ffn_out(self.act(self.ffn_in(xs)))
+        return self.ffn_norm(xs + self.dropout(h))
+
 
 class BertModel(nn.Module):
     def __init__(self, config: BertConfig):
@@ -155,8 +174,14 @@ class BertModel(nn.Module):
     def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None,
                 attention_mask: Tensor | None = None, output_attentions: bool = False,
                 output_hidden_states: bool = False, output_embedding_parts: bool = False,
-                output_qkv: bool = False, head_mask: Tensor | None = None) -> BertOutput:
-        """head_mask: (L, H) of 0/1 (or weights) multiplying each head's output."""
+                output_qkv: bool = False, head_mask: Tensor | None = None,
+                rows: Tensor | None = None) -> BertOutput:
+        """head_mask: (L, H) of 0/1 (or weights) multiplying each head's output.
+
+        rows: a (B, T) bool mask of the positions whose final vectors are wanted (pre-training:
+        the masked positions; [CLS] is always added for the pooler). The last layer then runs
+        only there (EncoderLayer.forward_rows) and last_hidden_state is ZERO at every other
+        position. Ignored when attentions, hidden states, q/k/v or a head mask are asked for."""
         input_ids, token_type_ids = self._check_inputs(input_ids, token_type_ids)
         x, parts = self.embeddings(input_ids, token_type_ids, output_embedding_parts)
         mask = None
@@ -172,7 +197,12 @@ class BertModel(nn.Module):
         hidden = [x] if output_hidden_states else None
         attns = [] if output_attentions else None
         qs, ks, vs = ([], [], []) if output_qkv else (None, None, None)
+        prune = (rows is not None and not (output_attentions or output_hidden_states or output_qkv)
+                 and head_mask is None and len(self.layers) > 0)
         for i, layer in enumerate(self.layers):
+            if prune and i == len(self.layers) - 1:
+                x = self._last_layer_rows(layer, x, mask, rows)
+                break
             hm = head_mask[i] if head_mask is not None else None
             x, probs, (q, k, v) = layer(x, mask, output_attentions, hm)
             if output_hidden_states:
@@ -186,6 +216,22 @@ class BertModel(nn.Module):
         return BertOutput(last_hidden_state=x, pooler_output=pooled, hidden_states=tup(hidden),
                           attentions=tup(attns), embedding_parts=parts,
                           queries=tup(qs), keys=tup(ks), values=tup(vs))
+
+
+    @staticmethod
+    def _last_layer_rows(layer: "EncoderLayer", x: Tensor, mask: Tensor | None, rows: Tensor) -> Tensor:
+        """Run `layer` at the wanted rows (and [CLS]) only; zeros elsewhere. (B, T, C)."""
+        B, T, C = x.shape
+        want = rows.view(B, T).bool().clone()
+        want[:, 0] = True                                                        # the pooler's [CLS]
+        counts = want.sum(1)                                                      # (B,)
+        # each row's wanted positions first, in order (a stable sort of "not wanted")
+        idx = torch.argsort((~want).to(torch.int8), dim=1, stable=True)[:, :int(counts.max())]   # (B, Q)
+        valid = torch.arange(idx.shape[1], device=x.device)[None, :] < counts[:, None]            # (B, Q)
+        out = layer.forward_rows(x, mask, idx)                                    # (B, Q, C)
+        flat = (torch.arange(B, device=x.device)[:, None] * T + idx)[valid]      # (N,) into B*T
+        full = x.new_zeros(B * T, C).index_copy(0, flat, out[valid])
+        return full.view(B, T, C)
 
 
 class MLMHead(nn.Module):
@@ -220,13 +266,18 @@ class BertForPreTraining(nn.Module):
         """Without labels, mlm_logits is (B, T, V). With `mlm_labels` (-100 = not predicted) or
         `mlm_positions` (a (B, T) bool mask), the MLM head runs only at those positions and
         mlm_logits is (N, V): the vocabulary projection is most of a step's cost."""
-        out = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
-        h = out.last_hidden_state
         where = None
+        shape = input_ids.shape if input_ids.dim() == 2 else (1, input_ids.shape[-1])
         if mlm_labels is not None:
-            where = mlm_labels.view(h.shape[:2]) != -100
+            where = mlm_labels.view(shape) != -100
         elif mlm_positions is not None:
-            where = mlm_positions.view(h.shape[:2]).bool()
+            where = mlm_positions.view(shape).bool()
+        # in training, the last layer runs only where the MLM head reads (and at [CLS]): see
+        # BertModel.forward. Not in eval mode: there the outputs stay bit for bit those of the
+        # full layer (the logit lens and the Masked LM page agree exactly), at a small cost.
+        out = self.bert(input_ids, token_type_ids, attention_mask,
+                        rows=where if self.training else None, **kwargs)
+        h = out.last_hidden_state
         if where is not None:
             positions = where.nonzero()                                        # (N, 2): (b, t)
             flat = positions[:, 0] * h.shape[1] + positions[:, 1]              # (N,) into B*T

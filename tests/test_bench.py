@@ -59,6 +59,12 @@ def test_flops_formula_by_hand():
     assert forward_flops(c, B, T, mlm_positions=7, nsp=True) == \
         expected + 2 * (4 * 4 + 4 * 10) * 7 + 2 * 4 * 2 * B
     assert training_flops(c, B, T) == 3 * expected
+    # the last layer at R rows only: K, V for every token; Q, output, feed-forward, attention at R
+    R = 4
+    last_full = 2 * (4 * 4 * 4 + 2 * 4 * 8) * B * T + 4 * B * T * T * 4
+    last_rows = 2 * (2 * 4 * 4 * B * T + (2 * 4 * 4 + 2 * 4 * 8) * R) + 4 * R * T * 4
+    assert forward_flops(c, B, T, last_layer_rows=R) == expected - last_full + last_rows
+    assert forward_flops(c, B, T, last_layer_rows=B * T) == expected     # all rows: the full layer
 
 
 def test_paired_timing_alternates_and_takes_medians():

@@ -178,3 +178,42 @@ def test_minilm_default_matches_transformers():
     assert maxdiff(a.pooler_output, b.pooler_output) <= TOL
     for x, y in zip(a.attentions, b.attentions):
         assert maxdiff(x, y) <= TOL
+
+
+@pytest.mark.parametrize("kind", ["tiny", "odd"])
+def test_pretraining_last_layer_only_at_masked_rows_is_the_same_step(kind):
+    """In training, the last layer runs only at the masked positions and [CLS]
+    (EncoderLayer.forward_rows): with dropout off, loss, logits and every gradient equal those
+    of the full layer (eval mode runs it in full), also with padding and a row with no mask."""
+    cfg = BertConfig(**CONFIGS[kind], hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    torch.manual_seed(1)
+    model = BertForPreTraining(cfg)
+    B, T = 4, 24
+    ids = torch.randint(5, cfg.vocab_size, (B, T))
+    types = torch.randint(0, cfg.type_vocab_size, (B, T))
+    attn = torch.ones(B, T, dtype=torch.long)
+    attn[1, 15:] = 0                                               # padding in one row
+    labels = torch.full((B, T), -100)
+    for b, cols in enumerate([[1, 5, 9], [2, 3, 14], [], [0, 7, 8, 23]]):   # row 2: nothing masked
+        labels[b, cols] = ids[b, cols]
+    nsp = torch.tensor([0, 1, 1, 0])
+    grads, outs = [], []
+    for train in (True, False):
+        model.train(train)
+        model.zero_grad()
+        out = model(ids, types, attn, mlm_labels=labels, nsp_labels=nsp)
+        out.loss.backward()
+        outs.append(out)
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters()})
+    pruned, full = outs
+    assert pruned.mlm_logits.shape == full.mlm_logits.shape == (10, cfg.vocab_size)
+    assert torch.allclose(pruned.loss, full.loss, atol=1e-6)
+    assert torch.allclose(pruned.mlm_logits, full.mlm_logits, atol=1e-5)
+    assert torch.allclose(pruned.nsp_logits, full.nsp_logits, atol=1e-5)
+    for n in grads[1]:
+        assert torch.allclose(grads[0][n], grads[1][n], atol=1e-5, rtol=1e-4), n
+    # the pruned output really is pruned: zero where nobody reads, full rows where the head does
+    h_p, h_f = pruned.bert.last_hidden_state, full.bert.last_hidden_state
+    want = labels != -100
+    want[:, 0] = True
+    assert (h_p[~want] == 0).all() and torch.allclose(h_p[want], h_f[want], atol=1e-5)
