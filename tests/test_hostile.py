@@ -228,6 +228,16 @@ def test_streamlit_table_export_is_off():
     assert cfg["server"]["maxUploadSize"] == 50
 
 
+def test_server_config_for_a_class():
+    """No full garbage collection after every script run (it took half the server's processor
+    under a class's load), no file watcher, no traceback details on screen."""
+    import tomllib
+    cfg = tomllib.loads((Path(ENTRY).parent / ".streamlit" / "config.toml").read_text())
+    assert cfg["runner"]["postScriptGC"] is False
+    assert cfg["server"]["fileWatcherType"] == "none"
+    assert cfg["client"]["showErrorDetails"] == "none"
+
+
 def test_results_offer_escaped_csv_downloads(at):
     """A finished fine-tuning result whose mistakes hold formulas: the page's download buttons
     are there (AppTest cannot click a download; table_csv is what they serve)."""
