@@ -217,7 +217,6 @@ class BertModel(nn.Module):
                           attentions=tup(attns), embedding_parts=parts,
                           queries=tup(qs), keys=tup(ks), values=tup(vs))
 
-
     @staticmethod
     def _last_layer_rows(layer: "EncoderLayer", x: Tensor, mask: Tensor | None, rows: Tensor) -> Tensor:
         """Run `layer` at the wanted rows (and [CLS]) only; zeros elsewhere. (B, T, C)."""
