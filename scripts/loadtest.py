@@ -233,6 +233,20 @@ class MemoryWatch:
         return sum(self.hwm_kb.values()) / 1024
 
 
+def _check_isolation(s, w: str, all_words, st: dict) -> None:
+    """After the last step: the session shows its own word `w` and no other session's word (in
+    the filled-in sentence without the model's «guesses», which may be any word, and the text
+    boxes); marks the session done."""
+    filled = " ".join(re.sub(r"«[^»]*»", " ", c) for c in st["codes"])
+    s.seen_words |= _words(filled) | _words(" ".join(st["boxes"]))
+    others = {x for x in all_words if x != w} & s.seen_words
+    if others:
+        s.errors.append(f"isolation: session of {w!r} shows other sessions' words {sorted(others)}")
+    if w not in s.seen_words:
+        s.errors.append(f"isolation: session of {w!r} does not show its own word")
+    s.done = True
+
+
 # ==== the browser ===================================================================================
 
 def chromium_path() -> str | None:
@@ -409,16 +423,7 @@ async def student(browser, url: str, s: Session, all_words: list[str], timeout_s
         st = await settle(page, lambda st: any("«" in c and w in _words(c) for c in st["codes"]),
                           timeout_s, "predict own [MASK]", s)
         s.times["predict own [MASK]"] = time.monotonic() - t
-        # the filled-in sentence without the model's guesses («...»: they may be any word) and
-        # the text boxes; the top-k bars are left out for the same reason
-        filled = " ".join(re.sub(r"«[^»]*»", " ", c) for c in st["codes"])
-        s.seen_words |= _words(filled) | _words(" ".join(st["boxes"]))
-        others = {x for x in all_words if x != w} & s.seen_words
-        if others:
-            s.errors.append(f"isolation: session of {w!r} shows other sessions' words {sorted(others)}")
-        if w not in s.seen_words:
-            s.errors.append(f"isolation: session of {w!r} does not show its own word")
-        s.done = True
+        _check_isolation(s, w, all_words, st)      # the top-k bars are left out: any word may be there
     except TimeoutError:
         pass
     except Exception as e:  # noqa: BLE001 - a broken step is an error of the run, not a crash of it
@@ -591,14 +596,7 @@ async def protocol_student(url: str, s: Session, all_words: list[str], timeout_s
         box = pg.find("text_area", "A sentence with [MASK] in it")
         st = await step("predict own [MASK]", lambda st: any("«" in c and w in _words(c) for c in st["codes"]),
                         set_widget=(box.id, "string_value", masked))
-        filled = " ".join(re.sub(r"«[^»]*»", " ", c) for c in st["codes"])
-        s.seen_words |= _words(filled) | _words(" ".join(st["boxes"]))
-        others = {x for x in all_words if x != w} & s.seen_words
-        if others:
-            s.errors.append(f"isolation: session of {w!r} shows other sessions' words {sorted(others)}")
-        if w not in s.seen_words:
-            s.errors.append(f"isolation: session of {w!r} does not show its own word")
-        s.done = True
+        _check_isolation(s, w, all_words, st)
     except (TimeoutError, asyncio.TimeoutError) as e:
         if not s.errors:
             s.errors.append(f"timed out: {e}")
