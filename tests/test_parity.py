@@ -166,7 +166,7 @@ def test_save_and_load_round_trip(tmp_path):
 def test_minilm_default_matches_transformers():
     from bert.checkpoint import minilm_package_dir
     folder = minilm_package_dir()
-    bundle = bert.checkpoint.load_folder(folder)   # the published weights, as set-up installs them
+    bundle = bert.load("all-minilm-l6-v2")   # the built-in: the published weights, as set-up installs them
     theirs = transformers.BertModel.from_pretrained(folder, attn_implementation="eager").eval()
     enc = bundle.tokenizer.encode("The cat sat on the mat.", "It was warm there.")
     ids = torch.tensor([enc.ids])

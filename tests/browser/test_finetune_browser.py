@@ -3,8 +3,8 @@ the live curve grow, press Stop, see the results. Screenshots: tests/artifacts/f
 (while it trains), tests/artifacts/finetune_results.png and
 tests/artifacts/attention_over_finetuning.png (the run's attention snapshots on the Compare page).
 
-Kept small for a 2-core machine: 200 synthetic reviews, 32 tokens, the default model
-(minilm-l6). The job trains on one torch thread; the test waits generously.
+Kept small for a 2-core machine: 200 synthetic reviews, 32 tokens, the default base model
+(all-minilm-l6-v2). The job trains on one torch thread; the test waits generously.
 """
 import random
 import time
@@ -107,13 +107,13 @@ def test_upload_train_watch_stop(page, app_url, app_ready, artifacts, tmp_path):
     with page.expect_download(timeout=180_000) as dl:
         page.get_by_role("button", name="Download (BERT Explorer format, .zip)").click()
     download = dl.value
-    assert download.suggested_filename == "minilm-l6-reviews.zip"
+    assert download.suggested_filename == "all-minilm-l6-v2-reviews.zip"
     path = tmp_path / download.suggested_filename
     download.save_as(str(path))
     with zipfile.ZipFile(path) as z:
         names = z.namelist()
-    assert {"minilm-l6-reviews/config.json", "minilm-l6-reviews/model.safetensors",
-            "minilm-l6-reviews/vocab.txt"} <= set(names)
+    assert {"all-minilm-l6-v2-reviews/config.json", "all-minilm-l6-v2-reviews/model.safetensors",
+            "all-minilm-l6-v2-reviews/vocab.txt"} <= set(names)
     # attention over training: the probe's attention every 5 steps, replayed on the Compare page
     page.get_by_role("button", name="Replay the attention snapshots").click()
     page.get_by_text("Probe sentence: The film was not good").first.wait_for(timeout=60_000)
