@@ -179,3 +179,21 @@ def test_a_session_model_classifier_on_every_page(app):
     assert app.slider(key="att_layer_2").max == 2 and app.slider(key="att_head_4").max == 4
     app.switch_page("pages/masked_lm.py").run()
     assert any("classifier" in i.value for i in app.info)
+
+
+@pytest.mark.parametrize("name", ["all-minilm-l6-v2", "mini-scratch"])
+def test_each_other_builtin_on_every_page(app, name):
+    """Picked in the sidebar, a built-in other than the default draws every page; the published
+    encoder's untrained heads are said on the Masked LM page."""
+    from bert.checkpoint import available_builtins
+    if name not in available_builtins():
+        pytest.skip(f"{name} is not in assets/")
+    app.selectbox(key=state.W_MODEL_CHOICE).set_value(name).run()
+    _ok(app)
+    assert app.session_state[state.MODEL_SOURCE] == name
+    for page in PAGES:
+        app.switch_page(page).run()
+        _ok(app)
+        assert not _errors(app), (page, _errors(app))
+    warned = any("untrained" in w.value for w in app.warning)     # still on the Masked LM page
+    assert warned == (name == "all-minilm-l6-v2")
