@@ -73,6 +73,13 @@ def job_threads() -> int:
     return int(env) if env.isdigit() and int(env) > 0 else 1
 
 
+def default_finetune_base() -> str:
+    """The Fine-tuning page's starting model: BERT_EXPLORER_FINETUNE_BASE if set (e.g. minilm-l6
+    on a 1 GB host: the pages' model, so one model in memory instead of two), else the backend's
+    default, the published sentence encoder (the better classifiers, README: Built-in models)."""
+    return os.environ.get("BERT_EXPLORER_FINETUNE_BASE", "").strip() or FinetuneArgs.checkpoint
+
+
 def jobs_dir() -> Path:
     """Per-job scratch folders (pre-training checkpoints) live here, never in the repository."""
     return bert_cache_dir() / "jobs"

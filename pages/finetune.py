@@ -130,7 +130,7 @@ sources = list(available_builtins()) + [f"session:{n}" for n in state.user_model
 picked = st.session_state.get(state.MODEL_SOURCE, state.DEFAULT_MODEL)
 if picked not in sources:
     sources.append(picked)          # a folder loaded in the sidebar
-defaults = {"ft_base": D.checkpoint, "ft_pooling": D.pooling, "ft_freeze_emb": D.freeze_embeddings,
+defaults = {"ft_base": tr.default_finetune_base(), "ft_pooling": D.pooling, "ft_freeze_emb": D.freeze_embeddings,
             "ft_freeze_layers": D.freeze_layers, "ft_max_length": D.max_length, "ft_batch": D.batch_size,
             "ft_lr": D.lr, "ft_epochs": D.epochs, "ft_warmup": D.warmup_ratio, "ft_seed": D.seed,
             "ft_max_train": 2000, "ft_max_valid": 1000, "ft_evals": 2}

@@ -122,6 +122,19 @@ def test_page_renders_with_defaults(at, page, heading):
     assert any("parameters" in c.value for c in at.sidebar.caption)      # ran through streamlit_app.py
 
 
+@pytest.mark.parametrize("env, expect", [(None, "all-minilm-l6-v2"), ("minilm-l6", "minilm-l6")])
+def test_finetuning_starts_from_the_published_encoder_unless_the_server_says(at, monkeypatch, env, expect):
+    """The default base is the published sentence encoder (better classifiers); a server short of
+    memory sets BERT_EXPLORER_FINETUNE_BASE to the pages' model instead."""
+    if env is None:
+        monkeypatch.delenv("BERT_EXPLORER_FINETUNE_BASE", raising=False)
+    else:
+        monkeypatch.setenv("BERT_EXPLORER_FINETUNE_BASE", env)
+    open_upload(at, reviews_csv(60))
+    _ok(at)
+    assert at.selectbox(key="ft_base").value == expect
+
+
 def test_upload_is_read_columns_detected_and_changeable(at):
     csv = reviews_csv(120, sep=";") + b"dup bad film;neg\ndup bad film;neg\n;pos\n"
     original = bytes(csv)
