@@ -29,6 +29,8 @@ PROBES = [
     "the [MASK] was shining and the sky was blue .",
     "he drove his [MASK] to work every day .",
     "the government announced a new [MASK] on tuesday .",
+    "they have [MASK] working here for years .",
+    "there [MASK] many people in the room .",
 ]
 
 
@@ -48,6 +50,31 @@ def command_line(args: dict) -> str:
     return " ".join(parts)
 
 
+def average_weights(bundle, others) -> None:
+    """Replace the bundle's weights by the mean of its own and the others' (in place)."""
+    import torch
+    states = [o.model.state_dict() for o in others]
+    seen = set()                                   # tied tensors (MLM decoder = word embeddings) once
+    with torch.no_grad():
+        for k, v in bundle.model.state_dict().items():
+            if v.is_floating_point() and v.data_ptr() not in seen:
+                seen.add(v.data_ptr())
+                v.copy_(torch.stack([v] + [st[k].to(v.dtype) for st in states]).mean(0))
+
+
+def trim_positions(bundle, n: int) -> None:
+    """Rows n.. of the position table never saw a sequence that long: drop them, so that the app
+    truncates longer inputs (with a notice) instead of running them through untrained rows."""
+    import torch
+    emb = bundle.model.bert.embeddings
+    old = emb.position_embeddings
+    new = torch.nn.Embedding(n, old.embedding_dim)
+    with torch.no_grad():
+        new.weight.copy_(old.weight[:n])
+    emb.position_embeddings = new
+    bundle.config.max_position_embeddings = n
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("run")
@@ -55,11 +82,21 @@ def main() -> int:
     ap.add_argument("--eval-sequences", type=int, default=1000)
     ap.add_argument("--log", default=None)
     ap.add_argument("--note", default="")
+    ap.add_argument("--average", nargs="*", default=[], metavar="MODEL",
+                    help="average the run's weights with these models' (same architecture): "
+                         "a soup of, say, the ends of two learning-rate schedules")
+    ap.add_argument("--trim-positions", action="store_true",
+                    help="keep only the position embeddings the run trained (its max sequence length)")
     a = ap.parse_args()
     run = Path(a.run)
     state = json.loads((run / "checkpoint" / "state.json").read_text())
     args = PretrainArgs(**state["args"])
     bundle = bert.load(run / "checkpoint" / "model")
+    if a.average:
+        average_weights(bundle, [bert.load(m) for m in a.average])
+    trimmed = a.trim_positions and args.max_seq_length < bundle.config.max_position_embeddings
+    if trimmed:
+        trim_positions(bundle, args.max_seq_length)
     corpus = load_training_corpus(args)
     train_c, valid_c = corpus.split(args.valid_fraction, seed=args.seed)
     tok = bundle.tokenizer
@@ -91,7 +128,9 @@ def main() -> int:
              "held out.",
              f"- Config: {bundle.config.num_hidden_layers} layers, hidden {bundle.config.hidden_size}, "
              f"{bundle.config.num_attention_heads} heads, vocabulary {bundle.config.vocab_size:,}, "
-             f"{bundle.num_parameters:,} parameters; weights stored in fp16.", ""]
+             f"{bundle.num_parameters:,} parameters; weights stored in fp16."
+             + (f" Only the {args.max_seq_length} positions it was trained on are kept "
+                f"(`--trim-positions`): longer inputs are cut, with a notice." if trimmed else ""), ""]
     if train:
         t = train[-1]
         lines += [f"- Last training log (step {t['step']}): MLM loss {t['mlm_loss']:.3f}, "

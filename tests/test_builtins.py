@@ -50,13 +50,18 @@ def test_a_shipped_builtin_has_trained_heads_a_card_and_fits_the_size_limit(name
     assert top5 >= top1 > 2 * baseline
 
 
+EVERYDAY = [("they have [MASK] working here for years .", "been", 3),       # grammar: every model
+            ("i want [MASK] go home .", "to", 3),
+            ("the [MASK] was shining and the sky was blue .", "sun", 10)]        # meaning: minilm-l6
+
+
 @pytest.mark.parametrize("name", SHIPPED)
-def test_a_shipped_builtin_predicts_an_everyday_masked_word(name):
+def test_a_shipped_builtin_predicts_everyday_masked_words(name):
     b = bert.load(name)
-    enc = b.tokenizer.encode("the [MASK] was shining and the sky was blue .")
-    ids = torch.tensor([enc.ids])
-    where = ids == b.tokenizer.mask_id
-    with torch.inference_mode():
-        logits = b.model.eval()(ids, mlm_positions=where).mlm_logits[0]
-    top = [b.tokenizer.ids_to_tokens[i] for i in logits.topk(10).indices.tolist()]
-    assert "sun" in top, top
+    model = b.model.eval()
+    for text, word, k in EVERYDAY if name == "minilm-l6" else EVERYDAY[:2]:
+        ids = torch.tensor([b.tokenizer.encode(text).ids])
+        with torch.inference_mode():
+            logits = model(ids, mlm_positions=ids == b.tokenizer.mask_id).mlm_logits[0]
+        top = [b.tokenizer.ids_to_tokens[i] for i in logits.topk(k).indices.tolist()]
+        assert word in top, (text, top)
