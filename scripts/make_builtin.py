@@ -144,7 +144,7 @@ def main() -> int:
               "(15 %, all replaced by [MASK]):", "",
               "| MLM top-1 | MLM top-5 | MLM loss | NSP accuracy | most-frequent-token baseline |",
               "|---|---|---|---|---|",
-              f"| {m['mlm_top1']:.3f} | {m['mlm_top5']:.3f} | {m['mlm_loss']:.3f} | {m['nsp_acc']:.3f} | "
+              f"| {m['mlm_top1']:.4f} | {m['mlm_top5']:.4f} | {m['mlm_loss']:.3f} | {m['nsp_acc']:.3f} | "
               f"{m['baseline_top1']:.3f} (always \"{tok.ids_to_tokens[baseline_id]}\") |", "",
               "## Predictions on a few sentences", ""]
     for p, preds in probes.items():
