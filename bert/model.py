@@ -304,6 +304,8 @@ class BertForSequenceClassification(nn.Module):
     """An encoder with a new head: pooled sentence vector -> dropout -> linear -> class logits.
 
     pooling: "cls" (the pooler's tanh(W h_[CLS])), "mean" or "max" over non-padding tokens.
+    With "cls" and no other outputs asked for, the last layer runs at [CLS] only (a sixth of
+    MiniLM's encoder work saved; out.bert.last_hidden_state is then zero elsewhere).
     """
 
     def __init__(self, config: BertConfig):
@@ -335,6 +337,12 @@ class BertForSequenceClassification(nn.Module):
     def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None,
                 attention_mask: Tensor | None = None, labels: Tensor | None = None,
                 **kwargs) -> ClassifierOutput:
+        if self.pooling == "cls" and "rows" not in kwargs and all(v is None or v is False
+                                                                 for v in kwargs.values()):
+            # only [CLS] is read: the last layer runs at that row alone (BertModel `rows`);
+            # out.bert.last_hidden_state is then zero at every other position
+            ids = input_ids if input_ids.dim() == 2 else input_ids.view(1, -1)
+            kwargs["rows"] = torch.zeros(ids.shape, dtype=torch.bool, device=ids.device)
         out = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
         logits = self.classifier(self.dropout(self.pool(out, attention_mask)))  # (B, K)
         loss = F.cross_entropy(logits.float(), labels.view(-1)) if labels is not None else None

@@ -52,6 +52,7 @@ class PretrainArgs:
     steps: int = 1000
     lr: float = 1e-4
     head_lr_scale: float = 1.0                # LR multiplier for the MLM/NSP heads
+    freeze_word_embeddings: bool = False      # keep the word embeddings (= MLM decoder) as loaded
     warmup_steps: int = 100
     weight_decay: float = 0.01
     clip: float = 1.0
@@ -252,6 +253,7 @@ def pretrain(args: PretrainArgs, stop: threading.Event | None = None, bundle: Bu
     eval_batches = fixed_eval_batches(valid_ds, masker, args.eval_sequences, 32)
     baseline_id = int(token_counts(train_ds.documents, len(tok)).argmax())
     model.train()
+    model.bert.embeddings.word_embeddings.weight.requires_grad_(not args.freeze_word_embeddings)
     net = model
     if world > 1:
         net = torch.nn.parallel.DistributedDataParallel(model)

@@ -217,3 +217,30 @@ def test_pretraining_last_layer_only_at_masked_rows_is_the_same_step(kind):
     want = labels != -100
     want[:, 0] = True
     assert (h_p[~want] == 0).all() and torch.allclose(h_p[want], h_f[want], atol=1e-5)
+
+
+def test_cls_classifier_runs_last_layer_at_cls_only_and_matches_transformers():
+    """With cls pooling only [CLS] is read, so our last layer runs there alone: the loss, the
+    logits and every gradient still equal transformers' BertForSequenceClassification."""
+    from bert.bench import ours_from_theirs
+    from bert.model import BertForSequenceClassification
+    torch.manual_seed(0)
+    hf_config = transformers.BertConfig(**CONFIGS["odd"], attn_implementation="eager", num_labels=3)
+    theirs = transformers.BertForSequenceClassification(hf_config).eval()
+    config = BertConfig(**CONFIGS["odd"], id2label={0: "a", 1: "b", 2: "c"}, classifier_pooling="cls")
+    ours = ours_from_theirs(theirs, BertForSequenceClassification(config), config).eval()
+    ids, types, mask = inputs(CONFIGS["odd"], B=3, T=13)
+    labels = torch.tensor([0, 2, 1])
+    a = ours(ids, types, mask, labels=labels)
+    b = theirs(input_ids=ids, token_type_ids=types, attention_mask=mask, labels=labels)
+    assert maxdiff(a.logits, b.logits) <= TOL and abs(a.loss.item() - b.loss.item()) <= TOL
+    h = a.bert.last_hidden_state
+    assert (h[:, 1:] == 0).all() and (h[:, 0] != 0).any()           # the last layer ran at [CLS] only
+    a.loss.backward()
+    b.loss.backward()
+    theirs_grads = {k: v.grad for k, v in theirs.named_parameters()}
+    state, _ = hf_to_ours(theirs_grads, config)
+    for name, p in ours.named_parameters():
+        assert maxdiff(p.grad, state[name]) <= TOL, name
+    full = ours(ids, types, mask, output_hidden_states=True)          # nothing pruned when asked
+    assert maxdiff(full.logits, a.logits) <= 1e-5 and (full.bert.last_hidden_state[:, 1:] != 0).any()
