@@ -134,3 +134,15 @@ def test_torchrun_two_processes(tmp_path):
     assert lines[-1]["event"] == "done" and lines[-1]["step"] == 6
     assert sum(1 for x in lines if x["event"] == "start") == 1   # only rank 0 reports
     assert bert.load(tmp_path / "ddp" / "final").has_mlm
+
+
+def test_freeze_word_embeddings_keeps_them_and_trains_the_rest(tmp_path):
+    bundle = tiny_bundle()
+    words = bundle.model.bert.embeddings.word_embeddings.weight.detach().clone()
+    layer = bundle.model.bert.layers[0].ffn_in.weight.detach().clone()
+    events = run(args_for(tmp_path / "f", steps=10, eval_every=10, freeze_word_embeddings=True),
+                 bundle=bundle, corpus=tiny_corpus())
+    assert events[-1]["event"] == "done"
+    again = bert.load(events[-1]["path"]).model
+    assert torch.equal(again.bert.embeddings.word_embeddings.weight, words)    # = the MLM decoder
+    assert not torch.equal(again.bert.layers[0].ffn_in.weight, layer)
