@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .config import BertConfig
+from .dropout import Dropout, dropout
 from .errors import InputError
 from .outputs import BertOutput, ClassifierOutput, EmbeddingParts, PreTrainingOutput
 
@@ -38,7 +39,7 @@ class Embeddings(nn.Module):
         self.position_embeddings = nn.Embedding(config.max_position_embeddings, C)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, C)
         self.layer_norm = nn.LayerNorm(C, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids: Tensor, token_type_ids: Tensor, return_parts: bool = False):
         T = input_ids.shape[1]
@@ -70,6 +71,22 @@ class SelfAttention(nn.Module):
         self.out = nn.Linear(C, C)
         self.dropout_p = config.attention_probs_dropout_prob
 
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
+               need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+        """softmax(q k^T / sqrt(D) + mask) v, and the probabilities if asked for. Training with
+        dropout also takes the explicit path: our dropout (bert/dropout.py) on the probabilities
+        costs less than SDPA's on a CPU."""
+        dropout_p = self.dropout_p if self.training else 0.0
+        if not (need_weights or dropout_p > 0):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), None
+        scores = torch.matmul(q, k.transpose(-1, -2))                        # (B, H, Tq, T)
+        scores.mul_(1.0 / math.sqrt(q.shape[-1]))    # in place: matmul's backward needs q, k only
+        if mask is not None:
+            scores.add_(mask)
+        probs = torch.softmax(scores, dim=-1)
+        ctx = torch.matmul(dropout(probs, dropout_p, self.training), v)       # (B, H, Tq, D)
+        return ctx, (probs if need_weights else None)
+
     def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False,
                 head_mask: Tensor | None = None):
         B, T, C = x.shape
@@ -78,17 +95,7 @@ class SelfAttention(nn.Module):
         # unbind, not qkv[0], qkv[1], qkv[2]: backward then stacks the three gradients into one
         # buffer instead of zero-filling a full (3, B, H, T, D) tensor for each of them
         q, k, v = qkv.unbind(0)                                              # (B, H, T, D) each
-        dropout_p = self.dropout_p if self.training else 0.0
-        probs = None
-        if need_weights:
-            scores = torch.matmul(q, k.transpose(-1, -2))                    # (B, H, T, T)
-            scores.mul_(1.0 / math.sqrt(D))          # in place: matmul's backward needs q, k only
-            if mask is not None:
-                scores.add_(mask)
-            probs = torch.softmax(scores, dim=-1)
-            ctx = torch.matmul(F.dropout(probs, dropout_p, self.training), v)   # (B, H, T, D)
-        else:
-            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+        ctx, probs = self.attend(q, k, v, mask, need_weights)               # (B, H, T, D)
         if head_mask is not None:
             ctx = ctx * head_mask.view(1, H, 1, 1).to(ctx.dtype)            # switch heads off
         ctx = ctx.transpose(1, 2).reshape(B, T, C)                           # (B, T, C)
@@ -107,7 +114,7 @@ class EncoderLayer(nn.Module):
         self.ffn_out = nn.Linear(Fs, C)
         self.ffn_norm = nn.LayerNorm(C, eps=config.layer_norm_eps)
         self.act = _ACT[config.hidden_act]
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False,
                 head_mask: Tensor | None = None):
@@ -129,8 +136,7 @@ class EncoderLayer(nn.Module):
         w, b = a.qkv.weight, a.qkv.bias                                          # rows [q; k; v]
         q = F.linear(xs, w[:C], b[:C]).view(B, -1, H, D).transpose(1, 2)          # (B, H, Q, D)
         k, v = F.linear(x, w[C:], b[C:]).view(B, T, 2, H, D).permute(2, 0, 3, 1, 4).unbind(0)
-        ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
-                                             dropout_p=a.dropout_p if self.training else 0.0)
+        ctx, _ = a.attend(q, k, v, mask)
         ctx = ctx.transpose(1, 2).reshape(B, -1, C)                               # (B, Q, C)
         xs = self.attn_norm(xs + self.dropout(a.out(ctx)))
         h = self.ffn_out(self.act(self.ffn_in(xs)))
@@ -315,7 +321,7 @@ class BertForSequenceClassification(nn.Module):
         self.config = config
         self.bert = BertModel(config)
         p = config.classifier_dropout
-        self.dropout = nn.Dropout(config.hidden_dropout_prob if p is None else p)
+        self.dropout = Dropout(config.hidden_dropout_prob if p is None else p)
         self.classifier = nn.Linear(config.hidden_size, len(config.id2label))
         init_weights(self)
 

@@ -64,7 +64,7 @@ def test_validation_accuracy_rises_and_base_is_untouched(split):
     train, valid = split
     base = tiny_bundle()
     before = {k: v.clone() for k, v in base.model.state_dict().items()}
-    events = run(base, train, valid, epochs=3, eval_every=10)
+    events = run(base, train, valid, epochs=6, eval_every=10)
     kinds = [e["event"] for e in events]
     assert kinds[0] == "start" and kinds[-1] == "done" and "error" not in kinds
     evals = [e for e in events if e["event"] == "eval"]
