@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Callable
 
 import torch
+import torch.nn.functional as F
 
 from .config import BertConfig
 from .flops import training_flops
@@ -166,6 +167,25 @@ def paired(ours: Callable[[], object], theirs: Callable[[], object], repeats: in
         ca.append(cx), cb.append(cy), cr.append(cx / cy if cy > 0 else float("nan"))
     med = statistics.median
     return Timing(med(a), med(b), med(r), calls, repeats, med(ca), med(cb), med(cr), a, b)
+
+
+def matmul_floor(config: BertConfig, T: int, repeats: int = 7) -> float:
+    """Seconds that a 1 x T forward's weight matmuls alone take here: each layer's Q/K/V, output
+    and two feed-forward products (F.linear, random data of the same shapes), median of repeats,
+    times the layers. No implementation of the same fp32 forward can run faster than this (both
+    libraries call the same MKL products); attention, softmax, LayerNorm and GELU come on top."""
+    C, Fs = config.hidden_size, config.intermediate_size
+    x, h = torch.randn(1, T, C), torch.randn(1, T, Fs)
+    shapes = [(x, torch.randn(n, k), torch.randn(n)) for n, k in ((3 * C, C), (C, C), (Fs, C))]
+    shapes.append((h, torch.randn(C, Fs), torch.randn(C)))
+
+    def layer():
+        for a, w, b in shapes:
+            F.linear(a, w, b)
+    with torch.inference_mode():
+        layer()
+        times = sorted(_time_once(layer, 3) for _ in range(repeats))
+    return times[len(times) // 2] * config.num_hidden_layers
 
 
 def _check(row: Row, limit: float, on: str = "ratio") -> Row:
@@ -542,9 +562,12 @@ class Bench:
                 name = f"infer-{model_kind}-{kind}-{T}"
                 what = (f"{label} 1x{T} " + ("+attentions+hidden (eager)" if attn else "(SDPA)"))
                 o, th, ra = tm.on(self.clock)
+                floor = matmul_floor(config, T, self.reps(7, 3))
                 row = Row(name, what, "ms", o * 1e3, th * 1e3, ra,
-                          note=f"{tm.note(self.clock)}; max |diff| {diff:.1e}",
-                          extra={"max_abs_diff": diff, "calls": tm.calls, "repeats": tm.repeats})
+                          note=f"{tm.note(self.clock)}; max |diff| {diff:.1e}; the weight matmuls "
+                               f"alone: {floor * 1e3:.3g} ms = {floor / th:.2f}x theirs",
+                          extra={"max_abs_diff": diff, "calls": tm.calls, "repeats": tm.repeats,
+                                 "matmul_floor_ms": floor * 1e3, "matmul_floor_ratio": floor / th})
                 self.add(_check(row, 0.8 if attn else 1.0))
                 self.profile(f"ours {name}", f_ours, 5)
                 self.profile(f"theirs {name}", f_theirs, 5)
