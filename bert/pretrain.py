@@ -62,6 +62,7 @@ class PretrainArgs:
     eval_every: int = 200
     eval_sequences: int = 256
     save_every: int = 200
+    snapshot_every: int = 0                   # also keep the model every N steps in snapshots/ (to average)
     valid_fraction: float = 0.05
     seed: int = 0
     threads: int | None = None
@@ -315,6 +316,8 @@ def pretrain(args: PretrainArgs, stop: threading.Event | None = None, bundle: Bu
                 m = evaluate(model, eval_batches, baseline_id)
                 yield {"event": "eval", "step": step, **m,
                        "probe": probe_predictions(bundle, args.probe)}
+            if rank == 0 and args.snapshot_every and step % args.snapshot_every == 0:
+                save(bundle, out / "snapshots" / f"step-{step:06d}")
             if rank == 0 and step % args.save_every == 0:
                 save_checkpoint(ckpt, bundle, opt, {"step": step, "epoch": epoch, "batch": k,
                                                     "args": asdict(args)})

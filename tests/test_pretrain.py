@@ -146,3 +146,14 @@ def test_freeze_word_embeddings_keeps_them_and_trains_the_rest(tmp_path):
     again = bert.load(events[-1]["path"]).model
     assert torch.equal(again.bert.embeddings.word_embeddings.weight, words)    # = the MLM decoder
     assert not torch.equal(again.bert.layers[0].ffn_in.weight, layer)
+
+
+def test_snapshots_keep_the_model_every_n_steps(tmp_path):
+    events = run(args_for(tmp_path / "s", steps=9, eval_every=9, snapshot_every=4),
+                 bundle=tiny_bundle(), corpus=tiny_corpus())
+    snaps = sorted(p.name for p in (tmp_path / "s" / "snapshots").iterdir())
+    assert snaps == ["step-000004", "step-000008"]
+    a, b = (bert.load(tmp_path / "s" / "snapshots" / n).model for n in snaps)
+    final = bert.load(events[-1]["path"]).model
+    w = lambda m: m.bert.layers[0].ffn_in.weight  # noqa: E731
+    assert not torch.equal(w(a), w(b)) and not torch.equal(w(b), w(final))
