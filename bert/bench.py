@@ -172,7 +172,7 @@ def paired(ours: Callable[[], object], theirs: Callable[[], object], repeats: in
 def matmul_floor(config: BertConfig, T: int, repeats: int = 7) -> float:
     """Seconds that a 1 x T forward's weight matmuls alone take here: each layer's Q/K/V, output
     and two feed-forward products (F.linear, random data of the same shapes), the fastest of the
-    repeats, times the layers. No implementation of the same fp32 forward can run faster than this (both
+    repeats, times the layers. No fp32 forward doing the same work runs faster than this (both
     libraries call the same MKL products); attention, softmax, LayerNorm and GELU come on top."""
     C, Fs = config.hidden_size, config.intermediate_size
     x, h = torch.randn(1, T, C), torch.randn(1, T, Fs)
