@@ -44,7 +44,7 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     if not training or p <= 0.0:
         return x
     if p >= 1.0:
-        return torch.zeros_like(x)
+        return x * 0.0                     # zeros that stay in the graph, as F.dropout's
     return _Dropout.apply(x, p)
 
 
