@@ -295,6 +295,9 @@ def export_hf(bundle: Bundle, out_dir: str | os.PathLike) -> Path:
             {"tokenizer_class": "BertTokenizer", "do_lower_case": bundle.tokenizer.do_lower_case,
              "model_max_length": config.max_position_embeddings}, indent=2) + "\n")
         atomic_write_text(tmp / "README.md", bundle.card or f"# {bundle.name}\n")
+        if bundle.is_classifier:
+            from .export_classifier import write_classifier_extras
+            write_classifier_extras(bundle, tmp)          # predict.py: our pooling in transformers
         replace_dir(tmp, out_dir)
     except BaseException:
         import shutil

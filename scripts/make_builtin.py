@@ -19,8 +19,8 @@ sys.path.insert(0, str(ROOT))
 
 import bert  # noqa: E402
 from bert.data import MLMMasker, PretrainingDataset, token_counts, tokenize_corpus  # noqa: E402
-from bert.pretrain import (PretrainArgs, evaluate, fixed_eval_batches, load_training_corpus,  # noqa: E402
-                           probe_predictions)
+from bert.pretrain import (PretrainArgs, evaluate, fixed_eval_batches, probe_predictions,  # noqa: E402
+                           training_split)
 
 PROBES = [
     "the capital of france is [MASK] .",
@@ -97,8 +97,7 @@ def main() -> int:
     trimmed = a.trim_positions and args.max_seq_length < bundle.config.max_position_embeddings
     if trimmed:
         trim_positions(bundle, args.max_seq_length)
-    corpus = load_training_corpus(args)
-    train_c, valid_c = corpus.split(args.valid_fraction, seed=args.seed)
+    train_c, valid_c = training_split(args)
     tok = bundle.tokenizer
     kw = dict(cls_id=tok.cls_id, sep_id=tok.sep_id, max_seq_length=args.max_seq_length, seed=args.seed)
     valid = PretrainingDataset(tokenize_corpus(valid_c, tok), **kw)
