@@ -34,7 +34,13 @@ NSP_PICK = "nsp_pick"                # index into the random sentence list, for 
 
 DEFAULT_TEXT_A = "The animal didn't cross the street because it was too tired."
 DEFAULT_TEXT_B = ""
-DEFAULT_MLM_TEXT = "The capital of France is [MASK]. It is famous for the [MASK] tower."
+# Examples the pages offer, with the words the default built-in must guess first (tests/test_default_examples.py
+# checks them against the shipped model, so a new checkpoint that gets one wrong fails CI).
+DEFAULT_MLM_TEXT = "Paris is a city in [MASK], and there [MASK] many people in it."
+DEFAULT_MLM_ANSWERS = ("france", "are")
+HINT_MLM_TEXT = "She opened the [MASK] and walked in."
+HINT_MLM_ANSWERS = ("door",)
+PICK_WORD_DEFAULT = "was"          # "Pick words of sentence A": the word hidden first in DEFAULT_TEXT_A
 
 DEFAULTS = {
     MODEL_SOURCE: DEFAULT_MODEL,
@@ -117,3 +123,9 @@ def mlm_input(label: str = "A sentence with [MASK] in it") -> str:
     _seed(W_MLM_TEXT, MLM_TEXT)
     st.text_area(label, key=W_MLM_TEXT, on_change=_copy, args=(W_MLM_TEXT, MLM_TEXT), height=80)
     return st.session_state[MLM_TEXT]
+
+
+def default_pick(words: list) -> int:
+    """Index of the word to hide first: PICK_WORD_DEFAULT when the sentence has it, else the middle."""
+    names = [w[0].lower() for w in words]
+    return names.index(PICK_WORD_DEFAULT) if PICK_WORD_DEFAULT in names else len(words) // 2

@@ -91,7 +91,7 @@ def _mask_positions(enc, tokenizer, positions=None) -> list[int]:
         found = [i for i, t in enumerate(enc.ids) if t == tokenizer.mask_id]
         if not found:
             raise InputError("there is no [MASK] in the text: write [MASK] where the model "
-                             "should guess a word (e.g. 'the capital of France is [MASK].')")
+                             "should guess a word (e.g. 'She opened the [MASK] and walked in.')")
         return found
     if isinstance(positions, (int, np.integer)):
         positions = [int(positions)]

@@ -68,15 +68,15 @@ with show_errors("the masked-word predictions"):
             words = b.tokenizer.words_with_offsets(a)[:300]
             chosen = st.multiselect("Words to hide", list(range(len(words))), key=f"mlm_pick_{zlib.crc32(a.encode())}",
                                     format_func=lambda i: f"{words[i][0]} (word {i + 1})",
-                                    default=[len(words) // 2] if words else [])
+                                    default=[state.default_pick(words)] if words else [])
             text = mask_words(a, words, chosen)
             st.code(text, language=None, wrap_lines=True)
         text = re.sub(r"\[mask\]", "[MASK]", text or "", flags=re.IGNORECASE)
         k = st.slider("Candidates per gap", 1, 20, 5, key="mlm_k")
         clean_text(text, "a sentence")
         if count_masks(text) == 0:
-            st.info("Put [MASK] where a word is missing, for example: "
-                    "“The cat sat on the [MASK].”", icon=":material/info:")
+            st.info(f"Put [MASK] where a word is missing, for example: “{state.HINT_MLM_TEXT}”",
+                    icon=":material/info:")
         else:
             res = mlm_predict(model.key, text, k, b)
             if res["truncated"]:
