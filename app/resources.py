@@ -1,9 +1,11 @@
 """Cached models and cached analyses.
 
 - `load_model(source)`: one `bert.Bundle` per source string, shared by every session and
-  thread (st.cache_resource). Treat it as read-only: never train it, never call .train(),
-  never change a weight. A user's own model (fine-tuned, pre-trained) lives in their
-  session_state and is reached through `current_model()` under its own unique key.
+  thread (st.cache_resource), and only what the server offers (`allowed_source`): built-ins,
+  folders under BERT_EXPLORER_MODELS_DIR, hub ids if BERT_EXPLORER_ALLOW_HUB=1. Treat it as
+  read-only: never train it, never call .train(), never change a weight. A user's own model
+  (fine-tuned, pre-trained) lives in their session_state and is reached through
+  `current_model()` under its own unique key.
 - `analyze(...)`: the model runs ONCE per (model, sentence A, sentence B) with everything the
   pages draw (attentions, hidden states, embedding parts, queries/keys/values), converted to
   read-only float32 numpy arrays. Switching layer, head or view reuses it.
@@ -23,6 +25,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import streamlit as st
@@ -172,11 +175,68 @@ def serve_with_few_threads() -> None:
         pass
 
 
-@st.cache_resource(max_entries=4, show_spinner="Loading the model…")
+# --- which models a student may load --------------------------------------------------------------
+
+NOT_OFFERED = ("This server does not offer that model. Pick a built-in model, or type the name of a "
+               "model folder that the person running the server has put in its models folder.")
+
+
+def models_root() -> Path:
+    """BERT_EXPLORER_MODELS_DIR: the one folder whose model folders students may load
+    (default <repo>/models)."""
+    env = os.environ.get("BERT_EXPLORER_MODELS_DIR", "").strip()
+    return Path(env) if env else Path(__file__).resolve().parent.parent / "models"
+
+
+def hub_allowed() -> bool:
+    """BERT_EXPLORER_ALLOW_HUB=1: students may name Hugging Face Hub ids (downloads)."""
+    return os.environ.get("BERT_EXPLORER_ALLOW_HUB", "").strip() == "1"
+
+
+def _folder_under_root(typed: str) -> Path | None:
+    """The readable folder `typed` names inside models_root() (symlinks and `..` resolved),
+    relative names being taken from that root; None for anything else, whatever the reason."""
+    try:
+        root = models_root().resolve()
+        folder = (root / typed).resolve()
+        if folder != root and folder.is_relative_to(root) and folder.is_dir() \
+                and os.access(folder, os.R_OK | os.X_OK):
+            return folder
+    except (OSError, RuntimeError, ValueError):       # permissions, symlink loops, NUL bytes
+        pass
+    return None
+
+
+def allowed_source(source: str) -> tuple[str, str]:
+    """("builtin", name), ("folder", resolved path) or ("hub", id); every other source raises
+    the same CheckpointError (NOT_OFFERED), which says nothing about what exists."""
+    s = (source or "").strip()
+    if s in bert.checkpoint.BUILTINS:
+        return "builtin", s
+    folder = _folder_under_root(s) if s else None
+    if folder is not None:
+        return "folder", str(folder)
+    if hub_allowed() and bert.checkpoint.is_hub_id(s):
+        return "hub", s
+    hub = " Hugging Face Hub ids (owner/name) work too." if hub_allowed() else ""
+    raise CheckpointError(NOT_OFFERED + hub)
+
+
 def load_model(source: str) -> bert.Bundle:
-    """A built-in name or a local folder, loaded once and shared by all sessions (read-only)."""
+    """A built-in name, a folder under models_root() or (opted in) a hub id, loaded once and
+    shared by all sessions (read-only). Anything else: CheckpointError(NOT_OFFERED)."""
+    return _load_allowed(*allowed_source(source))
+
+
+@st.cache_resource(max_entries=4, show_spinner="Loading the model…")
+def _load_allowed(kind: str, target: str) -> bert.Bundle:
     serve_with_few_threads()
-    bundle = bert.load(source)
+    if kind == "builtin":
+        bundle = bert.checkpoint.load_builtin(target)
+    elif kind == "hub":
+        bundle = bert.checkpoint.load_hub(target)         # its size checked before downloading
+    else:
+        bundle = bert.checkpoint.load_folder(target)
     release_memory()               # the file's fp16 copy, upcast and gone: about 45 MB for minilm-l6
     return bundle
 

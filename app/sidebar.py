@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import functools
+import logging
 
 import streamlit as st
 
 import bert
-from bert.checkpoint import available_builtins
+from bert.checkpoint import available_builtins, public_text
 
 from . import state
 from .errors import show_errors
@@ -14,6 +15,7 @@ from .helpers import card_summary, fmt_params, md_escape
 from .resources import current_model, load_model, parameter_counts
 
 FOLDER = "__folder__"
+log = logging.getLogger("bert_explorer")
 
 
 @functools.cache
@@ -45,7 +47,7 @@ def _choice_for(source: str) -> str:
 
 def _label(option: str) -> str:
     if option == FOLDER:
-        return "A local folder…"
+        return "A folder from the server's models folder…"
     if option.startswith("session:"):
         return f"{option[len('session:'):]} (your model, this session)"
     desc = bert.checkpoint.BUILTINS.get(option, "")
@@ -63,15 +65,17 @@ def _on_load_folder() -> None:
     st.session_state[state.LOCAL_PATH] = path
     st.session_state["_folder_error"] = None
     if not path:
-        st.session_state["_folder_error"] = "Type the path of a model folder first."
+        st.session_state["_folder_error"] = "Type the name of a model folder first."
         return
     try:
-        load_model(path)
+        load_model(path)        # only what the server offers; one message for everything else
     except bert.BertExplorerError as e:
-        st.session_state["_folder_error"] = str(e)
+        st.session_state["_folder_error"] = public_text(str(e))
         return
-    except Exception as e:  # noqa: BLE001 - a broken folder must not break the page
-        st.session_state["_folder_error"] = f"Could not load {path}: {type(e).__name__}: {str(e)[:300]}"
+    except Exception:  # noqa: BLE001 - a broken folder must not break the page
+        log.exception("could not load the model folder %r", path)
+        st.session_state["_folder_error"] = ("That model folder could not be loaded. The details "
+                                             "are in the server log.")
         return
     st.session_state[state.MODEL_SOURCE] = path
 
@@ -94,10 +98,11 @@ def render() -> None:
         if choice == FOLDER:
             if state.W_LOCAL_PATH not in ss:
                 ss[state.W_LOCAL_PATH] = ss[state.LOCAL_PATH]
-            st.text_input("Folder (ours or Hugging Face format)", key=state.W_LOCAL_PATH,
-                          placeholder="/path/to/model-folder",
-                          help="A folder with config.json, vocab.txt and model.safetensors "
-                               "(or pytorch_model.bin).")
+            st.text_input("Model folder (ours or Hugging Face format)", key=state.W_LOCAL_PATH,
+                          placeholder="my-model",
+                          help="The name of a folder in the models folder of this server (the "
+                               "person running it puts models there), with config.json, "
+                               "vocab.txt and model.safetensors (or pytorch_model.bin).")
             st.button("Load folder", on_click=_on_load_folder, width="stretch")
             if ss.get("_folder_error"):
                 st.error(md_escape(ss["_folder_error"]), icon=":material/error:")
@@ -110,13 +115,14 @@ def render() -> None:
             st.caption(f"{fmt_params(total)} parameters ({total:,}) · {cfg.num_hidden_layers} layers · "
                        f"hidden {cfg.hidden_size} · {cfg.num_attention_heads} heads · "
                        f"vocabulary {cfg.vocab_size:,}")
-            summary = card_summary(b.card, fallback="")
+            card = public_text(b.card)
+            summary = card_summary(card, fallback="")
             if summary:
                 st.caption(summary)
             if b.is_classifier:
                 st.caption("A fine-tuned classifier: labels " + ", ".join(md_escape(x) for x in b.labels))
             for note in b.notes:
                 st.info(md_escape(note), icon=":material/info:")
-            if b.card:
+            if card:
                 with st.expander("Model card"):
-                    st.markdown(strip_front_matter(b.card)[:6000])
+                    st.markdown(strip_front_matter(card)[:6000])

