@@ -62,6 +62,23 @@ def clean_text(text: str | None, what: str = "the sentence", required: bool = Tr
     return text
 
 
+def sense_rows(table: pd.DataFrame, max_rows: int, max_chars: int,
+               max_sense_chars: int) -> tuple[list[str], list[str], int]:
+    """Compare's table of sentences -> (sentences, senses, rows dropped).
+
+    Only the first `max_rows` rows are read (the number of rows past them is returned, for a
+    message); each cell is stripped and cut to its cap; rows without a sentence are skipped."""
+    dropped = max(0, len(table) - max_rows)
+    head = table.iloc[:max_rows].fillna("")
+    sentences, senses = [], []
+    for s, g in zip(head["sentence"], head["sense"]):
+        s = str(s).strip()[:max_chars]
+        if s:
+            sentences.append(s)
+            senses.append(str(g).strip()[:max_sense_chars])
+    return sentences, senses, dropped
+
+
 def count_masks(text: str) -> int:
     return text.count(MASK)
 

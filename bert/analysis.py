@@ -766,24 +766,33 @@ def find_word(tokenizer, sentence: str, word: str, max_length: int = 512) -> int
     raise InputError(f"the word {word!r} falls beyond the model's {max_length} tokens in {sentence!r}")
 
 
-def word_vectors_by_layer(bundle, sentences: Sequence[str], word: str) -> np.ndarray:
+WORD_BATCH = 8      # sentences per forward pass in word_vectors_by_layer
+
+
+def word_vectors_by_layer(bundle, sentences: Sequence[str], word: str,
+                          batch_size: int = WORD_BATCH) -> np.ndarray:
     """(L+1, N, C): the hidden state of `word` (its first piece) in each sentence, per layer.
 
     Layer 0 is the embedding output, where the vectors differ only by position and segment;
-    deeper layers mix in the context. Raises InputError if a sentence lacks the word."""
+    deeper layers mix in the context. Raises InputError if a sentence lacks the word (before
+    any model run). The sentences run `batch_size` at a time, and only the word's vectors of
+    each batch are kept: memory is that of one batch's hidden states, whatever N is."""
     sentences = list(sentences)
     if len(sentences) < 2:
         raise InputError("give at least two sentences that contain the word")
     tok = bundle.tokenizer
     P = bundle.config.max_position_embeddings
     positions = [find_word(tok, s, word, P) for s in sentences]
-    encs = [tok.encode(s, max_length=P) for s in sentences]
-    ids, types, mask = _pad(encs, tok.pad_id)
-    with torch.inference_mode():
-        out = bundle.model.bert(ids, types, mask, output_hidden_states=True)
-    hs = torch.stack(out.hidden_states)                                   # (L+1, N, T, C)
-    idx = torch.tensor(positions)
-    return hs[:, torch.arange(len(sentences)), idx].float().numpy()       # (L+1, N, C)
+    parts = []
+    for i in range(0, len(sentences), max(1, batch_size)):
+        encs = [tok.encode(s, max_length=P) for s in sentences[i:i + batch_size]]
+        ids, types, mask = _pad(encs, tok.pad_id)
+        with torch.inference_mode():
+            out = bundle.model.bert(ids, types, mask, output_hidden_states=True)
+        idx = torch.tensor(positions[i:i + batch_size])
+        parts.append(torch.stack([h[torch.arange(len(encs)), idx] for h in out.hidden_states]))  # (L+1, B, C)
+        del out
+    return torch.cat(parts, 1).float().numpy()                            # (L+1, N, C)
 
 
 def pca_2d(vectors) -> np.ndarray:

@@ -25,6 +25,11 @@ cleaning, and so we, drop; next to an [UNK] word they make Rust's [UNK] span wid
 
 Speed: a plain-ASCII segment takes a regex fast path; WordPiece results are cached per basic token, and the
 normalisation of non-ASCII words is cached per word. The caches only memoise pure functions.
+A truncating ``encode`` reads the text lazily and stops a fixed number of pieces past ``max_length``,
+so a pasted megabyte costs milliseconds; a whitespace word longer than 256 characters is cut before an
+ASCII punctuation character where that changes no token (its memory stays bounded). The one visible
+effect: in such a word, when NFC composition defeats the per-character alignment (a cased model, a
+decomposed accent), the cluster alignment below applies to that part only, not to the whole word.
 
 Pure Python: only the standard library (``re``, ``unicodedata``) is imported.
 """
@@ -52,6 +57,23 @@ __all__ = [
 SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]")
 MAX_INPUT_CHARS_PER_WORD = 100
 _CACHE_LIMIT = 500_000  # entries per cache; cleared when exceeded (memory bound for long-running apps)
+_CACHE_WORD_CHARS = 200  # longer words are not cached (rare, and they would hold their memory)
+
+# Lazy encoding (``encode`` with truncation): the text is read in windows of about _WINDOW characters,
+# each ending after an ASCII whitespace (a word boundary on every path, never inside a special token),
+# and reading stops _COUNT_AHEAD pieces past what ``max_length`` keeps: enough to count what was cut
+# exactly for any text up to that length, and constant time and memory for a longer paste.
+_WINDOW = 4096
+_COUNT_AHEAD = 10_000
+_ASCII_WS = re.compile(r"[ \t\n\r]")
+# A whitespace word longer than _LONG_WORD kept characters is cut before one of these (ASCII
+# punctuation: stable under NFC/NFD and lower-casing, a basic token of its own; never "[", so neither
+# part can be a special token). Cutting changes no token; it bounds the memory of a long word.
+# ' . : ^ ` are case-ignorable (str.lower() looks past them for a final sigma), so they cut a
+# lower-cased word only when it has no capital sigma.
+_LONG_WORD = 256
+_CUT_BEFORE = frozenset("!\"#$%&()*+,-/;<=>?@\\]_{|}~")
+_CUT_BEFORE_NO_SIGMA = _CUT_BEFORE | frozenset("'.:^`")
 
 
 from .errors import TokenizerError  # noqa: E402  (typed error shared by bert/)
@@ -152,6 +174,17 @@ _ASCII_TOKEN = re.compile(r"[A-Za-z0-9]+|[^A-Za-z0-9 \t\n\r]")
 BasicToken = tuple  # (str, int, int, tuple[tuple[int, int], ...] | None)
 
 
+def _windows(text: str):
+    """(start, chunk): ``text`` in pieces of about _WINDOW characters, each ending after an ASCII
+    whitespace (or at the end), read lazily. A short text is one chunk, the text itself."""
+    n, pos = len(text), 0
+    while pos < n:
+        m = _ASCII_WS.search(text, pos + _WINDOW) if n - pos > _WINDOW else None
+        end = m.end() if m else n
+        yield pos, (text if pos == 0 and end == n else text[pos:end])
+        pos = end
+
+
 class BasicTokenizer:
     """Cleaning, CJK splitting, lower-casing + accent stripping, punctuation splitting, with offsets.
 
@@ -210,9 +243,13 @@ class BasicTokenizer:
                 self._segment(seg, base, out)
         return out
 
-    def _segment(self, seg: str, base: int, out: list) -> None:
-        """General (Unicode) path for one segment without special tokens."""
+    def _segment(self, seg: str, base: int, out: list, stop: int | None = None) -> None:
+        """General (Unicode) path for one segment without special tokens.
+
+        With ``stop``, returns once ``out`` holds at least ``stop`` basic tokens (the rest unread).
+        """
         cls_get = _CHAR_CLASS.get
+        cut = _CUT_BEFORE_NO_SIGMA if not self.do_lower_case or "\u03a3" not in seg else _CUT_BEFORE
         chars: list[str] = []
         idx: list[int] = []
         for i, c in enumerate(seg):
@@ -220,6 +257,12 @@ class BasicTokenizer:
             if k is None:
                 k = _classify(c)
             if k == _KEEP:
+                if len(chars) >= _LONG_WORD and c in cut:  # a long word: cut it here (see _CUT_BEFORE)
+                    self._word(chars, idx, base, out)
+                    chars = []
+                    idx = []
+                    if stop is not None and len(out) >= stop:
+                        return
                 chars.append(c)
                 idx.append(i)
             elif k != _DROP:  # whitespace or CJK: a word boundary
@@ -229,6 +272,8 @@ class BasicTokenizer:
                     idx = []
                 if k == _CJK:
                     self._word([c], [i], base, out)
+                if stop is not None and len(out) >= stop:
+                    return
         if chars:
             self._word(chars, idx, base, out)
 
@@ -238,9 +283,10 @@ class BasicTokenizer:
         ents = self._word_cache.get(w)
         if ents is None:
             ents = self._normalize_word(w)
-            if len(self._word_cache) > _CACHE_LIMIT:
-                self._word_cache.clear()
-            self._word_cache[w] = ents
+            if len(w) <= _CACHE_WORD_CHARS:
+                if len(self._word_cache) > _CACHE_LIMIT:
+                    self._word_cache.clear()
+                self._word_cache[w] = ents
         contiguous = idx[-1] - idx[0] == len(idx) - 1
         for text, k0, k1, kspans in ents:
             if kspans is None:
@@ -377,9 +423,10 @@ class WordPiece:
         r = self._cache.get(word)
         if r is None:
             r = self._pieces(word)
-            if len(self._cache) > _CACHE_LIMIT:
-                self._cache.clear()
-            self._cache[word] = r
+            if len(word) <= _CACHE_WORD_CHARS:
+                if len(self._cache) > _CACHE_LIMIT:
+                    self._cache.clear()
+                self._cache[word] = r
         return r
 
     def _pieces(self, word: str) -> tuple:
@@ -461,7 +508,8 @@ class Encoding:
                       the token came from, None for added special tokens; pieces of one word share it
     attention_mask    all 1 (no padding in a single encoding)
     special_tokens_mask 1 for added [CLS]/[SEP], else 0 (a "[MASK]" typed in the text counts as text)
-    truncated, num_truncated  whether tokens were dropped to fit max_length, and how many
+    truncated, num_truncated  whether tokens were dropped to fit max_length, and how many (counted up to
+                      10,000 past max_length; a lower bound for a longer text, see Tokenizer.encode)
     """
 
     ids: list[int] = field(default_factory=list)
@@ -649,8 +697,12 @@ class Tokenizer:
             raise TokenizerError(f"{name} must be a str, not {type(text).__name__}")
         return text
 
-    def _encode_text(self, text: str):
-        """ids, tokens, offsets, word_ids of one text (no added special tokens)."""
+    def _encode_text(self, text: str, limit: int | None = None):
+        """ids, tokens, offsets, word_ids of one text (no added special tokens).
+
+        With ``limit``, reading stops once at least ``limit`` pieces are out (a word is never split):
+        the result is then the first pieces of the text, at least ``limit`` of them.
+        """
         ids: list[int] = []
         toks: list[str] = []
         offs: list[tuple[int, int]] = []
@@ -661,62 +713,69 @@ class Tokenizer:
         basic = self.basic
         lower = basic.do_lower_case
         w = 0
-        for is_special, seg, base in basic.split_specials(text):
-            if is_special:
-                ids.append(self.vocab[seg])
-                toks.append(seg)
-                offs.append((base, base + len(seg)))
-                wids.append(w)
-                w += 1
-            elif seg.isascii() and not _ASCII_CTRL.search(seg):
-                # Fast path, fused: normalisation is only lower(), offsets are identity.
-                if lower:
-                    seg = seg.lower()
-                ms = list(_ASCII_TOKEN.finditer(seg))
-                words = [m.group() for m in ms]
-                whole = [vocab_get(x) for x in words]
-                if None not in whole:  # every word is one vocab entry: tokens are the words themselves
-                    ids += whole
-                    toks += words
-                    offs += [m.span() for m in ms] if base == 0 else [(base + m.start(), base + m.end()) for m in ms]
-                    wids += range(w, w + len(words))
-                    w += len(words)
-                    continue
-                for m in ms:
-                    word = m.group()
-                    p = wp_cache.get(word)
-                    if p is None:
-                        p = wp(word)
-                    s = base + m.start()
-                    if len(p) == 1:
-                        q = p[0]
-                        ids.append(q[1])
-                        toks.append(q[0])
-                        offs.append((s, s + len(word)))
-                        wids.append(w)
-                    else:
+        for w0, chunk in _windows(text):
+            for is_special, seg, base in basic.split_specials(chunk):
+                if limit is not None and len(ids) >= limit:
+                    return ids, toks, offs, wids
+                base += w0
+                if is_special:
+                    ids.append(self.vocab[seg])
+                    toks.append(seg)
+                    offs.append((base, base + len(seg)))
+                    wids.append(w)
+                    w += 1
+                elif seg.isascii() and not _ASCII_CTRL.search(seg):
+                    # Fast path: normalisation is only lower(), offsets are identity.
+                    if lower:
+                        seg = seg.lower()
+                    if len(seg) <= 2 * _WINDOW:  # fused: every word one vocab entry -> tokens are words
+                        ms = list(_ASCII_TOKEN.finditer(seg))
+                        words = [m.group() for m in ms]
+                        whole = [vocab_get(x) for x in words]
+                        if None not in whole:
+                            ids += whole
+                            toks += words
+                            offs += [m.span() for m in ms] if base == 0 else [(base + m.start(), base + m.end()) for m in ms]
+                            wids += range(w, w + len(words))
+                            w += len(words)
+                            continue
+                    for m in _ASCII_TOKEN.finditer(seg):  # lazy: a long segment without whitespace
+                        if limit is not None and len(ids) >= limit:
+                            break
+                        word = m.group()
+                        p = wp_cache.get(word)
+                        if p is None:
+                            p = wp(word)
+                        s = base + m.start()
+                        if len(p) == 1:
+                            q = p[0]
+                            ids.append(q[1])
+                            toks.append(q[0])
+                            offs.append((s, s + len(word)))
+                            wids.append(w)
+                        else:
+                            for q in p:
+                                ids.append(q[1])
+                                toks.append(q[0])
+                                offs.append((s + q[2], s + q[3]))
+                                wids.append(w)
+                        w += 1
+                else:
+                    btoks: list = []
+                    basic._segment(seg, base, btoks, None if limit is None else limit - len(ids))
+                    for word, s, e, spans in btoks:
+                        p = wp_cache.get(word)
+                        if p is None:
+                            p = wp(word)
                         for q in p:
                             ids.append(q[1])
                             toks.append(q[0])
-                            offs.append((s + q[2], s + q[3]))
+                            if spans is None:
+                                offs.append((s + q[2], s + q[3]))
+                            else:
+                                offs.append((spans[q[2]][0], spans[q[3] - 1][1]))
                             wids.append(w)
-                    w += 1
-            else:
-                btoks: list = []
-                basic._segment(seg, base, btoks)
-                for word, s, e, spans in btoks:
-                    p = wp_cache.get(word)
-                    if p is None:
-                        p = wp(word)
-                    for q in p:
-                        ids.append(q[1])
-                        toks.append(q[0])
-                        if spans is None:
-                            offs.append((s + q[2], s + q[3]))
-                        else:
-                            offs.append((spans[q[2]][0], spans[q[3] - 1][1]))
-                        wids.append(w)
-                    w += 1
+                        w += 1
         return ids, toks, offs, wids
 
     def encode(
@@ -731,7 +790,9 @@ class Tokenizer:
 
         Truncation (when ``truncation`` and the total exceeds ``max_length``, specials included) is
         transformers' "longest_first": tokens are dropped from the end of the longer sequence one at a
-        time, from B when both are equally long. ``max_length=None`` means no limit.
+        time, from B when both are equally long. ``max_length=None`` means no limit. A truncated text
+        is read only up to 10,000 pieces past ``max_length``: a long paste costs no more than that,
+        and ``num_truncated`` is exact below it and a lower bound above.
         """
         self._check_text(text_a, "text_a")
         if text_b is not None:
@@ -744,8 +805,11 @@ class Tokenizer:
                 raise TokenizerError(
                     f"max_length={max_length} leaves no room: {n_special} special tokens are needed"
                 )
-        a = self._encode_text(text_a)
-        b = self._encode_text(text_b) if text_b is not None else None
+        # With truncation, read each text only COUNT_AHEAD pieces past the budget: the kept lengths
+        # depend on each text's length only up to budget + 1 (checked in tests), so they are exact.
+        limit = max_length - n_special + _COUNT_AHEAD if truncation and max_length is not None else None
+        a = self._encode_text(text_a, limit)
+        b = self._encode_text(text_b, limit) if text_b is not None else None
         la = len(a[0])
         lb = len(b[0]) if b is not None else 0
         removed = 0

@@ -1,9 +1,11 @@
 """Head ablation: switch attention heads off and watch the prediction change."""
+from itertools import islice
+
 import pandas as pd
 import streamlit as st
 
 import app
-from app import analysis_plots as ap, state
+from app import analysis_plots as ap, widgets
 from app.analysis_cache import class_probs, importance, mlm_topk, off_key
 from app.errors import show_errors
 from app.helpers import clean_text, md_escape, mlm_untrained
@@ -29,12 +31,18 @@ def _set_off(off) -> None:
 
 
 def _on_edit(grid_key: str, L: int, H: int) -> None:
-    """Apply the grid's edits ({row: {"H3": False}}) to the stored list of switched-off heads."""
+    """Apply the grid's edits ({row: {"H3": False}}) to the stored list of switched-off heads.
+
+    The grid has a fixed L x H shape; an edit outside it, or not a tick, is ignored."""
     off = {tuple(p) for p in st.session_state.get(OFF, [])}
-    for row, cols in st.session_state[grid_key].get("edited_rows", {}).items():
-        for col, on in cols.items():
-            pair = (int(row), int(col[1:]) - 1)
-            if pair[0] < L and pair[1] < H:
+    edits = (st.session_state.get(grid_key) or {}).get("edited_rows") or {}
+    for row, cols in islice(edits.items(), L):
+        for col, on in islice((cols if isinstance(cols, dict) else {}).items(), H):
+            try:
+                pair = (int(row), int(str(col)[1:]) - 1)
+            except ValueError:
+                continue
+            if 0 <= pair[0] < L and 0 <= pair[1] < H and isinstance(on, bool):
                 (off.discard if on else off.add)(pair)
     _set_off(off)
 
@@ -44,13 +52,13 @@ with show_errors("the ablation"):
     b = model.bundle
     L, H = b.config.num_hidden_layers, b.config.num_attention_heads
     if b.is_classifier:
-        text, _ = state.sentence_inputs(pair=False, label_a="A text to classify")
+        text, _ = widgets.sentence_inputs(pair=False, label_a="A text to classify")
     else:
         if mlm_untrained(b.notes):
             st.warning("This model's masked-word head is untrained (freshly initialised): the guesses "
                        "are random, so switching heads off changes noise. Pick a model with a trained "
                        "head when one is available.", icon=":material/warning:")
-        text = state.mlm_input()
+        text = widgets.mlm_input()
     text = clean_text(text, "the text")
     off = off_key(p for p in st.session_state.get(OFF, []) if p[0] < L and p[1] < H)
     imp = importance(model.key, text, b)

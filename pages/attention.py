@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import app
-from app import plots, state
+from app import plots, widgets
 from app.errors import show_errors
 from app.widgets import index_slider
 from app.helpers import attention_walkthrough, hide_specials, token_labels
@@ -23,7 +23,7 @@ st.markdown(
     "and add up to 1. A layer has several **heads**, each with its own weights, so one head can "
     "follow grammar while another links a pronoun to its noun."
 )
-text_a, text_b = state.sentence_inputs(pair=True)
+text_a, text_b = widgets.sentence_inputs(pair=True)
 
 
 @st.cache_resource(max_entries=24, ttl=3600, show_spinner="Building the bertviz view…")

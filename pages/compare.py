@@ -8,8 +8,8 @@ import app
 from app import analysis_plots as ap, plots, state
 from app.analysis_cache import FOLDER, SNAPSHOTS, attentions, model_for, model_options, option_label, outputs, word_map
 from app.errors import show_errors
-from app.widgets import index_slider
-from app.helpers import clean_text, md_escape
+from app.widgets import PATH_CHARS, SENTENCE_CHARS, TABLE_ROWS, WORD_CHARS, cap_help, index_slider, mlm_input
+from app.helpers import clean_text, md_escape, sense_rows
 from app.resources import current_model
 from app.snapshots import VIEW_REQUEST
 from bert import InputError
@@ -32,7 +32,8 @@ def _picker(col, which: str, default: str):
     if st.session_state.get(key) not in options:
         st.session_state[key] = default if default in options else options[0]
     choice = col.selectbox(f"Model {which}", options, key=key, format_func=option_label)
-    folder = col.text_input(f"Folder of model {which}", key=f"cmp_folder_{which}") if choice == FOLDER else ""
+    folder = (col.text_input(f"Folder of model {which}", key=f"cmp_folder_{which}", max_chars=PATH_CHARS,
+                             help=cap_help(PATH_CHARS)) if choice == FOLDER else "")
     return model_for(choice, folder)
 
 
@@ -58,7 +59,7 @@ if view == VIEWS[0]:
     with show_errors("model B"):
         others = [o for o in model_options() if o not in (cur, FOLDER)]
         models["B"] = _picker(cols[1], "B", others[-1] if others else cur)
-    text = state.mlm_input("Sentence (put [MASK] in it to compare masked-word guesses)")
+    text = mlm_input("Sentence (put [MASK] in it to compare masked-word guesses)")
     if len(models) == 2:
         with show_errors("the comparison"):
             text = clean_text(text, "the sentence")
@@ -111,15 +112,22 @@ elif view == VIEWS[1]:
     with show_errors("the embedding map"):
         model = current_model()
         L = model.bundle.config.num_hidden_layers
-        word = st.text_input("The shared word", value=word0, key="sense_word")
+        word = st.text_input("The shared word", value=word0, key="sense_word", max_chars=WORD_CHARS,
+                             help=cap_help(WORD_CHARS))
         table = st.data_editor(pd.DataFrame({"sentence": sents0, "sense": senses0}), num_rows="dynamic",
                                width="stretch", key="sense_table",
-                               column_config={"sentence": st.column_config.TextColumn(width="large"),
-                                              "sense": st.column_config.TextColumn(width="small")})
-        table = table.fillna("")
-        rows = [(str(s).strip(), str(g).strip()) for s, g in zip(table["sentence"], table["sense"]) if str(s).strip()]
-        sents, senses = tuple(s for s, _ in rows), [g for _, g in rows]
-        res = word_map(model.key, sents, clean_text(word, "the shared word"), model.bundle)
+                               column_config={"sentence": st.column_config.TextColumn(
+                                                  width="large", max_chars=SENTENCE_CHARS,
+                                                  help=cap_help(SENTENCE_CHARS, "A sentence with the word.")),
+                                              "sense": st.column_config.TextColumn(
+                                                  width="small", max_chars=WORD_CHARS,
+                                                  help=cap_help(WORD_CHARS, "Its sense, e.g. river or money."))})
+        st.caption(f"Up to {TABLE_ROWS} sentences; add or delete rows at the bottom of the table.")
+        sents, senses, dropped = sense_rows(table, TABLE_ROWS, SENTENCE_CHARS, WORD_CHARS)
+        if dropped:
+            st.warning(f"The table holds at most {TABLE_ROWS} sentences: the last {dropped} row(s) "
+                       "are left out. Delete some rows to bring others in.", icon=":material/content_cut:")
+        res = word_map(model.key, tuple(sents), clean_text(word, "the shared word"), model.bundle)
         layer = st.slider("Layer (0 = embeddings)", 0, L, L, key=f"sense_layer_{L}")
         st.plotly_chart(ap.sense_scatter(res["coords"][layer], senses, sents, word, layer), width="stretch",
                         key="sense_map")

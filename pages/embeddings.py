@@ -3,10 +3,11 @@ import numpy as np
 import streamlit as st
 
 import app
-from app import plots, state
+from app import plots, state, widgets
 from app.errors import show_errors
 from app.helpers import BANK_SENTENCES, cosine
 from app.resources import analyze, current_model, position_table, same_word, word_order
+from app.widgets import SENTENCE_CHARS, WORD_CHARS, cap_help
 from bert import BertExplorerError, InputError
 
 app.run_through_entry()   # before anything else: see app/__init__.py
@@ -20,7 +21,7 @@ st.markdown(
     "one for its **position** (slot 0, 1, 2, …). The sum is normalised (LayerNorm) and handed to "
     "the first encoder layer."
 )
-text_a, text_b = state.sentence_inputs(pair=True)
+text_a, text_b = widgets.sentence_inputs(pair=True)
 
 st.subheader("The three parts, their sum and the LayerNorm output")
 with show_errors("the embedding parts"):
@@ -116,9 +117,11 @@ st.markdown("A word's starting vector is the same everywhere it appears. After a
 with show_errors("the context demo"):
     model = current_model()
     c = st.columns(3)
-    sents = tuple(c[i].text_input(f"Context {i + 1}", BANK_SENTENCES[i], key=f"emb_ctx_{i}", max_chars=500)
+    sents = tuple(c[i].text_input(f"Context {i + 1}", BANK_SENTENCES[i], key=f"emb_ctx_{i}",
+                                  max_chars=SENTENCE_CHARS, help=cap_help(SENTENCE_CHARS))
                   for i in range(3))
-    word = st.text_input("Word to follow", "bank", key="emb_ctx_word", max_chars=50)
+    word = st.text_input("Word to follow", "bank", key="emb_ctx_word", max_chars=WORD_CHARS,
+                         help=cap_help(WORD_CHARS))
     res = same_word(model.key, sents, word, model.bundle)
     series = {f"context {i + 1} vs {j + 1}": v for (i, j), v in res["pairs"].items()}
     st.plotly_chart(plots.layer_similarity(series, title=f"cosine similarity of “{res['word']}” by layer"),

@@ -4,7 +4,7 @@ import math
 import streamlit as st
 
 import app
-from app import analysis_plots as ap, state
+from app import analysis_plots as ap, widgets
 from app.analysis_cache import logit_lens, mlm_topk, saliency
 from app.errors import show_errors
 from app.helpers import clean_text, md_escape, mlm_untrained
@@ -44,7 +44,7 @@ with show_errors("the explanation"):
     model = current_model()
     b = model.bundle
     if b.is_classifier:
-        text, _ = state.sentence_inputs(pair=False, label_a="A text to classify")
+        text, _ = widgets.sentence_inputs(pair=False, label_a="A text to classify")
         text = clean_text(text, "the text")
         if view == VIEWS[1]:
             st.info("The logit lens reads the masked-word head at every layer, and this model is a "
@@ -60,7 +60,7 @@ with show_errors("the explanation"):
             st.warning("This model's masked-word head is untrained (freshly initialised), so its "
                        "guesses are random and these explanations explain noise. Pick a model with a "
                        "trained head when one is available.", icon=":material/warning:")
-        text = clean_text(state.mlm_input(), "the sentence")
+        text = clean_text(widgets.mlm_input(), "the sentence")
         preds = mlm_topk(model.key, text, K, (), b)
         n = len(preds.positions)
         m = 0

@@ -3,7 +3,7 @@ import pandas as pd
 import streamlit as st
 
 import app
-from app import analysis_plots as ap, state
+from app import analysis_plots as ap, widgets
 from app.analysis_cache import input_patterns, probe_patterns
 from app.errors import show_errors
 from app.helpers import md_escape
@@ -22,7 +22,7 @@ st.markdown(
     "name of its strongest habit, measured on your text or averaged over a dozen test sentences. "
     "Click a cell (or pick a head below) to see its numbers and open it on the Attention page."
 )
-text_a, text_b = state.sentence_inputs(pair=True)
+text_a, text_b = widgets.sentence_inputs(pair=True)
 
 
 def _pick_from_chart(chart_key: str, pick_key: str, L: int, H: int) -> None:

@@ -6,7 +6,7 @@ import zlib
 import streamlit as st
 
 import app
-from app import plots, state
+from app import plots, state, widgets
 from app.errors import show_errors
 from app.helpers import (RANDOM_SENTENCES, clean_text, count_masks, mask_words, mlm_untrained,
                          nsp_untrained)
@@ -23,7 +23,7 @@ st.markdown(
     "**Does B follow A?**: given two sentences, say whether the second really came next in the text "
     "or was picked at random."
 )
-text_a, text_b = state.sentence_inputs(pair=True)
+text_a, text_b = widgets.sentence_inputs(pair=True)
 
 
 def _random_b() -> None:
@@ -62,7 +62,7 @@ with show_errors("the masked-word predictions"):
         mode = st.radio("How to mask", ["Type [MASK] in a sentence", "Pick words of sentence A to mask"],
                         horizontal=True, key="mlm_mode")
         if mode.startswith("Type"):
-            text = state.mlm_input()
+            text = widgets.mlm_input()
         else:
             a = clean_text(text_a, "sentence A")
             words = b.tokenizer.words_with_offsets(a)[:300]

@@ -2,10 +2,11 @@
 import streamlit as st
 
 import app
-from app import state
+from app import widgets
 from app.errors import show_errors
 from app.helpers import clean_text, token_table, trace_table, vocab_facts, vocab_search, word_groups
 from app.resources import current_model, encode, max_tokens
+from app.widgets import WORD_CHARS, cap_help
 
 app.run_through_entry()   # before anything else: see app/__init__.py
 
@@ -17,7 +18,7 @@ st.markdown(
     "row of the embedding table the model will look up."
 )
 
-text_a, text_b = state.sentence_inputs(pair=True)
+text_a, text_b = widgets.sentence_inputs(pair=True)
 
 with show_errors("the tokens"):
     model = current_model()
@@ -84,7 +85,7 @@ with show_errors("the WordPiece trace"):
         words = list(dict.fromkeys(tok.basic_tokenize(text_a)))[:500]
     c1, c2 = st.columns(2)
     pick = c1.selectbox("A word from sentence A", ["unaffable"] + words, index=0)
-    own = c2.text_input("…or type any word", "", max_chars=200)
+    own = c2.text_input("…or type any word", "", max_chars=WORD_CHARS, help=cap_help(WORD_CHARS))
     word = (own or pick).strip()
     if word:
         basic = tok.basic_tokenize(word)
@@ -110,7 +111,7 @@ with show_errors("the vocabulary"):
     c2.metric("Continuation pieces (##)", f"{f['continuations']:,} ({f['continuation share']:.1%})",
               help="Pieces that can only follow another piece inside a word.")
     c3.metric("Unused slots", f"{f['unused slots']:,}")
-    q = st.text_input("Search the vocabulary", "play", max_chars=100)
+    q = st.text_input("Search the vocabulary", "play", max_chars=WORD_CHARS, help=cap_help(WORD_CHARS))
     hits = vocab_search(vocab, q)
     if q.strip() and hits.empty:
         st.info("No token contains that text.")
