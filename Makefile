@@ -17,8 +17,11 @@ $(VENV)/.app-installed: requirements.txt requirements-nodeps.txt | $(BIN)/python
 	$(BIN)/pip install -q --no-deps -r requirements-nodeps.txt
 	touch $@
 
-$(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.app-installed
+# The repository itself, editable and without re-resolving its dependencies (the lines above pin
+# them): scripts/ and `python -m benchmarks` then import bert, app and benchmarks from anywhere.
+$(VENV)/.dev-installed: requirements-dev.txt pyproject.toml $(VENV)/.app-installed
 	$(BIN)/pip install -q -r requirements-dev.txt
+	$(BIN)/pip install -q --no-deps -e .
 	touch $@
 
 setup: $(VENV)/.app-installed
@@ -42,7 +45,7 @@ test-fast: setup-dev
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
 bench: setup-dev
-	$(BIN)/python -m bert.bench
+	$(BIN)/python -m benchmarks
 
 clean:
 	rm -rf $(VENV) .cache tests/artifacts

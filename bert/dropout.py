@@ -1,7 +1,7 @@
 """Dropout that draws one random 64-bit number per four elements.
 
 torch's dropout draws one Bernoulli variate per element; on a CPU those draws are a large part of
-a training step's non-matmul time (`python -m bert.bench --profile`). Here every 64-bit random
+a training step's non-matmul time (`python -m benchmarks --profile`). Here every 64-bit random
 number is cut into four 16-bit ones, each compared with p * 2^16: a quarter of the draws, the
 same expectation (the rate is p rounded to a multiple of 1/65,536: 0.1 -> 0.100006) and the same
 seeding (torch's default generator, so `torch.manual_seed` makes it repeatable).

@@ -5,6 +5,9 @@
 Evaluates the run's last checkpoint on validation documents never trained on (15 % of word
 pieces replaced by [MASK]), records the exact command, data, steps, wall time and the curves'
 last values from the run's log, and writes fp16 weights (loading upcasts to fp32).
+
+It imports `bert` as an installed package: `make setup-dev` installs this repository in editable
+mode (`pip install -e .`), or run it as `PYTHONPATH=. python scripts/make_builtin.py ...`.
 """
 from __future__ import annotations
 
@@ -14,13 +17,11 @@ import shlex
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import bert
+from bert.data import MLMMasker, PretrainingDataset, token_counts, tokenize_corpus
+from bert.pretrain import PretrainArgs, evaluate, fixed_eval_batches, probe_predictions, training_split
 
-import bert  # noqa: E402
-from bert.data import MLMMasker, PretrainingDataset, token_counts, tokenize_corpus  # noqa: E402
-from bert.pretrain import (PretrainArgs, evaluate, fixed_eval_batches, probe_predictions,  # noqa: E402
-                           training_split)
+ROOT = Path(__file__).resolve().parent.parent
 
 PROBES = [
     "the capital of france is [MASK] .",

@@ -246,7 +246,6 @@ def test_model_parameters_matches_the_models():
 
 CHILD = """
 import re, sys, time
-sys.path.insert(0, {root!r})
 import bert
 {body}
 print("HWM_KB", re.search(r"VmHWM:\\s+(\\d+)", open("/proc/self/status").read()).group(1))
@@ -263,7 +262,7 @@ print("SECONDS", time.perf_counter() - t)
 
 
 def _child(body: str, *args) -> dict[str, str]:
-    out = subprocess.run([sys.executable, "-c", CHILD.format(root=str(ROOT), body=body), *args],
+    out = subprocess.run([sys.executable, "-c", CHILD.format(body=body), *args], cwd=ROOT,
                          capture_output=True, text=True, timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert out.returncode == 0, out.stderr[-2000:]
     return {line.split(" ", 1)[0]: line.split(" ", 1)[-1] for line in out.stdout.splitlines()}

@@ -1,4 +1,4 @@
-"""`python -m bert.bench` keeps working: its quick mode on a tiny config, in a subprocess.
+"""`python -m benchmarks` keeps working: its quick mode on a tiny config, in a subprocess.
 
 No time is asserted (the machine is shared); every row must be there with numbers and a ratio.
 """
@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bert import bench
+from benchmarks import cli, report
+from benchmarks.model_rows import generated_lines
+from benchmarks.timing import paired
 from bert.config import BertConfig
 from bert.flops import encoder_matmul_params, forward_flops, training_flops
 
@@ -22,14 +24,14 @@ pytest.importorskip("transformers")
 def test_tiny_quick_bench_has_every_row(tmp_path):
     out = tmp_path / "bench.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "bert.bench", "--tiny", "--quick", "--threads", "1", "--json", str(out)],
+        [sys.executable, "-m", "benchmarks", "--tiny", "--quick", "--threads", "1", "--json", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
     rows = {r["name"]: r for r in result["rows"]}
     skipped = {s["name"] for s in result["skipped"]}
-    assert set(rows) == set(bench.TINY_ROWS), (set(bench.TINY_ROWS) - set(rows), skipped)
-    assert skipped == set(bench.ALL_ROWS) - set(bench.TINY_ROWS)
+    assert set(rows) == set(report.TINY_ROWS), (set(report.TINY_ROWS) - set(rows), skipped)
+    assert skipped == set(report.ALL_ROWS) - set(report.TINY_ROWS)
     for name, r in rows.items():
         for key in ("ours", "theirs", "ratio"):
             assert isinstance(r[key], (int, float)) and math.isfinite(r[key]) and r[key] > 0, (name, key, r)
@@ -44,7 +46,7 @@ def test_tiny_quick_bench_has_every_row(tmp_path):
 
 def test_only_rejects_unknown_rows():
     with pytest.raises(SystemExit):
-        bench.main(["--only", "no-such-row"])
+        cli.main(["--only", "no-such-row"])
 
 
 def test_flops_formula_by_hand():
@@ -69,12 +71,12 @@ def test_flops_formula_by_hand():
 
 def test_paired_timing_alternates_and_takes_medians():
     calls = []
-    timing = bench.paired(lambda: calls.append("a"), lambda: calls.append("b"), repeats=4, warmup=1)
+    timing = paired(lambda: calls.append("a"), lambda: calls.append("b"), repeats=4, warmup=1)
     assert calls[:2] == ["a", "b"]                       # warm-up
     assert calls[2:] == ["a", "b", "b", "a", "a", "b", "b", "a"]
     assert timing.repeats == 4 and timing.ratio > 0
 
 
 def test_generated_lines_are_deterministic():
-    assert bench.generated_lines(20) == bench.generated_lines(20)
-    assert len(set(bench.generated_lines(200))) > 150
+    assert generated_lines(20) == generated_lines(20)
+    assert len(set(generated_lines(200))) > 150

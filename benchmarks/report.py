@@ -1,0 +1,93 @@
+"""The rows a run can have, one result row, its target, and the table printed or written."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ALL_ROWS = ([f"infer-{m}-{k}-{t}" for m in ("minilm", "base") for k in ("attn", "fast") for t in (32, 128)]
+            + ["finetune-step", "finetune-throughput", "finetune-gflops",
+               "pretrain-step", "pretrain-throughput", "pretrain-gflops", "tokenize",
+               "analysis-64", "bertviz-head-64", "bertviz-model-64",
+               "startup-health", "startup-home", "mem-app", "mem-load", "mem-finetune", "mem-pretrain"])
+TINY_ROWS = [r for r in ALL_ROWS if r not in ("startup-health", "startup-home", "mem-app")]
+
+
+@dataclass
+class Row:
+    name: str
+    what: str
+    unit: str
+    ours: float
+    theirs: float
+    ratio: float                       # ours / theirs (for timings: median of paired ratios)
+    better: str = "lower"              # which way is better, for ours and the ratio
+    target: str = ""                   # e.g. "ratio <= 0.8" or "ours <= 40 ms"
+    ok: bool | None = None
+    note: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def check(row: Row, limit: float, on: str = "ratio") -> Row:
+    """Give the row its target (`ratio <= limit`, or `ours <= limit unit`) and whether it is met."""
+    value = row.ratio if on == "ratio" else row.ours
+    row.ok = bool(value <= limit)
+    if on == "ratio":
+        row.target = f"ratio <= {limit:g}"
+    else:
+        row.target = f"ours <= {limit:g} {row.unit}"
+    return row
+
+
+def header(meta: dict) -> str:
+    load = meta["loadavg"]
+    return (f"BERT Explorer bench: ours vs transformers {meta['transformers']}, torch {meta['torch']}, "
+            f"{meta['threads']} thread(s) ({meta.get('threads_reason') or 'given'})\n"
+            f"CPU: {meta['cpu']}, {meta['cores']} cores, load average {load[0]:.1f} at start; "
+            f"fp32 matmul 1024^2: {meta['matmul_gflops_best']:.0f} GFLOP/s best, "
+            f"{meta['matmul_gflops_median']:.0f} median\n"
+            f"timings on the {meta.get('clock', 'wall')} clock; ratio = ours/theirs "
+            f"(timings: median of back-to-back paired ratios)\n"
+            f"  {'row':<22} {'ours':>10} {'theirs':>10} {'unit':<8} {'ratio':>7}  {'target':<18}  what / note")
+
+
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if x == 0 or abs(x) >= 100:
+        return f"{x:,.0f}"
+    if abs(x) >= 10:
+        return f"{x:.1f}"
+    return f"{x:.3g}"
+
+
+def format_row(r: Row) -> str:
+    mark = "" if r.ok is None else (" ✓" if r.ok else " ✗")
+    target = (r.target + mark) if r.target else ""
+    ratio = f"{r.ratio:.2f}x" if r.ratio is not None else "-"
+    text = f"  {r.name:<22} {_fmt(r.ours):>10} {_fmt(r.theirs):>10} {r.unit:<8} {ratio:>7}  {target:<18}  {r.what}"
+    if r.note:
+        text += f"\n  {'':<22} {'':>10} {'':>10} {'':<8} {'':>7}  {'':<18}  {r.note}"
+    return text
+
+
+def format_table(result: dict) -> str:
+    rows = [Row(**r) for r in result["rows"]]
+    lines = [header(result["meta"])] + [format_row(r) for r in rows]
+    lines += [f"  {s['name']:<22} skipped: {s['reason']}" for s in result["skipped"]]
+    misses = [r.name for r in rows if r.ok is False]
+    secs = result["meta"].get("section_seconds")
+    if secs:
+        lines.append("seconds per section: " + ", ".join(f"{k} {v:.0f}" for k, v in secs.items()))
+    lines.append(f"targets met: {sum(1 for r in rows if r.ok)}/{sum(1 for r in rows if r.ok is not None)}"
+                 + (f"; missed: {', '.join(misses)}" if misses else "")
+                 + f"; {result['meta']['seconds']:.0f} s")
+    return "\n".join(lines)
+
+
+def format_markdown(result: dict) -> str:
+    """The table as Markdown, for the README's Performance section."""
+    out = ["| row | what | ours | theirs | unit | ours/theirs | target |", "|---|---|---:|---:|---|---:|---|"]
+    for r in result["rows"]:
+        mark = "" if r["ok"] is None else (" ✓" if r["ok"] else " ✗")
+        out.append(f"| {r['name']} | {r['what']} | {_fmt(r['ours'])} | {_fmt(r['theirs'])} | {r['unit']} | "
+                   f"{r['ratio']:.2f} | {r['target']}{mark} |")
+    return "\n".join(out)
