@@ -1,8 +1,9 @@
-"""BERT Explorer's Streamlit side: state, cached resources, plots and the model picker.
+"""BERT Explorer's Streamlit side: state, the model picker, the cache, plots.
 
-Data flows one way: text -> bert.tokenizer -> bert.model (with the intermediates asked for)
--> app.plots -> page. `app.plots` and `app.helpers` never import streamlit, so they can be
-tested on their own.
+Data flows one way: text -> bert.tokenizer -> bert.model / bert.analysis (with the
+intermediates asked for) -> app.cache -> app.plots -> page. app.resources says which models a
+student may load; app.cache keeps what bert.analysis computes. `app.plots` and `app.helpers`
+never import streamlit, so they can be tested on their own.
 """
 
 

@@ -4,7 +4,6 @@ Dimension letters: T tokens, C hidden size, D head size, P positions, L layers, 
 """
 from __future__ import annotations
 
-import random
 import re
 
 import numpy as np
@@ -93,22 +92,6 @@ def mask_words(text: str, words: list[tuple[str, tuple[int, int]]], chosen: list
         last = e
     out.append(text[last:])
     return "".join(out)
-
-
-def shuffle_words(words: list[str], seed: int) -> tuple[list[str], list[int]]:
-    """A shuffled copy of `words` and the permutation used (new index -> old index).
-
-    When there are at least two different words the shuffle is never the identity.
-    """
-    order = list(range(len(words)))
-    rng = random.Random(seed)
-    if len(set(words)) < 2:
-        return list(words), order
-    for _ in range(100):
-        rng.shuffle(order)
-        if [words[i] for i in order] != list(words):
-            break
-    return [words[i] for i in order], order
 
 
 def card_summary(card: str, fallback: str = "") -> str:
@@ -232,37 +215,6 @@ def token_labels(tokens: list[str]) -> list[str]:
 
 
 # --- numbers ------------------------------------------------------------------------------------
-
-def pca_2d(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Project rows of x (N, C) onto their first two principal components.
-
-    Returns (coords (N, 2), explained variance ratio of the two components).
-    """
-    x = np.asarray(x, dtype=np.float64)
-    xc = x - x.mean(axis=0, keepdims=True)
-    _, s, vt = np.linalg.svd(xc, full_matrices=False)
-    coords = xc @ vt[:2].T                                   # (N, 2)
-    var = s ** 2
-    ratio = var[:2] / max(var.sum(), 1e-12)
-    if coords.shape[1] < 2:                                  # a 1-D input: pad with zeros
-        coords = np.pad(coords, ((0, 0), (0, 2 - coords.shape[1])))
-        ratio = np.pad(ratio, (0, 2 - ratio.shape[0]))
-    return coords.astype(np.float32), ratio.astype(np.float32)
-
-
-def cosine_matrix(x: np.ndarray) -> np.ndarray:
-    """(N, N) cosine similarities between the rows of x (N, C)."""
-    x = np.asarray(x, dtype=np.float32)
-    n = np.linalg.norm(x, axis=1, keepdims=True)
-    xn = x / np.maximum(n, 1e-12)
-    return (xn @ xn.T).astype(np.float32)
-
-
-def cosine(a: np.ndarray, b: np.ndarray) -> float:
-    a = np.asarray(a, dtype=np.float64).ravel()
-    b = np.asarray(b, dtype=np.float64).ravel()
-    return float(a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-12))
-
 
 def attention_walkthrough(q: np.ndarray, k: np.ndarray, v: np.ndarray, i: int) -> dict:
     """One query token through one head, with every number (q (T, D), k (T, D), v (T, D)).

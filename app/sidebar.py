@@ -10,11 +10,11 @@ import bert
 from bert.checkpoint import available_builtins, public_text
 
 from . import state
+from .cache import parameter_counts
 from .errors import show_errors
 from .helpers import card_summary, fmt_params, md_escape
-from .resources import current_model, load_model, parameter_counts
+from .resources import FOLDER, current_model, load_model
 
-FOLDER = "__folder__"
 log = logging.getLogger("bert_explorer")
 
 

@@ -17,7 +17,10 @@ import streamlit as st
 from bert.attention_snapshots import AttentionSnapshots
 
 from . import train_state as ts
-from .analysis_cache import SNAPSHOTS
+
+# st.session_state[SNAPSHOTS]: dict run name -> bert.attention_snapshots.AttentionSnapshots, filled
+# by a training page that records its probe sentence's attention (the Compare page replays them)
+SNAPSHOTS = "attention_snapshots"
 
 MAX_TOKENS = 32
 MAX_SNAPSHOTS = 100

@@ -6,7 +6,7 @@ import streamlit as st
 
 import app
 from app import analysis_plots as ap, widgets
-from app.analysis_cache import class_probs, importance, mlm_topk, off_key
+from app.cache import class_probs, importance, mlm_topk, off_key
 from app.errors import show_errors
 from app.helpers import clean_text, md_escape, mlm_untrained
 from app.resources import current_model

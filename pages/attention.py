@@ -5,10 +5,11 @@ import streamlit as st
 
 import app
 from app import plots, widgets
+from app.cache import analyze
 from app.errors import show_errors
 from app.widgets import index_slider
 from app.helpers import attention_walkthrough, hide_specials, token_labels
-from app.resources import analyze, current_model
+from app.resources import current_model
 
 app.run_through_entry()   # before anything else: see app/__init__.py
 

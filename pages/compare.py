@@ -6,12 +6,12 @@ import streamlit as st
 
 import app
 from app import analysis_plots as ap, plots, state
-from app.analysis_cache import FOLDER, SNAPSHOTS, attentions, model_for, model_options, option_label, outputs, word_map
+from app.cache import attentions, outputs, word_map
 from app.errors import show_errors
 from app.widgets import PATH_CHARS, SENTENCE_CHARS, TABLE_ROWS, WORD_CHARS, cap_help, index_slider, mlm_input
 from app.helpers import clean_text, md_escape, sense_rows
-from app.resources import current_model
-from app.snapshots import VIEW_REQUEST
+from app.resources import FOLDER, current_model, model_for, model_options, option_label
+from app.snapshots import SNAPSHOTS, VIEW_REQUEST
 from bert import InputError
 from bert.analysis import compare_attention, sense_examples, separation
 
@@ -129,10 +129,10 @@ elif view == VIEWS[1]:
                        "are left out. Delete some rows to bring others in.", icon=":material/content_cut:")
         res = word_map(model.key, tuple(sents), clean_text(word, "the shared word"), model.bundle)
         layer = st.slider("Layer (0 = embeddings)", 0, L, L, key=f"sense_layer_{L}")
-        st.plotly_chart(ap.sense_scatter(res["coords"][layer], senses, sents, word, layer), width="stretch",
+        st.plotly_chart(ap.sense_scatter(res.coords[layer], senses, sents, word, layer), width="stretch",
                         key="sense_map")
         if len(set(senses)) >= 2:
-            sep = separation(res["vectors"], senses)
+            sep = separation(res.vectors, senses)
             st.plotly_chart(ap.separation_line(sep, layer), width="stretch", key="sense_sep")
             st.caption("Separation is 1 when every sentence is much closer to those of its own sense "
                        "than to the others, 0 when the senses overlap (mean silhouette of cosine distances).")

@@ -5,10 +5,12 @@ import streamlit as st
 import app
 from app import plots, state, widgets
 from app.errors import show_errors
-from app.helpers import BANK_SENTENCES, cosine
-from app.resources import analyze, current_model, position_table, same_word, word_order
+from app.cache import analyze, position_table, same_word, word_order
+from app.helpers import BANK_SENTENCES
+from app.resources import current_model
 from app.widgets import SENTENCE_CHARS, WORD_CHARS, cap_help
 from bert import BertExplorerError, InputError
+from bert.analysis import cosine
 
 app.run_through_entry()   # before anything else: see app/__init__.py
 
@@ -59,8 +61,8 @@ with show_errors("the position table"):
     except BertExplorerError:
         used = None
     c1, c2 = st.columns(2)
-    c1.plotly_chart(plots.position_pca(pt["coords"], pt["ratio"], used=used), width="stretch", key="emb_pca")
-    c2.plotly_chart(plots.cosine_heatmap(pt["sim"], title="cosine similarity between positions",
+    c1.plotly_chart(plots.position_pca(pt.coords, pt.ratio, used=used), width="stretch", key="emb_pca")
+    c2.plotly_chart(plots.cosine_heatmap(pt.sim, title="cosine similarity between positions",
                                          axis_title="position"), width="stretch", key="emb_possim")
     st.caption("Neighbouring positions get similar vectors (the bright band along the diagonal), so "
                "the model can tell both where a token is and how far apart two tokens are. Red rings "
@@ -68,7 +70,7 @@ with show_errors("the position table"):
 
 with st.expander("Segment embeddings: sentence A vs B"):
     with show_errors("the segment embeddings"):
-        seg = pt["segments"]
+        seg = pt.segments
         if seg.shape[0] < 2:
             st.info("This model has a single segment type: it cannot mark sentence B.")
         else:
@@ -97,16 +99,16 @@ with show_errors("the word-order demo"):
         st.info(str(e))
         wo = None
     if wo is not None:
-        st.code("original: " + " ".join(wo["words"]) + "\nshuffled: " + " ".join(wo["shuffled"]),
+        st.code("original: " + " ".join(wo.words) + "\nshuffled: " + " ".join(wo.shuffled),
                 language=None, wrap_lines=True)
         c1, c2 = st.columns(2)
-        c1.plotly_chart(plots.layer_similarity({"same word, original vs shuffled (mean)": wo["per_layer"]},
+        c1.plotly_chart(plots.layer_similarity({"same word, original vs shuffled (mean)": wo.per_layer},
                                                title="how much each word's vector stays the same"),
                         width="stretch", key="emb_order_layers")
-        c2.plotly_chart(plots.values_bar(wo["words"], wo["per_word"], title="per word, last layer",
-                                         y_title="cosine similarity", range_y=[min(0, min(wo["per_word"])), 1]),
+        c2.plotly_chart(plots.values_bar(wo.words, wo.per_word, title="per word, last layer",
+                                         y_title="cosine similarity", range_y=[min(0, min(wo.per_word)), 1]),
                         width="stretch", key="emb_order_words")
-        st.caption(f"Mean sentence vectors (last layer): cosine {wo['sentence_cosine']:.3f}. At layer 0 the "
+        st.caption(f"Mean sentence vectors (last layer): cosine {wo.sentence_cosine:.3f}. At layer 0 the "
                    "token parts are identical and only the position parts differ; with every layer the "
                    "change spreads, because each word now has different neighbours at different distances.")
 
@@ -123,8 +125,8 @@ with show_errors("the context demo"):
     word = st.text_input("Word to follow", "bank", key="emb_ctx_word", max_chars=WORD_CHARS,
                          help=cap_help(WORD_CHARS))
     res = same_word(model.key, sents, word, model.bundle)
-    series = {f"context {i + 1} vs {j + 1}": v for (i, j), v in res["pairs"].items()}
-    st.plotly_chart(plots.layer_similarity(series, title=f"cosine similarity of “{res['word']}” by layer"),
+    series = {f"context {i + 1} vs {j + 1}": v for (i, j), v in res.pairs.items()}
+    st.plotly_chart(plots.layer_similarity(series, title=f"cosine similarity of “{res.word}” by layer"),
                     width="stretch", key="emb_ctx_plot")
     st.caption("Layer 0 is the embedding output: the only differences there come from position "
                "and segment. Higher layers mix in the context.")

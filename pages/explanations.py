@@ -5,7 +5,7 @@ import streamlit as st
 
 import app
 from app import analysis_plots as ap, widgets
-from app.analysis_cache import logit_lens, mlm_topk, saliency
+from app.cache import logit_lens, mlm_topk, saliency
 from app.errors import show_errors
 from app.helpers import clean_text, md_escape, mlm_untrained
 from app.resources import current_model

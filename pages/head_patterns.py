@@ -4,7 +4,7 @@ import streamlit as st
 
 import app
 from app import analysis_plots as ap, widgets
-from app.analysis_cache import input_patterns, probe_patterns
+from app.cache import input_patterns, probe_patterns
 from app.errors import show_errors
 from app.helpers import md_escape
 from app.resources import current_model

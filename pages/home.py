@@ -6,7 +6,8 @@ import app
 from app import plots
 from app.errors import show_errors
 from app.helpers import fmt_params
-from app.resources import current_model, parameter_counts
+from app.cache import parameter_counts
+from app.resources import current_model
 
 app.run_through_entry()   # before anything else: see app/__init__.py
 

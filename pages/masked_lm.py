@@ -10,7 +10,8 @@ from app import plots, state, widgets
 from app.errors import show_errors
 from app.helpers import (RANDOM_SENTENCES, clean_text, count_masks, mask_words, mlm_untrained,
                          nsp_untrained)
-from app.resources import current_model, mlm_predict, nsp_probability
+from app.cache import mlm_predict, nsp_probability
+from app.resources import current_model
 
 app.run_through_entry()   # before anything else: see app/__init__.py
 

@@ -12,8 +12,8 @@ import plotly.graph_objects as go
 import pytest
 
 from app import analysis_plots as ap
-from app.analysis_cache import head_mask, off_key
-from bert.analysis import LABELS
+from app.cache import off_key
+from bert.analysis import LABELS, head_mask
 
 rng = np.random.default_rng(0)
 L, H = 3, 4
@@ -298,7 +298,7 @@ def test_attention_snapshots_record_every_n_and_measure_change():
 
 
 def test_attention_over_training_view():
-    from app.analysis_cache import SNAPSHOTS
+    from app.snapshots import SNAPSHOTS
     a = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
     a.run()
     a.switch_page("pages/compare.py").run()

@@ -97,14 +97,14 @@ def test_tokenizer_and_model(bundle, name):
 
 def test_the_app_refuses_text_without_tokens(bundle):
     """Empty, blank and control-only input: an InputError with a message, not a model run."""
-    from app.resources import encode
+    from bert.analysis import encode
     for text in ("", "   ", "\x00\x01\u200b\u202e"):
         with pytest.raises(InputError, match="no tokens"):
             encode(bundle, text, None)
 
 
 def test_mlm_on_a_hundred_masks_and_typed_specials(bundle):
-    from app.resources import mlm_predict
+    from app.cache import mlm_predict
     res = mlm_predict.__wrapped__("builtin:minilm-l6", HOSTILE["hundred-masks"], 5, bundle)
     assert len(res["predictions"]) == 100
     assert all(len(p["tokens"]) == 5 and np.isfinite(p["probs"]).all() for p in res["predictions"])
@@ -261,7 +261,7 @@ def test_results_offer_escaped_csv_downloads(at):
 # ---- 4. the size-bounded analysis cache --------------------------------------------------------------
 
 def test_analysis_cache_is_bounded_by_bytes():
-    from app.resources import BudgetCache, nbytes
+    from app.cache import BudgetCache, nbytes
     c = BudgetCache(budget=10_000)
     big = np.zeros(1000, dtype=np.float32)          # 4,000 bytes
     for k in range(5):
@@ -278,7 +278,7 @@ def test_analysis_cache_is_bounded_by_bytes():
 
 def test_long_analysis_is_counted(bundle):
     """A 512-token analysis of the default model is tens of MB: the budget counts it."""
-    from app.resources import _analyze, nbytes
+    from app.cache import _analyze, nbytes
     an = _analyze.__wrapped__("builtin:minilm-l6", LONG, None, bundle)
     size = nbytes(an)
     assert an.n_tokens == 512 and 60 * 2 ** 20 < size < 200 * 2 ** 20

@@ -8,6 +8,7 @@ import pytest
 
 from app import helpers, plots
 from bert import BertConfig, InputError
+from bert.analysis import cosine_matrix, pca_plane, shuffle_words
 
 rng = np.random.default_rng(0)
 
@@ -76,11 +77,11 @@ def test_embedding_figures():
 def test_position_pca_has_one_point_per_position():
     P, C = 64, 32
     table = np.cumsum(rng.normal(size=(P, C)), axis=0)         # a smooth walk, like learned positions
-    coords, ratio = helpers.pca_2d(table)
+    coords, ratio = pca_plane(table)
     assert coords.shape == (P, 2) and 0 < ratio[0] <= 1 and ratio[0] >= ratio[1]
     fig = plots.position_pca(coords, ratio, used=10)
     assert len(fig.data[0].x) == P and len(fig.data[1].x) == 10
-    sim = helpers.cosine_matrix(table)
+    sim = cosine_matrix(table)
     assert sim.shape == (P, P)
     np.testing.assert_allclose(np.diag(sim), 1.0, atol=1e-5)
     assert np.asarray(plots.cosine_heatmap(sim).data[0].z).shape == (P, P)
@@ -138,7 +139,7 @@ def test_text_helpers():
     words = [("the", (0, 3)), ("cat", (4, 7)), ("sat", (8, 11))]
     assert helpers.mask_words("the cat sat", words, [1]) == "the [MASK] sat"
     assert helpers.mask_words("the cat sat", words, [0, 2]) == "[MASK] cat [MASK]"
-    shuffled, order = helpers.shuffle_words(["a", "b", "c", "d"], seed=3)
+    shuffled, order = shuffle_words(["a", "b", "c", "d"], seed=3)
     assert shuffled != ["a", "b", "c", "d"] and sorted(shuffled) == ["a", "b", "c", "d"]
     assert [["a", "b", "c", "d"][i] for i in order] == shuffled
     assert helpers.card_summary("---\nlicense: apache-2.0\n---\n# all-MiniLM-L6-v2\nText") == "all-MiniLM-L6-v2"

@@ -22,7 +22,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 import bert  # noqa: E402
 from app import state, train_plots  # noqa: E402
 from app import train_state as ts  # noqa: E402
-from app.analysis_cache import SNAPSHOTS  # noqa: E402
+from app.snapshots import SNAPSHOTS  # noqa: E402
 from app import training as tr  # noqa: E402
 from bert.config import BertConfig  # noqa: E402
 from bert.finetune import FinetuneArgs  # noqa: E402

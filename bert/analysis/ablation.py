@@ -1,0 +1,116 @@
+"""Head ablation: switch heads off and see the prediction change; rank heads by their effect.
+
+A switched-off head's output is zeroed before the attention output projection, so only the
+other heads (and the residual connection) carry information through that layer.
+
+Dimension letters: L layers, H heads, T tokens, C hidden size, V vocabulary, K classes.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .common import _encode, _run_layers, class_index, classifier_logits, mask_positions, token_id
+from .mlm import MLMPredictions, classifier_probs, mlm_topk
+
+
+def head_mask(L: int, H: int, off) -> np.ndarray:
+    """(L, H) of 1.0 (on) with 0.0 at every (layer, head) in `off`."""
+    m = np.ones((L, H), dtype=np.float32)
+    for l, h in off:
+        m[l, h] = 0.0
+    return m
+
+
+def ablate(bundle, text: str, head_mask, k: int = 5, text_b: str | None = None) -> MLMPredictions:
+    """Masked-word predictions with heads switched off: head_mask (L, H), 0 = off, 1 = on."""
+    return mlm_topk(bundle, text, k=k, head_mask=head_mask, text_b=text_b)
+
+
+def ablate_classifier(bundle, text: str, head_mask, text_b: str | None = None) -> np.ndarray:
+    """Class probabilities (K,) with heads switched off: head_mask (L, H), 0 = off, 1 = on."""
+    return classifier_probs(bundle, text, head_mask=head_mask, text_b=text_b)
+
+
+@dataclass
+class HeadImportance:
+    """Effect of switching each head off alone, on one prediction.
+
+    scores[l, h] = baseline - value with head (l, h) off: positive means the head helps the
+    prediction. For an MLM the value is the log-probability of the target word at the
+    position; for a classifier it is the probability of the target class.
+    """
+    scores: np.ndarray          # (L, H)
+    ablated: np.ndarray         # (L, H) the value with that head off
+    baseline: float             # the value with every head on
+    kind: str                   # "mlm" or "classifier"
+    target: str                 # word or class label
+    position: int               # token the prediction is read from
+    unit: str                   # "log-probability" or "probability"
+    seconds: float = 0.0
+
+    def ranking(self, n: int | None = None) -> list[tuple[int, int, float]]:
+        """(layer, head, score), most important first."""
+        flat = np.argsort(-self.scores, axis=None, kind="stable")
+        L, H = self.scores.shape
+        out = [(int(i // H), int(i % H), float(self.scores.flat[i])) for i in flat]
+        return out if n is None else out[:n]
+
+
+def _readout(bundle, enc, position):
+    """(kind, unit, position, value): value(h (B, T, C)) -> (B, V) log-probabilities of the
+    word at the [MASK], or (B, K) class probabilities for a classifier."""
+    model = bundle.model
+    if bundle.has_mlm:
+        pos = mask_positions(enc, bundle.tokenizer, position)[0]
+        return "mlm", "log-probability", pos, lambda h: torch.log_softmax(model.mlm(h[:, pos]).float(), -1)
+    return "classifier", "probability", 0, lambda h: torch.softmax(classifier_logits(model, h).float(), -1)
+
+
+def _ablated_values(bert_model, inputs, value, tgt: int, L: int, H: int) -> np.ndarray:
+    """(L, H): the target's value with each head alone switched off. The layers below the
+    ablated one are shared (`inputs[l]` is layer l's input); the H variants of one layer run as
+    one batch through the layers above."""
+    ablated = np.zeros((L, H))
+    for l in range(L):
+        outs = []
+        for h in range(H):
+            hm = torch.ones(H)
+            hm[h] = 0.0
+            y, _, _ = bert_model.layers[l](inputs[l], None, False, hm)
+            outs.append(y)
+        y = torch.cat(outs)                                                # (H, T, C)
+        y, _, _ = _run_layers(bert_model, y, range(l + 1, L))
+        ablated[l] = value(y)[:, tgt].numpy()
+    return ablated
+
+
+def head_importance(bundle, text: str, target: str | int | None = None,
+                    position: int | None = None, text_b: str | None = None) -> HeadImportance:
+    """Rank heads by how much the prediction drops when each one alone is switched off.
+
+    MLM models: the log-probability of `target` (default: the top prediction) at `position`
+    (default: the first [MASK]). Classifiers: the probability of class `target` (default: the
+    predicted class). L x H ablations, computed layer by layer.
+    """
+    t0 = time.perf_counter()
+    bert_model = bundle.model.bert
+    enc, ids, types = _encode(bundle, text, text_b)
+    L, H = bundle.config.num_hidden_layers, bundle.config.num_attention_heads
+    kind, unit, pos, value = _readout(bundle, enc, position)
+    with torch.inference_mode():
+        x, _ = bert_model.embeddings(ids, types)                          # (1, T, C)
+        final, states, _ = _run_layers(bert_model, x)
+        base = value(final)[0]
+        if target is None:
+            tgt = int(base.argmax())
+        else:
+            tgt = token_id(bundle.tokenizer, target) if kind == "mlm" else class_index(bundle, target)
+        ablated = _ablated_values(bert_model, [x] + states[:-1], value, tgt, L, H)
+    baseline = float(base[tgt])
+    label = (bundle.tokenizer.convert_ids_to_tokens(tgt) if kind == "mlm" else bundle.labels[tgt])
+    return HeadImportance(scores=baseline - ablated, ablated=ablated, baseline=baseline, kind=kind,
+                          target=label, position=pos, unit=unit, seconds=time.perf_counter() - t0)
