@@ -29,6 +29,7 @@ LATER_PAGES = [
     ("pages/explanations.py", "Explanations", ":material/insights:"),
     ("pages/ablation.py", "Head ablation", ":material/block:"),
     ("pages/compare.py", "Compare", ":material/compare:"),
+    ("pages/status.py", "Server status", ":material/monitor_heart:"),
 ]
 for path, title, icon in LATER_PAGES:
     if (ROOT / path).exists():

@@ -5,6 +5,12 @@ No `st.*` call happens here: a page's `@st.fragment(run_every=...)` calls `job.d
 `st.cache_resource`): at most `max_running` jobs train at once, the others wait in order.
 A job belongs to the session that started it; a job whose session stops polling (tab closed)
 is stopped after `heartbeat_timeout` seconds, and what it trained so far is kept.
+
+Caps (app/budget.py), each refused with a message (`LimitError`) before anything is allocated:
+at most `max_queue` jobs wait; a student (`student`: one browser, or one session) has at most one
+job running or waiting; a job trains at most `max_seconds`, then stops itself and keeps its best
+model. Why a job stopped is `job.stop_reason` (USER, TIME, SESSION), also on `job.stop_event.reason`
+so the job's function can see it (e.g. skip its report when nobody is left to read it).
 """
 from __future__ import annotations
 
@@ -19,7 +25,39 @@ from typing import Any, Callable, Iterator
 
 from bert.errors import BertExplorerError
 
+from . import budget
+from .budget import LimitError
+
 log = logging.getLogger(__name__)
+
+USER, TIME, SESSION = "user", "time", "session"     # why a job stopped
+KINDS = {"finetune": "fine-tuning", "pretrain": "pre-training"}
+
+
+def stop_message(reason: str | None, max_seconds: float | None = None) -> str:
+    """What the page says about a job that stopped early."""
+    if reason == TIME:
+        minutes = f"{(max_seconds or budget.max_job_seconds()) / 60:g}"
+        return (f"Stopped at this server's limit of {minutes} minutes per job; the best model so far "
+                f"is kept.")
+    if reason == SESSION:
+        return "Stopped because its browser tab was closed; the model trained so far is kept."
+    return "Stopped early: the best model so far is kept."
+
+
+class StopEvent(threading.Event):
+    """A threading.Event that also says why it was set; `hurry` when nobody is left to see the
+    end (the tab was closed): bert.finetune then skips its last scoring."""
+    reason: str | None = None
+
+    @property
+    def hurry(self) -> bool:
+        return self.reason == SESSION
+
+    def stop(self, reason: str = USER) -> None:
+        if not self.is_set():
+            self.reason = reason
+        self.set()
 
 JobFn = Callable[[threading.Event], Iterator[dict]]
 _ids = itertools.count(1)
@@ -36,8 +74,10 @@ def default_max_running() -> int:
 class Job:
     owner: str
     kind: str
-    fn: JobFn
+    fn: JobFn | None
     title: str = ""
+    student: str = ""                 # who may have only one active job (default: the owner)
+    max_seconds: float | None = None  # training time cap; then it stops itself (TIME)
     id: int = field(default_factory=lambda: next(_ids))
     status: str = "queued"            # queued, running, done, stopped, error
     error: str | None = None
@@ -47,7 +87,8 @@ class Job:
     started: float | None = None
     finished: float | None = None
     last_seen: float = field(default_factory=time.time)
-    stop_event: threading.Event = field(default_factory=threading.Event)
+    stop_event: StopEvent = field(default_factory=StopEvent)
+    info: dict = field(default_factory=dict)
     _queue: queue.Queue = field(default_factory=queue.Queue)
     _thread: threading.Thread | None = None
 
@@ -55,9 +96,18 @@ class Job:
     def active(self) -> bool:
         return self.status in ("queued", "running")
 
-    def stop(self) -> None:
-        """Ask the job to stop; it keeps the best model so far. Safe to call twice."""
-        self.stop_event.set()
+    @property
+    def stop_reason(self) -> str | None:
+        return self.stop_event.reason if self.stop_event.is_set() else None
+
+    def stop(self, reason: str = USER) -> None:
+        """Ask the job to stop; it keeps the best model so far. Safe to call twice (the first
+        reason is kept)."""
+        self.stop_event.stop(reason)
+
+    def over_time(self, now: float | None = None) -> bool:
+        return bool(self.max_seconds and self.started and self.status == "running"
+                    and (now or time.time()) - self.started > self.max_seconds)
 
     def heartbeat(self) -> None:
         self.last_seen = time.time()
@@ -77,6 +127,8 @@ class Job:
         self.status, self.started = "running", time.time()
         try:
             for m in self.fn(self.stop_event):
+                if self.over_time() and not self.stop_event.is_set():
+                    self.stop(TIME)
                 if "bundle" in m:
                     self.result = m["bundle"]
                     m = {k: v for k, v in m.items() if k != "bundle"}
@@ -93,28 +145,61 @@ class Job:
             log.exception("job %s failed", self.id)
             self.status, self.error = "error", f"unexpected error: {type(e).__name__}: {e}"
         finally:
+            self.fn = None                # its closure holds the data and the base model: free them
             self.finished = time.time()
             on_finish(self)
 
 
 class JobManager:
-    def __init__(self, max_running: int | None = None, heartbeat_timeout: float = 90.0):
+    def __init__(self, max_running: int | None = None, heartbeat_timeout: float = 90.0,
+                 max_queue: int | None = None, max_seconds: float | None = None):
         self.max_running = max_running or default_max_running()
         self.heartbeat_timeout = heartbeat_timeout
+        self.max_queue = max_queue or budget.max_queue()
+        self.max_seconds = max_seconds or budget.max_job_seconds()
         self._jobs: list[Job] = []
         self._lock = threading.Lock()
 
-    def submit(self, owner: str, kind: str, fn: JobFn, title: str = "") -> Job:
-        """Queue a job for `owner`. A session may have one active job per kind: a second Start
-        click returns the job already running instead of starting another."""
+    def submit(self, owner: str, kind: str, fn: JobFn, title: str = "", student: str | None = None) -> Job:
+        """Queue a job for `owner`. A second Start click (same owner and kind, still active) returns
+        the job already there. Raises LimitError when `student` (default: the owner) already has an
+        active job, or when the queue is full."""
+        student = student or owner
         with self._lock:
             for job in self._jobs:
                 if job.owner == owner and job.kind == kind and job.active:
                     return job
-            job = Job(owner=owner, kind=kind, fn=fn, title=title)
+            mine = next((j for j in self._jobs if j.student == student and j.active), None)
+            if mine is not None:
+                raise LimitError(self._one_job_message(mine, owner))
+            running = sum(1 for j in self._jobs if j.status == "running")
+            waiting = sum(1 for j in self._jobs if j.status == "queued" and not j.stop_event.is_set())
+            if running >= self.max_running and waiting >= self.max_queue:
+                raise LimitError(f"The server is busy: {waiting} jobs are already waiting for a free slot "
+                                 f"(at most {self.max_queue}). Try again in a few minutes.")
+            job = Job(owner=owner, kind=kind, fn=fn, title=title, student=student,
+                      max_seconds=self.max_seconds)
             self._jobs.append(job)
         self._schedule()
         return job
+
+    @staticmethod
+    def _one_job_message(job: Job, owner: str) -> str:
+        what = KINDS.get(job.kind, job.kind)
+        where = "" if job.owner == owner else " in another tab or window of this browser"
+        if job.stop_event.is_set():
+            return (f"Your {what} job{where} is stopping; start again in a few seconds.")
+        state = "waiting for a slot" if job.status == "queued" else "running"
+        return (f"You already have a {what} job {state}{where}: one job per student at a time. "
+                f"Stop it or let it finish first.")
+
+    def counts(self) -> dict:
+        """Jobs running and waiting, and the caps (for the status page)."""
+        with self._lock:
+            running = sum(1 for j in self._jobs if j.status == "running")
+            waiting = sum(1 for j in self._jobs if j.status == "queued")
+        return {"running": running, "queued": waiting, "max_running": self.max_running,
+                "max_queue": self.max_queue, "max_minutes": self.max_seconds / 60}
 
     def jobs_of(self, owner: str) -> list[Job]:
         with self._lock:
@@ -136,13 +221,18 @@ class JobManager:
             return [j for j in self._jobs if j.status == "running"]
 
     def reap(self, now: float | None = None) -> list[Job]:
-        """Stop jobs whose session stopped polling; drop them from the queue if not started."""
+        """Stop jobs whose session stopped polling (dropped from the queue if not started) and jobs
+        over their time cap (in case one step takes long: the job's thread checks it too)."""
         now = now or time.time()
         stopped = []
         with self._lock:
             for job in self._jobs:
+                if job.status == "queued" and job.stop_event.is_set():     # stopped while waiting:
+                    job.status, job.finished, job.fn = "stopped", now, None  # ends now, not at its turn
+                if job.over_time(now) and not job.stop_event.is_set():
+                    job.stop(TIME)
                 if job.active and now - job.last_seen > self.heartbeat_timeout:
-                    job.stop()
+                    job.stop(SESSION)
                     if job.status == "queued":
                         job.status, job.finished = "stopped", now
                     stopped.append(job)

@@ -18,3 +18,21 @@ def release_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):      # not glibc (macOS, musl): nothing to do
         pass
+
+
+def server_memory() -> dict[str, int]:
+    """This process's memory in bytes: "rss" now and "peak" (VmHWM), from /proc; elsewhere the
+    peak from getrusage for both."""
+    out = {}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(("VmRSS:", "VmHWM:")):
+                    out["rss" if line.startswith("VmRSS") else "peak"] = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    if len(out) < 2:
+        import resource
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        out = {"rss": out.get("rss", peak), "peak": out.get("peak", peak)}
+    return out

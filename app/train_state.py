@@ -4,7 +4,9 @@ What a session made must survive reruns and page switches, so nothing here lives
 widget: an uploaded file's bytes are copied under FT_UPLOAD / PT_UPLOAD when it arrives
 (Streamlit forgets a file_uploader's value when another page runs), and a finished job's model,
 metrics and report are moved into FT_RESULTS / PT_RESULTS (the server-side job is then
-forgotten, so the only copy is this session's).
+forgotten, so the session's copy is the one in memory; the run is also saved on disk under its
+run code, app/runs_store.py). Once a job has started, the uploaded bytes and parsed copies are
+dropped (`app.training.free_uploads`): the job holds what it needs.
 """
 from __future__ import annotations
 
@@ -23,8 +25,10 @@ PT_UPLOAD = "pt_upload"             # same for an uploaded pre-training .txt
 FT_PARSED = "ft_parsed"             # dict: (upload id, text col, label col) -> LabelledData | error
 FT_NOTICE = "ft_notice"             # str | None: a message to show once (e.g. "already running")
 PT_NOTICE = "pt_notice"
+FREED = "train_freed_uploads"       # dict upload key -> file name: uploads freed when their job started
+UPLOAD_GEN = "train_upload_gen"     # int: part of the upload widgets' keys; +1 resets them
 
-MAX_RESULTS = 3                     # finished models kept per page and session (memory)
+MAX_MODELS = 3                      # finished models a session keeps in memory, both pages together
 
 
 def init() -> None:
@@ -37,8 +41,14 @@ def init() -> None:
     for key in (FT_JOB, PT_JOB, FT_UPLOAD, FT_VAL_UPLOAD, PT_UPLOAD, FT_NOTICE, PT_NOTICE):
         if key not in ss:
             ss[key] = None
-    if FT_PARSED not in ss:
-        ss[FT_PARSED] = {}
+    for key in (FT_PARSED, FREED):
+        if key not in ss:
+            ss[key] = {}
+
+
+def upload_key(name: str) -> str:
+    """The key of an upload widget (changes when free_uploads resets them)."""
+    return f"{name}_{st.session_state.get(UPLOAD_GEN, 0)}"
 
 
 def owner() -> str:

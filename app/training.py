@@ -7,11 +7,24 @@ it is submitted and looked up with the session's owner id (app.train_state.owner
 session never lists or reaches another's jobs. The job functions below wrap the generators of
 bert/finetune.py and bert/pretrain.py; they run in the job's thread and call no `st.*`.
 
-Liveness. The page's `@st.fragment(run_every=1)` calls `job.heartbeat()`; besides, a watchdog
-thread of the manager heartbeats every job whose browser session is still connected (Streamlit's
-`Runtime.is_active_session`, documented thread-safe), so a job keeps training while its user
-looks at another page, and is stopped `heartbeat_timeout` seconds after the tab is closed. The
-watchdog also forgets finished jobs nobody came back for (their model is freed).
+Liveness. A watchdog thread of the manager looks every second at each job's browser session
+(Streamlit's `Runtime.is_active_session`, documented thread-safe; a closed tab's websocket closes
+and the session leaves the active ones at once): a connected session keeps its job alive while
+its user looks at another page; a job whose session has been gone `session_grace_s` (3 s: a
+network blip reconnects within it) is stopped, and its thread ends after the current step
+(at most ~3 s under the token cap, app/budget.py): the slot is free within 10 s. Without a
+runtime (tests, scripts) the page's `@st.fragment` heartbeats and `heartbeat_timeout` decides.
+The watchdog also forgets finished jobs nobody came back for (their model is freed) and runs
+the disk cleanup (app/runs_store.py) every `CLEANUP_EVERY_S`.
+
+Caps (app/budget.py) are checked before a job is queued: tokens per step and the memory estimate
+(`check_finetune` / `check_pretrain`), one active job per student (`student_key`: the browser, so
+two tabs count once), the queue length, and the time a job trains.
+
+Run codes. Each job gets a 6-character code when it is queued (shown while it trains and on its
+results). When it ends, for any reason (done, Stop, time cap, tab closed), its job function saves
+the model, card, curves and report under that code (app/runs_store.py, a day), so a refresh, a
+closed tab or a server restart loses nothing: "Reopen a run" on the page loads it back.
 
 Torch threads. A job trains with BERT_EXPLORER_JOB_THREADS torch threads (default 1: on a 2-core
 server one core trains, the other serves every session's inference). `torch.set_num_threads`
@@ -21,7 +34,8 @@ restores the previous value when it ends.
 
 Nothing a session made is lost on rerun: a finished job's model, curves and report are moved
 into st.session_state (`collect`), registered with app.state.add_user_model so the other pages
-can pick it, and the server-side job is forgotten.
+can pick it, and the server-side job is forgotten. A session keeps at most MAX_MODELS models
+(both pages together); the oldest is dropped from memory, and stays on disk under its code.
 """
 from __future__ import annotations
 
@@ -54,10 +68,10 @@ from bert.finetune import FinetuneArgs, evaluate_classifier, finetune
 from bert.labelled import LabelledData, read_labelled, stratified_sample, stratified_split
 from bert.pretrain import PretrainArgs, pretrain
 
-from . import snapshots, state
+from . import budget, runs_store, snapshots, state
 from .memory import release_memory
 from . import train_state as ts
-from .jobs import Job, JobManager
+from .jobs import SESSION, Job, JobManager, LimitError, stop_message
 
 log = logging.getLogger("bert_explorer")
 
@@ -66,6 +80,8 @@ FINETUNE, PRETRAIN = "finetune", "pretrain"
 # about 0.1-0.2 s of processor, so at 1 s every watching tab took 10-20 % of a core from the
 # class (measured by scripts/loadtest.py); 2 s halves that and still looks live.
 POLL_S = 2.0
+CLEANUP_EVERY_S = 600.0
+MAX_MODELS = ts.MAX_MODELS
 
 
 def job_threads() -> int:
@@ -92,10 +108,10 @@ def session_alive(session_id: str | None) -> bool | None:
     if not session_id:
         return None
     try:
-        from streamlit.runtime import Runtime
-        if not Runtime.exists():
+        from streamlit import runtime
+        if not runtime.exists():
             return None
-        return bool(Runtime.instance().is_active_session(session_id))
+        return bool(runtime.get_instance().is_active_session(session_id))
     except Exception:  # noqa: BLE001 - an internal API that may change: then rely on heartbeats
         return None
 
@@ -109,56 +125,104 @@ def current_session_id() -> str | None:
         return None
 
 
+def browser_id(xsrf_cookie: str | None) -> str | None:
+    """A stable id of one browser from Streamlit's `_streamlit_xsrf` cookie, or None. The cookie
+    ("2|mask|masked token|time") is set once per browser and sent by all its tabs; its token,
+    unmasked, is the same in each. Hashed: the token itself is never kept."""
+    parts = (xsrf_cookie or "").strip("\"'").split("|")
+    try:
+        if len(parts) == 4 and parts[0] == "2":
+            mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
+            token = bytes(b ^ mask[i % 4] for i, b in enumerate(masked))
+        elif len(parts) == 1 and len(parts[0]) >= 16:
+            token = parts[0].encode()
+        else:
+            return None
+    except ValueError:
+        return None
+    import hashlib
+    return hashlib.sha256(b"bert-explorer:" + token).hexdigest()[:20] if token else None
+
+
+def student_key() -> str:
+    """Who the one-job-per-student cap counts: this browser (all its tabs) when Streamlit's XSRF
+    cookie is there (server.enableXsrfProtection, on by default), else this session. Another
+    browser or a private window is another student: the queue cap still bounds them all."""
+    try:
+        cookie = st.context.cookies.get("_streamlit_xsrf")
+    except Exception:  # noqa: BLE001 - no context (tests)
+        cookie = None
+    bid = browser_id(cookie)
+    return f"browser:{bid}" if bid else f"session:{ts.owner()}"
+
+
 class TrainingJobs(JobManager):
     """JobManager + the browser session of each job + forgetting abandoned finished jobs."""
 
-    def __init__(self, max_running: int | None = None, heartbeat_timeout: float = 90.0,
-                 keep_finished_s: float = 1800.0,
-                 alive: Callable[[str | None], bool | None] = session_alive):
-        super().__init__(max_running=max_running, heartbeat_timeout=heartbeat_timeout)
+    def __init__(self, max_running: int | None = None, heartbeat_timeout: float = 30.0,
+                 keep_finished_s: float = 1800.0, session_grace_s: float = 3.0,
+                 alive: Callable[[str | None], bool | None] = session_alive, **caps):
+        super().__init__(max_running=max_running, heartbeat_timeout=heartbeat_timeout, **caps)
         self.keep_finished_s = keep_finished_s
+        self.session_grace_s = session_grace_s
         self._alive = alive
         self._session_of: dict[int, str | None] = {}
+        self._gone_since: dict[int, float] = {}
         self._watchdog: threading.Thread | None = None
+        self.last_cleanup: dict | None = None
 
-    def submit_for(self, owner: str, kind: str, fn, title: str = "",
-                   session_id: str | None = None) -> tuple[Job, bool]:
+    def submit_for(self, owner: str, kind: str, fn, title: str = "", session_id: str | None = None,
+                   student: str | None = None) -> tuple[Job, bool]:
         """(job, True) for a new job; (the running one, False) when `owner` already has an
-        active job of this kind (a second Start click)."""
-        existing = next((j for j in self.jobs_of(owner) if j.kind == kind and j.active), None)
+        active job of this kind (a second Start click). LimitError over a cap."""
+        existing = self.active_of(owner, kind)
         if existing is not None:
             return existing, False
-        job = self.submit(owner, kind, fn, title=title)
+        job = self.submit(owner, kind, fn, title=title, student=student)
         with self._lock:
+            new = job.id not in self._session_of          # False if a concurrent click got there first
             self._session_of.setdefault(job.id, session_id)
-        return job, job.fn is fn          # False if a concurrent click got there first
+        return job, new
 
     def active_of(self, owner: str, kind: str) -> Job | None:
         return next((j for j in self.jobs_of(owner) if j.kind == kind and j.active), None)
 
-    def keep_alive(self) -> None:
-        """Heartbeat every job whose browser session is still connected: a running job keeps
-        training while its user is on another page, and a finished one waits for them."""
+    def keep_alive(self, now: float | None = None) -> list[Job]:
+        """Heartbeat every job whose browser session is still connected (a running job keeps
+        training while its user is on another page; a finished one waits for them). Stop the
+        active jobs whose session has been gone `session_grace_s`; forget the finished ones (they
+        are saved under their run code). Returns the jobs stopped."""
+        now = now or time.time()
         with self._lock:
             jobs = [(j, self._session_of.get(j.id)) for j in self._jobs]
+        stopped = []
         for job, sid in jobs:
-            if self._alive(sid):
-                job.heartbeat()
+            alive = self._alive(sid)
+            if alive is not False:
+                self._gone_since.pop(job.id, None)
+                if alive:
+                    job.heartbeat()
+                continue
+            since = self._gone_since.setdefault(job.id, now)
+            if now - since < self.session_grace_s:
+                continue
+            if job.active and not job.stop_event.is_set():
+                job.stop(SESSION)
+                stopped.append(job)
+            elif not job.active:
+                self.forget(job)
+        return stopped
 
     def reap(self, now: float | None = None) -> list[Job]:
-        self.keep_alive()
-        with self._lock:
-            # Stop pressed while waiting: end it now, not when a slot frees up
-            for j in self._jobs:
-                if j.status == "queued" and j.stop_event.is_set():
-                    j.status, j.finished = "stopped", time.time()
-        stopped = super().reap(now)
         now = now or time.time()
+        stopped = self.keep_alive(now)
+        stopped += super().reap(now)
         with self._lock:
             stale = [j for j in self._jobs if not j.active and now - j.last_seen > self.keep_finished_s]
             for j in stale:
                 self._jobs.remove(j)
                 self._session_of.pop(j.id, None)
+                self._gone_since.pop(j.id, None)
         return stopped
 
     def forget(self, job: Job) -> None:
@@ -166,17 +230,32 @@ class TrainingJobs(JobManager):
         with self._lock:
             if job not in self._jobs:
                 self._session_of.pop(job.id, None)
+                self._gone_since.pop(job.id, None)
 
-    def start_watchdog(self, every_s: float = 5.0) -> None:
-        """A daemon thread that reaps every `every_s` seconds (no st.* calls in it)."""
+    def cleanup(self) -> dict:
+        """The disk cleanup (app/runs_store.py), sparing the folders of jobs still active."""
+        with self._lock:
+            busy = {f"job-{j.id}-" for j in self._jobs if j.active}
+        folders = {d.name for d in jobs_dir().iterdir()} if jobs_dir().is_dir() else set()
+        in_use = {name for name in folders if any(name.startswith(b) for b in busy)}
+        self.last_cleanup = {**runs_store.cleanup(busy=in_use), "at": time.time()}
+        return self.last_cleanup
+
+    def start_watchdog(self, every_s: float = 1.0, cleanup_every_s: float = CLEANUP_EVERY_S) -> None:
+        """A daemon thread that reaps every `every_s` seconds and cleans the disk every
+        `cleanup_every_s` (no st.* calls in it)."""
         if self._watchdog is not None:
             return
 
         def loop():
+            last = time.time()
             while True:
                 time.sleep(every_s)
                 try:
                     self.reap()
+                    if time.time() - last >= cleanup_every_s:
+                        last = time.time()
+                        self.cleanup()
                 except Exception:  # noqa: BLE001 - the watchdog must never die
                     log.exception("job watchdog")
 
@@ -184,25 +263,14 @@ class TrainingJobs(JobManager):
         self._watchdog.start()
 
 
-def clean_jobs_dir(older_than_s: float = 24 * 3600) -> None:
-    """Remove job folders left by a server that was killed mid-run."""
-    root = jobs_dir()
-    if not root.is_dir():
-        return
-    now = time.time()
-    for d in root.iterdir():
-        try:
-            if d.is_dir() and now - d.stat().st_mtime > older_than_s:
-                shutil.rmtree(d, ignore_errors=True)
-        except OSError:
-            pass
-
-
 @st.cache_resource(show_spinner=False)
 def manager() -> TrainingJobs:
     """The one job manager of this server (shared by every session)."""
-    clean_jobs_dir()
     jm = TrainingJobs()
+    try:
+        jm.cleanup()              # what a killed server left: job folders, half-saved runs
+    except Exception:  # noqa: BLE001 - a cleanup problem must not stop the app
+        log.exception("cleanup at start")
     jm.start_watchdog()
     return jm
 
@@ -248,6 +316,7 @@ def remember_upload(key: str, uploaded) -> dict | None:
     page switch). Returns what is stored: {name, data, id} or None. The bytes are never changed."""
     ss = st.session_state
     if uploaded is not None:
+        ss.get(ts.FREED, {}).pop(key, None)
         fid = getattr(uploaded, "file_id", None) or f"{uploaded.name}:{uploaded.size}"
         cur = ss.get(key)
         if not cur or cur.get("id") != fid:
@@ -268,8 +337,10 @@ def parse_upload(upload: dict, text_col: str | None = None, label_col: str | Non
                                 classes=classes, min_per_class=min_per_class)
         except BertExplorerError as e:
             hit = e
-        if len(memo) > 12:
-            memo.clear()
+        # parsed copies of files no longer uploaded go; at most a few (columns tried) stay
+        current = {u["id"] for u in (st.session_state.get(ts.FT_UPLOAD), st.session_state.get(ts.FT_VAL_UPLOAD)) if u}
+        for k in [k for k in memo if k[0] not in current or len(memo) >= 4]:
+            del memo[k]
         memo[key] = hit
     if isinstance(hit, BertExplorerError):
         raise hit
@@ -437,7 +508,7 @@ def finetune_job(base: bert.Bundle, train: LabelledData, valid: LabelledData, ar
                 if m.get("event") == "done":
                     model = m.get("bundle")
                 yield m
-            if model is not None:
+            if model is not None and getattr(stop, "reason", None) != SESSION:   # nobody to read it
                 torch.set_num_threads(threads)      # finetune restored its own setting
                 t = time.perf_counter()
                 report = evaluate_classifier(model, valid, max_length=args.max_length, mistakes=mistakes)
@@ -448,22 +519,93 @@ def finetune_job(base: bert.Bundle, train: LabelledData, valid: LabelledData, ar
     return fn
 
 
+def check_finetune(base: bert.Bundle, args: FinetuneArgs, classes: int = 2) -> int:
+    """The memory estimate of this fine-tuning job (MB); LimitError if it is over a cap."""
+    mb = budget.finetune_mb(base.config, args.batch_size, args.max_length, args.freeze_embeddings,
+                            args.freeze_layers, classes)
+    budget.check_step(args.batch_size, args.max_length, mb, "text")
+    return mb
+
+
+def _budget_view(batch: int, seq_len: int, mb: int, what: str) -> dict:
+    """{ok, line, mb} for the page: the budget line before Start, or what is over a cap."""
+    try:
+        budget.check_step(batch, seq_len, mb, what)
+    except LimitError as e:
+        return {"ok": False, "line": str(e), "mb": mb}
+    return {"ok": True, "line": budget.budget_line(batch, seq_len, mb, what), "mb": mb}
+
+
+def check_finetune_settings(base: bert.Bundle, batch: int, max_length: int, freeze_embeddings: bool,
+                            freeze_layers: int, classes: int) -> dict:
+    mb = budget.finetune_mb(base.config, batch, max_length, freeze_embeddings, freeze_layers, classes)
+    return _budget_view(batch, max_length, mb, "text")
+
+
+def check_pretrain_settings(layers: int, hidden: int, heads: int, vocab: int, batch: int, seq_len: int) -> dict:
+    return _budget_view(batch, seq_len, budget.pretrain_mb(layers, hidden, heads, vocab, batch, seq_len), "sequence")
+
+
+def run_record(kind: str, events: list[dict], info: dict, status: str, error: str | None,
+               stop_reason: str | None) -> dict:
+    """What a finished job's results view shows (kept in the session and saved with the run)."""
+    return {"kind": kind, "status": status, "error": error, "stop_reason": stop_reason,
+            "metrics": [m for m in events if m.get("event") not in ("report", "saved", "save_failed")],
+            "report": last_event(events, "report"), "done": last_event(events, "done"), "info": info}
+
+
+def keep_run(fn, kind: str, code: str, info: dict):
+    """A JobFn: `fn`, then what it made saved under run `code` (app/runs_store.py), whatever
+    ended it, so a refresh, a closed tab or a server restart loses nothing. Then a "saved" event
+    (or "save_failed" with a message: the model is still in the session, to download)."""
+    def run(stop: threading.Event):
+        events, bundle = [], None
+        for m in fn(stop):
+            if "bundle" in m:
+                bundle = m["bundle"]
+            events.append({k: v for k, v in m.items() if k != "bundle"})
+            yield m
+        if bundle is None:
+            return
+        error = last_event(events, "error")
+        reason = getattr(stop, "reason", None) if stop.is_set() else None
+        record = run_record(kind, events, info, "error" if error else "stopped" if reason else "done",
+                            error and error.get("message"), reason)
+        try:
+            runs_store.save_run(code, bundle, {**record, "name": info.get("title") or bundle.name})
+            yield {"event": "saved", "code": code}
+        except Exception as e:  # noqa: BLE001 - a full disk must not lose the model in memory
+            log.exception("saving run %s", code)
+            yield {"event": "save_failed", "message": f"The model could not be saved on the server "
+                                                      f"({type(e).__name__}): download it to keep it."}
+    return run
+
+
 def start_finetune(base: bert.Bundle, base_source: str, train: LabelledData, valid: LabelledData,
                    args: FinetuneArgs, jm: TrainingJobs | None = None,
                    recorder: AttentionSnapshots | None = None) -> tuple[Job, bool]:
-    """Submit (or return the already active) fine-tuning job of this session."""
+    """Submit (or return the already active) fine-tuning job of this session. LimitError (with
+    the message to show) when a cap refuses it."""
     jm = jm or manager()
     ts.init()
+    existing = jm.active_of(ts.owner(), FINETUNE)
+    if existing is not None:
+        st.session_state[ts.FT_JOB] = existing.id
+        return existing, False
     if args.threads is None:
         args.threads = job_threads()
-    job, new = jm.submit_for(ts.owner(), FINETUNE, finetune_job(base, train, valid, args, recorder=recorder),
-                             title=args.name or "", session_id=current_session_id())
+    check_finetune(base, args, len(train.classes))
+    code = runs_store.new_code()
+    info = {"base_source": base_source, "base_name": base.name, "args": asdict(args), "code": code,
+            "title": args.name or "", "train": train.summary(), "valid": len(valid),
+            "classes": list(train.classes), "train_notes": list(train.notes), "valid_notes": list(valid.notes)}
+    fn = keep_run(finetune_job(base, train, valid, args, recorder=recorder), FINETUNE, code, info)
+    job, new = jm.submit_for(ts.owner(), FINETUNE, fn, title=args.name or "",
+                             session_id=current_session_id(), student=student_key())
     if new and recorder is not None:
         snapshots.register(f"{args.name or 'fine-tuning'} (fine-tuning, job {job.id})", recorder)
     if new:
-        job.info = {"base_source": base_source, "base_name": base.name, "args": asdict(args),
-                    "train": train.summary(), "valid": len(valid), "classes": list(train.classes),
-                    "train_notes": list(train.notes), "valid_notes": list(valid.notes)}
+        job.info = info
     st.session_state[ts.FT_JOB] = job.id
     return job, new
 
@@ -480,9 +622,9 @@ def _pretrain_card(name: str, args: PretrainArgs, corpus_label: str, done: dict)
         "",
         f"- Steps: {done.get('step', 0):,} of {args.steps:,}" + (" (stopped early)" if done.get("stopped") else "")
         + f", batch {args.batch_size}, sequences of {args.max_seq_length} tokens, learning rate {args.lr:g}.",
-        f"- Validation: masked-LM top-1 {done.get('mlm_top1', float('nan')):.3f}, top-5 "
-        f"{done.get('mlm_top5', float('nan')):.3f}, loss {done.get('mlm_loss', float('nan')):.3f}; "
-        f"next-sentence accuracy {done.get('nsp_acc', float('nan')):.3f}.",
+        (f"- Validation: masked-LM top-1 {done['mlm_top1']:.3f}, top-5 {done['mlm_top5']:.3f}, loss "
+         f"{done['mlm_loss']:.3f}; next-sentence accuracy {done['nsp_acc']:.3f}." if "mlm_top1" in done else
+         "- Validation: not measured (stopped before the end)."),
         "",
         "Licence: that of the corpus it was trained on.",
         "",
@@ -503,9 +645,10 @@ def _job_folder(holder: dict, wait_s: float = 5.0) -> Path:
 def pretrain_job(args: PretrainArgs, corpus, name: str, corpus_label: str, holder: dict | None = None,
                  recorder: AttentionSnapshots | None = None):
     """A JobFn: bert.pretrain in a fresh folder under bert_cache_dir()/jobs (never in the repo);
-    the "done" event's model is loaded into memory (under "bundle") and the folder removed. If
-    training fails (the loss became NaN), an "error" event is sent and the last saved checkpoint
-    is kept. `holder["job_id"]`, set by start_pretrain, names the folder."""
+    the "done" event's model is loaded into memory (under "bundle") and the folder removed (with
+    any tokenized text in it: set args.cache_tokens False for an upload). If training fails (the
+    loss became NaN), an "error" event is sent and the last saved checkpoint is kept.
+    `holder["job_id"]`, set by start_pretrain, names the folder."""
     holder = {} if holder is None else holder
 
     def fn(stop: threading.Event):
@@ -541,18 +684,39 @@ def pretrain_job(args: PretrainArgs, corpus, name: str, corpus_label: str, holde
     return fn
 
 
+def vocab_size(args: PretrainArgs) -> int:
+    return int(args.vocab.split(":", 1)[1]) if args.vocab.startswith("train:") else 30522
+
+
+def check_pretrain(args: PretrainArgs) -> int:
+    """The memory estimate of this pre-training job (MB); LimitError if it is over a cap."""
+    mb = budget.pretrain_mb(args.layers, args.hidden, args.heads, vocab_size(args), args.batch_size,
+                            args.max_seq_length)
+    budget.check_step(args.batch_size, args.max_seq_length, mb, "sequence")
+    return mb
+
+
 def start_pretrain(args: PretrainArgs, corpus, name: str, corpus_label: str,
                    jm: TrainingJobs | None = None, recorder: AttentionSnapshots | None = None) -> tuple[Job, bool]:
+    """Submit (or return the already active) pre-training job of this session; LimitError over a cap."""
     jm = jm or manager()
     ts.init()
+    existing = jm.active_of(ts.owner(), PRETRAIN)
+    if existing is not None:
+        st.session_state[ts.PT_JOB] = existing.id
+        return existing, False
+    check_pretrain(args)
     holder: dict = {}
-    job, new = jm.submit_for(ts.owner(), PRETRAIN, pretrain_job(args, corpus, name, corpus_label, holder, recorder),
-                             title=name, session_id=current_session_id())
+    code = runs_store.new_code()
+    info = {"args": asdict(args), "corpus": corpus_label, "code": code, "title": name}
+    fn = keep_run(pretrain_job(args, corpus, name, corpus_label, holder, recorder), PRETRAIN, code, info)
+    job, new = jm.submit_for(ts.owner(), PRETRAIN, fn, title=name, session_id=current_session_id(),
+                             student=student_key())
     holder["job_id"] = job.id
     if new and recorder is not None:
         snapshots.register(f"{name} (pre-training, job {job.id})", recorder)
     if new:
-        job.info = {"args": asdict(args), "corpus": corpus_label}
+        job.info = info
     st.session_state[ts.PT_JOB] = job.id
     return job, new
 
@@ -629,6 +793,10 @@ def _results_key(kind: str) -> str:
     return ts.FT_RESULTS if kind == FINETUNE else ts.PT_RESULTS
 
 
+def _notice_key(kind: str) -> str:
+    return ts.FT_NOTICE if kind == FINETUNE else ts.PT_NOTICE
+
+
 def collect(kind: str, jm: TrainingJobs | None = None) -> dict | None:
     """If this session's job of `kind` has finished, move what it made into session_state:
     returns the new result (or None). The model is registered for the other pages."""
@@ -642,36 +810,78 @@ def collect(kind: str, jm: TrainingJobs | None = None) -> dict | None:
     if job.active:
         return None
     job.drain()
-    info = getattr(job, "info", {})
-    metrics = [m for m in job.metrics if m.get("event") != "report"]
-    report = last_event(job.metrics, "report")
-    res = {"kind": kind, "job_id": job.id, "status": job.status, "error": job.error,
-           "metrics": metrics, "report": report, "info": info, "finished": job.finished,
-           "bundle": None, "name": None, "key": None, "done": last_event(job.metrics, "done")}
+    info = job.info
     st.session_state[key] = None
     jm.forget(job)
     if job.result is None:
         # nothing to keep: it failed before training or was stopped while waiting
         msg = job.error or ("Stopped before it started: nothing was trained." if job.status == "stopped"
                             else "The job ended without a model.")
-        st.session_state[ts.FT_NOTICE if kind == FINETUNE else ts.PT_NOTICE] = ("error" if job.error else "info", msg)
+        st.session_state[_notice_key(kind)] = ("error" if job.error else "info", msg)
         return None
-    name = unique_model_name(job.title or job.result.name)
-    bundle = job.result
+    res = run_record(kind, job.metrics, info, job.status, job.error, job.stop_reason)
+    failed = last_event(job.metrics, "save_failed")
+    res.update(job_id=job.id, finished=job.finished, code=info.get("code"),
+               saved=last_event(job.metrics, "saved") is not None)
+    if failed:
+        st.session_state[_notice_key(kind)] = ("error", failed["message"])
+    return _add_result(kind, res, job.result, job.title or job.result.name)
+
+
+def _add_result(kind: str, res: dict, bundle: bert.Bundle, name: str) -> dict:
+    """Register a result's model for the other pages and keep it, at most MAX_MODELS in all."""
+    name = unique_model_name(name)
     bundle.name = name
-    res.update(bundle=bundle, name=name, key=state.add_user_model(name, bundle, select=False))
-    results = st.session_state[_results_key(kind)]
-    results.append(res)
+    res.update(bundle=bundle, name=name, key=state.add_user_model(name, bundle, select=False),
+               added=time.time())
+    st.session_state[_results_key(kind)].append(res)
     dropped = []
-    while len(results) > ts.MAX_RESULTS:
-        old = results.pop(0)
-        dropped.append(old["name"])
+    while True:
+        everything = [(r, k) for k in (FINETUNE, PRETRAIN) for r in st.session_state[_results_key(k)]]
+        if len(everything) <= MAX_MODELS:
+            break
+        old, k = min(everything, key=lambda rk: rk[0].get("added", 0))
+        st.session_state[_results_key(k)].remove(old)
         _unregister(old)
+        dropped.append(old)
     if dropped:
-        st.session_state[ts.FT_NOTICE if kind == FINETUNE else ts.PT_NOTICE] = (
-            "info", f"This session keeps the last {ts.MAX_RESULTS} models of this page: "
-                    f"{', '.join(dropped)} was removed. Download a model to keep it.")
+        kept = "; ".join(f"{d['name']} (run code {d['code']})" if d.get("saved") else d["name"]
+                         for d in dropped)
+        st.session_state[_notice_key(kind)] = (
+            "info", f"This session keeps its last {MAX_MODELS} models in memory: {kept} was removed. "
+                    f"Reopen a run with its code (for a day), or download a model to keep it.")
     return res
+
+
+def reopen(text: str) -> dict:
+    """A saved run back in this session from its run code (typed by the student: checked to be
+    exactly 6 letters and digits). InputError / DataError with a message otherwise."""
+    ts.init()
+    code = runs_store.parse_code(text)
+    for kind in (FINETUNE, PRETRAIN):
+        for res in st.session_state[_results_key(kind)]:
+            if res.get("code") == code:
+                return res
+    bundle, record = runs_store.open_run(code)
+    kind = record.get("kind")
+    if kind not in (FINETUNE, PRETRAIN):
+        raise DataError(f"Run {code} cannot be opened here.")
+    res = {**record, "job_id": code, "finished": record.get("saved"), "saved": True, "code": code}
+    return _add_result(kind, res, bundle, record.get("name") or bundle.name)
+
+
+def reopen_callback(kind: str, widget_key: str, select_key: str) -> None:
+    """The "Reopen" button: the run goes to its page's results (and is selected there)."""
+    with notice_errors(_notice_key(kind), "reopening the run"):
+        res = reopen(st.session_state.get(widget_key, ""))
+        if res["kind"] == kind:
+            st.session_state[select_key] = res["name"]
+            st.session_state[_notice_key(kind)] = ("info", f"Run {res['code']} is open: {res['name']}.")
+        else:
+            other = "Pre-training" if res["kind"] == PRETRAIN else "Fine-tuning"
+            st.session_state[_notice_key(kind)] = (
+                "info", f"Run {res['code']} ({res['name']}) is a {other.lower()} run: it is on the {other} "
+                        f"page, and in the sidebar's model list.")
 
 
 def _unregister(res: dict) -> None:
@@ -685,6 +895,40 @@ def _unregister(res: dict) -> None:
 def results(kind: str) -> list[dict]:
     ts.init()
     return st.session_state[_results_key(kind)]
+
+
+def result_status(res: dict) -> str | None:
+    """The line a result shows when it stopped early (why), or None."""
+    if res.get("status") == "stopped" or (res.get("done") or {}).get("stopped"):
+        if res.get("kind") == PRETRAIN and res.get("stop_reason") in (None, "user"):
+            return "Stopped early: the model as it was then is kept."
+        return stop_message(res.get("stop_reason"))
+    return None
+
+
+def run_code_line(res: dict) -> str | None:
+    if not res.get("saved") or not res.get("code"):
+        return None
+    until = time.strftime("%H:%M on %d %b", time.localtime((res.get("finished") or time.time()) + runs_store.TTL_S))
+    return (f"Run code **{res['code']}**: this run is saved on the server until {until}. After a refresh "
+            f"or a restart, type the code under “Reopen a run” to get it back.")
+
+
+def free_uploads(*keys: str) -> None:
+    """Once a job has its data, drop the uploaded files' bytes and parsed copies from this
+    session (the job holds the texts it needs), and reset the upload widgets (Streamlit then
+    frees its own copy of the file)."""
+    if not keys:
+        return
+    ss = st.session_state
+    for key in keys:
+        up = ss.get(key)
+        if up:
+            ss[key] = None
+            ss.setdefault(ts.FREED, {})[key] = up["name"]
+    ss[ts.FT_PARSED] = {}
+    ss.pop("pt_parsed", None)
+    ss[ts.UPLOAD_GEN] = ss.get(ts.UPLOAD_GEN, 0) + 1
 
 
 def use_model(key: str) -> None:

@@ -241,8 +241,10 @@ def _card(base: Bundle, train: LabelledData, valid: LabelledData, args: Finetune
         f"- Validation: {valid.source or args.val_data or 'split'}, {len(valid):,} texts"
         + (f" ({valid.notes[-1]})" if valid.notes else "") + ".",
         f"- Classes (output order): {', '.join(train.classes)}.",
-        f"- Validation accuracy: **{result['accuracy']:.4f}** (loss {result['val_loss']:.4f}) "
-        f"at step {result['best_step']} of {result['steps']}"
+        (f"- Validation accuracy: **{result['accuracy']:.4f}** (loss {result['val_loss']:.4f}) "
+         f"at step {result['best_step']} of {result['steps']}" if math.isfinite(result["accuracy"]) else
+         f"- Validation accuracy: not measured (stopped at step {result['step']} of {result['steps']}, "
+         f"before its first evaluation)")
         + (" (stopped early)" if result.get("stopped") else "") + ".",
         f"- Training: {result['train_seconds']:.0f} s, {result['examples_per_s']:.1f} examples/s.",
         f"- Settings: " + ", ".join(f"{k}={v}" for k, v in settings.items()) + ".",
@@ -253,11 +255,17 @@ def _card(base: Bundle, train: LabelledData, valid: LabelledData, args: Finetune
     return "\n".join(lines)
 
 
+def _hurry(stop) -> bool:
+    """A stop event may carry `hurry = True` (the app: nobody is left to read the score)."""
+    return bool(stop is not None and getattr(stop, "hurry", False))
+
+
 def finetune(base: Bundle | str, train: LabelledData, valid: LabelledData, args: FinetuneArgs,
              stop: threading.Event | None = None,
              on_step: Callable[[int, BertForSequenceClassification], None] | None = None) -> Iterator[dict]:
     """Fine-tune, yielding metric dicts: "start", "train" (every log_every steps), "eval",
-    maybe "error", and last "done" with the best model as a Bundle under "bundle".
+    maybe "error", and last "done" with the best model as a Bundle under "bundle". Stopped
+    before any evaluation, the model is scored once, unless the stop event says `hurry`.
 
     on_step(step, model) is called before the first update (step 0) and after each optimizer
     step, outside the timed part (e.g. bert.attention_snapshots.AttentionSnapshots)."""
@@ -399,15 +407,17 @@ def _finetune(base, train: LabelledData, valid: LabelledData, args: FinetuneArgs
             model = build_classifier(base, train.classes, args.pooling, args.dropout, args.seed,
                              args.encoder_dropout)
             yield do_eval(epoch, interruptible=False)
-    elif step != last_eval_step and not (stopped and best["state"] is not None):
+    elif step != last_eval_step and not (stopped and best["state"] is not None) and not _hurry(stop):
         # Failed since the last evaluation, or stopped before any: score the current model.
-        # (Stopped after an evaluation: keep the best so far and end at once.)
+        # (Stopped after an evaluation: keep the best so far and end at once. Stopped in a hurry,
+        # e.g. its user's tab was closed: keep the current model unscored, and end at once.)
         yield do_eval(epoch, interruptible=False)
     if best["state"] is not None:
         model.load_state_dict(best["state"], strict=False)   # the trainable part of the best
     model.eval()
     result = {"event": "done", "step": step, "steps": total, "best_step": best["step"],
-              "stopped": stopped, "error": error, "accuracy": max(best["accuracy"], 0.0),
+              "stopped": stopped, "error": error,
+              "accuracy": best["accuracy"] if best["state"] is not None else float("nan"),
               "val_loss": best["val_loss"], "seconds": time.perf_counter() - t_start,
               "train_seconds": train_time, "examples_per_s": seen / max(train_time, 1e-9),
               "train_examples": len(train), "valid_examples": len(valid),

@@ -67,6 +67,8 @@ class PretrainArgs:
     seed: int = 0
     threads: int | None = None
     probe: str = "the capital of france is [MASK] ."
+    cache_tokens: bool = True                 # keep the tokenized text in <cache>/tokenized (False: a
+                                              # user's upload, tokenized in memory and never written)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -200,7 +202,8 @@ def probe_predictions(bundle: Bundle, text: str, k: int = 5) -> list[list[tuple[
 def save_checkpoint(folder: Path, bundle: Bundle, opt, state: dict) -> None:
     """model + optimizer + loop state, written to a temporary folder and renamed into place."""
     folder = Path(folder)
-    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".ckpt.tmp"))
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.tmp"))  # a killed save's
+    # leftover is removed by the next save (bert.fileio.replace_dir)
     try:
         save(bundle, tmp / "model")
         torch.save(opt.state_dict(), tmp / "optimizer.pt")
@@ -256,8 +259,8 @@ def pretrain(args: PretrainArgs, stop: threading.Event | None = None, bundle: Bu
         raise TrainingError(f"max_seq_length {args.max_seq_length} exceeds the model's "
                             f"{model.config.max_position_embeddings} positions")
     kw = dict(cls_id=tok.cls_id, sep_id=tok.sep_id, max_seq_length=args.max_seq_length, seed=args.seed)
-    train_ds = PretrainingDataset(tokenize_corpus(train_c, tok), **kw)
-    valid_ds = PretrainingDataset(tokenize_corpus(valid_c, tok), **kw)
+    train_ds = PretrainingDataset(tokenize_corpus(train_c, tok, cache=args.cache_tokens), **kw)
+    valid_ds = PretrainingDataset(tokenize_corpus(valid_c, tok, cache=args.cache_tokens), **kw)
     masker = MLMMasker.from_tokenizer(tok, args.mlm_probability, args.whole_word)
     eval_batches = fixed_eval_batches(valid_ds, masker, args.eval_sequences, 32)
     baseline_id = int(token_counts(train_ds.documents, len(tok)).argmax())
@@ -334,11 +337,15 @@ def pretrain(args: PretrainArgs, stop: threading.Event | None = None, bundle: Bu
             continue
         break
     stopped = step < args.steps
+    # a stop event with `hurry` (the app: its user's tab was closed) ends at once: the final model
+    # is saved, but not the checkpoint to resume from (with its optimizer) nor a last scoring
+    hurry = stopped and stop is not None and getattr(stop, "hurry", False)
     if rank == 0:
-        save_checkpoint(ckpt, bundle, opt, {"step": step, "epoch": epoch, "batch": k, "args": asdict(args)})
+        if not hurry:
+            save_checkpoint(ckpt, bundle, opt, {"step": step, "epoch": epoch, "batch": k, "args": asdict(args)})
         final = out / "final"
         save(bundle, final)
-        m = evaluate(model, eval_batches, baseline_id)
+        m = {} if hurry else evaluate(model, eval_batches, baseline_id)
         yield {"event": "done", "step": step, "stopped": stopped, "path": str(final), **m}
     if world > 1:
         dist.barrier()

@@ -7,6 +7,7 @@ import app
 from app import snapshots, state, train_plots
 from app import train_state as ts
 from app import training as tr
+from app.budget import LimitError
 from app.errors import show_errors
 from app.helpers import md_escape
 from bert.checkpoint import available_builtins
@@ -34,6 +35,11 @@ st.markdown(
 new_result = tr.collect(tr.FINETUNE)
 if new_result is not None:
     st.session_state["ft_result"] = new_result["name"]      # show the newest run
+with st.expander("Reopen a run (after a refresh, or from another day's code)"):
+    c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+    c1.text_input("Run code", key="ft_reopen_code", max_chars=12, placeholder="e.g. K7QX2M",
+                  help="Shown on every run's results and while it trains; runs are kept for a day.")
+    c2.button("Reopen", key="ft_reopen", on_click=tr.reopen_callback, args=(tr.FINETUNE, "ft_reopen_code", "ft_result"))
 
 # --- 1. data -------------------------------------------------------------------------------------
 st.header("1. Data")
@@ -45,8 +51,11 @@ with show_errors("the data"):
     if source == UPLOAD:
         up = tr.remember_upload(ts.FT_UPLOAD, st.file_uploader(
             "A labelled file: CSV, TSV, JSON Lines, or plain text with `label<TAB>text` per line",
-            type=["csv", "tsv", "jsonl", "json", "txt"], key="ft_file"))
-        if up is None:
+            type=["csv", "tsv", "jsonl", "json", "txt"], key=ts.upload_key("ft_file")))
+        if up is None and ss[ts.FREED].get(ts.FT_UPLOAD):
+            st.info(f"{md_escape(ss[ts.FREED][ts.FT_UPLOAD])} was handed to your job and freed from the server's "
+                    "memory. Upload it again to train on it again.", icon=":material/upload_file:")
+        elif up is None:
             st.info("Upload a file with a text column and a label column (labels may be words or "
                     "numbers). Your file is only read, never changed.", icon=":material/upload_file:")
         else:
@@ -114,7 +123,8 @@ if data is not None:
     else:
         with show_errors("the validation file"):
             vup = tr.remember_upload(ts.FT_VAL_UPLOAD, st.file_uploader(
-                "Validation file (same classes)", type=["csv", "tsv", "jsonl", "json", "txt"], key="ft_val_file"))
+                "Validation file (same classes)", type=["csv", "tsv", "jsonl", "json", "txt"],
+                key=ts.upload_key("ft_val_file")))
             if vup is not None:
                 try:
                     valid_file = tr.parse_upload(vup, data.text_col, data.label_col, classes=data.classes,
@@ -171,6 +181,14 @@ if data is not None:
         c3.number_input("Freeze the lowest N layers", 0, n_layers, key="ft_freeze_layers")
         c1.checkbox("Freeze the embeddings", key="ft_freeze_emb")
     ts.remember(*defaults)
+    if base is not None:
+        est = tr.check_finetune_settings(base, int(ss.ft_batch), int(ss.ft_max_length), bool(ss.ft_freeze_emb),
+                                         int(ss.ft_freeze_layers), len(data.classes))
+        if est["ok"]:
+            st.caption(est["line"])
+        else:
+            st.error(md_escape(est["line"]), icon=ICON_ERR)
+            base = None                 # Start stays off until the settings fit
     snapshots.settings("ft", snapshots.FT_PROBE, default_every=5)
 
 # --- 4. train --------------------------------------------------------------------------------------
@@ -204,13 +222,23 @@ def start(data, valid_file, valid_fraction, base, mode) -> None:
             eval_every=max(1, -(-per_epoch // evals)) if evals > 1 else 0,
             name=f"{base.name}-{stem}", threads=tr.job_threads())
         args.check(base.config.max_position_embeddings, base.config.num_hidden_layers)
-        tr.start_finetune(base, ss.ft_base, train, valid, args, jm,
-                          recorder=snapshots.recorder("ft", snapshots.FT_PROBE))
+        try:
+            _, new = tr.start_finetune(base, ss.ft_base, train, valid, args, jm,
+                                       recorder=snapshots.recorder("ft", snapshots.FT_PROBE))
+        except LimitError as e:
+            ss[ts.FT_NOTICE] = ("error", str(e))
+            return
+        if new:
+            ss[ts.FT_NOTICE] = None
+            tr.free_uploads(*[key for key, used in ((ts.FT_UPLOAD, ss.ft_source == UPLOAD),
+                                                    (ts.FT_VAL_UPLOAD, mode == "upload")) if used])
 
 
 st.caption(f"Training runs in the background on {tr.job_threads()} processor thread(s), so the app stays "
            f"responsive for everyone; at most {jm.max_running} job(s) train at once on this server, others wait "
-           "in a queue. You may visit other pages meanwhile; closing the tab stops the job.")
+           f"in a queue (at most {jm.max_queue}), one job per student. You may visit other pages meanwhile; "
+           "closing the tab stops the job within 10 s. Whatever ends it, the model is saved under the run "
+           "code shown here, for a day.")
 st.button("Start fine-tuning", type="primary", key="ft_start", on_click=start,
           args=(data, valid_file, valid_fraction, base, mode),
           disabled=data is None or base is None or (job is not None and job.active),
@@ -230,6 +258,8 @@ def live_panel():
                 f"({jm.max_running} job(s) train at once on this server).", icon=":material/hourglass_top:")
     frac, line = tr.finetune_progress(job.metrics)
     st.progress(frac, text=line)
+    st.caption(f"Run code **{job.info.get('code', '?')}**: when training ends, the model is saved under this "
+               "code for a day (type it under “Reopen a run” after a refresh).")
     start_ev = tr.last_event(job.metrics, "start")
     if start_ev:
         st.caption(f"{start_ev['train_examples']:,} training and {start_ev['valid_examples']:,} validation "
@@ -255,10 +285,13 @@ def show_result(res: dict) -> None:
     jid = res["job_id"]
     if res["error"]:
         st.error(md_escape(res["error"]), icon=ICON_ERR)
-    elif fin.get("stopped"):
-        st.info("Stopped early: the best model so far is kept.", icon=":material/pause_circle:")
+    elif tr.result_status(res):
+        st.info(tr.result_status(res), icon=":material/pause_circle:")
+    if tr.run_code_line(res):
+        st.caption(tr.run_code_line(res))
     c = st.columns(5)
-    c[0].metric("Validation accuracy", f"{(rep or fin).get('accuracy', float('nan')):.1%}")
+    acc = (rep or fin).get("accuracy")
+    c[0].metric("Validation accuracy", f"{acc:.1%}" if isinstance(acc, (int, float)) and acc == acc else "–")
     c[1].metric("Macro F1", f"{rep['macro_f1']:.3f}" if rep else "–")
     c[2].metric("Validation texts", f"{(rep or {}).get('n', fin.get('valid_examples', 0)):,}")
     c[3].metric("Training time", tr.fmt_seconds(fin.get("train_seconds")))

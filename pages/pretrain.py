@@ -7,6 +7,7 @@ import app
 from app import plots, snapshots, state, train_plots
 from app import train_state as ts
 from app import training as tr
+from app.budget import LimitError
 from app.errors import show_errors
 from app.helpers import md_escape
 from bert.corpus import CORPORA
@@ -19,7 +20,8 @@ ss = st.session_state
 UPLOAD = "upload"
 SOURCES = [*CORPORA, UPLOAD]
 TITLES = {"wiki": "Wikipedia sample (105 articles)", "brown": "Brown Corpus (500 texts, 1961)",
-          "bbc": "BBC News (2,225 articles)", UPLOAD: "Upload a .txt"}
+          "bbc": "BBC News (2,225 articles)", "wordnet": "WordNet glosses (1.6 M words)",
+          "gcide": "GCIDE dictionary (1.3 M words)", UPLOAD: "Upload a .txt"}
 ICON_ERR = ":material/error:"
 HIDDEN = [64, 128, 256, 384]
 LOG_EVERY = 5
@@ -34,19 +36,28 @@ st.markdown(
 new_result = tr.collect(tr.PRETRAIN)
 if new_result is not None:
     ss["pt_result"] = new_result["name"]
+with st.expander("Reopen a run (after a refresh, or from another day's code)"):
+    c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+    c1.text_input("Run code", key="pt_reopen_code", max_chars=12, placeholder="e.g. K7QX2M",
+                  help="Shown on every run's results and while it trains; runs are kept for a day.")
+    c2.button("Reopen", key="pt_reopen", on_click=tr.reopen_callback, args=(tr.PRETRAIN, "pt_reopen_code", "pt_result"))
 
 # --- 1. text -------------------------------------------------------------------------------------
 st.header("1. Text")
 ts.seed("pt_source", "wiki", SOURCES)
 source = st.radio("Corpus", SOURCES, key="pt_source", horizontal=True, label_visibility="collapsed",
-                  format_func=TITLES.get)
+                  format_func=lambda s: TITLES.get(s, s))
 ts.remember("pt_source")
 corpus, corpus_label = None, ""
 with show_errors("the corpus"):
     if source == UPLOAD:
         up = tr.remember_upload(ts.PT_UPLOAD, st.file_uploader(
-            "A plain-text file (.txt); blank lines separate documents", type=["txt"], key="pt_file"))
-        if up is None:
+            "A plain-text file (.txt); blank lines separate documents", type=["txt"],
+            key=ts.upload_key("pt_file")))
+        if up is None and ss[ts.FREED].get(ts.PT_UPLOAD):
+            st.info(f"{md_escape(ss[ts.FREED][ts.PT_UPLOAD])} was handed to your job and freed from the server's "
+                    "memory. Upload it again to train on it again.", icon=":material/upload_file:")
+        elif up is None:
             st.info("Upload some plain text: a book, articles, your notes. A few hundred sentences "
                     "or more give the model something to learn.", icon=":material/upload_file:")
         else:
@@ -54,7 +65,7 @@ with show_errors("the corpus"):
             corpus_label = f"your text {up['name']}"
     else:
         corpus = tr.builtin_corpus(source)
-        corpus_label = TITLES[source]
+        corpus_label = TITLES.get(source, source)
 if corpus is not None:
     n = corpus.counts()
     c1, c2, c3 = st.columns(3)
@@ -74,6 +85,7 @@ defaults = {"pt_layers": 2, "pt_hidden": 128, "pt_heads": 2, "pt_vocab": "train"
             "pt_probe": "the history of the [MASK] is long and [MASK] .", "pt_seed": D.seed}
 for k, v in defaults.items():
     ts.seed(k, v, HIDDEN if k == "pt_hidden" else ["train", "default"] if k == "pt_vocab" else None)
+est = {"ok": True}                 # the budget of the settings below (app/budget.py)
 if corpus is not None:
     st.header("2. Model")
     c1, c2, c3 = st.columns(3)
@@ -98,6 +110,13 @@ if corpus is not None:
     c3.number_input("Warm-up steps", 0, 5000, key="pt_warmup", step=10)
     st.text_input("Probe sentence (its [MASK]s are predicted at every evaluation)", key="pt_probe")
     ts.remember(*defaults)
+    vocab_n = int(ss.pt_vocab_size) if ss.pt_vocab == "train" else 30522
+    est = tr.check_pretrain_settings(int(ss.pt_layers), int(ss.pt_hidden), int(ss.pt_heads), vocab_n,
+                                     int(ss.pt_batch), int(ss.pt_seq))
+    if est["ok"]:
+        st.caption(est["line"])
+    else:
+        st.error(md_escape(est["line"]), icon=ICON_ERR)
     snapshots.settings("pt", snapshots.PT_PROBE, default_every=10)
 
 # --- 4. run --------------------------------------------------------------------------------------
@@ -124,19 +143,31 @@ def start(corpus, corpus_label) -> None:
                             batch_size=int(ss.pt_batch), steps=steps, lr=float(ss.pt_lr),
                             warmup_steps=min(int(ss.pt_warmup), steps - 1), log_every=LOG_EVERY,
                             eval_every=every, save_every=every, seed=int(ss.pt_seed),
-                            threads=tr.job_threads(), probe=probe[:500])
+                            threads=tr.job_threads(), probe=probe[:500],
+                            # an upload's tokens live in memory only; a built-in's are cached for all
+                            cache_tokens=ss.pt_source != UPLOAD and vocab == "default")
         what = ss.pt_source
         if what == UPLOAD and ss.get(ts.PT_UPLOAD):
             what = tr.safe_filename(ss[ts.PT_UPLOAD]["name"].rsplit(".", 1)[0], "text")
-        tr.start_pretrain(args, corpus, f"pretrained-{what}-{args.layers}x{args.hidden}", corpus_label, jm,
-                          recorder=snapshots.recorder("pt", snapshots.PT_PROBE))
+        try:
+            _, new = tr.start_pretrain(args, corpus, f"pretrained-{what}-{args.layers}x{args.hidden}", corpus_label,
+                                       jm, recorder=snapshots.recorder("pt", snapshots.PT_PROBE))
+        except LimitError as e:
+            ss[ts.PT_NOTICE] = ("error", str(e))
+            return
+        if new:
+            ss[ts.PT_NOTICE] = None
+            if ss.pt_source == UPLOAD:
+                tr.free_uploads(ts.PT_UPLOAD)
 
 
 st.caption(f"Training runs in the background on {tr.job_threads()} processor thread(s), so the app stays "
            f"responsive for everyone; at most {jm.max_running} job(s) train at once on this server, others wait "
-           "in a queue. You may visit other pages meanwhile; closing the tab stops the job.")
+           f"in a queue (at most {jm.max_queue}), one job per student. You may visit other pages meanwhile; "
+           "closing the tab stops the job within 10 s. Whatever ends it, the model is saved under the run "
+           "code shown here, for a day.")
 st.button("Start pre-training", type="primary", key="pt_start", on_click=start, args=(corpus, corpus_label),
-          disabled=corpus is None or (job is not None and job.active))
+          disabled=corpus is None or (job is not None and job.active) or not est["ok"])
 job = tr.current_job(tr.PRETRAIN, jm)
 
 
@@ -154,6 +185,8 @@ def live_panel():
     steps = args.get("steps", 1)
     frac, line = tr.pretrain_progress(job.metrics, steps, args.get("log_every", LOG_EVERY))
     st.progress(frac, text=line)
+    st.caption(f"Run code **{job.info.get('code', '?')}**: when training ends, the model is saved under this "
+               "code for a day (type it under “Reopen a run” after a refresh).")
     start_ev = tr.last_event(job.metrics, "start")
     if start_ev:
         st.caption(f"{start_ev['parameters']:,} parameters · {start_ev['train_tokens']:,} training tokens in "
@@ -182,8 +215,10 @@ def show_result(res: dict) -> None:
     args = info.get("args", {})
     if res["error"]:
         st.error(md_escape(res["error"]), icon=ICON_ERR)
-    elif fin.get("stopped"):
-        st.info("Stopped early: the model as it was then is kept.", icon=":material/pause_circle:")
+    elif tr.result_status(res):
+        st.info(tr.result_status(res), icon=":material/pause_circle:")
+    if tr.run_code_line(res):
+        st.caption(tr.run_code_line(res))
     c = st.columns(4)
     c[0].metric("Steps", f"{fin.get('step', 0):,}")
     c[1].metric("Masked-LM top-1", f"{fin['mlm_top1']:.1%}" if "mlm_top1" in fin else "–")
