@@ -165,7 +165,13 @@ def test_pretrain_live_curves_and_probe(page, app_url, app_ready, artifacts, tmp
         }""")
 
     wait_until(page, lambda: evals() >= 2, 300, "two evaluations")
-    page.get_by_role("heading", name="3. Training").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    # the upload was handed to the job and freed, so the settings are gone; the curves are on screen
+    # while the job runs and in its results once it is done (60 steps may already be over)
+    page.evaluate("""() => {
+        for (const el of document.querySelectorAll('.js-plotly-plot')) {
+            if ((el.data || []).some(t => t.name === 'validation top-1')) { el.scrollIntoView({block: 'center'}); return; }
+        }
+    }""")
     page.wait_for_timeout(1000)
     page.screenshot(path=str(artifacts / "pretrain_live.png"), full_page=False)
     page.get_by_text("Next-sentence accuracy").first.wait_for(timeout=300_000)    # the result
