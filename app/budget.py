@@ -1,6 +1,6 @@
 """Every training job's budget: the server's caps and the memory estimate the pages show.
 
-The caps are set by whoever runs the server (environment variables, read when used):
+The caps are set by whoever runs the server (bert/settings.py; README, "Settings"):
 
     BERT_EXPLORER_MAX_STEP_TOKENS   tokens per training step, batch x max length   (default 2,048)
     BERT_EXPLORER_MAX_JOB_MB        estimated memory of one training job, in MB     (default 1,024)
@@ -17,8 +17,7 @@ tokens would take 2-4 GB of a class server (Community Cloud gives 1 GB in all).
 """
 from __future__ import annotations
 
-import os
-
+from bert import settings
 from bert.errors import BertExplorerError
 
 
@@ -26,33 +25,24 @@ class LimitError(BertExplorerError):
     """A request over one of the server's caps; the message says which and what to do."""
 
 
-def _env_number(name: str, default: float) -> float:
-    value = os.environ.get(name, "").strip()
-    try:
-        number = float(value)
-    except ValueError:
-        return default
-    return number if number > 0 else default
-
-
 def max_step_tokens() -> int:
-    return int(_env_number("BERT_EXPLORER_MAX_STEP_TOKENS", 2048))
+    return settings.whole("BERT_EXPLORER_MAX_STEP_TOKENS")
 
 
 def max_job_mb() -> int:
-    return int(_env_number("BERT_EXPLORER_MAX_JOB_MB", 1024))
+    return settings.whole("BERT_EXPLORER_MAX_JOB_MB")
 
 
 def max_job_seconds() -> float:
-    return 60.0 * _env_number("BERT_EXPLORER_MAX_JOB_MINUTES", 15)
+    return 60.0 * settings.number("BERT_EXPLORER_MAX_JOB_MINUTES")
 
 
 def max_queue() -> int:
-    return int(_env_number("BERT_EXPLORER_MAX_QUEUE", 10))
+    return settings.whole("BERT_EXPLORER_MAX_QUEUE")
 
 
 def max_disk_mb() -> int:
-    return int(_env_number("BERT_EXPLORER_MAX_DISK_MB", 2000))
+    return settings.whole("BERT_EXPLORER_MAX_DISK_MB")
 
 
 # ---- memory of a training step -------------------------------------------------------------------

@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import os
 import threading
 from collections import OrderedDict
 
@@ -26,6 +25,7 @@ import torch
 
 import bert
 from bert import analysis as A
+from bert import settings
 
 from .helpers import clean_text
 from .resources import CurrentModel
@@ -36,9 +36,7 @@ ENTRY_BYTES = 256        # what one entry costs besides its contents (key, bookk
 # --- a cache bounded by bytes -------------------------------------------------------------------
 
 def cache_budget_bytes() -> int:
-    env = os.environ.get("BERT_EXPLORER_CACHE_MB", "")
-    mb = int(env) if env.isdigit() else 256
-    return mb * 2 ** 20
+    return settings.whole("BERT_EXPLORER_CACHE_MB", minimum=0) * 2 ** 20
 
 
 def nbytes(obj, _depth: int = 0) -> int:

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+from bert import settings
 from bert.errors import BertExplorerError
 
 from . import budget
@@ -64,10 +65,7 @@ _ids = itertools.count(1)
 
 
 def default_max_running() -> int:
-    env = os.environ.get("BERT_EXPLORER_MAX_JOBS")
-    if env and env.isdigit() and int(env) > 0:
-        return int(env)
-    return max(1, (os.cpu_count() or 2) // 2)
+    return settings.whole("BERT_EXPLORER_MAX_JOBS", default=max(1, (os.cpu_count() or 2) // 2))
 
 
 @dataclass(eq=False)

@@ -20,7 +20,7 @@ import streamlit as st
 import torch
 
 import bert
-from bert import CheckpointError
+from bert import CheckpointError, settings
 
 from . import state
 from .helpers import clean_text
@@ -35,8 +35,7 @@ class CurrentModel:
 
 
 def inference_threads() -> int:
-    env = os.environ.get("BERT_EXPLORER_TORCH_THREADS", "")
-    return int(env) if env.isdigit() and int(env) > 0 else 1
+    return settings.whole("BERT_EXPLORER_TORCH_THREADS")
 
 
 _threads_set = False
@@ -70,13 +69,13 @@ NOT_OFFERED = ("This server does not offer that model. Pick a built-in model, or
 def models_root() -> Path:
     """BERT_EXPLORER_MODELS_DIR: the one folder whose model folders students may load
     (default <repo>/models)."""
-    env = os.environ.get("BERT_EXPLORER_MODELS_DIR", "").strip()
+    env = settings.text("BERT_EXPLORER_MODELS_DIR")
     return Path(env) if env else Path(__file__).resolve().parent.parent / "models"
 
 
 def hub_allowed() -> bool:
     """BERT_EXPLORER_ALLOW_HUB=1: students may name Hugging Face Hub ids (downloads)."""
-    return os.environ.get("BERT_EXPLORER_ALLOW_HUB", "").strip() == "1"
+    return settings.flag("BERT_EXPLORER_ALLOW_HUB")
 
 
 def _folder_under_root(typed: str) -> Path | None:

@@ -14,6 +14,7 @@ from .cache import parameter_counts
 from .errors import show_errors
 from .helpers import card_summary, fmt_params, md_escape
 from .resources import FOLDER, current_model, load_model
+from .widgets import PATH_CHARS
 
 log = logging.getLogger("bert_explorer")
 
@@ -98,7 +99,7 @@ def render() -> None:
         if choice == FOLDER:
             if state.W_LOCAL_PATH not in ss:
                 ss[state.W_LOCAL_PATH] = ss[state.LOCAL_PATH]
-            st.text_input("Model folder (ours or Hugging Face format)", key=state.W_LOCAL_PATH,
+            st.text_input("Model folder (ours or Hugging Face format)", key=state.W_LOCAL_PATH, max_chars=PATH_CHARS,
                           placeholder="my-model",
                           help="The name of a folder in the models folder of this server (the "
                                "person running it puts models there), with config.json, "

@@ -85,44 +85,11 @@ def user_models() -> dict:
     return st.session_state.get(USER_MODELS, {})
 
 
-# --- widgets bound to the shared sentences ------------------------------------------------------
-
-def _copy(widget_key: str, store_key: str) -> None:
-    st.session_state[store_key] = st.session_state[widget_key]
-
-
-def _seed(widget_key: str, store_key: str) -> None:
-    # Always write, even when equal: on a page switch the widget is a new element (its id
-    # depends on the page), and only a value set through session_state carries over to it.
-    ss = st.session_state
-    ss[widget_key] = ss.get(store_key, "")
-
+# --- the shared sentences -----------------------------------------------------------------------
 
 def set_text(store_key: str, value: str) -> None:
     """Change a shared sentence from code (e.g. in a button callback)."""
     st.session_state[store_key] = value
-
-
-def sentence_inputs(pair: bool = True, label_a: str = "Sentence A",
-                    label_b: str = "Sentence B (optional)") -> tuple[str, str]:
-    """Text boxes for sentence A (and B), shared by every page. Returns the raw texts."""
-    _seed(W_TEXT_A, TEXT_A)
-    cols = st.columns(2) if pair else [st.container()]
-    with cols[0]:
-        st.text_area(label_a, key=W_TEXT_A, on_change=_copy, args=(W_TEXT_A, TEXT_A), height=80,
-                     help="Type any text. It carries over to the other pages.")
-    if pair:
-        _seed(W_TEXT_B, TEXT_B)
-        with cols[1]:
-            st.text_area(label_b, key=W_TEXT_B, on_change=_copy, args=(W_TEXT_B, TEXT_B),
-                         height=80, help="A second sentence makes a pair: [CLS] A [SEP] B [SEP].")
-    return st.session_state[TEXT_A], (st.session_state[TEXT_B] if pair else "")
-
-
-def mlm_input(label: str = "A sentence with [MASK] in it") -> str:
-    _seed(W_MLM_TEXT, MLM_TEXT)
-    st.text_area(label, key=W_MLM_TEXT, on_change=_copy, args=(W_MLM_TEXT, MLM_TEXT), height=80)
-    return st.session_state[MLM_TEXT]
 
 
 def default_pick(words: list) -> int:

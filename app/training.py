@@ -61,7 +61,7 @@ import streamlit as st
 import torch
 
 import bert
-from bert import BertExplorerError, DataError, TrainingError
+from bert import BertExplorerError, DataError, TrainingError, settings
 from bert.attention_snapshots import AttentionSnapshots
 from bert.corpus import bert_cache_dir
 from bert.finetune import FinetuneArgs, evaluate_classifier, finetune
@@ -69,9 +69,9 @@ from bert.labelled import LabelledData, read_labelled, stratified_sample, strati
 from bert.pretrain import PretrainArgs, pretrain
 
 from . import budget, runs_store, snapshots, state
-from .memory import release_memory
 from . import train_state as ts
 from .jobs import SESSION, Job, JobManager, LimitError, stop_message
+from .memory import release_memory
 
 log = logging.getLogger("bert_explorer")
 
@@ -85,15 +85,14 @@ MAX_MODELS = ts.MAX_MODELS
 
 
 def job_threads() -> int:
-    env = os.environ.get("BERT_EXPLORER_JOB_THREADS", "")
-    return int(env) if env.isdigit() and int(env) > 0 else 1
+    return settings.whole("BERT_EXPLORER_JOB_THREADS")
 
 
 def default_finetune_base() -> str:
     """The Fine-tuning page's starting model: BERT_EXPLORER_FINETUNE_BASE if set (e.g. minilm-l6
     on a 1 GB host: the pages' model, so one model in memory instead of two), else the backend's
     default, the published sentence encoder (the better classifiers, README: Built-in models)."""
-    return os.environ.get("BERT_EXPLORER_FINETUNE_BASE", "").strip() or FinetuneArgs.checkpoint
+    return settings.text("BERT_EXPLORER_FINETUNE_BASE") or FinetuneArgs.checkpoint
 
 
 def jobs_dir() -> Path:

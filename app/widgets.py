@@ -34,7 +34,9 @@ def cap_text(text: str | None, what: str = "The text", limit: int = SENTENCE_CHA
 
 
 def _capped_seed(widget_key: str, store_key: str) -> None:
-    """state._seed, with the stored text cut to the cap first (so the box shows what is used)."""
+    """Put the stored text into its box, cut to the cap first (so the box shows what is used).
+    Always written, even when equal: on a page switch the widget is a new element (its id depends
+    on the page), and only a value set through session_state carries over to it."""
     ss = st.session_state
     ss[store_key] = (ss.get(store_key) or "")[:SENTENCE_CHARS]
     ss[widget_key] = ss[store_key]

@@ -24,6 +24,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from . import settings
 from .config import BertConfig
 from .errors import CheckpointError, InputError
 from .fileio import atomic_write_text, replace_dir
@@ -48,20 +49,14 @@ MAX_VOCAB_BYTES = 16 << 20          # 250,000 tokens; bert-base-multilingual's v
 MAX_CARD_CHARS = 100_000
 
 
-def _env_mb(name: str, default: int) -> int:
-    """A size in MB from the environment variable `name` (a positive whole number) or `default`."""
-    value = os.environ.get(name, "").strip()
-    return int(value) if value.isdigit() and int(value) > 0 else default
-
-
 def max_model_mb() -> int:
     """BERT_EXPLORER_MAX_MODEL_MB: the largest model (fp32 parameters, in MB) loaded at all."""
-    return _env_mb("BERT_EXPLORER_MAX_MODEL_MB", 2000)
+    return settings.whole("BERT_EXPLORER_MAX_MODEL_MB")
 
 
 def max_hub_mb() -> int:
     """BERT_EXPLORER_MAX_HUB_MB: the most a hub download may weigh, in MB."""
-    return _env_mb("BERT_EXPLORER_MAX_HUB_MB", 500)
+    return settings.whole("BERT_EXPLORER_MAX_HUB_MB")
 
 
 # Absolute paths (POSIX, ~/..., file://, C:\...) not inside a URL or a word: "a/b", "1/2" stay.
@@ -481,6 +476,7 @@ def hub_download_bytes(repo_id: str) -> tuple[int, str | None]:
 def hub_snapshot(repo_id: str, revision: str | None) -> str:
     """Download HUB_FILES of `repo_id` at `revision` into bert_cache_dir()/hub; the folder."""
     from huggingface_hub import snapshot_download
+
     from .corpus import bert_cache_dir
     return snapshot_download(repo_id, revision=revision, allow_patterns=HUB_FILES,
                              cache_dir=bert_cache_dir() / "hub")

@@ -23,7 +23,6 @@ import hashlib
 import html
 import io
 import json
-import os
 import random
 import re
 import subprocess
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from . import corpus_debian as _deb
+from . import settings
 from .errors import DataError
 from .fileio import atomic_write_text
 
@@ -63,7 +63,7 @@ class CorpusError(DataError):
 
 def bert_cache_dir() -> Path:
     """Root of everything fetched or derived at run time: $BERT_EXPLORER_CACHE or <repo>/.cache/."""
-    env = os.environ.get("BERT_EXPLORER_CACHE")
+    env = settings.text("BERT_EXPLORER_CACHE")
     return Path(env).expanduser() if env else REPO_ROOT / ".cache"
 
 

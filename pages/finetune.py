@@ -10,6 +10,7 @@ from app import training as tr
 from app.budget import LimitError
 from app.errors import show_errors
 from app.helpers import md_escape
+from app.widgets import SENTENCE_CHARS
 from bert.checkpoint import available_builtins
 from bert.datasets import available_datasets
 from bert.finetune import FinetuneArgs
@@ -331,7 +332,7 @@ def show_result(res: dict) -> None:
     st.subheader("Try it")
     key = f"ft_try_{jid}"
     ts.seed(key, TRY_DEFAULT)
-    text = st.text_area("A text to classify", key=key, height=70)
+    text = st.text_area("A text to classify", key=key, height=70, max_chars=SENTENCE_CHARS)
     ts.remember(key)
     if text.strip():
         left, right = st.columns([2, 3])

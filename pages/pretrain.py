@@ -10,6 +10,7 @@ from app import training as tr
 from app.budget import LimitError
 from app.errors import show_errors
 from app.helpers import md_escape
+from app.widgets import SENTENCE_CHARS
 from bert.corpus import CORPORA
 from bert.pretrain import PretrainArgs, probe_predictions
 
@@ -108,7 +109,7 @@ if corpus is not None:
     c1.number_input("Tokens per sequence", 16, 512, key="pt_seq", step=16)
     c2.number_input("Evaluate every N steps", 5, 5000, key="pt_eval", step=10)
     c3.number_input("Warm-up steps", 0, 5000, key="pt_warmup", step=10)
-    st.text_input("Probe sentence (its [MASK]s are predicted at every evaluation)", key="pt_probe")
+    st.text_input("Probe sentence (its [MASK]s are predicted at every evaluation)", key="pt_probe", max_chars=500)
     ts.remember(*defaults)
     vocab_n = int(ss.pt_vocab_size) if ss.pt_vocab == "train" else 30522
     est = tr.check_pretrain_settings(int(ss.pt_layers), int(ss.pt_hidden), int(ss.pt_heads), vocab_n,
@@ -238,7 +239,7 @@ def show_result(res: dict) -> None:
     st.subheader("Try it")
     key = f"pt_try_{jid}"
     ts.seed(key, args.get("probe") or "the [MASK] is on the table .")
-    text = st.text_input("A sentence with [MASK]", key=key)
+    text = st.text_input("A sentence with [MASK]", key=key, max_chars=SENTENCE_CHARS)
     ts.remember(key)
     text = re.sub(r"\[mask\]", "[MASK]", text or "", flags=re.IGNORECASE)
     if "[MASK]" not in text:
