@@ -1,13 +1,13 @@
 # Two commands do all set-up on a fresh machine with only Python 3.11:
 #   make run    -> .venv + requirements + built-in model, then the app on http://localhost:8501
-#   make test   -> the same + test requirements, corpora, Chromium for browser tests, then pytest
+#   make test   -> the same + test requirements, lint (ruff), corpora, Chromium for browser tests, then pytest
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8501
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup setup-dev data browser run test test-fast bench clean
+.PHONY: setup setup-dev data browser lint run test test-fast bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -38,7 +38,11 @@ browser:
 run: setup
 	$(BIN)/streamlit run streamlit_app.py --server.port $(PORT)
 
-test: setup-dev data browser
+lint: setup-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: setup-dev lint data browser
 	$(BIN)/python -m pytest -q -ra
 
 test-fast: setup-dev

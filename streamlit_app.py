@@ -1,4 +1,5 @@
 """BERT Explorer: see inside BERT while it runs.  `streamlit run streamlit_app.py`"""
+
 from pathlib import Path
 
 import streamlit as st

@@ -31,12 +31,14 @@ def run_through_entry() -> None:
     if PagesManager.uses_pages_directory or _started_by_old_multipage_mode():
         PagesManager.uses_pages_directory = False
         import streamlit as st
+
         st.rerun()
 
 
 def _started_by_old_multipage_mode() -> bool:
     """True when this page runs under Streamlit's `_mpa_v1` (the pages/ folder mode)."""
     import sys
+
     f = sys._getframe(1)
     while f is not None:
         if f.f_code.co_name == "_mpa_v1" and "scriptrunner" in f.f_code.co_filename:

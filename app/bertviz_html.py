@@ -41,6 +41,7 @@ This module does not import streamlit (or bertviz's Python, which pulls in IPyth
 
 Dimension letters: L layers, H heads, T tokens, D head size.
 """
+
 from __future__ import annotations
 
 import base64
@@ -49,15 +50,22 @@ import hashlib
 import importlib.util
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 __all__ = [
-    "ViewHtml", "BertvizAssetError", "head_view_html", "model_view_html", "neuron_view_html",
-    "script_json", "DEFAULT_MAX_VALUES", "MODEL_VIEW_MAX_VALUES",
+    "ViewHtml",
+    "BertvizAssetError",
+    "head_view_html",
+    "model_view_html",
+    "neuron_view_html",
+    "script_json",
+    "DEFAULT_MAX_VALUES",
+    "MODEL_VIEW_MAX_VALUES",
 ]
 
 # At most this many numbers (attention + queries + keys) go into one view's data: about
@@ -70,8 +78,8 @@ MODEL_VIEW_MAX_VALUES = 200_000
 # Tokens: the head view draws H x T x T lines per layer (12 x 128 x 128 = 197k lines took
 # 16 s in Chromium here, 64 tokens about 4 s), so the views take the first 64 tokens
 # (the model view 48) unless told otherwise.
-ATTN_SCALE = 1000      # attention sent as round(p * 1000): 3 decimals
-QK_SCALE = 100         # queries/keys as round(x * 100): 2 decimals (drawn as colours)
+ATTN_SCALE = 1000  # attention sent as round(p * 1000): 3 decimals
+QK_SCALE = 100  # queries/keys as round(x * 100): 2 decimals (drawn as colours)
 
 ROOT_ID = "bertviz-view"
 
@@ -95,6 +103,7 @@ class ViewHtml:
     num_tokens / total_tokens: tokens shown / tokens given.
     height: a suggested iframe height in CSS pixels for the initial drawing.
     """
+
     html: str = field(repr=False)
     capped_message: str | None
     layers: tuple[int, ...]
@@ -125,7 +134,8 @@ def _package_dir(package: str) -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise BertvizAssetError(
             f"package {package!r} is not installed; run `.venv/bin/pip install --no-deps "
-            f"-r requirements-nodeps.txt` (mpld3, xstatic-jquery) and `pip install -r requirements.txt` (bertviz)")
+            f"-r requirements-nodeps.txt` (mpld3, xstatic-jquery) and `pip install -r requirements.txt` (bertviz)"
+        )
     return Path(list(spec.submodule_search_locations)[0])
 
 
@@ -145,7 +155,7 @@ def _safe_inline(js: str) -> str:
     return js.replace("<!--", "<\\!--")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _d3_js() -> str:
     js = _read("mpld3", "js", "d3.v5.min.js")
     if "d3js.org v5" not in js[:200]:
@@ -153,7 +163,7 @@ def _d3_js() -> str:
     return _safe_inline(js)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _jquery_js() -> str:
     js = _read("xstatic.pkg.jquery", "data", "jquery.min.js")
     if "jQuery v" not in js[:200]:
@@ -164,7 +174,7 @@ def _jquery_js() -> str:
 _REQUIRE_CONFIG = re.compile(r"require\.config\(\s*\{.*?\}\s*\);", re.DOTALL)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _bertviz_js(name: str) -> str:
     """bertviz's view script with its CDN require.config removed and its params pointed
     at the object our loader builds."""
@@ -278,7 +288,7 @@ _NEURON_RELABEL_JS = r"""
     if (i < layers.length) { o.textContent = String(layers[i]); }
   });
 })();
-""" % ROOT_ID
+""".replace("%s", ROOT_ID)
 
 
 # st.iframe cannot scroll, and bertviz draws at fixed widths (the model view 970 px, the
@@ -304,7 +314,7 @@ _FIT_WIDTH_JS = r"""
   fit();
   window.addEventListener("resize", fit);
 })();
-""" % ROOT_ID
+""".replace("%s", ROOT_ID)
 
 
 # ---------------------------------------------------------------------------------------
@@ -316,12 +326,17 @@ def script_json(obj: Any) -> str:
     U+2029 appear literally (they become \\u escapes, which JSON.parse reads back), so
     no string in it can close the element or open a comment."""
     text = json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
-    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
 
 
 def _to_numpy(x: Any) -> np.ndarray:
-    if hasattr(x, "detach"):          # torch.Tensor, without importing torch here
+    if hasattr(x, "detach"):  # torch.Tensor, without importing torch here
         x = x.detach().to("cpu").float().numpy()
     return np.asarray(x, dtype=np.float64)
 
@@ -365,12 +380,12 @@ def _pack(arr: np.ndarray, scale: int) -> dict:
     int16 (2.7 characters a value, and 100x quicker to write than a JSON list)."""
     ints = np.rint(np.nan_to_num(arr, nan=0.0, posinf=0.0, neginf=0.0) * scale)
     ints = np.clip(ints, -32768, 32767).astype("<i2")
-    return {"shape": list(arr.shape), "scale": scale,
-            "data": base64.b64encode(ints.tobytes()).decode("ascii")}
+    return {"shape": list(arr.shape), "scale": scale, "data": base64.b64encode(ints.tobytes()).decode("ascii")}
 
 
-def _choose_layers(num_layers: int, per_layer_values: int, max_values: int,
-                   requested: Sequence[int] | None, focus: int | None) -> list[int]:
+def _choose_layers(
+    num_layers: int, per_layer_values: int, max_values: int, requested: Sequence[int] | None, focus: int | None
+) -> list[int]:
     """The layers to include: `requested` (default all), thinned to fit `max_values`,
     evenly spaced, always keeping `focus` (the layer the page has selected)."""
     if requested is None:
@@ -396,8 +411,14 @@ def _choose_layers(num_layers: int, per_layer_values: int, max_values: int,
     return wanted
 
 
-def _capped_message(total_tokens: int, num_tokens: int, num_layers: int, layers: list[int],
-                    requested: Sequence[int] | None, b_dropped: bool) -> str | None:
+def _capped_message(
+    total_tokens: int,
+    num_tokens: int,
+    num_layers: int,
+    layers: list[int],
+    requested: Sequence[int] | None,
+    b_dropped: bool,
+) -> str | None:
     parts = []
     if num_tokens < total_tokens:
         parts.append(f"the first {num_tokens} of {total_tokens} tokens")
@@ -415,18 +436,25 @@ def _capped_message(total_tokens: int, num_tokens: int, num_layers: int, layers:
 @dataclass
 class _Prepared:
     tokens: list[str]
-    attn: np.ndarray          # (L', H, T', T') the kept layers and tokens
+    attn: np.ndarray  # (L', H, T', T') the kept layers and tokens
     layers: list[int]
     b_start: int | None
     message: str | None
     total_tokens: int
 
 
-def _prepare(tokens: Sequence[str], attentions: Any, sentence_b_start: int | None,
-             layers: Sequence[int] | None, max_tokens: int, max_values: int,
-             focus: int | None, extra_per_layer: int = 0) -> tuple[_Prepared, np.ndarray]:
+def _prepare(
+    tokens: Sequence[str],
+    attentions: Any,
+    sentence_b_start: int | None,
+    layers: Sequence[int] | None,
+    max_tokens: int,
+    max_values: int,
+    focus: int | None,
+    extra_per_layer: int = 0,
+) -> tuple[_Prepared, np.ndarray]:
     tokens = [str(t) for t in tokens]
-    attn = _stack(attentions, "attentions", "T")             # (L, H, T, T)
+    attn = _stack(attentions, "attentions", "T")  # (L, H, T, T)
     L, H, T, T2 = attn.shape
     if T != T2:
         raise ValueError(f"attention must be square over tokens, got {attn.shape}")
@@ -448,25 +476,28 @@ def _prepare(tokens: Sequence[str], attentions: Any, sentence_b_start: int | Non
     per_layer = H * n * n + extra_per_layer * n
     kept = _choose_layers(L, per_layer, max_values, layers, focus)
     message = _capped_message(T, n, L, kept, layers, b_dropped)
-    prepared = _Prepared(tokens=tokens[:n], attn=attn[kept][:, :, :n, :n], layers=kept,
-                         b_start=b, message=message, total_tokens=T)
+    prepared = _Prepared(
+        tokens=tokens[:n], attn=attn[kept][:, :, :n, :n], layers=kept, b_start=b, message=message, total_tokens=T
+    )
     return prepared, attn
 
 
 def _csp(scripts: Sequence[str]) -> str:
     hashes = " ".join(
-        "'sha256-" + base64.b64encode(hashlib.sha256(s.encode("utf-8")).digest()).decode("ascii") + "'"
-        for s in scripts)
-    return ("default-src 'none'; script-src " + hashes + "; style-src 'unsafe-inline'; "
-            "img-src data:; font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'")
+        "'sha256-" + base64.b64encode(hashlib.sha256(s.encode("utf-8")).digest()).decode("ascii") + "'" for s in scripts
+    )
+    return (
+        "default-src 'none'; script-src " + hashes + "; style-src 'unsafe-inline'; "
+        "img-src data:; font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'"
+    )
 
 
 def _document(title: str, vis_html: str, data: dict, view_js: str, after_js: Sequence[str] = ()) -> str:
     scripts = [_d3_js(), _jquery_js(), _LOADER_JS, view_js, *after_js, _FIT_WIDTH_JS]
     body_scripts = "".join(f"<script>{s}</script>\n" for s in scripts)
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{_csp(scripts)}\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{_csp(scripts)}">\n'
         f"<title>{title}</title>\n"
         "<style>body{margin:0;padding:6px;background:#fff;color:#202020;"
         "font-family:'Helvetica Neue',Helvetica,Arial,sans-serif;font-size:14px}"
@@ -475,7 +506,7 @@ def _document(title: str, vis_html: str, data: dict, view_js: str, after_js: Seq
         f"{vis_html}\n"
         # d3 v5.7.0 (BSD-3-Clause) from mpld3; jQuery 3.7.1 (MIT) from xstatic-jquery;
         # bertviz 1.4.1 view code (Apache-2.0); all read from the installed packages.
-        f"<script type=\"application/json\" id=\"bertexplorer-data\">{script_json(data)}</script>\n"
+        f'<script type="application/json" id="bertexplorer-data">{script_json(data)}</script>\n'
         f"{body_scripts}"
         "</body>\n</html>\n"
     )
@@ -485,8 +516,13 @@ def _filter_select(b_start: int | None) -> str:
     # the same menu bertviz's head_view.py / model_view.py write for a sentence pair
     if b_start is None:
         return ""
-    names = ["All", "Sentence A -&gt; Sentence A", "Sentence B -&gt; Sentence B",
-             "Sentence A -&gt; Sentence B", "Sentence B -&gt; Sentence A"]
+    names = [
+        "All",
+        "Sentence A -&gt; Sentence A",
+        "Sentence B -&gt; Sentence B",
+        "Sentence A -&gt; Sentence B",
+        "Sentence B -&gt; Sentence A",
+    ]
     options = "".join(f'<option value="{i}">{name}</option>' for i, name in enumerate(names))
     return f'Attention: <select id="filter">{options}</select>'
 
@@ -495,10 +531,16 @@ def _filter_select(b_start: int | None) -> str:
 # The three views
 
 
-def head_view_html(tokens: Sequence[str], attentions: Any, sentence_b_start: int | None = None,
-                   layers: Sequence[int] | None = None, max_tokens: int = 64,
-                   max_values: int = DEFAULT_MAX_VALUES, layer: int | None = None,
-                   heads: Sequence[int] | None = None) -> ViewHtml:
+def head_view_html(
+    tokens: Sequence[str],
+    attentions: Any,
+    sentence_b_start: int | None = None,
+    layers: Sequence[int] | None = None,
+    max_tokens: int = 64,
+    max_values: int = DEFAULT_MAX_VALUES,
+    layer: int | None = None,
+    heads: Sequence[int] | None = None,
+) -> ViewHtml:
     """bertviz's head view (one layer at a time, lines from each token to the tokens it
     attends to, one colour per head).
 
@@ -512,26 +554,49 @@ def head_view_html(tokens: Sequence[str], attentions: Any, sentence_b_start: int
     H = full.shape[1]
     if heads is not None and any(not 0 <= int(h) < H for h in heads):
         raise ValueError(f"heads must lie in 0..{H - 1}")
-    params = {"default_filter": "0", "root_div_id": ROOT_ID,
-              "layer": p.layers[0] if layer is None else int(layer),
-              "heads": None if heads is None else [int(h) for h in heads],
-              "include_layers": p.layers}
-    data = {"kind": "head", "tokens": p.tokens, "b_start": p.b_start, "layers": p.layers,
-            "attn": _pack(p.attn, ATTN_SCALE), "params": params}
+    params = {
+        "default_filter": "0",
+        "root_div_id": ROOT_ID,
+        "layer": p.layers[0] if layer is None else int(layer),
+        "heads": None if heads is None else [int(h) for h in heads],
+        "include_layers": p.layers,
+    }
+    data = {
+        "kind": "head",
+        "tokens": p.tokens,
+        "b_start": p.b_start,
+        "layers": p.layers,
+        "attn": _pack(p.attn, ATTN_SCALE),
+        "params": params,
+    }
     vis_html = (
         f'<div id="{ROOT_ID}" style="font-family:\'Helvetica Neue\', Helvetica, Arial, sans-serif;">'
         f'<span style="user-select:none">Layer: <select id="layer"></select> {_filter_select(p.b_start)}</span>'
-        "<div id='vis'></div></div>")
+        "<div id='vis'></div></div>"
+    )
     html = _document("bertviz head view", vis_html, data, _bertviz_js("head_view"))
     n = len(p.tokens)
-    return ViewHtml(html=html, capped_message=p.message, layers=tuple(p.layers), num_tokens=n,
-                    total_tokens=p.total_tokens, height=int(30 + n * 22.5 + 60), kind="head")
+    return ViewHtml(
+        html=html,
+        capped_message=p.message,
+        layers=tuple(p.layers),
+        num_tokens=n,
+        total_tokens=p.total_tokens,
+        height=int(30 + n * 22.5 + 60),
+        kind="head",
+    )
 
 
-def model_view_html(tokens: Sequence[str], attentions: Any, sentence_b_start: int | None = None,
-                    layers: Sequence[int] | None = None, max_tokens: int = 48,
-                    max_values: int = MODEL_VIEW_MAX_VALUES, layer: int | None = None,
-                    display_mode: str = "light") -> ViewHtml:
+def model_view_html(
+    tokens: Sequence[str],
+    attentions: Any,
+    sentence_b_start: int | None = None,
+    layers: Sequence[int] | None = None,
+    max_tokens: int = 48,
+    max_values: int = MODEL_VIEW_MAX_VALUES,
+    layer: int | None = None,
+    display_mode: str = "light",
+) -> ViewHtml:
     """bertviz's model view: a thumbnail per layer x head; click one to enlarge it.
 
     It draws every included layer at once, L x H x T x T SVG lines, which is what makes a
@@ -543,14 +608,27 @@ def model_view_html(tokens: Sequence[str], attentions: Any, sentence_b_start: in
         raise ValueError("display_mode must be 'light' or 'dark'")
     p, full = _prepare(tokens, attentions, sentence_b_start, layers, max_tokens, max_values, layer)
     H = full.shape[1]
-    params = {"default_filter": "0", "display_mode": display_mode, "root_div_id": ROOT_ID,
-              "include_layers": p.layers, "include_heads": list(range(H)), "total_heads": H}
-    data = {"kind": "model", "tokens": p.tokens, "b_start": p.b_start, "layers": p.layers,
-            "attn": _pack(p.attn, ATTN_SCALE), "params": params}
+    params = {
+        "default_filter": "0",
+        "display_mode": display_mode,
+        "root_div_id": ROOT_ID,
+        "include_layers": p.layers,
+        "include_heads": list(range(H)),
+        "total_heads": H,
+    }
+    data = {
+        "kind": "model",
+        "tokens": p.tokens,
+        "b_start": p.b_start,
+        "layers": p.layers,
+        "attn": _pack(p.attn, ATTN_SCALE),
+        "params": params,
+    }
     vis_html = (
         f'<div id="{ROOT_ID}" style="font-family:\'Helvetica Neue\', Helvetica, Arial, sans-serif;">'
         f'<span style="user-select:none">{_filter_select(p.b_start)}</span>'
-        "<div id='vis'></div></div>")
+        "<div id='vis'></div></div>"
+    )
     html = _document("bertviz model view", vis_html, data, _bertviz_js("model_view"))
     if display_mode == "dark":
         html = html.replace("background:#fff;color:#202020", "background:#000;color:#ccc", 1)
@@ -558,15 +636,30 @@ def model_view_html(tokens: Sequence[str], attentions: Any, sentence_b_start: in
     axis = 15 + 5 + 13 + 5
     thumb_h = n * 7 * (12 / H) + 10
     height = max(len(p.layers) * thumb_h + axis, n * 18 + 30 + 25) + (40 if p.b_start is not None else 20)
-    return ViewHtml(html=html, capped_message=p.message, layers=tuple(p.layers), num_tokens=n,
-                    total_tokens=p.total_tokens, height=int(height), kind="model")
+    return ViewHtml(
+        html=html,
+        capped_message=p.message,
+        layers=tuple(p.layers),
+        num_tokens=n,
+        total_tokens=p.total_tokens,
+        height=int(height),
+        kind="model",
+    )
 
 
-def neuron_view_html(tokens: Sequence[str], queries: Any, keys: Any, attentions: Any,
-                     sentence_b_start: int | None = None, layers: Sequence[int] | None = None,
-                     max_tokens: int = 64, max_values: int = DEFAULT_MAX_VALUES,
-                     layer: int | None = None, head: int | None = None,
-                     display_mode: str = "light") -> ViewHtml:
+def neuron_view_html(
+    tokens: Sequence[str],
+    queries: Any,
+    keys: Any,
+    attentions: Any,
+    sentence_b_start: int | None = None,
+    layers: Sequence[int] | None = None,
+    max_tokens: int = 64,
+    max_values: int = DEFAULT_MAX_VALUES,
+    layer: int | None = None,
+    head: int | None = None,
+    display_mode: str = "light",
+) -> ViewHtml:
     """bertviz's neuron view: for one layer and head, the query and key vectors, q x k,
     q . k / sqrt(d) and the softmax, for the token under the mouse (click the "+" icon
     to expand).
@@ -583,23 +676,33 @@ def neuron_view_html(tokens: Sequence[str], queries: Any, keys: Any, attentions:
     if q.shape != k.shape:
         raise ValueError(f"queries {q.shape} and keys {k.shape} differ in shape")
     D = q.shape[-1]
-    p, full = _prepare(tokens, attentions, sentence_b_start, layers, max_tokens, max_values, layer,
-                       extra_per_layer=2 * q.shape[1] * D)
+    p, full = _prepare(
+        tokens, attentions, sentence_b_start, layers, max_tokens, max_values, layer, extra_per_layer=2 * q.shape[1] * D
+    )
     if q.shape[:3] != full.shape[:3]:
         raise ValueError(f"queries/keys {q.shape} do not match attention {full.shape}")
     H = full.shape[1]
     if head is not None and not 0 <= int(head) < H:
         raise ValueError(f"head must lie in 0..{H - 1}")
     n = len(p.tokens)
-    params = {"default_filter": "all", "root_div_id": ROOT_ID, "bidirectional": True,
-              "display_mode": display_mode,
-              "layer": 0 if layer is None else p.layers.index(int(layer)),  # index into kept layers
-              "head": 0 if head is None else int(head)}
-    data = {"kind": "neuron", "tokens": p.tokens, "b_start": p.b_start, "layers": p.layers,
-            "attn": _pack(p.attn, ATTN_SCALE),
-            "queries": _pack(q[p.layers][:, :, :n], QK_SCALE),
-            "keys": _pack(k[p.layers][:, :, :n], QK_SCALE),
-            "params": params}
+    params = {
+        "default_filter": "all",
+        "root_div_id": ROOT_ID,
+        "bidirectional": True,
+        "display_mode": display_mode,
+        "layer": 0 if layer is None else p.layers.index(int(layer)),  # index into kept layers
+        "head": 0 if head is None else int(head),
+    }
+    data = {
+        "kind": "neuron",
+        "tokens": p.tokens,
+        "b_start": p.b_start,
+        "layers": p.layers,
+        "attn": _pack(p.attn, ATTN_SCALE),
+        "queries": _pack(q[p.layers][:, :, :n], QK_SCALE),
+        "keys": _pack(k[p.layers][:, :, :n], QK_SCALE),
+        "params": params,
+    }
     pair_menu = ""
     if p.b_start is not None:
         pair_menu = (
@@ -608,16 +711,24 @@ def neuron_view_html(tokens: Sequence[str], queries: Any, keys: Any, attentions:
             '<option value="aa">Sentence A -&gt; Sentence A</option>'
             '<option value="ab">Sentence A -&gt; Sentence B</option>'
             '<option value="ba">Sentence B -&gt; Sentence A</option>'
-            '<option value="bb">Sentence B -&gt; Sentence B</option></select>')
+            '<option value="bb">Sentence B -&gt; Sentence B</option></select>'
+        )
     vis_html = (
         f'<div id="{ROOT_ID}" style="padding:8px;font-family:\'Helvetica Neue\', Helvetica, Arial, sans-serif;">'
         '<span style="user-select:none">'
         '<span class="dropdown-label">Layer: </span><select id="layer"></select>'
         '<span class="dropdown-label">Head: </span> <select id="att_head"></select>'
-        f'{pair_menu}</span><div id=\'vis\'></div></div>')
-    html = _document("bertviz neuron view", vis_html, data, _bertviz_js("neuron_view"),
-                     after_js=[_NEURON_RELABEL_JS])
+        f"{pair_menu}</span><div id='vis'></div></div>"
+    )
+    html = _document("bertviz neuron view", vis_html, data, _bertviz_js("neuron_view"), after_js=[_NEURON_RELABEL_JS])
     if display_mode == "dark":
         html = html.replace("background:#fff;color:#202020", "background:#000;color:#ccc", 1)
-    return ViewHtml(html=html, capped_message=p.message, layers=tuple(p.layers), num_tokens=n,
-                    total_tokens=p.total_tokens, height=int(n * 26 + 100 + 50), kind="neuron")
+    return ViewHtml(
+        html=html,
+        capped_message=p.message,
+        layers=tuple(p.layers),
+        num_tokens=n,
+        total_tokens=p.total_tokens,
+        height=int(n * 26 + 100 + 50),
+        kind="neuron",
+    )

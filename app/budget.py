@@ -15,6 +15,7 @@ peak memory VmHWM in a subprocess): 16 x 64 tokens 0.75 s a step; 16 x 128 (2,04
 obeyed between steps, so a step must stay well under the 10 s the page promises, and 8,192
 tokens would take 2-4 GB of a class server (Community Cloud gives 1 GB in all).
 """
+
 from __future__ import annotations
 
 from bert import settings
@@ -62,22 +63,31 @@ OPTIMIZER = 4
 FIXED_MB = 100
 
 
-def count_parameters(layers: int, hidden: int, intermediate: int, vocab: int, positions: int = 512,
-                     types: int = 2, classes: int = 0, mlm: bool = False) -> tuple[int, int]:
+def count_parameters(
+    layers: int,
+    hidden: int,
+    intermediate: int,
+    vocab: int,
+    positions: int = 512,
+    types: int = 2,
+    classes: int = 0,
+    mlm: bool = False,
+) -> tuple[int, int]:
     """(all parameters, those of the embeddings) of a BERT of these sizes."""
     H, I = hidden, intermediate
     embeddings = (vocab + positions + types) * H + 2 * H
     layer = 4 * H * H + 2 * H * I + 9 * H + I
     total = embeddings + layers * layer + H * H + H
     if mlm:
-        total += H * H + 3 * H + vocab + 2 * H + 2       # transform, LN, bias (decoder tied), NSP
+        total += H * H + 3 * H + vocab + 2 * H + 2  # transform, LN, bias (decoder tied), NSP
     if classes:
         total += H * classes + classes
     return total, embeddings
 
 
-def training_mb(layers: int, hidden: int, heads: int, batch: int, seq_len: int, params: int,
-                trainable: int, vocab: int = 0) -> int:
+def training_mb(
+    layers: int, hidden: int, heads: int, batch: int, seq_len: int, params: int, trainable: int, vocab: int = 0
+) -> int:
     """About how many MB one job takes while it trains: its copy of the weights, the gradients and
     AdamW's two moments of the trainable ones, and a step's activations (`vocab`: with an MLM head)."""
     tokens = batch * seq_len
@@ -93,29 +103,35 @@ def check_step(batch: int, seq_len: int, estimate_mb: int, what: str = "text") -
     if tokens > cap:
         raise LimitError(
             f"Too big for this server: batch {batch} x {seq_len} tokens per {what} = {tokens:,} tokens "
-            f"per step, and the server allows {cap:,}. Lower the batch size or the tokens per {what}.")
+            f"per step, and the server allows {cap:,}. Lower the batch size or the tokens per {what}."
+        )
     if estimate_mb > max_job_mb():
         raise LimitError(
             f"Too big for this server: this job would take about {estimate_mb:,} MB of memory, and the "
             f"server allows {max_job_mb():,} MB per job. Lower the batch size, the tokens per {what} "
-            f"or the model's size.")
+            f"or the model's size."
+        )
 
 
 def budget_line(batch: int, seq_len: int, estimate_mb: int, what: str = "text") -> str:
     """The line the pages show under the settings, before Start."""
     minutes = max_job_seconds() / 60
-    return (f"Each step trains on {batch} x {seq_len} = {batch * seq_len:,} tokens (this server allows "
-            f"{max_step_tokens():,}); this job needs about {estimate_mb:,} MB of memory (at most "
-            f"{max_job_mb():,}) and stops itself after {minutes:g} minutes, keeping its best model.")
+    return (
+        f"Each step trains on {batch} x {seq_len} = {batch * seq_len:,} tokens (this server allows "
+        f"{max_step_tokens():,}); this job needs about {estimate_mb:,} MB of memory (at most "
+        f"{max_job_mb():,}) and stops itself after {minutes:g} minutes, keeping its best model."
+    )
 
 
-def finetune_mb(config, batch: int, max_length: int, freeze_embeddings: bool = True,
-                freeze_layers: int = 0, classes: int = 2) -> int:
+def finetune_mb(
+    config, batch: int, max_length: int, freeze_embeddings: bool = True, freeze_layers: int = 0, classes: int = 2
+) -> int:
     """training_mb of fine-tuning a model of `config` (a bert.BertConfig)."""
     L, H, I = config.num_hidden_layers, config.hidden_size, config.intermediate_size
-    total, emb = count_parameters(L, H, I, config.vocab_size, config.max_position_embeddings,
-                                  config.type_vocab_size, classes=classes)
-    frozen = (emb if freeze_embeddings or freeze_layers > 0 else 0)
+    total, emb = count_parameters(
+        L, H, I, config.vocab_size, config.max_position_embeddings, config.type_vocab_size, classes=classes
+    )
+    frozen = emb if freeze_embeddings or freeze_layers > 0 else 0
     frozen += min(freeze_layers, L) * (4 * H * H + 2 * H * I + 9 * H + I)
     return training_mb(L, H, config.num_attention_heads, batch, max_length, total, total - frozen)
 

@@ -11,6 +11,7 @@ pairs (`off_key`), which hashes cheaply.
 
 Nothing is computed here: every function is a keyed call of one bert.analysis function.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,13 +31,14 @@ from bert import settings
 from .helpers import clean_text
 from .resources import CurrentModel
 
-ENTRY_BYTES = 256        # what one entry costs besides its contents (key, bookkeeping)
+ENTRY_BYTES = 256  # what one entry costs besides its contents (key, bookkeeping)
 
 
 # --- a cache bounded by bytes -------------------------------------------------------------------
 
+
 def cache_budget_bytes() -> int:
-    return settings.whole("BERT_EXPLORER_CACHE_MB", minimum=0) * 2 ** 20
+    return settings.whole("BERT_EXPLORER_CACHE_MB", minimum=0) * 2**20
 
 
 def nbytes(obj, _depth: int = 0) -> int:
@@ -55,7 +57,7 @@ def nbytes(obj, _depth: int = 0) -> int:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return sum(nbytes(getattr(obj, f.name), _depth + 1) for f in dataclasses.fields(obj))
     if isinstance(obj, str):
-        return 49 + len(obj)                 # a Python str's own header
+        return 49 + len(obj)  # a Python str's own header
     return 64
 
 
@@ -66,7 +68,7 @@ class BudgetCache:
     def __init__(self, budget: int):
         self.budget = budget
         self.bytes = 0
-        self._items: OrderedDict = OrderedDict()         # key -> (value, size)
+        self._items: OrderedDict = OrderedDict()  # key -> (value, size)
         self._lock = threading.Lock()
 
     def get(self, key):
@@ -124,19 +126,20 @@ def budget_cached(spinner: str | None = None):
     """Like st.cache_resource for results with big arrays: keyed by the function's name and
     its arguments except those starting with "_" (the model), bounded by bytes in total, the
     result made read-only. The uncached function stays reachable as `__wrapped__`."""
+
     def wrap(fn):
         names = list(inspect.signature(fn).parameters)
 
         @functools.wraps(fn)
         def cached(*args, **kwargs):
             bound = dict(zip(names, args, strict=False), **kwargs)
-            key = (fn.__module__, fn.__qualname__) + tuple(
-                (k, v) for k, v in bound.items() if not k.startswith("_"))
+            key = (fn.__module__, fn.__qualname__) + tuple((k, v) for k, v in bound.items() if not k.startswith("_"))
             store = budget_cache()
             hit = store.get(key)
             if hit is not None:
                 return hit
             from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
             if spinner and get_script_run_ctx(suppress_warning=True) is not None:
                 with st.spinner(spinner):
                     value = fn(*args, **kwargs)
@@ -144,7 +147,9 @@ def budget_cached(spinner: str | None = None):
                 value = fn(*args, **kwargs)
             store.put(key, freeze(value))
             return value
+
         return cached
+
     return wrap
 
 
@@ -159,6 +164,7 @@ def _mask(bundle, off: tuple):
 
 
 # --- one forward pass with everything, and the model's tables ----------------------------------
+
 
 @budget_cached(spinner="Running the model…")
 def _analyze(model_key: str, text_a: str, text_b: str | None, _bundle: bert.Bundle) -> A.Analysis:
@@ -188,6 +194,7 @@ def _param_counts(model_key: str, _bundle: bert.Bundle) -> dict[str, int]:
 
 # --- words in context ----------------------------------------------------------------------------
 
+
 @budget_cached(spinner="Running both word orders…")
 def word_order(model_key: str, text: str, seed: int, _bundle: bert.Bundle) -> A.WordOrder:
     return A.word_order(_bundle, text, seed)
@@ -206,15 +213,24 @@ def word_map(model_key: str, sentences: tuple[str, ...], word: str, _bundle) -> 
 
 # --- the model's heads: masked words, next sentence, classes -------------------------------------
 
+
 @budget_cached(spinner="Predicting the masked words…")
 def mlm_predict(model_key: str, text: str, k: int, _bundle: bert.Bundle) -> dict:
     """The Masked LM page's view of mlm_topk: one {"position", "tokens", "probs"} per gap, and
     the filled-in text."""
     m = A.mlm_topk(_bundle, text, k=k)
-    gaps = [{"position": p, "tokens": t, "probs": pr.astype(np.float32)}
-            for p, t, pr in zip(m.positions, m.top_tokens, m.top_probs, strict=True)]
-    return {"predictions": gaps, "tokens": m.tokens, "filled_tokens": m.filled_tokens,
-            "filled_is_pred": m.filled_is_pred, "filled": m.filled, "truncated": m.truncated}
+    gaps = [
+        {"position": p, "tokens": t, "probs": pr.astype(np.float32)}
+        for p, t, pr in zip(m.positions, m.top_tokens, m.top_probs, strict=True)
+    ]
+    return {
+        "predictions": gaps,
+        "tokens": m.tokens,
+        "filled_tokens": m.filled_tokens,
+        "filled_is_pred": m.filled_is_pred,
+        "filled": m.filled,
+        "truncated": m.truncated,
+    }
 
 
 @budget_cached()
@@ -232,7 +248,7 @@ def class_probs(model_key: str, text: str, off: tuple, _bundle) -> np.ndarray:
     return A.classifier_probs(_bundle, text, head_mask=_mask(_bundle, off))
 
 
-@budget_cached(spinner="Running the model…")      # (L, H, T, T): tens of MB for long inputs
+@budget_cached(spinner="Running the model…")  # (L, H, T, T): tens of MB for long inputs
 def attentions(model_key: str, text: str, _bundle) -> tuple[list[str], np.ndarray]:
     return A.attentions_of(_bundle, text)
 
@@ -244,6 +260,7 @@ def outputs(model_key: str, text: str, k: int, _bundle) -> A.ModelOutputs:
 
 
 # --- head patterns, explanations, ablation -------------------------------------------------------
+
 
 @budget_cached(spinner="Averaging head patterns over the probe sentences…")
 def probe_patterns(model_key: str, _bundle) -> A.HeadPatterns:

@@ -8,6 +8,7 @@ message was written for the user. Anything else is logged with its traceback for
 shown as a short apology. Streamlit's own control-flow exceptions (st.rerun, st.stop,
 st.switch_page) derive from BaseException and pass through untouched.
 """
+
 from __future__ import annotations
 
 import logging
@@ -30,10 +31,13 @@ def show_errors(what: str = "this part of the page"):
         st.error(md_escape(str(e) or "That input cannot be used."), icon=":material/error:")
     except MemoryError:
         log.exception("out of memory while computing %s", what)
-        st.error(f"Not enough memory to compute {what}. Try a shorter input or a smaller model.",
-                 icon=":material/error:")
+        st.error(
+            f"Not enough memory to compute {what}. Try a shorter input or a smaller model.", icon=":material/error:"
+        )
     except Exception as e:  # noqa: BLE001 - the whole point is to catch what we did not foresee
         log.exception("unexpected error while computing %s", what)
-        st.error(f"Something went wrong while computing {what} ({type(e).__name__}). "
-                 f"Try another input; the details are in the server log.",
-                 icon=":material/error:")
+        st.error(
+            f"Something went wrong while computing {what} ({type(e).__name__}). "
+            f"Try another input; the details are in the server log.",
+            icon=":material/error:",
+        )

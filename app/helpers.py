@@ -2,6 +2,7 @@
 
 Dimension letters: T tokens, C hidden size, D head size, P positions, L layers, H heads.
 """
+
 from __future__ import annotations
 
 import re
@@ -61,8 +62,9 @@ def clean_text(text: str | None, what: str = "the sentence", required: bool = Tr
     return text
 
 
-def sense_rows(table: pd.DataFrame, max_rows: int, max_chars: int,
-               max_sense_chars: int) -> tuple[list[str], list[str], int]:
+def sense_rows(
+    table: pd.DataFrame, max_rows: int, max_chars: int, max_sense_chars: int
+) -> tuple[list[str], list[str], int]:
     """Compare's table of sentences -> (sentences, senses, rows dropped).
 
     Only the first `max_rows` rows are read (the number of rows past them is returned, for a
@@ -97,10 +99,10 @@ def mask_words(text: str, words: list[tuple[str, tuple[int, int]]], chosen: list
 def card_summary(card: str, fallback: str = "") -> str:
     """The first prose line of a model card, skipping YAML front matter and headings' '#'."""
     lines = (card or "").splitlines()
-    if lines and lines[0].strip() == "---":                    # YAML front matter
+    if lines and lines[0].strip() == "---":  # YAML front matter
         try:
             end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
-            lines = lines[end + 1:]
+            lines = lines[end + 1 :]
         except StopIteration:
             lines = lines[1:]
     for line in lines:
@@ -112,8 +114,7 @@ def card_summary(card: str, fallback: str = "") -> str:
 
 
 def mlm_untrained(notes: list[str]) -> bool:
-    return any("MLM head" in n and ("random" in n or "untrained" in n or "initialised" in n)
-               for n in notes)
+    return any("MLM head" in n and ("random" in n or "untrained" in n or "initialised" in n) for n in notes)
 
 
 def nsp_untrained(notes: list[str]) -> bool:
@@ -132,13 +133,22 @@ def fmt_params(n: int) -> str:
 
 # --- tokens -------------------------------------------------------------------------------------
 
-def token_table(tokens, ids, type_ids, offsets, word_ids, sequence_ids, text_a: str,
-                text_b: str | None = None, unk_token: str = "[UNK]") -> pd.DataFrame:
+
+def token_table(
+    tokens,
+    ids,
+    type_ids,
+    offsets,
+    word_ids,
+    sequence_ids,
+    text_a: str,
+    text_b: str | None = None,
+    unk_token: str = "[UNK]",
+) -> pd.DataFrame:
     """One row per token: position, token, id, segment, the word it belongs to, its span in the
     text it came from, and flags. Pieces of one word share `word` (e.g. 'A3')."""
     rows = []
-    for pos, (tok, i, seg, (s, e), w, seq) in enumerate(
-            zip(tokens, ids, type_ids, offsets, word_ids, sequence_ids)):
+    for pos, (tok, i, seg, (s, e), w, seq) in enumerate(zip(tokens, ids, type_ids, offsets, word_ids, sequence_ids)):
         if seq is None:
             word, src, span = "", "(added)", ""
         else:
@@ -146,20 +156,22 @@ def token_table(tokens, ids, type_ids, offsets, word_ids, sequence_ids, text_a: 
             word = f"{'AB'[seq]}{w + 1}"
             src = src_text[s:e]
             span = f"{s}–{e}"
-        rows.append({
-            "position": pos,
-            "token": tok,
-            "id": int(i),
-            "segment": int(seg),
-            "word": word,
-            "text": src,
-            "span": span,
-            "piece": ("special" if seq is None else
-                      "continuation (##)" if tok.startswith("##") else "word start"),
-            "unknown": tok == unk_token,
-        })
-    return pd.DataFrame(rows, columns=["position", "token", "id", "segment", "word", "text",
-                                       "span", "piece", "unknown"])
+        rows.append(
+            {
+                "position": pos,
+                "token": tok,
+                "id": int(i),
+                "segment": int(seg),
+                "word": word,
+                "text": src,
+                "span": span,
+                "piece": ("special" if seq is None else "continuation (##)" if tok.startswith("##") else "word start"),
+                "unknown": tok == unk_token,
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["position", "token", "id", "segment", "word", "text", "span", "piece", "unknown"]
+    )
 
 
 def word_groups(df: pd.DataFrame) -> list[int]:
@@ -175,9 +187,16 @@ def word_groups(df: pd.DataFrame) -> list[int]:
 
 def trace_table(trace) -> pd.DataFrame:
     """The greedy WordPiece steps: each candidate looked up, and whether the vocabulary has it."""
-    rows = [{"step": n + 1, "from char": st.start, "to char": st.end, "candidate": st.candidate,
-             "in vocabulary?": "yes, take it" if st.accepted else "no, try shorter"}
-            for n, st in enumerate(trace)]
+    rows = [
+        {
+            "step": n + 1,
+            "from char": st.start,
+            "to char": st.end,
+            "candidate": st.candidate,
+            "in vocabulary?": "yes, take it" if st.accepted else "no, try shorter",
+        }
+        for n, st in enumerate(trace)
+    ]
     return pd.DataFrame(rows, columns=["step", "from char", "to char", "candidate", "in vocabulary?"])
 
 
@@ -186,8 +205,13 @@ def vocab_facts(vocab: dict[str, int]) -> dict[str, float]:
     cont = sum(1 for t in vocab if t.startswith("##"))
     unused = sum(1 for t in vocab if t.startswith("[unused"))
     special = sum(1 for t in vocab if t in SPECIALS)
-    return {"size": n, "continuations": cont, "continuation share": cont / max(n, 1),
-            "unused slots": unused, "special": special}
+    return {
+        "size": n,
+        "continuations": cont,
+        "continuation share": cont / max(n, 1),
+        "unused slots": unused,
+        "special": special,
+    }
 
 
 def vocab_search(vocab: dict[str, int], query: str, limit: int = 50) -> pd.DataFrame:
@@ -203,9 +227,14 @@ def vocab_search(vocab: dict[str, int], query: str, limit: int = 50) -> pd.DataF
             rank = 0 if bare == q else 1 if bare.startswith(q) else 2
             hits.append((rank, len(t), tok, i))
     hits.sort()
-    rows = [{"token": tok, "id": i,
-             "kind": "special" if tok in SPECIALS else "continuation (##)" if tok.startswith("##")
-             else "word start"} for _, _, tok, i in hits[:limit]]
+    rows = [
+        {
+            "token": tok,
+            "id": i,
+            "kind": "special" if tok in SPECIALS else "continuation (##)" if tok.startswith("##") else "word start",
+        }
+        for _, _, tok, i in hits[:limit]
+    ]
     return pd.DataFrame(rows, columns=["token", "id", "kind"])
 
 
@@ -216,6 +245,7 @@ def token_labels(tokens: list[str]) -> list[str]:
 
 # --- numbers ------------------------------------------------------------------------------------
 
+
 def attention_walkthrough(q: np.ndarray, k: np.ndarray, v: np.ndarray, i: int) -> dict:
     """One query token through one head, with every number (q (T, D), k (T, D), v (T, D)).
 
@@ -225,11 +255,11 @@ def attention_walkthrough(q: np.ndarray, k: np.ndarray, v: np.ndarray, i: int) -
     k = np.asarray(k, dtype=np.float64)
     v = np.asarray(v, dtype=np.float64)
     D = q.shape[-1]
-    dots = k @ q[i]                                          # (T,)
+    dots = k @ q[i]  # (T,)
     scores = dots / np.sqrt(D)
     e = np.exp(scores - scores.max())
     weights = e / e.sum()
-    out = weights @ v                                        # (D,)
+    out = weights @ v  # (D,)
     return {"dots": dots, "scores": scores, "weights": weights, "output": out, "sqrt_d": float(np.sqrt(D))}
 
 

@@ -12,6 +12,7 @@ job running or waiting; a job trains at most `max_seconds`, then stops itself an
 model. Why a job stopped is `job.stop_reason` (USER, TIME, SESSION), also on `job.stop_event.reason`
 so the job's function can see it (e.g. skip its report when nobody is left to read it).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -20,8 +21,9 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from bert import settings
 from bert.errors import BertExplorerError
@@ -31,7 +33,7 @@ from .budget import LimitError
 
 log = logging.getLogger(__name__)
 
-USER, TIME, SESSION = "user", "time", "session"     # why a job stopped
+USER, TIME, SESSION = "user", "time", "session"  # why a job stopped
 KINDS = {"finetune": "fine-tuning", "pretrain": "pre-training"}
 
 
@@ -39,8 +41,7 @@ def stop_message(reason: str | None, max_seconds: float | None = None) -> str:
     """What the page says about a job that stopped early."""
     if reason == TIME:
         minutes = f"{(max_seconds or budget.max_job_seconds()) / 60:g}"
-        return (f"Stopped at this server's limit of {minutes} minutes per job; the best model so far "
-                f"is kept.")
+        return f"Stopped at this server's limit of {minutes} minutes per job; the best model so far is kept."
     if reason == SESSION:
         return "Stopped because its browser tab was closed; the model trained so far is kept."
     return "Stopped early: the best model so far is kept."
@@ -49,6 +50,7 @@ def stop_message(reason: str | None, max_seconds: float | None = None) -> str:
 class StopEvent(threading.Event):
     """A threading.Event that also says why it was set; `hurry` when nobody is left to see the
     end (the tab was closed): bert.finetune then skips its last scoring."""
+
     reason: str | None = None
 
     @property
@@ -59,6 +61,7 @@ class StopEvent(threading.Event):
         if not self.is_set():
             self.reason = reason
         self.set()
+
 
 JobFn = Callable[[threading.Event], Iterator[dict]]
 _ids = itertools.count(1)
@@ -74,12 +77,12 @@ class Job:
     kind: str
     fn: JobFn | None
     title: str = ""
-    student: str = ""                 # who may have only one active job (default: the owner)
+    student: str = ""  # who may have only one active job (default: the owner)
     max_seconds: float | None = None  # training time cap; then it stops itself (TIME)
     id: int = field(default_factory=lambda: next(_ids))
-    status: str = "queued"            # queued, running, done, stopped, error
+    status: str = "queued"  # queued, running, done, stopped, error
     error: str | None = None
-    result: Any = None                # what the "done" event carried under "bundle"
+    result: Any = None  # what the "done" event carried under "bundle"
     metrics: list[dict] = field(default_factory=list)
     created: float = field(default_factory=time.time)
     started: float | None = None
@@ -104,8 +107,12 @@ class Job:
         self.stop_event.stop(reason)
 
     def over_time(self, now: float | None = None) -> bool:
-        return bool(self.max_seconds and self.started and self.status == "running"
-                    and (now or time.time()) - self.started > self.max_seconds)
+        return bool(
+            self.max_seconds
+            and self.started
+            and self.status == "running"
+            and (now or time.time()) - self.started > self.max_seconds
+        )
 
     def heartbeat(self) -> None:
         self.last_seen = time.time()
@@ -121,7 +128,7 @@ class Job:
         self.metrics.extend(new)
         return new
 
-    def _run(self, on_finish: Callable[["Job"], None]) -> None:
+    def _run(self, on_finish: Callable[[Job], None]) -> None:
         self.status, self.started = "running", time.time()
         try:
             for m in self.fn(self.stop_event):
@@ -143,14 +150,19 @@ class Job:
             log.exception("job %s failed", self.id)
             self.status, self.error = "error", f"unexpected error: {type(e).__name__}: {e}"
         finally:
-            self.fn = None                # its closure holds the data and the base model: free them
+            self.fn = None  # its closure holds the data and the base model: free them
             self.finished = time.time()
             on_finish(self)
 
 
 class JobManager:
-    def __init__(self, max_running: int | None = None, heartbeat_timeout: float = 90.0,
-                 max_queue: int | None = None, max_seconds: float | None = None):
+    def __init__(
+        self,
+        max_running: int | None = None,
+        heartbeat_timeout: float = 90.0,
+        max_queue: int | None = None,
+        max_seconds: float | None = None,
+    ):
         self.max_running = max_running or default_max_running()
         self.heartbeat_timeout = heartbeat_timeout
         self.max_queue = max_queue or budget.max_queue()
@@ -173,10 +185,11 @@ class JobManager:
             running = sum(1 for j in self._jobs if j.status == "running")
             waiting = sum(1 for j in self._jobs if j.status == "queued" and not j.stop_event.is_set())
             if running >= self.max_running and waiting >= self.max_queue:
-                raise LimitError(f"The server is busy: {waiting} jobs are already waiting for a free slot "
-                                 f"(at most {self.max_queue}). Try again in a few minutes.")
-            job = Job(owner=owner, kind=kind, fn=fn, title=title, student=student,
-                      max_seconds=self.max_seconds)
+                raise LimitError(
+                    f"The server is busy: {waiting} jobs are already waiting for a free slot "
+                    f"(at most {self.max_queue}). Try again in a few minutes."
+                )
+            job = Job(owner=owner, kind=kind, fn=fn, title=title, student=student, max_seconds=self.max_seconds)
             self._jobs.append(job)
         self._schedule()
         return job
@@ -186,18 +199,25 @@ class JobManager:
         what = KINDS.get(job.kind, job.kind)
         where = "" if job.owner == owner else " in another tab or window of this browser"
         if job.stop_event.is_set():
-            return (f"Your {what} job{where} is stopping; start again in a few seconds.")
+            return f"Your {what} job{where} is stopping; start again in a few seconds."
         state = "waiting for a slot" if job.status == "queued" else "running"
-        return (f"You already have a {what} job {state}{where}: one job per student at a time. "
-                f"Stop it or let it finish first.")
+        return (
+            f"You already have a {what} job {state}{where}: one job per student at a time. "
+            f"Stop it or let it finish first."
+        )
 
     def counts(self) -> dict:
         """Jobs running and waiting, and the caps (for the status page)."""
         with self._lock:
             running = sum(1 for j in self._jobs if j.status == "running")
             waiting = sum(1 for j in self._jobs if j.status == "queued")
-        return {"running": running, "queued": waiting, "max_running": self.max_running,
-                "max_queue": self.max_queue, "max_minutes": self.max_seconds / 60}
+        return {
+            "running": running,
+            "queued": waiting,
+            "max_running": self.max_running,
+            "max_queue": self.max_queue,
+            "max_minutes": self.max_seconds / 60,
+        }
 
     def jobs_of(self, owner: str) -> list[Job]:
         with self._lock:
@@ -225,7 +245,7 @@ class JobManager:
         stopped = []
         with self._lock:
             for job in self._jobs:
-                if job.status == "queued" and job.stop_event.is_set():     # stopped while waiting:
+                if job.status == "queued" and job.stop_event.is_set():  # stopped while waiting:
                     job.status, job.finished, job.fn = "stopped", now, None  # ends now, not at its turn
                 if job.over_time(now) and not job.stop_event.is_set():
                     job.stop(TIME)
@@ -253,8 +273,9 @@ class JobManager:
                         job.status, job.finished = "stopped", time.time()
                         continue
                     job.status = "running"
-                    job._thread = threading.Thread(target=job._run, args=(self._finished,),
-                                                   name=f"job-{job.id}-{job.kind}", daemon=True)
+                    job._thread = threading.Thread(
+                        target=job._run, args=(self._finished,), name=f"job-{job.id}-{job.kind}", daemon=True
+                    )
                     job._thread.start()
                     running += 1
 

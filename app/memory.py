@@ -5,6 +5,7 @@ like Streamlit Community Cloud counts against its 1 GB) stays at its peak. Measu
 MiniLM fine-tuning job 746 -> 483 MB; after loading minilm-l6 (fp16 file upcast to fp32)
 460 -> 417 MB.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -16,7 +17,7 @@ def release_memory() -> None:
     gc.collect()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):      # not glibc (macOS, musl): nothing to do
+    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to do
         pass
 
 
@@ -33,6 +34,7 @@ def server_memory() -> dict[str, int]:
         pass
     if len(out) < 2:
         import resource
+
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         out = {"rss": out.get("rss", peak), "peak": out.get("peak", peak)}
     return out

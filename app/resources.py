@@ -10,6 +10,7 @@
 
 What the pages compute from a model is in bert.analysis, and kept by app.cache.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,8 +31,8 @@ from .memory import release_memory
 @dataclass(frozen=True)
 class CurrentModel:
     bundle: bert.Bundle
-    key: str            # cache key for analyses: "builtin:<name>", "path:<folder>", "session:<name>:<id>"
-    label: str          # what the picker shows
+    key: str  # cache key for analyses: "builtin:<name>", "path:<folder>", "session:<name>:<id>"
+    label: str  # what the picker shows
 
 
 def inference_threads() -> int:
@@ -54,6 +55,7 @@ def serve_with_few_threads() -> None:
     _threads_set = True
     try:
         from streamlit.runtime import Runtime
+
         if Runtime.exists():
             torch.set_num_threads(inference_threads())
     except Exception:  # noqa: BLE001 - an internal API: then keep torch's default
@@ -62,8 +64,10 @@ def serve_with_few_threads() -> None:
 
 # --- which models a student may load --------------------------------------------------------------
 
-NOT_OFFERED = ("This server does not offer that model. Pick a built-in model, or type the name of a "
-               "model folder that the person running the server has put in its models folder.")
+NOT_OFFERED = (
+    "This server does not offer that model. Pick a built-in model, or type the name of a "
+    "model folder that the person running the server has put in its models folder."
+)
 
 
 def models_root() -> Path:
@@ -84,10 +88,9 @@ def _folder_under_root(typed: str) -> Path | None:
     try:
         root = models_root().resolve()
         folder = (root / typed).resolve()
-        if folder != root and folder.is_relative_to(root) and folder.is_dir() \
-                and os.access(folder, os.R_OK | os.X_OK):
+        if folder != root and folder.is_relative_to(root) and folder.is_dir() and os.access(folder, os.R_OK | os.X_OK):
             return folder
-    except (OSError, RuntimeError, ValueError):       # permissions, symlink loops, NUL bytes
+    except (OSError, RuntimeError, ValueError):  # permissions, symlink loops, NUL bytes
         pass
     return None
 
@@ -119,10 +122,10 @@ def _load_allowed(kind: str, target: str) -> bert.Bundle:
     if kind == "builtin":
         bundle = bert.checkpoint.load_builtin(target)
     elif kind == "hub":
-        bundle = bert.checkpoint.load_hub(target)         # its size checked before downloading
+        bundle = bert.checkpoint.load_hub(target)  # its size checked before downloading
     else:
         bundle = bert.checkpoint.load_folder(target)
-    release_memory()               # the file's fp16 copy, upcast and gone: about 45 MB for minilm-l6
+    release_memory()  # the file's fp16 copy, upcast and gone: about 45 MB for minilm-l6
     return bundle
 
 
@@ -131,12 +134,13 @@ def current_model() -> CurrentModel:
     state.init()
     src = st.session_state[state.MODEL_SOURCE]
     if src.startswith("session:"):
-        name = src[len("session:"):]
+        name = src[len("session:") :]
         models = st.session_state[state.USER_MODELS]
         if name not in models:
             st.session_state[state.MODEL_SOURCE] = state.DEFAULT_MODEL
-            raise CheckpointError(f"your model {name!r} is no longer in this session; "
-                                  f"switched back to {state.DEFAULT_MODEL}")
+            raise CheckpointError(
+                f"your model {name!r} is no longer in this session; switched back to {state.DEFAULT_MODEL}"
+            )
         return CurrentModel(models[name], st.session_state[state.USER_MODEL_IDS][name], f"{name} (yours)")
     bundle = load_model(src)
     kind = "builtin" if src in bert.checkpoint.BUILTINS else "path"
@@ -149,27 +153,26 @@ def max_tokens(bundle: bert.Bundle) -> int:
 
 # --- picking any model (the Compare page's two pickers) -----------------------------------------
 
-FOLDER = "__folder__"          # picker option: a model folder in the server's models folder
+FOLDER = "__folder__"  # picker option: a model folder in the server's models folder
 
 
 def model_options() -> list[str]:
     """Built-ins, this session's own models ("session:<name>"), and a server model folder."""
-    return (list(bert.checkpoint.available_builtins()) + [f"session:{n}" for n in state.user_models()]
-            + [FOLDER])
+    return list(bert.checkpoint.available_builtins()) + [f"session:{n}" for n in state.user_models()] + [FOLDER]
 
 
 def option_label(option: str) -> str:
     if option == FOLDER:
         return "A model in the server's models folder…"
     if option.startswith("session:"):
-        return f"{option[len('session:'):]} (your model, this session)"
+        return f"{option[len('session:') :]} (your model, this session)"
     return f"{option} (built-in)"
 
 
 def model_for(option: str, folder: str = "") -> CurrentModel:
     """The model behind a picker option (raises a bert error with a readable message)."""
     if option.startswith("session:"):
-        name = option[len("session:"):]
+        name = option[len("session:") :]
         models = state.user_models()
         if name not in models:
             raise CheckpointError(f"your model {name!r} is no longer in this session")

@@ -12,6 +12,7 @@ what killed saves left, job folders no job uses, tokenized copies of uploaded te
 the oldest runs until runs + job folders + tokenized files fit in BERT_EXPLORER_MAX_DISK_MB.
 No streamlit here.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,10 +36,10 @@ from . import budget
 log = logging.getLogger("bert_explorer")
 
 CODE = re.compile(r"[A-Z0-9]{6}")
-ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"      # no 0/O, 1/I: easy to copy from a screen
+ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: easy to copy from a screen
 TTL_S = 24 * 3600.0
 RECORD = "run.json"
-_cleaning = threading.Lock()        # the timer and a job saving its run may clean at once
+_cleaning = threading.Lock()  # the timer and a job saving its run may clean at once
 
 
 def runs_dir() -> Path:
@@ -61,7 +62,7 @@ def new_code() -> str:
 
 
 def _jsonable(obj):
-    if hasattr(obj, "tolist"):                    # numpy and torch numbers and arrays
+    if hasattr(obj, "tolist"):  # numpy and torch numbers and arrays
         return obj.tolist()
     return str(obj)
 
@@ -91,8 +92,10 @@ def open_run(code: str) -> tuple[bert.Bundle, dict]:
     try:
         record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        raise DataError(f"There is no run {code} on this server: runs are kept for a day "
-                        f"(and the oldest go first when its disk is full).") from None
+        raise DataError(
+            f"There is no run {code} on this server: runs are kept for a day "
+            f"(and the oldest go first when its disk is full)."
+        ) from None
     if time.time() - float(record.get("saved", 0)) > TTL_S:
         raise DataError(f"Run {code} is more than a day old and has expired.")
     bundle = bert.load(folder / "model")
@@ -101,6 +104,7 @@ def open_run(code: str) -> tuple[bert.Bundle, dict]:
 
 
 # ---- disk ----------------------------------------------------------------------------------------
+
 
 def _size(path: Path) -> int:
     if path.is_file():
@@ -134,8 +138,13 @@ def _is_builtin_tokenized(path: Path) -> bool:
     return all(part in CORPORA for part in corpus.split("+"))
 
 
-def cleanup(max_age_s: float = TTL_S, max_mb: float | None = None, busy: set[str] = frozenset(),
-            keep: set[str] = frozenset(), now: float | None = None) -> dict:
+def cleanup(
+    max_age_s: float = TTL_S,
+    max_mb: float | None = None,
+    busy: set[str] = frozenset(),
+    keep: set[str] = frozenset(),
+    now: float | None = None,
+) -> dict:
     """Remove expired and left-over files, then the oldest runs until the capped folders fit in
     `max_mb` (default BERT_EXPLORER_MAX_DISK_MB). `busy`: job folder names in use; `keep`: run
     codes not to remove for space (one just saved). Returns what was done, for the status page."""
@@ -169,13 +178,13 @@ def _cleanup(max_age_s: float, max_mb: float | None, busy: set[str], keep: set[s
             if CODE.fullmatch(d.name) and d.is_dir() and age(d) > max_age_s:
                 rm(d, "expired")
     jobs = root / "jobs"
-    if jobs.is_dir():           # a job folder lives while its job trains: at most the time cap
+    if jobs.is_dir():  # a job folder lives while its job trains: at most the time cap
         for d in jobs.iterdir():
             if d.name not in busy and age(d) > budget.max_job_seconds() + 600:
                 rm(d, "jobs")
     tok = root / "tokenized"
     done["leftovers"] += remove_stale_leftovers(tok)
-    if tok.is_dir():            # uploads are tokenized in their job's folder; older copies go
+    if tok.is_dir():  # uploads are tokenized in their job's folder; older copies go
         for f in tok.glob("*.npz"):
             if not _is_builtin_tokenized(f) and age(f) > 3600:
                 rm(f, "tokenized")
@@ -183,8 +192,10 @@ def _cleanup(max_age_s: float, max_mb: float | None, busy: set[str], keep: set[s
     cap = (max_mb if max_mb is not None else budget.max_disk_mb()) * 2**20
     used = disk_usage(whole=False)["capped"]
     if used > cap and runs.is_dir():
-        oldest = sorted((d for d in runs.iterdir() if CODE.fullmatch(d.name) and d.name not in keep),
-                        key=lambda d: d.stat().st_mtime)
+        oldest = sorted(
+            (d for d in runs.iterdir() if CODE.fullmatch(d.name) and d.name not in keep),
+            key=lambda d: d.stat().st_mtime,
+        )
         for d in oldest:
             if used <= cap:
                 break

@@ -1,4 +1,5 @@
 """The model picker shown in the sidebar of every page."""
+
 from __future__ import annotations
 
 import functools
@@ -23,6 +24,7 @@ log = logging.getLogger("bert_explorer")
 def app_icon():
     """A 64x64 favicon drawn in memory (a blue tile with a white grid of 'attention' cells)."""
     from PIL import Image, ImageDraw
+
     img = Image.new("RGBA", (64, 64), (0, 0, 0, 0))
     d = ImageDraw.Draw(img)
     d.rounded_rectangle((0, 0, 63, 63), radius=12, fill=(31, 119, 180, 255))
@@ -31,12 +33,14 @@ def app_icon():
         x, y = 10 + 15 * (n % 3), 10 + 15 * (n // 3)
         d.rectangle((x, y, x + 12, y + 12), fill=(255, 255, 255, a))
     return img
+
+
 def strip_front_matter(card: str) -> str:
     lines = (card or "").splitlines()
     if lines and lines[0].strip() == "---":
         for i in range(1, len(lines)):
             if lines[i].strip() == "---":
-                return "\n".join(lines[i + 1:]).strip()
+                return "\n".join(lines[i + 1 :]).strip()
     return (card or "").strip()
 
 
@@ -50,7 +54,7 @@ def _label(option: str) -> str:
     if option == FOLDER:
         return "A folder from the server's models folder…"
     if option.startswith("session:"):
-        return f"{option[len('session:'):]} (your model, this session)"
+        return f"{option[len('session:') :]} (your model, this session)"
     desc = bert.checkpoint.BUILTINS.get(option, "")
     return f"{option} (built-in)" if not desc else f"{option}: built-in"
 
@@ -69,14 +73,13 @@ def _on_load_folder() -> None:
         st.session_state["_folder_error"] = "Type the name of a model folder first."
         return
     try:
-        load_model(path)        # only what the server offers; one message for everything else
+        load_model(path)  # only what the server offers; one message for everything else
     except bert.BertExplorerError as e:
         st.session_state["_folder_error"] = public_text(str(e))
         return
     except Exception:  # noqa: BLE001 - a broken folder must not break the page
         log.exception("could not load the model folder %r", path)
-        st.session_state["_folder_error"] = ("That model folder could not be loaded. The details "
-                                             "are in the server log.")
+        st.session_state["_folder_error"] = "That model folder could not be loaded. The details are in the server log."
         return
     st.session_state[state.MODEL_SOURCE] = path
 
@@ -88,22 +91,31 @@ def render() -> None:
     want = _choice_for(ss[state.MODEL_SOURCE])
     # Follow MODEL_SOURCE when code changed it (e.g. a training page selected a new model);
     # otherwise leave the widget alone ("A local folder…" may be picked but not loaded yet).
-    if (ss.get(state.W_MODEL_CHOICE) not in options
-            or ss.get("_picker_seen_source") != ss[state.MODEL_SOURCE]):
+    if ss.get(state.W_MODEL_CHOICE) not in options or ss.get("_picker_seen_source") != ss[state.MODEL_SOURCE]:
         ss[state.W_MODEL_CHOICE] = want if want in options else options[0]
     ss["_picker_seen_source"] = ss[state.MODEL_SOURCE]
     with st.sidebar:
         st.markdown("### Model")
-        choice = st.selectbox("Model", options, key=state.W_MODEL_CHOICE, format_func=_label,
-                              on_change=_on_choice, label_visibility="collapsed")
+        choice = st.selectbox(
+            "Model",
+            options,
+            key=state.W_MODEL_CHOICE,
+            format_func=_label,
+            on_change=_on_choice,
+            label_visibility="collapsed",
+        )
         if choice == FOLDER:
             if state.W_LOCAL_PATH not in ss:
                 ss[state.W_LOCAL_PATH] = ss[state.LOCAL_PATH]
-            st.text_input("Model folder (ours or Hugging Face format)", key=state.W_LOCAL_PATH, max_chars=PATH_CHARS,
-                          placeholder="my-model",
-                          help="The name of a folder in the models folder of this server (the "
-                               "person running it puts models there), with config.json, "
-                               "vocab.txt and model.safetensors (or pytorch_model.bin).")
+            st.text_input(
+                "Model folder (ours or Hugging Face format)",
+                key=state.W_LOCAL_PATH,
+                max_chars=PATH_CHARS,
+                placeholder="my-model",
+                help="The name of a folder in the models folder of this server (the "
+                "person running it puts models there), with config.json, "
+                "vocab.txt and model.safetensors (or pytorch_model.bin).",
+            )
             st.button("Load folder", on_click=_on_load_folder, width="stretch")
             if ss.get("_folder_error"):
                 st.error(md_escape(ss["_folder_error"]), icon=":material/error:")
@@ -113,9 +125,11 @@ def render() -> None:
             cfg = b.config
             total = parameter_counts(model)["total"]
             st.markdown(f"**{md_escape(model.label)}**")
-            st.caption(f"{fmt_params(total)} parameters ({total:,}) · {cfg.num_hidden_layers} layers · "
-                       f"hidden {cfg.hidden_size} · {cfg.num_attention_heads} heads · "
-                       f"vocabulary {cfg.vocab_size:,}")
+            st.caption(
+                f"{fmt_params(total)} parameters ({total:,}) · {cfg.num_hidden_layers} layers · "
+                f"hidden {cfg.hidden_size} · {cfg.num_attention_heads} heads · "
+                f"vocabulary {cfg.vocab_size:,}"
+            )
             card = public_text(b.card)
             summary = card_summary(card, fallback="")
             if summary:

@@ -5,6 +5,7 @@ Sentences typed on one page carry over to the next: each text lives under a plai
 it on every page. Streamlit deletes a widget's state when a page without that widget runs,
 so a widget key alone would forget the text on a page switch.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -13,12 +14,12 @@ import streamlit as st
 
 # --- model -------------------------------------------------------------------------------------
 DEFAULT_MODEL = "minilm-l6"
-MODEL_SOURCE = "model_source"        # str: a built-in name, a folder path, or "session:<name>"
-USER_MODELS = "user_models"          # dict name -> bert.Bundle: models made in this session
-USER_MODEL_IDS = "user_model_ids"    # dict name -> unique id string (cache key for analyses)
-LOCAL_PATH = "local_model_path"      # last folder typed in the sidebar
-W_MODEL_CHOICE = "w_model_choice"    # sidebar selectbox
-W_LOCAL_PATH = "w_local_path"        # sidebar text input
+MODEL_SOURCE = "model_source"  # str: a built-in name, a folder path, or "session:<name>"
+USER_MODELS = "user_models"  # dict name -> bert.Bundle: models made in this session
+USER_MODEL_IDS = "user_model_ids"  # dict name -> unique id string (cache key for analyses)
+LOCAL_PATH = "local_model_path"  # last folder typed in the sidebar
+W_MODEL_CHOICE = "w_model_choice"  # sidebar selectbox
+W_LOCAL_PATH = "w_local_path"  # sidebar text input
 
 # --- the user's sentences (shared by all pages) ---------------------------------------------
 TEXT_A = "text_a"
@@ -27,10 +28,10 @@ W_TEXT_A = "w_text_a"
 W_TEXT_B = "w_text_b"
 
 # --- per-page settings ---------------------------------------------------------------------
-MLM_TEXT = "mlm_text"                # the sentence with [MASK]s on the Masked LM page
+MLM_TEXT = "mlm_text"  # the sentence with [MASK]s on the Masked LM page
 W_MLM_TEXT = "w_mlm_text"
-SHUFFLE_SEED = "shuffle_seed"        # Embeddings page: which shuffle of the words
-NSP_PICK = "nsp_pick"                # index into the random sentence list, for reruns
+SHUFFLE_SEED = "shuffle_seed"  # Embeddings page: which shuffle of the words
+NSP_PICK = "nsp_pick"  # index into the random sentence list, for reruns
 
 DEFAULT_TEXT_A = "The animal didn't cross the street because it was too tired."
 DEFAULT_TEXT_B = ""
@@ -40,7 +41,7 @@ DEFAULT_MLM_TEXT = "Paris is a city in [MASK], and there [MASK] many people in i
 DEFAULT_MLM_ANSWERS = ("france", "are")
 HINT_MLM_TEXT = "She opened the [MASK] and walked in."
 HINT_MLM_ANSWERS = ("door",)
-PICK_WORD_DEFAULT = "was"          # "Pick words of sentence A": the word hidden first in DEFAULT_TEXT_A
+PICK_WORD_DEFAULT = "was"  # "Pick words of sentence A": the word hidden first in DEFAULT_TEXT_A
 
 DEFAULTS = {
     MODEL_SOURCE: DEFAULT_MODEL,
@@ -67,6 +68,7 @@ def init() -> None:
 
 # --- this session's own models ------------------------------------------------------------------
 
+
 def add_user_model(name: str, bundle, select: bool = True) -> str:
     """Register a model made in this session (fine-tuned, pre-trained) under `name`.
 
@@ -86,6 +88,7 @@ def user_models() -> dict:
 
 
 # --- the shared sentences -----------------------------------------------------------------------
+
 
 def set_text(store_key: str, value: str) -> None:
     """Change a shared sentence from code (e.g. in a button callback)."""

@@ -4,6 +4,7 @@ Every function takes the plain metric dicts a job produced (bert/finetune.py, be
 events) or plain numbers, and returns a Figure; class names and tokens are escaped and made
 unique with app.plots.safe_labels (a class called `<b>x</b>` shows as text).
 """
+
 from __future__ import annotations
 
 import html
@@ -14,7 +15,7 @@ from plotly.subplots import make_subplots
 
 from .plots import safe_labels
 
-MAX_POINTS = 1500          # longer series are thinned for drawing (every k-th point, last kept)
+MAX_POINTS = 1500  # longer series are thinned for drawing (every k-th point, last kept)
 TRAIN_COLOUR = "#1f77b4"
 VALID_COLOUR = "#d62728"
 EXTRA_COLOUR = "#2ca02c"
@@ -62,43 +63,93 @@ def _placeholder(fig: go.Figure, text: str, row: int, col: int) -> None:
         sub = fig.get_subplot(row, col)
         x0, x1 = sub.xaxis.domain
         y0, y1 = sub.yaxis.domain
-        fig.add_annotation(text=text, showarrow=False, font=dict(color="#888888"), xref="paper",
-                           yref="paper", x=(x0 + x1) / 2, y=(y0 + y1) / 2)
+        fig.add_annotation(
+            text=text,
+            showarrow=False,
+            font=dict(color="#888888"),
+            xref="paper",
+            yref="paper",
+            x=(x0 + x1) / 2,
+            y=(y0 + y1) / 2,
+        )
 
 
 # --- fine-tuning -------------------------------------------------------------------------------
 
+
 def finetune_curves(metrics, total_steps: int | None = None, height: int = 360) -> go.Figure:
     """Left: training loss per step (faint) and smoothed. Right: validation accuracy (and loss,
     on its own axis) at each evaluation."""
-    fig = make_subplots(rows=1, cols=2, specs=[[{}, {"secondary_y": True}]],
-                        subplot_titles=("training loss", "validation"), horizontal_spacing=0.1)
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        specs=[[{}, {"secondary_y": True}]],
+        subplot_titles=("training loss", "validation"),
+        horizontal_spacing=0.1,
+    )
     train = [m for m in events(metrics, "train") if _finite(m.get("loss")) is not None]
     if train:
         steps = [m["step"] for m in train]
         loss = [float(m["loss"]) for m in train]
         smooth = ema(loss, 0.1)
         x, y, s = thin(steps, loss, list(smooth))
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name="loss per step",
-                                 line=dict(color=TRAIN_COLOUR, width=1), opacity=0.3,
-                                 hovertemplate="step %{x}: %{y:.3f}<extra>loss</extra>"), row=1, col=1)
-        fig.add_trace(go.Scatter(x=x, y=s, mode="lines", name="smoothed loss",
-                                 line=dict(color=TRAIN_COLOUR, width=2.5),
-                                 hovertemplate="step %{x}: %{y:.3f}<extra>smoothed</extra>"), row=1, col=1)
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="lines",
+                name="loss per step",
+                line=dict(color=TRAIN_COLOUR, width=1),
+                opacity=0.3,
+                hovertemplate="step %{x}: %{y:.3f}<extra>loss</extra>",
+            ),
+            row=1,
+            col=1,
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=s,
+                mode="lines",
+                name="smoothed loss",
+                line=dict(color=TRAIN_COLOUR, width=2.5),
+                hovertemplate="step %{x}: %{y:.3f}<extra>smoothed</extra>",
+            ),
+            row=1,
+            col=1,
+        )
     else:
         _placeholder(fig, "waiting for the first step…", 1, 1)
     evals = [m for m in events(metrics, "eval") if _finite(m.get("accuracy")) is not None]
     if evals:
         steps = [m["step"] for m in evals]
-        fig.add_trace(go.Scatter(x=steps, y=[m["accuracy"] for m in evals], mode="lines+markers",
-                                 name="validation accuracy", line=dict(color=VALID_COLOUR, width=2.5),
-                                 hovertemplate="step %{x}: %{y:.1%}<extra>accuracy</extra>"),
-                      row=1, col=2, secondary_y=False)
+        fig.add_trace(
+            go.Scatter(
+                x=steps,
+                y=[m["accuracy"] for m in evals],
+                mode="lines+markers",
+                name="validation accuracy",
+                line=dict(color=VALID_COLOUR, width=2.5),
+                hovertemplate="step %{x}: %{y:.1%}<extra>accuracy</extra>",
+            ),
+            row=1,
+            col=2,
+            secondary_y=False,
+        )
         vl = [_finite(m.get("val_loss")) for m in evals]
-        fig.add_trace(go.Scatter(x=steps, y=vl, mode="lines+markers", name="validation loss",
-                                 line=dict(color=EXTRA_COLOUR, width=1.5, dash="dot"),
-                                 hovertemplate="step %{x}: %{y:.3f}<extra>validation loss</extra>"),
-                      row=1, col=2, secondary_y=True)
+        fig.add_trace(
+            go.Scatter(
+                x=steps,
+                y=vl,
+                mode="lines+markers",
+                name="validation loss",
+                line=dict(color=EXTRA_COLOUR, width=1.5, dash="dot"),
+                hovertemplate="step %{x}: %{y:.3f}<extra>validation loss</extra>",
+            ),
+            row=1,
+            col=2,
+            secondary_y=True,
+        )
     else:
         _placeholder(fig, "first evaluation pending…", 1, 2)
     if total_steps:
@@ -107,16 +158,25 @@ def finetune_curves(metrics, total_steps: int | None = None, height: int = 360) 
     fig.update_yaxes(title="cross-entropy", row=1, col=1, rangemode="tozero")
     fig.update_yaxes(title="accuracy", range=[0, 1.02], tickformat=".0%", row=1, col=2, secondary_y=False)
     fig.update_yaxes(title="loss", row=1, col=2, secondary_y=True, rangemode="tozero", showgrid=False)
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10),
-                      legend=dict(orientation="h", y=-0.25), uirevision="keep")
+    fig.update_layout(
+        height=height, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25), uirevision="keep"
+    )
     return fig
 
 
 def class_counts(counts: dict, title: str = "") -> go.Figure:
     labels = safe_labels(list(counts))
     values = [int(v) for v in counts.values()]
-    fig = go.Figure(go.Bar(x=labels, y=values, text=[f"{v:,}" for v in values], textposition="auto",
-                           marker_color=TRAIN_COLOUR, hovertemplate="%{x}: %{y:,}<extra></extra>"))
+    fig = go.Figure(
+        go.Bar(
+            x=labels,
+            y=values,
+            text=[f"{v:,}" for v in values],
+            textposition="auto",
+            marker_color=TRAIN_COLOUR,
+            hovertemplate="%{x}: %{y:,}<extra></extra>",
+        )
+    )
     fig.update_layout(title=html.escape(title), height=260, margin=dict(l=10, r=10, t=40 if title else 10, b=10))
     fig.update_xaxes(type="category", title="class")
     fig.update_yaxes(title="texts")
@@ -130,11 +190,21 @@ def confusion_matrix(conf, classes) -> go.Figure:
     share = conf / np.maximum(rows, 1)
     labels = safe_labels(classes)
     text = [[f"{conf[i, j]:,}<br>{share[i, j]:.0%}" for j in range(conf.shape[1])] for i in range(conf.shape[0])]
-    fig = go.Figure(go.Heatmap(z=share, x=labels, y=labels, colorscale="Blues", zmin=0, zmax=1,
-                               text=text, texttemplate="%{text}", customdata=conf,
-                               hovertemplate="true %{y}, predicted %{x}: %{customdata:,} "
-                                             "(%{z:.1%} of the true class)<extra></extra>",
-                               colorbar=dict(title="share of row", thickness=12, tickformat=".0%")))
+    fig = go.Figure(
+        go.Heatmap(
+            z=share,
+            x=labels,
+            y=labels,
+            colorscale="Blues",
+            zmin=0,
+            zmax=1,
+            text=text,
+            texttemplate="%{text}",
+            customdata=conf,
+            hovertemplate="true %{y}, predicted %{x}: %{customdata:,} (%{z:.1%} of the true class)<extra></extra>",
+            colorbar=dict(title="share of row", thickness=12, tickformat=".0%"),
+        )
+    )
     n = len(labels)
     fig.update_layout(height=int(min(700, max(300, 70 * n + 140))), margin=dict(l=10, r=10, t=30, b=10))
     fig.update_xaxes(title="predicted class", type="category", side="top")
@@ -150,27 +220,52 @@ def class_probs(classes, probs, title: str = "") -> go.Figure:
     y = [labels[i] for i in order]
     p = probs[order]
     colours = [VALID_COLOUR if i == 0 else "#9ecae1" for i in range(len(p))]
-    fig = go.Figure(go.Bar(x=p, y=y, orientation="h", marker_color=colours,
-                           text=[f"{v:.1%}" for v in p], textposition="auto",
-                           hovertemplate="%{y}: %{x:.2%}<extra></extra>"))
-    fig.update_layout(title=html.escape(title), height=int(80 + 34 * len(y)),
-                      margin=dict(l=10, r=10, t=40 if title else 10, b=10))
+    fig = go.Figure(
+        go.Bar(
+            x=p,
+            y=y,
+            orientation="h",
+            marker_color=colours,
+            text=[f"{v:.1%}" for v in p],
+            textposition="auto",
+            hovertemplate="%{y}: %{x:.2%}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=html.escape(title), height=int(80 + 34 * len(y)), margin=dict(l=10, r=10, t=40 if title else 10, b=10)
+    )
     fig.update_xaxes(range=[0, 1], tickformat=".0%", title="probability")
     fig.update_yaxes(autorange="reversed", type="category")
     return fig
 
 
-def cls_attention(tokens, before, after, before_name: str = "before fine-tuning",
-                  after_name: str = "after fine-tuning") -> go.Figure:
+def cls_attention(
+    tokens, before, after, before_name: str = "before fine-tuning", after_name: str = "after fine-tuning"
+) -> go.Figure:
     """Where [CLS] looks in the last layer (mean over heads), two models side by side."""
     labels = safe_labels(tokens)
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=labels, y=np.asarray(before, dtype=np.float32), name=html.escape(before_name),
-                         marker_color="#9ecae1", hovertemplate="%{x}: %{y:.3f}<extra>before</extra>"))
-    fig.add_trace(go.Bar(x=labels, y=np.asarray(after, dtype=np.float32), name=html.escape(after_name),
-                         marker_color=VALID_COLOUR, hovertemplate="%{x}: %{y:.3f}<extra>after</extra>"))
-    fig.update_layout(barmode="group", height=340, margin=dict(l=10, r=10, t=20, b=10),
-                      legend=dict(orientation="h", y=1.12))
+    fig.add_trace(
+        go.Bar(
+            x=labels,
+            y=np.asarray(before, dtype=np.float32),
+            name=html.escape(before_name),
+            marker_color="#9ecae1",
+            hovertemplate="%{x}: %{y:.3f}<extra>before</extra>",
+        )
+    )
+    fig.add_trace(
+        go.Bar(
+            x=labels,
+            y=np.asarray(after, dtype=np.float32),
+            name=html.escape(after_name),
+            marker_color=VALID_COLOUR,
+            hovertemplate="%{x}: %{y:.3f}<extra>after</extra>",
+        )
+    )
+    fig.update_layout(
+        barmode="group", height=340, margin=dict(l=10, r=10, t=20, b=10), legend=dict(orientation="h", y=1.12)
+    )
     fig.update_xaxes(type="category", tickangle=-45)
     fig.update_yaxes(title="attention from [CLS]", rangemode="tozero")
     return fig
@@ -178,40 +273,76 @@ def cls_attention(tokens, before, after, before_name: str = "before fine-tuning"
 
 # --- pre-training --------------------------------------------------------------------------------
 
+
 def pretrain_curves(metrics, total_steps: int | None = None, height: int = 360) -> go.Figure:
     """MLM loss, MLM accuracy (top-1; top-5 on validation) and NSP accuracy: training averages
     since the last log line (thin) and validation (markers)."""
-    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.07,
-                        subplot_titles=("masked-LM loss", "masked-LM accuracy", "next-sentence accuracy"))
+    fig = make_subplots(
+        rows=1,
+        cols=3,
+        horizontal_spacing=0.07,
+        subplot_titles=("masked-LM loss", "masked-LM accuracy", "next-sentence accuracy"),
+    )
     train = events(metrics, "train")
     evals = events(metrics, "eval")
     if train:
         steps = [m["step"] for m in train]
-        for col, key, name in ((1, "mlm_loss", "training MLM loss"), (2, "mlm_acc", "training MLM top-1"),
-                               (3, "nsp_acc", "training NSP accuracy")):
+        for col, key, name in (
+            (1, "mlm_loss", "training MLM loss"),
+            (2, "mlm_acc", "training MLM top-1"),
+            (3, "nsp_acc", "training NSP accuracy"),
+        ):
             x, y = thin(steps, [_finite(m.get(key)) for m in train])
-            fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=name,
-                                     line=dict(color=TRAIN_COLOUR, width=1.5), legendgroup="train",
-                                     showlegend=col == 1,
-                                     hovertemplate="step %{x}: %{y:.3f}<extra>training</extra>"),
-                          row=1, col=col)
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=y,
+                    mode="lines",
+                    name=name,
+                    line=dict(color=TRAIN_COLOUR, width=1.5),
+                    legendgroup="train",
+                    showlegend=col == 1,
+                    hovertemplate="step %{x}: %{y:.3f}<extra>training</extra>",
+                ),
+                row=1,
+                col=col,
+            )
     if evals:
         steps = [m["step"] for m in evals]
-        for col, key, name, colour in ((1, "mlm_loss", "validation", VALID_COLOUR),
-                                       (2, "mlm_top1", "validation top-1", VALID_COLOUR),
-                                       (2, "mlm_top5", "validation top-5", EXTRA_COLOUR),
-                                       (3, "nsp_acc", "validation", VALID_COLOUR)):
-            fig.add_trace(go.Scatter(x=steps, y=[_finite(m.get(key)) for m in evals], mode="lines+markers",
-                                     name=name, line=dict(color=colour, width=2.5),
-                                     legendgroup=name, showlegend=col != 3,
-                                     hovertemplate="step %{x}: %{y:.3f}<extra>" + name + "</extra>"),
-                          row=1, col=col)
+        for col, key, name, colour in (
+            (1, "mlm_loss", "validation", VALID_COLOUR),
+            (2, "mlm_top1", "validation top-1", VALID_COLOUR),
+            (2, "mlm_top5", "validation top-5", EXTRA_COLOUR),
+            (3, "nsp_acc", "validation", VALID_COLOUR),
+        ):
+            fig.add_trace(
+                go.Scatter(
+                    x=steps,
+                    y=[_finite(m.get(key)) for m in evals],
+                    mode="lines+markers",
+                    name=name,
+                    line=dict(color=colour, width=2.5),
+                    legendgroup=name,
+                    showlegend=col != 3,
+                    hovertemplate="step %{x}: %{y:.3f}<extra>" + name + "</extra>",
+                ),
+                row=1,
+                col=col,
+            )
         base = [_finite(m.get("baseline_top1")) for m in evals]
         if any(b is not None for b in base):
-            fig.add_trace(go.Scatter(x=steps, y=base, mode="lines", name="always the most frequent token",
-                                     line=dict(color="#888888", width=1, dash="dot"),
-                                     hovertemplate="step %{x}: %{y:.3f}<extra>baseline</extra>"),
-                          row=1, col=2)
+            fig.add_trace(
+                go.Scatter(
+                    x=steps,
+                    y=base,
+                    mode="lines",
+                    name="always the most frequent token",
+                    line=dict(color="#888888", width=1, dash="dot"),
+                    hovertemplate="step %{x}: %{y:.3f}<extra>baseline</extra>",
+                ),
+                row=1,
+                col=2,
+            )
     if not train and not evals:
         for col in (1, 2, 3):
             _placeholder(fig, "waiting for the first steps…" if col == 2 else "", 1, col)
@@ -222,6 +353,7 @@ def pretrain_curves(metrics, total_steps: int | None = None, height: int = 360) 
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=2)
     fig.add_hline(y=0.5, line=dict(color="#888888", width=1, dash="dot"), row=1, col=3)
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=3)
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10),
-                      legend=dict(orientation="h", y=-0.25), uirevision="keep")
+    fig.update_layout(
+        height=height, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25), uirevision="keep"
+    )
     return fig

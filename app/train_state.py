@@ -8,27 +8,28 @@ forgotten, so the session's copy is the one in memory; the run is also saved on 
 run code, app/runs_store.py). Once a job has started, the uploaded bytes and parsed copies are
 dropped (`app.training.free_uploads`): the job holds what it needs.
 """
+
 from __future__ import annotations
 
 import uuid
 
 import streamlit as st
 
-OWNER = "train_owner"               # str: this session's owner id for app.jobs (never shown)
-FT_JOB = "ft_job_id"                # int | None: the fine-tuning job this session follows
-PT_JOB = "pt_job_id"                # int | None: the pre-training job this session follows
-FT_RESULTS = "ft_results"           # list[dict]: finished fine-tuning runs, newest last
-PT_RESULTS = "pt_results"           # list[dict]: finished pre-training runs, newest last
-FT_UPLOAD = "ft_upload"             # dict {name, data, id} | None: the training file's bytes
-FT_VAL_UPLOAD = "ft_val_upload"     # same for the validation file
-PT_UPLOAD = "pt_upload"             # same for an uploaded pre-training .txt
-FT_PARSED = "ft_parsed"             # dict: (upload id, text col, label col) -> LabelledData | error
-FT_NOTICE = "ft_notice"             # str | None: a message to show once (e.g. "already running")
+OWNER = "train_owner"  # str: this session's owner id for app.jobs (never shown)
+FT_JOB = "ft_job_id"  # int | None: the fine-tuning job this session follows
+PT_JOB = "pt_job_id"  # int | None: the pre-training job this session follows
+FT_RESULTS = "ft_results"  # list[dict]: finished fine-tuning runs, newest last
+PT_RESULTS = "pt_results"  # list[dict]: finished pre-training runs, newest last
+FT_UPLOAD = "ft_upload"  # dict {name, data, id} | None: the training file's bytes
+FT_VAL_UPLOAD = "ft_val_upload"  # same for the validation file
+PT_UPLOAD = "pt_upload"  # same for an uploaded pre-training .txt
+FT_PARSED = "ft_parsed"  # dict: (upload id, text col, label col) -> LabelledData | error
+FT_NOTICE = "ft_notice"  # str | None: a message to show once (e.g. "already running")
 PT_NOTICE = "pt_notice"
-FREED = "train_freed_uploads"       # dict upload key -> file name: uploads freed when their job started
-UPLOAD_GEN = "train_upload_gen"     # int: part of the upload widgets' keys; +1 resets them
+FREED = "train_freed_uploads"  # dict upload key -> file name: uploads freed when their job started
+UPLOAD_GEN = "train_upload_gen"  # int: part of the upload widgets' keys; +1 resets them
 
-MAX_MODELS = 3                      # finished models a session keeps in memory, both pages together
+MAX_MODELS = 3  # finished models a session keeps in memory, both pages together
 
 
 def init() -> None:

@@ -37,6 +37,7 @@ into st.session_state (`collect`), registered with app.state.add_user_model so t
 can pick it, and the server-side job is forgotten. A session keeps at most MAX_MODELS models
 (both pages together); the oldest is dropped from memory, and stays on disk under its code.
 """
+
 from __future__ import annotations
 
 import io
@@ -50,10 +51,10 @@ import threading
 import time
 import unicodedata
 import zipfile
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -102,12 +103,14 @@ def jobs_dir() -> Path:
 
 # ==== the server-wide job manager ==============================================================
 
+
 def session_alive(session_id: str | None) -> bool | None:
     """True/False when Streamlit's runtime knows; None without a runtime (tests, scripts)."""
     if not session_id:
         return None
     try:
         from streamlit import runtime
+
         if not runtime.exists():
             return None
         return bool(runtime.get_instance().is_active_session(session_id))
@@ -118,6 +121,7 @@ def session_alive(session_id: str | None) -> bool | None:
 def current_session_id() -> str | None:
     try:
         from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
         ctx = get_script_run_ctx(suppress_warning=True)
         return ctx.session_id if ctx is not None else None
     except Exception:  # noqa: BLE001
@@ -140,6 +144,7 @@ def browser_id(xsrf_cookie: str | None) -> str | None:
     except ValueError:
         return None
     import hashlib
+
     return hashlib.sha256(b"bert-explorer:" + token).hexdigest()[:20] if token else None
 
 
@@ -158,9 +163,15 @@ def student_key() -> str:
 class TrainingJobs(JobManager):
     """JobManager + the browser session of each job + forgetting abandoned finished jobs."""
 
-    def __init__(self, max_running: int | None = None, heartbeat_timeout: float = 30.0,
-                 keep_finished_s: float = 1800.0, session_grace_s: float = 3.0,
-                 alive: Callable[[str | None], bool | None] = session_alive, **caps):
+    def __init__(
+        self,
+        max_running: int | None = None,
+        heartbeat_timeout: float = 30.0,
+        keep_finished_s: float = 1800.0,
+        session_grace_s: float = 3.0,
+        alive: Callable[[str | None], bool | None] = session_alive,
+        **caps,
+    ):
         super().__init__(max_running=max_running, heartbeat_timeout=heartbeat_timeout, **caps)
         self.keep_finished_s = keep_finished_s
         self.session_grace_s = session_grace_s
@@ -170,8 +181,9 @@ class TrainingJobs(JobManager):
         self._watchdog: threading.Thread | None = None
         self.last_cleanup: dict | None = None
 
-    def submit_for(self, owner: str, kind: str, fn, title: str = "", session_id: str | None = None,
-                   student: str | None = None) -> tuple[Job, bool]:
+    def submit_for(
+        self, owner: str, kind: str, fn, title: str = "", session_id: str | None = None, student: str | None = None
+    ) -> tuple[Job, bool]:
         """(job, True) for a new job; (the running one, False) when `owner` already has an
         active job of this kind (a second Start click). LimitError over a cap."""
         existing = self.active_of(owner, kind)
@@ -179,7 +191,7 @@ class TrainingJobs(JobManager):
             return existing, False
         job = self.submit(owner, kind, fn, title=title, student=student)
         with self._lock:
-            new = job.id not in self._session_of          # False if a concurrent click got there first
+            new = job.id not in self._session_of  # False if a concurrent click got there first
             self._session_of.setdefault(job.id, session_id)
         return job, new
 
@@ -267,7 +279,7 @@ def manager() -> TrainingJobs:
     """The one job manager of this server (shared by every session)."""
     jm = TrainingJobs()
     try:
-        jm.cleanup()              # what a killed server left: job folders, half-saved runs
+        jm.cleanup()  # what a killed server left: job folders, half-saved runs
     except Exception:  # noqa: BLE001 - a cleanup problem must not stop the app
         log.exception("cleanup at start")
     jm.start_watchdog()
@@ -297,8 +309,10 @@ def notice_errors(notice_key: str, what: str):
         st.session_state[notice_key] = ("error", str(e) or "That input cannot be used.")
     except Exception as e:  # noqa: BLE001 - never a traceback on screen
         log.exception("unexpected error while %s", what)
-        st.session_state[notice_key] = ("error", f"Something went wrong while {what} "
-                                                 f"({type(e).__name__}); the details are in the server log.")
+        st.session_state[notice_key] = (
+            "error",
+            f"Something went wrong while {what} ({type(e).__name__}); the details are in the server log.",
+        )
 
 
 def tick(job: Job, jm: JobManager | None = None) -> list[dict]:
@@ -310,6 +324,7 @@ def tick(job: Job, jm: JobManager | None = None) -> list[dict]:
 
 # ==== data ======================================================================================
 
+
 def remember_upload(key: str, uploaded) -> dict | None:
     """Copy an st.file_uploader value's bytes into session_state (the widget forgets it on a
     page switch). Returns what is stored: {name, data, id} or None. The bytes are never changed."""
@@ -319,21 +334,31 @@ def remember_upload(key: str, uploaded) -> dict | None:
         fid = getattr(uploaded, "file_id", None) or f"{uploaded.name}:{uploaded.size}"
         cur = ss.get(key)
         if not cur or cur.get("id") != fid:
-            ss[key] = {"name": os.path.basename(str(uploaded.name)) or "upload", "data": uploaded.getvalue(),
-                       "id": fid}
+            ss[key] = {"name": os.path.basename(str(uploaded.name)) or "upload", "data": uploaded.getvalue(), "id": fid}
     return ss.get(key)
 
 
-def parse_upload(upload: dict, text_col: str | None = None, label_col: str | None = None,
-                 classes: list[str] | None = None, min_per_class: int = 2) -> LabelledData:
+def parse_upload(
+    upload: dict,
+    text_col: str | None = None,
+    label_col: str | None = None,
+    classes: list[str] | None = None,
+    min_per_class: int = 2,
+) -> LabelledData:
     """read_labelled on stored upload bytes, memoised per (file, columns) for this session."""
     memo = st.session_state.setdefault(ts.FT_PARSED, {})
     key = (upload["id"], text_col, label_col, tuple(classes) if classes else None, min_per_class)
     hit = memo.get(key)
     if hit is None:
         try:
-            hit = read_labelled(upload["data"], upload["name"], text_col=text_col, label_col=label_col,
-                                classes=classes, min_per_class=min_per_class)
+            hit = read_labelled(
+                upload["data"],
+                upload["name"],
+                text_col=text_col,
+                label_col=label_col,
+                classes=classes,
+                min_per_class=min_per_class,
+            )
         except BertExplorerError as e:
             hit = e
         # parsed copies of files no longer uploaded go; at most a few (columns tried) stay
@@ -350,6 +375,7 @@ def sniff_columns(upload: dict) -> list[str]:
     """The column names of an uploaded file even when no text/label pair could be detected
     (so the user can choose them); [] when the file cannot be read at all."""
     from bert import labelled as lab
+
     try:
         text, _ = lab.decode_bytes(upload["data"])
         text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
@@ -366,6 +392,7 @@ def sniff_columns(upload: dict) -> list[str]:
 def builtin_data(name: str) -> LabelledData:
     """A built-in data set, shared by all sessions: read-only (splits and samples copy it)."""
     from bert.datasets import load_dataset
+
     return load_dataset(name)
 
 
@@ -373,6 +400,7 @@ def builtin_data(name: str) -> LabelledData:
 def builtin_corpus(name: str):
     """A built-in pre-training corpus (bert.corpus.load_corpus), shared by all sessions: read-only."""
     from bert.corpus import load_corpus
+
     return load_corpus(name)
 
 
@@ -383,16 +411,19 @@ def upload_corpus(upload: dict):
     """An uploaded .txt as a corpus (memoised per file in this session); a DataError when it is
     too small to make next-sentence pairs and a validation part."""
     from bert.corpus import corpus_from_text
+
     memo = st.session_state.setdefault("pt_parsed", {})
     hit = memo.get(upload["id"])
     if hit is None:
         try:
             hit = corpus_from_text(upload["data"], name=safe_filename(Path(upload["name"]).stem, "upload"))
             if hit.num_documents < MIN_DOCUMENTS:
-                raise DataError(f"{upload['name']} gives {hit.num_documents} document(s) of "
-                                f"{hit.num_sentences} sentence(s): pre-training needs at least "
-                                f"{MIN_DOCUMENTS} (one to learn from, one to check on). Separate "
-                                f"passages with a blank line, or give at least 40 sentences.")
+                raise DataError(
+                    f"{upload['name']} gives {hit.num_documents} document(s) of "
+                    f"{hit.num_sentences} sentence(s): pre-training needs at least "
+                    f"{MIN_DOCUMENTS} (one to learn from, one to check on). Separate "
+                    f"passages with a blank line, or give at least 40 sentences."
+                )
         except BertExplorerError as e:
             hit = e
         memo.clear()
@@ -402,27 +433,38 @@ def upload_corpus(upload: dict):
     return hit
 
 
-def split_data(data: LabelledData, valid: LabelledData | None, valid_fraction: float, seed: int,
-               max_train: int | None, max_valid: int | None) -> tuple[LabelledData, LabelledData]:
+def split_data(
+    data: LabelledData,
+    valid: LabelledData | None,
+    valid_fraction: float,
+    seed: int,
+    max_train: int | None,
+    max_valid: int | None,
+) -> tuple[LabelledData, LabelledData]:
     """(train, valid): the uploaded validation file or a stratified split, then stratified caps."""
     if valid is None:
         train, valid = stratified_split(data, valid_fraction, seed=seed)
     else:
         train = data
     if max_train and len(train) > max_train:
-        train = train.subset(stratified_sample(train.labels, max_train, seed=seed),
-                             notes=train.notes + [f"a stratified sample of {max_train:,} training texts is used"])
+        train = train.subset(
+            stratified_sample(train.labels, max_train, seed=seed),
+            notes=train.notes + [f"a stratified sample of {max_train:,} training texts is used"],
+        )
     if max_valid and len(valid) > max_valid:
-        valid = valid.subset(stratified_sample(valid.labels, max_valid, seed=seed + 1),
-                             notes=valid.notes + [f"a stratified sample of {max_valid:,} validation texts is used"])
+        valid = valid.subset(
+            stratified_sample(valid.labels, max_valid, seed=seed + 1),
+            notes=valid.notes + [f"a stratified sample of {max_valid:,} validation texts is used"],
+        )
     return train, valid
 
 
 def class_table(data: LabelledData) -> pd.DataFrame:
     counts = data.class_counts
     n = max(len(data), 1)
-    return pd.DataFrame({"class": list(counts), "texts": list(counts.values()),
-                         "share": [v / n for v in counts.values()]})
+    return pd.DataFrame(
+        {"class": list(counts), "texts": list(counts.values()), "share": [v / n for v in counts.values()]}
+    )
 
 
 def dropped_text(data: LabelledData) -> str:
@@ -488,8 +530,15 @@ def model_zip(bundle: bert.Bundle, name: str, fmt: str = "ours") -> bytes:
 
 # ==== fine-tuning job ============================================================================
 
-def finetune_job(base: bert.Bundle, train: LabelledData, valid: LabelledData, args: FinetuneArgs,
-                 mistakes: int = 12, recorder: AttentionSnapshots | None = None):
+
+def finetune_job(
+    base: bert.Bundle,
+    train: LabelledData,
+    valid: LabelledData,
+    args: FinetuneArgs,
+    mistakes: int = 12,
+    recorder: AttentionSnapshots | None = None,
+):
     """A JobFn: the bert.finetune generator, then a "report" event (evaluate_classifier on the
     validation data: per-class scores, confusion matrix, confident mistakes). `base` may be a
     shared cached model: bert.finetune copies its weights and never changes it. A `recorder`
@@ -507,21 +556,23 @@ def finetune_job(base: bert.Bundle, train: LabelledData, valid: LabelledData, ar
                 if m.get("event") == "done":
                     model = m.get("bundle")
                 yield m
-            if model is not None and getattr(stop, "reason", None) != SESSION:   # nobody to read it
-                torch.set_num_threads(threads)      # finetune restored its own setting
+            if model is not None and getattr(stop, "reason", None) != SESSION:  # nobody to read it
+                torch.set_num_threads(threads)  # finetune restored its own setting
                 t = time.perf_counter()
                 report = evaluate_classifier(model, valid, max_length=args.max_length, mistakes=mistakes)
                 yield {"event": "report", "seconds": time.perf_counter() - t, **report}
         finally:
             torch.set_num_threads(before)
             release_memory()
+
     return fn
 
 
 def check_finetune(base: bert.Bundle, args: FinetuneArgs, classes: int = 2) -> int:
     """The memory estimate of this fine-tuning job (MB); LimitError if it is over a cap."""
-    mb = budget.finetune_mb(base.config, args.batch_size, args.max_length, args.freeze_embeddings,
-                            args.freeze_layers, classes)
+    mb = budget.finetune_mb(
+        base.config, args.batch_size, args.max_length, args.freeze_embeddings, args.freeze_layers, classes
+    )
     budget.check_step(args.batch_size, args.max_length, mb, "text")
     return mb
 
@@ -535,8 +586,9 @@ def _budget_view(batch: int, seq_len: int, mb: int, what: str) -> dict:
     return {"ok": True, "line": budget.budget_line(batch, seq_len, mb, what), "mb": mb}
 
 
-def check_finetune_settings(base: bert.Bundle, batch: int, max_length: int, freeze_embeddings: bool,
-                            freeze_layers: int, classes: int) -> dict:
+def check_finetune_settings(
+    base: bert.Bundle, batch: int, max_length: int, freeze_embeddings: bool, freeze_layers: int, classes: int
+) -> dict:
     mb = budget.finetune_mb(base.config, batch, max_length, freeze_embeddings, freeze_layers, classes)
     return _budget_view(batch, max_length, mb, "text")
 
@@ -545,18 +597,27 @@ def check_pretrain_settings(layers: int, hidden: int, heads: int, vocab: int, ba
     return _budget_view(batch, seq_len, budget.pretrain_mb(layers, hidden, heads, vocab, batch, seq_len), "sequence")
 
 
-def run_record(kind: str, events: list[dict], info: dict, status: str, error: str | None,
-               stop_reason: str | None) -> dict:
+def run_record(
+    kind: str, events: list[dict], info: dict, status: str, error: str | None, stop_reason: str | None
+) -> dict:
     """What a finished job's results view shows (kept in the session and saved with the run)."""
-    return {"kind": kind, "status": status, "error": error, "stop_reason": stop_reason,
-            "metrics": [m for m in events if m.get("event") not in ("report", "saved", "save_failed")],
-            "report": last_event(events, "report"), "done": last_event(events, "done"), "info": info}
+    return {
+        "kind": kind,
+        "status": status,
+        "error": error,
+        "stop_reason": stop_reason,
+        "metrics": [m for m in events if m.get("event") not in ("report", "saved", "save_failed")],
+        "report": last_event(events, "report"),
+        "done": last_event(events, "done"),
+        "info": info,
+    }
 
 
 def keep_run(fn, kind: str, code: str, info: dict):
     """A JobFn: `fn`, then what it made saved under run `code` (app/runs_store.py), whatever
     ended it, so a refresh, a closed tab or a server restart loses nothing. Then a "saved" event
     (or "save_failed" with a message: the model is still in the session, to download)."""
+
     def run(stop: threading.Event):
         events, bundle = [], None
         for m in fn(stop):
@@ -568,21 +629,36 @@ def keep_run(fn, kind: str, code: str, info: dict):
             return
         error = last_event(events, "error")
         reason = getattr(stop, "reason", None) if stop.is_set() else None
-        record = run_record(kind, events, info, "error" if error else "stopped" if reason else "done",
-                            error and error.get("message"), reason)
+        record = run_record(
+            kind,
+            events,
+            info,
+            "error" if error else "stopped" if reason else "done",
+            error and error.get("message"),
+            reason,
+        )
         try:
             runs_store.save_run(code, bundle, {**record, "name": info.get("title") or bundle.name})
             yield {"event": "saved", "code": code}
         except Exception as e:  # noqa: BLE001 - a full disk must not lose the model in memory
             log.exception("saving run %s", code)
-            yield {"event": "save_failed", "message": f"The model could not be saved on the server "
-                                                      f"({type(e).__name__}): download it to keep it."}
+            yield {
+                "event": "save_failed",
+                "message": f"The model could not be saved on the server ({type(e).__name__}): download it to keep it.",
+            }
+
     return run
 
 
-def start_finetune(base: bert.Bundle, base_source: str, train: LabelledData, valid: LabelledData,
-                   args: FinetuneArgs, jm: TrainingJobs | None = None,
-                   recorder: AttentionSnapshots | None = None) -> tuple[Job, bool]:
+def start_finetune(
+    base: bert.Bundle,
+    base_source: str,
+    train: LabelledData,
+    valid: LabelledData,
+    args: FinetuneArgs,
+    jm: TrainingJobs | None = None,
+    recorder: AttentionSnapshots | None = None,
+) -> tuple[Job, bool]:
     """Submit (or return the already active) fine-tuning job of this session. LimitError (with
     the message to show) when a cap refuses it."""
     jm = jm or manager()
@@ -595,12 +671,22 @@ def start_finetune(base: bert.Bundle, base_source: str, train: LabelledData, val
         args.threads = job_threads()
     check_finetune(base, args, len(train.classes))
     code = runs_store.new_code()
-    info = {"base_source": base_source, "base_name": base.name, "args": asdict(args), "code": code,
-            "title": args.name or "", "train": train.summary(), "valid": len(valid),
-            "classes": list(train.classes), "train_notes": list(train.notes), "valid_notes": list(valid.notes)}
+    info = {
+        "base_source": base_source,
+        "base_name": base.name,
+        "args": asdict(args),
+        "code": code,
+        "title": args.name or "",
+        "train": train.summary(),
+        "valid": len(valid),
+        "classes": list(train.classes),
+        "train_notes": list(train.notes),
+        "valid_notes": list(valid.notes),
+    }
     fn = keep_run(finetune_job(base, train, valid, args, recorder=recorder), FINETUNE, code, info)
-    job, new = jm.submit_for(ts.owner(), FINETUNE, fn, title=args.name or "",
-                             session_id=current_session_id(), student=student_key())
+    job, new = jm.submit_for(
+        ts.owner(), FINETUNE, fn, title=args.name or "", session_id=current_session_id(), student=student_key()
+    )
     if new and recorder is not None:
         snapshots.register(f"{args.name or 'fine-tuning'} (fine-tuning, job {job.id})", recorder)
     if new:
@@ -611,23 +697,36 @@ def start_finetune(base: bert.Bundle, base_source: str, train: LabelledData, val
 
 # ==== pre-training job ===========================================================================
 
+
+def _vocab_words(vocab: str) -> str:
+    if vocab == "default":
+        return "bert-base-uncased (30,522)"
+    return f"WordPiece trained on the corpus ({vocab.split(':', 1)[-1]})"
+
+
 def _pretrain_card(name: str, args: PretrainArgs, corpus_label: str, done: dict) -> str:
-    return "\n".join([
-        f"# {name}",
-        "",
-        f"A small BERT pre-trained from random weights in BERT Explorer, on {corpus_label}: "
-        f"{args.layers} layers, hidden size {args.hidden}, {args.heads} heads, vocabulary "
-        f"{'bert-base-uncased (30,522)' if args.vocab == 'default' else 'WordPiece trained on the corpus (' + args.vocab.split(':', 1)[-1] + ')'}.",
-        "",
-        f"- Steps: {done.get('step', 0):,} of {args.steps:,}" + (" (stopped early)" if done.get("stopped") else "")
-        + f", batch {args.batch_size}, sequences of {args.max_seq_length} tokens, learning rate {args.lr:g}.",
-        (f"- Validation: masked-LM top-1 {done['mlm_top1']:.3f}, top-5 {done['mlm_top5']:.3f}, loss "
-         f"{done['mlm_loss']:.3f}; next-sentence accuracy {done['nsp_acc']:.3f}." if "mlm_top1" in done else
-         "- Validation: not measured (stopped before the end)."),
-        "",
-        "Licence: that of the corpus it was trained on.",
-        "",
-    ])
+    return "\n".join(
+        [
+            f"# {name}",
+            "",
+            f"A small BERT pre-trained from random weights in BERT Explorer, on {corpus_label}: "
+            f"{args.layers} layers, hidden size {args.hidden}, {args.heads} heads, vocabulary "
+            f"{_vocab_words(args.vocab)}.",
+            "",
+            f"- Steps: {done.get('step', 0):,} of {args.steps:,}"
+            + (" (stopped early)" if done.get("stopped") else "")
+            + f", batch {args.batch_size}, sequences of {args.max_seq_length} tokens, learning rate {args.lr:g}.",
+            (
+                f"- Validation: masked-LM top-1 {done['mlm_top1']:.3f}, top-5 {done['mlm_top5']:.3f}, loss "
+                f"{done['mlm_loss']:.3f}; next-sentence accuracy {done['nsp_acc']:.3f}."
+                if "mlm_top1" in done
+                else "- Validation: not measured (stopped before the end)."
+            ),
+            "",
+            "Licence: that of the corpus it was trained on.",
+            "",
+        ]
+    )
 
 
 def _job_folder(holder: dict, wait_s: float = 5.0) -> Path:
@@ -641,8 +740,14 @@ def _job_folder(holder: dict, wait_s: float = 5.0) -> Path:
     return Path(tempfile.mkdtemp(dir=jobs_dir(), prefix=prefix))
 
 
-def pretrain_job(args: PretrainArgs, corpus, name: str, corpus_label: str, holder: dict | None = None,
-                 recorder: AttentionSnapshots | None = None):
+def pretrain_job(
+    args: PretrainArgs,
+    corpus,
+    name: str,
+    corpus_label: str,
+    holder: dict | None = None,
+    recorder: AttentionSnapshots | None = None,
+):
     """A JobFn: bert.pretrain in a fresh folder under bert_cache_dir()/jobs (never in the repo);
     the "done" event's model is loaded into memory (under "bundle") and the folder removed (with
     any tokenized text in it: set args.cache_tokens False for an upload). If training fails (the
@@ -680,6 +785,7 @@ def pretrain_job(args: PretrainArgs, corpus, name: str, corpus_label: str, holde
             torch.set_num_threads(before)
             shutil.rmtree(folder, ignore_errors=True)
             release_memory()
+
     return fn
 
 
@@ -689,14 +795,21 @@ def vocab_size(args: PretrainArgs) -> int:
 
 def check_pretrain(args: PretrainArgs) -> int:
     """The memory estimate of this pre-training job (MB); LimitError if it is over a cap."""
-    mb = budget.pretrain_mb(args.layers, args.hidden, args.heads, vocab_size(args), args.batch_size,
-                            args.max_seq_length)
+    mb = budget.pretrain_mb(
+        args.layers, args.hidden, args.heads, vocab_size(args), args.batch_size, args.max_seq_length
+    )
     budget.check_step(args.batch_size, args.max_seq_length, mb, "sequence")
     return mb
 
 
-def start_pretrain(args: PretrainArgs, corpus, name: str, corpus_label: str,
-                   jm: TrainingJobs | None = None, recorder: AttentionSnapshots | None = None) -> tuple[Job, bool]:
+def start_pretrain(
+    args: PretrainArgs,
+    corpus,
+    name: str,
+    corpus_label: str,
+    jm: TrainingJobs | None = None,
+    recorder: AttentionSnapshots | None = None,
+) -> tuple[Job, bool]:
     """Submit (or return the already active) pre-training job of this session; LimitError over a cap."""
     jm = jm or manager()
     ts.init()
@@ -709,8 +822,9 @@ def start_pretrain(args: PretrainArgs, corpus, name: str, corpus_label: str,
     code = runs_store.new_code()
     info = {"args": asdict(args), "corpus": corpus_label, "code": code, "title": name}
     fn = keep_run(pretrain_job(args, corpus, name, corpus_label, holder, recorder), PRETRAIN, code, info)
-    job, new = jm.submit_for(ts.owner(), PRETRAIN, fn, title=name, session_id=current_session_id(),
-                             student=student_key())
+    job, new = jm.submit_for(
+        ts.owner(), PRETRAIN, fn, title=name, session_id=current_session_id(), student=student_key()
+    )
     holder["job_id"] = job.id
     if new and recorder is not None:
         snapshots.register(f"{name} (pre-training, job {job.id})", recorder)
@@ -721,6 +835,7 @@ def start_pretrain(args: PretrainArgs, corpus, name: str, corpus_label: str,
 
 
 # ==== live view helpers ===========================================================================
+
 
 def last_event(metrics, kind: str) -> dict | None:
     return next((m for m in reversed(metrics) if m.get("event") == kind), None)
@@ -748,14 +863,18 @@ def finetune_progress(metrics) -> tuple[float, str]:
     total = start["steps"]
     done = last_event(metrics, "done")
     if done is not None:
-        return (float(min(done["step"] / max(total, 1), 1.0)),
-                f"{'Stopped' if done.get('stopped') else 'Finished'} at step {done['step']:,} of {total:,}: "
-                f"scoring the validation texts for the report…")
+        return (
+            float(min(done["step"] / max(total, 1), 1.0)),
+            f"{'Stopped' if done.get('stopped') else 'Finished'} at step {done['step']:,} of {total:,}: "
+            f"scoring the validation texts for the report…",
+        )
     if tr is None:
         return 0.0, f"Step 0 of {total:,}: the first batch is running…"
     frac = float(min(max(tr.get("progress", tr["step"] / max(total, 1)), 0.0), 1.0))
-    return frac, (f"Step {tr['step']:,} of {total:,} · {tr.get('examples_per_s', 0):.1f} examples/s · "
-                  f"about {fmt_seconds(tr.get('eta_s'))} left")
+    return frac, (
+        f"Step {tr['step']:,} of {total:,} · {tr.get('examples_per_s', 0):.1f} examples/s · "
+        f"about {fmt_seconds(tr.get('eta_s'))} left"
+    )
 
 
 def pretrain_progress(metrics, total_steps: int, log_every: int) -> tuple[float, str]:
@@ -768,9 +887,10 @@ def pretrain_progress(metrics, total_steps: int, log_every: int) -> tuple[float,
     step = tr["step"]
     per_step = tr.get("seconds", 0.0) / max(log_every, 1)
     eta = (total_steps - step) * per_step
-    return (min(step / max(total_steps, 1), 1.0),
-            f"Step {step:,} of {total_steps:,} · {tr.get('tokens_per_s', 0):,.0f} tokens/s · "
-            f"about {fmt_seconds(eta)} left")
+    return (
+        min(step / max(total_steps, 1), 1.0),
+        f"Step {step:,} of {total_steps:,} · {tr.get('tokens_per_s', 0):,.0f} tokens/s · about {fmt_seconds(eta)} left",
+    )
 
 
 def probe_frame(metrics, top: int = 3) -> pd.DataFrame:
@@ -787,6 +907,7 @@ def probe_frame(metrics, top: int = 3) -> pd.DataFrame:
 
 
 # ==== collecting results ===========================================================================
+
 
 def _results_key(kind: str) -> str:
     return ts.FT_RESULTS if kind == FINETUNE else ts.PT_RESULTS
@@ -814,14 +935,18 @@ def collect(kind: str, jm: TrainingJobs | None = None) -> dict | None:
     jm.forget(job)
     if job.result is None:
         # nothing to keep: it failed before training or was stopped while waiting
-        msg = job.error or ("Stopped before it started: nothing was trained." if job.status == "stopped"
-                            else "The job ended without a model.")
+        msg = job.error or (
+            "Stopped before it started: nothing was trained."
+            if job.status == "stopped"
+            else "The job ended without a model."
+        )
         st.session_state[_notice_key(kind)] = ("error" if job.error else "info", msg)
         return None
     res = run_record(kind, job.metrics, info, job.status, job.error, job.stop_reason)
     failed = last_event(job.metrics, "save_failed")
-    res.update(job_id=job.id, finished=job.finished, code=info.get("code"),
-               saved=last_event(job.metrics, "saved") is not None)
+    res.update(
+        job_id=job.id, finished=job.finished, code=info.get("code"), saved=last_event(job.metrics, "saved") is not None
+    )
     if failed:
         st.session_state[_notice_key(kind)] = ("error", failed["message"])
     return _add_result(kind, res, job.result, job.title or job.result.name)
@@ -831,8 +956,7 @@ def _add_result(kind: str, res: dict, bundle: bert.Bundle, name: str) -> dict:
     """Register a result's model for the other pages and keep it, at most MAX_MODELS in all."""
     name = unique_model_name(name)
     bundle.name = name
-    res.update(bundle=bundle, name=name, key=state.add_user_model(name, bundle, select=False),
-               added=time.time())
+    res.update(bundle=bundle, name=name, key=state.add_user_model(name, bundle, select=False), added=time.time())
     st.session_state[_results_key(kind)].append(res)
     dropped = []
     while True:
@@ -844,11 +968,12 @@ def _add_result(kind: str, res: dict, bundle: bert.Bundle, name: str) -> dict:
         _unregister(old)
         dropped.append(old)
     if dropped:
-        kept = "; ".join(f"{d['name']} (run code {d['code']})" if d.get("saved") else d["name"]
-                         for d in dropped)
+        kept = "; ".join(f"{d['name']} (run code {d['code']})" if d.get("saved") else d["name"] for d in dropped)
         st.session_state[_notice_key(kind)] = (
-            "info", f"This session keeps its last {MAX_MODELS} models in memory: {kept} was removed. "
-                    f"Reopen a run with its code (for a day), or download a model to keep it.")
+            "info",
+            f"This session keeps its last {MAX_MODELS} models in memory: {kept} was removed. "
+            f"Reopen a run with its code (for a day), or download a model to keep it.",
+        )
     return res
 
 
@@ -879,8 +1004,10 @@ def reopen_callback(kind: str, widget_key: str, select_key: str) -> None:
         else:
             other = "Pre-training" if res["kind"] == PRETRAIN else "Fine-tuning"
             st.session_state[_notice_key(kind)] = (
-                "info", f"Run {res['code']} ({res['name']}) is a {other.lower()} run: it is on the {other} "
-                        f"page, and in the sidebar's model list.")
+                "info",
+                f"Run {res['code']} ({res['name']}) is a {other.lower()} run: it is on the {other} "
+                f"page, and in the sidebar's model list.",
+            )
 
 
 def _unregister(res: dict) -> None:
@@ -909,8 +1036,10 @@ def run_code_line(res: dict) -> str | None:
     if not res.get("saved") or not res.get("code"):
         return None
     until = time.strftime("%H:%M on %d %b", time.localtime((res.get("finished") or time.time()) + runs_store.TTL_S))
-    return (f"Run code **{res['code']}**: this run is saved on the server until {until}. After a refresh "
-            f"or a restart, type the code under “Reopen a run” to get it back.")
+    return (
+        f"Run code **{res['code']}**: this run is saved on the server until {until}. After a refresh "
+        f"or a restart, type the code under “Reopen a run” to get it back."
+    )
 
 
 def free_uploads(*keys: str) -> None:
@@ -937,9 +1066,12 @@ def use_model(key: str) -> None:
 
 # ==== results views ================================================================================
 
+
 def per_class_frame(report: dict) -> pd.DataFrame:
-    rows = [{"class": c, "precision": v["precision"], "recall": v["recall"], "F1": v["f1"],
-             "texts": v["support"]} for c, v in report["per_class"].items()]
+    rows = [
+        {"class": c, "precision": v["precision"], "recall": v["recall"], "F1": v["f1"], "texts": v["support"]}
+        for c, v in report["per_class"].items()
+    ]
     return pd.DataFrame(rows, columns=["class", "precision", "recall", "F1", "texts"])
 
 
@@ -949,28 +1081,35 @@ def table_csv(df: pd.DataFrame) -> bytes:
     Streamlit's own table download does not escape formulas, so it is switched off
     (client.disableDataExport in .streamlit/config.toml) and the pages offer this one."""
     from bert.labelled import to_safe_csv
+
     return ("\ufeff" + to_safe_csv(df)).encode("utf-8")
 
 
 def mistakes_frame(report: dict) -> pd.DataFrame:
-    return pd.DataFrame([{"text": m["text"], "true": m["true"], "predicted": m["predicted"],
-                          "confidence": m["prob"]} for m in report.get("mistakes", [])],
-                        columns=["text", "true", "predicted", "confidence"])
+    return pd.DataFrame(
+        [
+            {"text": m["text"], "true": m["true"], "predicted": m["predicted"], "confidence": m["prob"]}
+            for m in report.get("mistakes", [])
+        ],
+        columns=["text", "true", "predicted", "confidence"],
+    )
 
 
 def cls_attention(base: bert.Bundle, tuned: bert.Bundle, text: str) -> tuple[list[str], np.ndarray, np.ndarray]:
     """[CLS]'s attention in the last layer, mean over heads, for the base and the fine-tuned
     model on one text: (tokens, before (T,), after (T,))."""
     from bert.analysis import attentions_of
+
     text = (text or "").strip()
     if not text:
         raise bert.InputError("Type a sentence to compare.")
     text = text[:2000]
-    tok_a, att_a = attentions_of(base, text)        # (L, H, T, T)
+    tok_a, att_a = attentions_of(base, text)  # (L, H, T, T)
     tok_b, att_b = attentions_of(tuned, text)
     if tok_a != tok_b:
-        raise bert.InputError("The two models split this text differently, so their attention "
-                              "cannot be compared token by token.")
+        raise bert.InputError(
+            "The two models split this text differently, so their attention cannot be compared token by token."
+        )
     return tok_a, att_a[-1].mean(0)[0], att_b[-1].mean(0)[0]
 
 
@@ -979,6 +1118,7 @@ def base_bundle(source: str | None) -> bert.Bundle | None:
     if not source:
         return None
     if source.startswith("session:"):
-        return state.user_models().get(source[len("session:"):])
+        return state.user_models().get(source[len("session:") :])
     from .resources import load_model
+
     return load_model(source)

@@ -4,6 +4,7 @@ Every text box of the explorer pages has a `max_chars`: the browser stops typing
 there, and Streamlit cuts a longer value a client sends. A text that reaches the cap another
 way (kept in the session, set by code) is cut here too, and a warning says so.
 """
+
 from __future__ import annotations
 
 import streamlit as st
@@ -12,10 +13,10 @@ from . import state
 
 # Caps, one place. A sentence of 2,000 characters is at most ~2,000 tokens (a few model windows);
 # a longer paste is cut with a message. Words longer than 100 characters are [UNK] anyway.
-SENTENCE_CHARS = 2_000       # any sentence or text box
-WORD_CHARS = 100             # one word (the shared word, the word to trace, a vocabulary search)
-PATH_CHARS = 500             # a folder path
-TABLE_ROWS = 50              # rows of a table a student fills (Compare's sentences)
+SENTENCE_CHARS = 2_000  # any sentence or text box
+WORD_CHARS = 100  # one word (the shared word, the word to trace, a vocabulary search)
+PATH_CHARS = 500  # a folder path
+TABLE_ROWS = 50  # rows of a table a student fills (Compare's sentences)
 
 
 def cap_help(limit: int, text: str = "") -> str:
@@ -28,8 +29,10 @@ def cap_text(text: str | None, what: str = "The text", limit: int = SENTENCE_CHA
     there, so a text at the limit has most likely lost its end)."""
     text = text or ""
     if len(text) >= limit:
-        (where or st).warning(f"{what} reached the {limit:,}-character limit of its box: anything "
-                              "longer is cut off there.", icon=":material/content_cut:")
+        (where or st).warning(
+            f"{what} reached the {limit:,}-character limit of its box: anything longer is cut off there.",
+            icon=":material/content_cut:",
+        )
     return text[:limit]
 
 
@@ -46,23 +49,36 @@ def _copy(widget_key: str, store_key: str) -> None:
     st.session_state[store_key] = st.session_state[widget_key]
 
 
-def sentence_inputs(pair: bool = True, label_a: str = "Sentence A",
-                    label_b: str = "Sentence B (optional)") -> tuple[str, str]:
+def sentence_inputs(
+    pair: bool = True, label_a: str = "Sentence A", label_b: str = "Sentence B (optional)"
+) -> tuple[str, str]:
     """Text boxes for sentence A (and B), shared by every page. Returns the texts, capped."""
     _capped_seed(state.W_TEXT_A, state.TEXT_A)
     cols = st.columns(2) if pair else [st.container()]
     with cols[0]:
-        st.text_area(label_a, key=state.W_TEXT_A, on_change=_copy, args=(state.W_TEXT_A, state.TEXT_A),
-                     height=80, max_chars=SENTENCE_CHARS,
-                     help=cap_help(SENTENCE_CHARS, "Type any text. It carries over to the other pages."))
+        st.text_area(
+            label_a,
+            key=state.W_TEXT_A,
+            on_change=_copy,
+            args=(state.W_TEXT_A, state.TEXT_A),
+            height=80,
+            max_chars=SENTENCE_CHARS,
+            help=cap_help(SENTENCE_CHARS, "Type any text. It carries over to the other pages."),
+        )
         a = cap_text(st.session_state[state.TEXT_A], label_a.split(" (")[0])
     b = ""
     if pair:
         _capped_seed(state.W_TEXT_B, state.TEXT_B)
         with cols[1]:
-            st.text_area(label_b, key=state.W_TEXT_B, on_change=_copy, args=(state.W_TEXT_B, state.TEXT_B),
-                         height=80, max_chars=SENTENCE_CHARS,
-                         help=cap_help(SENTENCE_CHARS, "A second sentence makes a pair: [CLS] A [SEP] B [SEP]."))
+            st.text_area(
+                label_b,
+                key=state.W_TEXT_B,
+                on_change=_copy,
+                args=(state.W_TEXT_B, state.TEXT_B),
+                height=80,
+                max_chars=SENTENCE_CHARS,
+                help=cap_help(SENTENCE_CHARS, "A second sentence makes a pair: [CLS] A [SEP] B [SEP]."),
+            )
             b = cap_text(st.session_state[state.TEXT_B], label_b.split(" (")[0])
     return a, b
 
@@ -70,8 +86,15 @@ def sentence_inputs(pair: bool = True, label_a: str = "Sentence A",
 def mlm_input(label: str = "A sentence with [MASK] in it") -> str:
     """The text box for the sentence with [MASK]s (Masked LM, Explanations, Ablation, Compare)."""
     _capped_seed(state.W_MLM_TEXT, state.MLM_TEXT)
-    st.text_area(label, key=state.W_MLM_TEXT, on_change=_copy, args=(state.W_MLM_TEXT, state.MLM_TEXT),
-                 height=80, max_chars=SENTENCE_CHARS, help=cap_help(SENTENCE_CHARS))
+    st.text_area(
+        label,
+        key=state.W_MLM_TEXT,
+        on_change=_copy,
+        args=(state.W_MLM_TEXT, state.MLM_TEXT),
+        height=80,
+        max_chars=SENTENCE_CHARS,
+        help=cap_help(SENTENCE_CHARS),
+    )
     return cap_text(st.session_state[state.MLM_TEXT], "The sentence")
 
 

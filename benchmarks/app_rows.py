@@ -5,6 +5,7 @@ Streamlit app.
 This is the only module of benchmarks/ that reaches into app/ (inside functions, so the model
 rows run without it) or starts Streamlit and a browser.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -33,9 +34,15 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-HOME_TEXT = "The loaded model"          # drawn on the Home page once the default model is loaded
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+HOME_TEXT = "The loaded model"  # drawn on the Home page once the default model is loaded
 BARE_TEXT = "Bare Streamlit app for the bench"
 STARTUP_ROWS = ["startup-health", "startup-home", "mem-app"]
 BERTVIZ_ROWS = ["bertviz-head-64", "bertviz-model-64"]
@@ -65,12 +72,18 @@ def app_analysis_function():
     def equivalent(key, text, text_b, bundle):
         enc = bundle.tokenizer.encode(text, text_b)
         with torch.inference_mode():
-            out = bundle.model.bert(torch.tensor([enc.ids]), torch.tensor([enc.type_ids]),
-                                    output_attentions=True, output_hidden_states=True,
-                                    output_embedding_parts=True, output_qkv=True)
+            out = bundle.model.bert(
+                torch.tensor([enc.ids]),
+                torch.tensor([enc.type_ids]),
+                output_attentions=True,
+                output_hidden_states=True,
+                output_embedding_parts=True,
+                output_qkv=True,
+            )
         r = _Result()
         r.attentions = torch.stack([a[0] for a in out.attentions]).numpy()
         return r
+
     return equivalent, "equivalent model call"
 
 
@@ -85,8 +98,10 @@ def text_of_length(tokenizer, n: int) -> str:
     return text
 
 
-_WORDS = ("the quick brown fox jumps over a lazy dog while children in the park watch and laugh "
-          "at how it runs along river bank before evening light fades behind old stone houses").split()
+_WORDS = (
+    "the quick brown fox jumps over a lazy dog while children in the park watch and laugh "
+    "at how it runs along river bank before evening light fades behind old stone houses"
+).split()
 
 
 def app_work(b: Bench, setup: Setup) -> None:
@@ -106,18 +121,24 @@ def app_work(b: Bench, setup: Setup) -> None:
 
     def f_theirs():
         with torch.inference_mode():
-            return theirs(input_ids=ids, token_type_ids=types, output_attentions=True,
-                          output_hidden_states=True)
+            return theirs(input_ids=ids, token_type_ids=types, output_attentions=True, output_hidden_states=True)
+
     result = f_ours()
     tm = paired(f_ours, f_theirs, b.reps(15, 5), warmup=1 if b.quick else 2)
     o, th, ra = tm.on(b.clock)
-    row = Row("analysis-64", f"{setup.label} full analysis, {len(enc.ids)} tokens ({how})", "ms",
-              o * 1e3, th * 1e3, ra,
-              note=f"{tm.note(b.clock)}; theirs: eager forward with attentions + hidden "
-                   f"states only (no embedding parts, q/k/v, numpy copies)")
+    row = Row(
+        "analysis-64",
+        f"{setup.label} full analysis, {len(enc.ids)} tokens ({how})",
+        "ms",
+        o * 1e3,
+        th * 1e3,
+        ra,
+        note=f"{tm.note(b.clock)}; theirs: eager forward with attentions + hidden "
+        f"states only (no embedding parts, q/k/v, numpy copies)",
+    )
     b.add(check(row, 40.0, on="ours"))
     b.profile("ours analysis-64", f_ours, 5)
-    attentions = result.attentions                                     # (L, H, T, T) numpy
+    attentions = result.attentions  # (L, H, T, T) numpy
     bertviz_sizes(b, list(enc.tokens), attentions)
 
 
@@ -136,8 +157,10 @@ def bertviz_sizes(b: Bench, tokens, attentions) -> None:
     except ImportError:
         bertviz = None
     per_layer = tuple(torch.from_numpy(attentions[i][None].copy()) for i in range(attentions.shape[0]))
-    for name, ours_fn, theirs_name in (("bertviz-head-64", "head_view_html", "head_view"),
-                                       ("bertviz-model-64", "model_view_html", "model_view")):
+    for name, ours_fn, theirs_name in (
+        ("bertviz-head-64", "head_view_html", "head_view"),
+        ("bertviz-model-64", "model_view_html", "model_view"),
+    ):
         fn = getattr(bv, ours_fn, None)
         if fn is None or bertviz is None:
             b.skip(name, f"app.bertviz_html.{ours_fn} or bertviz missing")
@@ -147,11 +170,20 @@ def bertviz_sizes(b: Bench, tokens, attentions) -> None:
         their = getattr(bertviz, theirs_name)(per_layer, tokens, html_action="return")
         theirs_mb = len(their.data.encode("utf-8")) / 1e6
         shown = getattr(view, "num_tokens", len(tokens))
-        note = (f"ours self-contained (d3, jQuery inlined), {shown}/{len(tokens)} tokens, "
-                f"layers {len(getattr(view, 'layers', ()))}; bertviz's loads its JS from a CDN")
-        row = Row(name, f"{theirs_name} HTML at {len(tokens)} tokens (app defaults)", "MB",
-                  ours_mb, theirs_mb, ours_mb / theirs_mb, note=note,
-                  extra={"tokens_shown": shown})
+        note = (
+            f"ours self-contained (d3, jQuery inlined), {shown}/{len(tokens)} tokens, "
+            f"layers {len(getattr(view, 'layers', ()))}; bertviz's loads its JS from a CDN"
+        )
+        row = Row(
+            name,
+            f"{theirs_name} HTML at {len(tokens)} tokens (app defaults)",
+            "MB",
+            ours_mb,
+            theirs_mb,
+            ours_mb / theirs_mb,
+            note=note,
+            extra={"tokens_shown": shown},
+        )
         b.add(check(row, 3.0, on="ours"))
 
 
@@ -198,8 +230,13 @@ def _cold_starts(b: Bench, with_browser: bool) -> dict[str, list[dict]]:
 def startup(b: Bench) -> None:
     if not b.wants_any(STARTUP_ROWS):
         return
-    reason = ("--tiny: no Streamlit server or browser" if b.args.tiny
-              else None if (ROOT / "streamlit_app.py").is_file() else "streamlit_app.py not found")
+    reason = (
+        "--tiny: no Streamlit server or browser"
+        if b.args.tiny
+        else None
+        if (ROOT / "streamlit_app.py").is_file()
+        else "streamlit_app.py not found"
+    )
     if reason:
         for n in STARTUP_ROWS:
             b.skip(n, reason)
@@ -213,19 +250,45 @@ def startup(b: Bench) -> None:
 
     def paired_ratio(k):
         return statistics.median([a[k] / c[k] for a, c in zip(runs["ours"], runs["bare"])])
-    b.add(Row("startup-health", "`streamlit run` until /_stcore/health answers", "s",
-              med("ours", "health"), med("bare", "health"), paired_ratio("health"),
-              note="theirs: a bare one-line Streamlit app"))
+
+    b.add(
+        Row(
+            "startup-health",
+            "`streamlit run` until /_stcore/health answers",
+            "s",
+            med("ours", "health"),
+            med("bare", "health"),
+            paired_ratio("health"),
+            note="theirs: a bare one-line Streamlit app",
+        )
+    )
     if browser_reason is not None:
         b.skip("startup-home", browser_reason)
         b.skip("mem-app", browser_reason)
         return
-    b.add(Row("startup-home", "`streamlit run` until the Home page has drawn (Chromium)", "s",
-              med("ours", "drawn"), med("bare", "drawn"), paired_ratio("drawn"),
-              note=f"waits for '{HOME_TEXT}' (default model loaded) vs the bare app's title"))
+    b.add(
+        Row(
+            "startup-home",
+            "`streamlit run` until the Home page has drawn (Chromium)",
+            "s",
+            med("ours", "drawn"),
+            med("bare", "drawn"),
+            paired_ratio("drawn"),
+            note=f"waits for '{HOME_TEXT}' (default model loaded) vs the bare app's title",
+        )
+    )
     mo, mb = med("ours", "peak_mb"), med("bare", "peak_mb")
-    b.add(Row("mem-app", "server peak RSS once the Home page has drawn", "MB", mo, mb, mo / mb,
-              note="the app with the default model vs a bare Streamlit app"))
+    b.add(
+        Row(
+            "mem-app",
+            "server peak RSS once the Home page has drawn",
+            "MB",
+            mo,
+            mb,
+            mo / mb,
+            note="the app with the default model vs a bare Streamlit app",
+        )
+    )
 
 
 def _free_port() -> int:
@@ -241,6 +304,7 @@ def _browser(enabled: bool):
         yield None
         return
     from playwright.sync_api import sync_playwright
+
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
@@ -254,8 +318,9 @@ def _wait_healthy(proc: subprocess.Popen, url: str, log, t0: float, timeout: flo
     while True:
         if proc.poll() is not None:
             log.seek(0)
-            raise RuntimeError(f"streamlit exited with {proc.returncode}: "
-                               f"{log.read().decode(errors='replace')[-1500:]}")
+            raise RuntimeError(
+                f"streamlit exited with {proc.returncode}: {log.read().decode(errors='replace')[-1500:]}"
+            )
         if time.perf_counter() - t0 > timeout:
             raise RuntimeError(f"streamlit did not answer on {url} within {timeout:.0f} s")
         try:
@@ -273,9 +338,23 @@ def cold_start(script: Path, cwd: Path, page_factory, text: str, timeout: float 
     url = f"http://127.0.0.1:{port}"
     page = page_factory() if page_factory else None
     log = tempfile.TemporaryFile()
-    cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--server.headless", "true",
-           "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(script),
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+    ]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
     out = {"health": None, "drawn": None, "peak_mb": None}

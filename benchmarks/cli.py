@@ -1,4 +1,5 @@
 """The command line of `python -m benchmarks` (see the package's docstring for the rows)."""
+
 from __future__ import annotations
 
 import argparse
@@ -40,16 +41,27 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="fewer repeats, no browser (under 3 minutes)")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     p.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")
-    p.add_argument("--threads", type=int, default=None,
-                   help="torch.set_num_threads for both libraries (default: the usable cores, or 1 "
-                        "when the load average is above the core count)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch.set_num_threads for both libraries (default: the usable cores, or 1 "
+        "when the load average is above the core count)",
+    )
     p.add_argument("--only", metavar="ROWS", help="comma-separated row-name prefixes, e.g. infer-base,pretrain")
-    p.add_argument("--tiny", action="store_true",
-                   help="a tiny config for every model row, a small tokenization sample, no server "
-                        "or browser (for the test: keeps the bench working, measures nothing useful)")
-    p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
-                   help="what the timing rows and targets use: wall-clock time (default) or the "
-                        "process's CPU time (steadier on a loaded machine with --threads 1)")
+    p.add_argument(
+        "--tiny",
+        action="store_true",
+        help="a tiny config for every model row, a small tokenization sample, no server "
+        "or browser (for the test: keeps the bench working, measures nothing useful)",
+    )
+    p.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="what the timing rows and targets use: wall-clock time (default) or the "
+        "process's CPU time (steadier on a loaded machine with --threads 1)",
+    )
     p.add_argument("--profile", action="store_true", help="print torch profiler tables of the rows run")
     p.add_argument("--worker", choices=("ours", "theirs"), help=argparse.SUPPRESS)
     p.add_argument("--stages", default="load,finetune,pretrain", help=argparse.SUPPRESS)
@@ -66,8 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads < 1:
         p.error("--threads must be at least 1")
     if args.only:
-        unknown = [s for s in args.only.split(",") if s.strip()
-                   and not any(r.startswith(s.strip()) for r in ALL_ROWS)]
+        unknown = [s for s in args.only.split(",") if s.strip() and not any(r.startswith(s.strip()) for r in ALL_ROWS)]
         if unknown:
             p.error(f"--only: no row starts with {', '.join(unknown)} (rows: {', '.join(ALL_ROWS)})")
     torch.set_num_threads(args.threads)

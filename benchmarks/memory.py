@@ -4,6 +4,7 @@ The memory rows start `python -m benchmarks --worker ours|theirs --stages load,f
 a worker runs the stages in turn, resets its peak between them (/proc/self/clear_refs) and
 prints one JSON line {stage: {"start_mb", "loaded_mb", "peak_mb"}}.
 """
+
 from __future__ import annotations
 
 import gc
@@ -85,16 +86,29 @@ def _run_workers(b: Bench, setup: Setup, stages: list[str]) -> dict[str, dict]:
     # One process per library runs the stages in turn and resets its peak (VmHWM, through
     # /proc/self/clear_refs) between them; where that reset is refused, one process per stage.
     # The processes run at once: a peak is per process and does not depend on the others.
-    jobs = [(side, tuple(stages)) for side in ("ours", "theirs")] if hwm_resettable() else \
-        [(side, (st,)) for st in stages for side in ("ours", "theirs")]
+    jobs = (
+        [(side, tuple(stages)) for side in ("ours", "theirs")]
+        if hwm_resettable()
+        else [(side, (st,)) for st in stages for side in ("ours", "theirs")]
+    )
     procs = []
     for side, sts in jobs:
-        cmd = [sys.executable, "-m", "benchmarks", "--worker", side, "--stages", ",".join(sts),
-               "--threads", str(setup.threads), "--hf-dir", str(setup.hf_dir)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "benchmarks",
+            "--worker",
+            side,
+            "--stages",
+            ",".join(sts),
+            "--threads",
+            str(setup.threads),
+            "--hf-dir",
+            str(setup.hf_dir),
+        ]
         if b.args.tiny:
             cmd.append("--tiny")
-        procs.append((side, subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE,
-                                             stderr=subprocess.PIPE, text=True)))
+        procs.append((side, subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
     res: dict[str, dict] = {"ours": {}, "theirs": {}}
     for side, proc in procs:
         out, err = proc.communicate(timeout=1800)
@@ -105,21 +119,33 @@ def _run_workers(b: Bench, setup: Setup, stages: list[str]) -> dict[str, dict]:
 
 
 def memory(b: Bench, setup: Setup) -> None:
-    stages = [n[len("mem-"):] for n in ("mem-load", "mem-finetune", "mem-pretrain") if b.wants(n)]
+    stages = [n[len("mem-") :] for n in ("mem-load", "mem-finetune", "mem-pretrain") if b.wants(n)]
     if not stages:
         return
     res = _run_workers(b, setup, stages)
-    what = {"load": "peak RSS: import, load minilm-l6, one 64-token forward",
-            "finetune": f"peak RSS: load, 2 fine-tuning steps {FT_BATCH}x{FT_LEN}",
-            "pretrain": f"peak RSS: load, 2 pre-training steps {PT_BATCH}x{PT_LEN}"}
+    what = {
+        "load": "peak RSS: import, load minilm-l6, one 64-token forward",
+        "finetune": f"peak RSS: load, 2 fine-tuning steps {FT_BATCH}x{FT_LEN}",
+        "pretrain": f"peak RSS: load, 2 pre-training steps {PT_BATCH}x{PT_LEN}",
+    }
     for st in stages:
         a, c = res["ours"][st], res["theirs"][st]
-        note = (f"rise during the stage: ours {a['peak_mb'] - a['start_mb']:.0f} MB, theirs "
-                f"{c['peak_mb'] - c['start_mb']:.0f} MB"
-                + ("; theirs imports transformers" if st == "load" else ""))
-        b.add(Row(f"mem-{st}", what[st] + (" (tiny)" if b.args.tiny else ""), "MB",
-                  a["peak_mb"], c["peak_mb"], a["peak_mb"] / c["peak_mb"], note=note,
-                  extra={"ours": a, "theirs": c}))
+        note = (
+            f"rise during the stage: ours {a['peak_mb'] - a['start_mb']:.0f} MB, theirs "
+            f"{c['peak_mb'] - c['start_mb']:.0f} MB" + ("; theirs imports transformers" if st == "load" else "")
+        )
+        b.add(
+            Row(
+                f"mem-{st}",
+                what[st] + (" (tiny)" if b.args.tiny else ""),
+                "MB",
+                a["peak_mb"],
+                c["peak_mb"],
+                a["peak_mb"] / c["peak_mb"],
+                note=note,
+                extra={"ours": a, "theirs": c},
+            )
+        )
 
 
 # ---- the worker (in its own process)
@@ -129,6 +155,7 @@ def _release_memory() -> None:
     gc.collect()
     try:
         import ctypes
+
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
         pass
@@ -136,8 +163,10 @@ def _release_memory() -> None:
 
 def _stage_load(side: str, tiny: bool) -> None:
     from bert.checkpoint import minilm_package_dir
+
     if side == "ours":
         import bert
+
         if tiny:
             torch.manual_seed(0)
             model = BertForPreTraining(BertConfig(**TINY)).eval()
@@ -145,8 +174,9 @@ def _stage_load(side: str, tiny: bool) -> None:
             model = bert.load("minilm-l6").model
         encoder = model.bert
         with torch.inference_mode():
-            encoder(torch.randint(5, model.config.vocab_size, (1, 64)), output_attentions=True,
-                    output_hidden_states=True)
+            encoder(
+                torch.randint(5, model.config.vocab_size, (1, 64)), output_attentions=True, output_hidden_states=True
+            )
     else:
         t = hf()
         if tiny:
@@ -155,13 +185,17 @@ def _stage_load(side: str, tiny: bool) -> None:
         else:
             model = t.BertModel.from_pretrained(str(minilm_package_dir()), attn_implementation="eager").eval()
         with torch.inference_mode():
-            model(input_ids=torch.randint(5, model.config.vocab_size, (1, 64)), output_attentions=True,
-                  output_hidden_states=True)
+            model(
+                input_ids=torch.randint(5, model.config.vocab_size, (1, 64)),
+                output_attentions=True,
+                output_hidden_states=True,
+            )
 
 
 def _stage_train(side: str, task: str, folder: Path) -> float:
     from bert.checkpoint import read_weights
     from bert.tokenizer import Tokenizer
+
     tok = Tokenizer.from_file(folder / "vocab.txt")
     config = BertConfig.from_file(folder / "config.json")
     if side == "ours":

@@ -4,6 +4,7 @@ GFLOP/s) against `transformers`, and tokenization against the Rust `tokenizers`.
 Each function is one section of a run: it takes the run (`runner.Bench`: what is wanted, where
 rows go) and the shared `models.Setup`. FLOPs are counted analytically: see `bert/flops.py`.
 """
+
 from __future__ import annotations
 
 import gc
@@ -78,21 +79,32 @@ def _inference_row(b: Bench, ours, theirs, label: str, model_kind: str, kind: st
 
     def f_theirs():
         with torch.inference_mode():
-            return theirs(input_ids=ids, token_type_ids=types, output_attentions=attn,
-                          output_hidden_states=attn)
+            return theirs(input_ids=ids, token_type_ids=types, output_attentions=attn, output_hidden_states=attn)
+
     a, c = f_ours(), f_theirs()
     diff = (a.last_hidden_state - c.last_hidden_state).abs().max().item()
-    tm = paired(f_ours, f_theirs, b.reps(15, 5), warmup=1 if b.quick else 2,
-                min_sample_s=0.05 if not b.quick else 0.02)
+    tm = paired(f_ours, f_theirs, b.reps(15, 5), warmup=1 if b.quick else 2, min_sample_s=0.05 if not b.quick else 0.02)
     name = f"infer-{model_kind}-{kind}-{T}"
-    what = (f"{label} 1x{T} " + ("+attentions+hidden (eager)" if attn else "(SDPA)"))
+    what = f"{label} 1x{T} " + ("+attentions+hidden (eager)" if attn else "(SDPA)")
     o, th, ra = tm.on(b.clock)
     floor = matmul_floor(config, T, b.reps(7, 3))
-    row = Row(name, what, "ms", o * 1e3, th * 1e3, ra,
-              note=f"{tm.note(b.clock)}; max |diff| {diff:.1e}; the weight matmuls "
-                   f"alone: {floor * 1e3:.3g} ms = {floor / th:.2f}x theirs",
-              extra={"max_abs_diff": diff, "calls": tm.calls, "repeats": tm.repeats,
-                     "matmul_floor_ms": floor * 1e3, "matmul_floor_ratio": floor / th})
+    row = Row(
+        name,
+        what,
+        "ms",
+        o * 1e3,
+        th * 1e3,
+        ra,
+        note=f"{tm.note(b.clock)}; max |diff| {diff:.1e}; the weight matmuls "
+        f"alone: {floor * 1e3:.3g} ms = {floor / th:.2f}x theirs",
+        extra={
+            "max_abs_diff": diff,
+            "calls": tm.calls,
+            "repeats": tm.repeats,
+            "matmul_floor_ms": floor * 1e3,
+            "matmul_floor_ratio": floor / th,
+        },
+    )
     b.add(check(row, 0.8 if attn else 1.0))
     b.profile(f"ours {name}", f_ours, 5)
     b.profile(f"theirs {name}", f_theirs, 5)
@@ -123,15 +135,20 @@ def _finetune_rows(b: Bench, setup: Setup, peak: dict) -> None:
     tm = paired(fa, fb, b.reps(7, 3), warmup=1 if b.quick else 2)
     b.train_times["finetune"] = tm
     o, th, ra = tm.on(b.clock)
-    row = Row("finetune-step", f"{setup.label} 32x{FT_LEN} fwd+bwd+clip+AdamW (theirs SDPA)",
-              "ms", o * 1e3, th * 1e3, ra,
-              note=f"{tm.note(b.clock)}; lengths {3 * FT_LEN // 4}-{FT_LEN} padded to "
-                   f"{FT_LEN}; same AdamW (bert.optim) for both; ours: last layer at "
-                   f"[CLS] only (all the pooler reads)")
+    row = Row(
+        "finetune-step",
+        f"{setup.label} 32x{FT_LEN} fwd+bwd+clip+AdamW (theirs SDPA)",
+        "ms",
+        o * 1e3,
+        th * 1e3,
+        ra,
+        note=f"{tm.note(b.clock)}; lengths {3 * FT_LEN // 4}-{FT_LEN} padded to "
+        f"{FT_LEN}; same AdamW (bert.optim) for both; ours: last layer at "
+        f"[CLS] only (all the pooler reads)",
+    )
     b.add(check(row, 0.9))
     flops = training_flops(ours.config, FT_BATCH, FT_LEN, num_labels=len(LABELS))
-    ours_executed = training_flops(ours.config, FT_BATCH, FT_LEN, num_labels=len(LABELS),
-                                   last_layer_rows=FT_BATCH)
+    ours_executed = training_flops(ours.config, FT_BATCH, FT_LEN, num_labels=len(LABELS), last_layer_rows=FT_BATCH)
     _throughput(b, "finetune", tm, FT_BATCH, flops, flops, peak, ours_executed)
     b.profile("ours finetune-step", fa, 2)
     b.profile("theirs finetune-step", fb, 2)
@@ -147,15 +164,20 @@ def _pretrain_rows(b: Bench, setup: Setup, peak: dict) -> None:
     tm = paired(fa, fb, b.reps(7, 3), warmup=1 if b.quick else 2)
     b.train_times["pretrain"] = tm
     o, th, ra = tm.on(b.clock)
-    row = Row("pretrain-step", f"{setup.label} 16x{PT_LEN} MLM+NSP step (theirs full logits)",
-              "ms", o * 1e3, th * 1e3, ra,
-              note=f"{tm.note(b.clock)}; {M} masked positions; ours: logits only there")
+    row = Row(
+        "pretrain-step",
+        f"{setup.label} 16x{PT_LEN} MLM+NSP step (theirs full logits)",
+        "ms",
+        o * 1e3,
+        th * 1e3,
+        ra,
+        note=f"{tm.note(b.clock)}; {M} masked positions; ours: logits only there",
+    )
     b.add(check(row, 0.5))
     useful = training_flops(config, PT_BATCH, PT_LEN, mlm_positions=M, nsp=True)
     executed = training_flops(config, PT_BATCH, PT_LEN, mlm_positions=PT_BATCH * PT_LEN, nsp=True)
     # our last layer runs only at the masked rows and each [CLS] (EncoderLayer.forward_rows)
-    ours_executed = training_flops(config, PT_BATCH, PT_LEN, mlm_positions=M, nsp=True,
-                                   last_layer_rows=M + PT_BATCH)
+    ours_executed = training_flops(config, PT_BATCH, PT_LEN, mlm_positions=M, nsp=True, last_layer_rows=M + PT_BATCH)
     _throughput(b, "pretrain", tm, PT_BATCH, useful, executed, peak, ours_executed)
     b.profile("ours pretrain-step", fa, 2)
     b.profile("theirs pretrain-step", fb, 2)
@@ -170,25 +192,41 @@ def training(b: Bench, setup: Setup, peak: dict) -> None:
         gc.collect()
 
 
-def _throughput(b: Bench, name: str, tm: Timing, B: int, flops: int, theirs_flops: int, peak: dict,
-                ours_flops: int | None = None) -> None:
+def _throughput(
+    b: Bench, name: str, tm: Timing, B: int, flops: int, theirs_flops: int, peak: dict, ours_flops: int | None = None
+) -> None:
     to, tt, ra = tm.on(b.clock)
-    b.add(Row(f"{name}-throughput", "training examples per second", "ex/s",
-              B / to, B / tt, 1.0 / ra, better="higher"))
+    b.add(Row(f"{name}-throughput", "training examples per second", "ex/s", B / to, B / tt, 1.0 / ra, better="higher"))
     p = peak["best"]
     go, gt = flops / to / 1e9, flops / tt / 1e9
     note = f"{go / p:.0%} vs {gt / p:.0%} of matmul peak {p:.0f} GFLOP/s"
     ours_flops = flops if ours_flops is None else ours_flops
     if theirs_flops != flops or ours_flops != flops:
-        note += (f"; theirs executes {theirs_flops / 1e9:.0f} GFLOP/step "
-                 f"({theirs_flops / tt / 1e9:.1f} GFLOP/s), ours {ours_flops / 1e9:.0f} "
-                 f"({ours_flops / to / 1e9:.1f} GFLOP/s)")
-    b.add(Row(f"{name}-gflops", f"useful GFLOP/s ({flops / 1e9:.1f} GFLOP/step, bert/flops.py)",
-              "GFLOP/s", go, gt, 1.0 / ra, better="higher", note=note,
-              extra={"flops_per_step": flops, "theirs_executed_flops": theirs_flops,
-                     "ours_executed_flops": ours_flops,
-                     "matmul_peak_gflops": p, "ours_fraction_of_peak": go / p,
-                     "theirs_fraction_of_peak": gt / p}))
+        note += (
+            f"; theirs executes {theirs_flops / 1e9:.0f} GFLOP/step "
+            f"({theirs_flops / tt / 1e9:.1f} GFLOP/s), ours {ours_flops / 1e9:.0f} "
+            f"({ours_flops / to / 1e9:.1f} GFLOP/s)"
+        )
+    b.add(
+        Row(
+            f"{name}-gflops",
+            f"useful GFLOP/s ({flops / 1e9:.1f} GFLOP/step, bert/flops.py)",
+            "GFLOP/s",
+            go,
+            gt,
+            1.0 / ra,
+            better="higher",
+            note=note,
+            extra={
+                "flops_per_step": flops,
+                "theirs_executed_flops": theirs_flops,
+                "ours_executed_flops": ours_flops,
+                "matmul_peak_gflops": p,
+                "ours_fraction_of_peak": go / p,
+                "theirs_fraction_of_peak": gt / p,
+            },
+        )
+    )
 
 
 # ---- 4. tokenization
@@ -204,6 +242,7 @@ def _cold_tokenize(b: Bench, new_ours, new_rust, lines: list[str]) -> tuple[Timi
         f()
         cpu[who].append(time.process_time() - c0)
         return time.perf_counter() - t0
+
     for i in range(b.reps(5, 2)):
         ours_tok, rust_tok = new_ours(), new_rust()
 
@@ -212,14 +251,23 @@ def _cold_tokenize(b: Bench, new_ours, new_rust, lines: list[str]) -> tuple[Timi
 
         def f_rust(tok=rust_tok):
             return [e.ids for e in tok.encode_batch(lines)]
+
         if i % 2 == 0:
             x, y = timed(f_ours, "ours"), timed(f_rust, "rust")
         else:
             y, x = timed(f_rust, "rust"), timed(f_ours, "ours")
         a.append(x), c.append(y), r.append(x / y)
     med = statistics.median
-    tm = Timing(med(a), med(c), med(r), 1, len(a), med(cpu["ours"]), med(cpu["rust"]),
-                med([x / y for x, y in zip(cpu["ours"], cpu["rust"])]))
+    tm = Timing(
+        med(a),
+        med(c),
+        med(r),
+        1,
+        len(a),
+        med(cpu["ours"]),
+        med(cpu["rust"]),
+        med([x / y for x, y in zip(cpu["ours"], cpu["rust"])]),
+    )
     return tm, cpu
 
 
@@ -241,6 +289,7 @@ def tokenization(b: Bench, setup: Setup) -> None:
 
     def new_rust():
         return BertWordPieceTokenizer(str(vocab_path), lowercase=lower)
+
     first = new_ours()
     ours_ids = [first.encode(line, max_length=None).ids for line in lines]
     rust_ids = [e.ids for e in new_rust().encode_batch(lines)]
@@ -249,17 +298,34 @@ def tokenization(b: Bench, setup: Setup) -> None:
     warm = time_once(lambda: [first.encode(line, max_length=None).ids for line in lines])
     n_tokens = sum(len(x) for x in ours_ids)
     ours_cpu, rust_cpu = statistics.median(cpu["ours"]), statistics.median(cpu["rust"])
-    note = (f"{len(mismatches)}/{len(lines)} lines differ in ids; ours {len(lines) / tm.ours:,.0f} "
-            f"lines/s cold, {len(lines) / warm:,.0f} warm; Rust {len(lines) / tm.theirs:,.0f} lines/s "
-            f"on {os.environ.get('RAYON_NUM_THREADS')} threads; CPU seconds ours "
-            f"{ours_cpu:.2f}, Rust {rust_cpu:.2f}; {source}")
+    note = (
+        f"{len(mismatches)}/{len(lines)} lines differ in ids; ours {len(lines) / tm.ours:,.0f} "
+        f"lines/s cold, {len(lines) / warm:,.0f} warm; Rust {len(lines) / tm.theirs:,.0f} lines/s "
+        f"on {os.environ.get('RAYON_NUM_THREADS')} threads; CPU seconds ours "
+        f"{ours_cpu:.2f}, Rust {rust_cpu:.2f}; {source}"
+    )
     o, th, ra = tm.on(b.clock)
-    b.add(Row("tokenize", f"{len(lines):,} lines ({n_tokens:,} tokens): encode vs Rust encode_batch",
-              "s", o, th, ra, note=note,
-              extra={"lines": len(lines), "tokens": n_tokens, "mismatches": len(mismatches),
-                     "first_mismatch": lines[mismatches[0]][:200] if mismatches else None,
-                     "ours_warm_s": warm, "source": source,
-                     "ours_cpu_s": ours_cpu, "rust_cpu_s": rust_cpu}))
+    b.add(
+        Row(
+            "tokenize",
+            f"{len(lines):,} lines ({n_tokens:,} tokens): encode vs Rust encode_batch",
+            "s",
+            o,
+            th,
+            ra,
+            note=note,
+            extra={
+                "lines": len(lines),
+                "tokens": n_tokens,
+                "mismatches": len(mismatches),
+                "first_mismatch": lines[mismatches[0]][:200] if mismatches else None,
+                "ours_warm_s": warm,
+                "source": source,
+                "ours_cpu_s": ours_cpu,
+                "rust_cpu_s": rust_cpu,
+            },
+        )
+    )
 
 
 def _vocab_file(setup: Setup) -> tuple[Path, bool]:
@@ -267,6 +333,7 @@ def _vocab_file(setup: Setup) -> tuple[Path, bool]:
     config that would make it cheaper), else the tiny one."""
     try:
         from bert.checkpoint import minilm_package_dir
+
         p = minilm_package_dir() / "vocab.txt"
         if p.is_file():
             return p, True
@@ -281,6 +348,7 @@ def sample_lines(n: int) -> tuple[list[str], str]:
     """n lines of English: Brown corpus sentences when cached, else generated ones."""
     try:
         from bert.corpus import bert_cache_dir, load_corpus
+
         if (bert_cache_dir() / "corpora" / "brown.jsonl").is_file():
             corpus = load_corpus("brown")
             lines = [s for d in corpus.documents for s in d][:n]
@@ -294,14 +362,17 @@ def sample_lines(n: int) -> tuple[list[str], str]:
 def generated_lines(n: int, seed: int = 0) -> list[str]:
     """Deterministic varied lines: common words, capitals, numbers, punctuation, some accents."""
     import random
+
     rng = random.Random(seed)
-    vocab = ("the of and to in is was he that it for on are as with his they at be this from "
-             "have or by one had not but what all were when we there can an your which their said "
-             "if do will each about how up out them then she many some so these would other into "
-             "has more her two like him see time could no make than first been its who now people "
-             "my made over did down only way find use may water long little very after words called "
-             "just where most know government unaffable running jumped quickly naïve café résumé "
-             "co-operate well-known e-mail 1960s U.S. Dr. Mr. O'Brien don't can't").split()
+    vocab = (
+        "the of and to in is was he that it for on are as with his they at be this from "
+        "have or by one had not but what all were when we there can an your which their said "
+        "if do will each about how up out them then she many some so these would other into "
+        "has more her two like him see time could no make than first been its who now people "
+        "my made over did down only way find use may water long little very after words called "
+        "just where most know government unaffable running jumped quickly naïve café résumé "
+        "co-operate well-known e-mail 1960s U.S. Dr. Mr. O'Brien don't can't"
+    ).split()
     out = []
     for _ in range(n):
         k = rng.randint(4, 30)
@@ -310,6 +381,6 @@ def generated_lines(n: int, seed: int = 0) -> list[str]:
         if rng.random() < 0.3:
             ws.insert(rng.randint(1, k), str(rng.randint(0, 99999)))
         if rng.random() < 0.3:
-            ws.insert(rng.randint(1, k), rng.choice([",", ";", "(", ")", "\"", "--"]))
+            ws.insert(rng.randint(1, k), rng.choice([",", ";", "(", ")", '"', "--"]))
         out.append(" ".join(ws) + rng.choice([".", "?", "!", "..."]))
     return out

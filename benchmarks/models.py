@@ -4,6 +4,7 @@ training steps.
 Ours are loaded from theirs with `bert.hf_names.hf_to_ours`, or theirs from `bert.export_hf` of
 ours. `transformers` is imported inside functions only (`hf()`), offline.
 """
+
 from __future__ import annotations
 
 import copy
@@ -18,10 +19,24 @@ from bert.config import BertConfig
 from bert.hf_names import hf_to_ours
 from bert.model import BertForPreTraining, BertForSequenceClassification
 
-TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-            intermediate_size=37, max_position_embeddings=128, type_vocab_size=2)
-BASE = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-            intermediate_size=3072, max_position_embeddings=512, type_vocab_size=2)
+TINY = dict(
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    max_position_embeddings=128,
+    type_vocab_size=2,
+)
+BASE = dict(
+    vocab_size=30522,
+    hidden_size=768,
+    num_hidden_layers=12,
+    num_attention_heads=12,
+    intermediate_size=3072,
+    max_position_embeddings=512,
+    type_vocab_size=2,
+)
 LABELS = {0: "negative", 1: "positive"}
 FT_BATCH, FT_LEN = 32, 64
 PT_BATCH, PT_LEN = 16, 128
@@ -36,6 +51,7 @@ def hf():
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import transformers
+
     transformers.logging.set_verbosity_error()
     try:
         transformers.utils.logging.disable_progress_bar()
@@ -47,15 +63,22 @@ def hf():
 def hf_config(config: BertConfig, attn: str = "eager", **kw):
     t = hf()
     return t.BertConfig(
-        vocab_size=config.vocab_size, hidden_size=config.hidden_size,
-        num_hidden_layers=config.num_hidden_layers, num_attention_heads=config.num_attention_heads,
-        intermediate_size=config.intermediate_size, hidden_act=config.hidden_act,
+        vocab_size=config.vocab_size,
+        hidden_size=config.hidden_size,
+        num_hidden_layers=config.num_hidden_layers,
+        num_attention_heads=config.num_attention_heads,
+        intermediate_size=config.intermediate_size,
+        hidden_act=config.hidden_act,
         hidden_dropout_prob=config.hidden_dropout_prob,
         attention_probs_dropout_prob=config.attention_probs_dropout_prob,
         max_position_embeddings=config.max_position_embeddings,
-        type_vocab_size=config.type_vocab_size, initializer_range=config.initializer_range,
-        layer_norm_eps=config.layer_norm_eps, pad_token_id=config.pad_token_id,
-        attn_implementation=attn, **kw)
+        type_vocab_size=config.type_vocab_size,
+        initializer_range=config.initializer_range,
+        layer_norm_eps=config.layer_norm_eps,
+        pad_token_id=config.pad_token_id,
+        attn_implementation=attn,
+        **kw,
+    )
 
 
 def ours_from_theirs(theirs, ours: torch.nn.Module, config: BertConfig) -> torch.nn.Module:
@@ -65,8 +88,9 @@ def ours_from_theirs(theirs, ours: torch.nn.Module, config: BertConfig) -> torch
     res = ours.load_state_dict(state, strict=False)
     missing = [k for k in res.missing_keys if k != "mlm.word_embeddings.weight"]
     if missing or unused or res.unexpected_keys:
-        raise RuntimeError(f"weights do not line up: missing {missing[:3]}, unused {unused[:3]}, "
-                           f"unexpected {res.unexpected_keys[:3]}")
+        raise RuntimeError(
+            f"weights do not line up: missing {missing[:3]}, unused {unused[:3]}, unexpected {res.unexpected_keys[:3]}"
+        )
     return ours
 
 
@@ -91,11 +115,12 @@ def theirs_from_dir(cls_name: str, folder: Path, attn: str, **kw):
 @dataclass
 class Setup:
     """What the rows need, built once per run."""
+
     tiny: bool
     threads: int
     tmp: Path
-    bundle: object = None               # ours: bert.Bundle of minilm-l6 (or tiny)
-    hf_dir: Path | None = None          # the same weights as a transformers folder
+    bundle: object = None  # ours: bert.Bundle of minilm-l6 (or tiny)
+    hf_dir: Path | None = None  # the same weights as a transformers folder
     label: str = "minilm-l6"
 
     @property
@@ -105,19 +130,20 @@ class Setup:
 
 def _tiny_tokenizer(vocab_size: int):
     from bert.tokenizer import Tokenizer
+
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     return Tokenizer(specials + [f"w{i}" for i in range(vocab_size - len(specials))])
 
 
 def build_setup(tiny: bool, threads: int, tmp: Path) -> Setup:
     from bert import checkpoint
+
     s = Setup(tiny=tiny, threads=threads, tmp=tmp)
     if tiny:
         torch.manual_seed(0)
         config = BertConfig(**TINY)
         model = BertForPreTraining(config).eval()
-        s.bundle = checkpoint.Bundle(model=model, tokenizer=_tiny_tokenizer(config.vocab_size),
-                                     name="tiny")
+        s.bundle = checkpoint.Bundle(model=model, tokenizer=_tiny_tokenizer(config.vocab_size), name="tiny")
         s.label = "tiny"
     else:
         s.bundle = checkpoint.load("minilm-l6")
@@ -130,8 +156,13 @@ def build_setup(tiny: bool, threads: int, tmp: Path) -> Setup:
 
 
 def _special_ids(tokenizer) -> dict[str, int]:
-    return {"pad": tokenizer.pad_id, "cls": tokenizer.cls_id, "sep": tokenizer.sep_id,
-            "mask": tokenizer.mask_id, "unk": tokenizer.unk_id}
+    return {
+        "pad": tokenizer.pad_id,
+        "cls": tokenizer.cls_id,
+        "sep": tokenizer.sep_id,
+        "mask": tokenizer.mask_id,
+        "unk": tokenizer.unk_id,
+    }
 
 
 def _low_id(vocab_size: int) -> int:
@@ -164,6 +195,7 @@ def finetune_batch(config: BertConfig, tokenizer, B: int = FT_BATCH, T: int = FT
 def pretrain_batch(config: BertConfig, tokenizer, B: int = PT_BATCH, T: int = PT_LEN, seed: int = 0):
     """B sentence pairs packed to T tokens: [CLS] A [SEP] B [SEP], MLM 15 % (80/10/10), NSP labels."""
     from bert.data import MLMMasker
+
     sp = _special_ids(tokenizer)
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(_low_id(config.vocab_size), config.vocab_size, (B, T), generator=g)
@@ -173,12 +205,18 @@ def pretrain_batch(config: BertConfig, tokenizer, B: int = PT_BATCH, T: int = PT
     ids[:, T - 1] = sp["sep"]
     types = (torch.arange(T)[None, :] > split[:, None]).long()
     mask = torch.ones(B, T, dtype=torch.long)
-    masker = MLMMasker(vocab_size=config.vocab_size, mask_id=sp["mask"], pad_id=sp["pad"],
-                       special_ids=sorted(set(sp.values())))
+    masker = MLMMasker(
+        vocab_size=config.vocab_size, mask_id=sp["mask"], pad_id=sp["pad"], special_ids=sorted(set(sp.values()))
+    )
     masked, mlm_labels = masker(ids, mask, g)
     nsp = torch.randint(0, 2, (B,), generator=g)
-    return {"input_ids": masked, "token_type_ids": types, "attention_mask": mask,
-            "mlm_labels": mlm_labels, "nsp_labels": nsp}
+    return {
+        "input_ids": masked,
+        "token_type_ids": types,
+        "attention_mask": mask,
+        "mlm_labels": mlm_labels,
+        "nsp_labels": nsp,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -188,20 +226,20 @@ def pretrain_batch(config: BertConfig, tokenizer, B: int = PT_BATCH, T: int = PT
 
 def _adamw(model):
     from bert.optim import adamw
+
     return adamw(model, 1e-5)
 
 
 def ours_classifier(config: BertConfig) -> BertForSequenceClassification:
     config = copy.deepcopy(config)
     config.id2label = dict(LABELS)
-    config.classifier_pooling = "cls"        # transformers' head: the pooler's output
+    config.classifier_pooling = "cls"  # transformers' head: the pooler's output
     return BertForSequenceClassification(config)
 
 
 def finetune_models(setup: Setup):
     """(ours, theirs): classifiers on the minilm encoder, same random head, train mode."""
-    theirs = theirs_from_dir("BertForSequenceClassification", setup.hf_dir, "sdpa",
-                             num_labels=len(LABELS))
+    theirs = theirs_from_dir("BertForSequenceClassification", setup.hf_dir, "sdpa", num_labels=len(LABELS))
     ours = ours_from_theirs(theirs, ours_classifier(setup.config), setup.config)
     return ours.train(), theirs.train()
 
@@ -222,29 +260,45 @@ def _train_step(model, loss_of: Callable[[], torch.Tensor]) -> Callable[[], torc
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         return loss
+
     return step
 
 
 def finetune_step(model, batch, ours: bool) -> Callable[[], torch.Tensor]:
     if ours:
+
         def loss_of():
-            return model(batch["input_ids"], attention_mask=batch["attention_mask"],
-                         labels=batch["labels"]).loss
+            return model(batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]).loss
     else:
+
         def loss_of():
-            return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                         labels=batch["labels"]).loss
+            return model(
+                input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]
+            ).loss
+
     return _train_step(model, loss_of)
 
 
 def pretrain_step(model, batch, ours: bool) -> Callable[[], torch.Tensor]:
     if ours:
+
         def loss_of():
-            return model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                         mlm_labels=batch["mlm_labels"], nsp_labels=batch["nsp_labels"]).loss
+            return model(
+                batch["input_ids"],
+                batch["token_type_ids"],
+                batch["attention_mask"],
+                mlm_labels=batch["mlm_labels"],
+                nsp_labels=batch["nsp_labels"],
+            ).loss
     else:
+
         def loss_of():
-            return model(input_ids=batch["input_ids"], token_type_ids=batch["token_type_ids"],
-                         attention_mask=batch["attention_mask"], labels=batch["mlm_labels"],
-                         next_sentence_label=batch["nsp_labels"]).loss
+            return model(
+                input_ids=batch["input_ids"],
+                token_type_ids=batch["token_type_ids"],
+                attention_mask=batch["attention_mask"],
+                labels=batch["mlm_labels"],
+                next_sentence_label=batch["nsp_labels"],
+            ).loss
+
     return _train_step(model, loss_of)

@@ -1,13 +1,27 @@
 """The rows a run can have, one result row, its target, and the table printed or written."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-ALL_ROWS = ([f"infer-{m}-{k}-{t}" for m in ("minilm", "base") for k in ("attn", "fast") for t in (32, 128)]
-            + ["finetune-step", "finetune-throughput", "finetune-gflops",
-               "pretrain-step", "pretrain-throughput", "pretrain-gflops", "tokenize",
-               "analysis-64", "bertviz-head-64", "bertviz-model-64",
-               "startup-health", "startup-home", "mem-app", "mem-load", "mem-finetune", "mem-pretrain"])
+ALL_ROWS = [f"infer-{m}-{k}-{t}" for m in ("minilm", "base") for k in ("attn", "fast") for t in (32, 128)] + [
+    "finetune-step",
+    "finetune-throughput",
+    "finetune-gflops",
+    "pretrain-step",
+    "pretrain-throughput",
+    "pretrain-gflops",
+    "tokenize",
+    "analysis-64",
+    "bertviz-head-64",
+    "bertviz-model-64",
+    "startup-health",
+    "startup-home",
+    "mem-app",
+    "mem-load",
+    "mem-finetune",
+    "mem-pretrain",
+]
 TINY_ROWS = [r for r in ALL_ROWS if r not in ("startup-health", "startup-home", "mem-app")]
 
 
@@ -18,9 +32,9 @@ class Row:
     unit: str
     ours: float
     theirs: float
-    ratio: float                       # ours / theirs (for timings: median of paired ratios)
-    better: str = "lower"              # which way is better, for ours and the ratio
-    target: str = ""                   # e.g. "ratio <= 0.8" or "ours <= 40 ms"
+    ratio: float  # ours / theirs (for timings: median of paired ratios)
+    better: str = "lower"  # which way is better, for ours and the ratio
+    target: str = ""  # e.g. "ratio <= 0.8" or "ours <= 40 ms"
     ok: bool | None = None
     note: str = ""
     extra: dict = field(default_factory=dict)
@@ -39,14 +53,16 @@ def check(row: Row, limit: float, on: str = "ratio") -> Row:
 
 def header(meta: dict) -> str:
     load = meta["loadavg"]
-    return (f"BERT Explorer bench: ours vs transformers {meta['transformers']}, torch {meta['torch']}, "
-            f"{meta['threads']} thread(s) ({meta.get('threads_reason') or 'given'})\n"
-            f"CPU: {meta['cpu']}, {meta['cores']} cores, load average {load[0]:.1f} at start; "
-            f"fp32 matmul 1024^2: {meta['matmul_gflops_best']:.0f} GFLOP/s best, "
-            f"{meta['matmul_gflops_median']:.0f} median\n"
-            f"timings on the {meta.get('clock', 'wall')} clock; ratio = ours/theirs "
-            f"(timings: median of back-to-back paired ratios)\n"
-            f"  {'row':<22} {'ours':>10} {'theirs':>10} {'unit':<8} {'ratio':>7}  {'target':<18}  what / note")
+    return (
+        f"BERT Explorer bench: ours vs transformers {meta['transformers']}, torch {meta['torch']}, "
+        f"{meta['threads']} thread(s) ({meta.get('threads_reason') or 'given'})\n"
+        f"CPU: {meta['cpu']}, {meta['cores']} cores, load average {load[0]:.1f} at start; "
+        f"fp32 matmul 1024^2: {meta['matmul_gflops_best']:.0f} GFLOP/s best, "
+        f"{meta['matmul_gflops_median']:.0f} median\n"
+        f"timings on the {meta.get('clock', 'wall')} clock; ratio = ours/theirs "
+        f"(timings: median of back-to-back paired ratios)\n"
+        f"  {'row':<22} {'ours':>10} {'theirs':>10} {'unit':<8} {'ratio':>7}  {'target':<18}  what / note"
+    )
 
 
 def _fmt(x: float | None) -> str:
@@ -77,9 +93,11 @@ def format_table(result: dict) -> str:
     secs = result["meta"].get("section_seconds")
     if secs:
         lines.append("seconds per section: " + ", ".join(f"{k} {v:.0f}" for k, v in secs.items()))
-    lines.append(f"targets met: {sum(1 for r in rows if r.ok)}/{sum(1 for r in rows if r.ok is not None)}"
-                 + (f"; missed: {', '.join(misses)}" if misses else "")
-                 + f"; {result['meta']['seconds']:.0f} s")
+    lines.append(
+        f"targets met: {sum(1 for r in rows if r.ok)}/{sum(1 for r in rows if r.ok is not None)}"
+        + (f"; missed: {', '.join(misses)}" if misses else "")
+        + f"; {result['meta']['seconds']:.0f} s"
+    )
     return "\n".join(lines)
 
 
@@ -88,6 +106,8 @@ def format_markdown(result: dict) -> str:
     out = ["| row | what | ours | theirs | unit | ours/theirs | target |", "|---|---|---:|---:|---|---:|---|"]
     for r in result["rows"]:
         mark = "" if r["ok"] is None else (" ✓" if r["ok"] else " ✗")
-        out.append(f"| {r['name']} | {r['what']} | {_fmt(r['ours'])} | {_fmt(r['theirs'])} | {r['unit']} | "
-                   f"{r['ratio']:.2f} | {r['target']}{mark} |")
+        out.append(
+            f"| {r['name']} | {r['what']} | {_fmt(r['ours'])} | {_fmt(r['theirs'])} | {r['unit']} | "
+            f"{r['ratio']:.2f} | {r['target']}{mark} |"
+        )
     return "\n".join(out)

@@ -1,4 +1,5 @@
 """One run: which rows are wanted, the rows measured and skipped, the sections in order."""
+
 from __future__ import annotations
 
 import os
@@ -72,11 +73,19 @@ class Bench:
         args = self.args
         load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
         return {
-            "cpu": cpu_name(), "cores": os.cpu_count(), "threads": args.threads,
-            "loadavg": list(load), "torch": torch.__version__, "transformers": transformers_version,
-            "python": platform.python_version(), "quick": bool(args.quick), "tiny": bool(args.tiny),
-            "clock": args.clock, "threads_reason": getattr(args, "threads_reason", ""),
-            "matmul_gflops_best": peak["best"], "matmul_gflops_median": peak["median"],
+            "cpu": cpu_name(),
+            "cores": os.cpu_count(),
+            "threads": args.threads,
+            "loadavg": list(load),
+            "torch": torch.__version__,
+            "transformers": transformers_version,
+            "python": platform.python_version(),
+            "quick": bool(args.quick),
+            "tiny": bool(args.tiny),
+            "clock": args.clock,
+            "threads_reason": getattr(args, "threads_reason", ""),
+            "matmul_gflops_best": peak["best"],
+            "matmul_gflops_median": peak["median"],
         }
 
     # ---- run everything
@@ -95,12 +104,14 @@ class Bench:
             setup = build_setup(args.tiny, args.threads, tmp)
             sections["setup"] = time.perf_counter() - t0
             self.meta["rss_after_loading_default_mb"] = memory.rss_mb()
-            for name, fn in (("inference", lambda: model_rows.inference(self, setup)),
-                             ("training", lambda: model_rows.training(self, setup, peak)),
-                             ("tokenization", lambda: model_rows.tokenization(self, setup)),
-                             ("app", lambda: app_rows.app_work(self, setup)),
-                             ("startup", lambda: app_rows.startup(self)),
-                             ("memory", lambda: memory.memory(self, setup))):
+            for name, fn in (
+                ("inference", lambda: model_rows.inference(self, setup)),
+                ("training", lambda: model_rows.training(self, setup, peak)),
+                ("tokenization", lambda: model_rows.tokenization(self, setup)),
+                ("app", lambda: app_rows.app_work(self, setup)),
+                ("startup", lambda: app_rows.startup(self)),
+                ("memory", lambda: memory.memory(self, setup)),
+            ):
                 t0 = time.perf_counter()
                 fn()
                 sections[name] = round(time.perf_counter() - t0, 1)

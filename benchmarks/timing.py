@@ -5,6 +5,7 @@ back to back is far steadier than either timing: so every comparison warms both 
 alternates them (ours, theirs / theirs, ours / ...) and keeps the median of the paired ratios.
 Every timing is taken on the wall clock and in CPU seconds of the process (all threads).
 """
+
 from __future__ import annotations
 
 import math
@@ -21,12 +22,12 @@ from bert.config import BertConfig
 
 @dataclass
 class Timing:
-    ours: float                         # median wall seconds per call
+    ours: float  # median wall seconds per call
     theirs: float
-    ratio: float                        # median of paired ratios
-    calls: int                          # calls per timed sample
+    ratio: float  # median of paired ratios
+    calls: int  # calls per timed sample
     repeats: int
-    ours_cpu: float = float("nan")      # the same in CPU seconds of the process (all threads)
+    ours_cpu: float = float("nan")  # the same in CPU seconds of the process (all threads)
     theirs_cpu: float = float("nan")
     cpu_ratio: float = float("nan")
     ours_all: list[float] = field(default_factory=list)
@@ -42,8 +43,7 @@ class Timing:
         """The figures on the other clock, for a row's note."""
         if clock == "cpu":
             return f"wall {self.ours * scale:.3g}/{self.theirs * scale:.3g} {unit}, ratio {self.ratio:.2f}"
-        return (f"CPU {self.ours_cpu * scale:.3g}/{self.theirs_cpu * scale:.3g} {unit}, "
-                f"ratio {self.cpu_ratio:.2f}")
+        return f"CPU {self.ours_cpu * scale:.3g}/{self.theirs_cpu * scale:.3g} {unit}, ratio {self.cpu_ratio:.2f}"
 
 
 _last_cpu = [0.0]
@@ -71,8 +71,9 @@ def _sample(first: Callable[[], object], second: Callable[[], object], calls: in
     return (x, cx), (y, last_cpu())
 
 
-def paired(ours: Callable[[], object], theirs: Callable[[], object], repeats: int,
-           warmup: int = 1, min_sample_s: float = 0.0) -> Timing:
+def paired(
+    ours: Callable[[], object], theirs: Callable[[], object], repeats: int, warmup: int = 1, min_sample_s: float = 0.0
+) -> Timing:
     """Warm both up, then alternate them for `repeats` samples each (order flipped every
     round). A sample is `calls` back-to-back calls, enough to last about `min_sample_s`."""
     ta = tb = 0.0
@@ -106,10 +107,11 @@ def matmul_floor(config: BertConfig, T: int, repeats: int = 7) -> float:
     def layer():
         for a, w, b in shapes:
             F.linear(a, w, b)
+
     with torch.inference_mode():
         layer()
         times = sorted(time_once(layer, 3) for _ in range(repeats))
-    return times[0] * config.num_hidden_layers          # the best: a floor, not a typical time
+    return times[0] * config.num_hidden_layers  # the best: a floor, not a typical time
 
 
 def matmul_gflops(repeats: int = 10, n: int = 1024) -> dict:
@@ -121,13 +123,14 @@ def matmul_gflops(repeats: int = 10, n: int = 1024) -> dict:
     for _ in range(2):
         torch.mm(a, b, out=out)
     ts = [time_once(lambda: torch.mm(a, b, out=out)) for _ in range(repeats)]
-    flops = 2 * n ** 3
+    flops = 2 * n**3
     return {"best": flops / min(ts) / 1e9, "median": flops / statistics.median(ts) / 1e9}
 
 
 def profile_top(f: Callable[[], object], calls: int = 3, rows: int = 12, title: str = "") -> str:
     """A torch profiler table (self CPU time per op) of `calls` calls of f, after one warm-up."""
     from torch.profiler import ProfilerActivity, profile
+
     f()
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in range(calls):

@@ -2,6 +2,7 @@
 
 Training commands print one JSON line per log or evaluation step.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,8 +17,11 @@ def _add_dataclass_args(parser: argparse.ArgumentParser, cls) -> None:
     for f in dataclasses.fields(cls):
         name = "--" + f.name.replace("_", "-")
         t = hints[f.name]
-        default = f.default if f.default is not dataclasses.MISSING else (
-            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+        default = (
+            f.default
+            if f.default is not dataclasses.MISSING
+            else (f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+        )
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         if t is bool:
             parser.add_argument(name, action=argparse.BooleanOptionalAction, default=default)
@@ -35,6 +39,7 @@ def _emit(metrics: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     from .errors import BertExplorerError
     from .pretrain import PretrainArgs
+
     try:
         from .finetune import FinetuneArgs
     except ImportError:  # fine-tuning not built yet
@@ -54,15 +59,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if command == "pretrain":
             from .pretrain import pretrain
+
             resume = not args.pop("no_resume")
             for m in pretrain(PretrainArgs(**args), resume=resume):
                 _emit(m)
         elif command == "finetune":
             from .finetune import finetune_cli
+
             for m in finetune_cli(FinetuneArgs(**args)):
                 _emit(m)
         elif command == "fetch":
             from .corpus import main as corpus_main
+
             return corpus_main([])
     except BertExplorerError as e:
         print(f"error: {e}", file=sys.stderr)

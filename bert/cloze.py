@@ -6,6 +6,7 @@
 An item counts at top-k when any accepted answer is among the model's k most probable word
 pieces at the [MASK] (punctuation and special tokens are skipped: a person would not accept them).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -18,9 +19,9 @@ CLOZE_PATH = Path(__file__).resolve().parent.parent / "assets" / "eval" / "every
 
 @dataclass(frozen=True)
 class ClozeItem:
-    kind: str                      # "fact", "grammar" or "sense"
-    sentence: str                  # with exactly one [MASK]
-    answers: tuple[str, ...]       # lower-case words a person would accept
+    kind: str  # "fact", "grammar" or "sense"
+    sentence: str  # with exactly one [MASK]
+    answers: tuple[str, ...]  # lower-case words a person would accept
 
 
 @dataclass
@@ -28,8 +29,8 @@ class ClozeReport:
     n: int
     top1: float
     top5: float
-    by_kind: dict[str, tuple[float, float, int]]       # kind -> (top-1, top-5, n)
-    predictions: list[list[str]] = field(default_factory=list)   # top-5 words per item
+    by_kind: dict[str, tuple[float, float, int]]  # kind -> (top-1, top-5, n)
+    predictions: list[list[str]] = field(default_factory=list)  # top-5 words per item
     misses: list[tuple[ClozeItem, list[str]]] = field(default_factory=list)  # not in top-5
 
 
@@ -47,8 +48,9 @@ def load_cloze(path: str | Path = CLOZE_PATH) -> list[ClozeItem]:
 
 
 def _words_only(tokens: list[str], specials: set[str]) -> list[int]:
-    return [i for i, t in enumerate(tokens)
-            if t not in specials and not t.startswith("##") and any(c.isalnum() for c in t)]
+    return [
+        i for i, t in enumerate(tokens) if t not in specials and not t.startswith("##") and any(c.isalnum() for c in t)
+    ]
 
 
 def evaluate_cloze(bundle, items: list[ClozeItem] | None = None, k: int = 5) -> ClozeReport:
@@ -58,8 +60,11 @@ def evaluate_cloze(bundle, items: list[ClozeItem] | None = None, k: int = 5) -> 
     from .analysis import mlm_topk
 
     items = load_cloze() if items is None else items
-    specials = set(bundle.tokenizer.special_tokens) if hasattr(bundle.tokenizer, "special_tokens") else {
-        "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}
+    specials = (
+        set(bundle.tokenizer.special_tokens)
+        if hasattr(bundle.tokenizer, "special_tokens")
+        else {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}
+    )
     hit1 = hit5 = 0
     kinds: dict[str, list[int]] = {}
     preds, misses = [], []
@@ -81,8 +86,7 @@ def evaluate_cloze(bundle, items: list[ClozeItem] | None = None, k: int = 5) -> 
                 misses.append((it, words))
     n = max(1, len(items))
     by_kind = {kd: (v[0] / v[2], v[1] / v[2], v[2]) for kd, v in kinds.items()}
-    return ClozeReport(n=len(items), top1=hit1 / n, top5=hit5 / n, by_kind=by_kind,
-                       predictions=preds, misses=misses)
+    return ClozeReport(n=len(items), top1=hit1 / n, top5=hit5 / n, by_kind=by_kind, predictions=preds, misses=misses)
 
 
 def main(argv: list[str] | None = None) -> int:

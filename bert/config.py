@@ -3,6 +3,7 @@
 A config round-trips through JSON (`to_json` / `from_json`) and reads a Hugging Face
 `config.json` (unknown fields are kept in `extra` so nothing is lost on export).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,11 +18,17 @@ from .errors import CheckpointError
 # Ceilings, checked before anything is allocated: far above every published BERT (bert-large:
 # 1,024 hidden, 24 layers, 16 heads; multilingual: 119,547 tokens), far below what would
 # exhaust a shared server.
-LIMITS = {"hidden_size": 4096, "num_hidden_layers": 48, "num_attention_heads": 64,
-          "intermediate_size": 16384, "vocab_size": 250_000, "max_position_embeddings": 4096,
-          "type_vocab_size": 16}
+LIMITS = {
+    "hidden_size": 4096,
+    "num_hidden_layers": 48,
+    "num_attention_heads": 64,
+    "intermediate_size": 16384,
+    "vocab_size": 250_000,
+    "max_position_embeddings": 4096,
+    "type_vocab_size": 16,
+}
 MAX_LABELS = 1000
-MAX_CONFIG_BYTES = 1 << 20          # a config.json with 1,000 long labels is under 200 kB
+MAX_CONFIG_BYTES = 1 << 20  # a config.json with 1,000 long labels is under 200 kB
 
 ACTIVATIONS = ("gelu", "relu", "gelu_new", "gelu_pytorch_tanh", "silu", "swish", "tanh")
 POOLINGS = ("cls", "mean", "max")
@@ -58,28 +65,36 @@ class BertConfig:
         self.validate()
 
     def validate(self) -> None:
-        ints = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                "intermediate_size", "max_position_embeddings", "type_vocab_size")
+        ints = (
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "intermediate_size",
+            "max_position_embeddings",
+            "type_vocab_size",
+        )
         for name in ints:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise CheckpointError(f"config: {name} must be a positive integer, got {_short(value)}")
             if name in LIMITS and value > LIMITS[name]:
-                raise CheckpointError(f"config: {name} {value:,} is over this app's limit of "
-                                      f"{LIMITS[name]:,}")
+                raise CheckpointError(f"config: {name} {value:,} is over this app's limit of {LIMITS[name]:,}")
         _check_labels(self.id2label)
         if self.hidden_size % self.num_attention_heads:
             raise CheckpointError(
                 f"config: hidden_size {self.hidden_size} is not divisible by "
-                f"num_attention_heads {self.num_attention_heads}")
+                f"num_attention_heads {self.num_attention_heads}"
+            )
         if self.hidden_act not in ACTIVATIONS:
-            raise CheckpointError(f"config: unsupported hidden_act {_short(self.hidden_act)}; "
-                                  f"supported: {', '.join(ACTIVATIONS)}")
+            raise CheckpointError(
+                f"config: unsupported hidden_act {_short(self.hidden_act)}; supported: {', '.join(ACTIVATIONS)}"
+            )
         pad = self.pad_token_id
-        if pad is not None and (not isinstance(pad, int) or isinstance(pad, bool)
-                                or not 0 <= pad < self.vocab_size):
-            raise CheckpointError(f"config: pad_token_id {_short(pad)} is not a token id of the "
-                                  f"vocabulary (0 to {self.vocab_size - 1})")
+        if pad is not None and (not isinstance(pad, int) or isinstance(pad, bool) or not 0 <= pad < self.vocab_size):
+            raise CheckpointError(
+                f"config: pad_token_id {_short(pad)} is not a token id of the vocabulary (0 to {self.vocab_size - 1})"
+            )
         if self.classifier_pooling not in POOLINGS:
             raise CheckpointError(f"config: classifier_pooling must be one of {POOLINGS}")
 
@@ -107,22 +122,28 @@ class BertConfig:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "BertConfig":
+    def from_dict(cls, d: dict[str, Any]) -> BertConfig:
         if not isinstance(d, dict):
             raise CheckpointError("config: expected a JSON object")
         names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
         known = {k: v for k, v in d.items() if k in names}
-        extra = {k: v for k, v in d.items()
-                 if k not in names and k not in ("label2id", "num_labels", "model_type", "extra")}
+        extra = {
+            k: v for k, v in d.items() if k not in names and k not in ("label2id", "num_labels", "model_type", "extra")
+        }
         n = d.get("num_labels")
         if n is not None and (not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= MAX_LABELS):
-            raise CheckpointError(f"config: num_labels must be a whole number from 0 to {MAX_LABELS:,}, "
-                                  f"got {_short(n)}")
+            raise CheckpointError(
+                f"config: num_labels must be a whole number from 0 to {MAX_LABELS:,}, got {_short(n)}"
+            )
         _check_labels(known.get("id2label"))
         if d.get("model_type") not in (None, "bert"):
             raise CheckpointError(f"config: model_type {d.get('model_type')!r} is not a BERT")
-        if "id2label" in known and not d.get("num_labels") and len(known["id2label"]) == 2 \
-                and set(known["id2label"].values()) == {"LABEL_0", "LABEL_1"}:
+        if (
+            "id2label" in known
+            and not d.get("num_labels")
+            and len(known["id2label"]) == 2
+            and set(known["id2label"].values()) == {"LABEL_0", "LABEL_1"}
+        ):
             known.pop("id2label")  # HF's default labels on every config: not a classifier
         try:
             return cls(**known, extra=extra)
@@ -130,21 +151,23 @@ class BertConfig:
             raise CheckpointError(f"config: {e}") from None
 
     @classmethod
-    def from_json(cls, text: str) -> "BertConfig":
+    def from_json(cls, text: str) -> BertConfig:
         try:
             return cls.from_dict(json.loads(text))
         except json.JSONDecodeError as e:
             raise CheckpointError(f"config.json is not valid JSON: {e}") from None
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike) -> "BertConfig":
+    def from_file(cls, path: str | os.PathLike) -> BertConfig:
         """Read a config.json, refusing one too big to be a config before reading it."""
         path = Path(path)
         try:
             size = path.stat().st_size
             if size > MAX_CONFIG_BYTES:
-                raise CheckpointError(f"{path.name} is {size / 2**20:.1f} MB: too big for a model "
-                                      f"config (the limit is {MAX_CONFIG_BYTES // 2**10:,} kB)")
+                raise CheckpointError(
+                    f"{path.name} is {size / 2**20:.1f} MB: too big for a model "
+                    f"config (the limit is {MAX_CONFIG_BYTES // 2**10:,} kB)"
+                )
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             raise CheckpointError(f"{path.name} cannot be read") from None
@@ -152,6 +175,7 @@ class BertConfig:
 
     def save(self, path: str | os.PathLike) -> None:
         from .fileio import atomic_write_text
+
         atomic_write_text(Path(path), self.to_json() + "\n")
 
 
@@ -167,5 +191,4 @@ def _check_labels(id2label: Any) -> None:
     if not isinstance(id2label, dict):
         raise CheckpointError("config: id2label must be a JSON object")
     if len(id2label) > MAX_LABELS:
-        raise CheckpointError(f"config: {len(id2label):,} labels is over this app's limit of "
-                              f"{MAX_LABELS:,}")
+        raise CheckpointError(f"config: {len(id2label):,} labels is over this app's limit of {MAX_LABELS:,}")

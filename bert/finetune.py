@@ -3,7 +3,8 @@
     base = bert.load("all-minilm-l6-v2")             # never modified: it may be a shared, cached model
     train, valid = stratified_split(read_labelled_file("reviews.csv"))
     for m in finetune(base, train, valid, FinetuneArgs(data="reviews.csv")):
-        print(m)    # {"event": "train", "step": 10, "loss": ...}, {"event": "eval", ...}, {"event": "done", "bundle": ...}
+        print(m)    # {"event": "train", "step": 10, "loss": ...}, {"event": "eval", ...},
+                    # {"event": "done", "bundle": ...}
 
 The encoder's weights are copied into a new BertForSequenceClassification (pooling cls/mean/max,
 a fresh linear head). Texts are tokenized once; batches group texts of similar length and are
@@ -14,6 +15,7 @@ end, or when the loss stops being finite (then an "error" event comes first) it 
 
 `python -m bert finetune --data FILE ... --out DIR` runs `finetune_cli`.
 """
+
 from __future__ import annotations
 
 import copy
@@ -22,9 +24,9 @@ import os
 import random
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -32,15 +34,21 @@ import torch.nn.functional as F
 from .checkpoint import Bundle, load, save
 from .config import POOLINGS
 from .errors import DataError, TrainingError
-from .labelled import (DEFAULT_MAX_ROWS, LabelledData, read_labelled_file, stratified_sample,
-                       stratified_split)
+from .labelled import DEFAULT_MAX_ROWS, LabelledData, read_labelled_file, stratified_sample, stratified_split
 from .model import BertForSequenceClassification
 from .optim import adamw, lr_at, set_lr
 
-DIVERGED_LOSS = 100.0   # mean cross-entropy above this (p(true class) < e^-100): training diverged
+DIVERGED_LOSS = 100.0  # mean cross-entropy above this (p(true class) < e^-100): training diverged
 
-__all__ = ["FinetuneArgs", "finetune", "finetune_cli", "evaluate_classifier", "build_classifier",
-           "load_labelled", "prepare_data"]
+__all__ = [
+    "FinetuneArgs",
+    "finetune",
+    "finetune_cli",
+    "evaluate_classifier",
+    "build_classifier",
+    "load_labelled",
+    "prepare_data",
+]
 
 
 # Defaults chosen by measurement: 2,000 Rotten Tomatoes snippets, 1 epoch, max length 64, accuracy on
@@ -62,40 +70,42 @@ __all__ = ["FinetuneArgs", "finetune", "finetune_cli", "evaluate_classifier", "b
 # About 0.8 s of one core per step of 16 texts; a logistic regression on the frozen features gets 0.71.
 @dataclass
 class FinetuneArgs:
-    data: str                                  # a labelled file, or "builtin:rotten_tomatoes" / "builtin:tweets"
-    val_data: str | None = None                # a validation file; else a stratified split of data
-    text_col: str | None = None                # override the detected columns
+    data: str  # a labelled file, or "builtin:rotten_tomatoes" / "builtin:tweets"
+    val_data: str | None = None  # a validation file; else a stratified split of data
+    text_col: str | None = None  # override the detected columns
     label_col: str | None = None
-    checkpoint: str = "all-minilm-l6-v2"       # any loadable model (built-in name or folder)
-    out: str | None = None                     # folder for the fine-tuned model (command line)
-    name: str | None = None                    # display name of the result
-    pooling: str = "mean"                      # cls | mean | max
-    freeze_embeddings: bool = True             # the word/position embeddings stay as they are (25 % faster)
-    freeze_layers: int = 0                     # freeze the lowest N encoder layers
-    max_length: int = 64                       # tokens per text, [CLS] and [SEP] included
+    checkpoint: str = "all-minilm-l6-v2"  # any loadable model (built-in name or folder)
+    out: str | None = None  # folder for the fine-tuned model (command line)
+    name: str | None = None  # display name of the result
+    pooling: str = "mean"  # cls | mean | max
+    freeze_embeddings: bool = True  # the word/position embeddings stay as they are (25 % faster)
+    freeze_layers: int = 0  # freeze the lowest N encoder layers
+    max_length: int = 64  # tokens per text, [CLS] and [SEP] included
     batch_size: int = 16
-    lr: float = 2e-4                           # encoder learning rate (peak)
-    head_lr_scale: float = 10.0                # the new head learns this many times faster
-    layer_decay: float = 1.0                   # each lower layer's LR is this times the one above (LLRD)
+    lr: float = 2e-4  # encoder learning rate (peak)
+    head_lr_scale: float = 10.0  # the new head learns this many times faster
+    layer_decay: float = 1.0  # each lower layer's LR is this times the one above (LLRD)
     epochs: int = 1
     warmup_ratio: float = 0.1
     weight_decay: float = 0.01
-    clip: float = 1.0                          # gradient norm clipping
-    dropout: float = 0.1                       # before the classifier head
-    encoder_dropout: float | None = None       # hidden/attention dropout in the encoder (None: the checkpoint's)
+    clip: float = 1.0  # gradient norm clipping
+    dropout: float = 0.1  # before the classifier head
+    encoder_dropout: float | None = None  # hidden/attention dropout in the encoder (None: the checkpoint's)
     seed: int = 0
-    eval_every: int = 0                        # steps between evaluations; 0: at the end of each epoch
-    log_every: int = 1                         # steps between "train" events
-    valid_fraction: float = 0.2                # of data, when there is no val_data
-    max_train: int | None = None               # use at most this many training texts (stratified)
-    max_valid: int | None = None               # evaluate on at most this many texts (stratified)
-    max_rows: int = DEFAULT_MAX_ROWS           # rows read from a file at most (stratified sample)
-    threads: int | None = None                 # torch threads (None: torch's default)
+    eval_every: int = 0  # steps between evaluations; 0: at the end of each epoch
+    log_every: int = 1  # steps between "train" events
+    valid_fraction: float = 0.2  # of data, when there is no val_data
+    max_train: int | None = None  # use at most this many training texts (stratified)
+    max_valid: int | None = None  # evaluate on at most this many texts (stratified)
+    max_rows: int = DEFAULT_MAX_ROWS  # rows read from a file at most (stratified sample)
+    threads: int | None = None  # torch threads (None: torch's default)
 
     def check(self, max_positions: int | None = None, num_layers: int | None = None) -> None:
         """Raise TrainingError for settings that make no sense (not for ones that merely diverge)."""
+
         def bad(msg):
             raise TrainingError(msg)
+
         if self.pooling not in POOLINGS:
             bad(f"pooling must be one of {', '.join(POOLINGS)}, not {self.pooling!r}")
         if self.batch_size < 1:
@@ -124,9 +134,15 @@ class FinetuneArgs:
 
 # ---- model ----------------------------------------------------------------------------------------
 
-def build_classifier(base: Bundle, classes: list[str], pooling: str = "mean",
-                     dropout: float | None = None, seed: int = 0,
-                     encoder_dropout: float | None = None) -> BertForSequenceClassification:
+
+def build_classifier(
+    base: Bundle,
+    classes: list[str],
+    pooling: str = "mean",
+    dropout: float | None = None,
+    seed: int = 0,
+    encoder_dropout: float | None = None,
+) -> BertForSequenceClassification:
     """A new classifier whose encoder is a copy of `base`'s; `base` itself is left untouched."""
     config = copy.deepcopy(base.model.config)
     config.id2label = {i: str(c) for i, c in enumerate(classes)}
@@ -135,8 +151,9 @@ def build_classifier(base: Bundle, classes: list[str], pooling: str = "mean",
         config.classifier_dropout = dropout
     if encoder_dropout is not None:
         config.hidden_dropout_prob = config.attention_probs_dropout_prob = encoder_dropout
-    config.extra = {k: v for k, v in config.extra.items()
-                    if k not in ("architecture", "architectures", "label2id", "num_labels")}
+    config.extra = {
+        k: v for k, v in config.extra.items() if k not in ("architecture", "architectures", "label2id", "num_labels")
+    }
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         model = BertForSequenceClassification(config)
@@ -159,7 +176,7 @@ def _lr_scales(model: BertForSequenceClassification, args: FinetuneArgs) -> dict
     scales: dict[str, float] = {}
     L = len(model.bert.layers)
     if args.layer_decay != 1.0:
-        scales["bert.embeddings."] = args.layer_decay ** L
+        scales["bert.embeddings."] = args.layer_decay**L
         for i in range(L):
             scales[f"bert.layers.{i}."] = args.layer_decay ** (L - 1 - i)
     scales["classifier."] = args.head_lr_scale
@@ -167,6 +184,7 @@ def _lr_scales(model: BertForSequenceClassification, args: FinetuneArgs) -> dict
 
 
 # ---- data ----------------------------------------------------------------------------------------
+
 
 def _tokenize(tokenizer, texts: list[str], max_length: int) -> list[list[int]]:
     # A very long text is cut first: only its first max_length tokens are used anyway.
@@ -176,11 +194,11 @@ def _tokenize(tokenizer, texts: list[str], max_length: int) -> list[list[int]]:
 
 def _collate(seqs: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     T = max(len(s) for s in seqs)
-    ids = torch.full((len(seqs), T), pad_id, dtype=torch.long)          # (B, T)
+    ids = torch.full((len(seqs), T), pad_id, dtype=torch.long)  # (B, T)
     mask = torch.zeros((len(seqs), T), dtype=torch.long)
     for i, s in enumerate(seqs):
-        ids[i, :len(s)] = torch.tensor(s, dtype=torch.long)
-        mask[i, :len(s)] = 1
+        ids[i, : len(s)] = torch.tensor(s, dtype=torch.long)
+        mask[i, : len(s)] = 1
     return ids, mask
 
 
@@ -192,15 +210,16 @@ def _batches(lengths: list[int], batch_size: int, seed: int) -> list[list[int]]:
     chunk = batch_size * 50
     out = []
     for s in range(0, len(order), chunk):
-        part = sorted(order[s:s + chunk], key=lambda i: lengths[i])
-        out += [part[b:b + batch_size] for b in range(0, len(part), batch_size)]
+        part = sorted(order[s : s + chunk], key=lambda i: lengths[i])
+        out += [part[b : b + batch_size] for b in range(0, len(part), batch_size)]
     rng.shuffle(out)
     return out
 
 
 @torch.inference_mode()
-def _predict(model, seqs: list[list[int]], pad_id: int, batch_size: int = 64,
-             stop: threading.Event | None = None) -> torch.Tensor | None:
+def _predict(
+    model, seqs: list[list[int]], pad_id: int, batch_size: int = 64, stop: threading.Event | None = None
+) -> torch.Tensor | None:
     """(N, K) logits in the original order; None if `stop` was set meanwhile."""
     was_training = model.training
     model.eval()
@@ -210,7 +229,7 @@ def _predict(model, seqs: list[list[int]], pad_id: int, batch_size: int = 64,
         if stop is not None and stop.is_set():
             model.train(was_training)
             return None
-        idx = order[s:s + batch_size]
+        idx = order[s : s + batch_size]
         ids, mask = _collate([seqs[i] for i in idx], pad_id)
         logits[idx] = model(ids, attention_mask=mask).logits.float()
     model.train(was_training)
@@ -225,10 +244,13 @@ def _metrics(logits: torch.Tensor, labels: torch.Tensor) -> dict:
 
 # ---- the loop ------------------------------------------------------------------------------------
 
-def _card(base: Bundle, train: LabelledData, valid: LabelledData, args: FinetuneArgs, result: dict,
-          name: str) -> str:
-    settings = {k: v for k, v in asdict(args).items()
-                if k not in ("data", "val_data", "out", "name", "threads", "text_col", "label_col")}
+
+def _card(base: Bundle, train: LabelledData, valid: LabelledData, args: FinetuneArgs, result: dict, name: str) -> str:
+    settings = {
+        k: v
+        for k, v in asdict(args).items()
+        if k not in ("data", "val_data", "out", "name", "threads", "text_col", "label_col")
+    }
     counts = ", ".join(f"{c} {n:,}" for c, n in train.class_counts.items())
     lines = [
         f"# {name}",
@@ -239,15 +261,20 @@ def _card(base: Bundle, train: LabelledData, valid: LabelledData, args: Finetune
         f"- Data: {train.source or args.data} (text column `{train.text_col}`, label column "
         f"`{train.label_col}`): {len(train):,} training texts ({counts}).",
         f"- Validation: {valid.source or args.val_data or 'split'}, {len(valid):,} texts"
-        + (f" ({valid.notes[-1]})" if valid.notes else "") + ".",
+        + (f" ({valid.notes[-1]})" if valid.notes else "")
+        + ".",
         f"- Classes (output order): {', '.join(train.classes)}.",
-        (f"- Validation accuracy: **{result['accuracy']:.4f}** (loss {result['val_loss']:.4f}) "
-         f"at step {result['best_step']} of {result['steps']}" if math.isfinite(result["accuracy"]) else
-         f"- Validation accuracy: not measured (stopped at step {result['step']} of {result['steps']}, "
-         f"before its first evaluation)")
-        + (" (stopped early)" if result.get("stopped") else "") + ".",
+        (
+            f"- Validation accuracy: **{result['accuracy']:.4f}** (loss {result['val_loss']:.4f}) "
+            f"at step {result['best_step']} of {result['steps']}"
+            if math.isfinite(result["accuracy"])
+            else f"- Validation accuracy: not measured (stopped at step {result['step']} of {result['steps']}, "
+            f"before its first evaluation)"
+        )
+        + (" (stopped early)" if result.get("stopped") else "")
+        + ".",
         f"- Training: {result['train_seconds']:.0f} s, {result['examples_per_s']:.1f} examples/s.",
-        f"- Settings: " + ", ".join(f"{k}={v}" for k, v in settings.items()) + ".",
+        "- Settings: " + ", ".join(f"{k}={v}" for k, v in settings.items()) + ".",
     ]
     if result.get("error"):
         lines.append(f"- Stopped by an error: {result['error']}")
@@ -260,9 +287,14 @@ def _hurry(stop) -> bool:
     return bool(stop is not None and getattr(stop, "hurry", False))
 
 
-def finetune(base: Bundle | str, train: LabelledData, valid: LabelledData, args: FinetuneArgs,
-             stop: threading.Event | None = None,
-             on_step: Callable[[int, BertForSequenceClassification], None] | None = None) -> Iterator[dict]:
+def finetune(
+    base: Bundle | str,
+    train: LabelledData,
+    valid: LabelledData,
+    args: FinetuneArgs,
+    stop: threading.Event | None = None,
+    on_step: Callable[[int, BertForSequenceClassification], None] | None = None,
+) -> Iterator[dict]:
     """Fine-tune, yielding metric dicts: "start", "train" (every log_every steps), "eval",
     maybe "error", and last "done" with the best model as a Bundle under "bundle". Stopped
     before any evaluation, the model is scored once, unless the stop event says `hurry`.
@@ -279,8 +311,9 @@ def finetune(base: Bundle | str, train: LabelledData, valid: LabelledData, args:
             torch.set_num_threads(threads_before)
 
 
-def _finetune(base, train: LabelledData, valid: LabelledData, args: FinetuneArgs,
-              stop: threading.Event | None, on_step=None) -> Iterator[dict]:
+def _finetune(
+    base, train: LabelledData, valid: LabelledData, args: FinetuneArgs, stop: threading.Event | None, on_step=None
+) -> Iterator[dict]:
     t_start = time.perf_counter()
     if isinstance(base, (str, os.PathLike)):
         base = load(base)
@@ -288,13 +321,11 @@ def _finetune(base, train: LabelledData, valid: LabelledData, args: FinetuneArgs
     if len(train) == 0 or len(valid) == 0:
         raise TrainingError("need at least one training and one validation text")
     if list(train.classes) != list(valid.classes):
-        raise TrainingError(f"training classes {train.classes} and validation classes "
-                            f"{valid.classes} differ")
+        raise TrainingError(f"training classes {train.classes} and validation classes {valid.classes} differ")
     if len(set(train.labels)) < 2:
         raise TrainingError("the training data has only one class")
 
-    model = build_classifier(base, train.classes, args.pooling, args.dropout, args.seed,
-                             args.encoder_dropout)
+    model = build_classifier(base, train.classes, args.pooling, args.dropout, args.seed, args.encoder_dropout)
     _freeze(model, args.freeze_embeddings, args.freeze_layers)
     tok = base.tokenizer
     pad_id = tok.pad_id
@@ -309,11 +340,18 @@ def _finetune(base, train: LabelledData, valid: LabelledData, args: FinetuneArgs
     warmup = int(round(args.warmup_ratio * total))
     opt = adamw(model, args.lr, args.weight_decay, _lr_scales(model, args))
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    yield {"event": "start", "steps": total, "steps_per_epoch": steps_per_epoch,
-           "train_examples": len(train), "valid_examples": len(valid), "classes": list(train.classes),
-           "parameters": sum(p.numel() for p in model.parameters()), "trainable": trainable,
-           "truncated": sum(1 for n in lengths if n >= args.max_length),
-           "prep_seconds": time.perf_counter() - t_start}
+    yield {
+        "event": "start",
+        "steps": total,
+        "steps_per_epoch": steps_per_epoch,
+        "train_examples": len(train),
+        "valid_examples": len(valid),
+        "classes": list(train.classes),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "trainable": trainable,
+        "truncated": sum(1 for n in lengths if n >= args.max_length),
+        "prep_seconds": time.perf_counter() - t_start,
+    }
 
     best = {"accuracy": -1.0, "val_loss": float("nan"), "step": 0, "state": None}
     evals: list[float] = []
@@ -332,16 +370,25 @@ def _finetune(base, train: LabelledData, valid: LabelledData, args: FinetuneArgs
         evals.append(time.perf_counter() - t)
         last_eval_step = step
         if m["accuracy"] > best["accuracy"] and math.isfinite(m["val_loss"]):
-            best.update(accuracy=m["accuracy"], val_loss=m["val_loss"], step=step,
-                        state={k: v.detach().clone() for k, v in model.named_parameters()
-                               if v.requires_grad})     # frozen ones never change
-        return {"event": "eval", "step": step, "epoch": epoch, **m,
-                "best_accuracy": best["accuracy"], "eval_seconds": evals[-1]}
+            best.update(
+                accuracy=m["accuracy"],
+                val_loss=m["val_loss"],
+                step=step,
+                state={k: v.detach().clone() for k, v in model.named_parameters() if v.requires_grad},
+            )  # frozen ones never change
+        return {
+            "event": "eval",
+            "step": step,
+            "epoch": epoch,
+            **m,
+            "best_accuracy": best["accuracy"],
+            "eval_seconds": evals[-1],
+        }
 
     model.train()
     if on_step is not None:
         on_step(0, model)
-    torch.manual_seed(args.seed)   # dropout
+    torch.manual_seed(args.seed)  # dropout
     epoch = 0
     for epoch in range(args.epochs):
         for batch in _batches(lengths, args.batch_size, args.seed * 1000 + epoch):
@@ -355,16 +402,20 @@ def _finetune(base, train: LabelledData, valid: LabelledData, args: FinetuneArgs
             out = model(ids, attention_mask=mask, labels=train_y[batch])
             loss = out.loss
             if not torch.isfinite(loss) or loss.item() > DIVERGED_LOSS:
-                error = (f"the loss became {loss.item():.4g} at step {step + 1} (it diverged): the "
-                         f"learning rate {args.lr:g} is too high. Training stopped; the last good "
-                         f"model is kept.")
+                error = (
+                    f"the loss became {loss.item():.4g} at step {step + 1} (it diverged): the "
+                    f"learning rate {args.lr:g} is too high. Training stopped; the last good "
+                    f"model is kept."
+                )
                 break
             opt.zero_grad(set_to_none=True)
             loss.backward()
             gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
             if not torch.isfinite(gnorm):
-                error = (f"the gradients became {gnorm.item()} at step {step + 1}: the learning rate "
-                         f"{args.lr:g} is too high. Training stopped; the last good model is kept.")
+                error = (
+                    f"the gradients became {gnorm.item()} at step {step + 1}: the learning rate "
+                    f"{args.lr:g} is too high. Training stopped; the last good model is kept."
+                )
                 break
             opt.step()
             step += 1
@@ -376,14 +427,22 @@ def _finetune(base, train: LabelledData, valid: LabelledData, args: FinetuneArgs
             loss_avg = value if loss_avg is None else 0.9 * loss_avg + 0.1 * value
             if step % args.log_every == 0 or step == total:
                 per_step = train_time / step
-                evals_left = ((total - step) // args.eval_every if args.eval_every else 0) + \
-                    (args.epochs - epoch)
-                eta = (total - step) * per_step + evals_left * (evals[-1] if evals else
-                                                                per_step * len(valid) / (3 * args.batch_size))
-                yield {"event": "train", "step": step, "epoch": epoch, "loss": value,
-                       "loss_smooth": loss_avg, "lr": lr, "grad_norm": float(gnorm),
-                       "examples_per_s": seen / max(train_time, 1e-9), "progress": step / total,
-                       "eta_s": eta}
+                evals_left = ((total - step) // args.eval_every if args.eval_every else 0) + (args.epochs - epoch)
+                eta = (total - step) * per_step + evals_left * (
+                    evals[-1] if evals else per_step * len(valid) / (3 * args.batch_size)
+                )
+                yield {
+                    "event": "train",
+                    "step": step,
+                    "epoch": epoch,
+                    "loss": value,
+                    "loss_smooth": loss_avg,
+                    "lr": lr,
+                    "grad_norm": float(gnorm),
+                    "examples_per_s": seen / max(train_time, 1e-9),
+                    "progress": step / total,
+                    "eta_s": eta,
+                }
             if args.eval_every and step % args.eval_every == 0 and step % steps_per_epoch != 0:
                 m = do_eval(epoch, interruptible=True)
                 if m is None:
@@ -404,8 +463,7 @@ def _finetune(base, train: LabelledData, valid: LabelledData, args: FinetuneArgs
         yield {"event": "error", "step": step, "message": error}
         if best["state"] is None:
             # Nothing evaluated before it diverged: the last good model is the one we started from.
-            model = build_classifier(base, train.classes, args.pooling, args.dropout, args.seed,
-                             args.encoder_dropout)
+            model = build_classifier(base, train.classes, args.pooling, args.dropout, args.seed, args.encoder_dropout)
             yield do_eval(epoch, interruptible=False)
     elif step != last_eval_step and not (stopped and best["state"] is not None) and not _hurry(stop):
         # Failed since the last evaluation, or stopped before any: score the current model.
@@ -413,27 +471,37 @@ def _finetune(base, train: LabelledData, valid: LabelledData, args: FinetuneArgs
         # e.g. its user's tab was closed: keep the current model unscored, and end at once.)
         yield do_eval(epoch, interruptible=False)
     if best["state"] is not None:
-        model.load_state_dict(best["state"], strict=False)   # the trainable part of the best
+        model.load_state_dict(best["state"], strict=False)  # the trainable part of the best
     model.eval()
-    result = {"event": "done", "step": step, "steps": total, "best_step": best["step"],
-              "stopped": stopped, "error": error,
-              "accuracy": best["accuracy"] if best["state"] is not None else float("nan"),
-              "val_loss": best["val_loss"], "seconds": time.perf_counter() - t_start,
-              "train_seconds": train_time, "examples_per_s": seen / max(train_time, 1e-9),
-              "train_examples": len(train), "valid_examples": len(valid),
-              "classes": list(train.classes)}
+    result = {
+        "event": "done",
+        "step": step,
+        "steps": total,
+        "best_step": best["step"],
+        "stopped": stopped,
+        "error": error,
+        "accuracy": best["accuracy"] if best["state"] is not None else float("nan"),
+        "val_loss": best["val_loss"],
+        "seconds": time.perf_counter() - t_start,
+        "train_seconds": train_time,
+        "examples_per_s": seen / max(train_time, 1e-9),
+        "train_examples": len(train),
+        "valid_examples": len(valid),
+        "classes": list(train.classes),
+    }
     data_name = Path(str(train.source or args.data)).stem.replace("builtin:", "") or "data"
     name = args.name or f"{base.name}-{data_name}"
     card = _card(base, train, valid, args, result, name)
-    result["bundle"] = Bundle(model=model, tokenizer=tok, name=name, card=card,
-                              source=f"fine-tuned from {base.name}", notes=[])
+    result["bundle"] = Bundle(
+        model=model, tokenizer=tok, name=name, card=card, source=f"fine-tuned from {base.name}", notes=[]
+    )
     yield result
 
 
 # ---- evaluation of a fine-tuned bundle ----------------------------------------------------------
 
-def evaluate_classifier(bundle: Bundle, data: LabelledData, max_length: int = 128,
-                        mistakes: int = 10) -> dict:
+
+def evaluate_classifier(bundle: Bundle, data: LabelledData, max_length: int = 128, mistakes: int = 10) -> dict:
     """accuracy, per-class precision/recall/F1, confusion matrix (rows true, columns predicted),
     and the most confident mistakes [{text, true, predicted, prob}]."""
     if not bundle.is_classifier:
@@ -443,8 +511,9 @@ def evaluate_classifier(bundle: Bundle, data: LabelledData, max_length: int = 12
     try:
         y = torch.tensor([index[data.classes[t]] for t in data.labels], dtype=torch.long)
     except KeyError as e:
-        raise DataError(f"the data has a class the model does not know: {e.args[0]!r} "
-                        f"(model classes: {', '.join(classes)})") from None
+        raise DataError(
+            f"the data has a class the model does not know: {e.args[0]!r} (model classes: {', '.join(classes)})"
+        ) from None
     seqs = _tokenize(bundle.tokenizer, data.texts, max_length)
     logits = _predict(bundle.model, seqs, bundle.tokenizer.pad_id)
     probs = logits.softmax(-1)
@@ -468,26 +537,42 @@ def evaluate_classifier(bundle: Bundle, data: LabelledData, max_length: int = 12
         "per_class": per_class,
         "classes": classes,
         "confusion": conf.tolist(),
-        "mistakes": [{"text": data.texts[i], "true": classes[y[i]], "predicted": classes[pred[i]],
-                      "prob": probs[i, pred[i]].item()} for i in wrong[:mistakes]],
+        "mistakes": [
+            {
+                "text": data.texts[i],
+                "true": classes[y[i]],
+                "predicted": classes[pred[i]],
+                "prob": probs[i, pred[i]].item(),
+            }
+            for i in wrong[:mistakes]
+        ],
         "n": len(y),
     }
 
 
 # ---- command line --------------------------------------------------------------------------------
 
-def load_labelled(source: str, args: FinetuneArgs, classes: list[str] | None = None,
-                  min_per_class: int = 2) -> LabelledData:
+
+def load_labelled(
+    source: str, args: FinetuneArgs, classes: list[str] | None = None, min_per_class: int = 2
+) -> LabelledData:
     """A file path or "builtin:<name>"."""
     if source.startswith("builtin:"):
         from .datasets import load_dataset
+
         data = load_dataset(source, max_rows=args.max_rows, seed=args.seed)
         if classes is not None and data.classes != classes:
             raise DataError(f"{source} has classes {data.classes}, the training data {classes}")
         return data
-    return read_labelled_file(source, text_col=args.text_col, label_col=args.label_col,
-                              max_rows=args.max_rows, classes=classes, min_per_class=min_per_class,
-                              seed=args.seed)
+    return read_labelled_file(
+        source,
+        text_col=args.text_col,
+        label_col=args.label_col,
+        max_rows=args.max_rows,
+        classes=classes,
+        min_per_class=min_per_class,
+        seed=args.seed,
+    )
 
 
 def prepare_data(args: FinetuneArgs) -> tuple[LabelledData, LabelledData]:
@@ -499,13 +584,15 @@ def prepare_data(args: FinetuneArgs) -> tuple[LabelledData, LabelledData]:
     else:
         train, valid = stratified_split(data, args.valid_fraction, seed=args.seed)
     if args.max_train and len(train) > args.max_train:
-        train = train.subset(stratified_sample(train.labels, args.max_train, seed=args.seed),
-                             notes=train.notes + [f"a stratified sample of {args.max_train:,} "
-                                                  f"training texts is used"])
+        train = train.subset(
+            stratified_sample(train.labels, args.max_train, seed=args.seed),
+            notes=train.notes + [f"a stratified sample of {args.max_train:,} training texts is used"],
+        )
     if args.max_valid and len(valid) > args.max_valid:
-        valid = valid.subset(stratified_sample(valid.labels, args.max_valid, seed=args.seed + 1),
-                             notes=valid.notes + [f"a stratified sample of {args.max_valid:,} "
-                                                  f"validation texts is used"])
+        valid = valid.subset(
+            stratified_sample(valid.labels, args.max_valid, seed=args.seed + 1),
+            notes=valid.notes + [f"a stratified sample of {args.max_valid:,} validation texts is used"],
+        )
     return train, valid
 
 
@@ -526,6 +613,5 @@ def finetune_cli(args: FinetuneArgs) -> Iterator[dict]:
             done = m
     bundle = done.pop("bundle")
     save(bundle, out, card=bundle.card)
-    done.update(seconds=time.perf_counter() - t0, out=str(out), labels=bundle.labels,
-                notes=train.notes)
+    done.update(seconds=time.perf_counter() - t0, out=str(out), labels=bundle.labels, notes=train.notes)
     yield done

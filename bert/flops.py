@@ -25,6 +25,7 @@ Training step = 3 x forward: the backward pass costs two matmuls (gradient of th
 the weight) for each one of the forward pass. This is the familiar "6 * params * tokens"
 plus the attention and head terms.
 """
+
 from __future__ import annotations
 
 from .config import BertConfig
@@ -36,9 +37,17 @@ def encoder_matmul_params(config: BertConfig) -> int:
     return L * (4 * C * C + 2 * C * Fs)
 
 
-def forward_flops(config: BertConfig, batch: int, seq_len: int, *, pooler: bool = True,
-                  num_labels: int = 0, mlm_positions: int = 0, nsp: bool = False,
-                  last_layer_rows: int | None = None) -> int:
+def forward_flops(
+    config: BertConfig,
+    batch: int,
+    seq_len: int,
+    *,
+    pooler: bool = True,
+    num_labels: int = 0,
+    mlm_positions: int = 0,
+    nsp: bool = False,
+    last_layer_rows: int | None = None,
+) -> int:
     """FLOPs of one forward pass over a (batch, seq_len) input; see the module docstring.
 
     mlm_positions: how many positions the MLM head runs at (batch*seq_len for full logits).
@@ -50,7 +59,7 @@ def forward_flops(config: BertConfig, batch: int, seq_len: int, *, pooler: bool 
     total += 4 * L * batch * seq_len * seq_len * C
     if last_layer_rows is not None and L > 0:
         R = last_layer_rows
-        total -= 2 * (4 * C * C + 2 * C * Fs) * tokens + 4 * batch * seq_len * seq_len * C   # the full last layer
+        total -= 2 * (4 * C * C + 2 * C * Fs) * tokens + 4 * batch * seq_len * seq_len * C  # the full last layer
         total += 2 * (2 * C * C * tokens + (2 * C * C + 2 * C * Fs) * R) + 4 * R * seq_len * C
     if pooler:
         total += 2 * C * C * batch

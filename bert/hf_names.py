@@ -4,6 +4,7 @@ Ours fuse query/key/value into one `qkv` matrix (one matmul instead of three) an
 names; Hugging Face checkpoints come with or without the `bert.` prefix and, in old ones,
 LayerNorm `gamma`/`beta` instead of `weight`/`bias`.
 """
+
 from __future__ import annotations
 
 import re
@@ -38,9 +39,12 @@ def _normalise(key: str) -> str:
     key = re.sub(r"\.gamma$", ".weight", key)
     key = re.sub(r"\.beta$", ".bias", key)
     for prefix in ("bert.", "model."):
-        if key.startswith(prefix + "embeddings.") or key.startswith(prefix + "encoder.") \
-                or key.startswith(prefix + "pooler."):
-            key = key[len(prefix):]
+        if (
+            key.startswith(prefix + "embeddings.")
+            or key.startswith(prefix + "encoder.")
+            or key.startswith(prefix + "pooler.")
+        ):
+            key = key[len(prefix) :]
     return key
 
 
@@ -73,8 +77,7 @@ def hf_to_ours(hf: dict[str, Tensor], config: BertConfig) -> tuple[dict[str, Ten
             unused.append(raw)
     for (i, kind), parts in qkv.items():
         if set(parts) == {"query", "key", "value"}:
-            ours[f"bert.layers.{i}.attn.qkv.{kind}"] = torch.cat(
-                [parts["query"], parts["key"], parts["value"]], dim=0)
+            ours[f"bert.layers.{i}.attn.qkv.{kind}"] = torch.cat([parts["query"], parts["key"], parts["value"]], dim=0)
         else:
             unused.extend(f"encoder.layer.{i}.attention.self.{p}.{kind}" for p in parts)
     return ours, unused
@@ -98,7 +101,7 @@ def ours_to_hf(ours: dict[str, Tensor], config: BertConfig) -> dict[str, Tensor]
             base = f"bert.encoder.layer.{i}"
             if name == "attn.qkv":
                 for j, part in enumerate(("query", "key", "value")):
-                    hf[f"{base}.attention.self.{part}.{kind}"] = t[j * C:(j + 1) * C]
+                    hf[f"{base}.attention.self.{part}.{kind}"] = t[j * C : (j + 1) * C]
             else:
                 hf[f"{base}.{inv_layer[name]}.{kind}"] = t
             continue

@@ -8,6 +8,7 @@ Nothing is stored on a module during forward: one model object can serve many
 sessions at once. Intermediates (attentions, hidden states, embedding parts,
 queries/keys) are returned only when asked for.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,10 +23,13 @@ from .errors import InputError
 from .outputs import BertOutput, ClassifierOutput, EmbeddingParts, PreTrainingOutput
 
 _ACT = {
-    "gelu": lambda x: F.gelu(x),                       # exact (erf) GELU, as in BERT
+    "gelu": lambda x: F.gelu(x),  # exact (erf) GELU, as in BERT
     "gelu_new": lambda x: F.gelu(x, approximate="tanh"),
     "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
-    "relu": F.relu, "silu": F.silu, "swish": F.silu, "tanh": torch.tanh,
+    "relu": F.relu,
+    "silu": F.silu,
+    "swish": F.silu,
+    "tanh": torch.tanh,
 }
 
 
@@ -43,15 +47,16 @@ class Embeddings(nn.Module):
 
     def forward(self, input_ids: Tensor, token_type_ids: Tensor, return_parts: bool = False):
         T = input_ids.shape[1]
-        token = self.word_embeddings(input_ids)                                # (B, T, C)
-        segment = self.token_type_embeddings(token_type_ids)                   # (B, T, C)
-        position = self.position_embeddings.weight[:T].unsqueeze(0)            # (1, T, C): rows 0..T-1
+        token = self.word_embeddings(input_ids)  # (B, T, C)
+        segment = self.token_type_embeddings(token_type_ids)  # (B, T, C)
+        position = self.position_embeddings.weight[:T].unsqueeze(0)  # (1, T, C): rows 0..T-1
         total = token + segment + position
         normed = self.layer_norm(total)
         parts = None
         if return_parts:
-            parts = EmbeddingParts(token=token, segment=segment, position=position.expand_as(token),
-                                   sum=total, normed=normed)
+            parts = EmbeddingParts(
+                token=token, segment=segment, position=position.expand_as(token), sum=total, normed=normed
+            )
         return self.dropout(normed), parts
 
 
@@ -67,38 +72,38 @@ class SelfAttention(nn.Module):
         C = config.hidden_size
         self.num_heads = config.num_attention_heads
         self.head_size = config.head_size
-        self.qkv = nn.Linear(C, 3 * C)         # rows: [query; key; value]
+        self.qkv = nn.Linear(C, 3 * C)  # rows: [query; key; value]
         self.out = nn.Linear(C, C)
         self.dropout_p = config.attention_probs_dropout_prob
 
-    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
-               need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+    def attend(
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
         """softmax(q k^T / sqrt(D) + mask) v, and the probabilities if asked for. Training with
         dropout also takes the explicit path: our dropout (bert/dropout.py) on the probabilities
         costs less than SDPA's on a CPU."""
         dropout_p = self.dropout_p if self.training else 0.0
         if not (need_weights or dropout_p > 0):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), None
-        scores = torch.matmul(q, k.transpose(-1, -2))                        # (B, H, Tq, T)
-        scores.mul_(1.0 / math.sqrt(q.shape[-1]))    # in place: matmul's backward needs q, k only
+        scores = torch.matmul(q, k.transpose(-1, -2))  # (B, H, Tq, T)
+        scores.mul_(1.0 / math.sqrt(q.shape[-1]))  # in place: matmul's backward needs q, k only
         if mask is not None:
             scores.add_(mask)
         probs = torch.softmax(scores, dim=-1)
-        ctx = torch.matmul(dropout(probs, dropout_p, self.training), v)       # (B, H, Tq, D)
+        ctx = torch.matmul(dropout(probs, dropout_p, self.training), v)  # (B, H, Tq, D)
         return ctx, (probs if need_weights else None)
 
-    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False,
-                head_mask: Tensor | None = None):
+    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False, head_mask: Tensor | None = None):
         B, T, C = x.shape
         H, D = self.num_heads, self.head_size
-        qkv = self.qkv(x).view(B, T, 3, H, D).permute(2, 0, 3, 1, 4)        # (3, B, H, T, D)
+        qkv = self.qkv(x).view(B, T, 3, H, D).permute(2, 0, 3, 1, 4)  # (3, B, H, T, D)
         # unbind, not qkv[0], qkv[1], qkv[2]: backward then stacks the three gradients into one
         # buffer instead of zero-filling a full (3, B, H, T, D) tensor for each of them
-        q, k, v = qkv.unbind(0)                                              # (B, H, T, D) each
-        ctx, probs = self.attend(q, k, v, mask, need_weights)               # (B, H, T, D)
+        q, k, v = qkv.unbind(0)  # (B, H, T, D) each
+        ctx, probs = self.attend(q, k, v, mask, need_weights)  # (B, H, T, D)
         if head_mask is not None:
-            ctx = ctx * head_mask.view(1, H, 1, 1).to(ctx.dtype)            # switch heads off
-        ctx = ctx.transpose(1, 2).reshape(B, T, C)                           # (B, T, C)
+            ctx = ctx * head_mask.view(1, H, 1, 1).to(ctx.dtype)  # switch heads off
+        ctx = ctx.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
         return self.out(ctx), probs, (q, k, v)
 
 
@@ -116,11 +121,10 @@ class EncoderLayer(nn.Module):
         self.act = _ACT[config.hidden_act]
         self.dropout = Dropout(config.hidden_dropout_prob)
 
-    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False,
-                head_mask: Tensor | None = None):
+    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False, head_mask: Tensor | None = None):
         a, probs, qkv = self.attn(x, mask, need_weights, head_mask)
         x = self.attn_norm(x + self.dropout(a))
-        h = self.ffn_out(self.act(self.ffn_in(x)))                           # (B, T, C)
+        h = self.ffn_out(self.act(self.ffn_in(x)))  # (B, T, C)
         x = self.ffn_norm(x + self.dropout(h))
         return x, probs, qkv
 
@@ -132,12 +136,12 @@ class EncoderLayer(nn.Module):
         B, T, C = x.shape
         a = self.attn
         H, D = a.num_heads, a.head_size
-        xs = x.gather(1, idx.unsqueeze(-1).expand(-1, -1, C))                     # (B, Q, C)
-        w, b = a.qkv.weight, a.qkv.bias                                          # rows [q; k; v]
-        q = F.linear(xs, w[:C], b[:C]).view(B, -1, H, D).transpose(1, 2)          # (B, H, Q, D)
+        xs = x.gather(1, idx.unsqueeze(-1).expand(-1, -1, C))  # (B, Q, C)
+        w, b = a.qkv.weight, a.qkv.bias  # rows [q; k; v]
+        q = F.linear(xs, w[:C], b[:C]).view(B, -1, H, D).transpose(1, 2)  # (B, H, Q, D)
         k, v = F.linear(x, w[C:], b[C:]).view(B, T, 2, H, D).permute(2, 0, 3, 1, 4).unbind(0)
         ctx, _ = a.attend(q, k, v, mask)
-        ctx = ctx.transpose(1, 2).reshape(B, -1, C)                               # (B, Q, C)
+        ctx = ctx.transpose(1, 2).reshape(B, -1, C)  # (B, Q, C)
         xs = self.attn_norm(xs + self.dropout(a.out(ctx)))
         h = self.ffn_out(self.act(self.ffn_in(xs)))
         return self.ffn_norm(xs + self.dropout(h))
@@ -155,17 +159,18 @@ class BertModel(nn.Module):
         if input_ids.dim() == 1:
             input_ids = input_ids.unsqueeze(0)
         if input_ids.dim() != 2 or input_ids.shape[1] == 0:
-            raise InputError(f"input_ids must be (batch, tokens) with at least one token, "
-                             f"got shape {tuple(input_ids.shape)}")
+            raise InputError(
+                f"input_ids must be (batch, tokens) with at least one token, got shape {tuple(input_ids.shape)}"
+            )
         T = input_ids.shape[1]
         if T > self.config.max_position_embeddings:
-            raise InputError(f"{T} tokens is more than this model's maximum of "
-                             f"{self.config.max_position_embeddings} positions")
+            raise InputError(
+                f"{T} tokens is more than this model's maximum of {self.config.max_position_embeddings} positions"
+            )
         V = self.config.vocab_size
-        lo, hi = torch.aminmax(input_ids)                                       # one pass, not two
+        lo, hi = torch.aminmax(input_ids)  # one pass, not two
         if int(lo) < 0 or int(hi) >= V:
-            raise InputError(f"token ids must lie in [0, {V}); the tokenizer's vocabulary "
-                             f"does not match this model")
+            raise InputError(f"token ids must lie in [0, {V}); the tokenizer's vocabulary does not match this model")
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         elif token_type_ids.dim() == 1:
@@ -177,11 +182,18 @@ class BertModel(nn.Module):
             raise InputError(f"segment ids must lie in [0, {self.config.type_vocab_size})")
         return input_ids, token_type_ids
 
-    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None,
-                attention_mask: Tensor | None = None, output_attentions: bool = False,
-                output_hidden_states: bool = False, output_embedding_parts: bool = False,
-                output_qkv: bool = False, head_mask: Tensor | None = None,
-                rows: Tensor | None = None) -> BertOutput:
+    def forward(
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        output_embedding_parts: bool = False,
+        output_qkv: bool = False,
+        head_mask: Tensor | None = None,
+        rows: Tensor | None = None,
+    ) -> BertOutput:
         """head_mask: (L, H) of 0/1 (or weights) multiplying each head's output.
 
         rows: a (B, T) bool mask of the positions whose final vectors are wanted (pre-training:
@@ -196,15 +208,19 @@ class BertModel(nn.Module):
                 attention_mask = attention_mask.unsqueeze(0)
             if attention_mask.shape != input_ids.shape:
                 raise InputError("attention_mask must have the same shape as input_ids")
-            if not bool(attention_mask.all()):       # no padding (one text, or equal lengths): no mask
+            if not bool(attention_mask.all()):  # no padding (one text, or equal lengths): no mask
                 # additive mask over keys: 0 where attended, a large negative number at padding
                 neg = torch.finfo(x.dtype).min
-                mask = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * neg   # (B, 1, 1, T)
+                mask = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * neg  # (B, 1, 1, T)
         hidden = [x] if output_hidden_states else None
         attns = [] if output_attentions else None
         qs, ks, vs = ([], [], []) if output_qkv else (None, None, None)
-        prune = (rows is not None and not (output_attentions or output_hidden_states or output_qkv)
-                 and head_mask is None and len(self.layers) > 0)
+        prune = (
+            rows is not None
+            and not (output_attentions or output_hidden_states or output_qkv)
+            and head_mask is None
+            and len(self.layers) > 0
+        )
         for i, layer in enumerate(self.layers):
             if prune and i == len(self.layers) - 1:
                 x = self._last_layer_rows(layer, x, mask, rows)
@@ -216,25 +232,34 @@ class BertModel(nn.Module):
             if output_attentions:
                 attns.append(probs)
             if output_qkv:
-                qs.append(q); ks.append(k); vs.append(v)
-        pooled = torch.tanh(self.pooler(x[:, 0]))                                # (B, C)
+                qs.append(q)
+                ks.append(k)
+                vs.append(v)
+        pooled = torch.tanh(self.pooler(x[:, 0]))  # (B, C)
         tup = lambda xs: tuple(xs) if xs is not None else None  # noqa: E731
-        return BertOutput(last_hidden_state=x, pooler_output=pooled, hidden_states=tup(hidden),
-                          attentions=tup(attns), embedding_parts=parts,
-                          queries=tup(qs), keys=tup(ks), values=tup(vs))
+        return BertOutput(
+            last_hidden_state=x,
+            pooler_output=pooled,
+            hidden_states=tup(hidden),
+            attentions=tup(attns),
+            embedding_parts=parts,
+            queries=tup(qs),
+            keys=tup(ks),
+            values=tup(vs),
+        )
 
     @staticmethod
-    def _last_layer_rows(layer: "EncoderLayer", x: Tensor, mask: Tensor | None, rows: Tensor) -> Tensor:
+    def _last_layer_rows(layer: EncoderLayer, x: Tensor, mask: Tensor | None, rows: Tensor) -> Tensor:
         """Run `layer` at the wanted rows (and [CLS]) only; zeros elsewhere. (B, T, C)."""
         B, T, C = x.shape
         want = rows.view(B, T).bool().clone()
-        want[:, 0] = True                                                        # the pooler's [CLS]
-        counts = want.sum(1)                                                      # (B,)
+        want[:, 0] = True  # the pooler's [CLS]
+        counts = want.sum(1)  # (B,)
         # each row's wanted positions first, in order (a stable sort of "not wanted")
-        idx = torch.argsort((~want).to(torch.int8), dim=1, stable=True)[:, :int(counts.max())]   # (B, Q)
-        valid = torch.arange(idx.shape[1], device=x.device)[None, :] < counts[:, None]            # (B, Q)
-        out = layer.forward_rows(x, mask, idx)                                    # (B, Q, C)
-        flat = (torch.arange(B, device=x.device)[:, None] * T + idx)[valid]      # (N,) into B*T
+        idx = torch.argsort((~want).to(torch.int8), dim=1, stable=True)[:, : int(counts.max())]  # (B, Q)
+        valid = torch.arange(idx.shape[1], device=x.device)[None, :] < counts[:, None]  # (B, Q)
+        out = layer.forward_rows(x, mask, idx)  # (B, Q, C)
+        flat = (torch.arange(B, device=x.device)[:, None] * T + idx)[valid]  # (N,) into B*T
         full = x.new_zeros(B * T, C).index_copy(0, flat, out[valid])
         return full.view(B, T, C)
 
@@ -247,12 +272,12 @@ class MLMHead(nn.Module):
         self.transform = nn.Linear(config.hidden_size, config.hidden_size)
         self.act = _ACT[config.hidden_act]
         self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.word_embeddings = word_embeddings            # shared, not a copy
+        self.word_embeddings = word_embeddings  # shared, not a copy
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
 
     def forward(self, h: Tensor) -> Tensor:
         h = self.norm(self.act(self.transform(h)))
-        return F.linear(h, self.word_embeddings.weight, self.bias)    # (..., V)
+        return F.linear(h, self.word_embeddings.weight, self.bias)  # (..., V)
 
 
 class BertForPreTraining(nn.Module):
@@ -264,10 +289,16 @@ class BertForPreTraining(nn.Module):
         self.nsp = nn.Linear(config.hidden_size, 2)
         init_weights(self)
 
-    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None,
-                attention_mask: Tensor | None = None, mlm_labels: Tensor | None = None,
-                nsp_labels: Tensor | None = None, mlm_positions: Tensor | None = None,
-                **kwargs) -> PreTrainingOutput:
+    def forward(
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        mlm_labels: Tensor | None = None,
+        nsp_labels: Tensor | None = None,
+        mlm_positions: Tensor | None = None,
+        **kwargs,
+    ) -> PreTrainingOutput:
         """Without labels, mlm_logits is (B, T, V). With `mlm_labels` (-100 = not predicted) or
         `mlm_positions` (a (B, T) bool mask), the MLM head runs only at those positions and
         mlm_logits is (N, V): the vocabulary projection is most of a step's cost."""
@@ -280,30 +311,34 @@ class BertForPreTraining(nn.Module):
         # in training, the last layer runs only where the MLM head reads (and at [CLS]): see
         # BertModel.forward. Not in eval mode: there the outputs stay bit for bit those of the
         # full layer (the logit lens and the Masked LM page agree exactly), at a small cost.
-        out = self.bert(input_ids, token_type_ids, attention_mask,
-                        rows=where if self.training else None, **kwargs)
+        out = self.bert(input_ids, token_type_ids, attention_mask, rows=where if self.training else None, **kwargs)
         h = out.last_hidden_state
         if where is not None:
-            positions = where.nonzero()                                        # (N, 2): (b, t)
-            flat = positions[:, 0] * h.shape[1] + positions[:, 1]              # (N,) into B*T
+            positions = where.nonzero()  # (N, 2): (b, t)
+            flat = positions[:, 0] * h.shape[1] + positions[:, 1]  # (N,) into B*T
             # index_select (backward: one index_add) rather than h[where], which finds the
             # positions a second time and scatters its gradient back with index_put
-            mlm_logits = self.mlm(h.reshape(-1, h.shape[-1]).index_select(0, flat))   # (N, V)
+            mlm_logits = self.mlm(h.reshape(-1, h.shape[-1]).index_select(0, flat))  # (N, V)
         else:
-            mlm_logits, positions = self.mlm(h), None                          # (B, T, V)
-        nsp_logits = self.nsp(out.pooler_output)                               # (B, 2)
+            mlm_logits, positions = self.mlm(h), None  # (B, T, V)
+        nsp_logits = self.nsp(out.pooler_output)  # (B, 2)
         loss = mlm_loss = nsp_loss = None
         if mlm_labels is not None:
             targets = mlm_labels.reshape(-1).index_select(0, flat)
-            mlm_loss = (F.cross_entropy(mlm_logits.float(), targets) if targets.numel()
-                        else mlm_logits.sum() * 0.0)
+            mlm_loss = F.cross_entropy(mlm_logits.float(), targets) if targets.numel() else mlm_logits.sum() * 0.0
             loss = mlm_loss
         if nsp_labels is not None:
             nsp_loss = F.cross_entropy(nsp_logits.float(), nsp_labels.view(-1))
             loss = nsp_loss if loss is None else loss + nsp_loss
-        return PreTrainingOutput(mlm_logits=mlm_logits, nsp_logits=nsp_logits, bert=out,
-                                 loss=loss, mlm_loss=mlm_loss, nsp_loss=nsp_loss,
-                                 mlm_positions=positions)
+        return PreTrainingOutput(
+            mlm_logits=mlm_logits,
+            nsp_logits=nsp_logits,
+            bert=out,
+            loss=loss,
+            mlm_loss=mlm_loss,
+            nsp_loss=nsp_loss,
+            mlm_positions=positions,
+        )
 
 
 class BertForSequenceClassification(nn.Module):
@@ -332,19 +367,23 @@ class BertForSequenceClassification(nn.Module):
     def pool(self, out: BertOutput, attention_mask: Tensor | None) -> Tensor:
         if self.pooling == "cls":
             return out.pooler_output
-        h = out.last_hidden_state                                              # (B, T, C)
+        h = out.last_hidden_state  # (B, T, C)
         if attention_mask is None:
             attention_mask = torch.ones(h.shape[:2], device=h.device)
-        m = attention_mask.view(h.shape[:2]).unsqueeze(-1).to(h.dtype)         # (B, T, 1)
+        m = attention_mask.view(h.shape[:2]).unsqueeze(-1).to(h.dtype)  # (B, T, 1)
         if self.pooling == "mean":
             return (h * m).sum(1) / m.sum(1).clamp(min=1.0)
         return h.masked_fill(m == 0, torch.finfo(h.dtype).min).max(dim=1).values
 
-    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None,
-                attention_mask: Tensor | None = None, labels: Tensor | None = None,
-                **kwargs) -> ClassifierOutput:
-        if self.pooling == "cls" and "rows" not in kwargs and all(v is None or v is False
-                                                                 for v in kwargs.values()):
+    def forward(
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        labels: Tensor | None = None,
+        **kwargs,
+    ) -> ClassifierOutput:
+        if self.pooling == "cls" and "rows" not in kwargs and all(v is None or v is False for v in kwargs.values()):
             # only [CLS] is read: the last layer runs at that row alone (BertModel `rows`);
             # out.bert.last_hidden_state is then zero at every other position
             ids = input_ids if input_ids.dim() == 2 else input_ids.view(1, -1)

@@ -1,12 +1,14 @@
 """Optimiser and learning-rate schedule shared by pre-training and fine-tuning."""
+
 from __future__ import annotations
 
 import torch
 from torch import nn
 
 
-def adamw(model: nn.Module, lr: float, weight_decay: float = 0.01,
-          lr_scale: dict[str, float] | None = None) -> torch.optim.AdamW:
+def adamw(
+    model: nn.Module, lr: float, weight_decay: float = 0.01, lr_scale: dict[str, float] | None = None
+) -> torch.optim.AdamW:
     """AdamW as BERT uses it: no weight decay on biases and LayerNorm weights.
 
     lr_scale maps a parameter-name prefix to a multiplier (e.g. {"mlm.": 5.0} for a fresh head).
@@ -23,8 +25,7 @@ def adamw(model: nn.Module, lr: float, weight_decay: float = 0.01,
             if name.startswith(prefix):
                 scale = s
         groups.setdefault((decay, scale), []).append(p)
-    params = [{"params": ps, "weight_decay": d, "lr": lr * s, "lr_scale": s}
-              for (d, s), ps in groups.items()]
+    params = [{"params": ps, "weight_decay": d, "lr": lr * s, "lr_scale": s} for (d, s), ps in groups.items()]
     return torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.999), eps=1e-6)
 
 

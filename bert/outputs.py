@@ -3,6 +3,7 @@
 Dimension letters: B batch, T tokens, C hidden size, H heads, D head size, V vocabulary,
 L layers, N masked positions.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,34 +15,35 @@ from torch import Tensor
 @dataclass
 class EmbeddingParts:
     """The pieces the embedding layer adds up, each (B, T, C)."""
+
     token: Tensor
     segment: Tensor
     position: Tensor
     sum: Tensor
-    normed: Tensor          # after LayerNorm (before dropout): the encoder's input
+    normed: Tensor  # after LayerNorm (before dropout): the encoder's input
 
 
 @dataclass
 class BertOutput:
-    last_hidden_state: Tensor                     # (B, T, C)
-    pooler_output: Tensor | None = None           # (B, C)
-    hidden_states: tuple[Tensor, ...] | None = None   # L+1 x (B, T, C); [0] = embedding output
-    attentions: tuple[Tensor, ...] | None = None      # L x (B, H, T, T) softmax probabilities
+    last_hidden_state: Tensor  # (B, T, C)
+    pooler_output: Tensor | None = None  # (B, C)
+    hidden_states: tuple[Tensor, ...] | None = None  # L+1 x (B, T, C); [0] = embedding output
+    attentions: tuple[Tensor, ...] | None = None  # L x (B, H, T, T) softmax probabilities
     embedding_parts: EmbeddingParts | None = None
-    queries: tuple[Tensor, ...] | None = None     # L x (B, H, T, D)
-    keys: tuple[Tensor, ...] | None = None        # L x (B, H, T, D)
-    values: tuple[Tensor, ...] | None = None      # L x (B, H, T, D)
+    queries: tuple[Tensor, ...] | None = None  # L x (B, H, T, D)
+    keys: tuple[Tensor, ...] | None = None  # L x (B, H, T, D)
+    values: tuple[Tensor, ...] | None = None  # L x (B, H, T, D)
 
 
 @dataclass
 class PreTrainingOutput:
-    mlm_logits: Tensor       # (B, T, V), or (N, V) at `mlm_positions` only when labels/positions given
-    nsp_logits: Tensor       # (B, 2); index 0 = IsNext
+    mlm_logits: Tensor  # (B, T, V), or (N, V) at `mlm_positions` only when labels/positions given
+    nsp_logits: Tensor  # (B, 2); index 0 = IsNext
     bert: BertOutput
     loss: Tensor | None = None
     mlm_loss: Tensor | None = None
     nsp_loss: Tensor | None = None
-    mlm_positions: Tensor | None = None   # (N, 2) rows of (batch index, token index) when masked-only
+    mlm_positions: Tensor | None = None  # (N, 2) rows of (batch index, token index) when masked-only
 
     @property
     def hidden_states(self):
@@ -54,7 +56,7 @@ class PreTrainingOutput:
 
 @dataclass
 class ClassifierOutput:
-    logits: Tensor           # (B, num_labels)
+    logits: Tensor  # (B, num_labels)
     bert: BertOutput
     loss: Tensor | None = None
 

@@ -40,8 +40,8 @@ import os
 import re
 import tempfile
 import unicodedata
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 __all__ = [
     "TokenizerError",
@@ -72,12 +72,11 @@ _ASCII_WS = re.compile(r"[ \t\n\r]")
 # ' . : ^ ` are case-ignorable (str.lower() looks past them for a final sigma), so they cut a
 # lower-cased word only when it has no capital sigma.
 _LONG_WORD = 256
-_CUT_BEFORE = frozenset("!\"#$%&()*+,-/;<=>?@\\]_{|}~")
+_CUT_BEFORE = frozenset('!"#$%&()*+,-/;<=>?@\\]_{|}~')
 _CUT_BEFORE_NO_SIGMA = _CUT_BEFORE | frozenset("'.:^`")
 
 
 from .errors import TokenizerError  # noqa: E402  (typed error shared by bert/)
-
 
 # --------------------------------------------------------------------------------------------------------
 # Character classes
@@ -463,7 +462,11 @@ class WordPiece:
         n = len(word)
         if n > self.max_input_chars_per_word:
             return Trace(
-                word=word, normalized=word, pieces=[self.unk_token], ids=[self.unk_id], unk=True,
+                word=word,
+                normalized=word,
+                pieces=[self.unk_token],
+                ids=[self.unk_id],
+                unk=True,
                 reason=f"longer than {self.max_input_chars_per_word} characters ({n})",
             )
         steps: list[TraceStep] = []
@@ -482,7 +485,12 @@ class WordPiece:
                 end -= 1
             if found is None:
                 return Trace(
-                    steps, word=word, normalized=word, pieces=[self.unk_token], ids=[self.unk_id], unk=True,
+                    steps,
+                    word=word,
+                    normalized=word,
+                    pieces=[self.unk_token],
+                    ids=[self.unk_id],
+                    unk=True,
                     reason=f"no vocab entry starts at character {start} ({word[start]!r})",
                 )
             pieces.append(found)
@@ -537,7 +545,7 @@ def _read_vocab_file(path) -> list[str]:
     if not os.path.isfile(p):
         raise TokenizerError(f"vocab file not found: {p!r}")
     try:
-        with open(p, "r", encoding="utf-8") as f:
+        with open(p, encoding="utf-8") as f:
             lines = f.readlines()
     except UnicodeDecodeError as e:
         raise TokenizerError(f"vocab file {p!r} is not UTF-8: {e}") from None
@@ -591,7 +599,7 @@ class Tokenizer:
         self._special_ids = frozenset(self.vocab[t] for t in self.special_tokens)
 
     @classmethod
-    def from_file(cls, vocab_path, do_lower_case: bool = True, **kwargs) -> "Tokenizer":
+    def from_file(cls, vocab_path, do_lower_case: bool = True, **kwargs) -> Tokenizer:
         """Load a vocab.txt (one token per line, id = line number); a directory means DIR/vocab.txt."""
         p = os.fspath(vocab_path)
         if os.path.isdir(p):
@@ -660,7 +668,7 @@ class Tokenizer:
                 raise TokenizerError(f"token id {i} is outside the vocab (0..{n - 1})")
             return self.ids_to_tokens[i]
 
-        if isinstance(ids, int) or (hasattr(ids, "ndim") and getattr(ids, "ndim") == 0):
+        if isinstance(ids, int) or (hasattr(ids, "ndim") and ids.ndim == 0):
             return one(ids)
         return [one(i) for i in ids]
 
@@ -735,7 +743,11 @@ class Tokenizer:
                         if None not in whole:
                             ids += whole
                             toks += words
-                            offs += [m.span() for m in ms] if base == 0 else [(base + m.start(), base + m.end()) for m in ms]
+                            offs += (
+                                [m.span() for m in ms]
+                                if base == 0
+                                else [(base + m.start(), base + m.end()) for m in ms]
+                            )
                             wids += range(w, w + len(words))
                             w += len(words)
                             continue
@@ -763,7 +775,7 @@ class Tokenizer:
                 else:
                     btoks: list = []
                     basic._segment(seg, base, btoks, None if limit is None else limit - len(ids))
-                    for word, s, e, spans in btoks:
+                    for word, s, _e, spans in btoks:
                         p = wp_cache.get(word)
                         if p is None:
                             p = wp(word)
@@ -802,9 +814,7 @@ class Tokenizer:
             if isinstance(max_length, bool) or not isinstance(max_length, int):
                 raise TokenizerError(f"max_length must be an int or None, not {type(max_length).__name__}")
             if max_length < max(n_special, 1):
-                raise TokenizerError(
-                    f"max_length={max_length} leaves no room: {n_special} special tokens are needed"
-                )
+                raise TokenizerError(f"max_length={max_length} leaves no room: {n_special} special tokens are needed")
         # With truncation, read each text only COUNT_AHEAD pieces past the budget: the kept lengths
         # depend on each text's length only up to budget + 1 (checked in tests), so they are exact.
         limit = max_length - n_special + _COUNT_AHEAD if truncation and max_length is not None else None
@@ -862,9 +872,16 @@ class Tokenizer:
                 special.append(1)
             type_ids += [1] * (len(ids) - len(type_ids))
         return Encoding(
-            ids=ids, tokens=toks, type_ids=type_ids, offsets=offs, sequence_ids=seqs, word_ids=wids,
-            attention_mask=[1] * len(ids), special_tokens_mask=special,
-            truncated=removed > 0, num_truncated=removed,
+            ids=ids,
+            tokens=toks,
+            type_ids=type_ids,
+            offsets=offs,
+            sequence_ids=seqs,
+            word_ids=wids,
+            attention_mask=[1] * len(ids),
+            special_tokens_mask=special,
+            truncated=removed > 0,
+            num_truncated=removed,
         )
 
     def encode_batch(

@@ -1,19 +1,21 @@
 """Head ablation: switch attention heads off and watch the prediction change."""
+
 from itertools import islice
 
 import pandas as pd
 import streamlit as st
 
 import app
-from app import analysis_plots as ap, widgets
+from app import analysis_plots as ap
+from app import widgets
 from app.cache import class_probs, importance, mlm_topk, off_key
 from app.errors import show_errors
 from app.helpers import clean_text, md_escape, mlm_untrained
 from app.resources import current_model
 
-app.run_through_entry()   # before anything else: see app/__init__.py
+app.run_through_entry()  # before anything else: see app/__init__.py
 
-OFF = "abl_off"          # list of switched-off (layer, head) pairs, 0-based; survives page switches
+OFF = "abl_off"  # list of switched-off (layer, head) pairs, 0-based; survives page switches
 VERSION = "abl_version"  # bumped to draw a fresh grid after a button or an edit
 K, TOP = 5, 10
 
@@ -55,9 +57,12 @@ with show_errors("the ablation"):
         text, _ = widgets.sentence_inputs(pair=False, label_a="A text to classify")
     else:
         if mlm_untrained(b.notes):
-            st.warning("This model's masked-word head is untrained (freshly initialised): the guesses "
-                       "are random, so switching heads off changes noise. Pick a model with a trained "
-                       "head when one is available.", icon=":material/warning:")
+            st.warning(
+                "This model's masked-word head is untrained (freshly initialised): the guesses "
+                "are random, so switching heads off changes noise. Pick a model with a trained "
+                "head when one is available.",
+                icon=":material/warning:",
+            )
         text = widgets.mlm_input()
     text = clean_text(text, "the text")
     off = off_key(p for p in st.session_state.get(OFF, []) if p[0] < L and p[1] < H)
@@ -67,17 +72,37 @@ with show_errors("the ablation"):
     st.subheader("Heads on (✓) and off")
     c1, c2, c3 = st.columns(3)
     c1.button("All heads on", key="abl_all_on", on_click=_set_off, args=((),), width="stretch")
-    c2.button(f"Switch off the {K} most important", key="abl_top", width="stretch",
-              on_click=_set_off, args=([(l, h) for l, h, _ in ranking[:K]],))
-    c3.button(f"Switch off the {L * H - K} least important", key="abl_rest", width="stretch",
-              on_click=_set_off, args=([(l, h) for l, h, _ in ranking[K:]],))
-    grid = pd.DataFrame({f"H{h + 1}": [(l, h) not in off for l in range(L)] for h in range(H)},
-                        index=[f"layer {l + 1}" for l in range(L)])
+    c2.button(
+        f"Switch off the {K} most important",
+        key="abl_top",
+        width="stretch",
+        on_click=_set_off,
+        args=([(l, h) for l, h, _ in ranking[:K]],),
+    )
+    c3.button(
+        f"Switch off the {L * H - K} least important",
+        key="abl_rest",
+        width="stretch",
+        on_click=_set_off,
+        args=([(l, h) for l, h, _ in ranking[K:]],),
+    )
+    grid = pd.DataFrame(
+        {f"H{h + 1}": [(l, h) not in off for l in range(L)] for h in range(H)},
+        index=[f"layer {l + 1}" for l in range(L)],
+    )
     grid_key = f"abl_grid_{L}_{H}_{st.session_state.get(VERSION, 0)}"
-    st.data_editor(grid, key=grid_key, on_change=_on_edit, args=(grid_key, L, H), width="stretch",
-                   column_config={c: st.column_config.CheckboxColumn(c, width="small") for c in grid.columns})
-    st.caption(f"{len(off)} of {L * H} heads switched off. Untick a box to switch that head off; "
-               "the predictions below update at once.")
+    st.data_editor(
+        grid,
+        key=grid_key,
+        on_change=_on_edit,
+        args=(grid_key, L, H),
+        width="stretch",
+        column_config={c: st.column_config.CheckboxColumn(c, width="small") for c in grid.columns},
+    )
+    st.caption(
+        f"{len(off)} of {L * H} heads switched off. Untick a box to switch that head off; "
+        "the predictions below update at once."
+    )
 
     st.subheader("Before and after")
     if b.is_classifier:
@@ -87,20 +112,34 @@ with show_errors("the ablation"):
         full, cut = mlm_topk(model.key, text, K, (), b), mlm_topk(model.key, text, K, off, b)
         for i, pos in enumerate(full.positions):
             title = f"[MASK] at token {pos}" if len(full.positions) > 1 else ""
-            st.plotly_chart(ap.topk_before_after(full.top_tokens[i], full.top_probs[i], cut.top_tokens[i],
-                                                 cut.top_probs[i], title=title), width="stretch", key=f"abl_mlm_{i}")
+            st.plotly_chart(
+                ap.topk_before_after(
+                    full.top_tokens[i], full.top_probs[i], cut.top_tokens[i], cut.top_probs[i], title=title
+                ),
+                width="stretch",
+                key=f"abl_mlm_{i}",
+            )
             if i >= 4:
                 st.caption(f"Showing the first 5 of {len(full.positions)} masks.")
                 break
 
     st.subheader("Most important heads")
     what = "probability of the class" if imp.kind == "classifier" else "log-probability of the word"
-    st.markdown(f"Each head switched off **alone**, the others on: how much the {what} "
-                f"**{md_escape(imp.target)}** drops (token {imp.position}). Positive: the head helps "
-                "this prediction; negative: the model does better without it.")
-    st.plotly_chart(ap.importance_heatmap(imp.scores, imp.unit, imp.target, off), width="stretch",
-                    key="abl_importance")
-    top = pd.DataFrame([{"rank": n + 1, "layer": l + 1, "head": h + 1, f"drop in {imp.unit}": s}
-                        for n, (l, h, s) in enumerate(ranking[:TOP])])
-    st.dataframe(top, hide_index=True, width="stretch",
-                 column_config={f"drop in {imp.unit}": st.column_config.NumberColumn(format="%.4f")})
+    st.markdown(
+        f"Each head switched off **alone**, the others on: how much the {what} "
+        f"**{md_escape(imp.target)}** drops (token {imp.position}). Positive: the head helps "
+        "this prediction; negative: the model does better without it."
+    )
+    st.plotly_chart(ap.importance_heatmap(imp.scores, imp.unit, imp.target, off), width="stretch", key="abl_importance")
+    top = pd.DataFrame(
+        [
+            {"rank": n + 1, "layer": l + 1, "head": h + 1, f"drop in {imp.unit}": s}
+            for n, (l, h, s) in enumerate(ranking[:TOP])
+        ]
+    )
+    st.dataframe(
+        top,
+        hide_index=True,
+        width="stretch",
+        column_config={f"drop in {imp.unit}": st.column_config.NumberColumn(format="%.4f")},
+    )

@@ -1,4 +1,5 @@
 """Attention: each head's map, all heads at once, Q/K/V with the numbers, and bertviz views."""
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -7,15 +8,21 @@ import app
 from app import plots, widgets
 from app.cache import analyze
 from app.errors import show_errors
-from app.widgets import index_slider
 from app.helpers import attention_walkthrough, hide_specials, token_labels
 from app.resources import current_model
+from app.widgets import index_slider
 
-app.run_through_entry()   # before anything else: see app/__init__.py
+app.run_through_entry()  # before anything else: see app/__init__.py
 
-WINDOW = 128          # the heatmap shows at most this many tokens at once
-VIEWS = ["Heatmap", "All heads", "Q/K/V walk-through", "bertviz: head view", "bertviz: model view",
-         "bertviz: neuron view"]
+WINDOW = 128  # the heatmap shows at most this many tokens at once
+VIEWS = [
+    "Heatmap",
+    "All heads",
+    "Q/K/V walk-through",
+    "bertviz: head view",
+    "bertviz: model view",
+    "bertviz: neuron view",
+]
 
 st.title("Attention")
 st.markdown(
@@ -30,13 +37,15 @@ text_a, text_b = widgets.sentence_inputs(pair=True)
 @st.cache_resource(max_entries=24, ttl=3600, show_spinner="Building the bertviz view…")
 def bertviz_view(model_key: str, text_a: str, text_b, kind: str, layer: int, head: int, _an):
     from app import bertviz_html as bv
+
     b_start = next((i for i, s in enumerate(_an.sequence_ids) if s == 1), None)
     if kind == "head":
         return bv.head_view_html(_an.tokens, _an.attentions, sentence_b_start=b_start)
     if kind == "model":
         return bv.model_view_html(_an.tokens, _an.attentions, sentence_b_start=b_start)
-    return bv.neuron_view_html(_an.tokens, _an.queries, _an.keys, _an.attentions,
-                               sentence_b_start=b_start, layer=layer, head=head)
+    return bv.neuron_view_html(
+        _an.tokens, _an.queries, _an.keys, _an.attentions, sentence_b_start=b_start, layer=layer, head=head
+    )
 
 
 with show_errors("the attention maps"):
@@ -44,19 +53,25 @@ with show_errors("the attention maps"):
     an = analyze(model, text_a, text_b)
     L, H, T = an.attentions.shape[0], an.attentions.shape[1], an.n_tokens
     if an.truncated:
-        st.warning(f"The input is longer than this model's maximum of {an.max_length} tokens: "
-                   f"the last {an.num_truncated:,} tokens were cut off.", icon=":material/content_cut:")
+        st.warning(
+            f"The input is longer than this model's maximum of {an.max_length} tokens: "
+            f"the last {an.num_truncated:,} tokens were cut off.",
+            icon=":material/content_cut:",
+        )
 
     c1, c2, c3 = st.columns([1, 1, 1])
     layer = index_slider(c1, "Layer", L, key=f"att_layer_{L}")
     head = index_slider(c2, "Head", H, key=f"att_head_{H}")
-    hide = c3.checkbox("Hide [CLS] and [SEP]", key="att_hide",
-                       help="Many heads park most of their attention on [CLS] or [SEP] when they "
-                            "have nothing better to do. Hiding them (and rescaling each row to "
-                            "sum to 1) shows what is left between real words.")
+    hide = c3.checkbox(
+        "Hide [CLS] and [SEP]",
+        key="att_hide",
+        help="Many heads park most of their attention on [CLS] or [SEP] when they "
+        "have nothing better to do. Hiding them (and rescaling each row to "
+        "sum to 1) shows what is left between real words.",
+    )
     view = st.radio("View", VIEWS, horizontal=True, key="att_view", label_visibility="collapsed")
 
-    att = an.attentions[layer, head]                                   # (T, T)
+    att = an.attentions[layer, head]  # (T, T)
     tokens = an.tokens
     if hide:
         att, tokens, _ = hide_specials(att, tokens)
@@ -65,15 +80,23 @@ with show_errors("the attention maps"):
         n = len(tokens)
         start = 0
         if n > WINDOW:
-            start = st.slider(f"First token shown (the map shows {WINDOW} of {n} at a time)",
-                              0, n - WINDOW, 0, step=16, key="att_window")
-        sub = att[start:start + WINDOW, start:start + WINDOW]
-        shown = tokens[start:start + WINDOW]
+            start = st.slider(
+                f"First token shown (the map shows {WINDOW} of {n} at a time)",
+                0,
+                n - WINDOW,
+                0,
+                step=16,
+                key="att_window",
+            )
+        sub = att[start : start + WINDOW, start : start + WINDOW]
+        shown = tokens[start : start + WINDOW]
         fig = plots.attention_heatmap(sub, shown, title=f"layer {layer + 1}, head {head + 1}")
         st.plotly_chart(fig, width="stretch", key="att_heatmap")
-        st.caption("Each row is one token looking at the others; darker means more attention. "
-                   "Hover over a cell for its exact weight."
-                   + (" Rows are rescaled to sum to 1 without the hidden tokens." if hide else ""))
+        st.caption(
+            "Each row is one token looking at the others; darker means more attention. "
+            "Hover over a cell for its exact weight."
+            + (" Rows are rescaled to sum to 1 without the hidden tokens." if hide else "")
+        )
 
     elif view == "All heads":
         grid_atts = an.attentions
@@ -81,12 +104,13 @@ with show_errors("the attention maps"):
             keep = [j for j, t in enumerate(an.tokens) if t not in ("[CLS]", "[SEP]")] or list(range(T))
             grid_atts = grid_atts[:, :, keep][:, :, :, keep]
             grid_atts = grid_atts / np.maximum(grid_atts.sum(-1, keepdims=True), 1e-12)
-        st.plotly_chart(plots.attention_grid(grid_atts, selected=(layer, head)), width="stretch",
-                        key="att_grid")
-        st.caption(f"Every head of every layer ({L} × {H}), same colour scale (0 to 1); the red box "
-                   "is the head picked above. Early layers often look at neighbours (stripes next to "
-                   "the diagonal); some heads look mostly at [CLS] or [SEP] (one dark column)."
-                   + (" Long inputs are averaged into blocks here." if T > 32 else ""))
+        st.plotly_chart(plots.attention_grid(grid_atts, selected=(layer, head)), width="stretch", key="att_grid")
+        st.caption(
+            f"Every head of every layer ({L} × {H}), same colour scale (0 to 1); the red box "
+            "is the head picked above. Early layers often look at neighbours (stripes next to "
+            "the diagonal); some heads look mostly at [CLS] or [SEP] (one dark column)."
+            + (" Long inputs are averaged into blocks here." if T > 32 else "")
+        )
 
     elif view == "Q/K/V walk-through":
         st.markdown(
@@ -99,56 +123,86 @@ with show_errors("the attention maps"):
         )
         labels = token_labels(an.tokens)
         first = an.tokens.index("it") if "it" in an.tokens else min(1, T - 1)
-        i = st.selectbox("Query token", list(range(T)), index=first, key=f"att_query_{T}",
-                         format_func=lambda j: labels[j])
-        q, k, v = an.queries[layer, head], an.keys[layer, head], an.values[layer, head]   # (T, D)
+        i = st.selectbox(
+            "Query token", list(range(T)), index=first, key=f"att_query_{T}", format_func=lambda j: labels[j]
+        )
+        q, k, v = an.queries[layer, head], an.keys[layer, head], an.values[layer, head]  # (T, D)
         w = attention_walkthrough(q, k, v, i)
         D = q.shape[-1]
-        st.markdown(f"Layer {layer + 1}, head {head + 1}: vectors of **{D}** numbers, so scores are "
-                    f"divided by √{D} = {w['sqrt_d']:.2f} to keep them in a range where softmax "
-                    "is not too sharp.")
-        table = pd.DataFrame({
-            "key token": labels, "q·k": w["dots"], "score = q·k/√d": w["scores"],
-            "weight = softmax": w["weights"], "weight in the model": an.attentions[layer, head, i],
-        })
-        st.dataframe(table, hide_index=True, width="stretch", height=min(400, 36 + 35 * T),
-                     column_config={
-                         "q·k": st.column_config.NumberColumn(format="%.3f"),
-                         "score = q·k/√d": st.column_config.NumberColumn(format="%.3f"),
-                         "weight = softmax": st.column_config.ProgressColumn(format="%.3f", min_value=0.0, max_value=1.0),
-                         "weight in the model": st.column_config.NumberColumn(format="%.3f")})
-        st.caption("The last two columns agree: this is exactly what the model computed. "
-                   "All tokens take part here, [CLS] and [SEP] included.")
-        st.plotly_chart(plots.walkthrough_bars(an.tokens, w["scores"], w["weights"], labels[i]),
-                        width="stretch", key="att_qkv")
+        st.markdown(
+            f"Layer {layer + 1}, head {head + 1}: vectors of **{D}** numbers, so scores are "
+            f"divided by √{D} = {w['sqrt_d']:.2f} to keep them in a range where softmax "
+            "is not too sharp."
+        )
+        table = pd.DataFrame(
+            {
+                "key token": labels,
+                "q·k": w["dots"],
+                "score = q·k/√d": w["scores"],
+                "weight = softmax": w["weights"],
+                "weight in the model": an.attentions[layer, head, i],
+            }
+        )
+        st.dataframe(
+            table,
+            hide_index=True,
+            width="stretch",
+            height=min(400, 36 + 35 * T),
+            column_config={
+                "q·k": st.column_config.NumberColumn(format="%.3f"),
+                "score = q·k/√d": st.column_config.NumberColumn(format="%.3f"),
+                "weight = softmax": st.column_config.ProgressColumn(format="%.3f", min_value=0.0, max_value=1.0),
+                "weight in the model": st.column_config.NumberColumn(format="%.3f"),
+            },
+        )
+        st.caption(
+            "The last two columns agree: this is exactly what the model computed. "
+            "All tokens take part here, [CLS] and [SEP] included."
+        )
+        st.plotly_chart(
+            plots.walkthrough_bars(an.tokens, w["scores"], w["weights"], labels[i]), width="stretch", key="att_qkv"
+        )
         dims = min(8, D)
-        vec = pd.DataFrame({"": ["query q", f"output = Σ weight × v (first {dims} of {D} dims)"],
-                            **{f"d{d}": [q[i, d], w["output"][d]] for d in range(dims)}})
-        st.dataframe(vec, hide_index=True, width="stretch",
-                     column_config={f"d{d}": st.column_config.NumberColumn(format="%.3f") for d in range(dims)})
-        st.caption(f"Each head outputs {D} numbers per token; the {H} heads' outputs are put "
-                   "side by side and mixed by one more matrix, then added to the token's vector.")
+        vec = pd.DataFrame(
+            {
+                "": ["query q", f"output = Σ weight × v (first {dims} of {D} dims)"],
+                **{f"d{d}": [q[i, d], w["output"][d]] for d in range(dims)},
+            }
+        )
+        st.dataframe(
+            vec,
+            hide_index=True,
+            width="stretch",
+            column_config={f"d{d}": st.column_config.NumberColumn(format="%.3f") for d in range(dims)},
+        )
+        st.caption(
+            f"Each head outputs {D} numbers per token; the {H} heads' outputs are put "
+            "side by side and mixed by one more matrix, then added to the token's vector."
+        )
 
     else:
-        kind = {"bertviz: head view": "head", "bertviz: model view": "model",
-                "bertviz: neuron view": "neuron"}[view]
+        kind = {"bertviz: head view": "head", "bertviz: model view": "model", "bertviz: neuron view": "neuron"}[view]
         try:
             import app.bertviz_html  # noqa: F401
         except ImportError:
             st.info("bertviz views are being built.")
         else:
-            st.caption("bertviz counts layers and heads from 0: our layer 1 is its layer 0."
-                       + (" It shows every token; [CLS]/[SEP] are not hidden here." if hide else ""))
+            st.caption(
+                "bertviz counts layers and heads from 0: our layer 1 is its layer 0."
+                + (" It shows every token; [CLS]/[SEP] are not hidden here." if hide else "")
+            )
             # only the neuron view opens on the picked layer/head; the others have their own menus
             pick = (layer, head) if kind == "neuron" else (None, None)
             v = bertviz_view(model.key, an.text_a, an.text_b, kind, *pick, an)
             if v.capped_message:
                 st.info(v.capped_message, icon=":material/compress:")
-            st.iframe(v.html, height=int(min(max(v.height, 300), 4000)),
-                      alt=f"bertviz {kind} view of the attention")
-            st.caption({"head": "Pick a layer in the menu; each colour is a head (double-click a "
-                                "colour to show only that head). Hover over a token to see where it looks.",
-                        "model": "Every layer (rows) and head (columns) at once; click a thumbnail "
-                                 "to enlarge it.",
-                        "neuron": "Hover over a token on the left to see its query, each key, "
-                                  "their product and the softmax; click + to expand."}[kind])
+            st.iframe(v.html, height=int(min(max(v.height, 300), 4000)), alt=f"bertviz {kind} view of the attention")
+            st.caption(
+                {
+                    "head": "Pick a layer in the menu; each colour is a head (double-click a "
+                    "colour to show only that head). Hover over a token to see where it looks.",
+                    "model": "Every layer (rows) and head (columns) at once; click a thumbnail to enlarge it.",
+                    "neuron": "Hover over a token on the left to see its query, each key, "
+                    "their product and the softmax; click + to expand.",
+                }[kind]
+            )

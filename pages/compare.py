@@ -1,27 +1,29 @@
 """Compare: two models on the same input, and one word across many sentences."""
+
 import html
 
 import pandas as pd
 import streamlit as st
 
 import app
-from app import analysis_plots as ap, plots, state
+from app import analysis_plots as ap
+from app import plots, state
 from app.cache import attentions, outputs, word_map
 from app.errors import show_errors
-from app.widgets import PATH_CHARS, SENTENCE_CHARS, TABLE_ROWS, WORD_CHARS, cap_help, index_slider, mlm_input
 from app.helpers import clean_text, md_escape, sense_rows
 from app.resources import FOLDER, current_model, model_for, model_options, option_label
 from app.snapshots import SNAPSHOTS, VIEW_REQUEST
+from app.widgets import PATH_CHARS, SENTENCE_CHARS, TABLE_ROWS, WORD_CHARS, cap_help, index_slider, mlm_input
 from bert import InputError
 from bert.analysis import compare_attention, sense_examples, separation
 
-app.run_through_entry()   # before anything else: see app/__init__.py
+app.run_through_entry()  # before anything else: see app/__init__.py
 
 VIEWS = ["Two models side by side", "One word in many sentences", "Attention over training"]
 K = 5
 
 st.title("Compare")
-if st.session_state.get(VIEW_REQUEST) in VIEWS:      # "Replay the attention snapshots" on a training page
+if st.session_state.get(VIEW_REQUEST) in VIEWS:  # "Replay the attention snapshots" on a training page
     st.session_state["cmp_view"] = st.session_state.pop(VIEW_REQUEST)
 view = st.radio("View", VIEWS, horizontal=True, key="cmp_view", label_visibility="collapsed")
 
@@ -32,8 +34,13 @@ def _picker(col, which: str, default: str):
     if st.session_state.get(key) not in options:
         st.session_state[key] = default if default in options else options[0]
     choice = col.selectbox(f"Model {which}", options, key=key, format_func=option_label)
-    folder = (col.text_input(f"Folder of model {which}", key=f"cmp_folder_{which}", max_chars=PATH_CHARS,
-                             help=cap_help(PATH_CHARS)) if choice == FOLDER else "")
+    folder = (
+        col.text_input(
+            f"Folder of model {which}", key=f"cmp_folder_{which}", max_chars=PATH_CHARS, help=cap_help(PATH_CHARS)
+        )
+        if choice == FOLDER
+        else ""
+    )
     return model_for(choice, folder)
 
 
@@ -42,15 +49,19 @@ def _outputs(col, out, side: str) -> None:
         col.plotly_chart(ap.class_probs_bar(out.labels, out.probs), width="stretch", key=f"cmp_out_{side}")
     else:
         for i, pos in enumerate(out.mlm.positions[:3]):
-            col.plotly_chart(plots.mlm_topk_bar(out.mlm.top_tokens[i], out.mlm.top_probs[i],
-                                                f"[MASK] at token {pos}"), width="stretch", key=f"cmp_out_{side}_{i}")
+            col.plotly_chart(
+                plots.mlm_topk_bar(out.mlm.top_tokens[i], out.mlm.top_probs[i], f"[MASK] at token {pos}"),
+                width="stretch",
+                key=f"cmp_out_{side}_{i}",
+            )
 
 
 if view == VIEWS[0]:
     st.markdown(
         "Put two models on the same sentence, for example a pre-trained model and your fine-tuned "
         "copy of it: which heads changed, and how do their answers differ? The difference map is "
-        "red where model A looks more than model B, blue where it looks less.")
+        "red where model A looks more than model B, blue where it looks less."
+    )
     models = {}
     cols = st.columns(2)
     with show_errors("model A"):
@@ -66,34 +77,51 @@ if view == VIEWS[0]:
             ma, mb = models["A"], models["B"]
             same = ma.key == mb.key
             if same:
-                st.info("Both sides show the same model: pick another one for model B (a built-in, a "
-                        "folder, or a model you trained in this session).", icon=":material/info:")
+                st.info(
+                    "Both sides show the same model: pick another one for model B (a built-in, a "
+                    "folder, or a model you trained in this session).",
+                    icon=":material/info:",
+                )
             (ta, aa), (tb, ab) = attentions(ma.key, text, ma.bundle), attentions(mb.key, text, mb.bundle)
             La, Ha, Lb, Hb = *aa.shape[:2], *ab.shape[:2]
             if (La, Ha) != (Lb, Hb):
-                st.warning(f"The models have different shapes: A has {La} layers × {Ha} heads, B has "
-                           f"{Lb} × {Hb}. Pick a layer and head that both have; there is no difference map.",
-                           icon=":material/warning:")
+                st.warning(
+                    f"The models have different shapes: A has {La} layers × {Ha} heads, B has "
+                    f"{Lb} × {Hb}. Pick a layer and head that both have; there is no difference map.",
+                    icon=":material/warning:",
+                )
             c1, c2 = st.columns(2)
             layer = index_slider(c1, "Layer", min(La, Lb), key="cmp_layer")
             head = index_slider(c2, "Head", min(Ha, Hb), key="cmp_head")
             left, right = st.columns(2)
-            left.plotly_chart(plots.attention_heatmap(aa[layer, head], ta, title=f"A: {html.escape(ma.label)}"),
-                              width="stretch", key="cmp_att_a")
-            right.plotly_chart(plots.attention_heatmap(ab[layer, head], tb, title=f"B: {html.escape(mb.label)}"),
-                               width="stretch", key="cmp_att_b")
+            left.plotly_chart(
+                plots.attention_heatmap(aa[layer, head], ta, title=f"A: {html.escape(ma.label)}"),
+                width="stretch",
+                key="cmp_att_a",
+            )
+            right.plotly_chart(
+                plots.attention_heatmap(ab[layer, head], tb, title=f"B: {html.escape(mb.label)}"),
+                width="stretch",
+                key="cmp_att_b",
+            )
             if (La, Ha) == (Lb, Hb) and not same:
                 try:
                     d = compare_attention(aa, ab, ta, tb)
                 except InputError as e:
                     st.info(md_escape(str(e)), icon=":material/info:")
                 else:
-                    left.plotly_chart(ap.attention_diff_heatmap(d.diff[layer, head], ta,
-                                                                f"A − B, layer {layer + 1}, head {head + 1}"),
-                                      width="stretch", key="cmp_diff")
+                    left.plotly_chart(
+                        ap.attention_diff_heatmap(
+                            d.diff[layer, head], ta, f"A − B, layer {layer + 1}, head {head + 1}"
+                        ),
+                        width="stretch",
+                        key="cmp_diff",
+                    )
                     right.plotly_chart(ap.moved_heatmap(d.moved, (layer, head)), width="stretch", key="cmp_moved")
-                    st.caption("Right: for every head, the share of attention that goes somewhere else "
-                               "in B (0 = identical, 1 = nothing in common).")
+                    st.caption(
+                        "Right: for every head, the share of attention that goes somewhere else "
+                        "in B (0 = identical, 1 = nothing in common)."
+                    )
             st.subheader("Their answers")
             left, right = st.columns(2)
             for side, col, m in (("a", left, ma), ("b", right, mb)):
@@ -107,66 +135,96 @@ elif view == VIEWS[1]:
     st.markdown(
         "The same word means different things in different sentences. Its starting vector (layer 0) "
         "is the same wherever it appears, apart from its position; each layer mixes in more of the "
-        "context. Slide through the layers and watch the senses pull apart.")
+        "context. Slide through the layers and watch the senses pull apart."
+    )
     word0, sents0, senses0 = sense_examples()
     with show_errors("the embedding map"):
         model = current_model()
         L = model.bundle.config.num_hidden_layers
-        word = st.text_input("The shared word", value=word0, key="sense_word", max_chars=WORD_CHARS,
-                             help=cap_help(WORD_CHARS))
-        table = st.data_editor(pd.DataFrame({"sentence": sents0, "sense": senses0}), num_rows="dynamic",
-                               width="stretch", key="sense_table",
-                               column_config={"sentence": st.column_config.TextColumn(
-                                                  width="large", max_chars=SENTENCE_CHARS,
-                                                  help=cap_help(SENTENCE_CHARS, "A sentence with the word.")),
-                                              "sense": st.column_config.TextColumn(
-                                                  width="small", max_chars=WORD_CHARS,
-                                                  help=cap_help(WORD_CHARS, "Its sense, e.g. river or money."))})
+        word = st.text_input(
+            "The shared word", value=word0, key="sense_word", max_chars=WORD_CHARS, help=cap_help(WORD_CHARS)
+        )
+        table = st.data_editor(
+            pd.DataFrame({"sentence": sents0, "sense": senses0}),
+            num_rows="dynamic",
+            width="stretch",
+            key="sense_table",
+            column_config={
+                "sentence": st.column_config.TextColumn(
+                    width="large", max_chars=SENTENCE_CHARS, help=cap_help(SENTENCE_CHARS, "A sentence with the word.")
+                ),
+                "sense": st.column_config.TextColumn(
+                    width="small", max_chars=WORD_CHARS, help=cap_help(WORD_CHARS, "Its sense, e.g. river or money.")
+                ),
+            },
+        )
         st.caption(f"Up to {TABLE_ROWS} sentences; add or delete rows at the bottom of the table.")
         sents, senses, dropped = sense_rows(table, TABLE_ROWS, SENTENCE_CHARS, WORD_CHARS)
         if dropped:
-            st.warning(f"The table holds at most {TABLE_ROWS} sentences: the last {dropped} row(s) "
-                       "are left out. Delete some rows to bring others in.", icon=":material/content_cut:")
+            st.warning(
+                f"The table holds at most {TABLE_ROWS} sentences: the last {dropped} row(s) "
+                "are left out. Delete some rows to bring others in.",
+                icon=":material/content_cut:",
+            )
         res = word_map(model.key, tuple(sents), clean_text(word, "the shared word"), model.bundle)
         layer = st.slider("Layer (0 = embeddings)", 0, L, L, key=f"sense_layer_{L}")
-        st.plotly_chart(ap.sense_scatter(res.coords[layer], senses, sents, word, layer), width="stretch",
-                        key="sense_map")
+        st.plotly_chart(
+            ap.sense_scatter(res.coords[layer], senses, sents, word, layer), width="stretch", key="sense_map"
+        )
         if len(set(senses)) >= 2:
             sep = separation(res.vectors, senses)
             st.plotly_chart(ap.separation_line(sep, layer), width="stretch", key="sense_sep")
-            st.caption("Separation is 1 when every sentence is much closer to those of its own sense "
-                       "than to the others, 0 when the senses overlap (mean silhouette of cosine distances).")
+            st.caption(
+                "Separation is 1 when every sentence is much closer to those of its own sense "
+                "than to the others, 0 when the senses overlap (mean silhouette of cosine distances)."
+            )
         else:
-            st.info("Write a sense next to each sentence (at least two different ones) to measure "
-                    "how well they separate.", icon=":material/info:")
+            st.info(
+                "Write a sense next to each sentence (at least two different ones) to measure how well they separate.",
+                icon=":material/info:",
+            )
 else:
     st.markdown(
         "While a model trains, its attention changes. A training run can record the attention of "
         "one probe sentence every few steps; replay them here with the slider, and see which heads "
-        "changed most since the start.")
+        "changed most since the start."
+    )
     runs = {k: v for k, v in st.session_state.get(SNAPSHOTS, {}).items() if len(v)}
     if not runs:
-        st.info("No recordings in this session yet. Start a fine-tuning or pre-training run that records "
-                "attention snapshots; they appear here while it runs.", icon=":material/info:")
+        st.info(
+            "No recordings in this session yet. Start a fine-tuning or pre-training run that records "
+            "attention snapshots; they appear here while it runs.",
+            icon=":material/info:",
+        )
     else:
         with show_errors("the attention snapshots"):
             run = st.selectbox("Training run", list(runs), key="snap_run")
             rec = runs[run]
-            steps, atts = rec.view()                                       # (S, L, H, T, T)
-            change = rec.change_since_start(atts)                          # (S, L, H)
+            steps, atts = rec.view()  # (S, L, H, T, T)
+            change = rec.change_since_start(atts)  # (S, L, H)
             S, L, H = change.shape
-            st.caption(f"Probe sentence: {md_escape(rec.sentence)} · {S} snapshots, one every "
-                       f"{rec.every} steps or so")
-            i = st.select_slider("Training step", list(range(S)), value=S - 1, key=f"snap_step_{run}",
-                                 format_func=lambda j: f"{steps[j]}")
+            st.caption(f"Probe sentence: {md_escape(rec.sentence)} · {S} snapshots, one every {rec.every} steps or so")
+            i = st.select_slider(
+                "Training step",
+                list(range(S)),
+                value=S - 1,
+                key=f"snap_step_{run}",
+                format_func=lambda j: f"{steps[j]}",
+            )
             c1, c2 = st.columns(2)
             layer = index_slider(c1, "Layer", L, key="snap_layer")
             head = index_slider(c2, "Head", H, key="snap_head")
             left, right = st.columns(2)
-            left.plotly_chart(plots.attention_heatmap(atts[i, layer, head], rec.tokens,
-                                                      title=f"step {steps[i]}, layer {layer + 1}, head {head + 1}"),
-                              width="stretch", key="snap_att")
-            right.plotly_chart(ap.moved_heatmap(change[i], (layer, head), "moved since the first snapshot"),
-                               width="stretch", key="snap_moved")
-            st.plotly_chart(ap.change_over_training(steps, change, (layer, head), i), width="stretch",
-                            key="snap_line")
+            left.plotly_chart(
+                plots.attention_heatmap(
+                    atts[i, layer, head], rec.tokens, title=f"step {steps[i]}, layer {layer + 1}, head {head + 1}"
+                ),
+                width="stretch",
+                key="snap_att",
+            )
+            right.plotly_chart(
+                ap.moved_heatmap(change[i], (layer, head), "moved since the first snapshot"),
+                width="stretch",
+                key="snap_moved",
+            )
+            st.plotly_chart(ap.change_over_training(steps, change, (layer, head), i), width="stretch", key="snap_line")

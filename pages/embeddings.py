@@ -1,20 +1,21 @@
 """Embeddings: word + segment + position, the learned position table, word order, context."""
+
 import numpy as np
 import streamlit as st
 
 import app
 from app import plots, state, widgets
-from app.errors import show_errors
 from app.cache import analyze, position_table, same_word, word_order
+from app.errors import show_errors
 from app.helpers import BANK_SENTENCES
 from app.resources import current_model
 from app.widgets import SENTENCE_CHARS, WORD_CHARS, cap_help
 from bert import BertExplorerError, InputError
 from bert.analysis import cosine
 
-app.run_through_entry()   # before anything else: see app/__init__.py
+app.run_through_entry()  # before anything else: see app/__init__.py
 
-MAX_ROWS = 128        # heatmaps show at most this many tokens
+MAX_ROWS = 128  # heatmaps show at most this many tokens
 
 st.title("Embeddings")
 st.markdown(
@@ -30,18 +31,23 @@ with show_errors("the embedding parts"):
     model = current_model()
     an = analyze(model, text_a, text_b)
     if an.truncated:
-        st.warning(f"The input was cut at the model's maximum of {an.max_length} tokens "
-                   f"({an.num_truncated:,} tokens dropped).", icon=":material/content_cut:")
-    names = {"token": "token", "segment": "segment", "position": "position", "sum": "sum",
-             "normed": "after LayerNorm"}
+        st.warning(
+            f"The input was cut at the model's maximum of {an.max_length} tokens "
+            f"({an.num_truncated:,} tokens dropped).",
+            icon=":material/content_cut:",
+        )
+    names = {"token": "token", "segment": "segment", "position": "position", "sum": "sum", "normed": "after LayerNorm"}
     part = st.radio("Part", list(names), format_func=names.get, horizontal=True, key="emb_part")
     n = min(an.n_tokens, MAX_ROWS)
     if an.n_tokens > MAX_ROWS:
         st.caption(f"Showing the first {MAX_ROWS} of {an.n_tokens} tokens.")
-    st.plotly_chart(plots.embedding_part_heatmap(an.parts[part][:n], an.tokens[:n], part),
-                    width="stretch", key="emb_heat")
-    st.caption("Rows are tokens, columns the dimensions of the vector; red is positive, blue negative. "
-               "The segment rows are identical within a sentence; the position rows differ on every row.")
+    st.plotly_chart(
+        plots.embedding_part_heatmap(an.parts[part][:n], an.tokens[:n], part), width="stretch", key="emb_heat"
+    )
+    st.caption(
+        "Rows are tokens, columns the dimensions of the vector; red is positive, blue negative. "
+        "The segment rows are identical within a sentence; the position rows differ on every row."
+    )
     norms = {k: np.linalg.norm(an.parts[k][:n], axis=1) for k in ("token", "segment", "position", "normed")}
     st.plotly_chart(plots.norms_bar(norms, an.tokens[:n]), width="stretch", key="emb_norms")
 
@@ -56,17 +62,22 @@ st.markdown(
 with show_errors("the position table"):
     model = current_model()
     pt = position_table(model.key, model.bundle)
-    try:   # mark the positions the input uses; the section above already explained any problem
+    try:  # mark the positions the input uses; the section above already explained any problem
         used = analyze(model, text_a, text_b).n_tokens
     except BertExplorerError:
         used = None
     c1, c2 = st.columns(2)
     c1.plotly_chart(plots.position_pca(pt.coords, pt.ratio, used=used), width="stretch", key="emb_pca")
-    c2.plotly_chart(plots.cosine_heatmap(pt.sim, title="cosine similarity between positions",
-                                         axis_title="position"), width="stretch", key="emb_possim")
-    st.caption("Neighbouring positions get similar vectors (the bright band along the diagonal), so "
-               "the model can tell both where a token is and how far apart two tokens are. Red rings "
-               "mark the positions your input uses.")
+    c2.plotly_chart(
+        plots.cosine_heatmap(pt.sim, title="cosine similarity between positions", axis_title="position"),
+        width="stretch",
+        key="emb_possim",
+    )
+    st.caption(
+        "Neighbouring positions get similar vectors (the bright band along the diagonal), so "
+        "the model can tell both where a token is and how far apart two tokens are. Red rings "
+        "mark the positions your input uses."
+    )
 
 with st.expander("Segment embeddings: sentence A vs B"):
     with show_errors("the segment embeddings"):
@@ -78,9 +89,11 @@ with st.expander("Segment embeddings: sentence A vs B"):
             c1.metric("Length of A's vector", f"{np.linalg.norm(seg[0]):.2f}")
             c2.metric("Length of B's vector", f"{np.linalg.norm(seg[1]):.2f}")
             c3.metric("Cosine(A, B)", f"{cosine(seg[0], seg[1]):.3f}")
-            st.markdown("Every token of sentence A gets the first vector added, every token of "
-                        "sentence B the second. Type a sentence B above and look at the *segment* "
-                        "rows of the heatmap change where B starts.")
+            st.markdown(
+                "Every token of sentence A gets the first vector added, every token of "
+                "sentence B the second. Type a sentence B above and look at the *segment* "
+                "rows of the heatmap change where B starts."
+            )
 
 st.subheader("Word order matters")
 st.markdown(
@@ -95,38 +108,67 @@ with show_errors("the word-order demo"):
         st.session_state[state.SHUFFLE_SEED] += 1
     try:
         wo = word_order(model.key, (text_a or "").strip(), st.session_state[state.SHUFFLE_SEED], model.bundle)
-    except InputError as e:   # too few different words: a note, not an error
+    except InputError as e:  # too few different words: a note, not an error
         st.info(str(e))
         wo = None
     if wo is not None:
-        st.code("original: " + " ".join(wo.words) + "\nshuffled: " + " ".join(wo.shuffled),
-                language=None, wrap_lines=True)
+        st.code(
+            "original: " + " ".join(wo.words) + "\nshuffled: " + " ".join(wo.shuffled), language=None, wrap_lines=True
+        )
         c1, c2 = st.columns(2)
-        c1.plotly_chart(plots.layer_similarity({"same word, original vs shuffled (mean)": wo.per_layer},
-                                               title="how much each word's vector stays the same"),
-                        width="stretch", key="emb_order_layers")
-        c2.plotly_chart(plots.values_bar(wo.words, wo.per_word, title="per word, last layer",
-                                         y_title="cosine similarity", range_y=[min(0, min(wo.per_word)), 1]),
-                        width="stretch", key="emb_order_words")
-        st.caption(f"Mean sentence vectors (last layer): cosine {wo.sentence_cosine:.3f}. At layer 0 the "
-                   "token parts are identical and only the position parts differ; with every layer the "
-                   "change spreads, because each word now has different neighbours at different distances.")
+        c1.plotly_chart(
+            plots.layer_similarity(
+                {"same word, original vs shuffled (mean)": wo.per_layer},
+                title="how much each word's vector stays the same",
+            ),
+            width="stretch",
+            key="emb_order_layers",
+        )
+        c2.plotly_chart(
+            plots.values_bar(
+                wo.words,
+                wo.per_word,
+                title="per word, last layer",
+                y_title="cosine similarity",
+                range_y=[min(0, min(wo.per_word)), 1],
+            ),
+            width="stretch",
+            key="emb_order_words",
+        )
+        st.caption(
+            f"Mean sentence vectors (last layer): cosine {wo.sentence_cosine:.3f}. At layer 0 the "
+            "token parts are identical and only the position parts differ; with every layer the "
+            "change spreads, because each word now has different neighbours at different distances."
+        )
 
 st.subheader("The same word in different contexts")
-st.markdown("A word's starting vector is the same everywhere it appears. After a few layers its "
-            "vector depends on the sentence around it: *bank* by a river drifts away from *bank* "
-            "with an account.")
+st.markdown(
+    "A word's starting vector is the same everywhere it appears. After a few layers its "
+    "vector depends on the sentence around it: *bank* by a river drifts away from *bank* "
+    "with an account."
+)
 with show_errors("the context demo"):
     model = current_model()
     c = st.columns(3)
-    sents = tuple(c[i].text_input(f"Context {i + 1}", BANK_SENTENCES[i], key=f"emb_ctx_{i}",
-                                  max_chars=SENTENCE_CHARS, help=cap_help(SENTENCE_CHARS))
-                  for i in range(3))
-    word = st.text_input("Word to follow", "bank", key="emb_ctx_word", max_chars=WORD_CHARS,
-                         help=cap_help(WORD_CHARS))
+    sents = tuple(
+        c[i].text_input(
+            f"Context {i + 1}",
+            BANK_SENTENCES[i],
+            key=f"emb_ctx_{i}",
+            max_chars=SENTENCE_CHARS,
+            help=cap_help(SENTENCE_CHARS),
+        )
+        for i in range(3)
+    )
+    word = st.text_input("Word to follow", "bank", key="emb_ctx_word", max_chars=WORD_CHARS, help=cap_help(WORD_CHARS))
     res = same_word(model.key, sents, word, model.bundle)
     series = {f"context {i + 1} vs {j + 1}": v for (i, j), v in res.pairs.items()}
-    st.plotly_chart(plots.layer_similarity(series, title=f"cosine similarity of “{res.word}” by layer"),
-                    width="stretch", key="emb_ctx_plot")
-    st.caption("Layer 0 is the embedding output: the only differences there come from position "
-               "and segment. Higher layers mix in the context.")
+    st.plotly_chart(
+        plots.layer_similarity(series, title=f"cosine similarity of “{res.word}” by layer"),
+        width="stretch",
+        key="emb_ctx_plot",
+    )
+    st.caption(
+        "Layer 0 is the embedding output: the only differences there come from position "
+        "and segment. Higher layers mix in the context."
+    )

@@ -1,16 +1,18 @@
 """Explanations: attention rollout next to gradient saliency, and the logit lens."""
+
 import math
 
 import streamlit as st
 
 import app
-from app import analysis_plots as ap, widgets
+from app import analysis_plots as ap
+from app import widgets
 from app.cache import logit_lens, mlm_topk, saliency
 from app.errors import show_errors
 from app.helpers import clean_text, md_escape, mlm_untrained
 from app.resources import current_model
 
-app.run_through_entry()   # before anything else: see app/__init__.py
+app.run_through_entry()  # before anything else: see app/__init__.py
 
 VIEWS = ["Rollout vs saliency", "Logit lens"]
 K = 8
@@ -27,17 +29,22 @@ view = st.radio("View", VIEWS, horizontal=True, key="ex_view", label_visibility=
 
 
 def _explain(sal, what: str) -> None:
-    st.plotly_chart(ap.saliency_bars(sal.tokens, sal.rollout, sal.saliency, sal.position),
-                    width="stretch", key="ex_bars")
+    st.plotly_chart(
+        ap.saliency_bars(sal.tokens, sal.rollout, sal.saliency, sal.position), width="stretch", key="ex_bars"
+    )
     c1, c2 = st.columns([1, 3])
     rho = sal.correlation
-    c1.metric("Rank correlation (Spearman)", "n/a" if math.isnan(rho) else f"{rho:+.2f}",
-              help="+1: both methods rank the words the same; 0: no relation; −1: opposite.")
+    c1.metric(
+        "Rank correlation (Spearman)",
+        "n/a" if math.isnan(rho) else f"{rho:+.2f}",
+        help="+1: both methods rank the words the same; 0: no relation; −1: opposite.",
+    )
     c2.markdown(
         f"Explaining **{md_escape(what)}** (probability {sal.target_prob:.1%}). Attention shows where "
         "information *can* flow, not what the answer *depends on*: when the two bars disagree, "
         "reading raw attention as an explanation would have misled you. `[CLS]` and `[SEP]` are left "
-        "out of the correlation.")
+        "out of the correlation."
+    )
 
 
 with show_errors("the explanation"):
@@ -47,32 +54,48 @@ with show_errors("the explanation"):
         text, _ = widgets.sentence_inputs(pair=False, label_a="A text to classify")
         text = clean_text(text, "the text")
         if view == VIEWS[1]:
-            st.info("The logit lens reads the masked-word head at every layer, and this model is a "
-                    "fine-tuned classifier without one. Pick a pre-trained model in the sidebar.",
-                    icon=":material/info:")
+            st.info(
+                "The logit lens reads the masked-word head at every layer, and this model is a "
+                "fine-tuned classifier without one. Pick a pre-trained model in the sidebar.",
+                icon=":material/info:",
+            )
         else:
-            cls = st.selectbox("Class to explain", [None] + list(range(len(b.labels))), key="ex_class",
-                               format_func=lambda i: "the predicted class" if i is None else b.labels[i])
+            cls = st.selectbox(
+                "Class to explain",
+                [None] + list(range(len(b.labels))),
+                key="ex_class",
+                format_func=lambda i: "the predicted class" if i is None else b.labels[i],
+            )
             sal = saliency(model.key, text, None, cls, b)
             _explain(sal, f"class “{sal.target}”")
     else:
         if mlm_untrained(b.notes):
-            st.warning("This model's masked-word head is untrained (freshly initialised), so its "
-                       "guesses are random and these explanations explain noise. Pick a model with a "
-                       "trained head when one is available.", icon=":material/warning:")
+            st.warning(
+                "This model's masked-word head is untrained (freshly initialised), so its "
+                "guesses are random and these explanations explain noise. Pick a model with a "
+                "trained head when one is available.",
+                icon=":material/warning:",
+            )
         text = clean_text(widgets.mlm_input(), "the sentence")
         preds = mlm_topk(model.key, text, K, (), b)
         n = len(preds.positions)
         m = 0
         if n > 1:
-            m = st.selectbox("Which [MASK]", list(range(n)), key=f"ex_mask_{n}",
-                             format_func=lambda i: f"[MASK] number {i + 1} (token {preds.positions[i]})")
+            m = st.selectbox(
+                "Which [MASK]",
+                list(range(n)),
+                key=f"ex_mask_{n}",
+                format_func=lambda i: f"[MASK] number {i + 1} (token {preds.positions[i]})",
+            )
         pos = preds.positions[m]
         if view == VIEWS[0]:
-            word = st.selectbox("Word to explain", preds.top_tokens[m], key=f"ex_word_{m}",
-                                format_func=lambda w: f"{w} ({preds.top_probs[m][preds.top_tokens[m].index(w)]:.1%})",
-                                help="By default the model's top guess; pick another to ask what "
-                                     "speaks for it.")
+            word = st.selectbox(
+                "Word to explain",
+                preds.top_tokens[m],
+                key=f"ex_word_{m}",
+                format_func=lambda w: f"{w} ({preds.top_probs[m][preds.top_tokens[m].index(w)]:.1%})",
+                help="By default the model's top guess; pick another to ask what speaks for it.",
+            )
             sal = saliency(model.key, text, pos, word, b)
             _explain(sal, f"“{word}” at the [MASK]")
             st.caption("Pick a fine-tuned classifier in the sidebar to explain a class prediction.")
@@ -80,16 +103,19 @@ with show_errors("the explanation"):
             lens = logit_lens(model.key, text, 5, b)
             i = lens.positions.index(pos)
             answer = lens.top_tokens[i][-1][0]
-            st.plotly_chart(ap.logit_lens_heatmap(lens.top_tokens[i], lens.top_probs[i], answer),
-                            width="stretch", key="ex_lens")
+            st.plotly_chart(
+                ap.logit_lens_heatmap(lens.top_tokens[i], lens.top_probs[i], answer), width="stretch", key="ex_lens"
+            )
             first = next((l for l, r in enumerate(lens.answer_rank[i]) if r == 1), None)
             where = "the embeddings" if first == 0 else f"layer {first}"
             if first is not None:
-                st.markdown(f"The final answer **{md_escape(answer)}** is first the top guess at "
-                            f"**{where}**.")
-            st.plotly_chart(ap.answer_by_layer(lens.answer_prob[i], lens.answer_rank[i], answer),
-                            width="stretch", key="ex_answer")
-            st.caption("Each row applies the model's own masked-word head to the hidden state after "
-                       "that layer, as if the model stopped there. The last row is the real output. "
-                       "Early rows often guess common words; the answer shows up once enough context "
-                       "has been mixed in.")
+                st.markdown(f"The final answer **{md_escape(answer)}** is first the top guess at **{where}**.")
+            st.plotly_chart(
+                ap.answer_by_layer(lens.answer_prob[i], lens.answer_rank[i], answer), width="stretch", key="ex_answer"
+            )
+            st.caption(
+                "Each row applies the model's own masked-word head to the hidden state after "
+                "that layer, as if the model stopped there. The last row is the real output. "
+                "Early rows often guess common words; the answer shows up once enough context "
+                "has been mixed in."
+            )

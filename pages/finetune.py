@@ -1,4 +1,5 @@
 """Fine-tuning: teach BERT a classification task on your own labelled texts, and watch it learn."""
+
 import hashlib
 
 import streamlit as st
@@ -12,15 +13,15 @@ from app.errors import show_errors
 from app.helpers import md_escape
 from app.widgets import SENTENCE_CHARS
 from bert.checkpoint import available_builtins
+from bert.config import POOLINGS
 from bert.datasets import available_datasets
 from bert.finetune import FinetuneArgs
-from bert.config import POOLINGS
 
-app.run_through_entry()   # before anything else: see app/__init__.py
+app.run_through_entry()  # before anything else: see app/__init__.py
 
 ts.init()
 ss = st.session_state
-D = FinetuneArgs(data="")                   # the backend's defaults, chosen by measurement
+D = FinetuneArgs(data="")  # the backend's defaults, chosen by measurement
 UPLOAD = "upload"
 SOURCES = [*available_datasets(), UPLOAD]
 TRY_DEFAULT = "A gripping story with wonderful performances."
@@ -35,36 +36,60 @@ st.markdown(
 )
 new_result = tr.collect(tr.FINETUNE)
 if new_result is not None:
-    st.session_state["ft_result"] = new_result["name"]      # show the newest run
+    st.session_state["ft_result"] = new_result["name"]  # show the newest run
 with st.expander("Reopen a run (after a refresh, or from another day's code)"):
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-    c1.text_input("Run code", key="ft_reopen_code", max_chars=12, placeholder="e.g. K7QX2M",
-                  help="Shown on every run's results and while it trains; runs are kept for a day.")
+    c1.text_input(
+        "Run code",
+        key="ft_reopen_code",
+        max_chars=12,
+        placeholder="e.g. K7QX2M",
+        help="Shown on every run's results and while it trains; runs are kept for a day.",
+    )
     c2.button("Reopen", key="ft_reopen", on_click=tr.reopen_callback, args=(tr.FINETUNE, "ft_reopen_code", "ft_result"))
 
 # --- 1. data -------------------------------------------------------------------------------------
 st.header("1. Data")
 ts.seed("ft_source", SOURCES[0], SOURCES)
-source = st.radio("Data", SOURCES, key="ft_source", horizontal=True, label_visibility="collapsed",
-                  format_func=lambda s: "Upload a file" if s == UPLOAD else available_datasets()[s])
+source = st.radio(
+    "Data",
+    SOURCES,
+    key="ft_source",
+    horizontal=True,
+    label_visibility="collapsed",
+    format_func=lambda s: "Upload a file" if s == UPLOAD else available_datasets()[s],
+)
 data = None
 with show_errors("the data"):
     if source == UPLOAD:
-        up = tr.remember_upload(ts.FT_UPLOAD, st.file_uploader(
-            "A labelled file: CSV, TSV, JSON Lines, or plain text with `label<TAB>text` per line",
-            type=["csv", "tsv", "jsonl", "json", "txt"], key=ts.upload_key("ft_file")))
+        up = tr.remember_upload(
+            ts.FT_UPLOAD,
+            st.file_uploader(
+                "A labelled file: CSV, TSV, JSON Lines, or plain text with `label<TAB>text` per line",
+                type=["csv", "tsv", "jsonl", "json", "txt"],
+                key=ts.upload_key("ft_file"),
+            ),
+        )
         if up is None and ss[ts.FREED].get(ts.FT_UPLOAD):
-            st.info(f"{md_escape(ss[ts.FREED][ts.FT_UPLOAD])} was handed to your job and freed from the server's "
-                    "memory. Upload it again to train on it again.", icon=":material/upload_file:")
+            st.info(
+                f"{md_escape(ss[ts.FREED][ts.FT_UPLOAD])} was handed to your job and freed from the server's "
+                "memory. Upload it again to train on it again.",
+                icon=":material/upload_file:",
+            )
         elif up is None:
-            st.info("Upload a file with a text column and a label column (labels may be words or "
-                    "numbers). Your file is only read, never changed.", icon=":material/upload_file:")
+            st.info(
+                "Upload a file with a text column and a label column (labels may be words or "
+                "numbers). Your file is only read, never changed.",
+                icon=":material/upload_file:",
+            )
         else:
-            st.caption(f"File: **{md_escape(up['name'])}** ({len(up['data']):,} bytes). It stays in this "
-                       "session when you visit other pages.")
+            st.caption(
+                f"File: **{md_escape(up['name'])}** ({len(up['data']):,} bytes). It stays in this "
+                "session when you visit other pages."
+            )
             try:
                 detected, err = tr.parse_upload(up), None
-            except Exception as e:      # a column problem: let the user choose them below
+            except Exception as e:  # a column problem: let the user choose them below
                 detected, err = None, e
             columns = detected.columns if detected else tr.sniff_columns(up)
             if len(columns) < 2:
@@ -80,7 +105,7 @@ with show_errors("the data"):
             ts.remember(tkey, lkey)
             if (text_col, label_col) == guess:
                 if detected is None:
-                    raise err           # what detection found wrong; the user may pick other columns
+                    raise err  # what detection found wrong; the user may pick other columns
                 data = detected
             else:
                 data = tr.parse_upload(up, text_col, label_col)
@@ -93,17 +118,18 @@ if data is not None:
     c2.metric("Classes", len(data.classes))
     c3.metric("Rows read", f"{data.rows_read:,}")
     c4.metric("Rows dropped", f"{sum(data.dropped.values()):,}")
-    st.caption(f"Text column `{md_escape(data.text_col)}`, label column `{md_escape(data.label_col)}`"
-               + (f" · {md_escape(data.format)}" if data.format else "")
-               + (f" · {md_escape(data.encoding)}" if data.encoding else "")
-               + f" · {md_escape(tr.dropped_text(data))}")
+    st.caption(
+        f"Text column `{md_escape(data.text_col)}`, label column `{md_escape(data.label_col)}`"
+        + (f" · {md_escape(data.format)}" if data.format else "")
+        + (f" · {md_escape(data.encoding)}" if data.encoding else "")
+        + f" · {md_escape(tr.dropped_text(data))}"
+    )
     for note in data.notes:
         st.info(md_escape(note), icon=":material/info:")
     left, right = st.columns([3, 2])
     if data.preview is not None:
         left.dataframe(data.preview, hide_index=True, width="stretch", height=280)
-    right.plotly_chart(train_plots.class_counts(data.class_counts, "texts per class"), width="stretch",
-                       key="ft_counts")
+    right.plotly_chart(train_plots.class_counts(data.class_counts, "texts per class"), width="stretch", key="ft_counts")
 
 # --- 2. validation -------------------------------------------------------------------------------
 valid_file = None
@@ -112,39 +138,71 @@ mode = "split"
 if data is not None:
     st.header("2. Validation data")
     ts.seed("ft_valid_mode", "split", ["split", "upload"])
-    mode = st.radio("Validation", ["split", "upload"], key="ft_valid_mode", horizontal=True,
-                    label_visibility="collapsed",
-                    format_func=lambda m: {"split": "Keep some of the data aside (stratified split)",
-                                           "upload": "Upload a separate validation file"}[m])
+    mode = st.radio(
+        "Validation",
+        ["split", "upload"],
+        key="ft_valid_mode",
+        horizontal=True,
+        label_visibility="collapsed",
+        format_func=lambda m: {
+            "split": "Keep some of the data aside (stratified split)",
+            "upload": "Upload a separate validation file",
+        }[m],
+    )
     if mode == "split":
         ts.seed("ft_valid_frac", 0.2)
-        valid_fraction = st.slider("Share kept aside for validation", 0.1, 0.5, key="ft_valid_frac", step=0.05,
-                                   help="Each class keeps the same proportions on both sides.")
+        valid_fraction = st.slider(
+            "Share kept aside for validation",
+            0.1,
+            0.5,
+            key="ft_valid_frac",
+            step=0.05,
+            help="Each class keeps the same proportions on both sides.",
+        )
         ts.remember("ft_valid_frac")
     else:
         with show_errors("the validation file"):
-            vup = tr.remember_upload(ts.FT_VAL_UPLOAD, st.file_uploader(
-                "Validation file (same classes)", type=["csv", "tsv", "jsonl", "json", "txt"],
-                key=ts.upload_key("ft_val_file")))
+            vup = tr.remember_upload(
+                ts.FT_VAL_UPLOAD,
+                st.file_uploader(
+                    "Validation file (same classes)",
+                    type=["csv", "tsv", "jsonl", "json", "txt"],
+                    key=ts.upload_key("ft_val_file"),
+                ),
+            )
             if vup is not None:
                 try:
-                    valid_file = tr.parse_upload(vup, data.text_col, data.label_col, classes=data.classes,
-                                                 min_per_class=1)
-                except Exception:   # other column names: detect them
+                    valid_file = tr.parse_upload(
+                        vup, data.text_col, data.label_col, classes=data.classes, min_per_class=1
+                    )
+                except Exception:  # other column names: detect them
                     valid_file = tr.parse_upload(vup, classes=data.classes, min_per_class=1)
-                st.caption(f"{md_escape(vup['name'])}: {md_escape(valid_file.summary())} · "
-                           f"{md_escape(tr.dropped_text(valid_file))}")
+                st.caption(
+                    f"{md_escape(vup['name'])}: {md_escape(valid_file.summary())} · "
+                    f"{md_escape(tr.dropped_text(valid_file))}"
+                )
     ts.remember("ft_valid_mode")
 
 # --- 3. settings ---------------------------------------------------------------------------------
 sources = list(available_builtins()) + [f"session:{n}" for n in state.user_models()]
 picked = st.session_state.get(state.MODEL_SOURCE, state.DEFAULT_MODEL)
 if picked not in sources:
-    sources.append(picked)          # a folder loaded in the sidebar
-defaults = {"ft_base": tr.default_finetune_base(), "ft_pooling": D.pooling, "ft_freeze_emb": D.freeze_embeddings,
-            "ft_freeze_layers": D.freeze_layers, "ft_max_length": D.max_length, "ft_batch": D.batch_size,
-            "ft_lr": D.lr, "ft_epochs": D.epochs, "ft_warmup": D.warmup_ratio, "ft_seed": D.seed,
-            "ft_max_train": 2000, "ft_max_valid": 1000, "ft_evals": 2}
+    sources.append(picked)  # a folder loaded in the sidebar
+defaults = {
+    "ft_base": tr.default_finetune_base(),
+    "ft_pooling": D.pooling,
+    "ft_freeze_emb": D.freeze_embeddings,
+    "ft_freeze_layers": D.freeze_layers,
+    "ft_max_length": D.max_length,
+    "ft_batch": D.batch_size,
+    "ft_lr": D.lr,
+    "ft_epochs": D.epochs,
+    "ft_warmup": D.warmup_ratio,
+    "ft_seed": D.seed,
+    "ft_max_train": 2000,
+    "ft_max_valid": 1000,
+    "ft_evals": 2,
+}
 for k, v in defaults.items():
     ts.seed(k, v, sources if k == "ft_base" else POOLINGS if k == "ft_pooling" else None)
 base = None
@@ -152,44 +210,77 @@ if data is not None:
     st.header("3. Settings")
     with st.expander("Model and training settings (the defaults give a good model in about a minute)"):
         c1, c2, c3 = st.columns(3)
-        base_src = c1.selectbox("Start from", sources, key="ft_base",
-                                format_func=lambda s: f"{s[8:]} (your model)" if s.startswith("session:") else s)
+        base_src = c1.selectbox(
+            "Start from",
+            sources,
+            key="ft_base",
+            format_func=lambda s: f"{s[8:]} (your model)" if s.startswith("session:") else s,
+        )
         with show_errors("the base model"):
             base = tr.base_bundle(base_src)
             if base is None:
                 st.error("That model is no longer in this session.", icon=ICON_ERR)
         n_layers = base.config.num_hidden_layers if base else 12
         max_pos = base.config.max_position_embeddings if base else 512
-        ss["ft_freeze_layers"] = min(ss["ft_freeze_layers"], n_layers)      # fit the chosen model
+        ss["ft_freeze_layers"] = min(ss["ft_freeze_layers"], n_layers)  # fit the chosen model
         ss["ft_max_length"] = min(ss["ft_max_length"], max_pos)
-        c2.selectbox("Pooling", POOLINGS, key="ft_pooling",
-                     help="How the texts' token vectors become one: the [CLS] vector, or the mean or "
-                          "maximum over all tokens.")
-        c3.number_input("Max tokens per text", 8, max_pos, key="ft_max_length", step=16,
-                        help="Longer texts are cut; shorter is faster.")
-        c1.number_input("Learning rate", min_value=1e-7, max_value=100.0, key="ft_lr", step=1e-5,
-                        format="%.1e", help="Peak learning rate of the encoder; the new head learns "
-                                            f"{D.head_lr_scale:g}x faster. Too high and the loss explodes.")
+        c2.selectbox(
+            "Pooling",
+            POOLINGS,
+            key="ft_pooling",
+            help="How the texts' token vectors become one: the [CLS] vector, or the mean or maximum over all tokens.",
+        )
+        c3.number_input(
+            "Max tokens per text",
+            8,
+            max_pos,
+            key="ft_max_length",
+            step=16,
+            help="Longer texts are cut; shorter is faster.",
+        )
+        c1.number_input(
+            "Learning rate",
+            min_value=1e-7,
+            max_value=100.0,
+            key="ft_lr",
+            step=1e-5,
+            format="%.1e",
+            help="Peak learning rate of the encoder; the new head learns "
+            f"{D.head_lr_scale:g}x faster. Too high and the loss explodes.",
+        )
         c2.number_input("Batch size", 1, 256, key="ft_batch")
         c3.number_input("Epochs", 1, 20, key="ft_epochs")
         c1.number_input("Warm-up (share of steps)", 0.0, 0.9, key="ft_warmup", step=0.05)
-        c2.number_input("Evaluations per epoch", 1, 20, key="ft_evals",
-                        help="How often the validation curve gets a point.")
+        c2.number_input(
+            "Evaluations per epoch", 1, 20, key="ft_evals", help="How often the validation curve gets a point."
+        )
         c3.number_input("Seed", 0, 1_000_000, key="ft_seed")
-        c1.number_input("Use at most this many training texts", 10, 200_000, key="ft_max_train", step=500,
-                        help="A stratified sample; more texts learn better but take longer.")
+        c1.number_input(
+            "Use at most this many training texts",
+            10,
+            200_000,
+            key="ft_max_train",
+            step=500,
+            help="A stratified sample; more texts learn better but take longer.",
+        )
         c2.number_input("…and validation texts", 10, 100_000, key="ft_max_valid", step=500)
         c3.number_input("Freeze the lowest N layers", 0, n_layers, key="ft_freeze_layers")
         c1.checkbox("Freeze the embeddings", key="ft_freeze_emb")
     ts.remember(*defaults)
     if base is not None:
-        est = tr.check_finetune_settings(base, int(ss.ft_batch), int(ss.ft_max_length), bool(ss.ft_freeze_emb),
-                                         int(ss.ft_freeze_layers), len(data.classes))
+        est = tr.check_finetune_settings(
+            base,
+            int(ss.ft_batch),
+            int(ss.ft_max_length),
+            bool(ss.ft_freeze_emb),
+            int(ss.ft_freeze_layers),
+            len(data.classes),
+        )
         if est["ok"]:
             st.caption(est["line"])
         else:
             st.error(md_escape(est["line"]), icon=ICON_ERR)
-            base = None                 # Start stays off until the settings fit
+            base = None  # Start stays off until the settings fit
     snapshots.settings("ft", snapshots.FT_PROBE, default_every=5)
 
 # --- 4. train --------------------------------------------------------------------------------------
@@ -198,7 +289,9 @@ jm = tr.manager()
 job = tr.current_job(tr.FINETUNE, jm)
 notice = st.session_state.get(ts.FT_NOTICE)
 if notice:
-    (st.error if notice[0] == "error" else st.info)(md_escape(notice[1]), icon=ICON_ERR if notice[0] == "error" else ":material/info:")
+    (st.error if notice[0] == "error" else st.info)(
+        md_escape(notice[1]), icon=ICON_ERR if notice[0] == "error" else ":material/info:"
+    )
 
 
 def start(data, valid_file, valid_fraction, base, mode) -> None:
@@ -210,40 +303,63 @@ def start(data, valid_file, valid_fraction, base, mode) -> None:
         if mode == "upload" and valid_file is None:
             ss[ts.FT_NOTICE] = ("error", "Upload a validation file first, or keep some of the data aside.")
             return
-        train, valid = tr.split_data(data, valid_file, valid_fraction, int(ss.ft_seed),
-                                     int(ss.ft_max_train), int(ss.ft_max_valid))
+        train, valid = tr.split_data(
+            data, valid_file, valid_fraction, int(ss.ft_seed), int(ss.ft_max_train), int(ss.ft_max_valid)
+        )
         per_epoch = -(-len(train) // int(ss.ft_batch))
         evals = int(ss.ft_evals)
         stem = tr.safe_filename((data.source or "data").replace("builtin:", "").rsplit(".", 1)[0], "data")
         args = FinetuneArgs(
-            data=data.source or "upload", checkpoint=ss.ft_base, pooling=ss.ft_pooling,
-            freeze_embeddings=bool(ss.ft_freeze_emb), freeze_layers=int(ss.ft_freeze_layers),
-            max_length=int(ss.ft_max_length), batch_size=int(ss.ft_batch), lr=float(ss.ft_lr),
-            epochs=int(ss.ft_epochs), warmup_ratio=float(ss.ft_warmup), seed=int(ss.ft_seed),
+            data=data.source or "upload",
+            checkpoint=ss.ft_base,
+            pooling=ss.ft_pooling,
+            freeze_embeddings=bool(ss.ft_freeze_emb),
+            freeze_layers=int(ss.ft_freeze_layers),
+            max_length=int(ss.ft_max_length),
+            batch_size=int(ss.ft_batch),
+            lr=float(ss.ft_lr),
+            epochs=int(ss.ft_epochs),
+            warmup_ratio=float(ss.ft_warmup),
+            seed=int(ss.ft_seed),
             eval_every=max(1, -(-per_epoch // evals)) if evals > 1 else 0,
-            name=f"{base.name}-{stem}", threads=tr.job_threads())
+            name=f"{base.name}-{stem}",
+            threads=tr.job_threads(),
+        )
         args.check(base.config.max_position_embeddings, base.config.num_hidden_layers)
         try:
-            _, new = tr.start_finetune(base, ss.ft_base, train, valid, args, jm,
-                                       recorder=snapshots.recorder("ft", snapshots.FT_PROBE))
+            _, new = tr.start_finetune(
+                base, ss.ft_base, train, valid, args, jm, recorder=snapshots.recorder("ft", snapshots.FT_PROBE)
+            )
         except LimitError as e:
             ss[ts.FT_NOTICE] = ("error", str(e))
             return
         if new:
             ss[ts.FT_NOTICE] = None
-            tr.free_uploads(*[key for key, used in ((ts.FT_UPLOAD, ss.ft_source == UPLOAD),
-                                                    (ts.FT_VAL_UPLOAD, mode == "upload")) if used])
+            tr.free_uploads(
+                *[
+                    key
+                    for key, used in ((ts.FT_UPLOAD, ss.ft_source == UPLOAD), (ts.FT_VAL_UPLOAD, mode == "upload"))
+                    if used
+                ]
+            )
 
 
-st.caption(f"Training runs in the background on {tr.job_threads()} processor thread(s), so the app stays "
-           f"responsive for everyone; at most {jm.max_running} job(s) train at once on this server, others wait "
-           f"in a queue (at most {jm.max_queue}), one job per student. You may visit other pages meanwhile; "
-           "closing the tab stops the job within 10 s. Whatever ends it, the model is saved under the run "
-           "code shown here, for a day.")
-st.button("Start fine-tuning", type="primary", key="ft_start", on_click=start,
-          args=(data, valid_file, valid_fraction, base, mode),
-          disabled=data is None or base is None or (job is not None and job.active),
-          help="One job per session at a time; others on this server may be queued before you.")
+st.caption(
+    f"Training runs in the background on {tr.job_threads()} processor thread(s), so the app stays "
+    f"responsive for everyone; at most {jm.max_running} job(s) train at once on this server, others wait "
+    f"in a queue (at most {jm.max_queue}), one job per student. You may visit other pages meanwhile; "
+    "closing the tab stops the job within 10 s. Whatever ends it, the model is saved under the run "
+    "code shown here, for a day."
+)
+st.button(
+    "Start fine-tuning",
+    type="primary",
+    key="ft_start",
+    on_click=start,
+    args=(data, valid_file, valid_fraction, base, mode),
+    disabled=data is None or base is None or (job is not None and job.active),
+    help="One job per session at a time; others on this server may be queued before you.",
+)
 job = tr.current_job(tr.FINETUNE, jm)
 
 
@@ -253,24 +369,38 @@ def live_panel():
         return
     tr.tick(job)
     if not job.active:
-        st.rerun()                       # finished: a full run collects the result
+        st.rerun()  # finished: a full run collects the result
     if job.status == "queued":
-        st.info(f"Waiting for a free slot: you are number {jm.queue_position(job)} in the queue "
-                f"({jm.max_running} job(s) train at once on this server).", icon=":material/hourglass_top:")
+        st.info(
+            f"Waiting for a free slot: you are number {jm.queue_position(job)} in the queue "
+            f"({jm.max_running} job(s) train at once on this server).",
+            icon=":material/hourglass_top:",
+        )
     frac, line = tr.finetune_progress(job.metrics)
     st.progress(frac, text=line)
-    st.caption(f"Run code **{job.info.get('code', '?')}**: when training ends, the model is saved under this "
-               "code for a day (type it under “Reopen a run” after a refresh).")
+    st.caption(
+        f"Run code **{job.info.get('code', '?')}**: when training ends, the model is saved under this "
+        "code for a day (type it under “Reopen a run” after a refresh)."
+    )
     start_ev = tr.last_event(job.metrics, "start")
     if start_ev:
-        st.caption(f"{start_ev['train_examples']:,} training and {start_ev['valid_examples']:,} validation "
-                   f"texts · {start_ev['trainable']:,} of {start_ev['parameters']:,} parameters trained"
-                   + (f" · {start_ev['truncated']:,} texts cut at the maximum length" if start_ev.get("truncated") else ""))
-    st.plotly_chart(train_plots.finetune_curves(job.metrics, start_ev["steps"] if start_ev else None),
-                    width="stretch", key="ft_live_curves")
+        st.caption(
+            f"{start_ev['train_examples']:,} training and {start_ev['valid_examples']:,} validation "
+            f"texts · {start_ev['trainable']:,} of {start_ev['parameters']:,} parameters trained"
+            + (f" · {start_ev['truncated']:,} texts cut at the maximum length" if start_ev.get("truncated") else "")
+        )
+    st.plotly_chart(
+        train_plots.finetune_curves(job.metrics, start_ev["steps"] if start_ev else None),
+        width="stretch",
+        key="ft_live_curves",
+    )
     stopping = job.stop_event.is_set()
-    st.button("Stopping… (the best model so far is kept)" if stopping else "Stop (keeps the best model so far)",
-              key="ft_stop", on_click=job.stop, disabled=stopping)
+    st.button(
+        "Stopping… (the best model so far is kept)" if stopping else "Stop (keeps the best model so far)",
+        key="ft_stop",
+        on_click=job.stop,
+        disabled=stopping,
+    )
 
 
 if job is not None and job.active:
@@ -298,34 +428,62 @@ def show_result(res: dict) -> None:
     c[3].metric("Training time", tr.fmt_seconds(fin.get("train_seconds")))
     c[4].metric("Examples/s", f"{fin.get('examples_per_s', 0):.1f}")
     args = info.get("args", {})
-    st.caption(f"**{md_escape(res['name'])}**: fine-tuned from {md_escape(info.get('base_name', '?'))} on "
-               f"{md_escape(info.get('train', '?'))}; best model at step {fin.get('best_step', '?')} of "
-               f"{fin.get('steps', '?')} · pooling {args.get('pooling', '?')}, {args.get('max_length', '?')} tokens, "
-               f"batch {args.get('batch_size', '?')}, learning rate {args.get('lr', 0):g}, "
-               f"{args.get('epochs', '?')} epoch(s). It is in the sidebar's model list for this session.")
-    st.plotly_chart(train_plots.finetune_curves(res["metrics"], fin.get("steps")), width="stretch",
-                    key=f"ft_curves_{jid}")
+    st.caption(
+        f"**{md_escape(res['name'])}**: fine-tuned from {md_escape(info.get('base_name', '?'))} on "
+        f"{md_escape(info.get('train', '?'))}; best model at step {fin.get('best_step', '?')} of "
+        f"{fin.get('steps', '?')} · pooling {args.get('pooling', '?')}, {args.get('max_length', '?')} tokens, "
+        f"batch {args.get('batch_size', '?')}, learning rate {args.get('lr', 0):g}, "
+        f"{args.get('epochs', '?')} epoch(s). It is in the sidebar's model list for this session."
+    )
+    st.plotly_chart(
+        train_plots.finetune_curves(res["metrics"], fin.get("steps")), width="stretch", key=f"ft_curves_{jid}"
+    )
     if rep:
         t1, t2, t3 = st.tabs(["Scores per class", "Confusion matrix", "Most confident mistakes"])
         per_class = tr.per_class_frame(rep)
-        t1.dataframe(per_class, hide_index=True, width="stretch", column_config={
-            k: st.column_config.NumberColumn(format="%.3f") for k in ("precision", "recall", "F1")})
-        t1.download_button("Download the scores (.csv)", data=tr.table_csv(per_class), mime="text/csv",
-                           file_name=f"{tr.safe_filename(res['name'])}-scores.csv", on_click="ignore",
-                           key=f"ft_csv_scores_{jid}")
-        t1.caption("Precision: of the texts it put in a class, the share that belong there. Recall: of "
-                   "the texts of a class, the share it found. F1: their harmonic mean.")
-        t2.plotly_chart(train_plots.confusion_matrix(rep["confusion"], rep["classes"]), width="stretch",
-                        key=f"ft_conf_{jid}")
+        t1.dataframe(
+            per_class,
+            hide_index=True,
+            width="stretch",
+            column_config={k: st.column_config.NumberColumn(format="%.3f") for k in ("precision", "recall", "F1")},
+        )
+        t1.download_button(
+            "Download the scores (.csv)",
+            data=tr.table_csv(per_class),
+            mime="text/csv",
+            file_name=f"{tr.safe_filename(res['name'])}-scores.csv",
+            on_click="ignore",
+            key=f"ft_csv_scores_{jid}",
+        )
+        t1.caption(
+            "Precision: of the texts it put in a class, the share that belong there. Recall: of "
+            "the texts of a class, the share it found. F1: their harmonic mean."
+        )
+        t2.plotly_chart(
+            train_plots.confusion_matrix(rep["confusion"], rep["classes"]), width="stretch", key=f"ft_conf_{jid}"
+        )
         mistakes = tr.mistakes_frame(rep)
         if len(mistakes):
-            t3.dataframe(mistakes, hide_index=True, width="stretch", column_config={
-                "confidence": st.column_config.ProgressColumn(format="%.2f", min_value=0.0, max_value=1.0)})
-            t3.caption("The validation texts it got wrong while being most sure. Some labels are "
-                       "debatable; some mistakes show what the model has not learned.")
-            t3.download_button("Download the mistakes (.csv)", data=tr.table_csv(mistakes), mime="text/csv",
-                               file_name=f"{tr.safe_filename(res['name'])}-mistakes.csv", on_click="ignore",
-                               key=f"ft_csv_mistakes_{jid}")
+            t3.dataframe(
+                mistakes,
+                hide_index=True,
+                width="stretch",
+                column_config={
+                    "confidence": st.column_config.ProgressColumn(format="%.2f", min_value=0.0, max_value=1.0)
+                },
+            )
+            t3.caption(
+                "The validation texts it got wrong while being most sure. Some labels are "
+                "debatable; some mistakes show what the model has not learned."
+            )
+            t3.download_button(
+                "Download the mistakes (.csv)",
+                data=tr.table_csv(mistakes),
+                mime="text/csv",
+                file_name=f"{tr.safe_filename(res['name'])}-mistakes.csv",
+                on_click="ignore",
+                key=f"ft_csv_mistakes_{jid}",
+            )
         else:
             t3.success("No mistakes on the validation data.")
 
@@ -337,34 +495,60 @@ def show_result(res: dict) -> None:
     if text.strip():
         left, right = st.columns([2, 3])
         probs = b.classify([text[:5000]], max_length=int(args.get("max_length", 128)))[0].numpy()
-        left.plotly_chart(train_plots.class_probs(b.labels, probs, "class probabilities"), width="stretch",
-                          key=f"ft_probs_{jid}")
+        left.plotly_chart(
+            train_plots.class_probs(b.labels, probs, "class probabilities"), width="stretch", key=f"ft_probs_{jid}"
+        )
         with right, show_errors("the attention comparison"):
             before = tr.base_bundle(info.get("base_source"))
             if before is None:
                 st.info("The model it started from is no longer in this session.")
             else:
                 tokens, att0, att1 = tr.cls_attention(before, b, text[:2000])
-                st.plotly_chart(train_plots.cls_attention(tokens[:64], att0[:64], att1[:64]), width="stretch",
-                                key=f"ft_cls_{jid}")
-                st.caption("Where [CLS] looks in the last layer (mean over heads), before and after "
-                           "fine-tuning" + (" (first 64 tokens)" if len(tokens) > 64 else "") + ". "
-                           + ("With mean pooling the head reads every token, so [CLS] itself may change little."
-                              if args.get("pooling") == "mean" else ""))
+                st.plotly_chart(
+                    train_plots.cls_attention(tokens[:64], att0[:64], att1[:64]), width="stretch", key=f"ft_cls_{jid}"
+                )
+                st.caption(
+                    "Where [CLS] looks in the last layer (mean over heads), before and after "
+                    "fine-tuning"
+                    + (" (first 64 tokens)" if len(tokens) > 64 else "")
+                    + ". "
+                    + (
+                        "With mean pooling the head reads every token, so [CLS] itself may change little."
+                        if args.get("pooling") == "mean"
+                        else ""
+                    )
+                )
     else:
         st.info("Type a text to see the class probabilities.")
 
     st.subheader("Keep it")
     c1, c2, c3 = st.columns(3)
     fname = tr.safe_filename(res["name"])
-    c1.download_button("Download (BERT Explorer format, .zip)", data=lambda: tr.model_zip(b, res["name"]),
-                       file_name=f"{fname}.zip", mime="application/zip", on_click="ignore", key=f"ft_dl_{jid}",
-                       help="Unzip and open the folder with bert.load(folder), or in the sidebar.")
-    c2.download_button("Download (Hugging Face format, .zip)", data=lambda: tr.model_zip(b, res["name"], "hf"),
-                       file_name=f"{fname}-hf.zip", mime="application/zip", on_click="ignore",
-                       key=f"ft_dlhf_{jid}", help="transformers.BertForSequenceClassification.from_pretrained(folder)")
-    c3.button("Explore it on the other pages", key=f"ft_use_{jid}", on_click=tr.use_model, args=(res["key"],),
-              disabled=st.session_state.get(state.MODEL_SOURCE) == res["key"])
+    c1.download_button(
+        "Download (BERT Explorer format, .zip)",
+        data=lambda: tr.model_zip(b, res["name"]),
+        file_name=f"{fname}.zip",
+        mime="application/zip",
+        on_click="ignore",
+        key=f"ft_dl_{jid}",
+        help="Unzip and open the folder with bert.load(folder), or in the sidebar.",
+    )
+    c2.download_button(
+        "Download (Hugging Face format, .zip)",
+        data=lambda: tr.model_zip(b, res["name"], "hf"),
+        file_name=f"{fname}-hf.zip",
+        mime="application/zip",
+        on_click="ignore",
+        key=f"ft_dlhf_{jid}",
+        help="transformers.BertForSequenceClassification.from_pretrained(folder)",
+    )
+    c3.button(
+        "Explore it on the other pages",
+        key=f"ft_use_{jid}",
+        on_click=tr.use_model,
+        args=(res["key"],),
+        disabled=st.session_state.get(state.MODEL_SOURCE) == res["key"],
+    )
     with st.expander("Model card"):
         st.code(b.card, language=None, wrap_lines=True)
 

@@ -1,16 +1,18 @@
 """Head patterns: what each attention head mostly looks at (after Clark et al. 2019)."""
+
 import pandas as pd
 import streamlit as st
 
 import app
-from app import analysis_plots as ap, widgets
+from app import analysis_plots as ap
+from app import widgets
 from app.cache import input_patterns, probe_patterns
 from app.errors import show_errors
 from app.helpers import md_escape
 from app.resources import current_model
 from bert.analysis import BROAD_ENTROPY, LABEL_HELP, LABELS, PATTERN_THRESHOLD, probe_sentences
 
-app.run_through_entry()   # before anything else: see app/__init__.py
+app.run_through_entry()  # before anything else: see app/__init__.py
 
 GO = "hp_go_to_attention"
 SOURCES = ["Your sentence(s)", "The built-in probe sentences"]
@@ -46,19 +48,25 @@ def _open_on_attention(L: int, H: int, layer: int, head: int) -> None:
     st.session_state[GO] = True
 
 
-if st.session_state.pop(GO, False):      # a callback cannot switch pages itself
+if st.session_state.pop(GO, False):  # a callback cannot switch pages itself
     st.switch_page("pages/attention.py")
 
 with show_errors("the head patterns"):
     model = current_model()
-    source = st.radio("Measured on", SOURCES, horizontal=True, key="hp_source",
-                      help="Your text shows this input only; the probe set averages 12 varied "
-                           "sentences, which gives each head's usual habit.")
+    source = st.radio(
+        "Measured on",
+        SOURCES,
+        horizontal=True,
+        key="hp_source",
+        help="Your text shows this input only; the probe set averages 12 varied "
+        "sentences, which gives each head's usual habit.",
+    )
     if source == SOURCES[0]:
         stats, labels, an = input_patterns(model, text_a, text_b)
         if an.truncated:
-            st.warning(f"The input was cut at the model's maximum of {an.max_length} tokens.",
-                       icon=":material/content_cut:")
+            st.warning(
+                f"The input was cut at the model's maximum of {an.max_length} tokens.", icon=":material/content_cut:"
+            )
     else:
         hp = probe_patterns(model.key, model.bundle)
         stats, labels = hp.stats, hp.labels
@@ -67,37 +75,67 @@ with show_errors("the head patterns"):
     L, H = labels.shape
     pick_key, chart_key = f"hp_head_{L}_{H}", f"hp_map_{L}_{H}"
     pick = st.session_state.get(pick_key, 0)
-    st.plotly_chart(ap.pattern_map(labels, stats, selected=(pick // H, pick % H)), width="stretch",
-                    key=chart_key, on_select=lambda: _pick_from_chart(chart_key, pick_key, L, H),
-                    selection_mode="points")
-    st.caption(f"A head gets a pattern's name when it puts at least {PATTERN_THRESHOLD:.0%} of its "
-               f"attention there (on average over the tokens); otherwise it is *broad* when its "
-               f"attention is spread out (entropy at least {BROAD_ENTROPY:.0%} of the maximum) and "
-               "*other* when it is focused on something else. Hover over a cell for all numbers.")
+    st.plotly_chart(
+        ap.pattern_map(labels, stats, selected=(pick // H, pick % H)),
+        width="stretch",
+        key=chart_key,
+        on_select=lambda: _pick_from_chart(chart_key, pick_key, L, H),
+        selection_mode="points",
+    )
+    st.caption(
+        f"A head gets a pattern's name when it puts at least {PATTERN_THRESHOLD:.0%} of its "
+        f"attention there (on average over the tokens); otherwise it is *broad* when its "
+        f"attention is spread out (entropy at least {BROAD_ENTROPY:.0%} of the maximum) and "
+        "*other* when it is focused on something else. Hover over a cell for all numbers."
+    )
 
-    legend = pd.DataFrame({"pattern": list(LABELS),
-                           "heads": [int((labels == lab).sum()) for lab in LABELS],
-                           "what the head does": [LABEL_HELP[lab] for lab in LABELS]})
+    legend = pd.DataFrame(
+        {
+            "pattern": list(LABELS),
+            "heads": [int((labels == lab).sum()) for lab in LABELS],
+            "what the head does": [LABEL_HELP[lab] for lab in LABELS],
+        }
+    )
     st.dataframe(legend, hide_index=True, width="stretch")
 
     st.subheader("One head")
     c1, c2 = st.columns([1, 2])
     with c1:
-        pick = st.selectbox("Head", list(range(L * H)), key=pick_key,
-                            format_func=lambda i: f"layer {i // H + 1}, head {i % H + 1}: {labels[i // H, i % H]}")
+        pick = st.selectbox(
+            "Head",
+            list(range(L * H)),
+            key=pick_key,
+            format_func=lambda i: f"layer {i // H + 1}, head {i % H + 1}: {labels[i // H, i % H]}",
+        )
         layer, head = pick // H, pick % H
         lab = str(labels[layer, head])
         st.markdown(f"**{md_escape(lab)}**: {LABEL_HELP.get(lab, '')}.")
-        st.button("Open this head on the Attention page", icon=":material/open_in_new:", key="hp_open",
-                  on_click=_open_on_attention, args=(L, H, layer, head))
+        st.button(
+            "Open this head on the Attention page",
+            icon=":material/open_in_new:",
+            key="hp_open",
+            on_click=_open_on_attention,
+            args=(L, H, layer, head),
+        )
         if source == SOURCES[1]:
             st.caption("The Attention page shows this head on your own sentence, not on the probe set.")
     with c2:
         st.plotly_chart(ap.head_stats_bar(stats, layer, head), width="stretch", key="hp_bar")
 
     with st.expander("All heads as a table"):
-        rows = [{"layer": l + 1, "head": h + 1, "pattern": str(labels[l, h]),
-                 **{name: float(stats[name][l, h]) for name in ap.STAT_NAMES}}
-                for l in range(L) for h in range(H)]
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
-                     column_config={n: st.column_config.NumberColumn(format="%.3f") for n in ap.STAT_NAMES})
+        rows = [
+            {
+                "layer": l + 1,
+                "head": h + 1,
+                "pattern": str(labels[l, h]),
+                **{name: float(stats[name][l, h]) for name in ap.STAT_NAMES},
+            }
+            for l in range(L)
+            for h in range(H)
+        ]
+        st.dataframe(
+            pd.DataFrame(rows),
+            hide_index=True,
+            width="stretch",
+            column_config={n: st.column_config.NumberColumn(format="%.3f") for n in ap.STAT_NAMES},
+        )

@@ -1,15 +1,16 @@
 """Home: what BERT is, the loaded model drawn from its config, and the way around the app."""
+
 import pandas as pd
 import streamlit as st
 
 import app
 from app import plots
+from app.cache import parameter_counts
 from app.errors import show_errors
 from app.helpers import fmt_params
-from app.cache import parameter_counts
 from app.resources import current_model
 
-app.run_through_entry()   # before anything else: see app/__init__.py
+app.run_through_entry()  # before anything else: see app/__init__.py
 
 st.title("BERT Explorer")
 st.markdown(
@@ -40,14 +41,12 @@ with left:
         "trained a little more on labelled examples."
     )
     st.subheader("The pages")
-    st.page_link("pages/tokenization.py", label="Tokenization: from text to token ids",
-                  icon=":material/text_fields:")
-    st.page_link("pages/embeddings.py", label="Embeddings: word + segment + position",
-                  icon=":material/scatter_plot:")
-    st.page_link("pages/attention.py", label="Attention: who looks at whom, head by head",
-                  icon=":material/hub:")
-    st.page_link("pages/masked_lm.py", label="Masked LM & next sentence: BERT's two training games",
-                  icon=":material/edit_note:")
+    st.page_link("pages/tokenization.py", label="Tokenization: from text to token ids", icon=":material/text_fields:")
+    st.page_link("pages/embeddings.py", label="Embeddings: word + segment + position", icon=":material/scatter_plot:")
+    st.page_link("pages/attention.py", label="Attention: who looks at whom, head by head", icon=":material/hub:")
+    st.page_link(
+        "pages/masked_lm.py", label="Masked LM & next sentence: BERT's two training games", icon=":material/edit_note:"
+    )
     st.caption("Pick the model in the sidebar. Sentences you type carry over between pages.")
 
 with right:
@@ -62,12 +61,17 @@ with right:
         c2.metric("Hidden size", cfg.hidden_size)
         c3.metric("Heads", cfg.num_attention_heads)
         c4.metric("Parameters", fmt_params(counts["total"]), help=f"{counts['total']:,} exactly")
-        st.plotly_chart(plots.model_diagram(cfg, counts), width="stretch",
-                        config={"displayModeBar": False})
+        st.plotly_chart(plots.model_diagram(cfg, counts), width="stretch", config={"displayModeBar": False})
         table = pd.DataFrame({"component": list(counts), "parameters": list(counts.values())})
         table["share"] = (table["parameters"] / counts["total"]).map("{:.1%}".format)
-        st.dataframe(table, hide_index=True, width="stretch",
-                     column_config={"parameters": st.column_config.NumberColumn(format="localized")})
-        st.caption("The MLM decoder reuses the word-embedding matrix (tied weights), so it adds "
-                   "only a small transform and a bias. Most of a small BERT's parameters sit in "
-                   "the word embeddings.")
+        st.dataframe(
+            table,
+            hide_index=True,
+            width="stretch",
+            column_config={"parameters": st.column_config.NumberColumn(format="localized")},
+        )
+        st.caption(
+            "The MLM decoder reuses the word-embedding matrix (tied weights), so it adds "
+            "only a small transform and a bias. Most of a small BERT's parameters sit in "
+            "the word embeddings."
+        )

@@ -1,4 +1,5 @@
 """Masked LM & next sentence: BERT's two pre-training games, played live."""
+
 import random
 import re
 import zlib
@@ -7,13 +8,12 @@ import streamlit as st
 
 import app
 from app import plots, state, widgets
-from app.errors import show_errors
-from app.helpers import (RANDOM_SENTENCES, clean_text, count_masks, mask_words, mlm_untrained,
-                         nsp_untrained)
 from app.cache import mlm_predict, nsp_probability
+from app.errors import show_errors
+from app.helpers import RANDOM_SENTENCES, clean_text, count_masks, mask_words, mlm_untrained, nsp_untrained
 from app.resources import current_model
 
-app.run_through_entry()   # before anything else: see app/__init__.py
+app.run_through_entry()  # before anything else: see app/__init__.py
 
 COLS = 3
 
@@ -52,66 +52,92 @@ with show_errors("the masked-word predictions"):
     model = current_model()
     b = model.bundle
     if b.is_classifier or not b.has_mlm:
-        st.info("This model is a fine-tuned classifier: its masked-word head was replaced by a "
-                "classification head, so it cannot fill gaps any more. Pick a pre-trained model in "
-                "the sidebar.", icon=":material/info:")
+        st.info(
+            "This model is a fine-tuned classifier: its masked-word head was replaced by a "
+            "classification head, so it cannot fill gaps any more. Pick a pre-trained model in "
+            "the sidebar.",
+            icon=":material/info:",
+        )
     else:
         if mlm_untrained(b.notes):
-            st.warning("This model's MLM head is untrained (freshly initialised): the predictions "
-                       "below are random until it is trained. Pick a model with a trained head for "
-                       "real guesses.", icon=":material/warning:")
-        mode = st.radio("How to mask", ["Type [MASK] in a sentence", "Pick words of sentence A to mask"],
-                        horizontal=True, key="mlm_mode")
+            st.warning(
+                "This model's MLM head is untrained (freshly initialised): the predictions "
+                "below are random until it is trained. Pick a model with a trained head for "
+                "real guesses.",
+                icon=":material/warning:",
+            )
+        mode = st.radio(
+            "How to mask",
+            ["Type [MASK] in a sentence", "Pick words of sentence A to mask"],
+            horizontal=True,
+            key="mlm_mode",
+        )
         if mode.startswith("Type"):
             text = widgets.mlm_input()
         else:
             a = clean_text(text_a, "sentence A")
             words = b.tokenizer.words_with_offsets(a)[:300]
-            chosen = st.multiselect("Words to hide", list(range(len(words))), key=f"mlm_pick_{zlib.crc32(a.encode())}",
-                                    format_func=lambda i: f"{words[i][0]} (word {i + 1})",
-                                    default=[state.default_pick(words)] if words else [])
+            chosen = st.multiselect(
+                "Words to hide",
+                list(range(len(words))),
+                key=f"mlm_pick_{zlib.crc32(a.encode())}",
+                format_func=lambda i: f"{words[i][0]} (word {i + 1})",
+                default=[state.default_pick(words)] if words else [],
+            )
             text = mask_words(a, words, chosen)
             st.code(text, language=None, wrap_lines=True)
         text = re.sub(r"\[mask\]", "[MASK]", text or "", flags=re.IGNORECASE)
         k = st.slider("Candidates per gap", 1, 20, 5, key="mlm_k")
         clean_text(text, "a sentence")
         if count_masks(text) == 0:
-            st.info(f"Put [MASK] where a word is missing, for example: “{state.HINT_MLM_TEXT}”",
-                    icon=":material/info:")
+            st.info(f"Put [MASK] where a word is missing, for example: “{state.HINT_MLM_TEXT}”", icon=":material/info:")
         else:
             res = mlm_predict(model.key, text, k, b)
             if res["truncated"]:
-                st.warning("The sentence was cut at the model's maximum length; gaps after the cut "
-                           "are not predicted.", icon=":material/content_cut:")
+                st.warning(
+                    "The sentence was cut at the model's maximum length; gaps after the cut are not predicted.",
+                    icon=":material/content_cut:",
+                )
             st.markdown("**Best guess for every gap:**")
             st.code(_filled_text(res["filled_tokens"], res["filled_is_pred"]), language=None, wrap_lines=True)
             preds = res["predictions"]
             if len(preds) > 1:
-                st.caption(f"{len(preds)} gaps are guessed at the same time, each on its own: a gap "
-                           "cannot see what was guessed for the others, so many gaps make each guess harder.")
+                st.caption(
+                    f"{len(preds)} gaps are guessed at the same time, each on its own: a gap "
+                    "cannot see what was guessed for the others, so many gaps make each guess harder."
+                )
             for row in range(0, len(preds), COLS):
                 cols = st.columns(COLS)
-                for n, (c, p) in enumerate(zip(cols, preds[row:row + COLS]), start=row + 1):
-                    c.plotly_chart(plots.mlm_topk_bar(p["tokens"], p["probs"], f"gap {n} (token {p['position']})"),
-                                   width="stretch", key=f"mlm_bar_{n}", config={"displayModeBar": False})
+                for n, (c, p) in enumerate(zip(cols, preds[row : row + COLS]), start=row + 1):
+                    c.plotly_chart(
+                        plots.mlm_topk_bar(p["tokens"], p["probs"], f"gap {n} (token {p['position']})"),
+                        width="stretch",
+                        key=f"mlm_bar_{n}",
+                        config={"displayModeBar": False},
+                    )
 
 st.header("Does B follow A? (next sentence prediction)")
-st.markdown("The model reads `[CLS] A [SEP] B [SEP]` and its small NSP head, reading the `[CLS]` "
-            "vector, gives the probability that B is A's real continuation.")
+st.markdown(
+    "The model reads `[CLS] A [SEP] B [SEP]` and its small NSP head, reading the `[CLS]` "
+    "vector, gives the probability that B is A's real continuation."
+)
 st.button("Random sentence B", on_click=_random_b, icon=":material/casino:", key="nsp_random")
 with show_errors("the next-sentence prediction"):
     model = current_model()
     b = model.bundle
     if b.is_classifier or not b.has_mlm:
-        st.info("This model is a fine-tuned classifier: it has no next-sentence head any more.",
-                icon=":material/info:")
+        st.info("This model is a fine-tuned classifier: it has no next-sentence head any more.", icon=":material/info:")
     elif not (text_b or "").strip():
-        st.info("Type a sentence B above (or press “Random sentence B”) to ask whether it follows A.",
-                icon=":material/info:")
+        st.info(
+            "Type a sentence B above (or press “Random sentence B”) to ask whether it follows A.",
+            icon=":material/info:",
+        )
     else:
         if nsp_untrained(b.notes):
-            st.warning("This model's NSP head is untrained: the probability below is random until it "
-                       "is trained.", icon=":material/warning:")
+            st.warning(
+                "This model's NSP head is untrained: the probability below is random until it is trained.",
+                icon=":material/warning:",
+            )
         a = clean_text(text_a, "sentence A")
         p = nsp_probability(model.key, a, text_b.strip(), b)
         st.metric("P(B follows A)", f"{p:.1%}")

@@ -1,4 +1,5 @@
 """Pre-training: a small BERT learns language from scratch, live, by playing BERT's two games."""
+
 import re
 
 import streamlit as st
@@ -14,15 +15,20 @@ from app.widgets import SENTENCE_CHARS
 from bert.corpus import CORPORA
 from bert.pretrain import PretrainArgs, probe_predictions
 
-app.run_through_entry()   # before anything else: see app/__init__.py
+app.run_through_entry()  # before anything else: see app/__init__.py
 
 ts.init()
 ss = st.session_state
 UPLOAD = "upload"
 SOURCES = [*CORPORA, UPLOAD]
-TITLES = {"wiki": "Wikipedia sample (105 articles)", "brown": "Brown Corpus (500 texts, 1961)",
-          "bbc": "BBC News (2,225 articles)", "wordnet": "WordNet glosses (1.6 M words)",
-          "gcide": "GCIDE dictionary (1.3 M words)", UPLOAD: "Upload a .txt"}
+TITLES = {
+    "wiki": "Wikipedia sample (105 articles)",
+    "brown": "Brown Corpus (500 texts, 1961)",
+    "bbc": "BBC News (2,225 articles)",
+    "wordnet": "WordNet glosses (1.6 M words)",
+    "gcide": "GCIDE dictionary (1.3 M words)",
+    UPLOAD: "Upload a .txt",
+}
 ICON_ERR = ":material/error:"
 HIDDEN = [64, 128, 256, 384]
 LOG_EVERY = 5
@@ -39,28 +45,48 @@ if new_result is not None:
     ss["pt_result"] = new_result["name"]
 with st.expander("Reopen a run (after a refresh, or from another day's code)"):
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-    c1.text_input("Run code", key="pt_reopen_code", max_chars=12, placeholder="e.g. K7QX2M",
-                  help="Shown on every run's results and while it trains; runs are kept for a day.")
+    c1.text_input(
+        "Run code",
+        key="pt_reopen_code",
+        max_chars=12,
+        placeholder="e.g. K7QX2M",
+        help="Shown on every run's results and while it trains; runs are kept for a day.",
+    )
     c2.button("Reopen", key="pt_reopen", on_click=tr.reopen_callback, args=(tr.PRETRAIN, "pt_reopen_code", "pt_result"))
 
 # --- 1. text -------------------------------------------------------------------------------------
 st.header("1. Text")
 ts.seed("pt_source", "wiki", SOURCES)
-source = st.radio("Corpus", SOURCES, key="pt_source", horizontal=True, label_visibility="collapsed",
-                  format_func=lambda s: TITLES.get(s, s))
+source = st.radio(
+    "Corpus",
+    SOURCES,
+    key="pt_source",
+    horizontal=True,
+    label_visibility="collapsed",
+    format_func=lambda s: TITLES.get(s, s),
+)
 ts.remember("pt_source")
 corpus, corpus_label = None, ""
 with show_errors("the corpus"):
     if source == UPLOAD:
-        up = tr.remember_upload(ts.PT_UPLOAD, st.file_uploader(
-            "A plain-text file (.txt); blank lines separate documents", type=["txt"],
-            key=ts.upload_key("pt_file")))
+        up = tr.remember_upload(
+            ts.PT_UPLOAD,
+            st.file_uploader(
+                "A plain-text file (.txt); blank lines separate documents", type=["txt"], key=ts.upload_key("pt_file")
+            ),
+        )
         if up is None and ss[ts.FREED].get(ts.PT_UPLOAD):
-            st.info(f"{md_escape(ss[ts.FREED][ts.PT_UPLOAD])} was handed to your job and freed from the server's "
-                    "memory. Upload it again to train on it again.", icon=":material/upload_file:")
+            st.info(
+                f"{md_escape(ss[ts.FREED][ts.PT_UPLOAD])} was handed to your job and freed from the server's "
+                "memory. Upload it again to train on it again.",
+                icon=":material/upload_file:",
+            )
         elif up is None:
-            st.info("Upload some plain text: a book, articles, your notes. A few hundred sentences "
-                    "or more give the model something to learn.", icon=":material/upload_file:")
+            st.info(
+                "Upload some plain text: a book, articles, your notes. A few hundred sentences "
+                "or more give the model something to learn.",
+                icon=":material/upload_file:",
+            )
         else:
             corpus = tr.upload_corpus(up)
             corpus_label = f"your text {up['name']}"
@@ -81,12 +107,24 @@ if corpus is not None:
 
 # --- 2. model and training settings -----------------------------------------------------------------
 D = PretrainArgs(out="")
-defaults = {"pt_layers": 2, "pt_hidden": 128, "pt_heads": 2, "pt_vocab": "train", "pt_vocab_size": 4000,
-            "pt_steps": 300, "pt_lr": 1e-3, "pt_batch": 16, "pt_seq": 64, "pt_eval": 50, "pt_warmup": 30,
-            "pt_probe": "the history of the [MASK] is long and [MASK] .", "pt_seed": D.seed}
+defaults = {
+    "pt_layers": 2,
+    "pt_hidden": 128,
+    "pt_heads": 2,
+    "pt_vocab": "train",
+    "pt_vocab_size": 4000,
+    "pt_steps": 300,
+    "pt_lr": 1e-3,
+    "pt_batch": 16,
+    "pt_seq": 64,
+    "pt_eval": 50,
+    "pt_warmup": 30,
+    "pt_probe": "the history of the [MASK] is long and [MASK] .",
+    "pt_seed": D.seed,
+}
 for k, v in defaults.items():
     ts.seed(k, v, HIDDEN if k == "pt_hidden" else ["train", "default"] if k == "pt_vocab" else None)
-est = {"ok": True}                 # the budget of the settings below (app/budget.py)
+est = {"ok": True}  # the budget of the settings below (app/budget.py)
 if corpus is not None:
     st.header("2. Model")
     c1, c2, c3 = st.columns(3)
@@ -95,12 +133,24 @@ if corpus is not None:
     heads = [h for h in (1, 2, 4, 8) if ss.pt_hidden % h == 0]
     ts.seed("pt_heads", 2, heads)
     c3.selectbox("Attention heads", heads, key="pt_heads")
-    c1.radio("Vocabulary", ["train", "default"], key="pt_vocab",
-             format_func=lambda v: {"train": "Train a small WordPiece vocabulary on this text",
-                                    "default": "bert-base-uncased's 30,522 tokens"}[v])
+    c1.radio(
+        "Vocabulary",
+        ["train", "default"],
+        key="pt_vocab",
+        format_func=lambda v: {
+            "train": "Train a small WordPiece vocabulary on this text",
+            "default": "bert-base-uncased's 30,522 tokens",
+        }[v],
+    )
     if ss.pt_vocab == "train":
-        c2.number_input("Vocabulary size", 500, 30000, key="pt_vocab_size", step=500,
-                        help="Trained with the `tokenizers` library before the first step (a few seconds).")
+        c2.number_input(
+            "Vocabulary size",
+            500,
+            30000,
+            key="pt_vocab_size",
+            step=500,
+            help="Trained with the `tokenizers` library before the first step (a few seconds).",
+        )
     st.header("3. Training")
     c1, c2, c3 = st.columns(3)
     c1.number_input("Steps", 10, 20000, key="pt_steps", step=50)
@@ -112,8 +162,9 @@ if corpus is not None:
     st.text_input("Probe sentence (its [MASK]s are predicted at every evaluation)", key="pt_probe", max_chars=500)
     ts.remember(*defaults)
     vocab_n = int(ss.pt_vocab_size) if ss.pt_vocab == "train" else 30522
-    est = tr.check_pretrain_settings(int(ss.pt_layers), int(ss.pt_hidden), int(ss.pt_heads), vocab_n,
-                                     int(ss.pt_batch), int(ss.pt_seq))
+    est = tr.check_pretrain_settings(
+        int(ss.pt_layers), int(ss.pt_hidden), int(ss.pt_heads), vocab_n, int(ss.pt_batch), int(ss.pt_seq)
+    )
     if est["ok"]:
         st.caption(est["line"])
     else:
@@ -125,7 +176,9 @@ jm = tr.manager()
 job = tr.current_job(tr.PRETRAIN, jm)
 notice = ss.get(ts.PT_NOTICE)
 if notice:
-    (st.error if notice[0] == "error" else st.info)(md_escape(notice[1]), icon=ICON_ERR if notice[0] == "error" else ":material/info:")
+    (st.error if notice[0] == "error" else st.info)(
+        md_escape(notice[1]), icon=ICON_ERR if notice[0] == "error" else ":material/info:"
+    )
 
 
 def start(corpus, corpus_label) -> None:
@@ -139,20 +192,40 @@ def start(corpus, corpus_label) -> None:
             probe = D.probe
         vocab = f"train:{int(ss.pt_vocab_size)}" if ss.pt_vocab == "train" else "default"
         steps, every = int(ss.pt_steps), int(ss.pt_eval)
-        args = PretrainArgs(out="", init="scratch", corpora=[ss.pt_source], vocab=vocab, layers=int(ss.pt_layers),
-                            hidden=int(ss.pt_hidden), heads=int(ss.pt_heads), max_seq_length=int(ss.pt_seq),
-                            batch_size=int(ss.pt_batch), steps=steps, lr=float(ss.pt_lr),
-                            warmup_steps=min(int(ss.pt_warmup), steps - 1), log_every=LOG_EVERY,
-                            eval_every=every, save_every=every, seed=int(ss.pt_seed),
-                            threads=tr.job_threads(), probe=probe[:500],
-                            # an upload's tokens live in memory only; a built-in's are cached for all
-                            cache_tokens=ss.pt_source != UPLOAD and vocab == "default")
+        args = PretrainArgs(
+            out="",
+            init="scratch",
+            corpora=[ss.pt_source],
+            vocab=vocab,
+            layers=int(ss.pt_layers),
+            hidden=int(ss.pt_hidden),
+            heads=int(ss.pt_heads),
+            max_seq_length=int(ss.pt_seq),
+            batch_size=int(ss.pt_batch),
+            steps=steps,
+            lr=float(ss.pt_lr),
+            warmup_steps=min(int(ss.pt_warmup), steps - 1),
+            log_every=LOG_EVERY,
+            eval_every=every,
+            save_every=every,
+            seed=int(ss.pt_seed),
+            threads=tr.job_threads(),
+            probe=probe[:500],
+            # an upload's tokens live in memory only; a built-in's are cached for all
+            cache_tokens=ss.pt_source != UPLOAD and vocab == "default",
+        )
         what = ss.pt_source
         if what == UPLOAD and ss.get(ts.PT_UPLOAD):
             what = tr.safe_filename(ss[ts.PT_UPLOAD]["name"].rsplit(".", 1)[0], "text")
         try:
-            _, new = tr.start_pretrain(args, corpus, f"pretrained-{what}-{args.layers}x{args.hidden}", corpus_label,
-                                       jm, recorder=snapshots.recorder("pt", snapshots.PT_PROBE))
+            _, new = tr.start_pretrain(
+                args,
+                corpus,
+                f"pretrained-{what}-{args.layers}x{args.hidden}",
+                corpus_label,
+                jm,
+                recorder=snapshots.recorder("pt", snapshots.PT_PROBE),
+            )
         except LimitError as e:
             ss[ts.PT_NOTICE] = ("error", str(e))
             return
@@ -162,13 +235,21 @@ def start(corpus, corpus_label) -> None:
                 tr.free_uploads(ts.PT_UPLOAD)
 
 
-st.caption(f"Training runs in the background on {tr.job_threads()} processor thread(s), so the app stays "
-           f"responsive for everyone; at most {jm.max_running} job(s) train at once on this server, others wait "
-           f"in a queue (at most {jm.max_queue}), one job per student. You may visit other pages meanwhile; "
-           "closing the tab stops the job within 10 s. Whatever ends it, the model is saved under the run "
-           "code shown here, for a day.")
-st.button("Start pre-training", type="primary", key="pt_start", on_click=start, args=(corpus, corpus_label),
-          disabled=corpus is None or (job is not None and job.active) or not est["ok"])
+st.caption(
+    f"Training runs in the background on {tr.job_threads()} processor thread(s), so the app stays "
+    f"responsive for everyone; at most {jm.max_running} job(s) train at once on this server, others wait "
+    f"in a queue (at most {jm.max_queue}), one job per student. You may visit other pages meanwhile; "
+    "closing the tab stops the job within 10 s. Whatever ends it, the model is saved under the run "
+    "code shown here, for a day."
+)
+st.button(
+    "Start pre-training",
+    type="primary",
+    key="pt_start",
+    on_click=start,
+    args=(corpus, corpus_label),
+    disabled=corpus is None or (job is not None and job.active) or not est["ok"],
+)
 job = tr.current_job(tr.PRETRAIN, jm)
 
 
@@ -178,29 +259,40 @@ def live_panel():
         return
     tr.tick(job)
     if not job.active:
-        st.rerun()                       # finished: a full run collects the result
+        st.rerun()  # finished: a full run collects the result
     args = job.info.get("args", {}) if hasattr(job, "info") else {}
     if job.status == "queued":
-        st.info(f"Waiting for a free slot: you are number {jm.queue_position(job)} in the queue "
-                f"({jm.max_running} job(s) train at once on this server).", icon=":material/hourglass_top:")
+        st.info(
+            f"Waiting for a free slot: you are number {jm.queue_position(job)} in the queue "
+            f"({jm.max_running} job(s) train at once on this server).",
+            icon=":material/hourglass_top:",
+        )
     steps = args.get("steps", 1)
     frac, line = tr.pretrain_progress(job.metrics, steps, args.get("log_every", LOG_EVERY))
     st.progress(frac, text=line)
-    st.caption(f"Run code **{job.info.get('code', '?')}**: when training ends, the model is saved under this "
-               "code for a day (type it under “Reopen a run” after a refresh).")
+    st.caption(
+        f"Run code **{job.info.get('code', '?')}**: when training ends, the model is saved under this "
+        "code for a day (type it under “Reopen a run” after a refresh)."
+    )
     start_ev = tr.last_event(job.metrics, "start")
     if start_ev:
-        st.caption(f"{start_ev['parameters']:,} parameters · {start_ev['train_tokens']:,} training tokens in "
-                   f"{start_ev['train_documents']:,} documents · most frequent token: "
-                   f"{md_escape(start_ev.get('baseline_token', '?'))}")
+        st.caption(
+            f"{start_ev['parameters']:,} parameters · {start_ev['train_tokens']:,} training tokens in "
+            f"{start_ev['train_documents']:,} documents · most frequent token: "
+            f"{md_escape(start_ev.get('baseline_token', '?'))}"
+        )
     st.plotly_chart(train_plots.pretrain_curves(job.metrics, steps), width="stretch", key="pt_live_curves")
     probes = tr.probe_frame(job.metrics)
     if len(probes):
         st.markdown(f"**Probe:** {md_escape(args.get('probe', ''))} · top guesses at each evaluation, newest first")
         st.dataframe(probes.iloc[::-1], hide_index=True, width="stretch")
     stopping = job.stop_event.is_set()
-    st.button("Stopping… (saving the model)" if stopping else "Stop (keeps the model as it is now)",
-              key="pt_stop", on_click=job.stop, disabled=stopping)
+    st.button(
+        "Stopping… (saving the model)" if stopping else "Stop (keeps the model as it is now)",
+        key="pt_stop",
+        on_click=job.stop,
+        disabled=stopping,
+    )
 
 
 if job is not None and job.active:
@@ -226,11 +318,14 @@ def show_result(res: dict) -> None:
     c[2].metric("Masked-LM top-5", f"{fin['mlm_top5']:.1%}" if "mlm_top5" in fin else "–")
     c[3].metric("Next-sentence accuracy", f"{fin['nsp_acc']:.1%}" if "nsp_acc" in fin else "–")
     cfg = b.config
-    st.caption(f"**{md_escape(res['name'])}**: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, "
-               f"{cfg.num_attention_heads} heads, vocabulary {cfg.vocab_size:,}, trained on "
-               f"{md_escape(info.get('corpus', '?'))}. It is in the sidebar's model list for this session.")
-    st.plotly_chart(train_plots.pretrain_curves(res["metrics"], args.get("steps")), width="stretch",
-                    key=f"pt_curves_{jid}")
+    st.caption(
+        f"**{md_escape(res['name'])}**: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, "
+        f"{cfg.num_attention_heads} heads, vocabulary {cfg.vocab_size:,}, trained on "
+        f"{md_escape(info.get('corpus', '?'))}. It is in the sidebar's model list for this session."
+    )
+    st.plotly_chart(
+        train_plots.pretrain_curves(res["metrics"], args.get("steps")), width="stretch", key=f"pt_curves_{jid}"
+    )
     probes = tr.probe_frame(res["metrics"])
     if len(probes):
         st.markdown(f"**Probe:** {md_escape(args.get('probe', ''))}")
@@ -248,20 +343,39 @@ def show_result(res: dict) -> None:
         preds = probe_predictions(b, text[:2000], k=5)
         cols = st.columns(min(3, max(1, len(preds))))
         for i, cands in enumerate(preds[:6]):
-            cols[i % len(cols)].plotly_chart(plots.mlm_topk_bar([t for t, _ in cands], [p for _, p in cands],
-                                                                f"[MASK] {i + 1}"),
-                                             width="stretch", key=f"pt_try_bar_{jid}_{i}")
+            cols[i % len(cols)].plotly_chart(
+                plots.mlm_topk_bar([t for t, _ in cands], [p for _, p in cands], f"[MASK] {i + 1}"),
+                width="stretch",
+                key=f"pt_try_bar_{jid}_{i}",
+            )
 
     st.subheader("Keep it")
     c1, c2, c3 = st.columns(3)
     fname = tr.safe_filename(res["name"])
-    c1.download_button("Download (BERT Explorer format, .zip)", data=lambda: tr.model_zip(b, res["name"]),
-                       file_name=f"{fname}.zip", mime="application/zip", on_click="ignore", key=f"pt_dl_{jid}")
-    c2.download_button("Download (Hugging Face format, .zip)", data=lambda: tr.model_zip(b, res["name"], "hf"),
-                       file_name=f"{fname}-hf.zip", mime="application/zip", on_click="ignore",
-                       key=f"pt_dlhf_{jid}", help="transformers.BertForPreTraining.from_pretrained(folder)")
-    c3.button("Explore it on the other pages", key=f"pt_use_{jid}", on_click=tr.use_model, args=(res["key"],),
-              disabled=ss.get(state.MODEL_SOURCE) == res["key"])
+    c1.download_button(
+        "Download (BERT Explorer format, .zip)",
+        data=lambda: tr.model_zip(b, res["name"]),
+        file_name=f"{fname}.zip",
+        mime="application/zip",
+        on_click="ignore",
+        key=f"pt_dl_{jid}",
+    )
+    c2.download_button(
+        "Download (Hugging Face format, .zip)",
+        data=lambda: tr.model_zip(b, res["name"], "hf"),
+        file_name=f"{fname}-hf.zip",
+        mime="application/zip",
+        on_click="ignore",
+        key=f"pt_dlhf_{jid}",
+        help="transformers.BertForPreTraining.from_pretrained(folder)",
+    )
+    c3.button(
+        "Explore it on the other pages",
+        key=f"pt_use_{jid}",
+        on_click=tr.use_model,
+        args=(res["key"],),
+        disabled=ss.get(state.MODEL_SOURCE) == res["key"],
+    )
     with st.expander("Model card"):
         st.code(b.card, language=None, wrap_lines=True)
 

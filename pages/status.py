@@ -2,6 +2,7 @@
 
 Counts and sizes only: nothing here names a student, a job's data or a run code.
 """
+
 import time
 
 import streamlit as st
@@ -11,13 +12,15 @@ from app import budget, runs_store
 from app import training as tr
 from app.memory import server_memory
 
-app.run_through_entry()   # before anything else: see app/__init__.py
+app.run_through_entry()  # before anything else: see app/__init__.py
 
 MB = 2**20
 
 st.title("Server status")
-st.caption("For whoever runs the class: how busy this server is, against the caps set in its "
-           "environment (BERT_EXPLORER_*, README). Refreshes every 10 s.")
+st.caption(
+    "For whoever runs the class: how busy this server is, against the caps set in its "
+    "environment (BERT_EXPLORER_*, README). Refreshes every 10 s."
+)
 
 
 @st.fragment(run_every=10)
@@ -37,16 +40,20 @@ def panel() -> None:
     c[1].metric("Server memory peak", f"{mem['peak'] / MB:,.0f} MB")
     c[2].metric("Saved runs + jobs + tokenized", f"{use['capped'] / MB:,.0f} of {budget.max_disk_mb():,} MB")
     c[3].metric("Whole cache (with corpora)", f"{use['cache'] / MB:,.0f} MB")
-    st.caption(f"Saved runs {use['runs'] / MB:,.1f} MB · job folders {use['jobs'] / MB:,.1f} MB · tokenized "
-               f"texts {use['tokenized'] / MB:,.1f} MB. Each job may take about {budget.max_job_mb():,} MB "
-               f"of memory at most.")
+    st.caption(
+        f"Saved runs {use['runs'] / MB:,.1f} MB · job folders {use['jobs'] / MB:,.1f} MB · tokenized "
+        f"texts {use['tokenized'] / MB:,.1f} MB. Each job may take about {budget.max_job_mb():,} MB "
+        f"of memory at most."
+    )
     last = jm.last_cleanup
     if last:
         ago = tr.fmt_seconds(time.time() - last["at"])
-        st.caption(f"Last cleanup {ago} ago (every {tr.CLEANUP_EVERY_S / 60:g} min): removed {last['expired']} "
-                   f"expired run(s), {last['for_space']} run(s) for space, {last['jobs']} job folder(s), "
-                   f"{last['tokenized']} tokenized upload(s), {last['leftovers']} half-saved folder(s); "
-                   f"{last['freed'] / MB:,.1f} MB freed.")
+        st.caption(
+            f"Last cleanup {ago} ago (every {tr.CLEANUP_EVERY_S / 60:g} min): removed {last['expired']} "
+            f"expired run(s), {last['for_space']} run(s) for space, {last['jobs']} job folder(s), "
+            f"{last['tokenized']} tokenized upload(s), {last['leftovers']} half-saved folder(s); "
+            f"{last['freed'] / MB:,.1f} MB freed."
+        )
 
 
 panel()

@@ -1,4 +1,5 @@
 """Tokenization: text -> WordPiece tokens -> ids, with segments, positions and spans."""
+
 import streamlit as st
 
 import app
@@ -9,7 +10,7 @@ from app.resources import current_model, max_tokens
 from app.widgets import WORD_CHARS, cap_help
 from bert.analysis import encode
 
-app.run_through_entry()   # before anything else: see app/__init__.py
+app.run_through_entry()  # before anything else: see app/__init__.py
 
 st.title("Tokenization")
 st.markdown(
@@ -28,11 +29,14 @@ with show_errors("the tokens"):
     b = clean_text(text_b, required=False) or None
     enc = encode(model.bundle, a, b)
     if enc.truncated:
-        st.warning(f"The input is longer than this model's maximum of {max_tokens(model.bundle)} "
-                   f"tokens: the last {enc.num_truncated:,} tokens were cut off.",
-                   icon=":material/content_cut:")
-    df = token_table(enc.tokens, enc.ids, enc.type_ids, enc.offsets, enc.word_ids,
-                     enc.sequence_ids, a, b, unk_token=tok.unk_token)
+        st.warning(
+            f"The input is longer than this model's maximum of {max_tokens(model.bundle)} "
+            f"tokens: the last {enc.num_truncated:,} tokens were cut off.",
+            icon=":material/content_cut:",
+        )
+    df = token_table(
+        enc.tokens, enc.ids, enc.type_ids, enc.offsets, enc.word_ids, enc.sequence_ids, a, b, unk_token=tok.unk_token
+    )
     n_unk = int(df["unknown"].sum())
     n_words = df.loc[df["word"] != "", "word"].nunique()
     c1, c2, c3, c4 = st.columns(4)
@@ -41,9 +45,11 @@ with show_errors("the tokens"):
     c3.metric("Split into pieces", int((df["piece"] == "continuation (##)").sum()))
     c4.metric("[UNK] tokens", n_unk)
     if n_unk:
-        st.warning(f"{n_unk} token(s) became [UNK]: the vocabulary has no pieces to spell them "
-                   "(often emoji or rare symbols). The model sees them all as the same token.",
-                   icon=":material/help:")
+        st.warning(
+            f"{n_unk} token(s) became [UNK]: the vocabulary has no pieces to spell them "
+            "(often emoji or rare symbols). The model sees them all as the same token.",
+            icon=":material/help:",
+        )
 
     stripes = word_groups(df)
 
@@ -55,13 +61,22 @@ with show_errors("the tokens"):
         return ["background-color: #e8f1fb" if stripes[row.name] else ""] * len(row)
 
     view = df.style.apply(_style, axis=1) if len(df) <= 600 else df
-    st.dataframe(view, hide_index=True, width="stretch", height=min(420, 36 + 35 * len(df)),
-                 column_config={"position": st.column_config.NumberColumn(help="position id: which learned position vector is added"),
-                                "segment": st.column_config.NumberColumn(help="segment (token type) id: 0 for sentence A, 1 for B"),
-                                "word": st.column_config.TextColumn(help="pieces of one word share this label (A3 = word 3 of sentence A)"),
-                                "span": st.column_config.TextColumn(help="character offsets into the sentence it came from")})
-    st.caption("Rows with the same blue or white band are pieces of one word; grey rows are the "
-               "special tokens BERT adds; red rows are [UNK].")
+    st.dataframe(
+        view,
+        hide_index=True,
+        width="stretch",
+        height=min(420, 36 + 35 * len(df)),
+        column_config={
+            "position": st.column_config.NumberColumn(help="position id: which learned position vector is added"),
+            "segment": st.column_config.NumberColumn(help="segment (token type) id: 0 for sentence A, 1 for B"),
+            "word": st.column_config.TextColumn(help="pieces of one word share this label (A3 = word 3 of sentence A)"),
+            "span": st.column_config.TextColumn(help="character offsets into the sentence it came from"),
+        },
+    )
+    st.caption(
+        "Rows with the same blue or white band are pieces of one word; grey rows are the "
+        "special tokens BERT adds; red rows are [UNK]."
+    )
 
 with st.expander("The special tokens", expanded=False):
     st.markdown(
@@ -75,9 +90,11 @@ with st.expander("The special tokens", expanded=False):
     )
 
 st.subheader("How WordPiece splits one word")
-st.markdown("Greedy, longest match first: try the whole rest of the word; if the vocabulary lacks "
-            "it, drop one character from the end and try again. Take the first hit and continue "
-            "after it, with `##` in front.")
+st.markdown(
+    "Greedy, longest match first: try the whole rest of the word; if the vocabulary lacks "
+    "it, drop one character from the end and try again. Take the first hit and continue "
+    "after it, with `##` in front."
+)
 with show_errors("the WordPiece trace"):
     model = current_model()
     tok = model.bundle.tokenizer
@@ -91,12 +108,15 @@ with show_errors("the WordPiece trace"):
     if word:
         basic = tok.basic_tokenize(word)
         if len(basic) != 1:
-            st.info(f"That is {len(basic)} words for BERT (punctuation and CJK characters are "
-                    f"split off first): {' · '.join(basic) or 'nothing'}. Type a single word.")
+            st.info(
+                f"That is {len(basic)} words for BERT (punctuation and CJK characters are "
+                f"split off first): {' · '.join(basic) or 'nothing'}. Type a single word."
+            )
         else:
             trace = tok.trace(word)
-            st.dataframe(trace_table(trace), hide_index=True, width="stretch",
-                         height=min(400, 36 + 35 * max(1, len(trace))))
+            st.dataframe(
+                trace_table(trace), hide_index=True, width="stretch", height=min(400, 36 + 35 * max(1, len(trace)))
+            )
             result = " + ".join(trace.pieces)
             if trace.unk:
                 st.warning(f"Result: [UNK] ({trace.reason})", icon=":material/help:")
@@ -109,8 +129,11 @@ with show_errors("the vocabulary"):
     f = vocab_facts(vocab)
     c1, c2, c3 = st.columns(3)
     c1.metric("Size", f"{f['size']:,}")
-    c2.metric("Continuation pieces (##)", f"{f['continuations']:,} ({f['continuation share']:.1%})",
-              help="Pieces that can only follow another piece inside a word.")
+    c2.metric(
+        "Continuation pieces (##)",
+        f"{f['continuations']:,} ({f['continuation share']:.1%})",
+        help="Pieces that can only follow another piece inside a word.",
+    )
     c3.metric("Unused slots", f"{f['unused slots']:,}")
     q = st.text_input("Search the vocabulary", "play", max_chars=WORD_CHARS, help=cap_help(WORD_CHARS))
     hits = vocab_search(vocab, q)

@@ -33,6 +33,7 @@ What it does, only on 127.0.0.1 and bounded in count and time (every wait has a 
 
 Page times are measured on whatever else the machine is doing (the load average is printed).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,29 +60,91 @@ ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]"}
 LOCAL_SCHEMES = {"data", "blob", "about", "file"}
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-renderer-backgrounding", "--disable-background-timer-throttling",
-                 "--disable-backgrounding-occluded-windows"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-renderer-backgrounding",
+    "--disable-background-timer-throttling",
+    "--disable-backgrounding-occluded-windows",
+]
 # Opening a page's own URL makes Streamlit's frontend probe /<page>/_stcore/... first (404):
 # streamlit/streamlit#7074, harmless (the same list as tests/browser/conftest.py).
-HARMLESS = [re.compile(r"status of 404 .*/[\w-]+/_stcore/(health|host-config)"),
-            re.compile(r"404 \(Not Found\)")]
+HARMLESS = [re.compile(r"status of 404 .*/[\w-]+/_stcore/(health|host-config)"), re.compile(r"404 \(Not Found\)")]
 
 # Words of the bert-base-uncased vocabulary, one per session; each is a whole token, so it shows
 # as itself in the attention map's labels and in the filled-in sentence.
-WORDS = ["zebra", "lamb", "elephant", "tiger", "lion", "penguin", "dolphin", "rabbit", "turtle",
-         "kangaroo", "squirrel", "donkey", "camel", "monkey", "parrot", "eagle", "spider", "salmon",
-         "gorilla", "leopard", "buffalo", "beaver", "owl", "wolf", "fox", "bear", "horse", "sheep",
-         "goat", "pig", "duck", "goose", "swan", "frog", "snake", "lizard", "shark", "whale", "crab",
-         "deer", "moose", "bison", "otter", "badger", "hawk", "falcon", "crow", "pigeon", "bee",
-         "ant", "butterfly", "mosquito", "cow", "bull", "cat", "dog", "mouse", "rat", "chicken"]
+WORDS = [
+    "zebra",
+    "lamb",
+    "elephant",
+    "tiger",
+    "lion",
+    "penguin",
+    "dolphin",
+    "rabbit",
+    "turtle",
+    "kangaroo",
+    "squirrel",
+    "donkey",
+    "camel",
+    "monkey",
+    "parrot",
+    "eagle",
+    "spider",
+    "salmon",
+    "gorilla",
+    "leopard",
+    "buffalo",
+    "beaver",
+    "owl",
+    "wolf",
+    "fox",
+    "bear",
+    "horse",
+    "sheep",
+    "goat",
+    "pig",
+    "duck",
+    "goose",
+    "swan",
+    "frog",
+    "snake",
+    "lizard",
+    "shark",
+    "whale",
+    "crab",
+    "deer",
+    "moose",
+    "bison",
+    "otter",
+    "badger",
+    "hawk",
+    "falcon",
+    "crow",
+    "pigeon",
+    "bee",
+    "ant",
+    "butterfly",
+    "mosquito",
+    "cow",
+    "bull",
+    "cat",
+    "dog",
+    "mouse",
+    "rat",
+    "chicken",
+]
 
-STEPS = ["open Attention", "analyse own sentence", "switch to All heads", "open Masked LM",
-         "predict own [MASK]"]
+STEPS = ["open Attention", "analyse own sentence", "switch to All heads", "open Masked LM", "predict own [MASK]"]
 
 
 # ==== the server ===================================================================================
+
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -90,13 +153,26 @@ def free_port() -> int:
 
 
 def start_server(port: int, log_path: Path, env_extra: dict[str, str]) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.port", str(port),
-           "--server.address", HOST, "--server.headless", "true",
-           "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "streamlit_app.py",
+        "--server.port",
+        str(port),
+        "--server.address",
+        HOST,
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+    ]
     env = {**os.environ, **env_extra}
     log = open(log_path, "w")
-    return subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env,
-                            start_new_session=True)
+    return subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
 
 def wait_healthy(proc: subprocess.Popen, url: str, timeout_s: float = 120) -> None:
@@ -116,7 +192,7 @@ def wait_healthy(proc: subprocess.Popen, url: str, timeout_s: float = 120) -> No
 
 def stop_server(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)          # the group we started, nothing else
+        os.killpg(proc.pid, signal.SIGTERM)  # the group we started, nothing else
         try:
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
@@ -202,7 +278,7 @@ class MemoryWatch:
             try:
                 with open(f"/proc/{p}/stat") as f:
                     fields = f.read().rsplit(")", 1)[1].split()
-                total += int(fields[11]) + int(fields[12])      # utime, stime (clock ticks)
+                total += int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
             except (OSError, IndexError, ValueError):
                 pass
         return total / tick
@@ -249,6 +325,7 @@ def _check_isolation(s, w: str, all_words, st: dict) -> None:
 
 # ==== the browser ===================================================================================
 
+
 def chromium_path() -> str | None:
     explicit = os.environ.get("BERT_EXPLORER_CHROMIUM")
     if explicit:
@@ -289,8 +366,7 @@ class Session:
 
 
 async def new_session(browser, s: Session, viewport=(1280, 900)):
-    ctx = await browser.new_context(viewport={"width": viewport[0], "height": viewport[1]},
-                                    service_workers="block")
+    ctx = await browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, service_workers="block")
 
     async def route(r):
         if is_local(r.request.url):
@@ -369,8 +445,12 @@ async def settle(page, ready, timeout_s: float, what: str, s: Session) -> dict:
         if st.get("errors"):
             s.errors.append(f"{what}: error on the page: {st['errors']}")
             return st
-        idle = (st.get("connected") == "CONNECTED" and st.get("script") == "notRunning"
-                and not st.get("running") and not st.get("skeleton"))
+        idle = (
+            st.get("connected") == "CONNECTED"
+            and st.get("script") == "notRunning"
+            and not st.get("running")
+            and not st.get("skeleton")
+        )
         if idle and ready(st):
             return st
         await asyncio.sleep(0.15)
@@ -382,8 +462,9 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z]+", text.lower()))
 
 
-async def student(browser, url: str, s: Session, all_words: list[str], timeout_s: float, start: asyncio.Event,
-                  delay: float = 0.0):
+async def student(
+    browser, url: str, s: Session, all_words: list[str], timeout_s: float, start: asyncio.Event, delay: float = 0.0
+):
     ctx, page = await new_session(browser, s)
     w = s.word
     sentence = f"The {w} crossed the road because the {w} was tired."
@@ -393,8 +474,9 @@ async def student(browser, url: str, s: Session, all_words: list[str], timeout_s
         await asyncio.sleep(delay)
         t = time.monotonic()
         await page.goto(url + "/attention", wait_until="commit")
-        await settle(page, lambda st: st["plots"] > 0 and "animal" in _words(st["plotText"]),
-                     timeout_s, "open Attention", s)
+        await settle(
+            page, lambda st: st["plots"] > 0 and "animal" in _words(st["plotText"]), timeout_s, "open Attention", s
+        )
         s.times["open Attention"] = time.monotonic() - t
 
         box = page.get_by_role("textbox", name="Sentence A", exact=True)
@@ -403,7 +485,7 @@ async def student(browser, url: str, s: Session, all_words: list[str], timeout_s
         await box.press("Control+Enter")
         st = await settle(page, lambda st: w in _words(st["plotText"]), timeout_s, "analyse own sentence", s)
         s.times["analyse own sentence"] = time.monotonic() - t
-        s.seen_words |= _words(st["plotText"])          # the heatmap's labels: the tokens typed
+        s.seen_words |= _words(st["plotText"])  # the heatmap's labels: the tokens typed
 
         t = time.monotonic()
         await page.locator('[data-testid="stRadio"] label', has_text="All heads").first.click()
@@ -412,18 +494,24 @@ async def student(browser, url: str, s: Session, all_words: list[str], timeout_s
 
         t = time.monotonic()
         await page.locator('[data-testid="stSidebarNav"] a', has_text="Masked LM").first.click()
-        await settle(page, lambda st: any("«" in c for c in st["codes"]) and any(w in _words(b) for b in st["boxes"]),
-                     timeout_s, "open Masked LM", s)
+        await settle(
+            page,
+            lambda st: any("«" in c for c in st["codes"]) and any(w in _words(b) for b in st["boxes"]),
+            timeout_s,
+            "open Masked LM",
+            s,
+        )
         s.times["open Masked LM"] = time.monotonic() - t
 
         box = page.get_by_role("textbox", name="A sentence with [MASK] in it", exact=True)
         await box.fill(masked)
         t = time.monotonic()
         await box.press("Control+Enter")
-        st = await settle(page, lambda st: any("«" in c and w in _words(c) for c in st["codes"]),
-                          timeout_s, "predict own [MASK]", s)
+        st = await settle(
+            page, lambda st: any("«" in c and w in _words(c) for c in st["codes"]), timeout_s, "predict own [MASK]", s
+        )
         s.times["predict own [MASK]"] = time.monotonic() - t
-        _check_isolation(s, w, all_words, st)      # the top-k bars are left out: any word may be there
+        _check_isolation(s, w, all_words, st)  # the top-k bars are left out: any word may be there
     except TimeoutError:
         pass
     except Exception as e:  # noqa: BLE001 - a broken step is an error of the run, not a crash of it
@@ -441,21 +529,24 @@ async def student(browser, url: str, s: Session, all_words: list[str], timeout_s
 # values, ForwardMsg deltas until script_finished. The server does the same work for them (a
 # session, the script run, the model, the plotly figure serialised); only the drawing is skipped.
 
+
 class ProtocolPage:
     """A Streamlit session over the websocket: run the script, read what it drew."""
 
     def __init__(self, url: str):
         self.ws_url = url.replace("http://", "ws://") + "/_stcore/stream"
         self.ws = None
-        self.pages: dict[str, str] = {}          # url path ("" for home) -> page script hash
-        self.current = ""                        # the url path of the page shown
+        self.pages: dict[str, str] = {}  # url path ("" for home) -> page script hash
+        self.current = ""  # the url path of the page shown
         self.elements: list[tuple[str, object]] = []
-        self.widgets: dict[str, object] = {}     # widget id -> WidgetState last sent
+        self.widgets: dict[str, object] = {}  # widget id -> WidgetState last sent
 
     async def connect(self):
         import websockets
-        self.ws = await websockets.connect(self.ws_url, subprotocols=["streamlit"], max_size=None,
-                                           open_timeout=120, ping_interval=None)
+
+        self.ws = await websockets.connect(
+            self.ws_url, subprotocols=["streamlit"], max_size=None, open_timeout=120, ping_interval=None
+        )
 
     async def close(self):
         if self.ws is not None:
@@ -467,6 +558,7 @@ class ProtocolPage:
         from streamlit.proto.ClientState_pb2 import ClientState
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
         from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
+
         if set_widget is not None:
             wid, kind, value = set_widget
             ws = WidgetState(id=wid)
@@ -477,7 +569,7 @@ class ProtocolPage:
         if self.current in self.pages:
             cs.page_script_hash = self.pages[self.current]
         else:
-            cs.page_name = self.current              # the first run: the page's url path
+            cs.page_name = self.current  # the first run: the page's url path
         await self.ws.send(BackMsg(rerun_script=cs).SerializeToString())
         end = time.monotonic() + timeout_s
         elements: list = []
@@ -535,12 +627,18 @@ class ProtocolPage:
                 body.append(el.body)
             elif k == "alert":
                 body.append(el.body)
-                if el.format == 1:                                # Alert.ERROR
+                if el.format == 1:  # Alert.ERROR
                     errors.append(el.body[:300])
             elif k == "exception":
                 errors.append(f"{el.type}: {el.message[:300]}")
-        return {"plots": plots, "plotText": " ".join(texts), "codes": codes, "boxes": boxes,
-                "body": "\n".join(body), "errors": errors}
+        return {
+            "plots": plots,
+            "plotText": " ".join(texts),
+            "codes": codes,
+            "boxes": boxes,
+            "body": "\n".join(body),
+            "errors": errors,
+        }
 
 
 def _flat(v):
@@ -551,8 +649,9 @@ def _flat(v):
         yield v
 
 
-async def protocol_student(url: str, s: Session, all_words: list[str], timeout_s: float, start: asyncio.Event,
-                           delay: float = 0.0):
+async def protocol_student(
+    url: str, s: Session, all_words: list[str], timeout_s: float, start: asyncio.Event, delay: float = 0.0
+):
     """The browser student's steps, over the websocket (see ProtocolPage)."""
     w = s.word
     sentence = f"The {w} crossed the road because the {w} was tired."
@@ -585,19 +684,31 @@ async def protocol_student(url: str, s: Session, all_words: list[str], timeout_s
         s.times["open Attention"] = time.monotonic() - t
 
         box = pg.find("text_area", "Sentence A")
-        st = await step("analyse own sentence", lambda st: w in _words(st["plotText"]),
-                        set_widget=(box.id, "string_value", sentence))
+        st = await step(
+            "analyse own sentence",
+            lambda st: w in _words(st["plotText"]),
+            set_widget=(box.id, "string_value", sentence),
+        )
         s.seen_words |= _words(st["plotText"])
         radio = pg.find("radio", "View")
-        await step("switch to All heads", lambda st: "Every head of every layer" in st["body"],
-                   set_widget=(radio.id, "string_value", "All heads"))
-        await step("open Masked LM", lambda st: any("«" in c for c in st["codes"])
-                   and any(w in _words(b) for b in st["boxes"]), page="masked_lm")
+        await step(
+            "switch to All heads",
+            lambda st: "Every head of every layer" in st["body"],
+            set_widget=(radio.id, "string_value", "All heads"),
+        )
+        await step(
+            "open Masked LM",
+            lambda st: any("«" in c for c in st["codes"]) and any(w in _words(b) for b in st["boxes"]),
+            page="masked_lm",
+        )
         box = pg.find("text_area", "A sentence with [MASK] in it")
-        st = await step("predict own [MASK]", lambda st: any("«" in c and w in _words(c) for c in st["codes"]),
-                        set_widget=(box.id, "string_value", masked))
+        st = await step(
+            "predict own [MASK]",
+            lambda st: any("«" in c and w in _words(c) for c in st["codes"]),
+            set_widget=(box.id, "string_value", masked),
+        )
         _check_isolation(s, w, all_words, st)
-    except (TimeoutError, asyncio.TimeoutError) as e:
+    except TimeoutError as e:
         if not s.errors:
             s.errors.append(f"timed out: {e}")
     except Exception as e:  # noqa: BLE001
@@ -608,11 +719,30 @@ async def protocol_student(url: str, s: Session, all_words: list[str], timeout_s
 
 # ==== fine-tuning jobs =================================================================================
 
+
 def reviews_csv(n: int = 400, seed: int = 0) -> bytes:
     pos = ["good", "great", "wonderful", "moving", "funny", "brilliant", "charming", "superb"]
     neg = ["bad", "boring", "dull", "awful", "weak", "tedious", "clumsy", "terrible"]
-    filler = ["the", "film", "was", "a", "very", "plot", "actor", "movie", "really", "quite", "and",
-              "it", "story", "ending", "cast", "script", "music", "with"]
+    filler = [
+        "the",
+        "film",
+        "was",
+        "a",
+        "very",
+        "plot",
+        "actor",
+        "movie",
+        "really",
+        "quite",
+        "and",
+        "it",
+        "story",
+        "ending",
+        "cast",
+        "script",
+        "music",
+        "with",
+    ]
     r = random.Random(seed)
     lines = ["text,label"]
     for i in range(n):
@@ -651,8 +781,13 @@ async def open_job(browser, url: str, s: Session, csv_path: Path, timeout_s: flo
 
 async def click_start(page, s: Session, timeout_s: float) -> None:
     await page.get_by_role("button", name="Start fine-tuning").click()
-    await settle(page, lambda st: "Step" in st["body"] or QUEUED in st["body"] or "Preparing" in st["body"],
-                 timeout_s, "start the job", s)
+    await settle(
+        page,
+        lambda st: "Step" in st["body"] or QUEUED in st["body"] or "Preparing" in st["body"],
+        timeout_s,
+        "start the job",
+        s,
+    )
 
 
 async def job_step(page) -> int | None:
@@ -694,6 +829,7 @@ async def wait_job(page, want: set[str], timeout_s: float) -> str:
 
 # ==== the run ===========================================================================================
 
+
 @dataclass
 class Report:
     sessions: int
@@ -702,26 +838,26 @@ class Report:
     errors: list[str] = field(default_factory=list)
     steps: dict[str, dict] = field(default_factory=dict)
     all_steps: dict = field(default_factory=dict)
-    browser_steps: dict = field(default_factory=dict)      # the students in Chromium (page drawn)
-    protocol_steps: dict = field(default_factory=dict)     # the students over the websocket
+    browser_steps: dict = field(default_factory=dict)  # the students in Chromium (page drawn)
+    protocol_steps: dict = field(default_factory=dict)  # the students over the websocket
     browser_sessions: int = 0
-    baseline_threads: list = field(default_factory=list)    # the busiest threads' seconds while only the job ran
-    students_threads: list = field(default_factory=list)    # ... and in the students' phase
+    baseline_threads: list = field(default_factory=list)  # the busiest threads' seconds while only the job ran
+    students_threads: list = field(default_factory=list)  # ... and in the students' phase
     queue: dict = field(default_factory=dict)
     isolation_ok: bool = False
     server_rss_start_mb: float = 0.0
-    server_rss_idle_mb: float = 0.0     # after the warm-up visit: the model loaded, no session
+    server_rss_idle_mb: float = 0.0  # after the warm-up visit: the model loaded, no session
     cold_start_s: float = 0.0
     server_peak_rss_mb: float = 0.0
     server_hwm_mb: float = 0.0
     server_rss_end_mb: float = 0.0
     phases: dict = field(default_factory=dict)
-    job_cpu_rate: float = 0.0          # processor seconds per second used by the server with only the job running
-    job_cpu_rate_students: float = 0.0     # the training thread's share during the students' phase
+    job_cpu_rate: float = 0.0  # processor seconds per second used by the server with only the job running
+    job_cpu_rate_students: float = 0.0  # the training thread's share during the students' phase
     server_cpu_rate_students: float = 0.0  # the whole server's processor seconds per second then
     students_wall_s: float = 0.0
-    students_cpu_s: float = 0.0        # the server's processor seconds in the students' phase, less the training thread's
-    cpu_per_step_s: float = 0.0        # ... per page step
+    students_cpu_s: float = 0.0  # the server's processor seconds in the students' phase, less the training thread's
+    cpu_per_step_s: float = 0.0  # ... per page step
     wall_s: float = 0.0
     cpus: int = 0
     load_before: tuple = ()
@@ -741,8 +877,14 @@ def _pcts(xs: list[float]) -> dict:
     def q(p):
         k = min(len(xs) - 1, max(0, int(round(p * (len(xs) - 1)))))
         return xs[k]
-    return {"n": len(xs), "p50": round(statistics.median(xs), 2), "p95": round(q(0.95), 2),
-            "max": round(xs[-1], 2), "mean": round(statistics.fmean(xs), 2)}
+
+    return {
+        "n": len(xs),
+        "p50": round(statistics.median(xs), 2),
+        "p95": round(q(0.95), 2),
+        "max": round(xs[-1], 2),
+        "mean": round(statistics.fmean(xs), 2),
+    }
 
 
 async def _run(args, url: str, mem: MemoryWatch, rep: Report, tmp: Path) -> None:
@@ -765,8 +907,9 @@ async def _drive(args, url, mem, rep, tmp, exe, csv_path, words, jobs, studs) ->
 
     timeout_s = args.step_timeout
     async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=niced(exe, tmp, args.nice), headless=True,
-                                           args=CHROMIUM_ARGS)
+        browser = await pw.chromium.launch(
+            executable_path=niced(exe, tmp, args.nice), headless=True, args=CHROMIUM_ARGS
+        )
         try:
             # --- the jobs: upload, then Start one after the other; the first trains, the rest wait
             # --- warm-up: one visit loads the model (a teacher opening the app before class)
@@ -777,14 +920,14 @@ async def _drive(args, url, mem, rep, tmp, exe, csv_path, words, jobs, studs) ->
             await settle(page, lambda st: st["plots"] > 0, timeout_s, "warm-up", warm)
             rep.cold_start_s = round(time.monotonic() - t, 1)
             await ctx.close()
-            if warm.errors:                 # reported with the jobs' sessions (after them: indices kept)
+            if warm.errors:  # reported with the jobs' sessions (after them: indices kept)
                 jobs.append(warm)
             rep.server_rss_idle_mb = round(mem.rss_mb(), 1)
 
             mem.mark("job pages open")
             opened = await asyncio.gather(*(open_job(browser, url, j, csv_path, timeout_s) for j in jobs))
             mem.mark("jobs started")
-            for (ctx, page), j in zip(opened, jobs):
+            for (_ctx, page), j in zip(opened, jobs):
                 await click_start(page, j, timeout_s)
             states = [await wait_job(p, {"running", "queued"}, 60) for _, p in opened]
             rep.queue["after start"] = states
@@ -804,9 +947,14 @@ async def _drive(args, url, mem, rep, tmp, exe, csv_path, words, jobs, studs) ->
             step0 = await job_step(opened[0][1]) if opened else None
             mem.mark("students")
             go = asyncio.Event()
-            tasks = [asyncio.create_task(student(browser, url, s, words, timeout_s, go, i * args.ramp) if s.browser
-                                         else protocol_student(url, s, words, timeout_s, go, i * args.ramp))
-                     for i, s in enumerate(studs)]
+            tasks = [
+                asyncio.create_task(
+                    student(browser, url, s, words, timeout_s, go, i * args.ramp)
+                    if s.browser
+                    else protocol_student(url, s, words, timeout_s, go, i * args.ramp)
+                )
+                for i, s in enumerate(studs)
+            ]
             await asyncio.sleep(0.2)
             c0, t0, th0 = mem.cpu_s(), time.monotonic(), mem.thread_cpu()
             go.set()
@@ -861,7 +1009,8 @@ def _collect(args, rep: Report, jobs: list[Session], studs: list[Session]) -> No
         rep.errors += [f"{s.name}: request left localhost: {u}" for u in s.foreign]
     rep.completed_sessions = sum(s.done for s in studs)
     rep.isolation_ok = rep.completed_sessions == len(studs) and not any(
-        "isolation" in e for s in studs for e in s.errors)
+        "isolation" in e for s in studs for e in s.errors
+    )
     for step in STEPS:
         rep.steps[step] = _pcts([s.times[step] for s in studs if step in s.times])
     rep.all_steps = _pcts([t for s in studs for t in s.times.values()])
@@ -888,18 +1037,43 @@ def _run_in_own_thread(fn) -> None:
         raise failed[0]
 
 
-def run(sessions: int = 20, jobs: int = 2, browser_sessions: int = 4, max_seconds: float = 900,
-        step_timeout: float = 300, job_wait: float = 240, nice: int = 0, ramp: float = 2.0, max_jobs: int = 1, env: dict | None = None,
-        log_dir: Path | None = None) -> Report:
+def run(
+    sessions: int = 20,
+    jobs: int = 2,
+    browser_sessions: int = 4,
+    max_seconds: float = 900,
+    step_timeout: float = 300,
+    job_wait: float = 240,
+    nice: int = 0,
+    ramp: float = 2.0,
+    max_jobs: int = 1,
+    env: dict | None = None,
+    log_dir: Path | None = None,
+) -> Report:
     if sessions > len(WORDS):
         raise ValueError(f"at most {len(WORDS)} sessions (one distinct word each)")
     browser_sessions = max(0, min(browser_sessions, sessions))
-    args = argparse.Namespace(sessions=sessions, jobs=jobs, browser_sessions=browser_sessions, max_seconds=max_seconds,
-                              step_timeout=step_timeout, job_wait=job_wait, nice=nice, ramp=ramp,
-                              baseline_s=8.0 if jobs else 2.0)
+    args = argparse.Namespace(
+        sessions=sessions,
+        jobs=jobs,
+        browser_sessions=browser_sessions,
+        max_seconds=max_seconds,
+        step_timeout=step_timeout,
+        job_wait=job_wait,
+        nice=nice,
+        ramp=ramp,
+        baseline_s=8.0 if jobs else 2.0,
+    )
     env_extra = {"BERT_EXPLORER_MAX_JOBS": str(max_jobs), **(env or {})}
-    rep = Report(sessions=sessions, jobs=jobs, cpus=os.cpu_count() or 0, load_before=os.getloadavg(),
-                 env=env_extra, ramp_s=ramp, browser_sessions=browser_sessions)
+    rep = Report(
+        sessions=sessions,
+        jobs=jobs,
+        cpus=os.cpu_count() or 0,
+        load_before=os.getloadavg(),
+        env=env_extra,
+        ramp_s=ramp,
+        browser_sessions=browser_sessions,
+    )
     port = free_port()
     url = f"http://{HOST}:{port}"
     with tempfile.TemporaryDirectory(prefix="bert-loadtest-") as d:
@@ -916,7 +1090,7 @@ def run(sessions: int = 20, jobs: int = 2, browser_sessions: int = 4, max_second
             rep.server_rss_start_mb = round(mem.rss_mb(), 1)
             try:
                 _run_in_own_thread(lambda: asyncio.run(_run(args, url, mem, rep, tmp)))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 rep.errors.append(f"the run did not end within {max_seconds:.0f} s")
             except Exception as e:  # noqa: BLE001
                 rep.errors.append(f"the run failed: {type(e).__name__}: {str(e)[:300]}")
@@ -937,33 +1111,40 @@ def run(sessions: int = 20, jobs: int = 2, browser_sessions: int = 4, max_second
 
 
 def markdown(rep: Report) -> str:
-    lines = [f"Load test: {rep.sessions} sessions through Attention and Masked LM while "
-             f"{rep.jobs} fine-tuning job(s) were submitted (BERT_EXPLORER_MAX_JOBS="
-             f"{rep.env.get('BERT_EXPLORER_MAX_JOBS')}); one student arrived every {rep.ramp_s:g} s; {rep.cpus} CPUs, load average before "
-             f"{rep.load_before[0]:.1f}, after {rep.load_after[0]:.1f}; {rep.wall_s:.0f} s in all.",
-             "",
-             "| step | n | p50 (s) | p95 (s) | max (s) |",
-             "|---|---|---|---|---|"]
-    for step, p in list(rep.steps.items()) + [("all steps", rep.all_steps),
-                                               (f"all steps, {rep.browser_sessions} in Chromium", rep.browser_steps),
-                                               (f"all steps, {rep.sessions - rep.browser_sessions} over the websocket",
-                                                rep.protocol_steps)]:
+    lines = [
+        f"Load test: {rep.sessions} sessions through Attention and Masked LM while "
+        f"{rep.jobs} fine-tuning job(s) were submitted (BERT_EXPLORER_MAX_JOBS="
+        f"{rep.env.get('BERT_EXPLORER_MAX_JOBS')}); one student arrived every {rep.ramp_s:g} s; "
+        f"{rep.cpus} CPUs, load average before "
+        f"{rep.load_before[0]:.1f}, after {rep.load_after[0]:.1f}; {rep.wall_s:.0f} s in all.",
+        "",
+        "| step | n | p50 (s) | p95 (s) | max (s) |",
+        "|---|---|---|---|---|",
+    ]
+    for step, p in list(rep.steps.items()) + [
+        ("all steps", rep.all_steps),
+        (f"all steps, {rep.browser_sessions} in Chromium", rep.browser_steps),
+        (f"all steps, {rep.sessions - rep.browser_sessions} over the websocket", rep.protocol_steps),
+    ]:
         if p.get("n"):
             lines.append(f"| {step} | {p['n']} | {p['p50']:.2f} | {p['p95']:.2f} | {p['max']:.2f} |")
-    lines += ["",
-              f"- sessions completed: {rep.completed_sessions} of {rep.sessions}; each saw only its "
-              f"own word: {'yes' if rep.isolation_ok else 'NO'}",
-              f"- queue: {json.dumps(rep.queue)}",
-              f"- server memory (RSS): {rep.server_rss_start_mb:.0f} MB at start, "
-              f"{rep.server_rss_idle_mb:.0f} MB with the model loaded (first visit {rep.cold_start_s:.0f} s), peak {rep.server_peak_rss_mb:.0f} MB "
-              f"(sampled) / {rep.server_hwm_mb:.0f} MB (VmHWM), {rep.server_rss_end_mb:.0f} MB at the end",
-              f"- memory by phase (peak / last, MB): "
-              + "; ".join(f"{k} {v['peak_mb']:.0f} / {v['last_mb']:.0f}" for k, v in rep.phases.items()),
-              f"- server processor time: with only the job {rep.job_cpu_rate:.2f} s/s; during the students' "
-              f"phase the server got {rep.server_cpu_rate_students:.2f} s/s (the training thread "
-              f"{rep.job_cpu_rate_students:.2f}); serving the sessions took {rep.students_cpu_s:.1f} s of "
-              f"processor in {rep.students_wall_s:.0f} s: {rep.cpu_per_step_s:.2f} s per page step",
-              f"- errors: {len(rep.errors)}"]
+    lines += [
+        "",
+        f"- sessions completed: {rep.completed_sessions} of {rep.sessions}; each saw only its "
+        f"own word: {'yes' if rep.isolation_ok else 'NO'}",
+        f"- queue: {json.dumps(rep.queue)}",
+        f"- server memory (RSS): {rep.server_rss_start_mb:.0f} MB at start, "
+        f"{rep.server_rss_idle_mb:.0f} MB with the model loaded (first visit {rep.cold_start_s:.0f} s), "
+        f"peak {rep.server_peak_rss_mb:.0f} MB "
+        f"(sampled) / {rep.server_hwm_mb:.0f} MB (VmHWM), {rep.server_rss_end_mb:.0f} MB at the end",
+        "- memory by phase (peak / last, MB): "
+        + "; ".join(f"{k} {v['peak_mb']:.0f} / {v['last_mb']:.0f}" for k, v in rep.phases.items()),
+        f"- server processor time: with only the job {rep.job_cpu_rate:.2f} s/s; during the students' "
+        f"phase the server got {rep.server_cpu_rate_students:.2f} s/s (the training thread "
+        f"{rep.job_cpu_rate_students:.2f}); serving the sessions took {rep.students_cpu_s:.1f} s of "
+        f"processor in {rep.students_wall_s:.0f} s: {rep.cpu_per_step_s:.2f} s per page step",
+        f"- errors: {len(rep.errors)}",
+    ]
     lines += [f"  - {e}" for e in rep.errors[:30]]
     return "\n".join(lines)
 
@@ -972,30 +1153,57 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sessions", type=int, default=20, help="concurrent student sessions (default 20)")
     p.add_argument("--jobs", type=int, default=2, help="fine-tuning jobs submitted (default 2)")
-    p.add_argument("--browser-sessions", type=int, default=4,
-                   help="how many of the students use Chromium (default 4); the others speak Streamlit's "
-                        "websocket protocol (no drawing: see ProtocolPage)")
+    p.add_argument(
+        "--browser-sessions",
+        type=int,
+        default=4,
+        help="how many of the students use Chromium (default 4); the others speak Streamlit's "
+        "websocket protocol (no drawing: see ProtocolPage)",
+    )
     p.add_argument("--max-jobs", type=int, default=1, help="BERT_EXPLORER_MAX_JOBS of the server (default 1)")
-    p.add_argument("--ramp", type=float, default=2.0,
-                   help="seconds between two students' arrivals (default 2: 20 students arrive within 40 s, "
-                        "then all work at once); 0: all at the same instant")
+    p.add_argument(
+        "--ramp",
+        type=float,
+        default=2.0,
+        help="seconds between two students' arrivals (default 2: 20 students arrive within 40 s, "
+        "then all work at once); 0: all at the same instant",
+    )
     p.add_argument("--max-seconds", type=float, default=900, help="bound on the students' phase")
     p.add_argument("--step-timeout", type=float, default=300, help="bound on one page step")
     p.add_argument("--job-wait", type=float, default=240, help="bound on each job's start/finish")
-    p.add_argument("--nice", type=int, default=0,
-                   help="run Chromium at this niceness, so the server gets the processor first (default 0: "
-                        "on a machine shared with other busy processes a niced browser starves)")
-    p.add_argument("--torch-threads", type=int, default=0,
-                   help="OMP_NUM_THREADS of the server (0: torch's default)")
-    p.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
-                   help="an environment variable for the server (repeatable), e.g. MALLOC_ARENA_MAX=2")
+    p.add_argument(
+        "--nice",
+        type=int,
+        default=0,
+        help="run Chromium at this niceness, so the server gets the processor first (default 0: "
+        "on a machine shared with other busy processes a niced browser starves)",
+    )
+    p.add_argument("--torch-threads", type=int, default=0, help="OMP_NUM_THREADS of the server (0: torch's default)")
+    p.add_argument(
+        "--server-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an environment variable for the server (repeatable), e.g. MALLOC_ARENA_MAX=2",
+    )
     p.add_argument("--json", type=Path, help="also write the report as JSON here")
     p.add_argument("--log-dir", type=Path, help="keep the server log here")
     a = p.parse_args(argv)
     env = {"OMP_NUM_THREADS": str(a.torch_threads)} if a.torch_threads else {}
     env.update(kv.split("=", 1) for kv in a.server_env)
-    rep = run(sessions=a.sessions, jobs=a.jobs, browser_sessions=a.browser_sessions, max_seconds=a.max_seconds, step_timeout=a.step_timeout,
-              job_wait=a.job_wait, nice=a.nice, ramp=a.ramp, max_jobs=a.max_jobs, env=env, log_dir=a.log_dir)
+    rep = run(
+        sessions=a.sessions,
+        jobs=a.jobs,
+        browser_sessions=a.browser_sessions,
+        max_seconds=a.max_seconds,
+        step_timeout=a.step_timeout,
+        job_wait=a.job_wait,
+        nice=a.nice,
+        ramp=a.ramp,
+        max_jobs=a.max_jobs,
+        env=env,
+        log_dir=a.log_dir,
+    )
     print(markdown(rep))
     if a.json:
         a.json.write_text(json.dumps(asdict(rep), indent=2, default=list) + "\n")

@@ -1,5 +1,6 @@
 """Shared fixtures. The repository root is importable through pytest's `pythonpath` option and
 the markers (`slow`, `browser`) are registered, both in pyproject.toml."""
+
 import os
 
 import pytest
@@ -11,4 +12,5 @@ torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 @pytest.fixture(scope="session")
 def real_vocab_path():
     from bert.checkpoint import minilm_package_dir
+
     return minilm_package_dir() / "vocab.txt"

@@ -1,4 +1,5 @@
 """bert.analysis on hand-made attention maps and tiny random models with known answers."""
+
 import math
 
 import numpy as np
@@ -11,11 +12,42 @@ from bert.checkpoint import Bundle
 from bert.config import BertConfig
 from bert.model import BertForPreTraining, BertForSequenceClassification
 
-WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "bank", "river", "money", "we", "went",
-         "to", "open", "account", "by", "water", "big", "red", ",", ".", "!", "?", "##s"]
+WORDS = [
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "mat",
+    "a",
+    "dog",
+    "bank",
+    "river",
+    "money",
+    "we",
+    "went",
+    "to",
+    "open",
+    "account",
+    "by",
+    "water",
+    "big",
+    "red",
+    ",",
+    ".",
+    "!",
+    "?",
+    "##s",
+]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
-TINY = dict(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-            intermediate_size=37, max_position_embeddings=64, type_vocab_size=2)
+TINY = dict(
+    vocab_size=len(VOCAB),
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    max_position_embeddings=64,
+    type_vocab_size=2,
+)
 
 
 def _perturb(model, seed):
@@ -26,7 +58,7 @@ def _perturb(model, seed):
             if "norm" in name or name.endswith("bias"):
                 p.add_(0.1 * torch.randn(p.shape, generator=g))
             elif p.dim() == 2:
-                p.mul_(5.0)                     # sharper attention than 0.02-std weights give
+                p.mul_(5.0)  # sharper attention than 0.02-std weights give
     return model.eval()
 
 
@@ -80,14 +112,14 @@ def pattern(kind):
             a[i, [3, 6]] = 0.5
         elif kind == "broad":
             a[i] = 1 / T
-        elif kind == "other":                 # focused, three tokens ahead: no simple pattern
+        elif kind == "other":  # focused, three tokens ahead: no simple pattern
             a[i, (i + 3) % T] = 1
     return a
 
 
 @pytest.mark.parametrize("kind", A.LABELS)
 def test_synthetic_heads_are_labelled(kind):
-    att = pattern(kind)[None, None]                             # (1, 1, T, T)
+    att = pattern(kind)[None, None]  # (1, 1, T, T)
     stats = A.head_pattern_stats(att, TOKENS)
     assert set(stats) == set(A.PATTERNS) | {"entropy"}
     assert all(v.shape == (1, 1) for v in stats.values())
@@ -98,7 +130,7 @@ def test_pattern_stats_hand_values():
     stats = A.head_pattern_stats(pattern("previous")[None, None], TOKENS)
     assert stats["previous"][0, 0] == pytest.approx(1.0)
     assert stats["next"][0, 0] == pytest.approx(0.0)
-    assert stats["[CLS]"][0, 0] == pytest.approx(2 / T)        # rows 0 and 1 land on [CLS]
+    assert stats["[CLS]"][0, 0] == pytest.approx(2 / T)  # rows 0 and 1 land on [CLS]
     assert stats["entropy"][0, 0] == pytest.approx(0.0, abs=1e-9)
     uniform = A.head_pattern_stats(pattern("broad")[None, None], TOKENS)
     assert uniform["entropy"][0, 0] == pytest.approx(1.0)
@@ -106,8 +138,8 @@ def test_pattern_stats_hand_values():
 
 
 def test_pattern_stats_accepts_model_tuple_and_checks_tokens():
-    att = torch.tensor(np.stack([pattern("self"), pattern("next")]))[None]   # (1, 2, T, T)
-    stats = A.head_pattern_stats((att, att), TOKENS)                       # L=2 tuple of (1,H,T,T)
+    att = torch.tensor(np.stack([pattern("self"), pattern("next")]))[None]  # (1, 2, T, T)
+    stats = A.head_pattern_stats((att, att), TOKENS)  # L=2 tuple of (1,H,T,T)
     assert A.label_heads(stats).tolist() == [["self", "next"], ["self", "next"]]
     with pytest.raises(bert.InputError):
         A.head_pattern_stats(att, TOKENS[:-1])
@@ -130,6 +162,7 @@ def test_head_patterns_over_probe_set(tiny):
 
 # ---- 2. rollout, saliency, spearman ----------------------------------------------------------
 
+
 def test_rollout_of_identity_is_identity():
     att = np.broadcast_to(np.eye(5), (3, 2, 5, 5))
     np.testing.assert_allclose(A.attention_rollout(att), np.eye(5), atol=1e-12)
@@ -151,7 +184,7 @@ def test_rollout_rows_sum_to_one_and_one_layer_by_hand():
 def test_spearman_known_values():
     assert A.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
     assert A.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
-    assert A.spearman([1, 2, 3, 4], [1, 4, 9, 16]) == pytest.approx(1.0)      # monotone, not linear
+    assert A.spearman([1, 2, 3, 4], [1, 4, 9, 16]) == pytest.approx(1.0)  # monotone, not linear
     assert A.spearman([1, 2, 2, 3], [1, 2, 3, 4]) == pytest.approx(4.5 / math.sqrt(22.5))  # ties
     assert math.isnan(A.spearman([1, 1, 1], [1, 2, 3]))
     with pytest.raises(bert.InputError):
@@ -191,6 +224,7 @@ def test_saliency_signed_is_first_order_effect(tiny):
         def logp(scale):
             h, _, _ = A._run_layers(m.bert, x * scale)
             return torch.log_softmax(m.mlm(h[0, s.position]), -1)[s.target_index].item()
+
         eps = 1e-3
         fd = (logp(1 + eps) - logp(1 - eps)) / (2 * eps)
     assert s.signed.sum() == pytest.approx(fd, rel=1e-2, abs=1e-4)
@@ -226,6 +260,7 @@ def test_mlm_functions_refuse_classifier_and_missing_mask(tiny, clf):
 
 # ---- 3. logit lens ---------------------------------------------------------------------------
 
+
 def test_logit_lens_last_layer_equals_mlm_output(tiny):
     text = "the [MASK] sat on the [MASK] ."
     lens = A.logit_lens(tiny, text, k=4)
@@ -238,12 +273,13 @@ def test_logit_lens_last_layer_equals_mlm_output(tiny):
     assert lens.positions == where[0].nonzero()[:, 0].tolist()
     assert lens.top_ids.shape == (2, L + 1, 4) and lens.answer_prob.shape == (2, L + 1)
     assert np.array_equal(lens.top_ids[:, -1], top_i.numpy())
-    assert np.array_equal(lens.top_probs[:, -1], top_p.numpy().astype(np.float64))   # exact
+    assert np.array_equal(lens.top_probs[:, -1], top_p.numpy().astype(np.float64))  # exact
     assert (lens.answer_rank[:, -1] == 1).all()
     assert lens.top_tokens[0][-1] == tiny.tokenizer.convert_ids_to_tokens(top_i[0].tolist())
 
 
 # ---- 4. ablation -----------------------------------------------------------------------------
+
 
 def test_ablating_all_heads_of_a_layer_leaves_only_the_residual(tiny):
     m, L, H = tiny.model, tiny.config.num_hidden_layers, tiny.config.num_attention_heads
@@ -254,7 +290,7 @@ def test_ablating_all_heads_of_a_layer_leaves_only_the_residual(tiny):
         with torch.inference_mode():
             hs = m.bert(ids, types, head_mask=hm, output_hidden_states=True).hidden_states
             layer, x = m.bert.layers[l], hs[l]
-            y = layer.attn_norm(x + layer.attn.out.bias)          # attention adds only its bias
+            y = layer.attn_norm(x + layer.attn.out.bias)  # attention adds only its bias
             y = layer.ffn_norm(y + layer.ffn_out(layer.act(layer.ffn_in(y))))
         torch.testing.assert_close(hs[l + 1], y, atol=1e-5, rtol=1e-5)
 
@@ -294,6 +330,7 @@ def test_head_importance_mlm_matches_one_ablation_at_a_time(tiny):
         with torch.inference_mode():
             logits = tiny.model(ids, types, head_mask=torch.tensor(hm, dtype=torch.float32)).mlm_logits
         return torch.log_softmax(logits[0, pos], -1)[tid].item()
+
     assert imp.baseline == pytest.approx(logp(np.ones((2, 4))), abs=1e-5)
     np.testing.assert_allclose(imp.ablated, _importance_by_hand(tiny, TEXT, logp), atol=1e-4)
     ranked = imp.ranking()
@@ -313,13 +350,14 @@ def test_head_importance_classifier(clf):
 
 # ---- 6. side by side -------------------------------------------------------------------------
 
+
 def test_compare_attention():
-    a = np.stack([np.stack([pattern("self"), pattern("previous")])])    # (1, 2, T, T)
+    a = np.stack([np.stack([pattern("self"), pattern("previous")])])  # (1, 2, T, T)
     b = np.stack([np.stack([pattern("self"), pattern("next")])])
     d = A.compare_attention(a, b)
     assert d.diff.shape == a.shape
     assert d.moved[0, 0] == 0.0
-    assert d.moved[0, 1] == pytest.approx(1.0)        # previous vs next: every row moved entirely
+    assert d.moved[0, 1] == pytest.approx(1.0)  # previous vs next: every row moved entirely
     with pytest.raises(bert.InputError, match="layers"):
         A.compare_attention(a, np.concatenate([b, b]))
     with pytest.raises(bert.InputError, match="tokens"):
@@ -363,11 +401,11 @@ def test_word_vectors_by_layer(tiny):
     with pytest.raises(bert.InputError, match="not in the sentence"):
         A.word_vectors_by_layer(tiny, SENTS + ["the cat sat ."], "bank")
     with pytest.raises(bert.InputError):
-        A.word_vectors_by_layer(tiny, SENTS, "banks")       # whole words only
+        A.word_vectors_by_layer(tiny, SENTS, "banks")  # whole words only
 
 
 def test_first_piece_of_a_split_word(tiny):
-    assert A.find_word(tiny.tokenizer, "the cats sat .", "cats") == 2   # [CLS] the cat ##s
+    assert A.find_word(tiny.tokenizer, "the cats sat .", "cats") == 2  # [CLS] the cat ##s
     assert tiny.tokenizer.encode("the cats sat .").tokens[2:4] == ["cat", "##s"]
 
 
@@ -376,14 +414,14 @@ def test_pca_2d_and_separation():
     p = A.pca_2d(x)
     assert p.shape == (4, 2)
     np.testing.assert_allclose(np.abs(p[:, 0]), np.abs(x[:, 0] - 1.5), atol=0.05)
-    assert np.abs(p[:, 0]).argmax() == 3 and p[3, 0] > 0                # sign convention
+    assert np.abs(p[:, 0]).argmax() == 3 and p[3, 0] > 0  # sign convention
     rng = np.random.default_rng(0)
     a = np.array([1.0, 0, 0, 0]) + 0.01 * rng.standard_normal((5, 4))
     b = np.array([0.0, 1, 0, 0]) + 0.01 * rng.standard_normal((5, 4))
     labels = ["river"] * 5 + ["money"] * 5
     assert A.separation(np.concatenate([a, b]), labels) > 0.9
     mixed = 0.01 * rng.standard_normal((10, 4)) + 1.0
-    layers = np.stack([mixed, np.concatenate([a, b])])                  # (2, N, C)
+    layers = np.stack([mixed, np.concatenate([a, b])])  # (2, N, C)
     s = A.separation(layers, labels)
     assert s.shape == (2,) and s[0] < 0.5 < s[1]
     assert A.pca_by_layer(layers).shape == (2, 10, 2)
@@ -393,10 +431,11 @@ def test_pca_2d_and_separation():
 
 # ---- the real model ---------------------------------------------------------------------------
 
+
 def test_minilm_patterns_and_senses():
     b = bert.load("minilm-l6")
     hp = A.head_patterns_over(b, A.probe_sentences()[:4])
     assert hp.labels.shape == (6, 12)
     word, sentences, labels = A.sense_examples()
     sep = A.separation(A.word_vectors_by_layer(b, sentences, word), labels)
-    assert sep.shape == (7,) and sep[1:].max() > sep[0]          # senses separate with depth
+    assert sep.shape == (7,) and sep[1:].max() > sep[0]  # senses separate with depth

@@ -5,10 +5,10 @@ token reaches plotly escaped. Part 2: the pages through streamlit.testing (AppTe
 default model and with a tiny session classifier: every view renders with no exception and
 no error box, and the controls work. Plotly charts are UnknownElements in AppTest.
 """
+
 from pathlib import Path
 
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 
 from app import analysis_plots as ap
@@ -25,10 +25,15 @@ def _stats():
 
 # --- part 1: figures ------------------------------------------------------------------------------
 
+
 def test_pattern_map_cells_hover_and_legend():
-    labels = np.array([["[CLS]", "previous", "broad", "other"],
-                       ["[SEP]", "[SEP]", "next", "self"],
-                       ["punctuation", "[CLS]", "[CLS]", "broad"]])
+    labels = np.array(
+        [
+            ["[CLS]", "previous", "broad", "other"],
+            ["[SEP]", "[SEP]", "next", "self"],
+            ["punctuation", "[CLS]", "[CLS]", "broad"],
+        ]
+    )
     stats = _stats()
     fig = ap.pattern_map(labels, stats, selected=(1, 2), title="<b>x</b>")
     hm, pts = fig.data[0], fig.data[1]
@@ -152,12 +157,12 @@ def at():
 def test_head_patterns_input_probe_and_open_on_attention(at):
     at.switch_page("pages/head_patterns.py").run()
     _ok(at)
-    assert at.dataframe[0].value["heads"].sum() == 6 * 12       # the legend counts every head
+    assert at.dataframe[0].value["heads"].sum() == 6 * 12  # the legend counts every head
     at.radio(key="hp_source").set_value("The built-in probe sentences").run()
     _ok(at)
-    at.selectbox(key="hp_head_6_12").set_value(3 * 12 + 4).run()   # layer 4, head 5
+    at.selectbox(key="hp_head_6_12").set_value(3 * 12 + 4).run()  # layer 4, head 5
     _ok(at)
-    at.button(key="hp_open").click().run()                      # lands on the Attention page
+    at.button(key="hp_open").click().run()  # lands on the Attention page
     _ok(at)
     assert [t.value for t in at.title] == ["Attention"]
     assert at.slider(key="att_layer_6").value == 4 and at.slider(key="att_head_12").value == 5
@@ -169,8 +174,9 @@ def test_explanations_both_views_and_several_masks(at):
     at.switch_page("pages/explanations.py").run()
     _ok(at)
     import bert
+
     untrained = any("no MLM head" in n for n in bert.load("minilm-l6").notes)
-    assert any("untrained" in w.value for w in at.warning) == untrained   # warned only if untrained
+    assert any("untrained" in w.value for w in at.warning) == untrained  # warned only if untrained
     assert any(m.label.startswith("Rank correlation") for m in at.metric)
     at.selectbox(key="ex_mask_2").set_value(1).run()
     _ok(at)
@@ -187,7 +193,7 @@ def test_explanations_both_views_and_several_masks(at):
 def test_ablation_buttons_and_ranking(at):
     at.switch_page("pages/ablation.py").run()
     _ok(at)
-    assert len(at.dataframe[-1].value) == 10                  # the top-10 ranking
+    assert len(at.dataframe[-1].value) == 10  # the top-10 ranking
     at.button(key="abl_top").click().run()
     _ok(at)
     assert len(at.session_state["abl_off"]) == 5
@@ -206,7 +212,7 @@ def test_compare_two_models_and_word_map(at):
     _ok(at)
     at.slider(key="sense_layer_6").set_value(0).run()
     _ok(at)
-    at.text_input(key="sense_word").input("river").run()       # not in every sentence
+    at.text_input(key="sense_word").input("river").run()  # not in every sentence
     assert not at.exception
     assert any("river" in e.value for e in at.error)
     at.text_input(key="sense_word").input("bank").run()
@@ -218,9 +224,16 @@ def test_a_session_classifier_on_every_analysis_page():
     default model (different shapes: a message, not an error)."""
     import bert
     from bert.checkpoint import minilm_package_dir
+
     tok = bert.Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
-    cfg = bert.BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                          intermediate_size=37, id2label={0: "negative", 1: "positive"})
+    cfg = bert.BertConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        id2label={0: "negative", 1: "positive"},
+    )
     bundle = bert.Bundle(model=bert.BertForSequenceClassification(cfg).eval(), tokenizer=tok, name="tiny-clf")
     a = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
     a.session_state[state.USER_MODELS] = {"tiny-clf": bundle}
@@ -251,26 +264,31 @@ def test_a_session_classifier_on_every_analysis_page():
 
 # --- attention over training (bert/attention_snapshots.py and its view) -------------------------
 
+
 def _tiny_pretraining_bundle():
     import bert
     from bert.checkpoint import minilm_package_dir
+
     tok = bert.Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
-    cfg = bert.BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                          intermediate_size=37)
+    cfg = bert.BertConfig(
+        vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37
+    )
     return bert.Bundle(model=bert.BertForPreTraining(cfg).eval(), tokenizer=tok, name="tiny")
 
 
 def _recorded(bundle, steps=(0, 10, 20, 30)):
     import torch
+
     from bert.attention_snapshots import AttentionSnapshots
+
     rec = AttentionSnapshots.for_tokenizer(bundle.tokenizer, every=10)
     model = bundle.model
-    model.train()                                     # as in a training loop
+    model.train()  # as in a training loop
     torch.manual_seed(0)
     for step in steps:
         assert rec(step, model)
-        assert not rec(step + 1, model)               # not yet time
-        with torch.no_grad():                         # stand-in for an optimizer step
+        assert not rec(step + 1, model)  # not yet time
+        with torch.no_grad():  # stand-in for an optimizer step
             for p in model.bert.layers[1].parameters():
                 p.add_(0.3 * torch.randn_like(p))
     assert model.training, "the recorder restores the training mode"
@@ -291,6 +309,7 @@ def test_attention_snapshots_record_every_n_and_measure_change():
     assert len(fig.data) == 3 and list(fig.data[0].x) == steps
     # past max_snapshots: thinned, the first kept, `every` doubled
     from bert.attention_snapshots import AttentionSnapshots
+
     small = AttentionSnapshots.for_tokenizer(bundle.tokenizer, every=1, max_snapshots=4)
     for s in range(6):
         small(s, bundle.model)
@@ -299,6 +318,7 @@ def test_attention_snapshots_record_every_n_and_measure_change():
 
 def test_attention_over_training_view():
     from app.snapshots import SNAPSHOTS
+
     a = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
     a.run()
     a.switch_page("pages/compare.py").run()

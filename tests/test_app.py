@@ -5,18 +5,18 @@ message, never a traceback. Uses the default model "minilm-l6" (loaded once per 
 Plotly charts and iframes are UnknownElements here: their content is checked in test_plots.py
 and in the browser tests.
 """
+
 import pytest
 
 pytest.importorskip("streamlit")
+from pathlib import Path  # noqa: E402
+
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from app import state  # noqa: E402
 
-from pathlib import Path  # noqa: E402
-
 ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
-PAGES = ["pages/home.py", "pages/tokenization.py", "pages/embeddings.py", "pages/attention.py",
-         "pages/masked_lm.py"]
+PAGES = ["pages/home.py", "pages/tokenization.py", "pages/embeddings.py", "pages/attention.py", "pages/masked_lm.py"]
 TIMEOUT = 60
 
 
@@ -48,7 +48,7 @@ def test_home_renders_and_shows_parameter_count(home):
     assert not _errors(home)
     assert [m.value for m in home.metric if m.label == "Parameters"] == ["22.9 M"]
     exact = [c.value for c in home.main.caption if "parameters in all" in c.value]
-    assert exact and int(exact[0].split()[0].replace(",", "")) == 22_893_116   # all-MiniLM-L6-v2 + heads
+    assert exact and int(exact[0].split()[0].replace(",", "")) == 22_893_116  # all-MiniLM-L6-v2 + heads
     # the sidebar shows the model and its notes on every page, on every run
     assert any("parameters" in c.value for c in home.sidebar.caption)
     home.run()
@@ -84,8 +84,14 @@ def test_attention_layer_head_and_views(app):
     _ok(app)
     app.checkbox(key="att_hide").check().run()
     _ok(app)
-    for view in ("All heads", "Q/K/V walk-through", "bertviz: head view", "bertviz: model view",
-                 "bertviz: neuron view", "Heatmap"):
+    for view in (
+        "All heads",
+        "Q/K/V walk-through",
+        "bertviz: head view",
+        "bertviz: model view",
+        "bertviz: neuron view",
+        "Heatmap",
+    ):
         app.radio(key="att_view").set_value(view).run()
         _ok(app)
         assert not _errors(app), (view, _errors(app))
@@ -106,7 +112,7 @@ def test_empty_and_whitespace_input_give_a_message(app, page):
 
 def test_long_input_is_truncated_with_a_notice(app):
     app.switch_page("pages/tokenization.py").run()
-    app.text_area(key=state.W_TEXT_A).input("a " * 1000).run()   # 2,000 characters (the cap), 1,000 tokens
+    app.text_area(key=state.W_TEXT_A).input("a " * 1000).run()  # 2,000 characters (the cap), 1,000 tokens
     _ok(app)
     assert any("cut off" in w.value for w in app.warning)
 
@@ -148,7 +154,7 @@ def test_random_sentence_b_button(app):
 
 
 def test_bad_local_folder_shows_an_error_not_a_traceback(app, tmp_path, monkeypatch):
-    monkeypatch.setenv("BERT_EXPLORER_MODELS_DIR", str(tmp_path))   # under the allowed root: a real load error
+    monkeypatch.setenv("BERT_EXPLORER_MODELS_DIR", str(tmp_path))  # under the allowed root: a real load error
     (tmp_path / "empty").mkdir()
     app.selectbox(key=state.W_MODEL_CHOICE).set_value("__folder__").run()
     app.text_input(key=state.W_LOCAL_PATH).input(str(tmp_path / "empty")).run()
@@ -163,9 +169,16 @@ def test_a_session_model_classifier_on_every_page(app):
     apart from the cached built-ins, and the MLM page says it has no MLM head."""
     import bert
     from bert.checkpoint import minilm_package_dir
+
     tok = bert.Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
-    cfg = bert.BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                          intermediate_size=37, id2label={0: "negative", 1: "positive"})
+    cfg = bert.BertConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        id2label={0: "negative", 1: "positive"},
+    )
     bundle = bert.Bundle(model=bert.BertForSequenceClassification(cfg).eval(), tokenizer=tok, name="tiny-clf")
     app.session_state[state.USER_MODELS] = {"tiny-clf": bundle}
     app.session_state[state.USER_MODEL_IDS] = {"tiny-clf": "session:tiny-clf:test"}
@@ -188,6 +201,7 @@ def test_each_other_builtin_on_every_page(app, name):
     """Picked in the sidebar, a built-in other than the default draws every page; the published
     encoder's untrained heads are said on the Masked LM page."""
     from bert.checkpoint import available_builtins
+
     if name not in available_builtins():
         pytest.skip(f"{name} is not in assets/")
     app.selectbox(key=state.W_MODEL_CHOICE).set_value(name).run()
@@ -197,5 +211,5 @@ def test_each_other_builtin_on_every_page(app, name):
         app.switch_page(page).run()
         _ok(app)
         assert not _errors(app), (page, _errors(app))
-    warned = any("untrained" in w.value for w in app.warning)     # still on the Masked LM page
+    warned = any("untrained" in w.value for w in app.warning)  # still on the Masked LM page
     assert warned == (name == "all-minilm-l6-v2")

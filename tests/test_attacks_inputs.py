@@ -7,6 +7,7 @@ allocated, and a student who hits it reads a message (DESIGN.md §9).
 3. Compare's table of sentences is capped in rows and cells, and runs in small batches.
 4. Streamlit's WebSocket message limit is lowered, and Streamlit accepts the option.
 """
+
 from __future__ import annotations
 
 import ast
@@ -35,6 +36,7 @@ def tok() -> Tokenizer:
 
 # ---- 1. the tokenizer on a long paste ----------------------------------------------------------------
 
+
 def _longest_first(la: int, lb: int, budget: int) -> tuple[int, int]:
     """transformers' longest_first on lengths (the tokenizer's rule before it read lazily)."""
     removed = max(0, la + lb - budget)
@@ -53,8 +55,14 @@ def _cut_reference(tok, a, b, max_length):
     sb = [i for i, s in enumerate(full.sequence_ids) if s == 1]
     la, lb = _longest_first(len(sa), len(sb), max_length - (2 if b is None else 3))
     keep = [0] + sa[:la] + [sa[-1] + 1 if sa else 1] + ([] if b is None else sb[:lb] + [len(full) - 1])
-    return ([full.ids[i] for i in keep], [full.offsets[i] for i in keep], [full.word_ids[i] for i in keep],
-            [full.type_ids[i] for i in keep], len(sa) + len(sb) - la - lb, max(len(sa), len(sb)))
+    return (
+        [full.ids[i] for i in keep],
+        [full.offsets[i] for i in keep],
+        [full.word_ids[i] for i in keep],
+        [full.type_ids[i] for i in keep],
+        len(sa) + len(sb) - la - lb,
+        max(len(sa), len(sb)),
+    )
 
 
 def _long_text(rng: random.Random, n_chars: int, glue=(" ", " ", "\n", ", ", "", ",")) -> str:
@@ -87,19 +95,19 @@ def test_truncated_encode_equals_tokenize_all_then_cut(tok, max_length):
         a = _long_text(rng, rng.choice([50, 3_000, 2 * _WINDOW + 500, 20_000]))
         b = None if k % 3 == 0 else rng.choice([_long_text(rng, rng.choice([10, 5_000, 30_000])), rng.choice(lines)])
         if k % 5 == 1:
-            b = a                                           # equal lengths: the tie rule
+            b = a  # equal lengths: the tie rule
         e = tok.encode(a, b, max_length=max_length)
         ids, offs, wids, types, removed, longest = _cut_reference(tok, a, b, max_length)
         assert e.ids == ids and e.offsets == offs and e.word_ids == wids and e.type_ids == types, (k, a[:80])
         assert e.truncated == (removed > 0) and e.num_truncated <= removed
-        if longest < max_length + _COUNT_AHEAD - 3:          # counted exactly up to _COUNT_AHEAD past
+        if longest < max_length + _COUNT_AHEAD - 3:  # counted exactly up to _COUNT_AHEAD past
             assert e.num_truncated == removed
         assert len(e) <= max_length
 
 
 @needs_vocab
 def test_beyond_the_count_ahead_the_count_is_a_lower_bound(tok):
-    text = "word another sentence goes on " * 5000           # 25,000 tokens
+    text = "word another sentence goes on " * 5000  # 25,000 tokens
     e = tok.encode(text, text, max_length=64)
     ids, offs, _, _, removed, _ = _cut_reference(tok, text, text, 64)
     assert e.ids == ids and e.offsets == offs
@@ -119,9 +127,13 @@ def test_long_texts_and_long_words_match_the_reference_tokenizers(tok):
     slow = Slow(vocab_file=VOCAB_PATH, do_lower_case=True)
     rng = random.Random(13)
     texts = [_long_text(rng, rng.choice([10_000, 40_000])) for _ in range(6)]
-    texts += [_long_text(rng, 12_000, glue=("", ",", ".", "'", "-")) for _ in range(4)]   # one long word
-    texts += ["ΑΣ." * 400 + "ΑΣ,Α" * 300, "é," * 3000 + "e\u0301!" * 2000, "[MASK]" + "x," * 600 + "[MA\u200bSK]",
-              "東京タワー。" * 3000]
+    texts += [_long_text(rng, 12_000, glue=("", ",", ".", "'", "-")) for _ in range(4)]  # one long word
+    texts += [
+        "ΑΣ." * 400 + "ΑΣ,Α" * 300,
+        "é," * 3000 + "e\u0301!" * 2000,
+        "[MASK]" + "x," * 600 + "[MA\u200bSK]",
+        "東京タワー。" * 3000,
+    ]
     for t in texts:
         assert tok.tokenize(t) == slow.tokenize(t), t[:80]
     tokenizers = pytest.importorskip("tokenizers")
@@ -158,8 +170,9 @@ print(json.dumps({{"extra_mb": hwm() - base, "cpu_s": time.process_time() - cpu,
 
 def _child(run: bool) -> dict:
     code = _CHILD.format(vocab=str(VOCAB_PATH), run=run)
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -178,7 +191,7 @@ def test_a_pasted_megabyte_costs_little(tok):
 
 # ---- 2. every text box has a cap -----------------------------------------------------------------------
 
-SOURCES = sorted((ROOT / "pages").glob("*.py")) + sorted((ROOT / "app").glob("*.py"))   # every box a student sees
+SOURCES = sorted((ROOT / "pages").glob("*.py")) + sorted((ROOT / "app").glob("*.py"))  # every box a student sees
 
 
 def _calls(path: Path, names: set[str], tree=None):
@@ -194,7 +207,7 @@ def test_every_text_box_of_the_explorer_pages_has_max_chars():
     missing, n = [], 0
     for path in SOURCES:
         boxes = list(_calls(path, {"text_area", "text_input", "chat_input"}))
-        for _, editor in _calls(path, {"data_editor"}):      # a text column a student can edit
+        for _, editor in _calls(path, {"data_editor"}):  # a text column a student can edit
             boxes += _calls(path, {"TextColumn"}, editor)
         for name, node in boxes:
             n += 1
@@ -231,14 +244,20 @@ def test_cap_text_cuts_and_warns():
 
 # ---- 3. Compare's table --------------------------------------------------------------------------------
 
+
 def test_sense_rows_caps_rows_and_cells():
     from app.helpers import sense_rows
-    df = pd.DataFrame({"sentence": [f"the bank {i}" for i in range(70)] + ["  ", None, "x" * 5000],
-                       "sense": ["river", None] * 35 + ["a", "b", "s" * 500]})
+
+    df = pd.DataFrame(
+        {
+            "sentence": [f"the bank {i}" for i in range(70)] + ["  ", None, "x" * 5000],
+            "sense": ["river", None] * 35 + ["a", "b", "s" * 500],
+        }
+    )
     sents, senses, dropped = sense_rows(df, 50, 2000, 100)
     assert len(sents) == len(senses) == 50 and dropped == 23
     assert sents[0] == "the bank 0" and senses[:2] == ["river", ""]
-    sents, senses, dropped = sense_rows(df.iloc[60:], 50, 2000, 100)       # blank rows skipped, cells cut
+    sents, senses, dropped = sense_rows(df.iloc[60:], 50, 2000, 100)  # blank rows skipped, cells cut
     assert dropped == 0 and len(sents) == 11 and len(sents[-1]) == 2000 and len(senses[-1]) == 100
 
 
@@ -249,13 +268,14 @@ def test_word_vectors_run_in_batches_with_the_same_result():
     bundle = tiny_bundle()
     sents = ["we went to the bank .", "the dog sat by the river bank !", "a Bank , the money ."] * 5
     one = A.word_vectors_by_layer(bundle, sents, "bank", batch_size=len(sents))
-    small = A.word_vectors_by_layer(bundle, sents, "bank")                 # batches of 8
+    small = A.word_vectors_by_layer(bundle, sents, "bank")  # batches of 8
     L, C = bundle.config.num_hidden_layers, bundle.config.hidden_size
     assert A.WORD_BATCH == 8 and small.shape == (L + 1, len(sents), C)
     assert abs(one - small).max() < 1e-5
 
 
 # ---- 2b. in the app: a 3,000-character sentence is cut, with a message ---------------------------------
+
 
 def test_a_3000_character_sentence_is_cut_with_a_message():
     pytest.importorskip("streamlit")
@@ -268,7 +288,7 @@ def test_a_3000_character_sentence_is_cut_with_a_message():
 
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
     at.run()
-    at.session_state[state.TEXT_A] = "word " * 600                       # kept from earlier, 3,000 characters
+    at.session_state[state.TEXT_A] = "word " * 600  # kept from earlier, 3,000 characters
     at.switch_page("pages/tokenization.py").run()
     assert not at.exception and not at.error, [e.value for e in at.exception or at.error]
     assert any("2,000-character limit" in w for w in warnings()), warnings()

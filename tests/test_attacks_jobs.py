@@ -3,6 +3,7 @@ message, a closed tab's job stopped within 10 s, finished runs kept on disk unde
 the disk kept bounded. Unit-level on app/jobs.py, app/budget.py, app/runs_store.py and the pure
 helpers of app/training.py, with tiny models; two page tests through AppTest at the end.
 """
+
 import os
 import subprocess
 import sys
@@ -23,26 +24,59 @@ from bert.labelled import read_labelled, stratified_split
 from bert.model import BertForPreTraining
 
 ROOT = Path(__file__).resolve().parent.parent
-WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "the", "film", "was", "a",
-         "very", "plot", "actor", "movie", "really", "quite", "and", "it", "story"]
+WORDS = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "good",
+    "bad",
+    "the",
+    "film",
+    "was",
+    "a",
+    "very",
+    "plot",
+    "actor",
+    "movie",
+    "really",
+    "quite",
+    "and",
+    "it",
+    "story",
+]
 
 
 def tiny_bundle(seed=0, name="tiny"):
     torch.manual_seed(seed)
-    cfg = BertConfig(vocab_size=len(WORDS), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                     intermediate_size=37, max_position_embeddings=64)
-    return bert.Bundle(model=BertForPreTraining(cfg).eval(), tokenizer=bert.Tokenizer(WORDS), name=name,
-                       card=f"# {name}\n\nA tiny test model.\n")
+    cfg = BertConfig(
+        vocab_size=len(WORDS),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=64,
+    )
+    return bert.Bundle(
+        model=BertForPreTraining(cfg).eval(),
+        tokenizer=bert.Tokenizer(WORDS),
+        name=name,
+        card=f"# {name}\n\nA tiny test model.\n",
+    )
 
 
 def reviews(n=120):
-    lines = ["text,label"] + [f"{'good' if i % 2 else 'bad'} film {' '.join(WORDS[7:7 + i % 9])} {i},"
-                              f"{'pos' if i % 2 else 'neg'}" for i in range(n)]
+    lines = ["text,label"] + [
+        f"{'good' if i % 2 else 'bad'} film {' '.join(WORDS[7 : 7 + i % 9])} {i},{'pos' if i % 2 else 'neg'}"
+        for i in range(n)
+    ]
     return read_labelled(("\n".join(lines) + "\n").encode(), "r.csv")
 
 
 def steps(n=10_000, every=0.01, result="model"):
     """A stand-in job: a "train" event every `every` seconds until stopped, then a model."""
+
     def fn(stop):
         for i in range(n):
             if stop.is_set():
@@ -50,6 +84,7 @@ def steps(n=10_000, every=0.01, result="model"):
             time.sleep(every)
             yield {"event": "train", "step": i + 1}
         yield {"event": "done", "bundle": result}
+
     return fn
 
 
@@ -64,6 +99,7 @@ def cache(tmp_path, monkeypatch):
 def session():
     """Streamlit's session_state in bare mode (no script running), emptied around each test."""
     import streamlit as st
+
     for k in list(st.session_state.keys()):
         del st.session_state[k]
     yield st.session_state
@@ -73,27 +109,32 @@ def session():
 
 # ---- 1. every job budgeted -----------------------------------------------------------------------
 
+
 def test_tokens_per_step_and_memory_caps_refuse_with_a_message(monkeypatch):
-    budget.check_step(16, 128, 900)                                     # 2,048 tokens, 900 MB: fine
+    budget.check_step(16, 128, 900)  # 2,048 tokens, 900 MB: fine
     with pytest.raises(LimitError, match=r"256 x 128 tokens per text = 32,768 tokens per step.*allows 2,048"):
         budget.check_step(256, 128, 500)
     with pytest.raises(LimitError, match=r"about 5,000 MB of memory.*allows 1,024 MB"):
         budget.check_step(4, 128, 5000)
     monkeypatch.setenv("BERT_EXPLORER_MAX_STEP_TOKENS", "8192")
     budget.check_step(64, 128, 500)
-    monkeypatch.setenv("BERT_EXPLORER_MAX_STEP_TOKENS", "nonsense")    # a bad setting: the default
+    monkeypatch.setenv("BERT_EXPLORER_MAX_STEP_TOKENS", "nonsense")  # a bad setting: the default
     assert budget.max_step_tokens() == 2048
 
 
 def test_memory_estimate_grows_with_the_step_and_fits_the_measurements():
-    cfg = BertConfig(vocab_size=30522, hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
-                     intermediate_size=1536)
-    small, mid, long = (budget.finetune_mb(cfg, 16, 64), budget.finetune_mb(cfg, 16, 128),
-                        budget.finetune_mb(cfg, 4, 512))
+    cfg = BertConfig(
+        vocab_size=30522, hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536
+    )
+    small, mid, long = (
+        budget.finetune_mb(cfg, 16, 64),
+        budget.finetune_mb(cfg, 16, 128),
+        budget.finetune_mb(cfg, 4, 512),
+    )
     # measured (VmHWM over the imports, app/budget.py): +619, +938, +1,388 MB
     assert 560 <= small <= 680 and 860 <= mid <= 1030 and 1270 <= long <= 1530
-    assert budget.finetune_mb(cfg, 16, 64, freeze_embeddings=False) > small     # more to train
-    assert budget.pretrain_mb(2, 128, 2, 4000, 16, 64) < 200                    # the page's default
+    assert budget.finetune_mb(cfg, 16, 64, freeze_embeddings=False) > small  # more to train
+    assert budget.pretrain_mb(2, 128, 2, 4000, 16, 64) < 200  # the page's default
 
 
 def test_the_app_checks_its_settings_before_queuing(cache):
@@ -104,26 +145,25 @@ def test_the_app_checks_its_settings_before_queuing(cache):
     assert not tr.check_finetune_settings(base, 256, 64, True, 0, 2)["ok"]
     ok = tr.check_finetune_settings(base, 16, 64, True, 0, 2)
     assert ok["ok"] and "1,024 tokens" in ok["line"] and "MB of memory" in ok["line"] and "15 minutes" in ok["line"]
-    big = tr.PretrainArgs(out="", layers=6, hidden=384, heads=8, vocab="default", batch_size=16,
-                          max_seq_length=128)
+    big = tr.PretrainArgs(out="", layers=6, hidden=384, heads=8, vocab="default", batch_size=16, max_seq_length=128)
     with pytest.raises(LimitError, match="MB of memory"):
-        tr.check_pretrain(big)                                             # 2,048 tokens but 1.1 GB
+        tr.check_pretrain(big)  # 2,048 tokens but 1.1 GB
 
 
 def test_one_job_per_student_across_kinds_and_tabs():
     jm = JobManager(max_running=2)
     a = jm.submit("tab1", "finetune", steps(), student="alice")
-    assert jm.submit("tab1", "finetune", steps(), student="alice") is a   # a second Start click
+    assert jm.submit("tab1", "finetune", steps(), student="alice") is a  # a second Start click
     with pytest.raises(LimitError, match="already have a fine-tuning job running: one job per student"):
         jm.submit("tab1", "pretrain", steps(), student="alice")
     with pytest.raises(LimitError, match="in another tab or window of this browser"):
         jm.submit("tab2", "finetune", steps(), student="alice")
-    b = jm.submit("tab3", "finetune", steps(), student="bob")             # another student: fine
+    b = jm.submit("tab3", "finetune", steps(), student="bob")  # another student: fine
     a.stop()
     with pytest.raises(LimitError, match="is stopping; start again in a few seconds"):
         jm.submit("tab2", "pretrain", steps(), student="alice")
     assert jm.wait(a, 5)
-    c = jm.submit("tab2", "pretrain", steps(), student="alice")           # after it ended: fine
+    c = jm.submit("tab2", "pretrain", steps(), student="alice")  # after it ended: fine
     for j in (b, c):
         j.stop()
         jm.wait(j, 5)
@@ -138,7 +178,7 @@ def test_queue_length_is_capped_with_a_message(monkeypatch):
         jm.submit("s3", "finetune", steps())
     assert jm.counts() == {"running": 1, "queued": 2, "max_running": 1, "max_queue": 2, "max_minutes": 15.0}
     waiting[0].stop()
-    jm.reap()                                       # a stopped waiting job leaves the queue at once
+    jm.reap()  # a stopped waiting job leaves the queue at once
     assert waiting[0].status == "stopped" or jm.wait(waiting[0], 5)
     late = jm.submit("s3", "finetune", steps())
     assert late.status == "queued"
@@ -164,7 +204,7 @@ def test_time_cap_reaches_a_job_between_slow_steps():
     stopped = threading.Event()
 
     def slow(stop):
-        stop.wait(5)                   # one long "step" that only ends when asked to stop
+        stop.wait(5)  # one long "step" that only ends when asked to stop
         stopped.set()
         yield {"event": "done", "bundle": "m"}
 
@@ -176,6 +216,7 @@ def test_time_cap_reaches_a_job_between_slow_steps():
 
 # ---- the closed tab ------------------------------------------------------------------------------
 
+
 def test_closed_tabs_job_stops_and_frees_its_slot_within_10_s(cache):
     """Streamlit drops a closed tab's session from its active ones at once; the watchdog (every
     second) stops its job after a 3 s grace, the job ends after its current step (here 0.5 s,
@@ -186,8 +227,8 @@ def test_closed_tabs_job_stops_and_frees_its_slot_within_10_s(cache):
     b, _ = jm.submit_for("b", tr.FINETUNE, steps(every=0.5), session_id="tab-b", student="B")
     jm.start_watchdog(every_s=1.0)
     time.sleep(3.0)
-    assert a.status == "running" and b.status == "queued"   # a connected tab keeps its job
-    sessions["tab-a"] = False                                 # the tab is closed
+    assert a.status == "running" and b.status == "queued"  # a connected tab keeps its job
+    sessions["tab-a"] = False  # the tab is closed
     closed = time.time()
     while a.active and time.time() - closed < 15:
         time.sleep(0.05)
@@ -201,7 +242,7 @@ def test_closed_tabs_job_stops_and_frees_its_slot_within_10_s(cache):
     b.stop()
     jm.wait(b, 5)
     time.sleep(1.5)
-    assert jm.jobs_of("a") == []                 # finished, tab gone: forgotten (its run is on disk)
+    assert jm.jobs_of("a") == []  # finished, tab gone: forgotten (its run is on disk)
 
 
 def test_a_network_blip_shorter_than_the_grace_keeps_the_job():
@@ -211,7 +252,7 @@ def test_a_network_blip_shorter_than_the_grace_keeps_the_job():
     sessions["t"] = False
     jm.reap()
     time.sleep(1.0)
-    sessions["t"] = True                         # reconnected (same session id)
+    sessions["t"] = True  # reconnected (same session id)
     jm.reap()
     sessions["t"] = False
     jm.reap()
@@ -240,11 +281,12 @@ def test_a_closed_tabs_finetuning_skips_its_report_and_saves_the_run(cache):
     again, record = runs_store.open_run("TESTAB")
     assert record["stop_reason"] == SESSION and record["status"] == "stopped" and record["report"] is None
     assert again.is_classifier and again.name == "closed-tab run"
-    if record["done"]["best_step"] == 0:            # stopped before its first evaluation: not scored
+    if record["done"]["best_step"] == 0:  # stopped before its first evaluation: not scored
         assert "not measured" in again.card and record["done"]["accuracy"] != record["done"]["accuracy"]
 
 
 # ---- 3. runs kept on disk -----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("typed", ["../../etc", "ABC", "ABCDEFG", "AB/CDE", "ABCDE.", "ÄBCDEF", "", "abc de\x00"])
 def test_run_codes_are_checked_strictly(typed):
@@ -263,25 +305,37 @@ def test_a_run_survives_a_server_restart(cache):
     b = tiny_bundle(name="my run")
     metrics = [{"event": "train", "step": i, "loss": 1.0 / i} for i in range(1, 6)]
     report = {"accuracy": 0.75, "per_class": {"neg": {"f1": 0.7}}, "confusion": [[3, 1], [1, 3]]}
-    runs_store.save_run("K7QX2M", b, {"kind": "finetune", "metrics": metrics, "report": report,
-                                      "status": "done", "info": {"args": {"lr": 1e-3}}})
+    runs_store.save_run(
+        "K7QX2M",
+        b,
+        {"kind": "finetune", "metrics": metrics, "report": report, "status": "done", "info": {"args": {"lr": 1e-3}}},
+    )
     folder = cache / "runs" / "K7QX2M"
     assert (folder / "run.json").is_file() and (folder / "model" / "model.safetensors").is_file()
-    code = ("import json, torch, sys; from app import runs_store as rs\n"
-            "b, r = rs.open_run('k7qx2m')\n"
-            "out = b.model.bert(torch.tensor([[2, 5, 7, 3]])).last_hidden_state\n"
-            "print(json.dumps({'name': b.name, 'card': b.card, 'loss': r['metrics'][-1]['loss'],"
-            " 'acc': r['report']['accuracy'], 'kind': r['kind'], 'x': out[0, 1, :4].tolist()}))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "BERT_EXPLORER_CACHE": str(cache)})
+    code = (
+        "import json, torch, sys; from app import runs_store as rs\n"
+        "b, r = rs.open_run('k7qx2m')\n"
+        "out = b.model.bert(torch.tensor([[2, 5, 7, 3]])).last_hidden_state\n"
+        "print(json.dumps({'name': b.name, 'card': b.card, 'loss': r['metrics'][-1]['loss'],"
+        " 'acc': r['report']['accuracy'], 'kind': r['kind'], 'x': out[0, 1, :4].tolist()}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "BERT_EXPLORER_CACHE": str(cache)},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     import json
+
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["name"] == "my run" and "A tiny test model." in got["card"]
     assert got["loss"] == pytest.approx(0.2) and got["acc"] == 0.75 and got["kind"] == "finetune"
     with torch.inference_mode():
         want = b.model.bert(torch.tensor([[2, 5, 7, 3]])).last_hidden_state[0, 1, :4]
-    assert torch.allclose(torch.tensor(got["x"]), want, atol=2e-2)       # saved in fp16
+    assert torch.allclose(torch.tensor(got["x"]), want, atol=2e-2)  # saved in fp16
     with pytest.raises(DataError, match="no run ZZZZZZ"):
         runs_store.open_run("ZZZZZZ")
 
@@ -290,6 +344,7 @@ def test_an_expired_run_is_refused(cache):
     runs_store.save_run("OLDRUN", tiny_bundle(), {"kind": "pretrain"})
     record = cache / "runs" / "OLDRUN" / "run.json"
     import json
+
     data = json.loads(record.read_text())
     data["saved"] -= 2 * 24 * 3600
     record.write_text(json.dumps(data))
@@ -302,7 +357,7 @@ def test_cleanup_removes_old_runs_leftovers_and_uploads_tokenized(cache):
     runs_store.save_run("AAAAAA", tiny_bundle(), {"kind": "finetune"})
     runs_store.save_run("BBBBBB", tiny_bundle(), {"kind": "finetune"})
     os.utime(cache / "runs" / "AAAAAA", (old, old))
-    half = cache / "runs" / ".CCCCCC.tmpx1"                      # a save killed half way
+    half = cache / "runs" / ".CCCCCC.tmpx1"  # a save killed half way
     half.mkdir()
     os.utime(half, (old, old))
     jobs = cache / "jobs"
@@ -318,7 +373,7 @@ def test_cleanup_removes_old_runs_leftovers_and_uploads_tokenized(cache):
     done = runs_store.cleanup(busy={"job-8-def"})
     assert not (cache / "runs" / "AAAAAA").exists() and (cache / "runs" / "BBBBBB").exists()
     assert not half.exists()
-    assert not (jobs / "job-7-abc").exists() and (jobs / "job-8-def").exists()   # a job still uses it
+    assert not (jobs / "job-7-abc").exists() and (jobs / "job-8-def").exists()  # a job still uses it
     assert sorted(p.name for p in tok.iterdir()) == ["bbc_valid-aaa-bbb.npz", "wiki+brown_train-aaa-bbb.npz"]
     assert (done["expired"], done["leftovers"], done["jobs"], done["tokenized"]) == (1, 1, 1, 1)
 
@@ -328,7 +383,7 @@ def test_disk_cap_removes_the_oldest_runs_first(cache):
     payload = os.urandom(400_000)
     for i, code in enumerate(["RUN001", "RUN002", "RUN003", "RUN004", "RUN005", "RUN006"]):
         runs_store.save_run(code, tiny_bundle(), {"kind": "finetune"})
-        (cache / "runs" / code / "model" / "padding.bin").write_bytes(payload)   # make it weigh
+        (cache / "runs" / code / "model" / "padding.bin").write_bytes(payload)  # make it weigh
         t = time.time() - 3600 + 60 * i
         os.utime(cache / "runs" / code, (t, t))
     before = runs_store.disk_usage()["runs"]
@@ -337,15 +392,18 @@ def test_disk_cap_removes_the_oldest_runs_first(cache):
     took = time.perf_counter() - t
     left = sorted(p.name for p in (cache / "runs").iterdir())
     after = runs_store.disk_usage()["runs"]
-    print(f"\ndisk cap 1.5 MB: {before / 2**20:.2f} MB -> {after / 2**20:.2f} MB, removed {done['for_space']} "
-          f"runs ({done['freed'] / 2**20:.2f} MB) in {took * 1000:.0f} ms; kept {left}")
+    print(
+        f"\ndisk cap 1.5 MB: {before / 2**20:.2f} MB -> {after / 2**20:.2f} MB, removed {done['for_space']} "
+        f"runs ({done['freed'] / 2**20:.2f} MB) in {took * 1000:.0f} ms; kept {left}"
+    )
     assert after <= 1.5 * 2**20 and done["for_space"] >= 3
-    assert "RUN001" in left                        # `keep`: the run just saved is never the one to go
+    assert "RUN001" in left  # `keep`: the run just saved is never the one to go
     assert left == ["RUN001", "RUN005", "RUN006"]
 
 
 def test_browser_id_is_the_same_for_every_tab_of_a_browser():
     import binascii
+
     token = os.urandom(16)
 
     def cookie():
@@ -361,15 +419,27 @@ def test_browser_id_is_the_same_for_every_tab_of_a_browser():
 
 # ---- 2. per-session memory ---------------------------------------------------------------------
 
+
 def test_a_session_keeps_three_models_the_oldest_stays_on_disk(cache, session):
     from app import state
     from app import train_state as ts
+
     ts.init()
     state.init()
     for i in range(4):
         kind = tr.FINETUNE if i % 2 == 0 else tr.PRETRAIN
-        res = {"kind": kind, "code": f"CODE0{i}", "saved": True, "metrics": [], "report": None, "done": {},
-               "info": {}, "status": "done", "error": None, "job_id": i}
+        res = {
+            "kind": kind,
+            "code": f"CODE0{i}",
+            "saved": True,
+            "metrics": [],
+            "report": None,
+            "done": {},
+            "info": {},
+            "status": "done",
+            "error": None,
+            "job_id": i,
+        }
         tr._add_result(kind, res, tiny_bundle(name=f"m{i}"), f"m{i}")
         time.sleep(0.01)
     kept = [r["name"] for r in session[ts.FT_RESULTS] + session[ts.PT_RESULTS]]
@@ -380,6 +450,7 @@ def test_a_session_keeps_three_models_the_oldest_stays_on_disk(cache, session):
 
 def test_free_uploads_drops_the_bytes_and_parsed_copies(session):
     from app import train_state as ts
+
     ts.init()
     session[ts.FT_UPLOAD] = {"name": "big.csv", "data": b"x" * 1000, "id": "f1"}
     session[ts.FT_PARSED][("f1", None, None, None, 2)] = "parsed"
@@ -387,13 +458,15 @@ def test_free_uploads_drops_the_bytes_and_parsed_copies(session):
     tr.free_uploads(ts.FT_UPLOAD, ts.FT_VAL_UPLOAD)
     assert session[ts.FT_UPLOAD] is None and session[ts.FT_PARSED] == {}
     assert session[ts.FREED] == {ts.FT_UPLOAD: "big.csv"}
-    assert ts.upload_key("ft_file") != key          # a new widget: Streamlit frees its copy of the file
+    assert ts.upload_key("ft_file") != key  # a new widget: Streamlit frees its copy of the file
 
 
 # ---- the pages ---------------------------------------------------------------------------------
 
+
 def test_pages_show_the_budget_and_refuse_a_setting_over_the_cap():
     from streamlit.testing.v1 import AppTest
+
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
     at.run()
     at.switch_page("pages/pretrain.py").run()
@@ -408,10 +481,13 @@ def test_pages_show_the_budget_and_refuse_a_setting_over_the_cap():
 def test_finished_run_is_reopened_by_code_in_a_new_session(cache):
     """Train in one session; in a fresh one (a refresh, or after a restart), the code brings it back."""
     from streamlit.testing.v1 import AppTest
+
     from app import state
     from app import train_state as ts
-    corpus = "\n\n".join(" ".join(f"The {w} sees the {v} ." for w, v in zip(WORDS[5:15], WORDS[6:16]))
-                         for _ in range(8)).encode()
+
+    corpus = "\n\n".join(
+        " ".join(f"The {w} sees the {v} ." for w, v in zip(WORDS[5:15], WORDS[6:16])) for _ in range(8)
+    ).encode()
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
     at.run()
     at.session_state[ts.PT_UPLOAD] = {"name": "story.txt", "data": corpus, "id": "s1"}
@@ -426,15 +502,15 @@ def test_finished_run_is_reopened_by_code_in_a_new_session(cache):
     at.number_input(key="pt_batch").set_value(4).run()
     at.button(key="pt_start").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert at.session_state[ts.PT_UPLOAD] is None                   # the upload was freed at Start
+    assert at.session_state[ts.PT_UPLOAD] is None  # the upload was freed at Start
     end = time.time() + 90
     while at.session_state[ts.PT_JOB] is not None and time.time() < end:
         time.sleep(0.3)
         at.run()
     res = at.session_state[ts.PT_RESULTS][-1]
     assert res["saved"] and runs_store.CODE.fullmatch(res["code"])
-    assert any(res["code"] in c.value for c in at.caption)          # the code is on the results
-    assert not list(cache.glob("tokenized/*.npz"))                  # the upload was tokenized in memory only
+    assert any(res["code"] in c.value for c in at.caption)  # the code is on the results
+    assert not list(cache.glob("tokenized/*.npz"))  # the upload was tokenized in memory only
 
     fresh = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
     fresh.run()
@@ -453,6 +529,7 @@ def test_finished_run_is_reopened_by_code_in_a_new_session(cache):
 
 def test_status_page_shows_jobs_memory_and_disk(cache):
     from streamlit.testing.v1 import AppTest
+
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
     at.run()
     at.switch_page("pages/status.py").run()

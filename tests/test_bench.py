@@ -2,6 +2,7 @@
 
 No time is asserted (the machine is shared); every row must be there with numbers and a ratio.
 """
+
 import json
 import math
 import subprocess
@@ -25,7 +26,11 @@ def test_tiny_quick_bench_has_every_row(tmp_path):
     out = tmp_path / "bench.json"
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--tiny", "--quick", "--threads", "1", "--json", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=900)
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
     rows = {r["name"]: r for r in result["rows"]}
@@ -38,7 +43,7 @@ def test_tiny_quick_bench_has_every_row(tmp_path):
         if r["target"]:
             assert isinstance(r["ok"], bool), name
     for name in rows:
-        assert name in proc.stdout          # the table is printed
+        assert name in proc.stdout  # the table is printed
     assert rows["tokenize"]["extra"]["mismatches"] == 0
     assert all(rows[n]["extra"]["max_abs_diff"] <= 1e-4 for n in rows if n.startswith("infer-"))
     assert result["meta"]["threads"] == 1 and result["meta"]["tiny"] is True
@@ -50,29 +55,34 @@ def test_only_rejects_unknown_rows():
 
 
 def test_flops_formula_by_hand():
-    c = BertConfig(vocab_size=10, hidden_size=4, num_hidden_layers=2, num_attention_heads=2,
-                   intermediate_size=8, max_position_embeddings=16)
-    n = 2 * (4 * 4 * 4 + 2 * 4 * 8)                              # L * (4 C^2 + 2 C F)
+    c = BertConfig(
+        vocab_size=10,
+        hidden_size=4,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=8,
+        max_position_embeddings=16,
+    )
+    n = 2 * (4 * 4 * 4 + 2 * 4 * 8)  # L * (4 C^2 + 2 C F)
     assert encoder_matmul_params(c) == n
     B, T = 3, 5
-    expected = 2 * n * B * T + 4 * 2 * B * T * T * 4 + 2 * 4 * 4 * B     # encoder, attention, pooler
+    expected = 2 * n * B * T + 4 * 2 * B * T * T * 4 + 2 * 4 * 4 * B  # encoder, attention, pooler
     assert forward_flops(c, B, T) == expected
     assert forward_flops(c, B, T, num_labels=2) == expected + 2 * 4 * 2 * B
-    assert forward_flops(c, B, T, mlm_positions=7, nsp=True) == \
-        expected + 2 * (4 * 4 + 4 * 10) * 7 + 2 * 4 * 2 * B
+    assert forward_flops(c, B, T, mlm_positions=7, nsp=True) == expected + 2 * (4 * 4 + 4 * 10) * 7 + 2 * 4 * 2 * B
     assert training_flops(c, B, T) == 3 * expected
     # the last layer at R rows only: K, V for every token; Q, output, feed-forward, attention at R
     R = 4
     last_full = 2 * (4 * 4 * 4 + 2 * 4 * 8) * B * T + 4 * B * T * T * 4
     last_rows = 2 * (2 * 4 * 4 * B * T + (2 * 4 * 4 + 2 * 4 * 8) * R) + 4 * R * T * 4
     assert forward_flops(c, B, T, last_layer_rows=R) == expected - last_full + last_rows
-    assert forward_flops(c, B, T, last_layer_rows=B * T) == expected     # all rows: the full layer
+    assert forward_flops(c, B, T, last_layer_rows=B * T) == expected  # all rows: the full layer
 
 
 def test_paired_timing_alternates_and_takes_medians():
     calls = []
     timing = paired(lambda: calls.append("a"), lambda: calls.append("b"), repeats=4, warmup=1)
-    assert calls[:2] == ["a", "b"]                       # warm-up
+    assert calls[:2] == ["a", "b"]  # warm-up
     assert calls[2:] == ["a", "b", "b", "a", "a", "b", "b", "a"]
     assert timing.repeats == 4 and timing.ratio > 0
 

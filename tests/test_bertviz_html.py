@@ -2,6 +2,7 @@
 
 These tests read the HTML as text; tests/browser/test_bertviz_browser.py draws it in Chromium.
 """
+
 import base64
 import hashlib
 import json
@@ -16,8 +17,20 @@ from app import bertviz_html as bv
 
 # all-MiniLM-L6-v2's dimensions: 6 layers, 12 heads, head size 32
 L, H, D = 6, 12, 32
-HOSTILE = ["[CLS]", "</script>", "<script>alert(1)</script>", '"><img src=x onerror=alert(1)>',
-           "a&b", "\u2028", "\u2029", "<!--", "caf\u00e9", "\u6f22", "\U0001f600", "[SEP]"]
+HOSTILE = [
+    "[CLS]",
+    "</script>",
+    "<script>alert(1)</script>",
+    '"><img src=x onerror=alert(1)>',
+    "a&b",
+    "\u2028",
+    "\u2029",
+    "<!--",
+    "caf\u00e9",
+    "\u6f22",
+    "\U0001f600",
+    "[SEP]",
+]
 
 
 def fake(T, layers=L, heads=H, d=D, seed=0):
@@ -30,8 +43,11 @@ def fake(T, layers=L, heads=H, d=D, seed=0):
 
 
 def all_views(tokens, att, q, k, **kw):
-    return [bv.head_view_html(tokens, att, **kw), bv.model_view_html(tokens, att, **kw),
-            bv.neuron_view_html(tokens, q, k, att, **kw)]
+    return [
+        bv.head_view_html(tokens, att, **kw),
+        bv.model_view_html(tokens, att, **kw),
+        bv.neuron_view_html(tokens, q, k, att, **kw),
+    ]
 
 
 class Tags(HTMLParser):
@@ -80,15 +96,26 @@ def test_no_network_reference_and_libraries_inlined(views16):
         assert html.startswith("<!DOCTYPE html>")
         tags = Tags(html).tags
         names = {t for t, _ in tags}
-        assert names <= {"html", "head", "meta", "title", "style", "body", "div", "span", "select",
-                         "option", "script"}, names                # no link, img, iframe, object...
+        assert names <= {
+            "html",
+            "head",
+            "meta",
+            "title",
+            "style",
+            "body",
+            "div",
+            "span",
+            "select",
+            "option",
+            "script",
+        }, names  # no link, img, iframe, object...
         assert not any("src" in attrs or "href" in attrs for _, attrs in tags)
         for cdn in ("cdnjs", "cloudflare", "jsdelivr", "unpkg", "googleapis", "require.min.js", "require.config"):
             assert cdn not in html, cdn
         assert "https://" not in re.sub(r"//[^\n]*|/\*.*?\*/", "", bv._bertviz_js(v.kind + "_view"), flags=re.S)
-        assert "d3js.org v5.7.0" in html                      # d3 inlined
-        assert "jQuery v3.7.1" in html                        # jQuery inlined
-        assert "window.require = window.requirejs" in html    # our require.js stand-in
+        assert "d3js.org v5.7.0" in html  # d3 inlined
+        assert "jQuery v3.7.1" in html  # jQuery inlined
+        assert "window.require = window.requirejs" in html  # our require.js stand-in
         assert "Content-Security-Policy" in html and "connect-src 'none'" in html
 
 
@@ -99,11 +126,11 @@ def test_csp_allows_exactly_the_inline_scripts(views16):
         allowed = set(re.findall(r"'sha256-([^']+)'", csp))
         parsed = Tags(html)
         kinds = [attrs.get("type") for t, attrs in parsed.tags if t == "script"]
-        assert kinds[0] == "application/json"                   # data: never executed
+        assert kinds[0] == "application/json"  # data: never executed
         scripts = parsed.scripts[1:]
         got = {base64.b64encode(hashlib.sha256(s.encode()).digest()).decode() for s in scripts}
         assert got == allowed and len(scripts) == (6 if v.kind == "neuron" else 5)
-        assert "'unsafe-inline'" not in csp.split("style-src")[0]    # scripts: hashes only
+        assert "'unsafe-inline'" not in csp.split("style-src")[0]  # scripts: hashes only
 
 
 def test_hostile_tokens_cannot_break_out_and_round_trip():
@@ -119,7 +146,7 @@ def test_hostile_tokens_cannot_break_out_and_round_trip():
         assert not any(t in ("img", "a", "iframe") for t, _ in parsed.tags)
         assert "<img src=x" not in html and '"><img' not in html
         assert "\u2028" not in html and "\u2029" not in html
-        assert data_block(html)["tokens"] == HOSTILE          # shown literally, nothing lost
+        assert data_block(html)["tokens"] == HOSTILE  # shown literally, nothing lost
 
 
 def test_script_json_escapes():
@@ -151,23 +178,26 @@ def test_values_rounded_to_3_decimals():
 def test_accepts_numpy_and_torch_in_several_layouts():
     att, q, k = fake(8, layers=2, heads=4, d=8)
     toks = list("abcdefgh")
-    stacked = np.stack([a.numpy()[0] for a in att])                  # (L, H, T, T)
+    stacked = np.stack([a.numpy()[0] for a in att])  # (L, H, T, T)
     ref = bv.head_view_html(toks, att).html
     assert bv.head_view_html(toks, stacked).html == ref
     assert bv.head_view_html(toks, [a[0] for a in att]).html == ref  # (H, T, T) per layer
-    assert bv.head_view_html(toks, stacked[:, None]).html == ref     # (L, 1, H, T, T)
+    assert bv.head_view_html(toks, stacked[:, None]).html == ref  # (L, 1, H, T, T)
     qn = np.stack([x.numpy()[0] for x in q])
     kn = np.stack([x.numpy()[0] for x in k])
     assert bv.neuron_view_html(toks, qn, kn, stacked).html == bv.neuron_view_html(toks, q, k, att).html
 
 
-@pytest.mark.parametrize("bad", [
-    dict(tokens=list("abc")),                                            # 3 tokens, 8 positions
-    dict(attentions=torch.rand(2, 2, 4, 8, 8)),                         # batch 2
-    dict(attentions=torch.rand(2, 4, 8, 7)),                            # not square
-    dict(sentence_b_start=8),
-    dict(layers=[5]),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(tokens=list("abc")),  # 3 tokens, 8 positions
+        dict(attentions=torch.rand(2, 2, 4, 8, 8)),  # batch 2
+        dict(attentions=torch.rand(2, 4, 8, 7)),  # not square
+        dict(sentence_b_start=8),
+        dict(layers=[5]),
+    ],
+)
 def test_bad_input_raises_value_error(bad):
     att, _, _ = fake(8, layers=2, heads=4)
     kw = dict(tokens=list("abcdefgh"), attentions=att)
@@ -204,7 +234,7 @@ def test_sentence_pair_menus():
 
 
 def test_neuron_layer_and_head_selection_kept_under_cap():
-    att, q, k = fake(64, layers=12, heads=12, d=64)                      # bert-base sized
+    att, q, k = fake(64, layers=12, heads=12, d=64)  # bert-base sized
     v = bv.neuron_view_html([f"w{i}" for i in range(64)], q, k, att, layer=7, head=3)
     assert 7 in v.layers and len(v.layers) < 12 and v.size_bytes <= 3_000_000
     params = data_block(v.html)["params"]
@@ -215,9 +245,10 @@ def test_markup_matches_what_bertviz_writes():
     """Our documents carry the elements bertviz's own Python writes for its JS to find."""
     pytest.importorskip("IPython")
     import bertviz
+
     att, q, k = fake(4, layers=1, heads=2, d=4)
     theirs = bertviz.head_view(att, list("abcd"), html_action="return").data
-    assert "cdnjs.cloudflare.com" in theirs              # why we rebuild the document
+    assert "cdnjs.cloudflare.com" in theirs  # why we rebuild the document
     ours = bv.head_view_html(list("abcd"), att).html
     for needle in ('<select id="layer">', "<div id='vis'>"):
         assert needle in theirs and needle in ours

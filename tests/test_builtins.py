@@ -1,4 +1,5 @@
 """The built-in models: which exist, what each one is, and that their files are what the cards say."""
+
 from __future__ import annotations
 
 import re
@@ -8,15 +9,15 @@ import torch
 from safetensors import safe_open
 
 import bert
-from bert.checkpoint import ASSETS, BUILTINS, available_builtins, minilm_package_dir
 from app.helpers import mlm_untrained, nsp_untrained
+from bert.checkpoint import ASSETS, BUILTINS, available_builtins, minilm_package_dir
 
 SHIPPED = [n for n in BUILTINS if (ASSETS / n / "model.safetensors").is_file()]
 
 
 def test_every_builtin_listed_is_loadable_and_described():
     names = available_builtins()
-    assert names[0] == "minilm-l6"                      # the default comes first
+    assert names[0] == "minilm-l6"  # the default comes first
     assert "all-minilm-l6-v2" in names and len(set(names)) == len(names)
     for name in names:
         assert BUILTINS[name]
@@ -25,12 +26,12 @@ def test_every_builtin_listed_is_loadable_and_described():
 def test_the_published_encoder_is_the_package_file_with_untrained_heads():
     b = bert.load("all-minilm-l6-v2")
     assert b.name == "all-minilm-l6-v2"
-    assert mlm_untrained(b.notes) and nsp_untrained(b.notes)     # the pages warn about its heads
+    assert mlm_untrained(b.notes) and nsp_untrained(b.notes)  # the pages warn about its heads
     assert "as published" in b.card and "fine-tuning" in b.card
     with safe_open(str(minilm_package_dir() / "model.safetensors"), "pt") as f:
         key = next(k for k in f.keys() if k.endswith("layer.0.attention.self.query.weight"))
         published = f.get_tensor(key)
-    ours = b.model.bert.layers[0].attn.qkv.weight[:published.shape[0]]
+    ours = b.model.bert.layers[0].attn.qkv.weight[: published.shape[0]]
     assert torch.equal(ours, published.float())
 
 
@@ -40,19 +41,21 @@ def test_a_shipped_builtin_has_trained_heads_a_card_and_fits_the_size_limit(name
     size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
     assert size <= 50 * 2**20
     b = bert.load(name)
-    assert b.notes == []                                 # every weight present, heads trained
-    assert b.has_mlm and next(b.model.parameters()).dtype == torch.float32   # fp16 file, upcast
+    assert b.notes == []  # every weight present, heads trained
+    assert b.has_mlm and next(b.model.parameters()).dtype == torch.float32  # fp16 file, upcast
     card = b.card
-    assert "python -m bert pretrain" in card              # the exact command that made it
+    assert "python -m bert pretrain" in card  # the exact command that made it
     row = re.search(r"\| ([0-9.]+) \| ([0-9.]+) \| [0-9.]+ \| ([0-9.]+) \| ([0-9.]+) \(always", card)
     assert row, "the card has the held-out evaluation table"
     top1, top5, nsp, baseline = map(float, row.groups())
     assert top5 >= top1 > 2 * baseline
 
 
-EVERYDAY = [("they have [MASK] working here for years .", "been", 3),       # grammar: every model
-            ("i want [MASK] go home .", "to", 3),
-            ("the [MASK] was shining and the sky was blue .", "sun", 10)]        # meaning: minilm-l6
+EVERYDAY = [
+    ("they have [MASK] working here for years .", "been", 3),  # grammar: every model
+    ("i want [MASK] go home .", "to", 3),
+    ("the [MASK] was shining and the sky was blue .", "sun", 10),
+]  # meaning: minilm-l6
 
 
 @pytest.mark.parametrize("name", SHIPPED)

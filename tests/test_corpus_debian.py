@@ -1,4 +1,5 @@
 """Debian-shipped corpora: the .deb reader and the WordNet / GCIDE parsers on small inline data."""
+
 import io
 import tarfile
 
@@ -40,13 +41,13 @@ def test_read_deb_member_and_wordnet(tmp_path):
     path = _make_deb(tmp_path, {f: WORDNET.encode() for f in deb.WORDNET_FILES})
     assert deb.read_deb_member(path, "usr/share/wordnet/data.noun").startswith(b"  1 This")
     docs = list(deb.parse_wordnet(path, ""))
-    assert len(docs) == 4                                   # one (short) document per part of speech
+    assert len(docs) == 4  # one (short) document per part of speech
     sents = docs[0][2]
     assert sents[0].startswith("entity: that which is perceived")
     assert "abstraction: a general concept formed by extracting common features from specific examples." in sents
-    assert "the cat sat on the mat." in sents              # examples become sentences
-    assert not any("ok" == s.rstrip(".") for s in sents)    # examples under 3 words are dropped
-    assert not any("This software" in s for s in sents)     # the licence header is skipped
+    assert "the cat sat on the mat." in sents  # examples become sentences
+    assert not any("ok" == s.rstrip(".") for s in sents)  # examples under 3 words are dropped
+    assert not any("This software" in s for s in sents)  # the licence header is skipped
     with pytest.raises(DataError):
         deb.read_deb_member(path, "usr/share/nothing")
     bad = tmp_path / "bad.deb"
@@ -56,13 +57,13 @@ def test_read_deb_member_and_wordnet(tmp_path):
 
 
 GCIDE = (
-    "Abdication \\Ab`di*ca\"tion\\, n. [L. abdicatio: cf. F.\n"
+    'Abdication \\Ab`di*ca"tion\\, n. [L. abdicatio: cf. F.\n'
     "   abdication.]\n"
     "   The act of abdicating; the renunciation of a high office,\n"
     "   dignity, or trust, by its holder. --Bailey.\n"
     "   [1913 Webster]\n"
     "\n"
-    "Abdomen \\Ab*do\"men\\, n.\n"
+    'Abdomen \\Ab*do"men\\, n.\n'
     "   1. (Anat.) The belly, or that part of the body between the\n"
     "      thorax and the pelvis. [R.]\n"
     "      [1913 Webster]\n"
@@ -71,8 +72,9 @@ GCIDE = (
 
 def test_gcide_entries_are_cleaned():
     entries = dict(deb.gcide_entries(GCIDE))
-    assert entries["Abdication"] == ("The act of abdicating; the renunciation of a high office, "
-                                     "dignity, or trust, by its holder.")
+    assert entries["Abdication"] == (
+        "The act of abdicating; the renunciation of a high office, dignity, or trust, by its holder."
+    )
     assert entries["Abdomen"] == "The belly, or that part of the body between the thorax and the pelvis."
 
 

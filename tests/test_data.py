@@ -1,13 +1,26 @@
 """Pre-training examples: MLM masking statistics, NSP pairs, batching. Self-contained and fast."""
+
 import random
 
 import pytest
 import torch
 
 from bert.corpus import Corpus
-from bert.data import (IGNORE_INDEX, IS_NEXT, NOT_NEXT, Example, MLMMasker, PretrainingDataset,
-                       bucket_batches, collate, create_nsp_pairs, mask_tokens, special_token_ids,
-                       tokenize_corpus, truncate_seq_pair)
+from bert.data import (
+    IGNORE_INDEX,
+    IS_NEXT,
+    NOT_NEXT,
+    Example,
+    MLMMasker,
+    PretrainingDataset,
+    bucket_batches,
+    collate,
+    create_nsp_pairs,
+    mask_tokens,
+    special_token_ids,
+    tokenize_corpus,
+    truncate_seq_pair,
+)
 
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
 SPECIAL = [PAD, UNK, CLS, SEP, MASK]
@@ -208,7 +221,10 @@ def test_truncate_seq_pair():
 
 
 def test_collate_pads_to_longest():
-    ex = [Example([CLS, 10, SEP, 11, SEP], [0, 0, 0, 1, 1], 0), Example([CLS, 10, SEP, 12, 13, 14, SEP], [0, 0, 0, 1, 1, 1, 1], 1)]
+    ex = [
+        Example([CLS, 10, SEP, 11, SEP], [0, 0, 0, 1, 1], 0),
+        Example([CLS, 10, SEP, 12, 13, 14, SEP], [0, 0, 0, 1, 1, 1, 1], 1),
+    ]
     b = collate(ex, PAD)
     assert b["input_ids"].shape == (2, 7)
     assert b["input_ids"][0].tolist() == [CLS, 10, SEP, 11, SEP, PAD, PAD]
@@ -240,8 +256,10 @@ def test_pretraining_dataset_dynamic_deterministic_resumable_sharded():
     e0 = [e.input_ids for e in ds.examples(0)]
     e1 = [e.input_ids for e in ds.examples(1)]
     assert e0 != e1  # new pairs each epoch
-    assert e0 == [e.input_ids for e in PretrainingDataset(_synthetic_docs(100), cls_id=CLS, sep_id=SEP,
-                                                          max_seq_length=64, seed=7).examples(0)]
+    assert e0 == [
+        e.input_ids
+        for e in PretrainingDataset(_synthetic_docs(100), cls_id=CLS, sep_id=SEP, max_seq_length=64, seed=7).examples(0)
+    ]
     full = list(ds.batches(0, 16, masker))
     resumed = list(ds.batches(0, 16, masker, start=3))
     assert len(resumed) == len(full) - 3

@@ -1,5 +1,6 @@
 """The examples the pages offer come out right with the shipped default model (#18): a new
 checkpoint that gets one wrong fails here."""
+
 import pytest
 
 import bert
@@ -13,10 +14,13 @@ def default_model():
     return bert.load(state.DEFAULT_MODEL)
 
 
-@pytest.mark.parametrize("text, answers", [
-    (state.DEFAULT_MLM_TEXT, state.DEFAULT_MLM_ANSWERS),
-    (state.HINT_MLM_TEXT, state.HINT_MLM_ANSWERS),
-])
+@pytest.mark.parametrize(
+    "text, answers",
+    [
+        (state.DEFAULT_MLM_TEXT, state.DEFAULT_MLM_ANSWERS),
+        (state.HINT_MLM_TEXT, state.HINT_MLM_ANSWERS),
+    ],
+)
 def test_typed_examples_are_guessed_first(default_model, text, answers):
     p = mlm_topk(default_model, text, k=1)
     assert [t[0] for t in p.top_tokens] == list(answers)

@@ -1,6 +1,6 @@
 """A classifier exported in Hugging Face format gives our probabilities in transformers (#18)."""
+
 import importlib.util
-import sys
 
 import pytest
 import torch
@@ -12,18 +12,29 @@ from bert.model import BertForSequenceClassification
 
 transformers = pytest.importorskip("transformers")
 
-TEXTS = ["A great film, warm and funny.", "dull", "The plot makes no sense at all, and the acting is worse!",
-         "unaffable tokenization of café prices"]
+TEXTS = [
+    "A great film, warm and funny.",
+    "dull",
+    "The plot makes no sense at all, and the acting is worse!",
+    "unaffable tokenization of café prices",
+]
 
 
 def _classifier(pooling: str) -> bert.Bundle:
     tok = bert.Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
-    config = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=64, max_position_embeddings=128, classifier_pooling=pooling,
-                        id2label={0: "negative", 1: "neutral", 2: "positive"})
+    config = BertConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        classifier_pooling=pooling,
+        id2label={0: "negative", 1: "neutral", 2: "positive"},
+    )
     torch.manual_seed(0)
     model = BertForSequenceClassification(config).eval()
-    with torch.no_grad():                       # a head that separates the classes clearly
+    with torch.no_grad():  # a head that separates the classes clearly
         model.classifier.weight.normal_(0, 2.0)
     return bert.Bundle(model=model, tokenizer=tok, name=f"clf-{pooling}")
 
@@ -43,7 +54,7 @@ def test_predict_py_reproduces_our_probabilities(tmp_path, pooling):
     assert (out / "pooling_config.json").is_file() and "predict.py" in (out / "README.md").read_text()
     theirs = _predict_module(out).predict(TEXTS)
     assert (ours - theirs).abs().max().item() <= 1e-4
-    assert ours.max(-1).values.min() > 0.4          # not a uniform 1/3: the comparison means something
+    assert ours.max(-1).values.min() > 0.4  # not a uniform 1/3: the comparison means something
 
 
 def test_cls_pooling_also_works_with_auto_model(tmp_path):

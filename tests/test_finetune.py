@@ -1,4 +1,5 @@
 """Fine-tuning (bert/finetune.py) on a tiny model and a synthetic "good"/"bad" task."""
+
 import json
 import random
 import threading
@@ -13,19 +14,47 @@ from bert.finetune import FinetuneArgs, build_classifier, evaluate_classifier, f
 from bert.labelled import LabelledData, stratified_split
 from bert.model import BertForPreTraining
 
-WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "the", "film", "was", "a",
-         "very", "plot", "actor", "movie", "really", "quite", "and", "it", "story"]
+WORDS = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "good",
+    "bad",
+    "the",
+    "film",
+    "was",
+    "a",
+    "very",
+    "plot",
+    "actor",
+    "movie",
+    "really",
+    "quite",
+    "and",
+    "it",
+    "story",
+]
 FILLER = WORDS[7:]
-TINY = dict(vocab_size=len(WORDS), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-            intermediate_size=37, max_position_embeddings=64)
-FAST = dict(threads=1, batch_size=16, lr=1e-3, head_lr_scale=10.0, warmup_ratio=0.1, log_every=1,
-            freeze_embeddings=False)
+TINY = dict(
+    vocab_size=len(WORDS),
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    max_position_embeddings=64,
+)
+FAST = dict(
+    threads=1, batch_size=16, lr=1e-3, head_lr_scale=10.0, warmup_ratio=0.1, log_every=1, freeze_embeddings=False
+)
 
 
 def tiny_bundle(seed=0):
     torch.manual_seed(seed)
-    return bert.Bundle(model=BertForPreTraining(BertConfig(**TINY)).eval(), tokenizer=bert.Tokenizer(WORDS),
-                       name="tiny", source="test")
+    return bert.Bundle(
+        model=BertForPreTraining(BertConfig(**TINY)).eval(), tokenizer=bert.Tokenizer(WORDS), name="tiny", source="test"
+    )
 
 
 def synthetic(n=400, seed=0):
@@ -36,7 +65,7 @@ def synthetic(n=400, seed=0):
         y = i % 2
         ws = [r.choice(FILLER) for _ in range(r.randint(3, 12))]
         ws.insert(r.randrange(len(ws) + 1), "good" if y else "bad")
-        texts.append(" ".join(ws) + f" {i}")      # unique texts; digits are [UNK]
+        texts.append(" ".join(ws) + f" {i}")  # unique texts; digits are [UNK]
         labels.append(y)
     return LabelledData(texts=texts, labels=labels, classes=["neg", "pos"], source="synthetic")
 
@@ -55,7 +84,7 @@ def test_classifier_copies_the_encoder_and_leaves_the_base_alone():
     clf = build_classifier(base, ["neg", "pos"], "mean")
     for k, v in base.model.bert.state_dict().items():
         assert torch.equal(v, clf.bert.state_dict()[k])
-        assert v.data_ptr() != clf.bert.state_dict()[k].data_ptr()      # a copy, not shared
+        assert v.data_ptr() != clf.bert.state_dict()[k].data_ptr()  # a copy, not shared
     assert clf.config is not base.model.config and base.model.config.id2label == {}
     assert clf.config.labels == ["neg", "pos"] and clf.pooling == "mean"
 
@@ -75,7 +104,7 @@ def test_validation_accuracy_rises_and_base_is_untouched(split):
     assert {"step", "loss", "lr", "examples_per_s", "progress", "eta_s"} <= set(trains[0])
     assert trains[-1]["loss_smooth"] < trains[0]["loss_smooth"]
     done = events[-1]
-    assert done["accuracy"] == max(e["accuracy"] for e in evals)    # the best one is kept
+    assert done["accuracy"] == max(e["accuracy"] for e in evals)  # the best one is kept
     clf = done["bundle"]
     assert clf.is_classifier and clf.labels == ["neg", "pos"]
     p = clf.classify(["the film was good really", "the film was bad really"])
@@ -103,7 +132,7 @@ def test_other_poolings_and_freezing_run(split, pooling):
     assert start["trainable"] < start["parameters"]
     clf = done["bundle"].model
     emb = base.model.bert.embeddings.word_embeddings.weight
-    assert torch.equal(clf.bert.embeddings.word_embeddings.weight, emb)    # frozen: unchanged
+    assert torch.equal(clf.bert.embeddings.word_embeddings.weight, emb)  # frozen: unchanged
 
 
 def test_stop_ends_promptly_and_keeps_the_model(split):
@@ -117,7 +146,7 @@ def test_stop_ends_promptly_and_keeps_the_model(split):
     done = events[-1]
     assert done["event"] == "done" and done["stopped"] and done["step"] == 3
     assert done["bundle"].classify(["good"]).shape == (1, 2)
-    assert [e["event"] for e in events].count("eval") == 1     # scored once, at the stop
+    assert [e["event"] for e in events].count("eval") == 1  # scored once, at the stop
 
 
 def test_stop_before_the_first_step():
@@ -140,15 +169,18 @@ def test_huge_learning_rate_stops_with_an_error_and_keeps_the_last_good_model(sp
     assert done["error"] == err["message"] and done["step"] < 5 * 19
     p = done["bundle"].classify(["good film", "bad film"])
     assert torch.isfinite(p).all()
-    assert all(torch.isfinite(v).all() for v in done["bundle"].model.state_dict().values()
-               if v.is_floating_point())
+    assert all(torch.isfinite(v).all() for v in done["bundle"].model.state_dict().values() if v.is_floating_point())
 
 
 def test_bad_settings_are_refused(split):
     train, valid = split
-    for kw, msg in [({"pooling": "sum"}, "pooling"), ({"lr": float("nan")}, "learning rate"),
-                    ({"max_length": 1000}, "positions"), ({"freeze_layers": 9}, "freeze_layers"),
-                    ({"batch_size": 0}, "batch size")]:
+    for kw, msg in [
+        ({"pooling": "sum"}, "pooling"),
+        ({"lr": float("nan")}, "learning rate"),
+        ({"max_length": 1000}, "positions"),
+        ({"freeze_layers": 9}, "freeze_layers"),
+        ({"batch_size": 0}, "batch size"),
+    ]:
         with pytest.raises(TrainingError, match=msg):
             run(tiny_bundle(), train, valid, **kw)
     other = LabelledData(texts=["a", "b"], labels=[0, 1], classes=["x", "y"])
@@ -165,6 +197,7 @@ def test_threads_setting_is_restored(split):
 
 def test_cli_end_to_end(tmp_path, capsys):
     from bert.__main__ import main
+
     ckpt = tmp_path / "tiny-model"
     bert.save(tiny_bundle(), ckpt)
     data = synthetic(300, seed=1)
@@ -172,9 +205,30 @@ def test_cli_end_to_end(tmp_path, capsys):
     csv_path = tmp_path / "reviews.csv"
     csv_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "clf"
-    rc = main(["finetune", "--data", str(csv_path), "--checkpoint", str(ckpt), "--out", str(out),
-               "--epochs", "3", "--max-length", "32", "--batch-size", "16", "--lr", "1e-3",
-               "--eval-every", "20", "--threads", "1", "--no-freeze-embeddings"])
+    rc = main(
+        [
+            "finetune",
+            "--data",
+            str(csv_path),
+            "--checkpoint",
+            str(ckpt),
+            "--out",
+            str(out),
+            "--epochs",
+            "3",
+            "--max-length",
+            "32",
+            "--batch-size",
+            "16",
+            "--lr",
+            "1e-3",
+            "--eval-every",
+            "20",
+            "--threads",
+            "1",
+            "--no-freeze-embeddings",
+        ]
+    )
     assert rc == 0
     printed = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
     assert all(p["event"] in ("eval", "done") for p in printed)
@@ -191,39 +245,65 @@ def test_cli_end_to_end(tmp_path, capsys):
 
 def test_cli_with_validation_file_and_bad_data(tmp_path, capsys):
     from bert.__main__ import main
+
     ckpt = tmp_path / "tiny-model"
     bert.save(tiny_bundle(), ckpt)
     data = synthetic(120, seed=2)
     rows = [{"text": t, "label": data.classes[y]} for t, y in zip(data.texts, data.labels)]
     (tmp_path / "train.jsonl").write_text("\n".join(json.dumps(r) for r in rows[:90]))
     (tmp_path / "valid.jsonl").write_text("\n".join(json.dumps(r) for r in rows[90:]))
-    rc = main(["finetune", "--data", str(tmp_path / "train.jsonl"), "--val-data", str(tmp_path / "valid.jsonl"),
-               "--checkpoint", str(ckpt), "--out", str(tmp_path / "o"), "--threads", "1"])
+    rc = main(
+        [
+            "finetune",
+            "--data",
+            str(tmp_path / "train.jsonl"),
+            "--val-data",
+            str(tmp_path / "valid.jsonl"),
+            "--checkpoint",
+            str(ckpt),
+            "--out",
+            str(tmp_path / "o"),
+            "--threads",
+            "1",
+        ]
+    )
     assert rc == 0
     last = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert last["event"] == "done" and last["valid_examples"] == 30 and last["train_examples"] == 90
     (tmp_path / "empty.csv").write_bytes(b"")
-    rc = main(["finetune", "--data", str(tmp_path / "empty.csv"), "--checkpoint", str(ckpt),
-               "--out", str(tmp_path / "o2"), "--threads", "1"])
+    rc = main(
+        [
+            "finetune",
+            "--data",
+            str(tmp_path / "empty.csv"),
+            "--checkpoint",
+            str(ckpt),
+            "--out",
+            str(tmp_path / "o2"),
+            "--threads",
+            "1",
+        ]
+    )
     assert rc == 2 and "empty" in capsys.readouterr().err
     assert not (tmp_path / "o2").exists()
 
 
 def test_layer_decay_and_encoder_dropout(split):
     from bert.finetune import _lr_scales
+
     train, valid = split
     events = run(tiny_bundle(), train, valid, layer_decay=0.5, encoder_dropout=0.0)
     assert events[-1]["event"] == "done" and events[-1]["bundle"].config.hidden_dropout_prob == 0.0
     clf = build_classifier(tiny_bundle(), ["a", "b"])
     scales = _lr_scales(clf, FinetuneArgs(data="x", layer_decay=0.5, head_lr_scale=10.0))
-    assert scales == {"bert.embeddings.": 0.25, "bert.layers.0.": 0.5, "bert.layers.1.": 1.0,
-                      "classifier.": 10.0}
+    assert scales == {"bert.embeddings.": 0.25, "bert.layers.0.": 0.5, "bert.layers.1.": 1.0, "classifier.": 10.0}
 
 
 def test_on_step_sees_the_start_and_every_update_and_records_attention(split):
     """on_step(step, model) runs at step 0 (before any update) and after each optimizer step;
     an AttentionSnapshots recorder there keeps the probe's attention as it changes."""
     from bert.attention_snapshots import AttentionSnapshots
+
     base = tiny_bundle()
     seen = []
     rec = AttentionSnapshots.for_tokenizer(base.tokenizer, "the film was good", every=4)
@@ -233,12 +313,13 @@ def test_on_step_sees_the_start_and_every_update_and_records_attention(split):
         rec(step, model)
 
     train, valid = split
-    events = list(finetune(base, train, valid, FinetuneArgs(data="synthetic", **{**FAST, "epochs": 1}),
-                           on_step=on_step))
+    events = list(
+        finetune(base, train, valid, FinetuneArgs(data="synthetic", **{**FAST, "epochs": 1}), on_step=on_step)
+    )
     total = next(e for e in events if e["event"] == "start")["steps"]
     assert [s for s, _ in seen] == list(range(total + 1))
     assert all(training for _, training in seen), "the recorder leaves the model in training mode"
     steps, atts = rec.view()
     assert steps == list(range(0, total + 1, 4)) and atts.shape[1:3] == (2, 4)
     change = rec.change_since_start(atts)
-    assert change[0].max() == 0 and change[-1].mean() > 0           # the attention moved
+    assert change[0].max() == 0 and change[-1].mean() > 0  # the attention moved

@@ -9,10 +9,11 @@ listed in docs/RELIABILITY.md. That the XSS strings are drawn as text in a real 
 alert, no injected element) is checked in tests/browser/ (test_pages_browser.py,
 test_bertviz_browser.py, test_hostile_browser.py).
 """
+
 from __future__ import annotations
 
-import io
 import csv
+import io
 import math
 import unicodedata
 from pathlib import Path
@@ -31,7 +32,7 @@ from bert import InputError  # noqa: E402
 ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 TIMEOUT = 120
 
-LONG = " ".join(["word", "another", "sentence", "goes", "on"] * 2000)      # 10,000 words
+LONG = " ".join(["word", "another", "sentence", "goes", "on"] * 2000)  # 10,000 words
 HOSTILE = {
     "empty": "",
     "whitespace": " \t\n \u00a0 \u3000 \r\n",
@@ -61,6 +62,7 @@ def _invisible(ch: str) -> bool:
 
 # ---- 1. the tokenizer and the model ---------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_tokenizer_and_model(bundle, name):
     text = HOSTILE[name]
@@ -81,16 +83,15 @@ def test_tokenizer_and_model(bundle, name):
     if name == "hundred-masks":
         assert enc.ids.count(tok.mask_id) == 100
     if name in ("script", "close-script", "img-onerror"):
-        assert {"<", ">"} <= set(enc.tokens) or {"\"", ">"} <= set(enc.tokens)
-    if name == "typed-specials":      # typed specials are the special tokens, as in Hugging Face
+        assert {"<", ">"} <= set(enc.tokens) or {'"', ">"} <= set(enc.tokens)
+    if name == "typed-specials":  # typed specials are the special tokens, as in Hugging Face
         assert enc.tokens[:3] == ["[CLS]", "[CLS]", "hello"] and enc.tokens.count("[SEP]") == 3
     # a pair with the hostile text as sentence B too
     pair = tok.encode("a plain first sentence", text, max_length=128)
     assert len(pair.ids) <= 128
     with torch.inference_mode():
         out = bundle.model(torch.tensor([enc.ids]), torch.tensor([enc.type_ids]))
-        hid = bundle.model.bert(torch.tensor([pair.ids]), torch.tensor([pair.type_ids]),
-                                output_attentions=True)
+        hid = bundle.model.bert(torch.tensor([pair.ids]), torch.tensor([pair.type_ids]), output_attentions=True)
     assert torch.isfinite(out.mlm_logits).all() and torch.isfinite(out.nsp_logits).all()
     assert all(torch.isfinite(a).all() for a in hid.attentions)
 
@@ -98,6 +99,7 @@ def test_tokenizer_and_model(bundle, name):
 def test_the_app_refuses_text_without_tokens(bundle):
     """Empty, blank and control-only input: an InputError with a message, not a model run."""
     from bert.analysis import encode
+
     for text in ("", "   ", "\x00\x01\u200b\u202e"):
         with pytest.raises(InputError, match="no tokens"):
             encode(bundle, text, None)
@@ -105,6 +107,7 @@ def test_the_app_refuses_text_without_tokens(bundle):
 
 def test_mlm_on_a_hundred_masks_and_typed_specials(bundle):
     from app.cache import mlm_predict
+
     res = mlm_predict.__wrapped__("builtin:minilm-l6", HOSTILE["hundred-masks"], 5, bundle)
     assert len(res["predictions"]) == 100
     assert all(len(p["tokens"]) == 5 and np.isfinite(p["probs"]).all() for p in res["predictions"])
@@ -114,9 +117,17 @@ def test_mlm_on_a_hundred_masks_and_typed_specials(bundle):
 
 # ---- 2. every explorer page (AppTest) -------------------------------------------------------------
 
-PAGES = ["pages/home.py", "pages/tokenization.py", "pages/embeddings.py", "pages/attention.py",
-         "pages/masked_lm.py", "pages/head_patterns.py", "pages/explanations.py", "pages/ablation.py",
-         "pages/compare.py"]
+PAGES = [
+    "pages/home.py",
+    "pages/tokenization.py",
+    "pages/embeddings.py",
+    "pages/attention.py",
+    "pages/masked_lm.py",
+    "pages/head_patterns.py",
+    "pages/explanations.py",
+    "pages/ablation.py",
+    "pages/compare.py",
+]
 PAGES = [p for p in PAGES if (Path(ENTRY).parent / p).exists()]
 # pages that read sentence A (the others read the masked sentence)
 READS_A = {"pages/tokenization.py", "pages/embeddings.py", "pages/attention.py", "pages/head_patterns.py"}
@@ -128,8 +139,11 @@ def _ok(at, where):
 
 
 def _messages(at):
-    return ([("error", e.value) for e in at.error] + [("warning", w.value) for w in at.warning]
-            + [("info", i.value) for i in at.info])
+    return (
+        [("error", e.value) for e in at.error]
+        + [("warning", w.value) for w in at.warning]
+        + [("info", i.value) for i in at.info]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -163,8 +177,13 @@ def test_every_page(at, name):
             assert any("empty" in e for e in errors), (where, msgs)
             continue
         assert not errors, (where, errors)
-        if name == "10k-words" and page in ("pages/tokenization.py", "pages/attention.py", "pages/embeddings.py",
-                                            "pages/head_patterns.py", "pages/masked_lm.py"):
+        if name == "10k-words" and page in (
+            "pages/tokenization.py",
+            "pages/attention.py",
+            "pages/embeddings.py",
+            "pages/head_patterns.py",
+            "pages/masked_lm.py",
+        ):
             assert any(k == "warning" and ("cut" in m) for k, m in msgs), (where, msgs)
         if page == "pages/masked_lm.py":
             filled = [c.value for c in at.code if "«" in c.value]
@@ -204,25 +223,33 @@ def test_attention_views_with_xss_and_long_text(at):
 
 # ---- 3. exported tables keep formulas as text -------------------------------------------------------
 
+
 def test_table_downloads_escape_formulas():
     import pandas as pd
 
     from app import training as tr
-    df = pd.DataFrame({"text": ["=cmd|' /C calc'!A0", "+SUM(1)", "@x", "-1+2", "plain"],
-                       "true": ["=HYPERLINK(\"http://x\")", "a", "b", "c", "d"], "confidence": [0.9] * 5})
+
+    df = pd.DataFrame(
+        {
+            "text": ["=cmd|' /C calc'!A0", "+SUM(1)", "@x", "-1+2", "plain"],
+            "true": ['=HYPERLINK("http://x")', "a", "b", "c", "d"],
+            "confidence": [0.9] * 5,
+        }
+    )
     data = tr.table_csv(df)
     text = data.decode("utf-8-sig")
     rows = list(csv.reader(io.StringIO(text)))
     assert rows[0] == ["text", "true", "confidence"]
     for row in rows[1:]:
         for cell in row[:2]:
-            assert not cell[:1] in ("=", "+", "-", "@"), row
+            assert cell[:1] not in ("=", "+", "-", "@"), row
     assert rows[1][0] == "'=cmd|' /C calc'!A0" and rows[5][0] == "plain" and float(rows[1][2]) == 0.9
 
 
 def test_streamlit_table_export_is_off():
     """Streamlit's own "Download as CSV" does not escape formulas: the config switches it off."""
     import tomllib
+
     cfg = tomllib.loads((Path(ENTRY).parent / ".streamlit" / "config.toml").read_text())
     assert cfg["client"]["disableDataExport"] is True
     assert cfg["server"]["maxUploadSize"] == 50
@@ -232,6 +259,7 @@ def test_server_config_for_a_class():
     """No full garbage collection after every script run (it took half the server's processor
     under a class's load), no file watcher, no traceback details on screen."""
     import tomllib
+
     cfg = tomllib.loads((Path(ENTRY).parent / ".streamlit" / "config.toml").read_text())
     assert cfg["runner"]["postScriptGC"] is False
     assert cfg["server"]["fileWatcherType"] == "none"
@@ -243,6 +271,7 @@ def test_results_offer_escaped_csv_downloads(at):
     are there (AppTest cannot click a download; table_csv is what they serve)."""
     import tests.test_training_pages as ttp
     from app import train_state as ts
+
     base, res = ttp._finished_result()
     res["report"]["mistakes"] = [{"text": "=cmd|' /C calc'!A0", "true": "pos", "predicted": "neg", "prob": 0.9}]
     at.session_state[state.USER_MODELS]["tiny"] = base
@@ -260,30 +289,36 @@ def test_results_offer_escaped_csv_downloads(at):
 
 # ---- 4. the size-bounded analysis cache --------------------------------------------------------------
 
+
 def test_analysis_cache_is_bounded_by_bytes():
     from app.cache import BudgetCache, nbytes
+
     c = BudgetCache(budget=10_000)
-    big = np.zeros(1000, dtype=np.float32)          # 4,000 bytes
+    big = np.zeros(1000, dtype=np.float32)  # 4,000 bytes
     for k in range(5):
         c.put(k, {"a": big})
     assert c.bytes <= 10_000 and len(c) == 2 and c.get(0) is None and c.get(4) is not None
     c.get(3)
     c.put(5, {"a": big})
-    assert c.get(3) is not None and c.get(4) is None          # least recently used goes first
+    assert c.get(3) is not None and c.get(4) is None  # least recently used goes first
     huge = np.zeros(10_000, dtype=np.float32)
     c.put("huge", huge)
-    assert len(c) == 1 and c.get("huge") is huge              # the newest stays even when alone too big
+    assert len(c) == 1 and c.get("huge") is huge  # the newest stays even when alone too big
     assert nbytes({"x": [big, (big,)], "t": torch.zeros(10)}) >= 8000 + 40
 
 
 def test_long_analysis_is_counted(bundle):
     """A 512-token analysis of the default model is tens of MB: the budget counts it."""
     from app.cache import _analyze, nbytes
+
     an = _analyze.__wrapped__("builtin:minilm-l6", LONG, None, bundle)
     size = nbytes(an)
-    assert an.n_tokens == 512 and 60 * 2 ** 20 < size < 200 * 2 ** 20
-    assert math.isclose(size, an.attentions.nbytes + an.hidden.nbytes + an.queries.nbytes * 3
-                        + sum(p.nbytes for p in an.parts.values()), rel_tol=0.05)
+    assert an.n_tokens == 512 and 60 * 2**20 < size < 200 * 2**20
+    assert math.isclose(
+        size,
+        an.attentions.nbytes + an.hidden.nbytes + an.queries.nbytes * 3 + sum(p.nbytes for p in an.parts.values()),
+        rel_tol=0.05,
+    )
 
 
 def test_finished_jobs_give_memory_back(monkeypatch):
@@ -291,6 +326,7 @@ def test_finished_jobs_give_memory_back(monkeypatch):
     the next job in the queue does not stack on the last one's peak."""
     import tests.test_training_pages as ttp
     from app import training as tr
+
     calls = []
     monkeypatch.setattr(tr, "release_memory", lambda: calls.append(1))
     base = ttp.tiny_bundle()
@@ -298,16 +334,18 @@ def test_finished_jobs_give_memory_back(monkeypatch):
     events = ttp.run_fn(tr.finetune_job(base, train, valid, ttp.fast_args(epochs=1)))
     assert events[-1]["event"] == "report" and calls == [1]
     monkeypatch.undo()
-    tr.release_memory()           # the real one: harmless anywhere
+    tr.release_memory()  # the real one: harmless anywhere
 
 
 def test_a_one_layer_one_head_model_on_every_page():
     """The Pre-training page can make a 1-layer model with 1 head and the user can pick it: no
     page may fail on it (a slider from 1 to 1 is an error in Streamlit)."""
     from bert.checkpoint import minilm_package_dir
+
     tok = bert.Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
-    cfg = bert.BertConfig(vocab_size=len(tok), hidden_size=16, num_hidden_layers=1, num_attention_heads=1,
-                          intermediate_size=32)
+    cfg = bert.BertConfig(
+        vocab_size=len(tok), hidden_size=16, num_hidden_layers=1, num_attention_heads=1, intermediate_size=32
+    )
     tiny = bert.Bundle(model=bert.BertForPreTraining(cfg).eval(), tokenizer=tok, name="one-head")
     a = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
     a.session_state[state.USER_MODELS] = {"one-head": tiny}

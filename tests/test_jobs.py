@@ -1,8 +1,7 @@
 """Background jobs: queueing, ownership, stop, heartbeat reaping, errors."""
+
 import threading
 import time
-
-import pytest
 
 from app.jobs import JobManager
 from bert.errors import TrainingError
@@ -16,6 +15,7 @@ def counting_job(n=1000, delay=0.01, result="model"):
             time.sleep(delay)
             yield {"event": "train", "step": i + 1}
         yield {"event": "done", "bundle": result}
+
     return fn
 
 
@@ -36,12 +36,14 @@ def test_jobs_belong_to_their_session():
     jm = JobManager(max_running=2)
     a = jm.submit("alice", "finetune", counting_job(3, result="alice-model"))
     b = jm.submit("bob", "finetune", counting_job(3, result="bob-model"))
-    jm.wait(a); jm.wait(b)
+    jm.wait(a)
+    jm.wait(b)
     assert jm.jobs_of("alice") == [a] and jm.jobs_of("bob") == [b]
     assert jm.get("bob", a.id) is None and jm.get("alice", a.id) is a
-    a.drain(); b.drain()
+    a.drain()
+    b.drain()
     assert a.result == "alice-model" and b.result == "bob-model"
-    assert all("bundle" not in m for m in a.metrics)   # the model object is not in the metrics
+    assert all("bundle" not in m for m in a.metrics)  # the model object is not in the metrics
 
 
 def test_stop_is_prompt_keeps_result_and_can_be_pressed_twice():
@@ -49,7 +51,8 @@ def test_stop_is_prompt_keeps_result_and_can_be_pressed_twice():
     job = jm.submit("s", "finetune", counting_job(10_000, delay=0.005))
     time.sleep(0.1)
     t = time.time()
-    job.stop(); job.stop()
+    job.stop()
+    job.stop()
     assert jm.wait(job, timeout=5)
     assert time.time() - t < 1.0
     assert job.status == "stopped" and job.result == "model"
@@ -59,11 +62,12 @@ def test_stop_before_the_first_step_and_second_start_click():
     jm = JobManager(max_running=1)
     first = jm.submit("x", "finetune", counting_job(10_000))
     again = jm.submit("x", "finetune", counting_job(10_000))
-    assert again is first                   # two Start clicks: one job
+    assert again is first  # two Start clicks: one job
     queued = jm.submit("y", "finetune", counting_job(10_000))
-    queued.stop()                           # stopped while waiting: never starts
+    queued.stop()  # stopped while waiting: never starts
     first.stop()
-    jm.wait(first); jm.wait(queued)
+    jm.wait(first)
+    jm.wait(queued)
     assert queued.status == "stopped" and queued.started is None
 
 

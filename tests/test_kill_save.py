@@ -6,6 +6,7 @@ next save removes it (bert.fileio.replace_dir).
 The children are forked from a server process that has already imported bert (multiprocessing's
 forkserver), so each try costs milliseconds, not the 2 s of importing torch.
 """
+
 import multiprocessing as mp
 import os
 import random
@@ -27,20 +28,25 @@ TRIES = 20
 
 def bundle(version: int) -> bert.Bundle:
     """A 12 MB model whose every weight equals `version`, and whose card says it."""
-    cfg = BertConfig(vocab_size=len(WORDS), hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
-                     intermediate_size=1024, max_position_embeddings=64)
+    cfg = BertConfig(
+        vocab_size=len(WORDS),
+        hidden_size=256,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        intermediate_size=1024,
+        max_position_embeddings=64,
+    )
     model = BertForPreTraining(cfg)
     with torch.no_grad():
         for p in model.parameters():
             p.fill_(float(version))
-    return bert.Bundle(model=model, tokenizer=bert.Tokenizer(WORDS), name=f"v{version}",
-                       card=f"# version {version}\n")
+    return bert.Bundle(model=model, tokenizer=bert.Tokenizer(WORDS), name=f"v{version}", card=f"# version {version}\n")
 
 
 def save_forever(folder: str, first: int, ready) -> None:
     """The child: save versions first, first+1, ... into `folder` until killed."""
     torch.set_num_threads(1)
-    models = [bundle(first + i) for i in range(2)]       # built before the clock starts
+    models = [bundle(first + i) for i in range(2)]  # built before the clock starts
     ready.set()
     i = 0
     while True:
@@ -69,7 +75,7 @@ def one_thread():
 
 def test_sigkill_at_random_moments_never_breaks_the_checkpoint(tmp_path, one_thread):
     folder = tmp_path / "ckpt"
-    bert.save(bundle(0), folder)                          # the previous checkpoint
+    bert.save(bundle(0), folder)  # the previous checkpoint
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(["bert", "torch", __name__])
     rng = random.Random(13)
@@ -85,13 +91,13 @@ def test_sigkill_at_random_moments_never_breaks_the_checkpoint(tmp_path, one_thr
         assert child.exitcode == -signal.SIGKILL
         left = leftovers(folder)
         mid_save += bool(left)
-        versions.add(check_whole(folder))                 # the previous checkpoint (or a newer whole one)
+        versions.add(check_whole(folder))  # the previous checkpoint (or a newer whole one)
         assert all(p.name.startswith(f".{folder.name}.tmp") for p in left), left
     # the kills landed inside saves (a temporary folder was there), and the folder always loaded
     assert mid_save >= TRIES // 2, f"only {mid_save} of {TRIES} kills landed during a save"
-    assert len(versions) > 1                               # saves did complete between kills
-    bert.save(bundle(999), folder)                         # the next save ...
-    assert leftovers(folder) == []                         # ... removes what the killed ones left
+    assert len(versions) > 1  # saves did complete between kills
+    bert.save(bundle(999), folder)  # the next save ...
+    assert leftovers(folder) == []  # ... removes what the killed ones left
     assert check_whole(folder) == 999
     print(f"\n{TRIES} kills, {mid_save} during a save, versions seen: {sorted(versions)[:6]}...")
 
@@ -111,25 +117,27 @@ def test_without_rename_exchange_a_kill_between_the_renames_is_recovered(tmp_pat
     """Where renameat2 is missing the swap is two renames; killed between them, only .a.old is
     left: the next save (or the cleanup, or recover_dir) puts it back before anything else."""
     import bert.fileio as fileio
+
     monkeypatch.setattr(fileio, "_exchange", lambda a, b: False)
     folder = tmp_path / "a"
     bert.save(bundle(1), folder)
-    os.replace(folder, tmp_path / ".a.old")               # the state a kill between the renames leaves
+    os.replace(folder, tmp_path / ".a.old")  # the state a kill between the renames leaves
     recover_dir(folder)
     assert check_whole(folder) == 1
     os.replace(folder, tmp_path / ".a.old")
-    bert.save(bundle(2), folder)                          # a save first recovers, then replaces
+    bert.save(bundle(2), folder)  # a save first recovers, then replaces
     assert check_whole(folder) == 2 and leftovers(folder) == []
     tmp = tmp_path / ".a.tmpnew"
     tmp.mkdir()
     (tmp / "x").write_text("new")
-    replace_dir(tmp, tmp_path / "b")                       # a first save: a plain rename
+    replace_dir(tmp, tmp_path / "b")  # a first save: a plain rename
     assert (tmp_path / "b" / "x").read_text() == "new"
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_rename_exchange_is_used_here(tmp_path):
     from bert.fileio import _exchange
+
     (tmp_path / "x").mkdir()
     (tmp_path / "y").mkdir()
     (tmp_path / "x" / "f").write_text("x")

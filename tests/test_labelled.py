@@ -1,4 +1,5 @@
 """The labelled-data reader (bert/labelled.py): formats, encodings, and every bad input with its message."""
+
 import csv
 import io
 import json
@@ -7,14 +8,22 @@ import random
 import pytest
 
 from bert import DataError
-from bert.labelled import (LabelledData, read_labelled, read_labelled_file, stratified_sample,
-                           stratified_split, to_safe_csv)
+from bert.labelled import (
+    LabelledData,
+    read_labelled,
+    read_labelled_file,
+    stratified_sample,
+    stratified_split,
+    to_safe_csv,
+)
 
-CSV = ("text,label\n"
-       "a wonderful film with great actors,pos\n"
-       "dull and far too long,neg\n"
-       "I loved every minute of it,pos\n"
-       "the worst thing I have seen this year,neg\n")
+CSV = (
+    "text,label\n"
+    "a wonderful film with great actors,pos\n"
+    "dull and far too long,neg\n"
+    "I loved every minute of it,pos\n"
+    "the worst thing I have seen this year,neg\n"
+)
 
 
 def read(text_or_bytes, name="data.csv", **kw):
@@ -31,6 +40,7 @@ def bad(data, match, name="data.csv", **kw):
 
 # ---- formats -----------------------------------------------------------------------------
 
+
 def test_basic_csv_detects_columns_and_classes():
     d = read(CSV)
     assert isinstance(d, LabelledData)
@@ -45,8 +55,9 @@ def test_basic_csv_detects_columns_and_classes():
 
 
 def test_columns_detected_whatever_their_order_and_names():
-    rows = ["id,stars,review,user"] + [f"{i},{i % 3 + 1},this is review number {i} and it is long,u{i % 7}"
-                                       for i in range(30)]
+    rows = ["id,stars,review,user"] + [
+        f"{i},{i % 3 + 1},this is review number {i} and it is long,u{i % 7}" for i in range(30)
+    ]
     d = read("\n".join(rows))
     assert (d.text_col, d.label_col) == ("review", "stars")
     assert d.classes == ["1", "2", "3"]
@@ -54,8 +65,8 @@ def test_columns_detected_whatever_their_order_and_names():
 
 def test_override_columns_and_missing_column_message():
     text = "title,body,sentiment,topic\n" + "".join(
-        f"t{i},body text number {i} is here,{'pos' if i % 2 else 'neg'},{'a' if i % 3 else 'b'}\n"
-        for i in range(10))
+        f"t{i},body text number {i} is here,{'pos' if i % 2 else 'neg'},{'a' if i % 3 else 'b'}\n" for i in range(10)
+    )
     d = read(text, label_col="topic")
     assert d.label_col == "topic" and d.classes == ["a", "b"]
     msg = bad(text, r"'stars' is not in the file", label_col="stars")
@@ -65,8 +76,7 @@ def test_override_columns_and_missing_column_message():
 
 
 def test_semicolon_csv():
-    text = "texte;note\n" + "".join(f"film {i}, vraiment, {'bien' if i % 2 else 'nul'};{i % 2}\n"
-                                    for i in range(12))
+    text = "texte;note\n" + "".join(f"film {i}, vraiment, {'bien' if i % 2 else 'nul'};{i % 2}\n" for i in range(12))
     d = read(text)
     assert d.format == "csv (semicolon)"
     assert d.texts[1] == "film 1, vraiment, bien" and d.classes == ["0", "1"]
@@ -74,7 +84,7 @@ def test_semicolon_csv():
 
 def test_tsv_and_plain_text_label_tab_text():
     d = read("label\ttext\npos\tgood, really good\nneg\tbad\tvery bad\nneg\tawful\npos\tfine\n", "d.tsv")
-    assert d.format == "tsv" and d.texts[1] == "bad\tvery bad"        # a tab inside the text is kept
+    assert d.format == "tsv" and d.texts[1] == "bad\tvery bad"  # a tab inside the text is kept
     plain = 'pos\tgreat "fun" film\nneg\t"unbalanced quote\npos\tlovely\nneg\tboring\n'
     d = read(plain, "reviews.txt")
     assert (d.label_col, d.text_col) == ("label", "text")
@@ -98,7 +108,7 @@ def test_quoted_newlines_and_windows_line_ends():
     d = read(text)
     assert d.texts[0] == "first line\nsecond line, with comma"
     assert d.texts[1] == 'say "hi"' and len(d) == 4
-    d = read(text.replace("\r\n", "\r"))        # old Mac line ends
+    d = read(text.replace("\r\n", "\r"))  # old Mac line ends
     assert len(d) == 4
 
 
@@ -110,17 +120,19 @@ def test_numeric_labels_sorted_numerically_and_unified():
 
 
 def test_dropped_rows_are_counted():
-    text = ("text,label\n"
-            "good one,pos\n"
-            ",neg\n"                 # empty text
-            "   ,pos\n"              # whitespace text
-            "NaN,neg\n"              # NaN text
-            "no label here,\n"       # missing label
-            "nan label,nan\n"        # NaN label
-            "good one,pos\n"         # duplicate
-            "bad one,neg\n"
-            "meh,neg\n"
-            "fine,pos\n")
+    text = (
+        "text,label\n"
+        "good one,pos\n"
+        ",neg\n"  # empty text
+        "   ,pos\n"  # whitespace text
+        "NaN,neg\n"  # NaN text
+        "no label here,\n"  # missing label
+        "nan label,nan\n"  # NaN label
+        "good one,pos\n"  # duplicate
+        "bad one,neg\n"
+        "meh,neg\n"
+        "fine,pos\n"
+    )
     d = read(text)
     assert d.dropped == {"empty text": 3, "missing label": 2, "duplicate text": 1}
     assert len(d) == 4 and d.rows_read == 10
@@ -145,13 +157,15 @@ def test_file_is_not_modified(tmp_path):
 
 # ---- encodings ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("encoding,bom", [("utf-8", b""), ("utf-8", b"\xef\xbb\xbf"),
-                                          ("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff")])
+
+@pytest.mark.parametrize(
+    "encoding,bom", [("utf-8", b""), ("utf-8", b"\xef\xbb\xbf"), ("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff")]
+)
 def test_unicode_encodings(encoding, bom):
     text = "text,label\ncafé crème — très bon ✓,pos\nnaïve and dull,neg\n日本語の映画,pos\nmeh,neg\n"
     d = read(bom + text.encode(encoding))
     assert d.texts[0] == "café crème — très bon ✓" and d.texts[2] == "日本語の映画"
-    assert d.columns == ["text", "label"]       # no BOM glued to the first column name
+    assert d.columns == ["text", "label"]  # no BOM glued to the first column name
 
 
 def test_utf16_without_bom_and_latin1_fallback():
@@ -166,6 +180,7 @@ def test_utf16_without_bom_and_latin1_fallback():
 
 
 # ---- bad input: each a DataError with a clear message ----------------------------------------
+
 
 def test_empty_file():
     bad(b"", "is empty")
@@ -230,15 +245,19 @@ def test_too_many_classes():
 def test_validation_file_must_use_training_classes():
     d = read("text,label\na,pos\nb,pos\n", classes=["neg", "pos"], min_per_class=1)
     assert d.classes == ["neg", "pos"] and d.labels == [1, 1]
-    bad("text,label\na,pos\nb,neg\nc,meh\n", "labels that the training data does not: 'meh'",
-        classes=["neg", "pos"], min_per_class=1)
+    bad(
+        "text,label\na,pos\nb,neg\nc,meh\n",
+        "labels that the training data does not: 'meh'",
+        classes=["neg", "pos"],
+        min_per_class=1,
+    )
 
 
 # ---- size cap -------------------------------------------------------------------------------
 
+
 def test_200k_rows_capped_by_stratified_sample():
-    rows = [f"review number {i} is {'good' if i % 4 else 'bad'},{'pos' if i % 4 else 'neg'}"
-            for i in range(200_000)]
+    rows = [f"review number {i} is {'good' if i % 4 else 'bad'},{'pos' if i % 4 else 'neg'}" for i in range(200_000)]
     d = read("text,label\n" + "\n".join(rows) + "\n")
     assert len(d) == 50_000 and d.rows_read == 200_000
     assert d.class_counts == {"neg": 12_500, "pos": 37_500}
@@ -256,6 +275,7 @@ def test_stratified_sample_keeps_rare_classes():
 
 
 # ---- split ------------------------------------------------------------------------------------
+
 
 def _data(counts):
     texts, labels = [], []
@@ -291,25 +311,40 @@ def test_split_refuses_a_class_with_one_example():
 
 # ---- formula escaping -------------------------------------------------------------------------
 
+
 def test_to_safe_csv_escapes_formulas():
     import pandas as pd
-    df = pd.DataFrame({"text": ["=cmd|' /C calc'!A0", "+1+1", "-2+3", "@SUM(A1)", "\tx", "\ry", "fine",
-                                "a=b"],
-                       "prob": [0.5, -1.0, 2, 3, 4, 5, 6, 7]})
+
+    df = pd.DataFrame(
+        {
+            "text": ["=cmd|' /C calc'!A0", "+1+1", "-2+3", "@SUM(A1)", "\tx", "\ry", "fine", "a=b"],
+            "prob": [0.5, -1.0, 2, 3, 4, 5, 6, 7],
+        }
+    )
     out = to_safe_csv(df)
     rows = list(csv.reader(io.StringIO(out)))
     assert rows[0] == ["text", "prob"]
-    assert [r[0] for r in rows[1:]] == ["'=cmd|' /C calc'!A0", "'+1+1", "'-2+3", "'@SUM(A1)", "'\tx",
-                                        "'\ry", "fine", "a=b"]
-    assert rows[2][1] == "-1.0"           # numbers stay numbers
+    assert [r[0] for r in rows[1:]] == [
+        "'=cmd|' /C calc'!A0",
+        "'+1+1",
+        "'-2+3",
+        "'@SUM(A1)",
+        "'\tx",
+        "'\ry",
+        "fine",
+        "a=b",
+    ]
+    assert rows[2][1] == "-1.0"  # numbers stay numbers
     assert to_safe_csv(pd.DataFrame({"=bad": ["ok"]})).splitlines()[0] == '"\'=bad"'
-    assert df["text"][0] == "=cmd|' /C calc'!A0"      # the frame given is not modified
+    assert df["text"][0] == "=cmd|' /C calc'!A0"  # the frame given is not modified
 
 
 # ---- built-in data sets --------------------------------------------------------------------------
 
+
 def test_repair_tweet():
     from bert.datasets import repair_tweet
+
     t, changed = repair_tweet("I donÕ¢_\x8aÎ_\x86¢t want it Õ¢_\x8aÎ\x81Ð@cnn: newsÕ¢_\x8aÎë\x9d _ôÖ_")
     assert changed and t == "I don't want it \u201c@cnn: news\u201d"
     assert repair_tweet("plain ascii") == ("plain ascii", False)
@@ -317,6 +352,7 @@ def test_repair_tweet():
 
 def test_builtin_datasets_when_cached():
     from bert.datasets import DATASETS, _paths, load_dataset
+
     for name in DATASETS:
         if not _paths(name)[0].is_file():
             pytest.skip("built-in data sets not fetched (python -m bert.datasets)")

@@ -6,6 +6,7 @@ and Masked LM pages while two fine-tuning jobs are submitted with BERT_EXPLORER_
 starts when the first is stopped, and the report has page times and the server's peak memory.
 The full run (20 students) is `python scripts/loadtest.py`; its figures are in the README.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -44,8 +45,17 @@ def test_small_class_at_once(tmp_path):
     if lt.chromium_path() is None:
         _unavailable("Chromium is not installed (apt-get install chromium, or `make browser`)")
     artifacts = ROOT / "tests" / "artifacts"
-    rep = lt.run(sessions=4, browser_sessions=1, jobs=2, max_jobs=1, ramp=1.0, max_seconds=420,
-                 step_timeout=300, job_wait=240, log_dir=artifacts)
+    rep = lt.run(
+        sessions=4,
+        browser_sessions=1,
+        jobs=2,
+        max_jobs=1,
+        ramp=1.0,
+        max_seconds=420,
+        step_timeout=300,
+        job_wait=240,
+        log_dir=artifacts,
+    )
     text = lt.markdown(rep)
     (artifacts / "loadtest-small.md").write_text(text + "\n")
     assert rep.errors == [], text
@@ -57,4 +67,4 @@ def test_small_class_at_once(tmp_path):
     assert rep.all_steps["n"] == 20 and 0 < rep.all_steps["p50"] <= rep.all_steps["p95"], text
     assert rep.browser_steps["n"] == 5 and rep.protocol_steps["n"] == 15, text
     assert 300 < rep.server_peak_rss_mb <= rep.server_hwm_mb + 1, text
-    assert rep.server_hwm_mb < 1600, text        # the model + one fine-tuning job + 4 sessions
+    assert rep.server_hwm_mb < 1600, text  # the model + one fine-tuning job + 4 sessions

@@ -1,4 +1,5 @@
 """Our BERT against transformers' BERT (eager attention) on the same weights, fp32, to 1e-4."""
+
 import pytest
 import torch
 
@@ -11,12 +12,33 @@ transformers = pytest.importorskip("transformers")
 TOL = 1e-4
 
 CONFIGS = {
-    "tiny": dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                 intermediate_size=37, max_position_embeddings=64, type_vocab_size=2),
-    "odd": dict(vocab_size=101, hidden_size=48, num_hidden_layers=3, num_attention_heads=3,
-                intermediate_size=50, max_position_embeddings=40, type_vocab_size=3),
-    "base": dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                 intermediate_size=3072, max_position_embeddings=512, type_vocab_size=2),
+    "tiny": dict(
+        vocab_size=99,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=64,
+        type_vocab_size=2,
+    ),
+    "odd": dict(
+        vocab_size=101,
+        hidden_size=48,
+        num_hidden_layers=3,
+        num_attention_heads=3,
+        intermediate_size=50,
+        max_position_embeddings=40,
+        type_vocab_size=3,
+    ),
+    "base": dict(
+        vocab_size=30522,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        max_position_embeddings=512,
+        type_vocab_size=2,
+    ),
 }
 
 
@@ -34,8 +56,7 @@ def make_pair(kind, seed=0):
     state, unused = hf_to_ours(theirs.state_dict(), config)
     assert unused == []
     ours._load = ours.load_state_dict(state, strict=False)
-    assert ours._load.missing_keys == ["mlm.word_embeddings.weight"] or \
-        ours._load.missing_keys == []
+    assert ours._load.missing_keys == ["mlm.word_embeddings.weight"] or ours._load.missing_keys == []
     return ours, theirs
 
 
@@ -45,8 +66,8 @@ def inputs(config, B=2, T=11, seed=1, pad=True):
     types = torch.randint(0, config["type_vocab_size"], (B, T), generator=g)
     mask = torch.ones(B, T, dtype=torch.long)
     if pad:
-        mask[1, T - 4:] = 0
-        ids[1, T - 4:] = 0
+        mask[1, T - 4 :] = 0
+        ids[1, T - 4 :] = 0
     return ids, types, mask
 
 
@@ -61,8 +82,9 @@ def test_pretraining_parity(kind):
     ids, types, mask = inputs(CONFIGS[kind], T=T)
     with torch.no_grad():
         a = ours(ids, types, mask, output_attentions=True, output_hidden_states=True)
-        b = theirs(input_ids=ids, token_type_ids=types, attention_mask=mask,
-                   output_attentions=True, output_hidden_states=True)
+        b = theirs(
+            input_ids=ids, token_type_ids=types, attention_mask=mask, output_attentions=True, output_hidden_states=True
+        )
     real = mask.bool()
     assert maxdiff(a.bert.last_hidden_state[real], b.hidden_states[-1][real]) <= TOL
     assert len(a.hidden_states) == len(b.hidden_states) == CONFIGS[kind]["num_hidden_layers"] + 1
@@ -140,7 +162,8 @@ def test_export_hf_loads_in_transformers_with_no_missing_keys(tmp_path):
     bundle = bert.Bundle(model=ours, tokenizer=_tiny_tokenizer(CONFIGS["odd"]["vocab_size"]), name="odd")
     out = bert.export_hf(bundle, tmp_path / "hf")
     theirs, info = transformers.BertForPreTraining.from_pretrained(
-        out, output_loading_info=True, attn_implementation="eager")
+        out, output_loading_info=True, attn_implementation="eager"
+    )
     assert info["missing_keys"] == [] or info["missing_keys"] == set()
     assert not info["unexpected_keys"]
     ids, types, mask = inputs(CONFIGS["odd"])
@@ -165,8 +188,9 @@ def test_save_and_load_round_trip(tmp_path):
 
 def test_minilm_default_matches_transformers():
     from bert.checkpoint import minilm_package_dir
+
     folder = minilm_package_dir()
-    bundle = bert.load("all-minilm-l6-v2")   # the built-in: the published weights, as set-up installs them
+    bundle = bert.load("all-minilm-l6-v2")  # the built-in: the published weights, as set-up installs them
     theirs = transformers.BertModel.from_pretrained(folder, attn_implementation="eager").eval()
     enc = bundle.tokenizer.encode("The cat sat on the mat.", "It was warm there.")
     ids = torch.tensor([enc.ids])
@@ -192,9 +216,9 @@ def test_pretraining_last_layer_only_at_masked_rows_is_the_same_step(kind):
     ids = torch.randint(5, cfg.vocab_size, (B, T))
     types = torch.randint(0, cfg.type_vocab_size, (B, T))
     attn = torch.ones(B, T, dtype=torch.long)
-    attn[1, 15:] = 0                                               # padding in one row
+    attn[1, 15:] = 0  # padding in one row
     labels = torch.full((B, T), -100)
-    for b, cols in enumerate([[1, 5, 9], [2, 3, 14], [], [0, 7, 8, 23]]):   # row 2: nothing masked
+    for b, cols in enumerate([[1, 5, 9], [2, 3, 14], [], [0, 7, 8, 23]]):  # row 2: nothing masked
         labels[b, cols] = ids[b, cols]
     nsp = torch.tensor([0, 1, 1, 0])
     grads, outs = [], []
@@ -224,6 +248,7 @@ def test_cls_classifier_runs_last_layer_at_cls_only_and_matches_transformers():
     logits and every gradient still equal transformers' BertForSequenceClassification."""
     from benchmarks.models import ours_from_theirs
     from bert.model import BertForSequenceClassification
+
     torch.manual_seed(0)
     hf_config = transformers.BertConfig(**CONFIGS["odd"], attn_implementation="eager", num_labels=3)
     theirs = transformers.BertForSequenceClassification(hf_config).eval()
@@ -235,12 +260,12 @@ def test_cls_classifier_runs_last_layer_at_cls_only_and_matches_transformers():
     b = theirs(input_ids=ids, token_type_ids=types, attention_mask=mask, labels=labels)
     assert maxdiff(a.logits, b.logits) <= TOL and abs(a.loss.item() - b.loss.item()) <= TOL
     h = a.bert.last_hidden_state
-    assert (h[:, 1:] == 0).all() and (h[:, 0] != 0).any()           # the last layer ran at [CLS] only
+    assert (h[:, 1:] == 0).all() and (h[:, 0] != 0).any()  # the last layer ran at [CLS] only
     a.loss.backward()
     b.loss.backward()
     theirs_grads = {k: v.grad for k, v in theirs.named_parameters()}
     state, _ = hf_to_ours(theirs_grads, config)
     for name, p in ours.named_parameters():
         assert maxdiff(p.grad, state[name]) <= TOL, name
-    full = ours(ids, types, mask, output_hidden_states=True)          # nothing pruned when asked
+    full = ours(ids, types, mask, output_hidden_states=True)  # nothing pruned when asked
     assert maxdiff(full.logits, a.logits) <= 1e-5 and (full.bert.last_hidden_state[:, 1:] != 0).any()

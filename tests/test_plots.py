@@ -2,6 +2,7 @@
 
 Pure numpy in, plotly out: no model and no streamlit needed.
 """
+
 import numpy as np
 import plotly.graph_objects as go
 import pytest
@@ -50,8 +51,8 @@ def test_attention_grid_has_L_by_H_tiles(L, H, T):
     assert list(fig.layout.xaxis.ticktext) == [f"H{i + 1}" for i in range(H)]
     # the tile of layer l, head h is that head's map (block-averaged for long inputs)
     small = plots.pool_square(atts, 32)
-    np.testing.assert_allclose(z[(t + 1):(t + 1) + t, 2 * (t + 1):2 * (t + 1) + t], small[1, 2], atol=1e-6)
-    assert len(fig.layout.shapes) == 1            # the red box around the picked head
+    np.testing.assert_allclose(z[(t + 1) : (t + 1) + t, 2 * (t + 1) : 2 * (t + 1) + t], small[1, 2], atol=1e-6)
+    assert len(fig.layout.shapes) == 1  # the red box around the picked head
 
 
 def test_pool_square_keeps_row_sums():
@@ -76,7 +77,7 @@ def test_embedding_figures():
 
 def test_position_pca_has_one_point_per_position():
     P, C = 64, 32
-    table = np.cumsum(rng.normal(size=(P, C)), axis=0)         # a smooth walk, like learned positions
+    table = np.cumsum(rng.normal(size=(P, C)), axis=0)  # a smooth walk, like learned positions
     coords, ratio = pca_plane(table)
     assert coords.shape == (P, 2) and 0 < ratio[0] <= 1 and ratio[0] >= ratio[1]
     fig = plots.position_pca(coords, ratio, used=10)
@@ -102,10 +103,15 @@ def test_line_and_bar_figures():
 
 
 def test_model_diagram_has_a_box_per_layer():
-    cfg = BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-                     intermediate_size=37)
-    counts = {"embeddings": 1000, "encoder layers": 3000, "pooler": 100,
-              "MLM head (decoder tied to embeddings)": 50, "NSP head": 10, "total": 4160}
+    cfg = BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=37)
+    counts = {
+        "embeddings": 1000,
+        "encoder layers": 3000,
+        "pooler": 100,
+        "MLM head (decoder tied to embeddings)": 50,
+        "NSP head": 10,
+        "total": 4160,
+    }
     fig = plots.model_diagram(cfg, counts)
     # input, embeddings, 3 layers, pooler, 2 heads
     assert len(fig.layout.shapes) == 1 + 1 + 3 + 1 + 2
@@ -114,6 +120,7 @@ def test_model_diagram_has_a_box_per_layer():
 
 
 # --- helpers ---------------------------------------------------------------------------------
+
 
 def test_walkthrough_matches_softmax_attention():
     T, D = 5, 8
@@ -149,9 +156,15 @@ def test_text_helpers():
 
 def test_token_table_groups_pieces_and_flags_unk():
     tokens = ["[CLS]", "una", "##ffa", "##ble", "[UNK]", "[SEP]"]
-    df = helpers.token_table(tokens, [101, 1, 2, 3, 100, 102], [0] * 6,
-                             [(0, 0), (0, 3), (3, 6), (6, 9), (10, 11), (0, 0)],
-                             [None, 0, 0, 0, 1, None], [None, 0, 0, 0, 0, None], "unaffable 🤗")
+    df = helpers.token_table(
+        tokens,
+        [101, 1, 2, 3, 100, 102],
+        [0] * 6,
+        [(0, 0), (0, 3), (3, 6), (6, 9), (10, 11), (0, 0)],
+        [None, 0, 0, 0, 1, None],
+        [None, 0, 0, 0, 0, None],
+        "unaffable 🤗",
+    )
     assert list(df["word"]) == ["", "A1", "A1", "A1", "A2", ""]
     assert list(df["unknown"]) == [False, False, False, False, True, False]
     assert df.loc[4, "text"] == "🤗"

@@ -1,4 +1,5 @@
 """Pre-training loop: learning happens, resume continues the same run, DDP with 2 processes."""
+
 import json
 import os
 import subprocess
@@ -21,8 +22,14 @@ WORDS = "red green blue cat dog bird runs sits sleeps the a on under big small".
 
 def tiny_bundle(hidden=32, layers=2, seed=0):
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *WORDS]
-    config = BertConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers,
-                        num_attention_heads=2, intermediate_size=2 * hidden, max_position_embeddings=64)
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=2 * hidden,
+        max_position_embeddings=64,
+    )
     torch.manual_seed(seed)
     return bert.Bundle(model=BertForPreTraining(config), tokenizer=bert.Tokenizer(vocab), name="tiny")
 
@@ -30,13 +37,24 @@ def tiny_bundle(hidden=32, layers=2, seed=0):
 def tiny_corpus(n_docs=24, seed=0):
     """Documents with strong regularities: 'the big cat sits on the small dog .' patterns."""
     import random
+
     rng = random.Random(seed)
     docs = []
     for _ in range(n_docs):
         colour = rng.choice(["red", "green", "blue"])
-        docs.append([f"the {colour} {a} {v} on the {colour} {b} ."
-                     for a, v, b in ((rng.choice(["cat", "dog", "bird"]), rng.choice(["runs", "sits", "sleeps"]),
-                                      rng.choice(["cat", "dog", "bird"])) for _ in range(8))])
+        docs.append(
+            [
+                f"the {colour} {a} {v} on the {colour} {b} ."
+                for a, v, b in (
+                    (
+                        rng.choice(["cat", "dog", "bird"]),
+                        rng.choice(["runs", "sits", "sleeps"]),
+                        rng.choice(["cat", "dog", "bird"]),
+                    )
+                    for _ in range(8)
+                )
+            ]
+        )
     return Corpus(name="tiny", documents=docs)
 
 
@@ -51,9 +69,21 @@ def run(args, bundle=None, corpus=None, stop_at=None, resume=True):
 
 
 def args_for(out, **kw):
-    base = dict(out=str(out), init="scratch", max_seq_length=32, batch_size=8, steps=60, lr=3e-3,
-                warmup_steps=5, log_every=5, eval_every=30, save_every=1000, eval_sequences=32,
-                valid_fraction=0.1, threads=1)
+    base = dict(
+        out=str(out),
+        init="scratch",
+        max_seq_length=32,
+        batch_size=8,
+        steps=60,
+        lr=3e-3,
+        warmup_steps=5,
+        log_every=5,
+        eval_every=30,
+        save_every=1000,
+        eval_sequences=32,
+        valid_fraction=0.1,
+        threads=1,
+    )
     base.update(kw)
     return PretrainArgs(**base)
 
@@ -67,7 +97,7 @@ def test_mlm_loss_falls_on_tiny_corpus(tmp_path):
     done = events[-1]
     assert done["event"] == "done" and not done["stopped"]
     assert done["mlm_top1"] > done["baseline_top1"]
-    again = bert.load(done["path"])           # the final model is a loadable folder
+    again = bert.load(done["path"])  # the final model is a loadable folder
     assert again.has_mlm
 
 
@@ -75,6 +105,7 @@ def test_on_start_binds_a_trained_vocabulary_and_on_step_records(tmp_path):
     """From scratch with a vocabulary trained on the corpus: on_start hands over the bundle (and so
     the new tokenizer) before the first step, on_step sees step 0 and every update."""
     from bert.attention_snapshots import AttentionSnapshots
+
     rec = AttentionSnapshots.pending("the red cat sits on the blue dog .", every=5)
     started, steps = [], []
 
@@ -95,10 +126,10 @@ def test_on_start_binds_a_trained_vocabulary_and_on_step_records(tmp_path):
 
 
 def test_resume_after_stop_continues_the_same_run(tmp_path):
-    straight = run(args_for(tmp_path / "a", steps=20, save_every=5), bundle=tiny_bundle(),
-                   corpus=tiny_corpus())
-    first = run(args_for(tmp_path / "b", steps=20, save_every=5), bundle=tiny_bundle(),
-                corpus=tiny_corpus(), stop_at=10)
+    straight = run(args_for(tmp_path / "a", steps=20, save_every=5), bundle=tiny_bundle(), corpus=tiny_corpus())
+    first = run(
+        args_for(tmp_path / "b", steps=20, save_every=5), bundle=tiny_bundle(), corpus=tiny_corpus(), stop_at=10
+    )
     assert first[-1]["stopped"] and first[-1]["step"] == 10
     second = run(args_for(tmp_path / "b", steps=20, save_every=5), corpus=tiny_corpus())
     assert second[0] == {"event": "resumed", "step": 10}
@@ -120,11 +151,44 @@ def test_nan_loss_stops_with_a_message(tmp_path):
 def test_torchrun_two_processes(tmp_path):
     text = "\n\n".join(" ".join(doc) for doc in tiny_corpus(12).documents)
     (tmp_path / "corpus.txt").write_text(text)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=29517",
-           "-m", "bert", "pretrain", "--out", str(tmp_path / "ddp"), "--init", "scratch",
-           "--text-file", str(tmp_path / "corpus.txt"), "--layers", "1", "--hidden", "32", "--heads", "2",
-           "--max-seq-length", "32", "--batch-size", "4", "--steps", "6", "--log-every", "2",
-           "--eval-every", "6", "--eval-sequences", "8", "--valid-fraction", "0.2", "--threads", "1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node=2",
+        "--master_port=29517",
+        "-m",
+        "bert",
+        "pretrain",
+        "--out",
+        str(tmp_path / "ddp"),
+        "--init",
+        "scratch",
+        "--text-file",
+        str(tmp_path / "corpus.txt"),
+        "--layers",
+        "1",
+        "--hidden",
+        "32",
+        "--heads",
+        "2",
+        "--max-seq-length",
+        "32",
+        "--batch-size",
+        "4",
+        "--steps",
+        "6",
+        "--log-every",
+        "2",
+        "--eval-every",
+        "6",
+        "--eval-sequences",
+        "8",
+        "--valid-fraction",
+        "0.2",
+        "--threads",
+        "1",
+    ]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -132,7 +196,7 @@ def test_torchrun_two_processes(tmp_path):
     start = next(x for x in lines if x["event"] == "start")
     assert start["world_size"] == 2
     assert lines[-1]["event"] == "done" and lines[-1]["step"] == 6
-    assert sum(1 for x in lines if x["event"] == "start") == 1   # only rank 0 reports
+    assert sum(1 for x in lines if x["event"] == "start") == 1  # only rank 0 reports
     assert bert.load(tmp_path / "ddp" / "final").has_mlm
 
 
@@ -140,17 +204,21 @@ def test_freeze_word_embeddings_keeps_them_and_trains_the_rest(tmp_path):
     bundle = tiny_bundle()
     words = bundle.model.bert.embeddings.word_embeddings.weight.detach().clone()
     layer = bundle.model.bert.layers[0].ffn_in.weight.detach().clone()
-    events = run(args_for(tmp_path / "f", steps=10, eval_every=10, freeze_word_embeddings=True),
-                 bundle=bundle, corpus=tiny_corpus())
+    events = run(
+        args_for(tmp_path / "f", steps=10, eval_every=10, freeze_word_embeddings=True),
+        bundle=bundle,
+        corpus=tiny_corpus(),
+    )
     assert events[-1]["event"] == "done"
     again = bert.load(events[-1]["path"]).model
-    assert torch.equal(again.bert.embeddings.word_embeddings.weight, words)    # = the MLM decoder
+    assert torch.equal(again.bert.embeddings.word_embeddings.weight, words)  # = the MLM decoder
     assert not torch.equal(again.bert.layers[0].ffn_in.weight, layer)
 
 
 def test_snapshots_keep_the_model_every_n_steps(tmp_path):
-    events = run(args_for(tmp_path / "s", steps=9, eval_every=9, snapshot_every=4),
-                 bundle=tiny_bundle(), corpus=tiny_corpus())
+    events = run(
+        args_for(tmp_path / "s", steps=9, eval_every=9, snapshot_every=4), bundle=tiny_bundle(), corpus=tiny_corpus()
+    )
     snaps = sorted(p.name for p in (tmp_path / "s" / "snapshots").iterdir())
     assert snaps == ["step-000004", "step-000008"]
     a, b = (bert.load(tmp_path / "s" / "snapshots" / n).model for n in snaps)

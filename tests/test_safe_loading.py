@@ -6,6 +6,7 @@ that asks for more than the weights hold is refused before any model is built, a
 app saves or exports can land outside its folder. Tiny models (vocab 20, hidden 32) keep it fast;
 the app part uses AppTest with the default model.
 """
+
 from __future__ import annotations
 
 import io
@@ -25,14 +26,41 @@ from bert.checkpoint import encoder_parameters, load_folder, read_weights
 from bert.config import BertConfig
 from bert.model import BertForPreTraining
 
-WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "a", "dog",
-         "ran", "##s", "and", "big", "red", "blue", "it", "was"]
+WORDS = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "mat",
+    "a",
+    "dog",
+    "ran",
+    "##s",
+    "and",
+    "big",
+    "red",
+    "blue",
+    "it",
+    "was",
+]
+N_WORDS = len(WORDS)
 
 
-def tiny(layers=2, hidden=32, heads=4, vocab=len(WORDS), seed=0) -> bert.Bundle:
+def tiny(layers=2, hidden=32, heads=4, vocab=N_WORDS, seed=0) -> bert.Bundle:
     torch.manual_seed(seed)
-    cfg = BertConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-                     intermediate_size=37, max_position_embeddings=64)
+    cfg = BertConfig(
+        vocab_size=vocab,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=37,
+        max_position_embeddings=64,
+    )
     return bert.Bundle(model=BertForPreTraining(cfg).eval(), tokenizer=bert.Tokenizer(WORDS), name="tiny")
 
 
@@ -59,13 +87,14 @@ def test_the_valid_one_loads(good):
 
 # ---- unreadable weights ------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", ["model.safetensors", "pytorch_model.bin"])
 def test_random_bytes(good, name):
     (good / "model.safetensors").unlink()
     (good / name).write_bytes(os.urandom(4096))
     with pytest.raises(CheckpointError, match="not a readable|refused: it is not a plain file of tensors") as e:
         bert.load(good)
-    assert "weights_only" not in str(e.value)       # never torch's advice to load unsafely
+    assert "weights_only" not in str(e.value)  # never torch's advice to load unsafely
 
 
 @pytest.mark.parametrize("name", ["model.safetensors", "pytorch_model.bin"])
@@ -88,7 +117,7 @@ def test_truncated_safetensors(good, keep):
 def test_safetensors_header_lies_about_its_size(good):
     """A header that claims 2**60 bytes: refused, no huge allocation."""
     f = good / "model.safetensors"
-    f.write_bytes((2 ** 60).to_bytes(8, "little") + b"{}")
+    f.write_bytes((2**60).to_bytes(8, "little") + b"{}")
     with pytest.raises(CheckpointError):
         bert.load(good)
 
@@ -114,6 +143,7 @@ def test_weights_that_are_not_a_dict_of_tensors(good, tmp_path):
 
 
 # ---- a pickle that would run code --------------------------------------------------------------
+
 
 class _Payload:
     """Unpickling this calls open(marker, "w"): the marker file appears if the pickle ran."""
@@ -163,10 +193,11 @@ def test_pickle_refused_in_the_app_with_a_message(tmp_path, monkeypatch):
     """The sidebar's "a folder on this machine": the error is shown, nothing runs, the default
     model stays."""
     pytest.importorskip("streamlit")
-    monkeypatch.setenv("BERT_EXPLORER_MODELS_DIR", str(tmp_path))   # the folder is under the allowed root
+    monkeypatch.setenv("BERT_EXPLORER_MODELS_DIR", str(tmp_path))  # the folder is under the allowed root
     from streamlit.testing.v1 import AppTest
 
     from app import state
+
     folder = bert.save(tiny(), tmp_path / "evil")
     marker = tmp_path / "marker-app"
     (folder / "model.safetensors").unlink()
@@ -177,13 +208,15 @@ def test_pickle_refused_in_the_app_with_a_message(tmp_path, monkeypatch):
     at.text_input(key=state.W_LOCAL_PATH).input(str(folder)).run()
     at.sidebar.button[0].click().run()
     assert not at.exception
-    assert any("refused" in e.value or "not a readable" in e.value for e in at.sidebar.error), \
-        [e.value for e in at.sidebar.error]
+    assert any("refused" in e.value or "not a readable" in e.value for e in at.sidebar.error), [
+        e.value for e in at.sidebar.error
+    ]
     assert not marker.exists()
     assert at.session_state[state.MODEL_SOURCE] == state.DEFAULT_MODEL
 
 
 # ---- config, weights and vocabulary that do not belong together --------------------------------
+
 
 def test_wrong_shapes(good, tmp_path):
     """Weights of a hidden-64 model under a hidden-32 config (same number of layers)."""
@@ -195,7 +228,7 @@ def test_wrong_shapes(good, tmp_path):
 
 def test_a_tensor_of_the_wrong_shape(good):
     state = read_weights(good / "model.safetensors")
-    state["bert.layers.0.attn.qkv.weight"] = torch.zeros(97, 33)       # not (96, 32)
+    state["bert.layers.0.attn.qkv.weight"] = torch.zeros(97, 33)  # not (96, 32)
     save_file(state, str(good / "model.safetensors"))
     with pytest.raises(CheckpointError, match="bert.layers.0.attn.qkv.weight"):
         bert.load(good)
@@ -218,8 +251,7 @@ def test_config_asking_for_a_huge_model_is_refused_before_building_it(good, monk
     built = []
     monkeypatch.setattr(bert.checkpoint, "BertForPreTraining", lambda *a, **k: built.append(1))
     monkeypatch.setattr(bert.checkpoint, "BertForSequenceClassification", lambda *a, **k: built.append(1))
-    _write_config(good, num_hidden_layers=100_000, hidden_size=4096, num_attention_heads=64,
-                  intermediate_size=16384)
+    _write_config(good, num_hidden_layers=100_000, hidden_size=4096, num_attention_heads=64, intermediate_size=16384)
     with pytest.raises(CheckpointError, match="over this app's limit|describes an encoder of .* holds only"):
         bert.load(good)
     assert not built
@@ -227,8 +259,9 @@ def test_config_asking_for_a_huge_model_is_refused_before_building_it(good, monk
 
 def test_encoder_parameters_matches_the_model():
     b = tiny()
-    n = sum(v.numel() for k, v in b.model.state_dict().items()
-            if k.startswith("bert.") and not k.startswith("bert.pooler"))
+    n = sum(
+        v.numel() for k, v in b.model.state_dict().items() if k.startswith("bert.") and not k.startswith("bert.pooler")
+    )
     assert encoder_parameters(b.config) == n
 
 
@@ -248,23 +281,28 @@ def test_vocab_and_config_agree_but_not_the_weights(good):
         bert.load(good)
 
 
-@pytest.mark.parametrize("text, match", [
-    ("not json at all {", "not valid JSON"),
-    ("[1, 2, 3]", "expected a JSON object"),
-    ('{"hidden_size": -5}', "positive integer"),
-    ('{"hidden_size": 30, "num_attention_heads": 4}', "not divisible"),
-    ('{"model_type": "gpt2"}', "not a BERT"),
-    ('{"hidden_act": "os.system"}', "unsupported hidden_act"),
-    ('{"num_hidden_layers": "12"}', "positive integer"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("not json at all {", "not valid JSON"),
+        ("[1, 2, 3]", "expected a JSON object"),
+        ('{"hidden_size": -5}', "positive integer"),
+        ('{"hidden_size": 30, "num_attention_heads": 4}', "not divisible"),
+        ('{"model_type": "gpt2"}', "not a BERT"),
+        ('{"hidden_act": "os.system"}', "unsupported hidden_act"),
+        ('{"num_hidden_layers": "12"}', "positive integer"),
+    ],
+)
 def test_bad_config_json(good, text, match):
     (good / "config.json").write_text(text)
     with pytest.raises(CheckpointError, match=match):
         bert.load(good)
 
 
-@pytest.mark.parametrize("missing, match", [("config.json", "no config.json"), ("vocab.txt", "no vocab.txt"),
-                                            ("model.safetensors", "no model.safetensors")])
+@pytest.mark.parametrize(
+    "missing, match",
+    [("config.json", "no config.json"), ("vocab.txt", "no vocab.txt"), ("model.safetensors", "no model.safetensors")],
+)
 def test_missing_files(good, missing, match):
     (good / missing).unlink()
     with pytest.raises(CheckpointError, match=match):
@@ -283,8 +321,19 @@ def test_not_a_folder_and_nonsense_sources(tmp_path):
 
 # ---- names with ../ ------------------------------------------------------------------------------
 
-EVIL_NAMES = ["../../etc/passwd", "..", "../", "a/../../b", "..\\..\\win", "/abs/path", "~/x", "\x00../x",
-              ".hidden", "name\u202egnp.exe", "</script>"]
+EVIL_NAMES = [
+    "../../etc/passwd",
+    "..",
+    "../",
+    "a/../../b",
+    "..\\..\\win",
+    "/abs/path",
+    "~/x",
+    "\x00../x",
+    ".hidden",
+    "name\u202egnp.exe",
+    "</script>",
+]
 
 
 def test_save_never_writes_outside_its_parent(tmp_path):
@@ -298,6 +347,7 @@ def test_save_never_writes_outside_its_parent(tmp_path):
 @pytest.mark.parametrize("name", EVIL_NAMES)
 def test_app_file_names_are_plain(name):
     from app import training as tr
+
     out = tr.safe_filename(name)
     assert out and out == os.path.basename(out) and ".." not in out and not out.startswith(".")
     assert all(c.isascii() and (c.isalnum() or c in "._-") for c in out)
@@ -308,6 +358,7 @@ def test_exported_zips_have_one_plain_folder(name, tmp_path):
     """The model downloads (both formats) of a model named with `../`: every entry lies inside
     one folder with a plain name, so unzipping cannot write anywhere else."""
     from app import training as tr
+
     b = tiny()
     b.name = name
     for fmt in ("ours", "hf"):
@@ -333,6 +384,7 @@ def test_uploaded_file_names_lose_their_path():
             return b"a,b"
 
     import streamlit as st
+
     for evil, plain in [("../../etc/passwd", "passwd"), ("/abs/x.csv", "x.csv"), ("..", ".."), ("", "upload")]:
         st.session_state.clear()
         stored = tr.remember_upload("up", Upload(evil))
@@ -344,6 +396,7 @@ def test_pretraining_job_folders_stay_under_the_cache(monkeypatch, tmp_path):
     number only (never by the model's name); the corpus name of an upload is made plain first."""
     pytest.importorskip("streamlit")
     from app import training as tr
+
     monkeypatch.setattr(tr, "jobs_dir", lambda: tmp_path / "jobs")
     for holder in ({"job_id": 7}, {}):
         folder = tr._job_folder(holder, wait_s=0)
@@ -352,6 +405,7 @@ def test_pretraining_job_folders_stay_under_the_cache(monkeypatch, tmp_path):
 
 
 # ---- crash safety: never half a file ------------------------------------------------------------------
+
 
 def test_a_save_that_dies_half_way_leaves_the_old_model_whole(good, monkeypatch):
     """bert.save writes a temporary folder and renames it: if writing fails (disk full, killed)
@@ -372,6 +426,7 @@ def test_a_save_that_dies_half_way_leaves_the_old_model_whole(good, monkeypatch)
 
 def test_atomic_write_keeps_the_old_file_on_failure(tmp_path, monkeypatch):
     from bert.fileio import atomic_write_bytes
+
     f = tmp_path / "card.md"
     atomic_write_bytes(f, b"old")
 

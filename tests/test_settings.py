@@ -1,4 +1,5 @@
 """bert/settings.py is the one place that reads BERT_EXPLORER_* variables, and the README lists them."""
+
 import ast
 from pathlib import Path
 
@@ -31,8 +32,12 @@ def test_every_setting_is_in_the_readme_table_and_every_name_used_exists():
     used = set()
     for path in CODE:
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
-                    node.value.startswith("BERT_EXPLORER_") and " " not in node.value:
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and node.value.startswith("BERT_EXPLORER_")
+                and " " not in node.value
+            ):
                 used.add(node.value)
     assert used <= set(settings.SETTINGS), used - set(settings.SETTINGS)
     assert len(used) >= 14

@@ -12,7 +12,6 @@ import importlib.resources
 import os
 import random
 import time
-import unicodedata
 from pathlib import Path
 
 import pytest
@@ -254,9 +253,16 @@ def test_trace_tiny(tiny):
     t = tiny.trace("unwanted")
     assert isinstance(t, Trace) and all(isinstance(s, TraceStep) for s in t)
     assert _steps(t) == [
-        (0, 8, "unwanted", False), (0, 7, "unwante", False), (0, 6, "unwant", False),
-        (0, 5, "unwan", False), (0, 4, "unwa", False), (0, 3, "unw", False), (0, 2, "un", True),
-        (2, 8, "##wanted", False), (2, 7, "##wante", False), (2, 6, "##want", True),
+        (0, 8, "unwanted", False),
+        (0, 7, "unwante", False),
+        (0, 6, "unwant", False),
+        (0, 5, "unwan", False),
+        (0, 4, "unwa", False),
+        (0, 3, "unw", False),
+        (0, 2, "un", True),
+        (2, 8, "##wanted", False),
+        (2, 7, "##wante", False),
+        (2, 6, "##want", True),
         (6, 8, "##ed", True),
     ]
     assert t.pieces == ["un", "##want", "##ed"] and t.ids == [7, 4, 5] and not t.unk
@@ -273,9 +279,17 @@ def test_trace_unaffable(tok):
     # (not the docstring's un ##aff ##able, which needs a different vocab).
     t = tok.trace("unaffable")
     assert _steps(t) == [
-        (0, 9, "unaffable", False), (0, 8, "unaffabl", False), (0, 7, "unaffab", False),
-        (0, 6, "unaffa", False), (0, 5, "unaff", False), (0, 4, "unaf", False), (0, 3, "una", True),
-        (3, 9, "##ffable", False), (3, 8, "##ffabl", False), (3, 7, "##ffab", False), (3, 6, "##ffa", True),
+        (0, 9, "unaffable", False),
+        (0, 8, "unaffabl", False),
+        (0, 7, "unaffab", False),
+        (0, 6, "unaffa", False),
+        (0, 5, "unaff", False),
+        (0, 4, "unaf", False),
+        (0, 3, "una", True),
+        (3, 9, "##ffable", False),
+        (3, 8, "##ffabl", False),
+        (3, 7, "##ffab", False),
+        (3, 6, "##ffa", True),
         (6, 9, "##ble", True),
     ]
     assert t.pieces == ["una", "##ffa", "##ble"] == tok.tokenize("unaffable")
@@ -304,8 +318,7 @@ def test_trace_errors_and_long_words(tok):
 def test_trace_agrees_with_tokenize(tok):
     rng = random.Random(7)
     words = ["unaffable", "tokenization", "supercalifragilistic", "xqzv", "ｆｕｌｌ", "naïveté"]
-    words += ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(1, 25)))
-              for _ in range(300)]
+    words += ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(1, 25))) for _ in range(300)]
     for w in words:
         t = tok.trace(w)
         assert t.pieces == tok.tokenize(w), w
@@ -381,24 +394,111 @@ _DECOMPOSED = ["cafe\u0301", "He\u0301llo", "e\u0301\u0301a", "\u0301abc", "n\u0
 _CJK = ["中文字符", "日本語のテキスト", "한국어 문장", "漢字", "豈", "\U00020000", "ｶﾀｶﾅ", "ひらがな", "中", "國"]
 _EMOJI = ["😀", "👍🏽", "👨\u200d👩\u200d👧", "🇫🇷", "❤️", "🤖", "☃", "✓"]
 _CONTROL = ["\x00", "\x07", "\x0b", "\x0c", "\x1c", "\x1f", "\x7f", "\x85", "\ufffd", "\x1b[31m"]
-_INVISIBLE = ["\u200b", "\u200c", "\u200d", "\ufeff", "\u2060", "\u00ad", "\u180e", "\u202e", "\u200f", "\u2066", "\u061c"]
-_SCRIPTS = ["مرحبا بالعالم", "السَّلَامُ", "שלום עולם", "שָׁלוֹם", "Привет мир", "नमस्ते दुनिया", "สวัสดีครับ", "გამარჯობა", "Բարեւ", "ሰላም"]
-_URLS = ["https://example.com/path?q=1&x=y#frag", "www.test.org", "user@mail.example.com", "C:\\Windows\\sys32", "/usr/bin/env"]
-_PUNCT = ["!!!", "...", "?!", "—", "–", "“quoted”", "«»", "(x)", "[y]", "{z}", "#tag", "@user", "$9.99", "50%", "&&", "||", "…", "¿", "¡", "·", "、", "。", "「」", "~^`"]
-_SPECIAL = ["[MASK]", "[CLS]", "[SEP]", "[PAD]", "[UNK]", "[mask]", "[Mask]", "x[MASK]y", "[MA\x00SK]", "[[MASK]]", "[MASK][MASK]"]
-_ODD = ["½", "²", "Ⅻ", "∑", "K", "Å", "Ω", "ＡＢＣ", "ℌ", "\ue000", "\u0378", "\u0903", "\ud800", "ß", "ẞ", "ǈ", "ﬀ", "µ"]
+_INVISIBLE = [
+    "\u200b",
+    "\u200c",
+    "\u200d",
+    "\ufeff",
+    "\u2060",
+    "\u00ad",
+    "\u180e",
+    "\u202e",
+    "\u200f",
+    "\u2066",
+    "\u061c",
+]
+_SCRIPTS = [
+    "مرحبا بالعالم",
+    "السَّلَامُ",
+    "שלום עולם",
+    "שָׁלוֹם",
+    "Привет мир",
+    "नमस्ते दुनिया",
+    "สวัสดีครับ",
+    "გამარჯობა",
+    "Բարեւ",
+    "ሰላም",
+]
+_URLS = [
+    "https://example.com/path?q=1&x=y#frag",
+    "www.test.org",
+    "user@mail.example.com",
+    "C:\\Windows\\sys32",
+    "/usr/bin/env",
+]
+_PUNCT = [
+    "!!!",
+    "...",
+    "?!",
+    "—",
+    "–",
+    "“quoted”",
+    "«»",
+    "(x)",
+    "[y]",
+    "{z}",
+    "#tag",
+    "@user",
+    "$9.99",
+    "50%",
+    "&&",
+    "||",
+    "…",
+    "¿",
+    "¡",
+    "·",
+    "、",
+    "。",
+    "「」",
+    "~^`",
+]
+_SPECIAL = [
+    "[MASK]",
+    "[CLS]",
+    "[SEP]",
+    "[PAD]",
+    "[UNK]",
+    "[mask]",
+    "[Mask]",
+    "x[MASK]y",
+    "[MA\x00SK]",
+    "[[MASK]]",
+    "[MASK][MASK]",
+]
+_ODD = [
+    "½",
+    "²",
+    "Ⅻ",
+    "∑",
+    "K",
+    "Å",
+    "Ω",
+    "ＡＢＣ",
+    "ℌ",
+    "\ue000",
+    "\u0378",
+    "\u0903",
+    "\ud800",
+    "ß",
+    "ẞ",
+    "ǈ",
+    "ﬀ",
+    "µ",
+]
 _SEPS = [" ", " ", " ", " ", "", "  ", "\t", "\n", "\r\n", "\u00a0", "\u3000", "\u2028", "-", ",", "/"]
 
 
 def _number(rng: random.Random) -> str:
-    return rng.choice([
-        str(rng.randint(0, 10**rng.randint(1, 9))),
-        f"{rng.uniform(-1000, 1000):.{rng.randint(1, 4)}f}",
-        f"{rng.randint(1, 12)}/{rng.randint(1, 28)}/{rng.randint(1900, 2030)}",
-        f"{rng.randint(1, 999):,}",
-        f"{rng.random():.2e}",
-        f"v{rng.randint(0, 9)}.{rng.randint(0, 20)}.{rng.randint(0, 99)}",
-    ])
+    return rng.choice(
+        [
+            str(rng.randint(0, 10 ** rng.randint(1, 9))),
+            f"{rng.uniform(-1000, 1000):.{rng.randint(1, 4)}f}",
+            f"{rng.randint(1, 12)}/{rng.randint(1, 28)}/{rng.randint(1900, 2030)}",
+            f"{rng.randint(1, 999):,}",
+            f"{rng.random():.2e}",
+            f"v{rng.randint(0, 9)}.{rng.randint(0, 20)}.{rng.randint(0, 99)}",
+        ]
+    )
 
 
 def _case(rng: random.Random, w: str) -> str:
@@ -570,15 +670,20 @@ def test_offsets_and_word_ids_vs_fast(tok, fast, lines):
         assert e.word_ids == ref_word_ids, line
         ref_offsets = [tuple(o) for o in ref["offset_mapping"]]
         if e.offsets != ref_offsets:
-            bad = [(t, a, b) for t, a, b in zip(e.tokens, e.offsets, ref_offsets)
-                   if a != b and not _unicode_version_exception(tok, line, a, b, t)]
+            bad = [
+                (t, a, b)
+                for t, a, b in zip(e.tokens, e.offsets, ref_offsets)
+                if a != b and not _unicode_version_exception(tok, line, a, b, t)
+            ]
             if bad:
                 mism.append((line, bad))
             else:
                 excepted += 1
-    print(f"\nRust BertTokenizerFast: ids agree on {agree} lines (differ on {differ}); word_ids equal on all "
-          f"{agree}; offsets equal on {agree - excepted - len(mism)}, {excepted} with only the Unicode-tables "
-          "exception (an [UNK] span that includes characters we drop)")
+    print(
+        f"\nRust BertTokenizerFast: ids agree on {agree} lines (differ on {differ}); word_ids equal on all "
+        f"{agree}; offsets equal on {agree - excepted - len(mism)}, {excepted} with only the Unicode-tables "
+        "exception (an [UNK] span that includes characters we drop)"
+    )
     assert agree > 0.8 * (agree + differ)
     assert excepted < 0.05 * agree
     assert not mism, f"{len(mism)} lines with equal ids but different offsets, first: {mism[0]!r}"
@@ -649,14 +754,18 @@ def test_fast_path_equals_general_path(tok, lines):
 @needs_vocab
 def test_throughput(tok):
     rng = random.Random(0)
-    sents = [" ".join(_case(rng, rng.choice(_WORDS)) for _ in range(rng.randint(5, 25))) + rng.choice(".?!")
-             for _ in range(10_000)]
+    sents = [
+        " ".join(_case(rng, rng.choice(_WORDS)) for _ in range(rng.randint(5, 25))) + rng.choice(".?!")
+        for _ in range(10_000)
+    ]
     fresh = Tokenizer.from_file(VOCAB_PATH)
     t0, c0 = time.perf_counter(), time.process_time()
     for s in sents:
         fresh.encode(s)
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     rate = len(sents) / cpu  # CPU time: stable on a shared machine
-    print(f"\nencode: {len(sents)} lines (5-25 words), cold caches: {rate:,.0f} lines/s of CPU time "
-          f"({len(sents) / dt:,.0f}/s wall)")
+    print(
+        f"\nencode: {len(sents)} lines (5-25 words), cold caches: {rate:,.0f} lines/s of CPU time "
+        f"({len(sents) / dt:,.0f}/s wall)"
+    )
     assert rate > 5_000  # loose floor; about 30k lines/s measured on a 2-core dev box

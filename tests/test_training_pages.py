@@ -5,6 +5,7 @@ AppTest cannot upload a file: the tests put the file's bytes where the page keep
 (train_state.FT_UPLOAD / PT_UPLOAD), which is exactly what the page does with a real upload.
 Plotly charts are UnknownElements in AppTest: the figures are checked in the train_plots tests.
 """
+
 import io
 import random
 import threading
@@ -22,27 +23,54 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 import bert  # noqa: E402
 from app import state, train_plots  # noqa: E402
 from app import train_state as ts  # noqa: E402
-from app.snapshots import SNAPSHOTS  # noqa: E402
 from app import training as tr  # noqa: E402
+from app.snapshots import SNAPSHOTS  # noqa: E402
 from bert.config import BertConfig  # noqa: E402
 from bert.finetune import FinetuneArgs  # noqa: E402
-from bert.labelled import LabelledData, read_labelled, stratified_split  # noqa: E402
+from bert.labelled import read_labelled, stratified_split  # noqa: E402
 from bert.model import BertForPreTraining  # noqa: E402
 from bert.pretrain import PretrainArgs  # noqa: E402
 
 ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 TIMEOUT = 60
-WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "the", "film", "was", "a",
-         "very", "plot", "actor", "movie", "really", "quite", "and", "it", "story"]
+WORDS = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "good",
+    "bad",
+    "the",
+    "film",
+    "was",
+    "a",
+    "very",
+    "plot",
+    "actor",
+    "movie",
+    "really",
+    "quite",
+    "and",
+    "it",
+    "story",
+]
 FILLER = WORDS[7:]
 
 
 # ---- things the tests build -----------------------------------------------------------------------
 
+
 def tiny_bundle(seed=0, name="tiny"):
     torch.manual_seed(seed)
-    cfg = BertConfig(vocab_size=len(WORDS), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                     intermediate_size=37, max_position_embeddings=64)
+    cfg = BertConfig(
+        vocab_size=len(WORDS),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=64,
+    )
     return bert.Bundle(model=BertForPreTraining(cfg).eval(), tokenizer=bert.Tokenizer(WORDS), name=name)
 
 
@@ -113,13 +141,14 @@ def open_upload(at, data: bytes, name="reviews.csv", fid="f1"):
 
 # ---- pages render ------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("page, heading", [("pages/finetune.py", "4. Train"), ("pages/pretrain.py", "3. Training")])
 def test_page_renders_with_defaults(at, page, heading):
     at.switch_page(page).run()
     _ok(at)
     assert not _errors(at), _errors(at)
     assert heading in [h.value for h in at.header]
-    assert any("parameters" in c.value for c in at.sidebar.caption)      # ran through streamlit_app.py
+    assert any("parameters" in c.value for c in at.sidebar.caption)  # ran through streamlit_app.py
 
 
 @pytest.mark.parametrize("env, expect", [(None, "all-minilm-l6-v2"), ("minilm-l6", "minilm-l6")])
@@ -142,46 +171,55 @@ def test_upload_is_read_columns_detected_and_changeable(at):
     assert not _errors(at), _errors(at)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Usable texts"] == "121" and metrics["Classes"] == "2"
-    assert metrics["Rows dropped"] == "2"                          # one duplicate, one empty text
+    assert metrics["Rows dropped"] == "2"  # one duplicate, one empty text
     boxes = [s for s in at.selectbox if s.key and s.key.startswith("ft_text_col_")]
     assert boxes and boxes[0].value == "review"
     label_box = next(s for s in at.selectbox if s.key.startswith("ft_label_col_"))
     assert label_box.value == "sentiment"
-    label_box.set_value("review").run()                            # the same column twice
+    label_box.set_value("review").run()  # the same column twice
     _ok(at)
     assert any("different columns" in e for e in _errors(at)), _errors(at)
-    assert at.session_state[ts.FT_UPLOAD]["data"] == original      # never modified
+    assert at.session_state[ts.FT_UPLOAD]["data"] == original  # never modified
 
 
-@pytest.mark.parametrize("data, expect", [
-    (b"", "empty"),
-    (b"text,label\n", "no data rows"),
-    (b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4, "not a text file"),
-    (b"text,label\n" + b"".join(f"a text {i},same\n".encode() for i in range(20)), "two classes"),
-])
+@pytest.mark.parametrize(
+    "data, expect",
+    [
+        (b"", "empty"),
+        (b"text,label\n", "no data rows"),
+        (b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4, "not a text file"),
+        (b"text,label\n" + b"".join(f"a text {i},same\n".encode() for i in range(20)), "two classes"),
+    ],
+)
 def test_bad_uploads_give_a_message_not_a_traceback(at, data, expect):
     open_upload(at, data, "bad.csv", fid=expect)
     assert any(expect in e for e in _errors(at)), _errors(at)
-    assert at.button(key="ft_start").disabled                     # nothing to train on
+    assert at.button(key="ft_start").disabled  # nothing to train on
 
 
 def test_validation_file_with_other_column_names(at):
     open_upload(at, reviews_csv(120))
     at.radio(key="ft_valid_mode").set_value("upload").run()
     _ok(at)
-    at.button(key="ft_start").click().run()                          # no validation file yet
+    at.button(key="ft_start").click().run()  # no validation file yet
     _ok(at)
     assert any("validation file" in e for e in _errors(at)), _errors(at)
-    at.session_state[ts.FT_VAL_UPLOAD] = {"name": "val.csv", "id": "v1",
-                                          "data": reviews_csv(40, seed=5, header=("sentence", "class"))}
+    at.session_state[ts.FT_VAL_UPLOAD] = {
+        "name": "val.csv",
+        "id": "v1",
+        "data": reviews_csv(40, seed=5, header=("sentence", "class")),
+    }
     at.run()
     _ok(at)
     assert any("40 texts in 2 classes" in c.value for c in at.caption), [c.value for c in at.caption]
-    at.session_state[ts.FT_VAL_UPLOAD] = {"name": "val2.csv", "id": "v2",
-                                          "data": b"text,label\nfine film,pos\nmeh,neutral\n"}
+    at.session_state[ts.FT_VAL_UPLOAD] = {
+        "name": "val2.csv",
+        "id": "v2",
+        "data": b"text,label\nfine film,pos\nmeh,neutral\n",
+    }
     at.run()
     _ok(at)
-    assert any("neutral" in e for e in _errors(at)), _errors(at)     # a class training does not have
+    assert any("neutral" in e for e in _errors(at)), _errors(at)  # a class training does not have
 
 
 def test_huge_file_is_sampled_and_says_so(at):
@@ -203,6 +241,7 @@ def test_helpers_parse_upload_memo_and_split():
 
 # ---- a whole run in the page ------------------------------------------------------------------
 
+
 def test_finetune_run_in_the_page_registers_the_model(at):
     src = with_tiny_model(at)
     open_upload(at, reviews_csv(200))
@@ -217,11 +256,11 @@ def test_finetune_run_in_the_page_registers_the_model(at):
     assert not _errors(at), _errors(at)
     res = at.session_state[ts.FT_RESULTS][-1]
     assert res["status"] == "done" and res["report"]["accuracy"] > 0.8
-    assert res["name"] in at.session_state[state.USER_MODELS]       # selectable on the other pages
+    assert res["name"] in at.session_state[state.USER_MODELS]  # selectable on the other pages
     assert res["bundle"].is_classifier and res["bundle"].labels == ["neg", "pos"]
     # attention over training: recorded every 5 steps from step 0, replayed on the Compare page
     runs = at.session_state[SNAPSHOTS]
-    (label, rec), = runs.items()
+    ((label, rec),) = runs.items()
     assert "(fine-tuning, job" in label and rec.steps[:3] == [0, 5, 10] and len(rec) >= 4
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Validation accuracy"].endswith("%")
@@ -233,7 +272,8 @@ def test_finetune_run_in_the_page_registers_the_model(at):
     _ok(at)
     assert at.session_state[ts.FT_RESULTS][-1] is res
     assert f"session:{res['name']}" in at.sidebar.selectbox[0].options or any(
-        res["name"] in o for o in at.sidebar.selectbox[0].options)
+        res["name"] in o for o in at.sidebar.selectbox[0].options
+    )
     at.button(key=f"ft_use_{res['job_id']}").click().run()
     _ok(at)
     assert at.session_state[state.MODEL_SOURCE] == res["key"]
@@ -248,12 +288,25 @@ def _finished_result(lr=1e-3, name="tiny-reviews"):
     bundle.name = name
     report = next((e for e in events if e["event"] == "report"), None)
     error = next((e["message"] for e in events if e["event"] == "error"), None)
-    return base, {"kind": "finetune", "job_id": 9000 + int(lr * 1000), "status": "error" if error else "done",
-                  "error": error, "metrics": [e for e in events if e["event"] not in ("report", "done")],
-                  "report": report, "finished": time.time(), "bundle": bundle, "name": name,
-                  "key": f"session:{name}", "done": done,
-                  "info": {"base_source": "session:tiny", "base_name": "tiny", "train": train.summary(),
-                           "args": {"pooling": "mean", "max_length": 32, "lr": lr, "batch_size": 16, "epochs": 2}}}
+    return base, {
+        "kind": "finetune",
+        "job_id": 9000 + int(lr * 1000),
+        "status": "error" if error else "done",
+        "error": error,
+        "metrics": [e for e in events if e["event"] not in ("report", "done")],
+        "report": report,
+        "finished": time.time(),
+        "bundle": bundle,
+        "name": name,
+        "key": f"session:{name}",
+        "done": done,
+        "info": {
+            "base_source": "session:tiny",
+            "base_name": "tiny",
+            "train": train.summary(),
+            "args": {"pooling": "mean", "max_length": 32, "lr": lr, "batch_size": 16, "epochs": 2},
+        },
+    }
 
 
 def test_injected_finished_job_renders_results(at):
@@ -269,7 +322,7 @@ def test_injected_finished_job_renders_results(at):
     dfs = [d.value for d in at.dataframe]
     assert any(list(d.columns) == ["class", "precision", "recall", "F1", "texts"] for d in dfs)
     # try it, with hostile text: shown as data, never run
-    at.text_area(key=f"ft_try_{res['job_id']}").input('</script><img src=x onerror=alert(1)> good film').run()
+    at.text_area(key=f"ft_try_{res['job_id']}").input("</script><img src=x onerror=alert(1)> good film").run()
     _ok(at)
     assert not _errors(at), _errors(at)
     at.text_area(key=f"ft_try_{res['job_id']}").input("   ").run()
@@ -279,7 +332,7 @@ def test_injected_finished_job_renders_results(at):
 def test_learning_rate_10_shows_the_error_and_keeps_the_last_good_model(at):
     base, res = _finished_result(lr=10.0, name="diverged")
     assert res["error"] and "learning rate" in res["error"]
-    assert res["bundle"].is_classifier                              # the last good model is kept
+    assert res["bundle"].is_classifier  # the last good model is kept
     at.session_state[state.USER_MODELS]["tiny"] = base
     at.session_state[state.USER_MODEL_IDS]["tiny"] = "session:tiny:t"
     at.session_state[ts.FT_RESULTS] = [res]
@@ -290,11 +343,13 @@ def test_learning_rate_10_shows_the_error_and_keeps_the_last_good_model(at):
 
 # ---- jobs: sessions, stop, start twice, closed tab ------------------------------------------------
 
+
 def blocker():
     def fn(stop):
         while not stop.is_set():
             time.sleep(0.01)
             yield {"event": "train", "step": 1}
+
     return fn
 
 
@@ -326,17 +381,17 @@ def test_other_session_never_sees_a_job_even_with_its_id():
     jm = tr.manager()
     job, _ = jm.submit_for(a_app.session_state[ts.OWNER], tr.FINETUNE, blocker(), "a's job")
     try:
-        b_app.session_state[ts.FT_JOB] = job.id                     # b guesses a's job id
+        b_app.session_state[ts.FT_JOB] = job.id  # b guesses a's job id
         b_app.run()
         _ok(b_app)
-        assert b_app.session_state[ts.FT_JOB] is None               # not found for b: dropped
-        assert not [b for b in b_app.button if b.key == "ft_stop"]   # no live panel for b
-        assert job.active and not job.stop_event.is_set()           # and a's job is untouched
+        assert b_app.session_state[ts.FT_JOB] is None  # not found for b: dropped
+        assert not [b for b in b_app.button if b.key == "ft_stop"]  # no live panel for b
+        assert job.active and not job.stop_event.is_set()  # and a's job is untouched
         a_app.session_state[ts.FT_JOB] = job.id
         a_app.run()
         _ok(a_app)
-        assert a_app.button(key="ft_start").disabled                 # a sees its running job
-        a_app.button(key="ft_stop").click().run()                    # Stop ...
+        assert a_app.button(key="ft_start").disabled  # a sees its running job
+        a_app.button(key="ft_stop").click().run()  # Stop ...
         _ok(a_app)
         assert job.stop_event.is_set()
     finally:
@@ -380,8 +435,7 @@ def test_stop_before_the_first_step_keeps_a_model():
 
 def test_closed_tab_job_is_stopped_and_connected_session_kept_alive():
     sessions = {"open": True, "closed": False}
-    jm = tr.TrainingJobs(max_running=2, heartbeat_timeout=0.2, keep_finished_s=0.5,
-                         alive=lambda sid: sessions.get(sid))
+    jm = tr.TrainingJobs(max_running=2, heartbeat_timeout=0.2, keep_finished_s=0.5, alive=lambda sid: sessions.get(sid))
     kept, _ = jm.submit_for("a", tr.FINETUNE, blocker(), session_id="open")
     gone, _ = jm.submit_for("b", tr.FINETUNE, blocker(), session_id="closed")
     time.sleep(0.4)
@@ -393,8 +447,8 @@ def test_closed_tab_job_is_stopped_and_connected_session_kept_alive():
     jm.wait(kept, 5)
     time.sleep(0.6)
     jm.reap()
-    assert jm.jobs_of("b") == []                 # finished, session gone: forgotten (model freed)
-    assert jm.jobs_of("a") == [kept]             # finished, session connected: waits for its user
+    assert jm.jobs_of("b") == []  # finished, session gone: forgotten (model freed)
+    assert jm.jobs_of("a") == [kept]  # finished, session connected: waits for its user
     sessions["open"] = False
     time.sleep(0.6)
     jm.reap()
@@ -426,21 +480,41 @@ def test_queued_stopped_job_in_the_page_says_so(at):
 
 # ---- pre-training ----------------------------------------------------------------------------
 
+
 def story(n_docs=10, per_doc=15, seed=0) -> bytes:
     r = random.Random(seed)
     nouns = ["cat", "dog", "king", "queen", "river", "city", "teacher", "child", "house", "garden"]
     verbs = ["sees", "likes", "finds", "builds", "paints", "leaves", "visits", "helps"]
-    paras = [" ".join(f"The {r.choice(nouns)} {r.choice(verbs)} the {r.choice(nouns)}." for _ in range(per_doc))
-             for _ in range(n_docs)]
+    paras = [
+        " ".join(f"The {r.choice(nouns)} {r.choice(verbs)} the {r.choice(nouns)}." for _ in range(per_doc))
+        for _ in range(n_docs)
+    ]
     return "\n\n".join(paras).encode()
 
 
 def test_pretrain_job_loads_the_model_and_cleans_its_folder(monkeypatch):
     from bert.corpus import corpus_from_text
+
     corpus = corpus_from_text(story())
-    args = PretrainArgs(out="", init="scratch", vocab="train:300", layers=1, hidden=32, heads=2,
-                        max_seq_length=32, batch_size=4, steps=6, lr=1e-3, warmup_steps=1, log_every=2,
-                        eval_every=3, save_every=3, eval_sequences=8, threads=1, probe="the [MASK] sees the dog .")
+    args = PretrainArgs(
+        out="",
+        init="scratch",
+        vocab="train:300",
+        layers=1,
+        hidden=32,
+        heads=2,
+        max_seq_length=32,
+        batch_size=4,
+        steps=6,
+        lr=1e-3,
+        warmup_steps=1,
+        log_every=2,
+        eval_every=3,
+        save_every=3,
+        eval_sequences=8,
+        threads=1,
+        probe="the [MASK] sees the dog .",
+    )
     holder = {"job_id": 4242}
     seen = []
     real_pretrain = tr.pretrain
@@ -458,7 +532,7 @@ def test_pretrain_job_loads_the_model_and_cleans_its_folder(monkeypatch):
     assert "a story" in done["bundle"].card
     folder = seen[0]
     assert folder.parent == tr.jobs_dir() and folder.name.startswith("job-4242-")
-    assert not folder.exists()                                       # removed when the job ended
+    assert not folder.exists()  # removed when the job ended
     probes = tr.probe_frame(events)
     assert list(probes.columns) == ["step", "[MASK] 1"] and len(probes) == 2
 
@@ -501,10 +575,10 @@ def test_pretrain_run_in_the_page(at):
     _ok(at)
     assert any("[MASK]" in i.value for i in at.info)
     # attention over training: every 10 steps from step 0, with the vocabulary trained on the story
-    (label, rec), = at.session_state[SNAPSHOTS].items()
+    ((label, rec),) = at.session_state[SNAPSHOTS].items()
     assert label.startswith("pretrained-story-1x64 (pre-training") and rec.steps == [0, 10, 20]
     assert rec.tokens[:3] == ["[CLS]", "the", "cat"]
-    at.button(key="pt_replay").click().run()              # opens Compare on "Attention over training"
+    at.button(key="pt_replay").click().run()  # opens Compare on "Attention over training"
     _ok(at)
     assert at.session_state["cmp_view"] == "Attention over training"
     assert at.select_slider(key=f"snap_step_{label}").value == 2
@@ -521,8 +595,10 @@ def test_too_small_text_for_pretraining_is_refused(at):
 
 # ---- downloads and names --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["../../etc/passwd", "..", "a/b\\c", "<script>x</script>", "ünï cödé",
-                                  "", ".hidden", "x" * 300])
+
+@pytest.mark.parametrize(
+    "name", ["../../etc/passwd", "..", "a/b\\c", "<script>x</script>", "ünï cödé", "", ".hidden", "x" * 300]
+)
 def test_safe_filename(name):
     out = tr.safe_filename(name)
     assert out and "/" not in out and "\\" not in out and ".." not in out and not out.startswith(".")
@@ -544,8 +620,9 @@ def test_model_zips_unpack_into_loadable_folders(tmp_path):
         again = bert.load(folder)
         ids = torch.tensor([[2, 7, 8, 5, 3]])
         with torch.inference_mode():
-            assert torch.allclose(again.model.bert(ids).last_hidden_state, b.model.bert(ids).last_hidden_state,
-                                  atol=1e-5)
+            assert torch.allclose(
+                again.model.bert(ids).last_hidden_state, b.model.bert(ids).last_hidden_state, atol=1e-5
+            )
 
 
 def test_display_name_drops_control_characters():
@@ -554,6 +631,7 @@ def test_display_name_drops_control_characters():
 
 
 # ---- figures ------------------------------------------------------------------------------------
+
 
 def _ft_metrics(n=30, nan_at=None):
     out = [{"event": "start", "steps": n}]
@@ -570,7 +648,7 @@ def test_finetune_curves_grow_and_survive_nan():
     assert all(len(t.x) == 0 for t in empty.data)
     assert "first evaluation pending…" in [a.text for a in empty.layout.annotations]
     no_eval = train_plots.finetune_curves(_ft_metrics(5))
-    assert [len(t.x) for t in no_eval.data] == [5, 5, 0]            # the right panel still drawn
+    assert [len(t.x) for t in no_eval.data] == [5, 5, 0]  # the right panel still drawn
     fig = train_plots.finetune_curves(_ft_metrics(30), total_steps=30)
     assert [t.name for t in fig.data] == ["loss per step", "smoothed loss", "validation accuracy", "validation loss"]
     assert len(fig.data[0].x) == 30 and list(fig.data[2].y) == pytest.approx([0.6, 0.7, 0.8])
@@ -586,8 +664,18 @@ def test_pretrain_curves_and_probe_frame():
     for s in range(5, 55, 5):
         ms.append({"event": "train", "step": s, "mlm_loss": 8 - s / 10, "mlm_acc": s / 100, "nsp_acc": 0.5})
         if s % 25 == 0:
-            ms.append({"event": "eval", "step": s, "mlm_loss": 7.0, "mlm_top1": 0.1, "mlm_top5": 0.3, "nsp_acc": 0.6,
-                       "baseline_top1": 0.05, "probe": [[("the", 0.2), ("a", 0.1)], [(".", 0.5)]]})
+            ms.append(
+                {
+                    "event": "eval",
+                    "step": s,
+                    "mlm_loss": 7.0,
+                    "mlm_top1": 0.1,
+                    "mlm_top5": 0.3,
+                    "nsp_acc": 0.6,
+                    "baseline_top1": 0.05,
+                    "probe": [[("the", 0.2), ("a", 0.1)], [(".", 0.5)]],
+                }
+            )
     fig = train_plots.pretrain_curves(ms, total_steps=50)
     assert len(fig.data) == 3 + 4 + 1
     df = tr.probe_frame(ms)
@@ -619,13 +707,16 @@ def test_cls_attention_before_after():
 
 def test_progress_lines():
     assert "Preparing" in tr.finetune_progress([])[1]
-    ms = [{"event": "start", "steps": 10}, {"event": "train", "step": 4, "progress": 0.4, "examples_per_s": 12.5,
-                                            "eta_s": 75}]
+    ms = [
+        {"event": "start", "steps": 10},
+        {"event": "train", "step": 4, "progress": 0.4, "examples_per_s": 12.5, "eta_s": 75},
+    ]
     frac, line = tr.finetune_progress(ms)
     assert frac == 0.4 and "Step 4 of 10" in line and "12.5 examples/s" in line and "1 min 15 s" in line
     frac, line = tr.finetune_progress(ms + [{"event": "done", "step": 4, "stopped": True}])
     assert "Stopped at step 4" in line
-    frac, line = tr.pretrain_progress([{"event": "start"}, {"event": "train", "step": 50, "seconds": 2.0,
-                                                           "tokens_per_s": 900}], 100, 10)
+    frac, line = tr.pretrain_progress(
+        [{"event": "start"}, {"event": "train", "step": 50, "seconds": 2.0, "tokens_per_s": 900}], 100, 10
+    )
     assert frac == 0.5 and "about 10 s left" in line
     assert tr.fmt_seconds(float("nan")) == "?" and tr.fmt_seconds(3725) == "1 h 02 min"

@@ -5,6 +5,7 @@ other heads (and the residual connection) carry information through that layer.
 
 Dimension letters: L layers, H heads, T tokens, C hidden size, V vocabulary, K classes.
 """
+
 from __future__ import annotations
 
 import time
@@ -43,13 +44,14 @@ class HeadImportance:
     prediction. For an MLM the value is the log-probability of the target word at the
     position; for a classifier it is the probability of the target class.
     """
-    scores: np.ndarray          # (L, H)
-    ablated: np.ndarray         # (L, H) the value with that head off
-    baseline: float             # the value with every head on
-    kind: str                   # "mlm" or "classifier"
-    target: str                 # word or class label
-    position: int               # token the prediction is read from
-    unit: str                   # "log-probability" or "probability"
+
+    scores: np.ndarray  # (L, H)
+    ablated: np.ndarray  # (L, H) the value with that head off
+    baseline: float  # the value with every head on
+    kind: str  # "mlm" or "classifier"
+    target: str  # word or class label
+    position: int  # token the prediction is read from
+    unit: str  # "log-probability" or "probability"
     seconds: float = 0.0
 
     def ranking(self, n: int | None = None) -> list[tuple[int, int, float]]:
@@ -82,14 +84,15 @@ def _ablated_values(bert_model, inputs, value, tgt: int, L: int, H: int) -> np.n
             hm[h] = 0.0
             y, _, _ = bert_model.layers[l](inputs[l], None, False, hm)
             outs.append(y)
-        y = torch.cat(outs)                                                # (H, T, C)
+        y = torch.cat(outs)  # (H, T, C)
         y, _, _ = _run_layers(bert_model, y, range(l + 1, L))
         ablated[l] = value(y)[:, tgt].numpy()
     return ablated
 
 
-def head_importance(bundle, text: str, target: str | int | None = None,
-                    position: int | None = None, text_b: str | None = None) -> HeadImportance:
+def head_importance(
+    bundle, text: str, target: str | int | None = None, position: int | None = None, text_b: str | None = None
+) -> HeadImportance:
     """Rank heads by how much the prediction drops when each one alone is switched off.
 
     MLM models: the log-probability of `target` (default: the top prediction) at `position`
@@ -102,7 +105,7 @@ def head_importance(bundle, text: str, target: str | int | None = None,
     L, H = bundle.config.num_hidden_layers, bundle.config.num_attention_heads
     kind, unit, pos, value = _readout(bundle, enc, position)
     with torch.inference_mode():
-        x, _ = bert_model.embeddings(ids, types)                          # (1, T, C)
+        x, _ = bert_model.embeddings(ids, types)  # (1, T, C)
         final, states, _ = _run_layers(bert_model, x)
         base = value(final)[0]
         if target is None:
@@ -111,6 +114,14 @@ def head_importance(bundle, text: str, target: str | int | None = None,
             tgt = token_id(bundle.tokenizer, target) if kind == "mlm" else class_index(bundle, target)
         ablated = _ablated_values(bert_model, [x] + states[:-1], value, tgt, L, H)
     baseline = float(base[tgt])
-    label = (bundle.tokenizer.convert_ids_to_tokens(tgt) if kind == "mlm" else bundle.labels[tgt])
-    return HeadImportance(scores=baseline - ablated, ablated=ablated, baseline=baseline, kind=kind,
-                          target=label, position=pos, unit=unit, seconds=time.perf_counter() - t0)
+    label = bundle.tokenizer.convert_ids_to_tokens(tgt) if kind == "mlm" else bundle.labels[tgt]
+    return HeadImportance(
+        scores=baseline - ablated,
+        ablated=ablated,
+        baseline=baseline,
+        kind=kind,
+        target=label,
+        position=pos,
+        unit=unit,
+        seconds=time.perf_counter() - t0,
+    )

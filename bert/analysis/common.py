@@ -3,6 +3,7 @@ running the encoder layers by hand (for gradients and ablations without hooks).
 
 Dimension letters: L layers, H heads, T tokens, C hidden size, B batch.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,15 +15,13 @@ from ..outputs import BertOutput
 
 SPECIAL = ("[CLS]", "[SEP]", "[PAD]")
 
-NO_TOKENS = ("The text gave no tokens at all (only spaces or control characters?). "
-             "Type some words.")
+NO_TOKENS = "The text gave no tokens at all (only spaces or control characters?). Type some words."
 
 
 def encode(bundle, text_a: str, text_b: str | None = None):
     """The Encoding of one input, cut at the model's maximum length; refuses an input that
     gives no tokens at all (an InputError with a message)."""
-    enc = bundle.tokenizer.encode(text_a, text_b or None,
-                                  max_length=bundle.config.max_position_embeddings)
+    enc = bundle.tokenizer.encode(text_a, text_b or None, max_length=bundle.config.max_position_embeddings)
     if not any(s is not None for s in enc.sequence_ids):
         raise InputError(NO_TOKENS)
     return enc
@@ -31,16 +30,15 @@ def encode(bundle, text_a: str, text_b: str | None = None):
 def _encode(bundle, text: str, text_b: str | None = None):
     """Encoding and (1, T) id / segment tensors for one input."""
     enc = encode(bundle, text, text_b)
-    ids = torch.tensor([enc.ids], dtype=torch.long)                       # (1, T)
-    types = torch.tensor([enc.type_ids], dtype=torch.long)                # (1, T)
+    ids = torch.tensor([enc.ids], dtype=torch.long)  # (1, T)
+    types = torch.tensor([enc.type_ids], dtype=torch.long)  # (1, T)
     return enc, ids, types
 
 
 def _pad(encs, tokenizer):
     """Right-pad encodings (tokenizer.pad) into (B, T) ids, segments and attention mask."""
     b = tokenizer.pad(encs)
-    return tuple(torch.tensor(b[k], dtype=torch.long)
-                 for k in ("input_ids", "token_type_ids", "attention_mask"))
+    return tuple(torch.tensor(b[k], dtype=torch.long) for k in ("input_ids", "token_type_ids", "attention_mask"))
 
 
 def readonly(t: Tensor | np.ndarray, decimals: int | None = None) -> np.ndarray:
@@ -55,8 +53,9 @@ def readonly(t: Tensor | np.ndarray, decimals: int | None = None) -> np.ndarray:
 
 def need_mlm(bundle, what: str) -> None:
     if not bundle.has_mlm:
-        raise InputError(f"{what} needs a masked-language-model head, and {bundle.name} is a "
-                         f"classifier; pick a pre-training model")
+        raise InputError(
+            f"{what} needs a masked-language-model head, and {bundle.name} is a classifier; pick a pre-training model"
+        )
 
 
 def need_classifier(bundle, what: str) -> None:
@@ -70,9 +69,11 @@ def mask_positions(enc, tokenizer, positions=None) -> list[int]:
     if positions is None:
         found = [i for i, t in enumerate(enc.ids) if t == tokenizer.mask_id]
         if not found:
-            raise InputError("there is no [MASK] in the text (or it was cut off at the model's "
-                             "maximum length): write [MASK] where the model should guess a word "
-                             "(e.g. 'She opened the [MASK] and walked in.')")
+            raise InputError(
+                "there is no [MASK] in the text (or it was cut off at the model's "
+                "maximum length): write [MASK] where the model should guess a word "
+                "(e.g. 'She opened the [MASK] and walked in.')"
+            )
         return found
     if isinstance(positions, (int, np.integer)):
         positions = [int(positions)]
@@ -92,31 +93,32 @@ def as_head_mask(bundle, head_mask) -> Tensor:
     L, H = bundle.config.num_hidden_layers, bundle.config.num_attention_heads
     m = torch.as_tensor(np.asarray(head_mask, dtype=np.float32))
     if tuple(m.shape) != (L, H):
-        raise InputError(f"head_mask must have one entry per head: shape (layers, heads) = "
-                         f"({L}, {H}), got {tuple(m.shape)}")
+        raise InputError(
+            f"head_mask must have one entry per head: shape (layers, heads) = ({L}, {H}), got {tuple(m.shape)}"
+        )
     return m
 
 
 def as_attention(attentions) -> np.ndarray:
     """(L, H, T, T) float64 from a tensor/array, or from the model's tuple of L (1, H, T, T)."""
     if isinstance(attentions, (tuple, list)):
-        attentions = [a.detach().float().cpu().numpy() if isinstance(a, Tensor) else np.asarray(a)
-                      for a in attentions]
+        attentions = [a.detach().float().cpu().numpy() if isinstance(a, Tensor) else np.asarray(a) for a in attentions]
         attentions = np.stack([a[0] if a.ndim == 4 else a for a in attentions])
     elif isinstance(attentions, Tensor):
         attentions = attentions.detach().float().cpu().numpy()
     a = np.asarray(attentions, dtype=np.float64)
-    if a.ndim == 5 and a.shape[1] == 1:            # (L, 1, H, T, T): a batch of one
+    if a.ndim == 5 and a.shape[1] == 1:  # (L, 1, H, T, T): a batch of one
         a = a[:, 0]
-    if a.ndim == 2:                                # one head (T, T)
+    if a.ndim == 2:  # one head (T, T)
         a = a[None, None]
     if a.ndim != 4 or a.shape[-1] != a.shape[-2]:
         raise InputError(f"attention must be (layers, heads, tokens, tokens), got {a.shape}")
     return a
 
 
-def _run_layers(bert_model, x: Tensor, layers: range | None = None, head_mask: Tensor | None = None,
-                need_weights: bool = False):
+def _run_layers(
+    bert_model, x: Tensor, layers: range | None = None, head_mask: Tensor | None = None, need_weights: bool = False
+):
     """Run encoder layers by hand from hidden state `x` (B, T, C), no padding mask.
 
     Returns the final state, the list of states after each layer and the attentions (or [])."""
@@ -133,7 +135,7 @@ def _run_layers(bert_model, x: Tensor, layers: range | None = None, head_mask: T
 
 def classifier_logits(model, h: Tensor) -> Tensor:
     """The classifier head on final hidden states h (B, T, C) with no padding -> (B, K)."""
-    pooled = torch.tanh(model.bert.pooler(h[:, 0]))                       # (B, C)
+    pooled = torch.tanh(model.bert.pooler(h[:, 0]))  # (B, C)
     out = BertOutput(last_hidden_state=h, pooler_output=pooled)
     return model.classifier(model.dropout(model.pool(out, None)))
 
@@ -149,8 +151,7 @@ def token_id(tokenizer, target) -> int:
         return tokenizer.vocab[t]
     pieces = tokenizer.tokenize(t)
     if len(pieces) != 1 or pieces[0] == tokenizer.unk_token:
-        raise InputError(f"{target!r} is not a single token of this vocabulary "
-                         f"(it splits into {pieces})")
+        raise InputError(f"{target!r} is not a single token of this vocabulary (it splits into {pieces})")
     return tokenizer.vocab[pieces[0]]
 
 

@@ -9,6 +9,7 @@ the public encoder layers by hand: no hooks, no gradients on parameters, safe on
 Dimension letters: L layers, H heads, T tokens, C hidden size, V vocabulary, K classes,
 P predicted ([MASK]) positions, k top predictions.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,7 +44,7 @@ def attention_rollout(attentions, residual: float = 0.5, upto: int | None = None
     distribution over input tokens for position i's final representation. `upto` stops after
     that many layers.
     """
-    a = as_attention(attentions)                                         # (L, H, T, T)
+    a = as_attention(attentions)  # (L, H, T, T)
     L, _, T, _ = a.shape
     upto = L if upto is None else int(upto)
     if not 0 <= upto <= L:
@@ -51,7 +52,7 @@ def attention_rollout(attentions, residual: float = 0.5, upto: int | None = None
     eye = np.eye(T)
     rollout = eye.copy()
     for l in range(upto):
-        m = (1.0 - residual) * a[l].mean(0) + residual * eye             # (T, T)
+        m = (1.0 - residual) * a[l].mean(0) + residual * eye  # (T, T)
         m = m / m.sum(-1, keepdims=True)
         rollout = m @ rollout
     return rollout
@@ -95,20 +96,22 @@ class Saliency:
     correlation: Spearman rank correlation of the two over the text's tokens ([CLS]/[SEP] left
     out, since both methods treat them specially).
     """
+
     tokens: list[str]
-    position: int              # the token the prediction is read from ([MASK], or 0 = [CLS])
-    target: str                # predicted token, or class label
-    target_index: int          # vocabulary id, or class index
+    position: int  # the token the prediction is read from ([MASK], or 0 = [CLS])
+    target: str  # predicted token, or class label
+    target_index: int  # vocabulary id, or class index
     target_prob: float
-    saliency: np.ndarray       # (T,) >= 0, sums to 1
-    signed: np.ndarray         # (T,)
-    rollout: np.ndarray        # (T,) sums to 1
+    saliency: np.ndarray  # (T,) >= 0, sums to 1
+    signed: np.ndarray  # (T,)
+    rollout: np.ndarray  # (T,) sums to 1
     correlation: float
     seconds: float = 0.0
 
 
-def _saliency(bundle, enc, ids, types, readout, choose_target, rollout_row, position: int,
-              label_of, t0: float) -> Saliency:
+def _saliency(
+    bundle, enc, ids, types, readout, choose_target, rollout_row, position: int, label_of, t0: float
+) -> Saliency:
     """Shared part of the saliency functions.
 
     readout(h (1, T, C)) -> (V,) or (K,) logits; choose_target(logp) -> index explained.
@@ -117,29 +120,38 @@ def _saliency(bundle, enc, ids, types, readout, choose_target, rollout_row, posi
     bert_model = bundle.model.bert
     with torch.inference_mode(False), torch.enable_grad():
         with torch.no_grad():
-            emb, _ = bert_model.embeddings(ids, types)                    # (1, T, C)
+            emb, _ = bert_model.embeddings(ids, types)  # (1, T, C)
         x = emb.detach().clone().requires_grad_(True)
         h, _, atts = _run_layers(bert_model, x, need_weights=True)
-        logp = torch.log_softmax(readout(h).float(), -1)                   # (V,) or (K,)
+        logp = torch.log_softmax(readout(h).float(), -1)  # (V,) or (K,)
         target = choose_target(logp.detach())
         (grad,) = torch.autograd.grad(logp[target], x)
-    xg = (x.detach() * grad)[0]                                           # (T, C)
+    xg = (x.detach() * grad)[0]  # (T, C)
     mag = xg.norm(dim=-1).numpy().astype(np.float64)
     sal = mag / mag.sum() if mag.sum() > 0 else mag
     signed = xg.sum(-1).numpy().astype(np.float64)
-    att = np.stack([a.detach()[0].numpy() for a in atts])                 # (L, H, T, T)
+    att = np.stack([a.detach()[0].numpy() for a in atts])  # (L, H, T, T)
     roll = rollout_row(attention_rollout(att))
     keep = [i for i, t in enumerate(enc.tokens) if t not in SPECIAL]
     if len(keep) < 2:
         keep = list(range(len(enc.tokens)))
-    return Saliency(tokens=list(enc.tokens), position=position, target=label_of(target),
-                    target_index=target, target_prob=float(logp[target].detach().exp()),
-                    saliency=sal, signed=signed, rollout=roll,
-                    correlation=spearman(sal[keep], roll[keep]), seconds=time.perf_counter() - t0)
+    return Saliency(
+        tokens=list(enc.tokens),
+        position=position,
+        target=label_of(target),
+        target_index=target,
+        target_prob=float(logp[target].detach().exp()),
+        saliency=sal,
+        signed=signed,
+        rollout=roll,
+        correlation=spearman(sal[keep], roll[keep]),
+        seconds=time.perf_counter() - t0,
+    )
 
 
-def saliency_mlm(bundle, text: str, position: int | None = None, target: str | int | None = None,
-                 text_b: str | None = None) -> Saliency:
+def saliency_mlm(
+    bundle, text: str, position: int | None = None, target: str | int | None = None, text_b: str | None = None
+) -> Saliency:
     """Input x gradient and attention rollout for one masked-word prediction.
 
     position: the token to predict (default: the first [MASK]); target: the word whose
@@ -151,13 +163,21 @@ def saliency_mlm(bundle, text: str, position: int | None = None, target: str | i
     pos = mask_positions(enc, bundle.tokenizer, position)[0]
     mlm, tok = bundle.model.mlm, bundle.tokenizer
     tid = None if target is None else token_id(tok, target)
-    return _saliency(bundle, enc, ids, types, lambda h: mlm(h[0, pos]),
-                     lambda logp: int(logp.argmax()) if tid is None else tid,
-                     lambda r: r[pos], pos, tok.convert_ids_to_tokens, t0)
+    return _saliency(
+        bundle,
+        enc,
+        ids,
+        types,
+        lambda h: mlm(h[0, pos]),
+        lambda logp: int(logp.argmax()) if tid is None else tid,
+        lambda r: r[pos],
+        pos,
+        tok.convert_ids_to_tokens,
+        t0,
+    )
 
 
-def saliency_classifier(bundle, text: str, class_index: int | str | None = None,
-                        text_b: str | None = None) -> Saliency:
+def saliency_classifier(bundle, text: str, class_index: int | str | None = None, text_b: str | None = None) -> Saliency:
     """Input x gradient and attention rollout for a fine-tuned classifier's prediction.
 
     class_index: the class explained (index or label; default: the predicted class). The
@@ -169,9 +189,18 @@ def saliency_classifier(bundle, text: str, class_index: int | str | None = None,
     model = bundle.model
     k = None if class_index is None else _class_index(bundle, class_index)
     row = (lambda r: r[0]) if model.pooling == "cls" else (lambda r: r.mean(0))
-    return _saliency(bundle, enc, ids, types, lambda h: classifier_logits(model, h)[0],
-                     lambda logp: int(logp.argmax()) if k is None else k,
-                     row, 0, lambda i: bundle.labels[i], t0)
+    return _saliency(
+        bundle,
+        enc,
+        ids,
+        types,
+        lambda h: classifier_logits(model, h)[0],
+        lambda logp: int(logp.argmax()) if k is None else k,
+        row,
+        0,
+        lambda i: bundle.labels[i],
+        t0,
+    )
 
 
 @dataclass
@@ -182,18 +211,20 @@ class LogitLens:
     output). `answer_prob[p, l]` is the probability, at layer l, of the final layer's top token:
     where the answer appears.
     """
+
     tokens: list[str]
-    positions: list[int]                 # P predicted positions
-    top_ids: np.ndarray                  # (P, L+1, k)
-    top_probs: np.ndarray                # (P, L+1, k)
-    top_tokens: list[list[list[str]]]    # [P][L+1][k]
-    answer_prob: np.ndarray              # (P, L+1)
-    answer_rank: np.ndarray              # (P, L+1), 1 = top
+    positions: list[int]  # P predicted positions
+    top_ids: np.ndarray  # (P, L+1, k)
+    top_probs: np.ndarray  # (P, L+1, k)
+    top_tokens: list[list[list[str]]]  # [P][L+1][k]
+    answer_prob: np.ndarray  # (P, L+1)
+    answer_rank: np.ndarray  # (P, L+1), 1 = top
     seconds: float = 0.0
 
 
-def logit_lens(bundle, text: str, k: int = 5, positions: Sequence[int] | None = None,
-               text_b: str | None = None) -> LogitLens:
+def logit_lens(
+    bundle, text: str, k: int = 5, positions: Sequence[int] | None = None, text_b: str | None = None
+) -> LogitLens:
     """Logit lens: decode each layer's hidden state at every [MASK] with the MLM head."""
     t0 = time.perf_counter()
     need_mlm(bundle, "the logit lens")
@@ -205,15 +236,21 @@ def logit_lens(bundle, text: str, k: int = 5, positions: Sequence[int] | None = 
         out = bundle.model.bert(ids, types, output_hidden_states=True)
         # one head call per layer on exactly the rows the model's forward(mlm_positions=...)
         # uses, so the last layer reproduces the model's output bit for bit
-        probs = torch.stack([torch.softmax(bundle.model.mlm(h[0][sel]).float(), -1)
-                             for h in out.hidden_states], 1)                  # (P, L+1, V)
-    top_p, top_i = probs.topk(k, -1)                                          # (P, L+1, k)
-    answer = top_i[:, -1, 0]                                                  # (P,)
+        probs = torch.stack(
+            [torch.softmax(bundle.model.mlm(h[0][sel]).float(), -1) for h in out.hidden_states], 1
+        )  # (P, L+1, V)
+    top_p, top_i = probs.topk(k, -1)  # (P, L+1, k)
+    answer = top_i[:, -1, 0]  # (P,)
     ans_p = probs.gather(-1, answer[:, None, None].expand(-1, probs.shape[1], 1))[..., 0]
-    ans_rank = (probs > ans_p[..., None]).sum(-1) + 1                         # (P, L+1)
+    ans_rank = (probs > ans_p[..., None]).sum(-1) + 1  # (P, L+1)
     conv = bundle.tokenizer.convert_ids_to_tokens
-    return LogitLens(tokens=list(enc.tokens), positions=pos, top_ids=top_i.numpy(),
-                     top_probs=top_p.numpy().astype(np.float64),
-                     top_tokens=[[conv(r.tolist()) for r in per] for per in top_i],
-                     answer_prob=ans_p.numpy().astype(np.float64), answer_rank=ans_rank.numpy(),
-                     seconds=time.perf_counter() - t0)
+    return LogitLens(
+        tokens=list(enc.tokens),
+        positions=pos,
+        top_ids=top_i.numpy(),
+        top_probs=top_p.numpy().astype(np.float64),
+        top_tokens=[[conv(r.tolist()) for r in per] for per in top_i],
+        answer_prob=ans_p.numpy().astype(np.float64),
+        answer_rank=ans_rank.numpy(),
+        seconds=time.perf_counter() - t0,
+    )

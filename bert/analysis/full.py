@@ -5,6 +5,7 @@ arrays; and the model's learned position table.
 Dimension letters: L layers, H heads, T tokens, C hidden size, D head size, P positions,
 S segment types.
 """
+
 from __future__ import annotations
 
 import time
@@ -26,6 +27,7 @@ class Analysis:
     Shapes: attentions (L, H, T, T); hidden (L+1, T, C), [0] = embedding output;
     parts[name] (T, C) for token/segment/position/sum/normed; queries/keys/values (L, H, T, D).
     """
+
     tokens: list[str]
     ids: list[int]
     type_ids: list[int]
@@ -60,22 +62,34 @@ def analyze(bundle, text_a: str, text_b: str | None = None) -> Analysis:
     """Run the model once on (text_a, text_b) and keep everything the pages draw."""
     t0 = time.perf_counter()
     enc = encode(bundle, text_a, text_b)
-    ids = torch.tensor([enc.ids], dtype=torch.long)                       # (1, T)
-    types = torch.tensor([enc.type_ids], dtype=torch.long)                # (1, T)
+    ids = torch.tensor([enc.ids], dtype=torch.long)  # (1, T)
+    types = torch.tensor([enc.type_ids], dtype=torch.long)  # (1, T)
     with torch.inference_mode():
-        out = bundle.model.bert(ids, token_type_ids=types, output_attentions=True,
-                                output_hidden_states=True, output_embedding_parts=True,
-                                output_qkv=True)
+        out = bundle.model.bert(
+            ids,
+            token_type_ids=types,
+            output_attentions=True,
+            output_hidden_states=True,
+            output_embedding_parts=True,
+            output_qkv=True,
+        )
     p = out.embedding_parts
     return Analysis(
-        tokens=list(enc.tokens), ids=list(enc.ids), type_ids=list(enc.type_ids),
-        offsets=list(enc.offsets), word_ids=list(enc.word_ids), sequence_ids=list(enc.sequence_ids),
-        text_a=text_a, text_b=text_b, truncated=enc.truncated, num_truncated=enc.num_truncated,
+        tokens=list(enc.tokens),
+        ids=list(enc.ids),
+        type_ids=list(enc.type_ids),
+        offsets=list(enc.offsets),
+        word_ids=list(enc.word_ids),
+        sequence_ids=list(enc.sequence_ids),
+        text_a=text_a,
+        text_b=text_b,
+        truncated=enc.truncated,
+        num_truncated=enc.num_truncated,
         max_length=int(bundle.config.max_position_embeddings),
-        attentions=_stack(out.attentions),                                 # (L, H, T, T)
-        hidden=_stack(out.hidden_states),                                  # (L+1, T, C)
-        parts={name: readonly(getattr(p, name)[0]) for name in PARTS},     # (T, C) each
-        queries=_stack(out.queries),                                       # (L, H, T, D)
+        attentions=_stack(out.attentions),  # (L, H, T, T)
+        hidden=_stack(out.hidden_states),  # (L+1, T, C)
+        parts={name: readonly(getattr(p, name)[0]) for name in PARTS},  # (T, C) each
+        queries=_stack(out.queries),  # (L, H, T, D)
         keys=_stack(out.keys),
         values=_stack(out.values),
         seconds=time.perf_counter() - t0,
@@ -85,11 +99,12 @@ def analyze(bundle, text_a: str, text_b: str | None = None) -> Analysis:
 @dataclass(frozen=True)
 class PositionTable:
     """The learned position table seen whole: its 2-D PCA and the cosine of every pair."""
-    coords: np.ndarray          # (P, 2)
-    ratio: np.ndarray           # (2,) share of the variance along each axis
-    sim: np.ndarray             # (P, P) cosine similarity between positions
-    norms: np.ndarray           # (P,) length of each position's vector
-    segments: np.ndarray        # (S, C) the segment (token type) vectors
+
+    coords: np.ndarray  # (P, 2)
+    ratio: np.ndarray  # (2,) share of the variance along each axis
+    sim: np.ndarray  # (P, P) cosine similarity between positions
+    norms: np.ndarray  # (P,) length of each position's vector
+    segments: np.ndarray  # (S, C) the segment (token type) vectors
 
     @property
     def P(self) -> int:
@@ -99,8 +114,12 @@ class PositionTable:
 def position_table(bundle) -> PositionTable:
     """The position embeddings of the model (all of them, not only an input's)."""
     emb = bundle.model.bert.embeddings
-    w = emb.position_embeddings.weight.detach().float().cpu().numpy()     # (P, C)
+    w = emb.position_embeddings.weight.detach().float().cpu().numpy()  # (P, C)
     plane = pca_plane(w)
-    return PositionTable(coords=plane.coords, ratio=plane.ratio, sim=cosine_matrix(w),
-                         norms=np.linalg.norm(w, axis=1),
-                         segments=emb.token_type_embeddings.weight.detach().float().cpu().numpy())
+    return PositionTable(
+        coords=plane.coords,
+        ratio=plane.ratio,
+        sim=cosine_matrix(w),
+        norms=np.linalg.norm(w, axis=1),
+        segments=emb.token_type_embeddings.weight.detach().float().cpu().numpy(),
+    )

@@ -3,6 +3,7 @@ to ([CLS], [SEP], the previous or next token, itself, punctuation), and a label 
 
 Dimension letters: L layers, H heads, T tokens, B batch.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,8 +20,8 @@ from .common import SPECIAL, _pad, as_attention
 
 PATTERNS = ("[CLS]", "[SEP]", "previous", "next", "self", "punctuation")
 LABELS = PATTERNS + ("broad", "other")
-PATTERN_THRESHOLD = 0.4   # a head is labelled by a pattern that gets >= 40% of its attention
-BROAD_ENTROPY = 0.7       # ... else "broad" when its entropy is >= 70% of the uniform maximum
+PATTERN_THRESHOLD = 0.4  # a head is labelled by a pattern that gets >= 40% of its attention
+BROAD_ENTROPY = 0.7  # ... else "broad" when its entropy is >= 70% of the uniform maximum
 
 LABEL_HELP = {
     "[CLS]": "attends mostly to the [CLS] token at the start",
@@ -38,8 +39,9 @@ def _is_punctuation(token: str) -> bool:
     t = token[2:] if token.startswith("##") else token
     if not t or token in SPECIAL or token == "[MASK]":
         return False
-    return all(unicodedata.category(c).startswith("P") or (c.isascii() and not c.isalnum()
-                                                          and not c.isspace()) for c in t)
+    return all(
+        unicodedata.category(c).startswith("P") or (c.isascii() and not c.isalnum() and not c.isspace()) for c in t
+    )
 
 
 def head_pattern_stats(attentions, tokens: Sequence[str]) -> dict[str, np.ndarray]:
@@ -51,7 +53,7 @@ def head_pattern_stats(attentions, tokens: Sequence[str]) -> dict[str, np.ndarra
     have one, "next" likewise), and "entropy": the mean entropy of a row divided by log T, from
     0 (every row on one token) to 1 (uniform).
     """
-    a = as_attention(attentions)                                        # (L, H, T, T)
+    a = as_attention(attentions)  # (L, H, T, T)
     T = a.shape[-1]
     tokens = list(tokens)
     if len(tokens) != T:
@@ -60,26 +62,27 @@ def head_pattern_stats(attentions, tokens: Sequence[str]) -> dict[str, np.ndarra
     def to(cols):
         if not cols:
             return np.zeros(a.shape[:2])
-        return a[..., cols].sum(-1).mean(-1)                             # (L, H)
+        return a[..., cols].sum(-1).mean(-1)  # (L, H)
 
     diag = lambda k: np.diagonal(a, offset=k, axis1=2, axis2=3)  # noqa: E731  (L, H, T-|k|)
     empty = np.zeros(a.shape[:2])
     stats = {
         "[CLS]": to([j for j, t in enumerate(tokens) if t == "[CLS]"]),
         "[SEP]": to([j for j, t in enumerate(tokens) if t == "[SEP]"]),
-        "previous": diag(-1).mean(-1) if T > 1 else empty,               # A[i, i-1], i >= 1
-        "next": diag(1).mean(-1) if T > 1 else empty,                    # A[i, i+1], i < T-1
+        "previous": diag(-1).mean(-1) if T > 1 else empty,  # A[i, i-1], i >= 1
+        "next": diag(1).mean(-1) if T > 1 else empty,  # A[i, i+1], i < T-1
         "self": diag(0).mean(-1),
         "punctuation": to([j for j, t in enumerate(tokens) if _is_punctuation(t)]),
     }
     p = np.clip(a, 1e-12, 1.0)
-    ent = -(a * np.log(p)).sum(-1).mean(-1)                              # (L, H) nats
+    ent = -(a * np.log(p)).sum(-1).mean(-1)  # (L, H) nats
     stats["entropy"] = ent / math.log(T) if T > 1 else np.zeros(a.shape[:2])
     return stats
 
 
-def label_heads(stats: dict[str, np.ndarray], threshold: float = PATTERN_THRESHOLD,
-                broad_entropy: float = BROAD_ENTROPY) -> np.ndarray:
+def label_heads(
+    stats: dict[str, np.ndarray], threshold: float = PATTERN_THRESHOLD, broad_entropy: float = BROAD_ENTROPY
+) -> np.ndarray:
     """Name each head's dominant pattern: (L, H) array of strings from LABELS.
 
     Rule: the pattern in PATTERNS with the largest average weight, if that weight is at least
@@ -88,7 +91,7 @@ def label_heads(stats: dict[str, np.ndarray], threshold: float = PATTERN_THRESHO
     none of the simple patterns describe) when it is not.
     """
     scores = np.stack([np.asarray(stats[p], dtype=np.float64) for p in PATTERNS])  # (6, L, H)
-    best = scores.argmax(0)                                               # (L, H)
+    best = scores.argmax(0)  # (L, H)
     top = scores.max(0)
     names = np.array(PATTERNS, dtype=object)[best]
     ent = np.asarray(stats["entropy"])
@@ -102,7 +105,7 @@ def probe_sentences() -> list[str]:
         "The cat sat quietly on the warm windowsill.",
         "After the long meeting, everyone went home early.",
         "Did you remember to lock the front door?",
-        "She said, \"I will be there by noon.\"",
+        'She said, "I will be there by noon."',
         "Rivers carry sand, mud and small stones down to the sea.",
         "The old bridge, which was built in 1890, is closed for repairs.",
         "If it rains tomorrow, the match will be played indoors.",
@@ -117,8 +120,9 @@ def probe_sentences() -> list[str]:
 @dataclass
 class HeadPatterns:
     """Head pattern statistics averaged over sentences, and each head's label."""
-    stats: dict[str, np.ndarray]        # PATTERNS + "entropy" -> (L, H)
-    labels: np.ndarray                  # (L, H) str, from LABELS
+
+    stats: dict[str, np.ndarray]  # PATTERNS + "entropy" -> (L, H)
+    labels: np.ndarray  # (L, H) str, from LABELS
     sentences: list[str]
     seconds: float = 0.0
 
@@ -127,8 +131,7 @@ class HeadPatterns:
         return {lab: int((self.labels == lab).sum()) for lab in LABELS}
 
 
-def head_patterns_over(bundle, sentences: Sequence[str] | None = None,
-                       max_length: int = 128) -> HeadPatterns:
+def head_patterns_over(bundle, sentences: Sequence[str] | None = None, max_length: int = 128) -> HeadPatterns:
     """Head pattern statistics averaged over a set of sentences (the probe set by default).
 
     The sentences run as one padded batch; each one's statistics are computed on its own
@@ -144,12 +147,11 @@ def head_patterns_over(bundle, sentences: Sequence[str] | None = None,
     ids, types, mask = _pad(encs, tok)
     with torch.inference_mode():
         out = bundle.model.bert(ids, types, mask, output_attentions=True)
-    att = torch.stack(out.attentions, 1).float().numpy()                 # (B, L, H, T, T)
+    att = torch.stack(out.attentions, 1).float().numpy()  # (B, L, H, T, T)
     total: dict[str, np.ndarray] = {}
     for b, e in enumerate(encs):
         n = len(e.ids)
         s = head_pattern_stats(att[b, :, :, :n, :n], e.tokens)
         for k, v in s.items():
             total[k] = total.get(k, 0.0) + v / len(encs)
-    return HeadPatterns(stats=total, labels=label_heads(total), sentences=sentences,
-                        seconds=time.perf_counter() - t0)
+    return HeadPatterns(stats=total, labels=label_heads(total), sentences=sentences, seconds=time.perf_counter() - t0)

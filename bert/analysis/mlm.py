@@ -3,6 +3,7 @@ guesses filled in), next-sentence probability, class probabilities.
 
 Dimension letters: P predicted ([MASK]) positions, k top predictions, V vocabulary, K classes.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -18,15 +19,16 @@ from .common import _encode, as_head_mask, mask_positions, need_classifier, need
 class MLMPredictions:
     """Top-k masked-word predictions at each predicted position, and the text with the top
     guess put in at every one of them."""
+
     tokens: list[str]
-    positions: list[int]              # P, in order
-    top_ids: np.ndarray               # (P, k)
-    top_probs: np.ndarray             # (P, k)
-    top_tokens: list[list[str]]       # [P][k]
-    filled_tokens: list[str] = field(default_factory=list)   # the text's tokens, guesses put in
+    positions: list[int]  # P, in order
+    top_ids: np.ndarray  # (P, k)
+    top_probs: np.ndarray  # (P, k)
+    top_tokens: list[list[str]]  # [P][k]
+    filled_tokens: list[str] = field(default_factory=list)  # the text's tokens, guesses put in
     filled_is_pred: list[bool] = field(default_factory=list)  # which of them are guesses
-    filled: str = ""                  # filled_tokens decoded back to text
-    truncated: bool = False           # the input was cut at the model's maximum length
+    filled: str = ""  # filled_tokens decoded back to text
+    truncated: bool = False  # the input was cut at the model's maximum length
 
 
 def _filled(tokenizer, enc, positions: list[int], best: list[int]):
@@ -40,8 +42,9 @@ def _filled(tokenizer, enc, positions: list[int], best: list[int]):
     return tokenizer.convert_ids_to_tokens(inner), is_pred, tokenizer.decode(inner)
 
 
-def mlm_topk(bundle, text: str, k: int = 5, head_mask=None, positions: Sequence[int] | None = None,
-             text_b: str | None = None) -> MLMPredictions:
+def mlm_topk(
+    bundle, text: str, k: int = 5, head_mask=None, positions: Sequence[int] | None = None, text_b: str | None = None
+) -> MLMPredictions:
     """The model's top-k words at each [MASK] (or at `positions`), optionally with some heads
     switched off (head_mask (L, H): 1 = on, 0 = off)."""
     need_mlm(bundle, "masked-word prediction")
@@ -54,13 +57,20 @@ def mlm_topk(bundle, text: str, k: int = 5, head_mask=None, positions: Sequence[
     with torch.inference_mode():
         out = bundle.model(ids, types, mlm_positions=where, head_mask=hm)
         top_p, top_i = torch.softmax(out.mlm_logits.float(), -1).topk(
-            max(1, min(int(k), bundle.config.vocab_size)), -1)              # (P, k)
+            max(1, min(int(k), bundle.config.vocab_size)), -1
+        )  # (P, k)
     filled_tokens, is_pred, filled = _filled(tok, enc, pos, top_i[:, 0].tolist())
-    return MLMPredictions(tokens=list(enc.tokens), positions=pos, top_ids=top_i.numpy(),
-                          top_probs=top_p.numpy().astype(np.float64),
-                          top_tokens=[tok.convert_ids_to_tokens(r.tolist()) for r in top_i],
-                          filled_tokens=filled_tokens, filled_is_pred=is_pred, filled=filled,
-                          truncated=enc.truncated)
+    return MLMPredictions(
+        tokens=list(enc.tokens),
+        positions=pos,
+        top_ids=top_i.numpy(),
+        top_probs=top_p.numpy().astype(np.float64),
+        top_tokens=[tok.convert_ids_to_tokens(r.tolist()) for r in top_i],
+        filled_tokens=filled_tokens,
+        filled_is_pred=is_pred,
+        filled=filled,
+        truncated=enc.truncated,
+    )
 
 
 def nsp_probability(bundle, text_a: str, text_b: str) -> float:

@@ -2,6 +2,7 @@
 
 Pure numpy, no model. Dimension letters: N vectors, C their size, L layers.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -15,10 +16,11 @@ from ..errors import InputError
 @dataclass(frozen=True)
 class PCA2D:
     """Vectors projected onto their first two principal components."""
-    coords: np.ndarray          # (N, 2)
-    ratio: np.ndarray           # (2,) share of the total variance along each axis
 
-    def __iter__(self):         # coords, ratio = pca_plane(x)
+    coords: np.ndarray  # (N, 2)
+    ratio: np.ndarray  # (2,) share of the total variance along each axis
+
+    def __iter__(self):  # coords, ratio = pca_plane(x)
         return iter((self.coords, self.ratio))
 
 
@@ -35,14 +37,14 @@ def pca_plane(vectors) -> PCA2D:
     if x.shape[0] < 2:
         return PCA2D(coords=np.zeros((x.shape[0], 2)), ratio=np.zeros(2))
     u, s, _ = np.linalg.svd(x, full_matrices=False)
-    pc = u[:, :2] * s[:2]                                                 # (N, <=2)
+    pc = u[:, :2] * s[:2]  # (N, <=2)
     for j in range(pc.shape[1]):
         i = np.argmax(np.abs(pc[:, j]))
         if pc[i, j] < 0:
             pc[:, j] = -pc[:, j]
-    var = s ** 2
+    var = s**2
     ratio = var[:2] / max(var.sum(), 1e-12)
-    if pc.shape[1] < 2:                                                   # a 1-D input
+    if pc.shape[1] < 2:  # a 1-D input
         pc = np.pad(pc, ((0, 0), (0, 2 - pc.shape[1])))
         ratio = np.pad(ratio, (0, 2 - ratio.shape[0]))
     return PCA2D(coords=pc, ratio=ratio)
@@ -92,13 +94,13 @@ def separation(vectors, labels: Sequence) -> np.ndarray | float:
     if len(groups) < 2:
         raise InputError("separation needs at least two different labels (senses)")
     u = v / np.clip(np.linalg.norm(v, axis=1, keepdims=True), 1e-12, None)
-    d = 1.0 - u @ u.T                                                     # (N, N) cosine distance
+    d = 1.0 - u @ u.T  # (N, N) cosine distance
     s = np.zeros(len(v))
     for i in range(len(v)):
         own = labels == labels[i]
         if own.sum() < 2:
             continue
-        a = d[i, own].sum() / (own.sum() - 1)                            # self-distance is 0
+        a = d[i, own].sum() / (own.sum() - 1)  # self-distance is 0
         b = min(d[i, labels == g].mean() for g in groups if g != labels[i])
         m = max(a, b)
         s[i] = (b - a) / m if m > 0 else 0.0

@@ -12,6 +12,7 @@
 Without Chromium or Playwright the tests skip with the reason, except when CI=true:
 then they fail, so CI can never pass without having run them.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,8 +32,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]"}
 LOCAL_SCHEMES = {"data", "blob", "about", "file"}
 # Console errors we accept, each a known harmless Streamlit behaviour:
@@ -102,6 +110,7 @@ def browser():
 @dataclass
 class Guard:
     """What one page did: requests, refused requests, console errors, page errors, dialogs."""
+
     requests: list[str] = field(default_factory=list)
     foreign: list[str] = field(default_factory=list)
     console_errors: list[str] = field(default_factory=list)
@@ -112,8 +121,11 @@ class Guard:
         assert not self.foreign, f"requests left localhost: {self.foreign}"
 
     def assert_no_errors(self, ignore: tuple[str, ...] = ()):
-        errors = [e for e in self.console_errors + self.page_errors
-                  if not any(s in e for s in ignore) and not any(p.search(e) for p in KNOWN_HARMLESS_ERRORS)]
+        errors = [
+            e
+            for e in self.console_errors + self.page_errors
+            if not any(s in e for s in ignore) and not any(p.search(e) for p in KNOWN_HARMLESS_ERRORS)
+        ]
         assert not errors, f"console/page errors: {errors}"
 
     def assert_clean(self, ignore: tuple[str, ...] = ()):
@@ -169,9 +181,23 @@ def app_url(artifacts):
         unavailable("streamlit_app.py does not exist yet")
     port = _free_port()
     log = open(artifacts / "streamlit-server.log", "w")
-    cmd = [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--server.headless", "true",
-           "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "streamlit_app.py",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+    ]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -191,7 +217,7 @@ def app_url(artifacts):
         yield url
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)      # the group we started, nothing else
+            os.killpg(proc.pid, signal.SIGTERM)  # the group we started, nothing else
             try:
                 proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
@@ -212,7 +238,7 @@ def wait_for_app(pg, timeout_ms: int = 120_000):
         skeleton = pg.locator('[data-testid="stAppSkeleton"]').count() > 0
         if state == "notRunning" and not running and has_content and not skeleton:
             settled += 1
-            if settled >= 3:          # stable for ~1.5 s: no rerun right behind
+            if settled >= 3:  # stable for ~1.5 s: no rerun right behind
                 return
         else:
             settled = 0
@@ -222,7 +248,8 @@ def wait_for_app(pg, timeout_ms: int = 120_000):
     pg.screenshot(path=str(shot))
     raise AssertionError(
         f"the app did not finish running within {timeout_ms / 1000:.0f} s (script state {state!r}, "
-        f"status widget {running}, content {has_content}, skeleton {skeleton}); screenshot {shot}")
+        f"status widget {running}, content {has_content}, skeleton {skeleton}); screenshot {shot}"
+    )
 
 
 @pytest.fixture(scope="session")

@@ -3,10 +3,10 @@ request leaving localhost, a full-page screenshot each (tests/artifacts/analysis
 clicking a cell of the head-pattern map picks that head, and its button opens the head on
 the Attention page.
 """
+
 import re
 
 import pytest
-
 from test_pages_browser import assert_page_ok, choose_view, screenshot_full
 
 pytestmark = pytest.mark.browser

@@ -3,6 +3,7 @@
 Each view is written to a file and opened from file://, so these tests need neither the
 app nor a model; tests/browser/test_pages_browser.py shows them inside the running app.
 """
+
 import numpy as np
 import pytest
 
@@ -14,8 +15,18 @@ L, H, D = 3, 4, 8
 TOKENS = ["[CLS]", "the", "cat", "sat", "[SEP]", "on", "the", "mat", "[SEP]"]
 SCRIPT_TOKEN = "</script>"
 IMG_TOKEN = '"><img src=x onerror=alert(1)>'
-HOSTILE = ["[CLS]", SCRIPT_TOKEN, "<script>alert(2)</script>", IMG_TOKEN, "a&amp;b", "[SEP]",
-           "\u2028x", "\u6f22\u5b57", "\U0001f600", "[SEP]"]
+HOSTILE = [
+    "[CLS]",
+    SCRIPT_TOKEN,
+    "<script>alert(2)</script>",
+    IMG_TOKEN,
+    "a&amp;b",
+    "[SEP]",
+    "\u2028x",
+    "\u6f22\u5b57",
+    "\U0001f600",
+    "[SEP]",
+]
 
 
 def arrays(T, seed=0):
@@ -70,15 +81,15 @@ def test_view_draws_svg_offline(page, kind, tmp_path, artifacts):
         # one line per (head, query token, key token) of the layer shown, tokens on both sides
         assert page.locator("#vis svg #attention line").count() == H * T * T
         assert page.locator("#layer option").all_text_contents() == [str(x) for x in range(L)]
-        page.locator("#vis svg #left text").nth(2).hover()          # highlight one token's attention
+        page.locator("#vis svg #left text").nth(2).hover()  # highlight one token's attention
         page.select_option("#layer", "2")
-        page.select_option("#filter", "3")                            # sentence A -> sentence B
+        page.select_option("#filter", "3")  # sentence A -> sentence B
         assert page.locator("#vis svg #attention line").count() == H * 5 * 4
     elif kind == "model":
         assert page.locator("#vis svg line").count() >= L * H * T * T
         before = page.locator("#vis svg text").count()
         open_model_detail(page)
-        assert page.locator("#vis svg text").count() >= before + 2 * T      # tokens of the detail
+        assert page.locator("#vis svg text").count() >= before + 2 * T  # tokens of the detail
     else:
         expand_neuron(page)
         assert page.locator("#vis svg #expanded #queries rect").count() > 0
@@ -95,7 +106,7 @@ def test_neuron_view_labels_kept_layers(page, tmp_path):
     view = build("neuron", TOKENS, layers=[0, 2], layer=2, head=1)
     open_view(page, view, tmp_path, "neuron_layers")
     assert page.locator("#layer option").all_text_contents() == ["0", "2"]
-    assert page.locator("#layer").input_value() == "1"                 # index of layer 2
+    assert page.locator("#layer").input_value() == "1"  # index of layer 2
     assert page.locator("#att_head").input_value() == "1"
     page.guard.assert_clean()
 
@@ -110,7 +121,7 @@ def test_hostile_tokens_shown_literally_without_running(page, kind, tmp_path, ar
     texts = page.locator("#vis svg text").all_text_contents()
     for token in (SCRIPT_TOKEN, IMG_TOKEN, "<script>alert(2)</script>", "a&amp;b", "\U0001f600"):
         assert token in texts, (token, texts[:20])
-    assert page.locator("img").count() == 0                          # no markup was injected
+    assert page.locator("img").count() == 0  # no markup was injected
     assert page.locator("script").count() == (7 if kind == "neuron" else 6)
     assert page.guard.dialogs == []
     page.screenshot(path=str(artifacts / f"bertviz_{kind}_hostile_tokens.png"), full_page=True)
@@ -127,7 +138,7 @@ def test_wide_views_shrink_to_fit_a_narrow_frame(page, kind, tmp_path):
     zoom = float(page.evaluate("() => document.body.style.zoom || '1'"))
     assert 0.5 <= zoom < 1
     if kind == "model":
-        last = page.locator("#vis svg text", has_text=str(H - 1)).first     # the last head's label
+        last = page.locator("#vis svg text", has_text=str(H - 1)).first  # the last head's label
     else:
         expand_neuron(page)
         last = page.locator("#vis svg #expanded text", has_text="mat").last  # right-hand column

@@ -6,6 +6,7 @@ tests/artifacts/attention_over_finetuning.png (the run's attention snapshots on 
 Kept small for a 2-core machine: 200 synthetic reviews, 32 tokens, the default base model
 (all-minilm-l6-v2). The job trains on one torch thread; the test waits generously.
 """
+
 import random
 import time
 import zipfile
@@ -16,8 +17,26 @@ pytestmark = pytest.mark.browser
 
 POSITIVE = ["good", "great", "wonderful", "moving", "funny", "brilliant", "charming", "superb"]
 NEGATIVE = ["bad", "boring", "dull", "awful", "weak", "tedious", "clumsy", "terrible"]
-FILLER = ["the", "film", "was", "a", "very", "plot", "actor", "movie", "really", "quite", "and",
-          "it", "story", "ending", "cast", "script", "music", "with"]
+FILLER = [
+    "the",
+    "film",
+    "was",
+    "a",
+    "very",
+    "plot",
+    "actor",
+    "movie",
+    "really",
+    "quite",
+    "and",
+    "it",
+    "story",
+    "ending",
+    "cast",
+    "script",
+    "music",
+    "with",
+]
 
 
 def reviews_csv(n=200, seed=0) -> bytes:
@@ -40,13 +59,16 @@ def set_number(page, label, value):
 
 def live_points(page, trace="loss per step") -> int:
     """How many points a trace of the live chart holds (0 before it exists)."""
-    return page.evaluate("""(name) => {
+    return page.evaluate(
+        """(name) => {
         for (const el of document.querySelectorAll('.js-plotly-plot')) {
             const t = (el.data || []).find(t => t.name === name);
             if (t) return (t.x || []).length;
         }
         return 0;
-    }""", trace)
+    }""",
+        trace,
+    )
 
 
 def wait_until(page, check, timeout_s, what):
@@ -77,7 +99,7 @@ def test_upload_train_watch_stop(page, app_url, app_ready, artifacts, tmp_path):
     set_number(page, "Epochs", 4)
     set_number(page, "Evaluations per epoch", 2)
     page.locator('[data-testid="stExpander"] summary', has_text="Attention over training").click()
-    set_number(page, "Every N steps", 1)                  # a snapshot of the probe after every step
+    set_number(page, "Every N steps", 1)  # a snapshot of the probe after every step
     app_ready(page)
 
     page.get_by_role("button", name="Start fine-tuning").click()
@@ -112,8 +134,11 @@ def test_upload_train_watch_stop(page, app_url, app_ready, artifacts, tmp_path):
     download.save_as(str(path))
     with zipfile.ZipFile(path) as z:
         names = z.namelist()
-    assert {"all-minilm-l6-v2-reviews/config.json", "all-minilm-l6-v2-reviews/model.safetensors",
-            "all-minilm-l6-v2-reviews/vocab.txt"} <= set(names)
+    assert {
+        "all-minilm-l6-v2-reviews/config.json",
+        "all-minilm-l6-v2-reviews/model.safetensors",
+        "all-minilm-l6-v2-reviews/vocab.txt",
+    } <= set(names)
     # attention over training: the probe's attention every 5 steps, replayed on the Compare page
     page.get_by_role("button", name="Replay the attention snapshots").click()
     page.get_by_text("Probe sentence: The film was not good").first.wait_for(timeout=60_000)
@@ -132,8 +157,10 @@ def test_pretrain_live_curves_and_probe(page, app_url, app_ready, artifacts, tmp
     r = random.Random(1)
     nouns = ["cat", "dog", "king", "queen", "river", "city", "teacher", "child", "house", "garden"]
     verbs = ["sees", "likes", "finds", "builds", "paints", "leaves", "visits", "helps"]
-    text = "\n\n".join(" ".join(f"The {r.choice(nouns)} {r.choice(verbs)} the {r.choice(nouns)}."
-                                for _ in range(20)) for _ in range(30))
+    text = "\n\n".join(
+        " ".join(f"The {r.choice(nouns)} {r.choice(verbs)} the {r.choice(nouns)}." for _ in range(20))
+        for _ in range(30)
+    )
     f = tmp_path / "story.txt"
     f.write_text(text)
     page.goto(app_url + "/pretrain")
@@ -142,8 +169,7 @@ def test_pretrain_live_curves_and_probe(page, app_url, app_ready, artifacts, tmp
     app_ready(page)
     page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files(str(f))
     # the uploaded text's counts (30 documents); not just the word: the uploader's label has it too
-    page.locator('[data-testid="stMetric"]', has_text="Documents").filter(has_text="30").first.wait_for(
-        timeout=60_000)
+    page.locator('[data-testid="stMetric"]', has_text="Documents").filter(has_text="30").first.wait_for(timeout=60_000)
     app_ready(page)
     set_number(page, "Layers", 1)
     set_number(page, "Vocabulary size", 500)
@@ -169,12 +195,15 @@ def test_pretrain_live_curves_and_probe(page, app_url, app_ready, artifacts, tmp
     # while the job runs and in its results once it is done (60 steps may already be over)
     page.evaluate("""() => {
         for (const el of document.querySelectorAll('.js-plotly-plot')) {
-            if ((el.data || []).some(t => t.name === 'validation top-1')) { el.scrollIntoView({block: 'center'}); return; }
+            if ((el.data || []).some(t => t.name === 'validation top-1')) {
+                el.scrollIntoView({block: 'center'});
+                return;
+            }
         }
     }""")
     page.wait_for_timeout(1000)
     page.screenshot(path=str(artifacts / "pretrain_live.png"), full_page=False)
-    page.get_by_text("Next-sentence accuracy").first.wait_for(timeout=300_000)    # the result
+    page.get_by_text("Next-sentence accuracy").first.wait_for(timeout=300_000)  # the result
     app_ready(page)
     assert page.get_by_text("pretrained-story-1x128").count() > 0
     assert page.locator('[data-testid="stException"]').count() == 0
@@ -182,10 +211,10 @@ def test_pretrain_live_curves_and_probe(page, app_url, app_ready, artifacts, tmp
     page.get_by_role("button", name="Replay the attention snapshots").click()
     page.get_by_text("Probe sentence: The cat sat on the mat").first.wait_for(timeout=60_000)
     app_ready(page)
-    assert page.get_by_text("7 snapshots").count() > 0          # steps 0, 10, ..., 60
+    assert page.get_by_text("7 snapshots").count() > 0  # steps 0, 10, ..., 60
     page.wait_for_timeout(1000)
     page.screenshot(path=str(artifacts / "attention_over_training.png"), full_page=True)
     assert page.locator('[data-testid="stException"]').count() == 0
-    assert page.get_by_text("Something went wrong").count() == 0      # the views drew (1-layer model)
+    assert page.get_by_text("Something went wrong").count() == 0  # the views drew (1-layer model)
     assert page.locator(".js-plotly-plot").count() >= 3
     page.guard.assert_clean()

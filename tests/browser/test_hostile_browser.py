@@ -7,6 +7,7 @@ tests in test_pages_browser.py and test_bertviz_browser.py):
 * a 300 MB upload is refused by the configured limit (50 MB) with Streamlit's message, and the
   page goes on working.
 """
+
 import pytest
 
 pytestmark = pytest.mark.browser
@@ -57,8 +58,8 @@ def test_tokenization_page_xss_and_no_unsafe_table_export(page, app_url, app_rea
 
 def test_300_mb_upload_is_refused_with_a_message(page, app_url, app_ready, tmp_path):
     big = tmp_path / "huge.csv"
-    with open(big, "wb") as f:                    # sparse: 300 MB long, nothing written
-        f.truncate(300 * 2 ** 20)
+    with open(big, "wb") as f:  # sparse: 300 MB long, nothing written
+        f.truncate(300 * 2**20)
     page.goto(app_url + "/finetune")
     app_ready(page)
     page.locator('[data-testid="stRadio"] label', has_text="Upload a file").first.click()
@@ -69,5 +70,5 @@ def test_300_mb_upload_is_refused_with_a_message(page, app_url, app_ready, tmp_p
     assert "50" in text and "MB" in text, text
     app_ready(page)
     assert page.locator('[data-testid="stException"]').count() == 0
-    assert page.get_by_text("Usable texts").count() == 0        # nothing was read
+    assert page.get_by_text("Usable texts").count() == 0  # nothing was read
     page.guard.assert_clean()

@@ -2,6 +2,7 @@
 no exception box, a full-page screenshot each (tests/artifacts/), and on the Attention
 page the three bertviz views drawing SVG inside their iframe.
 """
+
 import re
 
 import pytest
@@ -25,7 +26,8 @@ def screenshot_full(page, path):
     size = page.viewport_size
     height = page.evaluate(
         """() => Math.max(...['[data-testid="stMain"]', '[data-testid="stAppViewContainer"]']
-             .map(s => document.querySelector(s)).filter(Boolean).map(e => e.scrollHeight))""")
+             .map(s => document.querySelector(s)).filter(Boolean).map(e => e.scrollHeight))"""
+    )
     page.set_viewport_size({"width": size["width"], "height": int(min(max(height + 40, size["height"]), 16000))})
     page.wait_for_timeout(500)
     page.screenshot(path=str(path), full_page=True)
@@ -33,8 +35,9 @@ def screenshot_full(page, path):
 
 
 def assert_page_ok(page):
-    assert page.locator('[data-testid="stException"]').count() == 0, \
-        page.locator('[data-testid="stException"]').first.inner_text()
+    assert page.locator('[data-testid="stException"]').count() == 0, page.locator(
+        '[data-testid="stException"]'
+    ).first.inner_text()
     assert page.locator('[data-testid="stMainBlockContainer"]').inner_text().strip()
     page.guard.assert_clean()
 
@@ -71,7 +74,9 @@ def test_attention_page_bertviz_draws_offline(page, app_url, app_ready, artifact
     if kind == "head":
         assert frame.locator("#vis svg #attention line").count() > 0
     # the view runs only our inlined scripts: nothing was fetched for it
-    assert not [u for u in page.guard.requests if re.search(r"/(d3(\.v\d+)?|jquery|require)(\.min)?\.js(\?|$)", u, re.I)]
+    assert not [
+        u for u in page.guard.requests if re.search(r"/(d3(\.v\d+)?|jquery|require)(\.min)?\.js(\?|$)", u, re.I)
+    ]
     assert_page_ok(page)
     screenshot_full(page, artifacts / f"page_attention_bertviz_{kind}.png")
 
@@ -88,7 +93,7 @@ def test_attention_page_hostile_text(page, app_url, app_ready, artifacts):
     choose_view(page, app_ready, BERTVIZ_VIEWS["head"])
     frame = bertviz_frame(page)
     texts = frame.locator("#vis svg text").all_text_contents()
-    for piece in ("<", "/", "script", ">", "\"", "=", "alert"):
+    for piece in ("<", "/", "script", ">", '"', "=", "alert"):
         assert piece in texts, (piece, texts)
     assert frame.locator("img").count() == 0
     assert page.locator("img[src='x']").count() == 0
