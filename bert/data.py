@@ -1,4 +1,6 @@
-"""Pre-training examples: token ids per sentence, NSP pairs, MLM masking, bucketed batches.
+"""Pre-training examples: token ids per sentence, NSP pairs, masked batches of similar length.
+
+The masking itself is in bert/masking.py, grouping by length and padding in bert/batching.py.
 
 Tokenizer-agnostic: give a tokenizer object (``.tokenize`` + ``.convert_tokens_to_ids`` and, for
 the special ids, ``cls_id/sep_id/mask_id/pad_id``) or a callable ``sentence -> list[int]`` plus the
@@ -27,16 +29,18 @@ import hashlib
 import random
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 import torch
 
+from .batching import bucket_batches, pad_batch
 from .corpus import Corpus, bert_cache_dir
+from .masking import IGNORE_INDEX, MLMMasker, mask_tokens, special_token_ids
 
 __all__ = [
+    "IGNORE_INDEX",
     "Example",
     "MLMMasker",
     "PretrainingDataset",
@@ -51,7 +55,6 @@ __all__ = [
     "truncate_seq_pair",
 ]
 
-IGNORE_INDEX = -100
 IS_NEXT, NOT_NEXT = 0, 1
 
 Documents = list[list[list[int]]]  # documents -> sentences -> token ids
@@ -160,20 +163,6 @@ def token_counts(documents: Documents, vocab_size: int) -> torch.Tensor:
     return torch.from_numpy(np.bincount(flat, minlength=vocab_size)[:vocab_size])
 
 
-def special_token_ids(tokenizer) -> list[int]:
-    """Ids that are never masked nor drawn as random replacements: every ``[...]`` token of the
-    vocabulary ([PAD], [UNK], [CLS], [SEP], [MASK], [unusedN]) plus the tokenizer's special ids."""
-    ids = set()
-    for attr in ("pad_id", "unk_id", "cls_id", "sep_id", "mask_id"):
-        v = getattr(tokenizer, attr, None)
-        if v is not None:
-            ids.add(int(v))
-    toks = getattr(tokenizer, "ids_to_tokens", None)
-    if toks is not None:
-        ids.update(i for i, t in enumerate(toks) if len(t) >= 3 and t.startswith("[") and t.endswith("]"))
-    return sorted(ids)
-
-
 # --------------------------------------------------------------------------------------------
 # NSP pairs
 # --------------------------------------------------------------------------------------------
@@ -215,6 +204,27 @@ def _flatten(chunk: list[list[int]]) -> list[int]:
     return out
 
 
+def _random_next(docs: Documents, d: int, after_a: int, target_b: int, rng: random.Random) -> list[int]:
+    """B of a NotNext pair: sentences from a random place in another document, until ``target_b``
+    tokens or the document's end. In a one-document corpus, from any sentence of it but the one
+    at ``after_a``, which really follows A."""
+    if len(docs) >= 2:
+        r = rng.randint(0, len(docs) - 2)
+        r = r + 1 if r >= d else r  # any document but this one
+        rdoc = docs[r]
+        start = rng.randint(0, len(rdoc) - 1)
+    else:
+        rdoc = docs[d]
+        choices = [j for j in range(len(rdoc)) if j != after_a]
+        start = choices[rng.randrange(len(choices))] if choices else 0
+    tokens_b: list[int] = []
+    for j in range(start, len(rdoc)):
+        tokens_b.extend(rdoc[j])
+        if len(tokens_b) >= target_b:
+            break
+    return tokens_b
+
+
 def _pairs_from_document(
     docs: Documents,
     d: int,
@@ -227,7 +237,6 @@ def _pairs_from_document(
     out: list[Example],
 ) -> None:
     document = docs[d]
-    n_docs = len(docs)
     target = max_num_tokens
     if rng.random() < short_seq_prob:
         target = rng.randint(2, max_num_tokens)
@@ -254,21 +263,7 @@ def _pairs_from_document(
                 a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
                 tokens_a = _flatten(chunk[:a_end])
                 if is_random:
-                    target_b = target - len(tokens_a)
-                    if n_docs >= 2:
-                        r = rng.randint(0, n_docs - 2)
-                        r = r + 1 if r >= d else r  # any document but this one
-                        rdoc = docs[r]
-                        start = rng.randint(0, len(rdoc) - 1)
-                    else:  # a one-document corpus: any sentence that does not follow A
-                        rdoc = document
-                        choices = [j for j in range(len(rdoc)) if j != i - len(chunk) + 1 + a_end]
-                        start = choices[rng.randrange(len(choices))] if choices else 0
-                    tokens_b = []
-                    for j in range(start, len(rdoc)):
-                        tokens_b.extend(rdoc[j])
-                        if len(tokens_b) >= target_b:
-                            break
+                    tokens_b = _random_next(docs, d, i - len(chunk) + 1 + a_end, target - len(tokens_a), rng)
                     i -= len(chunk) - a_end  # put the unused sentences back
                 else:
                     tokens_b = _flatten(chunk[a_end:])
@@ -314,151 +309,7 @@ def create_nsp_pairs(
 
 
 # --------------------------------------------------------------------------------------------
-# Masking
-# --------------------------------------------------------------------------------------------
-
-
-def mask_tokens(
-    input_ids: torch.Tensor,
-    special_mask: torch.Tensor,
-    vocab_size: int,
-    mask_id: int,
-    mlm_probability: float = 0.15,
-    generator: torch.Generator | None = None,
-    word_starts: torch.Tensor | None = None,
-    *,
-    random_ids: torch.Tensor | None = None,
-    special_ids: Sequence[int] | None = None,
-    mask_fraction: float = 0.8,
-    random_fraction: float = 0.1,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT's masked-LM corruption. Returns (masked input_ids, labels), both (B, T) long.
-
-    ``special_mask`` (B, T) bool marks positions never chosen ([CLS], [SEP], padding...).
-    Each other position is chosen with probability ``mlm_probability`` (with ``word_starts`` (B, T)
-    bool: each *word* is chosen with that probability and all its pieces go together). Of the
-    chosen: 80 % -> ``mask_id``, 10 % -> a random id, 10 % kept. Random ids are drawn from
-    ``random_ids`` (1-D) or else from range(vocab_size) minus ``special_ids`` (default: ``mask_id``
-    and the ids found at special positions). ``labels`` holds the original id where chosen, -100
-    elsewhere.
-    """
-    if input_ids.dim() != 2:
-        raise ValueError(f"input_ids must be (B, T), got {tuple(input_ids.shape)}")
-    dev = input_ids.device
-    special_mask = special_mask.to(device=dev, dtype=torch.bool)
-    probs = torch.rand(input_ids.shape, generator=generator, device=generator.device if generator else dev)
-    probs = probs.to(dev)
-    if word_starts is None:
-        chosen = (probs < mlm_probability) & ~special_mask  # (B, T)
-    else:
-        # Specials are words of their own; a piece right after a special (cut by truncation) starts a word.
-        starts = word_starts.to(device=dev, dtype=torch.bool) | special_mask
-        starts[:, 1:] |= special_mask[:, :-1]
-        starts[:, 0] = True
-        word_idx = torch.cumsum(starts.long(), dim=1) - 1  # (B, T) index of the word each piece is in
-        pick = ((probs < mlm_probability) & starts & ~special_mask).long()  # decided at word starts
-        per_word = torch.zeros_like(word_idx).scatter_reduce_(1, word_idx, pick, reduce="amax")  # (B, W<=T)
-        chosen = torch.gather(per_word, 1, word_idx).bool() & ~special_mask
-    labels = torch.where(chosen, input_ids, torch.full_like(input_ids, IGNORE_INDEX))
-    action = torch.rand(input_ids.shape, generator=generator, device=generator.device if generator else dev).to(dev)
-    to_mask = chosen & (action < mask_fraction)
-    to_random = chosen & (action >= mask_fraction) & (action < mask_fraction + random_fraction)
-    out = input_ids.masked_fill(to_mask, mask_id)
-    if bool(to_random.any()):
-        if random_ids is None:
-            excl = (
-                set(int(x) for x in special_ids)
-                if special_ids is not None
-                else set(input_ids[special_mask].unique().tolist())
-            )
-            excl.add(int(mask_id))
-            keep = torch.ones(vocab_size, dtype=torch.bool)
-            ex = torch.tensor(sorted(e for e in excl if 0 <= e < vocab_size), dtype=torch.long)
-            keep[ex] = False
-            random_ids = torch.nonzero(keep).squeeze(1)
-        random_ids = random_ids.to(dev)
-        pick = torch.randint(
-            len(random_ids), input_ids.shape, generator=generator, device=generator.device if generator else dev
-        ).to(dev)
-        # index_select, not random_ids[pick]: advanced indexing is ~1000x slower on CPU here.
-        rand_tok = random_ids.index_select(0, pick.view(-1)).view(input_ids.shape)
-        out = torch.where(to_random, rand_tok, out)
-    return out, labels
-
-
-def _lookup(table: torch.Tensor, ids: torch.Tensor, vocab_size: int) -> torch.Tensor:
-    """table[ids] for a (V,) table; index_select is far faster than advanced indexing on CPU."""
-    flat = ids.reshape(-1).clamp(0, vocab_size - 1)
-    return table.to(ids.device).index_select(0, flat).view(ids.shape)
-
-
-@dataclass
-class MLMMasker:
-    """Masking settings for one vocabulary; call it on a padded batch."""
-
-    vocab_size: int
-    mask_id: int
-    pad_id: int
-    special_ids: list[int]  # never masked, never drawn as random replacements
-    mlm_probability: float = 0.15
-    whole_word: bool = False
-    is_continuation: torch.Tensor | None = None  # (V,) bool: the token is a "##" piece
-    random_ids: torch.Tensor = field(init=False)
-
-    def __post_init__(self) -> None:
-        keep = torch.ones(self.vocab_size, dtype=torch.bool)
-        ids = [i for i in set(self.special_ids) | {self.mask_id, self.pad_id} if 0 <= i < self.vocab_size]
-        keep[torch.tensor(ids, dtype=torch.long)] = False
-        self.random_ids = torch.nonzero(keep).squeeze(1)
-        self._special_table = ~keep  # (V,) bool
-        if self.whole_word and self.is_continuation is None:
-            raise ValueError("whole_word masking needs is_continuation (use MLMMasker.from_tokenizer)")
-
-    @classmethod
-    def from_tokenizer(cls, tokenizer, mlm_probability: float = 0.15, whole_word: bool = False) -> MLMMasker:
-        toks = getattr(tokenizer, "ids_to_tokens", None)
-        if toks is None:
-            toks = sorted(tokenizer.vocab, key=tokenizer.vocab.get)
-        is_cont = torch.tensor([t.startswith("##") for t in toks], dtype=torch.bool)
-        return cls(
-            vocab_size=len(toks),
-            mask_id=tokenizer.mask_id,
-            pad_id=tokenizer.pad_id,
-            special_ids=special_token_ids(tokenizer),
-            mlm_probability=mlm_probability,
-            whole_word=whole_word,
-            is_continuation=is_cont,
-        )
-
-    def special_mask(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        sm = _lookup(self._special_table, input_ids, self.vocab_size)
-        if attention_mask is not None:
-            sm = sm | ~attention_mask.bool()
-        return sm
-
-    def __call__(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        generator: torch.Generator | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        ws = None
-        if self.whole_word:
-            ws = ~_lookup(self.is_continuation, input_ids, self.vocab_size)
-        return mask_tokens(
-            input_ids,
-            self.special_mask(input_ids, attention_mask),
-            self.vocab_size,
-            self.mask_id,
-            self.mlm_probability,
-            generator,
-            ws,
-            random_ids=self.random_ids,
-        )
-
-
-# --------------------------------------------------------------------------------------------
-# Batching
+# Batches
 # --------------------------------------------------------------------------------------------
 
 
@@ -468,58 +319,19 @@ def collate(
     """Pad to the longest example. Returns input_ids, token_type_ids, attention_mask (B, T),
     nsp_labels (B,), mlm_labels (B, T): with ``masker`` the inputs are masked and mlm_labels hold the
     original ids at the chosen positions; without, inputs are unchanged and mlm_labels are all -100."""
-    B = len(examples)
-    T = max(len(e.input_ids) for e in examples)
-    ids = np.full((B, T), pad_id, dtype=np.int64)
-    types = np.zeros((B, T), dtype=np.int64)
-    att = np.zeros((B, T), dtype=np.int64)
-    for b, e in enumerate(examples):
-        n = len(e.input_ids)
-        ids[b, :n] = e.input_ids
-        types[b, :n] = e.token_type_ids
-        att[b, :n] = 1
-    input_ids = torch.from_numpy(ids)
-    attention_mask = torch.from_numpy(att)
+    padded = pad_batch([e.input_ids for e in examples], pad_id, [e.token_type_ids for e in examples])
+    input_ids, attention_mask = padded.input_ids, padded.attention_mask
     if masker is not None:
         input_ids, mlm_labels = masker(input_ids, attention_mask, generator)
     else:
-        mlm_labels = torch.full((B, T), IGNORE_INDEX, dtype=torch.long)
+        mlm_labels = torch.full(input_ids.shape, IGNORE_INDEX, dtype=torch.long)
     return {
         "input_ids": input_ids,
-        "token_type_ids": torch.from_numpy(types),
+        "token_type_ids": padded.token_type_ids,
         "attention_mask": attention_mask,
         "nsp_labels": torch.tensor([e.nsp_label for e in examples], dtype=torch.long),
         "mlm_labels": mlm_labels,
     }
-
-
-def bucket_batches(
-    lengths: Sequence[int],
-    batch_size: int,
-    seed: int = 0,
-    shuffle: bool = True,
-    chunk_batches: int = 50,
-    drop_last: bool = False,
-) -> list[list[int]]:
-    """Indices grouped into batches of similar length: shuffle, sort within chunks of
-    ``chunk_batches`` batches, cut into batches, shuffle the batches. Deterministic in ``seed``."""
-    n = len(lengths)
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(n) if shuffle else np.arange(n)
-    lens = np.asarray(lengths)
-    chunk = max(1, batch_size * chunk_batches)
-    batches: list[list[int]] = []
-    for s in range(0, n, chunk):
-        idx = order[s : s + chunk]
-        idx = idx[np.argsort(lens[idx], kind="stable")]
-        for b in range(0, len(idx), batch_size):
-            batches.append(idx[b : b + batch_size].tolist())
-    if drop_last:
-        batches = [b for b in batches if len(b) == batch_size]
-    if shuffle:
-        perm = rng.permutation(len(batches))
-        batches = [batches[i] for i in perm]
-    return batches
 
 
 class PretrainingDataset:

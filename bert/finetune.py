@@ -21,7 +21,6 @@ from __future__ import annotations
 import copy
 import math
 import os
-import random
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +30,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from .batching import bucket_batches, pad_batch
 from .checkpoint import Bundle, load, save
 from .config import POOLINGS
 from .errors import DataError, TrainingError
@@ -193,27 +193,14 @@ def _tokenize(tokenizer, texts: list[str], max_length: int) -> list[list[int]]:
 
 
 def _collate(seqs: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    T = max(len(s) for s in seqs)
-    ids = torch.full((len(seqs), T), pad_id, dtype=torch.long)  # (B, T)
-    mask = torch.zeros((len(seqs), T), dtype=torch.long)
-    for i, s in enumerate(seqs):
-        ids[i, : len(s)] = torch.tensor(s, dtype=torch.long)
-        mask[i, : len(s)] = 1
-    return ids, mask
+    """(B, T) ids padded to the longest text, and the attention mask."""
+    padded = pad_batch(seqs, pad_id)
+    return padded.input_ids, padded.attention_mask
 
 
 def _batches(lengths: list[int], batch_size: int, seed: int) -> list[list[int]]:
     """Shuffled batches of texts of similar length (sorted within chunks of 50 batches)."""
-    rng = random.Random(seed)
-    order = list(range(len(lengths)))
-    rng.shuffle(order)
-    chunk = batch_size * 50
-    out = []
-    for s in range(0, len(order), chunk):
-        part = sorted(order[s : s + chunk], key=lambda i: lengths[i])
-        out += [part[b : b + batch_size] for b in range(0, len(part), batch_size)]
-    rng.shuffle(out)
-    return out
+    return bucket_batches(lengths, batch_size, seed=seed, chunk_batches=50, rng="python")
 
 
 @torch.inference_mode()

