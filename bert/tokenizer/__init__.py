@@ -1,0 +1,52 @@
+"""BERT's WordPiece tokenizer, written from the algorithm, with character offsets and a trace.
+
+Pipeline (identical ids and tokens to the reference Python tokenizer, transformers' ``BertTokenizerLegacy``,
+formerly the slow ``BertTokenizer``):
+
+    text
+     -> split out special tokens written in the text ("[MASK]", "[CLS]", ...): kept whole, wherever they stand
+     -> clean:       drop U+0000, U+FFFD and control characters (category C*, except \\t \\n \\r);
+                     whitespace (\\t \\n \\r, space, category Zs) becomes a word boundary
+     -> CJK:         every CJK ideograph becomes a word of its own
+     -> per word:    NFC; then, when do_lower_case, lower-case and strip accents (NFD, drop category Mn)
+     -> punctuation: every punctuation character (ASCII 33-47, 58-64, 91-96, 123-126, or category P*)
+                     becomes a word of its own                               -> "basic tokens"
+     -> WordPiece:   greedy longest-match-first against the vocab, "##" marks a continuation; a basic token
+                     that cannot be covered, or is longer than 100 characters, becomes [UNK]
+
+Offsets are (start, end) character positions in the ORIGINAL string (how edits such as accent stripping
+map back: see ``basic``).
+
+Speed: a plain-ASCII segment takes a regex fast path; WordPiece results are cached per basic token, and the
+normalisation of non-ASCII words is cached per word. The caches only memoise pure functions. A truncating
+``encode`` reads the text lazily and stops a fixed number of pieces past ``max_length``.
+
+Modules:
+    vocab       reading and atomically writing vocab.txt, token <-> id tables, the special tokens
+    basic       cleaning, CJK splitting, NFC / lower-case / accents, punctuation splitting, with offsets
+    wordpiece   greedy longest-match-first pieces of a basic token (cached), and its step-by-step Trace
+    encode      one text or pair -> Encoding: lazy reading of long pastes, fast paths, truncation
+    tokenizer   the Tokenizer class tying them together (tokenize, encode, decode, pad, trace)
+
+Pure Python: only the standard library (``re``, ``unicodedata``) is imported.
+"""
+
+from ..errors import TokenizerError
+from .basic import BasicTokenizer
+from .encode import _COUNT_AHEAD as _COUNT_AHEAD
+from .encode import _WINDOW as _WINDOW
+from .encode import Encoding
+from .tokenizer import Tokenizer
+from .vocab import SPECIAL_TOKENS
+from .wordpiece import Trace, TraceStep, WordPiece
+
+__all__ = [
+    "TokenizerError",
+    "BasicTokenizer",
+    "WordPiece",
+    "Tokenizer",
+    "Encoding",
+    "TraceStep",
+    "Trace",
+    "SPECIAL_TOKENS",
+]
