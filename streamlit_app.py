@@ -4,15 +4,23 @@ from pathlib import Path
 
 import streamlit as st
 
-from app import sidebar, state
+from app import links, sidebar, state, teach
 from app.sidebar import app_icon
 
 ROOT = Path(__file__).resolve().parent
 
 # The icon is drawn here, not named: a :material/...: or emoji favicon is fetched from the
 # internet by the browser, and the app must work (and make no request) offline.
-st.set_page_config(page_title="BERT Explorer", page_icon=app_icon(), layout="wide")
+# Projector mode from a link starts with the sidebar folded away (the set-up is the teacher's).
+projector = st.query_params.get(links.PROJECTOR) == "1" or bool(st.session_state.get(links.PROJECTOR))
+st.set_page_config(
+    page_title="BERT Explorer",
+    page_icon=app_icon(),
+    layout="wide",
+    initial_sidebar_state="collapsed" if projector else "auto",
+)
 state.init()
+link_notes = links.arrive()  # a link's model, sentences and projector mode, before anything is drawn
 
 PAGES = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
@@ -38,4 +46,10 @@ for path, title, icon in LATER_PAGES:
 
 page = st.navigation(PAGES)
 sidebar.render()
+teach.apply_projector_css()
+for note in link_notes:
+    st.info(note, icon=":material/link:")
 page.run()
+links.publish()  # the address now holds this view (what the page declared with links.use)
+with st.sidebar:
+    teach.render()  # after the page: its "Link for students" shows the address just published

@@ -57,6 +57,8 @@ from typing import Any
 
 import numpy as np
 
+from . import bertviz_save
+
 __all__ = [
     "ViewHtml",
     "BertvizAssetError",
@@ -493,7 +495,10 @@ def _csp(scripts: Sequence[str]) -> str:
 
 
 def _document(title: str, vis_html: str, data: dict, view_js: str, after_js: Sequence[str] = ()) -> str:
-    scripts = [_d3_js(), _jquery_js(), _LOADER_JS, view_js, *after_js, _FIT_WIDTH_JS]
+    """The whole view as one offline document; `title` ("bertviz head view") also names the
+    file its "Save as SVG" button saves (bertviz-head-view.svg)."""
+    scripts = [_d3_js(), _jquery_js(), _LOADER_JS, view_js, *after_js, _FIT_WIDTH_JS, bertviz_save.SAVE_SVG_JS]
+    vis_html = bertviz_save.button_html(title.replace(" ", "-") + ".svg") + "\n" + vis_html
     body_scripts = "".join(f"<script>{s}</script>\n" for s in scripts)
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'

@@ -275,3 +275,13 @@ def hide_specials(att: np.ndarray, tokens: list[str], renormalise: bool = True):
     if renormalise:
         sub = sub / np.maximum(sub.sum(axis=1, keepdims=True), 1e-12)
     return sub.astype(np.float32), [tokens[j] for j in keep], keep
+
+
+def table_csv(df: pd.DataFrame) -> bytes:
+    """A table as CSV for a download button: UTF-8 with a byte-order mark (so spreadsheets read
+    it as UTF-8), and no cell can run as a formula (`=cmd|...` stays text: bert.labelled.to_safe_csv).
+    Streamlit's own table download does not escape formulas, so it is switched off
+    (client.disableDataExport in .streamlit/config.toml) and the pages offer this one."""
+    from bert.labelled import to_safe_csv
+
+    return ("\ufeff" + to_safe_csv(df)).encode("utf-8")

@@ -71,6 +71,7 @@ from bert.pretrain import PretrainArgs, pretrain
 
 from . import budget, runs_store, snapshots, state
 from . import train_state as ts
+from .helpers import table_csv  # noqa: F401 - the training pages serve their tables through it
 from .jobs import SESSION, Job, JobManager, LimitError, stop_message
 from .memory import release_memory
 
@@ -1073,16 +1074,6 @@ def per_class_frame(report: dict) -> pd.DataFrame:
         for c, v in report["per_class"].items()
     ]
     return pd.DataFrame(rows, columns=["class", "precision", "recall", "F1", "texts"])
-
-
-def table_csv(df: pd.DataFrame) -> bytes:
-    """A table as CSV for a download button: UTF-8 with a byte-order mark (so spreadsheets read
-    it as UTF-8), and no cell can run as a formula (`=cmd|...` stays text: bert.labelled.to_safe_csv).
-    Streamlit's own table download does not escape formulas, so it is switched off
-    (client.disableDataExport in .streamlit/config.toml) and the pages offer this one."""
-    from bert.labelled import to_safe_csv
-
-    return ("\ufeff" + to_safe_csv(df)).encode("utf-8")
 
 
 def mistakes_frame(report: dict) -> pd.DataFrame:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from . import state
+from . import links, state
 
 # Caps, one place. A sentence of 2,000 characters is at most ~2,000 tokens (a few model windows);
 # a longer paste is cut with a message. Words longer than 100 characters are [UNK] anyway.
@@ -53,6 +53,7 @@ def sentence_inputs(
     pair: bool = True, label_a: str = "Sentence A", label_b: str = "Sentence B (optional)"
 ) -> tuple[str, str]:
     """Text boxes for sentence A (and B), shared by every page. Returns the texts, capped."""
+    links.use(links.TEXT_A, *([links.TEXT_B] if pair else []))
     _capped_seed(state.W_TEXT_A, state.TEXT_A)
     cols = st.columns(2) if pair else [st.container()]
     with cols[0]:
@@ -85,6 +86,7 @@ def sentence_inputs(
 
 def mlm_input(label: str = "A sentence with [MASK] in it") -> str:
     """The text box for the sentence with [MASK]s (Masked LM, Explanations, Ablation, Compare)."""
+    links.use(links.MLM_TEXT)
     _capped_seed(state.W_MLM_TEXT, state.MLM_TEXT)
     st.text_area(
         label,
@@ -105,4 +107,21 @@ def index_slider(where, label: str, n: int, key: str, value: int = 1) -> int:
     if n <= 1:
         where.caption(f"{label}: 1 (the model has only one)")
         return 0
+    if key in st.session_state:  # set by a link or an earlier run: no second default for Streamlit
+        return int(where.slider(label, 1, n, key=key)) - 1
     return int(where.slider(label, 1, n, min(max(value, 1), n), key=key)) - 1
+
+
+def csv_download(df, label: str, file_name: str, key: str) -> None:
+    """A table as an escaped CSV download (no formula runs in a spreadsheet: helpers.table_csv)."""
+    from .helpers import table_csv
+
+    st.download_button(
+        label,
+        table_csv(df),
+        file_name=file_name,
+        mime="text/csv",
+        icon=":material/download:",
+        key=key,
+        on_click="ignore",
+    )

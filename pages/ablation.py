@@ -7,7 +7,7 @@ import streamlit as st
 
 import app
 from app import analysis_plots as ap
-from app import widgets
+from app import figures, widgets
 from app.cache import class_probs, importance, mlm_topk, off_key
 from app.errors import show_errors
 from app.helpers import clean_text, md_escape, mlm_untrained
@@ -107,16 +107,16 @@ with show_errors("the ablation"):
     st.subheader("Before and after")
     if b.is_classifier:
         before, after = class_probs(model.key, text, (), b), class_probs(model.key, text, off, b)
-        st.plotly_chart(ap.class_probs_before_after(b.labels, before, after), width="stretch", key="abl_cls")
+        figures.show(ap.class_probs_before_after(b.labels, before, after), "ablation-cls", key="abl_cls")
     else:
         full, cut = mlm_topk(model.key, text, K, (), b), mlm_topk(model.key, text, K, off, b)
         for i, pos in enumerate(full.positions):
             title = f"[MASK] at token {pos}" if len(full.positions) > 1 else ""
-            st.plotly_chart(
+            figures.show(
                 ap.topk_before_after(
                     full.top_tokens[i], full.top_probs[i], cut.top_tokens[i], cut.top_probs[i], title=title
                 ),
-                width="stretch",
+                f"ablation-mlm-{i}",
                 key=f"abl_mlm_{i}",
             )
             if i >= 4:
@@ -130,7 +130,9 @@ with show_errors("the ablation"):
         f"**{md_escape(imp.target)}** drops (token {imp.position}). Positive: the head helps "
         "this prediction; negative: the model does better without it."
     )
-    st.plotly_chart(ap.importance_heatmap(imp.scores, imp.unit, imp.target, off), width="stretch", key="abl_importance")
+    figures.show(
+        ap.importance_heatmap(imp.scores, imp.unit, imp.target, off), "ablation-importance", key="abl_importance"
+    )
     top = pd.DataFrame(
         [
             {"rank": n + 1, "layer": l + 1, "head": h + 1, f"drop in {imp.unit}": s}

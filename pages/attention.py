@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 import app
-from app import plots, widgets
+from app import figures, links, plots, widgets
 from app.cache import analyze
 from app.errors import show_errors
 from app.helpers import attention_walkthrough, hide_specials, token_labels
@@ -23,6 +23,7 @@ VIEWS = [
     "bertviz: model view",
     "bertviz: neuron view",
 ]
+VIEW_CODES = ("map", "heads", "qkv", "bv-head", "bv-model", "bv-neuron")  # in links
 
 st.title("Attention")
 st.markdown(
@@ -59,6 +60,13 @@ with show_errors("the attention maps"):
             icon=":material/content_cut:",
         )
 
+    view_params = [
+        links.Param("layer", f"att_layer_{L}", "int", default=1, lo=1, hi=L, label="layer"),
+        links.Param("head", f"att_head_{H}", "int", default=1, lo=1, hi=H, label="head"),
+        links.Param("hide", "att_hide", "bool", default=False),
+        links.Param("view", "att_view", "choice", default=VIEWS[0], choices=VIEWS, codes=VIEW_CODES),
+    ]
+    links.view(*view_params)
     c1, c2, c3 = st.columns([1, 1, 1])
     layer = index_slider(c1, "Layer", L, key=f"att_layer_{L}")
     head = index_slider(c2, "Head", H, key=f"att_head_{H}")
@@ -91,7 +99,7 @@ with show_errors("the attention maps"):
         sub = att[start : start + WINDOW, start : start + WINDOW]
         shown = tokens[start : start + WINDOW]
         fig = plots.attention_heatmap(sub, shown, title=f"layer {layer + 1}, head {head + 1}")
-        st.plotly_chart(fig, width="stretch", key="att_heatmap")
+        figures.show(fig, f"attention-L{layer + 1}-H{head + 1}", key="att_heatmap")
         st.caption(
             "Each row is one token looking at the others; darker means more attention. "
             "Hover over a cell for its exact weight."
@@ -104,7 +112,7 @@ with show_errors("the attention maps"):
             keep = [j for j, t in enumerate(an.tokens) if t not in ("[CLS]", "[SEP]")] or list(range(T))
             grid_atts = grid_atts[:, :, keep][:, :, :, keep]
             grid_atts = grid_atts / np.maximum(grid_atts.sum(-1, keepdims=True), 1e-12)
-        st.plotly_chart(plots.attention_grid(grid_atts, selected=(layer, head)), width="stretch", key="att_grid")
+        figures.show(plots.attention_grid(grid_atts, selected=(layer, head)), "attention-all-heads", key="att_grid")
         st.caption(
             f"Every head of every layer ({L} × {H}), same colour scale (0 to 1); the red box "
             "is the head picked above. Early layers often look at neighbours (stripes next to "
@@ -159,8 +167,8 @@ with show_errors("the attention maps"):
             "The last two columns agree: this is exactly what the model computed. "
             "All tokens take part here, [CLS] and [SEP] included."
         )
-        st.plotly_chart(
-            plots.walkthrough_bars(an.tokens, w["scores"], w["weights"], labels[i]), width="stretch", key="att_qkv"
+        figures.show(
+            plots.walkthrough_bars(an.tokens, w["scores"], w["weights"], labels[i]), "attention-qkv", key="att_qkv"
         )
         dims = min(8, D)
         vec = pd.DataFrame(
@@ -182,27 +190,33 @@ with show_errors("the attention maps"):
 
     else:
         kind = {"bertviz: head view": "head", "bertviz: model view": "model", "bertviz: neuron view": "neuron"}[view]
-        try:
-            import app.bertviz_html  # noqa: F401
-        except ImportError:
-            st.info("bertviz views are being built.")
-        else:
-            st.caption(
-                "bertviz counts layers and heads from 0: our layer 1 is its layer 0."
-                + (" It shows every token; [CLS]/[SEP] are not hidden here." if hide else "")
-            )
-            # only the neuron view opens on the picked layer/head; the others have their own menus
-            pick = (layer, head) if kind == "neuron" else (None, None)
-            v = bertviz_view(model.key, an.text_a, an.text_b, kind, *pick, an)
-            if v.capped_message:
-                st.info(v.capped_message, icon=":material/compress:")
-            st.iframe(v.html, height=int(min(max(v.height, 300), 4000)), alt=f"bertviz {kind} view of the attention")
-            st.caption(
-                {
-                    "head": "Pick a layer in the menu; each colour is a head (double-click a "
-                    "colour to show only that head). Hover over a token to see where it looks.",
-                    "model": "Every layer (rows) and head (columns) at once; click a thumbnail to enlarge it.",
-                    "neuron": "Hover over a token on the left to see its query, each key, "
-                    "their product and the softmax; click + to expand.",
-                }[kind]
-            )
+        st.caption(
+            "bertviz counts layers and heads from 0: our layer 1 is its layer 0."
+            + (" It shows every token; [CLS]/[SEP] are not hidden here." if hide else "")
+        )
+        # only the neuron view opens on the picked layer/head; the others have their own menus
+        pick = (layer, head) if kind == "neuron" else (None, None)
+        v = bertviz_view(model.key, an.text_a, an.text_b, kind, *pick, an)
+        if v.capped_message:
+            st.info(v.capped_message, icon=":material/compress:")
+        st.iframe(v.html, height=int(min(max(v.height, 300), 4000)), alt=f"bertviz {kind} view of the attention")
+        st.download_button(
+            "Download as standalone HTML",
+            v.html,
+            file_name=f"bertviz-{kind}-view.html",
+            mime="text/html",
+            icon=":material/download:",
+            key=f"att_bv_html_{kind}",
+            on_click="ignore",
+            help="One file with the view and its data: it opens in any browser, offline. The view's own "
+            "“Save as SVG” button saves what is on screen as an image.",
+        )
+        st.caption(
+            {
+                "head": "Pick a layer in the menu; each colour is a head (double-click a "
+                "colour to show only that head). Hover over a token to see where it looks.",
+                "model": "Every layer (rows) and head (columns) at once; click a thumbnail to enlarge it.",
+                "neuron": "Hover over a token on the left to see its query, each key, "
+                "their product and the softmax; click + to expand.",
+            }[kind]
+        )

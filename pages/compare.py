@@ -7,7 +7,7 @@ import streamlit as st
 
 import app
 from app import analysis_plots as ap
-from app import plots, state
+from app import figures, links, plots, state
 from app.cache import attentions, outputs, word_map
 from app.errors import show_errors
 from app.helpers import clean_text, md_escape, sense_rows
@@ -25,6 +25,9 @@ K = 5
 st.title("Compare")
 if st.session_state.get(VIEW_REQUEST) in VIEWS:  # "Replay the attention snapshots" on a training page
     st.session_state["cmp_view"] = st.session_state.pop(VIEW_REQUEST)
+links.view(
+    links.Param("view", "cmp_view", "choice", default=VIEWS[0], choices=VIEWS, codes=("models", "word", "training"))
+)
 view = st.radio("View", VIEWS, horizontal=True, key="cmp_view", label_visibility="collapsed")
 
 
@@ -46,12 +49,13 @@ def _picker(col, which: str, default: str):
 
 def _outputs(col, out, side: str) -> None:
     if out.kind == "classifier":
-        col.plotly_chart(ap.class_probs_bar(out.labels, out.probs), width="stretch", key=f"cmp_out_{side}")
+        figures.show(ap.class_probs_bar(out.labels, out.probs), f"compare-out-{side}", where=col, key=f"cmp_out_{side}")
     else:
         for i, pos in enumerate(out.mlm.positions[:3]):
-            col.plotly_chart(
+            figures.show(
                 plots.mlm_topk_bar(out.mlm.top_tokens[i], out.mlm.top_probs[i], f"[MASK] at token {pos}"),
-                width="stretch",
+                f"compare-out-{side}-{i}",
+                where=col,
                 key=f"cmp_out_{side}_{i}",
             )
 
@@ -94,14 +98,16 @@ if view == VIEWS[0]:
             layer = index_slider(c1, "Layer", min(La, Lb), key="cmp_layer")
             head = index_slider(c2, "Head", min(Ha, Hb), key="cmp_head")
             left, right = st.columns(2)
-            left.plotly_chart(
+            figures.show(
                 plots.attention_heatmap(aa[layer, head], ta, title=f"A: {html.escape(ma.label)}"),
-                width="stretch",
+                "compare-att-a",
+                where=left,
                 key="cmp_att_a",
             )
-            right.plotly_chart(
+            figures.show(
                 plots.attention_heatmap(ab[layer, head], tb, title=f"B: {html.escape(mb.label)}"),
-                width="stretch",
+                "compare-att-b",
+                where=right,
                 key="cmp_att_b",
             )
             if (La, Ha) == (Lb, Hb) and not same:
@@ -110,14 +116,17 @@ if view == VIEWS[0]:
                 except InputError as e:
                     st.info(md_escape(str(e)), icon=":material/info:")
                 else:
-                    left.plotly_chart(
+                    figures.show(
                         ap.attention_diff_heatmap(
                             d.diff[layer, head], ta, f"A − B, layer {layer + 1}, head {head + 1}"
                         ),
-                        width="stretch",
+                        "compare-diff",
+                        where=left,
                         key="cmp_diff",
                     )
-                    right.plotly_chart(ap.moved_heatmap(d.moved, (layer, head)), width="stretch", key="cmp_moved")
+                    figures.show(
+                        ap.moved_heatmap(d.moved, (layer, head)), "compare-moved", where=right, key="cmp_moved"
+                    )
                     st.caption(
                         "Right: for every head, the share of attention that goes somewhere else "
                         "in B (0 = identical, 1 = nothing in common)."
@@ -168,12 +177,12 @@ elif view == VIEWS[1]:
             )
         res = word_map(model.key, tuple(sents), clean_text(word, "the shared word"), model.bundle)
         layer = st.slider("Layer (0 = embeddings)", 0, L, L, key=f"sense_layer_{L}")
-        st.plotly_chart(
-            ap.sense_scatter(res.coords[layer], senses, sents, word, layer), width="stretch", key="sense_map"
+        figures.show(
+            ap.sense_scatter(res.coords[layer], senses, sents, word, layer), "compare-senses-map", key="sense_map"
         )
         if len(set(senses)) >= 2:
             sep = separation(res.vectors, senses)
-            st.plotly_chart(ap.separation_line(sep, layer), width="stretch", key="sense_sep")
+            figures.show(ap.separation_line(sep, layer), "compare-senses-sep", key="sense_sep")
             st.caption(
                 "Separation is 1 when every sentence is much closer to those of its own sense "
                 "than to the others, 0 when the senses overlap (mean silhouette of cosine distances)."
@@ -215,16 +224,20 @@ else:
             layer = index_slider(c1, "Layer", L, key="snap_layer")
             head = index_slider(c2, "Head", H, key="snap_head")
             left, right = st.columns(2)
-            left.plotly_chart(
+            figures.show(
                 plots.attention_heatmap(
                     atts[i, layer, head], rec.tokens, title=f"step {steps[i]}, layer {layer + 1}, head {head + 1}"
                 ),
-                width="stretch",
+                "compare-snapshots-att",
+                where=left,
                 key="snap_att",
             )
-            right.plotly_chart(
+            figures.show(
                 ap.moved_heatmap(change[i], (layer, head), "moved since the first snapshot"),
-                width="stretch",
+                "compare-snapshots-moved",
+                where=right,
                 key="snap_moved",
             )
-            st.plotly_chart(ap.change_over_training(steps, change, (layer, head), i), width="stretch", key="snap_line")
+            figures.show(
+                ap.change_over_training(steps, change, (layer, head), i), "compare-snapshots-line", key="snap_line"
+            )

@@ -1,10 +1,11 @@
 """Embeddings: word + segment + position, the learned position table, word order, context."""
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 import app
-from app import plots, state, widgets
+from app import figures, links, plots, state, widgets
 from app.cache import analyze, position_table, same_word, word_order
 from app.errors import show_errors
 from app.helpers import BANK_SENTENCES
@@ -37,19 +38,23 @@ with show_errors("the embedding parts"):
             icon=":material/content_cut:",
         )
     names = {"token": "token", "segment": "segment", "position": "position", "sum": "sum", "normed": "after LayerNorm"}
+    links.view(links.Param("part", "emb_part", "choice", default="token", choices=tuple(names)))
     part = st.radio("Part", list(names), format_func=names.get, horizontal=True, key="emb_part")
     n = min(an.n_tokens, MAX_ROWS)
     if an.n_tokens > MAX_ROWS:
         st.caption(f"Showing the first {MAX_ROWS} of {an.n_tokens} tokens.")
-    st.plotly_chart(
-        plots.embedding_part_heatmap(an.parts[part][:n], an.tokens[:n], part), width="stretch", key="emb_heat"
+    figures.show(
+        plots.embedding_part_heatmap(an.parts[part][:n], an.tokens[:n], part), f"embeddings-{part}", key="emb_heat"
     )
+    table = pd.DataFrame(an.parts[part][:n], columns=[f"dim {d}" for d in range(an.parts[part].shape[1])])
+    table.insert(0, "token", an.tokens[:n])
+    widgets.csv_download(table, f"Download the {names[part]} vectors (CSV)", f"embeddings-{part}.csv", key="emb_csv")
     st.caption(
         "Rows are tokens, columns the dimensions of the vector; red is positive, blue negative. "
         "The segment rows are identical within a sentence; the position rows differ on every row."
     )
     norms = {k: np.linalg.norm(an.parts[k][:n], axis=1) for k in ("token", "segment", "position", "normed")}
-    st.plotly_chart(plots.norms_bar(norms, an.tokens[:n]), width="stretch", key="emb_norms")
+    figures.show(plots.norms_bar(norms, an.tokens[:n]), "embeddings-norms", key="emb_norms")
 
 st.subheader("The learned position embeddings")
 st.markdown(
@@ -67,10 +72,11 @@ with show_errors("the position table"):
     except BertExplorerError:
         used = None
     c1, c2 = st.columns(2)
-    c1.plotly_chart(plots.position_pca(pt.coords, pt.ratio, used=used), width="stretch", key="emb_pca")
-    c2.plotly_chart(
+    figures.show(plots.position_pca(pt.coords, pt.ratio, used=used), "embeddings-pca", where=c1, key="emb_pca")
+    figures.show(
         plots.cosine_heatmap(pt.sim, title="cosine similarity between positions", axis_title="position"),
-        width="stretch",
+        "embeddings-possim",
+        where=c2,
         key="emb_possim",
     )
     st.caption(
@@ -116,15 +122,16 @@ with show_errors("the word-order demo"):
             "original: " + " ".join(wo.words) + "\nshuffled: " + " ".join(wo.shuffled), language=None, wrap_lines=True
         )
         c1, c2 = st.columns(2)
-        c1.plotly_chart(
+        figures.show(
             plots.layer_similarity(
                 {"same word, original vs shuffled (mean)": wo.per_layer},
                 title="how much each word's vector stays the same",
             ),
-            width="stretch",
+            "embeddings-order-layers",
+            where=c1,
             key="emb_order_layers",
         )
-        c2.plotly_chart(
+        figures.show(
             plots.values_bar(
                 wo.words,
                 wo.per_word,
@@ -132,7 +139,8 @@ with show_errors("the word-order demo"):
                 y_title="cosine similarity",
                 range_y=[min(0, min(wo.per_word)), 1],
             ),
-            width="stretch",
+            "embeddings-order-words",
+            where=c2,
             key="emb_order_words",
         )
         st.caption(
@@ -163,9 +171,9 @@ with show_errors("the context demo"):
     word = st.text_input("Word to follow", "bank", key="emb_ctx_word", max_chars=WORD_CHARS, help=cap_help(WORD_CHARS))
     res = same_word(model.key, sents, word, model.bundle)
     series = {f"context {i + 1} vs {j + 1}": v for (i, j), v in res.pairs.items()}
-    st.plotly_chart(
+    figures.show(
         plots.layer_similarity(series, title=f"cosine similarity of “{res.word}” by layer"),
-        width="stretch",
+        "embeddings-ctx-plot",
         key="emb_ctx_plot",
     )
     st.caption(

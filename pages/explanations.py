@@ -6,7 +6,7 @@ import streamlit as st
 
 import app
 from app import analysis_plots as ap
-from app import widgets
+from app import figures, links, widgets
 from app.cache import logit_lens, mlm_topk, saliency
 from app.errors import show_errors
 from app.helpers import clean_text, md_escape, mlm_untrained
@@ -25,12 +25,13 @@ st.markdown(
     "if a word's vector changed a little? The **logit lens** reads the model's guess at every "
     "layer, to see at which depth the answer appears."
 )
+links.view(links.Param("view", "ex_view", "choice", default=VIEWS[0], choices=VIEWS, codes=("saliency", "lens")))
 view = st.radio("View", VIEWS, horizontal=True, key="ex_view", label_visibility="collapsed")
 
 
 def _explain(sal, what: str) -> None:
-    st.plotly_chart(
-        ap.saliency_bars(sal.tokens, sal.rollout, sal.saliency, sal.position), width="stretch", key="ex_bars"
+    figures.show(
+        ap.saliency_bars(sal.tokens, sal.rollout, sal.saliency, sal.position), "explanations-bars", key="ex_bars"
     )
     c1, c2 = st.columns([1, 3])
     rho = sal.correlation
@@ -103,15 +104,17 @@ with show_errors("the explanation"):
             lens = logit_lens(model.key, text, 5, b)
             i = lens.positions.index(pos)
             answer = lens.top_tokens[i][-1][0]
-            st.plotly_chart(
-                ap.logit_lens_heatmap(lens.top_tokens[i], lens.top_probs[i], answer), width="stretch", key="ex_lens"
+            figures.show(
+                ap.logit_lens_heatmap(lens.top_tokens[i], lens.top_probs[i], answer), "explanations-lens", key="ex_lens"
             )
             first = next((l for l, r in enumerate(lens.answer_rank[i]) if r == 1), None)
             where = "the embeddings" if first == 0 else f"layer {first}"
             if first is not None:
                 st.markdown(f"The final answer **{md_escape(answer)}** is first the top guess at **{where}**.")
-            st.plotly_chart(
-                ap.answer_by_layer(lens.answer_prob[i], lens.answer_rank[i], answer), width="stretch", key="ex_answer"
+            figures.show(
+                ap.answer_by_layer(lens.answer_prob[i], lens.answer_rank[i], answer),
+                "explanations-answer",
+                key="ex_answer",
             )
             st.caption(
                 "Each row applies the model's own masked-word head to the hidden state after "

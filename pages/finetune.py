@@ -5,7 +5,7 @@ import hashlib
 import streamlit as st
 
 import app
-from app import snapshots, state, train_plots
+from app import figures, snapshots, state, train_plots
 from app import train_state as ts
 from app import training as tr
 from app.budget import LimitError
@@ -129,7 +129,9 @@ if data is not None:
     left, right = st.columns([3, 2])
     if data.preview is not None:
         left.dataframe(data.preview, hide_index=True, width="stretch", height=280)
-    right.plotly_chart(train_plots.class_counts(data.class_counts, "texts per class"), width="stretch", key="ft_counts")
+    figures.show(
+        train_plots.class_counts(data.class_counts, "texts per class"), "finetune-counts", where=right, key="ft_counts"
+    )
 
 # --- 2. validation -------------------------------------------------------------------------------
 valid_file = None
@@ -389,9 +391,9 @@ def live_panel():
             f"texts · {start_ev['trainable']:,} of {start_ev['parameters']:,} parameters trained"
             + (f" · {start_ev['truncated']:,} texts cut at the maximum length" if start_ev.get("truncated") else "")
         )
-    st.plotly_chart(
+    figures.show(
         train_plots.finetune_curves(job.metrics, start_ev["steps"] if start_ev else None),
-        width="stretch",
+        "finetune-live-curves",
         key="ft_live_curves",
     )
     stopping = job.stop_event.is_set()
@@ -435,8 +437,8 @@ def show_result(res: dict) -> None:
         f"batch {args.get('batch_size', '?')}, learning rate {args.get('lr', 0):g}, "
         f"{args.get('epochs', '?')} epoch(s). It is in the sidebar's model list for this session."
     )
-    st.plotly_chart(
-        train_plots.finetune_curves(res["metrics"], fin.get("steps")), width="stretch", key=f"ft_curves_{jid}"
+    figures.show(
+        train_plots.finetune_curves(res["metrics"], fin.get("steps")), f"finetune-curves-{jid}", key=f"ft_curves_{jid}"
     )
     if rep:
         t1, t2, t3 = st.tabs(["Scores per class", "Confusion matrix", "Most confident mistakes"])
@@ -459,8 +461,11 @@ def show_result(res: dict) -> None:
             "Precision: of the texts it put in a class, the share that belong there. Recall: of "
             "the texts of a class, the share it found. F1: their harmonic mean."
         )
-        t2.plotly_chart(
-            train_plots.confusion_matrix(rep["confusion"], rep["classes"]), width="stretch", key=f"ft_conf_{jid}"
+        figures.show(
+            train_plots.confusion_matrix(rep["confusion"], rep["classes"]),
+            f"finetune-conf-{jid}",
+            where=t2,
+            key=f"ft_conf_{jid}",
         )
         mistakes = tr.mistakes_frame(rep)
         if len(mistakes):
@@ -495,8 +500,11 @@ def show_result(res: dict) -> None:
     if text.strip():
         left, right = st.columns([2, 3])
         probs = b.classify([text[:5000]], max_length=int(args.get("max_length", 128)))[0].numpy()
-        left.plotly_chart(
-            train_plots.class_probs(b.labels, probs, "class probabilities"), width="stretch", key=f"ft_probs_{jid}"
+        figures.show(
+            train_plots.class_probs(b.labels, probs, "class probabilities"),
+            f"finetune-probs-{jid}",
+            where=left,
+            key=f"ft_probs_{jid}",
         )
         with right, show_errors("the attention comparison"):
             before = tr.base_bundle(info.get("base_source"))
@@ -504,8 +512,10 @@ def show_result(res: dict) -> None:
                 st.info("The model it started from is no longer in this session.")
             else:
                 tokens, att0, att1 = tr.cls_attention(before, b, text[:2000])
-                st.plotly_chart(
-                    train_plots.cls_attention(tokens[:64], att0[:64], att1[:64]), width="stretch", key=f"ft_cls_{jid}"
+                figures.show(
+                    train_plots.cls_attention(tokens[:64], att0[:64], att1[:64]),
+                    f"finetune-cls-{jid}",
+                    key=f"ft_cls_{jid}",
                 )
                 st.caption(
                     "Where [CLS] looks in the last layer (mean over heads), before and after "

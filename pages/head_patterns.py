@@ -5,7 +5,7 @@ import streamlit as st
 
 import app
 from app import analysis_plots as ap
-from app import widgets
+from app import figures, links, widgets
 from app.cache import input_patterns, probe_patterns
 from app.errors import show_errors
 from app.helpers import md_escape
@@ -53,6 +53,7 @@ if st.session_state.pop(GO, False):  # a callback cannot switch pages itself
 
 with show_errors("the head patterns"):
     model = current_model()
+    links.view(links.Param("on", "hp_source", "choice", default=SOURCES[0], choices=SOURCES, codes=("input", "probe")))
     source = st.radio(
         "Measured on",
         SOURCES,
@@ -75,10 +76,12 @@ with show_errors("the head patterns"):
     L, H = labels.shape
     pick_key, chart_key = f"hp_head_{L}_{H}", f"hp_map_{L}_{H}"
     pick = st.session_state.get(pick_key, 0)
-    st.plotly_chart(
+    figures.show(
         ap.pattern_map(labels, stats, selected=(pick // H, pick % H)),
-        width="stretch",
+        "head-patterns",
         key=chart_key,
+        caption=f"{L * H} heads by pattern: "
+        + ", ".join(f"{int((labels == lab).sum())} {lab}" for lab in LABELS if (labels == lab).any()),
         on_select=lambda: _pick_from_chart(chart_key, pick_key, L, H),
         selection_mode="points",
     )
@@ -120,7 +123,7 @@ with show_errors("the head patterns"):
         if source == SOURCES[1]:
             st.caption("The Attention page shows this head on your own sentence, not on the probe set.")
     with c2:
-        st.plotly_chart(ap.head_stats_bar(stats, layer, head), width="stretch", key="hp_bar")
+        figures.show(ap.head_stats_bar(stats, layer, head), "head-patterns-bar", key="hp_bar")
 
     with st.expander("All heads as a table"):
         rows = [

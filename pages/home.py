@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import app
-from app import plots
+from app import figures, plots
 from app.cache import parameter_counts
 from app.errors import show_errors
 from app.helpers import fmt_params
@@ -61,7 +61,7 @@ with right:
         c2.metric("Hidden size", cfg.hidden_size)
         c3.metric("Heads", cfg.num_attention_heads)
         c4.metric("Parameters", fmt_params(counts["total"]), help=f"{counts['total']:,} exactly")
-        st.plotly_chart(plots.model_diagram(cfg, counts), width="stretch", config={"displayModeBar": False})
+        figures.show(plots.model_diagram(cfg, counts), "home")
         table = pd.DataFrame({"component": list(counts), "parameters": list(counts.values())})
         table["share"] = (table["parameters"] / counts["total"]).map("{:.1%}".format)
         st.dataframe(

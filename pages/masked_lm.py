@@ -7,7 +7,7 @@ import zlib
 import streamlit as st
 
 import app
-from app import plots, state, widgets
+from app import figures, links, plots, state, widgets
 from app.cache import mlm_predict, nsp_probability
 from app.errors import show_errors
 from app.helpers import RANDOM_SENTENCES, clean_text, count_masks, mask_words, mlm_untrained, nsp_untrained
@@ -66,9 +66,14 @@ with show_errors("the masked-word predictions"):
                 "real guesses.",
                 icon=":material/warning:",
             )
+        modes = ["Type [MASK] in a sentence", "Pick words of sentence A to mask"]
+        links.view(
+            links.Param("how", "mlm_mode", "choice", default=modes[0], choices=modes, codes=("type", "pick")),
+            links.Param("k", "mlm_k", "int", default=5, lo=1, hi=20, label="candidates per gap"),
+        )
         mode = st.radio(
             "How to mask",
-            ["Type [MASK] in a sentence", "Pick words of sentence A to mask"],
+            modes,
             horizontal=True,
             key="mlm_mode",
         )
@@ -87,7 +92,8 @@ with show_errors("the masked-word predictions"):
             text = mask_words(a, words, chosen)
             st.code(text, language=None, wrap_lines=True)
         text = re.sub(r"\[mask\]", "[MASK]", text or "", flags=re.IGNORECASE)
-        k = st.slider("Candidates per gap", 1, 20, 5, key="mlm_k")
+        st.session_state.setdefault("mlm_k", 5)
+        k = st.slider("Candidates per gap", 1, 20, key="mlm_k")
         clean_text(text, "a sentence")
         if count_masks(text) == 0:
             st.info(f"Put [MASK] where a word is missing, for example: “{state.HINT_MLM_TEXT}”", icon=":material/info:")
@@ -109,11 +115,11 @@ with show_errors("the masked-word predictions"):
             for row in range(0, len(preds), COLS):
                 cols = st.columns(COLS)
                 for n, (c, p) in enumerate(zip(cols, preds[row : row + COLS]), start=row + 1):
-                    c.plotly_chart(
+                    figures.show(
                         plots.mlm_topk_bar(p["tokens"], p["probs"], f"gap {n} (token {p['position']})"),
-                        width="stretch",
+                        f"masked-lm-bar-{n}",
+                        where=c,
                         key=f"mlm_bar_{n}",
-                        config={"displayModeBar": False},
                     )
 
 st.header("Does B follow A? (next sentence prediction)")
@@ -141,4 +147,4 @@ with show_errors("the next-sentence prediction"):
         a = clean_text(text_a, "sentence A")
         p = nsp_probability(model.key, a, text_b.strip(), b)
         st.metric("P(B follows A)", f"{p:.1%}")
-        st.plotly_chart(plots.nsp_bar(p), width="stretch", key="nsp_bar", config={"displayModeBar": False})
+        figures.show(plots.nsp_bar(p), "next-sentence-bar", key="nsp_bar")

@@ -5,7 +5,7 @@ import re
 import streamlit as st
 
 import app
-from app import plots, snapshots, state, train_plots
+from app import figures, plots, snapshots, state, train_plots
 from app import train_state as ts
 from app import training as tr
 from app.budget import LimitError
@@ -281,7 +281,7 @@ def live_panel():
             f"{start_ev['train_documents']:,} documents · most frequent token: "
             f"{md_escape(start_ev.get('baseline_token', '?'))}"
         )
-    st.plotly_chart(train_plots.pretrain_curves(job.metrics, steps), width="stretch", key="pt_live_curves")
+    figures.show(train_plots.pretrain_curves(job.metrics, steps), "pretrain-live-curves", key="pt_live_curves")
     probes = tr.probe_frame(job.metrics)
     if len(probes):
         st.markdown(f"**Probe:** {md_escape(args.get('probe', ''))} · top guesses at each evaluation, newest first")
@@ -323,8 +323,8 @@ def show_result(res: dict) -> None:
         f"{cfg.num_attention_heads} heads, vocabulary {cfg.vocab_size:,}, trained on "
         f"{md_escape(info.get('corpus', '?'))}. It is in the sidebar's model list for this session."
     )
-    st.plotly_chart(
-        train_plots.pretrain_curves(res["metrics"], args.get("steps")), width="stretch", key=f"pt_curves_{jid}"
+    figures.show(
+        train_plots.pretrain_curves(res["metrics"], args.get("steps")), f"pretrain-curves-{jid}", key=f"pt_curves_{jid}"
     )
     probes = tr.probe_frame(res["metrics"])
     if len(probes):
@@ -343,9 +343,10 @@ def show_result(res: dict) -> None:
         preds = probe_predictions(b, text[:2000], k=5)
         cols = st.columns(min(3, max(1, len(preds))))
         for i, cands in enumerate(preds[:6]):
-            cols[i % len(cols)].plotly_chart(
+            figures.show(
                 plots.mlm_topk_bar([t for t, _ in cands], [p for _, p in cands], f"[MASK] {i + 1}"),
-                width="stretch",
+                f"pretrain-try-bar-{jid}-{i}",
+                where=cols[i % len(cols)],
                 key=f"pt_try_bar_{jid}_{i}",
             )
 

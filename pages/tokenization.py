@@ -73,6 +73,7 @@ with show_errors("the tokens"):
             "span": st.column_config.TextColumn(help="character offsets into the sentence it came from"),
         },
     )
+    widgets.csv_download(df, "Download the table (CSV)", "tokens.csv", key="tok_csv")
     st.caption(
         "Rows with the same blue or white band are pieces of one word; grey rows are the "
         "special tokens BERT adds; red rows are [UNK]."

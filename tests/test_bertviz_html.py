@@ -108,6 +108,7 @@ def test_no_network_reference_and_libraries_inlined(views16):
             "select",
             "option",
             "script",
+            "button",  # Save as SVG
         }, names  # no link, img, iframe, object...
         assert not any("src" in attrs or "href" in attrs for _, attrs in tags)
         for cdn in ("cdnjs", "cloudflare", "jsdelivr", "unpkg", "googleapis", "require.min.js", "require.config"):
@@ -129,7 +130,7 @@ def test_csp_allows_exactly_the_inline_scripts(views16):
         assert kinds[0] == "application/json"  # data: never executed
         scripts = parsed.scripts[1:]
         got = {base64.b64encode(hashlib.sha256(s.encode()).digest()).decode() for s in scripts}
-        assert got == allowed and len(scripts) == (6 if v.kind == "neuron" else 5)
+        assert got == allowed and len(scripts) == (7 if v.kind == "neuron" else 6)
         assert "'unsafe-inline'" not in csp.split("style-src")[0]  # scripts: hashes only
 
 
@@ -138,8 +139,8 @@ def test_hostile_tokens_cannot_break_out_and_round_trip():
     att, q, k = fake(T)
     for v in all_views(HOSTILE, att, q, k, sentence_b_start=6):
         html = v.html
-        # data block, d3, jQuery, loader, bertviz view, (neuron view's layer relabel,) fit to width
-        expected = 7 if v.kind == "neuron" else 6
+        # data block, d3, jQuery, loader, bertviz view, (neuron view's layer relabel,) fit to width, save as SVG
+        expected = 8 if v.kind == "neuron" else 7
         assert html.count("</script>") == expected
         parsed = Tags(html)
         assert [t for t, _ in parsed.tags].count("script") == expected

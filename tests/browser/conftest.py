@@ -134,9 +134,9 @@ class Guard:
         assert not self.dialogs, f"dialogs opened: {self.dialogs}"
 
 
-@pytest.fixture
-def page(browser, request):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, service_workers="block")
+def _open_page(browser, viewport: dict, **context_args):
+    """A page in a fresh browser context (its own cookies: another student), with its Guard."""
+    context = browser.new_context(viewport=viewport, service_workers="block", **context_args)
     guard = Guard()
 
     def route(r):
@@ -161,11 +161,32 @@ def page(browser, request):
 
     pg.on("dialog", on_dialog)
     pg.guard = guard
-    yield pg
-    context.close()
+    return pg
+
+
+@pytest.fixture
+def page_factory(browser, request):
+    """`page_factory(viewport=..., **context_args)`: more pages, each in a fresh context (another
+    browser: a student opening a link), closed at the end of the test."""
+    pages = []
+
+    def make(viewport=None, **context_args):
+        pg = _open_page(browser, viewport or {"width": 1400, "height": 1000}, **context_args)
+        pages.append(pg)
+        return pg
+
+    yield make
+    for pg in pages:
+        pg.context.close()
     # whatever the test checked, no request may leave the machine
-    if guard.foreign:
-        pytest.fail(f"{request.node.name}: requests left localhost: {guard.foreign}", pytrace=False)
+    foreign = [u for pg in pages for u in pg.guard.foreign]
+    if foreign:
+        pytest.fail(f"{request.node.name}: requests left localhost: {foreign}", pytrace=False)
+
+
+@pytest.fixture
+def page(page_factory):
+    return page_factory()
 
 
 def _free_port() -> int:
