@@ -77,7 +77,7 @@ with show_errors("the attention maps"):
         "have nothing better to do. Hiding them (and rescaling each row to "
         "sum to 1) shows what is left between real words.",
     )
-    view = st.radio("View", VIEWS, horizontal=True, key="att_view", label_visibility="collapsed")
+    view = st.radio("View", VIEWS, horizontal=True, key="att_view")
 
     att = an.attentions[layer, head]  # (T, T)
     tokens = an.tokens

@@ -28,7 +28,7 @@ if st.session_state.get(VIEW_REQUEST) in VIEWS:  # "Replay the attention snapsho
 links.view(
     links.Param("view", "cmp_view", "choice", default=VIEWS[0], choices=VIEWS, codes=("models", "word", "training"))
 )
-view = st.radio("View", VIEWS, horizontal=True, key="cmp_view", label_visibility="collapsed")
+view = st.radio("View", VIEWS, horizontal=True, key="cmp_view")
 
 
 def _picker(col, which: str, default: str):

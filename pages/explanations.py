@@ -26,7 +26,7 @@ st.markdown(
     "layer, to see at which depth the answer appears."
 )
 links.view(links.Param("view", "ex_view", "choice", default=VIEWS[0], choices=VIEWS, codes=("saliency", "lens")))
-view = st.radio("View", VIEWS, horizontal=True, key="ex_view", label_visibility="collapsed")
+view = st.radio("View", VIEWS, horizontal=True, key="ex_view")
 
 
 def _explain(sal, what: str) -> None:

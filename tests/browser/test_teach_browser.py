@@ -190,3 +190,36 @@ def test_projector_mode_uses_a_colour_blind_safe_scale(page, app_url, app_ready)
     )
     # cividis runs from dark blue to yellow
     assert scale and re.sub(r"\s", "", str(scale[0][1])).lower() == "#00224e", scale
+
+
+@pytest.mark.parametrize("path", ["/attention", "/masked_lm"])
+def test_every_control_is_reached_by_tab_and_has_a_name(page, app_url, app_ready, path):
+    page.goto(app_url + path)
+    app_ready(page)
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")  # Tab from the top
+    seen, unnamed = [], []
+    for _ in range(120):  # the sidebar first (pages, model, class tools), then the page
+        page.keyboard.press("Tab")
+        info = page.evaluate(
+            """() => {
+                const e = document.activeElement;
+                if (!e || e === document.body) return null;
+                const by = (e.getAttribute('aria-labelledby') || '').split(/\\s+/)
+                    .map(id => document.getElementById(id)).filter(Boolean).map(n => n.innerText).join(' ');
+                const label = e.labels && e.labels.length ? e.labels[0].innerText : '';
+                const name = (e.getAttribute('aria-label') || by || label || e.getAttribute('title')
+                              || e.innerText || e.value || '').trim();
+                return {tag: e.tagName, type: e.type || '', name: name.slice(0, 60)};
+            }"""
+        )
+        if info is None:
+            continue
+        seen.append(info)
+        if not info["name"]:
+            unnamed.append(info)
+    kinds = {(i["tag"], i["type"]) for i in seen}
+    assert ("TEXTAREA", "textarea") in kinds and any(t == "INPUT" for t, _ in kinds), kinds
+    assert not unnamed, unnamed
+    if path == "/attention":
+        names = " ".join(i["name"] for i in seen)
+        assert "Layer" in names and "Head" in names, names
