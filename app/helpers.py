@@ -113,12 +113,14 @@ def card_summary(card: str, fallback: str = "") -> str:
     return fallback
 
 
-def mlm_untrained(notes: list[str]) -> bool:
-    return any("MLM head" in n and ("random" in n or "untrained" in n or "initialised" in n) for n in notes)
+def mlm_untrained(bundle) -> bool:
+    """Whether the loader gave `bundle` a freshly initialised MLM head (its guesses are random)."""
+    return not bundle.mlm_head_trained
 
 
-def nsp_untrained(notes: list[str]) -> bool:
-    return any("NSP head" in n for n in notes)
+def nsp_untrained(bundle) -> bool:
+    """Whether the loader gave `bundle` a freshly initialised next-sentence head."""
+    return not bundle.nsp_head_trained
 
 
 def fmt_params(n: int) -> str:

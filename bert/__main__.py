@@ -1,6 +1,7 @@
 """Command line: `python -m bert pretrain ...`, `python -m bert finetune ...`, `python -m bert fetch`.
 
-Training commands print one JSON line per log or evaluation step.
+Training commands print one JSON line per log or evaluation step; `--device auto|cpu|cuda|mps`
+picks where they train (bert/device.py).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ def _add_dataclass_args(parser: argparse.ArgumentParser, cls) -> None:
             parser.add_argument(name, nargs="+", default=default)
         else:
             base = [a for a in typing.get_args(t) if a is not type(None)] or [t]
-            parser.add_argument(name, type=base[0], default=default, required=required)
+            choices = f.metadata.get("choices")  # e.g. --device auto|cpu|cuda|mps
+            parser.add_argument(name, type=base[0], default=default, required=required, choices=choices)
 
 
 def _emit(metrics: dict) -> None:

@@ -97,6 +97,8 @@ class Bundle:
     card: str = ""
     source: str = ""
     notes: list[str] = field(default_factory=list)  # e.g. "no MLM head in this checkpoint"
+    mlm_head_trained: bool = True  # False: the file had no MLM head, the loader initialised one afresh
+    nsp_head_trained: bool = True  # the same for the next-sentence head
 
     @property
     def config(self) -> BertConfig:
@@ -274,10 +276,17 @@ def _load_folder(folder: Path, name: str | None) -> Bundle:
         ("classifier.weight" in state) or config.extra.get("architecture") == "classifier"
     )
     model = BertForSequenceClassification(config) if classifier else BertForPreTraining(config)
-    notes = _load_state(model, state, unused)
+    notes, fresh = _load_state(model, state, unused)
     model.eval()
     return Bundle(
-        model=model, tokenizer=tokenizer, name=name or folder.name, card=_read_card(folder), source=where, notes=notes
+        model=model,
+        tokenizer=tokenizer,
+        name=name or folder.name,
+        card=_read_card(folder),
+        source=where,
+        notes=notes,
+        mlm_head_trained="mlm." not in fresh,
+        nsp_head_trained="nsp." not in fresh,
     )
 
 
@@ -333,7 +342,9 @@ def check_model_size(
         )
 
 
-def _load_state(model, state: dict[str, torch.Tensor], unused: list[str]) -> list[str]:
+def _load_state(model, state: dict[str, torch.Tensor], unused: list[str]) -> tuple[list[str], set[str]]:
+    """Load `state` into `model`; (notes on what the file lacked or had too much of, the prefixes
+    of the parts initialised afresh because the file lacked them: "mlm.", "nsp.", ...)."""
     expected = {k: v for k, v in model.state_dict().items() if k != "mlm.word_embeddings.weight"}
     for k, t in state.items():
         if k in expected and tuple(t.shape) != tuple(expected[k].shape):
@@ -365,12 +376,11 @@ def _load_state(model, state: dict[str, torch.Tensor], unused: list[str]) -> lis
         "bert.pooler": "no pooler in this checkpoint: it was freshly initialised",
         "classifier": "no classifier head in this checkpoint: freshly initialised",
     }
-    for prefix, text in groups.items():
-        if any(k.startswith(prefix) for k in missing):
-            notes.append(text)
+    fresh = {prefix for prefix in groups if any(k.startswith(prefix) for k in missing)}
+    notes += [text for prefix, text in groups.items() if prefix in fresh]
     if extra:
         notes.append(f"{len(extra)} weights in the file were not used (e.g. {extra[0]})")
-    return notes
+    return notes, fresh
 
 
 # ---- writing ---------------------------------------------------------------------------------

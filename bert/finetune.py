@@ -13,32 +13,29 @@ learning rate for the new head. The best model by validation accuracy is kept: o
 end, or when the loss stops being finite (then an "error" event comes first) it is returned as a
 `Bundle` in the "done" event.
 
+The run itself, step by step, is bert/finetune_run.py; scoring is bert/finetune_eval.py.
 `python -m bert finetune --data FILE ... --out DIR` runs `finetune_cli`.
 """
 
 from __future__ import annotations
 
-import copy
 import math
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
-from .batching import bucket_batches, pad_batch
 from .checkpoint import Bundle, load, save
 from .config import POOLINGS
+from .device import DEVICES, resolve_device
 from .errors import DataError, TrainingError
+from .finetune_eval import evaluate_classifier
+from .finetune_run import DIVERGED_LOSS, _FinetuneRun, _lr_scales, build_classifier  # noqa: F401 (as before the split)
 from .labelled import DEFAULT_MAX_ROWS, LabelledData, read_labelled_file, stratified_sample, stratified_split
 from .model import BertForSequenceClassification
-from .optim import adamw, lr_at, set_lr
-
-DIVERGED_LOSS = 100.0  # mean cross-entropy above this (p(true class) < e^-100): training diverged
 
 __all__ = [
     "FinetuneArgs",
@@ -99,6 +96,7 @@ class FinetuneArgs:
     max_valid: int | None = None  # evaluate on at most this many texts (stratified)
     max_rows: int = DEFAULT_MAX_ROWS  # rows read from a file at most (stratified sample)
     threads: int | None = None  # torch threads (None: torch's default)
+    device: str = field(default="auto", metadata={"choices": DEVICES})  # auto: cuda, else mps, else cpu
 
     def check(self, max_positions: int | None = None, num_layers: int | None = None) -> None:
         """Raise TrainingError for settings that make no sense (not for ones that merely diverge)."""
@@ -130,148 +128,10 @@ class FinetuneArgs:
             bad(f"freeze_layers must lie between 0 and {num_layers}")
         if self.eval_every < 0 or self.log_every < 1:
             bad("eval_every must be >= 0 and log_every >= 1")
+        resolve_device(self.device)  # an unknown name, or a device this machine lacks
 
 
-# ---- model ----------------------------------------------------------------------------------------
-
-
-def build_classifier(
-    base: Bundle,
-    classes: list[str],
-    pooling: str = "mean",
-    dropout: float | None = None,
-    seed: int = 0,
-    encoder_dropout: float | None = None,
-) -> BertForSequenceClassification:
-    """A new classifier whose encoder is a copy of `base`'s; `base` itself is left untouched."""
-    config = copy.deepcopy(base.model.config)
-    config.id2label = {i: str(c) for i, c in enumerate(classes)}
-    config.classifier_pooling = pooling
-    if dropout is not None:
-        config.classifier_dropout = dropout
-    if encoder_dropout is not None:
-        config.hidden_dropout_prob = config.attention_probs_dropout_prob = encoder_dropout
-    config.extra = {
-        k: v for k, v in config.extra.items() if k not in ("architecture", "architectures", "label2id", "num_labels")
-    }
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        model = BertForSequenceClassification(config)
-    encoder = {k: v.detach().clone() for k, v in base.model.bert.state_dict().items()}  # a copy
-    model.bert.load_state_dict(encoder)
-    return model
-
-
-def _freeze(model: BertForSequenceClassification, embeddings: bool, layers: int) -> None:
-    if embeddings or layers > 0:
-        for p in model.bert.embeddings.parameters():
-            p.requires_grad_(False)
-    for layer in model.bert.layers[:layers]:
-        for p in layer.parameters():
-            p.requires_grad_(False)
-
-
-def _lr_scales(model: BertForSequenceClassification, args: FinetuneArgs) -> dict[str, float]:
-    """LR multipliers by parameter-name prefix: the head, and layer-wise decay down the encoder."""
-    scales: dict[str, float] = {}
-    L = len(model.bert.layers)
-    if args.layer_decay != 1.0:
-        scales["bert.embeddings."] = args.layer_decay**L
-        for i in range(L):
-            scales[f"bert.layers.{i}."] = args.layer_decay ** (L - 1 - i)
-    scales["classifier."] = args.head_lr_scale
-    return scales
-
-
-# ---- data ----------------------------------------------------------------------------------------
-
-
-def _tokenize(tokenizer, texts: list[str], max_length: int) -> list[list[int]]:
-    # A very long text is cut first: only its first max_length tokens are used anyway.
-    limit = max(2000, 64 * max_length)
-    return [tokenizer.encode(t[:limit], max_length=max_length).ids for t in texts]
-
-
-def _collate(seqs: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(B, T) ids padded to the longest text, and the attention mask."""
-    padded = pad_batch(seqs, pad_id)
-    return padded.input_ids, padded.attention_mask
-
-
-def _batches(lengths: list[int], batch_size: int, seed: int) -> list[list[int]]:
-    """Shuffled batches of texts of similar length (sorted within chunks of 50 batches)."""
-    return bucket_batches(lengths, batch_size, seed=seed, chunk_batches=50, rng="python")
-
-
-@torch.inference_mode()
-def _predict(
-    model, seqs: list[list[int]], pad_id: int, batch_size: int = 64, stop: threading.Event | None = None
-) -> torch.Tensor | None:
-    """(N, K) logits in the original order; None if `stop` was set meanwhile."""
-    was_training = model.training
-    model.eval()
-    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
-    logits = torch.empty(len(seqs), model.classifier.out_features)
-    for s in range(0, len(order), batch_size):
-        if stop is not None and stop.is_set():
-            model.train(was_training)
-            return None
-        idx = order[s : s + batch_size]
-        ids, mask = _collate([seqs[i] for i in idx], pad_id)
-        logits[idx] = model(ids, attention_mask=mask).logits.float()
-    model.train(was_training)
-    return logits
-
-
-def _metrics(logits: torch.Tensor, labels: torch.Tensor) -> dict:
-    loss = F.cross_entropy(logits, labels).item() if len(labels) else float("nan")
-    acc = (logits.argmax(-1) == labels).float().mean().item() if len(labels) else float("nan")
-    return {"val_loss": loss, "accuracy": acc}
-
-
-# ---- the loop ------------------------------------------------------------------------------------
-
-
-def _card(base: Bundle, train: LabelledData, valid: LabelledData, args: FinetuneArgs, result: dict, name: str) -> str:
-    settings = {
-        k: v
-        for k, v in asdict(args).items()
-        if k not in ("data", "val_data", "out", "name", "threads", "text_col", "label_col")
-    }
-    counts = ", ".join(f"{c} {n:,}" for c, n in train.class_counts.items())
-    lines = [
-        f"# {name}",
-        "",
-        f"A {len(train.classes)}-class text classifier fine-tuned by BERT Explorer from "
-        f"**{base.name}** ({base.source or 'built-in'}).",
-        "",
-        f"- Data: {train.source or args.data} (text column `{train.text_col}`, label column "
-        f"`{train.label_col}`): {len(train):,} training texts ({counts}).",
-        f"- Validation: {valid.source or args.val_data or 'split'}, {len(valid):,} texts"
-        + (f" ({valid.notes[-1]})" if valid.notes else "")
-        + ".",
-        f"- Classes (output order): {', '.join(train.classes)}.",
-        (
-            f"- Validation accuracy: **{result['accuracy']:.4f}** (loss {result['val_loss']:.4f}) "
-            f"at step {result['best_step']} of {result['steps']}"
-            if math.isfinite(result["accuracy"])
-            else f"- Validation accuracy: not measured (stopped at step {result['step']} of {result['steps']}, "
-            f"before its first evaluation)"
-        )
-        + (" (stopped early)" if result.get("stopped") else "")
-        + ".",
-        f"- Training: {result['train_seconds']:.0f} s, {result['examples_per_s']:.1f} examples/s.",
-        "- Settings: " + ", ".join(f"{k}={v}" for k, v in settings.items()) + ".",
-    ]
-    if result.get("error"):
-        lines.append(f"- Stopped by an error: {result['error']}")
-    lines += ["", "Licence: that of the base model and of the data.", ""]
-    return "\n".join(lines)
-
-
-def _hurry(stop) -> bool:
-    """A stop event may carry `hurry = True` (the app: nobody is left to read the score)."""
-    return bool(stop is not None and getattr(stop, "hurry", False))
+# ---- training (the steps: bert/finetune_run.py) ------------------------------------------------
 
 
 def finetune(
@@ -292,249 +152,10 @@ def finetune(
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
-        yield from _finetune(base, train, valid, args, stop, on_step)
+        yield from _FinetuneRun(base, train, valid, args, stop, on_step).events()
     finally:
         if args.threads:
             torch.set_num_threads(threads_before)
-
-
-def _finetune(
-    base, train: LabelledData, valid: LabelledData, args: FinetuneArgs, stop: threading.Event | None, on_step=None
-) -> Iterator[dict]:
-    t_start = time.perf_counter()
-    if isinstance(base, (str, os.PathLike)):
-        base = load(base)
-    args.check(base.config.max_position_embeddings, base.config.num_hidden_layers)
-    if len(train) == 0 or len(valid) == 0:
-        raise TrainingError("need at least one training and one validation text")
-    if list(train.classes) != list(valid.classes):
-        raise TrainingError(f"training classes {train.classes} and validation classes {valid.classes} differ")
-    if len(set(train.labels)) < 2:
-        raise TrainingError("the training data has only one class")
-
-    model = build_classifier(base, train.classes, args.pooling, args.dropout, args.seed, args.encoder_dropout)
-    _freeze(model, args.freeze_embeddings, args.freeze_layers)
-    tok = base.tokenizer
-    pad_id = tok.pad_id
-    train_seqs = _tokenize(tok, train.texts, args.max_length)
-    valid_seqs = _tokenize(tok, valid.texts, args.max_length)
-    train_y = torch.tensor(train.labels, dtype=torch.long)
-    valid_y = torch.tensor(valid.labels, dtype=torch.long)
-    lengths = [len(s) for s in train_seqs]
-
-    steps_per_epoch = math.ceil(len(train_seqs) / args.batch_size)
-    total = steps_per_epoch * args.epochs
-    warmup = int(round(args.warmup_ratio * total))
-    opt = adamw(model, args.lr, args.weight_decay, _lr_scales(model, args))
-    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    yield {
-        "event": "start",
-        "steps": total,
-        "steps_per_epoch": steps_per_epoch,
-        "train_examples": len(train),
-        "valid_examples": len(valid),
-        "classes": list(train.classes),
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "trainable": trainable,
-        "truncated": sum(1 for n in lengths if n >= args.max_length),
-        "prep_seconds": time.perf_counter() - t_start,
-    }
-
-    best = {"accuracy": -1.0, "val_loss": float("nan"), "step": 0, "state": None}
-    evals: list[float] = []
-    train_time, seen = 0.0, 0
-    step, error, stopped = 0, None, False
-    loss_avg = None
-    last_eval_step = -1
-
-    def do_eval(epoch: int, interruptible: bool):
-        nonlocal last_eval_step
-        t = time.perf_counter()
-        logits = _predict(model, valid_seqs, pad_id, stop=stop if interruptible else None)
-        if logits is None:
-            return None
-        m = _metrics(logits, valid_y)
-        evals.append(time.perf_counter() - t)
-        last_eval_step = step
-        if m["accuracy"] > best["accuracy"] and math.isfinite(m["val_loss"]):
-            best.update(
-                accuracy=m["accuracy"],
-                val_loss=m["val_loss"],
-                step=step,
-                state={k: v.detach().clone() for k, v in model.named_parameters() if v.requires_grad},
-            )  # frozen ones never change
-        return {
-            "event": "eval",
-            "step": step,
-            "epoch": epoch,
-            **m,
-            "best_accuracy": best["accuracy"],
-            "eval_seconds": evals[-1],
-        }
-
-    model.train()
-    if on_step is not None:
-        on_step(0, model)
-    torch.manual_seed(args.seed)  # dropout
-    epoch = 0
-    for epoch in range(args.epochs):
-        for batch in _batches(lengths, args.batch_size, args.seed * 1000 + epoch):
-            if stop is not None and stop.is_set():
-                stopped = True
-                break
-            t = time.perf_counter()
-            lr = lr_at(step, args.lr, warmup, total)
-            set_lr(opt, lr)
-            ids, mask = _collate([train_seqs[i] for i in batch], pad_id)
-            out = model(ids, attention_mask=mask, labels=train_y[batch])
-            loss = out.loss
-            if not torch.isfinite(loss) or loss.item() > DIVERGED_LOSS:
-                error = (
-                    f"the loss became {loss.item():.4g} at step {step + 1} (it diverged): the "
-                    f"learning rate {args.lr:g} is too high. Training stopped; the last good "
-                    f"model is kept."
-                )
-                break
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
-            if not torch.isfinite(gnorm):
-                error = (
-                    f"the gradients became {gnorm.item()} at step {step + 1}: the learning rate "
-                    f"{args.lr:g} is too high. Training stopped; the last good model is kept."
-                )
-                break
-            opt.step()
-            step += 1
-            seen += len(batch)
-            train_time += time.perf_counter() - t
-            if on_step is not None:
-                on_step(step, model)
-            value = loss.item()
-            loss_avg = value if loss_avg is None else 0.9 * loss_avg + 0.1 * value
-            if step % args.log_every == 0 or step == total:
-                per_step = train_time / step
-                evals_left = ((total - step) // args.eval_every if args.eval_every else 0) + (args.epochs - epoch)
-                eta = (total - step) * per_step + evals_left * (
-                    evals[-1] if evals else per_step * len(valid) / (3 * args.batch_size)
-                )
-                yield {
-                    "event": "train",
-                    "step": step,
-                    "epoch": epoch,
-                    "loss": value,
-                    "loss_smooth": loss_avg,
-                    "lr": lr,
-                    "grad_norm": float(gnorm),
-                    "examples_per_s": seen / max(train_time, 1e-9),
-                    "progress": step / total,
-                    "eta_s": eta,
-                }
-            if args.eval_every and step % args.eval_every == 0 and step % steps_per_epoch != 0:
-                m = do_eval(epoch, interruptible=True)
-                if m is None:
-                    stopped = True
-                    break
-                yield m
-        else:
-            if step != last_eval_step:
-                m = do_eval(epoch, interruptible=True)
-                if m is None:
-                    stopped = True
-                    break
-                yield m
-            continue
-        break
-
-    if error is not None:
-        yield {"event": "error", "step": step, "message": error}
-        if best["state"] is None:
-            # Nothing evaluated before it diverged: the last good model is the one we started from.
-            model = build_classifier(base, train.classes, args.pooling, args.dropout, args.seed, args.encoder_dropout)
-            yield do_eval(epoch, interruptible=False)
-    elif step != last_eval_step and not (stopped and best["state"] is not None) and not _hurry(stop):
-        # Failed since the last evaluation, or stopped before any: score the current model.
-        # (Stopped after an evaluation: keep the best so far and end at once. Stopped in a hurry,
-        # e.g. its user's tab was closed: keep the current model unscored, and end at once.)
-        yield do_eval(epoch, interruptible=False)
-    if best["state"] is not None:
-        model.load_state_dict(best["state"], strict=False)  # the trainable part of the best
-    model.eval()
-    result = {
-        "event": "done",
-        "step": step,
-        "steps": total,
-        "best_step": best["step"],
-        "stopped": stopped,
-        "error": error,
-        "accuracy": best["accuracy"] if best["state"] is not None else float("nan"),
-        "val_loss": best["val_loss"],
-        "seconds": time.perf_counter() - t_start,
-        "train_seconds": train_time,
-        "examples_per_s": seen / max(train_time, 1e-9),
-        "train_examples": len(train),
-        "valid_examples": len(valid),
-        "classes": list(train.classes),
-    }
-    data_name = Path(str(train.source or args.data)).stem.replace("builtin:", "") or "data"
-    name = args.name or f"{base.name}-{data_name}"
-    card = _card(base, train, valid, args, result, name)
-    result["bundle"] = Bundle(
-        model=model, tokenizer=tok, name=name, card=card, source=f"fine-tuned from {base.name}", notes=[]
-    )
-    yield result
-
-
-# ---- evaluation of a fine-tuned bundle ----------------------------------------------------------
-
-
-def evaluate_classifier(bundle: Bundle, data: LabelledData, max_length: int = 128, mistakes: int = 10) -> dict:
-    """accuracy, per-class precision/recall/F1, confusion matrix (rows true, columns predicted),
-    and the most confident mistakes [{text, true, predicted, prob}]."""
-    if not bundle.is_classifier:
-        raise TrainingError(f"{bundle.name} is not a classifier")
-    classes = bundle.labels
-    index = {c: i for i, c in enumerate(classes)}
-    try:
-        y = torch.tensor([index[data.classes[t]] for t in data.labels], dtype=torch.long)
-    except KeyError as e:
-        raise DataError(
-            f"the data has a class the model does not know: {e.args[0]!r} (model classes: {', '.join(classes)})"
-        ) from None
-    seqs = _tokenize(bundle.tokenizer, data.texts, max_length)
-    logits = _predict(bundle.model, seqs, bundle.tokenizer.pad_id)
-    probs = logits.softmax(-1)
-    pred = probs.argmax(-1)
-    K = len(classes)
-    conf = torch.zeros(K, K, dtype=torch.long)
-    conf.index_put_((y, pred), torch.ones_like(y), accumulate=True)
-    per_class = {}
-    for k, c in enumerate(classes):
-        tp = conf[k, k].item()
-        p_den, r_den = conf[:, k].sum().item(), conf[k].sum().item()
-        precision = tp / p_den if p_den else 0.0
-        recall = tp / r_den if r_den else 0.0
-        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        per_class[c] = {"precision": precision, "recall": recall, "f1": f1, "support": r_den}
-    wrong = (pred != y).nonzero().flatten().tolist()
-    wrong.sort(key=lambda i: -probs[i, pred[i]].item())
-    return {
-        "accuracy": (pred == y).float().mean().item() if len(y) else float("nan"),
-        "macro_f1": sum(v["f1"] for v in per_class.values()) / K,
-        "per_class": per_class,
-        "classes": classes,
-        "confusion": conf.tolist(),
-        "mistakes": [
-            {
-                "text": data.texts[i],
-                "true": classes[y[i]],
-                "predicted": classes[pred[i]],
-                "prob": probs[i, pred[i]].item(),
-            }
-            for i in wrong[:mistakes]
-        ],
-        "n": len(y),
-    }
 
 
 # ---- command line --------------------------------------------------------------------------------
@@ -587,6 +208,7 @@ def finetune_cli(args: FinetuneArgs) -> Iterator[dict]:
     """Read the data, fine-tune, save the best model to args.out; yield one dict per evaluation
     (and error), and last a summary with accuracy, seconds and examples_per_s."""
     t0 = time.perf_counter()
+    resolve_device(args.device)  # before reading any data
     if args.threads:
         torch.set_num_threads(args.threads)
     out = Path(args.out or f"runs/finetune-{Path(args.checkpoint).name}")

@@ -7,6 +7,8 @@ The loop knows nothing of the UI: the command line prints each dict as a JSON li
 app's background job pushes them to a queue. Checkpoints are written atomically every
 `save_every` steps into `<out>/checkpoint` and a run resumes from there after a kill.
 Under `torchrun --nproc_per_node=N` it trains with DistributedDataParallel (gloo on CPU).
+`args.device` picks cpu, cuda (bf16 autocast, fp32 weights) or mps (bert/device.py); files are
+always written from CPU tensors.
 """
 
 from __future__ import annotations
@@ -27,11 +29,13 @@ import torch.distributed as dist
 from .checkpoint import Bundle, load, load_folder, save
 from .config import BertConfig
 from .corpus import Corpus, load_corpus, merge_corpora, split_corpora
-from .data import MLMMasker, PretrainingDataset, collate, token_counts, tokenize_corpus
+from .data import MLMMasker, PretrainingDataset, token_counts, tokenize_corpus
+from .device import DEVICES, autocast, cpu_bundle, resolve_device, to_cpu, to_device
 from .errors import TrainingError
 from .fileio import atomic_write_text, replace_dir
 from .model import BertForPreTraining
 from .optim import adamw, lr_at, set_lr
+from .pretrain_eval import evaluate, fixed_eval_batches, probe_predictions
 from .tokenizer import Tokenizer
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -69,6 +73,7 @@ class PretrainArgs:
     probe: str = "the capital of france is [MASK] ."
     cache_tokens: bool = True  # keep the tokenized text in <cache>/tokenized (False: a
     # user's upload, tokenized in memory and never written)
+    device: str = field(default="auto", metadata={"choices": DEVICES})  # auto: cuda, else mps, else cpu
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -138,110 +143,18 @@ def initial_bundle(args: PretrainArgs, corpus: Corpus) -> Bundle:
     return Bundle(model=BertForPreTraining(config), tokenizer=tokenizer, name="scratch")
 
 
-# ---- evaluation -------------------------------------------------------------------------------
-
-
-def fixed_eval_batches(
-    dataset: PretrainingDataset, masker: MLMMasker, n_sequences: int, batch_size: int
-) -> list[dict[str, torch.Tensor]]:
-    """Validation batches with a fixed 15 % of word pieces all replaced by [MASK]."""
-    full = MLMMasker(
-        vocab_size=masker.vocab_size,
-        mask_id=masker.mask_id,
-        pad_id=masker.pad_id,
-        special_ids=masker.special_ids,
-        mlm_probability=masker.mlm_probability,
-    )
-    examples = dataset.examples(epoch=0)[:n_sequences]
-    g = torch.Generator().manual_seed(1234)
-    out = []
-    for i in range(0, len(examples), batch_size):
-        b = collate(examples[i : i + batch_size], masker.pad_id)
-        special = full.special_mask(b["input_ids"], b["attention_mask"])
-        chosen = (torch.rand(b["input_ids"].shape, generator=g) < masker.mlm_probability) & ~special
-        b["mlm_labels"] = torch.where(chosen, b["input_ids"], torch.full_like(b["input_ids"], -100))
-        b["input_ids"] = b["input_ids"].masked_fill(chosen, masker.mask_id)
-        out.append(b)
-    return out
-
-
-@torch.inference_mode()
-def evaluate(
-    model: BertForPreTraining, batches: list[dict[str, torch.Tensor]], baseline_id: int | None = None
-) -> dict[str, float]:
-    """MLM loss, top-1/top-5 accuracy at masked positions, NSP loss and accuracy."""
-    was_training = model.training
-    model.eval()
-    n = top1 = top5 = base = nsp_right = nsp_n = 0
-    mlm_loss = nsp_loss = 0.0
-    for b in batches:
-        out = model(
-            b["input_ids"],
-            b["token_type_ids"],
-            b["attention_mask"],
-            mlm_labels=b["mlm_labels"],
-            nsp_labels=b["nsp_labels"],
-        )
-        targets = b["mlm_labels"][b["mlm_labels"] != -100]
-        k = targets.numel()
-        if k:
-            mlm_loss += out.mlm_loss.item() * k
-            best = out.mlm_logits.topk(5, dim=-1).indices  # (N, 5)
-            top1 += (best[:, 0] == targets).sum().item()
-            top5 += (best == targets[:, None]).any(-1).sum().item()
-            if baseline_id is not None:
-                base += (targets == baseline_id).sum().item()
-            n += k
-        nsp_loss += out.nsp_loss.item() * len(b["nsp_labels"])
-        nsp_right += (out.nsp_logits.argmax(-1) == b["nsp_labels"]).sum().item()
-        nsp_n += len(b["nsp_labels"])
-    model.train(was_training)
-    res = {
-        "mlm_loss": mlm_loss / max(n, 1),
-        "mlm_top1": top1 / max(n, 1),
-        "mlm_top5": top5 / max(n, 1),
-        "nsp_loss": nsp_loss / max(nsp_n, 1),
-        "nsp_acc": nsp_right / max(nsp_n, 1),
-        "masked_tokens": n,
-        "sequences": nsp_n,
-    }
-    if baseline_id is not None:
-        res["baseline_top1"] = base / max(n, 1)
-    return res
-
-
-@torch.inference_mode()
-def probe_predictions(bundle: Bundle, text: str, k: int = 5) -> list[list[tuple[str, float]]]:
-    """Top-k words for each [MASK] in `text` (what the page shows while a model learns)."""
-    model = bundle.model
-    was_training = model.training
-    model.eval()
-    enc = bundle.tokenizer.encode(text, max_length=model.config.max_position_embeddings)
-    ids = torch.tensor([enc.ids])
-    where = ids == bundle.tokenizer.mask_id
-    res = []
-    if where.any():
-        logits = model(ids, mlm_positions=where).mlm_logits  # (N, V)
-        probs = logits.softmax(-1).topk(k, dim=-1)
-        for p, i in zip(probs.values, probs.indices):
-            res.append(
-                [(bundle.tokenizer.ids_to_tokens[j], round(float(q), 4)) for q, j in zip(p.tolist(), i.tolist())]
-            )
-    model.train(was_training)
-    return res
-
-
 # ---- checkpoints -----------------------------------------------------------------------------
 
 
 def save_checkpoint(folder: Path, bundle: Bundle, opt, state: dict) -> None:
-    """model + optimizer + loop state, written to a temporary folder and renamed into place."""
+    """model + optimizer + loop state, written (from CPU copies) to a temporary folder and renamed
+    into place."""
     folder = Path(folder)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.tmp"))  # a killed save's
     # leftover is removed by the next save (bert.fileio.replace_dir)
     try:
-        save(bundle, tmp / "model")
-        torch.save(opt.state_dict(), tmp / "optimizer.pt")
+        save(cpu_bundle(bundle), tmp / "model")
+        torch.save(to_cpu(opt.state_dict()), tmp / "optimizer.pt")
         atomic_write_text(tmp / "state.json", json.dumps(state, indent=2))
         replace_dir(tmp, folder)
     except BaseException:
@@ -281,136 +194,212 @@ def pretrain(
     the corpus is only known then); on_step(step, model) before the first step of this call and
     after each optimizer step (e.g. bert.attention_snapshots.AttentionSnapshots). Both only on
     rank 0."""
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    rank, world = _dist_info()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    ckpt = out / "checkpoint"
-    train_c, valid_c = training_split(args, corpus)
-    opt_state, state = None, {"step": 0, "epoch": 0, "batch": 0, "best": None}
-    if resume and (ckpt / "state.json").is_file():
-        bundle, opt_state, state = load_checkpoint(ckpt)
-        yield {"event": "resumed", "step": state["step"]}
-    elif bundle is None:
-        bundle = initial_bundle(args, train_c)
-    tok = bundle.tokenizer
-    model = bundle.model
-    if args.max_seq_length > model.config.max_position_embeddings:
-        raise TrainingError(
-            f"max_seq_length {args.max_seq_length} exceeds the model's {model.config.max_position_embeddings} positions"
-        )
-    kw = dict(cls_id=tok.cls_id, sep_id=tok.sep_id, max_seq_length=args.max_seq_length, seed=args.seed)
-    train_ds = PretrainingDataset(tokenize_corpus(train_c, tok, cache=args.cache_tokens), **kw)
-    valid_ds = PretrainingDataset(tokenize_corpus(valid_c, tok, cache=args.cache_tokens), **kw)
-    masker = MLMMasker.from_tokenizer(tok, args.mlm_probability, args.whole_word)
-    eval_batches = fixed_eval_batches(valid_ds, masker, args.eval_sequences, 32)
-    baseline_id = int(token_counts(train_ds.documents, len(tok)).argmax())
-    model.train()
-    model.bert.embeddings.word_embeddings.weight.requires_grad_(not args.freeze_word_embeddings)
-    net = model
-    if world > 1:
-        net = torch.nn.parallel.DistributedDataParallel(model)
-    opt = adamw(model, args.lr, args.weight_decay, {"mlm.": args.head_lr_scale, "nsp.": args.head_lr_scale})
-    if opt_state is not None:
-        opt.load_state_dict(opt_state)
-    if rank == 0:
-        yield {
-            "event": "start",
-            "step": state["step"],
-            "train_documents": train_c.num_documents,
-            "valid_documents": valid_c.num_documents,
-            "train_tokens": train_ds.num_tokens,
-            "parameters": sum(p.numel() for p in model.parameters()),
-            "world_size": world,
-            "baseline_token": tok.ids_to_tokens[baseline_id],
-        }
-    step, epoch, start = state["step"], state["epoch"], state["batch"]
-    if rank == 0 and on_start is not None:
-        on_start(bundle)
-    if rank == 0 and on_step is not None:
-        on_step(step, model)
-    t0, tokens, acc = (
-        time.perf_counter(),
-        0,
-        {"mlm_loss": 0.0, "mlm_right": 0, "mlm_n": 0, "nsp_loss": 0.0, "nsp_right": 0, "nsp_n": 0, "k": 0},
-    )
-    while step < args.steps:
-        k = start
-        for batch in train_ds.batches(epoch, args.batch_size, masker, rank=rank, world_size=world, start=start):
-            if step >= args.steps or (stop is not None and stop.is_set()):
-                break
-            lr = lr_at(step, args.lr, args.warmup_steps, args.steps)
-            set_lr(opt, lr)
-            torch.manual_seed(args.seed * 7919 + step * world + rank)  # dropout, reproducible
-            res = net(
+    yield from _PretrainRun(args, stop, on_step, on_start).events(bundle, corpus, resume)
+
+
+class _PretrainRun:
+    """One call of `pretrain`, in named steps: `setup` (data, the model on its device, AdamW:
+    "resumed", "start"), `train` (epochs of `train_step`s; after each, what is due: a "train"
+    event, an "eval" event, a snapshot, a checkpoint), `finish` (checkpoint, final/, "done")."""
+
+    def __init__(self, args: PretrainArgs, stop: threading.Event | None, on_step, on_start):
+        self.args, self.stop, self.on_step, self.on_start = args, stop, on_step, on_start
+
+    def events(self, bundle: Bundle | None, corpus: Corpus | None, resume: bool) -> Iterator[dict]:
+        yield from self.setup(bundle, corpus, resume)
+        yield from self.train()
+        yield from self.finish()
+
+    # ---- setup
+
+    def setup(self, bundle: Bundle | None, corpus: Corpus | None, resume: bool) -> Iterator[dict]:
+        """The device (TrainingError before any work if it is missing), the corpus split, the model
+        (from the checkpoint, the given bundle or `initial_bundle`), data and optimizer: yields
+        "resumed" (when resuming) and "start" (rank 0), then calls on_start and on_step."""
+        a = self.args
+        if a.threads:
+            torch.set_num_threads(a.threads)
+        self.rank, self.world = _dist_info()
+        self.device = resolve_device(a.device)
+        if self.world > 1 and self.device.type == "cuda":
+            self.device = torch.device("cuda", self.rank % torch.cuda.device_count())  # one GPU per process
+        self.out = Path(a.out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.ckpt = self.out / "checkpoint"
+        train_c, valid_c = training_split(a, corpus)
+        opt_state, state = None, {"step": 0, "epoch": 0, "batch": 0, "best": None}
+        if resume and (self.ckpt / "state.json").is_file():
+            bundle, opt_state, state = load_checkpoint(self.ckpt)
+            yield {"event": "resumed", "step": state["step"]}
+        elif bundle is None:
+            bundle = initial_bundle(a, train_c)
+        self.bundle, self.model = bundle, bundle.model
+        self._data(train_c, valid_c)
+        self._optimizer(opt_state)
+        if self.rank == 0:
+            yield {
+                "event": "start",
+                "step": state["step"],
+                "train_documents": train_c.num_documents,
+                "valid_documents": valid_c.num_documents,
+                "train_tokens": self.train_ds.num_tokens,
+                "parameters": sum(p.numel() for p in self.model.parameters()),
+                "world_size": self.world,
+                "baseline_token": bundle.tokenizer.ids_to_tokens[self.baseline_id],
+            }
+        self.step, self.epoch, self.start = state["step"], state["epoch"], state["batch"]
+        self.k = self.start  # batches of this epoch done (saved with the checkpoint)
+        if self.rank == 0 and self.on_start is not None:
+            self.on_start(bundle)
+        if self.rank == 0 and self.on_step is not None:
+            self.on_step(self.step, self.model)
+        self._new_window()
+
+    def _data(self, train_c: Corpus, valid_c: Corpus) -> None:
+        """The tokenized datasets, the masker, the fixed validation batches (on the device), and
+        the baseline: the most frequent training token."""
+        a, tok, model = self.args, self.bundle.tokenizer, self.model
+        if a.max_seq_length > model.config.max_position_embeddings:
+            raise TrainingError(
+                f"max_seq_length {a.max_seq_length} exceeds the model's "
+                f"{model.config.max_position_embeddings} positions"
+            )
+        kw = dict(cls_id=tok.cls_id, sep_id=tok.sep_id, max_seq_length=a.max_seq_length, seed=a.seed)
+        self.train_ds = PretrainingDataset(tokenize_corpus(train_c, tok, cache=a.cache_tokens), **kw)
+        valid_ds = PretrainingDataset(tokenize_corpus(valid_c, tok, cache=a.cache_tokens), **kw)
+        self.masker = MLMMasker.from_tokenizer(tok, a.mlm_probability, a.whole_word)
+        eval_batches = fixed_eval_batches(valid_ds, self.masker, a.eval_sequences, 32)
+        self.eval_batches = [to_device(b, self.device) for b in eval_batches]
+        self.baseline_id = int(token_counts(self.train_ds.documents, len(tok)).argmax())
+
+    def _optimizer(self, opt_state: dict | None) -> None:
+        """The model on its device in training mode (wrapped for DDP), and AdamW (resumed)."""
+        a, model = self.args, self.model
+        model.to(self.device)
+        model.train()
+        model.bert.embeddings.word_embeddings.weight.requires_grad_(not a.freeze_word_embeddings)
+        self.net = model
+        if self.world > 1:
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            self.net = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
+        self.opt = adamw(model, a.lr, a.weight_decay, {"mlm.": a.head_lr_scale, "nsp.": a.head_lr_scale})
+        if opt_state is not None:
+            self.opt.load_state_dict(opt_state)
+
+    # ---- training
+
+    def train(self) -> Iterator[dict]:
+        """Epochs of batches until args.steps or Stop; a resumed run starts at its saved batch."""
+        a = self.args
+        while self.step < a.steps:
+            self.k = self.start
+            for batch in self.train_ds.batches(
+                self.epoch, a.batch_size, self.masker, rank=self.rank, world_size=self.world, start=self.start
+            ):
+                if self.step >= a.steps or (self.stop is not None and self.stop.is_set()):
+                    return
+                yield from self.train_step(to_device(batch, self.device))
+            self.epoch, self.start = self.epoch + 1, 0
+
+    def train_step(self, batch: dict[str, torch.Tensor]) -> Iterator[dict]:
+        """One optimizer step (TrainingError if the loss is not finite), then what is due after it."""
+        a = self.args
+        lr = lr_at(self.step, a.lr, a.warmup_steps, a.steps)
+        set_lr(self.opt, lr)
+        torch.manual_seed(a.seed * 7919 + self.step * self.world + self.rank)  # dropout, reproducible
+        with autocast(self.device):
+            res = self.net(
                 batch["input_ids"],
                 batch["token_type_ids"],
                 batch["attention_mask"],
                 mlm_labels=batch["mlm_labels"],
                 nsp_labels=batch["nsp_labels"],
             )
-            if not torch.isfinite(res.loss):
-                raise TrainingError(
-                    f"the loss became {res.loss.item()} at step {step}: the learning "
-                    f"rate {args.lr:g} is too high. The last good checkpoint is kept."
-                )
-            opt.zero_grad(set_to_none=True)
-            res.loss.backward()
-            gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
-            opt.step()
-            step += 1
-            k += 1
-            if on_step is not None and rank == 0:
-                on_step(step, model)
-            tokens += int(batch["attention_mask"].sum()) * world
-            targets = batch["mlm_labels"][batch["mlm_labels"] != -100]
-            acc["mlm_loss"] += res.mlm_loss.item()
-            acc["mlm_right"] += (res.mlm_logits.argmax(-1) == targets).sum().item()
-            acc["mlm_n"] += targets.numel()
-            acc["nsp_loss"] += res.nsp_loss.item()
-            acc["nsp_right"] += (res.nsp_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
-            acc["nsp_n"] += len(batch["nsp_labels"])
-            acc["k"] += 1
-            if rank == 0 and (step % args.log_every == 0 or step == args.steps):
-                dt = time.perf_counter() - t0
-                yield {
-                    "event": "train",
-                    "step": step,
-                    "epoch": epoch,
-                    "lr": lr,
-                    "mlm_loss": acc["mlm_loss"] / acc["k"],
-                    "mlm_acc": acc["mlm_right"] / max(acc["mlm_n"], 1),
-                    "nsp_loss": acc["nsp_loss"] / acc["k"],
-                    "nsp_acc": acc["nsp_right"] / max(acc["nsp_n"], 1),
-                    "grad_norm": float(gnorm),
-                    "tokens_per_s": tokens / dt,
-                    "seconds": dt,
-                }
-                t0, tokens = time.perf_counter(), 0
-                acc = {key: 0 if isinstance(v, int) else 0.0 for key, v in acc.items()}
-            if rank == 0 and (step % args.eval_every == 0 or step == args.steps):
-                m = evaluate(model, eval_batches, baseline_id)
-                yield {"event": "eval", "step": step, **m, "probe": probe_predictions(bundle, args.probe)}
-            if rank == 0 and args.snapshot_every and step % args.snapshot_every == 0:
-                save(bundle, out / "snapshots" / f"step-{step:06d}")
-            if rank == 0 and step % args.save_every == 0:
-                save_checkpoint(ckpt, bundle, opt, {"step": step, "epoch": epoch, "batch": k, "args": asdict(args)})
-        else:
-            epoch, start = epoch + 1, 0
-            continue
-        break
-    stopped = step < args.steps
-    # a stop event with `hurry` (the app: its user's tab was closed) ends at once: the final model
-    # is saved, but not the checkpoint to resume from (with its optimizer) nor a last scoring
-    hurry = stopped and stop is not None and getattr(stop, "hurry", False)
-    if rank == 0:
-        if not hurry:
-            save_checkpoint(ckpt, bundle, opt, {"step": step, "epoch": epoch, "batch": k, "args": asdict(args)})
-        final = out / "final"
-        save(bundle, final)
-        m = {} if hurry else evaluate(model, eval_batches, baseline_id)
-        yield {"event": "done", "step": step, "stopped": stopped, "path": str(final), **m}
-    if world > 1:
-        dist.barrier()
-    model.eval()
+        if not torch.isfinite(res.loss):
+            raise TrainingError(
+                f"the loss became {res.loss.item()} at step {self.step}: the learning "
+                f"rate {a.lr:g} is too high. The last good checkpoint is kept."
+            )
+        self.opt.zero_grad(set_to_none=True)
+        res.loss.backward()
+        gnorm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), a.clip)
+        self.opt.step()
+        self.step += 1
+        self.k += 1
+        if self.on_step is not None and self.rank == 0:
+            self.on_step(self.step, self.model)
+        self._count(batch, res)
+        if self.rank == 0:
+            yield from self._after_step(lr, gnorm)
+
+    def _new_window(self) -> None:
+        """Start the sums behind the next "train" event."""
+        self.t0, self.tokens = time.perf_counter(), 0
+        self.acc = {"mlm_loss": 0.0, "mlm_right": 0, "mlm_n": 0, "nsp_loss": 0.0, "nsp_right": 0, "nsp_n": 0, "k": 0}
+
+    def _count(self, batch: dict[str, torch.Tensor], res) -> None:
+        acc = self.acc
+        self.tokens += int(batch["attention_mask"].sum()) * self.world
+        targets = batch["mlm_labels"][batch["mlm_labels"] != -100]
+        acc["mlm_loss"] += res.mlm_loss.item()
+        acc["mlm_right"] += (res.mlm_logits.argmax(-1) == targets).sum().item()
+        acc["mlm_n"] += targets.numel()
+        acc["nsp_loss"] += res.nsp_loss.item()
+        acc["nsp_right"] += (res.nsp_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
+        acc["nsp_n"] += len(batch["nsp_labels"])
+        acc["k"] += 1
+
+    def _after_step(self, lr: float, gnorm: torch.Tensor) -> Iterator[dict]:
+        """Rank 0, after a step: the "train" and "eval" events, a snapshot, a checkpoint, when due."""
+        a, step = self.args, self.step
+        if step % a.log_every == 0 or step == a.steps:
+            yield self._train_event(lr, gnorm)
+            self._new_window()
+        if step % a.eval_every == 0 or step == a.steps:
+            m = evaluate(self.model, self.eval_batches, self.baseline_id)
+            yield {"event": "eval", "step": step, **m, "probe": probe_predictions(self.bundle, a.probe)}
+        if a.snapshot_every and step % a.snapshot_every == 0:
+            save(cpu_bundle(self.bundle), self.out / "snapshots" / f"step-{step:06d}")
+        if step % a.save_every == 0:
+            self._save_checkpoint()
+
+    def _train_event(self, lr: float, gnorm: torch.Tensor) -> dict:
+        acc, dt = self.acc, time.perf_counter() - self.t0
+        return {
+            "event": "train",
+            "step": self.step,
+            "epoch": self.epoch,
+            "lr": lr,
+            "mlm_loss": acc["mlm_loss"] / acc["k"],
+            "mlm_acc": acc["mlm_right"] / max(acc["mlm_n"], 1),
+            "nsp_loss": acc["nsp_loss"] / acc["k"],
+            "nsp_acc": acc["nsp_right"] / max(acc["nsp_n"], 1),
+            "grad_norm": float(gnorm),
+            "tokens_per_s": self.tokens / dt,
+            "seconds": dt,
+        }
+
+    # ---- the end
+
+    def _save_checkpoint(self) -> None:
+        state = {"step": self.step, "epoch": self.epoch, "batch": self.k, "args": asdict(self.args)}
+        save_checkpoint(self.ckpt, self.bundle, self.opt, state)
+
+    def finish(self) -> Iterator[dict]:
+        """The checkpoint to resume from, the final model in <out>/final, a last evaluation and
+        "done" (rank 0); the model is left in eval mode on the CPU."""
+        stopped = self.step < self.args.steps
+        # a stop event with `hurry` (the app: its user's tab was closed) ends at once: the final model
+        # is saved, but not the checkpoint to resume from (with its optimizer) nor a last scoring
+        hurry = stopped and self.stop is not None and getattr(self.stop, "hurry", False)
+        if self.rank == 0:
+            if not hurry:
+                self._save_checkpoint()
+            final = self.out / "final"
+            save(cpu_bundle(self.bundle), final)
+            m = {} if hurry else evaluate(self.model, self.eval_batches, self.baseline_id)
+            yield {"event": "done", "step": self.step, "stopped": stopped, "path": str(final), **m}
+        if self.world > 1:
+            dist.barrier()
+        self.model.eval()
+        self.model.to("cpu")

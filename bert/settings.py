@@ -43,6 +43,7 @@ SETTINGS = {
         ),
         Setting("BERT_EXPLORER_JOB_THREADS", 1, "torch threads of one training job"),
         Setting("BERT_EXPLORER_FINETUNE_BASE", "all-minilm-l6-v2", "the Fine-tuning page's starting model"),
+        Setting("BERT_EXPLORER_DEVICE", "auto", "training device: auto (cuda, else mps, else cpu), cpu, cuda or mps"),
         # pages, memory and disk (app/resources.py, app/cache.py, app/runs_store.py, bert/corpus/fetch.py)
         Setting("BERT_EXPLORER_TORCH_THREADS", 1, "torch threads for the pages' inference"),
         Setting("BERT_EXPLORER_CACHE_MB", 256, "memory of the cached analyses, MB (0: no cache)"),

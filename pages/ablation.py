@@ -56,7 +56,7 @@ with show_errors("the ablation"):
     if b.is_classifier:
         text, _ = widgets.sentence_inputs(pair=False, label_a="A text to classify")
     else:
-        if mlm_untrained(b.notes):
+        if mlm_untrained(b):
             st.warning(
                 "This model's masked-word head is untrained (freshly initialised): the guesses "
                 "are random, so switching heads off changes noise. Pick a model with a trained "

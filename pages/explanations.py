@@ -70,7 +70,7 @@ with show_errors("the explanation"):
             sal = saliency(model.key, text, None, cls, b)
             _explain(sal, f"class “{sal.target}”")
     else:
-        if mlm_untrained(b.notes):
+        if mlm_untrained(b):
             st.warning(
                 "This model's masked-word head is untrained (freshly initialised), so its "
                 "guesses are random and these explanations explain noise. Pick a model with a "

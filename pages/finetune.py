@@ -12,6 +12,7 @@ from app.budget import LimitError
 from app.errors import show_errors
 from app.helpers import md_escape
 from app.widgets import SENTENCE_CHARS
+from bert import settings
 from bert.checkpoint import available_builtins
 from bert.config import POOLINGS
 from bert.datasets import available_datasets
@@ -326,6 +327,7 @@ def start(data, valid_file, valid_fraction, base, mode) -> None:
             eval_every=max(1, -(-per_epoch // evals)) if evals > 1 else 0,
             name=f"{base.name}-{stem}",
             threads=tr.job_threads(),
+            device=settings.text("BERT_EXPLORER_DEVICE") or "auto",
         )
         args.check(base.config.max_position_embeddings, base.config.num_hidden_layers)
         try:

@@ -59,7 +59,7 @@ with show_errors("the masked-word predictions"):
             icon=":material/info:",
         )
     else:
-        if mlm_untrained(b.notes):
+        if mlm_untrained(b):
             st.warning(
                 "This model's MLM head is untrained (freshly initialised): the predictions "
                 "below are random until it is trained. Pick a model with a trained head for "
@@ -139,7 +139,7 @@ with show_errors("the next-sentence prediction"):
             icon=":material/info:",
         )
     else:
-        if nsp_untrained(b.notes):
+        if nsp_untrained(b):
             st.warning(
                 "This model's NSP head is untrained: the probability below is random until it is trained.",
                 icon=":material/warning:",

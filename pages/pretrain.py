@@ -12,6 +12,7 @@ from app.budget import LimitError
 from app.errors import show_errors
 from app.helpers import md_escape
 from app.widgets import SENTENCE_CHARS
+from bert import settings
 from bert.corpus import CORPORA
 from bert.pretrain import PretrainArgs, probe_predictions
 
@@ -211,6 +212,7 @@ def start(corpus, corpus_label) -> None:
             seed=int(ss.pt_seed),
             threads=tr.job_threads(),
             probe=probe[:500],
+            device=settings.text("BERT_EXPLORER_DEVICE") or "auto",
             # an upload's tokens live in memory only; a built-in's are cached for all
             cache_tokens=ss.pt_source != UPLOAD and vocab == "default",
         )

@@ -26,7 +26,7 @@ def test_every_builtin_listed_is_loadable_and_described():
 def test_the_published_encoder_is_the_package_file_with_untrained_heads():
     b = bert.load("all-minilm-l6-v2")
     assert b.name == "all-minilm-l6-v2"
-    assert mlm_untrained(b.notes) and nsp_untrained(b.notes)  # the pages warn about its heads
+    assert mlm_untrained(b) and nsp_untrained(b)  # the pages warn about its heads
     assert "as published" in b.card and "fine-tuning" in b.card
     with safe_open(str(minilm_package_dir() / "model.safetensors"), "pt") as f:
         key = next(k for k in f.keys() if k.endswith("layer.0.attention.self.query.weight"))

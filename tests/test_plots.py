@@ -150,8 +150,11 @@ def test_text_helpers():
     assert shuffled != ["a", "b", "c", "d"] and sorted(shuffled) == ["a", "b", "c", "d"]
     assert [["a", "b", "c", "d"][i] for i in order] == shuffled
     assert helpers.card_summary("---\nlicense: apache-2.0\n---\n# all-MiniLM-L6-v2\nText") == "all-MiniLM-L6-v2"
-    assert helpers.mlm_untrained(["no MLM head in this checkpoint: it was freshly initialised, so ... random"])
-    assert not helpers.mlm_untrained([])
+    from types import SimpleNamespace
+
+    assert helpers.mlm_untrained(SimpleNamespace(mlm_head_trained=False, nsp_head_trained=True))
+    assert not helpers.mlm_untrained(SimpleNamespace(mlm_head_trained=True, nsp_head_trained=True))
+    assert helpers.nsp_untrained(SimpleNamespace(mlm_head_trained=True, nsp_head_trained=False))
 
 
 def test_token_table_groups_pieces_and_flags_unk():

@@ -1,0 +1,186 @@
+"""bert/device.py and the `device` of PretrainArgs / FinetuneArgs: the names, the typed errors, and
+on the CPU the very same numbers as before there was a choice."""
+
+import dataclasses
+import threading
+
+import pytest
+import torch
+
+import bert
+from bert import TrainingError, settings
+from bert import device as dv
+from bert.__main__ import main
+from bert.finetune import FinetuneArgs, finetune
+from bert.labelled import stratified_split
+from bert.pretrain import PretrainArgs, pretrain
+from tests.test_finetune import FAST, synthetic
+from tests.test_finetune import tiny_bundle as tiny_classifier_base
+from tests.test_pretrain import args_for, tiny_bundle, tiny_corpus
+
+NO_CUDA = not torch.cuda.is_available()
+NO_MPS = not dv.mps_available()
+AUTO_IS_CPU = NO_CUDA and NO_MPS
+
+
+def test_auto_picks_cuda_then_mps_then_cpu():
+    want = "cuda" if not NO_CUDA else "mps" if not NO_MPS else "cpu"
+    assert dv.resolve_device("auto").type == want
+    assert dv.resolve_device(None).type == want and dv.resolve_device("").type == want
+
+
+def test_cpu_is_always_there():
+    assert dv.resolve_device("cpu") == torch.device("cpu")
+    assert dv.resolve_device(" CPU ") == torch.device("cpu")
+
+
+@pytest.mark.skipif(not NO_CUDA, reason="this machine has a CUDA GPU")
+def test_cuda_without_a_gpu_is_a_typed_error():
+    with pytest.raises(TrainingError, match="cuda was asked for but this machine has no CUDA GPU"):
+        dv.resolve_device("cuda")
+
+
+@pytest.mark.skipif(not NO_MPS, reason="this machine has MPS")
+def test_mps_without_one_is_a_typed_error():
+    with pytest.raises(TrainingError, match="mps was asked for"):
+        dv.resolve_device("mps")
+
+
+@pytest.mark.parametrize("name", ["tpu", "gpu", "cuda:0", "cpu,cuda"])
+def test_unknown_names_are_refused(name):
+    with pytest.raises(TrainingError, match="unknown device"):
+        dv.resolve_device(name)
+    with pytest.raises(TrainingError, match="unknown device"):
+        FinetuneArgs(data="x", device=name).check()
+
+
+def test_args_default_to_auto():
+    assert PretrainArgs(out="x").device == "auto" and FinetuneArgs(data="x").device == "auto"
+
+
+@pytest.mark.skipif(not NO_CUDA, reason="this machine has a CUDA GPU")
+def test_unavailable_device_fails_before_any_work(tmp_path):
+    with pytest.raises(TrainingError, match="no CUDA GPU"):
+        FinetuneArgs(data="x", device="cuda").check()
+    out = tmp_path / "never"
+    with pytest.raises(TrainingError, match="no CUDA GPU"):
+        next(pretrain(args_for(out, device="cuda"), bundle=tiny_bundle(), corpus=tiny_corpus()))
+    assert not out.exists()
+
+
+# ---- on the CPU, nothing changes -------------------------------------------------------------------
+
+
+def _pretrain_numbers(out, **kw):
+    events = list(
+        pretrain(args_for(out, steps=3, log_every=1, eval_every=3, **kw), bundle=tiny_bundle(), corpus=tiny_corpus())
+    )
+    keep = ("mlm_loss", "mlm_acc", "nsp_loss", "nsp_acc", "grad_norm", "lr", "mlm_top1", "probe")
+    numbers = [(e["event"], {k: e[k] for k in keep if k in e}) for e in events]
+    weights = bert.load(out / "final").model.state_dict()
+    return numbers, weights
+
+
+@pytest.mark.skipif(not AUTO_IS_CPU, reason="auto is not the CPU here")
+def test_three_pretraining_steps_on_cpu_equal_the_default(tmp_path):
+    default, w_default = _pretrain_numbers(tmp_path / "default")
+    cpu, w_cpu = _pretrain_numbers(tmp_path / "cpu", device="cpu")
+    assert [e for e, _ in default].count("train") == 3
+    assert cpu == default  # identical losses, accuracies, gradient norms, probe
+    assert all(torch.equal(w_default[k], w_cpu[k]) for k in w_default)
+
+
+def _finetune_numbers(**kw):
+    train, valid = stratified_split(synthetic(80), 0.25, seed=0)
+    args = FinetuneArgs(data="synthetic", **{**FAST, **kw})
+    train = train.subset(list(range(48)))  # 3 steps of 16
+    events = list(finetune(tiny_classifier_base(), train, valid, args))
+    keep = ("loss", "loss_smooth", "lr", "grad_norm", "val_loss", "accuracy")
+    numbers = [(e["event"], {k: e[k] for k in keep if k in e}) for e in events]
+    return numbers, events[-1]["bundle"].model
+
+
+@pytest.mark.skipif(not AUTO_IS_CPU, reason="auto is not the CPU here")
+def test_three_finetuning_steps_on_cpu_equal_the_default():
+    default, m_default = _finetune_numbers()
+    cpu, m_cpu = _finetune_numbers(device="cpu")
+    assert [e for e, _ in default].count("train") == 3
+    assert cpu == default
+    assert all(torch.equal(a, b) for a, b in zip(m_default.state_dict().values(), m_cpu.state_dict().values()))
+    assert dv.module_device(m_cpu).type == "cpu"
+
+
+# ---- writing from CPU tensors -------------------------------------------------------------------------
+
+
+def test_cpu_bundle_keeps_a_cpu_model_and_copies_another(monkeypatch, tmp_path):
+    b = tiny_bundle()
+    assert dv.cpu_bundle(b) is b  # on the CPU: nothing copied
+    # a model "elsewhere" (faked: this machine has only the CPU) is copied, its weights as they are
+    monkeypatch.setattr(dv, "module_device", lambda model: torch.device("meta"))
+    c = dv.cpu_bundle(b)
+    assert c is not b and c.model is not b.model and c.tokenizer is b.tokenizer and c.name == b.name
+    for (k, v), (k2, v2) in zip(b.model.state_dict().items(), c.model.state_dict().items()):
+        assert k == k2 and torch.equal(v, v2)  # (on a real GPU, .cpu() copies them)
+    assert c.model.mlm.word_embeddings is c.model.bert.embeddings.word_embeddings  # still tied
+    bert.save(b, tmp_path / "a")
+    bert.save(c, tmp_path / "b")
+    assert (tmp_path / "a" / "model.safetensors").read_bytes() == (tmp_path / "b" / "model.safetensors").read_bytes()
+
+
+def test_to_cpu_walks_an_optimizer_state():
+    model = torch.nn.Linear(3, 2)
+    opt = torch.optim.AdamW(model.parameters())
+    model(torch.ones(1, 3)).sum().backward()
+    opt.step()
+    state = opt.state_dict()
+    again = dv.to_cpu(state)
+    assert again["param_groups"] == state["param_groups"]
+    assert all(torch.equal(again["state"][0][k], state["state"][0][k]) for k in state["state"][0])
+
+
+def test_to_device_and_autocast_on_cpu_change_nothing():
+    batch = {"input_ids": torch.arange(4), "n": 3}
+    moved = dv.to_device(batch, torch.device("cpu"))
+    assert moved["input_ids"] is batch["input_ids"] and moved["n"] == 3
+    with dv.autocast(torch.device("cpu")):
+        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float32
+
+
+# ---- the command line -----------------------------------------------------------------------------------
+
+
+def test_cli_takes_a_device(tmp_path, capsys):
+    text = tmp_path / "t.txt"
+    text.write_text("\n\n".join(" ".join(doc) for doc in tiny_corpus().documents), encoding="utf-8")
+    common = ["pretrain", "--out", str(tmp_path / "run"), "--init", "scratch", "--text-file", str(text)]
+    common += ["--layers", "1", "--hidden", "32", "--heads", "2", "--max-seq-length", "32", "--batch-size", "4"]
+    common += ["--steps", "2", "--log-every", "1", "--eval-every", "2", "--eval-sequences", "8", "--no-cache-tokens"]
+    assert main([*common, "--device", "cpu", "--threads", "1"]) == 0
+    assert '"event": "done"' in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        main(["finetune", "--data", "x.csv", "--device", "tpu"])
+    assert e.value.code == 2 and "invalid choice: 'tpu'" in capsys.readouterr().err
+    if NO_CUDA:
+        assert main(["finetune", "--data", str(tmp_path / "missing.csv"), "--device", "cuda"]) == 2
+        assert "cuda was asked for but this machine has no CUDA GPU" in capsys.readouterr().err
+
+
+def test_pages_pass_the_device_setting():
+    """BERT_EXPLORER_DEVICE reaches the args the two training pages build."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    for page in ("pages/pretrain.py", "pages/finetune.py"):
+        assert 'device=settings.text("BERT_EXPLORER_DEVICE") or "auto"' in (root / page).read_text()
+    assert settings.SETTINGS["BERT_EXPLORER_DEVICE"].default == "auto"
+
+
+def test_stop_before_the_first_step_with_a_device():
+    """Stopping before the first step still gives the start model, scored once."""
+    train, valid = stratified_split(synthetic(40), 0.25, seed=0)
+    stop = threading.Event()
+    stop.set()
+    events = list(finetune(tiny_classifier_base(), train, valid, FinetuneArgs(data="s", device="cpu", **FAST), stop))
+    assert [e["event"] for e in events] == ["start", "eval", "done"] and events[-1]["stopped"]
+    assert dataclasses.asdict(FinetuneArgs(data="s"))["device"] == "auto"
