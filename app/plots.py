@@ -14,6 +14,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .model_plots import model_diagram as model_diagram  # re-exported: the Home page finds it here
+
 ATTN_SCALE = "Blues"
 DIVERGING = "RdBu_r"
 _ZW = "\u200b"
@@ -36,6 +38,11 @@ def safe_labels(tokens) -> list[str]:
         seen[t] = n + 1
         out.append(t + _ZW * n)
     return out
+
+
+def _esc(text) -> str:
+    """`text` as a string, HTML-escaped (quotes too) for a plotly title, label or hover."""
+    return html.escape(str(text))
 
 
 def _height_for(n: int, per: int = 18, lo: int = 360, hi: int = 900, extra: int = 160) -> int:
@@ -428,81 +435,4 @@ def nsp_bar(p_is_next: float) -> go.Figure:
     fig.update_layout(height=200, margin=dict(l=10, r=10, t=20, b=10))
     fig.update_xaxes(range=[0, 1], title="probability")
     fig.update_yaxes(autorange="reversed")
-    return fig
-
-
-# --- the model itself ---------------------------------------------------------------------------
-
-
-def model_diagram(config, counts: dict[str, int]) -> go.Figure:
-    """Boxes from bottom (tokens) to top (heads), sized by the config, labelled with parameter counts."""
-
-    def fmt(n):
-        return f"{n / 1e6:.2f} M" if n >= 1e5 else f"{n:,}"
-
-    C, L, H = config.hidden_size, config.num_hidden_layers, config.num_attention_heads
-    F_, V, P, S = config.intermediate_size, config.vocab_size, config.max_position_embeddings, config.type_vocab_size
-    D = C // H
-    per_layer = counts.get("encoder layers", 0) // max(L, 1)
-    head_rows = [(k, v) for k, v in counts.items() if "head" in k]
-    boxes = [  # (label, detail, params, colour)
-        ("Input tokens", f"[CLS] A [SEP] B [SEP], up to {P} tokens", None, "#eeeeee"),
-        (
-            "Embeddings",
-            f"word {V:,}×{C} + position {P}×{C} + segment {S}×{C} → norm",
-            counts.get("embeddings"),
-            "#dadaeb",
-        ),
-    ]
-    for i in range(L):
-        boxes.append(
-            (
-                f"Encoder layer {i + 1}",
-                f"attention {H} heads × {D} dims · feed-forward {C}→{F_}→{C} · add & norm after each",
-                per_layer,
-                "#c6dbef" if i % 2 == 0 else "#9ecae1",
-            )
-        )
-    boxes.append(("Pooler", f"tanh(W · h[CLS]), {C}→{C}: one vector for the input", counts.get("pooler"), "#fdd0a2"))
-    for name, n in head_rows:
-        boxes.append((name, "", n, "#fdae6b"))
-
-    n = len(boxes)
-    fig = go.Figure()
-    for i, (label, detail, params, colour) in enumerate(boxes):
-        y0, y1 = i, i + 0.8
-        fig.add_shape(
-            type="rect", x0=0, x1=10, y0=y0, y1=y1, fillcolor=colour, line=dict(color="#555555", width=1), layer="below"
-        )
-        p = f"   <i>{fmt(params)} parameters</i>" if params else ""
-        fig.add_annotation(
-            x=0.15,
-            y=y0 + 0.4,
-            xanchor="left",
-            showarrow=False,
-            text=f"<b>{html.escape(label)}</b>{p}<br><span style='font-size:11px'>{html.escape(detail)}</span>",
-            align="left",
-            font=dict(size=12, color="#1a1a1a"),
-        )
-        if i < n - 1:
-            fig.add_annotation(
-                x=10.35,
-                y=y1 + 0.1,
-                ax=10.35,
-                ay=y0 + 0.3,
-                xref="x",
-                yref="y",
-                axref="x",
-                ayref="y",
-                showarrow=True,
-                arrowhead=2,
-                arrowsize=1,
-                arrowwidth=1.5,
-                text="",
-            )
-    fig.update_xaxes(visible=False, range=[-0.1, 10.7])
-    fig.update_yaxes(visible=False, range=[-0.2, n])
-    fig.update_layout(
-        height=int(48 * n + 40), margin=dict(l=5, r=5, t=10, b=10), plot_bgcolor="white", showlegend=False
-    )
     return fig

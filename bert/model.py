@@ -202,16 +202,7 @@ class BertModel(nn.Module):
         position. Ignored when attentions, hidden states, q/k/v or a head mask are asked for."""
         input_ids, token_type_ids = self._check_inputs(input_ids, token_type_ids)
         x, parts = self.embeddings(input_ids, token_type_ids, output_embedding_parts)
-        mask = None
-        if attention_mask is not None:
-            if attention_mask.dim() == 1:
-                attention_mask = attention_mask.unsqueeze(0)
-            if attention_mask.shape != input_ids.shape:
-                raise InputError("attention_mask must have the same shape as input_ids")
-            if not bool(attention_mask.all()):  # no padding (one text, or equal lengths): no mask
-                # additive mask over keys: 0 where attended, a large negative number at padding
-                neg = torch.finfo(x.dtype).min
-                mask = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * neg  # (B, 1, 1, T)
+        mask = self._additive_mask(attention_mask, input_ids, x.dtype)
         hidden = [x] if output_hidden_states else None
         attns = [] if output_attentions else None
         qs, ks, vs = ([], [], []) if output_qkv else (None, None, None)
@@ -247,6 +238,22 @@ class BertModel(nn.Module):
             keys=tup(ks),
             values=tup(vs),
         )
+
+    @staticmethod
+    def _additive_mask(attention_mask: Tensor | None, input_ids: Tensor, dtype: torch.dtype) -> Tensor | None:
+        """attention_mask (B, T) of 1 (token) / 0 (padding) -> the additive mask over keys the layers
+        take, (B, 1, 1, T): 0 where attended, a large negative number at padding. None when there
+        is no padding (one text, or equal lengths) or no mask was given."""
+        if attention_mask is None:
+            return None
+        if attention_mask.dim() == 1:
+            attention_mask = attention_mask.unsqueeze(0)
+        if attention_mask.shape != input_ids.shape:
+            raise InputError("attention_mask must have the same shape as input_ids")
+        if bool(attention_mask.all()):
+            return None
+        neg = torch.finfo(dtype).min
+        return (1.0 - attention_mask[:, None, None, :].to(dtype)) * neg  # (B, 1, 1, T)
 
     @staticmethod
     def _last_layer_rows(layer: EncoderLayer, x: Tensor, mask: Tensor | None, rows: Tensor) -> Tensor:
