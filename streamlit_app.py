@@ -24,6 +24,7 @@ link_notes = links.arrive()  # a link's model, sentences and projector mode, bef
 
 PAGES = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
+    st.Page("pages/lessons.py", title="Lessons", icon=":material/menu_book:"),
     st.Page("pages/tokenization.py", title="Tokenization", icon=":material/text_fields:"),
     st.Page("pages/embeddings.py", title="Embeddings", icon=":material/scatter_plot:"),
     st.Page("pages/attention.py", title="Attention", icon=":material/hub:"),

@@ -170,7 +170,7 @@ def show(fig: go.Figure, name: str, where=None, key: str | None = None, caption:
     on_select); its return value is returned."""
     where = where or st
     if projector_on():
-        style_for_projector(fig)
+        fig = style_for_projector(go.Figure(fig))  # a copy: a cached figure is shared by every session
     event = where.plotly_chart(fig, width="stretch", key=key, config=config(name), **kwargs)
     alt = caption if caption is not None else describe(fig)
     if alt:

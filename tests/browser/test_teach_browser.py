@@ -14,6 +14,7 @@ pytestmark = pytest.mark.browser
 SENTENCE = "The teacher read the book because she loved it."
 PROJECTOR_PAGES = {
     "home": "/",
+    "lessons": "/lessons",
     "tokenization": "/tokenization",
     "embeddings": "/embeddings",
     "attention": "/attention",

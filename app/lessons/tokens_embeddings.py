@@ -1,0 +1,201 @@
+"""Lessons 1 and 2: from text to tokens, and the three embeddings added at the bottom of BERT."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bert import analysis as A
+
+from .. import helpers, plots
+from .model import Asked, Lesson, Link, Question, Step, choices_with
+
+SENTENCE = "The unbelievably happy dog played in the park."
+PAIR_A, PAIR_B = "The dog played in the park.", "It was tired afterwards."
+LONG_WORD = "unbelievably"
+
+
+def _table(bundle, text_a: str, text_b: str | None = None):
+    an = A.analyze(bundle, text_a, text_b)
+    return helpers.token_table(
+        an.tokens, an.ids, an.type_ids, an.offsets, an.word_ids, an.sequence_ids, text_a, text_b
+    )[["position", "token", "id", "segment", "word"]]
+
+
+def _pieces(bundle, word: str) -> list[str]:
+    return bundle.tokenizer.tokenize(word)
+
+
+def _ask_pieces(bundle) -> Asked:
+    pieces = _pieces(bundle, LONG_WORD)
+    n = len(pieces)
+    choices, right = choices_with(str(n), [str(k) for k in (1, 2, 3, 4, 5) if k != n], "pieces")
+    return Asked(
+        f"How many pieces does “{LONG_WORD}” become?",
+        choices,
+        right,
+        f"WordPiece takes the longest piece the vocabulary has, then goes on with the rest: {' + '.join(pieces)}.",
+        helpers.trace_table(bundle.tokenizer.trace(LONG_WORD)),
+    )
+
+
+def _ask_first_token(bundle) -> Asked:
+    first = A.analyze(bundle, SENTENCE).tokens[0]
+    choices, right = choices_with(first, ["the", "[SEP]", "[MASK]", "[PAD]"], "first")
+    return Asked(
+        "Which token starts every input?",
+        choices,
+        right,
+        f"{first} is added in front of every input; its final vector is what a classifier reads.",
+        _table(bundle, SENTENCE),
+    )
+
+
+def _ask_segment(bundle) -> Asked:
+    an = A.analyze(bundle, PAIR_A, PAIR_B)
+    seg_b = next(t for t, s in zip(an.type_ids, an.sequence_ids, strict=True) if s == 1)
+    choices, right = choices_with(str(seg_b), ["0", "1", "2"], "segment", n=3)
+    return Asked(
+        f"In the pair “{PAIR_A}” + “{PAIR_B}”, which segment id do the tokens of sentence B get?",
+        choices,
+        right,
+        f"Sentence A's tokens get segment {an.type_ids[1]}, sentence B's get {seg_b}: that is how the model "
+        "knows which sentence a token came from.",
+        _table(bundle, PAIR_A, PAIR_B),
+    )
+
+
+TOKENS = Lesson(
+    "tokens",
+    "1. From text to tokens",
+    "How a sentence becomes the numbers BERT reads: WordPiece, [CLS] and [SEP], segments.",
+    (
+        Step(
+            "Words become pieces",
+            "BERT does not read letters or whole words: it reads **tokens** from a fixed vocabulary of about "
+            "30,000 pieces. Common words are one token; each token is a number, its id in the vocabulary.",
+            lambda b: _table(b, SENTENCE),
+            Link("pages/tokenization.py", "Open on the Tokenization page", {"a": SENTENCE}),
+        ),
+        Step(
+            "Rare words are split",
+            f"A word the vocabulary lacks is cut into known pieces, longest first; pieces inside a word start "
+            f"with ##. Here is how “{LONG_WORD}” is cut, step by step.",
+            lambda b: helpers.trace_table(b.tokenizer.trace(LONG_WORD)),
+            Link("pages/tokenization.py", "Trace your own word", {"a": LONG_WORD}),
+        ),
+        Step(
+            "[CLS] and [SEP]",
+            "Every input starts with [CLS] and each sentence ends with [SEP]. They are tokens like the others, "
+            "with their own vectors; a classifier later reads the final vector of [CLS].",
+            lambda b: _table(b, PAIR_A),
+            Link("pages/tokenization.py", "Open on the Tokenization page", {"a": PAIR_A}),
+        ),
+        Step(
+            "Two sentences, two segments",
+            "BERT can read two sentences at once: [CLS] A [SEP] B [SEP]. Each token carries a **segment id**, "
+            "0 for sentence A and 1 for sentence B, and a **position**, its place in the input.",
+            lambda b: _table(b, PAIR_A, PAIR_B),
+            Link("pages/tokenization.py", "Open the pair", {"a": PAIR_A, "b": PAIR_B}),
+        ),
+    ),
+    (Question("pieces", _ask_pieces), Question("first", _ask_first_token), Question("segment", _ask_segment)),
+)
+
+
+# --- 2. embeddings ----------------------------------------------------------------------------
+
+
+def _parts_figure(bundle):
+    an = A.analyze(bundle, PAIR_A, PAIR_B)
+    return plots.embedding_parts_heatmaps({k: an.parts[k] for k in ("token", "segment", "position")}, an.tokens)
+
+
+def _positions_figure(bundle):
+    pt = A.position_table(bundle)
+    return plots.position_pca(pt.coords, pt.ratio, used=32)
+
+
+def _position_similarity(bundle, n: int = 64):
+    pt = A.position_table(bundle)
+    n = min(n, pt.P)
+    return plots.cosine_heatmap(pt.sim[:n, :n], title="cosine similarity between positions", axis_title="position")
+
+
+def _order_figure(bundle):
+    wo = A.word_order(bundle, SENTENCE, seed=1)
+    return plots.layer_similarity(
+        {"same word, original vs shuffled (mean)": wo.per_layer}, title="how much each word's vector stays the same"
+    )
+
+
+def _ask_neighbour(bundle) -> Asked:
+    pt = A.position_table(bundle)
+    p = 10
+    sim = pt.sim[p].copy()
+    sim[p] = -np.inf
+    best = int(np.argmax(sim))
+    wrong = [str(x) for x in (0, p + 40, pt.P - 1, p + 5, 3)]
+    choices, right = choices_with(str(best), wrong, "neighbour")
+    return Asked(
+        f"Which position's vector is most like position {p}'s (other than itself)?",
+        choices,
+        right,
+        f"Position {best}: learned position vectors change smoothly, so neighbours look alike "
+        f"(cosine {pt.sim[p, best]:.2f}). They were learned, not given by a formula.",
+        _position_similarity(bundle, 32),
+    )
+
+
+def _ask_order(bundle) -> Asked:
+    wo = A.word_order(bundle, SENTENCE, seed=1)
+    last = wo.per_layer[-1]
+    changed = last < 0.99
+    right = "Yes: the words' vectors change when the order changes" if changed else "No: they stay the same"
+    other = "No: they stay the same" if changed else "Yes: the words' vectors change when the order changes"
+    choices, idx = choices_with(right, [other], "order", n=2)
+    return Asked(
+        "Shuffle the words of a sentence: do the words' vectors at the last layer change?",
+        choices,
+        idx,
+        f"At the last layer a word and itself in the shuffled sentence have cosine {last:.2f} on average: "
+        "BERT's position embeddings make it depend on word order.",
+        _order_figure(bundle),
+    )
+
+
+EMBEDDINGS = Lesson(
+    "embeddings",
+    "2. Embeddings: token + segment + position",
+    "The first thing BERT does with the ids: three learned vectors added together.",
+    (
+        Step(
+            "Three vectors, added",
+            "Each token id picks a **token** vector, its segment picks a **segment** vector and its place picks "
+            "a **position** vector; the three are added and normalised. Rows are tokens, columns dimensions.",
+            _parts_figure,
+            Link("pages/embeddings.py", "Open on the Embeddings page", {"a": PAIR_A, "b": PAIR_B}),
+        ),
+        Step(
+            "Positions are learned",
+            "BERT has one learned vector per position, up to its maximum length. Squeezed to 2-D, they lie on "
+            "a smooth curve: training put nearby positions near each other.",
+            _positions_figure,
+            Link("pages/embeddings.py", "Open on the Embeddings page", {"part": "position"}),
+        ),
+        Step(
+            "“BERT has no positional encodings” is wrong",
+            "Some texts say so. This map shows how alike the first 64 position vectors are: the bright band "
+            "along the diagonal means each position resembles its neighbours. Without them, BERT could not "
+            "tell “dog bites man” from “man bites dog”.",
+            _position_similarity,
+        ),
+        Step(
+            "Word order changes everything above",
+            "Shuffle the words of a sentence and run both: at the bottom each word's vector is nearly the same, "
+            "but layer by layer the vectors drift apart, because every layer mixes words by position.",
+            _order_figure,
+            Link("pages/embeddings.py", "Try your own sentence", {"a": SENTENCE}),
+        ),
+    ),
+    (Question("neighbour", _ask_neighbour), Question("order", _ask_order)),
+)

@@ -1,0 +1,302 @@
+"""Lessons 4, 5 and 6: the two pre-training games, fine-tuning by swapping the head, and what the
+heads learned (patterns, and what happens when one is switched off)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bert import analysis as A
+
+from .. import analysis_plots as ap
+from .. import plots
+from .model import Asked, Lesson, Link, Question, Step, choices_with
+
+GAP = "She opened the [MASK] and walked in."
+TWO_GAPS = "Paris is a city in [MASK], and there [MASK] many people in it."
+FIRST = "The dog ran across the park."
+FOLLOWS = "It chased a red ball."
+RANDOM = "The stock market closed higher on Friday."
+ABLATE = "The capital of France is [MASK]."
+
+
+def _topk_bar(bundle, text: str, gap: int = 0):
+    m = A.mlm_topk(bundle, text, k=5)
+    return plots.mlm_topk_bar(m.top_tokens[gap], m.top_probs[gap], f"gap {gap + 1}")
+
+
+def _nsp_figure(bundle):
+    return plots.values_bar(
+        [f"A + “{FOLLOWS[:18]}…”", f"A + “{RANDOM[:18]}…”"],
+        [A.nsp_probability(bundle, FIRST, FOLLOWS), A.nsp_probability(bundle, FIRST, RANDOM)],
+        title="probability that B follows A",
+        y_title="IsNext",
+        range_y=[0, 1],
+    )
+
+
+def _lens(bundle):
+    lens = A.logit_lens(bundle, GAP, k=5)
+    return ap.logit_lens_heatmap(lens.top_tokens[0], lens.top_probs[0], lens.top_tokens[0][-1][0])
+
+
+def _ask_gap(bundle) -> Asked:
+    m = A.mlm_topk(bundle, GAP, k=20)
+    words = m.top_tokens[0]
+    choices, right = choices_with(words[0], [words[4], words[9], words[19]], "gap")
+    return Asked(
+        f"“{GAP}”: which of these words does the model rank first for the [MASK]?",
+        choices,
+        right,
+        f"“{words[0]}” ({m.top_probs[0][0]:.0%}); “{words[4]}” is 5th, “{words[9]}” 10th, “{words[19]}” 20th.",
+        _topk_bar(bundle, GAP),
+    )
+
+
+def _ask_nsp(bundle) -> Asked:
+    p = A.nsp_probability(bundle, FIRST, RANDOM)
+    right = "Yes" if p >= 0.5 else "No"
+    choices, idx = choices_with(right, ["No" if right == "Yes" else "Yes"], "nsp", n=2)
+    return Asked(
+        f"A: “{FIRST}” B: “{RANDOM}” Does the model think B follows A?",
+        choices,
+        idx,
+        f"It gives IsNext {p:.0%}: "
+        + ("it is fooled here." if p >= 0.5 else "B was picked at random, and it sees it."),
+        _nsp_figure(bundle),
+    )
+
+
+GAMES = Lesson(
+    "games",
+    "4. The two pre-training games",
+    "Where BERT's knowledge comes from: fill the gap, and does B follow A.",
+    (
+        Step(
+            "Fill the gap",
+            "During pre-training 15 % of the tokens are hidden behind [MASK] and the model guesses them from the "
+            "words on both sides. These are its guesses for one gap, with their probabilities.",
+            lambda b: _topk_bar(b, GAP),
+            Link("pages/masked_lm.py", "Open on the Masked LM page", {"mask": GAP}),
+            "lesson-fill-the-gap",
+        ),
+        Step(
+            "Several gaps at once",
+            "Each gap is guessed on its own: a gap cannot see what was guessed for the others. Here the second "
+            "gap needs a verb that agrees with “many people”.",
+            lambda b: _topk_bar(b, TWO_GAPS, 1),
+            Link("pages/masked_lm.py", "Open on the Masked LM page", {"mask": TWO_GAPS}),
+            "lesson-second-gap",
+        ),
+        Step(
+            "Does B follow A?",
+            "The second game: given two sentences, say whether B really came next or was picked at random. "
+            "The [CLS] vector answers.",
+            _nsp_figure,
+            Link("pages/masked_lm.py", "Open on the Masked LM page", {"a": FIRST, "b": FOLLOWS}),
+            "lesson-next-sentence",
+        ),
+        Step(
+            "The guess, layer by layer",
+            "Put the masked-word head on every layer's vector, not only the last, and read what each layer would "
+            "guess: the answer usually appears only in the upper layers, as the words have been mixed enough.",
+            _lens,
+            Link("pages/explanations.py", "Open on the Explanations page", {"mask": GAP, "view": "lens"}),
+            "lesson-logit-lens",
+        ),
+    ),
+    (Question("gap", _ask_gap), Question("nsp", _ask_nsp)),
+)
+
+
+# --- 5. fine-tuning ---------------------------------------------------------------------------
+
+
+def _diagram(bundle):
+    from bert.model import parameter_counts
+
+    return plots.model_diagram(bundle.config, parameter_counts(bundle.model))
+
+
+def _cls_reads(bundle):
+    an = A.analyze(bundle, FIRST)
+    row = an.attentions[-1, :, 0, :].mean(0)  # last layer, [CLS]'s row, mean over heads
+    return plots.values_bar(
+        an.tokens, row, title="what [CLS] takes from each token (last layer, mean of heads)", y_title="attention"
+    )
+
+
+def _head_sizes(bundle) -> tuple[int, int]:
+    """(numbers in a 2-class head on the pooled vector, numbers in the MLM head's transform)."""
+    C = bundle.config.hidden_size
+    return 2 * C + 2, C * C + C + 2 * C
+
+
+def _ask_head(bundle) -> Asked:
+    n, _ = _head_sizes(bundle)
+    C = bundle.config.hidden_size
+    choices, right = choices_with(f"{n:,}", [f"{C:,}", f"{C * C:,}", f"{bundle.config.vocab_size * C:,}"], "head")
+    return Asked(
+        f"Fine-tuning for positive/negative puts a new head on a {C}-number vector. How many numbers does "
+        "that head learn from scratch?",
+        choices,
+        right,
+        f"2 × {C} weights + 2 biases = {n:,}: tiny next to the {sum(p.numel() for p in bundle.model.parameters()):,} "
+        "numbers of the model, which start from pre-training.",
+    )
+
+
+def _ask_mean(bundle) -> Asked:
+    n = len(A.analyze(bundle, FIRST).tokens)
+    words = len(FIRST.split())
+    choices, right = choices_with(str(n), [str(words), "1", str(n - 2), str(bundle.config.hidden_size)], "mean")
+    return Asked(
+        f"Mean pooling averages the final vectors of every token of the input (padding aside). For “{FIRST}”, "
+        "how many vectors is that?",
+        choices,
+        right,
+        f"{n}: every token, [CLS] and [SEP] included, one vector each (the words are {words}, but the full stop "
+        "and the special tokens count too).",
+        _cls_reads(bundle),
+    )
+
+
+FINETUNE = Lesson(
+    "finetune",
+    "5. Fine-tuning: swap the head",
+    "The same encoder, a new small head, a few minutes of training on labelled examples.",
+    (
+        Step(
+            "The model, bottom to top",
+            "Embeddings, then the same layer repeated, then a head. Pre-training trained a head for the two games; "
+            "fine-tuning throws it away and puts a small new one on top.",
+            _diagram,
+            Link("pages/home.py", "Open the Home page"),
+            "lesson-model",
+        ),
+        Step(
+            "One vector for the whole text",
+            "A classifier needs one vector per text: the final [CLS] vector, or the mean or maximum of all tokens' "
+            "vectors (pooling). The new head turns that vector into one score per class.",
+            lambda b: None,
+        ),
+        Step(
+            "What [CLS] reads",
+            "The [CLS] vector is built like any other: in the last layer it takes a mix of all tokens' vectors. "
+            "Fine-tuning teaches it to collect what the task needs (here, before any fine-tuning).",
+            _cls_reads,
+            Link("pages/attention.py", "Open on the Attention page", {"a": FIRST}),
+            "lesson-cls-reads",
+        ),
+        Step(
+            "Train it, live",
+            "On the Fine-tuning page, pick the built-in film reviews (or upload your own CSV) and press Start: "
+            "the curves show the head and the encoder learning, and you can try the result at once.",
+            lambda b: None,
+            Link("pages/finetune.py", "Open the Fine-tuning page"),
+        ),
+    ),
+    (Question("head", _ask_head), Question("mean", _ask_mean)),
+)
+
+
+# --- 6. what heads learned -----------------------------------------------------------------------
+
+
+def _patterns(bundle):
+    hp = A.head_patterns_over(bundle)
+    return hp, ap.pattern_map(hp.labels, hp.stats)
+
+
+def _importance(bundle):
+    imp = A.head_importance(bundle, ABLATE)
+    return imp, ap.importance_heatmap(imp.scores, imp.unit, imp.target)
+
+
+def _important_head_map(bundle):
+    imp = A.head_importance(bundle, ABLATE)
+    lay, h = np.unravel_index(int(np.argmax(imp.scores)), imp.scores.shape)
+    an = A.analyze(bundle, ABLATE)
+    return plots.attention_heatmap(an.attentions[lay, h], an.tokens, title=f"layer {lay + 1}, head {h + 1}")
+
+
+def _habits_by_layer(bundle):
+    hp = A.head_patterns_over(bundle)
+    resting = [(hp.labels[l] != "[CLS]").sum() - (hp.labels[l] == "[SEP]").sum() for l in range(hp.labels.shape[0])]
+    return plots.values_bar(
+        [f"layer {l + 1}" for l in range(len(resting))],
+        resting,
+        title="heads per layer that do not rest on [CLS] or [SEP]",
+        y_title="heads",
+    )
+
+
+def _ask_cls_heads(bundle) -> Asked:
+    hp, fig = _patterns(bundle)
+    n = hp.counts()["[CLS]"]
+    total = hp.labels.size
+    wrong = [str(x) for x in (0, total // 2, total, max(1, n // 2), n + 5)]
+    choices, right = choices_with(str(n), wrong, "cls-heads")
+    return Asked(
+        "Over the probe sentences, how many heads put most of their attention on [CLS]?",
+        choices,
+        right,
+        f"{n} of {total}: resting on a special token is the most common habit.",
+        fig,
+    )
+
+
+def _ask_ablation(bundle) -> Asked:
+    imp, fig = _importance(bundle)
+    lay, h = np.unravel_index(int(np.argmax(imp.scores)), imp.scores.shape)
+    L, H = imp.scores.shape
+    wrong = [f"layer {(lay + d) % L + 1}, head {(h + 2 * d) % H + 1}" for d in (1, 2, 3)]
+    choices, right = choices_with(f"layer {lay + 1}, head {h + 1}", wrong, "ablation")
+    return Asked(
+        f"“{ABLATE}”: switching off which head hurts the guess “{imp.target}” most?",
+        choices,
+        right,
+        f"Layer {lay + 1}, head {h + 1}: without it the log-probability of “{imp.target}” drops by "
+        f"{imp.scores[lay, h]:.2f}. Most heads matter little on their own.",
+        fig,
+    )
+
+
+HEADS = Lesson(
+    "heads",
+    "6. What heads learned",
+    "Name each head's habit, then switch heads off and see which ones a prediction needs.",
+    (
+        Step(
+            "A habit for every head",
+            "Measured over a dozen varied sentences, each head gets the name of what it attends to most: "
+            "[CLS], [SEP], the previous or next token, itself, punctuation, or broad.",
+            lambda b: _patterns(b)[1],
+            Link("pages/head_patterns.py", "Open the Head patterns page", {"on": "probe"}),
+            "lesson-head-patterns",
+        ),
+        Step(
+            "Switch a head off",
+            "Each cell is the model's guess for the [MASK] with that one head switched off: red means the "
+            "guess got worse. A few heads matter a lot; most hardly at all.",
+            lambda b: _importance(b)[1],
+            Link("pages/ablation.py", "Open the Head ablation page", {"mask": ABLATE}),
+            "lesson-head-ablation",
+        ),
+        Step(
+            "The head that matters most",
+            "Here is what that most important head looks at, for the same sentence: its row for [MASK] shows "
+            "which words it carries to the gap.",
+            _important_head_map,
+            figure_name="lesson-important-head",
+        ),
+        Step(
+            "Busy heads sit low",
+            "Count, layer by layer, the heads that do something other than rest on [CLS] or [SEP]. In many "
+            "BERTs the busy ones sit in the lower layers: does this model agree?",
+            _habits_by_layer,
+            Link("pages/head_patterns.py", "Open the Head patterns page", {"on": "probe"}),
+            "lesson-habits-by-layer",
+        ),
+    ),
+    (Question("cls-heads", _ask_cls_heads), Question("ablation", _ask_ablation)),
+)

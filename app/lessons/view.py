@@ -1,0 +1,126 @@
+"""The Streamlit side of the lessons: one step at a time, the questions with immediate feedback,
+progress kept in the session (and shown in the sidebar), and a presenter view for a teacher."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from .. import figures, links
+from ..cache import budget_cached
+from ..helpers import md_escape
+from . import LESSONS
+from .model import Asked, Lesson
+
+PROGRESS = "lesson_progress"  # {lesson key: {"seen": set of step indexes, "right": {question key: bool}}}
+LESSON = "lesson_key"  # the lesson on screen
+STEP = "lesson_step"  # its step (0-based)
+PRESENTER = "lesson_presenter"  # presenter view on
+
+
+def progress() -> dict:
+    return st.session_state.setdefault(PROGRESS, {})
+
+
+def lesson_progress(key: str) -> dict:
+    return progress().setdefault(key, {"seen": set(), "right": {}})
+
+
+def by_key(key: str) -> Lesson:
+    return next((lesson for lesson in LESSONS if lesson.key == key), LESSONS[0])
+
+
+@budget_cached(spinner="Running the model for this step…")
+def step_output(model_key: str, lesson_key: str, step: int, _bundle):
+    """What a step shows on this model (cached per model)."""
+    s = by_key(lesson_key).steps[step]
+    link = s.link(_bundle) if callable(s.link) else s.link
+    return s.show(_bundle), link
+
+
+@budget_cached(spinner="Working out the question on this model…")
+def asked(model_key: str, lesson_key: str, question: str, _bundle) -> Asked:
+    q = next(q for q in by_key(lesson_key).questions if q.key == question)
+    return q.ask(_bundle)
+
+
+def show_output(out, name: str, key: str) -> None:
+    if isinstance(out, go.Figure):
+        figures.show(out, name, key=key)
+    elif isinstance(out, pd.DataFrame):
+        st.dataframe(out, hide_index=True, width="stretch")
+
+
+def show_step(model, lesson: Lesson, i: int) -> None:
+    s = lesson.steps[i]
+    st.subheader(f"{i + 1}. {s.title}")
+    st.markdown(s.text)
+    out, link = step_output(model.key, lesson.key, i, model.bundle)
+    show_output(out, s.figure_name, key=f"lesson_fig_{lesson.key}_{i}")
+    if link is not None:
+        query = dict(link.query)
+        if model.key.startswith("builtin:"):
+            query.setdefault("model", model.key.split(":", 1)[1])
+        st.page_link(link.page, label=link.label, icon=":material/open_in_new:", query_params=query)
+    lesson_progress(lesson.key)["seen"].add(i)
+
+
+def _check(lesson_key: str, question: str, answer: int) -> None:
+    pick = st.session_state.get(f"lq_{lesson_key}_{question}")
+    if pick is not None:
+        lesson_progress(lesson_key)["right"][question] = pick == answer
+
+
+def show_question(model, lesson: Lesson, n: int, question: str) -> None:
+    a = asked(model.key, lesson.key, question, model.bundle)
+    key = f"lq_{lesson.key}_{question}"
+    st.markdown(f"**Question {n}.** {md_escape(a.prompt)}")
+    st.radio(
+        "Your answer",
+        list(range(len(a.choices))),
+        format_func=lambda j: a.choices[j],
+        index=None,
+        key=key,
+        on_change=_check,
+        args=(lesson.key, question, a.answer),
+        label_visibility="collapsed",
+    )
+    got = lesson_progress(lesson.key)["right"].get(question)
+    if got is None:
+        return
+    if got:
+        st.success(f"Right. {md_escape(a.why)}", icon=":material/check_circle:")
+    else:
+        st.error(
+            f"Not quite: the answer is “{md_escape(a.choices[a.answer])}”. {md_escape(a.why)}", icon=":material/cancel:"
+        )
+    show_output(a.figure, f"lesson-{lesson.key}-{question}", key=f"lq_fig_{lesson.key}_{question}")
+
+
+def sidebar_progress() -> None:
+    """Lessons started and questions right, in the sidebar."""
+    p = progress()
+    total_q = sum(len(lesson.questions) for lesson in LESSONS)
+    right = sum(sum(1 for ok in v["right"].values() if ok) for v in p.values())
+    started = sum(1 for v in p.values() if v["seen"])
+    with st.sidebar:
+        st.markdown("### Your progress")
+        st.caption(f"{started} of {len(LESSONS)} lessons started · {right} of {total_q} questions right")
+        for lesson in LESSONS:
+            v = p.get(lesson.key, {"seen": set(), "right": {}})
+            mark = (
+                "✓"
+                if len(v["seen"]) == len(lesson.steps) and all(v["right"].get(q.key) for q in lesson.questions)
+                else ""
+            )
+            st.caption(f"{lesson.title}: {len(v['seen'])}/{len(lesson.steps)} steps {mark}")
+
+
+def params() -> list[links.Param]:
+    keys = tuple(lesson.key for lesson in LESSONS)
+    return [
+        links.Param("lesson", LESSON, "choice", default=LESSONS[0].key, choices=keys),
+        links.Param("step", STEP, "int", default=0, lo=0, hi=20),
+        links.Param("present", PRESENTER, "bool", default=False),
+    ]

@@ -1,0 +1,92 @@
+"""Lessons: a guided path through BERT, step by step on the real model, with questions."""
+
+import streamlit as st
+
+import app
+from app import links, teach
+from app.errors import show_errors
+from app.lessons import LESSONS
+from app.lessons import view as lv
+from app.resources import current_model
+
+app.run_through_entry()  # before anything else: see app/__init__.py
+
+ss = st.session_state
+links.view(*lv.params())
+ss.setdefault(lv.LESSON, LESSONS[0].key)
+ss.setdefault(lv.STEP, 0)
+lesson = lv.by_key(ss[lv.LESSON])
+n = len(lesson.steps)
+ss[lv.STEP] = min(max(int(ss[lv.STEP]), 0), n)  # n: the questions
+
+
+def go_to(step: int) -> None:
+    ss[lv.STEP] = step
+
+
+def pick_lesson() -> None:
+    ss[lv.STEP] = 0
+
+
+def next_lesson() -> None:
+    keys = [lesson.key for lesson in LESSONS]
+    ss[lv.LESSON] = keys[(keys.index(ss[lv.LESSON]) + 1) % len(keys)]
+    ss[lv.STEP] = 0
+
+
+st.title("Lessons")
+presenter = bool(ss.get(lv.PRESENTER))
+if presenter:
+    st.markdown(teach.PROJECTOR_CSS, unsafe_allow_html=True)
+else:
+    st.markdown(
+        "Six short lessons through BERT, from text to tokens to what its heads learned. Every figure is the "
+        "real model on a prepared input, and every question's answer is worked out on that model. Each step "
+        "links to the full page with the same input, to go further."
+    )
+c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+c1.selectbox(
+    "Lesson",
+    [lesson.key for lesson in LESSONS],
+    key=lv.LESSON,
+    format_func=lambda k: lv.by_key(k).title,
+    on_change=pick_lesson,
+)
+c2.toggle("Presenter view", key=lv.PRESENTER, help="One step per screen in large type, for a class.")
+if not presenter:
+    st.caption(lesson.summary)
+
+with show_errors("this lesson"):
+    model = current_model()
+    step = ss[lv.STEP]
+    if step < n:
+        lv.show_step(model, lesson, step)
+    else:
+        st.subheader("Check yourself")
+        for i, q in enumerate(lesson.questions, 1):
+            lv.show_question(model, lesson, i, q.key)
+
+left, mid, right = st.columns([1, 2, 1])
+left.button(
+    "Previous",
+    icon=":material/arrow_back:",
+    disabled=step == 0,
+    on_click=go_to,
+    args=(step - 1,),
+    width="stretch",
+    key="lesson_prev",
+)
+mid.progress(min(step, n) / n, text=f"Step {min(step + 1, n)} of {n}" if step < n else "Questions")
+if step < n:
+    right.button(
+        "Next" if step < n - 1 else "Questions",
+        icon=":material/arrow_forward:",
+        on_click=go_to,
+        args=(step + 1,),
+        width="stretch",
+        key="lesson_next",
+    )
+else:
+    right.button("Next lesson", icon=":material/skip_next:", on_click=next_lesson, width="stretch", key="lesson_next")
+if not presenter:
+    lv.sidebar_progress()

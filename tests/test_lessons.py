@@ -1,0 +1,112 @@
+"""The lessons (#16): their shape, questions worked out on the model, and the page."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+import bert
+from app.lessons import LESSONS, choices_with
+from app.lessons.attention import best_head, pronoun_head
+from bert import analysis as A
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module", params=["minilm-l6", "mini-scratch"])
+def bundle(request):
+    if request.param not in bert.checkpoint.available_builtins():
+        pytest.skip(f"{request.param} is not built in")
+    return bert.load(request.param)
+
+
+def test_six_lessons_of_four_to_eight_steps_and_two_to_four_questions():
+    assert len(LESSONS) == 6 and len({lesson.key for lesson in LESSONS}) == 6
+    for lesson in LESSONS:
+        assert 4 <= len(lesson.steps) <= 8, lesson.key
+        assert 2 <= len(lesson.questions) <= 4, lesson.key
+        for s in lesson.steps:
+            sentences = [x for x in s.text.replace("?", ".").split(". ") if x.strip()]
+            assert 1 <= len(sentences) <= 4, (lesson.key, s.title)
+
+
+def test_every_step_shows_a_real_figure_or_table_and_links_to_an_existing_page(bundle):
+    for lesson in LESSONS:
+        for s in lesson.steps:
+            out = s.show(bundle)
+            assert out is None or isinstance(out, go.Figure | pd.DataFrame), (lesson.key, s.title)
+            link = s.link(bundle) if callable(s.link) else s.link
+            if link is not None:
+                assert (ROOT / link.page).exists(), link.page
+                assert all(isinstance(v, str) for v in link.query.values())
+
+
+def test_every_question_has_one_right_answer_among_distinct_choices(bundle):
+    for lesson in LESSONS:
+        for q in lesson.questions:
+            a = q.ask(bundle)
+            assert len(set(a.choices)) == len(a.choices) >= 2, (lesson.key, q.key, a.choices)
+            assert 0 <= a.answer < len(a.choices) and a.why
+
+
+def _ask(lesson_key: str, key: str, bundle):
+    lesson = next(lesson for lesson in LESSONS if lesson.key == lesson_key)
+    a = next(q for q in lesson.questions if q.key == key).ask(bundle)
+    return a.choices[a.answer]
+
+
+def test_answers_are_computed_from_the_model(bundle):
+    assert _ask("tokens", "pieces", bundle) == str(len(bundle.tokenizer.tokenize("unbelievably")))
+    m = A.mlm_topk(bundle, "She opened the [MASK] and walked in.", k=1)
+    assert _ask("games", "gap", bundle) == m.top_tokens[0][0]
+    lay, _, _ = best_head(bundle, "previous")
+    _, h, _ = best_head(bundle, "previous", layer=lay)
+    assert _ask("attention", "previous", bundle) == f"head {h + 1}"
+    assert _ask("attention", "pronoun", bundle) == pronoun_head(bundle)[2]
+    imp = A.head_importance(bundle, "The capital of France is [MASK].")
+    l, h = np.unravel_index(int(np.argmax(imp.scores)), imp.scores.shape)
+    assert _ask("heads", "ablation", bundle) == f"layer {l + 1}, head {h + 1}"
+    assert _ask("finetune", "head", bundle) == f"{2 * bundle.config.hidden_size + 2:,}"
+
+
+def test_choices_are_fixed_per_question_and_keep_the_right_one():
+    a = choices_with("door", ["desk", "door", "house", "bench", "car"], "gap")
+    assert a == choices_with("door", ["desk", "door", "house", "bench", "car"], "gap")
+    choices, right = a
+    assert choices[right] == "door" and len(choices) == 4 and len(set(choices)) == 4
+
+
+def test_the_lessons_page_steps_questions_progress_and_link():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=180)
+    at.switch_page("pages/lessons.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.subheader[0].value.startswith("1. ")
+    for _ in LESSONS[0].steps:
+        at.button(key="lesson_next").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+    assert any(s.value == "Check yourself" for s in at.subheader)
+    assert dict(at.query_params).get("step") == str(len(LESSONS[0].steps))
+    pieces = len(bert.load("minilm-l6").tokenizer.tokenize("unbelievably"))
+    radio = at.radio(key="lq_tokens_pieces")
+    options = list(radio.options)
+    wrong = next(i for i, o in enumerate(options) if o != str(pieces))
+    radio.set_value(wrong).run()
+    assert at.error and "Not quite" in at.error[0].value
+    good = next(i for i, o in enumerate(options) if o == str(pieces))
+    at.radio(key="lq_tokens_pieces").set_value(good).run()
+    assert at.success and at.success[0].value.startswith("Right.")
+    assert any("1 of 13 questions right" in c.value or "questions right" in c.value for c in at.sidebar.caption)
+    # a link to the third lesson's second step opens it
+    at2 = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=180)
+    at2.query_params["lesson"] = "attention"
+    at2.query_params["step"] = "1"
+    at2.switch_page("pages/lessons.py").run()
+    assert not at2.exception and at2.subheader[0].value == "2. " + LESSONS[2].steps[1].title
+    # presenter view: the same step in large type, no sidebar progress
+    at2.toggle(key="lesson_presenter").set_value(True).run()
+    assert not at2.exception and at2.subheader[0].value.startswith("2. ")
+    assert any("font-size: 22px" in m.value for m in at2.markdown)
