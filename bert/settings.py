@@ -31,7 +31,7 @@ SETTINGS = {
         Setting(
             "BERT_EXPLORER_MAX_MODEL_MB", 2000, "the largest model loaded at all (fp32 parameters, heads included), MB"
         ),
-        # training jobs (app/budget.py, app/jobs.py, app/training.py)
+        # training jobs (app/budget.py, app/jobs.py, app/training/)
         Setting(
             "BERT_EXPLORER_MAX_JOBS", None, "training jobs at once, others queue (default: half the cores, at least 1)"
         ),

@@ -7,6 +7,7 @@ import streamlit as st
 import app
 from app import figures, snapshots, state, train_plots
 from app import train_state as ts
+from app import train_view as view
 from app import training as tr
 from app.budget import LimitError
 from app.errors import show_errors
@@ -26,7 +27,14 @@ D = FinetuneArgs(data="")  # the backend's defaults, chosen by measurement
 UPLOAD = "upload"
 SOURCES = [*available_datasets(), UPLOAD]
 TRY_DEFAULT = "A gripping story with wonderful performances."
-ICON_ERR = ":material/error:"
+ICON_ERR = view.ICON_ERR
+PAGE = view.TrainPage(
+    tr.FINETUNE,
+    "ft",
+    "finetune",
+    hf_class="BertForSequenceClassification",
+    ours_help="Unzip and open the folder with bert.load(folder), or in the sidebar.",
+)
 
 st.title("Fine-tuning")
 st.markdown(
@@ -35,19 +43,7 @@ st.markdown(
     "network a little more on labelled examples. Pick some data, press **Start**, and watch the loss "
     "fall and the accuracy rise; the result becomes a model you can explore on the other pages."
 )
-new_result = tr.collect(tr.FINETUNE)
-if new_result is not None:
-    st.session_state["ft_result"] = new_result["name"]  # show the newest run
-with st.expander("Reopen a run (after a refresh, or from another day's code)"):
-    c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-    c1.text_input(
-        "Run code",
-        key="ft_reopen_code",
-        max_chars=12,
-        placeholder="e.g. K7QX2M",
-        help="Shown on every run's results and while it trains; runs are kept for a day.",
-    )
-    c2.button("Reopen", key="ft_reopen", on_click=tr.reopen_callback, args=(tr.FINETUNE, "ft_reopen_code", "ft_result"))
+view.collect_and_reopen(PAGE)
 
 # --- 1. data -------------------------------------------------------------------------------------
 st.header("1. Data")
@@ -71,17 +67,11 @@ with show_errors("the data"):
                 key=ts.upload_key("ft_file"),
             ),
         )
-        if up is None and ss[ts.FREED].get(ts.FT_UPLOAD):
-            st.info(
-                f"{md_escape(ss[ts.FREED][ts.FT_UPLOAD])} was handed to your job and freed from the server's "
-                "memory. Upload it again to train on it again.",
-                icon=":material/upload_file:",
-            )
-        elif up is None:
-            st.info(
+        if up is None:
+            view.upload_missing(
+                ts.FT_UPLOAD,
                 "Upload a file with a text column and a label column (labels may be words or "
                 "numbers). Your file is only read, never changed.",
-                icon=":material/upload_file:",
             )
         else:
             st.caption(
@@ -290,11 +280,7 @@ if data is not None:
 st.header("4. Train")
 jm = tr.manager()
 job = tr.current_job(tr.FINETUNE, jm)
-notice = st.session_state.get(ts.FT_NOTICE)
-if notice:
-    (st.error if notice[0] == "error" else st.info)(
-        md_escape(notice[1]), icon=ICON_ERR if notice[0] == "error" else ":material/info:"
-    )
+view.notice(PAGE)
 
 
 def start(data, valid_file, valid_fraction, base, mode) -> None:
@@ -339,22 +325,11 @@ def start(data, valid_file, valid_fraction, base, mode) -> None:
             return
         if new:
             ss[ts.FT_NOTICE] = None
-            tr.free_uploads(
-                *[
-                    key
-                    for key, used in ((ts.FT_UPLOAD, ss.ft_source == UPLOAD), (ts.FT_VAL_UPLOAD, mode == "upload"))
-                    if used
-                ]
-            )
+            used = ((ts.FT_UPLOAD, ss.ft_source == UPLOAD), (ts.FT_VAL_UPLOAD, mode == "upload"))
+            tr.free_uploads(*[key for key, on in used if on])
 
 
-st.caption(
-    f"Training runs in the background on {tr.job_threads()} processor thread(s), so the app stays "
-    f"responsive for everyone; at most {jm.max_running} job(s) train at once on this server, others wait "
-    f"in a queue (at most {jm.max_queue}), one job per student. You may visit other pages meanwhile; "
-    "closing the tab stops the job within 10 s. Whatever ends it, the model is saved under the run "
-    "code shown here, for a day."
-)
+view.background_caption(jm)
 st.button(
     "Start fine-tuning",
     type="primary",
@@ -374,18 +349,7 @@ def live_panel():
     tr.tick(job)
     if not job.active:
         st.rerun()  # finished: a full run collects the result
-    if job.status == "queued":
-        st.info(
-            f"Waiting for a free slot: you are number {jm.queue_position(job)} in the queue "
-            f"({jm.max_running} job(s) train at once on this server).",
-            icon=":material/hourglass_top:",
-        )
-    frac, line = tr.finetune_progress(job.metrics)
-    st.progress(frac, text=line)
-    st.caption(
-        f"Run code **{job.info.get('code', '?')}**: when training ends, the model is saved under this "
-        "code for a day (type it under “Reopen a run” after a refresh)."
-    )
+    view.live_progress(job, jm, *tr.finetune_progress(job.metrics))
     start_ev = tr.last_event(job.metrics, "start")
     if start_ev:
         st.caption(
@@ -398,13 +362,7 @@ def live_panel():
         "finetune-live-curves",
         key="ft_live_curves",
     )
-    stopping = job.stop_event.is_set()
-    st.button(
-        "Stopping… (the best model so far is kept)" if stopping else "Stop (keeps the best model so far)",
-        key="ft_stop",
-        on_click=job.stop,
-        disabled=stopping,
-    )
+    view.stop_button(PAGE, job, "Stop (keeps the best model so far)", "Stopping… (the best model so far is kept)")
 
 
 if job is not None and job.active:
@@ -415,164 +373,124 @@ if snapshots.recorded("fine-tuning"):
     snapshots.replay_button("ft_replay")
 
 
-def show_result(res: dict) -> None:
-    b, rep, info, fin = res["bundle"], res["report"], res["info"], res["done"] or {}
-    jid = res["job_id"]
-    if res["error"]:
-        st.error(md_escape(res["error"]), icon=ICON_ERR)
-    elif tr.result_status(res):
-        st.info(tr.result_status(res), icon=":material/pause_circle:")
-    if tr.run_code_line(res):
-        st.caption(tr.run_code_line(res))
-    c = st.columns(5)
-    acc = (rep or fin).get("accuracy")
-    c[0].metric("Validation accuracy", f"{acc:.1%}" if isinstance(acc, (int, float)) and acc == acc else "–")
-    c[1].metric("Macro F1", f"{rep['macro_f1']:.3f}" if rep else "–")
-    c[2].metric("Validation texts", f"{(rep or {}).get('n', fin.get('valid_examples', 0)):,}")
-    c[3].metric("Training time", tr.fmt_seconds(fin.get("train_seconds")))
-    c[4].metric("Examples/s", f"{fin.get('examples_per_s', 0):.1f}")
-    args = info.get("args", {})
-    st.caption(
-        f"**{md_escape(res['name'])}**: fine-tuned from {md_escape(info.get('base_name', '?'))} on "
-        f"{md_escape(info.get('train', '?'))}; best model at step {fin.get('best_step', '?')} of "
-        f"{fin.get('steps', '?')} · pooling {args.get('pooling', '?')}, {args.get('max_length', '?')} tokens, "
-        f"batch {args.get('batch_size', '?')}, learning rate {args.get('lr', 0):g}, "
-        f"{args.get('epochs', '?')} epoch(s). It is in the sidebar's model list for this session."
+def scores_tab(tab, res: dict, rep: dict) -> None:
+    per_class = tr.per_class_frame(rep)
+    tab.dataframe(
+        per_class,
+        hide_index=True,
+        width="stretch",
+        column_config={k: st.column_config.NumberColumn(format="%.3f") for k in ("precision", "recall", "F1")},
     )
-    figures.show(
-        train_plots.finetune_curves(res["metrics"], fin.get("steps")), f"finetune-curves-{jid}", key=f"ft_curves_{jid}"
+    tab.download_button(
+        "Download the scores (.csv)",
+        data=tr.table_csv(per_class),
+        mime="text/csv",
+        file_name=f"{tr.safe_filename(res['name'])}-scores.csv",
+        on_click="ignore",
+        key=f"ft_csv_scores_{res['job_id']}",
     )
-    if rep:
-        t1, t2, t3 = st.tabs(["Scores per class", "Confusion matrix", "Most confident mistakes"])
-        per_class = tr.per_class_frame(rep)
-        t1.dataframe(
-            per_class,
-            hide_index=True,
-            width="stretch",
-            column_config={k: st.column_config.NumberColumn(format="%.3f") for k in ("precision", "recall", "F1")},
-        )
-        t1.download_button(
-            "Download the scores (.csv)",
-            data=tr.table_csv(per_class),
-            mime="text/csv",
-            file_name=f"{tr.safe_filename(res['name'])}-scores.csv",
-            on_click="ignore",
-            key=f"ft_csv_scores_{jid}",
-        )
-        t1.caption(
-            "Precision: of the texts it put in a class, the share that belong there. Recall: of "
-            "the texts of a class, the share it found. F1: their harmonic mean."
-        )
-        figures.show(
-            train_plots.confusion_matrix(rep["confusion"], rep["classes"]),
-            f"finetune-conf-{jid}",
-            where=t2,
-            key=f"ft_conf_{jid}",
-        )
-        mistakes = tr.mistakes_frame(rep)
-        if len(mistakes):
-            t3.dataframe(
-                mistakes,
-                hide_index=True,
-                width="stretch",
-                column_config={
-                    "confidence": st.column_config.ProgressColumn(format="%.2f", min_value=0.0, max_value=1.0)
-                },
-            )
-            t3.caption(
-                "The validation texts it got wrong while being most sure. Some labels are "
-                "debatable; some mistakes show what the model has not learned."
-            )
-            t3.download_button(
-                "Download the mistakes (.csv)",
-                data=tr.table_csv(mistakes),
-                mime="text/csv",
-                file_name=f"{tr.safe_filename(res['name'])}-mistakes.csv",
-                on_click="ignore",
-                key=f"ft_csv_mistakes_{jid}",
-            )
-        else:
-            t3.success("No mistakes on the validation data.")
+    tab.caption(
+        "Precision: of the texts it put in a class, the share that belong there. Recall: of "
+        "the texts of a class, the share it found. F1: their harmonic mean."
+    )
 
+
+def mistakes_tab(tab, res: dict, rep: dict) -> None:
+    mistakes = tr.mistakes_frame(rep)
+    if not len(mistakes):
+        tab.success("No mistakes on the validation data.")
+        return
+    tab.dataframe(
+        mistakes,
+        hide_index=True,
+        width="stretch",
+        column_config={"confidence": st.column_config.ProgressColumn(format="%.2f", min_value=0.0, max_value=1.0)},
+    )
+    tab.caption(
+        "The validation texts it got wrong while being most sure. Some labels are "
+        "debatable; some mistakes show what the model has not learned."
+    )
+    tab.download_button(
+        "Download the mistakes (.csv)",
+        data=tr.table_csv(mistakes),
+        mime="text/csv",
+        file_name=f"{tr.safe_filename(res['name'])}-mistakes.csv",
+        on_click="ignore",
+        key=f"ft_csv_mistakes_{res['job_id']}",
+    )
+
+
+def cls_comparison(res: dict, text: str) -> None:
+    """[CLS]'s attention before and after fine-tuning, on the text typed."""
+    before = tr.base_bundle(res["info"].get("base_source"))
+    if before is None:
+        st.info("The model it started from is no longer in this session.")
+        return
+    jid = res["job_id"]
+    tokens, att0, att1 = tr.cls_attention(before, res["bundle"], text[:2000])
+    figures.show(
+        train_plots.cls_attention(tokens[:64], att0[:64], att1[:64]), f"finetune-cls-{jid}", key=f"ft_cls_{jid}"
+    )
+    cut = " (first 64 tokens)" if len(tokens) > 64 else ""
+    mean = res["info"].get("args", {}).get("pooling") == "mean"
+    st.caption(
+        f"Where [CLS] looks in the last layer (mean over heads), before and after fine-tuning{cut}. "
+        + ("With mean pooling the head reads every token, so [CLS] itself may change little." if mean else "")
+    )
+
+
+def try_it(res: dict) -> None:
+    b, jid, args = res["bundle"], res["job_id"], res["info"].get("args", {})
     st.subheader("Try it")
     key = f"ft_try_{jid}"
     ts.seed(key, TRY_DEFAULT)
     text = st.text_area("A text to classify", key=key, height=70, max_chars=SENTENCE_CHARS)
     ts.remember(key)
-    if text.strip():
-        left, right = st.columns([2, 3])
-        probs = b.classify([text[:5000]], max_length=int(args.get("max_length", 128)))[0].numpy()
-        figures.show(
-            train_plots.class_probs(b.labels, probs, "class probabilities"),
-            f"finetune-probs-{jid}",
-            where=left,
-            key=f"ft_probs_{jid}",
-        )
-        with right, show_errors("the attention comparison"):
-            before = tr.base_bundle(info.get("base_source"))
-            if before is None:
-                st.info("The model it started from is no longer in this session.")
-            else:
-                tokens, att0, att1 = tr.cls_attention(before, b, text[:2000])
-                figures.show(
-                    train_plots.cls_attention(tokens[:64], att0[:64], att1[:64]),
-                    f"finetune-cls-{jid}",
-                    key=f"ft_cls_{jid}",
-                )
-                st.caption(
-                    "Where [CLS] looks in the last layer (mean over heads), before and after "
-                    "fine-tuning"
-                    + (" (first 64 tokens)" if len(tokens) > 64 else "")
-                    + ". "
-                    + (
-                        "With mean pooling the head reads every token, so [CLS] itself may change little."
-                        if args.get("pooling") == "mean"
-                        else ""
-                    )
-                )
-    else:
+    if not text.strip():
         st.info("Type a text to see the class probabilities.")
+        return
+    left, right = st.columns([2, 3])
+    probs = b.classify([text[:5000]], max_length=int(args.get("max_length", 128)))[0].numpy()
+    figures.show(
+        train_plots.class_probs(b.labels, probs, "class probabilities"),
+        f"finetune-probs-{jid}",
+        where=left,
+        key=f"ft_probs_{jid}",
+    )
+    with right, show_errors("the attention comparison"):
+        cls_comparison(res, text)
 
-    st.subheader("Keep it")
-    c1, c2, c3 = st.columns(3)
-    fname = tr.safe_filename(res["name"])
-    c1.download_button(
-        "Download (BERT Explorer format, .zip)",
-        data=lambda: tr.model_zip(b, res["name"]),
-        file_name=f"{fname}.zip",
-        mime="application/zip",
-        on_click="ignore",
-        key=f"ft_dl_{jid}",
-        help="Unzip and open the folder with bert.load(folder), or in the sidebar.",
+
+def show_result(res: dict) -> None:
+    rep, info, fin = res["report"], res["info"], res["done"] or {}
+    acc = (rep or fin).get("accuracy")
+    args = info.get("args", {})
+    view.result_summary(
+        PAGE,
+        res,
+        [
+            ("Validation accuracy", f"{acc:.1%}" if isinstance(acc, (int, float)) and acc == acc else "–"),
+            ("Macro F1", f"{rep['macro_f1']:.3f}" if rep else "–"),
+            ("Validation texts", f"{(rep or {}).get('n', fin.get('valid_examples', 0)):,}"),
+            ("Training time", tr.fmt_seconds(fin.get("train_seconds"))),
+            ("Examples/s", f"{fin.get('examples_per_s', 0):.1f}"),
+        ],
+        f"**{md_escape(res['name'])}**: fine-tuned from {md_escape(info.get('base_name', '?'))} on "
+        f"{md_escape(info.get('train', '?'))}; best model at step {fin.get('best_step', '?')} of "
+        f"{fin.get('steps', '?')} · pooling {args.get('pooling', '?')}, {args.get('max_length', '?')} tokens, "
+        f"batch {args.get('batch_size', '?')}, learning rate {args.get('lr', 0):g}, "
+        f"{args.get('epochs', '?')} epoch(s). It is in the sidebar's model list for this session.",
+        train_plots.finetune_curves(res["metrics"], fin.get("steps")),
     )
-    c2.download_button(
-        "Download (Hugging Face format, .zip)",
-        data=lambda: tr.model_zip(b, res["name"], "hf"),
-        file_name=f"{fname}-hf.zip",
-        mime="application/zip",
-        on_click="ignore",
-        key=f"ft_dlhf_{jid}",
-        help="transformers.BertForSequenceClassification.from_pretrained(folder)",
-    )
-    c3.button(
-        "Explore it on the other pages",
-        key=f"ft_use_{jid}",
-        on_click=tr.use_model,
-        args=(res["key"],),
-        disabled=st.session_state.get(state.MODEL_SOURCE) == res["key"],
-    )
-    with st.expander("Model card"):
-        st.code(b.card, language=None, wrap_lines=True)
+    if rep:
+        t1, t2, t3 = st.tabs(["Scores per class", "Confusion matrix", "Most confident mistakes"])
+        scores_tab(t1, res, rep)
+        conf, jid = train_plots.confusion_matrix(rep["confusion"], rep["classes"]), res["job_id"]
+        figures.show(conf, f"finetune-conf-{jid}", where=t2, key=f"ft_conf_{jid}")
+        mistakes_tab(t3, res, rep)
+    try_it(res)
+    view.keep_it(PAGE, res)
 
 
 # --- 5. results ----------------------------------------------------------------------------------
-done = tr.results(tr.FINETUNE)
-if done:
-    st.header("5. Results")
-    names = [r["name"] for r in reversed(done)]
-    ts.seed("ft_result", names[0], names)
-    if len(names) > 1:
-        st.radio("Model", names, key="ft_result", horizontal=True)
-    res = next(r for r in done if r["name"] == ss.ft_result)
-    with show_errors("the results"):
-        show_result(res)
+view.results_section(PAGE, "5. Results", show_result)

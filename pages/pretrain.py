@@ -5,8 +5,9 @@ import re
 import streamlit as st
 
 import app
-from app import figures, plots, snapshots, state, train_plots
+from app import figures, plots, snapshots, train_plots
 from app import train_state as ts
+from app import train_view as view
 from app import training as tr
 from app.budget import LimitError
 from app.errors import show_errors
@@ -30,7 +31,8 @@ TITLES = {
     "gcide": "GCIDE dictionary (1.3 M words)",
     UPLOAD: "Upload a .txt",
 }
-ICON_ERR = ":material/error:"
+ICON_ERR = view.ICON_ERR
+PAGE = view.TrainPage(tr.PRETRAIN, "pt", "pretrain", hf_class="BertForPreTraining")
 HIDDEN = [64, 128, 256, 384]
 LOG_EVERY = 5
 
@@ -41,19 +43,7 @@ st.markdown(
     "small BERT starts from random numbers and plays them on a corpus while you watch: at first it "
     "guesses the most frequent words (*the*, *,*), then it learns which words fit where."
 )
-new_result = tr.collect(tr.PRETRAIN)
-if new_result is not None:
-    ss["pt_result"] = new_result["name"]
-with st.expander("Reopen a run (after a refresh, or from another day's code)"):
-    c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-    c1.text_input(
-        "Run code",
-        key="pt_reopen_code",
-        max_chars=12,
-        placeholder="e.g. K7QX2M",
-        help="Shown on every run's results and while it trains; runs are kept for a day.",
-    )
-    c2.button("Reopen", key="pt_reopen", on_click=tr.reopen_callback, args=(tr.PRETRAIN, "pt_reopen_code", "pt_result"))
+view.collect_and_reopen(PAGE)
 
 # --- 1. text -------------------------------------------------------------------------------------
 st.header("1. Text")
@@ -76,17 +66,11 @@ with show_errors("the corpus"):
                 "A plain-text file (.txt); blank lines separate documents", type=["txt"], key=ts.upload_key("pt_file")
             ),
         )
-        if up is None and ss[ts.FREED].get(ts.PT_UPLOAD):
-            st.info(
-                f"{md_escape(ss[ts.FREED][ts.PT_UPLOAD])} was handed to your job and freed from the server's "
-                "memory. Upload it again to train on it again.",
-                icon=":material/upload_file:",
-            )
-        elif up is None:
-            st.info(
+        if up is None:
+            view.upload_missing(
+                ts.PT_UPLOAD,
                 "Upload some plain text: a book, articles, your notes. A few hundred sentences "
                 "or more give the model something to learn.",
-                icon=":material/upload_file:",
             )
         else:
             corpus = tr.upload_corpus(up)
@@ -175,11 +159,7 @@ if corpus is not None:
 # --- 4. run --------------------------------------------------------------------------------------
 jm = tr.manager()
 job = tr.current_job(tr.PRETRAIN, jm)
-notice = ss.get(ts.PT_NOTICE)
-if notice:
-    (st.error if notice[0] == "error" else st.info)(
-        md_escape(notice[1]), icon=ICON_ERR if notice[0] == "error" else ":material/info:"
-    )
+view.notice(PAGE)
 
 
 def start(corpus, corpus_label) -> None:
@@ -237,13 +217,7 @@ def start(corpus, corpus_label) -> None:
                 tr.free_uploads(ts.PT_UPLOAD)
 
 
-st.caption(
-    f"Training runs in the background on {tr.job_threads()} processor thread(s), so the app stays "
-    f"responsive for everyone; at most {jm.max_running} job(s) train at once on this server, others wait "
-    f"in a queue (at most {jm.max_queue}), one job per student. You may visit other pages meanwhile; "
-    "closing the tab stops the job within 10 s. Whatever ends it, the model is saved under the run "
-    "code shown here, for a day."
-)
+view.background_caption(jm)
 st.button(
     "Start pre-training",
     type="primary",
@@ -262,20 +236,9 @@ def live_panel():
     tr.tick(job)
     if not job.active:
         st.rerun()  # finished: a full run collects the result
-    args = job.info.get("args", {}) if hasattr(job, "info") else {}
-    if job.status == "queued":
-        st.info(
-            f"Waiting for a free slot: you are number {jm.queue_position(job)} in the queue "
-            f"({jm.max_running} job(s) train at once on this server).",
-            icon=":material/hourglass_top:",
-        )
+    args = job.info.get("args", {})
     steps = args.get("steps", 1)
-    frac, line = tr.pretrain_progress(job.metrics, steps, args.get("log_every", LOG_EVERY))
-    st.progress(frac, text=line)
-    st.caption(
-        f"Run code **{job.info.get('code', '?')}**: when training ends, the model is saved under this "
-        "code for a day (type it under “Reopen a run” after a refresh)."
-    )
+    view.live_progress(job, jm, *tr.pretrain_progress(job.metrics, steps, args.get("log_every", LOG_EVERY)))
     start_ev = tr.last_event(job.metrics, "start")
     if start_ev:
         st.caption(
@@ -288,13 +251,7 @@ def live_panel():
     if len(probes):
         st.markdown(f"**Probe:** {md_escape(args.get('probe', ''))} · top guesses at each evaluation, newest first")
         st.dataframe(probes.iloc[::-1], hide_index=True, width="stretch")
-    stopping = job.stop_event.is_set()
-    st.button(
-        "Stopping… (saving the model)" if stopping else "Stop (keeps the model as it is now)",
-        key="pt_stop",
-        on_click=job.stop,
-        disabled=stopping,
-    )
+    view.stop_button(PAGE, job, "Stop (keeps the model as it is now)", "Stopping… (saving the model)")
 
 
 if job is not None and job.active:
@@ -304,35 +261,8 @@ if snapshots.recorded("pre-training"):
 
 
 # --- 5. results ----------------------------------------------------------------------------------
-def show_result(res: dict) -> None:
-    b, fin, info = res["bundle"], res["done"] or {}, res["info"]
-    jid = res["job_id"]
-    args = info.get("args", {})
-    if res["error"]:
-        st.error(md_escape(res["error"]), icon=ICON_ERR)
-    elif tr.result_status(res):
-        st.info(tr.result_status(res), icon=":material/pause_circle:")
-    if tr.run_code_line(res):
-        st.caption(tr.run_code_line(res))
-    c = st.columns(4)
-    c[0].metric("Steps", f"{fin.get('step', 0):,}")
-    c[1].metric("Masked-LM top-1", f"{fin['mlm_top1']:.1%}" if "mlm_top1" in fin else "–")
-    c[2].metric("Masked-LM top-5", f"{fin['mlm_top5']:.1%}" if "mlm_top5" in fin else "–")
-    c[3].metric("Next-sentence accuracy", f"{fin['nsp_acc']:.1%}" if "nsp_acc" in fin else "–")
-    cfg = b.config
-    st.caption(
-        f"**{md_escape(res['name'])}**: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, "
-        f"{cfg.num_attention_heads} heads, vocabulary {cfg.vocab_size:,}, trained on "
-        f"{md_escape(info.get('corpus', '?'))}. It is in the sidebar's model list for this session."
-    )
-    figures.show(
-        train_plots.pretrain_curves(res["metrics"], args.get("steps")), f"pretrain-curves-{jid}", key=f"pt_curves_{jid}"
-    )
-    probes = tr.probe_frame(res["metrics"])
-    if len(probes):
-        st.markdown(f"**Probe:** {md_escape(args.get('probe', ''))}")
-        st.dataframe(probes, hide_index=True, width="stretch")
-
+def try_it(res: dict) -> None:
+    b, jid, args = res["bundle"], res["job_id"], res["info"].get("args", {})
     st.subheader("Try it")
     key = f"pt_try_{jid}"
     ts.seed(key, args.get("probe") or "the [MASK] is on the table .")
@@ -341,55 +271,41 @@ def show_result(res: dict) -> None:
     text = re.sub(r"\[mask\]", "[MASK]", text or "", flags=re.IGNORECASE)
     if "[MASK]" not in text:
         st.info("Put [MASK] where a word is missing.")
-    else:
-        preds = probe_predictions(b, text[:2000], k=5)
-        cols = st.columns(min(3, max(1, len(preds))))
-        for i, cands in enumerate(preds[:6]):
-            figures.show(
-                plots.mlm_topk_bar([t for t, _ in cands], [p for _, p in cands], f"[MASK] {i + 1}"),
-                f"pretrain-try-bar-{jid}-{i}",
-                where=cols[i % len(cols)],
-                key=f"pt_try_bar_{jid}_{i}",
-            )
-
-    st.subheader("Keep it")
-    c1, c2, c3 = st.columns(3)
-    fname = tr.safe_filename(res["name"])
-    c1.download_button(
-        "Download (BERT Explorer format, .zip)",
-        data=lambda: tr.model_zip(b, res["name"]),
-        file_name=f"{fname}.zip",
-        mime="application/zip",
-        on_click="ignore",
-        key=f"pt_dl_{jid}",
-    )
-    c2.download_button(
-        "Download (Hugging Face format, .zip)",
-        data=lambda: tr.model_zip(b, res["name"], "hf"),
-        file_name=f"{fname}-hf.zip",
-        mime="application/zip",
-        on_click="ignore",
-        key=f"pt_dlhf_{jid}",
-        help="transformers.BertForPreTraining.from_pretrained(folder)",
-    )
-    c3.button(
-        "Explore it on the other pages",
-        key=f"pt_use_{jid}",
-        on_click=tr.use_model,
-        args=(res["key"],),
-        disabled=ss.get(state.MODEL_SOURCE) == res["key"],
-    )
-    with st.expander("Model card"):
-        st.code(b.card, language=None, wrap_lines=True)
+        return
+    preds = probe_predictions(b, text[:2000], k=5)
+    cols = st.columns(min(3, max(1, len(preds))))
+    for i, cands in enumerate(preds[:6]):
+        figures.show(
+            plots.mlm_topk_bar([t for t, _ in cands], [p for _, p in cands], f"[MASK] {i + 1}"),
+            f"pretrain-try-bar-{jid}-{i}",
+            where=cols[i % len(cols)],
+            key=f"pt_try_bar_{jid}_{i}",
+        )
 
 
-done = tr.results(tr.PRETRAIN)
-if done:
-    st.header("Results")
-    names = [r["name"] for r in reversed(done)]
-    ts.seed("pt_result", names[0], names)
-    if len(names) > 1:
-        st.radio("Model", names, key="pt_result", horizontal=True)
-    res = next(r for r in done if r["name"] == ss.pt_result)
-    with show_errors("the results"):
-        show_result(res)
+def show_result(res: dict) -> None:
+    fin, info, cfg = res["done"] or {}, res["info"], res["bundle"].config
+    args = info.get("args", {})
+    view.result_summary(
+        PAGE,
+        res,
+        [
+            ("Steps", f"{fin.get('step', 0):,}"),
+            ("Masked-LM top-1", f"{fin['mlm_top1']:.1%}" if "mlm_top1" in fin else "–"),
+            ("Masked-LM top-5", f"{fin['mlm_top5']:.1%}" if "mlm_top5" in fin else "–"),
+            ("Next-sentence accuracy", f"{fin['nsp_acc']:.1%}" if "nsp_acc" in fin else "–"),
+        ],
+        f"**{md_escape(res['name'])}**: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, "
+        f"{cfg.num_attention_heads} heads, vocabulary {cfg.vocab_size:,}, trained on "
+        f"{md_escape(info.get('corpus', '?'))}. It is in the sidebar's model list for this session.",
+        train_plots.pretrain_curves(res["metrics"], args.get("steps")),
+    )
+    probes = tr.probe_frame(res["metrics"])
+    if len(probes):
+        st.markdown(f"**Probe:** {md_escape(args.get('probe', ''))}")
+        st.dataframe(probes, hide_index=True, width="stretch")
+    try_it(res)
+    view.keep_it(PAGE, res)
+
+
+view.results_section(PAGE, "Results", show_result)

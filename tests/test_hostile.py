@@ -328,7 +328,7 @@ def test_finished_jobs_give_memory_back(monkeypatch):
     from app import training as tr
 
     calls = []
-    monkeypatch.setattr(tr, "release_memory", lambda: calls.append(1))
+    monkeypatch.setattr("app.training.runs.release_memory", lambda: calls.append(1))
     base = ttp.tiny_bundle()
     train, valid = ttp.stratified_split(ttp.tiny_data(80), 0.25, seed=0)
     events = ttp.run_fn(tr.finetune_job(base, train, valid, ttp.fast_args(epochs=1)))

@@ -1,4 +1,4 @@
-"""The Fine-tuning and Pre-training pages (AppTest) and their helpers (app/training.py,
+"""The Fine-tuning and Pre-training pages (AppTest) and their helpers (app/training/,
 app/train_plots.py), with a tiny model so that training takes a second or two.
 
 AppTest cannot upload a file: the tests put the file's bytes where the page keeps an upload
@@ -523,7 +523,7 @@ def test_pretrain_job_loads_the_model_and_cleans_its_folder(monkeypatch):
         seen.append(Path(run.out))
         yield from real_pretrain(run, *a, **kw)
 
-    monkeypatch.setattr(tr, "pretrain", spy)
+    monkeypatch.setattr("app.training.runs.pretrain", spy)
     events = run_fn(tr.pretrain_job(args, corpus, "tiny-pre", "a story", holder))
     kinds = [e["event"] for e in events]
     assert kinds[0] == "start" and kinds[-1] == "done" and "eval" in kinds
@@ -543,7 +543,7 @@ def test_pretrain_job_that_diverges_keeps_the_last_checkpoint(monkeypatch):
         bert.save(tiny_bundle(), Path(run.out) / "checkpoint" / "model")
         raise bert.TrainingError("the loss became nan at step 3: the learning rate 10 is too high")
 
-    monkeypatch.setattr(tr, "pretrain", diverging)
+    monkeypatch.setattr("app.training.runs.pretrain", diverging)
     args = PretrainArgs(out="", init="scratch", steps=10, lr=10.0)
     events = run_fn(tr.pretrain_job(args, None, "nan-run", "nothing", {"job_id": 1}))
     assert [e["event"] for e in events] == ["start", "error", "done"]

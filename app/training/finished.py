@@ -1,0 +1,164 @@
+"""Finished runs in this session: collected from their jobs, reopened from their run codes.
+
+Nothing a session made is lost on rerun: a finished job's model, curves and report are moved
+into st.session_state (`collect`), registered with app.state.add_user_model so the other pages
+can pick it, and the server-side job is forgotten. A session keeps at most MAX_MODELS models
+(both pages together); the oldest is dropped from memory, and stays on disk under its code.
+"""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+import bert
+from bert import DataError
+
+from .. import runs_store, state
+from .. import train_state as ts
+from ..jobs import stop_message
+from .jobs import FINETUNE, PRETRAIN, TrainingJobs, current_job, job_key, manager, notice_errors
+from .names import unique_model_name
+from .progress import last_event
+from .runs import run_record
+
+MAX_MODELS = ts.MAX_MODELS
+
+
+def results_key(kind: str) -> str:
+    return ts.FT_RESULTS if kind == FINETUNE else ts.PT_RESULTS
+
+
+def notice_key(kind: str) -> str:
+    return ts.FT_NOTICE if kind == FINETUNE else ts.PT_NOTICE
+
+
+def collect(kind: str, jm: TrainingJobs | None = None) -> dict | None:
+    """If this session's job of `kind` has finished, move what it made into session_state:
+    returns the new result (or None). The model is registered for the other pages."""
+    ts.init()
+    jm = jm or manager()
+    key = job_key(kind)
+    job = current_job(kind, jm)
+    if job is None:
+        st.session_state[key] = None
+        return None
+    if job.active:
+        return None
+    job.drain()
+    info = job.info
+    st.session_state[key] = None
+    jm.forget(job)
+    if job.result is None:
+        # nothing to keep: it failed before training or was stopped while waiting
+        msg = job.error or (
+            "Stopped before it started: nothing was trained."
+            if job.status == "stopped"
+            else "The job ended without a model."
+        )
+        st.session_state[notice_key(kind)] = ("error" if job.error else "info", msg)
+        return None
+    res = run_record(kind, job.metrics, info, job.status, job.error, job.stop_reason)
+    failed = last_event(job.metrics, "save_failed")
+    res.update(
+        job_id=job.id, finished=job.finished, code=info.get("code"), saved=last_event(job.metrics, "saved") is not None
+    )
+    if failed:
+        st.session_state[notice_key(kind)] = ("error", failed["message"])
+    return _add_result(kind, res, job.result, job.title or job.result.name)
+
+
+def _add_result(kind: str, res: dict, bundle: bert.Bundle, name: str) -> dict:
+    """Register a result's model for the other pages and keep it, at most MAX_MODELS in all."""
+    name = unique_model_name(name)
+    bundle.name = name
+    res.update(bundle=bundle, name=name, key=state.add_user_model(name, bundle, select=False), added=time.time())
+    st.session_state[results_key(kind)].append(res)
+    dropped = []
+    while True:
+        everything = [(r, k) for k in (FINETUNE, PRETRAIN) for r in st.session_state[results_key(k)]]
+        if len(everything) <= MAX_MODELS:
+            break
+        old, k = min(everything, key=lambda rk: rk[0].get("added", 0))
+        st.session_state[results_key(k)].remove(old)
+        _unregister(old)
+        dropped.append(old)
+    if dropped:
+        kept = "; ".join(f"{d['name']} (run code {d['code']})" if d.get("saved") else d["name"] for d in dropped)
+        st.session_state[notice_key(kind)] = (
+            "info",
+            f"This session keeps its last {MAX_MODELS} models in memory: {kept} was removed. "
+            f"Reopen a run with its code (for a day), or download a model to keep it.",
+        )
+    return res
+
+
+def _unregister(res: dict) -> None:
+    name = res.get("name")
+    models = state.user_models()
+    if name in models and models[name] is res.get("bundle"):
+        del models[name]
+        st.session_state.get(state.USER_MODEL_IDS, {}).pop(name, None)
+
+
+def reopen(text: str) -> dict:
+    """A saved run back in this session from its run code (typed by the student: checked to be
+    exactly 6 letters and digits). InputError / DataError with a message otherwise."""
+    ts.init()
+    code = runs_store.parse_code(text)
+    for kind in (FINETUNE, PRETRAIN):
+        for res in st.session_state[results_key(kind)]:
+            if res.get("code") == code:
+                return res
+    bundle, record = runs_store.open_run(code)
+    kind = record.get("kind")
+    if kind not in (FINETUNE, PRETRAIN):
+        raise DataError(f"Run {code} cannot be opened here.")
+    res = {**record, "job_id": code, "finished": record.get("saved"), "saved": True, "code": code}
+    return _add_result(kind, res, bundle, record.get("name") or bundle.name)
+
+
+def reopen_callback(kind: str, widget_key: str, select_key: str) -> None:
+    """The "Reopen" button: the run goes to its page's results (and is selected there)."""
+    with notice_errors(notice_key(kind), "reopening the run"):
+        res = reopen(st.session_state.get(widget_key, ""))
+        if res["kind"] == kind:
+            st.session_state[select_key] = res["name"]
+            st.session_state[notice_key(kind)] = ("info", f"Run {res['code']} is open: {res['name']}.")
+        else:
+            other = "Pre-training" if res["kind"] == PRETRAIN else "Fine-tuning"
+            st.session_state[notice_key(kind)] = (
+                "info",
+                f"Run {res['code']} ({res['name']}) is a {other.lower()} run: it is on the {other} "
+                f"page, and in the sidebar's model list.",
+            )
+
+
+def results(kind: str) -> list[dict]:
+    ts.init()
+    return st.session_state[results_key(kind)]
+
+
+def result_status(res: dict) -> str | None:
+    """The line a result shows when it stopped early (why), or None."""
+    if res.get("status") == "stopped" or (res.get("done") or {}).get("stopped"):
+        if res.get("kind") == PRETRAIN and res.get("stop_reason") in (None, "user"):
+            return "Stopped early: the model as it was then is kept."
+        return stop_message(res.get("stop_reason"))
+    return None
+
+
+def run_code_line(res: dict) -> str | None:
+    if not res.get("saved") or not res.get("code"):
+        return None
+    until = time.strftime("%H:%M on %d %b", time.localtime((res.get("finished") or time.time()) + runs_store.TTL_S))
+    return (
+        f"Run code **{res['code']}**: this run is saved on the server until {until}. After a refresh "
+        f"or a restart, type the code under “Reopen a run” to get it back."
+    )
+
+
+def use_model(key: str) -> None:
+    """Button callback: make a result the model of the other pages."""
+    st.session_state[state.MODEL_SOURCE] = key

@@ -1,0 +1,76 @@
+"""The live panels' lines: progress of a running job and the pre-training probe's guesses."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+
+def last_event(metrics, kind: str) -> dict | None:
+    return next((m for m in reversed(metrics) if m.get("event") == kind), None)
+
+
+def fmt_seconds(s: float | None) -> str:
+    if s is None or not math.isfinite(s):
+        return "?"
+    s = int(round(max(s, 0)))
+    if s < 60:
+        return f"{s} s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m} min {s:02d} s"
+    h, m = divmod(m, 60)
+    return f"{h} h {m:02d} min"
+
+
+def finetune_progress(metrics) -> tuple[float, str]:
+    """(fraction done, one line: step, examples/s, time left) for the progress bar."""
+    start = last_event(metrics, "start")
+    tr = last_event(metrics, "train")
+    if start is None:
+        return 0.0, "Preparing: copying the model and tokenizing the texts…"
+    total = start["steps"]
+    done = last_event(metrics, "done")
+    if done is not None:
+        return (
+            float(min(done["step"] / max(total, 1), 1.0)),
+            f"{'Stopped' if done.get('stopped') else 'Finished'} at step {done['step']:,} of {total:,}: "
+            f"scoring the validation texts for the report…",
+        )
+    if tr is None:
+        return 0.0, f"Step 0 of {total:,}: the first batch is running…"
+    frac = float(min(max(tr.get("progress", tr["step"] / max(total, 1)), 0.0), 1.0))
+    return frac, (
+        f"Step {tr['step']:,} of {total:,} · {tr.get('examples_per_s', 0):.1f} examples/s · "
+        f"about {fmt_seconds(tr.get('eta_s'))} left"
+    )
+
+
+def pretrain_progress(metrics, total_steps: int, log_every: int) -> tuple[float, str]:
+    start = last_event(metrics, "start")
+    tr = last_event(metrics, "train")
+    if start is None:
+        return 0.0, "Preparing: building the vocabulary and tokenizing the corpus…"
+    if tr is None:
+        return 0.0, f"Step 0 of {total_steps:,}: the first steps are running…"
+    step = tr["step"]
+    per_step = tr.get("seconds", 0.0) / max(log_every, 1)
+    eta = (total_steps - step) * per_step
+    return (
+        min(step / max(total_steps, 1), 1.0),
+        f"Step {step:,} of {total_steps:,} · {tr.get('tokens_per_s', 0):,.0f} tokens/s · about {fmt_seconds(eta)} left",
+    )
+
+
+def probe_frame(metrics, top: int = 3) -> pd.DataFrame:
+    """One row per evaluation: the probe sentence's top guesses for each [MASK]."""
+    rows = []
+    for m in metrics:
+        if m.get("event") != "eval" or not m.get("probe"):
+            continue
+        row = {"step": m["step"]}
+        for i, cands in enumerate(m["probe"]):
+            row[f"[MASK] {i + 1}"] = "  ".join(f"{t} ({p:.0%})" for t, p in cands[:top])
+        rows.append(row)
+    return pd.DataFrame(rows)

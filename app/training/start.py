@@ -1,0 +1,151 @@
+"""Starting a training job: its settings checked against the caps, then queued for this session.
+
+Caps (app/budget.py) are checked before a job is queued: tokens per step and the memory estimate
+(`check_finetune` / `check_pretrain`), one active job per student (`student_key`: the browser, so
+two tabs count once), the queue length, and the time a job trains.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import streamlit as st
+
+import bert
+from bert import settings
+from bert.attention_snapshots import AttentionSnapshots
+from bert.finetune import FinetuneArgs
+from bert.labelled import LabelledData
+from bert.pretrain import PretrainArgs
+
+from .. import budget, runs_store, snapshots
+from .. import train_state as ts
+from ..jobs import Job, LimitError
+from .jobs import FINETUNE, PRETRAIN, TrainingJobs, current_session_id, job_threads, manager, student_key
+from .runs import finetune_job, keep_run, pretrain_job
+
+
+def default_finetune_base() -> str:
+    """The Fine-tuning page's starting model: BERT_EXPLORER_FINETUNE_BASE if set (e.g. minilm-l6
+    on a 1 GB host: the pages' model, so one model in memory instead of two), else the backend's
+    default, the published sentence encoder (the better classifiers, README: Built-in models)."""
+    return settings.text("BERT_EXPLORER_FINETUNE_BASE") or FinetuneArgs.checkpoint
+
+
+def vocab_size(args: PretrainArgs) -> int:
+    return int(args.vocab.split(":", 1)[1]) if args.vocab.startswith("train:") else 30522
+
+
+def check_finetune(base: bert.Bundle, args: FinetuneArgs, classes: int = 2) -> int:
+    """The memory estimate of this fine-tuning job (MB); LimitError if it is over a cap."""
+    mb = budget.finetune_mb(
+        base.config, args.batch_size, args.max_length, args.freeze_embeddings, args.freeze_layers, classes
+    )
+    budget.check_step(args.batch_size, args.max_length, mb, "text")
+    return mb
+
+
+def check_pretrain(args: PretrainArgs) -> int:
+    """The memory estimate of this pre-training job (MB); LimitError if it is over a cap."""
+    mb = budget.pretrain_mb(
+        args.layers, args.hidden, args.heads, vocab_size(args), args.batch_size, args.max_seq_length
+    )
+    budget.check_step(args.batch_size, args.max_seq_length, mb, "sequence")
+    return mb
+
+
+def _budget_view(batch: int, seq_len: int, mb: int, what: str) -> dict:
+    """{ok, line, mb} for the page: the budget line before Start, or what is over a cap."""
+    try:
+        budget.check_step(batch, seq_len, mb, what)
+    except LimitError as e:
+        return {"ok": False, "line": str(e), "mb": mb}
+    return {"ok": True, "line": budget.budget_line(batch, seq_len, mb, what), "mb": mb}
+
+
+def check_finetune_settings(
+    base: bert.Bundle, batch: int, max_length: int, freeze_embeddings: bool, freeze_layers: int, classes: int
+) -> dict:
+    mb = budget.finetune_mb(base.config, batch, max_length, freeze_embeddings, freeze_layers, classes)
+    return _budget_view(batch, max_length, mb, "text")
+
+
+def check_pretrain_settings(layers: int, hidden: int, heads: int, vocab: int, batch: int, seq_len: int) -> dict:
+    return _budget_view(batch, seq_len, budget.pretrain_mb(layers, hidden, heads, vocab, batch, seq_len), "sequence")
+
+
+def start_finetune(
+    base: bert.Bundle,
+    base_source: str,
+    train: LabelledData,
+    valid: LabelledData,
+    args: FinetuneArgs,
+    jm: TrainingJobs | None = None,
+    recorder: AttentionSnapshots | None = None,
+) -> tuple[Job, bool]:
+    """Submit (or return the already active) fine-tuning job of this session. LimitError (with
+    the message to show) when a cap refuses it."""
+    jm = jm or manager()
+    ts.init()
+    existing = jm.active_of(ts.owner(), FINETUNE)
+    if existing is not None:
+        st.session_state[ts.FT_JOB] = existing.id
+        return existing, False
+    if args.threads is None:
+        args.threads = job_threads()
+    check_finetune(base, args, len(train.classes))
+    code = runs_store.new_code()
+    info = {
+        "base_source": base_source,
+        "base_name": base.name,
+        "args": asdict(args),
+        "code": code,
+        "title": args.name or "",
+        "train": train.summary(),
+        "valid": len(valid),
+        "classes": list(train.classes),
+        "train_notes": list(train.notes),
+        "valid_notes": list(valid.notes),
+    }
+    fn = keep_run(finetune_job(base, train, valid, args, recorder=recorder), FINETUNE, code, info)
+    job, new = jm.submit_for(
+        ts.owner(), FINETUNE, fn, title=args.name or "", session_id=current_session_id(), student=student_key()
+    )
+    if new and recorder is not None:
+        snapshots.register(f"{args.name or 'fine-tuning'} (fine-tuning, job {job.id})", recorder)
+    if new:
+        job.info = info
+    st.session_state[ts.FT_JOB] = job.id
+    return job, new
+
+
+def start_pretrain(
+    args: PretrainArgs,
+    corpus,
+    name: str,
+    corpus_label: str,
+    jm: TrainingJobs | None = None,
+    recorder: AttentionSnapshots | None = None,
+) -> tuple[Job, bool]:
+    """Submit (or return the already active) pre-training job of this session; LimitError over a cap."""
+    jm = jm or manager()
+    ts.init()
+    existing = jm.active_of(ts.owner(), PRETRAIN)
+    if existing is not None:
+        st.session_state[ts.PT_JOB] = existing.id
+        return existing, False
+    check_pretrain(args)
+    holder: dict = {}
+    code = runs_store.new_code()
+    info = {"args": asdict(args), "corpus": corpus_label, "code": code, "title": name}
+    fn = keep_run(pretrain_job(args, corpus, name, corpus_label, holder, recorder), PRETRAIN, code, info)
+    job, new = jm.submit_for(
+        ts.owner(), PRETRAIN, fn, title=name, session_id=current_session_id(), student=student_key()
+    )
+    holder["job_id"] = job.id
+    if new and recorder is not None:
+        snapshots.register(f"{name} (pre-training, job {job.id})", recorder)
+    if new:
+        job.info = info
+    st.session_state[ts.PT_JOB] = job.id
+    return job, new

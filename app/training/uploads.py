@@ -1,0 +1,127 @@
+"""Uploaded files of the training pages: kept in the session, parsed once, freed when a job starts.
+
+An st.file_uploader forgets its value when another page runs, so the bytes are copied into
+st.session_state (`remember_upload`) and parsed copies are memoised per file. Once a job has
+its data, `free_uploads` drops all of it: the job holds the texts it needs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import streamlit as st
+
+from bert import BertExplorerError, DataError
+from bert.labelled import LabelledData, read_labelled
+
+from .. import train_state as ts
+from .names import safe_filename
+
+MIN_DOCUMENTS = 2
+
+
+def remember_upload(key: str, uploaded) -> dict | None:
+    """Copy an st.file_uploader value's bytes into session_state (the widget forgets it on a
+    page switch). Returns what is stored: {name, data, id} or None. The bytes are never changed."""
+    ss = st.session_state
+    if uploaded is not None:
+        ss.get(ts.FREED, {}).pop(key, None)
+        fid = getattr(uploaded, "file_id", None) or f"{uploaded.name}:{uploaded.size}"
+        cur = ss.get(key)
+        if not cur or cur.get("id") != fid:
+            ss[key] = {"name": os.path.basename(str(uploaded.name)) or "upload", "data": uploaded.getvalue(), "id": fid}
+    return ss.get(key)
+
+
+def parse_upload(
+    upload: dict,
+    text_col: str | None = None,
+    label_col: str | None = None,
+    classes: list[str] | None = None,
+    min_per_class: int = 2,
+) -> LabelledData:
+    """read_labelled on stored upload bytes, memoised per (file, columns) for this session."""
+    memo = st.session_state.setdefault(ts.FT_PARSED, {})
+    key = (upload["id"], text_col, label_col, tuple(classes) if classes else None, min_per_class)
+    hit = memo.get(key)
+    if hit is None:
+        try:
+            hit = read_labelled(
+                upload["data"],
+                upload["name"],
+                text_col=text_col,
+                label_col=label_col,
+                classes=classes,
+                min_per_class=min_per_class,
+            )
+        except BertExplorerError as e:
+            hit = e
+        # parsed copies of files no longer uploaded go; at most a few (columns tried) stay
+        current = {u["id"] for u in (st.session_state.get(ts.FT_UPLOAD), st.session_state.get(ts.FT_VAL_UPLOAD)) if u}
+        for k in [k for k in memo if k[0] not in current or len(memo) >= 4]:
+            del memo[k]
+        memo[key] = hit
+    if isinstance(hit, BertExplorerError):
+        raise hit
+    return hit
+
+
+def sniff_columns(upload: dict) -> list[str]:
+    """The column names of an uploaded file even when no text/label pair could be detected
+    (so the user can choose them); [] when the file cannot be read at all."""
+    from bert import labelled as lab
+
+    try:
+        text, _ = lab.decode_bytes(upload["data"])
+        text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+        if lab._is_json(text, upload["name"]):
+            columns, _, _ = lab._parse_jsonl(text, {})
+        else:
+            columns, _, _ = lab._parse_delimited(text, upload["name"], {})
+        return list(columns)
+    except Exception:  # noqa: BLE001 - the real reader says what is wrong
+        return []
+
+
+def upload_corpus(upload: dict):
+    """An uploaded .txt as a corpus (memoised per file in this session); a DataError when it is
+    too small to make next-sentence pairs and a validation part."""
+    from bert.corpus import corpus_from_text
+
+    memo = st.session_state.setdefault(ts.PT_PARSED, {})
+    hit = memo.get(upload["id"])
+    if hit is None:
+        try:
+            hit = corpus_from_text(upload["data"], name=safe_filename(Path(upload["name"]).stem, "upload"))
+            if hit.num_documents < MIN_DOCUMENTS:
+                raise DataError(
+                    f"{upload['name']} gives {hit.num_documents} document(s) of "
+                    f"{hit.num_sentences} sentence(s): pre-training needs at least "
+                    f"{MIN_DOCUMENTS} (one to learn from, one to check on). Separate "
+                    f"passages with a blank line, or give at least 40 sentences."
+                )
+        except BertExplorerError as e:
+            hit = e
+        memo.clear()
+        memo[upload["id"]] = hit
+    if isinstance(hit, BertExplorerError):
+        raise hit
+    return hit
+
+
+def free_uploads(*keys: str) -> None:
+    """Once a job has its data, drop the uploaded files' bytes and parsed copies from this
+    session (the job holds the texts it needs), and reset the upload widgets (Streamlit then
+    frees its own copy of the file)."""
+    if not keys:
+        return
+    ss = st.session_state
+    for key in keys:
+        up = ss.get(key)
+        if up:
+            ss[key] = None
+            ss.setdefault(ts.FREED, {})[key] = up["name"]
+    ss[ts.FT_PARSED] = {}
+    ss.pop(ts.PT_PARSED, None)
+    ss[ts.UPLOAD_GEN] = ss.get(ts.UPLOAD_GEN, 0) + 1
