@@ -19,6 +19,7 @@ MAX_POINTS = 1500  # longer series are thinned for drawing (every k-th point, la
 TRAIN_COLOUR = "#1f77b4"
 VALID_COLOUR = "#d62728"
 EXTRA_COLOUR = "#2ca02c"
+PLATEAU_COLOUR = "#9467bd"  # the moment a pre-training run left the unigram plateau
 
 
 def ema(values, alpha: float = 0.1) -> np.ndarray:
@@ -299,6 +300,7 @@ def pretrain_curves(metrics, total_steps: int | None = None, height: int = 360) 
         _pretrain_train_traces(fig, train)
     if evals:
         _pretrain_eval_traces(fig, evals)
+        _plateau_marker(fig, evals, events(metrics, "start"))
     if not train and not evals:
         for col in (1, 2, 3):
             _placeholder(fig, "waiting for the first steps…" if col == 2 else "", 1, col)
@@ -313,6 +315,22 @@ def pretrain_curves(metrics, total_steps: int | None = None, height: int = 360) 
         height=height, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25), uirevision="keep"
     )
     return fig
+
+
+def _plateau_marker(fig: go.Figure, evals: list[dict], start: list[dict]) -> None:
+    """A vertical line in the MLM accuracy panel where the run left the unigram plateau."""
+    from bert.plateau import plateau_exit
+
+    first = plateau_exit(evals, start[-1].get("baseline_token") if start else None)
+    if first is not None:
+        fig.add_vline(
+            x=first["step"],
+            line=dict(color=PLATEAU_COLOUR, width=2, dash="dash"),
+            annotation_text=f"left the plateau (step {first['step']:,})",
+            annotation_position="top left",
+            row=1,
+            col=2,
+        )
 
 
 def _pretrain_train_traces(fig: go.Figure, train: list[dict]) -> None:

@@ -61,6 +61,7 @@ class PretrainArgs:
     weight_decay: float = 0.01
     clip: float = 1.0
     mlm_probability: float = 0.15
+    dropout: float = 0.1  # scratch only: hidden and attention dropout (0 speeds up tiny models)
     whole_word: bool = False
     log_every: int = 10
     eval_every: int = 200
@@ -138,6 +139,8 @@ def initial_bundle(args: PretrainArgs, corpus: Corpus) -> Bundle:
         num_attention_heads=args.heads,
         intermediate_size=4 * args.hidden,
         max_position_embeddings=max(128, args.max_seq_length),
+        hidden_dropout_prob=args.dropout,
+        attention_probs_dropout_prob=args.dropout,
     )
     torch.manual_seed(args.seed)
     return Bundle(model=BertForPreTraining(config), tokenizer=tokenizer, name="scratch")

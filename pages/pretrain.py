@@ -15,6 +15,7 @@ from app.helpers import md_escape
 from app.widgets import SENTENCE_CHARS
 from bert import settings
 from bert.corpus import CORPORA
+from bert.plateau import plateau_exit
 from bert.pretrain import PretrainArgs, probe_predictions
 
 app.run_through_entry()  # before anything else: see app/__init__.py
@@ -35,6 +36,8 @@ ICON_ERR = view.ICON_ERR
 PAGE = view.TrainPage(tr.PRETRAIN, "pt", "pretrain", hf_class="BertForPreTraining")
 HIDDEN = [64, 128, 256, 384]
 LOG_EVERY = 5
+SAVE_EVERY = 500  # a checkpoint to resume from; the model is saved when the run ends anyway
+DROPOUT = 0.0  # small models trained for minutes learn faster without it (benchmarks/plateau.py)
 
 st.title("Pre-training")
 st.markdown(
@@ -47,7 +50,7 @@ view.collect_and_reopen(PAGE)
 
 # --- 1. text -------------------------------------------------------------------------------------
 st.header("1. Text")
-ts.seed("pt_source", "wiki", SOURCES)
+ts.seed("pt_source", "wordnet", SOURCES)
 source = st.radio(
     "Corpus",
     SOURCES,
@@ -92,18 +95,20 @@ if corpus is not None:
 
 # --- 2. model and training settings -----------------------------------------------------------------
 D = PretrainArgs(out="")
+# The default run leaves the unigram plateau while the class watches: about 40 s on one thread of a
+# 2-core machine (benchmarks/plateau.py, README "Watch it learn"), on WordNet's short sentences.
 defaults = {
     "pt_layers": 2,
     "pt_hidden": 128,
     "pt_heads": 2,
     "pt_vocab": "train",
-    "pt_vocab_size": 4000,
-    "pt_steps": 300,
-    "pt_lr": 1e-3,
-    "pt_batch": 16,
-    "pt_seq": 64,
-    "pt_eval": 50,
-    "pt_warmup": 30,
+    "pt_vocab_size": 1000,
+    "pt_steps": 2000,
+    "pt_lr": 3e-3,
+    "pt_batch": 32,
+    "pt_seq": 32,
+    "pt_eval": 25,
+    "pt_warmup": 100,
     "pt_probe": "the history of the [MASK] is long and [MASK] .",
     "pt_seed": D.seed,
 }
@@ -188,7 +193,8 @@ def start(corpus, corpus_label) -> None:
             warmup_steps=min(int(ss.pt_warmup), steps - 1),
             log_every=LOG_EVERY,
             eval_every=every,
-            save_every=every,
+            save_every=max(every, SAVE_EVERY),
+            dropout=DROPOUT,
             seed=int(ss.pt_seed),
             threads=tr.job_threads(),
             probe=probe[:500],
@@ -229,6 +235,26 @@ st.button(
 job = tr.current_job(tr.PRETRAIN, jm)
 
 
+def plateau_line(metrics) -> None:
+    """Say when the run left the unigram plateau (bert/plateau.py), or that it has not yet."""
+    evals, start = train_plots.events(metrics, "eval"), train_plots.events(metrics, "start")
+    if not evals:
+        return
+    first = plateau_exit(evals, start[-1].get("baseline_token") if start else None)
+    if first is None:
+        st.caption(
+            "Still on the plateau: the guesses are mostly the most frequent token. The run leaves it when its top-1 "
+            "is twice that baseline and the probe's guesses differ, three evaluations in a row."
+        )
+    else:
+        st.success(
+            f"It left the plateau at step {first['step']:,}: top-1 {first['mlm_top1']:.1%} against "
+            f"{first['baseline_top1']:.1%} for always guessing the most frequent token, and the probe's guesses now "
+            "differ from gap to gap. From here it learns which words fit where.",
+            icon=":material/trending_up:",
+        )
+
+
 def live_panel():
     job = tr.current_job(tr.PRETRAIN)
     if job is None:
@@ -247,6 +273,7 @@ def live_panel():
             f"{md_escape(start_ev.get('baseline_token', '?'))}"
         )
     figures.show(train_plots.pretrain_curves(job.metrics, steps), "pretrain-live-curves", key="pt_live_curves")
+    plateau_line(job.metrics)
     probes = tr.probe_frame(job.metrics)
     if len(probes):
         st.markdown(f"**Probe:** {md_escape(args.get('probe', ''))} · top guesses at each evaluation, newest first")
@@ -300,6 +327,7 @@ def show_result(res: dict) -> None:
         f"{md_escape(info.get('corpus', '?'))}. It is in the sidebar's model list for this session.",
         train_plots.pretrain_curves(res["metrics"], args.get("steps")),
     )
+    plateau_line(res["metrics"])
     probes = tr.probe_frame(res["metrics"])
     if len(probes):
         st.markdown(f"**Probe:** {md_escape(args.get('probe', ''))}")

@@ -218,3 +218,22 @@ def test_pretrain_live_curves_and_probe(page, app_url, app_ready, artifacts, tmp
     assert page.get_by_text("Something went wrong").count() == 0  # the views drew (1-layer model)
     assert page.locator(".js-plotly-plot").count() >= 3
     page.guard.assert_clean()
+
+
+def test_the_default_pretraining_run_leaves_the_plateau_while_you_watch(page, app_url, app_ready, artifacts):
+    """The Pre-training page as a class finds it: defaults untouched, Start, and within a few
+    minutes the page says the model left the plateau and the probe's guesses differ from gap to gap.
+    Screenshot: tests/artifacts/pretrain_plateau.png."""
+    page.goto(app_url + "/pretrain")
+    app_ready(page)
+    page.locator('[data-testid="stMetric"]', has_text="Documents").first.wait_for(timeout=300_000)  # WordNet read
+    app_ready(page)
+    page.get_by_role("button", name="Start pre-training").click()
+    page.get_by_text("It left the plateau at step").first.wait_for(timeout=420_000)
+    page.wait_for_timeout(500)
+    page.get_by_text("It left the plateau at step").first.evaluate("e => e.scrollIntoView({block: 'center'})")
+    page.screenshot(path=str(artifacts / "pretrain_plateau.png"))
+    assert page.locator('[data-testid="stException"]').count() == 0
+    page.get_by_role("button", name="Stop (keeps the model as it is now)").click()
+    page.get_by_text("Next-sentence accuracy").first.wait_for(timeout=120_000)
+    page.guard.assert_clean()

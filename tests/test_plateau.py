@@ -1,0 +1,45 @@
+"""bert/plateau.py: when a run from random weights has left the unigram plateau, and the page's
+curve marks that moment."""
+
+from app import train_plots
+from bert.plateau import HOLD, left_plateau, plateau_exit
+
+
+def ev(step, top1, tops, base=0.04):
+    return {
+        "event": "eval",
+        "step": step,
+        "mlm_top1": top1,
+        "mlm_top5": top1,
+        "baseline_top1": base,
+        "nsp_acc": 0.5,
+        "mlm_loss": 5.0,
+        "probe": [[[t, 0.1]] for t in tops],
+    }
+
+
+def test_both_conditions_are_needed():
+    assert left_plateau(ev(1, 0.09, ["dog", "cat"]))
+    assert not left_plateau(ev(1, 0.07, ["dog", "cat"]))  # under 2x the baseline
+    assert not left_plateau(ev(1, 0.20, ["the", "the"]))  # every [MASK] the same word
+    assert left_plateau(ev(1, 0.20, ["dog"]), baseline_token="the")  # one [MASK]: not the baseline token
+    assert not left_plateau(ev(1, 0.20, ["the"]), baseline_token="the")
+    assert not left_plateau(ev(1, 0.20, ["dog", "cat"], base=0.0))  # no baseline measured
+
+
+def test_a_lucky_evaluation_is_not_an_exit():
+    good, bad = ["dog", "cat"], ["the", "the"]
+    evals = [ev(25, 0.09, good), ev(50, 0.04, bad)] + [ev(75 + 25 * i, 0.09, good) for i in range(HOLD)]
+    assert plateau_exit(evals)["step"] == 75
+    assert plateau_exit(evals[: 2 + HOLD - 1]) is None
+
+
+def test_the_curve_marks_the_exit():
+    metrics = [{"event": "start", "baseline_token": "the"}] + [
+        ev(25 * i, 0.1 if i > 3 else 0.04, ["dog", "cat"] if i > 3 else ["the", "the"]) for i in range(1, 9)
+    ]
+    fig = train_plots.pretrain_curves(metrics, 300)
+    assert any(s.type == "line" and s.x0 == 100 for s in fig.layout.shapes)
+    assert any("left the plateau (step 100)" in (a.text or "") for a in fig.layout.annotations)
+    flat = [m for m in metrics if m.get("step", 0) <= 75]
+    assert not any("left the plateau" in (a.text or "") for a in train_plots.pretrain_curves(flat).layout.annotations)
