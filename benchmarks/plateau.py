@@ -158,7 +158,7 @@ def page_args(**changes):
         corpora=["wiki"],
         steps=2000,
         eval_every=25,
-        eval_sequences=128,
+        eval_sequences=256,
         save_every=100000,
         log_every=5,
         threads=1,

@@ -250,7 +250,8 @@ def plateau_line(metrics) -> None:
         st.success(
             f"It left the plateau at step {first['step']:,}: top-1 {first['mlm_top1']:.1%} against "
             f"{first['baseline_top1']:.1%} for always guessing the most frequent token, and the probe's guesses now "
-            "differ from gap to gap. From here it learns which words fit where.",
+            "differ from gap to gap. It has begun to use the words around each gap: first where the small words "
+            "and punctuation go; content words take much longer.",
             icon=":material/trending_up:",
         )
 
