@@ -165,6 +165,53 @@ def _filter_select(b_start: int | None) -> str:
     return f'Attention: <select id="filter">{options}</select>'
 
 
+def _check_display_mode(display_mode: str) -> None:
+    if display_mode not in ("light", "dark"):
+        raise ValueError("display_mode must be 'light' or 'dark'")
+
+
+def _dark(html: str, display_mode: str) -> str:
+    """The document with a dark page background when display_mode is 'dark'."""
+    if display_mode == "dark":
+        html = html.replace("background:#fff;color:#202020", "background:#000;color:#ccc", 1)
+    return html
+
+
+def _view_data(kind: str, p: _Prepared, params: dict, **extra: Any) -> dict:
+    """A view's data block: the kept tokens, layers and attention, then `extra`, then bertviz's params."""
+    return {
+        "kind": kind,
+        "tokens": p.tokens,
+        "b_start": p.b_start,
+        "layers": p.layers,
+        "attn": _pack(p.attn, ATTN_SCALE),
+        **extra,
+        "params": params,
+    }
+
+
+def _attn_vis_html(menus: str) -> str:
+    """The head and model views' menus and drawing area."""
+    return (
+        f'<div id="{ROOT_ID}" style="font-family:\'Helvetica Neue\', Helvetica, Arial, sans-serif;">'
+        f'<span style="user-select:none">{menus}</span>'
+        "<div id='vis'></div></div>"
+    )
+
+
+def _view(p: _Prepared, html: str, height: float, kind: str) -> ViewHtml:
+    n = len(p.tokens)
+    return ViewHtml(
+        html=html,
+        capped_message=p.message,
+        layers=tuple(p.layers),
+        num_tokens=n,
+        total_tokens=p.total_tokens,
+        height=int(height),
+        kind=kind,
+    )
+
+
 # ---------------------------------------------------------------------------------------
 # The three views
 
@@ -199,30 +246,11 @@ def head_view_html(
         "heads": None if heads is None else [int(h) for h in heads],
         "include_layers": p.layers,
     }
-    data = {
-        "kind": "head",
-        "tokens": p.tokens,
-        "b_start": p.b_start,
-        "layers": p.layers,
-        "attn": _pack(p.attn, ATTN_SCALE),
-        "params": params,
-    }
-    vis_html = (
-        f'<div id="{ROOT_ID}" style="font-family:\'Helvetica Neue\', Helvetica, Arial, sans-serif;">'
-        f'<span style="user-select:none">Layer: <select id="layer"></select> {_filter_select(p.b_start)}</span>'
-        "<div id='vis'></div></div>"
-    )
+    data = _view_data("head", p, params)
+    vis_html = _attn_vis_html(f'Layer: <select id="layer"></select> {_filter_select(p.b_start)}')
     html = _document("bertviz head view", vis_html, data, _bertviz_js("head_view"))
     n = len(p.tokens)
-    return ViewHtml(
-        html=html,
-        capped_message=p.message,
-        layers=tuple(p.layers),
-        num_tokens=n,
-        total_tokens=p.total_tokens,
-        height=int(30 + n * 22.5 + 60),
-        kind="head",
-    )
+    return _view(p, html, 30 + n * 22.5 + 60, "head")
 
 
 def model_view_html(
@@ -242,8 +270,7 @@ def model_view_html(
     most 48 tokens and 200k values. Arguments as for `head_view_html`; display_mode
     'light' or 'dark'.
     """
-    if display_mode not in ("light", "dark"):
-        raise ValueError("display_mode must be 'light' or 'dark'")
+    _check_display_mode(display_mode)
     p, full = _prepare(tokens, attentions, sentence_b_start, layers, max_tokens, max_values, layer)
     H = full.shape[1]
     params = {
@@ -254,35 +281,14 @@ def model_view_html(
         "include_heads": list(range(H)),
         "total_heads": H,
     }
-    data = {
-        "kind": "model",
-        "tokens": p.tokens,
-        "b_start": p.b_start,
-        "layers": p.layers,
-        "attn": _pack(p.attn, ATTN_SCALE),
-        "params": params,
-    }
-    vis_html = (
-        f'<div id="{ROOT_ID}" style="font-family:\'Helvetica Neue\', Helvetica, Arial, sans-serif;">'
-        f'<span style="user-select:none">{_filter_select(p.b_start)}</span>'
-        "<div id='vis'></div></div>"
-    )
-    html = _document("bertviz model view", vis_html, data, _bertviz_js("model_view"))
-    if display_mode == "dark":
-        html = html.replace("background:#fff;color:#202020", "background:#000;color:#ccc", 1)
+    data = _view_data("model", p, params)
+    vis_html = _attn_vis_html(_filter_select(p.b_start))
+    html = _dark(_document("bertviz model view", vis_html, data, _bertviz_js("model_view")), display_mode)
     n = len(p.tokens)
     axis = 15 + 5 + 13 + 5
     thumb_h = n * 7 * (12 / H) + 10
     height = max(len(p.layers) * thumb_h + axis, n * 18 + 30 + 25) + (40 if p.b_start is not None else 20)
-    return ViewHtml(
-        html=html,
-        capped_message=p.message,
-        layers=tuple(p.layers),
-        num_tokens=n,
-        total_tokens=p.total_tokens,
-        height=int(height),
-        kind="model",
-    )
+    return _view(p, html, height, "model")
 
 
 def neuron_view_html(
@@ -307,8 +313,7 @@ def neuron_view_html(
     layer (1, H, T, D) (or one (L, H, T, D)), as `model.bert(..., output_qkv=True)`
     returns them; attentions as for `head_view_html`. layer/head: shown first.
     """
-    if display_mode not in ("light", "dark"):
-        raise ValueError("display_mode must be 'light' or 'dark'")
+    _check_display_mode(display_mode)
     q = _stack(queries, "queries", "D")
     k = _stack(keys, "keys", "D")
     if q.shape != k.shape:
@@ -326,17 +331,7 @@ def neuron_view_html(
     data = _neuron_data(p, q, k, layer, head, display_mode)
     view_js = _bertviz_js("neuron_view")
     html = _document("bertviz neuron view", _neuron_vis_html(p.b_start), data, view_js, after_js=[_NEURON_RELABEL_JS])
-    if display_mode == "dark":
-        html = html.replace("background:#fff;color:#202020", "background:#000;color:#ccc", 1)
-    return ViewHtml(
-        html=html,
-        capped_message=p.message,
-        layers=tuple(p.layers),
-        num_tokens=n,
-        total_tokens=p.total_tokens,
-        height=int(n * 26 + 100 + 50),
-        kind="neuron",
-    )
+    return _view(p, _dark(html, display_mode), n * 26 + 100 + 50, "neuron")
 
 
 def _neuron_data(
@@ -353,16 +348,8 @@ def _neuron_data(
         "layer": 0 if layer is None else p.layers.index(int(layer)),  # index into kept layers
         "head": 0 if head is None else int(head),
     }
-    return {
-        "kind": "neuron",
-        "tokens": p.tokens,
-        "b_start": p.b_start,
-        "layers": p.layers,
-        "attn": _pack(p.attn, ATTN_SCALE),
-        "queries": _pack(q[p.layers][:, :, :n], QK_SCALE),
-        "keys": _pack(k[p.layers][:, :, :n], QK_SCALE),
-        "params": params,
-    }
+    queries = _pack(q[p.layers][:, :, :n], QK_SCALE)
+    return _view_data("neuron", p, params, queries=queries, keys=_pack(k[p.layers][:, :, :n], QK_SCALE))
 
 
 def _neuron_vis_html(b_start: int | None) -> str:

@@ -113,6 +113,17 @@ def repair_tweet(text: str) -> tuple[str, bool]:
     return out, out != text
 
 
+def _keep(text: str, label: str, out: list[tuple[str, str]], seen: set[str], stats: dict) -> None:
+    """Append (text, label) to out unless the text is empty or already kept, counting what is dropped."""
+    if not text:
+        stats["empty_dropped"] += 1
+    elif text in seen:
+        stats["duplicates_dropped"] += 1
+    else:
+        seen.add(text)
+        out.append((text, label))
+
+
 def _rotten_tomatoes(raw: bytes) -> tuple[list[tuple[str, str]], dict]:
     text = bz2.decompress(raw).decode("utf-8")
     rows = csv.DictReader(io.StringIO(text))
@@ -122,14 +133,7 @@ def _rotten_tomatoes(raw: bytes) -> tuple[list[tuple[str, str]], dict]:
         if cat not in ("fresh", "rotten"):
             stats["plot_dropped"] += 1
             continue
-        if not t:
-            stats["empty_dropped"] += 1
-            continue
-        if t in seen:
-            stats["duplicates_dropped"] += 1
-            continue
-        seen.add(t)
-        out.append((t, cat))
+        _keep(t, cat, out, seen, stats)
     return out, stats
 
 
@@ -146,14 +150,7 @@ def _tweets(raw: bytes) -> tuple[list[tuple[str, str]], dict]:
         t = re.sub(r"\s*[\r\n]+\s*", " ", (r.get("text") or "").replace("&amp;", "&")).strip()
         t, changed = repair_tweet(t)
         stats["repaired"] += changed
-        if not t:
-            stats["empty_dropped"] += 1
-            continue
-        if t in seen:
-            stats["duplicates_dropped"] += 1
-            continue
-        seen.add(t)
-        out.append((t, label))
+        _keep(t, label, out, seen, stats)
     return out, stats
 
 
