@@ -23,6 +23,7 @@ LINK_TEXT_CHARS = 300  # a sentence longer than this is cut in the link (the lin
 _SEEN = "_link_seen"  # {param name: the value last applied or published}
 _NOTES = "_link_notes"  # what the last publish had to leave out or cut
 _RUN_PARAMS = "_link_params"  # the parameters the page declared in this run
+STREAMLIT_PARAMS = {"embed", "embed_options"}  # Streamlit's own (an app embedded in a page keeps them)
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ def publish(params: Sequence[Param] | None = None) -> None:
     ss = st.session_state
     params = list(_declared() if params is None else params)
     for name in list(st.query_params.keys()):
-        if name not in {p.name for p in params}:
+        if name not in {p.name for p in params} and name not in STREAMLIT_PARAMS:
             del st.query_params[name]
     seen = ss.setdefault(_SEEN, {})
     notes = ss.setdefault(_NOTES, {})

@@ -60,7 +60,8 @@ ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]"}
 LOCAL_SCHEMES = {"data", "blob", "about", "file"}
-CHROMIUM_ARGS = [
+# a quiet, offline, headless Chromium (the browser tests' arguments, tests/browser/conftest.py)
+QUIET_CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
     "--disable-quic",
@@ -68,6 +69,9 @@ CHROMIUM_ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+]
+# and every page drawn at full speed, also in the background
+CHROMIUM_ARGS = QUIET_CHROMIUM_ARGS + [
     "--disable-renderer-backgrounding",
     "--disable-background-timer-throttling",
     "--disable-backgrounding-occluded-windows",
@@ -152,17 +156,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int, log_path: Path, env_extra: dict[str, str]) -> subprocess.Popen:
-    cmd = [
+def streamlit_cmd(script: str, port: int, host: str = HOST) -> list[str]:
+    """`python -m streamlit run script` on host:port, headless, without usage stats or a file watcher."""
+    return [
         sys.executable,
         "-m",
         "streamlit",
         "run",
-        "streamlit_app.py",
+        script,
         "--server.port",
         str(port),
         "--server.address",
-        HOST,
+        host,
         "--server.headless",
         "true",
         "--browser.gatherUsageStats",
@@ -170,6 +175,10 @@ def start_server(port: int, log_path: Path, env_extra: dict[str, str]) -> subpro
         "--server.fileWatcherType",
         "none",
     ]
+
+
+def start_server(port: int, log_path: Path, env_extra: dict[str, str]) -> subprocess.Popen:
+    cmd = streamlit_cmd("streamlit_app.py", port)
     env = {**os.environ, **env_extra}
     log = open(log_path, "w")
     return subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -721,28 +730,10 @@ async def protocol_student(
 
 
 def reviews_csv(n: int = 400, seed: int = 0) -> bytes:
-    pos = ["good", "great", "wonderful", "moving", "funny", "brilliant", "charming", "superb"]
-    neg = ["bad", "boring", "dull", "awful", "weak", "tedious", "clumsy", "terrible"]
-    filler = [
-        "the",
-        "film",
-        "was",
-        "a",
-        "very",
-        "plot",
-        "actor",
-        "movie",
-        "really",
-        "quite",
-        "and",
-        "it",
-        "story",
-        "ending",
-        "cast",
-        "script",
-        "music",
-        "with",
-    ]
+    """Synthetic reviews, "text,label": a label's word (good or bad) among 4 to 9 filler words."""
+    pos = "good great wonderful moving funny brilliant charming superb".split()
+    neg = "bad boring dull awful weak tedious clumsy terrible".split()
+    filler = "the film was a very plot actor movie really quite and it story ending cast script music with".split()
     r = random.Random(seed)
     lines = ["text,label"]
     for i in range(n):

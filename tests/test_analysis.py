@@ -11,43 +11,11 @@ from bert import analysis as A
 from bert.checkpoint import Bundle
 from bert.config import BertConfig
 from bert.model import BertForPreTraining, BertForSequenceClassification
+from tests.helpers import SPECIALS, TINY_SIZES
 
-WORDS = [
-    "the",
-    "cat",
-    "sat",
-    "on",
-    "mat",
-    "a",
-    "dog",
-    "bank",
-    "river",
-    "money",
-    "we",
-    "went",
-    "to",
-    "open",
-    "account",
-    "by",
-    "water",
-    "big",
-    "red",
-    ",",
-    ".",
-    "!",
-    "?",
-    "##s",
-]
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
-TINY = dict(
-    vocab_size=len(VOCAB),
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    intermediate_size=37,
-    max_position_embeddings=64,
-    type_vocab_size=2,
-)
+WORDS = "the cat sat on mat a dog bank river money we went to open account by water big red , . ! ? ##s".split()
+VOCAB = SPECIALS + WORDS
+TINY = dict(vocab_size=len(VOCAB), **TINY_SIZES, type_vocab_size=2)
 
 
 def _perturb(model, seed):

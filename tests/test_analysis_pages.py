@@ -222,19 +222,9 @@ def test_compare_two_models_and_word_map(at):
 def test_a_session_classifier_on_every_analysis_page():
     """A user's own classifier: class explanations, class ablation, and side by side with the
     default model (different shapes: a message, not an error)."""
-    import bert
-    from bert.checkpoint import minilm_package_dir
+    from tests.helpers import minilm_tiny_classifier
 
-    tok = bert.Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
-    cfg = bert.BertConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        id2label={0: "negative", 1: "positive"},
-    )
-    bundle = bert.Bundle(model=bert.BertForSequenceClassification(cfg).eval(), tokenizer=tok, name="tiny-clf")
+    bundle = minilm_tiny_classifier()
     a = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
     a.session_state[state.USER_MODELS] = {"tiny-clf": bundle}
     a.session_state[state.USER_MODEL_IDS] = {"tiny-clf": "session:tiny-clf:test"}

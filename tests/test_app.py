@@ -167,19 +167,9 @@ def test_bad_local_folder_shows_an_error_not_a_traceback(app, tmp_path, monkeypa
 def test_a_session_model_classifier_on_every_page(app):
     """A user's own model (here a tiny random classifier) is picked from session_state, keyed
     apart from the cached built-ins, and the MLM page says it has no MLM head."""
-    import bert
-    from bert.checkpoint import minilm_package_dir
+    from tests.helpers import minilm_tiny_classifier
 
-    tok = bert.Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
-    cfg = bert.BertConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        id2label={0: "negative", 1: "positive"},
-    )
-    bundle = bert.Bundle(model=bert.BertForSequenceClassification(cfg).eval(), tokenizer=tok, name="tiny-clf")
+    bundle = minilm_tiny_classifier()
     app.session_state[state.USER_MODELS] = {"tiny-clf": bundle}
     app.session_state[state.USER_MODEL_IDS] = {"tiny-clf": "session:tiny-clf:test"}
     app.session_state[state.MODEL_SOURCE] = "session:tiny-clf"

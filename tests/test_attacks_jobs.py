@@ -14,56 +14,21 @@ from pathlib import Path
 import pytest
 import torch
 
-import bert
 from app import budget, runs_store
 from app import training as tr
 from app.jobs import SESSION, TIME, JobManager, LimitError, stop_message
 from bert.config import BertConfig
 from bert.errors import DataError, InputError
 from bert.labelled import read_labelled, stratified_split
-from bert.model import BertForPreTraining
+from tests import helpers
+from tests.helpers import REVIEW_WORDS
 
 ROOT = Path(__file__).resolve().parent.parent
-WORDS = [
-    "[PAD]",
-    "[UNK]",
-    "[CLS]",
-    "[SEP]",
-    "[MASK]",
-    "good",
-    "bad",
-    "the",
-    "film",
-    "was",
-    "a",
-    "very",
-    "plot",
-    "actor",
-    "movie",
-    "really",
-    "quite",
-    "and",
-    "it",
-    "story",
-]
+WORDS = REVIEW_WORDS
 
 
 def tiny_bundle(seed=0, name="tiny"):
-    torch.manual_seed(seed)
-    cfg = BertConfig(
-        vocab_size=len(WORDS),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        max_position_embeddings=64,
-    )
-    return bert.Bundle(
-        model=BertForPreTraining(cfg).eval(),
-        tokenizer=bert.Tokenizer(WORDS),
-        name=name,
-        card=f"# {name}\n\nA tiny test model.\n",
-    )
+    return helpers.tiny_bundle(seed, name, card=f"# {name}\n\nA tiny test model.\n")
 
 
 def reviews(n=120):

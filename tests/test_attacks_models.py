@@ -26,23 +26,16 @@ import bert
 from bert import CheckpointError
 from bert.checkpoint import ASSETS, HUB_FILES, model_parameters, public_text, read_weights
 from bert.config import BertConfig
-from bert.model import BertForPreTraining, BertForSequenceClassification
+from bert.model import BertForSequenceClassification
+from tests.helpers import SPECIALS, tiny_bundle, tiny_config
 
 ROOT = Path(__file__).resolve().parent.parent
-WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(94)]  # 99
+WORDS = SPECIALS + [f"w{i}" for i in range(94)]  # 99
 
 
 def tiny(hidden=32, layers=2, heads=4) -> bert.Bundle:
-    torch.manual_seed(0)
-    cfg = BertConfig(
-        vocab_size=len(WORDS),
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        intermediate_size=37,
-        max_position_embeddings=64,
-    )
-    return bert.Bundle(model=BertForPreTraining(cfg).eval(), tokenizer=bert.Tokenizer(WORDS), name="tiny")
+    cfg = tiny_config(len(WORDS), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads)
+    return tiny_bundle(words=WORDS, config=cfg)
 
 
 @pytest.fixture()

@@ -9,52 +9,21 @@ import torch
 
 import bert
 from bert import TrainingError
-from bert.config import BertConfig
 from bert.finetune import FinetuneArgs, build_classifier, evaluate_classifier, finetune
 from bert.labelled import LabelledData, stratified_split
-from bert.model import BertForPreTraining
+from tests import helpers
+from tests.helpers import REVIEW_WORDS, TINY_SIZES
 
-WORDS = [
-    "[PAD]",
-    "[UNK]",
-    "[CLS]",
-    "[SEP]",
-    "[MASK]",
-    "good",
-    "bad",
-    "the",
-    "film",
-    "was",
-    "a",
-    "very",
-    "plot",
-    "actor",
-    "movie",
-    "really",
-    "quite",
-    "and",
-    "it",
-    "story",
-]
+WORDS = REVIEW_WORDS
 FILLER = WORDS[7:]
-TINY = dict(
-    vocab_size=len(WORDS),
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    intermediate_size=37,
-    max_position_embeddings=64,
-)
+TINY = dict(vocab_size=len(WORDS), **TINY_SIZES)
 FAST = dict(
     threads=1, batch_size=16, lr=1e-3, head_lr_scale=10.0, warmup_ratio=0.1, log_every=1, freeze_embeddings=False
 )
 
 
 def tiny_bundle(seed=0):
-    torch.manual_seed(seed)
-    return bert.Bundle(
-        model=BertForPreTraining(BertConfig(**TINY)).eval(), tokenizer=bert.Tokenizer(WORDS), name="tiny", source="test"
-    )
+    return helpers.tiny_bundle(seed, source="test")
 
 
 def synthetic(n=400, seed=0):

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import bert
+from benchmarks.models import BASE
 from bert.config import BertConfig
 from bert.hf_names import hf_to_ours
 from bert.model import BertForPreTraining
@@ -61,15 +62,7 @@ CONFIGS = {
         max_position_embeddings=40,
         type_vocab_size=3,
     ),
-    "base": dict(
-        vocab_size=30522,
-        hidden_size=768,
-        num_hidden_layers=12,
-        num_attention_heads=12,
-        intermediate_size=3072,
-        max_position_embeddings=512,
-        type_vocab_size=2,
-    ),
+    "base": BASE,
 }
 
 

@@ -23,45 +23,15 @@ from safetensors.torch import save_file
 import bert
 from bert import CheckpointError
 from bert.checkpoint import encoder_parameters, load_folder, read_weights
-from bert.config import BertConfig
-from bert.model import BertForPreTraining
+from tests.helpers import SPECIALS, tiny_bundle, tiny_config
 
-WORDS = [
-    "[PAD]",
-    "[UNK]",
-    "[CLS]",
-    "[SEP]",
-    "[MASK]",
-    "the",
-    "cat",
-    "sat",
-    "on",
-    "mat",
-    "a",
-    "dog",
-    "ran",
-    "##s",
-    "and",
-    "big",
-    "red",
-    "blue",
-    "it",
-    "was",
-]
+WORDS = SPECIALS + "the cat sat on mat a dog ran ##s and big red blue it was".split()
 N_WORDS = len(WORDS)
 
 
 def tiny(layers=2, hidden=32, heads=4, vocab=N_WORDS, seed=0) -> bert.Bundle:
-    torch.manual_seed(seed)
-    cfg = BertConfig(
-        vocab_size=vocab,
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        intermediate_size=37,
-        max_position_embeddings=64,
-    )
-    return bert.Bundle(model=BertForPreTraining(cfg).eval(), tokenizer=bert.Tokenizer(WORDS), name="tiny")
+    cfg = tiny_config(vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads)
+    return tiny_bundle(seed, words=WORDS, config=cfg)
 
 
 @pytest.fixture()

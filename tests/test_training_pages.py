@@ -25,53 +25,18 @@ from app import state, train_plots  # noqa: E402
 from app import train_state as ts  # noqa: E402
 from app import training as tr  # noqa: E402
 from app.snapshots import SNAPSHOTS  # noqa: E402
-from bert.config import BertConfig  # noqa: E402
 from bert.finetune import FinetuneArgs  # noqa: E402
 from bert.labelled import read_labelled, stratified_split  # noqa: E402
-from bert.model import BertForPreTraining  # noqa: E402
 from bert.pretrain import PretrainArgs  # noqa: E402
+from tests.helpers import REVIEW_WORDS, tiny_bundle  # noqa: E402
 
 ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 TIMEOUT = 60
-WORDS = [
-    "[PAD]",
-    "[UNK]",
-    "[CLS]",
-    "[SEP]",
-    "[MASK]",
-    "good",
-    "bad",
-    "the",
-    "film",
-    "was",
-    "a",
-    "very",
-    "plot",
-    "actor",
-    "movie",
-    "really",
-    "quite",
-    "and",
-    "it",
-    "story",
-]
+WORDS = REVIEW_WORDS
 FILLER = WORDS[7:]
 
 
 # ---- things the tests build -----------------------------------------------------------------------
-
-
-def tiny_bundle(seed=0, name="tiny"):
-    torch.manual_seed(seed)
-    cfg = BertConfig(
-        vocab_size=len(WORDS),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        max_position_embeddings=64,
-    )
-    return bert.Bundle(model=BertForPreTraining(cfg).eval(), tokenizer=bert.Tokenizer(WORDS), name=name)
 
 
 def reviews_csv(n=200, seed=0, sep=",", header=("review", "sentiment")) -> bytes:

@@ -17,32 +17,19 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import signal
-import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 
+from scripts.loadtest import QUIET_CHROMIUM_ARGS, chromium_path, free_port, is_local, stop_server, streamlit_cmd
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]"}
-LOCAL_SCHEMES = {"data", "blob", "about", "file"}
+CHROMIUM_ARGS = QUIET_CHROMIUM_ARGS
 # Console errors we accept, each a known harmless Streamlit behaviour:
 # - opening a page's own URL (e.g. /attention) makes Streamlit's frontend probe
 #   /attention/_stcore/health and /attention/_stcore/host-config (404) before it finds the
@@ -61,23 +48,6 @@ def unavailable(reason: str):
     if in_ci():
         pytest.fail(f"CI=true but {reason}", pytrace=False)
     pytest.skip(reason)
-
-
-def chromium_path() -> str | None:
-    explicit = os.environ.get("BERT_EXPLORER_CHROMIUM")
-    if explicit:
-        return explicit if Path(explicit).exists() else None
-    for candidate in ("/usr/bin/chromium", "/usr/bin/chromium-browser"):
-        if Path(candidate).exists():
-            return candidate
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def is_local(url: str) -> bool:
-    parsed = urlparse(url)
-    if parsed.scheme in LOCAL_SCHEMES:
-        return True
-    return parsed.scheme in ("http", "https", "ws", "wss") and (parsed.hostname or "") in LOCAL_HOSTS
 
 
 @pytest.fixture(scope="session")
@@ -189,36 +159,14 @@ def page(page_factory):
     return page_factory()
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def app_url(artifacts):
     """The real app on a free port; the session waits for /_stcore/health to say ok."""
     if not (ROOT / "streamlit_app.py").exists():
         unavailable("streamlit_app.py does not exist yet")
-    port = _free_port()
+    port = free_port()
     log = open(artifacts / "streamlit-server.log", "w")
-    cmd = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "streamlit_app.py",
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-        "--server.headless",
-        "true",
-        "--browser.gatherUsageStats",
-        "false",
-        "--server.fileWatcherType",
-        "none",
-    ]
+    cmd = streamlit_cmd("streamlit_app.py", port)
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -237,13 +185,7 @@ def app_url(artifacts):
             time.sleep(0.5)
         yield url
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)  # the group we started, nothing else
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=5)
+        stop_server(proc)
         log.close()
 
 

@@ -13,41 +13,13 @@ import zipfile
 
 import pytest
 
-pytestmark = pytest.mark.browser
+from scripts import loadtest
 
-POSITIVE = ["good", "great", "wonderful", "moving", "funny", "brilliant", "charming", "superb"]
-NEGATIVE = ["bad", "boring", "dull", "awful", "weak", "tedious", "clumsy", "terrible"]
-FILLER = [
-    "the",
-    "film",
-    "was",
-    "a",
-    "very",
-    "plot",
-    "actor",
-    "movie",
-    "really",
-    "quite",
-    "and",
-    "it",
-    "story",
-    "ending",
-    "cast",
-    "script",
-    "music",
-    "with",
-]
+pytestmark = pytest.mark.browser
 
 
 def reviews_csv(n=200, seed=0) -> bytes:
-    r = random.Random(seed)
-    lines = ["text,label"]
-    for i in range(n):
-        good = i % 2 == 0
-        ws = [r.choice(FILLER) for _ in range(r.randint(4, 9))]
-        ws.insert(r.randrange(len(ws) + 1), r.choice(POSITIVE if good else NEGATIVE))
-        lines.append(f"{' '.join(ws)} number {i},{'good' if good else 'bad'}")
-    return ("\n".join(lines) + "\n").encode()
+    return loadtest.reviews_csv(n, seed)
 
 
 def set_number(page, label, value):
