@@ -274,6 +274,9 @@ if data is not None:
         else:
             st.error(md_escape(est["line"]), icon=ICON_ERR)
             base = None  # Start stays off until the settings fit
+        n_train = len(data) if valid_file is not None else int(len(data) * (1 - valid_fraction))
+        if hint := tr.few_steps_message(n_train, int(ss.ft_max_train), int(ss.ft_batch), int(ss.ft_epochs)):
+            st.info(hint, icon=":material/lightbulb:")
     snapshots.settings("ft", snapshots.FT_PROBE, default_every=5)
 
 # --- 4. train --------------------------------------------------------------------------------------

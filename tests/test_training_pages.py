@@ -685,3 +685,12 @@ def test_progress_lines():
     )
     assert frac == 0.5 and "about 10 s left" in line
     assert tr.fmt_seconds(float("nan")) == "?" and tr.fmt_seconds(3725) == "1 h 02 min"
+
+
+def test_a_tiny_upload_gets_a_hint_with_enough_epochs():
+    """40 rows, 20 % held out, batch 16, 1 epoch: 2 steps; the page suggests 15 epochs (30 steps)."""
+    msg = tr.few_steps_message(32, 2000, 16, 1)
+    assert msg and "Only about 2 training step(s)" in msg and "try 15 epochs (about 30 steps)" in msg
+    assert tr.few_steps_message(1600, 2000, 16, 1) is None  # the built-in default: 100 steps
+    assert tr.few_steps_message(5, 2000, 16, 1).startswith("Only about 1 training step(s)")
+    assert "try 20 epochs" in tr.few_steps_message(5, 2000, 16, 1)  # capped at the page's maximum

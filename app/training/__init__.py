@@ -66,6 +66,7 @@ from .start import (
     check_pretrain,
     check_pretrain_settings,
     default_finetune_base,
+    few_steps_message,
     start_finetune,
     start_pretrain,
     vocab_size,
@@ -108,6 +109,7 @@ __all__ = [
     # starting jobs and the job functions
     "check_finetune",
     "check_finetune_settings",
+    "few_steps_message",
     "check_pretrain",
     "check_pretrain_settings",
     "default_finetune_base",

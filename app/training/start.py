@@ -149,3 +149,22 @@ def start_pretrain(
         job.info = info
     st.session_state[ts.PT_JOB] = job.id
     return job, new
+
+
+FEW_STEPS = 30  # fewer training steps than this: the Fine-tuning page suggests more epochs
+
+
+def few_steps_message(n_train: int, max_train: int, batch: int, epochs: int) -> str | None:
+    """A hint when the settings make only a handful of training steps (a 40-row upload: two), with
+    the number of epochs that would give about FEW_STEPS; None when there are enough."""
+    n_train = max(1, min(max_train, n_train))
+    per_epoch = -(-n_train // max(1, batch))
+    steps = epochs * per_epoch
+    if steps >= FEW_STEPS:
+        return None
+    better = min(20, -(-FEW_STEPS // per_epoch))
+    return (
+        f"Only about {steps} training step(s): {n_train:,} training texts in batches of {batch}, {epochs} epoch(s). "
+        "Too few for the model to learn much or for the curves to show it: with a small file, try "
+        f"{better} epochs (about {better * per_epoch} steps) or a smaller batch."
+    )
