@@ -4,7 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from app import links, sidebar, state, teach
+from app import board, links, sidebar, state, teach
 from app.sidebar import app_icon
 
 ROOT = Path(__file__).resolve().parent
@@ -41,6 +41,8 @@ LATER_PAGES = [
     ("pages/compare.py", "Compare", ":material/compare:"),
     ("pages/status.py", "Server status", ":material/monitor_heart:"),
 ]
+if board.enabled():  # opt-in: BERT_EXPLORER_BOARD=1
+    LATER_PAGES.append(("pages/board.py", "Class board", ":material/leaderboard:"))
 for path, title, icon in LATER_PAGES:
     if (ROOT / path).exists():
         PAGES.append(st.Page(path, title=title, icon=icon))

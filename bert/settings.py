@@ -49,6 +49,8 @@ SETTINGS = {
         Setting("BERT_EXPLORER_CACHE_MB", 256, "memory of the cached analyses, MB (0: no cache)"),
         Setting("BERT_EXPLORER_MAX_DISK_MB", 2000, "saved runs + job folders + tokenized files on disk, MB"),
         Setting("BERT_EXPLORER_CACHE", ".cache/", "folder for corpora, data sets, runs and job folders"),
+        # the class board (app/board.py, pages/board.py)
+        Setting("BERT_EXPLORER_BOARD", False, "1: the Class board page, where students post fine-tuning runs"),
     ]
 }
 
