@@ -37,8 +37,10 @@ DEFAULT_TEXT_A = "The animal didn't cross the street because it was too tired."
 DEFAULT_TEXT_B = ""
 # Examples the pages offer, with the words the default built-in must guess first (tests/test_default_examples.py
 # checks them against the shipped model, so a new checkpoint that gets one wrong fails CI).
-DEFAULT_MLM_TEXT = "Paris is a city in [MASK], and there [MASK] many people in it."
-DEFAULT_MLM_ANSWERS = ("france", "are")
+# The shipped minilm-l6 tends to repeat a sentence's subject ("Paris is a city in [MASK]" -> paris 0.59,
+# france 0.33: its card says so), so the example names the country and asks for a verb and a place.
+DEFAULT_MLM_TEXT = "Paris is a city in France, and there [MASK] many people in [MASK]."
+DEFAULT_MLM_ANSWERS = ("are", "france")
 HINT_MLM_TEXT = "She opened the [MASK] and walked in."
 HINT_MLM_ANSWERS = ("door",)
 PICK_WORD_DEFAULT = "was"  # "Pick words of sentence A": the word hidden first in DEFAULT_TEXT_A
