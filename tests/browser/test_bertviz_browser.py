@@ -122,7 +122,7 @@ def test_hostile_tokens_shown_literally_without_running(page, kind, tmp_path, ar
     for token in (SCRIPT_TOKEN, IMG_TOKEN, "<script>alert(2)</script>", "a&amp;b", "\U0001f600"):
         assert token in texts, (token, texts[:20])
     assert page.locator("img").count() == 0  # no markup was injected
-    assert page.locator("script").count() == (7 if kind == "neuron" else 6)
+    assert page.locator("script").count() == (8 if kind == "neuron" else 7)  # + Save as SVG
     assert page.guard.dialogs == []
     page.screenshot(path=str(artifacts / f"bertviz_{kind}_hostile_tokens.png"), full_page=True)
     page.guard.assert_clean()
