@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 
@@ -29,7 +30,13 @@ PROJECTOR_PAGES = {
 
 
 def plotted(page, kind: str = "heatmap"):
-    """The first plotted trace of `kind` on the page: its numbers and labels."""
+    """The first plotted trace of `kind` on the page: its numbers and labels (waiting for it to be drawn)."""
+    page.wait_for_function(
+        """(kind) => [...document.querySelectorAll('.js-plotly-plot')]
+                     .some(el => (el.data || []).some(t => t.type === kind))""",
+        arg=kind,
+        timeout=60_000,
+    )
     return page.evaluate(
         """(kind) => {
             for (const el of document.querySelectorAll('.js-plotly-plot')) {
@@ -70,7 +77,9 @@ def test_a_link_reopens_the_same_attention_view(page, page_factory, app_url, app
     assert first and "teacher" in first["x"] and sliders == ["3", "6"]
     # the sidebar's "Link for students" shows the same address
     page.get_by_role("button", name="Link for students").click()
-    shown = page.locator('[data-testid="stPopoverBody"] code').first.inner_text()
+    code = page.locator('[data-testid="stPopoverBody"] code').first
+    expect(code).to_contain_text("head=6", timeout=30_000)  # the box is drawn by the run that made the link
+    shown = code.inner_text()
     assert query(shown) == q
     page.keyboard.press("Escape")
     # a student opens the link in another browser: same tokens, same numbers, same sliders
