@@ -189,6 +189,7 @@ def test_projector_mode_is_readable_from_the_back(page_factory, app_url, app_rea
 def test_projector_mode_uses_a_colour_blind_safe_scale(page, app_url, app_ready):
     page.goto(f"{app_url}/attention?projector=1&a={quote(SENTENCE)}")
     app_ready(page)
+    plotted(page)  # drawn
     scale = page.evaluate(
         """() => {
             for (const el of document.querySelectorAll('.js-plotly-plot')) {
