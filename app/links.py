@@ -19,6 +19,8 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import streamlit as st
 
+from .helpers import md_escape
+
 LINK_TEXT_CHARS = 300  # a sentence longer than this is cut in the link (the link says so)
 _SEEN = "_link_seen"  # {param name: the value last applied or published}
 _NOTES = "_link_notes"  # what the last publish had to leave out or cut
@@ -102,7 +104,8 @@ def apply(params: Sequence[Param]) -> list[str]:
         seen[p.name] = raw
         value = p.parse(raw)
         if value is None:
-            notes.append(f"The link's {p.label or p.name} ({raw[:40]!r}) does not fit here, so it was left out.")
+            what = f"{p.label or p.name} ({md_escape(raw[:40])})"
+            notes.append(f"The link's {what} does not fit here, so it was left out.")
             continue
         ss[p.key] = value
     return notes
@@ -196,7 +199,8 @@ def arrive() -> list[str]:
     notes = apply([TEXT_A, TEXT_B, MLM_TEXT, PROJECTOR_PARAM])
     if raw is not None and apply([model]):
         notes.append(
-            f"The link names a model this server does not have ({raw[:40]!r}): showing {state.DEFAULT_MODEL} instead."
+            f"The link names a model this server does not have ({md_escape(raw[:40])}): "
+            f"showing {state.DEFAULT_MODEL} instead."
         )
         st.session_state[state.MODEL_SOURCE] = state.DEFAULT_MODEL
     use(model, PROJECTOR_PARAM)
