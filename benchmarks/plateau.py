@@ -20,131 +20,28 @@ import tempfile
 import threading
 import time
 
+TINY = dict(layers=2, hidden=128, heads=2)  # the page's model size in every recipe unless said
+FAST = dict(max_seq_length=32, warmup_steps=100, dropout=0.0, steps=6000)  # what the later trials share
+WORDNET = dict(corpora=["wordnet"])
+
 # The Pre-training page's default (pages/pretrain.py): WordNet's short glosses and example
 # sentences, a 1,000-piece vocabulary trained on them, sequences of 32, no dropout, LR 3e-3.
-DEFAULT = dict(
-    corpora=["wordnet"],
-    layers=2,
-    hidden=128,
-    heads=2,
-    vocab="train:1000",
-    max_seq_length=32,
-    batch_size=32,
-    lr=3e-3,
-    warmup_steps=100,
-    dropout=0.0,
-    steps=2000,
-    eval_every=25,
-)
+DEFAULT = dict(**TINY, **WORDNET, **FAST, vocab="train:1000", batch_size=32, lr=3e-3) | dict(steps=2000, eval_every=25)
 
 RECIPES: dict[str, dict] = {
     "default": DEFAULT,
     # the Pre-training page's defaults before #17
-    "old-default": dict(
-        layers=2, hidden=128, heads=2, vocab="train:4000", max_seq_length=64, batch_size=16, lr=1e-3, warmup_steps=30
-    ),
-    "wordnet-s32-v2k-b64-lr2e-3": dict(
-        corpora=["wordnet"],
-        layers=2,
-        hidden=128,
-        heads=2,
-        vocab="train:2000",
-        max_seq_length=32,
-        batch_size=64,
-        lr=2e-3,
-        warmup_steps=100,
-        dropout=0.0,
-        steps=6000,
-    ),
-    "wordnet-s32-v2k-b32-lr3e-3": dict(
-        corpora=["wordnet"],
-        layers=2,
-        hidden=128,
-        heads=2,
-        vocab="train:2000",
-        max_seq_length=32,
-        batch_size=32,
-        lr=3e-3,
-        warmup_steps=100,
-        dropout=0.0,
-        steps=6000,
-    ),
-    "wordnet-s32-v1k-b32-lr3e-3": dict(
-        corpora=["wordnet"],
-        layers=2,
-        hidden=128,
-        heads=2,
-        vocab="train:1000",
-        max_seq_length=32,
-        batch_size=32,
-        lr=3e-3,
-        warmup_steps=100,
-        dropout=0.0,
-        steps=6000,
-    ),
+    "old-default": dict(**TINY, vocab="train:4000", max_seq_length=64, batch_size=16, lr=1e-3, warmup_steps=30),
+    "wordnet-s32-v2k-b64-lr2e-3": dict(**TINY, **WORDNET, **FAST, vocab="train:2000", batch_size=64, lr=2e-3),
+    "wordnet-s32-v2k-b32-lr3e-3": dict(**TINY, **WORDNET, **FAST, vocab="train:2000", batch_size=32, lr=3e-3),
+    "wordnet-s32-v1k-b32-lr3e-3": dict(**TINY, **WORDNET, **FAST, vocab="train:1000", batch_size=32, lr=3e-3),
     "wordnet-s32-v1k-b32-lr3e-3-m25": dict(
-        corpora=["wordnet"],
-        layers=2,
-        hidden=128,
-        heads=2,
-        vocab="train:1000",
-        max_seq_length=32,
-        batch_size=32,
-        lr=3e-3,
-        warmup_steps=100,
-        dropout=0.0,
-        mlm_probability=0.25,
-        steps=6000,
+        **TINY, **WORDNET, **FAST, vocab="train:1000", batch_size=32, lr=3e-3, mlm_probability=0.25
     ),
-    "s32-v2k-b64-lr2e-3": dict(
-        layers=2,
-        hidden=128,
-        heads=2,
-        vocab="train:2000",
-        max_seq_length=32,
-        batch_size=64,
-        lr=2e-3,
-        warmup_steps=100,
-        dropout=0.0,
-        steps=6000,
-    ),
-    "s32-v2k-b64-lr3e-3-m25": dict(
-        layers=2,
-        hidden=128,
-        heads=2,
-        vocab="train:2000",
-        max_seq_length=32,
-        batch_size=64,
-        lr=3e-3,
-        warmup_steps=100,
-        dropout=0.0,
-        mlm_probability=0.25,
-        steps=6000,
-    ),
-    "4x128-s32-v2k-b32-lr1e-3": dict(
-        layers=4,
-        hidden=128,
-        heads=4,
-        vocab="train:2000",
-        max_seq_length=32,
-        batch_size=32,
-        lr=1e-3,
-        warmup_steps=100,
-        dropout=0.0,
-        steps=6000,
-    ),
-    "2x64-s32-v1k-b64-lr3e-3": dict(
-        layers=2,
-        hidden=64,
-        heads=2,
-        vocab="train:1000",
-        max_seq_length=32,
-        batch_size=64,
-        lr=3e-3,
-        warmup_steps=100,
-        dropout=0.0,
-        steps=6000,
-    ),
+    "s32-v2k-b64-lr2e-3": dict(**TINY, **FAST, vocab="train:2000", batch_size=64, lr=2e-3),
+    "s32-v2k-b64-lr3e-3-m25": dict(**TINY, **FAST, vocab="train:2000", batch_size=64, lr=3e-3, mlm_probability=0.25),
+    "4x128-s32-v2k-b32-lr1e-3": dict(**FAST, layers=4, hidden=128, heads=4, vocab="train:2000", batch_size=32, lr=1e-3),
+    "2x64-s32-v1k-b64-lr3e-3": dict(**FAST, layers=2, hidden=64, heads=2, vocab="train:1000", batch_size=64, lr=3e-3),
 }
 
 

@@ -14,63 +14,9 @@ from pathlib import Path
 
 from .fileio import atomic_write_text
 
-PREDICT_PY = '''"""Class probabilities of this fine-tuned BERT with transformers, pooled as it was trained.
-
-    python predict.py "a great film" "dull and slow"
-
-or, from Python:  from predict import predict;  predict(["a great film"])  # (N, K) tensor
-Written by BERT Explorer's export; needs torch, transformers and safetensors.
-"""
-import json
-import sys
-from pathlib import Path
-
-import torch
-from safetensors.torch import load_file
-from transformers import BertModel, BertTokenizer
-
-HERE = Path(__file__).resolve().parent
-
-
-def load(folder=HERE):
-    folder = Path(folder)
-    cfg = json.loads((folder / "pooling_config.json").read_text())
-    tokenizer = BertTokenizer(str(folder / "vocab.txt"), do_lower_case=cfg["do_lower_case"])
-    encoder = BertModel.from_pretrained(str(folder), add_pooling_layer=cfg["pooling"] == "cls",
-                                        attn_implementation="eager").eval()
-    weights = load_file(str(folder / "model.safetensors"))
-    w, b = weights["classifier.weight"], weights["classifier.bias"]
-    head = torch.nn.Linear(w.shape[1], w.shape[0])
-    head.load_state_dict({"weight": w, "bias": b})
-    return tokenizer, encoder, head.eval(), cfg
-
-
-def pool(cfg, out, mask):
-    if cfg["pooling"] == "cls":
-        return out.pooler_output
-    h = out.last_hidden_state                                  # (B, T, C)
-    m = mask.unsqueeze(-1).to(h.dtype)                         # (B, T, 1)
-    if cfg["pooling"] == "mean":
-        return (h * m).sum(1) / m.sum(1).clamp(min=1.0)
-    return h.masked_fill(m == 0, torch.finfo(h.dtype).min).max(dim=1).values
-
-
-def predict(texts, folder=HERE, max_length=None):
-    tokenizer, encoder, head, cfg = load(folder)
-    enc = tokenizer(list(texts), padding=True, truncation=True,
-                    max_length=max_length or cfg["max_length"], return_tensors="pt")
-    with torch.no_grad():
-        out = encoder(input_ids=enc["input_ids"], token_type_ids=enc["token_type_ids"],
-                      attention_mask=enc["attention_mask"])
-        return torch.softmax(head(pool(cfg, out, enc["attention_mask"])), -1)
-
-
-if __name__ == "__main__":
-    _, _, _, cfg = load()
-    for text, p in zip(sys.argv[1:], predict(sys.argv[1:])):
-        best = int(p.argmax())
-        print(f"{cfg['labels'][best]} {float(p[best]):.3f}  {text}")
-'''
+# The script shipped with an exported classifier: it needs transformers, so it lives as a text
+# file beside the other assets and bert/ never imports or contains it.
+PREDICT_PY = Path(__file__).resolve().parent.parent / "assets" / "export" / "predict.py.txt"
 
 
 def write_classifier_extras(bundle, folder: Path, max_length: int = 128) -> None:
@@ -90,7 +36,7 @@ def write_classifier_extras(bundle, folder: Path, max_length: int = 128) -> None
         )
         + "\n",
     )
-    atomic_write_text(Path(folder) / "predict.py", PREDICT_PY)
+    atomic_write_text(Path(folder) / "predict.py", PREDICT_PY.read_text(encoding="utf-8"))
     if pooling == "cls":
         how = (
             "This model pools with [CLS], as `transformers.BertForSequenceClassification` does: "
