@@ -225,3 +225,15 @@ def test_snapshots_keep_the_model_every_n_steps(tmp_path):
     final = bert.load(events[-1]["path"]).model
     w = lambda m: m.bert.layers[0].ffn_in.weight  # noqa: E731
     assert not torch.equal(w(a), w(b)) and not torch.equal(w(b), w(final))
+
+
+def test_held_out_documents_do_not_follow_the_seed(tmp_path):
+    """Another --seed changes data order and masking, never which documents are held out."""
+    from bert.pretrain import training_split
+
+    corpus = tiny_corpus(n_docs=60)
+    splits = [training_split(args_for(tmp_path, seed=s), corpus) for s in (0, 1, 7)]
+    held_out = [{tuple(d) for d in valid.documents} for _, valid in splits]
+    assert held_out[0] == held_out[1] == held_out[2] and held_out[0]
+    train_0 = {tuple(d) for d in splits[0][0].documents}
+    assert not train_0 & held_out[0]
