@@ -33,6 +33,10 @@ MAX_BOARDS = 500  # on the server at once
 MAX_POINTS = 200  # per curve
 KEEP_SECONDS = 24 * 3600
 TEXT_CHARS = 80  # of a model or data set name
+MAX_LIVE = 3  # runs shown live on a board at once (a class watches one instead of queueing 30)
+LIVE_STALE_S = 60  # a live run not updated for this long is shown as lost (its tab was closed)
+LIVE_KEEP_S = 30 * 60  # a live run stays on the board this long after its last update
+LINE_CHARS = 200  # of a live run's progress line
 
 # the posted settings: key, label in the table and in "what the best runs share"
 SETTING_LABELS = {
@@ -73,6 +77,11 @@ def _db():
             "nickname TEXT NOT NULL, posted REAL NOT NULL, summary TEXT NOT NULL)"
         )
         conn.execute("CREATE INDEX IF NOT EXISTS entries_code ON entries (code)")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS live (id INTEGER PRIMARY KEY AUTOINCREMENT, code TEXT NOT NULL, "
+            "nickname TEXT NOT NULL, started REAL NOT NULL, updated REAL NOT NULL, state TEXT NOT NULL, "
+            "progress REAL NOT NULL, line TEXT NOT NULL, summary TEXT NOT NULL)"
+        )
         try:
             yield conn
         except BaseException:
@@ -108,6 +117,7 @@ def _expire(conn, now: float) -> None:
         "DELETE FROM entries WHERE posted < ? OR code IN (SELECT code FROM boards WHERE created < ?)", (cutoff, cutoff)
     )
     conn.execute("DELETE FROM boards WHERE created < ?", (cutoff,))
+    conn.execute("DELETE FROM live WHERE updated < ? OR code NOT IN (SELECT code FROM boards)", (now - LIVE_KEEP_S,))
 
 
 def expire(now: float | None = None) -> None:
@@ -236,7 +246,91 @@ def clear(code: str, teacher_key: str) -> int:
         (key_hash,) = conn.execute("SELECT key_hash FROM boards WHERE code = ?", (code,)).fetchone()
         if not hmac.compare_digest(key_hash, _hash((teacher_key or "").strip())):
             raise BoardError("That is not this board's teacher key.")
+        conn.execute("DELETE FROM live WHERE code = ?", (code,))
         return conn.execute("DELETE FROM entries WHERE code = ?", (code,)).rowcount
+
+
+# --- runs shown live while they train ---------------------------------------------------------
+
+LIVE_STATES = ("queued", "running", "done", "stopped", "error")
+
+
+def _live_now(row, now: float) -> bool:
+    """A live row still training and heard from within LIVE_STALE_S."""
+    return row[0] in ("queued", "running") and now - row[1] <= LIVE_STALE_S
+
+
+def go_live(code: str, nickname: str, now: float | None = None) -> int:
+    """Start showing a run live on the board under `nickname`; the live row's id (for `update_live`).
+    At most MAX_LIVE runs train live on a board at once."""
+    now = time.time() if now is None else now
+    nick = clean_nickname(nickname)
+    with _db() as conn:
+        _expire(conn, now)
+        code = _known(conn, code)
+        rows = conn.execute("SELECT state, updated FROM live WHERE code = ?", (code,)).fetchall()
+        if sum(_live_now(r, now) for r in rows) >= MAX_LIVE:
+            raise BoardError(f"{MAX_LIVE} runs are live on board {code} already: watch one of them, or try later.")
+        cur = conn.execute(
+            "INSERT INTO live (code, nickname, started, updated, state, progress, line, summary) "
+            "VALUES (?, ?, ?, ?, 'queued', 0, '', ?)",
+            (code, nick, now, now, json.dumps(clean_summary({}))),
+        )
+        return int(cur.lastrowid)
+
+
+def update_live(
+    code: str, live_id: int, state: str, progress: float, line: str, run_summary: dict, now: float | None = None
+) -> bool:
+    """The live run's newest state, progress (0-1), progress line and summary (as `summary_of`);
+    False when it is gone from the board (cleared or expired)."""
+    now = time.time() if now is None else now
+    state = state if state in LIVE_STATES else "error"
+    progress = min(max(_num(progress) or 0.0, 0.0), 1.0)
+    with _db() as conn:
+        cur = conn.execute(
+            "UPDATE live SET updated = ?, state = ?, progress = ?, line = ?, summary = ? WHERE id = ? AND code = ?",
+            (
+                now,
+                state,
+                progress,
+                str(line)[:LINE_CHARS],
+                json.dumps(clean_summary(run_summary)),
+                int(live_id),
+                normal_code(code),
+            ),
+        )
+        return cur.rowcount == 1
+
+
+def live_runs(code: str, now: float | None = None) -> list[dict]:
+    """The board's live runs, newest first: id, nickname, started, updated, state ("lost" for a
+    run not heard from in LIVE_STALE_S), progress, line and the summary's fields."""
+    now = time.time() if now is None else now
+    with _db() as conn:
+        _expire(conn, now)
+        code = _known(conn, code)
+        rows = conn.execute(
+            "SELECT id, nickname, started, updated, state, progress, line, summary FROM live WHERE code = ? "
+            "ORDER BY id DESC LIMIT ?",
+            (code, 4 * MAX_LIVE),
+        ).fetchall()
+    out = []
+    for i, nick, started, updated, state, progress, line, summary in rows:
+        lost = state in ("queued", "running") and not _live_now((state, updated), now)
+        out.append(
+            {
+                "id": i,
+                "nickname": nick,
+                "started": started,
+                "updated": updated,
+                "state": "lost" if lost else state,
+                "progress": progress,
+                "line": line,
+                **clean_summary(json.loads(summary)),
+            }
+        )
+    return out
 
 
 # --- what is posted ----------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Widgets the Fine-tuning and Pre-training pages share: reopening a run, the notice line, the
 live panel's queue and progress lines, and a result's summary and "Keep it" block (with, on the
-Fine-tuning page, the class board's post button when the board is on: app/board.py).
+Fine-tuning page, the class board's post button when the board is on: app/board_view.py).
 
 Each takes a `TrainPage` saying what differs between the two pages: the job kind, the prefix of
 the widget keys ("ft" / "pt"), the stem of the figures' download names, and the help texts of
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import streamlit as st
 
-from . import board, figures, state
+from . import board_view, figures, state
 from . import train_state as ts
 from . import training as tr
 from .errors import show_errors
@@ -168,46 +168,7 @@ def keep_it(page: TrainPage, res: dict) -> None:
     with st.expander("Model card"):
         st.code(b.card, language=None, wrap_lines=True)
     if page.kind == tr.FINETUNE:
-        board_post(page, res)
-
-
-def _post_to_board(page: TrainPage, code: str, res: dict) -> None:
-    """The post button's callback: the outcome is left for the page as (kind, message)."""
-    try:
-        board.post(code, st.session_state.get(f"{page.prefix}_board_nick", ""), board.summary_of(res))
-    except board.BoardError as e:
-        note = ("error", str(e))
-    else:
-        note = ("success", f"Posted to board {code}: see it on the Class board page.")
-    st.session_state[f"{page.prefix}_board_note"] = note
-
-
-def board_post(page: TrainPage, res: dict) -> None:
-    """The class board's nickname box and post button: only when the board is on
-    (BERT_EXPLORER_BOARD=1) and this session has joined a board on the Class board page."""
-    code = st.session_state.get(board.JOINED)
-    if not board.enabled() or not code:
-        return
-    jid = res["job_id"]
-    st.subheader(f"Class board {code}")
-    c1, c2 = st.columns([2, 1], vertical_alignment="bottom")
-    c1.text_input(
-        "Your nickname on the board",
-        key=f"{page.prefix}_board_nick",
-        max_chars=board.NICK_CHARS,
-        help="Shown to the class with this run's settings, accuracy and curves (never your data).",
-    )
-    c2.button(
-        "Post this run to the class board",
-        key=f"{page.prefix}_board_post_{jid}",
-        on_click=_post_to_board,
-        args=(page, code, res),
-    )
-    note = st.session_state.pop(f"{page.prefix}_board_note", None)
-    if note and note[0] == "error":
-        st.error(md_escape(note[1]), icon=ICON_ERR)
-    elif note:
-        st.success(md_escape(note[1]), icon=":material/check_circle:")
+        board_view.board_post(res)
 
 
 def results_section(page: TrainPage, header: str, show: Callable[[dict], None]) -> None:

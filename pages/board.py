@@ -5,14 +5,12 @@ Fine-tuning page's results."""
 import time
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 import app
-from app import board, figures
+from app import board, board_plots, figures
 from app.errors import show_errors
 from app.helpers import md_escape
-from app.plots import safe_labels
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
@@ -74,20 +72,35 @@ def table(runs: list[dict]) -> pd.DataFrame:
     return df.sort_values("accuracy %", ascending=False, na_position="last") if len(df) else df
 
 
-def curves(runs: list[dict]) -> go.Figure:
-    fig = go.Figure()
-    for name, r in zip(safe_labels([r["nickname"] for r in runs]), runs):
-        pts = r["val_accuracy"]
-        fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers", name=name))
-    fig.update_layout(
-        title="validation accuracy of every posted run",
-        xaxis_title="step",
-        yaxis=dict(title="accuracy", range=[0, 1.02], tickformat=".0%"),
-        height=420,
-        margin=dict(l=10, r=10, t=50, b=10),
-        uirevision="keep",
-    )
-    return fig
+LIVE_STATES = {
+    "queued": "waiting for a free slot",
+    "running": "training",
+    "done": "finished",
+    "stopped": "stopped early",
+    "error": "ended with an error",
+    "lost": "not heard from for a minute (its tab was closed?)",
+}
+
+
+@st.fragment(run_every=2)
+def live_now(code: str) -> None:
+    """The runs shown live on this board, their curves redrawn every 2 s."""
+    try:
+        runs = board.live_runs(code)
+    except board.BoardError:
+        return  # the posted runs' section says why
+    if not runs:
+        st.caption(
+            "No run is live. Anyone on this board can show a run live from the Fine-tuning page while it "
+            "trains, so the class can watch it instead of each queueing their own."
+        )
+        return
+    st.subheader("Live now")
+    for r in runs:
+        acc = "" if r["accuracy"] is None or r["state"] != "done" else f" · accuracy {100 * r['accuracy']:.1f} %"
+        st.markdown(f"**{md_escape(r['nickname'])}** · {LIVE_STATES[r['state']]}{acc}")
+        st.progress(r["progress"], text=md_escape(r["line"]) or None)
+        figures.show(board_plots.live_curves(r), f"board-live-{r['id']}", key=f"board_live_{r['id']}")
 
 
 @st.fragment(run_every=5)
@@ -102,7 +115,7 @@ def live(code: str) -> None:
         return
     st.subheader(f"{len(runs)} run(s) posted")
     st.dataframe(table(runs), hide_index=True, width="stretch")
-    figures.show(curves(runs), f"board-{code}", key="board_curves")
+    figures.show(board_plots.posted_curves(runs), f"board-{code}", key="board_curves")
     share = board.what_the_best_share(runs)
     if share:
         st.markdown("**What the best runs share**\n\n" + "\n".join(f"- {md_escape(s)}" for s in share))
@@ -140,6 +153,7 @@ else:
         st.header(f"Board {code}")
         st.button("Leave this board", key="board_leave", on_click=leave)
         with show_errors("the board"):
+            live_now(code)
             live(code)
         with st.expander("Clear the board (teacher)"):
             st.text_input("Teacher key", key=CLEAR_KEY, type="password", max_chars=64)

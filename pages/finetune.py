@@ -5,7 +5,7 @@ import hashlib
 import streamlit as st
 
 import app
-from app import figures, snapshots, state, train_plots
+from app import board_view, figures, snapshots, state, train_plots
 from app import train_state as ts
 from app import train_view as view
 from app import training as tr
@@ -43,6 +43,7 @@ st.markdown(
     "network a little more on labelled examples. Pick some data, press **Start**, and watch the loss "
     "fall and the accuracy rise; the result becomes a model you can explore on the other pages."
 )
+board_view.push_ended()
 view.collect_and_reopen(PAGE)
 
 # --- 1. data -------------------------------------------------------------------------------------
@@ -350,6 +351,7 @@ def live_panel():
     if job is None:
         return
     tr.tick(job)
+    board_view.push_live(job)
     if not job.active:
         st.rerun()  # finished: a full run collects the result
     view.live_progress(job, jm, *tr.finetune_progress(job.metrics))
@@ -366,6 +368,7 @@ def live_panel():
         key="ft_live_curves",
     )
     view.stop_button(PAGE, job, "Stop (keeps the best model so far)", "Stopping… (the best model so far is kept)")
+    board_view.live_share(job)
 
 
 if job is not None and job.active:

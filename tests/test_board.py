@@ -198,3 +198,79 @@ def test_page_start_join_and_clear(cache, monkeypatch):
     at.button(key="board_clear").click().run()
     assert not at.exception and board.entries(code) == []
     assert not any(c.value == key for c in at.code)  # the key was shown once
+
+
+def test_live_runs_store_limits_and_expiry(cache):
+    code, key = board.new_board()
+    t0 = 1_000_000.0
+    ids = [board.go_live(code, f"s{i}", now=t0) for i in range(board.MAX_LIVE)]
+    with pytest.raises(board.BoardError, match="live on board"):
+        board.go_live(code, "one more", now=t0)
+    assert board.update_live(code, ids[0], "running", 0.4, "Step 4 of 10", run_summary(), now=t0 + 1)
+    assert board.update_live(code, ids[1], "done", 7, "x" * 999, run_summary(acc=0.9), now=t0 + 1)
+    runs = {r["id"]: r for r in board.live_runs(code, now=t0 + 2)}
+    assert runs[ids[0]]["state"] == "running" and runs[ids[0]]["progress"] == 0.4
+    assert runs[ids[0]]["val_accuracy"] == [[5, pytest.approx(0.7)], [10, 0.8]]
+    assert runs[ids[1]]["progress"] == 1.0 and len(runs[ids[1]]["line"]) == board.LINE_CHARS
+    assert runs[ids[2]]["state"] == "queued"
+    board.go_live(code, "next", now=t0 + 2)  # one finished: a slot is free again
+    later = t0 + board.LIVE_STALE_S + 10  # not heard from for a minute: lost, and its slot is free
+    assert {r["state"] for r in board.live_runs(code, now=later) if r["id"] != ids[1]} == {"lost"}
+    board.go_live(code, "after", now=later)
+    assert board.live_runs(code, now=t0 + board.LIVE_KEEP_S + 20)[0]["nickname"] == "after"  # the rest expired
+    board.clear(code, key)
+    assert board.live_runs(code, now=later) == []
+    assert not board.update_live(code, ids[0], "running", 0.5, "", run_summary(), now=later)  # cleared: gone
+
+
+def test_a_run_shown_live_from_the_finetuning_page(cache, monkeypatch):
+    """A student shows a running fine-tuning job live; the board's live section draws it with its
+    nickname escaped, and its last state (stopped) is written when the job ends."""
+    from dataclasses import asdict
+
+    from streamlit.testing.v1 import AppTest
+
+    from app import board_view
+    from app import train_state as ts
+    from app import training as tr
+    from bert.labelled import stratified_split
+    from tests.helpers import tiny_bundle
+    from tests.test_training_pages import fast_args, tiny_data
+
+    monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
+    code, _ = board.new_board()
+    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    at.run()
+    at.session_state[board.JOINED] = code
+    at.switch_page("pages/finetune.py").run()
+    train, valid = stratified_split(tiny_data(80), 0.25, seed=0)
+    jm = tr.manager()
+    fn = tr.finetune_job(tiny_bundle(), train, valid, fast_args(epochs=500, eval_every=2, name="live"))
+    job, _ = jm.submit_for(at.session_state[ts.OWNER], tr.FINETUNE, fn, "live")
+    job.info = {"base_name": "tiny", "args": asdict(fast_args(epochs=500)), "code": "ABCDEF"}  # as start does
+    try:
+        at.session_state[ts.FT_JOB] = job.id
+        deadline = time.time() + 60
+        while len([m for m in job.metrics if m.get("event") == "eval"]) < 2 and time.time() < deadline:
+            at.run()
+            time.sleep(0.3)
+        at.text_input(key=board_view.LIVE_NICK).input(HOSTILE).run()
+        at.button(key="ft_board_go_live").click().run()
+        assert not at.exception and any("live on board" in s.value for s in at.success)
+        (r,) = board.live_runs(code)
+        assert r["nickname"] == HOSTILE and r["state"] == "running" and r["train_loss"] and r["val_accuracy"]
+        assert r["base_model"] == "tiny" and r["pooling"] == "mean" and "Step" in r["line"]
+        viewer = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)  # another student
+        viewer.run()
+        viewer.session_state[board.JOINED] = code
+        viewer.switch_page("pages/board.py").run()
+        assert not viewer.exception and any(m.value == "Live now" for m in viewer.subheader)
+        assert any("&lt;img" in m.value or "\\<img" in m.value for m in viewer.markdown), "nickname escaped"
+        spec = next(e for e in viewer.main if getattr(e, "type", "") == "plotly_chart").proto.spec
+        assert HOSTILE not in spec and "&lt;img" in spec
+    finally:
+        job.stop()
+        jm.wait(job, 30)
+    at.run()
+    (r,) = board.live_runs(code)
+    assert r["state"] == "stopped" and r["progress"] == 1.0 and r["accuracy"] is not None

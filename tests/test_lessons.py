@@ -99,7 +99,13 @@ def test_the_lessons_page_steps_questions_progress_and_link():
     good = next(i for i, o in enumerate(options) if o == str(pieces))
     at.radio(key="lq_tokens_pieces").set_value(good).run()
     assert at.success and at.success[0].value.startswith("Right.")
-    assert any("1 of 13 questions right" in c.value or "questions right" in c.value for c in at.sidebar.caption)
+    assert any("1 of 13 questions right" in c.value for c in at.sidebar.caption)
+    # progress survives a visit to another page and back
+    at.switch_page("pages/tokenization.py").run()
+    assert not at.exception
+    at.switch_page("pages/lessons.py").run()
+    assert not at.exception and any("1 of 13 questions right" in c.value for c in at.sidebar.caption)
+    assert any(c.value.startswith(LESSONS[0].title + ": " + str(len(LESSONS[0].steps))) for c in at.sidebar.caption)
     # a link to the third lesson's second step opens it
     at2 = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=180)
     at2.query_params["lesson"] = "attention"
