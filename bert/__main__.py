@@ -40,21 +40,16 @@ def _emit(metrics: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from .errors import BertExplorerError
+    from .finetune import FinetuneArgs
     from .pretrain import PretrainArgs
-
-    try:
-        from .finetune import FinetuneArgs
-    except ImportError:  # fine-tuning not built yet
-        FinetuneArgs = None
 
     parser = argparse.ArgumentParser(prog="python -m bert")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("pretrain", help="MLM + NSP pre-training (resumable; works under torchrun)")
     _add_dataclass_args(p, PretrainArgs)
     p.add_argument("--no-resume", action="store_true", help="start over even if a checkpoint exists")
-    if FinetuneArgs is not None:
-        f = sub.add_parser("finetune", help="fine-tune a sequence classifier on a labelled file")
-        _add_dataclass_args(f, FinetuneArgs)
+    f = sub.add_parser("finetune", help="fine-tune a sequence classifier on a labelled file")
+    _add_dataclass_args(f, FinetuneArgs)
     sub.add_parser("fetch", help="fetch the corpora and data sets into the cache")
     args = vars(parser.parse_args(argv))
     command = args.pop("command")

@@ -33,7 +33,7 @@ from .config import POOLINGS
 from .device import DEVICES, resolve_device
 from .errors import DataError, TrainingError
 from .finetune_eval import evaluate_classifier
-from .finetune_run import DIVERGED_LOSS, _FinetuneRun, _lr_scales, build_classifier  # noqa: F401 (as before the split)
+from .finetune_run import _FinetuneRun, build_classifier
 from .labelled import DEFAULT_MAX_ROWS, LabelledData, read_labelled_file, stratified_sample, stratified_split
 from .model import BertForSequenceClassification
 
@@ -48,23 +48,8 @@ __all__ = [
 ]
 
 
-# Defaults chosen by measurement: 2,000 Rotten Tomatoes snippets, 1 epoch, max length 64, accuracy on
-# 1,000 others (seeds 0-4; the seed also draws the data, so runs differ by up to 3 points):
-#   base all-minilm-l6-v2 (the published sentence encoder): 0.786 / 0.797 / 0.815 / 0.780 / 0.786
-#   base minilm-l6 (our masked-LM training moved its sentence embeddings): 0.717 / 0.779 / 0.800 /
-#   0.758 / 0.779 -- hence the published encoder is the default base. (2026-11-30; before the
-#   cheaper dropout and the averaged minilm-l6: 0.785 / 0.794 / 0.810 / 0.774 / 0.797 and a 0.749 mean.)
-# On an earlier minilm-l6, one run each: lr 2e-4, head x10, batch 16, mean pooling, embeddings frozen 0.785;
-#   embeddings trained 0.788 (25 % slower)     lr 1e-4: 0.767      lr 4e-4: 0.721
-#   head x1: 0.768 (3e-4: 0.772)     head x30: 0.757     batch 8: 0.771     batch 32 (lr 3e-4): 0.767
-#   max pooling: 0.772     encoder dropout 0: 0.772     layer decay 0.8/0.85: 0.783 / 0.783
-# On the published encoder, seeds 0-3, not kept: R-Drop (each batch twice, + 1.0 x the symmetric KL,
-#   2x the work) 0.776 / 0.789 / 0.804 / 0.794 -- the same mean as without (0.791). Embeddings
-#   trained too (seeds 0-4, 1 thread): 0.796 / 0.800 / 0.817 / 0.774 / 0.788, mean 0.795 (+0.003,
-#   within the spread) for 25 % more time: frozen stays the default. Batches drawn at random
-#   instead of by length: 0.765 / 0.755 / 0.823 / 0.787 / 0.800, mean 0.786, and 45 % slower.
-#   The pooled vector normalised (x 10, as the encoder was trained to be compared): mean 0.794.
-# About 0.8 s of one core per step of 16 texts; a logistic regression on the frozen features gets 0.71.
+# The defaults are the best of the settings measured on Rotten Tomatoes (README: "Which one to
+# fine-tune"); the other settings tried there were not better.
 @dataclass
 class FinetuneArgs:
     data: str  # a labelled file, or "builtin:rotten_tomatoes" / "builtin:tweets"

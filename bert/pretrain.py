@@ -43,7 +43,7 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 @dataclass
 class PretrainArgs:
-    out: str  # run folder: checkpoint/, metrics.jsonl, final/
+    out: str  # run folder: checkpoint/, final/, snapshots/
     init: str = "minilm-l6"  # a loadable model to continue from, or "scratch"
     corpora: list[str] = field(default_factory=lambda: ["wiki", "brown", "bbc"])
     text_file: str | None = None  # a .txt of the user's instead of the corpora

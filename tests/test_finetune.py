@@ -258,7 +258,7 @@ def test_cli_with_validation_file_and_bad_data(tmp_path, capsys):
 
 
 def test_layer_decay_and_encoder_dropout(split):
-    from bert.finetune import _lr_scales
+    from bert.finetune_run import _lr_scales
 
     train, valid = split
     events = run(tiny_bundle(), train, valid, layer_decay=0.5, encoder_dropout=0.0)
