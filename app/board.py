@@ -23,6 +23,7 @@ from pathlib import PurePath
 
 from bert import BertExplorerError, settings
 from bert.corpus import bert_cache_dir
+from bert.events import FinetuneEval, FinetuneStep, of_type
 
 JOINED = "board_code"  # session-state key: the class code this session has joined
 CODE_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
@@ -247,9 +248,9 @@ def summary_of(res: dict) -> dict:
     curves. Nothing from the data but its name."""
     info = res.get("info") or {}
     args = info.get("args") or {}
-    fin = res.get("done") or {}
-    acc = (res.get("report") or {}).get("accuracy", fin.get("accuracy"))
-    metrics = [m for m in res.get("metrics") or [] if isinstance(m, dict)]
+    fin = res.get("done")
+    acc = (res.get("report") or {}).get("accuracy", fin.accuracy if fin is not None else None)
+    metrics = res.get("metrics") or []
     data = str(args.get("data") or "")
     return clean_summary(
         {
@@ -261,8 +262,8 @@ def summary_of(res: dict) -> dict:
             "max_length": args.get("max_length"),
             "dataset": PurePath(data.replace("\\", "/")).name.replace("builtin:", "") if data else None,
             "accuracy": acc,
-            "val_accuracy": [(m.get("step"), m.get("accuracy")) for m in metrics if m.get("event") == "eval"],
-            "train_loss": [(m.get("step"), m.get("loss")) for m in metrics if m.get("event") == "train"],
+            "val_accuracy": [(m.step, m.accuracy) for m in of_type(metrics, FinetuneEval)],
+            "train_loss": [(m.step, m.loss) for m in of_type(metrics, FinetuneStep)],
         }
     )
 

@@ -1,6 +1,6 @@
 """Command line: `python -m bert pretrain ...`, `python -m bert finetune ...`, `python -m bert fetch`.
 
-Training commands print one JSON line per log or evaluation step; `--device auto|cpu|cuda|mps`
+Training commands print one JSON line per event (bert/events.py); `--device auto|cpu|cuda|mps`
 picks where they train (bert/device.py).
 """
 
@@ -34,8 +34,9 @@ def _add_dataclass_args(parser: argparse.ArgumentParser, cls) -> None:
             parser.add_argument(name, type=base[0], default=default, required=required, choices=choices)
 
 
-def _emit(metrics: dict) -> None:
-    print(json.dumps(metrics, default=float), flush=True)
+def _emit(event) -> None:
+    """One JSON line per event (bert/events.py: `to_dict`)."""
+    print(json.dumps(event.to_dict(), default=float), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

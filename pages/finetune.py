@@ -17,6 +17,7 @@ from bert import settings
 from bert.checkpoint import available_builtins
 from bert.config import POOLINGS
 from bert.datasets import available_datasets
+from bert.events import FinetuneStart
 from bert.finetune import FinetuneArgs
 
 app.run_through_entry()  # before anything else: see app/__init__.py
@@ -353,15 +354,15 @@ def live_panel():
     if not job.active:
         st.rerun()  # finished: a full run collects the result
     view.live_progress(job, jm, *tr.finetune_progress(job.metrics))
-    start_ev = tr.last_event(job.metrics, "start")
+    start_ev = tr.last_event(job.metrics, FinetuneStart)
     if start_ev:
         st.caption(
-            f"{start_ev['train_examples']:,} training and {start_ev['valid_examples']:,} validation "
-            f"texts · {start_ev['trainable']:,} of {start_ev['parameters']:,} parameters trained"
-            + (f" · {start_ev['truncated']:,} texts cut at the maximum length" if start_ev.get("truncated") else "")
+            f"{start_ev.train_examples:,} training and {start_ev.valid_examples:,} validation "
+            f"texts · {start_ev.trainable:,} of {start_ev.parameters:,} parameters trained"
+            + (f" · {start_ev.truncated:,} texts cut at the maximum length" if start_ev.truncated else "")
         )
     figures.show(
-        train_plots.finetune_curves(job.metrics, start_ev["steps"] if start_ev else None),
+        train_plots.finetune_curves(job.metrics, start_ev.steps if start_ev else None),
         "finetune-live-curves",
         key="ft_live_curves",
     )
@@ -465,8 +466,8 @@ def try_it(res: dict) -> None:
 
 
 def show_result(res: dict) -> None:
-    rep, info, fin = res["report"], res["info"], res["done"] or {}
-    acc = (rep or fin).get("accuracy")
+    rep, info, fin = res["report"], res["info"], res["done"]  # fin: a bert.events.FinetuneDone
+    acc = rep["accuracy"] if rep else fin.accuracy
     args = info.get("args", {})
     view.result_summary(
         PAGE,
@@ -474,16 +475,16 @@ def show_result(res: dict) -> None:
         [
             ("Validation accuracy", f"{acc:.1%}" if isinstance(acc, (int, float)) and acc == acc else "–"),
             ("Macro F1", f"{rep['macro_f1']:.3f}" if rep else "–"),
-            ("Validation texts", f"{(rep or {}).get('n', fin.get('valid_examples', 0)):,}"),
-            ("Training time", tr.fmt_seconds(fin.get("train_seconds"))),
-            ("Examples/s", f"{fin.get('examples_per_s', 0):.1f}"),
+            ("Validation texts", f"{(rep or {}).get('n', fin.valid_examples):,}"),
+            ("Training time", tr.fmt_seconds(fin.train_seconds)),
+            ("Examples/s", f"{fin.examples_per_s:.1f}"),
         ],
         f"**{md_escape(res['name'])}**: fine-tuned from {md_escape(info.get('base_name', '?'))} on "
-        f"{md_escape(info.get('train', '?'))}; best model at step {fin.get('best_step', '?')} of "
-        f"{fin.get('steps', '?')} · pooling {args.get('pooling', '?')}, {args.get('max_length', '?')} tokens, "
+        f"{md_escape(info.get('train', '?'))}; best model at step {fin.best_step} of "
+        f"{fin.steps} · pooling {args.get('pooling', '?')}, {args.get('max_length', '?')} tokens, "
         f"batch {args.get('batch_size', '?')}, learning rate {args.get('lr', 0):g}, "
         f"{args.get('epochs', '?')} epoch(s). It is in the sidebar's model list for this session.",
-        train_plots.finetune_curves(res["metrics"], fin.get("steps")),
+        train_plots.finetune_curves(res["metrics"], fin.steps),
     )
     if rep:
         t1, t2, t3 = st.tabs(["Scores per class", "Confusion matrix", "Most confident mistakes"])
