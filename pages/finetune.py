@@ -436,7 +436,7 @@ def cls_comparison(res: dict, text: str) -> None:
         train_plots.cls_attention(tokens[:64], att0[:64], att1[:64]), f"finetune-cls-{jid}", key=f"ft_cls_{jid}"
     )
     cut = " (first 64 tokens)" if len(tokens) > 64 else ""
-    mean = res["info"].get("args", {}).get("pooling") == "mean"
+    mean = res["info"]["args"].pooling == "mean"
     st.caption(
         f"Where [CLS] looks in the last layer (mean over heads), before and after fine-tuning{cut}. "
         + ("With mean pooling the head reads every token, so [CLS] itself may change little." if mean else "")
@@ -444,7 +444,7 @@ def cls_comparison(res: dict, text: str) -> None:
 
 
 def try_it(res: dict) -> None:
-    b, jid, args = res["bundle"], res["job_id"], res["info"].get("args", {})
+    b, jid, args = res["bundle"], res["job_id"], res["info"]["args"]
     st.subheader("Try it")
     key = f"ft_try_{jid}"
     ts.seed(key, TRY_DEFAULT)
@@ -454,7 +454,7 @@ def try_it(res: dict) -> None:
         st.info("Type a text to see the class probabilities.")
         return
     left, right = st.columns([2, 3])
-    probs = b.classify([text[:5000]], max_length=int(args.get("max_length", 128)))[0].numpy()
+    probs = b.classify([text[:5000]], max_length=args.max_length)[0].numpy()
     figures.show(
         train_plots.class_probs(b.labels, probs, "class probabilities"),
         f"finetune-probs-{jid}",
@@ -466,9 +466,8 @@ def try_it(res: dict) -> None:
 
 
 def show_result(res: dict) -> None:
-    rep, info, fin = res["report"], res["info"], res["done"]  # fin: a bert.events.FinetuneDone
+    rep, info, fin, args = res["report"], res["info"], res["done"], res["info"]["args"]  # FinetuneDone, FinetuneArgs
     acc = rep["accuracy"] if rep else fin.accuracy
-    args = info.get("args", {})
     view.result_summary(
         PAGE,
         res,
@@ -481,9 +480,9 @@ def show_result(res: dict) -> None:
         ],
         f"**{md_escape(res['name'])}**: fine-tuned from {md_escape(info.get('base_name', '?'))} on "
         f"{md_escape(info.get('train', '?'))}; best model at step {fin.best_step} of "
-        f"{fin.steps} · pooling {args.get('pooling', '?')}, {args.get('max_length', '?')} tokens, "
-        f"batch {args.get('batch_size', '?')}, learning rate {args.get('lr', 0):g}, "
-        f"{args.get('epochs', '?')} epoch(s). It is in the sidebar's model list for this session.",
+        f"{fin.steps} · pooling {args.pooling}, {args.max_length} tokens, "
+        f"batch {args.batch_size}, learning rate {args.lr:g}, "
+        f"{args.epochs} epoch(s). It is in the sidebar's model list for this session.",
         train_plots.finetune_curves(res["metrics"], fin.steps),
     )
     if rep:

@@ -264,9 +264,9 @@ def live_panel():
     tr.tick(job)
     if not job.active:
         st.rerun()  # finished: a full run collects the result
-    args = job.info.get("args", {})
-    steps = args.get("steps", 1)
-    view.live_progress(job, jm, *tr.pretrain_progress(job.metrics, steps, args.get("log_every", LOG_EVERY)))
+    args: PretrainArgs = job.info["args"]
+    steps = args.steps
+    view.live_progress(job, jm, *tr.pretrain_progress(job.metrics, steps, args.log_every))
     start_ev = tr.last_event(job.metrics, PretrainStart)
     if start_ev:
         st.caption(
@@ -277,7 +277,7 @@ def live_panel():
     plateau_line(job.metrics)
     probes = tr.probe_frame(job.metrics)
     if len(probes):
-        st.markdown(f"**Probe:** {md_escape(args.get('probe', ''))} · top guesses at each evaluation, newest first")
+        st.markdown(f"**Probe:** {md_escape(args.probe)} · top guesses at each evaluation, newest first")
         st.dataframe(probes.iloc[::-1], hide_index=True, width="stretch")
     view.stop_button(PAGE, job, "Stop (keeps the model as it is now)", "Stopping… (saving the model)")
 
@@ -290,10 +290,10 @@ if snapshots.recorded("pre-training"):
 
 # --- 5. results ----------------------------------------------------------------------------------
 def try_it(res: dict) -> None:
-    b, jid, args = res["bundle"], res["job_id"], res["info"].get("args", {})
+    b, jid, args = res["bundle"], res["job_id"], res["info"]["args"]
     st.subheader("Try it")
     key = f"pt_try_{jid}"
-    ts.seed(key, args.get("probe") or "the [MASK] is on the table .")
+    ts.seed(key, args.probe or "the [MASK] is on the table .")
     text = st.text_input("A sentence with [MASK]", key=key, max_chars=SENTENCE_CHARS)
     ts.remember(key)
     text = re.sub(r"\[mask\]", "[MASK]", text or "", flags=re.IGNORECASE)
@@ -313,7 +313,7 @@ def try_it(res: dict) -> None:
 
 def show_result(res: dict) -> None:
     fin, info, cfg = res["done"], res["info"], res["bundle"].config  # fin: a bert.events.PretrainDone
-    args = info.get("args", {})
+    args: PretrainArgs = info["args"]
     view.result_summary(
         PAGE,
         res,
@@ -326,12 +326,12 @@ def show_result(res: dict) -> None:
         f"**{md_escape(res['name'])}**: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, "
         f"{cfg.num_attention_heads} heads, vocabulary {cfg.vocab_size:,}, trained on "
         f"{md_escape(info.get('corpus', '?'))}. It is in the sidebar's model list for this session.",
-        train_plots.pretrain_curves(res["metrics"], args.get("steps")),
+        train_plots.pretrain_curves(res["metrics"], args.steps),
     )
     plateau_line(res["metrics"])
     probes = tr.probe_frame(res["metrics"])
     if len(probes):
-        st.markdown(f"**Probe:** {md_escape(args.get('probe', ''))}")
+        st.markdown(f"**Probe:** {md_escape(args.probe)}")
         st.dataframe(probes, hide_index=True, width="stretch")
     try_it(res)
     view.keep_it(PAGE, res)

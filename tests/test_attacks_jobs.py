@@ -231,7 +231,7 @@ def test_a_closed_tabs_finetuning_skips_its_report_and_saves_the_run(cache):
     base = tiny_bundle()
     train, valid = stratified_split(reviews(), 0.25, seed=0)
     args = tr.FinetuneArgs(data="t", batch_size=8, lr=1e-3, epochs=50, max_length=32, threads=1)
-    info = {"code": "TESTAB", "title": "closed-tab run", "args": {"max_length": 32}}
+    info = {"code": "TESTAB", "title": "closed-tab run", "args": args}
     fn = tr.keep_run(tr.finetune_job(base, train, valid, args), tr.FINETUNE, "TESTAB", info)
     jm = tr.TrainingJobs(max_running=1, alive=lambda sid: False, session_grace_s=0.5)
     job, _ = jm.submit_for("o", tr.FINETUNE, fn, session_id="gone")

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from app import board
+from bert.finetune import FinetuneArgs
 from tests.helpers import finetune_done, finetune_eval, finetune_start, finetune_step
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,7 +95,7 @@ def test_summary_of_never_holds_texts():
     res = {
         "info": {
             "base_name": "minilm-l6",
-            "args": {"data": "/tmp/uploads/reviews.csv", "lr": 1e-3, "batch_size": 8, "epochs": 2, "pooling": "cls"},
+            "args": FinetuneArgs(data="/tmp/uploads/reviews.csv", lr=1e-3, batch_size=8, epochs=2, pooling="cls"),
             "train": f"200 texts in 2 classes; first: {secret}",
             "classes": ["neg", "pos"],
         },

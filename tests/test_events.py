@@ -1,6 +1,7 @@
 """bert/events.py: the trainers' typed events, their dicts (the command line's JSON lines, saved
 runs), and reading them back."""
 
+import dataclasses
 import json
 import math
 
@@ -11,6 +12,7 @@ from bert import events as ev
 from bert.__main__ import main
 from bert.finetune import FinetuneArgs, finetune
 from bert.labelled import stratified_split
+from bert.pretrain import PretrainArgs
 from tests import helpers
 from tests.test_finetune import synthetic
 from tests.test_finetune import tiny_bundle as tiny_classifier_base
@@ -142,11 +144,12 @@ def test_saved_runs_keep_their_format_and_older_ones_still_open():
 
     events = [helpers.finetune_start(2), helpers.finetune_step(1), helpers.finetune_eval(2, accuracy=0.75)]
     events += [helpers.finetune_done(2), Report(seconds=1.0, report={"accuracy": 0.75}), Saved(code="K7QX2M")]
-    record = run_record("finetune", events, {"args": {"lr": 1e-3}}, "done", None, None)
+    record = run_record("finetune", events, {"args": FinetuneArgs(data="d.csv", lr=1e-3)}, "done", None, None)
     assert record["metrics"] == events[:4] and record["done"] == events[3]  # as before: done among them
     assert record["report"] == {"event": "report", "seconds": 1.0, "accuracy": 0.75}
     on_disk = json.loads(json.dumps(stored_record(record)))
     assert on_disk["metrics"][1] == events[1].to_dict() and on_disk["done"]["event"] == "done"
+    assert on_disk["info"]["args"] == dataclasses.asdict(FinetuneArgs(data="d.csv", lr=1e-3))
     assert loaded_record(on_disk) == record
     older = {
         "kind": "pretrain",
@@ -159,9 +162,11 @@ def test_saved_runs_keep_their_format_and_older_ones_still_open():
         ],
         "done": {"event": "done", "stopped": True, "from_checkpoint": True},
         "report": None,
+        "info": {"args": {"out": "/tmp/x", "steps": 40, "probe": "a [MASK] .", "removed_since": 1}},
     }
     back = loaded_record(older)
     assert [type(m) for m in back["metrics"]] == [ev.PretrainStart, ev.PretrainEval]
     assert back["metrics"][1].probe == [[("the", 0.3)]] and back["done"].from_checkpoint
+    assert back["info"]["args"] == PretrainArgs(out="/tmp/x", steps=40, probe="a [MASK] .")
     with pytest.raises(bert.DataError, match="cannot read"):
         loaded_record({**older, "done": None})

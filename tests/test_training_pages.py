@@ -282,7 +282,7 @@ def _finished_result(lr=1e-3, name="tiny-reviews"):
             "base_source": "session:tiny",
             "base_name": "tiny",
             "train": train.summary(),
-            "args": {"pooling": "mean", "max_length": 32, "lr": lr, "batch_size": 16, "epochs": 2},
+            "args": FinetuneArgs(data="reviews", pooling="mean", max_length=32, lr=lr, batch_size=16, epochs=2),
         },
     }
 

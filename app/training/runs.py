@@ -20,7 +20,7 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -98,14 +98,29 @@ def run_record(
 
 
 def stored_record(record: dict) -> dict:
-    """`record` with its events as dicts (`to_dict`): what run.json holds."""
-    done = record.get("done")
-    return {**record, "metrics": [m.to_dict() for m in record["metrics"]], "done": done and done.to_dict()}
+    """`record` with its events (`to_dict`) and its settings (info["args"]) as dicts: what run.json holds."""
+    done, info = record.get("done"), record.get("info") or {}
+    if is_dataclass(info.get("args")):
+        info = {**info, "args": asdict(info["args"])}
+    return {
+        **record,
+        "metrics": [m.to_dict() for m in record["metrics"]],
+        "done": done and done.to_dict(),
+        "info": info,
+    }
+
+
+def _settings(kind: str, d: dict) -> FinetuneArgs | PretrainArgs:
+    """A run's FinetuneArgs / PretrainArgs from run.json (settings it does not know are left out)."""
+    cls = PretrainArgs if kind == "pretrain" else FinetuneArgs
+    names = {f.name for f in fields(cls)}
+    required = {"out": ""} if cls is PretrainArgs else {"data": ""}
+    return cls(**{**required, **{k: v for k, v in d.items() if k in names}})
 
 
 def loaded_record(record: dict) -> dict:
-    """A run.json's record with its events read back (bert.events.from_dict); an event it cannot
-    read (a run written by another version) is left out. DataError without a readable Done."""
+    """A run.json's record with its events (bert.events.from_dict) and settings read back; an event
+    it cannot read (a run written by another version) is left out. DataError without a readable Done."""
     trainer = ev.PRETRAIN if record.get("kind") == "pretrain" else ev.FINETUNE
 
     def read(d):
@@ -118,7 +133,9 @@ def loaded_record(record: dict) -> dict:
     done = read(record["done"]) if isinstance(record.get("done"), dict) else None
     if not isinstance(done, ev.Done):
         raise DataError(f"Run {record.get('code', '')} was saved in a form this version cannot read.")
-    return {**record, "metrics": metrics, "done": done}
+    info = record.get("info") or {}
+    info = {**info, "args": _settings(record.get("kind"), info.get("args") or {})}
+    return {**record, "metrics": metrics, "done": done, "info": info}
 
 
 def keep_run(fn, kind: str, code: str, info: dict):
