@@ -1,13 +1,9 @@
 """BERT Explorer: see inside BERT while it runs.  `streamlit run streamlit_app.py`"""
 
-from pathlib import Path
-
 import streamlit as st
 
 from app import board, links, sidebar, state, teach
 from app.sidebar import app_icon
-
-ROOT = Path(__file__).resolve().parent
 
 # The icon is drawn here, not named: a :material/...: or emoji favicon is fetched from the
 # internet by the browser, and the app must work (and make no request) offline.
@@ -29,23 +25,16 @@ PAGES = [
     st.Page("pages/embeddings.py", title="Embeddings", icon=":material/scatter_plot:"),
     st.Page("pages/attention.py", title="Attention", icon=":material/hub:"),
     st.Page("pages/masked_lm.py", title="Masked LM & next sentence", icon=":material/edit_note:"),
-]
-
-# --- later pages: each is added only once its file exists -----------------------------------------
-LATER_PAGES = [
-    ("pages/finetune.py", "Fine-tuning", ":material/tune:"),
-    ("pages/pretrain.py", "Pre-training", ":material/school:"),
-    ("pages/head_patterns.py", "Head patterns", ":material/grid_view:"),
-    ("pages/explanations.py", "Explanations", ":material/insights:"),
-    ("pages/ablation.py", "Head ablation", ":material/block:"),
-    ("pages/compare.py", "Compare", ":material/compare:"),
-    ("pages/status.py", "Server status", ":material/monitor_heart:"),
+    st.Page("pages/finetune.py", title="Fine-tuning", icon=":material/tune:"),
+    st.Page("pages/pretrain.py", title="Pre-training", icon=":material/school:"),
+    st.Page("pages/head_patterns.py", title="Head patterns", icon=":material/grid_view:"),
+    st.Page("pages/explanations.py", title="Explanations", icon=":material/insights:"),
+    st.Page("pages/ablation.py", title="Head ablation", icon=":material/block:"),
+    st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
+    st.Page("pages/status.py", title="Server status", icon=":material/monitor_heart:"),
 ]
 if board.enabled():  # opt-in: BERT_EXPLORER_BOARD=1
-    LATER_PAGES.append(("pages/board.py", "Class board", ":material/leaderboard:"))
-for path, title, icon in LATER_PAGES:
-    if (ROOT / path).exists():
-        PAGES.append(st.Page(path, title=title, icon=icon))
+    PAGES.append(st.Page("pages/board.py", title="Class board", icon=":material/leaderboard:"))
 
 page = st.navigation(PAGES)
 sidebar.render()

@@ -20,9 +20,14 @@ import sqlite3
 import time
 import unicodedata
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from bert import BertExplorerError, settings
 from bert.corpus import bert_cache_dir
+from bert.events import FinetuneEval, FinetuneStep, of_type
+
+if TYPE_CHECKING:
+    from bert.finetune import FinetuneArgs
 
 JOINED = "board_code"  # session-state key: the class code this session has joined
 CODE_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
@@ -340,23 +345,23 @@ def summary_of(res: dict) -> dict:
     """The posted summary of a fine-tuning result dict (app/training): settings, accuracy and the
     curves. Nothing from the data but its name."""
     info = res.get("info") or {}
-    args = info.get("args") or {}
-    fin = res.get("done") or {}
-    acc = (res.get("report") or {}).get("accuracy", fin.get("accuracy"))
-    metrics = [m for m in res.get("metrics") or [] if isinstance(m, dict)]
-    data = str(args.get("data") or "")
+    args: FinetuneArgs = info["args"]
+    fin = res.get("done")
+    acc = (res.get("report") or {}).get("accuracy", fin.accuracy if fin is not None else None)
+    metrics = res.get("metrics") or []
+    data = str(args.data or "")
     return clean_summary(
         {
-            "base_model": info.get("base_name") or args.get("checkpoint"),
-            "lr": args.get("lr"),
-            "batch_size": args.get("batch_size"),
-            "epochs": args.get("epochs"),
-            "pooling": args.get("pooling"),
-            "max_length": args.get("max_length"),
+            "base_model": info.get("base_name") or args.checkpoint,
+            "lr": args.lr,
+            "batch_size": args.batch_size,
+            "epochs": args.epochs,
+            "pooling": args.pooling,
+            "max_length": args.max_length,
             "dataset": PurePath(data.replace("\\", "/")).name.replace("builtin:", "") if data else None,
             "accuracy": acc,
-            "val_accuracy": [(m.get("step"), m.get("accuracy")) for m in metrics if m.get("event") == "eval"],
-            "train_loss": [(m.get("step"), m.get("loss")) for m in metrics if m.get("event") == "train"],
+            "val_accuracy": [(m.step, m.accuracy) for m in of_type(metrics, FinetuneEval)],
+            "train_loss": [(m.step, m.loss) for m in of_type(metrics, FinetuneStep)],
         }
     )
 

@@ -1,4 +1,4 @@
-"""Background training jobs: one thread per running job, a queue of metrics, a stop event.
+"""Background training jobs: one thread per running job, a queue of events, a stop event.
 
 No `st.*` call happens here: a page's `@st.fragment(run_every=...)` calls `job.drain()` and
 `job.heartbeat()`, and redraws. One `JobManager` serves the whole server (cache it with
@@ -22,11 +22,12 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bert import settings
 from bert.errors import BertExplorerError
+from bert.events import Done, Error, Event
 
 from . import budget
 from .budget import LimitError
@@ -63,7 +64,7 @@ class StopEvent(threading.Event):
         self.set()
 
 
-JobFn = Callable[[threading.Event], Iterator[dict]]
+JobFn = Callable[[threading.Event], Iterator[Event]]
 _ids = itertools.count(1)
 
 
@@ -82,8 +83,8 @@ class Job:
     id: int = field(default_factory=lambda: next(_ids))
     status: str = "queued"  # queued, running, done, stopped, error
     error: str | None = None
-    result: Any = None  # what the "done" event carried under "bundle"
-    metrics: list[dict] = field(default_factory=list)
+    result: Any = None  # the Done event's `bundle`
+    metrics: list[Event] = field(default_factory=list)  # the events (bert/events.py) drained so far
     created: float = field(default_factory=time.time)
     started: float | None = None
     finished: float | None = None
@@ -117,8 +118,8 @@ class Job:
     def heartbeat(self) -> None:
         self.last_seen = time.time()
 
-    def drain(self) -> list[dict]:
-        """Move metrics the thread produced into `metrics`; return the new ones."""
+    def drain(self) -> list[Event]:
+        """Move events the thread produced into `metrics`; return the new ones."""
         new = []
         while True:
             try:
@@ -134,11 +135,11 @@ class Job:
             for m in self.fn(self.stop_event):
                 if self.over_time() and not self.stop_event.is_set():
                     self.stop(TIME)
-                if "bundle" in m:
-                    self.result = m["bundle"]
-                    m = {k: v for k, v in m.items() if k != "bundle"}
-                if m.get("event") == "error":
-                    self.error = m.get("message", "training stopped")
+                if isinstance(m, Done) and m.bundle is not None:
+                    self.result = m.bundle
+                    m = replace(m, bundle=None)  # the session gets the model from `result`
+                if isinstance(m, Error):
+                    self.error = m.message or "training stopped"
                 self._queue.put(m)
             if self.error:
                 self.status = "error"

@@ -1,4 +1,6 @@
-"""Every `st.session_state` key the app uses, in one place, with its default.
+"""The `st.session_state` keys the pages share (the model, the sentences, per-page settings), with
+their defaults. Keys one module owns live there: app/train_state.py (the training pages), app/teach.py,
+app/links.py, app/snapshots.py, app/figures.py, app/train_view.py, app/lessons/view.py.
 
 Sentences typed on one page carry over to the next: each text lives under a plain key
 (TEXT_A, TEXT_B) that no widget owns, and the widgets (W_TEXT_A, W_TEXT_B) are re-seeded from

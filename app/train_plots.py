@@ -1,7 +1,7 @@
 """Plotly figures for the training pages: live curves and results. No streamlit here.
 
-Every function takes the plain metric dicts a job produced (bert/finetune.py, bert/pretrain.py
-events) or plain numbers, and returns a Figure; class names and tokens are escaped and made
+Every function takes the events a job produced (bert/events.py, from bert/finetune.py and
+bert/pretrain.py) or plain numbers, and returns a Figure; class names and tokens are escaped and made
 unique with app.plots.safe_labels (a class called `<b>x</b>` shows as text).
 """
 
@@ -12,6 +12,8 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
+
+from bert.events import FinetuneEval, FinetuneStep, PretrainEval, PretrainStart, PretrainStep, of_type
 
 from .plots import safe_labels
 
@@ -43,10 +45,6 @@ def thin(xs, *ys, max_points: int = MAX_POINTS):
     if idx[-1] != n - 1:
         idx.append(n - 1)
     return ([xs[i] for i in idx], *[[y[i] for i in idx] for y in ys])
-
-
-def events(metrics, kind: str) -> list[dict]:
-    return [m for m in metrics if m.get("event") == kind]
 
 
 def _finite(v) -> float | None:
@@ -88,12 +86,12 @@ def finetune_curves(metrics, total_steps: int | None = None, height: int = 360) 
         subplot_titles=("training loss", "validation"),
         horizontal_spacing=0.1,
     )
-    train = [m for m in events(metrics, "train") if _finite(m.get("loss")) is not None]
+    train = [m for m in of_type(metrics, FinetuneStep) if _finite(m.loss) is not None]
     if train:
         _finetune_loss_traces(fig, train)
     else:
         _placeholder(fig, "waiting for the first step…", 1, 1)
-    evals = [m for m in events(metrics, "eval") if _finite(m.get("accuracy")) is not None]
+    evals = [m for m in of_type(metrics, FinetuneEval) if _finite(m.accuracy) is not None]
     if evals:
         _finetune_eval_traces(fig, evals)
     else:
@@ -110,10 +108,10 @@ def finetune_curves(metrics, total_steps: int | None = None, height: int = 360) 
     return fig
 
 
-def _finetune_loss_traces(fig: go.Figure, train: list[dict]) -> None:
+def _finetune_loss_traces(fig: go.Figure, train: list[FinetuneStep]) -> None:
     """Left panel: the training loss at each step (faint) and its moving average (thinned)."""
-    steps = [m["step"] for m in train]
-    loss = [float(m["loss"]) for m in train]
+    steps = [m.step for m in train]
+    loss = [float(m.loss) for m in train]
     smooth = ema(loss, 0.1)
     x, y, s = thin(steps, loss, list(smooth))
     fig.add_trace(
@@ -143,13 +141,13 @@ def _finetune_loss_traces(fig: go.Figure, train: list[dict]) -> None:
     )
 
 
-def _finetune_eval_traces(fig: go.Figure, evals: list[dict]) -> None:
+def _finetune_eval_traces(fig: go.Figure, evals: list[FinetuneEval]) -> None:
     """Right panel: validation accuracy and, on the secondary axis, validation loss."""
-    steps = [m["step"] for m in evals]
+    steps = [m.step for m in evals]
     fig.add_trace(
         go.Scatter(
             x=steps,
-            y=[m["accuracy"] for m in evals],
+            y=[m.accuracy for m in evals],
             mode="lines+markers",
             name="validation accuracy",
             line=dict(color=VALID_COLOUR, width=2.5),
@@ -159,7 +157,7 @@ def _finetune_eval_traces(fig: go.Figure, evals: list[dict]) -> None:
         col=2,
         secondary_y=False,
     )
-    vl = [_finite(m.get("val_loss")) for m in evals]
+    vl = [_finite(m.val_loss) for m in evals]
     fig.add_trace(
         go.Scatter(
             x=steps,
@@ -294,13 +292,13 @@ def pretrain_curves(metrics, total_steps: int | None = None, height: int = 360) 
         horizontal_spacing=0.07,
         subplot_titles=("masked-LM loss", "masked-LM accuracy", "next-sentence accuracy"),
     )
-    train = events(metrics, "train")
-    evals = events(metrics, "eval")
+    train = of_type(metrics, PretrainStep)
+    evals = of_type(metrics, PretrainEval)
     if train:
         _pretrain_train_traces(fig, train)
     if evals:
         _pretrain_eval_traces(fig, evals)
-        _plateau_marker(fig, evals, events(metrics, "start"))
+        _plateau_marker(fig, evals, of_type(metrics, PretrainStart))
     if not train and not evals:
         for col in (1, 2, 3):
             _placeholder(fig, "waiting for the first steps…" if col == 2 else "", 1, col)
@@ -317,31 +315,31 @@ def pretrain_curves(metrics, total_steps: int | None = None, height: int = 360) 
     return fig
 
 
-def _plateau_marker(fig: go.Figure, evals: list[dict], start: list[dict]) -> None:
+def _plateau_marker(fig: go.Figure, evals: list[PretrainEval], start: list[PretrainStart]) -> None:
     """A vertical line in the MLM accuracy panel where the run left the unigram plateau."""
     from bert.plateau import plateau_exit
 
-    first = plateau_exit(evals, start[-1].get("baseline_token") if start else None)
+    first = plateau_exit(evals, start[-1].baseline_token if start else None)
     if first is not None:
         fig.add_vline(
-            x=first["step"],
+            x=first.step,
             line=dict(color=PLATEAU_COLOUR, width=2, dash="dash"),
-            annotation_text=f"left the plateau (step {first['step']:,})",
+            annotation_text=f"left the plateau (step {first.step:,})",
             annotation_position="top left",
             row=1,
             col=2,
         )
 
 
-def _pretrain_train_traces(fig: go.Figure, train: list[dict]) -> None:
+def _pretrain_train_traces(fig: go.Figure, train: list[PretrainStep]) -> None:
     """One thin line per panel: the training averages logged (thinned)."""
-    steps = [m["step"] for m in train]
+    steps = [m.step for m in train]
     for col, key, name in (
         (1, "mlm_loss", "training MLM loss"),
         (2, "mlm_acc", "training MLM top-1"),
         (3, "nsp_acc", "training NSP accuracy"),
     ):
-        x, y = thin(steps, [_finite(m.get(key)) for m in train])
+        x, y = thin(steps, [_finite(getattr(m, key)) for m in train])
         fig.add_trace(
             go.Scatter(
                 x=x,
@@ -358,10 +356,10 @@ def _pretrain_train_traces(fig: go.Figure, train: list[dict]) -> None:
         )
 
 
-def _pretrain_eval_traces(fig: go.Figure, evals: list[dict]) -> None:
+def _pretrain_eval_traces(fig: go.Figure, evals: list[PretrainEval]) -> None:
     """Validation at each evaluation (lines with markers), and the most-frequent-token baseline
     in the MLM accuracy panel when the evaluations carry it."""
-    steps = [m["step"] for m in evals]
+    steps = [m.step for m in evals]
     for col, key, name, colour in (
         (1, "mlm_loss", "validation", VALID_COLOUR),
         (2, "mlm_top1", "validation top-1", VALID_COLOUR),
@@ -371,7 +369,7 @@ def _pretrain_eval_traces(fig: go.Figure, evals: list[dict]) -> None:
         fig.add_trace(
             go.Scatter(
                 x=steps,
-                y=[_finite(m.get(key)) for m in evals],
+                y=[_finite(getattr(m, key)) for m in evals],
                 mode="lines+markers",
                 name=name,
                 line=dict(color=colour, width=2.5),
@@ -382,7 +380,7 @@ def _pretrain_eval_traces(fig: go.Figure, evals: list[dict]) -> None:
             row=1,
             col=col,
         )
-    base = [_finite(m.get("baseline_top1")) for m in evals]
+    base = [_finite(m.baseline_top1) for m in evals]
     if any(b is not None for b in base):
         fig.add_trace(
             go.Scatter(

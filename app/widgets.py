@@ -1,4 +1,4 @@
-"""Small widgets the pages share, and the caps on what a student can type (DESIGN.md §9).
+"""Small widgets the pages share, and the caps on what a student can type.
 
 Every text box of the explorer pages has a `max_chars`: the browser stops typing and pasting
 there, and Streamlit cuts a longer value a client sends. A text that reaches the cap another

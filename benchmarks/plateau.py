@@ -68,28 +68,30 @@ def page_args(**changes):
 
 def measure(name: str, args, limit_s: float = 180.0, full: bool = False) -> dict:
     """Run `args` until it leaves the plateau (or, `full`, to its last step) or `limit_s` passes."""
+    from bert.events import PretrainEval, PretrainStart
     from bert.plateau import plateau_exit
     from bert.pretrain import pretrain
 
     stop = threading.Event()
     t0 = time.perf_counter()
-    curve, found, start, evals = [], None, {}, []
+    curve, found, baseline_token, evals, elapsed_at = [], None, None, [], {}
     with tempfile.TemporaryDirectory() as out:
         for m in pretrain(dataclasses.replace(args, out=out), stop=stop):
             elapsed = time.perf_counter() - t0
-            if m.get("event") == "start":
-                start = m
-            if m.get("event") == "eval":
-                tops = [g[0][0] for g in m.get("probe") or [] if g]
-                curve.append((m["step"], round(elapsed, 1), round(m["mlm_top1"], 4), tops))
-                evals.append({**m, "elapsed": elapsed})
-                first = plateau_exit(evals, start.get("baseline_token"))
+            if isinstance(m, PretrainStart):
+                baseline_token = m.baseline_token
+            if isinstance(m, PretrainEval):
+                tops = [g[0][0] for g in m.probe if g]
+                curve.append((m.step, round(elapsed, 1), round(m.mlm_top1, 4), tops))
+                evals.append(m)
+                elapsed_at[id(m)] = elapsed
+                first = plateau_exit(evals, baseline_token)
                 if found is None and first is not None:
                     found = (
-                        first["step"],
-                        round(first["elapsed"], 1),
-                        round(first["mlm_top1"], 4),
-                        round(first["baseline_top1"], 4),
+                        first.step,
+                        round(elapsed_at[id(first)], 1),
+                        round(first.mlm_top1, 4),
+                        round(first.baseline_top1, 4),
                     )
                     if not full:
                         stop.set()

@@ -1,6 +1,6 @@
 """Command line: `python -m bert pretrain ...`, `python -m bert finetune ...`, `python -m bert fetch`.
 
-Training commands print one JSON line per log or evaluation step; `--device auto|cpu|cuda|mps`
+Training commands print one JSON line per event (bert/events.py); `--device auto|cpu|cuda|mps`
 picks where they train (bert/device.py).
 """
 
@@ -34,27 +34,23 @@ def _add_dataclass_args(parser: argparse.ArgumentParser, cls) -> None:
             parser.add_argument(name, type=base[0], default=default, required=required, choices=choices)
 
 
-def _emit(metrics: dict) -> None:
-    print(json.dumps(metrics, default=float), flush=True)
+def _emit(event) -> None:
+    """One JSON line per event (bert/events.py: `to_dict`)."""
+    print(json.dumps(event.to_dict(), default=float), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     from .errors import BertExplorerError
+    from .finetune import FinetuneArgs
     from .pretrain import PretrainArgs
-
-    try:
-        from .finetune import FinetuneArgs
-    except ImportError:  # fine-tuning not built yet
-        FinetuneArgs = None
 
     parser = argparse.ArgumentParser(prog="python -m bert")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("pretrain", help="MLM + NSP pre-training (resumable; works under torchrun)")
     _add_dataclass_args(p, PretrainArgs)
     p.add_argument("--no-resume", action="store_true", help="start over even if a checkpoint exists")
-    if FinetuneArgs is not None:
-        f = sub.add_parser("finetune", help="fine-tune a sequence classifier on a labelled file")
-        _add_dataclass_args(f, FinetuneArgs)
+    f = sub.add_parser("finetune", help="fine-tune a sequence classifier on a labelled file")
+    _add_dataclass_args(f, FinetuneArgs)
     sub.add_parser("fetch", help="fetch the corpora and data sets into the cache")
     args = vars(parser.parse_args(argv))
     command = args.pop("command")

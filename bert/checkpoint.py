@@ -98,19 +98,6 @@ class Bundle:
     def num_parameters(self) -> int:
         return parameter_counts(self.model)["total"]
 
-    @property
-    def summary(self) -> str:
-        """One line for the sidebar: the first heading or sentence of the card."""
-        text = self.card
-        if text.lstrip().startswith("---"):  # YAML front matter of Hugging Face cards
-            parts = text.lstrip().split("---", 2)
-            text = parts[2] if len(parts) == 3 else ""
-        for line in text.splitlines():
-            line = line.strip().lstrip("#").strip()
-            if line and not line.lower().startswith(("model card", "card")):
-                return line
-        return self.name
-
     @torch.inference_mode()
     def classify(self, texts: list[str], batch_size: int = 32, max_length: int = 128) -> torch.Tensor:
         """(N, num_labels) class probabilities for a list of texts."""
@@ -414,11 +401,9 @@ def load_builtin(name: str) -> Bundle:
         bundle = load_folder(folder, name=name)
         bundle.source = "built-in"
         return bundle
-    if name in ("minilm-l6", PUBLISHED):
-        # The encoder as published, with untrained MLM/NSP heads (for minilm-l6: until
-        # assets/minilm-l6 exists).
+    if name == PUBLISHED:  # the encoder as its package ships it, with untrained MLM/NSP heads
         bundle = load_folder(minilm_package_dir(), name=name)
-        card = ASSETS / "cards" / ("minilm-l6-base.md" if name == "minilm-l6" else f"{PUBLISHED}.md")
+        card = ASSETS / "cards" / f"{PUBLISHED}.md"
         bundle.card = public_text(card.read_text(encoding="utf-8")) if card.is_file() else bundle.card
         bundle.source = "built-in"
         return bundle

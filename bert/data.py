@@ -411,9 +411,6 @@ class PretrainingDataset:
             batches = batches[rank:n:world_size]
         return batches
 
-    def num_batches(self, epoch: int, batch_size: int, **kw) -> int:
-        return len(self.batch_indices(epoch, batch_size, **kw))
-
     def batches(
         self,
         epoch: int,

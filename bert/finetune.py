@@ -1,17 +1,17 @@
-"""Fine-tuning a sequence classifier, as a generator of metrics (like bert/pretrain.py).
+"""Fine-tuning a sequence classifier, as a generator of events (bert/events.py, like bert/pretrain.py).
 
     base = bert.load("all-minilm-l6-v2")             # never modified: it may be a shared, cached model
     train, valid = stratified_split(read_labelled_file("reviews.csv"))
-    for m in finetune(base, train, valid, FinetuneArgs(data="reviews.csv")):
-        print(m)    # {"event": "train", "step": 10, "loss": ...}, {"event": "eval", ...},
-                    # {"event": "done", "bundle": ...}
+    for e in finetune(base, train, valid, FinetuneArgs(data="reviews.csv")):
+        print(e)    # FinetuneStart, FinetuneStep(step=1, loss=...), ..., FinetuneEval(...),
+                    # FinetuneDone(bundle=...)
 
 The encoder's weights are copied into a new BertForSequenceClassification (pooling cls/mean/max,
 a fresh linear head). Texts are tokenized once; batches group texts of similar length and are
 padded to their longest member. AdamW with linear warm-up and decay, gradient clipping, a higher
 learning rate for the new head. The best model by validation accuracy is kept: on Stop, at the
-end, or when the loss stops being finite (then an "error" event comes first) it is returned as a
-`Bundle` in the "done" event.
+end, or when the loss stops being finite (then an Error event comes first) it is returned as a
+`Bundle` in the FinetuneDone event.
 
 The run itself, step by step, is bert/finetune_run.py; scoring is bert/finetune_eval.py.
 `python -m bert finetune --data FILE ... --out DIR` runs `finetune_cli`.
@@ -23,7 +23,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -32,8 +32,9 @@ from .checkpoint import Bundle, load, save
 from .config import POOLINGS
 from .device import DEVICES, resolve_device
 from .errors import DataError, TrainingError
+from .events import Error, Event, FinetuneDone, FinetuneEval
 from .finetune_eval import evaluate_classifier
-from .finetune_run import DIVERGED_LOSS, _FinetuneRun, _lr_scales, build_classifier  # noqa: F401 (as before the split)
+from .finetune_run import _FinetuneRun, build_classifier
 from .labelled import DEFAULT_MAX_ROWS, LabelledData, read_labelled_file, stratified_sample, stratified_split
 from .model import BertForSequenceClassification
 
@@ -48,23 +49,8 @@ __all__ = [
 ]
 
 
-# Defaults chosen by measurement: 2,000 Rotten Tomatoes snippets, 1 epoch, max length 64, accuracy on
-# 1,000 others (seeds 0-4; the seed also draws the data, so runs differ by up to 3 points):
-#   base all-minilm-l6-v2 (the published sentence encoder): 0.786 / 0.797 / 0.815 / 0.780 / 0.786
-#   base minilm-l6 (our masked-LM training moved its sentence embeddings): 0.717 / 0.779 / 0.800 /
-#   0.758 / 0.779 -- hence the published encoder is the default base. (2026-11-30; before the
-#   cheaper dropout and the averaged minilm-l6: 0.785 / 0.794 / 0.810 / 0.774 / 0.797 and a 0.749 mean.)
-# On an earlier minilm-l6, one run each: lr 2e-4, head x10, batch 16, mean pooling, embeddings frozen 0.785;
-#   embeddings trained 0.788 (25 % slower)     lr 1e-4: 0.767      lr 4e-4: 0.721
-#   head x1: 0.768 (3e-4: 0.772)     head x30: 0.757     batch 8: 0.771     batch 32 (lr 3e-4): 0.767
-#   max pooling: 0.772     encoder dropout 0: 0.772     layer decay 0.8/0.85: 0.783 / 0.783
-# On the published encoder, seeds 0-3, not kept: R-Drop (each batch twice, + 1.0 x the symmetric KL,
-#   2x the work) 0.776 / 0.789 / 0.804 / 0.794 -- the same mean as without (0.791). Embeddings
-#   trained too (seeds 0-4, 1 thread): 0.796 / 0.800 / 0.817 / 0.774 / 0.788, mean 0.795 (+0.003,
-#   within the spread) for 25 % more time: frozen stays the default. Batches drawn at random
-#   instead of by length: 0.765 / 0.755 / 0.823 / 0.787 / 0.800, mean 0.786, and 45 % slower.
-#   The pooled vector normalised (x 10, as the encoder was trained to be compared): mean 0.794.
-# About 0.8 s of one core per step of 16 texts; a logistic regression on the frozen features gets 0.71.
+# The defaults are the best of the settings measured on Rotten Tomatoes (README: "Which one to
+# fine-tune"); the other settings tried there were not better.
 @dataclass
 class FinetuneArgs:
     data: str  # a labelled file, or "builtin:rotten_tomatoes" / "builtin:tweets"
@@ -141,10 +127,10 @@ def finetune(
     args: FinetuneArgs,
     stop: threading.Event | None = None,
     on_step: Callable[[int, BertForSequenceClassification], None] | None = None,
-) -> Iterator[dict]:
-    """Fine-tune, yielding metric dicts: "start", "train" (every log_every steps), "eval",
-    maybe "error", and last "done" with the best model as a Bundle under "bundle". Stopped
-    before any evaluation, the model is scored once, unless the stop event says `hurry`.
+) -> Iterator[Event]:
+    """Fine-tune, yielding events: FinetuneStart, FinetuneStep (every log_every steps),
+    FinetuneEval, maybe Error, and last FinetuneDone with the best model as a Bundle under
+    `bundle`. Stopped before any evaluation, the model is scored once, unless the stop event says `hurry`.
 
     on_step(step, model) is called before the first update (step 0) and after each optimizer
     step, outside the timed part (e.g. bert.attention_snapshots.AttentionSnapshots)."""
@@ -204,9 +190,9 @@ def prepare_data(args: FinetuneArgs) -> tuple[LabelledData, LabelledData]:
     return train, valid
 
 
-def finetune_cli(args: FinetuneArgs) -> Iterator[dict]:
-    """Read the data, fine-tune, save the best model to args.out; yield one dict per evaluation
-    (and error), and last a summary with accuracy, seconds and examples_per_s."""
+def finetune_cli(args: FinetuneArgs) -> Iterator[Event]:
+    """Read the data, fine-tune, save the best model to args.out; yield each FinetuneEval (and
+    Error), and last the FinetuneDone, with where it was saved (its `bundle` dropped)."""
     t0 = time.perf_counter()
     resolve_device(args.device)  # before reading any data
     if args.threads:
@@ -215,12 +201,13 @@ def finetune_cli(args: FinetuneArgs) -> Iterator[dict]:
     train, valid = prepare_data(args)
     base = load(args.checkpoint)
     done = None
-    for m in finetune(base, train, valid, args):
-        if m["event"] in ("eval", "error"):
-            yield m
-        elif m["event"] == "done":
-            done = m
-    bundle = done.pop("bundle")
+    for e in finetune(base, train, valid, args):
+        if isinstance(e, (FinetuneEval, Error)):
+            yield e
+        elif isinstance(e, FinetuneDone):
+            done = e
+    bundle = done.bundle
     save(bundle, out, card=bundle.card)
-    done.update(seconds=time.perf_counter() - t0, out=str(out), labels=bundle.labels, notes=train.notes)
-    yield done
+    yield replace(
+        done, bundle=None, seconds=time.perf_counter() - t0, out=str(out), labels=bundle.labels, notes=train.notes
+    )

@@ -1,9 +1,9 @@
 """One fine-tuning run (what `bert.finetune.finetune` yields from), in named steps:
 
-    setup       checks, the classifier on its device, the tokenized texts, AdamW: "start"
-    run_epoch   the epoch's batches, each a `train_step` ("train"), and its evaluations
-    evaluate    validation loss and accuracy, keeping the best model: "eval"
-    finish      "error" if it diverged, a last score where one is due, "done" with the Bundle
+    setup       checks, the classifier on its device, the tokenized texts, AdamW: FinetuneStart
+    run_epoch   the epoch's batches, each a `train_step` (FinetuneStep), and its evaluations
+    evaluate    validation loss and accuracy, keeping the best model: FinetuneEval
+    finish      Error if it diverged, a last score where one is due, FinetuneDone with the Bundle
 
 The classifier itself: `build_classifier` (a copy of the base's encoder and a fresh head),
 `_freeze`, and the learning-rate multipliers `_lr_scales`.
@@ -27,6 +27,7 @@ from .batching import bucket_batches
 from .checkpoint import Bundle, load
 from .device import autocast, resolve_device
 from .errors import TrainingError
+from .events import Error, Event, FinetuneDone, FinetuneEval, FinetuneStart, FinetuneStep
 from .finetune_eval import _collate, _metrics, _predict, _tokenize
 from .labelled import LabelledData
 from .model import BertForSequenceClassification
@@ -103,7 +104,7 @@ def _hurry(stop) -> bool:
 
 
 class _FinetuneRun:
-    """The state of one run; `events()` yields its metric dicts in order."""
+    """The state of one run; `events()` yields its events in order."""
 
     def __init__(
         self,
@@ -124,7 +125,7 @@ class _FinetuneRun:
         self.loss_avg: float | None = None
         self.last_eval_step = -1
 
-    def events(self) -> Iterator[dict]:
+    def events(self) -> Iterator[Event]:
         yield self.setup()
         self.model.train()
         if self.on_step is not None:
@@ -138,9 +139,9 @@ class _FinetuneRun:
 
     # ---- setup
 
-    def setup(self) -> dict:
+    def setup(self) -> FinetuneStart:
         """Check the inputs; build the classifier on its device, tokenize the texts, make the
-        optimizer. Returns the "start" event."""
+        optimizer. Returns the FinetuneStart event."""
         a = self.args
         if isinstance(self.base, (str, os.PathLike)):
             self.base = load(self.base)
@@ -160,18 +161,17 @@ class _FinetuneRun:
         self.warmup = int(round(a.warmup_ratio * self.total))
         self.opt = adamw(self.model, a.lr, a.weight_decay, _lr_scales(self.model, a))
         trainable = sum(p.numel() for p in self.model.parameters() if p.requires_grad)
-        return {
-            "event": "start",
-            "steps": self.total,
-            "steps_per_epoch": self.steps_per_epoch,
-            "train_examples": len(self.train_data),
-            "valid_examples": len(self.valid_data),
-            "classes": list(self.train_data.classes),
-            "parameters": sum(p.numel() for p in self.model.parameters()),
-            "trainable": trainable,
-            "truncated": sum(1 for n in self.lengths if n >= a.max_length),
-            "prep_seconds": time.perf_counter() - self.t_start,
-        }
+        return FinetuneStart(
+            steps=self.total,
+            steps_per_epoch=self.steps_per_epoch,
+            train_examples=len(self.train_data),
+            valid_examples=len(self.valid_data),
+            classes=list(self.train_data.classes),
+            parameters=sum(p.numel() for p in self.model.parameters()),
+            trainable=trainable,
+            truncated=sum(1 for n in self.lengths if n >= a.max_length),
+            prep_seconds=time.perf_counter() - self.t_start,
+        )
 
     def _check(self) -> None:
         train, valid, config = self.train_data, self.valid_data, self.base.config
@@ -190,7 +190,7 @@ class _FinetuneRun:
 
     # ---- training
 
-    def run_epoch(self) -> Generator[dict, None, bool]:
+    def run_epoch(self) -> Generator[Event, None, bool]:
         """Train on this epoch's batches, evaluating every eval_every steps and at its end. Returns
         False when the run ends here: stopped, diverged, or an evaluation interrupted by Stop."""
         a = self.args
@@ -210,8 +210,8 @@ class _FinetuneRun:
             return (yield from self._scheduled_eval())
         return True
 
-    def train_step(self, batch: list[int]) -> dict | None:
-        """One optimizer step on the texts `batch`: its "train" event when one is due. A loss or
+    def train_step(self, batch: list[int]) -> FinetuneStep | None:
+        """One optimizer step on the texts `batch`: its FinetuneStep when one is due. A loss or
         gradient norm that is not finite sets `self.error` instead, and nothing is updated."""
         a, device = self.args, self.device
         t = time.perf_counter()
@@ -249,29 +249,28 @@ class _FinetuneRun:
             return self._train_event(value, lr, gnorm)
         return None
 
-    def _train_event(self, value: float, lr: float, gnorm: torch.Tensor) -> dict:
+    def _train_event(self, value: float, lr: float, gnorm: torch.Tensor) -> FinetuneStep:
         a, step, total = self.args, self.step, self.total
         per_step = self.train_time / step
         evals_left = ((total - step) // a.eval_every if a.eval_every else 0) + (a.epochs - self.epoch)
         eta = (total - step) * per_step + evals_left * (
             self.evals[-1] if self.evals else per_step * len(self.valid_data) / (3 * a.batch_size)
         )
-        return {
-            "event": "train",
-            "step": step,
-            "epoch": self.epoch,
-            "loss": value,
-            "loss_smooth": self.loss_avg,
-            "lr": lr,
-            "grad_norm": float(gnorm),
-            "examples_per_s": self.seen / max(self.train_time, 1e-9),
-            "progress": step / total,
-            "eta_s": eta,
-        }
+        return FinetuneStep(
+            step=step,
+            epoch=self.epoch,
+            loss=value,
+            loss_smooth=self.loss_avg,
+            lr=lr,
+            grad_norm=float(gnorm),
+            examples_per_s=self.seen / max(self.train_time, 1e-9),
+            progress=step / total,
+            eta_s=eta,
+        )
 
     # ---- evaluation
 
-    def _scheduled_eval(self) -> Generator[dict, None, bool]:
+    def _scheduled_eval(self) -> Generator[Event, None, bool]:
         """An evaluation Stop may interrupt: yields its event; False when it was interrupted."""
         m = self.evaluate(interruptible=True)
         if m is None:
@@ -280,9 +279,9 @@ class _FinetuneRun:
         yield m
         return True
 
-    def evaluate(self, interruptible: bool) -> dict | None:
+    def evaluate(self, interruptible: bool) -> FinetuneEval | None:
         """Score the model on the validation texts and keep its trainable weights if it is the best
-        so far: the "eval" event, or None when `interruptible` and Stop came meanwhile."""
+        so far: the FinetuneEval, or None when `interruptible` and Stop came meanwhile."""
         t = time.perf_counter()
         logits = _predict(self.model, self.valid_seqs, self.pad_id, stop=self.stop if interruptible else None)
         if logits is None:
@@ -297,23 +296,22 @@ class _FinetuneRun:
                 step=self.step,
                 state={k: v.detach().clone() for k, v in self.model.named_parameters() if v.requires_grad},
             )  # frozen ones never change
-        return {
-            "event": "eval",
-            "step": self.step,
-            "epoch": self.epoch,
+        return FinetuneEval(
+            step=self.step,
+            epoch=self.epoch,
             **m,
-            "best_accuracy": self.best["accuracy"],
-            "eval_seconds": self.evals[-1],
-        }
+            best_accuracy=self.best["accuracy"],
+            eval_seconds=self.evals[-1],
+        )
 
     # ---- the end
 
-    def finish(self) -> Iterator[dict]:
-        """The "error" event if training diverged, a last "eval" where one is due, and "done" with
-        the best model (moved to the CPU) as a Bundle."""
+    def finish(self) -> Iterator[Event]:
+        """An Error if training diverged, a last FinetuneEval where one is due, and FinetuneDone
+        with the best model (moved to the CPU) as a Bundle."""
         kept = self.best["state"] is not None
         if self.error is not None:
-            yield {"event": "error", "step": self.step, "message": self.error}
+            yield Error(message=self.error, step=self.step)
             if not kept:
                 # Nothing evaluated before it diverged: the last good model is the one we started from.
                 self.model = self._new_model()
@@ -328,28 +326,27 @@ class _FinetuneRun:
         self.model.eval()
         yield self._done_event()
 
-    def _done_event(self) -> dict:
+    def _done_event(self) -> FinetuneDone:
         a, train, valid, base = self.args, self.train_data, self.valid_data, self.base
-        result = {
-            "event": "done",
-            "step": self.step,
-            "steps": self.total,
-            "best_step": self.best["step"],
-            "stopped": self.stopped,
-            "error": self.error,
-            "accuracy": self.best["accuracy"] if self.best["state"] is not None else float("nan"),
-            "val_loss": self.best["val_loss"],
-            "seconds": time.perf_counter() - self.t_start,
-            "train_seconds": self.train_time,
-            "examples_per_s": self.seen / max(self.train_time, 1e-9),
-            "train_examples": len(train),
-            "valid_examples": len(valid),
-            "classes": list(train.classes),
-        }
+        result = FinetuneDone(
+            step=self.step,
+            steps=self.total,
+            best_step=self.best["step"],
+            stopped=self.stopped,
+            error=self.error,
+            accuracy=self.best["accuracy"] if self.best["state"] is not None else float("nan"),
+            val_loss=self.best["val_loss"],
+            seconds=time.perf_counter() - self.t_start,
+            train_seconds=self.train_time,
+            examples_per_s=self.seen / max(self.train_time, 1e-9),
+            train_examples=len(train),
+            valid_examples=len(valid),
+            classes=list(train.classes),
+        )
         data_name = Path(str(train.source or a.data)).stem.replace("builtin:", "") or "data"
         name = a.name or f"{base.name}-{data_name}"
         card = _card(base, train, valid, a, result, name, self.device)
-        result["bundle"] = Bundle(
+        result.bundle = Bundle(
             model=self.model.to("cpu"),
             tokenizer=base.tokenizer,
             name=name,
@@ -365,7 +362,7 @@ def _card(
     train: LabelledData,
     valid: LabelledData,
     args: FinetuneArgs,
-    result: dict,
+    result: FinetuneDone,
     name: str,
     device: torch.device,
 ) -> str:
@@ -389,18 +386,18 @@ def _card(
         + ".",
         f"- Classes (output order): {', '.join(train.classes)}.",
         (
-            f"- Validation accuracy: **{result['accuracy']:.4f}** (loss {result['val_loss']:.4f}) "
-            f"at step {result['best_step']} of {result['steps']}"
-            if math.isfinite(result["accuracy"])
-            else f"- Validation accuracy: not measured (stopped at step {result['step']} of {result['steps']}, "
+            f"- Validation accuracy: **{result.accuracy:.4f}** (loss {result.val_loss:.4f}) "
+            f"at step {result.best_step} of {result.steps}"
+            if math.isfinite(result.accuracy)
+            else f"- Validation accuracy: not measured (stopped at step {result.step} of {result.steps}, "
             f"before its first evaluation)"
         )
-        + (" (stopped early)" if result.get("stopped") else "")
+        + (" (stopped early)" if result.stopped else "")
         + ".",
-        f"- Training: {result['train_seconds']:.0f} s, {result['examples_per_s']:.1f} examples/s{where}.",
+        f"- Training: {result.train_seconds:.0f} s, {result.examples_per_s:.1f} examples/s{where}.",
         "- Settings: " + ", ".join(f"{k}={v}" for k, v in settings.items()) + ".",
     ]
-    if result.get("error"):
-        lines.append(f"- Stopped by an error: {result['error']}")
+    if result.error:
+        lines.append(f"- Stopped by an error: {result.error}")
     lines += ["", "Licence: that of the base model and of the data.", ""]
     return "\n".join(lines)

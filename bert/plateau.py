@@ -11,23 +11,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .events import PretrainEval
+
 HOLD = 3
 
 
-def left_plateau(ev: dict, baseline_token: str | None = None) -> bool:
-    """The evaluation `ev` (an "eval" event of bert.pretrain) is past the plateau."""
-    base = ev.get("baseline_top1") or 0.0
-    tops = [guesses[0][0] for guesses in ev.get("probe") or [] if guesses]
+def left_plateau(ev: PretrainEval, baseline_token: str | None = None) -> bool:
+    """The evaluation `ev` (of bert.pretrain) is past the plateau."""
+    base = ev.baseline_top1 or 0.0
+    tops = [guesses[0][0] for guesses in ev.probe if guesses]
     if len(tops) > 1:
         varied = len(set(tops)) > 1
     else:
         varied = bool(tops) and tops[0] != baseline_token
-    return (ev.get("mlm_top1") or 0.0) >= 2 * base > 0 and varied
+    return (ev.mlm_top1 or 0.0) >= 2 * base > 0 and varied
 
 
-def plateau_exit(evals: Sequence[dict], baseline_token: str | None = None, hold: int = HOLD) -> dict | None:
+def plateau_exit(
+    evals: Sequence[PretrainEval], baseline_token: str | None = None, hold: int = HOLD
+) -> PretrainEval | None:
     """The first evaluation of the first `hold` in a row past the plateau, or None."""
-    run: list[dict] = []
+    run: list[PretrainEval] = []
     for ev in evals:
         run = [*run, ev] if left_plateau(ev, baseline_token) else []
         if len(run) >= hold:

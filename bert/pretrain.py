@@ -1,9 +1,9 @@
-"""Pre-training with masked-LM + next-sentence prediction, as a generator of metrics.
+"""Pre-training with masked-LM + next-sentence prediction, as a generator of events (bert/events.py).
 
-    for m in pretrain(PretrainArgs(out="runs/x", init="scratch", steps=200)):
-        print(m)      # {"event": "train", "step": 10, "mlm_loss": ..., "tokens_per_s": ...}
+    for e in pretrain(PretrainArgs(out="runs/x", init="scratch", steps=200)):
+        print(e.to_dict())  # {"event": "train", "step": 10, "mlm_loss": ..., "tokens_per_s": ...}
 
-The loop knows nothing of the UI: the command line prints each dict as a JSON line, the
+The loop knows nothing of the UI: the command line prints each event as a JSON line, the
 app's background job pushes them to a queue. Checkpoints are written atomically every
 `save_every` steps into `<out>/checkpoint` and a run resumes from there after a kill.
 Under `torchrun --nproc_per_node=N` it trains with DistributedDataParallel (gloo on CPU).
@@ -32,6 +32,7 @@ from .corpus import Corpus, load_corpus, merge_corpora, split_corpora
 from .data import MLMMasker, PretrainingDataset, token_counts, tokenize_corpus
 from .device import DEVICES, autocast, cpu_bundle, resolve_device, to_cpu, to_device
 from .errors import TrainingError
+from .events import Event, PretrainDone, PretrainEval, PretrainStart, PretrainStep, Resumed
 from .fileio import atomic_write_text, replace_dir
 from .model import BertForPreTraining
 from .optim import adamw, lr_at, set_lr
@@ -43,7 +44,7 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 @dataclass
 class PretrainArgs:
-    out: str  # run folder: checkpoint/, metrics.jsonl, final/
+    out: str  # run folder: checkpoint/, final/, snapshots/
     init: str = "minilm-l6"  # a loadable model to continue from, or "scratch"
     corpora: list[str] = field(default_factory=lambda: ["wiki", "brown", "bbc"])
     text_file: str | None = None  # a .txt of the user's instead of the corpora
@@ -197,8 +198,8 @@ def pretrain(
     resume: bool = True,
     on_step: Callable[[int, BertForPreTraining], None] | None = None,
     on_start: Callable[[Bundle], None] | None = None,
-) -> Iterator[dict]:
-    """Train, yielding metrics dicts; the last one has event "done" and the final bundle path.
+) -> Iterator[Event]:
+    """Train, yielding events; the last one is a PretrainDone with the final model's folder.
 
     on_start(bundle) is called once the model and its tokenizer exist (a vocabulary trained on
     the corpus is only known then); on_step(step, model) before the first step of this call and
@@ -209,23 +210,24 @@ def pretrain(
 
 class _PretrainRun:
     """One call of `pretrain`, in named steps: `setup` (data, the model on its device, AdamW:
-    "resumed", "start"), `train` (epochs of `train_step`s; after each, what is due: a "train"
-    event, an "eval" event, a snapshot, a checkpoint), `finish` (checkpoint, final/, "done")."""
+    Resumed, PretrainStart), `train` (epochs of `train_step`s; after each, what is due: a
+    PretrainStep, a PretrainEval, a snapshot, a checkpoint), `finish` (checkpoint, final/,
+    PretrainDone)."""
 
     def __init__(self, args: PretrainArgs, stop: threading.Event | None, on_step, on_start):
         self.args, self.stop, self.on_step, self.on_start = args, stop, on_step, on_start
 
-    def events(self, bundle: Bundle | None, corpus: Corpus | None, resume: bool) -> Iterator[dict]:
+    def events(self, bundle: Bundle | None, corpus: Corpus | None, resume: bool) -> Iterator[Event]:
         yield from self.setup(bundle, corpus, resume)
         yield from self.train()
         yield from self.finish()
 
     # ---- setup
 
-    def setup(self, bundle: Bundle | None, corpus: Corpus | None, resume: bool) -> Iterator[dict]:
+    def setup(self, bundle: Bundle | None, corpus: Corpus | None, resume: bool) -> Iterator[Event]:
         """The device (TrainingError before any work if it is missing), the corpus split, the model
         (from the checkpoint, the given bundle or `initial_bundle`), data and optimizer: yields
-        "resumed" (when resuming) and "start" (rank 0), then calls on_start and on_step."""
+        Resumed (when resuming) and PretrainStart (rank 0), then calls on_start and on_step."""
         a = self.args
         if a.threads:
             torch.set_num_threads(a.threads)
@@ -240,23 +242,22 @@ class _PretrainRun:
         opt_state, state = None, {"step": 0, "epoch": 0, "batch": 0, "best": None}
         if resume and (self.ckpt / "state.json").is_file():
             bundle, opt_state, state = load_checkpoint(self.ckpt)
-            yield {"event": "resumed", "step": state["step"]}
+            yield Resumed(step=state["step"])
         elif bundle is None:
             bundle = initial_bundle(a, train_c)
         self.bundle, self.model = bundle, bundle.model
         self._data(train_c, valid_c)
         self._optimizer(opt_state)
         if self.rank == 0:
-            yield {
-                "event": "start",
-                "step": state["step"],
-                "train_documents": train_c.num_documents,
-                "valid_documents": valid_c.num_documents,
-                "train_tokens": self.train_ds.num_tokens,
-                "parameters": sum(p.numel() for p in self.model.parameters()),
-                "world_size": self.world,
-                "baseline_token": bundle.tokenizer.ids_to_tokens[self.baseline_id],
-            }
+            yield PretrainStart(
+                step=state["step"],
+                train_documents=train_c.num_documents,
+                valid_documents=valid_c.num_documents,
+                train_tokens=self.train_ds.num_tokens,
+                parameters=sum(p.numel() for p in self.model.parameters()),
+                world_size=self.world,
+                baseline_token=bundle.tokenizer.ids_to_tokens[self.baseline_id],
+            )
         self.step, self.epoch, self.start = state["step"], state["epoch"], state["batch"]
         self.k = self.start  # batches of this epoch done (saved with the checkpoint)
         if self.rank == 0 and self.on_start is not None:
@@ -298,7 +299,7 @@ class _PretrainRun:
 
     # ---- training
 
-    def train(self) -> Iterator[dict]:
+    def train(self) -> Iterator[Event]:
         """Epochs of batches until args.steps or Stop; a resumed run starts at its saved batch."""
         a = self.args
         while self.step < a.steps:
@@ -311,7 +312,7 @@ class _PretrainRun:
                 yield from self.train_step(to_device(batch, self.device))
             self.epoch, self.start = self.epoch + 1, 0
 
-    def train_step(self, batch: dict[str, torch.Tensor]) -> Iterator[dict]:
+    def train_step(self, batch: dict[str, torch.Tensor]) -> Iterator[Event]:
         """One optimizer step (TrainingError if the loss is not finite), then what is due after it."""
         a = self.args
         lr = lr_at(self.step, a.lr, a.warmup_steps, a.steps)
@@ -343,7 +344,7 @@ class _PretrainRun:
             yield from self._after_step(lr, gnorm)
 
     def _new_window(self) -> None:
-        """Start the sums behind the next "train" event."""
+        """Start the sums behind the next PretrainStep."""
         self.t0, self.tokens = time.perf_counter(), 0
         self.acc = {"mlm_loss": 0.0, "mlm_right": 0, "mlm_n": 0, "nsp_loss": 0.0, "nsp_right": 0, "nsp_n": 0, "k": 0}
 
@@ -359,35 +360,34 @@ class _PretrainRun:
         acc["nsp_n"] += len(batch["nsp_labels"])
         acc["k"] += 1
 
-    def _after_step(self, lr: float, gnorm: torch.Tensor) -> Iterator[dict]:
-        """Rank 0, after a step: the "train" and "eval" events, a snapshot, a checkpoint, when due."""
+    def _after_step(self, lr: float, gnorm: torch.Tensor) -> Iterator[Event]:
+        """Rank 0, after a step: a PretrainStep and a PretrainEval, a snapshot, a checkpoint, when due."""
         a, step = self.args, self.step
         if step % a.log_every == 0 or step == a.steps:
             yield self._train_event(lr, gnorm)
             self._new_window()
         if step % a.eval_every == 0 or step == a.steps:
             m = evaluate(self.model, self.eval_batches, self.baseline_id)
-            yield {"event": "eval", "step": step, **m, "probe": probe_predictions(self.bundle, a.probe)}
+            yield PretrainEval(step=step, **m, probe=probe_predictions(self.bundle, a.probe))
         if a.snapshot_every and step % a.snapshot_every == 0:
             save(cpu_bundle(self.bundle), self.out / "snapshots" / f"step-{step:06d}")
         if step % a.save_every == 0:
             self._save_checkpoint()
 
-    def _train_event(self, lr: float, gnorm: torch.Tensor) -> dict:
+    def _train_event(self, lr: float, gnorm: torch.Tensor) -> PretrainStep:
         acc, dt = self.acc, time.perf_counter() - self.t0
-        return {
-            "event": "train",
-            "step": self.step,
-            "epoch": self.epoch,
-            "lr": lr,
-            "mlm_loss": acc["mlm_loss"] / acc["k"],
-            "mlm_acc": acc["mlm_right"] / max(acc["mlm_n"], 1),
-            "nsp_loss": acc["nsp_loss"] / acc["k"],
-            "nsp_acc": acc["nsp_right"] / max(acc["nsp_n"], 1),
-            "grad_norm": float(gnorm),
-            "tokens_per_s": self.tokens / dt,
-            "seconds": dt,
-        }
+        return PretrainStep(
+            step=self.step,
+            epoch=self.epoch,
+            lr=lr,
+            mlm_loss=acc["mlm_loss"] / acc["k"],
+            mlm_acc=acc["mlm_right"] / max(acc["mlm_n"], 1),
+            nsp_loss=acc["nsp_loss"] / acc["k"],
+            nsp_acc=acc["nsp_right"] / max(acc["nsp_n"], 1),
+            grad_norm=float(gnorm),
+            tokens_per_s=self.tokens / dt,
+            seconds=dt,
+        )
 
     # ---- the end
 
@@ -395,9 +395,9 @@ class _PretrainRun:
         state = {"step": self.step, "epoch": self.epoch, "batch": self.k, "args": asdict(self.args)}
         save_checkpoint(self.ckpt, self.bundle, self.opt, state)
 
-    def finish(self) -> Iterator[dict]:
+    def finish(self) -> Iterator[Event]:
         """The checkpoint to resume from, the final model in <out>/final, a last evaluation and
-        "done" (rank 0); the model is left in eval mode on the CPU."""
+        PretrainDone (rank 0); the model is left in eval mode on the CPU."""
         stopped = self.step < self.args.steps
         # a stop event with `hurry` (the app: its user's tab was closed) ends at once: the final model
         # is saved, but not the checkpoint to resume from (with its optimizer) nor a last scoring
@@ -408,7 +408,7 @@ class _PretrainRun:
             final = self.out / "final"
             save(cpu_bundle(self.bundle), final)
             m = {} if hurry else evaluate(self.model, self.eval_batches, self.baseline_id)
-            yield {"event": "done", "step": self.step, "stopped": stopped, "path": str(final), **m}
+            yield PretrainDone(step=self.step, stopped=stopped, path=str(final), **m)
         if self.world > 1:
             dist.barrier()
         self.model.eval()

@@ -17,6 +17,7 @@ from bert import settings
 from bert.checkpoint import available_builtins
 from bert.config import POOLINGS
 from bert.datasets import available_datasets
+from bert.events import FinetuneStart
 from bert.finetune import FinetuneArgs
 
 app.run_through_entry()  # before anything else: see app/__init__.py
@@ -355,15 +356,15 @@ def live_panel():
     if not job.active:
         st.rerun()  # finished: a full run collects the result
     view.live_progress(job, jm, *tr.finetune_progress(job.metrics))
-    start_ev = tr.last_event(job.metrics, "start")
+    start_ev = tr.last_event(job.metrics, FinetuneStart)
     if start_ev:
         st.caption(
-            f"{start_ev['train_examples']:,} training and {start_ev['valid_examples']:,} validation "
-            f"texts · {start_ev['trainable']:,} of {start_ev['parameters']:,} parameters trained"
-            + (f" · {start_ev['truncated']:,} texts cut at the maximum length" if start_ev.get("truncated") else "")
+            f"{start_ev.train_examples:,} training and {start_ev.valid_examples:,} validation "
+            f"texts · {start_ev.trainable:,} of {start_ev.parameters:,} parameters trained"
+            + (f" · {start_ev.truncated:,} texts cut at the maximum length" if start_ev.truncated else "")
         )
     figures.show(
-        train_plots.finetune_curves(job.metrics, start_ev["steps"] if start_ev else None),
+        train_plots.finetune_curves(job.metrics, start_ev.steps if start_ev else None),
         "finetune-live-curves",
         key="ft_live_curves",
     )
@@ -438,7 +439,7 @@ def cls_comparison(res: dict, text: str) -> None:
         train_plots.cls_attention(tokens[:64], att0[:64], att1[:64]), f"finetune-cls-{jid}", key=f"ft_cls_{jid}"
     )
     cut = " (first 64 tokens)" if len(tokens) > 64 else ""
-    mean = res["info"].get("args", {}).get("pooling") == "mean"
+    mean = res["info"]["args"].pooling == "mean"
     st.caption(
         f"Where [CLS] looks in the last layer (mean over heads), before and after fine-tuning{cut}. "
         + ("With mean pooling the head reads every token, so [CLS] itself may change little." if mean else "")
@@ -446,7 +447,7 @@ def cls_comparison(res: dict, text: str) -> None:
 
 
 def try_it(res: dict) -> None:
-    b, jid, args = res["bundle"], res["job_id"], res["info"].get("args", {})
+    b, jid, args = res["bundle"], res["job_id"], res["info"]["args"]
     st.subheader("Try it")
     key = f"ft_try_{jid}"
     ts.seed(key, TRY_DEFAULT)
@@ -456,7 +457,7 @@ def try_it(res: dict) -> None:
         st.info("Type a text to see the class probabilities.")
         return
     left, right = st.columns([2, 3])
-    probs = b.classify([text[:5000]], max_length=int(args.get("max_length", 128)))[0].numpy()
+    probs = b.classify([text[:5000]], max_length=args.max_length)[0].numpy()
     figures.show(
         train_plots.class_probs(b.labels, probs, "class probabilities"),
         f"finetune-probs-{jid}",
@@ -468,25 +469,24 @@ def try_it(res: dict) -> None:
 
 
 def show_result(res: dict) -> None:
-    rep, info, fin = res["report"], res["info"], res["done"] or {}
-    acc = (rep or fin).get("accuracy")
-    args = info.get("args", {})
+    rep, info, fin, args = res["report"], res["info"], res["done"], res["info"]["args"]  # FinetuneDone, FinetuneArgs
+    acc = rep["accuracy"] if rep else fin.accuracy
     view.result_summary(
         PAGE,
         res,
         [
             ("Validation accuracy", f"{acc:.1%}" if isinstance(acc, (int, float)) and acc == acc else "–"),
             ("Macro F1", f"{rep['macro_f1']:.3f}" if rep else "–"),
-            ("Validation texts", f"{(rep or {}).get('n', fin.get('valid_examples', 0)):,}"),
-            ("Training time", tr.fmt_seconds(fin.get("train_seconds"))),
-            ("Examples/s", f"{fin.get('examples_per_s', 0):.1f}"),
+            ("Validation texts", f"{(rep or {}).get('n', fin.valid_examples):,}"),
+            ("Training time", tr.fmt_seconds(fin.train_seconds)),
+            ("Examples/s", f"{fin.examples_per_s:.1f}"),
         ],
         f"**{md_escape(res['name'])}**: fine-tuned from {md_escape(info.get('base_name', '?'))} on "
-        f"{md_escape(info.get('train', '?'))}; best model at step {fin.get('best_step', '?')} of "
-        f"{fin.get('steps', '?')} · pooling {args.get('pooling', '?')}, {args.get('max_length', '?')} tokens, "
-        f"batch {args.get('batch_size', '?')}, learning rate {args.get('lr', 0):g}, "
-        f"{args.get('epochs', '?')} epoch(s). It is in the sidebar's model list for this session.",
-        train_plots.finetune_curves(res["metrics"], fin.get("steps")),
+        f"{md_escape(info.get('train', '?'))}; best model at step {fin.best_step} of "
+        f"{fin.steps} · pooling {args.pooling}, {args.max_length} tokens, "
+        f"batch {args.batch_size}, learning rate {args.lr:g}, "
+        f"{args.epochs} epoch(s). It is in the sidebar's model list for this session.",
+        train_plots.finetune_curves(res["metrics"], fin.steps),
     )
     if rep:
         t1, t2, t3 = st.tabs(["Scores per class", "Confusion matrix", "Most confident mistakes"])

@@ -15,6 +15,7 @@ from app.helpers import md_escape
 from app.widgets import SENTENCE_CHARS
 from bert import settings
 from bert.corpus import CORPORA
+from bert.events import PretrainEval, PretrainStart, of_type
 from bert.plateau import plateau_exit
 from bert.pretrain import PretrainArgs, probe_predictions
 
@@ -237,10 +238,10 @@ job = tr.current_job(tr.PRETRAIN, jm)
 
 def plateau_line(metrics) -> None:
     """Say when the run left the unigram plateau (bert/plateau.py), or that it has not yet."""
-    evals, start = train_plots.events(metrics, "eval"), train_plots.events(metrics, "start")
+    evals, start = of_type(metrics, PretrainEval), tr.last_event(metrics, PretrainStart)
     if not evals:
         return
-    first = plateau_exit(evals, start[-1].get("baseline_token") if start else None)
+    first = plateau_exit(evals, start.baseline_token if start else None)
     if first is None:
         st.caption(
             "Still on the plateau: the guesses are mostly the most frequent token. The run leaves it when its top-1 "
@@ -248,8 +249,8 @@ def plateau_line(metrics) -> None:
         )
     else:
         st.success(
-            f"It left the plateau at step {first['step']:,}: top-1 {first['mlm_top1']:.1%} against "
-            f"{first['baseline_top1']:.1%} for always guessing the most frequent token, and the probe's guesses now "
+            f"It left the plateau at step {first.step:,}: top-1 {first.mlm_top1:.1%} against "
+            f"{first.baseline_top1:.1%} for always guessing the most frequent token, and the probe's guesses now "
             "differ from gap to gap. It has begun to use the words around each gap: first where the small words "
             "and punctuation go; content words take much longer.",
             icon=":material/trending_up:",
@@ -263,21 +264,20 @@ def live_panel():
     tr.tick(job)
     if not job.active:
         st.rerun()  # finished: a full run collects the result
-    args = job.info.get("args", {})
-    steps = args.get("steps", 1)
-    view.live_progress(job, jm, *tr.pretrain_progress(job.metrics, steps, args.get("log_every", LOG_EVERY)))
-    start_ev = tr.last_event(job.metrics, "start")
+    args: PretrainArgs = job.info["args"]
+    steps = args.steps
+    view.live_progress(job, jm, *tr.pretrain_progress(job.metrics, steps, args.log_every))
+    start_ev = tr.last_event(job.metrics, PretrainStart)
     if start_ev:
         st.caption(
-            f"{start_ev['parameters']:,} parameters · {start_ev['train_tokens']:,} training tokens in "
-            f"{start_ev['train_documents']:,} documents · most frequent token: "
-            f"{md_escape(start_ev.get('baseline_token', '?'))}"
+            f"{start_ev.parameters:,} parameters · {start_ev.train_tokens:,} training tokens in "
+            f"{start_ev.train_documents:,} documents · most frequent token: {md_escape(start_ev.baseline_token)}"
         )
     figures.show(train_plots.pretrain_curves(job.metrics, steps), "pretrain-live-curves", key="pt_live_curves")
     plateau_line(job.metrics)
     probes = tr.probe_frame(job.metrics)
     if len(probes):
-        st.markdown(f"**Probe:** {md_escape(args.get('probe', ''))} · top guesses at each evaluation, newest first")
+        st.markdown(f"**Probe:** {md_escape(args.probe)} · top guesses at each evaluation, newest first")
         st.dataframe(probes.iloc[::-1], hide_index=True, width="stretch")
     view.stop_button(PAGE, job, "Stop (keeps the model as it is now)", "Stopping… (saving the model)")
 
@@ -290,10 +290,10 @@ if snapshots.recorded("pre-training"):
 
 # --- 5. results ----------------------------------------------------------------------------------
 def try_it(res: dict) -> None:
-    b, jid, args = res["bundle"], res["job_id"], res["info"].get("args", {})
+    b, jid, args = res["bundle"], res["job_id"], res["info"]["args"]
     st.subheader("Try it")
     key = f"pt_try_{jid}"
-    ts.seed(key, args.get("probe") or "the [MASK] is on the table .")
+    ts.seed(key, args.probe or "the [MASK] is on the table .")
     text = st.text_input("A sentence with [MASK]", key=key, max_chars=SENTENCE_CHARS)
     ts.remember(key)
     text = re.sub(r"\[mask\]", "[MASK]", text or "", flags=re.IGNORECASE)
@@ -312,26 +312,26 @@ def try_it(res: dict) -> None:
 
 
 def show_result(res: dict) -> None:
-    fin, info, cfg = res["done"] or {}, res["info"], res["bundle"].config
-    args = info.get("args", {})
+    fin, info, cfg = res["done"], res["info"], res["bundle"].config  # fin: a bert.events.PretrainDone
+    args: PretrainArgs = info["args"]
     view.result_summary(
         PAGE,
         res,
         [
-            ("Steps", f"{fin.get('step', 0):,}"),
-            ("Masked-LM top-1", f"{fin['mlm_top1']:.1%}" if "mlm_top1" in fin else "–"),
-            ("Masked-LM top-5", f"{fin['mlm_top5']:.1%}" if "mlm_top5" in fin else "–"),
-            ("Next-sentence accuracy", f"{fin['nsp_acc']:.1%}" if "nsp_acc" in fin else "–"),
+            ("Steps", f"{fin.step or 0:,}"),
+            ("Masked-LM top-1", f"{fin.mlm_top1:.1%}" if fin.mlm_top1 is not None else "–"),
+            ("Masked-LM top-5", f"{fin.mlm_top5:.1%}" if fin.mlm_top5 is not None else "–"),
+            ("Next-sentence accuracy", f"{fin.nsp_acc:.1%}" if fin.nsp_acc is not None else "–"),
         ],
         f"**{md_escape(res['name'])}**: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, "
         f"{cfg.num_attention_heads} heads, vocabulary {cfg.vocab_size:,}, trained on "
         f"{md_escape(info.get('corpus', '?'))}. It is in the sidebar's model list for this session.",
-        train_plots.pretrain_curves(res["metrics"], args.get("steps")),
+        train_plots.pretrain_curves(res["metrics"], args.steps),
     )
     plateau_line(res["metrics"])
     probes = tr.probe_frame(res["metrics"])
     if len(probes):
-        st.markdown(f"**Probe:** {md_escape(args.get('probe', ''))}")
+        st.markdown(f"**Probe:** {md_escape(args.probe)}")
         st.dataframe(probes, hide_index=True, width="stretch")
     try_it(res)
     view.keep_it(PAGE, res)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 import bert
+from bert import events as ev
 from bert.config import BertConfig
 from bert.model import BertForPreTraining, BertForSequenceClassification
 
@@ -46,3 +47,45 @@ def minilm_tiny_classifier() -> bert.Bundle:
         id2label={0: "negative", 1: "positive"},
     )
     return bert.Bundle(model=BertForSequenceClassification(cfg).eval(), tokenizer=tok, name="tiny-clf")
+
+
+# ---- training events (bert/events.py) with the fields a test does not care about filled in ----------
+
+
+def finetune_start(steps: int = 10, **kw) -> ev.FinetuneStart:
+    fields = dict(steps=steps, steps_per_epoch=steps, train_examples=100, valid_examples=20, classes=["neg", "pos"])
+    fields.update(parameters=1000, trainable=100, truncated=0, prep_seconds=0.1)
+    return ev.FinetuneStart(**{**fields, **kw})
+
+
+def finetune_step(step: int, loss: float = 0.5, **kw) -> ev.FinetuneStep:
+    fields = dict(step=step, epoch=0, loss=loss, loss_smooth=loss, lr=1e-4, grad_norm=1.0)
+    fields.update(examples_per_s=10.0, progress=0.5, eta_s=60.0)
+    return ev.FinetuneStep(**{**fields, **kw})
+
+
+def finetune_eval(step: int, accuracy: float = 0.5, val_loss: float = 0.7, **kw) -> ev.FinetuneEval:
+    fields = dict(step=step, epoch=0, val_loss=val_loss, accuracy=accuracy, best_accuracy=accuracy, eval_seconds=1.0)
+    return ev.FinetuneEval(**{**fields, **kw})
+
+
+def finetune_done(step: int = 10, accuracy: float = 0.5, **kw) -> ev.FinetuneDone:
+    fields = dict(step=step, steps=step, best_step=step, stopped=False, error=None, accuracy=accuracy, val_loss=0.7)
+    fields.update(seconds=10.0, train_seconds=9.0, examples_per_s=10.0, train_examples=100, valid_examples=20)
+    return ev.FinetuneDone(**{**fields, "classes": ["neg", "pos"], **kw})
+
+
+def pretrain_start(baseline_token: str = "the", **kw) -> ev.PretrainStart:
+    fields = dict(step=0, train_documents=10, valid_documents=2, train_tokens=1000, parameters=1000, world_size=1)
+    return ev.PretrainStart(**{**fields, "baseline_token": baseline_token, **kw})
+
+
+def pretrain_step(step: int, mlm_loss: float = 5.0, **kw) -> ev.PretrainStep:
+    fields = dict(step=step, epoch=0, lr=1e-4, mlm_loss=mlm_loss, mlm_acc=0.1, nsp_loss=0.7, nsp_acc=0.5)
+    fields.update(grad_norm=1.0, tokens_per_s=100.0, seconds=1.0)
+    return ev.PretrainStep(**{**fields, **kw})
+
+
+def pretrain_eval(step: int, mlm_top1: float = 0.1, **kw) -> ev.PretrainEval:
+    fields = dict(step=step, mlm_loss=5.0, mlm_top1=mlm_top1, mlm_top5=mlm_top1, nsp_loss=0.7, nsp_acc=0.5)
+    return ev.PretrainEval(**{**fields, "masked_tokens": 100, "sequences": 10, **kw})

@@ -1,5 +1,5 @@
 """Issue #13, "a class can't break it": every input has a cap, checked before anything big is
-allocated, and a student who hits it reads a message (DESIGN.md §9).
+allocated, and a student who hits it reads a message.
 
 1. The tokenizer reads a long paste only as far as `max_length` needs: bounded time and memory
    (VmHWM of a child process), and the same ids/offsets as tokenizing everything and cutting.

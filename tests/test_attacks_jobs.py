@@ -19,6 +19,7 @@ from app import training as tr
 from app.jobs import SESSION, TIME, JobManager, LimitError, stop_message
 from bert.config import BertConfig
 from bert.errors import DataError, InputError
+from bert.events import PretrainEval
 from bert.labelled import read_labelled, stratified_split
 from tests import helpers
 from tests.helpers import REVIEW_WORDS
@@ -47,8 +48,8 @@ def steps(n=10_000, every=0.01, result="model"):
             if stop.is_set():
                 break
             time.sleep(every)
-            yield {"event": "train", "step": i + 1}
-        yield {"event": "done", "bundle": result}
+            yield helpers.finetune_step(i + 1)
+        yield helpers.finetune_done(bundle=result)
 
     return fn
 
@@ -171,7 +172,7 @@ def test_time_cap_reaches_a_job_between_slow_steps():
     def slow(stop):
         stop.wait(5)  # one long "step" that only ends when asked to stop
         stopped.set()
-        yield {"event": "done", "bundle": "m"}
+        yield helpers.finetune_done(bundle="m")
 
     job = jm.submit("s", "finetune", slow)
     time.sleep(0.3)
@@ -230,7 +231,7 @@ def test_a_closed_tabs_finetuning_skips_its_report_and_saves_the_run(cache):
     base = tiny_bundle()
     train, valid = stratified_split(reviews(), 0.25, seed=0)
     args = tr.FinetuneArgs(data="t", batch_size=8, lr=1e-3, epochs=50, max_length=32, threads=1)
-    info = {"code": "TESTAB", "title": "closed-tab run", "args": {"max_length": 32}}
+    info = {"code": "TESTAB", "title": "closed-tab run", "args": args}
     fn = tr.keep_run(tr.finetune_job(base, train, valid, args), tr.FINETUNE, "TESTAB", info)
     jm = tr.TrainingJobs(max_running=1, alive=lambda sid: False, session_grace_s=0.5)
     job, _ = jm.submit_for("o", tr.FINETUNE, fn, session_id="gone")
@@ -241,7 +242,7 @@ def test_a_closed_tabs_finetuning_skips_its_report_and_saves_the_run(cache):
         jm.reap()
         time.sleep(0.2)
     job.drain()
-    kinds = [m["event"] for m in job.metrics]
+    kinds = [m.event for m in job.metrics]
     assert job.stop_reason == SESSION and "report" not in kinds and kinds[-1] == "saved"
     again, record = runs_store.open_run("TESTAB")
     assert record["stop_reason"] == SESSION and record["status"] == "stopped" and record["report"] is None
@@ -485,7 +486,7 @@ def test_finished_run_is_reopened_by_code_in_a_new_session(cache):
     assert not fresh.exception, [e.value for e in fresh.exception]
     again = fresh.session_state[ts.PT_RESULTS][-1]
     assert again["code"] == res["code"] and again["name"] in fresh.session_state[state.USER_MODELS]
-    assert [m["step"] for m in again["metrics"] if m["event"] == "eval"] == [5, 10]
+    assert [m.step for m in again["metrics"] if isinstance(m, PretrainEval)] == [5, 10]
     assert {"Masked-LM top-1", "Next-sentence accuracy"} <= {m.label for m in fresh.metric}
     fresh.text_input(key="pt_reopen_code").input("../../x").run()
     fresh.button(key="pt_reopen").click().run()

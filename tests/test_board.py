@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from app import board
+from bert.finetune import FinetuneArgs
+from tests.helpers import finetune_done, finetune_eval, finetune_start, finetune_step
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = "<img src=x onerror=a(1)>"  # 24 characters: the longest a nickname may be
@@ -93,14 +95,15 @@ def test_summary_of_never_holds_texts():
     res = {
         "info": {
             "base_name": "minilm-l6",
-            "args": {"data": "/tmp/uploads/reviews.csv", "lr": 1e-3, "batch_size": 8, "epochs": 2, "pooling": "cls"},
+            "args": FinetuneArgs(data="/tmp/uploads/reviews.csv", lr=1e-3, batch_size=8, epochs=2, pooling="cls"),
             "train": f"200 texts in 2 classes; first: {secret}",
             "classes": ["neg", "pos"],
         },
         "report": {"accuracy": 0.9, "mistakes": [{"text": secret}], "texts": [secret]},
-        "done": {"accuracy": 0.85, "steps": 20},
-        "metrics": [{"event": "train", "step": s, "loss": 1 / s, "text": secret} for s in range(1, 500)]
-        + [{"event": "eval", "step": 10, "accuracy": 0.8}, {"event": "eval", "step": 20, "accuracy": 0.9}],
+        "done": finetune_done(20, accuracy=0.85, classes=[secret, "pos"], notes=[secret]),
+        "metrics": [finetune_start(499, classes=[secret, "pos"])]
+        + [finetune_step(s, loss=1 / s) for s in range(1, 500)]
+        + [finetune_eval(10, accuracy=0.8), finetune_eval(20, accuracy=0.9)],
     }
     s = board.summary_of(res)
     assert secret not in json.dumps(s)

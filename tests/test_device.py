@@ -76,7 +76,7 @@ def _pretrain_numbers(out, **kw):
         pretrain(args_for(out, steps=3, log_every=1, eval_every=3, **kw), bundle=tiny_bundle(), corpus=tiny_corpus())
     )
     keep = ("mlm_loss", "mlm_acc", "nsp_loss", "nsp_acc", "grad_norm", "lr", "mlm_top1", "probe")
-    numbers = [(e["event"], {k: e[k] for k in keep if k in e}) for e in events]
+    numbers = [(e.event, {k: v for k, v in e.to_dict().items() if k in keep}) for e in events]
     weights = bert.load(out / "final").model.state_dict()
     return numbers, weights
 
@@ -96,8 +96,8 @@ def _finetune_numbers(**kw):
     train = train.subset(list(range(48)))  # 3 steps of 16
     events = list(finetune(tiny_classifier_base(), train, valid, args))
     keep = ("loss", "loss_smooth", "lr", "grad_norm", "val_loss", "accuracy")
-    numbers = [(e["event"], {k: e[k] for k in keep if k in e}) for e in events]
-    return numbers, events[-1]["bundle"].model
+    numbers = [(e.event, {k: v for k, v in e.to_dict().items() if k in keep}) for e in events]
+    return numbers, events[-1].bundle.model
 
 
 @pytest.mark.skipif(not AUTO_IS_CPU, reason="auto is not the CPU here")
@@ -182,5 +182,5 @@ def test_stop_before_the_first_step_with_a_device():
     stop = threading.Event()
     stop.set()
     events = list(finetune(tiny_classifier_base(), train, valid, FinetuneArgs(data="s", device="cpu", **FAST), stop))
-    assert [e["event"] for e in events] == ["start", "eval", "done"] and events[-1]["stopped"]
+    assert [e.event for e in events] == ["start", "eval", "done"] and events[-1].stopped
     assert dataclasses.asdict(FinetuneArgs(data="s"))["device"] == "auto"

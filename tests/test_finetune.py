@@ -9,6 +9,7 @@ import torch
 
 import bert
 from bert import TrainingError
+from bert.events import FinetuneDone, FinetuneEval, FinetuneStart, FinetuneStep
 from bert.finetune import FinetuneArgs, build_classifier, evaluate_classifier, finetune
 from bert.labelled import LabelledData, stratified_split
 from tests import helpers
@@ -63,18 +64,18 @@ def test_validation_accuracy_rises_and_base_is_untouched(split):
     base = tiny_bundle()
     before = {k: v.clone() for k, v in base.model.state_dict().items()}
     events = run(base, train, valid, epochs=6, eval_every=10)
-    kinds = [e["event"] for e in events]
+    kinds = [e.event for e in events]
     assert kinds[0] == "start" and kinds[-1] == "done" and "error" not in kinds
-    evals = [e for e in events if e["event"] == "eval"]
+    evals = [e for e in events if isinstance(e, FinetuneEval)]
     assert len(evals) >= 4
-    assert evals[0]["accuracy"] < 0.75 and max(e["accuracy"] for e in evals) >= 0.85
-    trains = [e for e in events if e["event"] == "train"]
-    assert trains[-1]["progress"] == 1.0 and trains[-1]["examples_per_s"] > 0
-    assert {"step", "loss", "lr", "examples_per_s", "progress", "eta_s"} <= set(trains[0])
-    assert trains[-1]["loss_smooth"] < trains[0]["loss_smooth"]
+    assert evals[0].accuracy < 0.75 and max(e.accuracy for e in evals) >= 0.85
+    trains = [e for e in events if isinstance(e, FinetuneStep)]
+    assert trains[-1].progress == 1.0 and trains[-1].examples_per_s > 0
+    assert {"step", "loss", "lr", "examples_per_s", "progress", "eta_s"} <= set(trains[0].to_dict())
+    assert trains[-1].loss_smooth < trains[0].loss_smooth
     done = events[-1]
-    assert done["accuracy"] == max(e["accuracy"] for e in evals)  # the best one is kept
-    clf = done["bundle"]
+    assert done.accuracy == max(e.accuracy for e in evals)  # the best one is kept
+    clf = done.bundle
     assert clf.is_classifier and clf.labels == ["neg", "pos"]
     p = clf.classify(["the film was good really", "the film was bad really"])
     assert p.shape == (2, 2) and p[0, 1] > 0.5 > p[1, 1]
@@ -82,7 +83,7 @@ def test_validation_accuracy_rises_and_base_is_untouched(split):
     for k, v in base.model.state_dict().items():
         assert torch.equal(v, before[k]), k
     res = evaluate_classifier(clf, valid)
-    assert abs(res["accuracy"] - done["accuracy"]) < 1e-6
+    assert abs(res["accuracy"] - done.accuracy) < 1e-6
     assert sum(map(sum, res["confusion"])) == len(valid)
     assert set(res["per_class"]) == {"neg", "pos"} and 0 <= res["per_class"]["pos"]["f1"] <= 1
     assert all(m["true"] != m["predicted"] for m in res["mistakes"])
@@ -96,10 +97,10 @@ def test_other_poolings_and_freezing_run(split, pooling):
     base = tiny_bundle()
     events = run(base, train, valid, pooling=pooling, freeze_embeddings=True, freeze_layers=1)
     done = events[-1]
-    assert done["event"] == "done" and done["bundle"].model.pooling == pooling
+    assert isinstance(done, FinetuneDone) and done.bundle.model.pooling == pooling
     start = events[0]
-    assert start["trainable"] < start["parameters"]
-    clf = done["bundle"].model
+    assert start.trainable < start.parameters
+    clf = done.bundle.model
     emb = base.model.bert.embeddings.word_embeddings.weight
     assert torch.equal(clf.bert.embeddings.word_embeddings.weight, emb)  # frozen: unchanged
 
@@ -110,12 +111,12 @@ def test_stop_ends_promptly_and_keeps_the_model(split):
     events = []
     for e in finetune(tiny_bundle(), train, valid, FinetuneArgs(data="s", epochs=50, **FAST), stop):
         events.append(e)
-        if e["event"] == "train" and e["step"] == 3:
+        if isinstance(e, FinetuneStep) and e.step == 3:
             stop.set()
     done = events[-1]
-    assert done["event"] == "done" and done["stopped"] and done["step"] == 3
-    assert done["bundle"].classify(["good"]).shape == (1, 2)
-    assert [e["event"] for e in events].count("eval") == 1  # scored once, at the stop
+    assert isinstance(done, FinetuneDone) and done.stopped and done.step == 3
+    assert done.bundle.classify(["good"]).shape == (1, 2)
+    assert [e.event for e in events].count("eval") == 1  # scored once, at the stop
 
 
 def test_stop_before_the_first_step():
@@ -123,22 +124,22 @@ def test_stop_before_the_first_step():
     stop = threading.Event()
     stop.set()
     events = list(finetune(tiny_bundle(), train, valid, FinetuneArgs(data="s", **FAST), stop))
-    assert events[-1]["event"] == "done" and events[-1]["step"] == 0 and events[-1]["stopped"]
-    assert events[-1]["bundle"].is_classifier
+    assert isinstance(events[-1], FinetuneDone) and events[-1].step == 0 and events[-1].stopped
+    assert events[-1].bundle.is_classifier
 
 
 def test_huge_learning_rate_stops_with_an_error_and_keeps_the_last_good_model(split):
     train, valid = split
     events = run(tiny_bundle(), train, valid, lr=10.0, epochs=5, eval_every=50)
-    kinds = [e["event"] for e in events]
+    kinds = [e.event for e in events]
     assert "error" in kinds and kinds[-1] == "done"
     err = events[kinds.index("error")]
-    assert "learning rate 10 is too high" in err["message"] and "diverged" in err["message"]
+    assert "learning rate 10 is too high" in err.message and "diverged" in err.message
     done = events[-1]
-    assert done["error"] == err["message"] and done["step"] < 5 * 19
-    p = done["bundle"].classify(["good film", "bad film"])
+    assert done.error == err.message and done.step < 5 * 19
+    p = done.bundle.classify(["good film", "bad film"])
     assert torch.isfinite(p).all()
-    assert all(torch.isfinite(v).all() for v in done["bundle"].model.state_dict().values() if v.is_floating_point())
+    assert all(torch.isfinite(v).all() for v in done.bundle.model.state_dict().values() if v.is_floating_point())
 
 
 def test_bad_settings_are_refused(split):
@@ -258,11 +259,11 @@ def test_cli_with_validation_file_and_bad_data(tmp_path, capsys):
 
 
 def test_layer_decay_and_encoder_dropout(split):
-    from bert.finetune import _lr_scales
+    from bert.finetune_run import _lr_scales
 
     train, valid = split
     events = run(tiny_bundle(), train, valid, layer_decay=0.5, encoder_dropout=0.0)
-    assert events[-1]["event"] == "done" and events[-1]["bundle"].config.hidden_dropout_prob == 0.0
+    assert isinstance(events[-1], FinetuneDone) and events[-1].bundle.config.hidden_dropout_prob == 0.0
     clf = build_classifier(tiny_bundle(), ["a", "b"])
     scales = _lr_scales(clf, FinetuneArgs(data="x", layer_decay=0.5, head_lr_scale=10.0))
     assert scales == {"bert.embeddings.": 0.25, "bert.layers.0.": 0.5, "bert.layers.1.": 1.0, "classifier.": 10.0}
@@ -285,7 +286,7 @@ def test_on_step_sees_the_start_and_every_update_and_records_attention(split):
     events = list(
         finetune(base, train, valid, FinetuneArgs(data="synthetic", **{**FAST, "epochs": 1}), on_step=on_step)
     )
-    total = next(e for e in events if e["event"] == "start")["steps"]
+    total = next(e for e in events if isinstance(e, FinetuneStart)).steps
     assert [s for s, _ in seen] == list(range(total + 1))
     assert all(training for _, training in seen), "the recorder leaves the model in training mode"
     steps, atts = rec.view()

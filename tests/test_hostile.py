@@ -332,7 +332,7 @@ def test_finished_jobs_give_memory_back(monkeypatch):
     base = ttp.tiny_bundle()
     train, valid = ttp.stratified_split(ttp.tiny_data(80), 0.25, seed=0)
     events = ttp.run_fn(tr.finetune_job(base, train, valid, ttp.fast_args(epochs=1)))
-    assert events[-1]["event"] == "report" and calls == [1]
+    assert events[-1].event == "report" and calls == [1]
     monkeypatch.undo()
     tr.release_memory()  # the real one: harmless anywhere
 

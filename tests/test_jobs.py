@@ -5,6 +5,7 @@ import time
 
 from app.jobs import JobManager
 from bert.errors import TrainingError
+from tests.helpers import finetune_done, finetune_step
 
 
 def counting_job(n=1000, delay=0.01, result="model"):
@@ -13,8 +14,8 @@ def counting_job(n=1000, delay=0.01, result="model"):
             if stop.is_set():
                 break
             time.sleep(delay)
-            yield {"event": "train", "step": i + 1}
-        yield {"event": "done", "bundle": result}
+            yield finetune_step(i + 1)
+        yield finetune_done(bundle=result)
 
     return fn
 
@@ -43,7 +44,7 @@ def test_jobs_belong_to_their_session():
     a.drain()
     b.drain()
     assert a.result == "alice-model" and b.result == "bob-model"
-    assert all("bundle" not in m for m in a.metrics)  # the model object is not in the metrics
+    assert all(getattr(m, "bundle", None) is None for m in a.metrics)  # the model is not in the metrics
 
 
 def test_stop_is_prompt_keeps_result_and_can_be_pressed_twice():
@@ -81,14 +82,14 @@ def test_job_of_a_gone_session_is_stopped():
 
 def test_errors_become_messages():
     def failing(stop):
-        yield {"event": "train", "step": 1}
+        yield finetune_step(1)
         raise TrainingError("the loss became nan at step 1")
 
     jm = JobManager(max_running=1)
     job = jm.submit("s", "pretrain", failing)
     jm.wait(job)
     assert job.status == "error" and "nan" in job.error
-    assert job.drain() == [{"event": "train", "step": 1}]
+    assert job.drain() == [finetune_step(1)]
 
 
 def test_unexpected_exception_does_not_kill_the_manager():

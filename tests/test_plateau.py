@@ -2,20 +2,13 @@
 curve marks that moment."""
 
 from app import train_plots
+from bert.events import PretrainEval
 from bert.plateau import HOLD, left_plateau, plateau_exit
+from tests.helpers import pretrain_eval, pretrain_start
 
 
 def ev(step, top1, tops, base=0.04):
-    return {
-        "event": "eval",
-        "step": step,
-        "mlm_top1": top1,
-        "mlm_top5": top1,
-        "baseline_top1": base,
-        "nsp_acc": 0.5,
-        "mlm_loss": 5.0,
-        "probe": [[[t, 0.1]] for t in tops],
-    }
+    return pretrain_eval(step, top1, baseline_top1=base, probe=[[[t, 0.1]] for t in tops])
 
 
 def test_both_conditions_are_needed():
@@ -30,16 +23,16 @@ def test_both_conditions_are_needed():
 def test_a_lucky_evaluation_is_not_an_exit():
     good, bad = ["dog", "cat"], ["the", "the"]
     evals = [ev(25, 0.09, good), ev(50, 0.04, bad)] + [ev(75 + 25 * i, 0.09, good) for i in range(HOLD)]
-    assert plateau_exit(evals)["step"] == 75
+    assert plateau_exit(evals).step == 75
     assert plateau_exit(evals[: 2 + HOLD - 1]) is None
 
 
 def test_the_curve_marks_the_exit():
-    metrics = [{"event": "start", "baseline_token": "the"}] + [
+    metrics = [pretrain_start("the")] + [
         ev(25 * i, 0.1 if i > 3 else 0.04, ["dog", "cat"] if i > 3 else ["the", "the"]) for i in range(1, 9)
     ]
     fig = train_plots.pretrain_curves(metrics, 300)
     assert any(s.type == "line" and s.x0 == 100 for s in fig.layout.shapes)
     assert any("left the plateau (step 100)" in (a.text or "") for a in fig.layout.annotations)
-    flat = [m for m in metrics if m.get("step", 0) <= 75]
+    flat = [m for m in metrics if not isinstance(m, PretrainEval) or m.step <= 75]
     assert not any("left the plateau" in (a.text or "") for a in train_plots.pretrain_curves(flat).layout.annotations)

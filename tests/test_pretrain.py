@@ -13,6 +13,7 @@ import torch
 import bert
 from bert.config import BertConfig
 from bert.corpus import Corpus
+from bert.events import PretrainDone, PretrainStep, Resumed
 from bert.model import BertForPreTraining
 from bert.pretrain import PretrainArgs, pretrain
 
@@ -63,7 +64,7 @@ def run(args, bundle=None, corpus=None, stop_at=None, resume=True):
     events = []
     for m in pretrain(args, stop=stop, bundle=bundle, corpus=corpus, resume=resume):
         events.append(m)
-        if stop_at is not None and m.get("event") == "train" and m["step"] >= stop_at:
+        if stop_at is not None and isinstance(m, PretrainStep) and m.step >= stop_at:
             stop.set()
     return events
 
@@ -90,14 +91,14 @@ def args_for(out, **kw):
 
 def test_mlm_loss_falls_on_tiny_corpus(tmp_path):
     events = run(args_for(tmp_path / "r", steps=150, eval_every=150), bundle=tiny_bundle(), corpus=tiny_corpus())
-    train = [e for e in events if e["event"] == "train"]
-    assert train[0]["step"] == 5 and train[-1]["step"] == 150
-    first, last = train[0]["mlm_loss"], train[-1]["mlm_loss"]
+    train = [e for e in events if isinstance(e, PretrainStep)]
+    assert train[0].step == 5 and train[-1].step == 150
+    first, last = train[0].mlm_loss, train[-1].mlm_loss
     assert last < 0.8 * first, (first, last)
     done = events[-1]
-    assert done["event"] == "done" and not done["stopped"]
-    assert done["mlm_top1"] > done["baseline_top1"]
-    again = bert.load(done["path"])  # the final model is a loadable folder
+    assert isinstance(done, PretrainDone) and not done.stopped
+    assert done.mlm_top1 > done.baseline_top1
+    again = bert.load(done.path)  # the final model is a loadable folder
     assert again.has_mlm
 
 
@@ -130,16 +131,16 @@ def test_resume_after_stop_continues_the_same_run(tmp_path):
     first = run(
         args_for(tmp_path / "b", steps=20, save_every=5), bundle=tiny_bundle(), corpus=tiny_corpus(), stop_at=10
     )
-    assert first[-1]["stopped"] and first[-1]["step"] == 10
+    assert first[-1].stopped and first[-1].step == 10
     second = run(args_for(tmp_path / "b", steps=20, save_every=5), corpus=tiny_corpus())
-    assert second[0] == {"event": "resumed", "step": 10}
-    assert second[-1]["step"] == 20 and not second[-1]["stopped"]
+    assert second[0] == Resumed(step=10)
+    assert second[-1].step == 20 and not second[-1].stopped
     a = bert.load(tmp_path / "a" / "final").model.state_dict()
     b = bert.load(tmp_path / "b" / "final").model.state_dict()
     for k in a:
         assert torch.allclose(a[k], b[k], atol=1e-5), k
-    losses_a = [e["mlm_loss"] for e in straight if e["event"] == "train" and e["step"] > 10]
-    losses_b = [e["mlm_loss"] for e in second if e["event"] == "train"]
+    losses_a = [e.mlm_loss for e in straight if isinstance(e, PretrainStep) and e.step > 10]
+    losses_b = [e.mlm_loss for e in second if isinstance(e, PretrainStep)]
     assert losses_a == pytest.approx(losses_b, abs=1e-4)
 
 
@@ -209,8 +210,8 @@ def test_freeze_word_embeddings_keeps_them_and_trains_the_rest(tmp_path):
         bundle=bundle,
         corpus=tiny_corpus(),
     )
-    assert events[-1]["event"] == "done"
-    again = bert.load(events[-1]["path"]).model
+    assert isinstance(events[-1], PretrainDone)
+    again = bert.load(events[-1].path).model
     assert torch.equal(again.bert.embeddings.word_embeddings.weight, words)  # = the MLM decoder
     assert not torch.equal(again.bert.layers[0].ffn_in.weight, layer)
 
@@ -222,7 +223,7 @@ def test_snapshots_keep_the_model_every_n_steps(tmp_path):
     snaps = sorted(p.name for p in (tmp_path / "s" / "snapshots").iterdir())
     assert snaps == ["step-000004", "step-000008"]
     a, b = (bert.load(tmp_path / "s" / "snapshots" / n).model for n in snaps)
-    final = bert.load(events[-1]["path"]).model
+    final = bert.load(events[-1].path).model
     w = lambda m: m.bert.layers[0].ffn_in.weight  # noqa: E731
     assert not torch.equal(w(a), w(b)) and not torch.equal(w(b), w(final))
 

@@ -6,6 +6,7 @@ AppTest cannot upload a file: the tests put the file's bytes where the page keep
 Plotly charts are UnknownElements in AppTest: the figures are checked in the train_plots tests.
 """
 
+import dataclasses
 import io
 import random
 import threading
@@ -25,10 +26,22 @@ from app import state, train_plots  # noqa: E402
 from app import train_state as ts  # noqa: E402
 from app import training as tr  # noqa: E402
 from app.snapshots import SNAPSHOTS  # noqa: E402
+from app.training.runs import Report  # noqa: E402
+from bert.events import Error, FinetuneDone, PretrainDone, PretrainStart  # noqa: E402
 from bert.finetune import FinetuneArgs  # noqa: E402
 from bert.labelled import read_labelled, stratified_split  # noqa: E402
 from bert.pretrain import PretrainArgs  # noqa: E402
-from tests.helpers import REVIEW_WORDS, tiny_bundle  # noqa: E402
+from tests.helpers import (  # noqa: E402
+    REVIEW_WORDS,
+    finetune_done,
+    finetune_eval,
+    finetune_start,
+    finetune_step,
+    pretrain_eval,
+    pretrain_start,
+    pretrain_step,
+    tiny_bundle,
+)
 
 ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 TIMEOUT = 60
@@ -248,28 +261,28 @@ def _finished_result(lr=1e-3, name="tiny-reviews"):
     base = tiny_bundle()
     train, valid = stratified_split(tiny_data(160), 0.25, seed=0)
     events = run_fn(tr.finetune_job(base, train, valid, fast_args(lr=lr)))
-    done = next(e for e in events if e["event"] == "done")
-    bundle = done.pop("bundle")
+    done = next(e for e in events if isinstance(e, FinetuneDone))
+    bundle = done.bundle
     bundle.name = name
-    report = next((e for e in events if e["event"] == "report"), None)
-    error = next((e["message"] for e in events if e["event"] == "error"), None)
+    report = next((e for e in events if isinstance(e, Report)), None)
+    error = next((e.message for e in events if isinstance(e, Error)), None)
     return base, {
         "kind": "finetune",
         "job_id": 9000 + int(lr * 1000),
         "status": "error" if error else "done",
         "error": error,
-        "metrics": [e for e in events if e["event"] not in ("report", "done")],
-        "report": report,
+        "metrics": [e for e in events if not isinstance(e, (Report, FinetuneDone))],
+        "report": report and report.to_dict(),
         "finished": time.time(),
         "bundle": bundle,
         "name": name,
         "key": f"session:{name}",
-        "done": done,
+        "done": dataclasses.replace(done, bundle=None),
         "info": {
             "base_source": "session:tiny",
             "base_name": "tiny",
             "train": train.summary(),
-            "args": {"pooling": "mean", "max_length": 32, "lr": lr, "batch_size": 16, "epochs": 2},
+            "args": FinetuneArgs(data="reviews", pooling="mean", max_length=32, lr=lr, batch_size=16, epochs=2),
         },
     }
 
@@ -313,7 +326,7 @@ def blocker():
     def fn(stop):
         while not stop.is_set():
             time.sleep(0.01)
-            yield {"event": "train", "step": 1}
+            yield finetune_step(1)
 
     return fn
 
@@ -393,9 +406,9 @@ def test_stop_before_the_first_step_keeps_a_model():
     stop = threading.Event()
     stop.set()
     events = run_fn(tr.finetune_job(base, train, valid, fast_args()), stop)
-    done = next(e for e in events if e["event"] == "done")
-    assert done["stopped"] and done["step"] == 0 and done["bundle"].is_classifier
-    assert events[-1]["event"] == "report"
+    done = next(e for e in events if isinstance(e, FinetuneDone))
+    assert done.stopped and done.step == 0 and done.bundle.is_classifier
+    assert isinstance(events[-1], Report)
 
 
 def test_closed_tab_job_is_stopped_and_connected_session_kept_alive():
@@ -490,11 +503,12 @@ def test_pretrain_job_loads_the_model_and_cleans_its_folder(monkeypatch):
 
     monkeypatch.setattr("app.training.runs.pretrain", spy)
     events = run_fn(tr.pretrain_job(args, corpus, "tiny-pre", "a story", holder))
-    kinds = [e["event"] for e in events]
+    kinds = [e.event for e in events]
     assert kinds[0] == "start" and kinds[-1] == "done" and "eval" in kinds
     done = events[-1]
-    assert done["bundle"].has_mlm and done["bundle"].name == "tiny-pre" and "path" not in done
-    assert "a story" in done["bundle"].card
+    assert isinstance(done, PretrainDone) and done.path is None and "path" not in done.to_dict()
+    assert done.bundle.has_mlm and done.bundle.name == "tiny-pre"
+    assert "a story" in done.bundle.card
     folder = seen[0]
     assert folder.parent == tr.jobs_dir() and folder.name.startswith("job-4242-")
     assert not folder.exists()  # removed when the job ended
@@ -504,16 +518,16 @@ def test_pretrain_job_loads_the_model_and_cleans_its_folder(monkeypatch):
 
 def test_pretrain_job_that_diverges_keeps_the_last_checkpoint(monkeypatch):
     def diverging(run, stop=None, corpus=None, resume=True, **hooks):
-        yield {"event": "start", "step": 0}
+        yield pretrain_start(step=0)
         bert.save(tiny_bundle(), Path(run.out) / "checkpoint" / "model")
         raise bert.TrainingError("the loss became nan at step 3: the learning rate 10 is too high")
 
     monkeypatch.setattr("app.training.runs.pretrain", diverging)
     args = PretrainArgs(out="", init="scratch", steps=10, lr=10.0)
     events = run_fn(tr.pretrain_job(args, None, "nan-run", "nothing", {"job_id": 1}))
-    assert [e["event"] for e in events] == ["start", "error", "done"]
-    assert "learning rate" in events[1]["message"]
-    assert events[2]["from_checkpoint"] and events[2]["bundle"].name == "nan-run"
+    assert [type(e) for e in events] == [PretrainStart, Error, PretrainDone]
+    assert "learning rate" in events[1].message
+    assert events[2].from_checkpoint and events[2].bundle.name == "nan-run"
 
 
 def test_pretrain_run_in_the_page(at):
@@ -599,12 +613,12 @@ def test_display_name_drops_control_characters():
 
 
 def _ft_metrics(n=30, nan_at=None):
-    out = [{"event": "start", "steps": n}]
+    out = [finetune_start(n)]
     for s in range(1, n + 1):
         loss = float("nan") if s == nan_at else 1.0 / s
-        out.append({"event": "train", "step": s, "loss": loss})
+        out.append(finetune_step(s, loss))
         if s % 10 == 0:
-            out.append({"event": "eval", "step": s, "accuracy": 0.5 + s / 100, "val_loss": 0.7 - s / 100})
+            out.append(finetune_eval(s, accuracy=0.5 + s / 100, val_loss=0.7 - s / 100))
     return out
 
 
@@ -625,21 +639,20 @@ def test_finetune_curves_grow_and_survive_nan():
 
 
 def test_pretrain_curves_and_probe_frame():
-    ms = [{"event": "start"}]
+    ms = [pretrain_start()]
     for s in range(5, 55, 5):
-        ms.append({"event": "train", "step": s, "mlm_loss": 8 - s / 10, "mlm_acc": s / 100, "nsp_acc": 0.5})
+        ms.append(pretrain_step(s, mlm_loss=8 - s / 10, mlm_acc=s / 100, nsp_acc=0.5))
         if s % 25 == 0:
             ms.append(
-                {
-                    "event": "eval",
-                    "step": s,
-                    "mlm_loss": 7.0,
-                    "mlm_top1": 0.1,
-                    "mlm_top5": 0.3,
-                    "nsp_acc": 0.6,
-                    "baseline_top1": 0.05,
-                    "probe": [[("the", 0.2), ("a", 0.1)], [(".", 0.5)]],
-                }
+                pretrain_eval(
+                    s,
+                    mlm_loss=7.0,
+                    mlm_top1=0.1,
+                    mlm_top5=0.3,
+                    nsp_acc=0.6,
+                    baseline_top1=0.05,
+                    probe=[[("the", 0.2), ("a", 0.1)], [(".", 0.5)]],
+                )
             )
     fig = train_plots.pretrain_curves(ms, total_steps=50)
     assert len(fig.data) == 3 + 4 + 1
@@ -672,17 +685,12 @@ def test_cls_attention_before_after():
 
 def test_progress_lines():
     assert "Preparing" in tr.finetune_progress([])[1]
-    ms = [
-        {"event": "start", "steps": 10},
-        {"event": "train", "step": 4, "progress": 0.4, "examples_per_s": 12.5, "eta_s": 75},
-    ]
+    ms = [finetune_start(10), finetune_step(4, progress=0.4, examples_per_s=12.5, eta_s=75)]
     frac, line = tr.finetune_progress(ms)
     assert frac == 0.4 and "Step 4 of 10" in line and "12.5 examples/s" in line and "1 min 15 s" in line
-    frac, line = tr.finetune_progress(ms + [{"event": "done", "step": 4, "stopped": True}])
+    frac, line = tr.finetune_progress(ms + [finetune_done(4, stopped=True)])
     assert "Stopped at step 4" in line
-    frac, line = tr.pretrain_progress(
-        [{"event": "start"}, {"event": "train", "step": 50, "seconds": 2.0, "tokens_per_s": 900}], 100, 10
-    )
+    frac, line = tr.pretrain_progress([pretrain_start(), pretrain_step(50, seconds=2.0, tokens_per_s=900)], 100, 10)
     assert frac == 0.5 and "about 10 s left" in line
     assert tr.fmt_seconds(float("nan")) == "?" and tr.fmt_seconds(3725) == "1 h 02 min"
 

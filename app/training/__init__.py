@@ -1,4 +1,4 @@
-"""The training pages' side of the app: data, background jobs, results, downloads (DESIGN.md §5).
+"""The training pages' side of the app: data, background jobs, results, downloads.
 
 The pages use it as `from app import training as tr`; every name they, the tests and the
 scripts use is exported here. By concern:

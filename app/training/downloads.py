@@ -8,6 +8,7 @@ import zipfile
 from pathlib import Path
 
 import bert
+from bert.events import PretrainDone
 from bert.pretrain import PretrainArgs
 
 from .names import safe_filename
@@ -44,7 +45,7 @@ def _vocab_words(vocab: str) -> str:
     return f"WordPiece trained on the corpus ({vocab.split(':', 1)[-1]})"
 
 
-def pretrain_card(name: str, args: PretrainArgs, corpus_label: str, done: dict) -> str:
+def pretrain_card(name: str, args: PretrainArgs, corpus_label: str, done: PretrainDone) -> str:
     """The model card of a pre-trained model (the fine-tuning backend writes its own)."""
     return "\n".join(
         [
@@ -54,13 +55,13 @@ def pretrain_card(name: str, args: PretrainArgs, corpus_label: str, done: dict) 
             f"{args.layers} layers, hidden size {args.hidden}, {args.heads} heads, vocabulary "
             f"{_vocab_words(args.vocab)}.",
             "",
-            f"- Steps: {done.get('step', 0):,} of {args.steps:,}"
-            + (" (stopped early)" if done.get("stopped") else "")
+            f"- Steps: {done.step or 0:,} of {args.steps:,}"
+            + (" (stopped early)" if done.stopped else "")
             + f", batch {args.batch_size}, sequences of {args.max_seq_length} tokens, learning rate {args.lr:g}.",
             (
-                f"- Validation: masked-LM top-1 {done['mlm_top1']:.3f}, top-5 {done['mlm_top5']:.3f}, loss "
-                f"{done['mlm_loss']:.3f}; next-sentence accuracy {done['nsp_acc']:.3f}."
-                if "mlm_top1" in done
+                f"- Validation: masked-LM top-1 {done.mlm_top1:.3f}, top-5 {done.mlm_top5:.3f}, loss "
+                f"{done.mlm_loss:.3f}; next-sentence accuracy {done.nsp_acc:.3f}."
+                if done.mlm_top1 is not None
                 else "- Validation: not measured (stopped before the end)."
             ),
             "",

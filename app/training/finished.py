@@ -21,7 +21,7 @@ from ..jobs import stop_message
 from .jobs import FINETUNE, PRETRAIN, TrainingJobs, current_job, job_key, manager, notice_errors
 from .names import unique_model_name
 from .progress import last_event
-from .runs import run_record
+from .runs import Saved, SaveFailed, loaded_record, run_record
 
 MAX_MODELS = ts.MAX_MODELS
 
@@ -60,12 +60,12 @@ def collect(kind: str, jm: TrainingJobs | None = None) -> dict | None:
         st.session_state[notice_key(kind)] = ("error" if job.error else "info", msg)
         return None
     res = run_record(kind, job.metrics, info, job.status, job.error, job.stop_reason)
-    failed = last_event(job.metrics, "save_failed")
+    failed = last_event(job.metrics, SaveFailed)
     res.update(
-        job_id=job.id, finished=job.finished, code=info.get("code"), saved=last_event(job.metrics, "saved") is not None
+        job_id=job.id, finished=job.finished, code=info.get("code"), saved=last_event(job.metrics, Saved) is not None
     )
     if failed:
-        st.session_state[notice_key(kind)] = ("error", failed["message"])
+        st.session_state[notice_key(kind)] = ("error", failed.message)
     return _add_result(kind, res, job.result, job.title or job.result.name)
 
 
@@ -115,7 +115,7 @@ def reopen(text: str) -> dict:
     kind = record.get("kind")
     if kind not in (FINETUNE, PRETRAIN):
         raise DataError(f"Run {code} cannot be opened here.")
-    res = {**record, "job_id": code, "finished": record.get("saved"), "saved": True, "code": code}
+    res = {**loaded_record(record), "job_id": code, "finished": record.get("saved"), "saved": True, "code": code}
     return _add_result(kind, res, bundle, record.get("name") or bundle.name)
 
 
@@ -142,7 +142,7 @@ def results(kind: str) -> list[dict]:
 
 def result_status(res: dict) -> str | None:
     """The line a result shows when it stopped early (why), or None."""
-    if res.get("status") == "stopped" or (res.get("done") or {}).get("stopped"):
+    if res.get("status") == "stopped" or (res.get("done") is not None and res["done"].stopped):
         if res.get("kind") == PRETRAIN and res.get("stop_reason") in (None, "user"):
             return "Stopped early: the model as it was then is kept."
         return stop_message(res.get("stop_reason"))

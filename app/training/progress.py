@@ -6,9 +6,8 @@ import math
 
 import pandas as pd
 
-
-def last_event(metrics, kind: str) -> dict | None:
-    return next((m for m in reversed(metrics) if m.get("event") == kind), None)
+from bert.events import FinetuneDone, FinetuneStart, FinetuneStep, PretrainEval, PretrainStart, PretrainStep
+from bert.events import last as last_event  # the latest event of a class (the pages' name for it)
 
 
 def fmt_seconds(s: float | None) -> str:
@@ -26,40 +25,39 @@ def fmt_seconds(s: float | None) -> str:
 
 def finetune_progress(metrics) -> tuple[float, str]:
     """(fraction done, one line: step, examples/s, time left) for the progress bar."""
-    start = last_event(metrics, "start")
-    tr = last_event(metrics, "train")
+    start = last_event(metrics, FinetuneStart)
+    tr = last_event(metrics, FinetuneStep)
     if start is None:
         return 0.0, "Preparing: copying the model and tokenizing the texts…"
-    total = start["steps"]
-    done = last_event(metrics, "done")
+    total = start.steps
+    done = last_event(metrics, FinetuneDone)
     if done is not None:
         return (
-            float(min(done["step"] / max(total, 1), 1.0)),
-            f"{'Stopped' if done.get('stopped') else 'Finished'} at step {done['step']:,} of {total:,}: "
+            float(min(done.step / max(total, 1), 1.0)),
+            f"{'Stopped' if done.stopped else 'Finished'} at step {done.step:,} of {total:,}: "
             f"scoring the validation texts for the report…",
         )
     if tr is None:
         return 0.0, f"Step 0 of {total:,}: the first batch is running…"
-    frac = float(min(max(tr.get("progress", tr["step"] / max(total, 1)), 0.0), 1.0))
+    frac = float(min(max(tr.progress, 0.0), 1.0))
     return frac, (
-        f"Step {tr['step']:,} of {total:,} · {tr.get('examples_per_s', 0):.1f} examples/s · "
-        f"about {fmt_seconds(tr.get('eta_s'))} left"
+        f"Step {tr.step:,} of {total:,} · {tr.examples_per_s:.1f} examples/s · about {fmt_seconds(tr.eta_s)} left"
     )
 
 
 def pretrain_progress(metrics, total_steps: int, log_every: int) -> tuple[float, str]:
-    start = last_event(metrics, "start")
-    tr = last_event(metrics, "train")
+    start = last_event(metrics, PretrainStart)
+    tr = last_event(metrics, PretrainStep)
     if start is None:
         return 0.0, "Preparing: building the vocabulary and tokenizing the corpus…"
     if tr is None:
         return 0.0, f"Step 0 of {total_steps:,}: the first steps are running…"
-    step = tr["step"]
-    per_step = tr.get("seconds", 0.0) / max(log_every, 1)
+    step = tr.step
+    per_step = tr.seconds / max(log_every, 1)
     eta = (total_steps - step) * per_step
     return (
         min(step / max(total_steps, 1), 1.0),
-        f"Step {step:,} of {total_steps:,} · {tr.get('tokens_per_s', 0):,.0f} tokens/s · about {fmt_seconds(eta)} left",
+        f"Step {step:,} of {total_steps:,} · {tr.tokens_per_s:,.0f} tokens/s · about {fmt_seconds(eta)} left",
     )
 
 
@@ -67,10 +65,10 @@ def probe_frame(metrics, top: int = 3) -> pd.DataFrame:
     """One row per evaluation: the probe sentence's top guesses for each [MASK]."""
     rows = []
     for m in metrics:
-        if m.get("event") != "eval" or not m.get("probe"):
+        if not isinstance(m, PretrainEval) or not m.probe:
             continue
-        row = {"step": m["step"]}
-        for i, cands in enumerate(m["probe"]):
+        row = {"step": m.step}
+        for i, cands in enumerate(m.probe):
             row[f"[MASK] {i + 1}"] = "  ".join(f"{t} ({p:.0%})" for t, p in cands[:top])
         rows.append(row)
     return pd.DataFrame(rows)

@@ -20,13 +20,15 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, fields, is_dataclass, replace
 from pathlib import Path
+from typing import Any, ClassVar
 
 import torch
 
 import bert
-from bert import TrainingError
+from bert import DataError, TrainingError
+from bert import events as ev
 from bert.attention_snapshots import AttentionSnapshots
 from bert.finetune import FinetuneArgs, evaluate_classifier, finetune
 from bert.labelled import LabelledData
@@ -42,55 +44,134 @@ from .progress import last_event
 log = logging.getLogger("bert_explorer")
 
 
+# ---- the job's own events, after the trainer's (bert/events.py) -----------------------------------
+
+
+@dataclass(kw_only=True)
+class Report(ev.Event):
+    """evaluate_classifier's report on the validation texts, after fine-tuning."""
+
+    event: ClassVar[str] = "report"
+    seconds: float
+    report: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": self.event, "seconds": self.seconds, **self.report}
+
+
+@dataclass(kw_only=True)
+class Saved(ev.Event):
+    """The run is saved under its run code."""
+
+    event: ClassVar[str] = "saved"
+    code: str
+
+
+@dataclass(kw_only=True)
+class SaveFailed(ev.Event):
+    """The run could not be saved (the model is still in the session)."""
+
+    event: ClassVar[str] = "save_failed"
+    message: str
+
+
+JOB_EVENTS = (Report, Saved, SaveFailed)
+
+
 def run_record(
-    kind: str, events: list[dict], info: dict, status: str, error: str | None, stop_reason: str | None
+    kind: str, events: list[ev.Event], info: dict, status: str, error: str | None, stop_reason: str | None
 ) -> dict:
-    """What a finished job's results view shows (kept in the session and saved with the run)."""
+    """What a finished job's results view shows (kept in the session; `stored_record` is what is
+    saved with the run): "metrics" the trainer's events, "done" its Done event, "report" the
+    Report's dict (fine-tuning)."""
+    report = last_event(events, Report)
     return {
         "kind": kind,
         "status": status,
         "error": error,
         "stop_reason": stop_reason,
-        "metrics": [m for m in events if m.get("event") not in ("report", "saved", "save_failed")],
-        "report": last_event(events, "report"),
-        "done": last_event(events, "done"),
+        "metrics": [m for m in events if not isinstance(m, JOB_EVENTS)],
+        "report": report.to_dict() if report else None,
+        "done": last_event(events, ev.Done),
         "info": info,
     }
 
 
+def stored_record(record: dict) -> dict:
+    """`record` with its events (`to_dict`) and its settings (info["args"]) as dicts: what run.json holds."""
+    done, info = record.get("done"), record.get("info") or {}
+    if is_dataclass(info.get("args")):
+        info = {**info, "args": asdict(info["args"])}
+    return {
+        **record,
+        "metrics": [m.to_dict() for m in record["metrics"]],
+        "done": done and done.to_dict(),
+        "info": info,
+    }
+
+
+def _settings(kind: str, d: dict) -> FinetuneArgs | PretrainArgs:
+    """A run's FinetuneArgs / PretrainArgs from run.json (settings it does not know are left out)."""
+    cls = PretrainArgs if kind == "pretrain" else FinetuneArgs
+    names = {f.name for f in fields(cls)}
+    required = {"out": ""} if cls is PretrainArgs else {"data": ""}
+    return cls(**{**required, **{k: v for k, v in d.items() if k in names}})
+
+
+def loaded_record(record: dict) -> dict:
+    """A run.json's record with its events (bert.events.from_dict) and settings read back; an event
+    it cannot read (a run written by another version) is left out. DataError without a readable Done."""
+    trainer = ev.PRETRAIN if record.get("kind") == "pretrain" else ev.FINETUNE
+
+    def read(d):
+        try:
+            return ev.from_dict(d, trainer)
+        except (ValueError, AttributeError):
+            return None
+
+    metrics = [m for m in map(read, record.get("metrics") or []) if m is not None]
+    done = read(record["done"]) if isinstance(record.get("done"), dict) else None
+    if not isinstance(done, ev.Done):
+        raise DataError(f"Run {record.get('code', '')} was saved in a form this version cannot read.")
+    info = record.get("info") or {}
+    info = {**info, "args": _settings(record.get("kind"), info.get("args") or {})}
+    return {**record, "metrics": metrics, "done": done, "info": info}
+
+
 def keep_run(fn, kind: str, code: str, info: dict):
     """A JobFn: `fn`, then what it made saved under run `code` (app/runs_store.py), whatever
-    ended it, so a refresh, a closed tab or a server restart loses nothing. Then a "saved" event
-    (or "save_failed" with a message: the model is still in the session, to download)."""
+    ended it, so a refresh, a closed tab or a server restart loses nothing. Then Saved (or
+    SaveFailed with a message: the model is still in the session, to download)."""
 
     def run(stop: threading.Event):
         events, bundle = [], None
         for m in fn(stop):
-            if "bundle" in m:
-                bundle = m["bundle"]
-            events.append({k: v for k, v in m.items() if k != "bundle"})
+            if isinstance(m, ev.Done) and m.bundle is not None:
+                bundle = m.bundle
+                events.append(replace(m, bundle=None))
+            else:
+                events.append(m)
             yield m
         if bundle is None:
             return
-        error = last_event(events, "error")
+        error = last_event(events, ev.Error)
         reason = getattr(stop, "reason", None) if stop.is_set() else None
         record = run_record(
             kind,
             events,
             info,
             "error" if error else "stopped" if reason else "done",
-            error and error.get("message"),
+            error and error.message,
             reason,
         )
         try:
-            runs_store.save_run(code, bundle, {**record, "name": info.get("title") or bundle.name})
-            yield {"event": "saved", "code": code}
+            runs_store.save_run(code, bundle, {**stored_record(record), "name": info.get("title") or bundle.name})
+            yield Saved(code=code)
         except Exception as e:  # noqa: BLE001 - a full disk must not lose the model in memory
             log.exception("saving run %s", code)
-            yield {
-                "event": "save_failed",
-                "message": f"The model could not be saved on the server ({type(e).__name__}): download it to keep it.",
-            }
+            yield SaveFailed(
+                message=f"The model could not be saved on the server ({type(e).__name__}): download it to keep it."
+            )
 
     return run
 
@@ -103,7 +184,7 @@ def finetune_job(
     mistakes: int = 12,
     recorder: AttentionSnapshots | None = None,
 ):
-    """A JobFn: the bert.finetune generator, then a "report" event (evaluate_classifier on the
+    """A JobFn: the bert.finetune generator, then a Report (evaluate_classifier on the
     validation data: per-class scores, confusion matrix, confident mistakes). `base` may be a
     shared cached model: bert.finetune copies its weights and never changes it. A `recorder`
     (app.snapshots) gets the probe sentence's attention every few steps."""
@@ -117,14 +198,14 @@ def finetune_job(
         try:
             model = None
             for m in finetune(base, train, valid, args, stop, on_step=recorder):
-                if m.get("event") == "done":
-                    model = m.get("bundle")
+                if isinstance(m, ev.FinetuneDone):
+                    model = m.bundle
                 yield m
             if model is not None and getattr(stop, "reason", None) != SESSION:  # nobody to read it
                 torch.set_num_threads(threads)  # finetune restored its own setting
                 t = time.perf_counter()
                 report = evaluate_classifier(model, valid, max_length=args.max_length, mistakes=mistakes)
-                yield {"event": "report", "seconds": time.perf_counter() - t, **report}
+                yield Report(seconds=time.perf_counter() - t, report=report)
         finally:
             torch.set_num_threads(before)
             release_memory()
@@ -144,7 +225,7 @@ def _job_folder(holder: dict, wait_s: float = 5.0) -> Path:
     return Path(tempfile.mkdtemp(dir=root, prefix=prefix))
 
 
-def _pretrained(path, name: str, run: PretrainArgs, corpus_label: str, done: dict) -> bert.Bundle:
+def _pretrained(path, name: str, run: PretrainArgs, corpus_label: str, done: ev.PretrainDone) -> bert.Bundle:
     bundle = bert.load(path)
     bundle.name = name
     bundle.card = pretrain_card(name, run, corpus_label, done)
@@ -160,9 +241,9 @@ def pretrain_job(
     recorder: AttentionSnapshots | None = None,
 ):
     """A JobFn: bert.pretrain in a fresh folder under bert_cache_dir()/jobs (never in the repo);
-    the "done" event's model is loaded into memory (under "bundle") and the folder removed (with
-    any tokenized text in it: set args.cache_tokens False for an upload). If training fails (the
-    loss became NaN), an "error" event is sent and the last saved checkpoint is kept.
+    the PretrainDone's model is loaded into memory (its `bundle`, instead of its `path`) and the
+    folder removed (with any tokenized text in it: set args.cache_tokens False for an upload). If
+    training fails (the loss became NaN), an Error is sent and the last saved checkpoint is kept.
     `holder["job_id"]`, set by start_pretrain, names the folder."""
     holder = {} if holder is None else holder
 
@@ -176,18 +257,17 @@ def pretrain_job(
             try:
                 bind = (lambda b: recorder.bind(b.tokenizer)) if recorder is not None else None
                 for m in pretrain(run, stop, corpus=corpus, resume=False, on_step=recorder, on_start=bind):
-                    if m.get("event") == "done":
-                        bundle = _pretrained(m["path"], name, run, corpus_label, m)
+                    if isinstance(m, ev.PretrainDone):
+                        bundle = _pretrained(m.path, name, run, corpus_label, m)
                         bundle.source = "pre-trained in BERT Explorer"
-                        m = {**m, "bundle": bundle}
-                        m.pop("path", None)
+                        m = replace(m, bundle=bundle, path=None)
                     yield m
             except TrainingError as e:
-                yield {"event": "error", "message": str(e)}
+                yield ev.Error(message=str(e))
                 ckpt = folder / "checkpoint" / "model"
                 if (ckpt / "config.json").is_file():
-                    bundle = _pretrained(ckpt, name, run, corpus_label, {"stopped": True})
-                    yield {"event": "done", "stopped": True, "from_checkpoint": True, "bundle": bundle}
+                    done = ev.PretrainDone(stopped=True, from_checkpoint=True)
+                    yield replace(done, bundle=_pretrained(ckpt, name, run, corpus_label, done))
         finally:
             torch.set_num_threads(before)
             shutil.rmtree(folder, ignore_errors=True)

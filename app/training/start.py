@@ -7,8 +7,6 @@ two tabs count once), the queue length, and the time a job trains.
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import streamlit as st
 
 import bert
@@ -98,7 +96,7 @@ def start_finetune(
     info = {
         "base_source": base_source,
         "base_name": base.name,
-        "args": asdict(args),
+        "args": args,  # FinetuneArgs (run.json: a dict, app/training/runs.py)
         "code": code,
         "title": args.name or "",
         "train": train.summary(),
@@ -137,7 +135,7 @@ def start_pretrain(
     check_pretrain(args)
     holder: dict = {}
     code = runs_store.new_code()
-    info = {"args": asdict(args), "corpus": corpus_label, "code": code, "title": name}
+    info = {"args": args, "corpus": corpus_label, "code": code, "title": name}  # args: PretrainArgs
     fn = keep_run(pretrain_job(args, corpus, name, corpus_label, holder, recorder), PRETRAIN, code, info)
     job, new = jm.submit_for(
         ts.owner(), PRETRAIN, fn, title=name, session_id=current_session_id(), student=student_key()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import random
 import re
 from collections.abc import Iterable
@@ -79,16 +78,6 @@ class Corpus:
                 )
             )
         return parts[0], parts[1]
-
-    def fingerprint(self) -> str:
-        """A short hash of the text (for caching derived data such as token ids)."""
-        h = hashlib.sha1()
-        for doc in self.documents:
-            for s in doc:
-                h.update(s.encode("utf-8"))
-                h.update(b"\n")
-            h.update(b"\x00")
-        return h.hexdigest()[:16]
 
 
 def merge_corpora(corpora: Iterable[Corpus], name: str | None = None) -> Corpus:
