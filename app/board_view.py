@@ -71,7 +71,7 @@ def push_live(job, force: bool = False) -> None:
     """Write a job shown live to its board: every WRITE_EVERY_S while it trains, and once when
     it has ended (state, accuracy, curves). Nothing when this job is not shown live."""
     share = st.session_state.get(LIVE)
-    if not share or share["job"] != job.id:
+    if not share or share["job"] != job.id or "args" not in job.info:
         return
     now = time.time()
     if job.active and not force and now - share["at"] < WRITE_EVERY_S:

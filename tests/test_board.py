@@ -229,13 +229,12 @@ def test_live_runs_store_limits_and_expiry(cache):
 def test_a_run_shown_live_from_the_finetuning_page(cache, monkeypatch):
     """A student shows a running fine-tuning job live; the board's live section draws it with its
     nickname escaped, and its last state (stopped) is written when the job ends."""
-    from dataclasses import asdict
-
     from streamlit.testing.v1 import AppTest
 
     from app import board_view
     from app import train_state as ts
     from app import training as tr
+    from bert.events import FinetuneEval, of_type
     from bert.labelled import stratified_split
     from tests.helpers import tiny_bundle
     from tests.test_training_pages import fast_args, tiny_data
@@ -250,11 +249,11 @@ def test_a_run_shown_live_from_the_finetuning_page(cache, monkeypatch):
     jm = tr.manager()
     fn = tr.finetune_job(tiny_bundle(), train, valid, fast_args(epochs=500, eval_every=2, name="live"))
     job, _ = jm.submit_for(at.session_state[ts.OWNER], tr.FINETUNE, fn, "live")
-    job.info = {"base_name": "tiny", "args": asdict(fast_args(epochs=500)), "code": "ABCDEF"}  # as start does
+    job.info = {"base_name": "tiny", "args": fast_args(epochs=500), "code": "ABCDEF"}  # as start does
     try:
         at.session_state[ts.FT_JOB] = job.id
         deadline = time.time() + 60
-        while len([m for m in job.metrics if m.get("event") == "eval"]) < 2 and time.time() < deadline:
+        while len(of_type(job.metrics, FinetuneEval)) < 2 and time.time() < deadline:
             at.run()
             time.sleep(0.3)
         at.text_input(key=board_view.LIVE_NICK).input(HOSTILE).run()
