@@ -206,6 +206,7 @@ class FinetuneEval(Eval):
     accuracy: float
     best_accuracy: float
     eval_seconds: float
+    texts: int | None = _optional()  # how many validation texts it scored (None: all of them)
 
 
 @dataclass(kw_only=True)

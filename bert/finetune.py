@@ -80,6 +80,10 @@ class FinetuneArgs:
     valid_fraction: float = 0.2  # of data, when there is no val_data
     max_train: int | None = None  # use at most this many training texts (stratified)
     max_valid: int | None = None  # evaluate on at most this many texts (stratified)
+    # Mid-run evaluations score a fixed stratified sample of this many validation texts (0: all),
+    # so a curve can have many points cheaply; the run's last evaluation and the kept model's
+    # accuracy use every validation text. The best model is chosen on the sample.
+    eval_sample: int = 0
     max_rows: int = DEFAULT_MAX_ROWS  # rows read from a file at most (stratified sample)
     threads: int | None = None  # torch threads (None: torch's default)
     device: str = field(default="auto", metadata={"choices": DEVICES})  # auto: cuda, else mps, else cpu
@@ -112,8 +116,8 @@ class FinetuneArgs:
             bad(f"max_length {self.max_length} is more than the model's {max_positions} positions")
         if self.freeze_layers < 0 or (num_layers is not None and self.freeze_layers > num_layers):
             bad(f"freeze_layers must lie between 0 and {num_layers}")
-        if self.eval_every < 0 or self.log_every < 1:
-            bad("eval_every must be >= 0 and log_every >= 1")
+        if self.eval_every < 0 or self.log_every < 1 or self.eval_sample < 0:
+            bad("eval_every and eval_sample must be >= 0 and log_every >= 1")
         resolve_device(self.device)  # an unknown name, or a device this machine lacks
 
 

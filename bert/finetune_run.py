@@ -29,7 +29,7 @@ from .device import autocast, resolve_device
 from .errors import TrainingError
 from .events import Error, Event, FinetuneDone, FinetuneEval, FinetuneStart, FinetuneStep
 from .finetune_eval import _collate, _metrics, _predict, _tokenize
-from .labelled import LabelledData
+from .labelled import LabelledData, stratified_sample
 from .model import BertForSequenceClassification
 from .optim import adamw, lr_at, set_lr
 
@@ -118,7 +118,9 @@ class _FinetuneRun:
         self.t_start = time.perf_counter()
         self.base, self.train_data, self.valid_data, self.args = base, train, valid, args
         self.stop, self.on_step = stop, on_step
-        self.best = {"accuracy": -1.0, "val_loss": float("nan"), "step": 0, "state": None}
+        # the best model by validation accuracy (on the sample, when mid-run evaluations use one);
+        # "full": its (accuracy, val_loss) on every validation text, once known
+        self.best = {"accuracy": -1.0, "val_loss": float("nan"), "step": 0, "state": None, "full": None}
         self.evals: list[float] = []  # seconds of each evaluation
         self.train_time, self.seen = 0.0, 0
         self.step, self.epoch, self.error, self.stopped = 0, 0, None, False
@@ -155,6 +157,12 @@ class _FinetuneRun:
         self.valid_seqs = _tokenize(tok, self.valid_data.texts, a.max_length)
         self.train_y = torch.tensor(self.train_data.labels, dtype=torch.long)
         self.valid_y = torch.tensor(self.valid_data.labels, dtype=torch.long)
+        n_valid = len(self.valid_seqs)
+        self.sample = (  # the validation texts mid-run evaluations score (None: all)
+            sorted(stratified_sample(self.valid_data.labels, a.eval_sample, seed=a.seed))
+            if 0 < a.eval_sample < n_valid
+            else None
+        )
         self.lengths = [len(s) for s in self.train_seqs]
         self.steps_per_epoch = math.ceil(len(self.train_seqs) / a.batch_size)
         self.total = self.steps_per_epoch * a.epochs
@@ -207,7 +215,7 @@ class _FinetuneRun:
                 if not (yield from self._scheduled_eval()):
                     return False
         if self.step != self.last_eval_step:
-            return (yield from self._scheduled_eval())
+            return (yield from self._scheduled_eval(full=self.epoch == a.epochs - 1))
         return True
 
     def train_step(self, batch: list[int]) -> FinetuneStep | None:
@@ -270,30 +278,38 @@ class _FinetuneRun:
 
     # ---- evaluation
 
-    def _scheduled_eval(self) -> Generator[Event, None, bool]:
+    def _scheduled_eval(self, full: bool = False) -> Generator[Event, None, bool]:
         """An evaluation Stop may interrupt: yields its event; False when it was interrupted."""
-        m = self.evaluate(interruptible=True)
+        m = self.evaluate(interruptible=True, full=full)
         if m is None:
             self.stopped = True
             return False
         yield m
         return True
 
-    def evaluate(self, interruptible: bool) -> FinetuneEval | None:
-        """Score the model on the validation texts and keep its trainable weights if it is the best
-        so far: the FinetuneEval, or None when `interruptible` and Stop came meanwhile."""
+    def evaluate(self, interruptible: bool, full: bool = True) -> FinetuneEval | None:
+        """Score the model on the validation texts (only the sample, if there is one and not
+        `full`) and keep its trainable weights if it is the best so far: the FinetuneEval, or None
+        when `interruptible` and Stop came meanwhile."""
         t = time.perf_counter()
-        logits = _predict(self.model, self.valid_seqs, self.pad_id, stop=self.stop if interruptible else None)
+        part = None if full or self.sample is None else self.sample
+        seqs = self.valid_seqs if part is None else [self.valid_seqs[i] for i in part]
+        logits = _predict(self.model, seqs, self.pad_id, stop=self.stop if interruptible else None)
         if logits is None:
             return None
-        m = _metrics(logits, self.valid_y)
+        m = _metrics(logits, self.valid_y if part is None else self.valid_y[part])
+        # the best is chosen on one measure: the sample's, when there is one
+        pick = (
+            m if self.sample is None or part is not None else _metrics(logits[self.sample], self.valid_y[self.sample])
+        )
         self.evals.append(time.perf_counter() - t)
         self.last_eval_step = self.step
-        if m["accuracy"] > self.best["accuracy"] and math.isfinite(m["val_loss"]):
+        if pick["accuracy"] > self.best["accuracy"] and math.isfinite(pick["val_loss"]):
             self.best.update(
-                accuracy=m["accuracy"],
-                val_loss=m["val_loss"],
+                accuracy=pick["accuracy"],
+                val_loss=pick["val_loss"],
                 step=self.step,
+                full=(m["accuracy"], m["val_loss"]) if part is None else None,
                 state={k: v.detach().clone() for k, v in self.model.named_parameters() if v.requires_grad},
             )  # frozen ones never change
         return FinetuneEval(
@@ -302,6 +318,7 @@ class _FinetuneRun:
             **m,
             best_accuracy=self.best["accuracy"],
             eval_seconds=self.evals[-1],
+            texts=None if part is None else len(part),
         )
 
     # ---- the end
@@ -323,8 +340,19 @@ class _FinetuneRun:
             yield self.evaluate(interruptible=False)
         if self.best["state"] is not None:
             self.model.load_state_dict(self.best["state"], strict=False)  # the trainable part of the best
+            if self.best["full"] is None and not _hurry(self.stop):
+                # chosen on the sample: its accuracy on every validation text, for the result
+                full = _metrics(_predict(self.model, self.valid_seqs, self.pad_id), self.valid_y)
+                self.best["full"] = (full["accuracy"], full["val_loss"])
         self.model.eval()
         yield self._done_event()
+
+    def _best_full(self) -> tuple[float, float]:
+        """(accuracy, val_loss) of the kept model on every validation text; on the sample when the
+        run ended in a hurry before it could be scored in full; nan when never scored."""
+        if self.best["state"] is None:
+            return float("nan"), float("nan")
+        return self.best["full"] or (self.best["accuracy"], self.best["val_loss"])
 
     def _done_event(self) -> FinetuneDone:
         a, train, valid, base = self.args, self.train_data, self.valid_data, self.base
@@ -334,8 +362,8 @@ class _FinetuneRun:
             best_step=self.best["step"],
             stopped=self.stopped,
             error=self.error,
-            accuracy=self.best["accuracy"] if self.best["state"] is not None else float("nan"),
-            val_loss=self.best["val_loss"],
+            accuracy=self._best_full()[0],
+            val_loss=self._best_full()[1],
             seconds=time.perf_counter() - self.t_start,
             train_seconds=self.train_time,
             examples_per_s=self.seen / max(self.train_time, 1e-9),

@@ -196,7 +196,7 @@ defaults = {
     "ft_seed": D.seed,
     "ft_max_train": 2000,
     "ft_max_valid": 1000,
-    "ft_evals": 2,
+    "ft_evals": 10,
 }
 for k, v in defaults.items():
     ts.seed(k, v, sources if k == "ft_base" else POOLINGS if k == "ft_pooling" else None)
@@ -246,9 +246,7 @@ if data is not None:
         c2.number_input("Batch size", 1, 256, key="ft_batch")
         c3.number_input("Epochs", 1, 20, key="ft_epochs")
         c1.number_input("Warm-up (share of steps)", 0.0, 0.9, key="ft_warmup", step=0.05)
-        c2.number_input(
-            "Evaluations per epoch", 1, 20, key="ft_evals", help="How often the validation curve gets a point."
-        )
+        c2.number_input("Evaluations per epoch", 1, 20, key="ft_evals", help=tr.EVALS_HELP)
         c3.number_input("Seed", 0, 1_000_000, key="ft_seed")
         c1.number_input(
             "Use at most this many training texts",
@@ -316,6 +314,7 @@ def start(data, valid_file, valid_fraction, base, mode) -> None:
             warmup_ratio=float(ss.ft_warmup),
             seed=int(ss.ft_seed),
             eval_every=max(1, -(-per_epoch // evals)) if evals > 1 else 0,
+            eval_sample=tr.EVAL_SAMPLE,
             name=f"{base.name}-{stem}",
             threads=tr.job_threads(),
             device=settings.text("BERT_EXPLORER_DEVICE") or "auto",
@@ -358,11 +357,7 @@ def live_panel():
     view.live_progress(job, jm, *tr.finetune_progress(job.metrics))
     start_ev = tr.last_event(job.metrics, FinetuneStart)
     if start_ev:
-        st.caption(
-            f"{start_ev.train_examples:,} training and {start_ev.valid_examples:,} validation "
-            f"texts · {start_ev.trainable:,} of {start_ev.parameters:,} parameters trained"
-            + (f" · {start_ev.truncated:,} texts cut at the maximum length" if start_ev.truncated else "")
-        )
+        st.caption(tr.finetune_start_line(start_ev))
     figures.show(
         train_plots.finetune_curves(job.metrics, start_ev.steps if start_ev else None),
         "finetune-live-curves",

@@ -293,3 +293,24 @@ def test_on_step_sees_the_start_and_every_update_and_records_attention(split):
     assert steps == list(range(0, total + 1, 4)) and atts.shape[1:3] == (2, 4)
     change = rec.change_since_start(atts)
     assert change[0].max() == 0 and change[-1].mean() > 0  # the attention moved
+
+
+def test_mid_run_evaluations_score_a_sample_and_the_kept_model_is_scored_on_all(split):
+    """eval_sample: the curve's mid-run points score a fixed sample (their size in the event), the
+    run's last evaluation scores every text, the best is chosen on the sample, and the result's
+    accuracy is the kept model's on every validation text."""
+    train, valid = split
+    events = run(tiny_bundle(), train, valid, epochs=3, eval_every=3, eval_sample=30)
+    evals = [e for e in events if isinstance(e, FinetuneEval)]
+    assert len(evals) >= 8
+    assert {e.texts for e in evals[:-1]} == {30} and evals[-1].texts is None
+    assert "texts" not in evals[-1].to_dict() and evals[0].to_dict()["texts"] == 30
+    done = events[-1]
+    full = evaluate_classifier(done.bundle, valid)
+    assert abs(full["accuracy"] - done.accuracy) < 1e-6
+    best = max(evals[:-1], key=lambda e: e.accuracy)  # the sample's measure picks the step
+    assert done.best_step in {best.step, evals[-1].step}
+    same = run(tiny_bundle(), train, valid, epochs=3, eval_every=3, eval_sample=30)
+    assert [e.accuracy for e in same if isinstance(e, FinetuneEval)] == [e.accuracy for e in evals]
+    with pytest.raises(TrainingError, match="eval_sample"):
+        run(tiny_bundle(), train, valid, eval_sample=-1)

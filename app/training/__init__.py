@@ -57,10 +57,12 @@ from .jobs import (
     tick,
 )
 from .names import display_name, safe_filename, unique_model_name
-from .progress import finetune_progress, fmt_seconds, last_event, pretrain_progress, probe_frame
+from .progress import finetune_progress, finetune_start_line, fmt_seconds, last_event, pretrain_progress, probe_frame
 from .reports import base_bundle, cls_attention, mistakes_frame, per_class_frame
 from .runs import _job_folder, finetune_job, keep_run, pretrain_job, run_record
 from .start import (
+    EVAL_SAMPLE,
+    EVALS_HELP,
     check_finetune,
     check_finetune_settings,
     check_pretrain,
@@ -110,6 +112,8 @@ __all__ = [
     "check_finetune",
     "check_finetune_settings",
     "few_steps_message",
+    "EVAL_SAMPLE",
+    "EVALS_HELP",
     "check_pretrain",
     "check_pretrain_settings",
     "default_finetune_base",
@@ -123,6 +127,7 @@ __all__ = [
     "_job_folder",
     # progress and results
     "finetune_progress",
+    "finetune_start_line",
     "fmt_seconds",
     "last_event",
     "pretrain_progress",

@@ -72,3 +72,12 @@ def probe_frame(metrics, top: int = 3) -> pd.DataFrame:
             row[f"[MASK] {i + 1}"] = "  ".join(f"{t} ({p:.0%})" for t, p in cands[:top])
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def finetune_start_line(start: FinetuneStart) -> str:
+    """What a fine-tuning run trains on, for the live panel: texts, parameters, texts cut."""
+    return (
+        f"{start.train_examples:,} training and {start.valid_examples:,} validation texts · "
+        f"{start.trainable:,} of {start.parameters:,} parameters trained"
+        + (f" · {start.truncated:,} texts cut at the maximum length" if start.truncated else "")
+    )
