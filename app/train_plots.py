@@ -57,6 +57,17 @@ def _finite(v) -> float | None:
     return f if np.isfinite(f) else None
 
 
+def _step_curve(
+    fig: go.Figure, x, y, name: str, tag: str, line: dict, *, col: int = 1, secondary_y=None, fmt=".3f", **extra
+) -> None:
+    """One curve over training steps in panel (1, col): hovering shows the step, the value
+    (formatted with `fmt`) and `tag`; `extra`: more go.Scatter settings (mode is "lines" unless given)."""
+    extra.setdefault("mode", "lines")
+    hover = f"step %{{x}}: %{{y:{fmt}}}<extra>{tag}</extra>"
+    trace = go.Scatter(x=x, y=y, name=name, line=line, hovertemplate=hover, **extra)
+    fig.add_trace(trace, row=1, col=col, secondary_y=secondary_y)
+
+
 def _placeholder(fig: go.Figure, text: str, row: int, col: int) -> None:
     """An empty trace (so the subplot's axes are drawn) and a grey note in its middle."""
     fig.add_trace(go.Scatter(x=[], y=[], showlegend=False, hoverinfo="skip"), row=row, col=col)
@@ -116,63 +127,19 @@ def _finetune_loss_traces(fig: go.Figure, train: list[dict]) -> None:
     loss = [float(m["loss"]) for m in train]
     smooth = ema(loss, 0.1)
     x, y, s = thin(steps, loss, list(smooth))
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=y,
-            mode="lines",
-            name="loss per step",
-            line=dict(color=TRAIN_COLOUR, width=1),
-            opacity=0.3,
-            hovertemplate="step %{x}: %{y:.3f}<extra>loss</extra>",
-        ),
-        row=1,
-        col=1,
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=s,
-            mode="lines",
-            name="smoothed loss",
-            line=dict(color=TRAIN_COLOUR, width=2.5),
-            hovertemplate="step %{x}: %{y:.3f}<extra>smoothed</extra>",
-        ),
-        row=1,
-        col=1,
-    )
+    _step_curve(fig, x, y, "loss per step", "loss", dict(color=TRAIN_COLOUR, width=1), opacity=0.3)
+    _step_curve(fig, x, s, "smoothed loss", "smoothed", dict(color=TRAIN_COLOUR, width=2.5))
 
 
 def _finetune_eval_traces(fig: go.Figure, evals: list[dict]) -> None:
     """Right panel: validation accuracy and, on the secondary axis, validation loss."""
     steps = [m["step"] for m in evals]
-    fig.add_trace(
-        go.Scatter(
-            x=steps,
-            y=[m["accuracy"] for m in evals],
-            mode="lines+markers",
-            name="validation accuracy",
-            line=dict(color=VALID_COLOUR, width=2.5),
-            hovertemplate="step %{x}: %{y:.1%}<extra>accuracy</extra>",
-        ),
-        row=1,
-        col=2,
-        secondary_y=False,
-    )
-    vl = [_finite(m.get("val_loss")) for m in evals]
-    fig.add_trace(
-        go.Scatter(
-            x=steps,
-            y=vl,
-            mode="lines+markers",
-            name="validation loss",
-            line=dict(color=EXTRA_COLOUR, width=1.5, dash="dot"),
-            hovertemplate="step %{x}: %{y:.3f}<extra>validation loss</extra>",
-        ),
-        row=1,
-        col=2,
-        secondary_y=True,
-    )
+    acc, vl = [m["accuracy"] for m in evals], [_finite(m.get("val_loss")) for m in evals]
+    right = dict(col=2, mode="lines+markers")
+    line = dict(color=VALID_COLOUR, width=2.5)
+    _step_curve(fig, steps, acc, "validation accuracy", "accuracy", line, secondary_y=False, fmt=".1%", **right)
+    line = dict(color=EXTRA_COLOUR, width=1.5, dash="dot")
+    _step_curve(fig, steps, vl, "validation loss", "validation loss", line, secondary_y=True, **right)
 
 
 def class_counts(counts: dict, title: str = "") -> go.Figure:
@@ -342,20 +309,8 @@ def _pretrain_train_traces(fig: go.Figure, train: list[dict]) -> None:
         (3, "nsp_acc", "training NSP accuracy"),
     ):
         x, y = thin(steps, [_finite(m.get(key)) for m in train])
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=y,
-                mode="lines",
-                name=name,
-                line=dict(color=TRAIN_COLOUR, width=1.5),
-                legendgroup="train",
-                showlegend=col == 1,
-                hovertemplate="step %{x}: %{y:.3f}<extra>training</extra>",
-            ),
-            row=1,
-            col=col,
-        )
+        line = dict(color=TRAIN_COLOUR, width=1.5)
+        _step_curve(fig, x, y, name, "training", line, col=col, legendgroup="train", showlegend=col == 1)
 
 
 def _pretrain_eval_traces(fig: go.Figure, evals: list[dict]) -> None:
@@ -368,31 +323,12 @@ def _pretrain_eval_traces(fig: go.Figure, evals: list[dict]) -> None:
         (2, "mlm_top5", "validation top-5", EXTRA_COLOUR),
         (3, "nsp_acc", "validation", VALID_COLOUR),
     ):
-        fig.add_trace(
-            go.Scatter(
-                x=steps,
-                y=[_finite(m.get(key)) for m in evals],
-                mode="lines+markers",
-                name=name,
-                line=dict(color=colour, width=2.5),
-                legendgroup=name,
-                showlegend=col != 3,
-                hovertemplate="step %{x}: %{y:.3f}<extra>" + name + "</extra>",
-            ),
-            row=1,
-            col=col,
+        y = [_finite(m.get(key)) for m in evals]
+        line = dict(color=colour, width=2.5)
+        _step_curve(
+            fig, steps, y, name, name, line, col=col, mode="lines+markers", legendgroup=name, showlegend=col != 3
         )
     base = [_finite(m.get("baseline_top1")) for m in evals]
     if any(b is not None for b in base):
-        fig.add_trace(
-            go.Scatter(
-                x=steps,
-                y=base,
-                mode="lines",
-                name="always the most frequent token",
-                line=dict(color="#888888", width=1, dash="dot"),
-                hovertemplate="step %{x}: %{y:.3f}<extra>baseline</extra>",
-            ),
-            row=1,
-            col=2,
-        )
+        line = dict(color="#888888", width=1, dash="dot")
+        _step_curve(fig, steps, base, "always the most frequent token", "baseline", line, col=2)
