@@ -176,26 +176,10 @@ def walkthrough_bars(tokens, scores: np.ndarray, weights: np.ndarray, query: str
         vertical_spacing=0.08,
         subplot_titles=("score = q·k / √d (any real number)", "weight = softmax(score) (positive, sums to 1)"),
     )
-    fig.add_trace(
-        go.Bar(
-            x=x,
-            y=np.asarray(scores, dtype=np.float32),
-            marker_color="#7f7f7f",
-            hovertemplate="%{x}: score %{y:.3f}<extra></extra>",
-        ),
-        row=1,
-        col=1,
-    )
-    fig.add_trace(
-        go.Bar(
-            x=x,
-            y=np.asarray(weights, dtype=np.float32),
-            marker_color="#1f77b4",
-            hovertemplate="%{x}: weight %{y:.3f}<extra></extra>",
-        ),
-        row=2,
-        col=1,
-    )
+    for row, (what, values, colour) in enumerate((("score", scores, "#7f7f7f"), ("weight", weights, "#1f77b4")), 1):
+        hover = f"%{{x}}: {what} %{{y:.3f}}<extra></extra>"
+        bar = go.Bar(x=x, y=np.asarray(values, dtype=np.float32), marker_color=colour, hovertemplate=hover)
+        fig.add_trace(bar, row=row, col=1)
     fig.update_layout(
         showlegend=False,
         height=460,
