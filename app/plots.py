@@ -381,21 +381,26 @@ def values_bar(labels, values, title: str = "", y_title: str = "", range_y=None)
 # --- masked LM and next sentence -------------------------------------------------------------------
 
 
+def probability_bars(probs, labels, colour, **extra) -> go.Bar:
+    """Horizontal bars of probabilities (x) for `labels` (y), each showing its percentage;
+    `extra`: more go.Bar settings."""
+    return go.Bar(
+        x=probs,
+        y=labels,
+        orientation="h",
+        marker_color=colour,
+        text=[f"{p:.1%}" for p in probs],
+        textposition="auto",
+        hovertemplate="%{y}: %{x:.2%}<extra></extra>",
+        **extra,
+    )
+
+
 def mlm_topk_bar(tokens, probs, title: str = "") -> go.Figure:
     """Top-k candidates for one [MASK], most likely on top. tokens: K strings, probs: K values."""
     probs = np.asarray(probs, dtype=np.float32)
     y = safe_labels(tokens)
-    fig = go.Figure(
-        go.Bar(
-            x=probs,
-            y=y,
-            orientation="h",
-            marker_color="#1f77b4",
-            text=[f"{p:.1%}" for p in probs],
-            textposition="auto",
-            hovertemplate="%{y}: %{x:.2%}<extra></extra>",
-        )
-    )
+    fig = go.Figure(probability_bars(probs, y, "#1f77b4"))
     fig.update_layout(title=html.escape(title), height=int(60 + 28 * len(y)), margin=dict(l=10, r=10, t=40, b=10))
     fig.update_xaxes(title="probability", range=[0, max(1e-6, float(probs.max()) * 1.1 if len(probs) else 1)])
     fig.update_yaxes(autorange="reversed", type="category")
@@ -405,17 +410,8 @@ def mlm_topk_bar(tokens, probs, title: str = "") -> go.Figure:
 def nsp_bar(p_is_next: float) -> go.Figure:
     """The NSP head's two probabilities: B follows A (IsNext) or not (NotNext)."""
     p = float(p_is_next)
-    fig = go.Figure(
-        go.Bar(
-            x=[p, 1 - p],
-            y=["B follows A (IsNext)", "B is random (NotNext)"],
-            orientation="h",
-            marker_color=["#2ca02c", "#d62728"],
-            text=[f"{p:.1%}", f"{1 - p:.1%}"],
-            textposition="auto",
-            hovertemplate="%{y}: %{x:.2%}<extra></extra>",
-        )
-    )
+    labels = ["B follows A (IsNext)", "B is random (NotNext)"]
+    fig = go.Figure(probability_bars([p, 1 - p], labels, ["#2ca02c", "#d62728"]))
     fig.update_layout(height=200, margin=dict(l=10, r=10, t=20, b=10))
     fig.update_xaxes(range=[0, 1], title="probability")
     fig.update_yaxes(autorange="reversed")

@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .plots import safe_labels
+from .plots import probability_bars, safe_labels
 
 MAX_POINTS = 1500  # longer series are thinned for drawing (every k-th point, last kept)
 TRAIN_COLOUR = "#1f77b4"
@@ -198,17 +198,7 @@ def class_probs(classes, probs, title: str = "") -> go.Figure:
     y = [labels[i] for i in order]
     p = probs[order]
     colours = [VALID_COLOUR if i == 0 else "#9ecae1" for i in range(len(p))]
-    fig = go.Figure(
-        go.Bar(
-            x=p,
-            y=y,
-            orientation="h",
-            marker_color=colours,
-            text=[f"{v:.1%}" for v in p],
-            textposition="auto",
-            hovertemplate="%{y}: %{x:.2%}<extra></extra>",
-        )
-    )
+    fig = go.Figure(probability_bars(p, y, colours))
     fig.update_layout(
         title=html.escape(title), height=int(80 + 34 * len(y)), margin=dict(l=10, r=10, t=40 if title else 10, b=10)
     )
