@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .helpers import finite_float
 from .plots import probability_bars, safe_labels
 
 MAX_POINTS = 1500  # longer series are thinned for drawing (every k-th point, last kept)
@@ -47,14 +48,6 @@ def thin(xs, *ys, max_points: int = MAX_POINTS):
 
 def events(metrics, kind: str) -> list[dict]:
     return [m for m in metrics if m.get("event") == kind]
-
-
-def _finite(v) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if np.isfinite(f) else None
 
 
 def _step_curve(
@@ -99,12 +92,12 @@ def finetune_curves(metrics, total_steps: int | None = None, height: int = 360) 
         subplot_titles=("training loss", "validation"),
         horizontal_spacing=0.1,
     )
-    train = [m for m in events(metrics, "train") if _finite(m.get("loss")) is not None]
+    train = [m for m in events(metrics, "train") if finite_float(m.get("loss")) is not None]
     if train:
         _finetune_loss_traces(fig, train)
     else:
         _placeholder(fig, "waiting for the first step…", 1, 1)
-    evals = [m for m in events(metrics, "eval") if _finite(m.get("accuracy")) is not None]
+    evals = [m for m in events(metrics, "eval") if finite_float(m.get("accuracy")) is not None]
     if evals:
         _finetune_eval_traces(fig, evals)
     else:
@@ -134,7 +127,7 @@ def _finetune_loss_traces(fig: go.Figure, train: list[dict]) -> None:
 def _finetune_eval_traces(fig: go.Figure, evals: list[dict]) -> None:
     """Right panel: validation accuracy and, on the secondary axis, validation loss."""
     steps = [m["step"] for m in evals]
-    acc, vl = [m["accuracy"] for m in evals], [_finite(m.get("val_loss")) for m in evals]
+    acc, vl = [m["accuracy"] for m in evals], [finite_float(m.get("val_loss")) for m in evals]
     right = dict(col=2, mode="lines+markers")
     line = dict(color=VALID_COLOUR, width=2.5)
     _step_curve(fig, steps, acc, "validation accuracy", "accuracy", line, secondary_y=False, fmt=".1%", **right)
@@ -298,7 +291,7 @@ def _pretrain_train_traces(fig: go.Figure, train: list[dict]) -> None:
         (2, "mlm_acc", "training MLM top-1"),
         (3, "nsp_acc", "training NSP accuracy"),
     ):
-        x, y = thin(steps, [_finite(m.get(key)) for m in train])
+        x, y = thin(steps, [finite_float(m.get(key)) for m in train])
         line = dict(color=TRAIN_COLOUR, width=1.5)
         _step_curve(fig, x, y, name, "training", line, col=col, legendgroup="train", showlegend=col == 1)
 
@@ -313,12 +306,12 @@ def _pretrain_eval_traces(fig: go.Figure, evals: list[dict]) -> None:
         (2, "mlm_top5", "validation top-5", EXTRA_COLOUR),
         (3, "nsp_acc", "validation", VALID_COLOUR),
     ):
-        y = [_finite(m.get(key)) for m in evals]
+        y = [finite_float(m.get(key)) for m in evals]
         line = dict(color=colour, width=2.5)
         _step_curve(
             fig, steps, y, name, name, line, col=col, mode="lines+markers", legendgroup=name, showlegend=col != 3
         )
-    base = [_finite(m.get("baseline_top1")) for m in evals]
+    base = [finite_float(m.get("baseline_top1")) for m in evals]
     if any(b is not None for b in base):
         line = dict(color="#888888", width=1, dash="dot")
         _step_curve(fig, steps, base, "always the most frequent token", "baseline", line, col=2)
