@@ -135,24 +135,11 @@ def attention_grid(atts: np.ndarray, selected: tuple[int, int] | None = None, ma
         )
     )
     centres = [i * s + (t - 1) / 2 for i in range(max(L, H))]
-    fig.update_xaxes(
-        tickvals=centres[:H],
-        ticktext=[f"H{h + 1}" for h in range(H)],
-        side="top",
-        showgrid=False,
-        zeroline=False,
-        constrain="domain",
-    )
-    fig.update_yaxes(
-        tickvals=centres[:L],
-        ticktext=[f"L{l + 1}" for l in range(L)],
-        autorange="reversed",
-        showgrid=False,
-        zeroline=False,
-        scaleanchor="x",
-        scaleratio=1,
-        constrain="domain",
-    )
+    # one tick at the centre of each head's (column) or layer's (row) tile, and no grid
+    axis = dict(showgrid=False, zeroline=False, constrain="domain")
+    fig.update_xaxes(tickvals=centres[:H], ticktext=[f"H{h + 1}" for h in range(H)], side="top", **axis)
+    ticks = dict(tickvals=centres[:L], ticktext=[f"L{l + 1}" for l in range(L)])
+    fig.update_yaxes(autorange="reversed", scaleanchor="x", scaleratio=1, **ticks, **axis)
     fig.update_layout(
         height=int(min(900, max(300, 1100 * L / max(H, 1) + 60))),
         margin=dict(l=10, r=10, t=40, b=10),
