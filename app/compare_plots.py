@@ -16,7 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .head_plots import _head_axes
-from .plots import DIVERGING, _esc, probability_bars, safe_labels
+from .plots import _esc, diverging, probability_bars, safe_labels
 
 SENSE_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 
@@ -38,10 +38,7 @@ def attention_diff_heatmap(diff: np.ndarray, tokens, title: str = "A − B") -> 
             z=d,
             x=lab,
             y=lab,
-            colorscale=DIVERGING,
-            zmid=0,
-            zmin=-m,
-            zmax=m,
+            **diverging(m),
             colorbar=dict(title="A − B", thickness=12),
             hovertemplate="%{y} → %{x}: %{z:+.3f}<extra></extra>",
         )

@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .plots import DIVERGING, _esc, probability_bars, safe_labels
+from .plots import _esc, diverging, probability_bars, safe_labels
 
 # one colour per head-pattern label (bert.analysis.LABELS), and a short name for the cells
 PATTERN_COLOURS = {
@@ -235,10 +235,7 @@ def importance_heatmap(scores: np.ndarray, unit: str = "log-probability", target
             z=s,
             x=np.arange(1, H + 1),
             y=np.arange(1, L + 1),
-            colorscale=DIVERGING,
-            zmid=0,
-            zmin=-m,
-            zmax=m,
+            **diverging(m),
             text=text,
             texttemplate="%{text}",
             xgap=1,

@@ -45,6 +45,11 @@ def _esc(text) -> str:
     return html.escape(str(text))
 
 
+def diverging(m: float) -> dict:
+    """A heatmap's colours for signed values: DIVERGING, white at 0, from -m to m."""
+    return dict(colorscale=DIVERGING, zmid=0, zmin=-m, zmax=m)
+
+
 def _height_for(n: int, per: int = 18, lo: int = 360, hi: int = 900, extra: int = 160) -> int:
     return int(max(lo, min(hi, per * n + extra)))
 
@@ -190,10 +195,7 @@ def embedding_part_heatmap(part: np.ndarray, tokens, name: str = "", zmax: float
         go.Heatmap(
             z=part,
             y=y,
-            colorscale=DIVERGING,
-            zmid=0,
-            zmin=-z,
-            zmax=z,
+            **diverging(z),
             hovertemplate="%{y}, dim %{x}: %{z:.3f}<extra></extra>",
             colorbar=dict(thickness=12),
         )
@@ -314,10 +316,7 @@ def cosine_heatmap(sim: np.ndarray, labels=None, title: str = "cosine similarity
     fig = go.Figure(
         go.Heatmap(
             z=sim,
-            colorscale=DIVERGING,
-            zmin=-1,
-            zmax=1,
-            zmid=0,
+            **diverging(1),
             hovertemplate="%{y} vs %{x}: %{z:.2f}<extra></extra>",
             colorbar=dict(thickness=12),
             **kw,
