@@ -346,12 +346,9 @@ job = tr.current_job(tr.FINETUNE, jm)
 
 
 def live_panel():
-    job = tr.current_job(tr.FINETUNE)
+    job = tr.live_job(tr.FINETUNE)
     if job is None:
         return
-    tr.tick(job)
-    if not job.active:
-        st.rerun()  # finished: a full run collects the result
     view.live_progress(job, jm, *tr.finetune_progress(job.metrics))
     start_ev = tr.last_event(job.metrics, "start")
     if start_ev:
@@ -376,6 +373,18 @@ if snapshots.recorded("fine-tuning"):
     snapshots.replay_button("ft_replay")
 
 
+def csv_download(tab, res: dict, frame, what: str) -> None:
+    """A button that downloads `frame`, the run's `what` ("scores", "mistakes"), as a .csv."""
+    tab.download_button(
+        f"Download the {what} (.csv)",
+        data=tr.table_csv(frame),
+        mime="text/csv",
+        file_name=f"{tr.safe_filename(res['name'])}-{what}.csv",
+        on_click="ignore",
+        key=f"ft_csv_{what}_{res['job_id']}",
+    )
+
+
 def scores_tab(tab, res: dict, rep: dict) -> None:
     per_class = tr.per_class_frame(rep)
     tab.dataframe(
@@ -384,14 +393,7 @@ def scores_tab(tab, res: dict, rep: dict) -> None:
         width="stretch",
         column_config={k: st.column_config.NumberColumn(format="%.3f") for k in ("precision", "recall", "F1")},
     )
-    tab.download_button(
-        "Download the scores (.csv)",
-        data=tr.table_csv(per_class),
-        mime="text/csv",
-        file_name=f"{tr.safe_filename(res['name'])}-scores.csv",
-        on_click="ignore",
-        key=f"ft_csv_scores_{res['job_id']}",
-    )
+    csv_download(tab, res, per_class, "scores")
     tab.caption(
         "Precision: of the texts it put in a class, the share that belong there. Recall: of "
         "the texts of a class, the share it found. F1: their harmonic mean."
@@ -413,14 +415,7 @@ def mistakes_tab(tab, res: dict, rep: dict) -> None:
         "The validation texts it got wrong while being most sure. Some labels are "
         "debatable; some mistakes show what the model has not learned."
     )
-    tab.download_button(
-        "Download the mistakes (.csv)",
-        data=tr.table_csv(mistakes),
-        mime="text/csv",
-        file_name=f"{tr.safe_filename(res['name'])}-mistakes.csv",
-        on_click="ignore",
-        key=f"ft_csv_mistakes_{res['job_id']}",
-    )
+    csv_download(tab, res, mistakes, "mistakes")
 
 
 def cls_comparison(res: dict, text: str) -> None:

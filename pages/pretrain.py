@@ -257,12 +257,9 @@ def plateau_line(metrics) -> None:
 
 
 def live_panel():
-    job = tr.current_job(tr.PRETRAIN)
+    job = tr.live_job(tr.PRETRAIN)
     if job is None:
         return
-    tr.tick(job)
-    if not job.active:
-        st.rerun()  # finished: a full run collects the result
     args = job.info.get("args", {})
     steps = args.get("steps", 1)
     view.live_progress(job, jm, *tr.pretrain_progress(job.metrics, steps, args.get("log_every", LOG_EVERY)))

@@ -21,7 +21,16 @@ from bert.pretrain import PretrainArgs
 from .. import budget, runs_store, snapshots
 from .. import train_state as ts
 from ..jobs import Job, LimitError
-from .jobs import FINETUNE, PRETRAIN, TrainingJobs, current_session_id, job_threads, manager, student_key
+from .jobs import (
+    FINETUNE,
+    PRETRAIN,
+    TrainingJobs,
+    current_session_id,
+    job_key,
+    job_threads,
+    manager,
+    student_key,
+)
 from .runs import finetune_job, keep_run, pretrain_job
 
 
@@ -130,8 +139,8 @@ def start_pretrain(
     return _submit(jm, PRETRAIN, job_fn, info, name, name, recorder, holder)
 
 
-# kind of job -> (what its snapshots are called, the session key of the job the page follows)
-_KINDS = {FINETUNE: ("fine-tuning", ts.FT_JOB), PRETRAIN: ("pre-training", ts.PT_JOB)}
+# what the attention snapshots of a kind of job are called
+_SNAPSHOT_NAMES = {FINETUNE: "fine-tuning", PRETRAIN: "pre-training"}
 
 
 def _active(jm: TrainingJobs, kind: str) -> Job | None:
@@ -139,7 +148,7 @@ def _active(jm: TrainingJobs, kind: str) -> Job | None:
     ts.init()
     existing = jm.active_of(ts.owner(), kind)
     if existing is not None:
-        st.session_state[_KINDS[kind][1]] = existing.id
+        st.session_state[job_key(kind)] = existing.id
     return existing
 
 
@@ -156,16 +165,15 @@ def _submit(
     """Submit `job_fn`, kept as the run info["code"], as this session's job of `kind` (or get the
     one already active), and make it the job its page follows. A new job gets `info`, its
     attention snapshots are registered under `label`, and `holder["job_id"]` names it."""
-    what, state_key = _KINDS[kind]
     fn = keep_run(job_fn, kind, info["code"], info)
     job, new = jm.submit_for(ts.owner(), kind, fn, title=title, session_id=current_session_id(), student=student_key())
     if holder is not None:
         holder["job_id"] = job.id
     if new and recorder is not None:
-        snapshots.register(f"{label} ({what}, job {job.id})", recorder)
+        snapshots.register(f"{label} ({_SNAPSHOT_NAMES[kind]}, job {job.id})", recorder)
     if new:
         job.info = info
-    st.session_state[state_key] = job.id
+    st.session_state[job_key(kind)] = job.id
     return job, new
 
 
