@@ -36,6 +36,14 @@ PAGE = view.TrainPage(
     ours_help="Unzip and open the folder with bert.load(folder), or in the sidebar.",
 )
 
+
+def labelled_upload(store_key: str, label: str, widget: str) -> dict | None:
+    """A file uploader for labelled texts, its file kept in the session under `store_key`."""
+    return tr.remember_upload(
+        store_key, st.file_uploader(label, type=["csv", "tsv", "jsonl", "json", "txt"], key=ts.upload_key(widget))
+    )
+
+
 st.title("Fine-tuning")
 st.markdown(
     "A pre-trained BERT knows a lot about language but nothing about *your* task. Fine-tuning puts a "
@@ -59,14 +67,8 @@ source = st.radio(
 data = None
 with show_errors("the data"):
     if source == UPLOAD:
-        up = tr.remember_upload(
-            ts.FT_UPLOAD,
-            st.file_uploader(
-                "A labelled file: CSV, TSV, JSON Lines, or plain text with `label<TAB>text` per line",
-                type=["csv", "tsv", "jsonl", "json", "txt"],
-                key=ts.upload_key("ft_file"),
-            ),
-        )
+        label = "A labelled file: CSV, TSV, JSON Lines, or plain text with `label<TAB>text` per line"
+        up = labelled_upload(ts.FT_UPLOAD, label, "ft_file")
         if up is None:
             view.upload_missing(
                 ts.FT_UPLOAD,
@@ -155,14 +157,7 @@ if data is not None:
         ts.remember("ft_valid_frac")
     else:
         with show_errors("the validation file"):
-            vup = tr.remember_upload(
-                ts.FT_VAL_UPLOAD,
-                st.file_uploader(
-                    "Validation file (same classes)",
-                    type=["csv", "tsv", "jsonl", "json", "txt"],
-                    key=ts.upload_key("ft_val_file"),
-                ),
-            )
+            vup = labelled_upload(ts.FT_VAL_UPLOAD, "Validation file (same classes)", "ft_val_file")
             if vup is not None:
                 try:
                     valid_file = tr.parse_upload(
@@ -332,14 +327,13 @@ def start(data, valid_file, valid_fraction, base, mode) -> None:
             tr.free_uploads(*[key for key, on in used if on])
 
 
-view.background_caption(jm)
-st.button(
+view.start_button(
+    PAGE,
+    jm,
     "Start fine-tuning",
-    type="primary",
-    key="ft_start",
-    on_click=start,
-    args=(data, valid_file, valid_fraction, base, mode),
-    disabled=data is None or base is None or (job is not None and job.active),
+    start,
+    (data, valid_file, valid_fraction, base, mode),
+    data is None or base is None or (job is not None and job.active),
     help="One job per session at a time; others on this server may be queued before you.",
 )
 job = tr.current_job(tr.FINETUNE, jm)

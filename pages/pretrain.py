@@ -223,15 +223,8 @@ def start(corpus, corpus_label) -> None:
                 tr.free_uploads(ts.PT_UPLOAD)
 
 
-view.background_caption(jm)
-st.button(
-    "Start pre-training",
-    type="primary",
-    key="pt_start",
-    on_click=start,
-    args=(corpus, corpus_label),
-    disabled=corpus is None or (job is not None and job.active) or not est["ok"],
-)
+disabled = corpus is None or (job is not None and job.active) or not est["ok"]
+view.start_button(PAGE, jm, "Start pre-training", start, (corpus, corpus_label), disabled)
 job = tr.current_job(tr.PRETRAIN, jm)
 
 
