@@ -26,7 +26,7 @@ import torch
 
 from .memory import peak_rss_mb
 from .models import Setup, theirs_from_dir
-from .report import Row, check
+from .report import Row, check, timed_row
 from .timing import paired
 
 if TYPE_CHECKING:
@@ -125,17 +125,9 @@ def app_work(b: Bench, setup: Setup) -> None:
 
     result = f_ours()
     tm = paired(f_ours, f_theirs, b.reps(15, 5), warmup=1 if b.quick else 2)
-    o, th, ra = tm.on(b.clock)
-    row = Row(
-        "analysis-64",
-        f"{setup.label} full analysis, {len(enc.ids)} tokens ({how})",
-        "ms",
-        o * 1e3,
-        th * 1e3,
-        ra,
-        note=f"{tm.note(b.clock)}; theirs: eager forward with attentions + hidden "
-        f"states only (no embedding parts, q/k/v, numpy copies)",
-    )
+    what = f"{setup.label} full analysis, {len(enc.ids)} tokens ({how})"
+    note = "theirs: eager forward with attentions + hidden states only (no embedding parts, q/k/v, numpy copies)"
+    row = timed_row("analysis-64", what, tm, b.clock, note)
     b.add(check(row, 40.0, on="ours"))
     b.profile("ours analysis-64", f_ours, 5)
     attentions = result.attentions  # (L, H, T, T) numpy
