@@ -37,12 +37,5 @@ def minilm_tiny_classifier() -> bert.Bundle:
     from bert.checkpoint import minilm_package_dir
 
     tok = bert.Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
-    cfg = bert.BertConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        id2label={0: "negative", 1: "positive"},
-    )
+    cfg = tiny_config(len(tok), max_position_embeddings=512, id2label={0: "negative", 1: "positive"})
     return bert.Bundle(model=BertForSequenceClassification(cfg).eval(), tokenizer=tok, name="tiny-clf")
