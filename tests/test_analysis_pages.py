@@ -222,13 +222,11 @@ def test_compare_two_models_and_word_map(at):
 def test_a_session_classifier_on_every_analysis_page():
     """A user's own classifier: class explanations, class ablation, and side by side with the
     default model (different shapes: a message, not an error)."""
-    from tests.helpers import minilm_tiny_classifier
+    from tests.helpers import minilm_tiny_classifier, select_session_model
 
     bundle = minilm_tiny_classifier()
     a = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
-    a.session_state[state.USER_MODELS] = {"tiny-clf": bundle}
-    a.session_state[state.USER_MODEL_IDS] = {"tiny-clf": "session:tiny-clf:test"}
-    a.session_state[state.MODEL_SOURCE] = "session:tiny-clf"
+    select_session_model(a, "tiny-clf", bundle)
     a.run()
     for page in PAGES:
         a.switch_page(page).run()
