@@ -11,10 +11,8 @@ from __future__ import annotations
 import contextlib
 import importlib
 import shutil
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
@@ -283,12 +281,6 @@ def startup(b: Bench) -> None:
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def _browser(enabled: bool):
     """Yields a function that opens a new page (or None when disabled)."""
@@ -326,27 +318,13 @@ def _wait_healthy(proc: subprocess.Popen, url: str, log, t0: float, timeout: flo
 def cold_start(script: Path, cwd: Path, page_factory, text: str, timeout: float = 180.0) -> dict:
     """Start `streamlit run script`; seconds until /_stcore/health answers and (with a page)
     until `text` is on the page; the server's peak RSS then. The server is stopped after."""
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
+    from scripts.loadtest import HOST, free_port, streamlit_cmd  # the load test starts the server the same way
+
+    port = free_port()
+    url = f"http://{HOST}:{port}"
     page = page_factory() if page_factory else None
     log = tempfile.TemporaryFile()
-    cmd = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        str(script),
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-        "--server.headless",
-        "true",
-        "--browser.gatherUsageStats",
-        "false",
-        "--server.fileWatcherType",
-        "none",
-    ]
+    cmd = streamlit_cmd(str(script), port)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
     out = {"health": None, "drawn": None, "peak_mb": None}
