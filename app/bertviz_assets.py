@@ -63,20 +63,24 @@ def _safe_inline(js: str) -> str:
     return js.replace("<!--", "<\\!--")
 
 
+def _library_js(package: str, folder: str, name: str, banner: str, error: str) -> str:
+    """A library's script read from an installed package, checked by the `banner` in its first
+    200 characters (else BertvizAssetError(error)), made safe to inline."""
+    js = _read(package, folder, name)
+    if banner not in js[:200]:
+        raise BertvizAssetError(error)
+    return _safe_inline(js)
+
+
 @functools.cache
 def _d3_js() -> str:
-    js = _read("mpld3", "js", "d3.v5.min.js")
-    if "d3js.org v5" not in js[:200]:
-        raise BertvizAssetError("mpld3's js/d3.v5.min.js is not d3 version 5")
-    return _safe_inline(js)
+    return _library_js("mpld3", "js", "d3.v5.min.js", "d3js.org v5", "mpld3's js/d3.v5.min.js is not d3 version 5")
 
 
 @functools.cache
 def _jquery_js() -> str:
-    js = _read("xstatic.pkg.jquery", "data", "jquery.min.js")
-    if "jQuery v" not in js[:200]:
-        raise BertvizAssetError("xstatic-jquery's data/jquery.min.js is not jQuery")
-    return _safe_inline(js)
+    error = "xstatic-jquery's data/jquery.min.js is not jQuery"
+    return _library_js("xstatic.pkg.jquery", "data", "jquery.min.js", "jQuery v", error)
 
 
 _REQUIRE_CONFIG = re.compile(r"require\.config\(\s*\{.*?\}\s*\);", re.DOTALL)

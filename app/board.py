@@ -14,7 +14,6 @@ import contextlib
 import hashlib
 import hmac
 import json
-import math
 import secrets
 import sqlite3
 import time
@@ -28,6 +27,8 @@ from bert.events import FinetuneEval, FinetuneStep, of_type
 
 if TYPE_CHECKING:
     from bert.finetune import FinetuneArgs
+
+from .helpers import finite_float
 
 JOINED = "board_code"  # session-state key: the class code this session has joined
 CODE_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
@@ -168,14 +169,6 @@ def clean_nickname(nickname: str | None) -> str:
     return nick
 
 
-def _num(v) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
-
-
 def _text(v) -> str | None:
     return None if v is None else str(v)[:TEXT_CHARS]
 
@@ -185,7 +178,7 @@ def _thin(points, n: int = MAX_POINTS) -> list[list[float]]:
     pts = []
     for p in list(points or [])[: 100 * n]:
         try:
-            x, y = _num(p[0]), _num(p[1])
+            x, y = finite_float(p[0]), finite_float(p[1])
         except (TypeError, IndexError, KeyError):
             continue
         if x is not None and y is not None:
@@ -200,13 +193,13 @@ def clean_summary(s: dict) -> dict:
     s = s if isinstance(s, dict) else {}
     out = {
         "base_model": _text(s.get("base_model")),
-        "lr": _num(s.get("lr")),
-        "batch_size": _num(s.get("batch_size")),
-        "epochs": _num(s.get("epochs")),
+        "lr": finite_float(s.get("lr")),
+        "batch_size": finite_float(s.get("batch_size")),
+        "epochs": finite_float(s.get("epochs")),
         "pooling": _text(s.get("pooling")),
-        "max_length": _num(s.get("max_length")),
+        "max_length": finite_float(s.get("max_length")),
         "dataset": _text(s.get("dataset")),
-        "accuracy": _num(s.get("accuracy")),
+        "accuracy": finite_float(s.get("accuracy")),
         "val_accuracy": _thin(s.get("val_accuracy")),
         "train_loss": _thin(s.get("train_loss")),
     }
@@ -291,7 +284,7 @@ def update_live(
     False when it is gone from the board (cleared or expired)."""
     now = time.time() if now is None else now
     state = state if state in LIVE_STATES else "error"
-    progress = min(max(_num(progress) or 0.0, 0.0), 1.0)
+    progress = min(max(finite_float(progress) or 0.0, 0.0), 1.0)
     with _db() as conn:
         cur = conn.execute(
             "UPDATE live SET updated = ?, state = ?, progress = ?, line = ?, summary = ? WHERE id = ? AND code = ?",
@@ -377,7 +370,7 @@ def fmt_setting(key: str, value) -> str:
 def what_the_best_share(entries: list[dict], top: int = 3) -> list[str]:
     """The settings equal across the `top` best runs by accuracy, e.g. "pooling: mean"; none
     when fewer than two runs have an accuracy."""
-    scored = sorted((e for e in entries if _num(e.get("accuracy")) is not None), key=lambda e: -e["accuracy"])
+    scored = sorted((e for e in entries if finite_float(e.get("accuracy")) is not None), key=lambda e: -e["accuracy"])
     best = scored[:top]
     if len(best) < 2:
         return []

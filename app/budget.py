@@ -18,7 +18,10 @@ tokens would take 2-4 GB of a class server (Community Cloud gives 1 GB in all).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from bert import settings
+from bert.checkpoint import embedding_parameters, layer_parameters, model_parameters
 from bert.errors import BertExplorerError
 
 
@@ -63,28 +66,6 @@ OPTIMIZER = 4
 FIXED_MB = 100
 
 
-def count_parameters(
-    layers: int,
-    hidden: int,
-    intermediate: int,
-    vocab: int,
-    positions: int = 512,
-    types: int = 2,
-    classes: int = 0,
-    mlm: bool = False,
-) -> tuple[int, int]:
-    """(all parameters, those of the embeddings) of a BERT of these sizes."""
-    H, I = hidden, intermediate
-    embeddings = (vocab + positions + types) * H + 2 * H
-    layer = 4 * H * H + 2 * H * I + 9 * H + I
-    total = embeddings + layers * layer + H * H + H
-    if mlm:
-        total += H * H + 3 * H + vocab + 2 * H + 2  # transform, LN, bias (decoder tied), NSP
-    if classes:
-        total += H * classes + classes
-    return total, embeddings
-
-
 def training_mb(
     layers: int, hidden: int, heads: int, batch: int, seq_len: int, params: int, trainable: int, vocab: int = 0
 ) -> int:
@@ -126,17 +107,16 @@ def budget_line(batch: int, seq_len: int, estimate_mb: int, what: str = "text") 
 def finetune_mb(
     config, batch: int, max_length: int, freeze_embeddings: bool = True, freeze_layers: int = 0, classes: int = 2
 ) -> int:
-    """training_mb of fine-tuning a model of `config` (a bert.BertConfig)."""
-    L, H, I = config.num_hidden_layers, config.hidden_size, config.intermediate_size
-    total, emb = count_parameters(
-        L, H, I, config.vocab_size, config.max_position_embeddings, config.type_vocab_size, classes=classes
-    )
-    frozen = emb if freeze_embeddings or freeze_layers > 0 else 0
-    frozen += min(freeze_layers, L) * (4 * H * H + 2 * H * I + 9 * H + I)
-    return training_mb(L, H, config.num_attention_heads, batch, max_length, total, total - frozen)
+    """training_mb of fine-tuning a model of `config` (a bert.BertConfig) for `classes` classes."""
+    L = config.num_hidden_layers
+    total = model_parameters(config, classifier=True, classes=classes)
+    frozen = embedding_parameters(config) if freeze_embeddings or freeze_layers > 0 else 0
+    frozen += min(freeze_layers, L) * layer_parameters(config)
+    return training_mb(L, config.hidden_size, config.num_attention_heads, batch, max_length, total, total - frozen)
 
 
 def pretrain_mb(layers: int, hidden: int, heads: int, vocab: int, batch: int, seq_len: int) -> int:
     """training_mb of pre-training a BERT of these sizes from scratch (feed-forward 4 x hidden)."""
-    total, _ = count_parameters(layers, hidden, 4 * hidden, vocab, max(128, seq_len), mlm=True)
+    sizes = dict(num_hidden_layers=layers, hidden_size=hidden, intermediate_size=4 * hidden, vocab_size=vocab)
+    total = model_parameters(SimpleNamespace(**sizes, max_position_embeddings=max(128, seq_len), type_vocab_size=2))
     return training_mb(layers, hidden, heads, batch, seq_len, total, total, vocab=vocab)

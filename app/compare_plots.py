@@ -16,7 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .head_plots import _head_axes
-from .plots import DIVERGING, _esc, safe_labels
+from .plots import _esc, diverging, probability_bars, safe_labels
 
 SENSE_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 
@@ -38,10 +38,7 @@ def attention_diff_heatmap(diff: np.ndarray, tokens, title: str = "A − B") -> 
             z=d,
             x=lab,
             y=lab,
-            colorscale=DIVERGING,
-            zmid=0,
-            zmin=-m,
-            zmax=m,
+            **diverging(m),
             colorbar=dict(title="A − B", thickness=12),
             hovertemplate="%{y} → %{x}: %{z:+.3f}<extra></extra>",
         )
@@ -90,17 +87,7 @@ def moved_heatmap(
 def class_probs_bar(labels, probs: np.ndarray, title: str = "") -> go.Figure:
     """One classifier's class probabilities."""
     p = np.asarray(probs, dtype=np.float32)
-    fig = go.Figure(
-        go.Bar(
-            x=p,
-            y=safe_labels(labels),
-            orientation="h",
-            marker_color="#1f77b4",
-            text=[f"{v:.1%}" for v in p],
-            textposition="auto",
-            hovertemplate="%{y}: %{x:.2%}<extra></extra>",
-        )
-    )
+    fig = go.Figure(probability_bars(p, safe_labels(labels), "#1f77b4"))
     fig.update_layout(title=_esc(title), height=int(90 + 40 * len(p)), margin=dict(l=10, r=10, t=40, b=10))
     fig.update_xaxes(range=[0, 1], title="probability")
     fig.update_yaxes(autorange="reversed", type="category")

@@ -30,22 +30,20 @@ def saliency_bars(
 ) -> go.Figure:
     """Two bars per token: attention rollout and input x gradient saliency (each sums to 1)."""
     x = safe_labels(tokens)
+    bars = (
+        ("attention rollout", "rollout", rollout, ROLLOUT_COLOUR),
+        ("saliency (input × gradient)", "saliency", saliency, SALIENCY_COLOUR),
+    )
     fig = go.Figure(
         [
             go.Bar(
-                name="attention rollout",
+                name=name,
                 x=x,
-                y=np.asarray(rollout, dtype=np.float32),
-                marker_color=ROLLOUT_COLOUR,
-                hovertemplate="%{x}: rollout %{y:.3f}<extra></extra>",
-            ),
-            go.Bar(
-                name="saliency (input × gradient)",
-                x=x,
-                y=np.asarray(saliency, dtype=np.float32),
-                marker_color=SALIENCY_COLOUR,
-                hovertemplate="%{x}: saliency %{y:.3f}<extra></extra>",
-            ),
+                y=np.asarray(values, dtype=np.float32),
+                marker_color=colour,
+                hovertemplate=f"%{{x}}: {what} %{{y:.3f}}<extra></extra>",
+            )
+            for name, what, values, colour in bars
         ]
     )
     if position is not None and 0 <= position < len(x):

@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .plots import DIVERGING, _esc, safe_labels
+from .plots import _esc, diverging, probability_bars, safe_labels
 
 # one colour per head-pattern label (bert.analysis.LABELS), and a short name for the cells
 PATTERN_COLOURS = {
@@ -195,20 +195,7 @@ def topk_before_after(before_tokens, before_probs, after_tokens, after_probs, ti
         ((before_tokens, before_probs, BEFORE_COLOUR), (after_tokens, after_probs, AFTER_COLOUR)), 1
     ):
         probs = np.asarray(probs, dtype=np.float32)
-        fig.add_trace(
-            go.Bar(
-                x=probs,
-                y=safe_labels(toks),
-                orientation="h",
-                marker_color=colour,
-                text=[f"{v:.1%}" for v in probs],
-                textposition="auto",
-                hovertemplate="%{y}: %{x:.2%}<extra></extra>",
-                showlegend=False,
-            ),
-            row=1,
-            col=c,
-        )
+        fig.add_trace(probability_bars(probs, safe_labels(toks), colour, showlegend=False), row=1, col=c)
     top = max([float(np.max(p)) for p in (before_probs, after_probs) if len(p)] + [1e-6])
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(range=[0, min(1.0, top * 1.15)], title="probability")
@@ -223,18 +210,7 @@ def class_probs_before_after(labels, before: np.ndarray, after: np.ndarray, titl
     fig = go.Figure()
     for name, v, colour in (("all heads on", before, BEFORE_COLOUR), ("chosen heads off", after, AFTER_COLOUR)):
         v = np.asarray(v, dtype=np.float32)
-        fig.add_trace(
-            go.Bar(
-                name=name,
-                x=v,
-                y=y,
-                orientation="h",
-                marker_color=colour,
-                text=[f"{p:.1%}" for p in v],
-                textposition="auto",
-                hovertemplate="%{y}: %{x:.2%}<extra></extra>",
-            )
-        )
+        fig.add_trace(probability_bars(v, y, colour, name=name))
     fig.update_layout(
         barmode="group",
         title=_esc(title),
@@ -259,10 +235,7 @@ def importance_heatmap(scores: np.ndarray, unit: str = "log-probability", target
             z=s,
             x=np.arange(1, H + 1),
             y=np.arange(1, L + 1),
-            colorscale=DIVERGING,
-            zmid=0,
-            zmin=-m,
-            zmax=m,
+            **diverging(m),
             text=text,
             texttemplate="%{text}",
             xgap=1,

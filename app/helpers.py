@@ -5,6 +5,7 @@ Dimension letters: T tokens, C hidden size, D head size, P positions, L layers, 
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -47,6 +48,15 @@ BANK_SENTENCES = (
 # --- text ---------------------------------------------------------------------------------------
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~<$])")
+
+
+def finite_float(v) -> float | None:
+    """float(v) when that is a finite number; None for anything else (a missing or broken metric)."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
 
 
 def md_escape(text: str) -> str:

@@ -45,6 +45,11 @@ def _esc(text) -> str:
     return html.escape(str(text))
 
 
+def diverging(m: float) -> dict:
+    """A heatmap's colours for signed values: DIVERGING, white at 0, from -m to m."""
+    return dict(colorscale=DIVERGING, zmid=0, zmin=-m, zmax=m)
+
+
 def _height_for(n: int, per: int = 18, lo: int = 360, hi: int = 900, extra: int = 160) -> int:
     return int(max(lo, min(hi, per * n + extra)))
 
@@ -135,24 +140,11 @@ def attention_grid(atts: np.ndarray, selected: tuple[int, int] | None = None, ma
         )
     )
     centres = [i * s + (t - 1) / 2 for i in range(max(L, H))]
-    fig.update_xaxes(
-        tickvals=centres[:H],
-        ticktext=[f"H{h + 1}" for h in range(H)],
-        side="top",
-        showgrid=False,
-        zeroline=False,
-        constrain="domain",
-    )
-    fig.update_yaxes(
-        tickvals=centres[:L],
-        ticktext=[f"L{l + 1}" for l in range(L)],
-        autorange="reversed",
-        showgrid=False,
-        zeroline=False,
-        scaleanchor="x",
-        scaleratio=1,
-        constrain="domain",
-    )
+    # one tick at the centre of each head's (column) or layer's (row) tile, and no grid
+    axis = dict(showgrid=False, zeroline=False, constrain="domain")
+    fig.update_xaxes(tickvals=centres[:H], ticktext=[f"H{h + 1}" for h in range(H)], side="top", **axis)
+    ticks = dict(tickvals=centres[:L], ticktext=[f"L{l + 1}" for l in range(L)])
+    fig.update_yaxes(autorange="reversed", scaleanchor="x", scaleratio=1, **ticks, **axis)
     fig.update_layout(
         height=int(min(900, max(300, 1100 * L / max(H, 1) + 60))),
         margin=dict(l=10, r=10, t=40, b=10),
@@ -176,26 +168,10 @@ def walkthrough_bars(tokens, scores: np.ndarray, weights: np.ndarray, query: str
         vertical_spacing=0.08,
         subplot_titles=("score = q·k / √d (any real number)", "weight = softmax(score) (positive, sums to 1)"),
     )
-    fig.add_trace(
-        go.Bar(
-            x=x,
-            y=np.asarray(scores, dtype=np.float32),
-            marker_color="#7f7f7f",
-            hovertemplate="%{x}: score %{y:.3f}<extra></extra>",
-        ),
-        row=1,
-        col=1,
-    )
-    fig.add_trace(
-        go.Bar(
-            x=x,
-            y=np.asarray(weights, dtype=np.float32),
-            marker_color="#1f77b4",
-            hovertemplate="%{x}: weight %{y:.3f}<extra></extra>",
-        ),
-        row=2,
-        col=1,
-    )
+    for row, (what, values, colour) in enumerate((("score", scores, "#7f7f7f"), ("weight", weights, "#1f77b4")), 1):
+        hover = f"%{{x}}: {what} %{{y:.3f}}<extra></extra>"
+        bar = go.Bar(x=x, y=np.asarray(values, dtype=np.float32), marker_color=colour, hovertemplate=hover)
+        fig.add_trace(bar, row=row, col=1)
     fig.update_layout(
         showlegend=False,
         height=460,
@@ -219,10 +195,7 @@ def embedding_part_heatmap(part: np.ndarray, tokens, name: str = "", zmax: float
         go.Heatmap(
             z=part,
             y=y,
-            colorscale=DIVERGING,
-            zmid=0,
-            zmin=-z,
-            zmax=z,
+            **diverging(z),
             hovertemplate="%{y}, dim %{x}: %{z:.3f}<extra></extra>",
             colorbar=dict(thickness=12),
         )
@@ -343,10 +316,7 @@ def cosine_heatmap(sim: np.ndarray, labels=None, title: str = "cosine similarity
     fig = go.Figure(
         go.Heatmap(
             z=sim,
-            colorscale=DIVERGING,
-            zmin=-1,
-            zmax=1,
-            zmid=0,
+            **diverging(1),
             hovertemplate="%{y} vs %{x}: %{z:.2f}<extra></extra>",
             colorbar=dict(thickness=12),
             **kw,
@@ -397,21 +367,26 @@ def values_bar(labels, values, title: str = "", y_title: str = "", range_y=None)
 # --- masked LM and next sentence -------------------------------------------------------------------
 
 
+def probability_bars(probs, labels, colour, **extra) -> go.Bar:
+    """Horizontal bars of probabilities (x) for `labels` (y), each showing its percentage;
+    `extra`: more go.Bar settings."""
+    return go.Bar(
+        x=probs,
+        y=labels,
+        orientation="h",
+        marker_color=colour,
+        text=[f"{p:.1%}" for p in probs],
+        textposition="auto",
+        hovertemplate="%{y}: %{x:.2%}<extra></extra>",
+        **extra,
+    )
+
+
 def mlm_topk_bar(tokens, probs, title: str = "") -> go.Figure:
     """Top-k candidates for one [MASK], most likely on top. tokens: K strings, probs: K values."""
     probs = np.asarray(probs, dtype=np.float32)
     y = safe_labels(tokens)
-    fig = go.Figure(
-        go.Bar(
-            x=probs,
-            y=y,
-            orientation="h",
-            marker_color="#1f77b4",
-            text=[f"{p:.1%}" for p in probs],
-            textposition="auto",
-            hovertemplate="%{y}: %{x:.2%}<extra></extra>",
-        )
-    )
+    fig = go.Figure(probability_bars(probs, y, "#1f77b4"))
     fig.update_layout(title=html.escape(title), height=int(60 + 28 * len(y)), margin=dict(l=10, r=10, t=40, b=10))
     fig.update_xaxes(title="probability", range=[0, max(1e-6, float(probs.max()) * 1.1 if len(probs) else 1)])
     fig.update_yaxes(autorange="reversed", type="category")
@@ -421,17 +396,8 @@ def mlm_topk_bar(tokens, probs, title: str = "") -> go.Figure:
 def nsp_bar(p_is_next: float) -> go.Figure:
     """The NSP head's two probabilities: B follows A (IsNext) or not (NotNext)."""
     p = float(p_is_next)
-    fig = go.Figure(
-        go.Bar(
-            x=[p, 1 - p],
-            y=["B follows A (IsNext)", "B is random (NotNext)"],
-            orientation="h",
-            marker_color=["#2ca02c", "#d62728"],
-            text=[f"{p:.1%}", f"{1 - p:.1%}"],
-            textposition="auto",
-            hovertemplate="%{y}: %{x:.2%}<extra></extra>",
-        )
-    )
+    labels = ["B follows A (IsNext)", "B is random (NotNext)"]
+    fig = go.Figure(probability_bars([p, 1 - p], labels, ["#2ca02c", "#d62728"]))
     fig.update_layout(height=200, margin=dict(l=10, r=10, t=20, b=10))
     fig.update_xaxes(range=[0, 1], title="probability")
     fig.update_yaxes(autorange="reversed")

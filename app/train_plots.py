@@ -15,7 +15,8 @@ from plotly.subplots import make_subplots
 
 from bert.events import FinetuneEval, FinetuneStep, PretrainEval, PretrainStart, PretrainStep, of_type
 
-from .plots import safe_labels
+from .helpers import finite_float
+from .plots import probability_bars, safe_labels
 
 MAX_POINTS = 1500  # longer series are thinned for drawing (every k-th point, last kept)
 TRAIN_COLOUR = "#1f77b4"
@@ -47,12 +48,15 @@ def thin(xs, *ys, max_points: int = MAX_POINTS):
     return ([xs[i] for i in idx], *[[y[i] for i in idx] for y in ys])
 
 
-def _finite(v) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if np.isfinite(f) else None
+def _step_curve(
+    fig: go.Figure, x, y, name: str, tag: str, line: dict, *, col: int = 1, secondary_y=None, fmt=".3f", **extra
+) -> None:
+    """One curve over training steps in panel (1, col): hovering shows the step, the value
+    (formatted with `fmt`) and `tag`; `extra`: more go.Scatter settings (mode is "lines" unless given)."""
+    extra.setdefault("mode", "lines")
+    hover = f"step %{{x}}: %{{y:{fmt}}}<extra>{tag}</extra>"
+    trace = go.Scatter(x=x, y=y, name=name, line=line, hovertemplate=hover, **extra)
+    fig.add_trace(trace, row=1, col=col, secondary_y=secondary_y)
 
 
 def _placeholder(fig: go.Figure, text: str, row: int, col: int) -> None:
@@ -86,12 +90,12 @@ def finetune_curves(metrics, total_steps: int | None = None, height: int = 360) 
         subplot_titles=("training loss", "validation"),
         horizontal_spacing=0.1,
     )
-    train = [m for m in of_type(metrics, FinetuneStep) if _finite(m.loss) is not None]
+    train = [m for m in of_type(metrics, FinetuneStep) if finite_float(m.loss) is not None]
     if train:
         _finetune_loss_traces(fig, train)
     else:
         _placeholder(fig, "waiting for the first step…", 1, 1)
-    evals = [m for m in of_type(metrics, FinetuneEval) if _finite(m.accuracy) is not None]
+    evals = [m for m in of_type(metrics, FinetuneEval) if finite_float(m.accuracy) is not None]
     if evals:
         _finetune_eval_traces(fig, evals)
     else:
@@ -114,63 +118,19 @@ def _finetune_loss_traces(fig: go.Figure, train: list[FinetuneStep]) -> None:
     loss = [float(m.loss) for m in train]
     smooth = ema(loss, 0.1)
     x, y, s = thin(steps, loss, list(smooth))
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=y,
-            mode="lines",
-            name="loss per step",
-            line=dict(color=TRAIN_COLOUR, width=1),
-            opacity=0.3,
-            hovertemplate="step %{x}: %{y:.3f}<extra>loss</extra>",
-        ),
-        row=1,
-        col=1,
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=s,
-            mode="lines",
-            name="smoothed loss",
-            line=dict(color=TRAIN_COLOUR, width=2.5),
-            hovertemplate="step %{x}: %{y:.3f}<extra>smoothed</extra>",
-        ),
-        row=1,
-        col=1,
-    )
+    _step_curve(fig, x, y, "loss per step", "loss", dict(color=TRAIN_COLOUR, width=1), opacity=0.3)
+    _step_curve(fig, x, s, "smoothed loss", "smoothed", dict(color=TRAIN_COLOUR, width=2.5))
 
 
 def _finetune_eval_traces(fig: go.Figure, evals: list[FinetuneEval]) -> None:
     """Right panel: validation accuracy and, on the secondary axis, validation loss."""
     steps = [m.step for m in evals]
-    fig.add_trace(
-        go.Scatter(
-            x=steps,
-            y=[m.accuracy for m in evals],
-            mode="lines+markers",
-            name="validation accuracy",
-            line=dict(color=VALID_COLOUR, width=2.5),
-            hovertemplate="step %{x}: %{y:.1%}<extra>accuracy</extra>",
-        ),
-        row=1,
-        col=2,
-        secondary_y=False,
-    )
-    vl = [_finite(m.val_loss) for m in evals]
-    fig.add_trace(
-        go.Scatter(
-            x=steps,
-            y=vl,
-            mode="lines+markers",
-            name="validation loss",
-            line=dict(color=EXTRA_COLOUR, width=1.5, dash="dot"),
-            hovertemplate="step %{x}: %{y:.3f}<extra>validation loss</extra>",
-        ),
-        row=1,
-        col=2,
-        secondary_y=True,
-    )
+    acc, vl = [m.accuracy for m in evals], [finite_float(m.val_loss) for m in evals]
+    right = dict(col=2, mode="lines+markers")
+    line = dict(color=VALID_COLOUR, width=2.5)
+    _step_curve(fig, steps, acc, "validation accuracy", "accuracy", line, secondary_y=False, fmt=".1%", **right)
+    line = dict(color=EXTRA_COLOUR, width=1.5, dash="dot")
+    _step_curve(fig, steps, vl, "validation loss", "validation loss", line, secondary_y=True, **right)
 
 
 def class_counts(counts: dict, title: str = "") -> go.Figure:
@@ -229,17 +189,7 @@ def class_probs(classes, probs, title: str = "") -> go.Figure:
     y = [labels[i] for i in order]
     p = probs[order]
     colours = [VALID_COLOUR if i == 0 else "#9ecae1" for i in range(len(p))]
-    fig = go.Figure(
-        go.Bar(
-            x=p,
-            y=y,
-            orientation="h",
-            marker_color=colours,
-            text=[f"{v:.1%}" for v in p],
-            textposition="auto",
-            hovertemplate="%{y}: %{x:.2%}<extra></extra>",
-        )
-    )
+    fig = go.Figure(probability_bars(p, y, colours))
     fig.update_layout(
         title=html.escape(title), height=int(80 + 34 * len(y)), margin=dict(l=10, r=10, t=40 if title else 10, b=10)
     )
@@ -339,21 +289,9 @@ def _pretrain_train_traces(fig: go.Figure, train: list[PretrainStep]) -> None:
         (2, "mlm_acc", "training MLM top-1"),
         (3, "nsp_acc", "training NSP accuracy"),
     ):
-        x, y = thin(steps, [_finite(getattr(m, key)) for m in train])
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=y,
-                mode="lines",
-                name=name,
-                line=dict(color=TRAIN_COLOUR, width=1.5),
-                legendgroup="train",
-                showlegend=col == 1,
-                hovertemplate="step %{x}: %{y:.3f}<extra>training</extra>",
-            ),
-            row=1,
-            col=col,
-        )
+        x, y = thin(steps, [finite_float(getattr(m, key)) for m in train])
+        line = dict(color=TRAIN_COLOUR, width=1.5)
+        _step_curve(fig, x, y, name, "training", line, col=col, legendgroup="train", showlegend=col == 1)
 
 
 def _pretrain_eval_traces(fig: go.Figure, evals: list[PretrainEval]) -> None:
@@ -366,31 +304,12 @@ def _pretrain_eval_traces(fig: go.Figure, evals: list[PretrainEval]) -> None:
         (2, "mlm_top5", "validation top-5", EXTRA_COLOUR),
         (3, "nsp_acc", "validation", VALID_COLOUR),
     ):
-        fig.add_trace(
-            go.Scatter(
-                x=steps,
-                y=[_finite(getattr(m, key)) for m in evals],
-                mode="lines+markers",
-                name=name,
-                line=dict(color=colour, width=2.5),
-                legendgroup=name,
-                showlegend=col != 3,
-                hovertemplate="step %{x}: %{y:.3f}<extra>" + name + "</extra>",
-            ),
-            row=1,
-            col=col,
+        y = [finite_float(getattr(m, key)) for m in evals]
+        line = dict(color=colour, width=2.5)
+        _step_curve(
+            fig, steps, y, name, name, line, col=col, mode="lines+markers", legendgroup=name, showlegend=col != 3
         )
-    base = [_finite(m.baseline_top1) for m in evals]
+    base = [finite_float(m.baseline_top1) for m in evals]
     if any(b is not None for b in base):
-        fig.add_trace(
-            go.Scatter(
-                x=steps,
-                y=base,
-                mode="lines",
-                name="always the most frequent token",
-                line=dict(color="#888888", width=1, dash="dot"),
-                hovertemplate="step %{x}: %{y:.3f}<extra>baseline</extra>",
-            ),
-            row=1,
-            col=2,
-        )
+        line = dict(color="#888888", width=1, dash="dot")
+        _step_curve(fig, steps, base, "always the most frequent token", "baseline", line, col=2)

@@ -98,6 +98,12 @@ def background_caption(jm: JobManager) -> None:
     )
 
 
+def start_button(page: TrainPage, jm: JobManager, label: str, on_click, args: tuple, disabled: bool, **kw) -> None:
+    """Where the job will run (background_caption), then the primary button that starts it."""
+    background_caption(jm)
+    st.button(label, type="primary", key=f"{page.prefix}_start", on_click=on_click, args=args, disabled=disabled, **kw)
+
+
 def live_progress(job: Job, jm: JobManager, frac: float, line: str) -> None:
     """The live panel's head: the place in the queue, the progress bar, the run code."""
     if job.status == "queued":

@@ -49,55 +49,43 @@ def _copy(widget_key: str, store_key: str) -> None:
     st.session_state[store_key] = st.session_state[widget_key]
 
 
+def _stored_text_box(label: str, widget_key: str, store_key: str, help_text: str, what: str) -> str:
+    """A text box whose text is kept under `store_key` (so it carries over to the other pages),
+    capped at SENTENCE_CHARS. Returns the text, capped (`what` names it in the warning)."""
+    _capped_seed(widget_key, store_key)
+    st.text_area(
+        label,
+        key=widget_key,
+        on_change=_copy,
+        args=(widget_key, store_key),
+        height=80,
+        max_chars=SENTENCE_CHARS,
+        help=cap_help(SENTENCE_CHARS, help_text),
+    )
+    return cap_text(st.session_state[store_key], what)
+
+
 def sentence_inputs(
     pair: bool = True, label_a: str = "Sentence A", label_b: str = "Sentence B (optional)"
 ) -> tuple[str, str]:
     """Text boxes for sentence A (and B), shared by every page. Returns the texts, capped."""
     links.use(links.TEXT_A, *([links.TEXT_B] if pair else []))
-    _capped_seed(state.W_TEXT_A, state.TEXT_A)
     cols = st.columns(2) if pair else [st.container()]
     with cols[0]:
-        st.text_area(
-            label_a,
-            key=state.W_TEXT_A,
-            on_change=_copy,
-            args=(state.W_TEXT_A, state.TEXT_A),
-            height=80,
-            max_chars=SENTENCE_CHARS,
-            help=cap_help(SENTENCE_CHARS, "Type any text. It carries over to the other pages."),
-        )
-        a = cap_text(st.session_state[state.TEXT_A], label_a.split(" (")[0])
+        help_a = "Type any text. It carries over to the other pages."
+        a = _stored_text_box(label_a, state.W_TEXT_A, state.TEXT_A, help_a, label_a.split(" (")[0])
     b = ""
     if pair:
-        _capped_seed(state.W_TEXT_B, state.TEXT_B)
         with cols[1]:
-            st.text_area(
-                label_b,
-                key=state.W_TEXT_B,
-                on_change=_copy,
-                args=(state.W_TEXT_B, state.TEXT_B),
-                height=80,
-                max_chars=SENTENCE_CHARS,
-                help=cap_help(SENTENCE_CHARS, "A second sentence makes a pair: [CLS] A [SEP] B [SEP]."),
-            )
-            b = cap_text(st.session_state[state.TEXT_B], label_b.split(" (")[0])
+            help_b = "A second sentence makes a pair: [CLS] A [SEP] B [SEP]."
+            b = _stored_text_box(label_b, state.W_TEXT_B, state.TEXT_B, help_b, label_b.split(" (")[0])
     return a, b
 
 
 def mlm_input(label: str = "A sentence with [MASK] in it") -> str:
     """The text box for the sentence with [MASK]s (Masked LM, Explanations, Ablation, Compare)."""
     links.use(links.MLM_TEXT)
-    _capped_seed(state.W_MLM_TEXT, state.MLM_TEXT)
-    st.text_area(
-        label,
-        key=state.W_MLM_TEXT,
-        on_change=_copy,
-        args=(state.W_MLM_TEXT, state.MLM_TEXT),
-        height=80,
-        max_chars=SENTENCE_CHARS,
-        help=cap_help(SENTENCE_CHARS),
-    )
-    return cap_text(st.session_state[state.MLM_TEXT], "The sentence")
+    return _stored_text_box(label, state.W_MLM_TEXT, state.MLM_TEXT, "", "The sentence")
 
 
 def index_slider(where, label: str, n: int, key: str, value: int = 1) -> int:

@@ -11,10 +11,8 @@ from __future__ import annotations
 import contextlib
 import importlib
 import shutil
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
@@ -26,7 +24,7 @@ import torch
 
 from .memory import peak_rss_mb
 from .models import Setup, theirs_from_dir
-from .report import Row, check
+from .report import Row, check, timed_row
 from .timing import paired
 
 if TYPE_CHECKING:
@@ -125,17 +123,9 @@ def app_work(b: Bench, setup: Setup) -> None:
 
     result = f_ours()
     tm = paired(f_ours, f_theirs, b.reps(15, 5), warmup=1 if b.quick else 2)
-    o, th, ra = tm.on(b.clock)
-    row = Row(
-        "analysis-64",
-        f"{setup.label} full analysis, {len(enc.ids)} tokens ({how})",
-        "ms",
-        o * 1e3,
-        th * 1e3,
-        ra,
-        note=f"{tm.note(b.clock)}; theirs: eager forward with attentions + hidden "
-        f"states only (no embedding parts, q/k/v, numpy copies)",
-    )
+    what = f"{setup.label} full analysis, {len(enc.ids)} tokens ({how})"
+    note = "theirs: eager forward with attentions + hidden states only (no embedding parts, q/k/v, numpy copies)"
+    row = timed_row("analysis-64", what, tm, b.clock, note)
     b.add(check(row, 40.0, on="ours"))
     b.profile("ours analysis-64", f_ours, 5)
     attentions = result.attentions  # (L, H, T, T) numpy
@@ -291,12 +281,6 @@ def startup(b: Bench) -> None:
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def _browser(enabled: bool):
     """Yields a function that opens a new page (or None when disabled)."""
@@ -334,27 +318,13 @@ def _wait_healthy(proc: subprocess.Popen, url: str, log, t0: float, timeout: flo
 def cold_start(script: Path, cwd: Path, page_factory, text: str, timeout: float = 180.0) -> dict:
     """Start `streamlit run script`; seconds until /_stcore/health answers and (with a page)
     until `text` is on the page; the server's peak RSS then. The server is stopped after."""
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
+    from scripts.loadtest import HOST, free_port, streamlit_cmd  # the load test starts the server the same way
+
+    port = free_port()
+    url = f"http://{HOST}:{port}"
     page = page_factory() if page_factory else None
     log = tempfile.TemporaryFile()
-    cmd = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        str(script),
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-        "--server.headless",
-        "true",
-        "--browser.gatherUsageStats",
-        "false",
-        "--server.fileWatcherType",
-        "none",
-    ]
+    cmd = streamlit_cmd(str(script), port)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
     out = {"health": None, "drawn": None, "peak_mb": None}

@@ -46,27 +46,30 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def peak_rss_mb(pid: int | str = "self") -> float:
-    """Peak resident set size (VmHWM) of a process in MB; getrusage as a fallback for self."""
+def _status_mb(pid: int | str, key: str) -> float | None:
+    """A process's /proc status line `key` ("VmHWM", "VmRSS") in MB; None when it cannot be read."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(key + ":"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
+    return None
+
+
+def peak_rss_mb(pid: int | str = "self") -> float:
+    """Peak resident set size (VmHWM) of a process in MB; getrusage as a fallback for self."""
+    mb = _status_mb(pid, "VmHWM")
+    if mb is not None:
+        return mb
     if pid == "self":
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return float("nan")
 
 
 def rss_mb(pid: int | str = "self") -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return float("nan")
+    mb = _status_mb(pid, "VmRSS")
+    return float("nan") if mb is None else mb
 
 
 def hwm_resettable() -> bool:

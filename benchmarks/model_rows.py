@@ -42,7 +42,7 @@ from .models import (
     set_attn,
     theirs_from_dir,
 )
-from .report import Row, check
+from .report import Row, check, timed_row
 from .timing import Timing, matmul_floor, paired, time_once
 
 if TYPE_CHECKING:
@@ -86,25 +86,17 @@ def _inference_row(b: Bench, ours, theirs, label: str, model_kind: str, kind: st
     tm = paired(f_ours, f_theirs, b.reps(15, 5), warmup=1 if b.quick else 2, min_sample_s=0.05 if not b.quick else 0.02)
     name = f"infer-{model_kind}-{kind}-{T}"
     what = f"{label} 1x{T} " + ("+attentions+hidden (eager)" if attn else "(SDPA)")
-    o, th, ra = tm.on(b.clock)
+    th = tm.on(b.clock)[1]
     floor = matmul_floor(config, T, b.reps(7, 3))
-    row = Row(
-        name,
-        what,
-        "ms",
-        o * 1e3,
-        th * 1e3,
-        ra,
-        note=f"{tm.note(b.clock)}; max |diff| {diff:.1e}; the weight matmuls "
-        f"alone: {floor * 1e3:.3g} ms = {floor / th:.2f}x theirs",
-        extra={
-            "max_abs_diff": diff,
-            "calls": tm.calls,
-            "repeats": tm.repeats,
-            "matmul_floor_ms": floor * 1e3,
-            "matmul_floor_ratio": floor / th,
-        },
-    )
+    note = f"max |diff| {diff:.1e}; the weight matmuls alone: {floor * 1e3:.3g} ms = {floor / th:.2f}x theirs"
+    extra = {
+        "max_abs_diff": diff,
+        "calls": tm.calls,
+        "repeats": tm.repeats,
+        "matmul_floor_ms": floor * 1e3,
+        "matmul_floor_ratio": floor / th,
+    }
+    row = timed_row(name, what, tm, b.clock, note, extra=extra)
     b.add(check(row, 0.8 if attn else 1.0))
     b.profile(f"ours {name}", f_ours, 5)
     b.profile(f"theirs {name}", f_theirs, 5)
@@ -127,31 +119,34 @@ def inference(b: Bench, setup: Setup) -> None:
 # ---- 2, 3, 6. training steps and throughput
 
 
+def _time_steps(b: Bench, kind: str, fa, fb) -> Timing:
+    """Our and their training steps of `kind` timed in pairs (kept in b.train_times)."""
+    torch.manual_seed(0)
+    tm = paired(fa, fb, b.reps(7, 3), warmup=1 if b.quick else 2)
+    b.train_times[kind] = tm
+    return tm
+
+
+def _profile_steps(b: Bench, kind: str, fa, fb) -> None:
+    b.profile(f"ours {kind}-step", fa, 2)
+    b.profile(f"theirs {kind}-step", fb, 2)
+
+
 def _finetune_rows(b: Bench, setup: Setup, peak: dict) -> None:
     ours, theirs = finetune_models(setup)
     batch = finetune_batch(setup.config, setup.bundle.tokenizer)
     fa, fb = finetune_step(ours, batch, True), finetune_step(theirs, batch, False)
-    torch.manual_seed(0)
-    tm = paired(fa, fb, b.reps(7, 3), warmup=1 if b.quick else 2)
-    b.train_times["finetune"] = tm
-    o, th, ra = tm.on(b.clock)
-    row = Row(
-        "finetune-step",
-        f"{setup.label} 32x{FT_LEN} fwd+bwd+clip+AdamW (theirs SDPA)",
-        "ms",
-        o * 1e3,
-        th * 1e3,
-        ra,
-        note=f"{tm.note(b.clock)}; lengths {3 * FT_LEN // 4}-{FT_LEN} padded to "
-        f"{FT_LEN}; same AdamW (bert.optim) for both; ours: last layer at "
-        f"[CLS] only (all the pooler reads)",
+    tm = _time_steps(b, "finetune", fa, fb)
+    note = (
+        f"lengths {3 * FT_LEN // 4}-{FT_LEN} padded to {FT_LEN}; same AdamW (bert.optim) for both; "
+        "ours: last layer at [CLS] only (all the pooler reads)"
     )
-    b.add(check(row, 0.9))
+    what = f"{setup.label} 32x{FT_LEN} fwd+bwd+clip+AdamW (theirs SDPA)"
+    b.add(check(timed_row("finetune-step", what, tm, b.clock, note), 0.9))
     flops = training_flops(ours.config, FT_BATCH, FT_LEN, num_labels=len(LABELS))
     ours_executed = training_flops(ours.config, FT_BATCH, FT_LEN, num_labels=len(LABELS), last_layer_rows=FT_BATCH)
     _throughput(b, "finetune", tm, FT_BATCH, flops, flops, peak, ours_executed)
-    b.profile("ours finetune-step", fa, 2)
-    b.profile("theirs finetune-step", fb, 2)
+    _profile_steps(b, "finetune", fa, fb)
 
 
 def _pretrain_rows(b: Bench, setup: Setup, peak: dict) -> None:
@@ -160,27 +155,16 @@ def _pretrain_rows(b: Bench, setup: Setup, peak: dict) -> None:
     batch = pretrain_batch(config, setup.bundle.tokenizer)
     M = int((batch["mlm_labels"] != -100).sum())
     fa, fb = pretrain_step(ours, batch, True), pretrain_step(theirs, batch, False)
-    torch.manual_seed(0)
-    tm = paired(fa, fb, b.reps(7, 3), warmup=1 if b.quick else 2)
-    b.train_times["pretrain"] = tm
-    o, th, ra = tm.on(b.clock)
-    row = Row(
-        "pretrain-step",
-        f"{setup.label} 16x{PT_LEN} MLM+NSP step (theirs full logits)",
-        "ms",
-        o * 1e3,
-        th * 1e3,
-        ra,
-        note=f"{tm.note(b.clock)}; {M} masked positions; ours: logits only there",
-    )
-    b.add(check(row, 0.5))
+    tm = _time_steps(b, "pretrain", fa, fb)
+    what = f"{setup.label} 16x{PT_LEN} MLM+NSP step (theirs full logits)"
+    note = f"{M} masked positions; ours: logits only there"
+    b.add(check(timed_row("pretrain-step", what, tm, b.clock, note), 0.5))
     useful = training_flops(config, PT_BATCH, PT_LEN, mlm_positions=M, nsp=True)
     executed = training_flops(config, PT_BATCH, PT_LEN, mlm_positions=PT_BATCH * PT_LEN, nsp=True)
     # our last layer runs only at the masked rows and each [CLS] (EncoderLayer.forward_rows)
     ours_executed = training_flops(config, PT_BATCH, PT_LEN, mlm_positions=M, nsp=True, last_layer_rows=M + PT_BATCH)
     _throughput(b, "pretrain", tm, PT_BATCH, useful, executed, peak, ours_executed)
-    b.profile("ours pretrain-step", fa, 2)
-    b.profile("theirs pretrain-step", fb, 2)
+    _profile_steps(b, "pretrain", fa, fb)
 
 
 def training(b: Bench, setup: Setup, peak: dict) -> None:

@@ -28,15 +28,7 @@ TINY = dict(
     max_position_embeddings=128,
     type_vocab_size=2,
 )
-BASE = dict(
-    vocab_size=30522,
-    hidden_size=768,
-    num_hidden_layers=12,
-    num_attention_heads=12,
-    intermediate_size=3072,
-    max_position_embeddings=512,
-    type_vocab_size=2,
-)
+BASE = {k: getattr(BertConfig(), k) for k in TINY}  # bert-base: the same fields at BertConfig's defaults
 LABELS = {0: "negative", 1: "positive"}
 FT_BATCH, FT_LEN = 32, 64
 PT_BATCH, PT_LEN = 16, 128
@@ -60,25 +52,16 @@ def hf():
     return transformers
 
 
+# the fields of our config that a transformers BertConfig takes as they are
+HF_FIELDS = (
+    "vocab_size hidden_size num_hidden_layers num_attention_heads intermediate_size hidden_act hidden_dropout_prob "
+    "attention_probs_dropout_prob max_position_embeddings type_vocab_size initializer_range layer_norm_eps pad_token_id"
+).split()
+
+
 def hf_config(config: BertConfig, attn: str = "eager", **kw):
     t = hf()
-    return t.BertConfig(
-        vocab_size=config.vocab_size,
-        hidden_size=config.hidden_size,
-        num_hidden_layers=config.num_hidden_layers,
-        num_attention_heads=config.num_attention_heads,
-        intermediate_size=config.intermediate_size,
-        hidden_act=config.hidden_act,
-        hidden_dropout_prob=config.hidden_dropout_prob,
-        attention_probs_dropout_prob=config.attention_probs_dropout_prob,
-        max_position_embeddings=config.max_position_embeddings,
-        type_vocab_size=config.type_vocab_size,
-        initializer_range=config.initializer_range,
-        layer_norm_eps=config.layer_norm_eps,
-        pad_token_id=config.pad_token_id,
-        attn_implementation=attn,
-        **kw,
-    )
+    return t.BertConfig(**{k: getattr(config, k) for k in HF_FIELDS}, attn_implementation=attn, **kw)
 
 
 def ours_from_theirs(theirs, ours: torch.nn.Module, config: BertConfig) -> torch.nn.Module:

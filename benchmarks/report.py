@@ -40,6 +40,12 @@ class Row:
     extra: dict = field(default_factory=dict)
 
 
+def timed_row(name: str, what: str, tm, clock: str, note: str, **kw) -> Row:
+    """A row in ms from a paired Timing `tm` on `clock`; its note starts with the other clock's figures."""
+    o, th, ra = tm.on(clock)
+    return Row(name, what, "ms", o * 1e3, th * 1e3, ra, note=f"{tm.note(clock)}; {note}", **kw)
+
+
 def check(row: Row, limit: float, on: str = "ratio") -> Row:
     """Give the row its target (`ratio <= limit`, or `ours <= limit unit`) and whether it is met."""
     value = row.ratio if on == "ratio" else row.ours

@@ -255,22 +255,32 @@ def _load_folder(folder: Path, name: str | None) -> Bundle:
     )
 
 
+def embedding_parameters(config: BertConfig) -> int:
+    """How many numbers the embeddings of `config` have: three tables and a LayerNorm."""
+    C = config.hidden_size
+    return (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * C + 2 * C
+
+
+def layer_parameters(config: BertConfig) -> int:
+    """How many numbers one encoder layer of `config` has: qkv, out, two LayerNorms, feed-forward."""
+    C, I = config.hidden_size, config.intermediate_size
+    return 4 * C * C + 2 * C * I + 9 * C + I
+
+
 def encoder_parameters(config: BertConfig) -> int:
     """How many numbers the encoder of `config` has (embeddings + layers, no pooler or heads):
     what any checkpoint of that config must hold."""
-    C, I, L = config.hidden_size, config.intermediate_size, config.num_hidden_layers
-    embeddings = (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * C + 2 * C
-    layer = 4 * C * C + 2 * C * I + 9 * C + I  # qkv, out, two LayerNorms, feed-forward
-    return embeddings + L * layer
+    return embedding_parameters(config) + config.num_hidden_layers * layer_parameters(config)
 
 
-def model_parameters(config: BertConfig, classifier: bool = False) -> int:
+def model_parameters(config: BertConfig, classifier: bool = False, classes: int | None = None) -> int:
     """All the numbers of the model `load_folder` builds from `config`: encoder, pooler, and
-    the MLM (its decoder tied to the word embeddings) and NSP heads, or the classifier."""
+    the MLM (its decoder tied to the word embeddings) and NSP heads, or the classifier (of
+    `classes` outputs; default one per label of `config`)."""
     C, V = config.hidden_size, config.vocab_size
     base = encoder_parameters(config) + C * C + C
     if classifier:
-        return base + (C + 1) * len(config.id2label)
+        return base + (C + 1) * (len(config.id2label) if classes is None else classes)
     return base + (C * C + 3 * C + V) + (2 * C + 2)
 
 

@@ -329,23 +329,25 @@ class BertForPreTraining(nn.Module):
         else:
             mlm_logits, positions = self.mlm(h), None  # (B, T, V)
         nsp_logits = self.nsp(out.pooler_output)  # (B, 2)
-        loss = mlm_loss = nsp_loss = None
-        if mlm_labels is not None:
-            targets = mlm_labels.reshape(-1).index_select(0, flat)
-            mlm_loss = F.cross_entropy(mlm_logits.float(), targets) if targets.numel() else mlm_logits.sum() * 0.0
-            loss = mlm_loss
-        if nsp_labels is not None:
-            nsp_loss = F.cross_entropy(nsp_logits.float(), nsp_labels.view(-1))
-            loss = nsp_loss if loss is None else loss + nsp_loss
-        return PreTrainingOutput(
-            mlm_logits=mlm_logits,
-            nsp_logits=nsp_logits,
-            bert=out,
-            loss=loss,
-            mlm_loss=mlm_loss,
-            nsp_loss=nsp_loss,
-            mlm_positions=positions,
-        )
+        targets = mlm_labels.reshape(-1).index_select(0, flat) if mlm_labels is not None else None
+        losses = _pretraining_losses(mlm_logits, targets, nsp_logits, nsp_labels)
+        return PreTrainingOutput(mlm_logits, nsp_logits, out, mlm_positions=positions, **losses)
+
+
+def _pretraining_losses(
+    mlm_logits: Tensor, mlm_targets: Tensor | None, nsp_logits: Tensor, nsp_labels: Tensor | None
+) -> dict[str, Tensor | None]:
+    """loss, mlm_loss and nsp_loss of a pre-training step: each head's loss where its labels are
+    given (else None), and loss their sum (None without labels)."""
+    loss = mlm_loss = nsp_loss = None
+    if mlm_targets is not None:
+        n = mlm_targets.numel()
+        mlm_loss = F.cross_entropy(mlm_logits.float(), mlm_targets) if n else mlm_logits.sum() * 0.0
+        loss = mlm_loss
+    if nsp_labels is not None:
+        nsp_loss = F.cross_entropy(nsp_logits.float(), nsp_labels.view(-1))
+        loss = nsp_loss if loss is None else loss + nsp_loss
+    return {"loss": loss, "mlm_loss": mlm_loss, "nsp_loss": nsp_loss}
 
 
 class BertForSequenceClassification(nn.Module):

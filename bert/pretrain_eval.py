@@ -3,6 +3,8 @@ the probe sentence's top words (what the Pre-training page shows). On the model'
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from .checkpoint import Bundle
@@ -15,13 +17,7 @@ def fixed_eval_batches(
     dataset: PretrainingDataset, masker: MLMMasker, n_sequences: int, batch_size: int
 ) -> list[dict[str, torch.Tensor]]:
     """Validation batches with a fixed 15 % of word pieces all replaced by [MASK]."""
-    full = MLMMasker(
-        vocab_size=masker.vocab_size,
-        mask_id=masker.mask_id,
-        pad_id=masker.pad_id,
-        special_ids=masker.special_ids,
-        mlm_probability=masker.mlm_probability,
-    )
+    full = dataclasses.replace(masker, whole_word=False, is_continuation=None)
     examples = dataset.examples(epoch=0)[:n_sequences]
     g = torch.Generator().manual_seed(1234)
     out = []

@@ -37,6 +37,14 @@ PAGE = view.TrainPage(
     ours_help="Unzip and open the folder with bert.load(folder), or in the sidebar.",
 )
 
+
+def labelled_upload(store_key: str, label: str, widget: str) -> dict | None:
+    """A file uploader for labelled texts, its file kept in the session under `store_key`."""
+    return tr.remember_upload(
+        store_key, st.file_uploader(label, type=["csv", "tsv", "jsonl", "json", "txt"], key=ts.upload_key(widget))
+    )
+
+
 st.title("Fine-tuning")
 st.markdown(
     "A pre-trained BERT knows a lot about language but nothing about *your* task. Fine-tuning puts a "
@@ -61,14 +69,8 @@ source = st.radio(
 data = None
 with show_errors("the data"):
     if source == UPLOAD:
-        up = tr.remember_upload(
-            ts.FT_UPLOAD,
-            st.file_uploader(
-                "A labelled file: CSV, TSV, JSON Lines, or plain text with `label<TAB>text` per line",
-                type=["csv", "tsv", "jsonl", "json", "txt"],
-                key=ts.upload_key("ft_file"),
-            ),
-        )
+        label = "A labelled file: CSV, TSV, JSON Lines, or plain text with `label<TAB>text` per line"
+        up = labelled_upload(ts.FT_UPLOAD, label, "ft_file")
         if up is None:
             view.upload_missing(
                 ts.FT_UPLOAD,
@@ -157,14 +159,7 @@ if data is not None:
         ts.remember("ft_valid_frac")
     else:
         with show_errors("the validation file"):
-            vup = tr.remember_upload(
-                ts.FT_VAL_UPLOAD,
-                st.file_uploader(
-                    "Validation file (same classes)",
-                    type=["csv", "tsv", "jsonl", "json", "txt"],
-                    key=ts.upload_key("ft_val_file"),
-                ),
-            )
+            vup = labelled_upload(ts.FT_VAL_UPLOAD, "Validation file (same classes)", "ft_val_file")
             if vup is not None:
                 try:
                     valid_file = tr.parse_upload(
@@ -333,27 +328,23 @@ def start(data, valid_file, valid_fraction, base, mode) -> None:
             tr.free_uploads(*[key for key, on in used if on])
 
 
-view.background_caption(jm)
-st.button(
+view.start_button(
+    PAGE,
+    jm,
     "Start fine-tuning",
-    type="primary",
-    key="ft_start",
-    on_click=start,
-    args=(data, valid_file, valid_fraction, base, mode),
-    disabled=data is None or base is None or (job is not None and job.active),
+    start,
+    (data, valid_file, valid_fraction, base, mode),
+    data is None or base is None or (job is not None and job.active),
     help="One job per session at a time; others on this server may be queued before you.",
 )
 job = tr.current_job(tr.FINETUNE, jm)
 
 
 def live_panel():
-    job = tr.current_job(tr.FINETUNE)
+    job = tr.live_job(tr.FINETUNE)
     if job is None:
         return
-    tr.tick(job)
-    board_view.push_live(job)
-    if not job.active:
-        st.rerun()  # finished: a full run collects the result
+    board_view.push_live(job)  # a run shown live on the class board (its end: push_ended)
     view.live_progress(job, jm, *tr.finetune_progress(job.metrics))
     start_ev = tr.last_event(job.metrics, FinetuneStart)
     if start_ev:
@@ -375,6 +366,18 @@ if snapshots.recorded("fine-tuning"):
     snapshots.replay_button("ft_replay")
 
 
+def csv_download(tab, res: dict, frame, what: str) -> None:
+    """A button that downloads `frame`, the run's `what` ("scores", "mistakes"), as a .csv."""
+    tab.download_button(
+        f"Download the {what} (.csv)",
+        data=tr.table_csv(frame),
+        mime="text/csv",
+        file_name=f"{tr.safe_filename(res['name'])}-{what}.csv",
+        on_click="ignore",
+        key=f"ft_csv_{what}_{res['job_id']}",
+    )
+
+
 def scores_tab(tab, res: dict, rep: dict) -> None:
     per_class = tr.per_class_frame(rep)
     tab.dataframe(
@@ -383,14 +386,7 @@ def scores_tab(tab, res: dict, rep: dict) -> None:
         width="stretch",
         column_config={k: st.column_config.NumberColumn(format="%.3f") for k in ("precision", "recall", "F1")},
     )
-    tab.download_button(
-        "Download the scores (.csv)",
-        data=tr.table_csv(per_class),
-        mime="text/csv",
-        file_name=f"{tr.safe_filename(res['name'])}-scores.csv",
-        on_click="ignore",
-        key=f"ft_csv_scores_{res['job_id']}",
-    )
+    csv_download(tab, res, per_class, "scores")
     tab.caption(
         "Precision: of the texts it put in a class, the share that belong there. Recall: of "
         "the texts of a class, the share it found. F1: their harmonic mean."
@@ -412,14 +408,7 @@ def mistakes_tab(tab, res: dict, rep: dict) -> None:
         "The validation texts it got wrong while being most sure. Some labels are "
         "debatable; some mistakes show what the model has not learned."
     )
-    tab.download_button(
-        "Download the mistakes (.csv)",
-        data=tr.table_csv(mistakes),
-        mime="text/csv",
-        file_name=f"{tr.safe_filename(res['name'])}-mistakes.csv",
-        on_click="ignore",
-        key=f"ft_csv_mistakes_{res['job_id']}",
-    )
+    csv_download(tab, res, mistakes, "mistakes")
 
 
 def cls_comparison(res: dict, text: str) -> None:

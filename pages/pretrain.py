@@ -224,15 +224,8 @@ def start(corpus, corpus_label) -> None:
                 tr.free_uploads(ts.PT_UPLOAD)
 
 
-view.background_caption(jm)
-st.button(
-    "Start pre-training",
-    type="primary",
-    key="pt_start",
-    on_click=start,
-    args=(corpus, corpus_label),
-    disabled=corpus is None or (job is not None and job.active) or not est["ok"],
-)
+disabled = corpus is None or (job is not None and job.active) or not est["ok"]
+view.start_button(PAGE, jm, "Start pre-training", start, (corpus, corpus_label), disabled)
 job = tr.current_job(tr.PRETRAIN, jm)
 
 
@@ -258,12 +251,9 @@ def plateau_line(metrics) -> None:
 
 
 def live_panel():
-    job = tr.current_job(tr.PRETRAIN)
+    job = tr.live_job(tr.PRETRAIN)
     if job is None:
         return
-    tr.tick(job)
-    if not job.active:
-        st.rerun()  # finished: a full run collects the result
     args: PretrainArgs = job.info["args"]
     steps = args.steps
     view.live_progress(job, jm, *tr.pretrain_progress(job.metrics, steps, args.log_every))

@@ -23,23 +23,35 @@ st.caption(
 )
 
 
+def metric_row(metrics: dict[str, str]) -> None:
+    """One row of st.metric, label: value."""
+    for col, (label, value) in zip(st.columns(len(metrics)), metrics.items()):
+        col.metric(label, value)
+
+
 @st.fragment(run_every=10)
 def panel() -> None:
     jm = tr.manager()
     n = jm.counts()
-    c = st.columns(4)
-    c[0].metric("Jobs training", f"{n['running']} of {n['max_running']}")
-    c[1].metric("Jobs waiting", f"{n['queued']} of {n['max_queue']}")
-    c[2].metric("Time per job", f"{n['max_minutes']:g} min")
-    c[3].metric("Tokens per step", f"{budget.max_step_tokens():,}")
+    metric_row(
+        {
+            "Jobs training": f"{n['running']} of {n['max_running']}",
+            "Jobs waiting": f"{n['queued']} of {n['max_queue']}",
+            "Time per job": f"{n['max_minutes']:g} min",
+            "Tokens per step": f"{budget.max_step_tokens():,}",
+        }
+    )
 
     mem = server_memory()
     use = runs_store.disk_usage()
-    c = st.columns(4)
-    c[0].metric("Server memory now (RSS)", f"{mem['rss'] / MB:,.0f} MB")
-    c[1].metric("Server memory peak", f"{mem['peak'] / MB:,.0f} MB")
-    c[2].metric("Saved runs + jobs + tokenized", f"{use['capped'] / MB:,.0f} of {budget.max_disk_mb():,} MB")
-    c[3].metric("Whole cache (with corpora)", f"{use['cache'] / MB:,.0f} MB")
+    metric_row(
+        {
+            "Server memory now (RSS)": f"{mem['rss'] / MB:,.0f} MB",
+            "Server memory peak": f"{mem['peak'] / MB:,.0f} MB",
+            "Saved runs + jobs + tokenized": f"{use['capped'] / MB:,.0f} of {budget.max_disk_mb():,} MB",
+            "Whole cache (with corpora)": f"{use['cache'] / MB:,.0f} MB",
+        }
+    )
     st.caption(
         f"Saved runs {use['runs'] / MB:,.1f} MB · job folders {use['jobs'] / MB:,.1f} MB · tokenized "
         f"texts {use['tokenized'] / MB:,.1f} MB. Each job may take about {budget.max_job_mb():,} MB "

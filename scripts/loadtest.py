@@ -1140,35 +1140,39 @@ def markdown(rep: Report) -> str:
     return "\n".join(lines)
 
 
+# The command line's numbers that go to run() as they are: keyword -> (type, default, help).
+RUN_OPTIONS = {
+    "sessions": (int, 20, "concurrent student sessions (default 20)"),
+    "jobs": (int, 2, "fine-tuning jobs submitted (default 2)"),
+    "browser_sessions": (
+        int,
+        4,
+        "how many of the students use Chromium (default 4); the others speak Streamlit's "
+        "websocket protocol (no drawing: see ProtocolPage)",
+    ),
+    "max_jobs": (int, 1, "BERT_EXPLORER_MAX_JOBS of the server (default 1)"),
+    "ramp": (
+        float,
+        2.0,
+        "seconds between two students' arrivals (default 2: 20 students arrive within 40 s, "
+        "then all work at once); 0: all at the same instant",
+    ),
+    "max_seconds": (float, 900, "bound on the students' phase"),
+    "step_timeout": (float, 300, "bound on one page step"),
+    "job_wait": (float, 240, "bound on each job's start/finish"),
+    "nice": (
+        int,
+        0,
+        "run Chromium at this niceness, so the server gets the processor first (default 0: "
+        "on a machine shared with other busy processes a niced browser starves)",
+    ),
+}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sessions", type=int, default=20, help="concurrent student sessions (default 20)")
-    p.add_argument("--jobs", type=int, default=2, help="fine-tuning jobs submitted (default 2)")
-    p.add_argument(
-        "--browser-sessions",
-        type=int,
-        default=4,
-        help="how many of the students use Chromium (default 4); the others speak Streamlit's "
-        "websocket protocol (no drawing: see ProtocolPage)",
-    )
-    p.add_argument("--max-jobs", type=int, default=1, help="BERT_EXPLORER_MAX_JOBS of the server (default 1)")
-    p.add_argument(
-        "--ramp",
-        type=float,
-        default=2.0,
-        help="seconds between two students' arrivals (default 2: 20 students arrive within 40 s, "
-        "then all work at once); 0: all at the same instant",
-    )
-    p.add_argument("--max-seconds", type=float, default=900, help="bound on the students' phase")
-    p.add_argument("--step-timeout", type=float, default=300, help="bound on one page step")
-    p.add_argument("--job-wait", type=float, default=240, help="bound on each job's start/finish")
-    p.add_argument(
-        "--nice",
-        type=int,
-        default=0,
-        help="run Chromium at this niceness, so the server gets the processor first (default 0: "
-        "on a machine shared with other busy processes a niced browser starves)",
-    )
+    for name, (kind, default, text) in RUN_OPTIONS.items():
+        p.add_argument("--" + name.replace("_", "-"), type=kind, default=default, help=text)
     p.add_argument("--torch-threads", type=int, default=0, help="OMP_NUM_THREADS of the server (0: torch's default)")
     p.add_argument(
         "--server-env",
@@ -1182,19 +1186,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     env = {"OMP_NUM_THREADS": str(a.torch_threads)} if a.torch_threads else {}
     env.update(kv.split("=", 1) for kv in a.server_env)
-    rep = run(
-        sessions=a.sessions,
-        jobs=a.jobs,
-        browser_sessions=a.browser_sessions,
-        max_seconds=a.max_seconds,
-        step_timeout=a.step_timeout,
-        job_wait=a.job_wait,
-        nice=a.nice,
-        ramp=a.ramp,
-        max_jobs=a.max_jobs,
-        env=env,
-        log_dir=a.log_dir,
-    )
+    rep = run(**{name: getattr(a, name) for name in RUN_OPTIONS}, env=env, log_dir=a.log_dir)
     print(markdown(rep))
     if a.json:
         a.json.write_text(json.dumps(asdict(rep), indent=2, default=list) + "\n")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import torch
 
 import bert
@@ -9,6 +12,7 @@ from bert import events as ev
 from bert.config import BertConfig
 from bert.model import BertForPreTraining, BertForSequenceClassification
 
+ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 # "good"/"bad" decide a review's label; the rest (REVIEW_WORDS[7:]) is filler
 REVIEW_WORDS = SPECIALS + "good bad the film was a very plot actor movie really quite and it story".split()
@@ -38,14 +42,7 @@ def minilm_tiny_classifier() -> bert.Bundle:
     from bert.checkpoint import minilm_package_dir
 
     tok = bert.Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
-    cfg = bert.BertConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        id2label={0: "negative", 1: "positive"},
-    )
+    cfg = tiny_config(len(tok), max_position_embeddings=512, id2label={0: "negative", 1: "positive"})
     return bert.Bundle(model=BertForSequenceClassification(cfg).eval(), tokenizer=tok, name="tiny-clf")
 
 
@@ -89,3 +86,50 @@ def pretrain_step(step: int, mlm_loss: float = 5.0, **kw) -> ev.PretrainStep:
 def pretrain_eval(step: int, mlm_top1: float = 0.1, **kw) -> ev.PretrainEval:
     fields = dict(step=step, mlm_loss=5.0, mlm_top1=mlm_top1, mlm_top5=mlm_top1, nsp_loss=0.7, nsp_acc=0.5)
     return ev.PretrainEval(**{**fields, "masked_tokens": 100, "sequences": 10, **kw})
+
+
+def counting_job(n=10_000, every=0.01, result="model"):
+    """A stand-in job: a "train" event every `every` seconds until stopped (at most n), then a model."""
+
+    def fn(stop):
+        for i in range(n):
+            if stop.is_set():
+                break
+            time.sleep(every)
+            yield finetune_step(i + 1)
+        yield finetune_done(bundle=result)
+
+    return fn
+
+
+# ---- the app in streamlit's AppTest
+
+
+def started_app(timeout: float):
+    """The app (its entry page) run once in an AppTest, without an exception."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(ENTRY, default_timeout=timeout)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def select_session_model(at, name: str, bundle: bert.Bundle) -> None:
+    """Make `bundle` the session's own model `name` (its only one), and the model selected."""
+    from app import state
+
+    at.session_state[state.USER_MODELS] = {name: bundle}
+    at.session_state[state.USER_MODEL_IDS] = {name: f"session:{name}:test"}
+    at.session_state[state.MODEL_SOURCE] = f"session:{name}"
+
+
+def set_small_pretraining(at, steps: int, eval_every: int, batch: int) -> None:
+    """On the Pre-training page: 1 layer of 64, a 500-word vocabulary, 32-token sequences; then a run."""
+    at.number_input(key="pt_layers").set_value(1)
+    at.selectbox(key="pt_hidden").set_value(64)
+    at.number_input(key="pt_vocab_size").set_value(500)
+    at.number_input(key="pt_steps").set_value(steps)
+    at.number_input(key="pt_eval").set_value(eval_every)
+    at.number_input(key="pt_seq").set_value(32)
+    at.number_input(key="pt_batch").set_value(batch).run()

@@ -170,6 +170,16 @@ def test_head_patterns_input_probe_and_open_on_attention(at):
     assert not at.warning, [w.value for w in at.warning]
 
 
+def _explanation_views(at, choice_key: str) -> None:
+    """On the Explanations page: the first view's rank correlation, the second choice of
+    `choice_key` (a [MASK] or a class), then the logit lens view."""
+    assert any(m.label.startswith("Rank correlation") for m in at.metric)
+    at.selectbox(key=choice_key).set_value(1).run()
+    _ok(at)
+    at.radio(key="ex_view").set_value("Logit lens").run()
+    _ok(at)
+
+
 def test_explanations_both_views_and_several_masks(at):
     at.switch_page("pages/explanations.py").run()
     _ok(at)
@@ -177,11 +187,7 @@ def test_explanations_both_views_and_several_masks(at):
 
     untrained = any("no MLM head" in n for n in bert.load("minilm-l6").notes)
     assert any("untrained" in w.value for w in at.warning) == untrained  # warned only if untrained
-    assert any(m.label.startswith("Rank correlation") for m in at.metric)
-    at.selectbox(key="ex_mask_2").set_value(1).run()
-    _ok(at)
-    at.radio(key="ex_view").set_value("Logit lens").run()
-    _ok(at)
+    _explanation_views(at, "ex_mask_2")
     assert any("top guess" in m.value for m in at.markdown)
     at.text_area(key=state.W_MLM_TEXT).input("no gap here").run()
     assert not at.exception
@@ -222,23 +228,17 @@ def test_compare_two_models_and_word_map(at):
 def test_a_session_classifier_on_every_analysis_page():
     """A user's own classifier: class explanations, class ablation, and side by side with the
     default model (different shapes: a message, not an error)."""
-    from tests.helpers import minilm_tiny_classifier
+    from tests.helpers import minilm_tiny_classifier, select_session_model
 
     bundle = minilm_tiny_classifier()
     a = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
-    a.session_state[state.USER_MODELS] = {"tiny-clf": bundle}
-    a.session_state[state.USER_MODEL_IDS] = {"tiny-clf": "session:tiny-clf:test"}
-    a.session_state[state.MODEL_SOURCE] = "session:tiny-clf"
+    select_session_model(a, "tiny-clf", bundle)
     a.run()
     for page in PAGES:
         a.switch_page(page).run()
         _ok(a)
     a.switch_page("pages/explanations.py").run()
-    assert any(m.label.startswith("Rank correlation") for m in a.metric)
-    a.selectbox(key="ex_class").set_value(1).run()
-    _ok(a)
-    a.radio(key="ex_view").set_value("Logit lens").run()
-    _ok(a)
+    _explanation_views(a, "ex_class")
     assert any("classifier" in i.value for i in a.info)
     a.switch_page("pages/ablation.py").run()
     a.button(key="abl_top").click().run()

@@ -14,6 +14,7 @@ from pathlib import Path  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from app import state  # noqa: E402
+from tests.helpers import started_app  # noqa: E402
 
 ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 PAGES = ["pages/home.py", "pages/tokenization.py", "pages/embeddings.py", "pages/attention.py", "pages/masked_lm.py"]
@@ -37,10 +38,7 @@ def home():
 
 @pytest.fixture()
 def app():
-    at = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
-    at.run()
-    _ok(at)
-    return at
+    return started_app(TIMEOUT)
 
 
 def test_home_renders_and_shows_parameter_count(home):
@@ -167,12 +165,10 @@ def test_bad_local_folder_shows_an_error_not_a_traceback(app, tmp_path, monkeypa
 def test_a_session_model_classifier_on_every_page(app):
     """A user's own model (here a tiny random classifier) is picked from session_state, keyed
     apart from the cached built-ins, and the MLM page says it has no MLM head."""
-    from tests.helpers import minilm_tiny_classifier
+    from tests.helpers import minilm_tiny_classifier, select_session_model
 
     bundle = minilm_tiny_classifier()
-    app.session_state[state.USER_MODELS] = {"tiny-clf": bundle}
-    app.session_state[state.USER_MODEL_IDS] = {"tiny-clf": "session:tiny-clf:test"}
-    app.session_state[state.MODEL_SOURCE] = "session:tiny-clf"
+    select_session_model(app, "tiny-clf", bundle)
     app.run()
     _ok(app)
     assert app.selectbox(key=state.W_MODEL_CHOICE).value == "session:tiny-clf"

@@ -22,7 +22,7 @@ from bert.errors import DataError, InputError
 from bert.events import PretrainEval
 from bert.labelled import read_labelled, stratified_split
 from tests import helpers
-from tests.helpers import REVIEW_WORDS
+from tests.helpers import REVIEW_WORDS, counting_job, set_small_pretraining
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = REVIEW_WORDS
@@ -38,20 +38,6 @@ def reviews(n=120):
         for i in range(n)
     ]
     return read_labelled(("\n".join(lines) + "\n").encode(), "r.csv")
-
-
-def steps(n=10_000, every=0.01, result="model"):
-    """A stand-in job: a "train" event every `every` seconds until stopped, then a model."""
-
-    def fn(stop):
-        for i in range(n):
-            if stop.is_set():
-                break
-            time.sleep(every)
-            yield helpers.finetune_step(i + 1)
-        yield helpers.finetune_done(bundle=result)
-
-    return fn
 
 
 @pytest.fixture()
@@ -118,18 +104,18 @@ def test_the_app_checks_its_settings_before_queuing(cache):
 
 def test_one_job_per_student_across_kinds_and_tabs():
     jm = JobManager(max_running=2)
-    a = jm.submit("tab1", "finetune", steps(), student="alice")
-    assert jm.submit("tab1", "finetune", steps(), student="alice") is a  # a second Start click
+    a = jm.submit("tab1", "finetune", counting_job(), student="alice")
+    assert jm.submit("tab1", "finetune", counting_job(), student="alice") is a  # a second Start click
     with pytest.raises(LimitError, match="already have a fine-tuning job running: one job per student"):
-        jm.submit("tab1", "pretrain", steps(), student="alice")
+        jm.submit("tab1", "pretrain", counting_job(), student="alice")
     with pytest.raises(LimitError, match="in another tab or window of this browser"):
-        jm.submit("tab2", "finetune", steps(), student="alice")
-    b = jm.submit("tab3", "finetune", steps(), student="bob")  # another student: fine
+        jm.submit("tab2", "finetune", counting_job(), student="alice")
+    b = jm.submit("tab3", "finetune", counting_job(), student="bob")  # another student: fine
     a.stop()
     with pytest.raises(LimitError, match="is stopping; start again in a few seconds"):
-        jm.submit("tab2", "pretrain", steps(), student="alice")
+        jm.submit("tab2", "pretrain", counting_job(), student="alice")
     assert jm.wait(a, 5)
-    c = jm.submit("tab2", "pretrain", steps(), student="alice")  # after it ended: fine
+    c = jm.submit("tab2", "pretrain", counting_job(), student="alice")  # after it ended: fine
     for j in (b, c):
         j.stop()
         jm.wait(j, 5)
@@ -138,15 +124,15 @@ def test_one_job_per_student_across_kinds_and_tabs():
 def test_queue_length_is_capped_with_a_message(monkeypatch):
     monkeypatch.setenv("BERT_EXPLORER_MAX_QUEUE", "2")
     jm = JobManager(max_running=1)
-    running = jm.submit("s0", "finetune", steps())
-    waiting = [jm.submit(f"s{i}", "finetune", steps()) for i in (1, 2)]
+    running = jm.submit("s0", "finetune", counting_job())
+    waiting = [jm.submit(f"s{i}", "finetune", counting_job()) for i in (1, 2)]
     with pytest.raises(LimitError, match=r"2 jobs are already waiting for a free slot \(at most 2\)"):
-        jm.submit("s3", "finetune", steps())
+        jm.submit("s3", "finetune", counting_job())
     assert jm.counts() == {"running": 1, "queued": 2, "max_running": 1, "max_queue": 2, "max_minutes": 15.0}
     waiting[0].stop()
     jm.reap()  # a stopped waiting job leaves the queue at once
     assert waiting[0].status == "stopped" or jm.wait(waiting[0], 5)
-    late = jm.submit("s3", "finetune", steps())
+    late = jm.submit("s3", "finetune", counting_job())
     assert late.status == "queued"
     for j in (running, waiting[1], late):
         j.stop()
@@ -156,7 +142,7 @@ def test_queue_length_is_capped_with_a_message(monkeypatch):
 
 def test_time_cap_stops_a_job_which_keeps_its_model_and_says_why():
     jm = JobManager(max_running=1, max_seconds=0.3)
-    job = jm.submit("s", "finetune", steps(every=0.01, result="best model"))
+    job = jm.submit("s", "finetune", counting_job(every=0.01, result="best model"))
     assert jm.wait(job, 5)
     assert job.status == "stopped" and job.stop_reason == TIME and job.result == "best model"
     assert 0.3 <= job.finished - job.started < 1.0
@@ -189,8 +175,8 @@ def test_closed_tabs_job_stops_and_frees_its_slot_within_10_s(cache):
     like a fine-tuning step) and the next student's waiting job starts."""
     sessions = {"tab-a": True, "tab-b": True}
     jm = tr.TrainingJobs(max_running=1, alive=lambda sid: sessions.get(sid))
-    a, _ = jm.submit_for("a", tr.FINETUNE, steps(every=0.5, result="a's model"), session_id="tab-a", student="A")
-    b, _ = jm.submit_for("b", tr.FINETUNE, steps(every=0.5), session_id="tab-b", student="B")
+    a, _ = jm.submit_for("a", tr.FINETUNE, counting_job(every=0.5, result="a's model"), session_id="tab-a", student="A")
+    b, _ = jm.submit_for("b", tr.FINETUNE, counting_job(every=0.5), session_id="tab-b", student="B")
     jm.start_watchdog(every_s=1.0)
     time.sleep(3.0)
     assert a.status == "running" and b.status == "queued"  # a connected tab keeps its job
@@ -214,7 +200,7 @@ def test_closed_tabs_job_stops_and_frees_its_slot_within_10_s(cache):
 def test_a_network_blip_shorter_than_the_grace_keeps_the_job():
     sessions = {"t": True}
     jm = tr.TrainingJobs(max_running=1, session_grace_s=3.0, alive=lambda sid: sessions.get(sid))
-    job, _ = jm.submit_for("o", tr.FINETUNE, steps(), session_id="t")
+    job, _ = jm.submit_for("o", tr.FINETUNE, counting_job(), session_id="t")
     sessions["t"] = False
     jm.reap()
     time.sleep(1.0)
@@ -459,13 +445,7 @@ def test_finished_run_is_reopened_by_code_in_a_new_session(cache):
     at.session_state[ts.PT_UPLOAD] = {"name": "story.txt", "data": corpus, "id": "s1"}
     at.switch_page("pages/pretrain.py").run()
     at.radio(key="pt_source").set_value("upload").run()
-    at.number_input(key="pt_layers").set_value(1)
-    at.selectbox(key="pt_hidden").set_value(64)
-    at.number_input(key="pt_vocab_size").set_value(500)
-    at.number_input(key="pt_steps").set_value(10)
-    at.number_input(key="pt_eval").set_value(5)
-    at.number_input(key="pt_seq").set_value(32)
-    at.number_input(key="pt_batch").set_value(4).run()
+    set_small_pretraining(at, steps=10, eval_every=5, batch=4)
     at.button(key="pt_start").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.session_state[ts.PT_UPLOAD] is None  # the upload was freed at Start

@@ -278,14 +278,7 @@ def test_a_huge_config_json_is_refused_unread(tmp_path, monkeypatch):
 def test_model_parameters_matches_the_models():
     b = tiny()
     assert model_parameters(b.config) == sum(p.numel() for p in b.model.parameters())
-    cfg = BertConfig(
-        vocab_size=99,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        id2label={0: "a", 1: "b", 2: "c"},
-    )
+    cfg = tiny_config(99, max_position_embeddings=512, id2label={0: "a", 1: "b", 2: "c"})
     clf = BertForSequenceClassification(cfg)
     assert model_parameters(cfg, classifier=True) == sum(p.numel() for p in clf.parameters())
 

@@ -7,8 +7,8 @@ import torch
 
 import bert
 from bert.checkpoint import minilm_package_dir
-from bert.config import BertConfig
 from bert.model import BertForSequenceClassification
+from tests.helpers import tiny_config
 
 transformers = pytest.importorskip("transformers")
 
@@ -22,15 +22,9 @@ TEXTS = [
 
 def _classifier(pooling: str) -> bert.Bundle:
     tok = bert.Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
-    config = BertConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=128,
-        classifier_pooling=pooling,
-        id2label={0: "negative", 1: "neutral", 2: "positive"},
+    labels = {0: "negative", 1: "neutral", 2: "positive"}
+    config = tiny_config(
+        len(tok), intermediate_size=64, max_position_embeddings=128, classifier_pooling=pooling, id2label=labels
     )
     torch.manual_seed(0)
     model = BertForSequenceClassification(config).eval()

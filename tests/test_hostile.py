@@ -28,6 +28,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 import bert  # noqa: E402
 from app import state  # noqa: E402
 from bert import InputError  # noqa: E402
+from tests.helpers import select_session_model  # noqa: E402
 
 ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 TIMEOUT = 120
@@ -348,9 +349,7 @@ def test_a_one_layer_one_head_model_on_every_page():
     )
     tiny = bert.Bundle(model=bert.BertForPreTraining(cfg).eval(), tokenizer=tok, name="one-head")
     a = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
-    a.session_state[state.USER_MODELS] = {"one-head": tiny}
-    a.session_state[state.USER_MODEL_IDS] = {"one-head": "session:one-head:test"}
-    a.session_state[state.MODEL_SOURCE] = "session:one-head"
+    select_session_model(a, "one-head", tiny)
     a.run()
     for page in PAGES:
         a.switch_page(page).run()

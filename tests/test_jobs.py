@@ -1,23 +1,10 @@
 """Background jobs: queueing, ownership, stop, heartbeat reaping, errors."""
 
-import threading
 import time
 
 from app.jobs import JobManager
 from bert.errors import TrainingError
-from tests.helpers import finetune_done, finetune_step
-
-
-def counting_job(n=1000, delay=0.01, result="model"):
-    def fn(stop: threading.Event):
-        for i in range(n):
-            if stop.is_set():
-                break
-            time.sleep(delay)
-            yield finetune_step(i + 1)
-        yield finetune_done(bundle=result)
-
-    return fn
+from tests.helpers import counting_job, finetune_step
 
 
 def test_queue_limits_running_jobs_and_reports_positions():
@@ -49,7 +36,7 @@ def test_jobs_belong_to_their_session():
 
 def test_stop_is_prompt_keeps_result_and_can_be_pressed_twice():
     jm = JobManager(max_running=1)
-    job = jm.submit("s", "finetune", counting_job(10_000, delay=0.005))
+    job = jm.submit("s", "finetune", counting_job(10_000, every=0.005))
     time.sleep(0.1)
     t = time.time()
     job.stop()

@@ -14,6 +14,7 @@ from benchmarks.models import BASE
 from bert.config import BertConfig
 from bert.hf_names import hf_to_ours
 from bert.model import BertForPreTraining
+from tests.helpers import TINY_SIZES
 
 transformers = pytest.importorskip("transformers")
 DEVICE = torch.device(os.environ.get("BERT_EXPLORER_TEST_DEVICE", "cpu"))
@@ -44,15 +45,7 @@ def _on_test_device():
 
 
 CONFIGS = {
-    "tiny": dict(
-        vocab_size=99,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        max_position_embeddings=64,
-        type_vocab_size=2,
-    ),
+    "tiny": dict(vocab_size=99, **TINY_SIZES, type_vocab_size=2),
     "odd": dict(
         vocab_size=101,
         hidden_size=48,

@@ -40,6 +40,8 @@ from tests.helpers import (  # noqa: E402
     pretrain_eval,
     pretrain_start,
     pretrain_step,
+    set_small_pretraining,
+    started_app,
     tiny_bundle,
 )
 
@@ -97,10 +99,7 @@ def settle(at, job_key, timeout=90):
 
 @pytest.fixture()
 def at():
-    a = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
-    a.run()
-    _ok(a)
-    return a
+    return started_app(TIMEOUT)
 
 
 def with_tiny_model(at, name="tiny"):
@@ -536,13 +535,7 @@ def test_pretrain_run_in_the_page(at):
     at.radio(key="pt_source").set_value("upload").run()
     _ok(at)
     assert {m.label: m.value for m in at.metric}["Documents"] == "10"
-    at.number_input(key="pt_layers").set_value(1)
-    at.selectbox(key="pt_hidden").set_value(64)
-    at.number_input(key="pt_vocab_size").set_value(500)
-    at.number_input(key="pt_steps").set_value(20)
-    at.number_input(key="pt_eval").set_value(10)
-    at.number_input(key="pt_seq").set_value(32)
-    at.number_input(key="pt_batch").set_value(8).run()
+    set_small_pretraining(at, steps=20, eval_every=10, batch=8)
     at.button(key="pt_start").click().run()
     _ok(at)
     settle(at, ts.PT_JOB)

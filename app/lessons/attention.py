@@ -8,7 +8,7 @@ import numpy as np
 from bert import analysis as A
 
 from .. import plots
-from .model import Asked, Lesson, Link, Question, Step, choices_with
+from .model import Asked, Lesson, Link, Question, Step, ask, choices_with
 
 SENTENCE = "The animal didn't cross the street because it was too tired."
 PRONOUN = "it"
@@ -78,11 +78,9 @@ def _ask_previous(bundle) -> Asked:
     _, h, share = best_head(bundle, "previous", layer=lay)
     H = bundle.config.num_attention_heads
     wrong = [f"head {k + 1}" for k in range(H) if k != h]
-    choices, right = choices_with(f"head {h + 1}", wrong, f"previous-{lay}")
-    return Asked(
+    return ask(
         f"In layer {lay + 1}, which head attends most to the previous token?",
-        choices,
-        right,
+        choices_with(f"head {h + 1}", wrong, f"previous-{lay}"),
         f"Head {h + 1}: on average each token gives {share:.0%} of its attention to the token just before it "
         "(the stripe just below the diagonal).",
         _map(bundle, lay, h),
@@ -94,12 +92,10 @@ def _ask_pronoun(bundle) -> Asked:
     an = _analysis(bundle)
     i = an.tokens.index(PRONOUN)
     wrong = [t for j, t in enumerate(an.tokens) if t.isalpha() and t not in (PRONOUN, word) and abs(j - i) > 1]
-    choices, right = choices_with(word, wrong, "pronoun")
-    return Asked(
+    return ask(
         f"In layer {lay + 1}, head {head_label(h)}, which word does “{PRONOUN}” look at most, of those at least "
         "two words away?",
-        choices,
-        right,
+        choices_with(word, wrong, "pronoun"),
         f"“{word}”, with {weight:.0%} of its attention: a head can link a pronoun to the words it may stand for.",
         _map(bundle, lay, h),
     )

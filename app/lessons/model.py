@@ -53,6 +53,12 @@ class Lesson:
     questions: tuple[Question, ...]
 
 
+def ask(prompt: str, choices: tuple[list[str], int], why: str, figure: object = None) -> Asked:
+    """The Asked of `prompt` with `choices` as choices_with gives them: (the choices, the right one's index)."""
+    options, answer = choices
+    return Asked(prompt, options, answer, why, figure)
+
+
 def choices_with(right: str, wrong: list[str], key: str, n: int = 4) -> tuple[list[str], int]:
     """`right` among up to n-1 distinct wrong answers, in an order fixed by `key` (the same for
     every student, different per question). Returns (choices, index of the right one)."""

@@ -7,7 +7,7 @@ import numpy as np
 from bert import analysis as A
 
 from .. import helpers, plots
-from .model import Asked, Lesson, Link, Question, Step, choices_with
+from .model import Asked, Lesson, Link, Question, Step, ask, choices_with
 
 SENTENCE = "The unbelievably happy dog played in the park."
 PAIR_A, PAIR_B = "The dog played in the park.", "It was tired afterwards."
@@ -28,11 +28,9 @@ def _pieces(bundle, word: str) -> list[str]:
 def _ask_pieces(bundle) -> Asked:
     pieces = _pieces(bundle, LONG_WORD)
     n = len(pieces)
-    choices, right = choices_with(str(n), [str(k) for k in (1, 2, 3, 4, 5) if k != n], "pieces")
-    return Asked(
+    return ask(
         f"How many pieces does “{LONG_WORD}” become?",
-        choices,
-        right,
+        choices_with(str(n), [str(k) for k in (1, 2, 3, 4, 5) if k != n], "pieces"),
         f"WordPiece takes the longest piece the vocabulary has, then goes on with the rest: {' + '.join(pieces)}.",
         helpers.trace_table(bundle.tokenizer.trace(LONG_WORD)),
     )
@@ -40,11 +38,9 @@ def _ask_pieces(bundle) -> Asked:
 
 def _ask_first_token(bundle) -> Asked:
     first = A.analyze(bundle, SENTENCE).tokens[0]
-    choices, right = choices_with(first, ["the", "[SEP]", "[MASK]", "[PAD]"], "first")
-    return Asked(
+    return ask(
         "Which token starts every input?",
-        choices,
-        right,
+        choices_with(first, ["the", "[SEP]", "[MASK]", "[PAD]"], "first"),
         f"{first} is added in front of every input; its final vector is what a classifier reads.",
         _table(bundle, SENTENCE),
     )
@@ -53,11 +49,9 @@ def _ask_first_token(bundle) -> Asked:
 def _ask_segment(bundle) -> Asked:
     an = A.analyze(bundle, PAIR_A, PAIR_B)
     seg_b = next(t for t, s in zip(an.type_ids, an.sequence_ids, strict=True) if s == 1)
-    choices, right = choices_with(str(seg_b), ["0", "1", "2"], "segment", n=3)
-    return Asked(
+    return ask(
         f"In the pair “{PAIR_A}” + “{PAIR_B}”, which segment id do the tokens of sentence B get?",
-        choices,
-        right,
+        choices_with(str(seg_b), ["0", "1", "2"], "segment", n=3),
         f"Sentence A's tokens get segment {an.type_ids[1]}, sentence B's get {seg_b}: that is how the model "
         "knows which sentence a token came from.",
         _table(bundle, PAIR_A, PAIR_B),
@@ -135,11 +129,9 @@ def _ask_neighbour(bundle) -> Asked:
     sim[p] = -np.inf
     best = int(np.argmax(sim))
     wrong = [str(x) for x in (0, p + 40, pt.P - 1, p + 5, 3)]
-    choices, right = choices_with(str(best), wrong, "neighbour")
-    return Asked(
+    return ask(
         f"Which position's vector is most like position {p}'s (other than itself)?",
-        choices,
-        right,
+        choices_with(str(best), wrong, "neighbour"),
         f"Position {best}: learned position vectors change smoothly, so neighbours look alike "
         f"(cosine {pt.sim[p, best]:.2f}). They were learned, not given by a formula.",
         _position_similarity(bundle, 32),
@@ -152,11 +144,9 @@ def _ask_order(bundle) -> Asked:
     changed = last < 0.99
     right = "Yes: the words' vectors change when the order changes" if changed else "No: they stay the same"
     other = "No: they stay the same" if changed else "Yes: the words' vectors change when the order changes"
-    choices, idx = choices_with(right, [other], "order", n=2)
-    return Asked(
+    return ask(
         "Shuffle the words of a sentence: do the words' vectors at the last layer change?",
-        choices,
-        idx,
+        choices_with(right, [other], "order", n=2),
         f"At the last layer a word and itself in the shuffled sentence have cosine {last:.2f} on average: "
         "BERT's position embeddings make it depend on word order.",
         _order_figure(bundle),

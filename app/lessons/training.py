@@ -9,7 +9,7 @@ from bert import analysis as A
 
 from .. import analysis_plots as ap
 from .. import plots
-from .model import Asked, Lesson, Link, Question, Step, choices_with
+from .model import Asked, Lesson, Link, Question, Step, ask, choices_with
 
 GAP = "She opened the [MASK] and walked in."
 TWO_GAPS = "Paris is a city in [MASK], and there [MASK] many people in it."
@@ -42,11 +42,9 @@ def _lens(bundle):
 def _ask_gap(bundle) -> Asked:
     m = A.mlm_topk(bundle, GAP, k=20)
     words = m.top_tokens[0]
-    choices, right = choices_with(words[0], [words[4], words[9], words[19]], "gap")
-    return Asked(
+    return ask(
         f"“{GAP}”: which of these words does the model rank first for the [MASK]?",
-        choices,
-        right,
+        choices_with(words[0], [words[4], words[9], words[19]], "gap"),
         f"“{words[0]}” ({m.top_probs[0][0]:.0%}); “{words[4]}” is 5th, “{words[9]}” 10th, “{words[19]}” 20th.",
         _topk_bar(bundle, GAP),
     )
@@ -55,11 +53,9 @@ def _ask_gap(bundle) -> Asked:
 def _ask_nsp(bundle) -> Asked:
     p = A.nsp_probability(bundle, FIRST, RANDOM)
     right = "Yes" if p >= 0.5 else "No"
-    choices, idx = choices_with(right, ["No" if right == "Yes" else "Yes"], "nsp", n=2)
-    return Asked(
+    return ask(
         f"A: “{FIRST}” B: “{RANDOM}” Does the model think B follows A?",
-        choices,
-        idx,
+        choices_with(right, ["No" if right == "Yes" else "Yes"], "nsp", n=2),
         f"It gives IsNext {p:.0%}: "
         + ("it is fooled here." if p >= 0.5 else "B was picked at random, and it sees it."),
         _nsp_figure(bundle),
@@ -134,12 +130,10 @@ def _head_sizes(bundle) -> tuple[int, int]:
 def _ask_head(bundle) -> Asked:
     n, _ = _head_sizes(bundle)
     C = bundle.config.hidden_size
-    choices, right = choices_with(f"{n:,}", [f"{C:,}", f"{C * C:,}", f"{bundle.config.vocab_size * C:,}"], "head")
-    return Asked(
+    return ask(
         f"Fine-tuning for positive/negative puts a new head on a {C}-number vector. How many numbers does "
         "that head learn from scratch?",
-        choices,
-        right,
+        choices_with(f"{n:,}", [f"{C:,}", f"{C * C:,}", f"{bundle.config.vocab_size * C:,}"], "head"),
         f"2 × {C} weights + 2 biases = {n:,}: tiny next to the {sum(p.numel() for p in bundle.model.parameters()):,} "
         "numbers of the model, which start from pre-training.",
     )
@@ -148,12 +142,10 @@ def _ask_head(bundle) -> Asked:
 def _ask_mean(bundle) -> Asked:
     n = len(A.analyze(bundle, FIRST).tokens)
     words = len(FIRST.split())
-    choices, right = choices_with(str(n), [str(words), "1", str(n - 2), str(bundle.config.hidden_size)], "mean")
-    return Asked(
+    return ask(
         f"Mean pooling averages the final vectors of every token of the input (padding aside). For “{FIRST}”, "
         "how many vectors is that?",
-        choices,
-        right,
+        choices_with(str(n), [str(words), "1", str(n - 2), str(bundle.config.hidden_size)], "mean"),
         f"{n}: every token, [CLS] and [SEP] included, one vector each (the words are {words}, but the full stop "
         "and the special tokens count too).",
         _cls_reads(bundle),
@@ -235,11 +227,9 @@ def _ask_cls_heads(bundle) -> Asked:
     n = hp.counts()["[CLS]"]
     total = hp.labels.size
     wrong = [str(x) for x in (0, total // 2, total, max(1, n // 2), n + 5)]
-    choices, right = choices_with(str(n), wrong, "cls-heads")
-    return Asked(
+    return ask(
         "Over the probe sentences, how many heads put most of their attention on [CLS]?",
-        choices,
-        right,
+        choices_with(str(n), wrong, "cls-heads"),
         f"{n} of {total}: resting on a special token is the most common habit.",
         fig,
     )
@@ -250,11 +240,9 @@ def _ask_ablation(bundle) -> Asked:
     lay, h = np.unravel_index(int(np.argmax(imp.scores)), imp.scores.shape)
     L, H = imp.scores.shape
     wrong = [f"layer {(lay + d) % L + 1}, head {(h + 2 * d) % H + 1}" for d in (1, 2, 3)]
-    choices, right = choices_with(f"layer {lay + 1}, head {h + 1}", wrong, "ablation")
-    return Asked(
+    return ask(
         f"“{ABLATE}”: switching off which head hurts the guess “{imp.target}” most?",
-        choices,
-        right,
+        choices_with(f"layer {lay + 1}, head {h + 1}", wrong, "ablation"),
         f"Layer {lay + 1}, head {h + 1}: without it the log-probability of “{imp.target}” drops by "
         f"{imp.scores[lay, h]:.2f}. Most heads matter little on their own.",
         fig,

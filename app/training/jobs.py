@@ -278,3 +278,15 @@ def tick(job: Job, jm: JobManager | None = None) -> list[dict]:
     job.heartbeat()
     (jm or manager()).reap()
     return job.drain()
+
+
+def live_job(kind: str) -> Job | None:
+    """The live panel's job of `kind`, after one tick; None when this session follows none. When
+    the job has finished, the page runs again instead (a full run collects the result)."""
+    job = current_job(kind)
+    if job is None:
+        return None
+    tick(job)
+    if not job.active:
+        st.rerun()
+    return job

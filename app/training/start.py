@@ -19,7 +19,16 @@ from bert.pretrain import PretrainArgs
 from .. import budget, runs_store, snapshots
 from .. import train_state as ts
 from ..jobs import Job, LimitError
-from .jobs import FINETUNE, PRETRAIN, TrainingJobs, current_session_id, job_threads, manager, student_key
+from .jobs import (
+    FINETUNE,
+    PRETRAIN,
+    TrainingJobs,
+    current_session_id,
+    job_key,
+    job_threads,
+    manager,
+    student_key,
+)
 from .runs import finetune_job, keep_run, pretrain_job
 
 
@@ -84,10 +93,8 @@ def start_finetune(
     """Submit (or return the already active) fine-tuning job of this session. LimitError (with
     the message to show) when a cap refuses it."""
     jm = jm or manager()
-    ts.init()
-    existing = jm.active_of(ts.owner(), FINETUNE)
+    existing = _active(jm, FINETUNE)
     if existing is not None:
-        st.session_state[ts.FT_JOB] = existing.id
         return existing, False
     if args.threads is None:
         args.threads = job_threads()
@@ -105,16 +112,8 @@ def start_finetune(
         "train_notes": list(train.notes),
         "valid_notes": list(valid.notes),
     }
-    fn = keep_run(finetune_job(base, train, valid, args, recorder=recorder), FINETUNE, code, info)
-    job, new = jm.submit_for(
-        ts.owner(), FINETUNE, fn, title=args.name or "", session_id=current_session_id(), student=student_key()
-    )
-    if new and recorder is not None:
-        snapshots.register(f"{args.name or 'fine-tuning'} (fine-tuning, job {job.id})", recorder)
-    if new:
-        job.info = info
-    st.session_state[ts.FT_JOB] = job.id
-    return job, new
+    job_fn = finetune_job(base, train, valid, args, recorder=recorder)
+    return _submit(jm, FINETUNE, job_fn, info, args.name or "", args.name or "fine-tuning", recorder)
 
 
 def start_pretrain(
@@ -127,25 +126,52 @@ def start_pretrain(
 ) -> tuple[Job, bool]:
     """Submit (or return the already active) pre-training job of this session; LimitError over a cap."""
     jm = jm or manager()
-    ts.init()
-    existing = jm.active_of(ts.owner(), PRETRAIN)
+    existing = _active(jm, PRETRAIN)
     if existing is not None:
-        st.session_state[ts.PT_JOB] = existing.id
         return existing, False
     check_pretrain(args)
     holder: dict = {}
     code = runs_store.new_code()
     info = {"args": args, "corpus": corpus_label, "code": code, "title": name}  # args: PretrainArgs
-    fn = keep_run(pretrain_job(args, corpus, name, corpus_label, holder, recorder), PRETRAIN, code, info)
-    job, new = jm.submit_for(
-        ts.owner(), PRETRAIN, fn, title=name, session_id=current_session_id(), student=student_key()
-    )
-    holder["job_id"] = job.id
+    job_fn = pretrain_job(args, corpus, name, corpus_label, holder, recorder)
+    return _submit(jm, PRETRAIN, job_fn, info, name, name, recorder, holder)
+
+
+# what the attention snapshots of a kind of job are called
+_SNAPSHOT_NAMES = {FINETUNE: "fine-tuning", PRETRAIN: "pre-training"}
+
+
+def _active(jm: TrainingJobs, kind: str) -> Job | None:
+    """This session's active job of `kind` (then the job its page follows), or None."""
+    ts.init()
+    existing = jm.active_of(ts.owner(), kind)
+    if existing is not None:
+        st.session_state[job_key(kind)] = existing.id
+    return existing
+
+
+def _submit(
+    jm: TrainingJobs,
+    kind: str,
+    job_fn,
+    info: dict,
+    title: str,
+    label: str,
+    recorder: AttentionSnapshots | None,
+    holder: dict | None = None,
+) -> tuple[Job, bool]:
+    """Submit `job_fn`, kept as the run info["code"], as this session's job of `kind` (or get the
+    one already active), and make it the job its page follows. A new job gets `info`, its
+    attention snapshots are registered under `label`, and `holder["job_id"]` names it."""
+    fn = keep_run(job_fn, kind, info["code"], info)
+    job, new = jm.submit_for(ts.owner(), kind, fn, title=title, session_id=current_session_id(), student=student_key())
+    if holder is not None:
+        holder["job_id"] = job.id
     if new and recorder is not None:
-        snapshots.register(f"{name} (pre-training, job {job.id})", recorder)
+        snapshots.register(f"{label} ({_SNAPSHOT_NAMES[kind]}, job {job.id})", recorder)
     if new:
         job.info = info
-    st.session_state[ts.PT_JOB] = job.id
+    st.session_state[job_key(kind)] = job.id
     return job, new
 
 

@@ -63,13 +63,15 @@ class HeadImportance:
 
 
 def _readout(bundle, enc, position):
-    """(kind, unit, position, value): value(h (B, T, C)) -> (B, V) log-probabilities of the
-    word at the [MASK], or (B, K) class probabilities for a classifier."""
+    """(what, value): what = the HeadImportance fields kind, unit and position; value(h (B, T, C))
+    -> (B, V) log-probabilities of the word at the [MASK], or (B, K) class probabilities for a classifier."""
     model = bundle.model
     if bundle.has_mlm:
         pos = mask_positions(enc, bundle.tokenizer, position)[0]
-        return "mlm", "log-probability", pos, lambda h: torch.log_softmax(model.mlm(h[:, pos]).float(), -1)
-    return "classifier", "probability", 0, lambda h: torch.softmax(classifier_logits(model, h).float(), -1)
+        what = {"kind": "mlm", "unit": "log-probability", "position": pos}
+        return what, lambda h: torch.log_softmax(model.mlm(h[:, pos]).float(), -1)
+    what = {"kind": "classifier", "unit": "probability", "position": 0}
+    return what, lambda h: torch.softmax(classifier_logits(model, h).float(), -1)
 
 
 def _ablated_values(bert_model, inputs, value, tgt: int, L: int, H: int) -> np.ndarray:
@@ -103,7 +105,8 @@ def head_importance(
     bert_model = bundle.model.bert
     enc, ids, types = _encode(bundle, text, text_b)
     L, H = bundle.config.num_hidden_layers, bundle.config.num_attention_heads
-    kind, unit, pos, value = _readout(bundle, enc, position)
+    what, value = _readout(bundle, enc, position)
+    kind = what["kind"]
     with torch.inference_mode():
         x, _ = bert_model.embeddings(ids, types)  # (1, T, C)
         final, states, _ = _run_layers(bert_model, x)
@@ -119,9 +122,7 @@ def head_importance(
         scores=baseline - ablated,
         ablated=ablated,
         baseline=baseline,
-        kind=kind,
         target=label,
-        position=pos,
-        unit=unit,
         seconds=time.perf_counter() - t0,
+        **what,
     )

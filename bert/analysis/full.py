@@ -18,6 +18,8 @@ from .common import encode, readonly
 from .vectors import cosine_matrix, pca_plane
 
 PARTS = ("token", "segment", "position", "sum", "normed")
+# The encoding's per-token lists that an Analysis keeps (copied, under the same names).
+TOKEN_LISTS = ("tokens", "ids", "type_ids", "offsets", "word_ids", "sequence_ids")
 
 
 @dataclass(frozen=True)
@@ -75,12 +77,7 @@ def analyze(bundle, text_a: str, text_b: str | None = None) -> Analysis:
         )
     p = out.embedding_parts
     return Analysis(
-        tokens=list(enc.tokens),
-        ids=list(enc.ids),
-        type_ids=list(enc.type_ids),
-        offsets=list(enc.offsets),
-        word_ids=list(enc.word_ids),
-        sequence_ids=list(enc.sequence_ids),
+        **{name: list(getattr(enc, name)) for name in TOKEN_LISTS},
         text_a=text_a,
         text_b=text_b,
         truncated=enc.truncated,

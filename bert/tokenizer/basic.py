@@ -28,6 +28,16 @@ from .vocab import SPECIAL_TOKENS
 _CACHE_LIMIT = 500_000  # entries per cache; cleared when exceeded
 _CACHE_WORD_CHARS = 200  # longer words are not cached (rare, and they would hold their memory)
 
+
+def remember(cache: dict, word: str, value):
+    """Keep ``value`` for ``word`` in one of these bounded caches (unless the word is long); return it."""
+    if len(word) <= _CACHE_WORD_CHARS:
+        if len(cache) > _CACHE_LIMIT:
+            cache.clear()
+        cache[word] = value
+    return value
+
+
 # A whitespace word longer than _LONG_WORD kept characters is cut before one of these (ASCII
 # punctuation: stable under NFC/NFD and lower-casing, a basic token of its own; never "[", so neither
 # part can be a special token). Cutting changes no token; it bounds the memory of a long word.
@@ -255,11 +265,7 @@ class BasicTokenizer:
         w = "".join(chars)
         ents = self._word_cache.get(w)
         if ents is None:
-            ents = self._normalize_word(w)
-            if len(w) <= _CACHE_WORD_CHARS:
-                if len(self._word_cache) > _CACHE_LIMIT:
-                    self._word_cache.clear()
-                self._word_cache[w] = ents
+            ents = remember(self._word_cache, w, self._normalize_word(w))
         contiguous = idx[-1] - idx[0] == len(idx) - 1
         for text, k0, k1, kspans in ents:
             if kspans is None:

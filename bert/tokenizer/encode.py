@@ -240,49 +240,28 @@ def _assemble(
     tok: Tokenizer, a: Pieces, b: Pieces | None, la: int, lb: int, add_special_tokens: bool, removed: int
 ) -> Encoding:
     """[CLS] A[:la] [SEP] (B[:lb] [SEP]) with type ids, sequence ids and masks."""
-    a_ids, a_toks, a_offs, a_wids = a
-    if la < len(a_ids):
-        a_ids, a_toks, a_offs, a_wids = a_ids[:la], a_toks[:la], a_offs[:la], a_wids[:la]
+    enc = Encoding(truncated=removed > 0, num_truncated=removed)
+    cls_ = ([tok.cls_id], [tok.cls_token], [(0, 0)], [None])
+    sep = ([tok.sep_id], [tok.sep_token], [(0, 0)], [None])
     if add_special_tokens:
-        cls_, sep, zero = [tok.cls_id], [tok.sep_id], [(0, 0)]
-        ids = cls_ + a_ids + sep
-        toks = [tok.cls_token] + a_toks + [tok.sep_token]
-        offs = zero + a_offs + zero
-        wids = [None] + a_wids + [None]
-        seqs = [None] + [0] * la + [None]
-        special = [1] + [0] * la + [1]
-    else:
-        ids, toks, offs, wids = list(a_ids), list(a_toks), list(a_offs), list(a_wids)
-        seqs = [0] * la
-        special = [0] * la
-    type_ids = [0] * len(ids)
-    if b is not None:
-        b_ids, b_toks, b_offs, b_wids = b
-        if lb < len(b_ids):
-            b_ids, b_toks, b_offs, b_wids = b_ids[:lb], b_toks[:lb], b_offs[:lb], b_wids[:lb]
-        ids += b_ids
-        toks += b_toks
-        offs += b_offs
-        wids += b_wids
-        seqs += [1] * lb
-        special += [0] * lb
+        _extend(enc, cls_, 1, seq=None, type_id=0, special=1)
+    segments = [(a, la, 0)] if b is None else [(a, la, 0), (b, lb, 1)]
+    for pieces, n, seq in segments:
+        _extend(enc, pieces, n, seq=seq, type_id=seq, special=0)
         if add_special_tokens:
-            ids.append(tok.sep_id)
-            toks.append(tok.sep_token)
-            offs.append((0, 0))
-            wids.append(None)
-            seqs.append(None)
-            special.append(1)
-        type_ids += [1] * (len(ids) - len(type_ids))
-    return Encoding(
-        ids=ids,
-        tokens=toks,
-        type_ids=type_ids,
-        offsets=offs,
-        sequence_ids=seqs,
-        word_ids=wids,
-        attention_mask=[1] * len(ids),
-        special_tokens_mask=special,
-        truncated=removed > 0,
-        num_truncated=removed,
-    )
+            _extend(enc, sep, 1, seq=None, type_id=seq, special=1)
+    enc.attention_mask = [1] * len(enc.ids)
+    return enc
+
+
+def _extend(enc: Encoding, pieces: Pieces, n: int, *, seq: int | None, type_id: int, special: int) -> None:
+    """Append the first n tokens of ``pieces`` to ``enc``, all with sequence id ``seq``, token type
+    ``type_id`` and special-tokens-mask value ``special``."""
+    ids, toks, offs, wids = pieces
+    enc.ids += ids[:n]
+    enc.tokens += toks[:n]
+    enc.offsets += offs[:n]
+    enc.word_ids += wids[:n]
+    enc.sequence_ids += [seq] * n
+    enc.type_ids += [type_id] * n
+    enc.special_tokens_mask += [special] * n

@@ -11,6 +11,11 @@ from .vocab import read_vocab_file, vocab_file_path, vocab_tables, write_vocab_f
 from .wordpiece import MAX_INPUT_CHARS_PER_WORD, Trace, WordPiece
 
 
+def _special_id(token_attr: str) -> property:
+    """A read-only property: the vocab id of the special token held in attribute ``token_attr``."""
+    return property(lambda self: self.vocab[getattr(self, token_attr)], doc=f"The vocab id of ``{token_attr}``.")
+
+
 class Tokenizer:
     """BERT WordPiece tokenizer: ``Tokenizer.from_file("vocab.txt")`` or ``Tokenizer(tokens_or_dict)``.
 
@@ -58,25 +63,11 @@ class Tokenizer:
     def __repr__(self) -> str:
         return f"Tokenizer(vocab_size={len(self)}, do_lower_case={self.do_lower_case})"
 
-    @property
-    def unk_id(self) -> int:
-        return self.vocab[self.unk_token]
-
-    @property
-    def cls_id(self) -> int:
-        return self.vocab[self.cls_token]
-
-    @property
-    def sep_id(self) -> int:
-        return self.vocab[self.sep_token]
-
-    @property
-    def pad_id(self) -> int:
-        return self.vocab[self.pad_token]
-
-    @property
-    def mask_id(self) -> int:
-        return self.vocab[self.mask_token]
+    unk_id = _special_id("unk_token")
+    cls_id = _special_id("cls_token")
+    sep_id = _special_id("sep_token")
+    pad_id = _special_id("pad_token")
+    mask_id = _special_id("mask_token")
 
     def convert_tokens_to_ids(self, tokens: str | Iterable[str]) -> int | list[int]:
         """Token(s) -> id(s); a token not in the vocab gives unk_id."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .basic import _CACHE_LIMIT, _CACHE_WORD_CHARS
+from .basic import remember
 
 # A basic token longer than this becomes [UNK] without a search (BERT's max_input_chars_per_word).
 MAX_INPUT_CHARS_PER_WORD = 100
@@ -65,11 +65,7 @@ class WordPiece:
         """((token, id, start, end), ...) with start/end character positions in ``word``; cached."""
         r = self._cache.get(word)
         if r is None:
-            r = self._pieces(word)
-            if len(word) <= _CACHE_WORD_CHARS:
-                if len(self._cache) > _CACHE_LIMIT:
-                    self._cache.clear()
-                self._cache[word] = r
+            r = remember(self._cache, word, self._pieces(word))
         return r
 
     def _pieces(self, word: str) -> tuple:
@@ -105,14 +101,7 @@ class WordPiece:
         """Every candidate the reference algorithm looks up, longest first, without the length shortcut."""
         n = len(word)
         if n > self.max_input_chars_per_word:
-            return Trace(
-                word=word,
-                normalized=word,
-                pieces=[self.unk_token],
-                ids=[self.unk_id],
-                unk=True,
-                reason=f"longer than {self.max_input_chars_per_word} characters ({n})",
-            )
+            return self._unk_trace(word, [], f"longer than {self.max_input_chars_per_word} characters ({n})")
         steps: list[TraceStep] = []
         pieces: list[str] = []
         start = 0
@@ -128,15 +117,13 @@ class WordPiece:
                     break
                 end -= 1
             if found is None:
-                return Trace(
-                    steps,
-                    word=word,
-                    normalized=word,
-                    pieces=[self.unk_token],
-                    ids=[self.unk_id],
-                    unk=True,
-                    reason=f"no vocab entry starts at character {start} ({word[start]!r})",
-                )
+                return self._unk_trace(word, steps, f"no vocab entry starts at character {start} ({word[start]!r})")
             pieces.append(found)
             start = end
         return Trace(steps, word=word, normalized=word, pieces=pieces, ids=[self.vocab[p] for p in pieces])
+
+    def _unk_trace(self, word: str, steps: list[TraceStep], reason: str) -> Trace:
+        """The trace of a word that became [UNK], and why."""
+        return Trace(
+            steps, word=word, normalized=word, pieces=[self.unk_token], ids=[self.unk_id], unk=True, reason=reason
+        )

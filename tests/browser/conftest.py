@@ -17,15 +17,22 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from scripts.loadtest import QUIET_CHROMIUM_ARGS, chromium_path, free_port, is_local, stop_server, streamlit_cmd
+from scripts.loadtest import (
+    HOST,
+    QUIET_CHROMIUM_ARGS,
+    chromium_path,
+    free_port,
+    is_local,
+    start_server,
+    stop_server,
+    wait_healthy,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -165,28 +172,17 @@ def app_url(artifacts):
     if not (ROOT / "streamlit_app.py").exists():
         unavailable("streamlit_app.py does not exist yet")
     port = free_port()
-    log = open(artifacts / "streamlit-server.log", "w")
-    cmd = streamlit_cmd("streamlit_app.py", port)
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    log_path = artifacts / "streamlit-server.log"
+    proc = start_server(port, log_path, {})
+    url = f"http://{HOST}:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"the app exited with {proc.returncode}; see {artifacts / 'streamlit-server.log'}")
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.read().decode().strip() == "ok":
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("the app did not answer /_stcore/health within 90 s")
-            time.sleep(0.5)
+        try:
+            wait_healthy(proc, url, timeout_s=90)
+        except RuntimeError as e:
+            pytest.fail(f"the app did not start: {e}; see {log_path}")
         yield url
     finally:
         stop_server(proc)
-        log.close()
 
 
 def wait_for_app(pg, timeout_ms: int = 120_000):

@@ -50,13 +50,23 @@ def test_head_patterns_click_a_cell_then_open_it(page, app_url, app_ready, artif
     screenshot_full(page, artifacts / "analysis_head_opened_on_attention.png")
 
 
-@pytest.mark.parametrize("view", ["Rollout vs saliency", "Logit lens"])
-def test_explanations(page, app_url, app_ready, artifacts, view):
-    _open(page, app_url, app_ready, "/explanations")
+@pytest.mark.parametrize(
+    ("path", "view", "charts"),
+    [
+        ("/explanations", "Rollout vs saliency", 1),
+        ("/explanations", "Logit lens", 1),
+        ("/compare", "Two models side by side", 2),
+        ("/compare", "One word in many sentences", 2),
+    ],
+)
+def test_views(page, app_url, app_ready, artifacts, path, view, charts):
+    """Each view of the Explanations and Compare pages draws its charts (at least `charts`)."""
+    _open(page, app_url, app_ready, path)
     choose_view(page, app_ready, view)
-    assert _charts(page) >= 1
+    page.locator(PLOT).first.wait_for(state="visible", timeout=60_000)
+    assert _charts(page) >= charts
     assert_page_ok(page)
-    screenshot_full(page, artifacts / f"analysis_explanations_{view.split()[0].lower()}.png")
+    screenshot_full(page, artifacts / f"analysis_{path[1:]}_{view.split()[0].lower()}.png")
 
 
 def test_ablation_switch_off_the_top_heads(page, app_url, app_ready, artifacts):
@@ -67,13 +77,3 @@ def test_ablation_switch_off_the_top_heads(page, app_url, app_ready, artifacts):
     assert _charts(page) >= 2
     assert_page_ok(page)
     screenshot_full(page, artifacts / "analysis_ablation.png")
-
-
-@pytest.mark.parametrize("view", ["Two models side by side", "One word in many sentences"])
-def test_compare(page, app_url, app_ready, artifacts, view):
-    _open(page, app_url, app_ready, "/compare")
-    choose_view(page, app_ready, view)
-    page.locator(PLOT).first.wait_for(state="visible", timeout=60_000)
-    assert _charts(page) >= 2
-    assert_page_ok(page)
-    screenshot_full(page, artifacts / f"analysis_compare_{view.split()[0].lower()}.png")
