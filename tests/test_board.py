@@ -56,7 +56,7 @@ def test_refusals(cache):
         board.post("ZZZZZZ" if code != "ZZZZZZ" else "YYYYYY", "Ada", run_summary())
     with pytest.raises(board.BoardError, match="6 letters"):
         board.entries("../x")
-    for bad in ("", "   ", "x" * 25, "a\nb", "<img src=x onerror=alert(1)>"):
+    for bad in ("", "   ", "x" * 25, "a\nb", "<img src=x onerror=alert(1)>", "<b>" * 3_500):  # 10 kB: refused
         with pytest.raises(board.BoardError):
             board.post(code, bad, run_summary())
     board.post(code, "x" * 24, run_summary())
