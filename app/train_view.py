@@ -191,3 +191,24 @@ def results_section(page: TrainPage, header: str, show: Callable[[dict], None]) 
     res = next(r for r in done if r["name"] == st.session_state[page.select_key])
     with show_errors("the results"):
         show(res)
+
+
+def _use_size() -> None:
+    """The picked run size's training and validation texts and frozen layers into the settings."""
+    ss = st.session_state
+    size = tr.RUN_SIZES[ss.ft_size]
+    ss.ft_max_train, ss.ft_max_valid, ss.ft_freeze_layers = size.max_train, size.max_valid, size.freeze_layers
+
+
+def run_size_picker() -> None:
+    """The Fine-tuning page's run size (quick for a class, or full) and what it costs and gives."""
+    sizes = tr.RUN_SIZES
+    st.radio(
+        "Run size",
+        list(sizes),
+        key="ft_size",
+        format_func=lambda k: sizes[k].label,
+        horizontal=True,
+        on_change=_use_size,
+    )
+    st.caption(sizes[st.session_state.ft_size].note)

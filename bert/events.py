@@ -228,6 +228,7 @@ class FinetuneDone(Done):
     out: str | None = _optional()
     labels: list[str] | None = _optional()
     notes: list[str] | None = _optional()
+    valid_logits: Any = _in_memory()  # the kept model's (N, K) on every validation text, when known
 
 
 # ---- reading back ------------------------------------------------------------------------------

@@ -58,9 +58,12 @@ def _metrics(logits: torch.Tensor, labels: torch.Tensor) -> dict:
     return {"val_loss": loss, "accuracy": acc}
 
 
-def evaluate_classifier(bundle: Bundle, data: LabelledData, max_length: int = 128, mistakes: int = 10) -> dict:
+def evaluate_classifier(
+    bundle: Bundle, data: LabelledData, max_length: int = 128, mistakes: int = 10, logits: torch.Tensor | None = None
+) -> dict:
     """accuracy, per-class precision/recall/F1, confusion matrix (rows true, columns predicted),
-    and the most confident mistakes [{text, true, predicted, prob}]."""
+    and the most confident mistakes [{text, true, predicted, prob}]. `logits`: the model's on
+    `data` already (N, K), e.g. from the run's last evaluation: not computed again."""
     if not bundle.is_classifier:
         raise TrainingError(f"{bundle.name} is not a classifier")
     classes = bundle.labels
@@ -71,8 +74,9 @@ def evaluate_classifier(bundle: Bundle, data: LabelledData, max_length: int = 12
         raise DataError(
             f"the data has a class the model does not know: {e.args[0]!r} (model classes: {', '.join(classes)})"
         ) from None
-    seqs = _tokenize(bundle.tokenizer, data.texts, max_length)
-    probs = _predict(bundle.model, seqs, bundle.tokenizer.pad_id).softmax(-1)
+    if logits is None or logits.shape != (len(data), len(classes)):
+        logits = _predict(bundle.model, _tokenize(bundle.tokenizer, data.texts, max_length), bundle.tokenizer.pad_id)
+    probs = logits.softmax(-1)
     pred = probs.argmax(-1)
     K = len(classes)
     conf = torch.zeros(K, K, dtype=torch.long)

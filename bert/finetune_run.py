@@ -309,7 +309,7 @@ class _FinetuneRun:
                 accuracy=pick["accuracy"],
                 val_loss=pick["val_loss"],
                 step=self.step,
-                full=(m["accuracy"], m["val_loss"]) if part is None else None,
+                full=(m["accuracy"], m["val_loss"], logits) if part is None else None,
                 state={k: v.detach().clone() for k, v in self.model.named_parameters() if v.requires_grad},
             )  # frozen ones never change
         return FinetuneEval(
@@ -342,8 +342,9 @@ class _FinetuneRun:
             self.model.load_state_dict(self.best["state"], strict=False)  # the trainable part of the best
             if self.best["full"] is None and not _hurry(self.stop):
                 # chosen on the sample: its accuracy on every validation text, for the result
-                full = _metrics(_predict(self.model, self.valid_seqs, self.pad_id), self.valid_y)
-                self.best["full"] = (full["accuracy"], full["val_loss"])
+                logits = _predict(self.model, self.valid_seqs, self.pad_id)
+                full = _metrics(logits, self.valid_y)
+                self.best["full"] = (full["accuracy"], full["val_loss"], logits)
         self.model.eval()
         yield self._done_event()
 
@@ -352,7 +353,8 @@ class _FinetuneRun:
         run ended in a hurry before it could be scored in full; nan when never scored."""
         if self.best["state"] is None:
             return float("nan"), float("nan")
-        return self.best["full"] or (self.best["accuracy"], self.best["val_loss"])
+        full = self.best["full"]
+        return (full[0], full[1]) if full else (self.best["accuracy"], self.best["val_loss"])
 
     def _done_event(self) -> FinetuneDone:
         a, train, valid, base = self.args, self.train_data, self.valid_data, self.base
@@ -371,6 +373,8 @@ class _FinetuneRun:
             valid_examples=len(valid),
             classes=list(train.classes),
         )
+        if self.best["state"] is not None and self.best["full"]:
+            result.valid_logits = self.best["full"][2]
         data_name = Path(str(train.source or a.data)).stem.replace("builtin:", "") or "data"
         name = a.name or f"{base.name}-{data_name}"
         card = _card(base, train, valid, a, result, name, self.device)

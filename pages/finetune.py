@@ -182,22 +182,25 @@ defaults = {
     "ft_base": tr.default_finetune_base(),
     "ft_pooling": D.pooling,
     "ft_freeze_emb": D.freeze_embeddings,
-    "ft_freeze_layers": D.freeze_layers,
+    "ft_freeze_layers": tr.RUN_SIZES[tr.DEFAULT_SIZE].freeze_layers,
     "ft_max_length": D.max_length,
     "ft_batch": D.batch_size,
     "ft_lr": D.lr,
     "ft_epochs": D.epochs,
     "ft_warmup": D.warmup_ratio,
     "ft_seed": D.seed,
-    "ft_max_train": 2000,
-    "ft_max_valid": 1000,
-    "ft_evals": 10,
+    "ft_max_train": tr.RUN_SIZES[tr.DEFAULT_SIZE].max_train,
+    "ft_max_valid": tr.RUN_SIZES[tr.DEFAULT_SIZE].max_valid,
+    "ft_evals": tr.PAGE_EVALS,
+    "ft_size": tr.DEFAULT_SIZE,
 }
+choices = {"ft_base": sources, "ft_pooling": POOLINGS, "ft_size": list(tr.RUN_SIZES)}
 for k, v in defaults.items():
-    ts.seed(k, v, sources if k == "ft_base" else POOLINGS if k == "ft_pooling" else None)
+    ts.seed(k, v, choices.get(k))
 base = None
 if data is not None:
     st.header("3. Settings")
+    view.run_size_picker()
     with st.expander("Model and training settings (the defaults give a good model in about a minute)"):
         c1, c2, c3 = st.columns(3)
         base_src = c1.selectbox(
@@ -293,11 +296,14 @@ def start(data, valid_file, valid_fraction, base, mode) -> None:
         train, valid = tr.split_data(
             data, valid_file, valid_fraction, int(ss.ft_seed), int(ss.ft_max_train), int(ss.ft_max_valid)
         )
-        per_epoch = -(-len(train) // int(ss.ft_batch))
-        evals = int(ss.ft_evals)
         stem = tr.safe_filename((data.source or "data").replace("builtin:", "").rsplit(".", 1)[0], "data")
-        args = FinetuneArgs(
-            data=data.source or "upload",
+        args = tr.page_finetune_args(
+            base.name,
+            len(train),
+            data.source,
+            stem,
+            int(ss.ft_evals),
+            tr.job_threads(),
             checkpoint=ss.ft_base,
             pooling=ss.ft_pooling,
             freeze_embeddings=bool(ss.ft_freeze_emb),
@@ -308,10 +314,6 @@ def start(data, valid_file, valid_fraction, base, mode) -> None:
             epochs=int(ss.ft_epochs),
             warmup_ratio=float(ss.ft_warmup),
             seed=int(ss.ft_seed),
-            eval_every=max(1, -(-per_epoch // evals)) if evals > 1 else 0,
-            eval_sample=tr.EVAL_SAMPLE,
-            name=f"{base.name}-{stem}",
-            threads=tr.job_threads(),
             device=settings.text("BERT_EXPLORER_DEVICE") or "auto",
         )
         args.check(base.config.max_position_embeddings, base.config.num_hidden_layers)

@@ -90,3 +90,18 @@ def test_paired_timing_alternates_and_takes_medians():
 def test_generated_lines_are_deterministic():
     assert generated_lines(20) == generated_lines(20)
     assert len(set(generated_lines(200))) > 150
+
+
+@pytest.mark.slow
+def test_class_queue_runs_every_students_job_and_reports_when_the_last_ended(tmp_path, monkeypatch):
+    """benchmarks.class_queue with three students on a tiny run size: every job finishes, two
+    run at once, and the figures come back (no time asserted)."""
+    from app import training as tr
+    from benchmarks import class_queue
+
+    monkeypatch.setenv("BERT_EXPLORER_CACHE", str(tmp_path))
+    monkeypatch.setitem(tr.RUN_SIZES, "quick", tr.RunSize("Quick", 40, 20, 2, "tiny"))
+    res = class_queue.class_turn(students=3, max_jobs=2, threads=1)
+    assert res["errors"] == [] and res["students"] == 3 and res["max_jobs"] == 2
+    assert 0 < res["run_seconds_mean"] <= res["run_seconds_max"] <= 60 * res["minutes_until_last"]
+    assert 0 <= res["accuracy_mean"] <= 1

@@ -312,5 +312,8 @@ def test_mid_run_evaluations_score_a_sample_and_the_kept_model_is_scored_on_all(
     assert done.best_step in {best.step, evals[-1].step}
     same = run(tiny_bundle(), train, valid, epochs=3, eval_every=3, eval_sample=30)
     assert [e.accuracy for e in same if isinstance(e, FinetuneEval)] == [e.accuracy for e in evals]
+    given = evaluate_classifier(done.bundle, valid, logits=done.valid_logits)  # the report reuses them
+    assert done.valid_logits is not None and "valid_logits" not in done.to_dict()
+    assert given["confusion"] == full["confusion"] and abs(given["accuracy"] - full["accuracy"]) < 1e-6
     with pytest.raises(TrainingError, match="eval_sample"):
         run(tiny_bundle(), train, valid, eval_sample=-1)

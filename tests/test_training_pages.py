@@ -223,6 +223,7 @@ def test_finetune_run_in_the_page_registers_the_model(at):
     src = with_tiny_model(at)
     open_upload(at, reviews_csv(200))
     at.selectbox(key="ft_base").set_value(src)
+    at.number_input(key="ft_freeze_layers").set_value(0)  # the tiny model has 2 layers: train them
     at.number_input(key="ft_epochs").set_value(3)
     at.number_input(key="ft_lr").set_value(1e-3).run()
     _ok(at)
@@ -254,6 +255,32 @@ def test_finetune_run_in_the_page_registers_the_model(at):
     at.button(key=f"ft_use_{res['job_id']}").click().run()
     _ok(at)
     assert at.session_state[state.MODEL_SOURCE] == res["key"]
+
+
+def test_run_size_quick_by_default_full_on_request(at):
+    open_upload(at, reviews_csv(200))
+    quick, full = tr.RUN_SIZES["quick"], tr.RUN_SIZES["full"]
+    assert at.radio(key="ft_size").value == "quick" == tr.DEFAULT_SIZE
+    assert (at.number_input(key="ft_max_train").value, at.number_input(key="ft_max_valid").value) == (
+        quick.max_train,
+        quick.max_valid,
+    )
+    assert at.number_input(key="ft_freeze_layers").value == quick.freeze_layers
+    assert any(c.value == quick.note for c in at.caption)
+    at.radio(key="ft_size").set_value("full").run()
+    _ok(at)
+    assert at.number_input(key="ft_max_train").value == full.max_train
+    assert at.number_input(key="ft_max_valid").value == full.max_valid
+    assert at.number_input(key="ft_freeze_layers").value == full.freeze_layers == 0
+    assert any(c.value == full.note for c in at.caption)
+
+
+def test_page_run_arguments_give_ten_points_an_epoch_on_a_sample():
+    args = tr.page_finetune_args("base", 1000, "builtin:rotten_tomatoes", "rt", tr.PAGE_EVALS, 1, batch_size=16)
+    assert args.eval_every == 6 and args.eval_sample == tr.EVAL_SAMPLE == 100  # 63 steps: 10 points + the end
+    assert args.checkpoint == "base" and args.name == "base-rt" and args.data == "builtin:rotten_tomatoes"
+    assert tr.page_finetune_args("b", 20, None, "x", tr.PAGE_EVALS, 1).eval_every == 1  # 2 steps: every step
+    assert tr.eval_every_for(63, 1) == 0  # one evaluation an epoch: at its end
 
 
 def _finished_result(lr=1e-3, name="tiny-reviews"):

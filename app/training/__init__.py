@@ -60,10 +60,19 @@ from .jobs import (
 from .names import display_name, safe_filename, unique_model_name
 from .progress import finetune_progress, finetune_start_line, fmt_seconds, last_event, pretrain_progress, probe_frame
 from .reports import base_bundle, cls_attention, mistakes_frame, per_class_frame
-from .runs import _job_folder, finetune_job, keep_run, pretrain_job, run_record
-from .start import (
+from .run_size import (
+    DEFAULT_SIZE,
     EVAL_SAMPLE,
     EVALS_HELP,
+    PAGE_EVALS,
+    RUN_SIZES,
+    VALID_FRACTION,
+    RunSize,
+    eval_every_for,
+    page_finetune_args,
+)
+from .runs import _job_folder, finetune_job, keep_run, pretrain_job, run_record
+from .start import (
     check_finetune,
     check_finetune_settings,
     check_pretrain,
@@ -116,6 +125,13 @@ __all__ = [
     "few_steps_message",
     "EVAL_SAMPLE",
     "EVALS_HELP",
+    "DEFAULT_SIZE",
+    "PAGE_EVALS",
+    "RUN_SIZES",
+    "VALID_FRACTION",
+    "RunSize",
+    "eval_every_for",
+    "page_finetune_args",
     "check_pretrain",
     "check_pretrain_settings",
     "default_finetune_base",

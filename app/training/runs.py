@@ -196,15 +196,17 @@ def finetune_job(
         threads = args.threads or job_threads()
         torch.set_num_threads(threads)
         try:
-            model = None
+            model = logits = None
             for m in finetune(base, train, valid, args, stop, on_step=recorder):
                 if isinstance(m, ev.FinetuneDone):
-                    model = m.bundle
+                    model, logits = m.bundle, m.valid_logits
                 yield m
             if model is not None and getattr(stop, "reason", None) != SESSION:  # nobody to read it
                 torch.set_num_threads(threads)  # finetune restored its own setting
                 t = time.perf_counter()
-                report = evaluate_classifier(model, valid, max_length=args.max_length, mistakes=mistakes)
+                report = evaluate_classifier(
+                    model, valid, max_length=args.max_length, mistakes=mistakes, logits=logits
+                )  # the run's own last scores of the kept model, when it has them
                 yield Report(seconds=time.perf_counter() - t, report=report)
         finally:
             torch.set_num_threads(before)

@@ -176,12 +176,6 @@ def _submit(
 
 
 FEW_STEPS = 30  # fewer training steps than this: the Fine-tuning page suggests more epochs
-EVAL_SAMPLE = 200  # the validation texts each mid-run point of the curve scores (the last one: all)
-EVALS_HELP = (
-    f"How often the validation curve gets a point. Each point while training scores the same {EVAL_SAMPLE} "
-    "validation texts (a stratified sample, so the curve is cheap); the last one scores all of them, and the "
-    "model kept is the best on the sample."
-)
 
 
 def few_steps_message(n_train: int, max_train: int, batch: int, epochs: int) -> str | None:
