@@ -33,17 +33,17 @@ RUN_SIZES = {
         1000,
         500,
         2,
-        "1,000 training texts, the lowest 2 layers frozen: about QUICK_S s on one core, accuracy about QUICK_ACC "
-        "on Rotten Tomatoes (the full run: FULL_ACC). Made for a class: 30 students' quick runs finish within "
-        "about CLASS_MIN minutes.",
+        "1,000 training texts, the lowest 2 layers frozen: accuracy about 0.77 on Rotten Tomatoes (mean of 5 "
+        "seeds; the full run: 0.79) in well under half the full run's time. Made for a class taking turns: "
+        "the server trains a few runs at once and the rest wait in a queue.",
     ),
     "full": RunSize(
         "Full",
         2000,
         1000,
         0,
-        "2,000 training texts, every layer trained: about FULL_S s on one core, accuracy about FULL_ACC on "
-        "Rotten Tomatoes. Best when few people are training at once.",
+        "2,000 training texts, every layer trained: accuracy about 0.79 on Rotten Tomatoes (mean of 5 seeds). "
+        "Best when few people are training at once.",
     ),
 }
 DEFAULT_SIZE = "quick"
