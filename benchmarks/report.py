@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-ALL_ROWS = [f"infer-{m}-{k}-{t}" for m in ("minilm", "base") for k in ("attn", "fast") for t in (32, 128)] + [
+ALL_ROWS = [
+    f"infer-{m}-{k}-{t}{floor}"
+    for m in ("minilm", "base")
+    for k in ("attn", "fast")
+    for t in (32, 128)
+    for floor in (("", "-floor") if k == "attn" else ("",))
+] + [
     "finetune-step",
     "finetune-throughput",
     "finetune-gflops",

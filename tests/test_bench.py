@@ -45,7 +45,7 @@ def test_tiny_quick_bench_has_every_row(tmp_path):
     for name in rows:
         assert name in proc.stdout  # the table is printed
     assert rows["tokenize"]["extra"]["mismatches"] == 0
-    assert all(rows[n]["extra"]["max_abs_diff"] <= 1e-4 for n in rows if n.startswith("infer-"))
+    assert all(rows[n]["extra"]["max_abs_diff"] <= 1e-4 for n in rows if n.startswith("infer-") and "floor" not in n)
     assert result["meta"]["threads"] == 1 and result["meta"]["tiny"] is True
 
 
