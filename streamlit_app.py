@@ -18,23 +18,29 @@ st.set_page_config(
 state.init()
 link_notes = links.arrive()  # a link's model, sentences and projector mode, before anything is drawn
 
-PAGES = [
-    st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
-    st.Page("pages/lessons.py", title="Lessons", icon=":material/menu_book:"),
-    st.Page("pages/tokenization.py", title="Tokenization", icon=":material/text_fields:"),
-    st.Page("pages/embeddings.py", title="Embeddings", icon=":material/scatter_plot:"),
-    st.Page("pages/attention.py", title="Attention", icon=":material/hub:"),
-    st.Page("pages/masked_lm.py", title="Masked LM & next sentence", icon=":material/edit_note:"),
-    st.Page("pages/finetune.py", title="Fine-tuning", icon=":material/tune:"),
-    st.Page("pages/pretrain.py", title="Pre-training", icon=":material/school:"),
-    st.Page("pages/head_patterns.py", title="Head patterns", icon=":material/grid_view:"),
-    st.Page("pages/explanations.py", title="Explanations", icon=":material/insights:"),
-    st.Page("pages/ablation.py", title="Head ablation", icon=":material/block:"),
-    st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
-    st.Page("pages/status.py", title="Server status", icon=":material/monitor_heart:"),
+# Every page: its file under pages/, title and Material icon. Home is the default; the class
+# board is opt-in (BERT_EXPLORER_BOARD=1).
+PAGE_TABLE = [
+    ("home", "Home", "home"),
+    ("lessons", "Lessons", "menu_book"),
+    ("tokenization", "Tokenization", "text_fields"),
+    ("embeddings", "Embeddings", "scatter_plot"),
+    ("attention", "Attention", "hub"),
+    ("masked_lm", "Masked LM & next sentence", "edit_note"),
+    ("finetune", "Fine-tuning", "tune"),
+    ("pretrain", "Pre-training", "school"),
+    ("head_patterns", "Head patterns", "grid_view"),
+    ("explanations", "Explanations", "insights"),
+    ("ablation", "Head ablation", "block"),
+    ("compare", "Compare", "compare"),
+    ("status", "Server status", "monitor_heart"),
+    ("board", "Class board", "leaderboard"),
 ]
-if board.enabled():  # opt-in: BERT_EXPLORER_BOARD=1
-    PAGES.append(st.Page("pages/board.py", title="Class board", icon=":material/leaderboard:"))
+PAGES = [
+    st.Page(f"pages/{name}.py", title=title, icon=f":material/{icon}:", default=name == "home")
+    for name, title, icon in PAGE_TABLE
+    if name != "board" or board.enabled()
+]
 
 page = st.navigation(PAGES)
 sidebar.render()

@@ -18,26 +18,9 @@ from typing import TYPE_CHECKING
 import torch
 
 from bert.config import BertConfig
-from bert.hf_names import hf_to_ours
 from bert.model import BertForPreTraining
 
-from .models import (
-    FT_BATCH,
-    FT_LEN,
-    LABELS,
-    PT_BATCH,
-    PT_LEN,
-    TINY,
-    Setup,
-    finetune_batch,
-    finetune_step,
-    hf,
-    hf_config,
-    ours_classifier,
-    pretrain_batch,
-    pretrain_step,
-    theirs_from_dir,
-)
+from .models import FT_BATCH, FT_LEN, PT_BATCH, PT_LEN, TINY, Setup, hf, hf_config, training_model, training_step
 from .report import Row
 
 if TYPE_CHECKING:
@@ -196,27 +179,15 @@ def _stage_load(side: str, tiny: bool) -> None:
 
 
 def _stage_train(side: str, task: str, folder: Path) -> float:
-    from bert.checkpoint import read_weights
     from bert.tokenizer import Tokenizer
 
     tok = Tokenizer.from_file(folder / "vocab.txt")
     config = BertConfig.from_file(folder / "config.json")
-    if side == "ours":
-        state, _ = hf_to_ours(read_weights(folder / "model.safetensors"), config)
-        model = ours_classifier(config) if task == "finetune" else BertForPreTraining(config)
-        model.load_state_dict(state, strict=False)
-        del state
-    else:
-        cls = "BertForSequenceClassification" if task == "finetune" else "BertForPreTraining"
-        kw = {"num_labels": len(LABELS)} if task == "finetune" else {}
-        model = theirs_from_dir(cls, folder, "sdpa", **kw)
+    model = training_model(side, task, folder, config)
     gc.collect()
     loaded = rss_mb()
     model.train()
-    if task == "finetune":
-        step = finetune_step(model, finetune_batch(config, tok), side == "ours")
-    else:
-        step = pretrain_step(model, pretrain_batch(config, tok), side == "ours")
+    step = training_step(task, model, config, tok, side == "ours")
     for _ in range(2):
         step()
     return loaded

@@ -220,15 +220,30 @@ def ours_classifier(config: BertConfig) -> BertForSequenceClassification:
     return BertForSequenceClassification(config)
 
 
+def training_model(side: str, task: str, folder: Path, config: BertConfig) -> torch.nn.Module:
+    """One side's model for `task` ("finetune": a classifier with a new random head, "pretrain":
+    MLM + NSP) with the weights of the transformers `folder`; ours reads them without transformers."""
+    if side == "theirs":
+        if task == "finetune":
+            return theirs_from_dir("BertForSequenceClassification", folder, "sdpa", num_labels=len(LABELS))
+        return theirs_from_dir("BertForPreTraining", folder, "sdpa")
+    from bert.checkpoint import read_weights
+
+    state, _ = hf_to_ours(read_weights(folder / "model.safetensors"), config)
+    model = ours_classifier(config) if task == "finetune" else BertForPreTraining(config)
+    model.load_state_dict(state, strict=False)
+    return model
+
+
 def finetune_models(setup: Setup):
     """(ours, theirs): classifiers on the minilm encoder, same random head, train mode."""
-    theirs = theirs_from_dir("BertForSequenceClassification", setup.hf_dir, "sdpa", num_labels=len(LABELS))
+    theirs = training_model("theirs", "finetune", setup.hf_dir, setup.config)
     ours = ours_from_theirs(theirs, ours_classifier(setup.config), setup.config)
     return ours.train(), theirs.train()
 
 
 def pretrain_models(setup: Setup):
-    theirs = theirs_from_dir("BertForPreTraining", setup.hf_dir, "sdpa")
+    theirs = training_model("theirs", "pretrain", setup.hf_dir, setup.config)
     ours = ours_from_theirs(theirs, BertForPreTraining(copy.deepcopy(setup.config)), setup.config)
     return ours.train(), theirs.train()
 
@@ -285,3 +300,10 @@ def pretrain_step(model, batch, ours: bool) -> Callable[[], torch.Tensor]:
             ).loss
 
     return _train_step(model, loss_of)
+
+
+def training_step(task: str, model, config: BertConfig, tokenizer, ours: bool) -> Callable[[], torch.Tensor]:
+    """A step of `task` ("finetune" or "pretrain") on its batch (finetune_batch / pretrain_batch)."""
+    if task == "finetune":
+        return finetune_step(model, finetune_batch(config, tokenizer), ours)
+    return pretrain_step(model, pretrain_batch(config, tokenizer), ours)

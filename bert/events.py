@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 PRETRAIN, FINETUNE = "pretrain", "finetune"  # the trainers, as `from_dict` names them
 
@@ -30,11 +30,20 @@ def _in_memory() -> Any:
     return field(default=None, compare=False, repr=False, metadata={"in_memory": True})
 
 
+@dataclass_transform(kw_only_default=True, field_specifiers=(field,))
 @dataclass(kw_only=True)
 class Event:
-    """Any event; `event` is the name its dict carries under "event"."""
+    """Any event; `event` is the name its dict carries under "event". A subclass is a keyword-only
+    dataclass without a decorator and names its kind among its bases, `class Eval(Event,
+    event="eval")`; one that does not (`PretrainEval(Eval)`) keeps its base's."""
 
     event: ClassVar[str] = ""
+
+    def __init_subclass__(cls, event: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if event is not None:
+            cls.event = event
+        dataclass(kw_only=True)(cls)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"event": self.event}
@@ -54,46 +63,35 @@ class Event:
 # ---- both trainers -------------------------------------------------------------------------------
 
 
-@dataclass(kw_only=True)
-class Start(Event):
+class Start(Event, event="start"):
     """The model, data and optimizer are ready; training begins."""
 
-    event: ClassVar[str] = "start"
 
-
-@dataclass(kw_only=True)
-class TrainStep(Event):
+class TrainStep(Event, event="train"):
     """Training metrics, every `log_every` optimizer steps."""
 
-    event: ClassVar[str] = "train"
     step: int
     epoch: int
 
 
-@dataclass(kw_only=True)
-class Eval(Event):
+class Eval(Event, event="eval"):
     """A score on the held-out data."""
 
-    event: ClassVar[str] = "eval"
     step: int
 
 
-@dataclass(kw_only=True)
-class Done(Event):
+class Done(Event, event="done"):
     """The last event: the run ended (finished, stopped, or after an `Error`). `bundle` is the
     model in memory where the trainer hands it over (never written)."""
 
-    event: ClassVar[str] = "done"
     stopped: bool
     bundle: Any = _in_memory()
 
 
-@dataclass(kw_only=True)
-class Error(Event):
+class Error(Event, event="error"):
     """Training failed (the loss stopped being finite); a `Done` with the last good model follows
     where there is one."""
 
-    event: ClassVar[str] = "error"
     message: str
     step: int | None = _optional()
 
@@ -101,15 +99,12 @@ class Error(Event):
 # ---- pre-training --------------------------------------------------------------------------------
 
 
-@dataclass(kw_only=True)
-class Resumed(Event):
+class Resumed(Event, event="resumed"):
     """Pre-training picked up its checkpoint at `step`."""
 
-    event: ClassVar[str] = "resumed"
     step: int
 
 
-@dataclass(kw_only=True)
 class PretrainStart(Start):
     step: int  # the first step (> 0 when resumed)
     train_documents: int
@@ -120,7 +115,6 @@ class PretrainStart(Start):
     baseline_token: str  # the most frequent training token: the plateau's guess
 
 
-@dataclass(kw_only=True)
 class PretrainStep(TrainStep):
     """Averages over the steps since the last one."""
 
@@ -134,7 +128,6 @@ class PretrainStep(TrainStep):
     seconds: float  # since the last one
 
 
-@dataclass(kw_only=True)
 class PretrainEval(Eval):
     """Masked LM and next sentence on the fixed validation batches (bert.pretrain_eval.evaluate),
     and the probe sentence's guesses."""
@@ -153,7 +146,6 @@ class PretrainEval(Eval):
         self.probe = [[(str(t), float(p)) for t, p in guesses] for guesses in self.probe]
 
 
-@dataclass(kw_only=True)
 class PretrainDone(Done):
     """`path`: the final model's folder (bert.pretrain); the app loads it into `bundle` instead.
     The scores are missing when it stopped in a hurry; `step` and the scores when the app kept
@@ -175,7 +167,6 @@ class PretrainDone(Done):
 # ---- fine-tuning ---------------------------------------------------------------------------------
 
 
-@dataclass(kw_only=True)
 class FinetuneStart(Start):
     steps: int
     steps_per_epoch: int
@@ -188,7 +179,6 @@ class FinetuneStart(Start):
     prep_seconds: float
 
 
-@dataclass(kw_only=True)
 class FinetuneStep(TrainStep):
     loss: float  # this step's
     loss_smooth: float  # its moving average
@@ -199,7 +189,6 @@ class FinetuneStep(TrainStep):
     eta_s: float  # seconds left, evaluations included
 
 
-@dataclass(kw_only=True)
 class FinetuneEval(Eval):
     epoch: int
     val_loss: float
@@ -209,7 +198,6 @@ class FinetuneEval(Eval):
     texts: int | None = _optional()  # how many validation texts it scored (None: all of them)
 
 
-@dataclass(kw_only=True)
 class FinetuneDone(Done):
     """The best model (`bundle`) and how the run went; the command line adds where it saved it."""
 

@@ -16,7 +16,7 @@ from bert.labelled import stratified_split
 from bert.pretrain import PretrainArgs, pretrain
 from tests.test_finetune import FAST, synthetic
 from tests.test_finetune import tiny_bundle as tiny_classifier_base
-from tests.test_pretrain import args_for, tiny_bundle, tiny_corpus
+from tests.test_pretrain import args_for, tiny_bundle, tiny_cli_argv, tiny_corpus
 
 NO_CUDA = not torch.cuda.is_available()
 NO_MPS = not dv.mps_available()
@@ -151,11 +151,7 @@ def test_to_device_and_autocast_on_cpu_change_nothing():
 
 
 def test_cli_takes_a_device(tmp_path, capsys):
-    text = tmp_path / "t.txt"
-    text.write_text("\n\n".join(" ".join(doc) for doc in tiny_corpus().documents), encoding="utf-8")
-    common = ["pretrain", "--out", str(tmp_path / "run"), "--init", "scratch", "--text-file", str(text)]
-    common += ["--layers", "1", "--hidden", "32", "--heads", "2", "--max-seq-length", "32", "--batch-size", "4"]
-    common += ["--steps", "2", "--log-every", "1", "--eval-every", "2", "--eval-sequences", "8", "--no-cache-tokens"]
+    common = tiny_cli_argv(tmp_path)
     assert main([*common, "--device", "cpu", "--threads", "1"]) == 0
     assert '"event": "done"' in capsys.readouterr().out
     with pytest.raises(SystemExit) as e:

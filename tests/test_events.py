@@ -16,7 +16,7 @@ from bert.pretrain import PretrainArgs
 from tests import helpers
 from tests.test_finetune import synthetic
 from tests.test_finetune import tiny_bundle as tiny_classifier_base
-from tests.test_pretrain import tiny_corpus
+from tests.test_pretrain import tiny_cli_argv
 
 # The keys each JSON line had when the trainers yielded dicts: they must not change.
 SCORES = "mlm_loss mlm_top1 mlm_top5 nsp_loss nsp_acc masked_tokens sequences baseline_top1"
@@ -100,11 +100,7 @@ def _keys_by_kind(lines):
 
 
 def test_pretrain_cli_lines_keep_their_keys(tmp_path, capsys):
-    text = tmp_path / "t.txt"
-    text.write_text("\n\n".join(" ".join(doc) for doc in tiny_corpus().documents), encoding="utf-8")
-    argv = ["pretrain", "--out", str(tmp_path / "run"), "--init", "scratch", "--text-file", str(text)]
-    argv += ["--layers", "1", "--hidden", "32", "--heads", "2", "--max-seq-length", "32", "--batch-size", "4"]
-    argv += ["--steps", "2", "--log-every", "1", "--eval-every", "2", "--eval-sequences", "8", "--no-cache-tokens"]
+    argv = tiny_cli_argv(tmp_path)
     assert main([*argv, "--device", "cpu", "--threads", "1"]) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
     assert [x["event"] for x in lines] == ["start", "train", "train", "eval", "done"]

@@ -69,6 +69,17 @@ def run(args, bundle=None, corpus=None, stop_at=None, resume=True):
     return events
 
 
+def tiny_cli_argv(tmp_path) -> list[str]:
+    """`python -m bert pretrain` options for a two-step scratch run on tiny_corpus (written to a
+    text file under tmp_path); the caller adds --device and --threads."""
+    text = tmp_path / "t.txt"
+    text.write_text("\n\n".join(" ".join(doc) for doc in tiny_corpus().documents), encoding="utf-8")
+    argv = ["pretrain", "--out", str(tmp_path / "run"), "--init", "scratch", "--text-file", str(text)]
+    argv += ["--layers", "1", "--hidden", "32", "--heads", "2", "--max-seq-length", "32", "--batch-size", "4"]
+    argv += ["--steps", "2", "--log-every", "1", "--eval-every", "2", "--eval-sequences", "8", "--no-cache-tokens"]
+    return argv
+
+
 def args_for(out, **kw):
     base = dict(
         out=str(out),

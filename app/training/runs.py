@@ -20,9 +20,9 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, fields, is_dataclass, replace
+from dataclasses import asdict, fields, is_dataclass, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 
@@ -47,11 +47,9 @@ log = logging.getLogger("bert_explorer")
 # ---- the job's own events, after the trainer's (bert/events.py) -----------------------------------
 
 
-@dataclass(kw_only=True)
-class Report(ev.Event):
+class Report(ev.Event, event="report"):
     """evaluate_classifier's report on the validation texts, after fine-tuning."""
 
-    event: ClassVar[str] = "report"
     seconds: float
     report: dict[str, Any]
 
@@ -59,19 +57,15 @@ class Report(ev.Event):
         return {"event": self.event, "seconds": self.seconds, **self.report}
 
 
-@dataclass(kw_only=True)
-class Saved(ev.Event):
+class Saved(ev.Event, event="saved"):
     """The run is saved under its run code."""
 
-    event: ClassVar[str] = "saved"
     code: str
 
 
-@dataclass(kw_only=True)
-class SaveFailed(ev.Event):
+class SaveFailed(ev.Event, event="save_failed"):
     """The run could not be saved (the model is still in the session)."""
 
-    event: ClassVar[str] = "save_failed"
     message: str
 
 

@@ -8,6 +8,8 @@
 * `app_url`: the real app, `python -m streamlit run streamlit_app.py` on a free port,
   waited for on /_stcore/health, stopped at the end of the session.
 * `artifacts`: tests/artifacts/ (git-ignored) for screenshots and the server log.
+* `app_ready(page)`: wait until the app has finished running; `upload_file(page, path)`: on the
+  Fine-tuning page, choose "Upload a file" and give it `path`.
 
 Without Chromium or Playwright the tests skip with the reason, except when CI=true:
 then they fail, so CI can never pass without having run them.
@@ -215,3 +217,16 @@ def wait_for_app(pg, timeout_ms: int = 120_000):
 def app_ready():
     """`app_ready(page)`: wait until the app has finished running (see wait_for_app)."""
     return wait_for_app
+
+
+@pytest.fixture(scope="session")
+def upload_file(app_ready):
+    """`upload_file(page, path)`: on the Fine-tuning page, choose "Upload a file" and give the
+    uploader `path` (what the page then says is the caller's to wait for)."""
+
+    def upload(pg, path):
+        pg.locator('[data-testid="stRadio"] label', has_text="Upload a file").first.click()
+        app_ready(pg)
+        pg.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files(str(path))
+
+    return upload

@@ -76,11 +76,9 @@ def set_number(pg, label, value):
     pg.wait_for_timeout(400)
 
 
-def start_finetuning(pg, csv, epochs, app_ready):
+def start_finetuning(pg, csv, epochs, app_ready, upload_file):
     go(pg, "Fine-tuning", app_ready)
-    pg.locator('[data-testid="stRadio"] label', has_text="Upload a file").first.click()
-    app_ready(pg)
-    pg.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files(str(csv))
+    upload_file(pg, csv)
     pg.get_by_text("Usable texts").first.wait_for(timeout=60_000)
     app_ready(pg)
     pg.locator('[data-testid="stExpander"] summary', has_text="Model and training settings").click()
@@ -130,7 +128,9 @@ def wait_for_names(pg, want, timeout_s=60):
     raise AssertionError(f"the board shows {names}, not {want}; plots: {plots(pg)}")
 
 
-def test_three_students_post_to_one_board_and_it_survives_a_restart(page_factory, app_ready, artifacts, tmp_path):
+def test_three_students_post_to_one_board_and_it_survives_a_restart(
+    page_factory, app_ready, upload_file, artifacts, tmp_path
+):
     cache, log = tmp_path / "cache", artifacts / "board-server.log"
     small, big = tmp_path / "small.csv", tmp_path / "big.csv"
     small.write_bytes(loadtest.reviews_csv(60, 1))
@@ -150,7 +150,7 @@ def test_three_students_post_to_one_board_and_it_survives_a_restart(page_factory
             join(pg, url, code, app_ready)
 
         # Ada shows her run live; the teacher's board draws it while it trains
-        start_finetuning(students[0], big, 4, app_ready)
+        start_finetuning(students[0], big, 4, app_ready, upload_file)
         students[0].get_by_role("textbox", name="Your nickname on the board").fill(NICKS[0])
         students[0].get_by_role("textbox", name="Your nickname on the board").press("Enter")
         app_ready(students[0])
@@ -169,7 +169,7 @@ def test_three_students_post_to_one_board_and_it_survives_a_restart(page_factory
 
         # the other two start theirs (queued behind Ada's: one job at a time on 2 cores)
         for pg in students[1:]:
-            start_finetuning(pg, small, 1, app_ready)
+            start_finetuning(pg, small, 1, app_ready, upload_file)
         for pg, nick in zip(students, NICKS):
             post_when_done(pg, nick, app_ready)
         teacher.get_by_text(f"{NICKS[0]} · finished").first.wait_for(timeout=60_000)

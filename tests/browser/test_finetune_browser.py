@@ -53,14 +53,12 @@ def wait_until(page, check, timeout_s, what):
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
-def test_upload_train_watch_stop(page, app_url, app_ready, artifacts, tmp_path):
+def test_upload_train_watch_stop(page, app_url, app_ready, upload_file, artifacts, tmp_path):
     csv = tmp_path / "reviews.csv"
     csv.write_bytes(reviews_csv())
     page.goto(app_url + "/finetune")
     app_ready(page)
-    page.locator('[data-testid="stRadio"] label', has_text="Upload a file").first.click()
-    app_ready(page)
-    page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files(str(csv))
+    upload_file(page, csv)
     page.get_by_text("Usable texts").first.wait_for(timeout=60_000)
     app_ready(page)
     main = page.locator('[data-testid="stMainBlockContainer"]')

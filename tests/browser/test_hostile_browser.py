@@ -56,15 +56,13 @@ def test_tokenization_page_xss_and_no_unsafe_table_export(page, app_url, app_rea
     page.screenshot(path=str(artifacts / "hostile_tokenization.png"))
 
 
-def test_300_mb_upload_is_refused_with_a_message(page, app_url, app_ready, tmp_path):
+def test_300_mb_upload_is_refused_with_a_message(page, app_url, app_ready, upload_file, tmp_path):
     big = tmp_path / "huge.csv"
     with open(big, "wb") as f:  # sparse: 300 MB long, nothing written
         f.truncate(300 * 2**20)
     page.goto(app_url + "/finetune")
     app_ready(page)
-    page.locator('[data-testid="stRadio"] label', has_text="Upload a file").first.click()
-    app_ready(page)
-    page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files(str(big))
+    upload_file(page, big)
     page.get_by_text("or smaller").first.wait_for(timeout=60_000)
     text = page.locator('[data-testid="stFileUploader"]').first.inner_text()
     assert "50" in text and "MB" in text, text
