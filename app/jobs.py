@@ -69,7 +69,9 @@ _ids = itertools.count(1)
 
 
 def default_max_running() -> int:
-    return settings.whole("BERT_EXPLORER_MAX_JOBS", default=max(1, (os.cpu_count() or 2) // 2))
+    # one job a core, each on one thread (BERT_EXPLORER_JOB_THREADS): a class taking turns gets
+    # the most runs an hour (benchmarks/class_queue.py); set 1 on a 1 GB host
+    return settings.whole("BERT_EXPLORER_MAX_JOBS", default=max(1, os.cpu_count() or 1))
 
 
 @dataclass(eq=False)

@@ -33,7 +33,7 @@ SETTINGS = {
         ),
         # training jobs (app/budget.py, app/jobs.py, app/training/)
         Setting(
-            "BERT_EXPLORER_MAX_JOBS", None, "training jobs at once, others queue (default: half the cores, at least 1)"
+            "BERT_EXPLORER_MAX_JOBS", None, "training jobs at once, others queue (default: one a core)"
         ),
         Setting("BERT_EXPLORER_MAX_QUEUE", 10, "jobs waiting for a slot; more are refused with a message"),
         Setting("BERT_EXPLORER_MAX_STEP_TOKENS", 2048, "tokens per training step (batch x tokens per sequence)"),
