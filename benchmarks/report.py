@@ -27,8 +27,15 @@ ALL_ROWS = [
     "mem-load",
     "mem-finetune",
     "mem-pretrain",
+    "plateau-default",
+    "finetune-run",
+    "class-30",
 ]
-TINY_ROWS = [r for r in ALL_ROWS if r not in ("startup-health", "startup-home", "mem-app")]
+TINY_ROWS = [
+    r
+    for r in ALL_ROWS
+    if r not in ("startup-health", "startup-home", "mem-app", "plateau-default", "finetune-run", "class-30")
+]
 
 
 @dataclass

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from . import app_rows, memory, model_rows
+from . import app_rows, class_rows, memory, model_rows
 from .models import build_setup, hf
 from .report import Row, format_row, header
 from .timing import Timing, matmul_gflops, profile_top
@@ -111,6 +111,7 @@ class Bench:
                 ("app", lambda: app_rows.app_work(self, setup)),
                 ("startup", lambda: app_rows.startup(self)),
                 ("memory", lambda: memory.memory(self, setup)),
+                ("teaching", lambda: class_rows.teaching(self)),
             ):
                 t0 = time.perf_counter()
                 fn()

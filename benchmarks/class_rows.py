@@ -1,0 +1,112 @@
+"""The class rows (issue #17): what a class waits for, against the targets. Each row's "theirs" is
+its target, so the ratio says how far under (< 1) or over it the run was.
+
+- plateau-default: seconds until the Pre-training page's default run leaves the unigram plateau
+  (benchmarks/plateau.py; one torch thread, as a job in the app), target 180 s;
+- finetune-run: the 2,000-snippet, one-epoch fine-tuning run of the README (`python -m bert
+  finetune`, the backend's defaults, the bench's threads), target 20 s, with its accuracy;
+- class-30: 30 students' default runs queued at once through the app's job manager
+  (benchmarks/class_queue.py), minutes until the last one ends, target 10; about ten minutes of
+  work, so only with `--only class`.
+
+Not in --quick or --tiny (minutes each).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from typing import TYPE_CHECKING
+
+from .report import Row, check
+
+if TYPE_CHECKING:
+    from .runner import Bench
+
+CLASS_ROWS = ["plateau-default", "finetune-run", "class-30"]
+TARGETS = {"plateau-default": 180.0, "finetune-run": 20.0, "class-30": 10.0}
+
+
+def _row(name: str, what: str, unit: str, ours: float, note: str, extra: dict | None = None) -> Row:
+    target = TARGETS[name]
+    row = Row(name, f"{what} (theirs: the target)", unit, ours, target, ours / target, note=note, extra=extra or {})
+    return check(row, 1.0)
+
+
+def _plateau(b: Bench) -> None:
+    from . import plateau
+
+    r = plateau.measure("default", plateau.page_args(**plateau.RECIPES["default"]), limit_s=600.0)
+    seconds = r["seconds"] if r["seconds"] is not None else float("inf")
+    note = (
+        f"left at step {r['step']} (top-1 {r['top1']} vs baseline {r['baseline']})"
+        if r["seconds"] is not None
+        else "still on the plateau after 600 s"
+    )
+    b.add(_row("plateau-default", "Pre-training page's default run leaves the plateau", "s", seconds, note))
+
+
+def _finetune_run(b: Bench) -> None:
+    from app.training.data import builtin_data, split_data
+    from bert.events import FinetuneDone
+    from bert.finetune import FinetuneArgs, finetune
+
+    data = builtin_data("rotten_tomatoes")
+    train, valid = split_data(data, None, 0.2, 0, 2000, 1000)
+    args = FinetuneArgs(data="builtin:rotten_tomatoes", threads=b.args.threads)
+    t0 = time.perf_counter()
+    done = next(m for m in finetune(args.checkpoint, train, valid, args) if isinstance(m, FinetuneDone))
+    wall = time.perf_counter() - t0
+    note = (
+        f"accuracy {done.accuracy:.3f} on 1,000 snippets; {done.train_seconds:.1f} s of training, "
+        f"{done.examples_per_s:.1f} examples/s, {b.args.threads} thread(s)"
+    )
+    extra = {"accuracy": done.accuracy, "train_seconds": done.train_seconds}
+    b.add(_row("finetune-run", "2,000 x 1 epoch Rotten Tomatoes fine-tuning, loaded to scored", "s", wall, note, extra))
+
+
+def _class(b: Bench) -> None:
+    from . import class_queue
+
+    with tempfile.TemporaryDirectory() as cache:
+        before = os.environ.get("BERT_EXPLORER_CACHE")
+        os.environ["BERT_EXPLORER_CACHE"] = cache
+        try:
+            r = class_queue.class_turn(30)
+        finally:
+            if before is None:
+                os.environ.pop("BERT_EXPLORER_CACHE", None)
+            else:
+                os.environ["BERT_EXPLORER_CACHE"] = before
+    note = (
+        f"{r['max_jobs']} job(s) at once, {r['threads_per_job']} thread(s) each; a run {r['run_seconds_mean']} s "
+        f"on average; accuracy {r['accuracy_mean']}; errors {len(r['errors'])}"
+    )
+    b.add(
+        _row(
+            "class-30",
+            "30 students' default runs queued at once, until the last ends",
+            "min",
+            r["minutes_until_last"],
+            note,
+            r,
+        )
+    )
+
+
+def teaching(b: Bench) -> None:
+    if not b.wants_any(CLASS_ROWS):
+        return
+    if b.quick:
+        for name in CLASS_ROWS:
+            b.skip(name, "minutes each: not in --quick or --tiny")
+        return
+    if b.wants("plateau-default"):
+        _plateau(b)
+    if b.wants("finetune-run"):
+        _finetune_run(b)
+    if any(p.startswith("class") for p in b.only):
+        _class(b)
+    else:
+        b.skip("class-30", "about ten minutes: run it with --only class")
