@@ -32,9 +32,7 @@ SETTINGS = {
             "BERT_EXPLORER_MAX_MODEL_MB", 2000, "the largest model loaded at all (fp32 parameters, heads included), MB"
         ),
         # training jobs (app/budget.py, app/jobs.py, app/training/)
-        Setting(
-            "BERT_EXPLORER_MAX_JOBS", None, "training jobs at once, others queue (default: one a core)"
-        ),
+        Setting("BERT_EXPLORER_MAX_JOBS", None, "training jobs at once, others queue (default: one a core)"),
         Setting("BERT_EXPLORER_MAX_QUEUE", 10, "jobs waiting for a slot; more are refused with a message"),
         Setting("BERT_EXPLORER_MAX_STEP_TOKENS", 2048, "tokens per training step (batch x tokens per sequence)"),
         Setting("BERT_EXPLORER_MAX_JOB_MB", 1024, "estimated memory of one training job, MB; shown before Start"),
