@@ -221,7 +221,9 @@ def _load_folder(folder: Path, name: str | None) -> Bundle:
             f"config.json describes an encoder of {needed:,} parameters but the weights "
             f"file holds only {held:,} numbers: config and weights do not match"
         )
-    raw = {k: v.float() if v.is_floating_point() else v for k, v in raw.items()}
+    # Kept as stored (fp16 for the built-ins): load_state_dict copies each tensor into the
+    # model's fp32 parameter, converting it exactly, so no fp32 copy of the file is ever made
+    # besides the model itself (minilm-l6: peak +180 -> +136 MB while loading).
     ours_format = any(k.startswith("bert.layers.") for k in raw)
     state, unused = (raw, []) if ours_format else hf_to_ours(raw, config)
     classifier = bool(config.id2label) and (
