@@ -11,7 +11,8 @@ Messages and cards never carry the server's absolute paths (`public_text`).
 
 Parts live next door and are re-exported here: the hub download and its size check in
 bert/hub.py, the Hugging Face export in bert/export.py, `public_text` / `public_path` in
-bert/public.py.
+bert/public.py, the built-ins' names and folders in bert/builtins.py and the parameter formulas
+in bert/sizes.py (those two without torch, for the app's first page).
 """
 
 from __future__ import annotations
