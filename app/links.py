@@ -160,7 +160,7 @@ def current_url() -> str:
 
 def model_param() -> Param:
     """The built-in model (session models and folders are never put in a link)."""
-    from bert.checkpoint import available_builtins
+    from bert.builtins import available_builtins
 
     from . import state
 

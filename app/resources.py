@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
-import torch
 
 import bert
 from bert import CheckpointError, settings
+from bert.builtins import BUILTINS, ModelSummary, describe_builtin
+from bert.hub import is_hub_id
 
 from . import state
 from .helpers import clean_text
@@ -54,6 +55,7 @@ def serve_with_few_threads() -> None:
         return
     _threads_set = True
     try:
+        import torch
         from streamlit.runtime import Runtime
 
         if Runtime.exists():
@@ -99,12 +101,12 @@ def allowed_source(source: str) -> tuple[str, str]:
     """("builtin", name), ("folder", resolved path) or ("hub", id); every other source raises
     the same CheckpointError (NOT_OFFERED), which says nothing about what exists."""
     s = (source or "").strip()
-    if s in bert.checkpoint.BUILTINS:
+    if s in BUILTINS:
         return "builtin", s
     folder = _folder_under_root(s) if s else None
     if folder is not None:
         return "folder", str(folder)
-    if hub_allowed() and bert.checkpoint.is_hub_id(s):
+    if hub_allowed() and is_hub_id(s):
         return "hub", s
     hub = " Hugging Face Hub ids (owner/name) work too." if hub_allowed() else ""
     raise CheckpointError(NOT_OFFERED + hub)
@@ -143,8 +145,35 @@ def current_model() -> CurrentModel:
             )
         return CurrentModel(models[name], st.session_state[state.USER_MODEL_IDS][name], f"{name} (yours)")
     bundle = load_model(src)
-    kind = "builtin" if src in bert.checkpoint.BUILTINS else "path"
+    kind = "builtin" if src in BUILTINS else "path"
     return CurrentModel(bundle, f"{kind}:{src}", bundle.name)
+
+
+def current_summary() -> ModelSummary:
+    """What the sidebar and the Home page show of the model picked in the sidebar. A built-in
+    shipped in our format is described from its files (`describe_builtin`): no torch, no
+    weights, so the first page a student opens does not wait for a model it does not use.
+    Any other model is loaded (`current_model`) and described from its bundle."""
+    state.init()
+    src = st.session_state[state.MODEL_SOURCE]
+    if src in BUILTINS:
+        summary = _described_builtin(src)
+        if summary is not None:
+            return summary
+    return summary_of(current_model())
+
+
+@st.cache_resource(show_spinner=False)
+def _described_builtin(name: str) -> ModelSummary | None:
+    return describe_builtin(name)
+
+
+def summary_of(model: CurrentModel) -> ModelSummary:
+    """The summary of a loaded model (its parameter counts from app.cache, as the pages get them)."""
+    from .cache import parameter_counts  # torch, numpy and bert.analysis: only once a model is loaded
+
+    b = model.bundle
+    return ModelSummary(model.label, b.config, b.card, tuple(b.notes), b.is_classifier, parameter_counts(model))
 
 
 def max_tokens(bundle: bert.Bundle) -> int:
@@ -158,7 +187,7 @@ FOLDER = "__folder__"  # picker option: a model folder in the server's models fo
 
 def model_options() -> list[str]:
     """Built-ins, this session's own models ("session:<name>"), and a server model folder."""
-    return list(bert.checkpoint.available_builtins()) + [f"session:{n}" for n in state.user_models()] + [FOLDER]
+    return list(bert.builtins.available_builtins()) + [f"session:{n}" for n in state.user_models()] + [FOLDER]
 
 
 def option_label(option: str) -> str:
@@ -179,5 +208,5 @@ def model_for(option: str, folder: str = "") -> CurrentModel:
         return CurrentModel(models[name], st.session_state[state.USER_MODEL_IDS][name], f"{name} (yours)")
     src = clean_text(folder, "the folder of the model") if option == FOLDER else option
     bundle = load_model(src)
-    kind = "builtin" if src in bert.checkpoint.BUILTINS else "path"
+    kind = "builtin" if src in BUILTINS else "path"
     return CurrentModel(bundle, f"{kind}:{src}", bundle.name)

@@ -8,13 +8,13 @@ import logging
 import streamlit as st
 
 import bert
-from bert.checkpoint import available_builtins, public_text
+from bert.builtins import BUILTINS, available_builtins
+from bert.public import public_text
 
 from . import state
-from .cache import parameter_counts
 from .errors import show_errors
 from .helpers import card_summary, fmt_params, md_escape
-from .resources import FOLDER, current_model, load_model
+from .resources import FOLDER, current_summary, load_model
 from .widgets import PATH_CHARS
 
 log = logging.getLogger("bert_explorer")
@@ -45,7 +45,7 @@ def strip_front_matter(card: str) -> str:
 
 
 def _choice_for(source: str) -> str:
-    if source.startswith("session:") or source in bert.checkpoint.BUILTINS:
+    if source.startswith("session:") or source in BUILTINS:
         return source
     return FOLDER
 
@@ -55,7 +55,7 @@ def _label(option: str) -> str:
         return "A folder from the server's models folder…"
     if option.startswith("session:"):
         return f"{option[len('session:') :]} (your model, this session)"
-    desc = bert.checkpoint.BUILTINS.get(option, "")
+    desc = BUILTINS.get(option, "")
     return f"{option} (built-in)" if not desc else f"{option}: built-in"
 
 
@@ -120,11 +120,10 @@ def render() -> None:
             if ss.get("_folder_error"):
                 st.error(md_escape(ss["_folder_error"]), icon=":material/error:")
         with show_errors("the model"):
-            model = current_model()
-            b = model.bundle
+            b = current_summary()  # a built-in without loading it: see app/resources.py
             cfg = b.config
-            total = parameter_counts(model)["total"]
-            st.markdown(f"**{md_escape(model.label)}**")
+            total = b.counts["total"]
+            st.markdown(f"**{md_escape(b.name)}**")
             st.caption(
                 f"{fmt_params(total)} parameters ({total:,}) · {cfg.num_hidden_layers} layers · "
                 f"hidden {cfg.hidden_size} · {cfg.num_attention_heads} heads · "

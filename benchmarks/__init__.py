@@ -19,7 +19,8 @@ Rows (`--only` takes comma-separated prefixes of these names, e.g. `--only infer
     pretrain-step, pretrain-throughput, pretrain-gflops     16 x 128, MLM 15 % + NSP
     tokenize                                   10,000 lines: ours vs `tokenizers` (Rust), + id parity
     analysis-64, bertviz-head-64, bertviz-model-64          the app's work at 64 tokens
-    startup-health, startup-home, mem-app      `streamlit run` cold start (vs a bare Streamlit app)
+    startup-health, startup-home, mem-app      `streamlit run` cold start (vs a bare Streamlit app);
+                                               `--only startup,mem-app` runs just these (about 30 s)
     mem-load, mem-finetune, mem-pretrain       peak RSS (VmHWM) in subprocesses, one per library;
                                                the peak is reset between stages (clear_refs)
 

@@ -3,13 +3,29 @@
 import bert
 bundle = bert.load("minilm-l6")
 enc = bundle.tokenizer.encode("the capital of france is [MASK] .")
+
+`import bert` does not import torch: the names that need it (the model, `load`, `Bundle`, ...)
+and the submodules (`bert.checkpoint`, `bert.analysis`, ...) are imported on first use, so the
+app's first page, which needs none of them, starts without torch.
 """
 
-from .checkpoint import Bundle, encode_batch, export_hf, load, save
+import importlib
+
 from .config import BertConfig
 from .errors import BertExplorerError, CheckpointError, DataError, InputError, TokenizerError, TrainingError
-from .model import BertForPreTraining, BertForSequenceClassification, BertModel, parameter_counts
 from .tokenizer import Tokenizer
+
+_LAZY = {
+    "Bundle": "checkpoint",
+    "encode_batch": "checkpoint",
+    "load": "checkpoint",
+    "save": "checkpoint",
+    "export_hf": "checkpoint",
+    "BertModel": "model",
+    "BertForPreTraining": "model",
+    "BertForSequenceClassification": "model",
+    "parameter_counts": "model",
+}
 
 __all__ = [
     "BertConfig",
@@ -30,3 +46,23 @@ __all__ = [
     "TokenizerError",
     "TrainingError",
 ]
+
+
+def __getattr__(name: str):
+    """A name of `_LAZY` from its module, or a submodule (`bert.checkpoint`), on first use."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if name.startswith("__"):
+        raise AttributeError(name)
+    try:
+        return importlib.import_module(f".{name}", __name__)
+    except ModuleNotFoundError as e:
+        if e.name != f"{__name__}.{name}":
+            raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

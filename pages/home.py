@@ -5,10 +5,9 @@ import streamlit as st
 
 import app
 from app import figures, plots
-from app.cache import parameter_counts
 from app.errors import show_errors
 from app.helpers import fmt_params
-from app.resources import current_model
+from app.resources import current_summary
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
@@ -51,9 +50,9 @@ with left:
 
 with right:
     with show_errors("the model diagram"):
-        model = current_model()
-        cfg = model.bundle.config
-        counts = parameter_counts(model)
+        model = current_summary()  # config and parameter counts: no weights needed to draw them
+        cfg = model.config
+        counts = model.counts
         st.subheader("The loaded model")
         st.caption(f"{counts['total']:,} parameters in all")
         c1, c2, c3, c4 = st.columns(4)

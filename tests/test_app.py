@@ -54,6 +54,28 @@ def test_home_renders_and_shows_parameter_count(home):
     assert any("parameters" in c.value for c in home.sidebar.caption)
 
 
+HOME_ALONE = """
+import sys
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file(sys.argv[1], default_timeout=60).run()
+assert not at.exception, [e.value for e in at.exception]
+assert "The loaded model" in [s.value for s in at.subheader]
+print("torch" in sys.modules)
+"""
+
+
+def test_home_draws_the_default_model_without_torch():
+    """Home and the sidebar describe the default built-in from its files: a fresh server imports
+    neither torch nor the weights before its first page has drawn (issue #17, start-up)."""
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-c", HOME_ALONE, ENTRY]
+    out = subprocess.run(cmd, cwd=Path(ENTRY).parent, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-1] == "False", "torch was imported before Home had drawn"
+
+
 @pytest.mark.parametrize("page", PAGES[1:])
 def test_page_renders_default_and_pair(app, page):
     app.switch_page(page).run()

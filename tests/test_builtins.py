@@ -10,7 +10,9 @@ from safetensors import safe_open
 
 import bert
 from app.helpers import mlm_untrained, nsp_untrained
+from bert.builtins import describe_builtin
 from bert.checkpoint import ASSETS, BUILTINS, available_builtins, minilm_package_dir
+from bert.sizes import parameter_breakdown
 
 SHIPPED = [n for n in BUILTINS if (ASSETS / n / "model.safetensors").is_file()]
 
@@ -68,3 +70,29 @@ def test_a_shipped_builtin_predicts_everyday_masked_words(name):
             logits = model(ids, mlm_positions=ids == b.tokenizer.mask_id).mlm_logits[0]
         top = [b.tokenizer.ids_to_tokens[i] for i in logits.topk(k).indices.tolist()]
         assert word in top, (text, top)
+
+
+@pytest.mark.parametrize("name", BUILTINS)
+def test_a_builtin_described_without_loading_says_what_it_says_loaded(name):
+    """The sidebar and Home show a shipped built-in from its files (no torch, no weights): the
+    same name, config, card, notes, kind and parameter counts as the loaded model."""
+    summary = describe_builtin(name)
+    if name not in SHIPPED:
+        assert summary is None  # loaded to be described (its notes need the weights' names)
+        return
+    b = bert.load(name)
+    assert summary.name == b.name
+    assert summary.config == b.config
+    assert summary.card == b.card
+    assert list(summary.notes) == b.notes
+    assert (summary.is_classifier, summary.labels) == (b.is_classifier, b.labels)
+    assert summary.counts == bert.parameter_counts(b.model)
+
+
+def test_the_parameter_breakdown_from_the_config_is_the_models():
+    sizes = dict(vocab_size=99, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=40)
+    cfg = bert.BertConfig(**sizes)
+    assert parameter_breakdown(cfg) == bert.parameter_counts(bert.BertForPreTraining(cfg))
+    cfg = bert.BertConfig(**sizes, id2label={0: "neg", 1: "pos", 2: "mixed"})
+    clf = bert.BertForSequenceClassification(cfg)
+    assert parameter_breakdown(cfg, classifier=True) == bert.parameter_counts(clf)
