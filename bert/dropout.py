@@ -5,14 +5,39 @@ a training step's non-matmul time (`python -m benchmarks --profile`). Here every
 number is cut into four 16-bit ones, each compared with p * 2^16: a quarter of the draws, the
 same expectation (the rate is p rounded to a multiple of 1/65,536: 0.1 -> 0.100006) and the same
 seeding (torch's default generator, so `torch.manual_seed` makes it repeatable).
+
+A training run in a thread of its own (the app runs several at once) draws from a generator of
+that thread (`thread_generator`), so another run's draws never change its masks: each run stays
+the same for its seed whatever runs beside it.
 """
 
 from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
 
 import torch
 from torch import Tensor
 
 _LOW, _HIGH = -(2**63), 2**63 - 1
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def thread_generator(seed: int) -> Iterator[torch.Generator]:
+    """While inside, dropout on the CPU in this thread draws from a generator seeded with `seed`."""
+    before = getattr(_local, "generator", None)
+    _local.generator = torch.Generator().manual_seed(seed)
+    try:
+        yield _local.generator
+    finally:
+        _local.generator = before
+
+
+def _generator(device) -> torch.Generator | None:
+    g = getattr(_local, "generator", None)
+    return g if g is not None and torch.device(device or "cpu").type == "cpu" else None
 
 
 def keep_mask(shape: torch.Size | tuple[int, ...], p: float, device=None) -> Tensor:
@@ -20,7 +45,7 @@ def keep_mask(shape: torch.Size | tuple[int, ...], p: float, device=None) -> Ten
     n = 1
     for s in shape:
         n *= s
-    draws = torch.randint(_LOW, _HIGH, ((n + 3) // 4,), dtype=torch.int64, device=device)
+    draws = torch.randint(_LOW, _HIGH, ((n + 3) // 4,), dtype=torch.int64, device=device, generator=_generator(device))
     cut = -32768 + int(round(p * 65536))
     return draws.view(torch.int16)[:n].view(shape) >= cut
 

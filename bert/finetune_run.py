@@ -26,6 +26,7 @@ import torch
 from .batching import bucket_batches
 from .checkpoint import Bundle, load
 from .device import autocast, resolve_device
+from .dropout import thread_generator
 from .errors import TrainingError
 from .events import Error, Event, FinetuneDone, FinetuneEval, FinetuneStart, FinetuneStep
 from .finetune_eval import _collate, _metrics, _predict, _tokenize
@@ -40,6 +41,9 @@ DIVERGED_LOSS = 100.0  # mean cross-entropy above this (p(true class) < e^-100):
 
 
 # ---- the classifier ------------------------------------------------------------------------------
+
+
+_INIT_LOCK = threading.Lock()  # new classifiers are initialised one at a time (torch's global seed)
 
 
 def build_classifier(
@@ -61,7 +65,7 @@ def build_classifier(
     config.extra = {
         k: v for k, v in config.extra.items() if k not in ("architecture", "architectures", "label2id", "num_labels")
     }
-    with torch.random.fork_rng():
+    with _INIT_LOCK, torch.random.fork_rng():  # another run's start must not draw meanwhile
         torch.manual_seed(seed)
         model = BertForSequenceClassification(config)
     encoder = {k: v.detach().clone() for k, v in base.model.bert.state_dict().items()}  # a copy
@@ -132,11 +136,12 @@ class _FinetuneRun:
         self.model.train()
         if self.on_step is not None:
             self.on_step(0, self.model)
-        torch.manual_seed(self.args.seed)  # dropout
-        for epoch in range(self.args.epochs):
-            self.epoch = epoch
-            if not (yield from self.run_epoch()):
-                break
+        torch.manual_seed(self.args.seed)  # dropout on a GPU
+        with thread_generator(self.args.seed):  # on the CPU: this run's own, whatever runs beside it
+            for epoch in range(self.args.epochs):
+                self.epoch = epoch
+                if not (yield from self.run_epoch()):
+                    break
         yield from self.finish()
 
     # ---- setup

@@ -317,3 +317,28 @@ def test_mid_run_evaluations_score_a_sample_and_the_kept_model_is_scored_on_all(
     assert given["confusion"] == full["confusion"] and abs(given["accuracy"] - full["accuracy"]) < 1e-6
     with pytest.raises(TrainingError, match="eval_sample"):
         run(tiny_bundle(), train, valid, eval_sample=-1)
+
+
+def test_runs_in_parallel_threads_give_what_each_gives_alone(split):
+    """Dropout draws from a generator of the run's own thread: two runs at once (the app's jobs)
+    give the same losses and accuracies as each alone."""
+    train, valid = split
+
+    def losses(events):
+        return [e.loss for e in events if isinstance(e, FinetuneStep)], events[-1].accuracy
+
+    # threads=None: neither run sets torch's (process-wide) thread count, which would change the
+    # other's float sums when it restores its own at the end
+    kw = dict(epochs=2, eval_every=10, encoder_dropout=0.1, dropout=0.3, threads=None)
+    alone = [losses(run(tiny_bundle(), train, valid, seed=s, **kw)) for s in (0, 1)]
+    together, bases = [None, None], [tiny_bundle(), tiny_bundle()]  # built here: they draw their weights
+
+    def job(i):
+        together[i] = losses(run(bases[i], train, valid, seed=i, **kw))
+
+    threads = [threading.Thread(target=job, args=(i,)) for i in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert together == alone and alone[0] != alone[1]
