@@ -201,7 +201,7 @@ base = None
 if data is not None:
     st.header("3. Settings")
     view.run_size_picker()
-    with st.expander("Model and training settings (the defaults give a good model in about a minute)"):
+    with st.expander("Model and training settings (the defaults give a good model in about half a minute)"):
         c1, c2, c3 = st.columns(3)
         base_src = c1.selectbox(
             "Start from",
