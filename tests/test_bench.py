@@ -97,8 +97,11 @@ def test_class_queue_runs_every_students_job_and_reports_when_the_last_ended(tmp
     """benchmarks.class_queue with three students on a tiny run size: every job finishes, two
     run at once, and the figures come back (no time asserted)."""
     from app import training as tr
+    from app.training import data as training_data
     from benchmarks import class_queue
 
+    rt = training_data.builtin_data("rotten_tomatoes")  # from the usual cache, before the runs' own
+    monkeypatch.setattr(training_data, "builtin_data", lambda name: rt)
     monkeypatch.setenv("BERT_EXPLORER_CACHE", str(tmp_path))
     monkeypatch.setitem(tr.RUN_SIZES, "quick", tr.RunSize("Quick", 40, 20, 2, "tiny"))
     res = class_queue.class_turn(students=3, max_jobs=2, threads=1)
