@@ -136,7 +136,9 @@ class _FinetuneRun:
         self.model.train()
         if self.on_step is not None:
             self.on_step(0, self.model)
-        torch.manual_seed(self.args.seed)  # dropout on a GPU
+        if self.device.type != "cpu":
+            with _INIT_LOCK:  # not while another run's classifier is being initialised
+                torch.manual_seed(self.args.seed)  # dropout on a GPU
         with thread_generator(self.args.seed):  # on the CPU: this run's own, whatever runs beside it
             for epoch in range(self.args.epochs):
                 self.epoch = epoch
