@@ -9,12 +9,13 @@ run code), as the app's job manager runs them.
 The jobs are the app's own (app/training: finetune_job + keep_run, on the built-in data set the
 page opens with), under the server's settings for jobs at once (BERT_EXPLORER_MAX_JOBS) and torch
 threads per job (BERT_EXPLORER_JOB_THREADS) unless given; the queue is made long enough for the
-class. Runs are saved to a temporary cache folder.
+class. Runs are saved to a temporary cache folder, removed afterwards.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -45,6 +46,21 @@ def _jobs(students: int, size: str, threads: int, seed: int):
     return out
 
 
+@contextlib.contextmanager
+def _runs_saved_in_a_temporary_cache():
+    """The runs' saved models go to a folder removed afterwards (the data sets were read before)."""
+    before = os.environ.get("BERT_EXPLORER_CACHE")
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["BERT_EXPLORER_CACHE"] = cache
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop("BERT_EXPLORER_CACHE", None)
+            else:
+                os.environ["BERT_EXPLORER_CACHE"] = before
+
+
 def class_turn(
     students: int = 30, size: str = "quick", max_jobs: int | None = None, threads: int | None = None, seed: int = 0
 ) -> dict:
@@ -57,11 +73,12 @@ def class_turn(
     threads = threads or job_threads()
     jobs = _jobs(students, size, threads, seed)
     jm = JobManager(max_running=max_jobs, max_queue=students)
-    t0 = time.time()
-    submitted = [jm.submit(f"s{i}", "finetune", fn, title=title) for i, (title, fn) in enumerate(jobs)]
-    for job in submitted:
-        jm.wait(job, timeout=3600)
-        job.drain()
+    with _runs_saved_in_a_temporary_cache():
+        t0 = time.time()
+        submitted = [jm.submit(f"s{i}", "finetune", fn, title=title) for i, (title, fn) in enumerate(jobs)]
+        for job in submitted:
+            jm.wait(job, timeout=3600)
+            job.drain()
     last_end = max(j.finished for j in submitted)
     accs = [d.accuracy for d in (last(j.metrics, FinetuneDone) for j in submitted) if d is not None]
     runs = [j.finished - j.started for j in submitted]
@@ -86,9 +103,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--threads", type=int, default=None, help="torch threads per job (default: the server's)")
     p.add_argument("--json", default=None, help="also write the result here")
     a = p.parse_args(argv)
-    with tempfile.TemporaryDirectory() as cache:
-        os.environ["BERT_EXPLORER_CACHE"] = cache
-        res = class_turn(a.students, a.size, a.max_jobs, a.threads)
+    res = class_turn(a.students, a.size, a.max_jobs, a.threads)
     print(json.dumps(res))
     if a.json:
         with open(a.json, "w") as f:
