@@ -29,7 +29,7 @@ setup: $(VENV)/.app-installed
 setup-dev: $(VENV)/.dev-installed
 
 data: setup
-	$(BIN)/python -m bert.corpus wiki brown bbc wordnet
+	$(BIN)/python -m bert.corpus wiki brown bbc wordnet sotu
 	$(BIN)/python -m bert.datasets
 
 browser:

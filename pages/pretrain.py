@@ -31,6 +31,7 @@ TITLES = {
     "bbc": "BBC News (2,225 articles)",
     "wordnet": "WordNet glosses (1.6 M words)",
     "gcide": "GCIDE dictionary (1.3 M words)",
+    "sotu": "State of the Union addresses (1.8 M words)",
     UPLOAD: "Upload a .txt",
 }
 ICON_ERR = view.ICON_ERR

