@@ -43,6 +43,19 @@ def read_card(folder: Path) -> str:
     return ""
 
 
+READ_LINE = "What it read:"
+
+
+def what_it_read(card: str) -> str:
+    """The card's one line on the text the model learned from ("What it read: ..."), without the
+    label and markdown emphasis; "" when the card has none."""
+    for line in (card or "").splitlines():
+        line = line.strip().lstrip("-").strip().replace("**", "")
+        if line.startswith(READ_LINE):
+            return line[len(READ_LINE) :].strip()
+    return ""
+
+
 def minilm_package_dir() -> Path:
     spec = importlib.util.find_spec(MINILM_PACKAGE)
     if spec is None or not spec.submodule_search_locations:

@@ -10,8 +10,9 @@ import app
 from app import figures, links, plots, state, widgets
 from app.cache import mlm_predict, nsp_probability
 from app.errors import show_errors
-from app.helpers import RANDOM_SENTENCES, clean_text, count_masks, mask_words, mlm_untrained, nsp_untrained
+from app.helpers import RANDOM_SENTENCES, clean_text, count_masks, mask_words, md_escape, mlm_untrained, nsp_untrained
 from app.resources import current_model
+from bert.builtins import what_it_read
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
@@ -59,6 +60,8 @@ with show_errors("the masked-word predictions"):
             icon=":material/info:",
         )
     else:
+        if read := what_it_read(b.card):
+            st.caption(f"What this model read: {md_escape(read)}")
         if mlm_untrained(b):
             st.warning(
                 "This model's MLM head is untrained (freshly initialised): the predictions "

@@ -150,6 +150,8 @@ def test_emoji_and_cjk(app):
 def test_masked_lm_no_mask_and_ten_masks(app):
     app.switch_page("pages/masked_lm.py").run()
     _ok(app)
+    read = [c.value.replace("\\", "") for c in app.caption if c.value.startswith("What this model read:")]
+    assert read and "M words of English" in read[0] and "BERT-base read 3.3 B words" in read[0]
     app.text_area(key=state.W_MLM_TEXT).input("no gap in this sentence").run()
     _ok(app)
     assert any("[MASK]" in i.value for i in app.info)

@@ -10,7 +10,7 @@ from safetensors import safe_open
 
 import bert
 from app.helpers import mlm_untrained, nsp_untrained
-from bert.builtins import describe_builtin
+from bert.builtins import describe_builtin, what_it_read
 from bert.checkpoint import ASSETS, BUILTINS, available_builtins, minilm_package_dir
 from bert.sizes import parameter_breakdown
 
@@ -51,6 +51,8 @@ def test_a_shipped_builtin_has_trained_heads_a_card_and_fits_the_size_limit(name
     assert row, "the card has the held-out evaluation table"
     top1, top5, nsp, baseline = map(float, row.groups())
     assert top5 >= top1 > 2 * baseline
+    read = what_it_read(card)  # one line on the text it learned from, next to BERT-base's
+    assert re.search(r"\b\d+(\.\d)? M words of English\b", read) and "BERT-base read 3.3 B words" in read
 
 
 EVERYDAY = [
@@ -96,3 +98,9 @@ def test_the_parameter_breakdown_from_the_config_is_the_models():
     cfg = bert.BertConfig(**sizes, id2label={0: "neg", 1: "pos", 2: "mixed"})
     clf = bert.BertForSequenceClassification(cfg)
     assert parameter_breakdown(cfg, classifier=True) == bert.parameter_counts(clf)
+
+
+def test_what_it_read_is_the_cards_line():
+    card = "# m\n\nA model.\n\n- **What it read:** 2 M words of English; BERT-base read 3.3 B words.\n\nMore."
+    assert what_it_read(card) == "2 M words of English; BERT-base read 3.3 B words."
+    assert what_it_read("# m\n\nno such line\n") == what_it_read("") == ""
