@@ -36,6 +36,29 @@ PROBES = [
 ]
 
 
+# how the card's "What it read:" line names each corpus (python -m bert.corpus has the details)
+READ_TITLES = {
+    "wiki": "a Wikipedia sample",
+    "brown": "the Brown Corpus",
+    "bbc": "BBC News",
+    "wordnet": "WordNet glosses",
+    "gcide": "the GCIDE dictionary",
+    "sotu": "State of the Union addresses",
+}
+BERT_BASE_WORDS = 3.3e9  # BooksCorpus + English Wikipedia (Devlin et al. 2019)
+
+
+def read_line(corpora: list[str], words: int, init: str, note: str = "") -> str:
+    """The card's one line on what the model read, next to BERT-base's 3.3 B words."""
+    names = ", ".join(READ_TITLES.get(c, c) for c in corpora)
+    start = "from random weights" if init == "scratch" else f"starting from `{init}`{note}"
+    ratio = float(f"{BERT_BASE_WORDS / max(words, 1):.2g}")  # two significant figures
+    return (
+        f"What it read: {words / 1e6:.1f} M words of English ({names}), {start}; "
+        f"BERT-base read 3.3 B words, about {ratio:,.0f} times more."
+    )
+
+
 def command_line(args: dict) -> str:
     defaults = PretrainArgs(out=args["out"]).__dict__
     parts = ["python -m bert pretrain"]
@@ -86,6 +109,7 @@ def main() -> int:
     ap.add_argument("--eval-sequences", type=int, default=1000)
     ap.add_argument("--log", default=None)
     ap.add_argument("--note", default="")
+    ap.add_argument("--start-note", default="", help="said of the start after its name in the 'What it read' line")
     ap.add_argument(
         "--average",
         nargs="*",
@@ -128,6 +152,8 @@ def main() -> int:
         f"# {a.name}",
         "",
         f"{bert.checkpoint.BUILTINS.get(a.name, '')}.",
+        "",
+        read_line(args.corpora, train_c.num_words, args.init, a.start_note),
         "",
         "## How it was made",
         "",
