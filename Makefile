@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 PORT ?= 8501
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup setup-dev data browser lint run test test-fast bench clean
+.PHONY: setup setup-dev setup-cluster data browser lint run test test-fast bench docs clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -28,9 +28,17 @@ setup: $(VENV)/.app-installed
 
 setup-dev: $(VENV)/.dev-installed
 
+# The distributed mode: Ray and psycopg (requirements-cluster.txt) and Debian's HAProxy.
+$(VENV)/.cluster-installed: requirements-cluster.txt $(VENV)/.dev-installed
+	$(BIN)/pip install -q -r requirements-cluster.txt
+	touch $@
+
+setup-cluster: $(VENV)/.cluster-installed
+	bash scripts/cluster_deps.sh
+
 data: setup
-	$(BIN)/python -m bert.corpus wiki brown bbc wordnet sotu
-	$(BIN)/python -m bert.datasets
+	$(BIN)/python -m bert.data.corpus wiki brown bbc wordnet sotu
+	$(BIN)/python -m bert.data.datasets
 
 browser:
 	bash scripts/install_chromium.sh
@@ -42,14 +50,18 @@ lint: setup-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: setup-dev lint data browser
-	$(BIN)/python -m pytest -q -ra
+test: setup-dev setup-cluster lint data browser
+	bash scripts/isolated.sh $(BIN)/python -m pytest -q -ra
 
 test-fast: setup-dev
-	$(BIN)/python -m pytest -q -m "not slow and not browser"
+	bash scripts/isolated.sh $(BIN)/python -m pytest -q -m "not slow and not browser"
 
 bench: setup-dev
 	$(BIN)/python -m benchmarks
+
+# Every README picture taken anew from the running app in Chromium (scripts/docs_pictures.py).
+docs: setup-dev data browser
+	$(BIN)/python scripts/docs_pictures.py
 
 clean:
 	rm -rf $(VENV) .cache tests/artifacts

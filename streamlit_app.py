@@ -2,8 +2,15 @@
 
 import streamlit as st
 
-from app import board, links, sidebar, state, teach
-from app.sidebar import app_icon
+from app import state
+from app.board import server as board_server
+from app.jobs import backend
+from app.server import guard
+from app.ui import class_tools, links, sidebar
+from app.ui.errors import show_errors
+from app.ui.sidebar import app_icon
+
+guard.install()  # once per process: no client clears the caches; uploads capped
 
 # The icon is drawn here, not named: a :material/...: or emoji favicon is fetched from the
 # internet by the browser, and the app must work (and make no request) offline.
@@ -16,6 +23,10 @@ st.set_page_config(
     initial_sidebar_state="collapsed" if projector else "auto",
 )
 state.init()
+refused = backend.ready()  # ray mode: the cluster answers and its workers see our folder
+if refused:
+    st.error(f"This server cannot start: {refused}", icon=":material/error:")
+    st.stop()
 link_notes = links.arrive()  # a link's model, sentences and projector mode, before anything is drawn
 
 # Every page: its file under pages/, title and Material icon. Home is the default; the class
@@ -39,15 +50,16 @@ PAGE_TABLE = [
 PAGES = [
     st.Page(f"pages/{name}.py", title=title, icon=f":material/{icon}:", default=name == "home")
     for name, title, icon in PAGE_TABLE
-    if name != "board" or board.enabled()
+    if name != "board" or board_server.enabled()
 ]
 
 page = st.navigation(PAGES)
 sidebar.render()
-teach.apply_projector_css()
+class_tools.apply_projector_css()
 for note in link_notes:
     st.info(note, icon=":material/link:")
-page.run()
+with show_errors("this page"):  # the last boundary: what a page did not catch is a message, never a traceback
+    page.run()
 links.publish()  # the address now holds this view (what the page declared with links.use)
 with st.sidebar:
-    teach.render()  # after the page: its "Link for students" shows the address just published
+    class_tools.render()  # after the page: its "Link for students" shows the address just published

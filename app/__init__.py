@@ -1,8 +1,8 @@
-"""BERT Explorer's Streamlit side: state, the model picker, the cache, plots.
+"""BERT Explorer's Streamlit side: the pages' state, models, analyses, figures, training jobs and class tools.
 
 Data flows one way: text -> bert.tokenizer -> bert.model / bert.analysis (with the
-intermediates asked for) -> app.cache -> app.plots -> page. app.resources says which models a
-student may load; app.cache keeps what bert.analysis computes. `app.plots` and `app.helpers`
+intermediates asked for) -> app.analysis_cache -> app.figures.core -> page. app.models says which models a
+student may load; app.analysis_cache keeps what bert.analysis computes. `app.figures.core` and `app.ui.formatting`
 never import streamlit, so they can be tested on their own.
 """
 
@@ -17,7 +17,12 @@ def run_through_entry() -> None:
     each run). st.navigation leaves that mode, but only once streamlit_app.py has run. So when
     a page finds itself running in that mode, it leaves it and reruns: the rerun goes through
     streamlit_app.py and lands on the same page (the page's id is its URL path either way).
+
+    It also installs app.server.guard (once per process), so a page run alone is guarded too.
     """
+    from .server import guard
+
+    guard.install()
     try:
         from streamlit.runtime.pages_manager import PagesManager
         from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx

@@ -1,6 +1,6 @@
 """The `st.session_state` keys the pages share (the model, the sentences, per-page settings), with
-their defaults. Keys one module owns live there: app/train_state.py (the training pages), app/teach.py,
-app/links.py, app/snapshots.py, app/figures.py, app/train_view.py, app/lessons/view.py.
+their defaults. Keys one module owns live there: app/training/state.py (the training pages), app/ui/class_tools.py,
+app/ui/links.py, app/training/snapshots.py, app/ui/show_figure.py, app/training/page.py, app/lessons/view.py.
 
 Sentences typed on one page carry over to the next: each text lives under a plain key
 (TEXT_A, TEXT_B) that no widget owns, and the widgets (W_TEXT_A, W_TEXT_B) are re-seeded from
@@ -73,6 +73,19 @@ def init() -> None:
 # --- this session's own models ------------------------------------------------------------------
 
 
+SESSION_MODEL = "session:"  # a MODEL_SOURCE (and picker option) naming one of this session's models
+
+
+def session_key(name: str) -> str:
+    """The MODEL_SOURCE / picker option of this session's model `name`."""
+    return SESSION_MODEL + name
+
+
+def session_model_name(source: str) -> str | None:
+    """The name in a "session:<name>" source, None for any other source."""
+    return source[len(SESSION_MODEL) :] if source.startswith(SESSION_MODEL) else None
+
+
 def add_user_model(name: str, bundle, select: bool = True) -> str:
     """Register a model made in this session (fine-tuned, pre-trained) under `name`.
 
@@ -80,8 +93,8 @@ def add_user_model(name: str, bundle, select: bool = True) -> str:
     """
     init()
     st.session_state[USER_MODELS][name] = bundle
-    st.session_state[USER_MODEL_IDS][name] = f"session:{name}:{uuid.uuid4().hex[:10]}"
-    key = f"session:{name}"
+    key = session_key(name)
+    st.session_state[USER_MODEL_IDS][name] = f"{key}:{uuid.uuid4().hex[:10]}"
     if select:
         st.session_state[MODEL_SOURCE] = key
     return key

@@ -37,9 +37,10 @@ The package, by concern:
     model_rows.py  inference, fine-tuning, pre-training and tokenizer rows
     app_rows.py    the app's analysis, bertviz HTML sizes, `streamlit run` cold start (Chromium)
     memory.py      peak RSS in worker subprocesses
-    runner.py      one run: selection, rows, sections in order
+    bench.py       `Bench`, the state of one run: selection, rows measured and skipped
+    runner.py      one run: the machine, the sections in order
     cli.py         the options; __main__.py runs it
 
 Nothing in bert/ imports this package: it is where `transformers`, app/, Streamlit and the
-browser meet our library. FLOPs are counted analytically: see `bert/flops.py`.
+browser meet our library. FLOPs are counted analytically: see `benchmarks/flops.py`.
 """

@@ -28,7 +28,7 @@ from .report import Row, check, timed_row
 from .timing import paired
 
 if TYPE_CHECKING:
-    from .runner import Bench
+    from .bench import Bench
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -47,9 +47,9 @@ BARE_TEXT = "Bare Streamlit app for the bench"
 STARTUP_ROWS = ["startup-health", "startup-home", "mem-app"]
 BERTVIZ_ROWS = ["bertviz-head-64", "bertviz-model-64"]
 # Where the app's cached analysis `_analyze(model_key, text_a, text_b, bundle)` lives (its
-# uncached function is `_analyze.__wrapped__`): the only place benchmarks/ names it. app.cache
-# is where it is moving to; app.resources is where it was.
-APP_ANALYSIS = ("app.cache", "app.resources")
+# uncached function is `_analyze.__wrapped__`): the only place benchmarks/ names it. app.analysis_cache
+# is where it is moving to; app.models is where it was.
+APP_ANALYSIS = ("app.analysis_cache", "app.models")
 
 
 # ---- 5. the app's work
@@ -91,7 +91,7 @@ def text_of_length(tokenizer, n: int) -> str:
     """A text that encodes to exactly n tokens, [CLS] and [SEP] included."""
     words = [w for w in _WORDS if w in tokenizer.vocab]
     if not words:  # a tiny vocab: its own plain words
-        words = [t for t in tokenizer.ids_to_tokens if t.isalnum() and t not in ("[UNK]",)]
+        words = [t for t in tokenizer.ids_to_tokens if t.isalnum() and t != tokenizer.unk_token]
     out = [words[i % len(words)] for i in range(n - 2)]
     text = " ".join(out)
     assert len(tokenizer.encode(text, max_length=None).ids) == n, "word list does not tokenise 1:1"
@@ -135,14 +135,14 @@ def app_work(b: Bench, setup: Setup) -> None:
 
 
 def bertviz_sizes(b: Bench, tokens, attentions) -> None:
-    """Our self-contained bertviz HTML (app.bertviz_html) against bertviz's own, in MB."""
+    """Our self-contained bertviz HTML (app.bertviz.views) against bertviz's own, in MB."""
     if not b.wants_any(BERTVIZ_ROWS):
         return
     try:
-        from app import bertviz_html as bv
+        from app.bertviz import views as bv
     except Exception as e:  # noqa: BLE001  (app not importable: say why)
         for n in BERTVIZ_ROWS:
-            b.skip(n, f"app/bertviz_html.py not importable: {type(e).__name__}: {e}")
+            b.skip(n, f"app/bertviz/views.py not importable: {type(e).__name__}: {e}")
         return
     try:
         import bertviz
@@ -155,7 +155,7 @@ def bertviz_sizes(b: Bench, tokens, attentions) -> None:
     ):
         fn = getattr(bv, ours_fn, None)
         if fn is None or bertviz is None:
-            b.skip(name, f"app.bertviz_html.{ours_fn} or bertviz missing")
+            b.skip(name, f"app.bertviz.views.{ours_fn} or bertviz missing")
             continue
         view = fn(tokens, attentions)
         ours_mb = view.size_bytes / 1e6 if hasattr(view, "size_bytes") else len(str(view).encode()) / 1e6
@@ -319,7 +319,7 @@ def _wait_healthy(proc: subprocess.Popen, url: str, log, t0: float, timeout: flo
 def cold_start(script: Path, cwd: Path, page_factory, text: str, timeout: float = 180.0) -> dict:
     """Start `streamlit run script`; seconds until /_stcore/health answers and (with a page)
     until `text` is on the page; the server's peak RSS then. The server is stopped after."""
-    from scripts.loadtest import HOST, free_port, streamlit_cmd  # the load test starts the server the same way
+    from .server import HOST, free_port, streamlit_cmd  # the load test starts the server the same way
 
     port = free_port()
     url = f"http://{HOST}:{port}"

@@ -23,31 +23,42 @@ import tempfile
 import time
 
 
-def _jobs(students: int, size: str, threads: int, seed: int):
-    """(title, JobFn) of every student's default run."""
-    from app import training as tr
-    from app.training.data import builtin_data
-    from bert import datasets, load
+def default_specs(students: int, size: str, threads: int, seed: int):
+    """(base model, JobSpec of every student's default run: the page's, each its own student)."""
+    from app.jobs.spec import finetune_spec
+    from app.training.data import builtin_data, split_data
+    from app.training.run_size import PAGE_EVALS, RUN_SIZES, VALID_FRACTION, page_finetune_args
+    from app.training.start import default_finetune_base
+    from bert import load
+    from bert.data import datasets
 
-    base = load(tr.default_finetune_base())
+    base = load(default_finetune_base())
     data = builtin_data(next(iter(datasets.available_datasets())))
-    run = tr.RUN_SIZES[size]
-    train, valid = tr.split_data(data, None, tr.VALID_FRACTION, seed, run.max_train, run.max_valid)
-    out = []
+    run = RUN_SIZES[size]
+    train, valid = split_data(data, None, VALID_FRACTION, seed, run.max_train, run.max_valid)
+    specs = []
     for i in range(students):
         stem = data.source.replace("builtin:", "")
-        args = tr.page_finetune_args(
-            base.name, len(train), data.source, stem, tr.PAGE_EVALS, threads, freeze_layers=run.freeze_layers, seed=seed
+        args = page_finetune_args(
+            base.name, len(train), data.source, stem, PAGE_EVALS, threads, freeze_layers=run.freeze_layers, seed=seed
         )
-        info = {"args": args, "code": f"S{i:05d}", "title": f"student {i}", "base_name": base.name}
-        out.append(
-            (f"student {i}", tr.keep_run(tr.finetune_job(base, train, valid, args), tr.FINETUNE, info["code"], info))
+        info = {"code": f"S{i:05d}", "title": f"student {i}", "base_name": base.name}
+        specs.append(
+            finetune_spec(info["code"], base.name, train, valid, args, f"s{i}", title=info["title"], info=info)
         )
-    return out
+    return base, specs
+
+
+def _jobs(students: int, size: str, threads: int, seed: int):
+    """(title, JobFn) of every student's default run."""
+    from app.jobs.run import run_job
+
+    base, specs = default_specs(students, size, threads, seed)
+    return [(spec.title, lambda stop, spec=spec: run_job(spec, stop, base=base)) for spec in specs]
 
 
 @contextlib.contextmanager
-def _runs_saved_in_a_temporary_cache():
+def runs_saved_in_a_temporary_cache():
     """The runs' saved models go to a folder removed afterwards (the data sets were read before)."""
     before = os.environ.get("BERT_EXPLORER_CACHE")
     with tempfile.TemporaryDirectory() as cache:
@@ -65,15 +76,15 @@ def class_turn(
     students: int = 30, size: str = "quick", max_jobs: int | None = None, threads: int | None = None, seed: int = 0
 ) -> dict:
     """Submit every student's run at once; wait for all; the figures."""
-    from app.jobs import JobManager, default_max_running
-    from app.training.jobs import job_threads
-    from bert.events import FinetuneDone, last
+    from app.jobs.local import JobManager, default_max_running
+    from app.jobs.run import job_threads
+    from bert.train.events import FinetuneDone, last
 
     max_jobs = max_jobs or default_max_running()
     threads = threads or job_threads()
     jobs = _jobs(students, size, threads, seed)
     jm = JobManager(max_running=max_jobs, max_queue=students)
-    with _runs_saved_in_a_temporary_cache():
+    with runs_saved_in_a_temporary_cache():
         t0 = time.time()
         submitted = [jm.submit(f"s{i}", "finetune", fn, title=title) for i, (title, fn) in enumerate(jobs)]
         for job in submitted:

@@ -8,6 +8,10 @@ its target, so the ratio says how far under (< 1) or over it the run was.
 - class-30: 30 students' default runs queued at once through the app's job manager
   (benchmarks/class_queue.py), minutes until the last one ends, target 10; about ten minutes of
   work, so only with `--only class`.
+- course-300: 300 students' default runs on W one-CPU Ray workers (benchmarks/course_queue.py):
+  a bounded number of runs measured on W = 1 and W = 2, the 300 projected from the throughput on
+  W = 2 (minutes), target 10; the W a course needs for 10 minutes in the note. Only with
+  `--only course` (Ray and root for the network namespace; about 10 minutes here).
 
 Not in --quick or --tiny (minutes each).
 """
@@ -20,10 +24,10 @@ from typing import TYPE_CHECKING
 from .report import Row, check
 
 if TYPE_CHECKING:
-    from .runner import Bench
+    from .bench import Bench
 
-CLASS_ROWS = ["plateau-default", "finetune-run", "class-30"]
-TARGETS = {"plateau-default": 180.0, "finetune-run": 20.0, "class-30": 10.0}
+CLASS_ROWS = ["plateau-default", "finetune-run", "class-30", "course-300"]
+TARGETS = {"plateau-default": 180.0, "finetune-run": 20.0, "class-30": 10.0, "course-300": 10.0}
 
 
 def _row(name: str, what: str, unit: str, ours: float, note: str, extra: dict | None = None) -> Row:
@@ -47,8 +51,9 @@ def _plateau(b: Bench) -> None:
 
 def _finetune_run(b: Bench) -> None:
     from app.training.data import builtin_data, split_data
-    from bert.events import FinetuneDone
-    from bert.finetune import FinetuneArgs, finetune
+    from bert.train.events import FinetuneDone
+    from bert.train.finetune import finetune
+    from bert.train.finetune_args import FinetuneArgs
 
     data = builtin_data("rotten_tomatoes")
     train, valid = split_data(data, None, 0.2, 0, 2000, 1000)
@@ -84,6 +89,22 @@ def _class(b: Bench) -> None:
     )
 
 
+def _course(b: Bench) -> None:
+    from . import course_queue
+
+    r = course_queue.course([1, 2], runs=6)
+    m1, m2 = r["measured"][1], r["measured"][2]
+    note = (
+        f"measured: a default run {r['run_seconds']} s on one worker; 6 runs in {m1['minutes_until_last']} min on "
+        f"W=1, {m2['minutes_until_last']} min on W=2 ({m2['runs_per_minute']} runs/min); projected: 300 runs "
+        f"{r['projected_minutes'][1]} min on W=1, {r['projected_minutes'][2]} min on W=2; "
+        f"W={r['workers_for_target']} one-core workers for {r['target_min']:g} min; "
+        f"errors {len(m1['errors']) + len(m2['errors'])}"
+    )
+    what = "300 students' default runs on 2 Ray workers, projected from 6 measured, until the last ends"
+    b.add(_row("course-300", what, "min", r["projected_minutes"][2] or float("inf"), note, r))
+
+
 def teaching(b: Bench) -> None:
     if not b.wants_any(CLASS_ROWS):
         return
@@ -99,3 +120,7 @@ def teaching(b: Bench) -> None:
         _class(b)
     else:
         b.skip("class-30", "about ten minutes: run it with --only class")
+    if any(p.startswith("course") for p in b.only):
+        _course(b)
+    else:
+        b.skip("course-300", "a Ray cluster, about ten minutes: run it with --only course")

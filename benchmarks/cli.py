@@ -10,9 +10,10 @@ from pathlib import Path
 import torch
 
 from . import __doc__ as PACKAGE_DOC
+from .bench import Bench
 from .memory import worker
 from .report import ALL_ROWS, format_markdown, format_table
-from .runner import Bench
+from .runner import run
 
 
 def _usable_cores() -> int:
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(worker(args.worker, stages, args.tiny, args.hf_dir)), flush=True)
         return 0
     bench = Bench(args)
-    result = bench.run()
+    result = run(bench)
     result["profiles"] = bench.profiles
     print("\n" + format_table(result), flush=True)
     if args.json:

@@ -24,7 +24,7 @@ from .models import FT_BATCH, FT_LEN, PT_BATCH, PT_LEN, TINY, Setup, hf, hf_conf
 from .report import Row
 
 if TYPE_CHECKING:
-    from .runner import Bench
+    from .bench import Bench
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -148,7 +148,7 @@ def _release_memory() -> None:
 
 
 def _stage_load(side: str, tiny: bool) -> None:
-    from bert.checkpoint import minilm_package_dir
+    from bert.checkpoint.builtins import minilm_package_dir
 
     if side == "ours":
         import bert

@@ -1,8 +1,8 @@
 """The model rows: inference latency, fine-tuning and pre-training steps (time, throughput,
 GFLOP/s) against `transformers`, and tokenization against the Rust `tokenizers`.
 
-Each function is one section of a run: it takes the run (`runner.Bench`: what is wanted, where
-rows go) and the shared `models.Setup`. FLOPs are counted analytically: see `bert/flops.py`.
+Each function is one section of a run: it takes the run (`bench.Bench`: what is wanted, where
+rows go) and the shared `models.Setup`. FLOPs are counted analytically: see `benchmarks/flops.py`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from benchmarks.flops import training_flops
 from bert.config import BertConfig
-from bert.flops import training_flops
 from bert.model import BertForPreTraining
 
 from .models import (
@@ -46,7 +46,7 @@ from .report import Row, check, timed_row
 from .timing import Timing, matmul_floor, paired, time_once
 
 if TYPE_CHECKING:
-    from .runner import Bench
+    from .bench import Bench
 
 
 # ---- 1. inference latency
@@ -155,7 +155,7 @@ def _finetune_rows(b: Bench, setup: Setup, peak: dict) -> None:
     fa, fb = finetune_step(ours, batch, True), finetune_step(theirs, batch, False)
     tm = _time_steps(b, "finetune", fa, fb)
     note = (
-        f"lengths {3 * FT_LEN // 4}-{FT_LEN} padded to {FT_LEN}; same AdamW (bert.optim) for both; "
+        f"lengths {3 * FT_LEN // 4}-{FT_LEN} padded to {FT_LEN}; same AdamW (bert.train.optim) for both; "
         "ours: last layer at [CLS] only (all the pooler reads)"
     )
     what = f"{setup.label} 32x{FT_LEN} fwd+bwd+clip+AdamW (theirs SDPA)"
@@ -211,7 +211,7 @@ def _throughput(
     b.add(
         Row(
             f"{name}-gflops",
-            f"useful GFLOP/s ({flops / 1e9:.1f} GFLOP/step, bert/flops.py)",
+            f"useful GFLOP/s ({flops / 1e9:.1f} GFLOP/step, benchmarks/flops.py)",
             "GFLOP/s",
             go,
             gt,
@@ -333,7 +333,7 @@ def _vocab_file(setup: Setup) -> tuple[Path, bool]:
     """The real vocabulary when it is installed (also in --tiny: the tokenizer has no tiny
     config that would make it cheaper), else the tiny one."""
     try:
-        from bert.checkpoint import minilm_package_dir
+        from bert.checkpoint.builtins import minilm_package_dir
 
         p = minilm_package_dir() / "vocab.txt"
         if p.is_file():
@@ -348,7 +348,8 @@ def _vocab_file(setup: Setup) -> tuple[Path, bool]:
 def sample_lines(n: int) -> tuple[list[str], str]:
     """n lines of English: Brown corpus sentences when cached, else generated ones."""
     try:
-        from bert.corpus import bert_cache_dir, load_corpus
+        from bert.data.corpus.fetch import bert_cache_dir
+        from bert.data.corpus.registry import load_corpus
 
         if (bert_cache_dir() / "corpora" / "brown.jsonl").is_file():
             corpus = load_corpus("brown")

@@ -1,7 +1,7 @@
 """Ours and theirs on the same weights: the transformers side, the shared set-up, inputs and
 training steps.
 
-Ours are loaded from theirs with `bert.hf_names.hf_to_ours`, or theirs from `bert.export_hf` of
+Ours are loaded from theirs with `bert.checkpoint.hf_names.hf_to_ours`, or theirs from `bert.export_hf` of
 ours. `transformers` is imported inside functions only (`hf()`), offline.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import torch
 
+from bert.checkpoint.hf_names import hf_to_ours
 from bert.config import BertConfig
-from bert.hf_names import hf_to_ours
 from bert.model import BertForPreTraining, BertForSequenceClassification
 
 TINY = dict(
@@ -112,25 +112,27 @@ class Setup:
 
 
 def _tiny_tokenizer(vocab_size: int):
-    from bert.tokenizer import Tokenizer
+    from bert.tokenizer import SPECIAL_TOKENS, Tokenizer
 
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    specials = list(SPECIAL_TOKENS)
     return Tokenizer(specials + [f"w{i}" for i in range(vocab_size - len(specials))])
 
 
 def build_setup(tiny: bool, threads: int, tmp: Path) -> Setup:
-    from bert import checkpoint
+    from bert.bundle import Bundle
+    from bert.checkpoint import load as checkpoint
+    from bert.checkpoint.export import export_hf
 
     s = Setup(tiny=tiny, threads=threads, tmp=tmp)
     if tiny:
         torch.manual_seed(0)
         config = BertConfig(**TINY)
         model = BertForPreTraining(config).eval()
-        s.bundle = checkpoint.Bundle(model=model, tokenizer=_tiny_tokenizer(config.vocab_size), name="tiny")
+        s.bundle = Bundle(model=model, tokenizer=_tiny_tokenizer(config.vocab_size), name="tiny")
         s.label = "tiny"
     else:
         s.bundle = checkpoint.load("minilm-l6")
-    s.hf_dir = checkpoint.export_hf(s.bundle, tmp / "hf")
+    s.hf_dir = export_hf(s.bundle, tmp / "hf")
     return s
 
 
@@ -161,7 +163,7 @@ def inference_inputs(config: BertConfig, T: int, seed: int = 0):
 
 def finetune_batch(config: BertConfig, tokenizer, B: int = FT_BATCH, T: int = FT_LEN, seed: int = 0):
     """B texts of 3T/4..T tokens ([CLS] ... [SEP]) padded to T: a batch from length-bucketed
-    batching with dynamic padding, as bert.finetune makes them. Binary labels."""
+    batching with dynamic padding, as bert.train.finetune makes them. Binary labels."""
     sp = _special_ids(tokenizer)
     g = torch.Generator().manual_seed(seed)
     lengths = torch.randint(3 * T // 4, T + 1, (B,), generator=g)
@@ -177,7 +179,7 @@ def finetune_batch(config: BertConfig, tokenizer, B: int = FT_BATCH, T: int = FT
 
 def pretrain_batch(config: BertConfig, tokenizer, B: int = PT_BATCH, T: int = PT_LEN, seed: int = 0):
     """B sentence pairs packed to T tokens: [CLS] A [SEP] B [SEP], MLM 15 % (80/10/10), NSP labels."""
-    from bert.data import MLMMasker
+    from bert.train.masking import MLMMasker
 
     sp = _special_ids(tokenizer)
     g = torch.Generator().manual_seed(seed)
@@ -203,12 +205,12 @@ def pretrain_batch(config: BertConfig, tokenizer, B: int = PT_BATCH, T: int = PT
 
 
 # ---------------------------------------------------------------------------------------------
-# Training steps (what a step of bert.finetune / bert.pretrain does: forward, backward,
+# Training steps (what a step of bert.train.finetune / bert.train.pretrain does: forward, backward,
 # gradient clipping, AdamW)
 
 
 def _adamw(model):
-    from bert.optim import adamw
+    from bert.train.optim import adamw
 
     return adamw(model, 1e-5)
 
@@ -227,7 +229,7 @@ def training_model(side: str, task: str, folder: Path, config: BertConfig) -> to
         if task == "finetune":
             return theirs_from_dir("BertForSequenceClassification", folder, "sdpa", num_labels=len(LABELS))
         return theirs_from_dir("BertForPreTraining", folder, "sdpa")
-    from bert.checkpoint import read_weights
+    from bert.checkpoint.load import read_weights
 
     state, _ = hf_to_ours(read_weights(folder / "model.safetensors"), config)
     model = ours_classifier(config) if task == "finetune" else BertForPreTraining(config)

@@ -1,7 +1,7 @@
 """How long a pre-training run from random weights takes to leave the unigram plateau.
 
 The Pre-training page exists to show a model learning language from masked words. At first every
-[MASK] becomes the most frequent token ("the", ","): the plateau (bert/plateau.py says when a run
+[MASK] becomes the most frequent token ("the", ","): the plateau (bert/train/plateau.py says when a run
 has left it; the time reported is that of the first of the evaluations that show it).
 
     python -m benchmarks.plateau                         # the page's default recipe
@@ -47,7 +47,7 @@ RECIPES: dict[str, dict] = {
 
 def page_args(**changes):
     """The PretrainArgs the page builds, with `changes`."""
-    from bert.pretrain import PretrainArgs
+    from bert.train.pretrain import PretrainArgs
 
     base = dict(
         out="",
@@ -68,9 +68,9 @@ def page_args(**changes):
 
 def measure(name: str, args, limit_s: float = 180.0, full: bool = False) -> dict:
     """Run `args` until it leaves the plateau (or, `full`, to its last step) or `limit_s` passes."""
-    from bert.events import PretrainEval, PretrainStart
-    from bert.plateau import plateau_exit
-    from bert.pretrain import pretrain
+    from bert.train.events import PretrainEval, PretrainStart
+    from bert.train.plateau import plateau_exit
+    from bert.train.pretrain import pretrain
 
     stop = threading.Event()
     t0 = time.perf_counter()

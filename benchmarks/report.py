@@ -30,11 +30,13 @@ ALL_ROWS = [
     "plateau-default",
     "finetune-run",
     "class-30",
+    "course-300",
 ]
 TINY_ROWS = [
     r
     for r in ALL_ROWS
-    if r not in ("startup-health", "startup-home", "mem-app", "plateau-default", "finetune-run", "class-30")
+    if r
+    not in ("startup-health", "startup-home", "mem-app", "plateau-default", "finetune-run", "class-30", "course-300")
 ]
 
 

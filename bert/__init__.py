@@ -16,11 +16,11 @@ from .errors import BertExplorerError, CheckpointError, DataError, InputError, T
 from .tokenizer import Tokenizer
 
 _LAZY = {
-    "Bundle": "checkpoint",
-    "encode_batch": "checkpoint",
-    "load": "checkpoint",
-    "save": "checkpoint",
-    "export_hf": "checkpoint",
+    "Bundle": "bundle",
+    "encode_batch": "bundle",
+    "load": "checkpoint.load",
+    "save": "checkpoint.load",
+    "export_hf": "checkpoint.export",
     "BertModel": "model",
     "BertForPreTraining": "model",
     "BertForSequenceClassification": "model",

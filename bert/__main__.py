@@ -1,7 +1,8 @@
-"""Command line: `python -m bert pretrain ...`, `python -m bert finetune ...`, `python -m bert fetch`.
+"""Command line: `python -m bert pretrain ...`, `python -m bert finetune ...`, `python -m bert fetch`,
+`python -m bert get MODEL_ID` (a BERT from the Hugging Face Hub into the models folder, bert/checkpoint/hub_get.py).
 
-Training commands print one JSON line per event (bert/events.py); `--device auto|cpu|cuda|mps`
-picks where they train (bert/device.py).
+Training commands print one JSON line per event (bert/train/events.py); `--device auto|cpu|cuda|mps`
+picks where they train (bert/train/device.py).
 """
 
 from __future__ import annotations
@@ -35,41 +36,64 @@ def _add_dataclass_args(parser: argparse.ArgumentParser, cls) -> None:
 
 
 def _emit(event) -> None:
-    """One JSON line per event (bert/events.py: `to_dict`)."""
+    """One JSON line per event (bert/train/events.py: `to_dict`)."""
     print(json.dumps(event.to_dict(), default=float), flush=True)
+
+
+def _add_get(sub) -> None:
+    g = sub.add_parser(
+        "get",
+        help="download a BERT from the Hugging Face Hub into the models folder (BERT_EXPLORER_MODELS_DIR), "
+        "where the sidebar lists it",
+    )
+    g.add_argument("model_id", help="a Hugging Face Hub id, e.g. google-bert/bert-base-uncased")
+    g.add_argument("--name", default=None, help="the folder's name in the models folder (default: the id's last part)")
 
 
 def main(argv: list[str] | None = None) -> int:
     from .errors import BertExplorerError
-    from .finetune import FinetuneArgs
-    from .pretrain import PretrainArgs
 
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="python -m bert")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("pretrain", help="MLM + NSP pre-training (resumable; works under torchrun)")
-    _add_dataclass_args(p, PretrainArgs)
-    p.add_argument("--no-resume", action="store_true", help="start over even if a checkpoint exists")
-    f = sub.add_parser("finetune", help="fine-tune a sequence classifier on a labelled file")
-    _add_dataclass_args(f, FinetuneArgs)
-    sub.add_parser("fetch", help="fetch the corpora and data sets into the cache")
+    if argv[:1] == ["get"]:  # its parser needs no torch: a refusal comes at once (0.7 s, not 4 s)
+        _add_get(sub)
+    else:
+        from .train.finetune_args import FinetuneArgs
+        from .train.pretrain import PretrainArgs
+
+        p = sub.add_parser("pretrain", help="MLM + NSP pre-training (resumable; works under torchrun)")
+        _add_dataclass_args(p, PretrainArgs)
+        p.add_argument("--no-resume", action="store_true", help="start over even if a checkpoint exists")
+        f = sub.add_parser("finetune", help="fine-tune a sequence classifier on a labelled file")
+        _add_dataclass_args(f, FinetuneArgs)
+        sub.add_parser("fetch", help="fetch the corpora and data sets into the cache")
+        _add_get(sub)
     args = vars(parser.parse_args(argv))
     command = args.pop("command")
     try:
         if command == "pretrain":
-            from .pretrain import pretrain
+            from .train.pretrain import PretrainArgs, pretrain
 
             resume = not args.pop("no_resume")
             for m in pretrain(PretrainArgs(**args), resume=resume):
                 _emit(m)
         elif command == "finetune":
-            from .finetune import finetune_cli
+            from .train.finetune_args import FinetuneArgs
+            from .train.finetune_cli import finetune_cli
 
             for m in finetune_cli(FinetuneArgs(**args)):
                 _emit(m)
         elif command == "fetch":
-            from .corpus import main as corpus_main
+            from .data.corpus.cli import main as corpus_main
 
             return corpus_main([])
+        elif command == "get":
+            from .checkpoint.hub_get import get_model
+            from .checkpoint.models_folder import models_dir
+
+            folder = get_model(args["model_id"], models_dir(), name=args["name"])
+            print(f"{args['model_id']} is in the models folder as {folder.name!r} ({folder}): pick it in the sidebar")
     except BertExplorerError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

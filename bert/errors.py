@@ -23,3 +23,8 @@ class DataError(BertExplorerError):
 
 class TrainingError(BertExplorerError):
     """A training run that cannot start or had to stop (e.g. the loss became NaN)."""
+
+
+class HubUnreachable(CheckpointError):
+    """The Hugging Face Hub did not answer (no network, a firewall, a wrong HF_ENDPOINT):
+    nothing was downloaded."""

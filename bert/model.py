@@ -12,6 +12,7 @@ queries/keys) are returned only when asked for.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -193,8 +194,13 @@ class BertModel(nn.Module):
         output_qkv: bool = False,
         head_mask: Tensor | None = None,
         rows: Tensor | None = None,
+        on_attention: Callable[[int, Tensor], None] | None = None,
     ) -> BertOutput:
         """head_mask: (L, H) of 0/1 (or weights) multiplying each head's output.
+
+        on_attention(layer, probs): each layer's attention (B, H, T, T) handed over as soon as it
+        is computed, instead of kept in `attentions`: a caller copying it into one preallocated
+        array holds one layer's at a time, not all of them twice (list, then stack).
 
         rows: a (B, T) bool mask of the positions whose final vectors are wanted (pre-training:
         the masked positions; [CLS] is always added for the pooler). The last layer then runs
@@ -208,7 +214,7 @@ class BertModel(nn.Module):
         qs, ks, vs = ([], [], []) if output_qkv else (None, None, None)
         prune = (
             rows is not None
-            and not (output_attentions or output_hidden_states or output_qkv)
+            and not (output_attentions or output_hidden_states or output_qkv or on_attention)
             and head_mask is None
             and len(self.layers) > 0
         )
@@ -217,11 +223,14 @@ class BertModel(nn.Module):
                 x = self._last_layer_rows(layer, x, mask, rows)
                 break
             hm = head_mask[i] if head_mask is not None else None
-            x, probs, (q, k, v) = layer(x, mask, output_attentions, hm)
+            x, probs, (q, k, v) = layer(x, mask, output_attentions or on_attention is not None, hm)
             if output_hidden_states:
                 hidden.append(x)
-            if output_attentions:
+            if on_attention is not None:
+                on_attention(i, probs)
+            elif output_attentions:
                 attns.append(probs)
+            del probs
             if output_qkv:
                 qs.append(q)
                 ks.append(k)

@@ -22,8 +22,12 @@ class Setting:
 SETTINGS = {
     s.name: s
     for s in [
-        # model sources (app/resources.py, bert/checkpoint.py)
-        Setting("BERT_EXPLORER_MODELS_DIR", "models/", "the one folder whose model folders students may load by name"),
+        # model sources (app/models.py, bert/checkpoint/load.py)
+        Setting(
+            "BERT_EXPLORER_MODELS_DIR",
+            "models/",
+            "the models folder: the sidebar lists its model folders; `python -m bert get` downloads into it",
+        ),
         Setting("BERT_EXPLORER_ALLOW_HUB", False, "1: students may name Hugging Face Hub ids (downloads)"),
         Setting(
             "BERT_EXPLORER_MAX_HUB_MB", 500, "the most one hub download may weigh, in MB, checked before it starts"
@@ -31,7 +35,7 @@ SETTINGS = {
         Setting(
             "BERT_EXPLORER_MAX_MODEL_MB", 2000, "the largest model loaded at all (fp32 parameters, heads included), MB"
         ),
-        # training jobs (app/budget.py, app/jobs.py, app/training/)
+        # training jobs (app/jobs/budget.py, app/jobs/local.py, app/training/)
         Setting("BERT_EXPLORER_MAX_JOBS", None, "training jobs at once, others queue (default: one a core)"),
         Setting("BERT_EXPLORER_MAX_QUEUE", 10, "jobs waiting for a slot; more are refused with a message"),
         Setting("BERT_EXPLORER_MAX_STEP_TOKENS", 2048, "tokens per training step (batch x tokens per sequence)"),
@@ -40,15 +44,63 @@ SETTINGS = {
             "BERT_EXPLORER_MAX_JOB_MINUTES", 15, "training time of one job; then it stops itself and keeps its model"
         ),
         Setting("BERT_EXPLORER_JOB_THREADS", 1, "torch threads of one training job"),
+        Setting(
+            "BERT_EXPLORER_GPUS_PER_PRETRAIN",
+            1,
+            "ray mode: GPUs of one pre-training job that asks for cuda (more than 1: torchrun, a process a GPU)",
+        ),
         Setting("BERT_EXPLORER_FINETUNE_BASE", "all-minilm-l6-v2", "the Fine-tuning page's starting model"),
         Setting("BERT_EXPLORER_DEVICE", "auto", "training device: auto (cuda, else mps, else cpu), cpu, cuda or mps"),
-        # pages, memory and disk (app/resources.py, app/cache.py, app/runs_store.py, bert/corpus/fetch.py)
+        Setting(
+            "BERT_EXPLORER_BACKEND",
+            "local",
+            "where jobs train: local (this process) or ray (the Ray cluster at RAY_ADDRESS)",
+        ),
+        # pages, memory and disk (app/models.py, app/analysis_cache.py, app/jobs/runs_store.py,
+        # bert/data/corpus/fetch.py)
         Setting("BERT_EXPLORER_TORCH_THREADS", 1, "torch threads for the pages' inference"),
         Setting("BERT_EXPLORER_CACHE_MB", 256, "memory of the cached analyses, MB (0: no cache)"),
+        Setting(
+            "BERT_EXPLORER_MAX_ANALYSES", 2, 'analyses computed at once, server-wide; others wait ("Busy: N ahead")'
+        ),
+        Setting("BERT_EXPLORER_ABLATION_TOKENS", 128, "tokens of the text Head ablation reads (the rest is left out)"),
+        Setting("BERT_EXPLORER_ABLATIONS_PER_MINUTE", 6, "new texts one session may rank on Head ablation a minute"),
         Setting("BERT_EXPLORER_MAX_DISK_MB", 2000, "saved runs + job folders + tokenized files on disk, MB"),
+        Setting("BERT_EXPLORER_RUNS_PER_STUDENT", 3, "saved runs kept per student; a new one removes their oldest"),
+        Setting(
+            "BERT_EXPLORER_RUN_SAFE_HOURS",
+            3,
+            "hours a saved run is never removed to make room for another student's (the disk full of such runs: "
+            "a new run is not saved, with a message)",
+        ),
+        Setting(
+            "BERT_EXPLORER_OPEN_RUNS_MB", 512, "memory of the reopened runs, one copy each shared by all sessions, MB"
+        ),
         Setting("BERT_EXPLORER_CACHE", ".cache/", "folder for corpora, data sets, runs and job folders"),
-        # the class board (app/board.py, pages/board.py)
+        # what a client may send the server (app/server/guard.py, app/server/new_students.py)
+        Setting("BERT_EXPLORER_UPLOAD_FILES_PER_SESSION", 4, "uploaded files one session may hold; more are refused"),
+        Setting("BERT_EXPLORER_UPLOAD_MB_PER_SESSION", 110, "MB of uploaded files one session may hold"),
+        Setting("BERT_EXPLORER_UPLOAD_FILES", 60, "uploaded files the whole server holds at most"),
+        Setting("BERT_EXPLORER_UPLOAD_MB", 250, "MB of uploaded files the whole server holds at most"),
+        Setting("BERT_EXPLORER_NEW_STUDENTS_BURST", 4, "new students (browsers) one address may start jobs as at once"),
+        Setting(
+            "BERT_EXPLORER_NEW_STUDENT_EVERY_S", 20, "then one more new student per address every this many seconds"
+        ),
+        # the class board (app/board/, pages/board.py)
         Setting("BERT_EXPLORER_BOARD", False, "1: the Class board page, where students post fine-tuning runs"),
+        Setting(
+            "BERT_EXPLORER_DATABASE_URL",
+            "",
+            "a PostgreSQL URL (psycopg 3): the class board lives there, shared by app replicas; unset: an "
+            "SQLite file in the cache folder",
+        ),
+        # the teacher (app/server/teacher.py): starts class boards, sees the Server status page
+        Setting(
+            "BERT_EXPLORER_TEACHER_KEY",
+            "",
+            "the teacher's key (12+ characters), typed once a session to start a class board or see the "
+            "Server status page; unset: nobody can",
+        ),
     ]
 }
 
@@ -56,6 +108,40 @@ SETTINGS = {
 def _raw(name: str) -> str:
     if name not in SETTINGS:
         raise KeyError(f"{name} is not a BERT Explorer setting")
+    return os.environ.get(name, "").strip()
+
+
+def all_set() -> dict[str, str]:
+    """Every setting that is set, as set: what a worker process of this server must see too
+    (app/jobs/ray_backend.py passes them on)."""
+    return {name: os.environ[name] for name in SETTINGS if name in os.environ}
+
+
+# Other programs' variables the app reads (and only these)
+OUTSIDE = {"RAY_ADDRESS": "the Ray cluster's head, host:port (BERT_EXPLORER_BACKEND=ray)"}
+
+
+# Other programs' variables the app sets for itself when they are unset: (name, value, why)
+OUTSIDE_DEFAULTS = [
+    (
+        "RAY_gcs_rpc_server_reconnect_timeout_s",
+        "86400",
+        "a replica (a Ray driver) outlives a lost Ray head instead of ending 60 s after it; the head "
+        "and every node need it too (README, Many classes)",
+    ),
+]
+
+
+def set_outside_defaults() -> None:
+    """Set OUTSIDE_DEFAULTS that are unset (before the program that reads them starts: ray)."""
+    for name, value, _why in OUTSIDE_DEFAULTS:
+        os.environ.setdefault(name, value)
+
+
+def outside(name: str) -> str:
+    """Another program's variable the app must read (OUTSIDE), '' when unset."""
+    if name not in OUTSIDE:
+        raise KeyError(f"{name} is not a variable BERT Explorer reads")
     return os.environ.get(name, "").strip()
 
 

@@ -5,12 +5,13 @@ import pandas as pd
 import streamlit as st
 
 import app
-from app import figures, links, plots, widgets
-from app.cache import analyze
-from app.errors import show_errors
-from app.helpers import attention_walkthrough, hide_specials, token_labels
-from app.resources import current_model
-from app.widgets import index_slider
+from app.analysis_cache import analyze
+from app.figures import core
+from app.models import current_model
+from app.ui import links, show_figure, widgets
+from app.ui.errors import show_errors
+from app.ui.formatting import attention_walkthrough, hide_specials, token_labels
+from app.ui.widgets import index_slider
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
@@ -37,7 +38,7 @@ text_a, text_b = widgets.sentence_inputs(pair=True)
 
 @st.cache_resource(max_entries=24, ttl=3600, show_spinner="Building the bertviz view…")
 def bertviz_view(model_key: str, text_a: str, text_b, kind: str, layer: int, head: int, _an):
-    from app import bertviz_html as bv
+    from app.bertviz import views as bv
 
     b_start = next((i for i, s in enumerate(_an.sequence_ids) if s == 1), None)
     if kind == "head":
@@ -98,8 +99,8 @@ with show_errors("the attention maps"):
             )
         sub = att[start : start + WINDOW, start : start + WINDOW]
         shown = tokens[start : start + WINDOW]
-        fig = plots.attention_heatmap(sub, shown, title=f"layer {layer + 1}, head {head + 1}")
-        figures.show(fig, f"attention-L{layer + 1}-H{head + 1}", key="att_heatmap")
+        fig = core.attention_heatmap(sub, shown, title=f"layer {layer + 1}, head {head + 1}")
+        show_figure.show(fig, f"attention-L{layer + 1}-H{head + 1}", key="att_heatmap")
         st.caption(
             "Each row is one token looking at the others; darker means more attention. "
             "Hover over a cell for its exact weight."
@@ -112,7 +113,7 @@ with show_errors("the attention maps"):
             keep = [j for j, t in enumerate(an.tokens) if t not in ("[CLS]", "[SEP]")] or list(range(T))
             grid_atts = grid_atts[:, :, keep][:, :, :, keep]
             grid_atts = grid_atts / np.maximum(grid_atts.sum(-1, keepdims=True), 1e-12)
-        figures.show(plots.attention_grid(grid_atts, selected=(layer, head)), "attention-all-heads", key="att_grid")
+        show_figure.show(core.attention_grid(grid_atts, selected=(layer, head)), "attention-all-heads", key="att_grid")
         st.caption(
             f"Every head of every layer ({L} × {H}), same colour scale (0 to 1); the red box "
             "is the head picked above. Early layers often look at neighbours (stripes next to "
@@ -167,8 +168,8 @@ with show_errors("the attention maps"):
             "The last two columns agree: this is exactly what the model computed. "
             "All tokens take part here, [CLS] and [SEP] included."
         )
-        figures.show(
-            plots.walkthrough_bars(an.tokens, w["scores"], w["weights"], labels[i]), "attention-qkv", key="att_qkv"
+        show_figure.show(
+            core.walkthrough_bars(an.tokens, w["scores"], w["weights"], labels[i]), "attention-qkv", key="att_qkv"
         )
         dims = min(8, D)
         vec = pd.DataFrame(

@@ -1,6 +1,8 @@
-"""Class board (opt-in, BERT_EXPLORER_BOARD=1): start or join a board by its class code, see the
-runs posted to it (app/board.py) and what the best ones share. Runs are posted from the
-Fine-tuning page's results."""
+"""Class board (opt-in, BERT_EXPLORER_BOARD=1): the teacher starts a board (with the server's
+teacher key, app/server/teacher.py), students join it by its class code and see the runs posted to it
+(app/board/) and what the best ones share. Runs are posted from the Fine-tuning page's results.
+The posted runs are redrawn only when they change (`watch` polls the board's version). The board's
+database down, the page says so and redraws when it is back; the other pages never use it."""
 
 import time
 
@@ -8,54 +10,76 @@ import pandas as pd
 import streamlit as st
 
 import app
-from app import board, board_plots, figures
-from app.errors import show_errors
-from app.helpers import md_escape
+from app.board import figures as board_figures
+from app.board.server import JOINED, board_store, enabled
+from app.board.store import CODE_LEN, BoardError, BoardUnavailable, normal_code
+from app.board.summary import SETTING_LABELS, fmt_setting, what_the_best_share
+from app.server import teacher
+from app.ui import show_figure
+from app.ui.errors import show_errors
+from app.ui.formatting import md_escape
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
 CREATED = "board_created"  # (code, teacher key) of a board just started, shown once
 CLEAR_KEY = "board_clear_key"
 JOIN_KEY = "board_join_code"
+REMOVE_PICK = "board_remove_pick"
 NOTE = "board_note"
+WATCH_EVERY_S = 5
+DOWN = "down"  # what `watch` compares while the board's database cannot be reached
 
 st.title("Class board")
 
 
 def start() -> None:
+    if not teacher.is_teacher():  # the button is drawn only for the teacher; a forged click lands here
+        st.session_state[NOTE] = ("error", "Starting a board is for the teacher.")
+        return
     try:
-        code, key = board.new_board()
-    except board.BoardError as e:
+        code, key = board_store().new_board()
+    except BoardError as e:
         st.session_state[NOTE] = ("error", str(e))
         return
     st.session_state[CREATED] = (code, key)
-    st.session_state[board.JOINED] = code
+    st.session_state[JOINED] = code
     st.session_state[CLEAR_KEY] = key
 
 
 def join() -> None:
     typed = st.session_state.get(JOIN_KEY, "")
     try:
-        code = board.normal_code(typed)
-        if not board.exists(code):
-            raise board.BoardError(f"There is no board {code} on this server (boards last a day).")
-    except board.BoardError as e:
+        code = normal_code(typed)
+        if not board_store().exists(code):
+            raise BoardError(f"There is no board {code} on this server (boards last a day).")
+    except BoardError as e:
         st.session_state[NOTE] = ("error", str(e))
         return
-    st.session_state[board.JOINED] = code
+    st.session_state[JOINED] = code
 
 
 def leave() -> None:
-    st.session_state.pop(board.JOINED, None)
+    st.session_state.pop(JOINED, None)
 
 
 def clear(code: str) -> None:
     try:
-        n = board.clear(code, st.session_state.get(CLEAR_KEY, ""))
-    except board.BoardError as e:
+        n = board_store().clear(code, st.session_state.get(CLEAR_KEY, ""))
+    except BoardError as e:
         st.session_state[NOTE] = ("error", str(e))
         return
     st.session_state[NOTE] = ("info", f"Board {code} is cleared ({n} run(s) removed).")
+
+
+def remove(code: str, names: dict[int, str]) -> None:
+    entry_id = st.session_state.get(REMOVE_PICK)
+    try:
+        gone = entry_id is not None and board_store().remove(code, st.session_state.get(CLEAR_KEY, ""), entry_id)
+    except BoardError as e:
+        st.session_state[NOTE] = ("error", str(e))
+        return
+    what = names.get(entry_id, "That run")
+    st.session_state[NOTE] = ("info", f"{what} is removed." if gone else f"{what} was removed already.")
 
 
 def table(runs: list[dict]) -> pd.DataFrame:
@@ -63,13 +87,18 @@ def table(runs: list[dict]) -> pd.DataFrame:
         {
             "nickname": r["nickname"],
             "accuracy %": None if r["accuracy"] is None else round(100 * r["accuracy"], 1),
-            **{label: board.fmt_setting(k, r.get(k)) for k, label in board.SETTING_LABELS.items()},
+            **{label: fmt_setting(k, r.get(k)) for k, label in SETTING_LABELS.items()},
             "posted": time.strftime("%H:%M", time.localtime(r["posted"])),
         }
         for r in runs
     ]
     df = pd.DataFrame(rows)
     return df.sort_values("accuracy %", ascending=False, na_position="last") if len(df) else df
+
+
+def entry_name(r: dict) -> str:
+    acc = "no accuracy" if r["accuracy"] is None else f"{100 * r['accuracy']:.1f} %"
+    return f"{r['nickname']} · {acc} · posted {time.strftime('%H:%M', time.localtime(r['posted']))}"
 
 
 LIVE_STATES = {
@@ -86,8 +115,8 @@ LIVE_STATES = {
 def live_now(code: str) -> None:
     """The runs shown live on this board, their curves redrawn every 2 s."""
     try:
-        runs = board.live_runs(code)
-    except board.BoardError:
+        runs = board_store().live_runs(code)
+    except BoardError:
         return  # the posted runs' section says why
     if not runs:
         st.caption(
@@ -100,28 +129,45 @@ def live_now(code: str) -> None:
         acc = "" if r["accuracy"] is None or r["state"] != "done" else f" · accuracy {100 * r['accuracy']:.1f} %"
         st.markdown(f"**{md_escape(r['nickname'])}** · {LIVE_STATES[r['state']]}{acc}")
         st.progress(r["progress"], text=md_escape(r["line"]) or None)
-        figures.show(board_plots.live_curves(r), f"board-live-{r['id']}", key=f"board_live_{r['id']}")
+        show_figure.show(board_figures.live_figure(r), f"board-live-{r['id']}", key=f"board_live_{r['id']}")
 
 
-@st.fragment(run_every=5)
-def live(code: str) -> None:
+@st.fragment(run_every=WATCH_EVERY_S)
+def watch(code: str, drawn: int | str | None) -> None:
+    """One small query every few seconds; the page is redrawn only when the posted runs changed,
+    or the database went away or came back."""
     try:
-        runs = board.entries(code)
-    except board.BoardError as e:
+        now = board_store().version(code)
+    except BoardUnavailable:
+        now = DOWN
+    if now != drawn:
+        st.rerun()
+
+
+def posted(code: str) -> list[dict]:
+    """The posted runs: table, curves, what the best share; the runs drawn."""
+    try:
+        drawn = board_store().version(code)
+        runs = board_store().entries(code)
+    except BoardError as e:
         st.error(md_escape(str(e)), icon=":material/error:")
-        return
+        if isinstance(e, BoardUnavailable):
+            watch(code, DOWN)  # redrawn when the database is back
+        return []
+    watch(code, drawn)
     if not runs:
         st.info("No runs posted yet: fine-tune a model, then post it from the Fine-tuning page's results.")
-        return
+        return runs
     st.subheader(f"{len(runs)} run(s) posted")
     st.dataframe(table(runs), hide_index=True, width="stretch")
-    figures.show(board_plots.posted_curves(runs), f"board-{code}", key="board_curves")
-    share = board.what_the_best_share(runs)
+    show_figure.show(board_figures.posted_figure(code, drawn, runs), f"board-{code}", key="board_curves")
+    share = what_the_best_share(runs)
     if share:
         st.markdown("**What the best runs share**\n\n" + "\n".join(f"- {md_escape(s)}" for s in share))
+    return runs
 
 
-if not board.enabled():
+if not enabled():
     st.info(
         "The class board is off on this server. Your teacher can turn it on (BERT_EXPLORER_BOARD=1, README) "
         "to let students post their fine-tuning runs and compare them.",
@@ -138,23 +184,30 @@ else:
     created = st.session_state.pop(CREATED, None)
     if created:
         st.success(
-            f"Board **{created[0]}** is started: hand out the class code **{created[0]}**. Keep the teacher "
-            "key below: it is shown only this once, and clearing the board needs it.",
+            f"Board **{created[0]}** is started: hand out the class code **{created[0]}**. Keep the board's "
+            "key below: it is shown only this once, and removing runs or clearing the board needs it.",
             icon=":material/check_circle:",
         )
         st.code(created[1], language=None)
-    code = st.session_state.get(board.JOINED)
+    code = st.session_state.get(JOINED)
     with st.expander("Start or join a board", expanded=not code):
-        c1, c2 = st.columns(2, vertical_alignment="bottom")
-        c1.button("Start a board", key="board_start", on_click=start, help="For the teacher: a new class code.")
-        c2.text_input("Class code", key=JOIN_KEY, max_chars=board.CODE_LEN, placeholder="e.g. K7QX2M")
+        c1, c2 = st.columns(2)
+        with c1:
+            if teacher.gate("Starting a board"):
+                st.button("Start a board", key="board_start", on_click=start, help="A new class code.")
+        c2.text_input("Class code", key=JOIN_KEY, max_chars=CODE_LEN, placeholder="e.g. K7QX2M")
         c2.button("Join a board", key="board_join", on_click=join)
     if code:
         st.header(f"Board {code}")
         st.button("Leave this board", key="board_leave", on_click=leave)
+        runs = []
         with show_errors("the board"):
             live_now(code)
-            live(code)
-        with st.expander("Clear the board (teacher)"):
-            st.text_input("Teacher key", key=CLEAR_KEY, type="password", max_chars=64)
+            runs = posted(code)
+        with st.expander("Remove a run or clear the board (teacher)"):
+            st.text_input("The board's key", key=CLEAR_KEY, type="password", max_chars=64)
+            if runs:
+                names = {r["id"]: entry_name(r) for r in runs}
+                st.selectbox("Run", list(names), key=REMOVE_PICK, format_func=names.get)
+                st.button("Remove this run", key="board_remove", on_click=remove, args=(code, names))
             st.button("Clear the board", key="board_clear", on_click=clear, args=(code,))

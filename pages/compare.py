@@ -2,20 +2,39 @@
 
 import html
 
-import pandas as pd
 import streamlit as st
 
 import app
-from app import analysis_plots as ap
-from app import figures, links, plots, state
-from app.cache import attentions, outputs, word_map
-from app.errors import show_errors
-from app.helpers import clean_text, md_escape, sense_rows
-from app.resources import FOLDER, current_model, model_for, model_options, option_label
-from app.snapshots import SNAPSHOTS, VIEW_REQUEST
-from app.widgets import PATH_CHARS, SENTENCE_CHARS, TABLE_ROWS, WORD_CHARS, cap_help, index_slider, mlm_input
+from app import state
+from app.analysis_cache import attentions, outputs, word_map
+from app.figures import core
+from app.figures.compare import (
+    attention_diff_heatmap,
+    change_over_training,
+    class_probs_bar,
+    moved_heatmap,
+    sense_scatter,
+    separation_line,
+)
+from app.models import FOLDER, LISTED, current_model, model_options, option_for
+from app.training.snapshots import SNAPSHOTS, VIEW_REQUEST
+from app.ui import links, show_figure
+from app.ui.errors import show_errors
+from app.ui.formatting import SENSE_SEP, clean_text, md_escape, sense_lines, sense_text
+from app.ui.widgets import (
+    SENSE_BOX_CHARS,
+    SENTENCE_CHARS,
+    TABLE_ROWS,
+    WORD_CHARS,
+    cap_help,
+    index_slider,
+    mlm_input,
+    model_picker,
+)
 from bert import InputError
-from bert.analysis import compare_attention, sense_examples, separation
+from bert.analysis.compare import compare_attention
+from bert.analysis.vectors import separation
+from bert.analysis.words import sense_examples
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
@@ -31,29 +50,15 @@ links.view(
 view = st.radio("View", VIEWS, horizontal=True, key="cmp_view")
 
 
-def _picker(col, which: str, default: str):
-    options = model_options()
-    key = f"cmp_model_{which}"
-    if st.session_state.get(key) not in options:
-        st.session_state[key] = default if default in options else options[0]
-    choice = col.selectbox(f"Model {which}", options, key=key, format_func=option_label)
-    folder = (
-        col.text_input(
-            f"Folder of model {which}", key=f"cmp_folder_{which}", max_chars=PATH_CHARS, help=cap_help(PATH_CHARS)
-        )
-        if choice == FOLDER
-        else ""
-    )
-    return model_for(choice, folder)
-
-
 def _outputs(col, out, side: str) -> None:
     if out.kind == "classifier":
-        figures.show(ap.class_probs_bar(out.labels, out.probs), f"compare-out-{side}", where=col, key=f"cmp_out_{side}")
+        show_figure.show(
+            class_probs_bar(out.labels, out.probs), f"compare-out-{side}", where=col, key=f"cmp_out_{side}"
+        )
     else:
         for i, pos in enumerate(out.mlm.positions[:3]):
-            figures.show(
-                plots.mlm_topk_bar(out.mlm.top_tokens[i], out.mlm.top_probs[i], f"[MASK] at token {pos}"),
+            show_figure.show(
+                core.mlm_topk_bar(out.mlm.top_tokens[i], out.mlm.top_probs[i], f"[MASK] at token {pos}"),
                 f"compare-out-{side}-{i}",
                 where=col,
                 key=f"cmp_out_{side}_{i}",
@@ -69,11 +74,12 @@ if view == VIEWS[0]:
     models = {}
     cols = st.columns(2)
     with show_errors("model A"):
-        cur = st.session_state[state.MODEL_SOURCE]
-        models["A"] = _picker(cols[0], "A", cur)
+        cur = option_for(st.session_state[state.MODEL_SOURCE])
+        models["A"] = model_picker(cols[0], "A", cur)
     with show_errors("model B"):
-        others = [o for o in model_options() if o not in (cur, FOLDER)]
-        models["B"] = _picker(cols[1], "B", others[-1] if others else cur)
+        # B's default: the session's last model, else a built-in (never a large teacher's model unasked)
+        others = [o for o in model_options() if o not in (cur, FOLDER) and not o.startswith(LISTED)]
+        models["B"] = model_picker(cols[1], "B", others[-1] if others else cur)
     text = mlm_input("Sentence (put [MASK] in it to compare masked-word guesses)")
     if len(models) == 2:
         with show_errors("the comparison"):
@@ -98,14 +104,14 @@ if view == VIEWS[0]:
             layer = index_slider(c1, "Layer", min(La, Lb), key="cmp_layer")
             head = index_slider(c2, "Head", min(Ha, Hb), key="cmp_head")
             left, right = st.columns(2)
-            figures.show(
-                plots.attention_heatmap(aa[layer, head], ta, title=f"A: {html.escape(ma.label)}"),
+            show_figure.show(
+                core.attention_heatmap(aa[layer, head], ta, title=f"A: {html.escape(ma.label)}"),
                 "compare-att-a",
                 where=left,
                 key="cmp_att_a",
             )
-            figures.show(
-                plots.attention_heatmap(ab[layer, head], tb, title=f"B: {html.escape(mb.label)}"),
+            show_figure.show(
+                core.attention_heatmap(ab[layer, head], tb, title=f"B: {html.escape(mb.label)}"),
                 "compare-att-b",
                 where=right,
                 key="cmp_att_b",
@@ -116,16 +122,14 @@ if view == VIEWS[0]:
                 except InputError as e:
                     st.info(md_escape(str(e)), icon=":material/info:")
                 else:
-                    figures.show(
-                        ap.attention_diff_heatmap(
-                            d.diff[layer, head], ta, f"A − B, layer {layer + 1}, head {head + 1}"
-                        ),
+                    show_figure.show(
+                        attention_diff_heatmap(d.diff[layer, head], ta, f"A − B, layer {layer + 1}, head {head + 1}"),
                         "compare-diff",
                         where=left,
                         key="cmp_diff",
                     )
-                    figures.show(
-                        ap.moved_heatmap(d.moved, (layer, head)), "compare-moved", where=right, key="cmp_moved"
+                    show_figure.show(
+                        moved_heatmap(d.moved, (layer, head)), "compare-moved", where=right, key="cmp_moved"
                     )
                     st.caption(
                         "Right: for every head, the share of attention that goes somewhere else "
@@ -153,36 +157,35 @@ elif view == VIEWS[1]:
         word = st.text_input(
             "The shared word", value=word0, key="sense_word", max_chars=WORD_CHARS, help=cap_help(WORD_CHARS)
         )
-        table = st.data_editor(
-            pd.DataFrame({"sentence": sents0, "sense": senses0}),
-            num_rows="dynamic",
-            width="stretch",
-            key="sense_table",
-            column_config={
-                "sentence": st.column_config.TextColumn(
-                    width="large", max_chars=SENTENCE_CHARS, help=cap_help(SENTENCE_CHARS, "A sentence with the word.")
-                ),
-                "sense": st.column_config.TextColumn(
-                    width="small", max_chars=WORD_CHARS, help=cap_help(WORD_CHARS, "Its sense, e.g. river or money.")
-                ),
-            },
+        lines = st.text_area(
+            f"Sentences with the word, one a line; after a {SENSE_SEP} its sense (optional)",
+            value=sense_text(sents0, senses0),
+            key="sense_lines",
+            height=230,
+            max_chars=SENSE_BOX_CHARS,
+            help=cap_help(
+                SENSE_BOX_CHARS, f"Up to {TABLE_ROWS} sentences, e.g. “The boat drifted to the bank | river”."
+            ),
         )
-        st.caption(f"Up to {TABLE_ROWS} sentences; add or delete rows at the bottom of the table.")
-        sents, senses, dropped = sense_rows(table, TABLE_ROWS, SENTENCE_CHARS, WORD_CHARS)
+        sents, senses, dropped = sense_lines(lines, TABLE_ROWS, SENTENCE_CHARS, WORD_CHARS)
+        st.caption(
+            f"{len(sents)} of at most {TABLE_ROWS} sentences; the senses (what follows the {SENSE_SEP}) colour "
+            "the map and measure the separation below."
+        )
         if dropped:
             st.warning(
-                f"The table holds at most {TABLE_ROWS} sentences: the last {dropped} row(s) "
-                "are left out. Delete some rows to bring others in.",
+                f"The box holds at most {TABLE_ROWS} sentences: the last {dropped} line(s) "
+                "are left out. Delete some lines to bring others in.",
                 icon=":material/content_cut:",
             )
         res = word_map(model.key, tuple(sents), clean_text(word, "the shared word"), model.bundle)
         layer = st.slider("Layer (0 = embeddings)", 0, L, L, key=f"sense_layer_{L}")
-        figures.show(
-            ap.sense_scatter(res.coords[layer], senses, sents, word, layer), "compare-senses-map", key="sense_map"
+        show_figure.show(
+            sense_scatter(res.coords[layer], senses, sents, word, layer), "compare-senses-map", key="sense_map"
         )
         if len(set(senses)) >= 2:
             sep = separation(res.vectors, senses)
-            figures.show(ap.separation_line(sep, layer), "compare-senses-sep", key="sense_sep")
+            show_figure.show(separation_line(sep, layer), "compare-senses-sep", key="sense_sep")
             st.caption(
                 "Separation is 1 when every sentence is much closer to those of its own sense "
                 "than to the others, 0 when the senses overlap (mean silhouette of cosine distances)."
@@ -224,20 +227,20 @@ else:
             layer = index_slider(c1, "Layer", L, key="snap_layer")
             head = index_slider(c2, "Head", H, key="snap_head")
             left, right = st.columns(2)
-            figures.show(
-                plots.attention_heatmap(
+            show_figure.show(
+                core.attention_heatmap(
                     atts[i, layer, head], rec.tokens, title=f"step {steps[i]}, layer {layer + 1}, head {head + 1}"
                 ),
                 "compare-snapshots-att",
                 where=left,
                 key="snap_att",
             )
-            figures.show(
-                ap.moved_heatmap(change[i], (layer, head), "moved since the first snapshot"),
+            show_figure.show(
+                moved_heatmap(change[i], (layer, head), "moved since the first snapshot"),
                 "compare-snapshots-moved",
                 where=right,
                 key="snap_moved",
             )
-            figures.show(
-                ap.change_over_training(steps, change, (layer, head), i), "compare-snapshots-line", key="snap_line"
+            show_figure.show(
+                change_over_training(steps, change, (layer, head), i), "compare-snapshots-line", key="snap_line"
             )

@@ -5,14 +5,16 @@ import pandas as pd
 import streamlit as st
 
 import app
-from app import figures, links, plots, state, widgets
-from app.cache import analyze, position_table, same_word, word_order
-from app.errors import show_errors
-from app.helpers import BANK_SENTENCES
-from app.resources import current_model
-from app.widgets import SENTENCE_CHARS, WORD_CHARS, cap_help
+from app import state
+from app.analysis_cache import analyze, position_table, same_word, word_order
+from app.figures import core
+from app.models import current_model
+from app.ui import links, show_figure, widgets
+from app.ui.errors import show_errors
+from app.ui.formatting import BANK_SENTENCES
+from app.ui.widgets import SENTENCE_CHARS, WORD_CHARS, cap_help
 from bert import BertExplorerError, InputError
-from bert.analysis import cosine
+from bert.analysis.vectors import cosine
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
@@ -43,8 +45,8 @@ with show_errors("the embedding parts"):
     n = min(an.n_tokens, MAX_ROWS)
     if an.n_tokens > MAX_ROWS:
         st.caption(f"Showing the first {MAX_ROWS} of {an.n_tokens} tokens.")
-    figures.show(
-        plots.embedding_part_heatmap(an.parts[part][:n], an.tokens[:n], part), f"embeddings-{part}", key="emb_heat"
+    show_figure.show(
+        core.embedding_part_heatmap(an.parts[part][:n], an.tokens[:n], part), f"embeddings-{part}", key="emb_heat"
     )
     table = pd.DataFrame(an.parts[part][:n], columns=[f"dim {d}" for d in range(an.parts[part].shape[1])])
     table.insert(0, "token", an.tokens[:n])
@@ -54,7 +56,7 @@ with show_errors("the embedding parts"):
         "The segment rows are identical within a sentence; the position rows differ on every row."
     )
     norms = {k: np.linalg.norm(an.parts[k][:n], axis=1) for k in ("token", "segment", "position", "normed")}
-    figures.show(plots.norms_bar(norms, an.tokens[:n]), "embeddings-norms", key="emb_norms")
+    show_figure.show(core.norms_bar(norms, an.tokens[:n]), "embeddings-norms", key="emb_norms")
 
 st.subheader("The learned position embeddings")
 st.markdown(
@@ -72,9 +74,9 @@ with show_errors("the position table"):
     except BertExplorerError:
         used = None
     c1, c2 = st.columns(2)
-    figures.show(plots.position_pca(pt.coords, pt.ratio, used=used), "embeddings-pca", where=c1, key="emb_pca")
-    figures.show(
-        plots.cosine_heatmap(pt.sim, title="cosine similarity between positions", axis_title="position"),
+    show_figure.show(core.position_pca(pt.coords, pt.ratio, used=used), "embeddings-pca", where=c1, key="emb_pca")
+    show_figure.show(
+        core.cosine_heatmap(pt.sim, title="cosine similarity between positions", axis_title="position"),
         "embeddings-possim",
         where=c2,
         key="emb_possim",
@@ -122,8 +124,8 @@ with show_errors("the word-order demo"):
             "original: " + " ".join(wo.words) + "\nshuffled: " + " ".join(wo.shuffled), language=None, wrap_lines=True
         )
         c1, c2 = st.columns(2)
-        figures.show(
-            plots.layer_similarity(
+        show_figure.show(
+            core.layer_similarity(
                 {"same word, original vs shuffled (mean)": wo.per_layer},
                 title="how much each word's vector stays the same",
             ),
@@ -131,8 +133,8 @@ with show_errors("the word-order demo"):
             where=c1,
             key="emb_order_layers",
         )
-        figures.show(
-            plots.values_bar(
+        show_figure.show(
+            core.values_bar(
                 wo.words,
                 wo.per_word,
                 title="per word, last layer",
@@ -171,8 +173,8 @@ with show_errors("the context demo"):
     word = st.text_input("Word to follow", "bank", key="emb_ctx_word", max_chars=WORD_CHARS, help=cap_help(WORD_CHARS))
     res = same_word(model.key, sents, word, model.bundle)
     series = {f"context {i + 1} vs {j + 1}": v for (i, j), v in res.pairs.items()}
-    figures.show(
-        plots.layer_similarity(series, title=f"cosine similarity of “{res.word}” by layer"),
+    show_figure.show(
+        core.layer_similarity(series, title=f"cosine similarity of “{res.word}” by layer"),
         "embeddings-ctx-plot",
         key="emb_ctx_plot",
     )

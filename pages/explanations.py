@@ -5,12 +5,12 @@ import math
 import streamlit as st
 
 import app
-from app import analysis_plots as ap
-from app import figures, links, widgets
-from app.cache import logit_lens, mlm_topk, saliency
-from app.errors import show_errors
-from app.helpers import clean_text, md_escape, mlm_untrained
-from app.resources import current_model
+from app.analysis_cache import logit_lens, mlm_topk, saliency
+from app.figures.explain import answer_by_layer, logit_lens_heatmap, saliency_bars
+from app.models import current_model
+from app.ui import links, show_figure, widgets
+from app.ui.errors import show_errors
+from app.ui.formatting import clean_text, md_escape, mlm_untrained
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
@@ -30,8 +30,8 @@ view = st.radio("View", VIEWS, horizontal=True, key="ex_view")
 
 
 def _explain(sal, what: str) -> None:
-    figures.show(
-        ap.saliency_bars(sal.tokens, sal.rollout, sal.saliency, sal.position), "explanations-bars", key="ex_bars"
+    show_figure.show(
+        saliency_bars(sal.tokens, sal.rollout, sal.saliency, sal.position), "explanations-bars", key="ex_bars"
     )
     c1, c2 = st.columns([1, 3])
     rho = sal.correlation
@@ -104,15 +104,15 @@ with show_errors("the explanation"):
             lens = logit_lens(model.key, text, 5, b)
             i = lens.positions.index(pos)
             answer = lens.top_tokens[i][-1][0]
-            figures.show(
-                ap.logit_lens_heatmap(lens.top_tokens[i], lens.top_probs[i], answer), "explanations-lens", key="ex_lens"
+            show_figure.show(
+                logit_lens_heatmap(lens.top_tokens[i], lens.top_probs[i], answer), "explanations-lens", key="ex_lens"
             )
             first = next((l for l, r in enumerate(lens.answer_rank[i]) if r == 1), None)
             where = "the embeddings" if first == 0 else f"layer {first}"
             if first is not None:
                 st.markdown(f"The final answer **{md_escape(answer)}** is first the top guess at **{where}**.")
-            figures.show(
-                ap.answer_by_layer(lens.answer_prob[i], lens.answer_rank[i], answer),
+            show_figure.show(
+                answer_by_layer(lens.answer_prob[i], lens.answer_rank[i], answer),
                 "explanations-answer",
                 key="ex_answer",
             )

@@ -4,13 +4,13 @@ import pandas as pd
 import streamlit as st
 
 import app
-from app import analysis_plots as ap
-from app import figures, links, widgets
-from app.cache import input_patterns, probe_patterns
-from app.errors import show_errors
-from app.helpers import md_escape
-from app.resources import current_model
-from bert.analysis import BROAD_ENTROPY, LABEL_HELP, LABELS, PATTERN_THRESHOLD, probe_sentences
+from app.analysis_cache import input_patterns, probe_patterns
+from app.figures.heads import STAT_NAMES, head_stats_bar, pattern_map
+from app.models import current_model
+from app.ui import links, show_figure, widgets
+from app.ui.errors import show_errors
+from app.ui.formatting import md_escape
+from bert.analysis.heads import BROAD_ENTROPY, LABEL_HELP, LABELS, PATTERN_THRESHOLD, probe_sentences
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
@@ -76,8 +76,8 @@ with show_errors("the head patterns"):
     L, H = labels.shape
     pick_key, chart_key = f"hp_head_{L}_{H}", f"hp_map_{L}_{H}"
     pick = st.session_state.get(pick_key, 0)
-    figures.show(
-        ap.pattern_map(labels, stats, selected=(pick // H, pick % H)),
+    show_figure.show(
+        pattern_map(labels, stats, selected=(pick // H, pick % H)),
         "head-patterns",
         key=chart_key,
         caption=f"{L * H} heads by pattern: "
@@ -123,7 +123,7 @@ with show_errors("the head patterns"):
         if source == SOURCES[1]:
             st.caption("The Attention page shows this head on your own sentence, not on the probe set.")
     with c2:
-        figures.show(ap.head_stats_bar(stats, layer, head), "head-patterns-bar", key="hp_bar")
+        show_figure.show(head_stats_bar(stats, layer, head), "head-patterns-bar", key="hp_bar")
 
     with st.expander("All heads as a table"):
         rows = [
@@ -131,7 +131,7 @@ with show_errors("the head patterns"):
                 "layer": l + 1,
                 "head": h + 1,
                 "pattern": str(labels[l, h]),
-                **{name: float(stats[name][l, h]) for name in ap.STAT_NAMES},
+                **{name: float(stats[name][l, h]) for name in STAT_NAMES},
             }
             for l in range(L)
             for h in range(H)
@@ -140,5 +140,5 @@ with show_errors("the head patterns"):
             pd.DataFrame(rows),
             hide_index=True,
             width="stretch",
-            column_config={n: st.column_config.NumberColumn(format="%.3f") for n in ap.STAT_NAMES},
+            column_config={n: st.column_config.NumberColumn(format="%.3f") for n in STAT_NAMES},
         )

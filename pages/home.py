@@ -4,10 +4,11 @@ import pandas as pd
 import streamlit as st
 
 import app
-from app import figures, plots
-from app.errors import show_errors
-from app.helpers import fmt_params
-from app.resources import current_summary
+from app.figures import core
+from app.models import current_summary
+from app.ui import show_figure
+from app.ui.errors import show_errors
+from app.ui.formatting import fmt_params
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
@@ -60,7 +61,7 @@ with right:
         c2.metric("Hidden size", cfg.hidden_size)
         c3.metric("Heads", cfg.num_attention_heads)
         c4.metric("Parameters", fmt_params(counts["total"]), help=f"{counts['total']:,} exactly")
-        figures.show(plots.model_diagram(cfg, counts), "home")
+        show_figure.show(core.model_diagram(cfg, counts), "home")
         table = pd.DataFrame({"component": list(counts), "parameters": list(counts.values())})
         table["share"] = (table["parameters"] / counts["total"]).map("{:.1%}".format)
         st.dataframe(

@@ -3,11 +3,11 @@
 import streamlit as st
 
 import app
-from app import links, teach
-from app.errors import show_errors
 from app.lessons import LESSONS
 from app.lessons import view as lv
-from app.resources import current_model
+from app.models import current_model
+from app.ui import class_tools, links
+from app.ui.errors import show_errors
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
@@ -37,7 +37,7 @@ def next_lesson() -> None:
 st.title("Lessons")
 presenter = bool(ss.get(lv.PRESENTER))
 if presenter:
-    st.markdown(teach.PROJECTOR_CSS, unsafe_allow_html=True)
+    st.markdown(class_tools.PROJECTOR_CSS, unsafe_allow_html=True)
 else:
     st.markdown(
         "Six short lessons through BERT, from text to tokens to what its heads learned. Every figure is the "

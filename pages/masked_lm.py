@@ -7,12 +7,22 @@ import zlib
 import streamlit as st
 
 import app
-from app import figures, links, plots, state, widgets
-from app.cache import mlm_predict, nsp_probability
-from app.errors import show_errors
-from app.helpers import RANDOM_SENTENCES, clean_text, count_masks, mask_words, md_escape, mlm_untrained, nsp_untrained
-from app.resources import current_model
-from bert.builtins import what_it_read
+from app import state
+from app.analysis_cache import mlm_predict, nsp_probability
+from app.figures import core
+from app.models import current_model
+from app.ui import links, show_figure, widgets
+from app.ui.errors import show_errors
+from app.ui.formatting import (
+    RANDOM_SENTENCES,
+    clean_text,
+    count_masks,
+    mask_words,
+    md_escape,
+    mlm_untrained,
+    nsp_untrained,
+)
+from bert.checkpoint.builtins import what_it_read
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
@@ -118,8 +128,8 @@ with show_errors("the masked-word predictions"):
             for row in range(0, len(preds), COLS):
                 cols = st.columns(COLS)
                 for n, (c, p) in enumerate(zip(cols, preds[row : row + COLS]), start=row + 1):
-                    figures.show(
-                        plots.mlm_topk_bar(p["tokens"], p["probs"], f"gap {n} (token {p['position']})"),
+                    show_figure.show(
+                        core.mlm_topk_bar(p["tokens"], p["probs"], f"gap {n} (token {p['position']})"),
                         f"masked-lm-bar-{n}",
                         where=c,
                         key=f"mlm_bar_{n}",
@@ -150,4 +160,4 @@ with show_errors("the next-sentence prediction"):
         a = clean_text(text_a, "sentence A")
         p = nsp_probability(model.key, a, text_b.strip(), b)
         st.metric("P(B follows A)", f"{p:.1%}")
-        figures.show(plots.nsp_bar(p), "next-sentence-bar", key="nsp_bar")
+        show_figure.show(core.nsp_bar(p), "next-sentence-bar", key="nsp_bar")

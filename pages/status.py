@@ -1,6 +1,7 @@
 """Server status, for the teacher: jobs, the queue, memory and disk against the server's caps.
 
-Counts and sizes only: nothing here names a student, a job's data or a run code.
+Counts and sizes only: nothing here names a student, a job's data or a run code. Shown only to a
+session that typed the server's teacher key (app/server/teacher.py): to a student it is one line.
 """
 
 import time
@@ -8,19 +9,18 @@ import time
 import streamlit as st
 
 import app
-from app import budget, runs_store
-from app import training as tr
-from app.memory import server_memory
+from app.jobs import budget, runs_store
+from app.jobs.backend import job_backend
+from app.jobs.local import CLEANUP_EVERY_S
+from app.server import teacher
+from app.server.memory import server_memory
+from app.training.progress import fmt_seconds
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
 MB = 2**20
 
 st.title("Server status")
-st.caption(
-    "For whoever runs the class: how busy this server is, against the caps set in its "
-    "environment (BERT_EXPLORER_*, README). Refreshes every 10 s."
-)
 
 
 def metric_row(metrics: dict[str, str]) -> None:
@@ -31,7 +31,7 @@ def metric_row(metrics: dict[str, str]) -> None:
 
 @st.fragment(run_every=10)
 def panel() -> None:
-    jm = tr.manager()
+    jm = job_backend()
     n = jm.counts()
     metric_row(
         {
@@ -59,13 +59,18 @@ def panel() -> None:
     )
     last = jm.last_cleanup
     if last:
-        ago = tr.fmt_seconds(time.time() - last["at"])
+        ago = fmt_seconds(time.time() - last["at"])
         st.caption(
-            f"Last cleanup {ago} ago (every {tr.CLEANUP_EVERY_S / 60:g} min): removed {last['expired']} "
+            f"Last cleanup {ago} ago (every {CLEANUP_EVERY_S / 60:g} min): removed {last['expired']} "
             f"expired run(s), {last['for_space']} run(s) for space, {last['jobs']} job folder(s), "
             f"{last['tokenized']} tokenized upload(s), {last['leftovers']} half-saved folder(s); "
             f"{last['freed'] / MB:,.1f} MB freed."
         )
 
 
-panel()
+if teacher.gate("This page"):
+    st.caption(
+        "For whoever runs the class: how busy this server is, against the caps set in its "
+        "environment (BERT_EXPLORER_*, README). Refreshes every 10 s."
+    )
+    panel()

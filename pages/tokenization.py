@@ -3,12 +3,12 @@
 import streamlit as st
 
 import app
-from app import widgets
-from app.errors import show_errors
-from app.helpers import clean_text, token_table, trace_table, vocab_facts, vocab_search, word_groups
-from app.resources import current_model, max_tokens
-from app.widgets import WORD_CHARS, cap_help
-from bert.analysis import encode
+from app.models import current_model, max_tokens
+from app.ui import widgets
+from app.ui.errors import show_errors
+from app.ui.formatting import clean_text, token_table, trace_table, vocab_facts, vocab_search, word_groups
+from app.ui.widgets import WORD_CHARS, cap_help
+from bert.analysis.common import encode
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 

@@ -11,9 +11,11 @@ import sys
 import torch
 
 import bert
-from bert.corpus import Corpus, split_corpora
-from bert.data import MLMMasker, PretrainingDataset, token_counts, tokenize_corpus
-from bert.pretrain import evaluate, fixed_eval_batches
+from bert.data.corpus.base import Corpus
+from bert.data.corpus.registry import split_corpora
+from bert.train.examples import PretrainingDataset, token_counts, tokenize_corpus
+from bert.train.masking import MLMMasker
+from bert.train.pretrain_eval import evaluate, fixed_eval_batches
 
 
 def clean_documents(corpora: list[str]) -> tuple[Corpus, Corpus]:

@@ -40,36 +40,30 @@ import argparse
 import asyncio
 import json
 import os
-import random
 import re
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
+
+from benchmarks.server import (
+    HOST,
+    QUIET_CHROMIUM_ARGS,
+    MemoryWatch,
+    chromium_path,
+    free_port,
+    is_local,
+    reviews_csv,
+    run_async,
+    start_server,
+    stop_server,
+    wait_healthy,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
-HOST = "127.0.0.1"
-LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]"}
-LOCAL_SCHEMES = {"data", "blob", "about", "file"}
-# a quiet, offline, headless Chromium (the browser tests' arguments, tests/browser/conftest.py)
-QUIET_CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 # and every page drawn at full speed, also in the background
 CHROMIUM_ARGS = QUIET_CHROMIUM_ARGS + [
     "--disable-renderer-backgrounding",
@@ -142,180 +136,13 @@ WORDS = [
     "mouse",
     "rat",
     "chicken",
+    "panda",
 ]
 
 STEPS = ["open Attention", "analyse own sentence", "switch to All heads", "open Masked LM", "predict own [MASK]"]
 
 
-# ==== the server ===================================================================================
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def streamlit_cmd(script: str, port: int, host: str = HOST) -> list[str]:
-    """`python -m streamlit run script` on host:port, headless, without usage stats or a file watcher."""
-    return [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        script,
-        "--server.port",
-        str(port),
-        "--server.address",
-        host,
-        "--server.headless",
-        "true",
-        "--browser.gatherUsageStats",
-        "false",
-        "--server.fileWatcherType",
-        "none",
-    ]
-
-
-def start_server(port: int, log_path: Path, env_extra: dict[str, str]) -> subprocess.Popen:
-    cmd = streamlit_cmd("streamlit_app.py", port)
-    env = {**os.environ, **env_extra}
-    log = open(log_path, "w")
-    return subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-
-
-def wait_healthy(proc: subprocess.Popen, url: str, timeout_s: float = 120) -> None:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the server exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.read().decode().strip() == "ok":
-                    return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise RuntimeError(f"the server did not answer /_stcore/health within {timeout_s:.0f} s")
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)  # the group we started, nothing else
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
-
-
-def _descendants(pid: int) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        try:
-            for task in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{task}/children") as f:
-                    todo.extend(int(c) for c in f.read().split())
-        except OSError:
-            pass
-    return out
-
-
-def _status_kb(pid: int, field_name: str) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith(field_name + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-class MemoryWatch:
-    """Samples the VmRSS sum of a process tree; `hwm_mb()` reads VmHWM (the kernel's own peak)."""
-
-    def __init__(self, pid: int, every_s: float = 0.25):
-        self.pid, self.every_s = pid, every_s
-        self.peak_kb = 0
-        self.samples: list[tuple[float, int]] = []
-        self.hwm_kb: dict[int, int] = {}
-        self.marks: list[tuple[str, float]] = []
-        self._t0 = time.monotonic()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def _loop(self):
-        t0 = self._t0
-        while not self._stop.is_set():
-            pids = _descendants(self.pid)
-            kb = sum(_status_kb(p, "VmRSS") for p in pids)
-            for p in pids:
-                self.hwm_kb[p] = max(self.hwm_kb.get(p, 0), _status_kb(p, "VmHWM"))
-            self.peak_kb = max(self.peak_kb, kb)
-            self.samples.append((time.monotonic() - t0, kb))
-            self._stop.wait(self.every_s)
-
-    def start(self):
-        self._thread.start()
-        return self
-
-    def stop(self):
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def mark(self, name: str) -> None:
-        """Start a phase: `phases()` gives each phase's peak and last sampled RSS."""
-        self.marks.append((name, time.monotonic() - self._t0))
-
-    def phases(self) -> dict[str, dict]:
-        out = {}
-        for i, (name, t) in enumerate(self.marks):
-            end = self.marks[i + 1][1] if i + 1 < len(self.marks) else float("inf")
-            kbs = [kb for ts, kb in self.samples if t <= ts < end]
-            if kbs:
-                out[name] = {"peak_mb": round(max(kbs) / 1024, 1), "last_mb": round(kbs[-1] / 1024, 1)}
-        return out
-
-    def cpu_s(self) -> float:
-        """User + system processor seconds of the process tree so far (all threads)."""
-        tick = os.sysconf("SC_CLK_TCK")
-        total = 0
-        for p in _descendants(self.pid):
-            try:
-                with open(f"/proc/{p}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                total += int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
-            except (OSError, IndexError, ValueError):
-                pass
-        return total / tick
-
-    def thread_cpu(self) -> dict[int, float]:
-        """Processor seconds of each live thread of the server process (by thread id)."""
-        tick = os.sysconf("SC_CLK_TCK")
-        out = {}
-        try:
-            tids = os.listdir(f"/proc/{self.pid}/task")
-        except OSError:
-            return out
-        for tid in tids:
-            try:
-                with open(f"/proc/{self.pid}/task/{tid}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                out[int(tid)] = (int(fields[11]) + int(fields[12])) / tick
-            except (OSError, IndexError, ValueError):
-                pass
-        return out
-
-    def rss_mb(self) -> float:
-        return sum(_status_kb(p, "VmRSS") for p in _descendants(self.pid)) / 1024
-
-    def hwm_mb(self) -> float:
-        for p in _descendants(self.pid):
-            self.hwm_kb[p] = max(self.hwm_kb.get(p, 0), _status_kb(p, "VmHWM"))
-        return sum(self.hwm_kb.values()) / 1024
+# ==== isolation ===================================================================================
 
 
 def _check_isolation(s, w: str, all_words, st: dict) -> None:
@@ -335,16 +162,6 @@ def _check_isolation(s, w: str, all_words, st: dict) -> None:
 # ==== the browser ===================================================================================
 
 
-def chromium_path() -> str | None:
-    explicit = os.environ.get("BERT_EXPLORER_CHROMIUM")
-    if explicit:
-        return explicit if Path(explicit).exists() else None
-    for candidate in ("/usr/bin/chromium", "/usr/bin/chromium-browser"):
-        if Path(candidate).exists():
-            return candidate
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
 def niced(exe: str, folder: Path, nice: int) -> str:
     """A wrapper that runs Chromium at a lower priority (the pipes Playwright uses survive exec)."""
     if nice <= 0 or not shutil.which("nice"):
@@ -353,13 +170,6 @@ def niced(exe: str, folder: Path, nice: int) -> str:
     wrapper.write_text(f'#!/bin/sh\nexec nice -n {int(nice)} "{exe}" "$@"\n')
     wrapper.chmod(0o755)
     return str(wrapper)
-
-
-def is_local(url: str) -> bool:
-    parsed = urlparse(url)
-    if parsed.scheme in LOCAL_SCHEMES:
-        return True
-    return parsed.scheme in ("http", "https", "ws", "wss") and (parsed.hostname or "") in LOCAL_HOSTS
 
 
 @dataclass
@@ -542,9 +352,11 @@ async def student(
 class ProtocolPage:
     """A Streamlit session over the websocket: run the script, read what it drew."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, headers: dict[str, str] | None = None):
         self.ws_url = url.replace("http://", "ws://") + "/_stcore/stream"
+        self.headers = headers or {}  # sent with the handshake: a Cookie, X-Forwarded-For
         self.ws = None
+        self.session_id = ""  # the server's id of this session (in upload URLs)
         self.pages: dict[str, str] = {}  # url path ("" for home) -> page script hash
         self.current = ""  # the url path of the page shown
         self.elements: list[tuple[str, object]] = []
@@ -554,7 +366,12 @@ class ProtocolPage:
         import websockets
 
         self.ws = await websockets.connect(
-            self.ws_url, subprotocols=["streamlit"], max_size=None, open_timeout=120, ping_interval=None
+            self.ws_url,
+            subprotocols=["streamlit"],
+            max_size=None,
+            open_timeout=120,
+            ping_interval=None,
+            additional_headers=self.headers,
         )
 
     async def close(self):
@@ -592,6 +409,7 @@ class ProtocolPage:
             kind = fm.WhichOneof("type")
             if kind == "new_session":
                 elements = []
+                self.session_id = fm.new_session.initialize.session_id or self.session_id
             elif kind == "navigation":
                 self.pages.update({p.url_pathname: p.page_script_hash for p in fm.navigation.app_pages})
             elif kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
@@ -603,6 +421,23 @@ class ProtocolPage:
                     return elements
                 if fm.script_finished not in (ForwardMsg.FINISHED_EARLY_FOR_RERUN,):
                     raise RuntimeError(f"script finished with status {fm.script_finished}")
+
+    async def click(self, label: str, timeout_s: float) -> list:
+        """Press the button `label`: its trigger is sent with one run only, as the frontend does."""
+        button = self.find("button", label)
+        if button is None:
+            raise LookupError(f"no button {label!r} on the page")
+        try:
+            return await self.run(timeout_s, set_widget=(button.id, "trigger_value", True))
+        finally:
+            self.widgets.pop(button.id, None)
+
+    async def type(self, label: str, value: str, timeout_s: float) -> list:
+        """Type `value` into the text box `label` (the rerun the frontend makes on Enter)."""
+        box = self.find("text_input", label) or self.find("text_area", label)
+        if box is None:
+            raise LookupError(f"no text box {label!r} on the page")
+        return await self.run(timeout_s, set_widget=(box.id, "string_value", value))
 
     # --- reading what was drawn
     def find(self, kind: str, label: str | None = None):
@@ -632,8 +467,10 @@ class ProtocolPage:
                 codes.append(el.code_text)
             elif k == "text_area":
                 boxes.append(el.value if el.set_value else el.default)
-            elif k == "markdown":
+            elif k in ("markdown", "heading"):
                 body.append(el.body)
+            elif k == "progress":
+                body.append(el.text)
             elif k == "alert":
                 body.append(el.body)
                 if el.format == 1:  # Alert.ERROR
@@ -656,6 +493,18 @@ def _flat(v):
             yield from _flat(x)
     elif v is not None:
         yield v
+
+
+def student_tasks(browser, url: str, studs, words: list[str], timeout_s: float, go: asyncio.Event, ramp: float):
+    """Every student's task, one arriving every `ramp` seconds: in Chromium or over the websocket."""
+    return [
+        asyncio.create_task(
+            student(browser, url, s, words, timeout_s, go, i * ramp)
+            if s.browser
+            else protocol_student(url, s, words, timeout_s, go, i * ramp)
+        )
+        for i, s in enumerate(studs)
+    ]
 
 
 async def protocol_student(
@@ -727,21 +576,6 @@ async def protocol_student(
 
 
 # ==== fine-tuning jobs =================================================================================
-
-
-def reviews_csv(n: int = 400, seed: int = 0) -> bytes:
-    """Synthetic reviews, "text,label": a label's word (good or bad) among 4 to 9 filler words."""
-    pos = "good great wonderful moving funny brilliant charming superb".split()
-    neg = "bad boring dull awful weak tedious clumsy terrible".split()
-    filler = "the film was a very plot actor movie really quite and it story ending cast script music with".split()
-    r = random.Random(seed)
-    lines = ["text,label"]
-    for i in range(n):
-        good = i % 2 == 0
-        ws = [r.choice(filler) for _ in range(r.randint(4, 9))]
-        ws.insert(r.randrange(len(ws) + 1), r.choice(pos if good else neg))
-        lines.append(f"{' '.join(ws)} number {i},{'good' if good else 'bad'}")
-    return ("\n".join(lines) + "\n").encode()
 
 
 async def set_number(page, label: str, value) -> None:
@@ -818,6 +652,114 @@ async def wait_job(page, want: set[str], timeout_s: float) -> str:
     return state
 
 
+# ---- the same over Streamlit's websocket protocol (the students' jobs of a course, scripts and tests)
+
+STOP = "Stop (keeps the best model so far)"
+TRAIN_BUTTONS = {  # page: its Start and Stop buttons
+    "finetune": ("Start fine-tuning", STOP),
+    "pretrain": ("Start pre-training", "Stop (keeps the model as it is now)"),
+}
+SAVED = re.compile(r"Run code \*\*(\w+)\*\*: this run is saved on the server")
+LIVE_CODE = re.compile(r"Run code \*\*(\w+)\*\*: when training ends")
+
+
+@dataclass
+class JobRun:
+    """What one student saw of their training job (fine-tuning or pre-training), page run after page run."""
+
+    name: str
+    state: str = "not started"  # queued, running, done (saved, with a run code), or what went wrong
+    code: str | None = None
+    steps: list[int] = field(default_factory=list)  # the distinct steps the live panel showed, in order
+    queued: list[int] = field(default_factory=list)  # the places in the queue it showed
+    start_s: float = 0.0  # Start pressed -> the page answered
+    first_step_s: float | None = None  # Start pressed -> the first step shown
+    done_s: float | None = None  # Start pressed -> the result shown
+    stopped_at: int | None = None  # the step shown when Stop was pressed
+    errors: list[str] = field(default_factory=list)
+
+
+def _job_view(pg: ProtocolPage, job: JobRun, stop_label: str = STOP) -> None:
+    """Read a training page's train and results sections into `job`."""
+    st = pg.state()
+    body = st["body"]
+    if st["errors"]:
+        job.errors.append(f"error on the page: {st['errors']}")
+    m = re.search(r"Step ([\d,]+) of", body)
+    if m and int(m.group(1).replace(",", "")) not in job.steps[-1:]:
+        job.steps.append(int(m.group(1).replace(",", "")))
+    if m := re.search(r"you are number (\d+) in the queue", body):
+        job.queued.append(int(m.group(1)))
+    if m := LIVE_CODE.search(body):
+        job.code = m.group(1)
+    running = pg.find("button", stop_label) is not None or "Stopping" in body
+    if (m := SAVED.search(body)) and not running:
+        job.code, job.state = m.group(1), "done"
+    elif QUEUED in body:
+        job.state = "queued"
+    elif running:
+        job.state = "running"
+
+
+async def protocol_training(
+    url: str,
+    job: JobRun,
+    timeout_s: float,
+    start: asyncio.Event | None = None,
+    headers: dict[str, str] | None = None,
+    stop_after: int | None = None,
+    settings: dict[str, str] | None = None,
+    every_s: float = 2.0,
+    pg: ProtocolPage | None = None,
+    page: str = "finetune",
+) -> ProtocolPage:
+    """A student on the Fine-tuning page (or the Pre-training page, `page="pretrain"`): the default
+    run (or `settings`: number box label -> value) started, the page run again every `every_s` (as
+    the live panel does) until the result and its run code show; Stop pressed once the live panel
+    shows step `stop_after`. Returns the open page (the caller closes it)."""
+    start_label, stop_label = TRAIN_BUTTONS[page]
+    pg = pg or ProtocolPage(url, headers)
+    if start is not None:
+        await start.wait()
+    try:
+        if pg.ws is None:
+            await pg.connect()
+        await pg.run(timeout_s, page=page)
+        for label, value in (settings or {}).items():
+            box = pg.find("number_input", label)
+            if box is None:
+                raise LookupError(f"no number box {label!r}")
+            whole = box.data_type == box.INT
+            await pg.run(
+                timeout_s,
+                set_widget=(box.id, *(("int_value", int(value)) if whole else ("double_value", float(value)))),
+            )
+        t0 = time.monotonic()
+        await pg.click(start_label, timeout_s)
+        job.start_s = time.monotonic() - t0
+        end = t0 + timeout_s
+        while True:
+            _job_view(pg, job, stop_label)
+            if job.steps and job.first_step_s is None:
+                job.first_step_s = time.monotonic() - t0
+            if job.errors or job.state == "done":
+                break
+            if time.monotonic() > end:
+                job.errors.append(f"not done after {timeout_s:.0f} s (last state {job.state}, steps {job.steps[-1:]})")
+                break
+            if stop_after is not None and job.stopped_at is None and job.steps and job.steps[-1] >= stop_after:
+                job.stopped_at = job.steps[-1]
+                await pg.click(stop_label, timeout_s)
+                continue
+            await asyncio.sleep(every_s)
+            await pg.run(timeout_s)
+        if job.state == "done":
+            job.done_s = time.monotonic() - t0
+    except Exception as e:  # noqa: BLE001 - a broken step is an error of the run
+        job.errors.append(f"{type(e).__name__}: {str(e)[:300]}")
+    return pg
+
+
 # ==== the run ===========================================================================================
 
 
@@ -855,6 +797,9 @@ class Report:
     load_after: tuple = ()
     env: dict = field(default_factory=dict)
     ramp_s: float = 0.0
+    url: str = ""  # an existing server's (--url): not started by the load test
+    replicas: list = field(default_factory=list)  # with --url: each watched process tree's pid, VmHWM, peak RSS
+    job_runs: list = field(default_factory=list)  # with --url: what each job's student saw (JobRun)
 
     def ok(self) -> bool:
         return not self.errors and self.completed_sessions == self.sessions and self.isolation_ok
@@ -938,14 +883,7 @@ async def _drive(args, url, mem, rep, tmp, exe, csv_path, words, jobs, studs) ->
             step0 = await job_step(opened[0][1]) if opened else None
             mem.mark("students")
             go = asyncio.Event()
-            tasks = [
-                asyncio.create_task(
-                    student(browser, url, s, words, timeout_s, go, i * args.ramp)
-                    if s.browser
-                    else protocol_student(url, s, words, timeout_s, go, i * args.ramp)
-                )
-                for i, s in enumerate(studs)
-            ]
+            tasks = student_tasks(browser, url, studs, words, timeout_s, go, args.ramp)
             await asyncio.sleep(0.2)
             c0, t0, th0 = mem.cpu_s(), time.monotonic(), mem.thread_cpu()
             go.set()
@@ -989,7 +927,7 @@ async def _drive(args, url, mem, rep, tmp, exe, csv_path, words, jobs, studs) ->
 
 
 def _collect(args, rep: Report, jobs: list[Session], studs: list[Session]) -> None:
-    if args.jobs >= 2:
+    if args.jobs >= 2 and not args.url:  # against a server of its own: the browser's queue
         first = rep.queue.get("after start", [])
         if not (first and first[0] == "running" and all(s.startswith("queued") for s in first[1:])):
             rep.errors.append(f"queue: expected the first job running and the others queued, got {first}")
@@ -1009,25 +947,6 @@ def _collect(args, rep: Report, jobs: list[Session], studs: list[Session]) -> No
     rep.protocol_steps = _pcts([t for s in studs if not s.browser for t in s.times.values()])
 
 
-def _run_in_own_thread(fn) -> None:
-    """Run fn in a thread of its own and re-raise what it raised. asyncio.run() refuses to start
-    in a thread whose event loop is running, as the main thread's is when the caller also uses
-    Playwright's sync API (a pytest process that ran the browser tests first)."""
-    failed: list[BaseException] = []
-
-    def target():
-        try:
-            fn()
-        except BaseException as e:  # noqa: BLE001 - handed to the caller
-            failed.append(e)
-
-    t = threading.Thread(target=target, name="loadtest-driver")
-    t.start()
-    t.join()
-    if failed:
-        raise failed[0]
-
-
 def run(
     sessions: int = 20,
     jobs: int = 2,
@@ -1040,7 +959,13 @@ def run(
     max_jobs: int = 1,
     env: dict | None = None,
     log_dir: Path | None = None,
+    url: str | None = None,
+    pids: list[int] | None = None,
+    server_logs: list[Path] | None = None,
 ) -> Report:
+    """The load test against a server it starts, or with `url` against one that runs (e.g.
+    HAProxy in front of replicas: `pids` are the processes whose trees' memory is watched,
+    `server_logs` the logs checked for tracebacks)."""
     if sessions > len(WORDS):
         raise ValueError(f"at most {len(WORDS)} sessions (one distinct word each)")
     browser_sessions = max(0, min(browser_sessions, sessions))
@@ -1054,6 +979,7 @@ def run(
         nice=nice,
         ramp=ramp,
         baseline_s=8.0 if jobs else 2.0,
+        url=url,
     )
     env_extra = {"BERT_EXPLORER_MAX_JOBS": str(max_jobs), **(env or {})}
     rep = Report(
@@ -1065,6 +991,9 @@ def run(
         ramp_s=ramp,
         browser_sessions=browser_sessions,
     )
+    if url is not None:
+        rep.url, rep.env = url, env or {}
+        return _run_at(args, rep, url.rstrip("/"), list(pids or []), [Path(p) for p in server_logs or []])
     port = free_port()
     url = f"http://{HOST}:{port}"
     with tempfile.TemporaryDirectory(prefix="bert-loadtest-") as d:
@@ -1080,7 +1009,7 @@ def run(
             mem.mark("server started")
             rep.server_rss_start_mb = round(mem.rss_mb(), 1)
             try:
-                _run_in_own_thread(lambda: asyncio.run(_run(args, url, mem, rep, tmp)))
+                run_async(_run(args, url, mem, rep, tmp))
             except TimeoutError:
                 rep.errors.append(f"the run did not end within {max_seconds:.0f} s")
             except Exception as e:  # noqa: BLE001
@@ -1099,6 +1028,119 @@ def run(
         if tracebacks:
             rep.errors.append(f"the server log has {tracebacks} traceback(s): {log_path}")
     return rep
+
+
+# ---- against a server that runs (--url): every student and job over the websocket, jobs to the end
+
+
+def _run_at(args, rep: Report, url: str, pids: list[int], logs: list[Path]) -> Report:
+    t0 = time.monotonic()
+    watches = [MemoryWatch(p).start() for p in pids]
+    sizes = {p: p.stat().st_size if p.is_file() else 0 for p in logs}
+    try:
+        for w in watches:
+            w.mark("start")
+        with tempfile.TemporaryDirectory(prefix="bert-loadtest-") as d:
+            try:
+                run_async(_drive_at(args, rep, url, watches, Path(d)))
+            except TimeoutError:
+                rep.errors.append(f"the run did not end within {args.max_seconds:.0f} s")
+            except Exception as e:  # noqa: BLE001
+                rep.errors.append(f"the run failed: {type(e).__name__}: {str(e)[:300]}")
+        rep.replicas = [
+            {"pid": w.pid, "hwm_mb": round(w.hwm_mb(), 1), "peak_rss_mb": round(w.peak_kb / 1024, 1)} for w in watches
+        ]
+    finally:
+        for w in watches:
+            w.stop()
+    if watches:
+        rep.server_hwm_mb = max(r["hwm_mb"] for r in rep.replicas)
+        rep.server_peak_rss_mb = max(r["peak_rss_mb"] for r in rep.replicas)
+        rep.server_rss_end_mb = round(max(w.rss_mb() for w in watches), 1)
+    rep.wall_s = round(time.monotonic() - t0, 1)
+    rep.load_after = os.getloadavg()
+    for p in logs:
+        with open(p, "rb") as f:
+            f.seek(sizes[p])
+            n = f.read().count(b"Traceback (most recent call last)")
+        if n:
+            rep.errors.append(f"{p} has {n} new traceback(s)")
+    return rep
+
+
+async def _drive_at(args, rep: Report, url: str, watches: list[MemoryWatch], tmp: Path) -> None:
+    words = WORDS[: args.sessions]
+    studs = [Session(f"student{i + 1}", word=w, browser=i < args.browser_sessions) for i, w in enumerate(words)]
+    jobs = [JobRun(f"job{i + 1}") for i in range(args.jobs)]
+    timeout_s = args.step_timeout
+
+    def cpu() -> float:
+        return sum(w.cpu_s() for w in watches)
+
+    # --- warm-up: one visit per watched replica at once (the proxy spreads open connections)
+    t = time.monotonic()
+    pages = [ProtocolPage(url) for _ in range(max(1, len(watches)))]
+    try:
+        await asyncio.gather(*(p.connect() for p in pages))
+        await asyncio.gather(*(p.run(timeout_s, page="attention") for p in pages))
+    finally:
+        await asyncio.gather(*(p.close() for p in pages))
+    rep.cold_start_s = round(time.monotonic() - t, 1)
+    rep.server_rss_idle_mb = round(max((w.rss_mb() for w in watches), default=0.0), 1)
+
+    # --- the jobs: each student's default fine-tuning run, started at once, followed to its result
+    go_jobs = asyncio.Event()
+    job_tasks = [asyncio.create_task(protocol_training(url, j, args.job_wait, go_jobs)) for j in jobs]
+    go_jobs.set()
+    for w in watches:
+        w.mark("jobs started")
+    await asyncio.sleep(2)
+
+    # --- the students, all at once (those in Chromium only when asked for)
+    browser = pw_ctx = None
+    if any(s.browser for s in studs):
+        from playwright.async_api import async_playwright
+
+        exe = chromium_path()
+        if exe is None:
+            raise RuntimeError("Chromium is not installed (apt-get install chromium, or `make browser`)")
+        pw_ctx = async_playwright()
+        pw = await pw_ctx.__aenter__()
+        browser = await pw.chromium.launch(
+            executable_path=niced(exe, tmp, args.nice), headless=True, args=CHROMIUM_ARGS
+        )
+    try:
+        for w in watches:
+            w.mark("students")
+        go = asyncio.Event()
+        tasks = student_tasks(browser, url, studs, words, timeout_s, go, args.ramp)
+        c0, t0 = cpu(), time.monotonic()
+        go.set()
+        try:
+            await asyncio.wait_for(asyncio.gather(*tasks), timeout=args.max_seconds)
+        finally:
+            rep.students_wall_s = round(time.monotonic() - t0, 1)
+            rep.students_cpu_s = round(cpu() - c0, 1)
+            rep.server_cpu_rate_students = round(rep.students_cpu_s / max(rep.students_wall_s, 1e-9), 2)
+            n = sum(len(s.times) for s in studs)
+            rep.cpu_per_step_s = round(rep.students_cpu_s / n, 3) if n else 0.0
+        for w in watches:
+            w.mark("jobs to their end")
+        pages = await asyncio.wait_for(asyncio.gather(*job_tasks), timeout=args.job_wait + 60)
+        for p in pages:
+            await p.close()
+    finally:
+        if browser is not None:
+            await browser.close()
+            await pw_ctx.__aexit__(None, None, None)
+        _collect(args, rep, [], studs)
+        rep.phases = {k: v for w in watches[:1] for k, v in w.phases().items()}
+        rep.job_runs = [asdict(j) for j in jobs]
+        rep.queue = {"jobs": [j.state for j in jobs], "done": sum(j.state == "done" for j in jobs)}
+        for j in jobs:
+            rep.errors += [f"{j.name}: {e}" for e in j.errors]
+            if j.state != "done" and not j.errors:
+                rep.errors.append(f"{j.name}: ended {j.state!r}, not done")
 
 
 def markdown(rep: Report) -> str:
@@ -1136,6 +1178,25 @@ def markdown(rep: Report) -> str:
         f"processor in {rep.students_wall_s:.0f} s: {rep.cpu_per_step_s:.2f} s per page step",
         f"- errors: {len(rep.errors)}",
     ]
+    if rep.url:
+        lines[0] = (
+            f"Load test against {rep.url}: {rep.sessions} sessions through Attention and Masked LM while "
+            f"{rep.jobs} students each ran the default fine-tuning to its end; one student arrived every "
+            f"{rep.ramp_s:g} s; {rep.cpus} CPUs, load average before {rep.load_before[0]:.1f}, after "
+            f"{rep.load_after[0]:.1f}; {rep.wall_s:.0f} s in all."
+        )
+        lines[-1:-1] = [
+            "- each replica's process tree, peak (VmHWM, summed over its processes): "
+            + "; ".join(
+                f"pid {r['pid']} {r['hwm_mb']:.0f} MB (sampled RSS {r['peak_rss_mb']:.0f})" for r in rep.replicas
+            ),
+            f"- jobs done: {rep.queue.get('done', 0)} of {rep.jobs}: "
+            + "; ".join(
+                f"{j['name']} {j['state']} {j['code'] or ''} after {j['done_s'] or 0:.0f} s "
+                f"({len(j['steps'])} live updates, queued at {j['queued'][:1] or '-'})"
+                for j in rep.job_runs
+            ),
+        ]
     lines += [f"  - {e}" for e in rep.errors[:30]]
     return "\n".join(lines)
 
@@ -1183,10 +1244,36 @@ def main(argv=None) -> int:
     )
     p.add_argument("--json", type=Path, help="also write the report as JSON here")
     p.add_argument("--log-dir", type=Path, help="keep the server log here")
+    at = p.add_argument_group(
+        "an existing server (e.g. scripts/cluster_local.sh's HAProxy): no server is started, every student "
+        "and job speaks the websocket protocol unless --browser-sessions, and each job runs to its end"
+    )
+    at.add_argument("--url", help="the address students open, e.g. http://127.0.0.1:8500")
+    at.add_argument("--pids", default="", help="comma-separated server pids whose process trees' memory is watched")
+    at.add_argument("--server-log", type=Path, action="append", default=[], help="a server log to check (repeatable)")
+    at.add_argument(
+        "--cluster-state",
+        type=Path,
+        help="scripts/cluster_local.sh's state.env: --url, --pids and --server-log from it (its PROXY_URL, "
+        "REPLICA_PIDS, logs/replica*.log)",
+    )
     a = p.parse_args(argv)
     env = {"OMP_NUM_THREADS": str(a.torch_threads)} if a.torch_threads else {}
     env.update(kv.split("=", 1) for kv in a.server_env)
-    rep = run(**{name: getattr(a, name) for name in RUN_OPTIONS}, env=env, log_dir=a.log_dir)
+    url, pids, logs = a.url, [int(x) for x in a.pids.split(",") if x.strip()], a.server_log
+    if a.cluster_state:
+        state = dict(line.split("=", 1) for line in a.cluster_state.read_text().splitlines() if "=" in line)
+        url = url or state["PROXY_URL"]
+        pids = pids or [int(x) for x in state["REPLICA_PIDS"].strip('"').split()]
+        logs = logs or sorted((a.cluster_state.parent / "logs").glob("replica*.log"))
+    rep = run(
+        **{name: getattr(a, name) for name in RUN_OPTIONS},
+        env=env,
+        log_dir=a.log_dir,
+        url=url,
+        pids=pids,
+        server_logs=logs,
+    )
     print(markdown(rep))
     if a.json:
         a.json.write_text(json.dumps(asdict(rep), indent=2, default=list) + "\n")

@@ -18,9 +18,10 @@ import shlex
 import sys
 from pathlib import Path
 
-import bert
-from bert.data import MLMMasker, PretrainingDataset, token_counts, tokenize_corpus
-from bert.pretrain import PretrainArgs, evaluate, fixed_eval_batches, probe_predictions, training_split
+from bert.train.examples import PretrainingDataset, token_counts, tokenize_corpus
+from bert.train.masking import MLMMasker
+from bert.train.pretrain import PretrainArgs, training_split
+from bert.train.pretrain_eval import evaluate, fixed_eval_batches, probe_predictions
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,7 +37,7 @@ PROBES = [
 ]
 
 
-# how the card's "What it read:" line names each corpus (python -m bert.corpus has the details)
+# how the card's "What it read:" line names each corpus (python -m bert.data.corpus has the details)
 READ_TITLES = {
     "wiki": "a Wikipedia sample",
     "brown": "the Brown Corpus",
@@ -103,6 +104,8 @@ def trim_positions(bundle, n: int) -> None:
 
 
 def main() -> int:
+    import bert.checkpoint.builtins
+
     ap = argparse.ArgumentParser()
     ap.add_argument("run")
     ap.add_argument("name")
@@ -151,7 +154,7 @@ def main() -> int:
     lines = [
         f"# {a.name}",
         "",
-        f"{bert.checkpoint.BUILTINS.get(a.name, '')}.",
+        f"{bert.checkpoint.builtins.BUILTINS.get(a.name, '')}.",
         "",
         read_line(args.corpora, train_c.num_words, args.init, a.start_note),
         "",
@@ -168,7 +171,7 @@ def main() -> int:
         "",
         f"- Start: `{args.init}`"
         + (" (random weights; vocabulary " + args.vocab + ")" if args.init == "scratch" else ""),
-        f"- Data: {', '.join(args.corpora)} (see `python -m bert.corpus`; Wikipedia sample "
+        f"- Data: {', '.join(args.corpora)} (see `python -m bert.data.corpus`; Wikipedia sample "
         "CC BY-SA, Brown corpus redistribution permitted, BBC News research use), split by "
         f"document: {train_c.num_documents} documents for training, {valid_c.num_documents} "
         "held out.",

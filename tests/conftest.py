@@ -11,6 +11,93 @@ torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 @pytest.fixture(scope="session")
 def real_vocab_path():
-    from bert.checkpoint import minilm_package_dir
+    from bert.checkpoint.builtins import minilm_package_dir
 
     return minilm_package_dir() / "vocab.txt"
+
+
+@pytest.fixture(scope="session")
+def _ray_cluster_session():
+    """One real Ray cluster for the session (tests/ray_cluster.py): a head without CPUs and two
+    1-CPU workers, the second with two fake GPUs, token auth on, all on 127.0.0.1. Skipped (failed
+    where CI=true) unless this process is in a network namespace whose only interface is lo."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from tests.ray_cluster import RayCluster, require_isolation
+
+    require_isolation()
+    root = Path(tempfile.mkdtemp(prefix="ray-"))  # short: Ray's unix sockets live under it
+    cluster = RayCluster(root)
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in cluster.env.items():
+            mp.setenv(name, value)
+        cluster.start()
+        try:
+            yield cluster
+        finally:
+            import ray
+
+            if ray.is_initialized():
+                ray.shutdown()
+            cluster.stop()
+            shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def ray_cluster(_ray_cluster_session):
+    """The session's Ray cluster (`RayCluster`: .address, .env for a second driver, .connect(),
+    .node_id(i), .kill_node(i)); a worker killed by the test is started again after it."""
+    yield _ray_cluster_session
+    _ray_cluster_session.heal()
+
+
+# --- the class board on both of its stores (app/board/) ------------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A PostgreSQL server for the session (tests/postgres.py), started when a test first needs
+    one; without PostgreSQL or psycopg the test is skipped, under CI=true it fails."""
+    from tests import postgres
+
+    reason = postgres.why_not()
+    if reason:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI needs PostgreSQL for the board tests: {reason}")
+        pytest.skip(reason)
+    server = postgres.started()
+    yield server
+    server.remove()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.slow)])  # a database server: slow
+def board(request, tmp_path, monkeypatch):
+    """The class board's store, once on SQLite (in the test's cache folder) and once on
+    PostgreSQL (its database emptied), as app/board/server.py picks it from the settings: the
+    pages a test drives use the same one. One store only: parametrize("board", [...], indirect=True)."""
+    from app.board.server import board_store
+
+    monkeypatch.setenv("BERT_EXPLORER_CACHE", str(tmp_path))
+    if request.param == "postgres":
+        monkeypatch.setenv("BERT_EXPLORER_DATABASE_URL", request.getfixturevalue("postgres_server").board_database())
+    else:
+        monkeypatch.delenv("BERT_EXPLORER_DATABASE_URL", raising=False)
+    return board_store()
+
+
+@pytest.fixture()
+def replica(board):
+    """A second store on the `board` fixture's database, with connections of its own: another
+    app replica, or the same server after a restart."""
+    from app.board.store import SqliteStore
+
+    if isinstance(board, SqliteStore):
+        other = SqliteStore(board.path)
+    else:
+        from app.board.postgres import PostgresStore
+
+        other = PostgresStore(board.url)
+    yield other
+    other.close()

@@ -1,16 +1,24 @@
-"""What several test files build: the special tokens, the tiny review vocabulary, tiny models."""
+"""What several test files build: the special tokens, the tiny review vocabulary, tiny models,
+their training data and runs. Test modules share these, never each other."""
 
 from __future__ import annotations
 
+import dataclasses
+import random
+import threading
 import time
 from pathlib import Path
 
 import torch
 
 import bert
-from bert import events as ev
 from bert.config import BertConfig
+from bert.data.corpus.base import Corpus
+from bert.data.labelled import LabelledData, read_labelled, stratified_split
 from bert.model import BertForPreTraining, BertForSequenceClassification
+from bert.train import events as ev
+from bert.train.finetune_args import FinetuneArgs
+from bert.train.pretrain import PretrainArgs
 
 ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -37,16 +45,194 @@ def tiny_bundle(
     return bert.Bundle(model=BertForPreTraining(cfg).eval(), tokenizer=bert.Tokenizer(words), name=name, **bundle_kw)
 
 
+# the pre-training tests' vocabulary: sentences of tiny_corpus()
+PRETRAIN_WORDS = "red green blue cat dog bird runs sits sleeps the a on under big small".split()
+PRETRAIN_VOCAB = SPECIALS + [".", *PRETRAIN_WORDS]
+
+
+def tiny_pretrain_bundle(hidden: int = 32, layers: int = 2, seed: int = 0) -> bert.Bundle:
+    """A random BertForPreTraining on PRETRAIN_VOCAB: `layers` of `hidden`, 2 heads."""
+    config = BertConfig(
+        vocab_size=len(PRETRAIN_VOCAB),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=2 * hidden,
+        max_position_embeddings=64,
+    )
+    return tiny_bundle(seed, "tiny", PRETRAIN_VOCAB, config)
+
+
 def minilm_tiny_classifier() -> bert.Bundle:
     """A random 2-layer ("tiny-clf") negative/positive classifier on all-MiniLM-L6-v2's vocabulary."""
-    from bert.checkpoint import minilm_package_dir
+    from bert.checkpoint.builtins import minilm_package_dir
 
     tok = bert.Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
     cfg = tiny_config(len(tok), max_position_embeddings=512, id2label={0: "negative", 1: "positive"})
     return bert.Bundle(model=BertForSequenceClassification(cfg).eval(), tokenizer=tok, name="tiny-clf")
 
 
-# ---- training events (bert/events.py) with the fields a test does not care about filled in ----------
+# ---- fine-tuning: a synthetic "good"/"bad" task ------------------------------------------------------
+
+# FinetuneArgs fields for a fast fine-tuning of a tiny model
+FAST_FINETUNE = dict(
+    threads=1, batch_size=16, lr=1e-3, head_lr_scale=10.0, warmup_ratio=0.1, log_every=1, freeze_embeddings=False
+)
+
+
+def synthetic(n: int = 400, seed: int = 0) -> LabelledData:
+    """Label = whether the text contains "good" (pos) or "bad" (neg), among filler words."""
+    r = random.Random(seed)
+    texts, labels = [], []
+    for i in range(n):
+        y = i % 2
+        ws = [r.choice(REVIEW_WORDS[7:]) for _ in range(r.randint(3, 12))]
+        ws.insert(r.randrange(len(ws) + 1), "good" if y else "bad")
+        texts.append(" ".join(ws) + f" {i}")  # unique texts; digits are [UNK]
+        labels.append(y)
+    return LabelledData(texts=texts, labels=labels, classes=["neg", "pos"], source="synthetic")
+
+
+def reviews_csv(n=200, seed=0, sep=",", header=("review", "sentiment")) -> bytes:
+    """Synthetic reviews: the label is whether "good" or "bad" is among filler words."""
+    r = random.Random(seed)
+    lines = [sep.join(header)]
+    for i in range(n):
+        y = i % 2
+        ws = [r.choice(REVIEW_WORDS[7:]) for _ in range(r.randint(3, 10))]
+        ws.insert(r.randrange(len(ws) + 1), "good" if y else "bad")
+        lines.append(f"{' '.join(ws)} {i}{sep}{'pos' if y else 'neg'}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def tiny_data(n=160) -> LabelledData:
+    return read_labelled(reviews_csv(n), "reviews.csv")
+
+
+def fast_args(**kw) -> FinetuneArgs:
+    """The app's fine-tuning job arguments for a tiny model: 2 epochs of 16, an evaluation every 5 steps."""
+    base = dict(data="test", batch_size=16, lr=1e-3, epochs=2, eval_every=5, threads=1, max_length=32)
+    return FinetuneArgs(**{**base, **kw})
+
+
+def finetune_fn(base, train, valid, args, code: str = "", info: dict | None = None, student: str = ""):
+    """The app's fine-tuning job (app.jobs.run.run_job) on `base` as a job function `fn(stop)`,
+    kept as run `code` when one is given."""
+    from app.jobs.run import run_job
+    from app.jobs.spec import finetune_spec
+
+    info = {k: v for k, v in (info or {}).items() if k not in ("args", "student")}
+    spec = finetune_spec(code, base.name, train, valid, args, student=student, title=info.get("title", ""), info=info)
+    return lambda stop: run_job(spec, stop, base=base)
+
+
+def pretrain_fn(args, corpus, name: str, corpus_label: str, code: str = ""):
+    """The app's pre-training job (app.jobs.run.run_job) as a job function `fn(stop)`."""
+    from app.jobs.run import run_job
+    from app.jobs.spec import pretrain_spec
+
+    spec = pretrain_spec(code, args, corpus, name, corpus_label)
+    return lambda stop: run_job(spec, stop, corpus=corpus)
+
+
+def run_fn(fn, stop=None) -> list:
+    """Every event of a job function `fn(stop)`, run to its end."""
+    return list(fn(stop or threading.Event()))
+
+
+def finished_result(lr=1e-3, name="tiny-reviews"):
+    """(base, result): a tiny model fine-tuned by the app's job on tiny_data, and the result dict
+    the Fine-tuning page keeps for a finished run."""
+    from app.jobs.run import Report
+    from bert.train.events import Error, FinetuneDone
+
+    base = tiny_bundle()
+    train, valid = stratified_split(tiny_data(160), 0.25, seed=0)
+    events = run_fn(finetune_fn(base, train, valid, fast_args(lr=lr)))
+    done = next(e for e in events if isinstance(e, FinetuneDone))
+    bundle = done.bundle
+    bundle.name = name
+    report = next((e for e in events if isinstance(e, Report)), None)
+    error = next((e.message for e in events if isinstance(e, Error)), None)
+    return base, {
+        "kind": "finetune",
+        "job_id": 9000 + int(lr * 1000),
+        "status": "error" if error else "done",
+        "error": error,
+        "metrics": [e for e in events if not isinstance(e, (Report, FinetuneDone))],
+        "report": report and report.to_dict(),
+        "finished": time.time(),
+        "bundle": bundle,
+        "name": name,
+        "key": f"session:{name}",
+        "done": dataclasses.replace(done, bundle=None),
+        "info": {
+            "base_source": "session:tiny",
+            "base_name": "tiny",
+            "train": train.summary(),
+            "args": FinetuneArgs(data="reviews", pooling="mean", max_length=32, lr=lr, batch_size=16, epochs=2),
+        },
+    }
+
+
+# ---- pre-training: a corpus with strong regularities --------------------------------------------------
+
+
+def tiny_corpus(n_docs=24, seed=0) -> Corpus:
+    """Documents with strong regularities: 'the big cat sits on the small dog .' patterns."""
+    rng = random.Random(seed)
+    docs = []
+    for _ in range(n_docs):
+        colour = rng.choice(["red", "green", "blue"])
+        docs.append(
+            [
+                f"the {colour} {a} {v} on the {colour} {b} ."
+                for a, v, b in (
+                    (
+                        rng.choice(["cat", "dog", "bird"]),
+                        rng.choice(["runs", "sits", "sleeps"]),
+                        rng.choice(["cat", "dog", "bird"]),
+                    )
+                    for _ in range(8)
+                )
+            ]
+        )
+    return Corpus(name="tiny", documents=docs)
+
+
+def tiny_cli_argv(tmp_path) -> list[str]:
+    """`python -m bert pretrain` options for a two-step scratch run on tiny_corpus (written to a
+    text file under tmp_path); the caller adds --device and --threads."""
+    text = tmp_path / "t.txt"
+    text.write_text("\n\n".join(" ".join(doc) for doc in tiny_corpus().documents), encoding="utf-8")
+    argv = ["pretrain", "--out", str(tmp_path / "run"), "--init", "scratch", "--text-file", str(text)]
+    argv += ["--layers", "1", "--hidden", "32", "--heads", "2", "--max-seq-length", "32", "--batch-size", "4"]
+    argv += ["--steps", "2", "--log-every", "1", "--eval-every", "2", "--eval-sequences", "8", "--no-cache-tokens"]
+    return argv
+
+
+def pretrain_args(out, **kw) -> PretrainArgs:
+    """PretrainArgs of a 60-step scratch run into `out` on one thread; kw change any."""
+    base = dict(
+        out=str(out),
+        init="scratch",
+        max_seq_length=32,
+        batch_size=8,
+        steps=60,
+        lr=3e-3,
+        warmup_steps=5,
+        log_every=5,
+        eval_every=30,
+        save_every=1000,
+        eval_sequences=32,
+        valid_fraction=0.1,
+        threads=1,
+    )
+    base.update(kw)
+    return PretrainArgs(**base)
+
+
+# ---- training events (bert/train/events.py) with the fields a test does not care about filled in ----------
 
 
 def finetune_start(steps: int = 10, **kw) -> ev.FinetuneStart:

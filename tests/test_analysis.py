@@ -7,10 +7,11 @@ import pytest
 import torch
 
 import bert
-from bert import analysis as A
-from bert.checkpoint import Bundle
+from bert.analysis import ablation, common, compare, explain, heads, mlm, vectors, words
+from bert.bundle import Bundle
 from bert.config import BertConfig
-from bert.model import BertForPreTraining, BertForSequenceClassification
+from bert.model import BertForSequenceClassification
+from tests import helpers
 from tests.helpers import SPECIALS, TINY_SIZES
 
 WORDS = "the cat sat on mat a dog bank river money we went to open account by water big red , . ! ? ##s".split()
@@ -30,10 +31,11 @@ def _perturb(model, seed):
     return model.eval()
 
 
-def tiny_bundle(seed=0, **overrides):
-    torch.manual_seed(seed)
-    model = _perturb(BertForPreTraining(BertConfig(**{**TINY, **overrides})), seed)
-    return Bundle(model=model, tokenizer=bert.Tokenizer(VOCAB), name=f"tiny-{seed}")
+def sharp_bundle(seed=0, **overrides):
+    """helpers.tiny_bundle on VOCAB, perturbed: sharper attention, every parameter matters."""
+    bundle = helpers.tiny_bundle(seed, f"tiny-{seed}", VOCAB, BertConfig(**{**TINY, **overrides}))
+    _perturb(bundle.model, seed)
+    return bundle
 
 
 def tiny_classifier(seed=0, pooling="cls"):
@@ -45,7 +47,7 @@ def tiny_classifier(seed=0, pooling="cls"):
 
 @pytest.fixture(scope="module")
 def tiny():
-    return tiny_bundle()
+    return sharp_bundle()
 
 
 @pytest.fixture(scope="module")
@@ -85,45 +87,45 @@ def pattern(kind):
     return a
 
 
-@pytest.mark.parametrize("kind", A.LABELS)
+@pytest.mark.parametrize("kind", heads.LABELS)
 def test_synthetic_heads_are_labelled(kind):
     att = pattern(kind)[None, None]  # (1, 1, T, T)
-    stats = A.head_pattern_stats(att, TOKENS)
-    assert set(stats) == set(A.PATTERNS) | {"entropy"}
+    stats = heads.head_pattern_stats(att, TOKENS)
+    assert set(stats) == set(heads.PATTERNS) | {"entropy"}
     assert all(v.shape == (1, 1) for v in stats.values())
-    assert A.label_heads(stats)[0, 0] == kind
+    assert heads.label_heads(stats)[0, 0] == kind
 
 
 def test_pattern_stats_hand_values():
-    stats = A.head_pattern_stats(pattern("previous")[None, None], TOKENS)
+    stats = heads.head_pattern_stats(pattern("previous")[None, None], TOKENS)
     assert stats["previous"][0, 0] == pytest.approx(1.0)
     assert stats["next"][0, 0] == pytest.approx(0.0)
     assert stats["[CLS]"][0, 0] == pytest.approx(2 / T)  # rows 0 and 1 land on [CLS]
     assert stats["entropy"][0, 0] == pytest.approx(0.0, abs=1e-9)
-    uniform = A.head_pattern_stats(pattern("broad")[None, None], TOKENS)
+    uniform = heads.head_pattern_stats(pattern("broad")[None, None], TOKENS)
     assert uniform["entropy"][0, 0] == pytest.approx(1.0)
     assert uniform["punctuation"][0, 0] == pytest.approx(2 / T)
 
 
 def test_pattern_stats_accepts_model_tuple_and_checks_tokens():
     att = torch.tensor(np.stack([pattern("self"), pattern("next")]))[None]  # (1, 2, T, T)
-    stats = A.head_pattern_stats((att, att), TOKENS)  # L=2 tuple of (1,H,T,T)
-    assert A.label_heads(stats).tolist() == [["self", "next"], ["self", "next"]]
+    stats = heads.head_pattern_stats((att, att), TOKENS)  # L=2 tuple of (1,H,T,T)
+    assert heads.label_heads(stats).tolist() == [["self", "next"], ["self", "next"]]
     with pytest.raises(bert.InputError):
-        A.head_pattern_stats(att, TOKENS[:-1])
+        heads.head_pattern_stats(att, TOKENS[:-1])
 
 
 def test_head_patterns_over_probe_set(tiny):
-    assert 10 <= len(A.probe_sentences()) <= 15
-    hp = A.head_patterns_over(tiny, ["the cat sat .", "a big red dog went to the bank , by the water !"])
+    assert 10 <= len(heads.probe_sentences()) <= 15
+    hp = heads.head_patterns_over(tiny, ["the cat sat .", "a big red dog went to the bank , by the water !"])
     assert hp.labels.shape == (2, 4)
-    assert set(hp.labels.ravel()) <= set(A.LABELS)
+    assert set(hp.labels.ravel()) <= set(heads.LABELS)
     assert sum(hp.counts().values()) == 8
     # equal-weight mean of the per-sentence statistics, each computed without padding
     per = []
     for s in hp.sentences:
-        tokens, att = A.attentions_of(tiny, s)
-        per.append(A.head_pattern_stats(att, tokens))
+        tokens, att = compare.attentions_of(tiny, s)
+        per.append(heads.head_pattern_stats(att, tokens))
     for k in hp.stats:
         np.testing.assert_allclose(hp.stats[k], (per[0][k] + per[1][k]) / 2, atol=1e-5)
 
@@ -133,30 +135,30 @@ def test_head_patterns_over_probe_set(tiny):
 
 def test_rollout_of_identity_is_identity():
     att = np.broadcast_to(np.eye(5), (3, 2, 5, 5))
-    np.testing.assert_allclose(A.attention_rollout(att), np.eye(5), atol=1e-12)
+    np.testing.assert_allclose(explain.attention_rollout(att), np.eye(5), atol=1e-12)
 
 
 def test_rollout_rows_sum_to_one_and_one_layer_by_hand():
     rng = np.random.default_rng(0)
     att = rng.random((3, 4, 6, 6))
     att /= att.sum(-1, keepdims=True)
-    r = A.attention_rollout(att)
+    r = explain.attention_rollout(att)
     assert r.shape == (6, 6) and (r >= 0).all()
     np.testing.assert_allclose(r.sum(-1), 1.0, atol=1e-12)
     one = 0.5 * att[0].mean(0) + 0.5 * np.eye(6)
-    np.testing.assert_allclose(A.attention_rollout(att, upto=1), one, atol=1e-12)
+    np.testing.assert_allclose(explain.attention_rollout(att, upto=1), one, atol=1e-12)
     two = (0.5 * att[1].mean(0) + 0.5 * np.eye(6)) @ one
-    np.testing.assert_allclose(A.attention_rollout(att, upto=2), two, atol=1e-12)
+    np.testing.assert_allclose(explain.attention_rollout(att, upto=2), two, atol=1e-12)
 
 
 def test_spearman_known_values():
-    assert A.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
-    assert A.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
-    assert A.spearman([1, 2, 3, 4], [1, 4, 9, 16]) == pytest.approx(1.0)  # monotone, not linear
-    assert A.spearman([1, 2, 2, 3], [1, 2, 3, 4]) == pytest.approx(4.5 / math.sqrt(22.5))  # ties
-    assert math.isnan(A.spearman([1, 1, 1], [1, 2, 3]))
+    assert explain.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert explain.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert explain.spearman([1, 2, 3, 4], [1, 4, 9, 16]) == pytest.approx(1.0)  # monotone, not linear
+    assert explain.spearman([1, 2, 2, 3], [1, 2, 3, 4]) == pytest.approx(4.5 / math.sqrt(22.5))  # ties
+    assert math.isnan(explain.spearman([1, 1, 1], [1, 2, 3]))
     with pytest.raises(bert.InputError):
-        A.spearman([1, 2], [1, 2, 3])
+        explain.spearman([1, 2], [1, 2, 3])
 
 
 def _no_grads(bundle):
@@ -164,7 +166,7 @@ def _no_grads(bundle):
 
 
 def test_saliency_mlm_shapes_and_no_parameter_grads(tiny):
-    s = A.saliency_mlm(tiny, TEXT)
+    s = explain.saliency_mlm(tiny, TEXT)
     n = len(s.tokens)
     assert s.tokens[s.position] == "[MASK]"
     assert s.saliency.shape == s.signed.shape == s.rollout.shape == (n,)
@@ -174,23 +176,23 @@ def test_saliency_mlm_shapes_and_no_parameter_grads(tiny):
     assert 0.0 < s.target_prob <= 1.0
     assert _no_grads(tiny)
     # the explained word is the top prediction, and works from inside inference mode too
-    top = A.mlm_topk(tiny, TEXT, k=1)
+    top = mlm.mlm_topk(tiny, TEXT, k=1)
     assert s.target == top.top_tokens[0][0]
     with torch.inference_mode():
-        again = A.saliency_mlm(tiny, TEXT, target="dog")
+        again = explain.saliency_mlm(tiny, TEXT, target="dog")
     assert again.target == "dog" and _no_grads(tiny)
 
 
 def test_saliency_signed_is_first_order_effect(tiny):
     """sum of x*grad over tokens ~ the change in log-prob when the input is scaled by (1 + eps)."""
-    s = A.saliency_mlm(tiny, TEXT)
-    enc, ids, types = A._encode(tiny, TEXT)
+    s = explain.saliency_mlm(tiny, TEXT)
+    enc, ids, types = common.encode_tensors(tiny, TEXT)
     m = tiny.model
     with torch.inference_mode():
         x, _ = m.bert.embeddings(ids, types)
 
         def logp(scale):
-            h, _, _ = A._run_layers(m.bert, x * scale)
+            h, _, _ = common.run_layers(m.bert, x * scale)
             return torch.log_softmax(m.mlm(h[0, s.position]), -1)[s.target_index].item()
 
         eps = 1e-3
@@ -199,31 +201,31 @@ def test_saliency_signed_is_first_order_effect(tiny):
 
 
 def test_saliency_classifier(clf):
-    s = A.saliency_classifier(clf, "the big dog sat on the mat .")
-    probs = A.classifier_probs(clf, "the big dog sat on the mat .")
+    s = explain.saliency_classifier(clf, "the big dog sat on the mat .")
+    probs = mlm.classifier_probs(clf, "the big dog sat on the mat .")
     assert s.target == clf.labels[int(probs.argmax())]
     assert s.target_prob == pytest.approx(float(probs.max()), abs=1e-5)
     assert s.position == 0 and s.saliency.shape == (len(s.tokens),)
     assert _no_grads(clf)
-    s1 = A.saliency_classifier(clf, "the big dog sat on the mat .", class_index="negative")
+    s1 = explain.saliency_classifier(clf, "the big dog sat on the mat .", class_index="negative")
     assert s1.target == "negative"
 
 
 def test_saliency_works_on_frozen_parameters():
-    b = tiny_bundle(seed=3)
+    b = sharp_bundle(seed=3)
     for p in b.model.parameters():
         p.requires_grad_(False)
-    s = A.saliency_mlm(b, TEXT)
+    s = explain.saliency_mlm(b, TEXT)
     assert np.isfinite(s.saliency).all() and s.saliency.sum() == pytest.approx(1.0)
 
 
 def test_mlm_functions_refuse_classifier_and_missing_mask(tiny, clf):
     with pytest.raises(bert.InputError, match="MASK"):
-        A.logit_lens(tiny, "the cat sat .")
+        explain.logit_lens(tiny, "the cat sat .")
     with pytest.raises(bert.InputError):
-        A.saliency_mlm(clf, TEXT)
+        explain.saliency_mlm(clf, TEXT)
     with pytest.raises(bert.InputError):
-        A.saliency_classifier(tiny, TEXT)
+        explain.saliency_classifier(tiny, TEXT)
 
 
 # ---- 3. logit lens ---------------------------------------------------------------------------
@@ -231,8 +233,8 @@ def test_mlm_functions_refuse_classifier_and_missing_mask(tiny, clf):
 
 def test_logit_lens_last_layer_equals_mlm_output(tiny):
     text = "the [MASK] sat on the [MASK] ."
-    lens = A.logit_lens(tiny, text, k=4)
-    enc, ids, types = A._encode(tiny, text)
+    lens = explain.logit_lens(tiny, text, k=4)
+    enc, ids, types = common.encode_tensors(tiny, text)
     where = ids == tiny.tokenizer.mask_id
     with torch.inference_mode():
         probs = torch.softmax(tiny.model(ids, types, mlm_positions=where).mlm_logits, -1)
@@ -249,9 +251,10 @@ def test_logit_lens_last_layer_equals_mlm_output(tiny):
 # ---- 4. ablation -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_ablating_all_heads_of_a_layer_leaves_only_the_residual(tiny):
     m, L, H = tiny.model, tiny.config.num_hidden_layers, tiny.config.num_attention_heads
-    _, ids, types = A._encode(tiny, TEXT)
+    _, ids, types = common.encode_tensors(tiny, TEXT)
     for l in range(L):
         hm = torch.ones(L, H)
         hm[l] = 0
@@ -264,14 +267,14 @@ def test_ablating_all_heads_of_a_layer_leaves_only_the_residual(tiny):
 
 
 def test_ablate_changes_predictions_and_checks_shape(tiny, clf):
-    on = A.mlm_topk(tiny, TEXT, k=3)
-    same = A.ablate(tiny, TEXT, np.ones((2, 4)), k=3)
+    on = mlm.mlm_topk(tiny, TEXT, k=3)
+    same = ablation.ablate(tiny, TEXT, np.ones((2, 4)), k=3)
     np.testing.assert_allclose(same.top_probs, on.top_probs, atol=1e-6)
-    off = A.ablate(tiny, TEXT, np.zeros((2, 4)), k=3)
+    off = ablation.ablate(tiny, TEXT, np.zeros((2, 4)), k=3)
     assert not np.allclose(off.top_probs, on.top_probs)
     with pytest.raises(bert.InputError, match=r"\(2, 4\)"):
-        A.ablate(tiny, TEXT, np.ones((4, 2)))
-    p = A.ablate_classifier(clf, "the dog sat .", np.zeros((2, 4)))
+        ablation.ablate(tiny, TEXT, np.ones((4, 2)))
+    p = ablation.ablate_classifier(clf, "the dog sat .", np.zeros((2, 4)))
     assert p.shape == (2,) and p.sum() == pytest.approx(1.0)
 
 
@@ -287,14 +290,14 @@ def _importance_by_hand(bundle, text, value):
 
 
 def test_head_importance_mlm_matches_one_ablation_at_a_time(tiny):
-    imp = A.head_importance(tiny, TEXT)
+    imp = ablation.head_importance(tiny, TEXT)
     assert imp.scores.shape == (2, 4) and np.isfinite(imp.scores).all()
     assert imp.kind == "mlm" and imp.unit == "log-probability"
     tid = tiny.tokenizer.vocab[imp.target]
     pos = imp.position
 
     def logp(hm):
-        _, ids, types = A._encode(tiny, TEXT)
+        _, ids, types = common.encode_tensors(tiny, TEXT)
         with torch.inference_mode():
             logits = tiny.model(ids, types, head_mask=torch.tensor(hm, dtype=torch.float32)).mlm_logits
         return torch.log_softmax(logits[0, pos], -1)[tid].item()
@@ -307,12 +310,12 @@ def test_head_importance_mlm_matches_one_ablation_at_a_time(tiny):
 
 def test_head_importance_classifier(clf):
     text = "we went to the bank ."
-    probs = A.classifier_probs(clf, text)
-    imp = A.head_importance(clf, text)
+    probs = mlm.classifier_probs(clf, text)
+    imp = ablation.head_importance(clf, text)
     assert imp.kind == "classifier" and imp.target == clf.labels[int(probs.argmax())]
     assert imp.baseline == pytest.approx(float(probs.max()), abs=1e-5)
     k = int(probs.argmax())
-    by_hand = _importance_by_hand(clf, text, lambda hm: A.ablate_classifier(clf, text, hm)[k])
+    by_hand = _importance_by_hand(clf, text, lambda hm: ablation.ablate_classifier(clf, text, hm)[k])
     np.testing.assert_allclose(imp.ablated, by_hand, atol=1e-5)
 
 
@@ -322,30 +325,30 @@ def test_head_importance_classifier(clf):
 def test_compare_attention():
     a = np.stack([np.stack([pattern("self"), pattern("previous")])])  # (1, 2, T, T)
     b = np.stack([np.stack([pattern("self"), pattern("next")])])
-    d = A.compare_attention(a, b)
+    d = compare.compare_attention(a, b)
     assert d.diff.shape == a.shape
     assert d.moved[0, 0] == 0.0
     assert d.moved[0, 1] == pytest.approx(1.0)  # previous vs next: every row moved entirely
     with pytest.raises(bert.InputError, match="layers"):
-        A.compare_attention(a, np.concatenate([b, b]))
+        compare.compare_attention(a, np.concatenate([b, b]))
     with pytest.raises(bert.InputError, match="tokens"):
-        A.compare_attention(a, b, TOKENS, TOKENS[::-1])
+        compare.compare_attention(a, b, TOKENS, TOKENS[::-1])
 
 
 def test_compare_outputs_and_shape_mismatch(tiny, clf):
-    other = tiny_bundle(seed=1)
-    sbs = A.compare_outputs(tiny, other, TEXT, k=3)
+    other = sharp_bundle(seed=1)
+    sbs = compare.compare_outputs(tiny, other, TEXT, k=3)
     assert sbs.same_tokens and sbs.a.kind == sbs.b.kind == "mlm"
     assert sbs.a.mlm.top_ids.shape == (1, 3)
-    mixed = A.compare_outputs(tiny, clf, TEXT)
+    mixed = compare.compare_outputs(tiny, clf, TEXT)
     assert mixed.b.kind == "classifier" and mixed.b.probs.shape == (2,)
     assert mixed.b.labels == ["negative", "positive"]
-    deeper = tiny_bundle(seed=2, num_hidden_layers=3)
-    ta, aa = A.attentions_of(tiny, TEXT)
-    tb, ab = A.attentions_of(deeper, TEXT)
+    deeper = sharp_bundle(seed=2, num_hidden_layers=3)
+    ta, aa = compare.attentions_of(tiny, TEXT)
+    tb, ab = compare.attentions_of(deeper, TEXT)
     with pytest.raises(bert.InputError, match="different"):
-        A.compare_attention(aa, ab, ta, tb)
-    assert A.compare_attention(aa, aa, ta, ta).max_abs == 0.0
+        compare.compare_attention(aa, ab, ta, tb)
+    assert compare.compare_attention(aa, aa, ta, ta).max_abs == 0.0
 
 
 # ---- 7. contextual embedding map --------------------------------------------------------------
@@ -354,32 +357,32 @@ SENTS = ["we went to the bank .", "the dog sat by the river bank !", "a Bank , t
 
 
 def test_word_vectors_by_layer(tiny):
-    v = A.word_vectors_by_layer(tiny, SENTS, "bank")
+    v = words.word_vectors_by_layer(tiny, SENTS, "bank")
     L, C = tiny.config.num_hidden_layers, tiny.config.hidden_size
     assert v.shape == (L + 1, 3, C)
     # the padded batch gives each sentence's own vectors
     for n, s in enumerate(SENTS):
-        pos = A.find_word(tiny.tokenizer, s, "bank")
-        enc, ids, types = A._encode(tiny, s)
+        pos = words.find_word(tiny.tokenizer, s, "bank")
+        enc, ids, types = common.encode_tensors(tiny, s)
         assert enc.tokens[pos] == "bank"
         with torch.inference_mode():
             hs = tiny.model.bert(ids, types, output_hidden_states=True).hidden_states
         for l in range(L + 1):
             np.testing.assert_allclose(v[l, n], hs[l][0, pos].numpy(), atol=1e-5)
     with pytest.raises(bert.InputError, match="not in the sentence"):
-        A.word_vectors_by_layer(tiny, SENTS + ["the cat sat ."], "bank")
+        words.word_vectors_by_layer(tiny, SENTS + ["the cat sat ."], "bank")
     with pytest.raises(bert.InputError):
-        A.word_vectors_by_layer(tiny, SENTS, "banks")  # whole words only
+        words.word_vectors_by_layer(tiny, SENTS, "banks")  # whole words only
 
 
 def test_first_piece_of_a_split_word(tiny):
-    assert A.find_word(tiny.tokenizer, "the cats sat .", "cats") == 2  # [CLS] the cat ##s
+    assert words.find_word(tiny.tokenizer, "the cats sat .", "cats") == 2  # [CLS] the cat ##s
     assert tiny.tokenizer.encode("the cats sat .").tokens[2:4] == ["cat", "##s"]
 
 
 def test_pca_2d_and_separation():
     x = np.array([[0.0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0.1, 0]])
-    p = A.pca_2d(x)
+    p = vectors.pca_2d(x)
     assert p.shape == (4, 2)
     np.testing.assert_allclose(np.abs(p[:, 0]), np.abs(x[:, 0] - 1.5), atol=0.05)
     assert np.abs(p[:, 0]).argmax() == 3 and p[3, 0] > 0  # sign convention
@@ -387,23 +390,24 @@ def test_pca_2d_and_separation():
     a = np.array([1.0, 0, 0, 0]) + 0.01 * rng.standard_normal((5, 4))
     b = np.array([0.0, 1, 0, 0]) + 0.01 * rng.standard_normal((5, 4))
     labels = ["river"] * 5 + ["money"] * 5
-    assert A.separation(np.concatenate([a, b]), labels) > 0.9
+    assert vectors.separation(np.concatenate([a, b]), labels) > 0.9
     mixed = 0.01 * rng.standard_normal((10, 4)) + 1.0
     layers = np.stack([mixed, np.concatenate([a, b])])  # (2, N, C)
-    s = A.separation(layers, labels)
+    s = vectors.separation(layers, labels)
     assert s.shape == (2,) and s[0] < 0.5 < s[1]
-    assert A.pca_by_layer(layers).shape == (2, 10, 2)
+    assert vectors.pca_by_layer(layers).shape == (2, 10, 2)
     with pytest.raises(bert.InputError):
-        A.separation(np.concatenate([a, b]), ["x"] * 10)
+        vectors.separation(np.concatenate([a, b]), ["x"] * 10)
 
 
 # ---- the real model ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_minilm_patterns_and_senses():
     b = bert.load("minilm-l6")
-    hp = A.head_patterns_over(b, A.probe_sentences()[:4])
+    hp = heads.head_patterns_over(b, heads.probe_sentences()[:4])
     assert hp.labels.shape == (6, 12)
-    word, sentences, labels = A.sense_examples()
-    sep = A.separation(A.word_vectors_by_layer(b, sentences, word), labels)
+    word, sentences, labels = words.sense_examples()
+    sep = vectors.separation(words.word_vectors_by_layer(b, sentences, word), labels)
     assert sep.shape == (7,) and sep[1:].max() > sep[0]  # senses separate with depth

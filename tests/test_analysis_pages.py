@@ -1,6 +1,6 @@
 """The analysis pages (head patterns, explanations, ablation, compare) and their figures.
 
-Part 1: app/analysis_plots on hand-made numbers: each figure has the right shape, and every
+Part 1: the figures (app/figures/*.py) on hand-made numbers: each figure has the right shape, and every
 token reaches plotly escaped. Part 2: the pages through streamlit.testing (AppTest) with the
 default model and with a tiny session classifier: every view renders with no exception and
 no error box, and the controls work. Plotly charts are UnknownElements in AppTest.
@@ -11,16 +11,34 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app import analysis_plots as ap
-from app.cache import off_key
-from bert.analysis import LABELS, head_mask
+from app.analysis_cache import off_key
+from app.figures.compare import (
+    attention_diff_heatmap,
+    change_over_training,
+    class_probs_bar,
+    moved_heatmap,
+    sense_scatter,
+    separation_line,
+)
+from app.figures.explain import answer_by_layer, logit_lens_heatmap, saliency_bars
+from app.figures.heads import (
+    PATTERN_COLOURS,
+    STAT_NAMES,
+    class_probs_before_after,
+    head_stats_bar,
+    importance_heatmap,
+    pattern_map,
+    topk_before_after,
+)
+from bert.analysis.ablation import head_mask
+from bert.analysis.heads import LABELS
 
 rng = np.random.default_rng(0)
 L, H = 3, 4
 
 
 def _stats():
-    return {name: rng.random((L, H)) for name in ap.STAT_NAMES}
+    return {name: rng.random((L, H)) for name in STAT_NAMES}
 
 
 # --- part 1: figures ------------------------------------------------------------------------------
@@ -35,15 +53,15 @@ def test_pattern_map_cells_hover_and_legend():
         ]
     )
     stats = _stats()
-    fig = ap.pattern_map(labels, stats, selected=(1, 2), title="<b>x</b>")
+    fig = pattern_map(labels, stats, selected=(1, 2), title="<b>x</b>")
     hm, pts = fig.data[0], fig.data[1]
     z = np.asarray(hm.z)
     assert z.shape == (L, H)
-    names = list(ap.PATTERN_COLOURS)
+    names = list(PATTERN_COLOURS)
     assert z[0, 1] == names.index("previous") and z[2, 0] == names.index("punctuation")
     # the clickable markers: one per head, customdata starts with the 0-based layer, head
     cd = np.asarray(pts.customdata)
-    assert cd.shape == (L * H, 2 + len(ap.STAT_NAMES))
+    assert cd.shape == (L * H, 2 + len(STAT_NAMES))
     i = 1 * H + 2
     assert tuple(cd[i, :2]) == (1, 2) and (pts.x[i], pts.y[i]) == (3, 2)
     assert np.isclose(cd[i, 2], stats["[CLS]"][1, 2])
@@ -53,19 +71,19 @@ def test_pattern_map_cells_hover_and_legend():
     assert "[CLS] (3)" in legend
     assert len(fig.layout.shapes) == 1
     assert "<b>" not in fig.layout.title.text
-    assert set(ap.PATTERN_COLOURS) == set(LABELS)
+    assert set(PATTERN_COLOURS) == set(LABELS)
 
 
 def test_head_stats_bar():
-    fig = ap.head_stats_bar(_stats(), 2, 3)
-    assert len(fig.data[0].y) == len(ap.STAT_NAMES)
+    fig = head_stats_bar(_stats(), 2, 3)
+    assert len(fig.data[0].y) == len(STAT_NAMES)
     assert fig.layout.title.text == "layer 3, head 4"
 
 
 def test_saliency_bars_two_series_per_token_escaped():
     tokens = ["[CLS]", "<script>", "[MASK]", "<script>", "[SEP]"]
     r, s = rng.random(5), rng.random(5)
-    fig = ap.saliency_bars(tokens, r / r.sum(), s / s.sum(), position=2)
+    fig = saliency_bars(tokens, r / r.sum(), s / s.sum(), position=2)
     assert len(fig.data) == 2 and all(len(t.x) == 5 for t in fig.data)
     assert len(set(fig.data[0].x)) == 5, "repeated tokens stay apart"
     assert all("<script>" not in x for x in fig.data[0].x)
@@ -76,22 +94,22 @@ def test_logit_lens_heatmap_and_answer_line():
     k, n = 3, L + 1
     toks = [["the", "a", "<i>"] for _ in range(n - 1)] + [["paris", "the", "a"]]
     probs = np.sort(rng.random((n, k)), -1)[:, ::-1]
-    fig = ap.logit_lens_heatmap(toks, probs, answer="paris")
+    fig = logit_lens_heatmap(toks, probs, answer="paris")
     hm = fig.data[0]
     assert np.asarray(hm.z).shape == (n, k)
     assert list(hm.y) == ["embeddings", "layer 1", "layer 2", "layer 3"]
     assert hm.text[-1][0] == "<b>paris</b>" and hm.text[0][2] == "&lt;i&gt;"
-    line = ap.answer_by_layer(probs[:, 0], np.arange(n, 0, -1), "<b>")
+    line = answer_by_layer(probs[:, 0], np.arange(n, 0, -1), "<b>")
     assert len(line.data[0].y) == n and "<b>" not in line.layout.title.text
 
 
 def test_ablation_figures():
-    fig = ap.topk_before_after(["a", "b"], [0.6, 0.3], ["c", "a"], [0.5, 0.2], title="t")
+    fig = topk_before_after(["a", "b"], [0.6, 0.3], ["c", "a"], [0.5, 0.2], title="t")
     assert len(fig.data) == 2 and list(fig.data[1].y) == ["c", "a"]
-    fig = ap.class_probs_before_after(["negative", "positive"], [0.2, 0.8], [0.6, 0.4])
+    fig = class_probs_before_after(["negative", "positive"], [0.2, 0.8], [0.6, 0.4])
     assert len(fig.data) == 2 and len(fig.data[0].x) == 2
     scores = rng.normal(size=(L, H))
-    fig = ap.importance_heatmap(scores, "log-probability", "paris", off=[(0, 1), (2, 3)])
+    fig = importance_heatmap(scores, "log-probability", "paris", off=[(0, 1), (2, 3)])
     hm = fig.data[0]
     assert np.asarray(hm.z).shape == (L, H)
     assert hm.text[0][1] == "×" and hm.text[2][3] == "×" and hm.text[0][0] == ""
@@ -100,13 +118,13 @@ def test_ablation_figures():
 
 def test_side_by_side_figures():
     d = rng.normal(size=(5, 5)) * 0.1
-    fig = ap.attention_diff_heatmap(d, ["[CLS]", "a", "&", "a", "[SEP]"])
+    fig = attention_diff_heatmap(d, ["[CLS]", "a", "&", "a", "[SEP]"])
     assert np.asarray(fig.data[0].z).shape == (5, 5) and fig.data[0].zmid == 0
     assert "&amp;" in fig.data[0].x
     moved = rng.random((L, H))
-    fig = ap.moved_heatmap(moved, selected=(0, 0))
+    fig = moved_heatmap(moved, selected=(0, 0))
     assert np.asarray(fig.data[0].z).shape == (L, H) and len(fig.layout.shapes) == 1
-    fig = ap.class_probs_bar(["neg", "pos"], [0.3, 0.7])
+    fig = class_probs_bar(["neg", "pos"], [0.3, 0.7])
     assert list(fig.data[0].x) == pytest.approx([0.3, 0.7])
 
 
@@ -114,11 +132,11 @@ def test_sense_scatter_one_trace_per_sense_and_separation_line():
     coords = rng.normal(size=(5, 2))
     senses = ["river", "money", "river", "<b>", "money"]
     sents = ["s1", "s2", "s3", "<img src=x onerror=alert(1)>", "s5"]
-    fig = ap.sense_scatter(coords, senses, sents, word="bank", layer=2)
+    fig = sense_scatter(coords, senses, sents, word="bank", layer=2)
     assert [t.name for t in fig.data] == ["river", "money", "&lt;b&gt;"]
     assert list(fig.data[0].text) == ["1", "3"]
     assert all("<img" not in c for t in fig.data for c in t.customdata)
-    fig = ap.separation_line(np.array([0.0, 0.1, 0.5, 0.7]), layer=2)
+    fig = separation_line(np.array([0.0, 0.1, 0.5, 0.7]), layer=2)
     assert len(fig.data) == 2 and list(fig.data[1].x) == [2]
 
 
@@ -154,6 +172,7 @@ def at():
     return a
 
 
+@pytest.mark.slow
 def test_head_patterns_input_probe_and_open_on_attention(at):
     at.switch_page("pages/head_patterns.py").run()
     _ok(at)
@@ -180,6 +199,7 @@ def _explanation_views(at, choice_key: str) -> None:
     _ok(at)
 
 
+@pytest.mark.slow
 def test_explanations_both_views_and_several_masks(at):
     at.switch_page("pages/explanations.py").run()
     _ok(at)
@@ -196,6 +216,7 @@ def test_explanations_both_views_and_several_masks(at):
     _ok(at)
 
 
+@pytest.mark.slow
 def test_ablation_buttons_and_ranking(at):
     at.switch_page("pages/ablation.py").run()
     _ok(at)
@@ -209,6 +230,7 @@ def test_ablation_buttons_and_ranking(at):
     assert at.session_state["abl_off"] == []
 
 
+@pytest.mark.slow
 def test_compare_two_models_and_word_map(at):
     at.switch_page("pages/compare.py").run()
     _ok(at)
@@ -223,8 +245,12 @@ def test_compare_two_models_and_word_map(at):
     assert any("river" in e.value for e in at.error)
     at.text_input(key="sense_word").input("bank").run()
     _ok(at)
+    at.text_area(key="sense_lines").input("The bank was closed. | money\n\nWe swam to the bank | river\nA bank").run()
+    _ok(at)
+    assert any(c.value.startswith("3 of at most 50 sentences") for c in at.caption)
 
 
+@pytest.mark.slow
 def test_a_session_classifier_on_every_analysis_page():
     """A user's own classifier: class explanations, class ablation, and side by side with the
     default model (different shapes: a message, not an error)."""
@@ -252,12 +278,12 @@ def test_a_session_classifier_on_every_analysis_page():
     _ok(a)
 
 
-# --- attention over training (bert/attention_snapshots.py and its view) -------------------------
+# --- attention over training (bert/train/attention_snapshots.py and its view) -------------------------
 
 
 def _tiny_pretraining_bundle():
     import bert
-    from bert.checkpoint import minilm_package_dir
+    from bert.checkpoint.builtins import minilm_package_dir
 
     tok = bert.Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
     cfg = bert.BertConfig(
@@ -269,7 +295,7 @@ def _tiny_pretraining_bundle():
 def _recorded(bundle, steps=(0, 10, 20, 30)):
     import torch
 
-    from bert.attention_snapshots import AttentionSnapshots
+    from bert.train.attention_snapshots import AttentionSnapshots
 
     rec = AttentionSnapshots.for_tokenizer(bundle.tokenizer, every=10)
     model = bundle.model
@@ -295,10 +321,10 @@ def test_attention_snapshots_record_every_n_and_measure_change():
     change = rec.change_since_start(atts)
     assert change.shape == (4, 2, 4) and np.all(change[0] == 0)
     assert change[-1, 1].mean() > 0 and np.all(change[:, 0] < 1e-3), "only layer 2's weights changed"
-    fig = ap.change_over_training(steps, change, selected=(0, 0), step_index=2)
+    fig = change_over_training(steps, change, selected=(0, 0), step_index=2)
     assert len(fig.data) == 3 and list(fig.data[0].x) == steps
     # past max_snapshots: thinned, the first kept, `every` doubled
-    from bert.attention_snapshots import AttentionSnapshots
+    from bert.train.attention_snapshots import AttentionSnapshots
 
     small = AttentionSnapshots.for_tokenizer(bundle.tokenizer, every=1, max_snapshots=4)
     for s in range(6):
@@ -306,8 +332,9 @@ def test_attention_snapshots_record_every_n_and_measure_change():
     assert small.steps[0] == 0 and len(small) <= 4 and small.every == 2
 
 
+@pytest.mark.slow
 def test_attention_over_training_view():
-    from app.snapshots import SNAPSHOTS
+    from app.training.snapshots import SNAPSHOTS
 
     a = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
     a.run()

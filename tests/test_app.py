@@ -64,6 +64,7 @@ print("torch" in sys.modules)
 """
 
 
+@pytest.mark.slow
 def test_home_draws_the_default_model_without_torch():
     """Home and the sidebar describe the default built-in from its files: a fresh server imports
     neither torch nor the weights before its first page has drawn (issue #17, start-up)."""
@@ -76,6 +77,7 @@ def test_home_draws_the_default_model_without_torch():
     assert out.stdout.split()[-1] == "False", "torch was imported before Home had drawn"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES[1:])
 def test_page_renders_default_and_pair(app, page):
     app.switch_page(page).run()
@@ -89,6 +91,7 @@ def test_page_renders_default_and_pair(app, page):
     assert app.session_state[state.TEXT_B].startswith("It lay down")
 
 
+@pytest.mark.slow
 def test_sentence_carries_over_between_pages(app):
     app.switch_page("pages/tokenization.py").run()
     app.text_area(key=state.W_TEXT_A).input("Colourless green ideas sleep furiously.").run()
@@ -97,6 +100,7 @@ def test_sentence_carries_over_between_pages(app):
     assert app.text_area(key=state.W_TEXT_A).value == "Colourless green ideas sleep furiously."
 
 
+@pytest.mark.slow
 def test_attention_layer_head_and_views(app):
     app.switch_page("pages/attention.py").run()
     app.slider(key="att_layer_6").set_value(4).run()
@@ -121,6 +125,7 @@ def test_attention_layer_head_and_views(app):
     assert (df["weight = softmax"] - df["weight in the model"]).abs().max() < 1e-4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES[1:4])
 def test_empty_and_whitespace_input_give_a_message(app, page):
     app.switch_page(page).run()
@@ -130,6 +135,7 @@ def test_empty_and_whitespace_input_give_a_message(app, page):
         assert any("empty" in e for e in _errors(app)), _errors(app)
 
 
+@pytest.mark.slow
 def test_long_input_is_truncated_with_a_notice(app):
     app.switch_page("pages/tokenization.py").run()
     app.text_area(key=state.W_TEXT_A).input("a " * 1000).run()  # 2,000 characters (the cap), 1,000 tokens
@@ -137,6 +143,7 @@ def test_long_input_is_truncated_with_a_notice(app):
     assert any("cut off" in w.value for w in app.warning)
 
 
+@pytest.mark.slow
 def test_emoji_and_cjk(app):
     app.switch_page("pages/tokenization.py").run()
     app.text_area(key=state.W_TEXT_A).input("I 🤗 love 東京 and ünïcödé </script><b>x</b>").run()
@@ -147,6 +154,7 @@ def test_emoji_and_cjk(app):
     assert not _errors(app)
 
 
+@pytest.mark.slow
 def test_masked_lm_no_mask_and_ten_masks(app):
     app.switch_page("pages/masked_lm.py").run()
     _ok(app)
@@ -166,6 +174,7 @@ def test_masked_lm_no_mask_and_ten_masks(app):
     assert any("[MASK]" in c.value for c in app.code)
 
 
+@pytest.mark.slow
 def test_random_sentence_b_button(app):
     app.switch_page("pages/masked_lm.py").run()
     app.button(key="nsp_random").click().run()
@@ -175,6 +184,7 @@ def test_random_sentence_b_button(app):
     assert any(m.label == "P(B follows A)" for m in app.metric)
 
 
+@pytest.mark.slow
 def test_bad_local_folder_shows_an_error_not_a_traceback(app, tmp_path, monkeypatch):
     monkeypatch.setenv("BERT_EXPLORER_MODELS_DIR", str(tmp_path))  # under the allowed root: a real load error
     (tmp_path / "empty").mkdir()
@@ -186,6 +196,7 @@ def test_bad_local_folder_shows_an_error_not_a_traceback(app, tmp_path, monkeypa
     assert app.session_state[state.MODEL_SOURCE] == state.DEFAULT_MODEL
 
 
+@pytest.mark.slow
 def test_a_session_model_classifier_on_every_page(app):
     """A user's own model (here a tiny random classifier) is picked from session_state, keyed
     apart from the cached built-ins, and the MLM page says it has no MLM head."""
@@ -206,11 +217,12 @@ def test_a_session_model_classifier_on_every_page(app):
     assert any("classifier" in i.value for i in app.info)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["all-minilm-l6-v2", "mini-scratch"])
 def test_each_other_builtin_on_every_page(app, name):
     """Picked in the sidebar, a built-in other than the default draws every page; the published
     encoder's untrained heads are said on the Masked LM page."""
-    from bert.checkpoint import available_builtins
+    from bert.checkpoint.builtins import available_builtins
 
     if name not in available_builtins():
         pytest.skip(f"{name} is not in assets/")
@@ -223,3 +235,19 @@ def test_each_other_builtin_on_every_page(app, name):
         assert not _errors(app), (page, _errors(app))
     warned = any("untrained" in w.value for w in app.warning)  # still on the Masked LM page
     assert warned == (name == "all-minilm-l6-v2")
+
+
+@pytest.mark.parametrize(
+    "env, said",
+    [
+        ({"BERT_EXPLORER_BACKEND": "rayy"}, "BERT_EXPLORER_BACKEND must be one of local, ray"),
+        ({"BERT_EXPLORER_BACKEND": "ray", "RAY_ADDRESS": ""}, "needs RAY_ADDRESS"),
+    ],
+)
+def test_a_server_that_cannot_take_jobs_says_why_instead_of_a_page(monkeypatch, env, said):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    at = AppTest.from_file(ENTRY, default_timeout=60)
+    at.run()
+    assert not at.exception
+    assert any(said in e.value and "This server cannot start" in e.value for e in at.error), [e.value for e in at.error]

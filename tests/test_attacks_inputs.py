@@ -4,7 +4,7 @@ allocated, and a student who hits it reads a message.
 1. The tokenizer reads a long paste only as far as `max_length` needs: bounded time and memory
    (VmHWM of a child process), and the same ids/offsets as tokenizing everything and cutting.
 2. Every text box of the explorer pages has `max_chars`, and a longer text is cut with a warning.
-3. Compare's table of sentences is capped in rows and cells, and runs in small batches.
+3. Compare's list of sentences is capped in lines and characters, and runs in small batches.
 4. Streamlit's WebSocket message limit is lowered, and Streamlit accepts the option.
 """
 
@@ -17,11 +17,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
-from bert.tokenizer import _COUNT_AHEAD, _WINDOW, Tokenizer
-from tests.test_tokenizer import VOCAB_PATH, _fragment, make_lines
+from bert.tokenizer import Tokenizer
+from bert.tokenizer.tokenizer import COUNT_AHEAD, WINDOW
+from tests.hostile_text import VOCAB_PATH, fragment, make_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_vocab = pytest.mark.skipif(VOCAB_PATH is None, reason="no bert-base-uncased vocab.txt installed")
@@ -70,7 +70,7 @@ def _long_text(rng: random.Random, n_chars: int, glue=(" ", " ", "\n", ", ", "",
     spaces or nothing, so there are long words without whitespace too."""
     parts, n = [], 0
     while n < n_chars:
-        p = _fragment(rng) + rng.choice(glue)
+        p = fragment(rng) + rng.choice(glue)
         parts.append(p)
         n += len(p)
     return "".join(parts)
@@ -78,7 +78,7 @@ def _long_text(rng: random.Random, n_chars: int, glue=(" ", " ", "\n", ", ", "",
 
 def test_longest_first_depends_on_lengths_only_up_to_budget_plus_one():
     """Why reading stops early is exact: the kept lengths are the same once each length is
-    capped at budget + 1 (the tokenizer reads _COUNT_AHEAD more)."""
+    capped at budget + 1 (the tokenizer reads COUNT_AHEAD more)."""
     for budget in range(1, 30):
         for la in range(0, 3 * budget + 3):
             for lb in range(0, 3 * budget + 3):
@@ -86,13 +86,14 @@ def test_longest_first_depends_on_lengths_only_up_to_budget_plus_one():
                 assert _longest_first(la, lb, budget) == _longest_first(min(la, cap), min(lb, cap), budget)
 
 
+@pytest.mark.slow
 @needs_vocab
 @pytest.mark.parametrize("max_length", [16, 128, 512])
 def test_truncated_encode_equals_tokenize_all_then_cut(tok, max_length):
     rng = random.Random(max_length)
     lines = make_lines(300, seed=max_length)
     for k in range(24):
-        a = _long_text(rng, rng.choice([50, 3_000, 2 * _WINDOW + 500, 20_000]))
+        a = _long_text(rng, rng.choice([50, 3_000, 2 * WINDOW + 500, 20_000]))
         b = None if k % 3 == 0 else rng.choice([_long_text(rng, rng.choice([10, 5_000, 30_000])), rng.choice(lines)])
         if k % 5 == 1:
             b = a  # equal lengths: the tie rule
@@ -100,7 +101,7 @@ def test_truncated_encode_equals_tokenize_all_then_cut(tok, max_length):
         ids, offs, wids, types, removed, longest = _cut_reference(tok, a, b, max_length)
         assert e.ids == ids and e.offsets == offs and e.word_ids == wids and e.type_ids == types, (k, a[:80])
         assert e.truncated == (removed > 0) and e.num_truncated <= removed
-        if longest < max_length + _COUNT_AHEAD - 3:  # counted exactly up to _COUNT_AHEAD past
+        if longest < max_length + COUNT_AHEAD - 3:  # counted exactly up to COUNT_AHEAD past
             assert e.num_truncated == removed
         assert len(e) <= max_length
 
@@ -111,9 +112,10 @@ def test_beyond_the_count_ahead_the_count_is_a_lower_bound(tok):
     e = tok.encode(text, text, max_length=64)
     ids, offs, _, _, removed, _ = _cut_reference(tok, text, text, 64)
     assert e.ids == ids and e.offsets == offs
-    assert e.truncated and 2 * _COUNT_AHEAD <= e.num_truncated <= removed
+    assert e.truncated and 2 * COUNT_AHEAD <= e.num_truncated <= removed
 
 
+@pytest.mark.slow
 @needs_vocab
 def test_long_texts_and_long_words_match_the_reference_tokenizers(tok):
     """Reading in windows and cutting long words before punctuation changes no token: ids and
@@ -176,6 +178,7 @@ def _child(run: bool) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @needs_vocab
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc (Linux)")
 def test_a_pasted_megabyte_costs_little(tok):
@@ -191,7 +194,7 @@ def test_a_pasted_megabyte_costs_little(tok):
 
 # ---- 2. every text box has a cap -----------------------------------------------------------------------
 
-SOURCES = sorted((ROOT / "pages").glob("*.py")) + sorted((ROOT / "app").glob("*.py"))  # every box a student sees
+SOURCES = sorted((ROOT / "pages").glob("*.py")) + sorted((ROOT / "app").rglob("*.py"))  # every box a student sees
 
 
 def _calls(path: Path, names: set[str], tree=None):
@@ -216,17 +219,8 @@ def test_every_text_box_of_the_explorer_pages_has_max_chars():
     assert n >= 15 and not missing, missing
 
 
-def test_the_dynamic_table_is_capped_in_rows():
-    """A table a student can add rows to (num_rows="dynamic") is read through sense_rows."""
-    for path in SOURCES:
-        for _, node in _calls(path, {"data_editor"}):
-            dynamic = any(k.arg == "num_rows" and getattr(k.value, "value", "fixed") != "fixed" for k in node.keywords)
-            if dynamic:
-                assert "sense_rows(" in path.read_text() and "TABLE_ROWS" in path.read_text(), path.name
-
-
 def test_cap_text_cuts_and_warns():
-    from app import widgets
+    from app.ui import widgets
 
     class Where:
         def __init__(self):
@@ -242,41 +236,43 @@ def test_cap_text_cuts_and_warns():
     assert len(w.said) == 1 and "2,000-character limit" in w.said[0] and "cut" in w.said[0]
 
 
-# ---- 3. Compare's table --------------------------------------------------------------------------------
+# ---- 3. Compare's sentences ----------------------------------------------------------------------------
 
 
-def test_sense_rows_caps_rows_and_cells():
-    from app.helpers import sense_rows
+def test_sense_lines_caps_lines_and_parts():
+    from app.ui.formatting import sense_lines, sense_text
 
-    df = pd.DataFrame(
-        {
-            "sentence": [f"the bank {i}" for i in range(70)] + ["  ", None, "x" * 5000],
-            "sense": ["river", None] * 35 + ["a", "b", "s" * 500],
-        }
+    text = "\n".join(
+        [f"the bank {i} | river" for i in range(60)] + ["  ", "| lonely sense", "x" * 5000 + " | " + "s" * 500]
     )
-    sents, senses, dropped = sense_rows(df, 50, 2000, 100)
-    assert len(sents) == len(senses) == 50 and dropped == 23
-    assert sents[0] == "the bank 0" and senses[:2] == ["river", ""]
-    sents, senses, dropped = sense_rows(df.iloc[60:], 50, 2000, 100)  # blank rows skipped, cells cut
-    assert dropped == 0 and len(sents) == 11 and len(sents[-1]) == 2000 and len(senses[-1]) == 100
+    sents, senses, dropped = sense_lines(text, 50, 2000, 100)
+    assert len(sents) == len(senses) == 50 and dropped == 11
+    assert sents[0] == "the bank 0" and senses[0] == "river"
+    sents, senses, dropped = sense_lines("\n".join(text.splitlines()[59:]), 50, 2000, 100)
+    assert dropped == 0 and sents == ["the bank 59", "x" * 2000] and senses == ["river", "s" * 100]
+    assert sense_lines("a | b | money\nno sense here", 50, 2000, 100)[:2] == (["a | b", "no sense here"], ["money", ""])
+    shown = sense_text(["We sat on the bank.", "The bank closed."], ["river", ""])
+    assert sense_lines(shown, 50, 2000, 100)[:2] == (["We sat on the bank.", "The bank closed."], ["river", ""])
 
 
+@pytest.mark.slow
 def test_word_vectors_run_in_batches_with_the_same_result():
-    from bert import analysis as A
-    from tests.test_analysis import tiny_bundle
+    from bert.analysis import words
+    from tests.helpers import tiny_bundle
 
     bundle = tiny_bundle()
     sents = ["we went to the bank .", "the dog sat by the river bank !", "a Bank , the money ."] * 5
-    one = A.word_vectors_by_layer(bundle, sents, "bank", batch_size=len(sents))
-    small = A.word_vectors_by_layer(bundle, sents, "bank")  # batches of 8
+    one = words.word_vectors_by_layer(bundle, sents, "bank", batch_size=len(sents))
+    small = words.word_vectors_by_layer(bundle, sents, "bank")  # batches of 8
     L, C = bundle.config.num_hidden_layers, bundle.config.hidden_size
-    assert A.WORD_BATCH == 8 and small.shape == (L + 1, len(sents), C)
+    assert words.WORD_BATCH == 8 and small.shape == (L + 1, len(sents), C)
     assert abs(one - small).max() < 1e-5
 
 
 # ---- 2b. in the app: a 3,000-character sentence is cut, with a message ---------------------------------
 
 
+@pytest.mark.slow
 def test_a_3000_character_sentence_is_cut_with_a_message():
     pytest.importorskip("streamlit")
     from streamlit.testing.v1 import AppTest

@@ -1,6 +1,6 @@
 """A class can't break the training jobs (issue #13): every job budgeted, every cap refused with a
 message, a closed tab's job stopped within 10 s, finished runs kept on disk under a run code,
-the disk kept bounded. Unit-level on app/jobs.py, app/budget.py, app/runs_store.py and the pure
+the disk kept bounded. Unit-level on app/jobs/local.py, app/jobs/budget.py, app/jobs/runs_store.py and the pure
 helpers of app/training/, with tiny models; two page tests through AppTest at the end.
 """
 
@@ -14,21 +14,28 @@ from pathlib import Path
 import pytest
 import torch
 
-from app import budget, runs_store
-from app import training as tr
-from app.jobs import SESSION, TIME, JobManager, LimitError, stop_message
+from app.jobs import budget, runs_store
+from app.jobs.budget import LimitError
+from app.jobs.local import JobManager, TrainingJobs
+from app.jobs.spec import FINETUNE, PRETRAIN, SESSION, TIME, stop_message
+from app.training.finished import add_result
+from app.training.follow import browser_id
+from app.training.start import check_finetune, check_finetune_settings, check_pretrain
+from app.training.uploads import free_uploads
 from bert.config import BertConfig
+from bert.data.labelled import read_labelled, stratified_split
 from bert.errors import DataError, InputError
-from bert.events import PretrainEval
-from bert.labelled import read_labelled, stratified_split
+from bert.train.events import PretrainEval
+from bert.train.finetune_args import FinetuneArgs
+from bert.train.pretrain import PretrainArgs
 from tests import helpers
-from tests.helpers import REVIEW_WORDS, counting_job, set_small_pretraining
+from tests.helpers import REVIEW_WORDS, counting_job, finetune_fn, set_small_pretraining
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = REVIEW_WORDS
 
 
-def tiny_bundle(seed=0, name="tiny"):
+def carded_bundle(seed=0, name="tiny"):
     return helpers.tiny_bundle(seed, name, card=f"# {name}\n\nA tiny test model.\n")
 
 
@@ -83,23 +90,23 @@ def test_memory_estimate_grows_with_the_step_and_fits_the_measurements():
         budget.finetune_mb(cfg, 16, 128),
         budget.finetune_mb(cfg, 4, 512),
     )
-    # measured (VmHWM over the imports, app/budget.py): +619, +938, +1,388 MB
+    # measured (VmHWM over the imports, app/jobs/budget.py): +619, +938, +1,388 MB
     assert 560 <= small <= 680 and 860 <= mid <= 1030 and 1270 <= long <= 1530
     assert budget.finetune_mb(cfg, 16, 64, freeze_embeddings=False) > small  # more to train
     assert budget.pretrain_mb(2, 128, 2, 4000, 16, 64) < 200  # the page's default
 
 
 def test_the_app_checks_its_settings_before_queuing(cache):
-    base = tiny_bundle()
-    args = tr.FinetuneArgs(data="x", batch_size=256, max_length=64)
+    base = carded_bundle()
+    args = FinetuneArgs(data="x", batch_size=256, max_length=64)
     with pytest.raises(LimitError, match="tokens per step"):
-        tr.check_finetune(base, args)
-    assert not tr.check_finetune_settings(base, 256, 64, True, 0, 2)["ok"]
-    ok = tr.check_finetune_settings(base, 16, 64, True, 0, 2)
+        check_finetune(base, args)
+    assert not check_finetune_settings(base, 256, 64, True, 0, 2)["ok"]
+    ok = check_finetune_settings(base, 16, 64, True, 0, 2)
     assert ok["ok"] and "1,024 tokens" in ok["line"] and "MB of memory" in ok["line"] and "15 minutes" in ok["line"]
-    big = tr.PretrainArgs(out="", layers=6, hidden=384, heads=8, vocab="default", batch_size=16, max_seq_length=128)
+    big = PretrainArgs(out="", layers=6, hidden=384, heads=8, vocab="default", batch_size=16, max_seq_length=128)
     with pytest.raises(LimitError, match="MB of memory"):
-        tr.check_pretrain(big)  # 2,048 tokens but 1.1 GB
+        check_pretrain(big)  # 2,048 tokens but 1.1 GB
 
 
 def test_one_job_per_student_across_kinds_and_tabs():
@@ -169,14 +176,15 @@ def test_time_cap_reaches_a_job_between_slow_steps():
 # ---- the closed tab ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_closed_tabs_job_stops_and_frees_its_slot_within_10_s(cache):
     """Streamlit drops a closed tab's session from its active ones at once; the watchdog (every
     second) stops its job after a 3 s grace, the job ends after its current step (here 0.5 s,
     like a fine-tuning step) and the next student's waiting job starts."""
     sessions = {"tab-a": True, "tab-b": True}
-    jm = tr.TrainingJobs(max_running=1, alive=lambda sid: sessions.get(sid))
-    a, _ = jm.submit_for("a", tr.FINETUNE, counting_job(every=0.5, result="a's model"), session_id="tab-a", student="A")
-    b, _ = jm.submit_for("b", tr.FINETUNE, counting_job(every=0.5), session_id="tab-b", student="B")
+    jm = TrainingJobs(max_running=1, alive=lambda sid: sessions.get(sid))
+    a, _ = jm.submit_for("a", FINETUNE, counting_job(every=0.5, result="a's model"), session_id="tab-a", student="A")
+    b, _ = jm.submit_for("b", FINETUNE, counting_job(every=0.5), session_id="tab-b", student="B")
     jm.start_watchdog(every_s=1.0)
     time.sleep(3.0)
     assert a.status == "running" and b.status == "queued"  # a connected tab keeps its job
@@ -199,8 +207,8 @@ def test_closed_tabs_job_stops_and_frees_its_slot_within_10_s(cache):
 
 def test_a_network_blip_shorter_than_the_grace_keeps_the_job():
     sessions = {"t": True}
-    jm = tr.TrainingJobs(max_running=1, session_grace_s=3.0, alive=lambda sid: sessions.get(sid))
-    job, _ = jm.submit_for("o", tr.FINETUNE, counting_job(), session_id="t")
+    jm = TrainingJobs(max_running=1, session_grace_s=3.0, alive=lambda sid: sessions.get(sid))
+    job, _ = jm.submit_for("o", FINETUNE, counting_job(), session_id="t")
     sessions["t"] = False
     jm.reap()
     time.sleep(1.0)
@@ -213,14 +221,15 @@ def test_a_network_blip_shorter_than_the_grace_keeps_the_job():
     jm.wait(job, 5)
 
 
+@pytest.mark.slow
 def test_a_closed_tabs_finetuning_skips_its_report_and_saves_the_run(cache):
-    base = tiny_bundle()
+    base = carded_bundle()
     train, valid = stratified_split(reviews(), 0.25, seed=0)
-    args = tr.FinetuneArgs(data="t", batch_size=8, lr=1e-3, epochs=50, max_length=32, threads=1)
+    args = FinetuneArgs(data="t", batch_size=8, lr=1e-3, epochs=50, max_length=32, threads=1)
     info = {"code": "TESTAB", "title": "closed-tab run", "args": args}
-    fn = tr.keep_run(tr.finetune_job(base, train, valid, args), tr.FINETUNE, "TESTAB", info)
-    jm = tr.TrainingJobs(max_running=1, alive=lambda sid: False, session_grace_s=0.5)
-    job, _ = jm.submit_for("o", tr.FINETUNE, fn, session_id="gone")
+    fn = finetune_fn(base, train, valid, args, code="TESTAB", info=info)
+    jm = TrainingJobs(max_running=1, alive=lambda sid: False, session_grace_s=0.5)
+    job, _ = jm.submit_for("o", FINETUNE, fn, session_id="gone")
     while not job.metrics and not job._queue.qsize():
         time.sleep(0.05)
     t = time.time()
@@ -252,9 +261,10 @@ def test_run_code_forgives_case_and_spaces():
     assert runs_store.CODE.fullmatch(code) and not set(code) & set("01OI")
 
 
+@pytest.mark.slow
 def test_a_run_survives_a_server_restart(cache):
     """Saved by this process, opened by a fresh one (a restarted server): model, card, metrics."""
-    b = tiny_bundle(name="my run")
+    b = carded_bundle(name="my run")
     metrics = [{"event": "train", "step": i, "loss": 1.0 / i} for i in range(1, 6)]
     report = {"accuracy": 0.75, "per_class": {"neg": {"f1": 0.7}}, "confusion": [[3, 1], [1, 3]]}
     runs_store.save_run(
@@ -265,7 +275,7 @@ def test_a_run_survives_a_server_restart(cache):
     folder = cache / "runs" / "K7QX2M"
     assert (folder / "run.json").is_file() and (folder / "model" / "model.safetensors").is_file()
     code = (
-        "import json, torch, sys; from app import runs_store as rs\n"
+        "import json, torch, sys; from app.jobs import runs_store as rs\n"
         "b, r = rs.open_run('k7qx2m')\n"
         "out = b.model.bert(torch.tensor([[2, 5, 7, 3]])).last_hidden_state\n"
         "print(json.dumps({'name': b.name, 'card': b.card, 'loss': r['metrics'][-1]['loss'],"
@@ -293,7 +303,7 @@ def test_a_run_survives_a_server_restart(cache):
 
 
 def test_an_expired_run_is_refused(cache):
-    runs_store.save_run("OLDRUN", tiny_bundle(), {"kind": "pretrain"})
+    runs_store.save_run("OLDRUN", carded_bundle(), {"kind": "pretrain"})
     record = cache / "runs" / "OLDRUN" / "run.json"
     import json
 
@@ -306,8 +316,8 @@ def test_an_expired_run_is_refused(cache):
 
 def test_cleanup_removes_old_runs_leftovers_and_uploads_tokenized(cache):
     old = time.time() - 2 * 24 * 3600
-    runs_store.save_run("AAAAAA", tiny_bundle(), {"kind": "finetune"})
-    runs_store.save_run("BBBBBB", tiny_bundle(), {"kind": "finetune"})
+    runs_store.save_run("AAAAAA", carded_bundle(), {"kind": "finetune"})
+    runs_store.save_run("BBBBBB", carded_bundle(), {"kind": "finetune"})
     os.utime(cache / "runs" / "AAAAAA", (old, old))
     half = cache / "runs" / ".CCCCCC.tmpx1"  # a save killed half way
     half.mkdir()
@@ -334,9 +344,9 @@ def test_disk_cap_removes_the_oldest_runs_first(cache):
     """Six runs of about 0.4 MB each under a 1.5 MB cap: the oldest go until the rest fit."""
     payload = os.urandom(400_000)
     for i, code in enumerate(["RUN001", "RUN002", "RUN003", "RUN004", "RUN005", "RUN006"]):
-        runs_store.save_run(code, tiny_bundle(), {"kind": "finetune"})
+        runs_store.save_run(code, carded_bundle(), {"kind": "finetune"})
         (cache / "runs" / code / "model" / "padding.bin").write_bytes(payload)  # make it weigh
-        t = time.time() - 3600 + 60 * i
+        t = time.time() - 10 * 3600 + 60 * i  # older than BERT_EXPLORER_RUN_SAFE_HOURS
         os.utime(cache / "runs" / code, (t, t))
     before = runs_store.disk_usage()["runs"]
     t = time.perf_counter()
@@ -364,9 +374,9 @@ def test_browser_id_is_the_same_for_every_tab_of_a_browser():
         return f"2|{binascii.b2a_hex(mask).decode()}|{binascii.b2a_hex(masked).decode()}|1700000000"
 
     c1, c2 = cookie(), cookie()
-    assert c1 != c2 and tr.browser_id(c1) == tr.browser_id(c2) is not None
-    assert tr.browser_id(None) is None and tr.browser_id("2|zz|yy|1") is None and tr.browser_id("short") is None
-    assert token.hex() not in tr.browser_id(c1)
+    assert c1 != c2 and browser_id(c1) == browser_id(c2) is not None
+    assert browser_id(None) is None and browser_id("2|zz|yy|1") is None and browser_id("short") is None
+    assert token.hex() not in browser_id(c1)
 
 
 # ---- 2. per-session memory ---------------------------------------------------------------------
@@ -374,12 +384,13 @@ def test_browser_id_is_the_same_for_every_tab_of_a_browser():
 
 def test_a_session_keeps_three_models_the_oldest_stays_on_disk(cache, session):
     from app import state
-    from app import train_state as ts
+    from app.training import state as ts
 
     ts.init()
     state.init()
+    runs_store.save_run("CODE00", carded_bundle(), {"kind": "finetune"})  # on disk: its code is given
     for i in range(4):
-        kind = tr.FINETUNE if i % 2 == 0 else tr.PRETRAIN
+        kind = FINETUNE if i % 2 == 0 else PRETRAIN
         res = {
             "kind": kind,
             "code": f"CODE0{i}",
@@ -392,7 +403,7 @@ def test_a_session_keeps_three_models_the_oldest_stays_on_disk(cache, session):
             "error": None,
             "job_id": i,
         }
-        tr._add_result(kind, res, tiny_bundle(name=f"m{i}"), f"m{i}")
+        add_result(kind, res, carded_bundle(name=f"m{i}"), f"m{i}")
         time.sleep(0.01)
     kept = [r["name"] for r in session[ts.FT_RESULTS] + session[ts.PT_RESULTS]]
     assert sorted(kept) == ["m1", "m2", "m3"] and "m0" not in state.user_models()
@@ -401,13 +412,13 @@ def test_a_session_keeps_three_models_the_oldest_stays_on_disk(cache, session):
 
 
 def test_free_uploads_drops_the_bytes_and_parsed_copies(session):
-    from app import train_state as ts
+    from app.training import state as ts
 
     ts.init()
     session[ts.FT_UPLOAD] = {"name": "big.csv", "data": b"x" * 1000, "id": "f1"}
     session[ts.FT_PARSED][("f1", None, None, None, 2)] = "parsed"
     key = ts.upload_key("ft_file")
-    tr.free_uploads(ts.FT_UPLOAD, ts.FT_VAL_UPLOAD)
+    free_uploads(ts.FT_UPLOAD, ts.FT_VAL_UPLOAD)
     assert session[ts.FT_UPLOAD] is None and session[ts.FT_PARSED] == {}
     assert session[ts.FREED] == {ts.FT_UPLOAD: "big.csv"}
     assert ts.upload_key("ft_file") != key  # a new widget: Streamlit frees its copy of the file
@@ -430,12 +441,13 @@ def test_pages_show_the_budget_and_refuse_a_setting_over_the_cap():
     assert at.button(key="pt_start").disabled
 
 
+@pytest.mark.slow
 def test_finished_run_is_reopened_by_code_in_a_new_session(cache):
     """Train in one session; in a fresh one (a refresh, or after a restart), the code brings it back."""
     from streamlit.testing.v1 import AppTest
 
     from app import state
-    from app import train_state as ts
+    from app.training import state as ts
 
     corpus = "\n\n".join(
         " ".join(f"The {w} sees the {v} ." for w, v in zip(WORDS[5:15], WORDS[6:16])) for _ in range(8)
@@ -473,12 +485,15 @@ def test_finished_run_is_reopened_by_code_in_a_new_session(cache):
     assert any("6 letters and digits" in e.value for e in fresh.error), [e.value for e in fresh.error]
 
 
-def test_status_page_shows_jobs_memory_and_disk(cache):
+def test_status_page_shows_jobs_memory_and_disk(cache, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
+    monkeypatch.setenv("BERT_EXPLORER_TEACHER_KEY", "correct horse battery")
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
     at.run()
     at.switch_page("pages/status.py").run()
+    at.text_input(key="teacher_key_typed").input("correct horse battery").run()  # the page is the teacher's
+    at.button(key="teacher_unlock").click().run()
     assert not at.exception, [e.value for e in at.exception]
     metrics = {m.label: m.value for m in at.metric}
     assert {"Jobs training", "Jobs waiting", "Server memory now (RSS)", "Saved runs + jobs + tokenized"} <= set(metrics)

@@ -24,9 +24,13 @@ from safetensors.torch import save_file
 
 import bert
 from bert import CheckpointError
-from bert.checkpoint import ASSETS, HUB_FILES, model_parameters, public_text, read_weights
+from bert.checkpoint.builtins import ASSETS
+from bert.checkpoint.hub import HUB_FILES
+from bert.checkpoint.load import read_weights
+from bert.checkpoint.sizes import model_parameters
 from bert.config import BertConfig
 from bert.model import BertForSequenceClassification
+from bert.public import public_text
 from tests.helpers import SPECIALS, tiny_bundle, tiny_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,7 +68,7 @@ def no_network(monkeypatch):
 
 def resources():
     pytest.importorskip("streamlit")
-    from app import resources as r
+    from app import models as r
 
     return r
 
@@ -78,14 +82,19 @@ def _write_config(folder: Path, **changes) -> None:
 # ---- 1. sources: one message for everything the server does not offer ----------------------------
 
 
+@pytest.mark.slow
 def test_a_legit_folder_under_the_root_loads(root):
+    import bert.checkpoint.load
+
     r = resources()
     for typed in ("legit", str(root / "legit"), " legit/ ", "legit/../legit"):
         b = r.load_model(typed)
         assert b.config.vocab_size == 99 and b.config.hidden_size == 32 and b.name == "legit"
     (root / "link").symlink_to(root / "legit")  # a link that stays inside is fine
     assert r.load_model("link").config.num_hidden_layers == 2
-    assert r.load_model("mini-scratch" if "mini-scratch" in bert.checkpoint.available_builtins() else "minilm-l6").name
+    assert r.load_model(
+        "mini-scratch" if "mini-scratch" in bert.checkpoint.load.available_builtins() else "minilm-l6"
+    ).name
 
 
 def test_every_bad_source_reads_the_same(root, tmp_path, no_network, monkeypatch):
@@ -138,12 +147,13 @@ def test_every_bad_source_reads_the_same(root, tmp_path, no_network, monkeypatch
     assert str(tmp_path) not in r.NOT_OFFERED and "exist" not in r.NOT_OFFERED
 
 
+@pytest.mark.slow
 def test_the_sidebar_shows_the_one_message_and_loads_a_legit_folder(root):
     pytest.importorskip("streamlit")
     from streamlit.testing.v1 import AppTest
 
     from app import state
-    from app.helpers import md_escape
+    from app.ui.formatting import md_escape
 
     r = resources()
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=120)
@@ -207,6 +217,7 @@ def test_hub_over_the_size_cap_is_refused_before_downloading(root, monkeypatch):
     assert calls == [("info", "someone/big-bert", True)]
 
 
+@pytest.mark.slow
 def test_hub_within_the_cap_downloads_only_what_it_sized(root, tmp_path, monkeypatch):
     r = resources()
     monkeypatch.setenv("BERT_EXPLORER_ALLOW_HUB", "1")
@@ -232,9 +243,11 @@ def test_hub_within_the_cap_downloads_only_what_it_sized(root, tmp_path, monkeyp
 
 
 def test_hub_metadata_without_sizes_is_refused(monkeypatch):
+    import bert.checkpoint.load
+
     _fake_hub(monkeypatch, {"config.json": None, "model.safetensors": None})
     with pytest.raises(CheckpointError, match="no file sizes"):
-        bert.checkpoint.load_hub("someone/secretive")
+        bert.checkpoint.load.load_hub("someone/secretive")
 
 
 # ---- 3. ceilings in the config --------------------------------------------------------------------
@@ -288,7 +301,7 @@ def test_model_parameters_matches_the_models():
 CHILD = """
 import re, sys, time
 import bert
-import bert.checkpoint  # torch: `import bert` alone no longer imports it; the baseline holds it
+import bert.checkpoint.load  # torch: `import bert` alone no longer imports it; the baseline holds it
 {body}
 print("HWM_KB", re.search(r"VmHWM:\\s+(\\d+)", open("/proc/self/status").read()).group(1))
 """
@@ -316,6 +329,7 @@ def _child(body: str, *args) -> dict[str, str]:
     return {line.split(" ", 1)[0]: line.split(" ", 1)[-1] for line in out.stdout.splitlines()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["id2label", "num_labels"])
 def test_two_million_labels_refused_fast_with_bounded_memory(tmp_path, how):
     src = ASSETS / "mini-scratch"
@@ -345,12 +359,14 @@ def test_two_million_labels_refused_fast_with_bounded_memory(tmp_path, how):
 def never_built(monkeypatch):
     """Fails the test if a model is built or (with .no_read()) a weights file read."""
 
+    import bert.checkpoint.load
+
     def boom(*a, **k):
         raise AssertionError("built or read although refused")
 
-    monkeypatch.setattr(bert.checkpoint, "BertForPreTraining", boom)
-    monkeypatch.setattr(bert.checkpoint, "BertForSequenceClassification", boom)
-    return SimpleNamespace(no_read=lambda: monkeypatch.setattr(bert.checkpoint, "read_weights", boom))
+    monkeypatch.setattr(bert.checkpoint.load, "BertForPreTraining", boom)
+    monkeypatch.setattr(bert.checkpoint.load, "BertForSequenceClassification", boom)
+    return SimpleNamespace(no_read=lambda: monkeypatch.setattr(bert.checkpoint.load, "read_weights", boom))
 
 
 def test_config_much_bigger_than_the_file_is_refused(root, never_built):
@@ -410,5 +426,7 @@ def test_cards_and_messages_carry_no_server_paths(tmp_path):
 
 
 def test_builtins_name_no_server_path():
-    b = bert.load("mini-scratch" if "mini-scratch" in bert.checkpoint.available_builtins() else "minilm-l6")
+    import bert.checkpoint.load
+
+    b = bert.load("mini-scratch" if "mini-scratch" in bert.checkpoint.load.available_builtins() else "minilm-l6")
     assert b.source == "built-in"

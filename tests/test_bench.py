@@ -7,15 +7,16 @@ import json
 import math
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from benchmarks import cli, report
+from benchmarks.flops import encoder_matmul_params, forward_flops, training_flops
 from benchmarks.model_rows import generated_lines
 from benchmarks.timing import paired
 from bert.config import BertConfig
-from bert.flops import encoder_matmul_params, forward_flops, training_flops
 
 ROOT = Path(__file__).resolve().parent.parent
 pytest.importorskip("transformers")
@@ -96,15 +97,53 @@ def test_generated_lines_are_deterministic():
 def test_class_queue_runs_every_students_job_and_reports_when_the_last_ended(tmp_path, monkeypatch):
     """benchmarks.class_queue with three students on a tiny run size: every job finishes, two
     run at once, and the figures come back (no time asserted)."""
-    from app import training as tr
     from app.training import data as training_data
+    from app.training.run_size import RUN_SIZES, RunSize
     from benchmarks import class_queue
 
     rt = training_data.builtin_data("rotten_tomatoes")  # from the usual cache, before the runs' own
     monkeypatch.setattr(training_data, "builtin_data", lambda name: rt)
     monkeypatch.setenv("BERT_EXPLORER_CACHE", str(tmp_path))
-    monkeypatch.setitem(tr.RUN_SIZES, "quick", tr.RunSize("Quick", 40, 20, 2, "tiny"))
+    monkeypatch.setitem(RUN_SIZES, "quick", RunSize("Quick", 40, 20, 2, "tiny"))
     res = class_queue.class_turn(students=3, max_jobs=2, threads=1)
     assert res["errors"] == [] and res["students"] == 3 and res["max_jobs"] == 2
     assert 0 < res["run_seconds_mean"] <= res["run_seconds_max"] <= 60 * res["minutes_until_last"]
     assert 0 <= res["accuracy_mean"] <= 1
+
+
+def test_run_async_works_inside_a_running_event_loop_and_re_raises():
+    """The server tests drive websockets with asyncio after the browser tests started Playwright's
+    sync API, whose event loop runs in the main thread: run_async must work there too."""
+    import asyncio
+
+    from benchmarks.server import run_async
+
+    async def answer():
+        await asyncio.sleep(0)
+        return 42
+
+    async def fails():
+        raise ValueError("from the coroutine")
+
+    async def inside_a_loop():
+        refused = answer()
+        with pytest.raises(RuntimeError):
+            asyncio.run(refused)  # what the tests did before
+        refused.close()
+        assert run_async(answer()) == 42
+        with pytest.raises(ValueError, match="from the coroutine"):
+            run_async(fails())
+
+    failed: list[BaseException] = []
+
+    def in_a_thread():  # a loop of its own: the main thread's may already run one (Playwright's)
+        try:
+            asyncio.run(inside_a_loop())
+        except BaseException as e:  # noqa: BLE001 - re-raised below
+            failed.append(e)
+
+    t = threading.Thread(target=in_a_thread)
+    t.start()
+    t.join()
+    if failed:
+        raise failed[0]

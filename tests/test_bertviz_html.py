@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from app import bertviz_html as bv
+from app.bertviz import views as bv
+from app.bertviz.assets import bertviz_js
 
 # all-MiniLM-L6-v2's dimensions: 6 layers, 12 heads, head size 32
 L, H, D = 6, 12, 32
@@ -113,7 +114,7 @@ def test_no_network_reference_and_libraries_inlined(views16):
         assert not any("src" in attrs or "href" in attrs for _, attrs in tags)
         for cdn in ("cdnjs", "cloudflare", "jsdelivr", "unpkg", "googleapis", "require.min.js", "require.config"):
             assert cdn not in html, cdn
-        assert "https://" not in re.sub(r"//[^\n]*|/\*.*?\*/", "", bv._bertviz_js(v.kind + "_view"), flags=re.S)
+        assert "https://" not in re.sub(r"//[^\n]*|/\*.*?\*/", "", bertviz_js(v.kind + "_view"), flags=re.S)
         assert "d3js.org v5.7.0" in html  # d3 inlined
         assert "jQuery v3.7.1" in html  # jQuery inlined
         assert "window.require = window.requirejs" in html  # our require.js stand-in

@@ -1,26 +1,35 @@
-"""The class board (app/board.py, pages/board.py): the SQLite store in a temporary cache folder,
-its limits, and the page drawing a hostile nickname escaped."""
+"""The class board (app/board/, pages/board.py) on each store (SQLite in a temporary cache folder,
+PostgreSQL on the test set-up's server: the `board` fixture, conftest.py): its limits, a restart,
+expiry, live runs, and the page drawing a hostile nickname escaped. Two replicas and the database
+going down: test_board_replicas.py."""
 
-import importlib
 import json
 import time
 from pathlib import Path
 
 import pytest
 
-from app import board
-from bert.finetune import FinetuneArgs
+from app.board import store
+from app.board import summary as board_summary
+from app.board.server import JOINED
+from app.board.store import BoardError, SqliteStore
+from app.ui.formatting import md_escape
+from bert.train.finetune_args import FinetuneArgs
 from tests.helpers import finetune_done, finetune_eval, finetune_start, finetune_step
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = "<img src=x onerror=a(1)>"  # 24 characters: the longest a nickname may be
 DAY = 24 * 3600
+TEACHER_KEY = "correct horse battery"
+SQLITE_ONLY = pytest.mark.parametrize("board", ["sqlite"], indirect=True)  # slow page tests: the default store
 
 
-@pytest.fixture()
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("BERT_EXPLORER_CACHE", str(tmp_path))
-    return tmp_path
+_runs = iter(range(10**6))
+
+
+def post(board, code, nick, summary, student=None, **kw):
+    """board.post with a fresh run code; the student is the nickname's unless given."""
+    return board.post(code, nick, summary, run_code=f"R{next(_runs):05d}", student=student or f"browser:{nick}", **kw)
 
 
 def run_summary(acc=0.8, lr=2e-4, pooling="mean", batch=16):
@@ -38,52 +47,52 @@ def run_summary(acc=0.8, lr=2e-4, pooling="mean", batch=16):
     }
 
 
-def test_round_trip_and_restart(cache):
+def test_round_trip_and_restart(board, replica, tmp_path, monkeypatch):
     code, key = board.new_board()
     assert len(code) == 6 and code.isalnum() and code.isupper() and key
-    assert (cache / "board" / "board.sqlite").is_file()
-    eid = board.post(code.lower() + " ", "Ada", run_summary())
+    assert (tmp_path / "board" / "board.sqlite").is_file() == isinstance(board, SqliteStore)
+    eid = post(board, code.lower() + " ", "Ada", run_summary())
     (e,) = board.entries(code)
     assert e["id"] == eid and e["nickname"] == "Ada" and e["accuracy"] == 0.8 and e["pooling"] == "mean"
     assert e["val_accuracy"] == [[5, pytest.approx(0.7)], [10, 0.8]] and e["batch_size"] == 16
-    again = importlib.reload(board)  # a "restart": a new module, new connections, same file
-    assert again.entries(code) == [e]
+    monkeypatch.setattr(store, "_read", type(store._read)())  # a "restart": nothing read yet,
+    assert replica.entries(code) == [e]  # new connections, same database
 
 
-def test_refusals(cache):
+def test_refusals(board):
     code, key = board.new_board()
-    with pytest.raises(board.BoardError, match="no board"):
-        board.post("ZZZZZZ" if code != "ZZZZZZ" else "YYYYYY", "Ada", run_summary())
-    with pytest.raises(board.BoardError, match="6 letters"):
+    with pytest.raises(BoardError, match="no board"):
+        post(board, "ZZZZZZ" if code != "ZZZZZZ" else "YYYYYY", "Ada", run_summary())
+    with pytest.raises(BoardError, match="6 letters"):
         board.entries("../x")
     for bad in ("", "   ", "x" * 25, "a\nb", "<img src=x onerror=alert(1)>", "<b>" * 3_500):  # 10 kB: refused
-        with pytest.raises(board.BoardError):
-            board.post(code, bad, run_summary())
-    board.post(code, "x" * 24, run_summary())
-    with pytest.raises(board.BoardError, match="teacher key"):
+        with pytest.raises(BoardError):
+            post(board, code, bad, run_summary())
+    post(board, code, "x" * 24, run_summary())
+    with pytest.raises(BoardError, match="teacher key"):
         board.clear(code, "wrong")
     assert board.clear(code, key) == 1 and board.entries(code) == []
 
 
-def test_max_entries_and_bounded_curves(cache, monkeypatch):
-    monkeypatch.setattr(board, "MAX_ENTRIES", 3)
+def test_max_entries_and_bounded_curves(board, monkeypatch):
+    monkeypatch.setattr(store, "MAX_ENTRIES", 3)
     code, _ = board.new_board()
     long = {**run_summary(), "val_accuracy": [(i, 0.5) for i in range(5000)], "pooling": "p" * 1000, "texts": ["t"]}
     for i in range(3):
-        board.post(code, f"s{i}", long)
-    with pytest.raises(board.BoardError, match="full"):
-        board.post(code, "s4", run_summary())
+        post(board, code, f"s{i}", long)
+    with pytest.raises(BoardError, match="full"):
+        post(board, code, "s4", run_summary())
     e = board.entries(code)[0]
-    assert len(e["val_accuracy"]) == board.MAX_POINTS and e["val_accuracy"][-1][0] == 4999
-    assert len(e["pooling"]) == board.TEXT_CHARS and "texts" not in e
+    assert len(e["val_accuracy"]) == board_summary.MAX_POINTS and e["val_accuracy"][-1][0] == 4999
+    assert len(e["pooling"]) == board_summary.TEXT_CHARS and "texts" not in e
 
 
-def test_expiry_after_a_day(cache):
+def test_expiry_after_a_day(board):
     t0 = time.time()
     old, _ = board.new_board(now=t0 - DAY - 60)
     code, _ = board.new_board(now=t0 - 3600)
-    board.post(code, "early", run_summary(), now=t0 - 3600)
-    board.post(code, "late", run_summary(), now=t0)
+    post(board, code, "early", run_summary(), now=t0 - 3600)
+    post(board, code, "late", run_summary(), now=t0)
     assert not board.exists(old, now=t0)
     assert [e["nickname"] for e in board.entries(code, now=t0)] == ["early", "late"]
     board.expire(now=t0 - 3600 + DAY + 1)
@@ -105,10 +114,10 @@ def test_summary_of_never_holds_texts():
         + [finetune_step(s, loss=1 / s) for s in range(1, 500)]
         + [finetune_eval(10, accuracy=0.8), finetune_eval(20, accuracy=0.9)],
     }
-    s = board.summary_of(res)
+    s = board_summary.summary_of(res)
     assert secret not in json.dumps(s)
     assert s["dataset"] == "reviews.csv" and s["accuracy"] == 0.9 and s["pooling"] == "cls" and s["lr"] == 1e-3
-    assert s["val_accuracy"] == [[10, 0.8], [20, 0.9]] and len(s["train_loss"]) == board.MAX_POINTS
+    assert s["val_accuracy"] == [[10, 0.8], [20, 0.9]] and len(s["train_loss"]) == board_summary.MAX_POINTS
 
 
 def test_what_the_best_share():
@@ -119,23 +128,23 @@ def test_what_the_best_share():
         {"nickname": "d", **run_summary(0.5, lr=1e-5, pooling="cls", batch=16)},
         {"nickname": "e", **run_summary(), "accuracy": None},
     ]
-    share = board.what_the_best_share(runs)
+    share = board_summary.what_the_best_share(runs)
     assert "pooling: mean" in share and "learning rate: 0.0002" in share
     assert not any(s.startswith("batch size") for s in share)
-    assert board.what_the_best_share(runs[:1]) == []
+    assert board_summary.what_the_best_share(runs[:1]) == []
 
 
-def test_page_draws_a_hostile_nickname_escaped(cache, monkeypatch):
+def test_page_draws_a_hostile_nickname_escaped(board, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
     code, _ = board.new_board()
-    board.post(code, HOSTILE, run_summary())
-    board.post(code, "Bo", run_summary(0.7))
+    post(board, code, HOSTILE, run_summary())
+    post(board, code, "Bo", run_summary(0.7))
     assert board.entries(code)[0]["nickname"] == HOSTILE  # stored verbatim
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
     at.run()
-    at.session_state[board.JOINED] = code
+    at.session_state[JOINED] = code
     at.switch_page("pages/board.py").run()
     assert not at.exception, [e.value for e in at.exception]
     shown = [m.value for m in at.markdown] + [c.value for c in at.caption] + [s.value for s in at.subheader]
@@ -148,14 +157,17 @@ def test_page_draws_a_hostile_nickname_escaped(cache, monkeypatch):
     assert HOSTILE not in spec and "&lt;img" in spec
 
 
-def test_post_button_on_the_finetuning_results(cache, monkeypatch):
+@pytest.mark.slow
+@SQLITE_ONLY
+def test_post_button_on_the_finetuning_results(board, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     from app import state
-    from app import train_state as ts
-    from tests.test_training_pages import _finished_result
+    from app.training import state as ts
+    from tests.helpers import finished_result
 
-    base, res = _finished_result()
+    base, res = finished_result()
+    res["code"] = "ABCDEF"  # as a run saved under its run code has
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
     at.run()
     at.session_state[state.USER_MODELS]["tiny"] = base
@@ -165,7 +177,7 @@ def test_post_button_on_the_finetuning_results(cache, monkeypatch):
     assert not at.exception and not [t for t in at.text_input if t.key == "ft_board_nick"]  # the board is off
     monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
     code, _ = board.new_board()
-    at.session_state[board.JOINED] = code
+    at.session_state[JOINED] = code
     at.run()
     at.button(key=f"ft_board_post_{res['job_id']}").click().run()
     assert [e.value for e in at.error] == ["Type a nickname to post under\\."]
@@ -174,11 +186,16 @@ def test_post_button_on_the_finetuning_results(cache, monkeypatch):
     assert not at.exception and any("Posted to board" in s.value for s in at.success)
     (e,) = board.entries(code)
     assert e["nickname"] == "Ada" and e["pooling"] == "mean" and e["accuracy"] == res["report"]["accuracy"]
+    at.button(key=f"ft_board_post_{res['job_id']}").click().run()  # the same run again: once is enough
+    assert any("posted once" in e.value for e in at.error) and len(board.entries(code)) == 1
 
 
-def test_page_start_join_and_clear(cache, monkeypatch):
+@pytest.mark.slow
+@SQLITE_ONLY
+def test_page_start_join_and_clear(board, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
+    monkeypatch.setenv("BERT_EXPLORER_TEACHER_KEY", TEACHER_KEY)
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
     at.run()
     with pytest.raises(ValueError, match="Could not find a navigation page"):
@@ -188,12 +205,14 @@ def test_page_start_join_and_clear(cache, monkeypatch):
     at.switch_page("pages/board.py").run()
     at.text_input(key="board_join_code").input("nope").run()
     at.button(key="board_join").click().run()
-    assert "6 letters" in at.error[0].value and board.JOINED not in at.session_state
+    assert "6 letters" in at.error[0].value and JOINED not in at.session_state
+    at.text_input(key="teacher_key_typed").input(TEACHER_KEY).run()
+    at.button(key="teacher_unlock").click().run()
     at.button(key="board_start").click().run()
-    code = at.session_state[board.JOINED]
+    code = at.session_state[JOINED]
     assert not at.exception and code in at.success[0].value and board.exists(code)
     key = next(c.value for c in at.code if len(c.value) == 16)  # token_urlsafe(12)
-    board.post(code, "Ada", run_summary())
+    post(board, code, "Ada", run_summary())
     at.text_input(key="board_clear_key").input("wrong").run()
     at.button(key="board_clear").click().run()
     assert "teacher key" in at.error[0].value and len(board.entries(code)) == 1
@@ -203,52 +222,54 @@ def test_page_start_join_and_clear(cache, monkeypatch):
     assert not any(c.value == key for c in at.code)  # the key was shown once
 
 
-def test_live_runs_store_limits_and_expiry(cache):
+def test_live_runs_store_limits_and_expiry(board):
     code, key = board.new_board()
     t0 = 1_000_000.0
-    ids = [board.go_live(code, f"s{i}", now=t0) for i in range(board.MAX_LIVE)]
-    with pytest.raises(board.BoardError, match="live on board"):
-        board.go_live(code, "one more", now=t0)
+    ids = [board.go_live(code, f"s{i}", student=f"b{i}", now=t0) for i in range(store.MAX_LIVE)]
+    with pytest.raises(BoardError, match="live on board"):
+        board.go_live(code, "one more", student="b9", now=t0)
     assert board.update_live(code, ids[0], "running", 0.4, "Step 4 of 10", run_summary(), now=t0 + 1)
     assert board.update_live(code, ids[1], "done", 7, "x" * 999, run_summary(acc=0.9), now=t0 + 1)
     runs = {r["id"]: r for r in board.live_runs(code, now=t0 + 2)}
     assert runs[ids[0]]["state"] == "running" and runs[ids[0]]["progress"] == 0.4
     assert runs[ids[0]]["val_accuracy"] == [[5, pytest.approx(0.7)], [10, 0.8]]
-    assert runs[ids[1]]["progress"] == 1.0 and len(runs[ids[1]]["line"]) == board.LINE_CHARS
+    assert runs[ids[1]]["progress"] == 1.0 and len(runs[ids[1]]["line"]) == store.LINE_CHARS
     assert runs[ids[2]]["state"] == "queued"
-    board.go_live(code, "next", now=t0 + 2)  # one finished: a slot is free again
-    later = t0 + board.LIVE_STALE_S + 10  # not heard from for a minute: lost, and its slot is free
+    board.go_live(code, "next", student="b1", now=t0 + 2)  # one finished: a slot is free again
+    later = t0 + store.LIVE_STALE_S + 10  # not heard from for a minute: lost, and its slot is free
     assert {r["state"] for r in board.live_runs(code, now=later) if r["id"] != ids[1]} == {"lost"}
-    board.go_live(code, "after", now=later)
-    assert board.live_runs(code, now=t0 + board.LIVE_KEEP_S + 20)[0]["nickname"] == "after"  # the rest expired
+    board.go_live(code, "after", student="b0", now=later)
+    assert board.live_runs(code, now=t0 + store.LIVE_KEEP_S + 20)[0]["nickname"] == "after"  # the rest expired
     board.clear(code, key)
     assert board.live_runs(code, now=later) == []
     assert not board.update_live(code, ids[0], "running", 0.5, "", run_summary(), now=later)  # cleared: gone
 
 
-def test_a_run_shown_live_from_the_finetuning_page(cache, monkeypatch):
+@pytest.mark.slow
+@SQLITE_ONLY
+def test_a_run_shown_live_from_the_finetuning_page(board, monkeypatch):
     """A student shows a running fine-tuning job live; the board's live section draws it with its
     nickname escaped, and its last state (stopped) is written when the job ends."""
     from streamlit.testing.v1 import AppTest
 
-    from app import board_view
-    from app import train_state as ts
-    from app import training as tr
-    from bert.events import FinetuneEval, of_type
-    from bert.labelled import stratified_split
-    from tests.helpers import tiny_bundle
-    from tests.test_training_pages import fast_args, tiny_data
+    from app.board import finetune_widgets
+    from app.jobs.local import manager
+    from app.jobs.spec import FINETUNE
+    from app.training import state as ts
+    from bert.data.labelled import stratified_split
+    from bert.train.events import FinetuneEval, of_type
+    from tests.helpers import fast_args, finetune_fn, tiny_bundle, tiny_data
 
     monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
     code, _ = board.new_board()
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
     at.run()
-    at.session_state[board.JOINED] = code
+    at.session_state[JOINED] = code
     at.switch_page("pages/finetune.py").run()
     train, valid = stratified_split(tiny_data(80), 0.25, seed=0)
-    jm = tr.manager()
-    fn = tr.finetune_job(tiny_bundle(), train, valid, fast_args(epochs=500, eval_every=2, name="live"))
-    job, _ = jm.submit_for(at.session_state[ts.OWNER], tr.FINETUNE, fn, "live")
+    jm = manager()
+    fn = finetune_fn(tiny_bundle(), train, valid, fast_args(epochs=500, eval_every=2, name="live"))
+    job, _ = jm.submit_for(at.session_state[ts.OWNER], FINETUNE, fn, "live")
     job.info = {"base_name": "tiny", "args": fast_args(epochs=500), "code": "ABCDEF"}  # as start does
     try:
         at.session_state[ts.FT_JOB] = job.id
@@ -256,7 +277,7 @@ def test_a_run_shown_live_from_the_finetuning_page(cache, monkeypatch):
         while len(of_type(job.metrics, FinetuneEval)) < 2 and time.time() < deadline:
             at.run()
             time.sleep(0.3)
-        at.text_input(key=board_view.LIVE_NICK).input(HOSTILE).run()
+        at.text_input(key=finetune_widgets.LIVE_NICK).input(HOSTILE).run()
         at.button(key="ft_board_go_live").click().run()
         assert not at.exception and any("live on board" in s.value for s in at.success)
         (r,) = board.live_runs(code)
@@ -264,10 +285,10 @@ def test_a_run_shown_live_from_the_finetuning_page(cache, monkeypatch):
         assert r["base_model"] == "tiny" and r["pooling"] == "mean" and "Step" in r["line"]
         viewer = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)  # another student
         viewer.run()
-        viewer.session_state[board.JOINED] = code
+        viewer.session_state[JOINED] = code
         viewer.switch_page("pages/board.py").run()
         assert not viewer.exception and any(m.value == "Live now" for m in viewer.subheader)
-        assert any("&lt;img" in m.value or "\\<img" in m.value for m in viewer.markdown), "nickname escaped"
+        assert any(md_escape(HOSTILE) in m.value for m in viewer.markdown), "nickname escaped"
         spec = next(e for e in viewer.main if getattr(e, "type", "") == "plotly_chart").proto.spec
         assert HOSTILE not in spec and "&lt;img" in spec
     finally:

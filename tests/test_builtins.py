@@ -9,10 +9,16 @@ import torch
 from safetensors import safe_open
 
 import bert
-from app.helpers import mlm_untrained, nsp_untrained
-from bert.builtins import describe_builtin, what_it_read
-from bert.checkpoint import ASSETS, BUILTINS, available_builtins, minilm_package_dir
-from bert.sizes import parameter_breakdown
+from app.ui.formatting import mlm_untrained, nsp_untrained
+from bert.checkpoint.builtins import (
+    ASSETS,
+    BUILTINS,
+    available_builtins,
+    describe_builtin,
+    minilm_package_dir,
+    what_it_read,
+)
+from bert.checkpoint.sizes import parameter_breakdown
 
 SHIPPED = [n for n in BUILTINS if (ASSETS / n / "model.safetensors").is_file()]
 
@@ -25,6 +31,7 @@ def test_every_builtin_listed_is_loadable_and_described():
         assert BUILTINS[name]
 
 
+@pytest.mark.slow
 def test_the_published_encoder_is_the_package_file_with_untrained_heads():
     b = bert.load("all-minilm-l6-v2")
     assert b.name == "all-minilm-l6-v2"
@@ -37,6 +44,7 @@ def test_the_published_encoder_is_the_package_file_with_untrained_heads():
     assert torch.equal(ours, published.float())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SHIPPED)
 def test_a_shipped_builtin_has_trained_heads_a_card_and_fits_the_size_limit(name):
     folder = ASSETS / name
@@ -62,6 +70,7 @@ EVERYDAY = [
 ]  # meaning: minilm-l6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SHIPPED)
 def test_a_shipped_builtin_predicts_everyday_masked_words(name):
     b = bert.load(name)
@@ -74,6 +83,7 @@ def test_a_shipped_builtin_predicts_everyday_masked_words(name):
         assert word in top, (text, top)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", BUILTINS)
 def test_a_builtin_described_without_loading_says_what_it_says_loaded(name):
     """The sidebar and Home show a shipped built-in from its files (no torch, no weights): the

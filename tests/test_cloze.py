@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bert import cloze
+from bert.data import cloze
 from bert.errors import DataError
 
 
@@ -37,7 +37,7 @@ def test_scoring_skips_punctuation_pieces_and_specials(monkeypatch):
     def fake_topk(bundle, text, k):
         return SimpleNamespace(top_tokens=[tops[text]])
 
-    monkeypatch.setattr("bert.analysis.mlm_topk", fake_topk)
+    monkeypatch.setattr("bert.analysis.mlm.mlm_topk", fake_topk)
     bundle = SimpleNamespace(tokenizer=SimpleNamespace())
     r = cloze.evaluate_cloze(bundle, items)
     assert r.top1 == pytest.approx(1 / 3) and r.top5 == pytest.approx(2 / 3)

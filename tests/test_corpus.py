@@ -8,19 +8,13 @@ import subprocess
 
 import pytest
 
-from bert.corpus import (
-    Corpus,
-    CorpusError,
-    bert_cache_dir,
-    corpus_from_text,
-    detokenize_brown_line,
-    fetch,
-    load_corpus,
-    merge_corpora,
-    split_sentences,
-    strip_wiki_markup,
-    wiki,
-)
+from bert.data.corpus import fetch, wiki
+from bert.data.corpus.base import Corpus, CorpusError, corpus_from_text, merge_corpora
+from bert.data.corpus.brown import detokenize_brown_line
+from bert.data.corpus.fetch import bert_cache_dir
+from bert.data.corpus.registry import load_corpus
+from bert.data.corpus.sentences import split_sentences
+from bert.data.corpus.wiki import strip_wiki_markup
 
 SPLIT_CASES = [
     ("Mr. Smith went to Washington. He arrived on Monday.", ["Mr. Smith went to Washington.", "He arrived on Monday."]),
@@ -173,6 +167,7 @@ def test_fetch_failure_names_the_command(monkeypatch, tmp_path):
 # ---------------------------------------------------------------- the real corpora (fetched once)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name,docs,min_sents", [("wiki", (95, 115), 15_000), ("brown", (500, 500), 57_000), ("bbc", (2225, 2225), 40_000)]
 )

@@ -5,8 +5,8 @@ import tarfile
 
 import pytest
 
-from bert.corpus import CORPORA, LEGACY_GROUP, load_corpus, split_corpora
-from bert.corpus import debian as deb
+from bert.data.corpus import debian as deb
+from bert.data.corpus.registry import CORPORA, LEGACY_GROUP, load_corpus, split_corpora
 from bert.errors import DataError
 
 

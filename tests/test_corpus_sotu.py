@@ -5,8 +5,9 @@ import tarfile
 
 import pytest
 
-from bert.corpus import CORPORA, CorpusError, load_corpus, split_corpora
-from bert.corpus.sotu import clean_sotu, parse_sotu
+from bert.data.corpus.base import CorpusError
+from bert.data.corpus.registry import CORPORA, load_corpus, split_corpora
+from bert.data.corpus.sotu import clean_sotu, parse_sotu
 
 
 def _make_tgz(tmp_path, files: dict[str, str]):

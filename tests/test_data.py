@@ -5,22 +5,19 @@ import random
 import pytest
 import torch
 
-from bert.corpus import Corpus
-from bert.data import (
-    IGNORE_INDEX,
+from bert.data.corpus.base import Corpus
+from bert.train.batching import bucket_batches
+from bert.train.examples import (
     IS_NEXT,
     NOT_NEXT,
     Example,
-    MLMMasker,
     PretrainingDataset,
-    bucket_batches,
     collate,
     create_nsp_pairs,
-    mask_tokens,
-    special_token_ids,
     tokenize_corpus,
     truncate_seq_pair,
 )
+from bert.train.masking import IGNORE_INDEX, MLMMasker, mask_tokens, special_token_ids
 
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
 SPECIAL = [PAD, UNK, CLS, SEP, MASK]
@@ -68,6 +65,7 @@ def _random_batch(n=4000, t=48, vocab=1000, seed=0):
     return ids, att
 
 
+@pytest.mark.slow
 def test_masking_statistics_80_10_10():
     vocab = 1000
     ids, att = _random_batch(vocab=vocab)
@@ -157,6 +155,7 @@ def _where(tok):
     return (tok - 1000) // 1_000_000, (tok - 1000) % 1_000_000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_len", [32, 128])
 def test_nsp_pairs_structure_and_balance(max_len):
     docs = _synthetic_docs()
@@ -249,6 +248,7 @@ def test_bucket_batches():
     assert all(len(b) == 32 for b in bucket_batches(lengths, 32, drop_last=True))
 
 
+@pytest.mark.slow
 def test_pretraining_dataset_dynamic_deterministic_resumable_sharded():
     ds = PretrainingDataset(_synthetic_docs(100), cls_id=CLS, sep_id=SEP, max_seq_length=64, seed=7)
     vocab = 100 * 1_000_000 + 2000

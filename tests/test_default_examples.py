@@ -5,8 +5,8 @@ import pytest
 
 import bert
 from app import state
-from app.helpers import mask_words
-from bert.analysis import mlm_topk
+from app.ui.formatting import mask_words
+from bert.analysis.mlm import mlm_topk
 
 
 @pytest.fixture(scope="module")
@@ -14,6 +14,7 @@ def default_model():
     return bert.load(state.DEFAULT_MODEL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "text, answers",
     [

@@ -1,4 +1,4 @@
-"""bert/device.py and the `device` of PretrainArgs / FinetuneArgs: the names, the typed errors, and
+"""bert/train/device.py and the `device` of PretrainArgs / FinetuneArgs: the names, the typed errors, and
 on the CPU the very same numbers as before there was a choice."""
 
 import dataclasses
@@ -9,14 +9,14 @@ import torch
 
 import bert
 from bert import TrainingError, settings
-from bert import device as dv
 from bert.__main__ import main
-from bert.finetune import FinetuneArgs, finetune
-from bert.labelled import stratified_split
-from bert.pretrain import PretrainArgs, pretrain
-from tests.test_finetune import FAST, synthetic
-from tests.test_finetune import tiny_bundle as tiny_classifier_base
-from tests.test_pretrain import args_for, tiny_bundle, tiny_cli_argv, tiny_corpus
+from bert.data.labelled import stratified_split
+from bert.train import device as dv
+from bert.train.finetune import finetune
+from bert.train.finetune_args import FinetuneArgs
+from bert.train.pretrain import PretrainArgs, pretrain
+from tests.helpers import FAST_FINETUNE as FAST
+from tests.helpers import pretrain_args, synthetic, tiny_bundle, tiny_cli_argv, tiny_corpus, tiny_pretrain_bundle
 
 NO_CUDA = not torch.cuda.is_available()
 NO_MPS = not dv.mps_available()
@@ -64,7 +64,7 @@ def test_unavailable_device_fails_before_any_work(tmp_path):
         FinetuneArgs(data="x", device="cuda").check()
     out = tmp_path / "never"
     with pytest.raises(TrainingError, match="no CUDA GPU"):
-        next(pretrain(args_for(out, device="cuda"), bundle=tiny_bundle(), corpus=tiny_corpus()))
+        next(pretrain(pretrain_args(out, device="cuda"), bundle=tiny_pretrain_bundle(), corpus=tiny_corpus()))
     assert not out.exists()
 
 
@@ -73,7 +73,11 @@ def test_unavailable_device_fails_before_any_work(tmp_path):
 
 def _pretrain_numbers(out, **kw):
     events = list(
-        pretrain(args_for(out, steps=3, log_every=1, eval_every=3, **kw), bundle=tiny_bundle(), corpus=tiny_corpus())
+        pretrain(
+            pretrain_args(out, steps=3, log_every=1, eval_every=3, **kw),
+            bundle=tiny_pretrain_bundle(),
+            corpus=tiny_corpus(),
+        )
     )
     keep = ("mlm_loss", "mlm_acc", "nsp_loss", "nsp_acc", "grad_norm", "lr", "mlm_top1", "probe")
     numbers = [(e.event, {k: v for k, v in e.to_dict().items() if k in keep}) for e in events]
@@ -81,6 +85,7 @@ def _pretrain_numbers(out, **kw):
     return numbers, weights
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not AUTO_IS_CPU, reason="auto is not the CPU here")
 def test_three_pretraining_steps_on_cpu_equal_the_default(tmp_path):
     default, w_default = _pretrain_numbers(tmp_path / "default")
@@ -94,7 +99,7 @@ def _finetune_numbers(**kw):
     train, valid = stratified_split(synthetic(80), 0.25, seed=0)
     args = FinetuneArgs(data="synthetic", **{**FAST, **kw})
     train = train.subset(list(range(48)))  # 3 steps of 16
-    events = list(finetune(tiny_classifier_base(), train, valid, args))
+    events = list(finetune(tiny_bundle(source="test"), train, valid, args))
     keep = ("loss", "loss_smooth", "lr", "grad_norm", "val_loss", "accuracy")
     numbers = [(e.event, {k: v for k, v in e.to_dict().items() if k in keep}) for e in events]
     return numbers, events[-1].bundle.model
@@ -114,7 +119,7 @@ def test_three_finetuning_steps_on_cpu_equal_the_default():
 
 
 def test_cpu_bundle_keeps_a_cpu_model_and_copies_another(monkeypatch, tmp_path):
-    b = tiny_bundle()
+    b = tiny_pretrain_bundle()
     assert dv.cpu_bundle(b) is b  # on the CPU: nothing copied
     # a model "elsewhere" (faked: this machine has only the CPU) is copied, its weights as they are
     monkeypatch.setattr(dv, "module_device", lambda model: torch.device("meta"))
@@ -163,12 +168,12 @@ def test_cli_takes_a_device(tmp_path, capsys):
 
 
 def test_pages_pass_the_device_setting():
-    """BERT_EXPLORER_DEVICE reaches the args the two training pages build."""
+    """BERT_EXPLORER_DEVICE reaches the args the two training pages' Start buttons build."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    for page in ("pages/pretrain.py", "pages/finetune.py"):
-        assert 'device=settings.text("BERT_EXPLORER_DEVICE") or "auto"' in (root / page).read_text()
+    start = (root / "app/training/start.py").read_text()
+    assert start.count('device=settings.text("BERT_EXPLORER_DEVICE") or "auto"') == 2
     assert settings.SETTINGS["BERT_EXPLORER_DEVICE"].default == "auto"
 
 
@@ -177,6 +182,8 @@ def test_stop_before_the_first_step_with_a_device():
     train, valid = stratified_split(synthetic(40), 0.25, seed=0)
     stop = threading.Event()
     stop.set()
-    events = list(finetune(tiny_classifier_base(), train, valid, FinetuneArgs(data="s", device="cpu", **FAST), stop))
+    events = list(
+        finetune(tiny_bundle(source="test"), train, valid, FinetuneArgs(data="s", device="cpu", **FAST), stop)
+    )
     assert [e.event for e in events] == ["start", "eval", "done"] and events[-1].stopped
     assert dataclasses.asdict(FinetuneArgs(data="s"))["device"] == "auto"

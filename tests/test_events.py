@@ -1,4 +1,4 @@
-"""bert/events.py: the trainers' typed events, their dicts (the command line's JSON lines, saved
+"""bert/train/events.py: the trainers' typed events, their dicts (the command line's JSON lines, saved
 runs), and reading them back."""
 
 import dataclasses
@@ -8,15 +8,14 @@ import math
 import pytest
 
 import bert
-from bert import events as ev
 from bert.__main__ import main
-from bert.finetune import FinetuneArgs, finetune
-from bert.labelled import stratified_split
-from bert.pretrain import PretrainArgs
+from bert.data.labelled import stratified_split
+from bert.train import events as ev
+from bert.train.finetune import finetune
+from bert.train.finetune_args import FinetuneArgs
+from bert.train.pretrain import PretrainArgs
 from tests import helpers
-from tests.test_finetune import synthetic
-from tests.test_finetune import tiny_bundle as tiny_classifier_base
-from tests.test_pretrain import tiny_cli_argv
+from tests.helpers import synthetic, tiny_bundle, tiny_cli_argv
 
 # The keys each JSON line had when the trainers yielded dicts: they must not change.
 SCORES = "mlm_loss mlm_top1 mlm_top5 nsp_loss nsp_acc masked_tokens sequences baseline_top1"
@@ -99,6 +98,7 @@ def _keys_by_kind(lines):
     return out
 
 
+@pytest.mark.slow
 def test_pretrain_cli_lines_keep_their_keys(tmp_path, capsys):
     argv = tiny_cli_argv(tmp_path)
     assert main([*argv, "--device", "cpu", "--threads", "1"]) == 0
@@ -115,13 +115,13 @@ def test_pretrain_cli_lines_keep_their_keys(tmp_path, capsys):
 def test_finetune_events_and_cli_lines_keep_their_keys(tmp_path, capsys):
     train, valid = stratified_split(synthetic(60), 0.25, seed=0)
     args = FinetuneArgs(data="s", batch_size=16, max_length=32, threads=1, epochs=2, eval_every=2)
-    events = list(finetune(tiny_classifier_base(), train, valid, args))
+    events = list(finetune(tiny_bundle(source="test"), train, valid, args))
     got = _keys_by_kind([e.to_dict() for e in events])
     assert got == {k: FINETUNE_KEYS[k] for k in ("start", "train", "eval", "done")}
     assert set(ev.Error(message="m", step=3).to_dict()) - {"event"} == FINETUNE_KEYS["error"]
 
     ckpt, data = tmp_path / "tiny-model", synthetic(60, seed=1)
-    bert.save(tiny_classifier_base(), ckpt)
+    bert.save(tiny_bundle(source="test"), ckpt)
     rows = ["text;label"] + [f"{t};{data.classes[y]}" for t, y in zip(data.texts, data.labels)]
     (tmp_path / "d.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     argv = ["finetune", "--data", str(tmp_path / "d.csv"), "--checkpoint", str(ckpt), "--out", str(tmp_path / "o")]
@@ -136,7 +136,7 @@ def test_finetune_events_and_cli_lines_keep_their_keys(tmp_path, capsys):
 def test_saved_runs_keep_their_format_and_older_ones_still_open():
     """A run's record goes to run.json with its events as dicts (as before typed events) and comes
     back typed; a run.json written before (literal dicts) opens the same way."""
-    from app.training.runs import Report, Saved, loaded_record, run_record, stored_record
+    from app.jobs.run import Report, Saved, loaded_record, run_record, stored_record
 
     events = [helpers.finetune_start(2), helpers.finetune_step(1), helpers.finetune_eval(2, accuracy=0.75)]
     events += [helpers.finetune_done(2), Report(seconds=1.0, report={"accuracy": 0.75}), Saved(code="K7QX2M")]

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import bert
-from bert.checkpoint import minilm_package_dir
+from bert.checkpoint.builtins import minilm_package_dir
 from bert.model import BertForSequenceClassification
 from tests.helpers import tiny_config
 
@@ -40,6 +40,7 @@ def _predict_module(folder):
     return mod
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pooling", ["mean", "max", "cls"])
 def test_predict_py_reproduces_our_probabilities(tmp_path, pooling):
     bundle = _classifier(pooling)

@@ -1,7 +1,6 @@
-"""Fine-tuning (bert/finetune.py) on a tiny model and a synthetic "good"/"bad" task."""
+"""Fine-tuning (bert/train/finetune.py) on a tiny model and a synthetic "good"/"bad" task."""
 
 import json
-import random
 import threading
 
 import pytest
@@ -9,35 +8,22 @@ import torch
 
 import bert
 from bert import TrainingError
-from bert.events import FinetuneDone, FinetuneEval, FinetuneStart, FinetuneStep
-from bert.finetune import FinetuneArgs, build_classifier, evaluate_classifier, finetune
-from bert.labelled import LabelledData, stratified_split
+from bert.data.labelled import LabelledData, stratified_split
+from bert.train.events import FinetuneDone, FinetuneEval, FinetuneStart, FinetuneStep
+from bert.train.finetune import build_classifier, finetune
+from bert.train.finetune_args import FinetuneArgs
+from bert.train.finetune_eval import evaluate_classifier
 from tests import helpers
-from tests.helpers import REVIEW_WORDS, TINY_SIZES
+from tests.helpers import FAST_FINETUNE, REVIEW_WORDS, TINY_SIZES, synthetic
 
 WORDS = REVIEW_WORDS
 FILLER = WORDS[7:]
 TINY = dict(vocab_size=len(WORDS), **TINY_SIZES)
-FAST = dict(
-    threads=1, batch_size=16, lr=1e-3, head_lr_scale=10.0, warmup_ratio=0.1, log_every=1, freeze_embeddings=False
-)
+FAST = FAST_FINETUNE
 
 
-def tiny_bundle(seed=0):
+def base_bundle(seed=0):
     return helpers.tiny_bundle(seed, source="test")
-
-
-def synthetic(n=400, seed=0):
-    """Label = whether the text contains "good" (pos) or "bad" (neg), among filler words."""
-    r = random.Random(seed)
-    texts, labels = [], []
-    for i in range(n):
-        y = i % 2
-        ws = [r.choice(FILLER) for _ in range(r.randint(3, 12))]
-        ws.insert(r.randrange(len(ws) + 1), "good" if y else "bad")
-        texts.append(" ".join(ws) + f" {i}")  # unique texts; digits are [UNK]
-        labels.append(y)
-    return LabelledData(texts=texts, labels=labels, classes=["neg", "pos"], source="synthetic")
 
 
 def run(base, train, valid, stop=None, **kw):
@@ -50,7 +36,7 @@ def split():
 
 
 def test_classifier_copies_the_encoder_and_leaves_the_base_alone():
-    base = tiny_bundle()
+    base = base_bundle()
     clf = build_classifier(base, ["neg", "pos"], "mean")
     for k, v in base.model.bert.state_dict().items():
         assert torch.equal(v, clf.bert.state_dict()[k])
@@ -59,9 +45,10 @@ def test_classifier_copies_the_encoder_and_leaves_the_base_alone():
     assert clf.config.labels == ["neg", "pos"] and clf.pooling == "mean"
 
 
+@pytest.mark.slow
 def test_validation_accuracy_rises_and_base_is_untouched(split):
     train, valid = split
-    base = tiny_bundle()
+    base = base_bundle()
     before = {k: v.clone() for k, v in base.model.state_dict().items()}
     events = run(base, train, valid, epochs=6, eval_every=10)
     kinds = [e.event for e in events]
@@ -91,10 +78,11 @@ def test_validation_accuracy_rises_and_base_is_untouched(split):
     assert probs == sorted(probs, reverse=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pooling", ["cls", "max"])
 def test_other_poolings_and_freezing_run(split, pooling):
     train, valid = split
-    base = tiny_bundle()
+    base = base_bundle()
     events = run(base, train, valid, pooling=pooling, freeze_embeddings=True, freeze_layers=1)
     done = events[-1]
     assert isinstance(done, FinetuneDone) and done.bundle.model.pooling == pooling
@@ -109,7 +97,7 @@ def test_stop_ends_promptly_and_keeps_the_model(split):
     train, valid = split
     stop = threading.Event()
     events = []
-    for e in finetune(tiny_bundle(), train, valid, FinetuneArgs(data="s", epochs=50, **FAST), stop):
+    for e in finetune(base_bundle(), train, valid, FinetuneArgs(data="s", epochs=50, **FAST), stop):
         events.append(e)
         if isinstance(e, FinetuneStep) and e.step == 3:
             stop.set()
@@ -123,14 +111,14 @@ def test_stop_before_the_first_step():
     train, valid = stratified_split(synthetic(40), 0.25)
     stop = threading.Event()
     stop.set()
-    events = list(finetune(tiny_bundle(), train, valid, FinetuneArgs(data="s", **FAST), stop))
+    events = list(finetune(base_bundle(), train, valid, FinetuneArgs(data="s", **FAST), stop))
     assert isinstance(events[-1], FinetuneDone) and events[-1].step == 0 and events[-1].stopped
     assert events[-1].bundle.is_classifier
 
 
 def test_huge_learning_rate_stops_with_an_error_and_keeps_the_last_good_model(split):
     train, valid = split
-    events = run(tiny_bundle(), train, valid, lr=10.0, epochs=5, eval_every=50)
+    events = run(base_bundle(), train, valid, lr=10.0, epochs=5, eval_every=50)
     kinds = [e.event for e in events]
     assert "error" in kinds and kinds[-1] == "done"
     err = events[kinds.index("error")]
@@ -152,24 +140,25 @@ def test_bad_settings_are_refused(split):
         ({"batch_size": 0}, "batch size"),
     ]:
         with pytest.raises(TrainingError, match=msg):
-            run(tiny_bundle(), train, valid, **kw)
+            run(base_bundle(), train, valid, **kw)
     other = LabelledData(texts=["a", "b"], labels=[0, 1], classes=["x", "y"])
     with pytest.raises(TrainingError, match="classes"):
-        run(tiny_bundle(), train, other)
+        run(base_bundle(), train, other)
 
 
 def test_threads_setting_is_restored(split):
     train, valid = stratified_split(synthetic(40), 0.25)
     before = torch.get_num_threads()
-    run(tiny_bundle(), train, valid, threads=1)
+    run(base_bundle(), train, valid, threads=1)
     assert torch.get_num_threads() == before
 
 
+@pytest.mark.slow
 def test_cli_end_to_end(tmp_path, capsys):
     from bert.__main__ import main
 
     ckpt = tmp_path / "tiny-model"
-    bert.save(tiny_bundle(), ckpt)
+    bert.save(base_bundle(), ckpt)
     data = synthetic(300, seed=1)
     lines = ["review;sentiment"] + [f"{t};{data.classes[y]}" for t, y in zip(data.texts, data.labels)]
     csv_path = tmp_path / "reviews.csv"
@@ -217,7 +206,7 @@ def test_cli_with_validation_file_and_bad_data(tmp_path, capsys):
     from bert.__main__ import main
 
     ckpt = tmp_path / "tiny-model"
-    bert.save(tiny_bundle(), ckpt)
+    bert.save(base_bundle(), ckpt)
     data = synthetic(120, seed=2)
     rows = [{"text": t, "label": data.classes[y]} for t, y in zip(data.texts, data.labels)]
     (tmp_path / "train.jsonl").write_text("\n".join(json.dumps(r) for r in rows[:90]))
@@ -259,22 +248,22 @@ def test_cli_with_validation_file_and_bad_data(tmp_path, capsys):
 
 
 def test_layer_decay_and_encoder_dropout(split):
-    from bert.finetune_run import _lr_scales
+    from bert.train.finetune import lr_scales
 
     train, valid = split
-    events = run(tiny_bundle(), train, valid, layer_decay=0.5, encoder_dropout=0.0)
+    events = run(base_bundle(), train, valid, layer_decay=0.5, encoder_dropout=0.0)
     assert isinstance(events[-1], FinetuneDone) and events[-1].bundle.config.hidden_dropout_prob == 0.0
-    clf = build_classifier(tiny_bundle(), ["a", "b"])
-    scales = _lr_scales(clf, FinetuneArgs(data="x", layer_decay=0.5, head_lr_scale=10.0))
+    clf = build_classifier(base_bundle(), ["a", "b"])
+    scales = lr_scales(clf, FinetuneArgs(data="x", layer_decay=0.5, head_lr_scale=10.0))
     assert scales == {"bert.embeddings.": 0.25, "bert.layers.0.": 0.5, "bert.layers.1.": 1.0, "classifier.": 10.0}
 
 
 def test_on_step_sees_the_start_and_every_update_and_records_attention(split):
     """on_step(step, model) runs at step 0 (before any update) and after each optimizer step;
     an AttentionSnapshots recorder there keeps the probe's attention as it changes."""
-    from bert.attention_snapshots import AttentionSnapshots
+    from bert.train.attention_snapshots import AttentionSnapshots
 
-    base = tiny_bundle()
+    base = base_bundle()
     seen = []
     rec = AttentionSnapshots.for_tokenizer(base.tokenizer, "the film was good", every=4)
 
@@ -295,12 +284,13 @@ def test_on_step_sees_the_start_and_every_update_and_records_attention(split):
     assert change[0].max() == 0 and change[-1].mean() > 0  # the attention moved
 
 
+@pytest.mark.slow
 def test_mid_run_evaluations_score_a_sample_and_the_kept_model_is_scored_on_all(split):
     """eval_sample: the curve's mid-run points score a fixed sample (their size in the event), the
     run's last evaluation scores every text, the best is chosen on the sample, and the result's
     accuracy is the kept model's on every validation text."""
     train, valid = split
-    events = run(tiny_bundle(), train, valid, epochs=3, eval_every=3, eval_sample=30)
+    events = run(base_bundle(), train, valid, epochs=3, eval_every=3, eval_sample=30)
     evals = [e for e in events if isinstance(e, FinetuneEval)]
     assert len(evals) >= 8
     assert {e.texts for e in evals[:-1]} == {30} and evals[-1].texts is None
@@ -310,15 +300,16 @@ def test_mid_run_evaluations_score_a_sample_and_the_kept_model_is_scored_on_all(
     assert abs(full["accuracy"] - done.accuracy) < 1e-6
     best = max(evals[:-1], key=lambda e: e.accuracy)  # the sample's measure picks the step
     assert done.best_step in {best.step, evals[-1].step}
-    same = run(tiny_bundle(), train, valid, epochs=3, eval_every=3, eval_sample=30)
+    same = run(base_bundle(), train, valid, epochs=3, eval_every=3, eval_sample=30)
     assert [e.accuracy for e in same if isinstance(e, FinetuneEval)] == [e.accuracy for e in evals]
     given = evaluate_classifier(done.bundle, valid, logits=done.valid_logits)  # the report reuses them
     assert done.valid_logits is not None and "valid_logits" not in done.to_dict()
     assert given["confusion"] == full["confusion"] and abs(given["accuracy"] - full["accuracy"]) < 1e-6
     with pytest.raises(TrainingError, match="eval_sample"):
-        run(tiny_bundle(), train, valid, eval_sample=-1)
+        run(base_bundle(), train, valid, eval_sample=-1)
 
 
+@pytest.mark.slow
 def test_runs_in_parallel_threads_give_what_each_gives_alone(split):
     """Dropout draws from a generator of the run's own thread: two runs at once (the app's jobs)
     give the same losses and accuracies as each alone."""
@@ -330,8 +321,8 @@ def test_runs_in_parallel_threads_give_what_each_gives_alone(split):
     # threads=None: neither run sets torch's (process-wide) thread count, which would change the
     # other's float sums when it restores its own at the end
     kw = dict(epochs=2, eval_every=10, encoder_dropout=0.1, dropout=0.3, threads=None)
-    alone = [losses(run(tiny_bundle(), train, valid, seed=s, **kw)) for s in (0, 1)]
-    together, bases = [None, None], [tiny_bundle(), tiny_bundle()]  # built here: they draw their weights
+    alone = [losses(run(base_bundle(), train, valid, seed=s, **kw)) for s in (0, 1)]
+    together, bases = [None, None], [base_bundle(), base_bundle()]  # built here: they draw their weights
 
     def job(i):
         together[i] = losses(run(bases[i], train, valid, seed=i, **kw))

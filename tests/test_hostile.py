@@ -64,6 +64,7 @@ def _invisible(ch: str) -> bool:
 # ---- 1. the tokenizer and the model ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_tokenizer_and_model(bundle, name):
     text = HOSTILE[name]
@@ -99,7 +100,7 @@ def test_tokenizer_and_model(bundle, name):
 
 def test_the_app_refuses_text_without_tokens(bundle):
     """Empty, blank and control-only input: an InputError with a message, not a model run."""
-    from bert.analysis import encode
+    from bert.analysis.common import encode
 
     for text in ("", "   ", "\x00\x01\u200b\u202e"):
         with pytest.raises(InputError, match="no tokens"):
@@ -107,7 +108,7 @@ def test_the_app_refuses_text_without_tokens(bundle):
 
 
 def test_mlm_on_a_hundred_masks_and_typed_specials(bundle):
-    from app.cache import mlm_predict
+    from app.analysis_cache import mlm_predict
 
     res = mlm_predict.__wrapped__("builtin:minilm-l6", HOSTILE["hundred-masks"], 5, bundle)
     assert len(res["predictions"]) == 100
@@ -161,6 +162,7 @@ def _masked(text: str) -> str:
     return text if not text.strip() else f"[MASK] {text}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_every_page(at, name):
     text = HOSTILE[name]
@@ -193,6 +195,7 @@ def test_every_page(at, name):
                 assert filled and filled[0].count("«") == n_masks, (where, filled[:1], n_masks)
 
 
+@pytest.mark.slow
 def test_sentence_b_hostile_too(at):
     """The same texts as sentence B of a pair (the NSP head and the pair views)."""
     at.session_state[state.TEXT_A] = "The weather was lovely."
@@ -206,6 +209,7 @@ def test_sentence_b_hostile_too(at):
     at.session_state[state.TEXT_B] = ""
 
 
+@pytest.mark.slow
 def test_attention_views_with_xss_and_long_text(at):
     """Every Attention view (plotly, walk-through table, bertviz) on the XSS strings and on
     10,000 words: no exception, no error box; bertviz says what it left out."""
@@ -228,7 +232,7 @@ def test_attention_views_with_xss_and_long_text(at):
 def test_table_downloads_escape_formulas():
     import pandas as pd
 
-    from app import training as tr
+    from app.ui.formatting import table_csv
 
     df = pd.DataFrame(
         {
@@ -237,7 +241,7 @@ def test_table_downloads_escape_formulas():
             "confidence": [0.9] * 5,
         }
     )
-    data = tr.table_csv(df)
+    data = table_csv(df)
     text = data.decode("utf-8-sig")
     rows = list(csv.reader(io.StringIO(text)))
     assert rows[0] == ["text", "true", "confidence"]
@@ -267,13 +271,14 @@ def test_server_config_for_a_class():
     assert cfg["client"]["showErrorDetails"] == "none"
 
 
+@pytest.mark.slow
 def test_results_offer_escaped_csv_downloads(at):
     """A finished fine-tuning result whose mistakes hold formulas: the page's download buttons
     are there (AppTest cannot click a download; table_csv is what they serve)."""
-    import tests.test_training_pages as ttp
-    from app import train_state as ts
+    from app.training import state as ts
+    from tests.helpers import finished_result
 
-    base, res = ttp._finished_result()
+    base, res = finished_result()
     res["report"]["mistakes"] = [{"text": "=cmd|' /C calc'!A0", "true": "pos", "predicted": "neg", "prob": 0.9}]
     at.session_state[state.USER_MODELS]["tiny"] = base
     at.session_state[state.USER_MODEL_IDS]["tiny"] = "session:tiny:t"
@@ -292,7 +297,7 @@ def test_results_offer_escaped_csv_downloads(at):
 
 
 def test_analysis_cache_is_bounded_by_bytes():
-    from app.cache import BudgetCache, nbytes
+    from app.analysis_cache import BudgetCache, nbytes
 
     c = BudgetCache(budget=10_000)
     big = np.zeros(1000, dtype=np.float32)  # 4,000 bytes
@@ -310,7 +315,7 @@ def test_analysis_cache_is_bounded_by_bytes():
 
 def test_long_analysis_is_counted(bundle):
     """A 512-token analysis of the default model is tens of MB: the budget counts it."""
-    from app.cache import _analyze, nbytes
+    from app.analysis_cache import _analyze, nbytes
 
     an = _analyze.__wrapped__("builtin:minilm-l6", LONG, None, bundle)
     size = nbytes(an)
@@ -325,23 +330,25 @@ def test_long_analysis_is_counted(bundle):
 def test_finished_jobs_give_memory_back(monkeypatch):
     """A fine-tuning job returns what it freed to the system when it ends (malloc_trim), so
     the next job in the queue does not stack on the last one's peak."""
-    import tests.test_training_pages as ttp
-    from app import training as tr
+    from app.server.memory import release_memory
+    from bert.data.labelled import stratified_split
+    from tests.helpers import fast_args, finetune_fn, run_fn, tiny_bundle, tiny_data
 
     calls = []
-    monkeypatch.setattr("app.training.runs.release_memory", lambda: calls.append(1))
-    base = ttp.tiny_bundle()
-    train, valid = ttp.stratified_split(ttp.tiny_data(80), 0.25, seed=0)
-    events = ttp.run_fn(tr.finetune_job(base, train, valid, ttp.fast_args(epochs=1)))
+    monkeypatch.setattr("app.jobs.run.release_memory", lambda: calls.append(1))
+    base = tiny_bundle()
+    train, valid = stratified_split(tiny_data(80), 0.25, seed=0)
+    events = run_fn(finetune_fn(base, train, valid, fast_args(epochs=1)))
     assert events[-1].event == "report" and calls == [1]
     monkeypatch.undo()
-    tr.release_memory()  # the real one: harmless anywhere
+    release_memory()  # the real one: harmless anywhere
 
 
+@pytest.mark.slow
 def test_a_one_layer_one_head_model_on_every_page():
     """The Pre-training page can make a 1-layer model with 1 head and the user can pick it: no
     page may fail on it (a slider from 1 to 1 is an error in Streamlit)."""
-    from bert.checkpoint import minilm_package_dir
+    from bert.checkpoint.builtins import minilm_package_dir
 
     tok = bert.Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
     cfg = bert.BertConfig(

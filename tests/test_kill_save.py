@@ -1,7 +1,7 @@
 """A real kill in the middle of a save: a child process saves a checkpoint in a loop and is
 SIGKILLed after a random 0-300 ms, 20 times. Each time the folder must load, whole (weights,
 config and card from the same save), and what the killed save left must not stay for ever: the
-next save removes it (bert.fileio.replace_dir).
+next save removes it (bert.data.atomic_files.replace_dir).
 
 The children are forked from a server process that has already imported bert (multiprocessing's
 forkserver), so each try costs milliseconds, not the 2 s of importing torch.
@@ -19,7 +19,7 @@ import torch
 
 import bert
 from bert.config import BertConfig
-from bert.fileio import leftovers, recover_dir, remove_stale_leftovers, replace_dir
+from bert.data.atomic_files import leftovers, recover_dir, remove_stale_leftovers, replace_dir
 from bert.model import BertForPreTraining
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(27)]
@@ -73,6 +73,7 @@ def one_thread():
     torch.set_num_threads(before)
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_never_breaks_the_checkpoint(tmp_path, one_thread):
     folder = tmp_path / "ckpt"
     bert.save(bundle(0), folder)  # the previous checkpoint
@@ -116,7 +117,7 @@ def test_leftovers_of_a_folder_saved_no_more_go_on_the_timer(tmp_path):
 def test_without_rename_exchange_a_kill_between_the_renames_is_recovered(tmp_path, monkeypatch):
     """Where renameat2 is missing the swap is two renames; killed between them, only .a.old is
     left: the next save (or the cleanup, or recover_dir) puts it back before anything else."""
-    import bert.fileio as fileio
+    import bert.data.atomic_files as fileio
 
     monkeypatch.setattr(fileio, "_exchange", lambda a, b: False)
     folder = tmp_path / "a"
@@ -136,7 +137,7 @@ def test_without_rename_exchange_a_kill_between_the_renames_is_recovered(tmp_pat
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_rename_exchange_is_used_here(tmp_path):
-    from bert.fileio import _exchange
+    from bert.data.atomic_files import _exchange
 
     (tmp_path / "x").mkdir()
     (tmp_path / "y").mkdir()

@@ -1,4 +1,4 @@
-"""The labelled-data reader (bert/labelled.py): formats, encodings, and every bad input with its message."""
+"""The labelled-data reader (bert/data/labelled.py): formats, encodings, and every bad input with its message."""
 
 import csv
 import io
@@ -8,7 +8,7 @@ import random
 import pytest
 
 from bert import DataError
-from bert.labelled import (
+from bert.data.labelled import (
     LabelledData,
     read_labelled,
     read_labelled_file,
@@ -256,6 +256,7 @@ def test_validation_file_must_use_training_classes():
 # ---- size cap -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_200k_rows_capped_by_stratified_sample():
     rows = [f"review number {i} is {'good' if i % 4 else 'bad'},{'pos' if i % 4 else 'neg'}" for i in range(200_000)]
     d = read("text,label\n" + "\n".join(rows) + "\n")
@@ -343,7 +344,7 @@ def test_to_safe_csv_escapes_formulas():
 
 
 def test_repair_tweet():
-    from bert.datasets import repair_tweet
+    from bert.data.datasets import repair_tweet
 
     t, changed = repair_tweet("I donÕ¢_\x8aÎ_\x86¢t want it Õ¢_\x8aÎ\x81Ð@cnn: newsÕ¢_\x8aÎë\x9d _ôÖ_")
     assert changed and t == "I don't want it \u201c@cnn: news\u201d"
@@ -351,11 +352,11 @@ def test_repair_tweet():
 
 
 def test_builtin_datasets_when_cached():
-    from bert.datasets import DATASETS, _paths, load_dataset
+    from bert.data.datasets import DATASETS, _paths, load_dataset
 
     for name in DATASETS:
         if not _paths(name)[0].is_file():
-            pytest.skip("built-in data sets not fetched (python -m bert.datasets)")
+            pytest.skip("built-in data sets not fetched (python -m bert.data.datasets)")
     rt = load_dataset("rotten_tomatoes")
     assert rt.classes == ["fresh", "rotten"] and 12_000 < len(rt) < 13_000
     tw = load_dataset("builtin:tweets")

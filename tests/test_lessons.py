@@ -10,14 +10,16 @@ import pytest
 import bert
 from app.lessons import LESSONS, choices_with
 from app.lessons.attention import best_head, pronoun_head
-from bert import analysis as A
+from bert.analysis import ablation, mlm
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module", params=["minilm-l6", "mini-scratch"])
 def bundle(request):
-    if request.param not in bert.checkpoint.available_builtins():
+    import bert.checkpoint.load
+
+    if request.param not in bert.checkpoint.load.available_builtins():
         pytest.skip(f"{request.param} is not built in")
     return bert.load(request.param)
 
@@ -32,6 +34,7 @@ def test_six_lessons_of_four_to_eight_steps_and_two_to_four_questions():
             assert 1 <= len(sentences) <= 4, (lesson.key, s.title)
 
 
+@pytest.mark.slow
 def test_every_step_shows_a_real_figure_or_table_and_links_to_an_existing_page(bundle):
     for lesson in LESSONS:
         for s in lesson.steps:
@@ -43,6 +46,7 @@ def test_every_step_shows_a_real_figure_or_table_and_links_to_an_existing_page(b
                 assert all(isinstance(v, str) for v in link.query.values())
 
 
+@pytest.mark.slow
 def test_every_question_has_one_right_answer_among_distinct_choices(bundle):
     for lesson in LESSONS:
         for q in lesson.questions:
@@ -57,15 +61,16 @@ def _ask(lesson_key: str, key: str, bundle):
     return a.choices[a.answer]
 
 
+@pytest.mark.slow
 def test_answers_are_computed_from_the_model(bundle):
     assert _ask("tokens", "pieces", bundle) == str(len(bundle.tokenizer.tokenize("unbelievably")))
-    m = A.mlm_topk(bundle, "She opened the [MASK] and walked in.", k=1)
+    m = mlm.mlm_topk(bundle, "She opened the [MASK] and walked in.", k=1)
     assert _ask("games", "gap", bundle) == m.top_tokens[0][0]
     lay, _, _ = best_head(bundle, "previous")
     _, h, _ = best_head(bundle, "previous", layer=lay)
     assert _ask("attention", "previous", bundle) == f"head {h + 1}"
     assert _ask("attention", "pronoun", bundle) == pronoun_head(bundle)[2]
-    imp = A.head_importance(bundle, "The capital of France is [MASK].")
+    imp = ablation.head_importance(bundle, "The capital of France is [MASK].")
     l, h = np.unravel_index(int(np.argmax(imp.scores)), imp.scores.shape)
     assert _ask("heads", "ablation", bundle) == f"layer {l + 1}, head {h + 1}"
     assert _ask("finetune", "head", bundle) == f"{2 * bundle.config.hidden_size + 2:,}"
@@ -78,6 +83,7 @@ def test_choices_are_fixed_per_question_and_keep_the_right_one():
     assert choices[right] == "door" and len(choices) == 4 and len(set(choices)) == 4
 
 
+@pytest.mark.slow
 def test_the_lessons_page_steps_questions_progress_and_link():
     from streamlit.testing.v1 import AppTest
 

@@ -9,24 +9,16 @@ The full run (20 students) is `python scripts/loadtest.py`; its figures are in t
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.live_server import loadtest
+
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _loadtest():
-    spec = importlib.util.spec_from_file_location("loadtest", ROOT / "scripts" / "loadtest.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["loadtest"] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _unavailable(reason: str):
@@ -36,7 +28,7 @@ def _unavailable(reason: str):
 
 
 def test_small_class_at_once(tmp_path):
-    lt = _loadtest()
+    lt = loadtest()
     try:
         import playwright  # noqa: F401
         import websockets  # noqa: F401

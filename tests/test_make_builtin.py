@@ -3,8 +3,8 @@
 import importlib.util
 from pathlib import Path
 
-from bert.builtins import what_it_read
-from bert.corpus import CORPORA
+from bert.checkpoint.builtins import what_it_read
+from bert.data.corpus.registry import CORPORA
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "make_builtin.py"
 

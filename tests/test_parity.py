@@ -11,8 +11,8 @@ import torch
 
 import bert
 from benchmarks.models import BASE
+from bert.checkpoint.hf_names import hf_to_ours
 from bert.config import BertConfig
-from bert.hf_names import hf_to_ours
 from bert.model import BertForPreTraining
 from tests.helpers import TINY_SIZES
 
@@ -92,6 +92,7 @@ def maxdiff(a, b):
     return (a - b).abs().max().item()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["tiny", "odd", "base"])
 def test_pretraining_parity(kind):
     ours, theirs = make_pair(kind)
@@ -204,7 +205,7 @@ def test_save_and_load_round_trip(tmp_path):
 
 
 def test_minilm_default_matches_transformers():
-    from bert.checkpoint import minilm_package_dir
+    from bert.checkpoint.builtins import minilm_package_dir
 
     folder = minilm_package_dir()
     bundle = bert.load("all-minilm-l6-v2")  # the built-in: the published weights, as set-up installs them

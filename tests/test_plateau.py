@@ -1,9 +1,9 @@
-"""bert/plateau.py: when a run from random weights has left the unigram plateau, and the page's
+"""bert/train/plateau.py: when a run from random weights has left the unigram plateau, and the page's
 curve marks that moment."""
 
-from app import train_plots
-from bert.events import PretrainEval
-from bert.plateau import HOLD, left_plateau, plateau_exit
+from app.figures import training as training_figures
+from bert.train.events import PretrainEval
+from bert.train.plateau import HOLD, left_plateau, plateau_exit
 from tests.helpers import pretrain_eval, pretrain_start
 
 
@@ -31,8 +31,10 @@ def test_the_curve_marks_the_exit():
     metrics = [pretrain_start("the")] + [
         ev(25 * i, 0.1 if i > 3 else 0.04, ["dog", "cat"] if i > 3 else ["the", "the"]) for i in range(1, 9)
     ]
-    fig = train_plots.pretrain_curves(metrics, 300)
+    fig = training_figures.pretrain_curves(metrics, 300)
     assert any(s.type == "line" and s.x0 == 100 for s in fig.layout.shapes)
     assert any("left the plateau (step 100)" in (a.text or "") for a in fig.layout.annotations)
     flat = [m for m in metrics if not isinstance(m, PretrainEval) or m.step <= 75]
-    assert not any("left the plateau" in (a.text or "") for a in train_plots.pretrain_curves(flat).layout.annotations)
+    assert not any(
+        "left the plateau" in (a.text or "") for a in training_figures.pretrain_curves(flat).layout.annotations
+    )

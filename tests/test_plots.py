@@ -7,9 +7,11 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from app import helpers, plots
+from app.figures import core
+from app.ui import formatting
 from bert import BertConfig, InputError
-from bert.analysis import cosine_matrix, pca_plane, shuffle_words
+from bert.analysis.vectors import cosine_matrix, pca_plane
+from bert.analysis.words import shuffle_words
 
 rng = np.random.default_rng(0)
 
@@ -23,7 +25,7 @@ def test_attention_heatmap_is_T_by_T_and_keeps_repeated_tokens_apart():
     tokens = ["[CLS]", "the", "cat", "saw", "the", "dog", "[SEP]"]
     T = len(tokens)
     att = softmax_rows(rng.normal(size=(T, T))).astype(np.float32)
-    fig = plots.attention_heatmap(att, tokens, title="layer 1, head 1")
+    fig = core.attention_heatmap(att, tokens, title="layer 1, head 1")
     assert isinstance(fig, go.Figure)
     hm = fig.data[0]
     assert np.asarray(hm.z).shape == (T, T)
@@ -33,31 +35,31 @@ def test_attention_heatmap_is_T_by_T_and_keeps_repeated_tokens_apart():
 
 
 def test_labels_are_html_escaped():
-    labels = plots.safe_labels(["<script>", "a&b", "<script>"])
+    labels = core.safe_labels(["<script>", "a&b", "<script>"])
     assert labels[0] == "&lt;script&gt;" and labels[1] == "a&amp;b"
     assert labels[2] != labels[0] and labels[2].startswith("&lt;script&gt;")
-    fig = plots.mlm_topk_bar(["<b>x</b>", "y"], [0.6, 0.4], title="<img src=x>")
+    fig = core.mlm_topk_bar(["<b>x</b>", "y"], [0.6, 0.4], title="<img src=x>")
     assert "<img" not in fig.layout.title.text and all("<b>" not in y for y in fig.data[0].y)
 
 
 @pytest.mark.parametrize("L,H,T", [(6, 12, 10), (2, 4, 50), (12, 12, 7)])
 def test_attention_grid_has_L_by_H_tiles(L, H, T):
     atts = softmax_rows(rng.normal(size=(L, H, T, T))).astype(np.float32)
-    fig = plots.attention_grid(atts, selected=(1, 2), max_cells=32)
+    fig = core.attention_grid(atts, selected=(1, 2), max_cells=32)
     t = min(T, 32)
     z = np.asarray(fig.data[0].z, dtype=float)
     assert z.shape == (L * (t + 1) - 1, H * (t + 1) - 1)
     assert list(fig.layout.yaxis.ticktext) == [f"L{i + 1}" for i in range(L)]
     assert list(fig.layout.xaxis.ticktext) == [f"H{i + 1}" for i in range(H)]
     # the tile of layer l, head h is that head's map (block-averaged for long inputs)
-    small = plots.pool_square(atts, 32)
+    small = core.pool_square(atts, 32)
     np.testing.assert_allclose(z[(t + 1) : (t + 1) + t, 2 * (t + 1) : 2 * (t + 1) + t], small[1, 2], atol=1e-6)
     assert len(fig.layout.shapes) == 1  # the red box around the picked head
 
 
 def test_pool_square_keeps_row_sums():
     a = softmax_rows(rng.normal(size=(3, 100, 100)))
-    p = plots.pool_square(a, 20)
+    p = core.pool_square(a, 20)
     assert p.shape == (3, 20, 20)
     np.testing.assert_allclose(p.sum(-1) * (100 / 20), np.ones((3, 20)), rtol=0.05)
 
@@ -66,12 +68,12 @@ def test_embedding_figures():
     T, C = 9, 48
     tokens = [f"t{i}" for i in range(T)]
     parts = {k: rng.normal(size=(T, C)).astype(np.float32) for k in ("token", "segment", "position", "sum", "normed")}
-    fig = plots.embedding_part_heatmap(parts["sum"], tokens, "sum")
+    fig = core.embedding_part_heatmap(parts["sum"], tokens, "sum")
     assert np.asarray(fig.data[0].z).shape == (T, C)
-    fig = plots.embedding_parts_heatmaps(parts, tokens)
+    fig = core.embedding_parts_heatmaps(parts, tokens)
     assert len(fig.data) == 5 and all(np.asarray(d.z).shape == (T, C) for d in fig.data)
     norms = {k: np.linalg.norm(v, axis=1) for k, v in parts.items()}
-    fig = plots.norms_bar(norms, tokens)
+    fig = core.norms_bar(norms, tokens)
     assert len(fig.data) == 5 and all(len(d.y) == T for d in fig.data)
 
 
@@ -80,25 +82,25 @@ def test_position_pca_has_one_point_per_position():
     table = np.cumsum(rng.normal(size=(P, C)), axis=0)  # a smooth walk, like learned positions
     coords, ratio = pca_plane(table)
     assert coords.shape == (P, 2) and 0 < ratio[0] <= 1 and ratio[0] >= ratio[1]
-    fig = plots.position_pca(coords, ratio, used=10)
+    fig = core.position_pca(coords, ratio, used=10)
     assert len(fig.data[0].x) == P and len(fig.data[1].x) == 10
     sim = cosine_matrix(table)
     assert sim.shape == (P, P)
     np.testing.assert_allclose(np.diag(sim), 1.0, atol=1e-5)
-    assert np.asarray(plots.cosine_heatmap(sim).data[0].z).shape == (P, P)
+    assert np.asarray(core.cosine_heatmap(sim).data[0].z).shape == (P, P)
 
 
 def test_line_and_bar_figures():
-    fig = plots.layer_similarity({"a vs b": [1, 0.9, 0.8], "a vs c": [1, 0.95, 0.9]})
+    fig = core.layer_similarity({"a vs b": [1, 0.9, 0.8], "a vs c": [1, 0.95, 0.9]})
     assert len(fig.data) == 2 and list(fig.data[0].x) == [0, 1, 2]
-    fig = plots.mlm_topk_bar(["paris", "lyon", "rome"], [0.7, 0.2, 0.05])
+    fig = core.mlm_topk_bar(["paris", "lyon", "rome"], [0.7, 0.2, 0.05])
     assert list(fig.data[0].y) == ["paris", "lyon", "rome"]
-    fig = plots.nsp_bar(0.8)
+    fig = core.nsp_bar(0.8)
     np.testing.assert_allclose(list(fig.data[0].x), [0.8, 0.2])
-    fig = plots.values_bar(["a", "b"], [0.5, 0.7])
+    fig = core.values_bar(["a", "b"], [0.5, 0.7])
     assert len(fig.data[0].x) == 2
     T = 6
-    fig = plots.walkthrough_bars([str(i) for i in range(T)], rng.normal(size=T), softmax_rows(rng.normal(size=T)), "q")
+    fig = core.walkthrough_bars([str(i) for i in range(T)], rng.normal(size=T), softmax_rows(rng.normal(size=T)), "q")
     assert len(fig.data) == 2 and all(len(d.y) == T for d in fig.data)
 
 
@@ -112,7 +114,7 @@ def test_model_diagram_has_a_box_per_layer():
         "NSP head": 10,
         "total": 4160,
     }
-    fig = plots.model_diagram(cfg, counts)
+    fig = core.model_diagram(cfg, counts)
     # input, embeddings, 3 layers, pooler, 2 heads
     assert len(fig.layout.shapes) == 1 + 1 + 3 + 1 + 2
     texts = " ".join(a.text for a in fig.layout.annotations)
@@ -125,7 +127,7 @@ def test_model_diagram_has_a_box_per_layer():
 def test_walkthrough_matches_softmax_attention():
     T, D = 5, 8
     q, k, v = (rng.normal(size=(T, D)) for _ in range(3))
-    w = helpers.attention_walkthrough(q, k, v, 2)
+    w = formatting.attention_walkthrough(q, k, v, 2)
     ref = softmax_rows(q @ k.T / np.sqrt(D))
     np.testing.assert_allclose(w["weights"], ref[2], atol=1e-12)
     np.testing.assert_allclose(w["output"], ref[2] @ v, atol=1e-12)
@@ -134,32 +136,32 @@ def test_walkthrough_matches_softmax_attention():
 def test_hide_specials_renormalises():
     tokens = ["[CLS]", "a", "b", "[SEP]"]
     att = softmax_rows(rng.normal(size=(4, 4)))
-    sub, kept, idx = helpers.hide_specials(att, tokens)
+    sub, kept, idx = formatting.hide_specials(att, tokens)
     assert kept == ["a", "b"] and idx == [1, 2] and sub.shape == (2, 2)
     np.testing.assert_allclose(sub.sum(1), 1.0, atol=1e-6)
 
 
 def test_text_helpers():
     with pytest.raises(InputError):
-        helpers.clean_text("   \n\t ")
-    assert helpers.clean_text("  ", required=False) == ""
+        formatting.clean_text("   \n\t ")
+    assert formatting.clean_text("  ", required=False) == ""
     words = [("the", (0, 3)), ("cat", (4, 7)), ("sat", (8, 11))]
-    assert helpers.mask_words("the cat sat", words, [1]) == "the [MASK] sat"
-    assert helpers.mask_words("the cat sat", words, [0, 2]) == "[MASK] cat [MASK]"
+    assert formatting.mask_words("the cat sat", words, [1]) == "the [MASK] sat"
+    assert formatting.mask_words("the cat sat", words, [0, 2]) == "[MASK] cat [MASK]"
     shuffled, order = shuffle_words(["a", "b", "c", "d"], seed=3)
     assert shuffled != ["a", "b", "c", "d"] and sorted(shuffled) == ["a", "b", "c", "d"]
     assert [["a", "b", "c", "d"][i] for i in order] == shuffled
-    assert helpers.card_summary("---\nlicense: apache-2.0\n---\n# all-MiniLM-L6-v2\nText") == "all-MiniLM-L6-v2"
+    assert formatting.card_summary("---\nlicense: apache-2.0\n---\n# all-MiniLM-L6-v2\nText") == "all-MiniLM-L6-v2"
     from types import SimpleNamespace
 
-    assert helpers.mlm_untrained(SimpleNamespace(mlm_head_trained=False, nsp_head_trained=True))
-    assert not helpers.mlm_untrained(SimpleNamespace(mlm_head_trained=True, nsp_head_trained=True))
-    assert helpers.nsp_untrained(SimpleNamespace(mlm_head_trained=True, nsp_head_trained=False))
+    assert formatting.mlm_untrained(SimpleNamespace(mlm_head_trained=False, nsp_head_trained=True))
+    assert not formatting.mlm_untrained(SimpleNamespace(mlm_head_trained=True, nsp_head_trained=True))
+    assert formatting.nsp_untrained(SimpleNamespace(mlm_head_trained=True, nsp_head_trained=False))
 
 
 def test_token_table_groups_pieces_and_flags_unk():
     tokens = ["[CLS]", "una", "##ffa", "##ble", "[UNK]", "[SEP]"]
-    df = helpers.token_table(
+    df = formatting.token_table(
         tokens,
         [101, 1, 2, 3, 100, 102],
         [0] * 6,
@@ -171,12 +173,12 @@ def test_token_table_groups_pieces_and_flags_unk():
     assert list(df["word"]) == ["", "A1", "A1", "A1", "A2", ""]
     assert list(df["unknown"]) == [False, False, False, False, True, False]
     assert df.loc[4, "text"] == "🤗"
-    assert helpers.word_groups(df)[1] == helpers.word_groups(df)[3] != helpers.word_groups(df)[4]
+    assert formatting.word_groups(df)[1] == formatting.word_groups(df)[3] != formatting.word_groups(df)[4]
 
 
 def test_vocab_helpers():
     vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "play", "##play", "player", "replay", "##s"])}
-    f = helpers.vocab_facts(vocab)
+    f = formatting.vocab_facts(vocab)
     assert f["size"] == 7 and f["continuations"] == 2
-    hits = helpers.vocab_search(vocab, "play")
+    hits = formatting.vocab_search(vocab, "play")
     assert hits["token"].iloc[0] in ("play", "##play") and len(hits) == 4

@@ -11,52 +11,11 @@ import pytest
 import torch
 
 import bert
-from bert.config import BertConfig
-from bert.corpus import Corpus
-from bert.events import PretrainDone, PretrainStep, Resumed
-from bert.model import BertForPreTraining
-from bert.pretrain import PretrainArgs, pretrain
+from bert.train.events import PretrainDone, PretrainStep, Resumed
+from bert.train.pretrain import pretrain
+from tests.helpers import pretrain_args, tiny_corpus, tiny_pretrain_bundle
 
 ROOT = Path(__file__).resolve().parent.parent
-WORDS = "red green blue cat dog bird runs sits sleeps the a on under big small".split()
-
-
-def tiny_bundle(hidden=32, layers=2, seed=0):
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *WORDS]
-    config = BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=2,
-        intermediate_size=2 * hidden,
-        max_position_embeddings=64,
-    )
-    torch.manual_seed(seed)
-    return bert.Bundle(model=BertForPreTraining(config), tokenizer=bert.Tokenizer(vocab), name="tiny")
-
-
-def tiny_corpus(n_docs=24, seed=0):
-    """Documents with strong regularities: 'the big cat sits on the small dog .' patterns."""
-    import random
-
-    rng = random.Random(seed)
-    docs = []
-    for _ in range(n_docs):
-        colour = rng.choice(["red", "green", "blue"])
-        docs.append(
-            [
-                f"the {colour} {a} {v} on the {colour} {b} ."
-                for a, v, b in (
-                    (
-                        rng.choice(["cat", "dog", "bird"]),
-                        rng.choice(["runs", "sits", "sleeps"]),
-                        rng.choice(["cat", "dog", "bird"]),
-                    )
-                    for _ in range(8)
-                )
-            ]
-        )
-    return Corpus(name="tiny", documents=docs)
 
 
 def run(args, bundle=None, corpus=None, stop_at=None, resume=True):
@@ -69,39 +28,11 @@ def run(args, bundle=None, corpus=None, stop_at=None, resume=True):
     return events
 
 
-def tiny_cli_argv(tmp_path) -> list[str]:
-    """`python -m bert pretrain` options for a two-step scratch run on tiny_corpus (written to a
-    text file under tmp_path); the caller adds --device and --threads."""
-    text = tmp_path / "t.txt"
-    text.write_text("\n\n".join(" ".join(doc) for doc in tiny_corpus().documents), encoding="utf-8")
-    argv = ["pretrain", "--out", str(tmp_path / "run"), "--init", "scratch", "--text-file", str(text)]
-    argv += ["--layers", "1", "--hidden", "32", "--heads", "2", "--max-seq-length", "32", "--batch-size", "4"]
-    argv += ["--steps", "2", "--log-every", "1", "--eval-every", "2", "--eval-sequences", "8", "--no-cache-tokens"]
-    return argv
-
-
-def args_for(out, **kw):
-    base = dict(
-        out=str(out),
-        init="scratch",
-        max_seq_length=32,
-        batch_size=8,
-        steps=60,
-        lr=3e-3,
-        warmup_steps=5,
-        log_every=5,
-        eval_every=30,
-        save_every=1000,
-        eval_sequences=32,
-        valid_fraction=0.1,
-        threads=1,
-    )
-    base.update(kw)
-    return PretrainArgs(**base)
-
-
+@pytest.mark.slow
 def test_mlm_loss_falls_on_tiny_corpus(tmp_path):
-    events = run(args_for(tmp_path / "r", steps=150, eval_every=150), bundle=tiny_bundle(), corpus=tiny_corpus())
+    events = run(
+        pretrain_args(tmp_path / "r", steps=150, eval_every=150), bundle=tiny_pretrain_bundle(), corpus=tiny_corpus()
+    )
     train = [e for e in events if isinstance(e, PretrainStep)]
     assert train[0].step == 5 and train[-1].step == 150
     first, last = train[0].mlm_loss, train[-1].mlm_loss
@@ -113,10 +44,11 @@ def test_mlm_loss_falls_on_tiny_corpus(tmp_path):
     assert again.has_mlm
 
 
+@pytest.mark.slow
 def test_on_start_binds_a_trained_vocabulary_and_on_step_records(tmp_path):
     """From scratch with a vocabulary trained on the corpus: on_start hands over the bundle (and so
     the new tokenizer) before the first step, on_step sees step 0 and every update."""
-    from bert.attention_snapshots import AttentionSnapshots
+    from bert.train.attention_snapshots import AttentionSnapshots
 
     rec = AttentionSnapshots.pending("the red cat sits on the blue dog .", every=5)
     started, steps = [], []
@@ -129,7 +61,7 @@ def test_on_start_binds_a_trained_vocabulary_and_on_step_records(tmp_path):
         steps.append(step)
         rec(step, model)
 
-    args = args_for(tmp_path / "r", steps=12, vocab="train:60", eval_every=12)
+    args = pretrain_args(tmp_path / "r", steps=12, vocab="train:60", eval_every=12)
     list(pretrain(args, corpus=tiny_corpus(), on_start=on_start, on_step=on_step))
     assert len(started) == 1 and started[0] <= 60 and steps == list(range(13))
     assert "[UNK]" not in rec.tokens and rec.tokens[0] == "[CLS]"
@@ -137,13 +69,19 @@ def test_on_start_binds_a_trained_vocabulary_and_on_step_records(tmp_path):
     assert got == [0, 5, 10] and atts.shape[:3] == (3, args.layers, args.heads)
 
 
+@pytest.mark.slow
 def test_resume_after_stop_continues_the_same_run(tmp_path):
-    straight = run(args_for(tmp_path / "a", steps=20, save_every=5), bundle=tiny_bundle(), corpus=tiny_corpus())
+    straight = run(
+        pretrain_args(tmp_path / "a", steps=20, save_every=5), bundle=tiny_pretrain_bundle(), corpus=tiny_corpus()
+    )
     first = run(
-        args_for(tmp_path / "b", steps=20, save_every=5), bundle=tiny_bundle(), corpus=tiny_corpus(), stop_at=10
+        pretrain_args(tmp_path / "b", steps=20, save_every=5),
+        bundle=tiny_pretrain_bundle(),
+        corpus=tiny_corpus(),
+        stop_at=10,
     )
     assert first[-1].stopped and first[-1].step == 10
-    second = run(args_for(tmp_path / "b", steps=20, save_every=5), corpus=tiny_corpus())
+    second = run(pretrain_args(tmp_path / "b", steps=20, save_every=5), corpus=tiny_corpus())
     assert second[0] == Resumed(step=10)
     assert second[-1].step == 20 and not second[-1].stopped
     a = bert.load(tmp_path / "a" / "final").model.state_dict()
@@ -157,9 +95,10 @@ def test_resume_after_stop_continues_the_same_run(tmp_path):
 
 def test_nan_loss_stops_with_a_message(tmp_path):
     with pytest.raises(bert.TrainingError, match="learning rate"):
-        run(args_for(tmp_path / "n", lr=1e6, steps=40), bundle=tiny_bundle(), corpus=tiny_corpus())
+        run(pretrain_args(tmp_path / "n", lr=1e6, steps=40), bundle=tiny_pretrain_bundle(), corpus=tiny_corpus())
 
 
+@pytest.mark.slow
 def test_torchrun_two_processes(tmp_path):
     text = "\n\n".join(" ".join(doc) for doc in tiny_corpus(12).documents)
     (tmp_path / "corpus.txt").write_text(text)
@@ -213,11 +152,11 @@ def test_torchrun_two_processes(tmp_path):
 
 
 def test_freeze_word_embeddings_keeps_them_and_trains_the_rest(tmp_path):
-    bundle = tiny_bundle()
+    bundle = tiny_pretrain_bundle()
     words = bundle.model.bert.embeddings.word_embeddings.weight.detach().clone()
     layer = bundle.model.bert.layers[0].ffn_in.weight.detach().clone()
     events = run(
-        args_for(tmp_path / "f", steps=10, eval_every=10, freeze_word_embeddings=True),
+        pretrain_args(tmp_path / "f", steps=10, eval_every=10, freeze_word_embeddings=True),
         bundle=bundle,
         corpus=tiny_corpus(),
     )
@@ -229,7 +168,9 @@ def test_freeze_word_embeddings_keeps_them_and_trains_the_rest(tmp_path):
 
 def test_snapshots_keep_the_model_every_n_steps(tmp_path):
     events = run(
-        args_for(tmp_path / "s", steps=9, eval_every=9, snapshot_every=4), bundle=tiny_bundle(), corpus=tiny_corpus()
+        pretrain_args(tmp_path / "s", steps=9, eval_every=9, snapshot_every=4),
+        bundle=tiny_pretrain_bundle(),
+        corpus=tiny_corpus(),
     )
     snaps = sorted(p.name for p in (tmp_path / "s" / "snapshots").iterdir())
     assert snaps == ["step-000004", "step-000008"]
@@ -241,10 +182,10 @@ def test_snapshots_keep_the_model_every_n_steps(tmp_path):
 
 def test_held_out_documents_do_not_follow_the_seed(tmp_path):
     """Another --seed changes data order and masking, never which documents are held out."""
-    from bert.pretrain import training_split
+    from bert.train.pretrain import training_split
 
     corpus = tiny_corpus(n_docs=60)
-    splits = [training_split(args_for(tmp_path, seed=s), corpus) for s in (0, 1, 7)]
+    splits = [training_split(pretrain_args(tmp_path, seed=s), corpus) for s in (0, 1, 7)]
     held_out = [{tuple(d) for d in valid.documents} for _, valid in splits]
     assert held_out[0] == held_out[1] == held_out[2] and held_out[0]
     train_0 = {tuple(d) for d in splits[0][0].documents}

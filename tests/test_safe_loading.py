@@ -22,7 +22,8 @@ from safetensors.torch import save_file
 
 import bert
 from bert import CheckpointError
-from bert.checkpoint import encoder_parameters, load_folder, read_weights
+from bert.checkpoint.load import load_folder, read_weights
+from bert.checkpoint.sizes import encoder_parameters
 from tests.helpers import SPECIALS, tiny_bundle, tiny_config
 
 WORDS = SPECIALS + "the cat sat on mat a dog ran ##s and big red blue it was".split()
@@ -159,6 +160,7 @@ def test_code_running_pickle_is_refused_and_not_run(good, tmp_path, make):
     assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_pickle_refused_in_the_app_with_a_message(tmp_path, monkeypatch):
     """The sidebar's "a folder on this machine": the error is shown, nothing runs, the default
     model stays."""
@@ -218,9 +220,11 @@ def test_config_with_fewer_layers_than_the_weights(good):
 
 def test_config_asking_for_a_huge_model_is_refused_before_building_it(good, monkeypatch):
     """100,000 layers of hidden 4,096 would be terabytes: refused from the file sizes alone."""
+    import bert.checkpoint.load
+
     built = []
-    monkeypatch.setattr(bert.checkpoint, "BertForPreTraining", lambda *a, **k: built.append(1))
-    monkeypatch.setattr(bert.checkpoint, "BertForSequenceClassification", lambda *a, **k: built.append(1))
+    monkeypatch.setattr(bert.checkpoint.load, "BertForPreTraining", lambda *a, **k: built.append(1))
+    monkeypatch.setattr(bert.checkpoint.load, "BertForSequenceClassification", lambda *a, **k: built.append(1))
     _write_config(good, num_hidden_layers=100_000, hidden_size=4096, num_attention_heads=64, intermediate_size=16384)
     with pytest.raises(CheckpointError, match="over this app's limit|describes an encoder of .* holds only"):
         bert.load(good)
@@ -316,9 +320,9 @@ def test_save_never_writes_outside_its_parent(tmp_path):
 
 @pytest.mark.parametrize("name", EVIL_NAMES)
 def test_app_file_names_are_plain(name):
-    from app import training as tr
+    from app.training.names import safe_filename
 
-    out = tr.safe_filename(name)
+    out = safe_filename(name)
     assert out and out == os.path.basename(out) and ".." not in out and not out.startswith(".")
     assert all(c.isascii() and (c.isalnum() or c in "._-") for c in out)
 
@@ -327,15 +331,16 @@ def test_app_file_names_are_plain(name):
 def test_exported_zips_have_one_plain_folder(name, tmp_path):
     """The model downloads (both formats) of a model named with `../`: every entry lies inside
     one folder with a plain name, so unzipping cannot write anywhere else."""
-    from app import training as tr
+    from app.training.downloads import model_zip
+    from app.training.names import safe_filename
 
     b = tiny()
     b.name = name
     for fmt in ("ours", "hf"):
-        with zipfile.ZipFile(io.BytesIO(tr.model_zip(b, name, fmt))) as z:
+        with zipfile.ZipFile(io.BytesIO(model_zip(b, name, fmt))) as z:
             names = z.namelist()
         root = names[0].split("/")[0]
-        assert root == tr.safe_filename(name) + ("-hf" if fmt == "hf" else "")
+        assert root == safe_filename(name) + ("-hf" if fmt == "hf" else "")
         for n in names:
             parts = n.split("/")
             assert parts[0] == root and ".." not in parts and not n.startswith("/") and "\\" not in n
@@ -344,7 +349,7 @@ def test_exported_zips_have_one_plain_folder(name, tmp_path):
 def test_uploaded_file_names_lose_their_path():
     """A browser may send any file name: only its last part is kept (and only for messages)."""
     pytest.importorskip("streamlit")
-    from app import training as tr
+    from app.training.uploads import remember_upload
 
     class Upload:
         def __init__(self, name):
@@ -357,7 +362,7 @@ def test_uploaded_file_names_lose_their_path():
 
     for evil, plain in [("../../etc/passwd", "passwd"), ("/abs/x.csv", "x.csv"), ("..", ".."), ("", "upload")]:
         st.session_state.clear()
-        stored = tr.remember_upload("up", Upload(evil))
+        stored = remember_upload("up", Upload(evil))
         assert stored["name"] == plain and "/" not in stored["name"]
 
 
@@ -365,13 +370,14 @@ def test_pretraining_job_folders_stay_under_the_cache(monkeypatch, tmp_path):
     """A job's scratch folder is made by mkdtemp under bert_cache_dir()/jobs, named by the job's
     number only (never by the model's name); the corpus name of an upload is made plain first."""
     pytest.importorskip("streamlit")
-    from app import training as tr
+    from app.jobs.run import job_folder
+    from app.training.names import safe_filename
 
-    monkeypatch.setattr(tr, "jobs_dir", lambda: tmp_path / "jobs")
-    for holder in ({"job_id": 7}, {}):
-        folder = tr._job_folder(holder, wait_s=0)
+    monkeypatch.setattr("app.jobs.run.jobs_dir", lambda: tmp_path / "jobs")
+    for job_id in (7, None):
+        folder = job_folder(job_id)
         assert folder.resolve().parent == (tmp_path / "jobs").resolve()
-    assert tr.safe_filename(Path("../../x/evil.txt").stem, "upload") == "evil"
+    assert safe_filename(Path("../../x/evil.txt").stem, "upload") == "evil"
 
 
 # ---- crash safety: never half a file ------------------------------------------------------------------
@@ -380,13 +386,15 @@ def test_pretraining_job_folders_stay_under_the_cache(monkeypatch, tmp_path):
 def test_a_save_that_dies_half_way_leaves_the_old_model_whole(good, monkeypatch):
     """bert.save writes a temporary folder and renames it: if writing fails (disk full, killed)
     the folder that was there is untouched and no temporary folder is left."""
+    import bert.checkpoint.load
+
     before = {p.name: p.read_bytes() for p in good.iterdir()}
 
     def dies(state, path, metadata=None):
         Path(path).write_bytes(b"half a fi")
         raise OSError("No space left on device")
 
-    monkeypatch.setattr(bert.checkpoint, "save_file", dies)
+    monkeypatch.setattr(bert.checkpoint.load, "save_file", dies)
     with pytest.raises(OSError):
         bert.save(tiny(seed=1), good)
     assert {p.name: p.read_bytes() for p in good.iterdir()} == before
@@ -395,7 +403,7 @@ def test_a_save_that_dies_half_way_leaves_the_old_model_whole(good, monkeypatch)
 
 
 def test_atomic_write_keeps_the_old_file_on_failure(tmp_path, monkeypatch):
-    from bert.fileio import atomic_write_bytes
+    from bert.data.atomic_files import atomic_write_bytes
 
     f = tmp_path / "card.md"
     atomic_write_bytes(f, b"old")

@@ -20,8 +20,8 @@ def test_nothing_else_reads_the_environment():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "putenv"):
                 readers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert len(readers) == 1 and readers[0].startswith("bert/pretrain.py:"), readers
-    line = (ROOT / "bert" / "pretrain.py").read_text().splitlines()[int(readers[0].split(":")[1]) - 1]
+    assert len(readers) == 1 and readers[0].startswith("bert/train/pretrain.py:"), readers
+    line = (ROOT / "bert" / "train" / "pretrain.py").read_text().splitlines()[int(readers[0].split(":")[1]) - 1]
     assert "WORLD_SIZE" in line
 
 

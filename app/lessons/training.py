@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from bert import analysis as A
+from bert.analysis.ablation import head_importance
+from bert.analysis.explain import logit_lens
+from bert.analysis.full import analyze
+from bert.analysis.heads import head_patterns_over
+from bert.analysis.mlm import mlm_topk, nsp_probability
 
-from .. import analysis_plots as ap
-from .. import plots
-from .model import Asked, Lesson, Link, Question, Step, ask, choices_with
+from ..figures import core
+from ..figures.explain import logit_lens_heatmap
+from ..figures.heads import importance_heatmap, pattern_map
+from .lesson import Asked, Lesson, Link, Question, Step, ask, choices_with
 
 GAP = "She opened the [MASK] and walked in."
 TWO_GAPS = "Paris is a city in [MASK], and there [MASK] many people in it."
@@ -20,14 +25,14 @@ ABLATE = "The capital of France is [MASK]."
 
 
 def _topk_bar(bundle, text: str, gap: int = 0):
-    m = A.mlm_topk(bundle, text, k=5)
-    return plots.mlm_topk_bar(m.top_tokens[gap], m.top_probs[gap], f"gap {gap + 1}")
+    m = mlm_topk(bundle, text, k=5)
+    return core.mlm_topk_bar(m.top_tokens[gap], m.top_probs[gap], f"gap {gap + 1}")
 
 
 def _nsp_figure(bundle):
-    return plots.values_bar(
+    return core.values_bar(
         [f"A + “{FOLLOWS[:18]}…”", f"A + “{RANDOM[:18]}…”"],
-        [A.nsp_probability(bundle, FIRST, FOLLOWS), A.nsp_probability(bundle, FIRST, RANDOM)],
+        [nsp_probability(bundle, FIRST, FOLLOWS), nsp_probability(bundle, FIRST, RANDOM)],
         title="probability that B follows A",
         y_title="IsNext",
         range_y=[0, 1],
@@ -35,12 +40,12 @@ def _nsp_figure(bundle):
 
 
 def _lens(bundle):
-    lens = A.logit_lens(bundle, GAP, k=5)
-    return ap.logit_lens_heatmap(lens.top_tokens[0], lens.top_probs[0], lens.top_tokens[0][-1][0])
+    lens = logit_lens(bundle, GAP, k=5)
+    return logit_lens_heatmap(lens.top_tokens[0], lens.top_probs[0], lens.top_tokens[0][-1][0])
 
 
 def _ask_gap(bundle) -> Asked:
-    m = A.mlm_topk(bundle, GAP, k=20)
+    m = mlm_topk(bundle, GAP, k=20)
     words = m.top_tokens[0]
     return ask(
         f"“{GAP}”: which of these words does the model rank first for the [MASK]?",
@@ -51,7 +56,7 @@ def _ask_gap(bundle) -> Asked:
 
 
 def _ask_nsp(bundle) -> Asked:
-    p = A.nsp_probability(bundle, FIRST, RANDOM)
+    p = nsp_probability(bundle, FIRST, RANDOM)
     right = "Yes" if p >= 0.5 else "No"
     return ask(
         f"A: “{FIRST}” B: “{RANDOM}” Does the model think B follows A?",
@@ -110,13 +115,13 @@ GAMES = Lesson(
 def _diagram(bundle):
     from bert.model import parameter_counts
 
-    return plots.model_diagram(bundle.config, parameter_counts(bundle.model))
+    return core.model_diagram(bundle.config, parameter_counts(bundle.model))
 
 
 def _cls_reads(bundle):
-    an = A.analyze(bundle, FIRST)
+    an = analyze(bundle, FIRST)
     row = an.attentions[-1, :, 0, :].mean(0)  # last layer, [CLS]'s row, mean over heads
-    return plots.values_bar(
+    return core.values_bar(
         an.tokens, row, title="what [CLS] takes from each token (last layer, mean of heads)", y_title="attention"
     )
 
@@ -140,7 +145,7 @@ def _ask_head(bundle) -> Asked:
 
 
 def _ask_mean(bundle) -> Asked:
-    n = len(A.analyze(bundle, FIRST).tokens)
+    n = len(analyze(bundle, FIRST).tokens)
     words = len(FIRST.split())
     return ask(
         f"Mean pooling averages the final vectors of every token of the input (padding aside). For “{FIRST}”, "
@@ -195,26 +200,26 @@ FINETUNE = Lesson(
 
 
 def _patterns(bundle):
-    hp = A.head_patterns_over(bundle)
-    return hp, ap.pattern_map(hp.labels, hp.stats)
+    hp = head_patterns_over(bundle)
+    return hp, pattern_map(hp.labels, hp.stats)
 
 
 def _importance(bundle):
-    imp = A.head_importance(bundle, ABLATE)
-    return imp, ap.importance_heatmap(imp.scores, imp.unit, imp.target)
+    imp = head_importance(bundle, ABLATE)
+    return imp, importance_heatmap(imp.scores, imp.unit, imp.target)
 
 
 def _important_head_map(bundle):
-    imp = A.head_importance(bundle, ABLATE)
+    imp = head_importance(bundle, ABLATE)
     lay, h = np.unravel_index(int(np.argmax(imp.scores)), imp.scores.shape)
-    an = A.analyze(bundle, ABLATE)
-    return plots.attention_heatmap(an.attentions[lay, h], an.tokens, title=f"layer {lay + 1}, head {h + 1}")
+    an = analyze(bundle, ABLATE)
+    return core.attention_heatmap(an.attentions[lay, h], an.tokens, title=f"layer {lay + 1}, head {h + 1}")
 
 
 def _habits_by_layer(bundle):
-    hp = A.head_patterns_over(bundle)
+    hp = head_patterns_over(bundle)
     resting = [(hp.labels[l] != "[CLS]").sum() - (hp.labels[l] == "[SEP]").sum() for l in range(hp.labels.shape[0])]
-    return plots.values_bar(
+    return core.values_bar(
         [f"layer {l + 1}" for l in range(len(resting))],
         resting,
         title="heads per layer that do not rest on [CLS] or [SEP]",

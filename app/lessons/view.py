@@ -7,11 +7,11 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from .. import figures, links
-from ..cache import budget_cached
-from ..helpers import md_escape
+from ..analysis_cache import budget_cached
+from ..ui import links, show_figure
+from ..ui.formatting import md_escape
 from . import LESSONS
-from .model import Asked, Lesson
+from .lesson import Asked, Lesson
 
 PROGRESS = "lesson_progress"  # {lesson key: {"seen": set of step indexes, "right": {question key: bool}}}
 LESSON = "lesson_key"  # the lesson on screen
@@ -47,7 +47,7 @@ def asked(model_key: str, lesson_key: str, question: str, _bundle) -> Asked:
 
 def show_output(out, name: str, key: str) -> None:
     if isinstance(out, go.Figure):
-        figures.show(out, name, key=key)
+        show_figure.show(out, name, key=key)
     elif isinstance(out, pd.DataFrame):
         st.dataframe(out, hide_index=True, width="stretch")
 

@@ -3,26 +3,54 @@ tables the Data section shows."""
 
 from __future__ import annotations
 
+import logging
+
 import pandas as pd
 import streamlit as st
 
-from bert.labelled import LabelledData, stratified_sample, stratified_split
+from bert.data.corpus.base import CorpusError
+from bert.data.corpus.fetch import RecentlyFailed
+from bert.data.labelled import LabelledData, stratified_sample, stratified_split
+
+log = logging.getLogger("bert_explorer")
 
 
 @st.cache_resource(max_entries=2, show_spinner="Reading the built-in data set…")
 def builtin_data(name: str) -> LabelledData:
     """A built-in data set, shared by all sessions: read-only (splits and samples copy it)."""
-    from bert.datasets import load_dataset
+    from bert.data.datasets import load_dataset
 
     return load_dataset(name)
 
 
 @st.cache_resource(max_entries=3, show_spinner="Reading the corpus…")
-def builtin_corpus(name: str):
-    """A built-in pre-training corpus (bert.corpus.load_corpus), shared by all sessions: read-only."""
-    from bert.corpus import load_corpus
+def read_corpus(name: str):
+    """bert.data.corpus.registry.load_corpus, shared by all sessions (a failure is not kept: see builtin_corpus)."""
+    from bert.data.corpus.registry import load_corpus
 
     return load_corpus(name)
+
+
+def not_on_server(name: str) -> str:
+    return (
+        f"The corpus {name!r} is not on this server, and it could not be fetched from here. The person "
+        f"running the server can fetch it once with `python -m bert.data.corpus {name}` (`make data` fetches the "
+        "usual ones). Meanwhile pick another corpus, or upload a .txt."
+    )
+
+
+def builtin_corpus(name: str):
+    """A built-in pre-training corpus (bert.data.corpus.registry.load_corpus), shared by all sessions: read-only.
+
+    One that cannot be fetched gets one plain message: its details (the client's command, paths,
+    package indexes) go to the server log, and it is not tried again for a while
+    (bert.data.corpus.fetch.RETRY_AFTER_S)."""
+    try:
+        return read_corpus(name)
+    except CorpusError as e:
+        if not isinstance(e, RecentlyFailed):
+            log.warning("the corpus %r could not be loaded: %s", name, e)
+        raise CorpusError(not_on_server(name)) from None
 
 
 def split_data(

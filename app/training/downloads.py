@@ -8,8 +8,8 @@ import zipfile
 from pathlib import Path
 
 import bert
-from bert.events import PretrainDone
-from bert.pretrain import PretrainArgs
+from bert.train.events import PretrainDone
+from bert.train.pretrain import PretrainArgs
 
 from .names import safe_filename
 

@@ -2,8 +2,10 @@
 
 Nothing a session made is lost on rerun: a finished job's model, curves and report are moved
 into st.session_state (`collect`), registered with app.state.add_user_model so the other pages
-can pick it, and the server-side job is forgotten. A session keeps at most MAX_MODELS models
-(both pages together); the oldest is dropped from memory, and stays on disk under its code.
+can pick it, and the server-side job is forgotten. A saved run's model (a job's, a reopened
+one) is kept as a handle on the server's one copy (app/jobs/open_runs.py), loaded again from disk
+when used after the server let it go. A session keeps at most MAX_MODELS models (both pages
+together); the oldest is dropped, and stays on disk under its code.
 """
 
 from __future__ import annotations
@@ -14,14 +16,18 @@ import streamlit as st
 
 import bert
 from bert import DataError
+from bert.train.events import last as last_event
 
-from .. import runs_store, state
-from .. import train_state as ts
-from ..jobs import stop_message
-from .jobs import FINETUNE, PRETRAIN, TrainingJobs, current_job, job_key, manager, notice_errors
+from .. import state
+from ..jobs import runs_store
+from ..jobs.backend import job_backend
+from ..jobs.local import TrainingJobs
+from ..jobs.open_runs import SavedBundle
+from ..jobs.run import Saved, SaveFailed, loaded_record, run_record
+from ..jobs.spec import FINETUNE, PRETRAIN, stop_message
+from . import state as ts
+from .follow import current_job, job_key, notice_errors
 from .names import unique_model_name
-from .progress import last_event
-from .runs import Saved, SaveFailed, loaded_record, run_record
 
 MAX_MODELS = ts.MAX_MODELS
 
@@ -38,7 +44,7 @@ def collect(kind: str, jm: TrainingJobs | None = None) -> dict | None:
     """If this session's job of `kind` has finished, move what it made into session_state:
     returns the new result (or None). The model is registered for the other pages."""
     ts.init()
-    jm = jm or manager()
+    jm = jm or job_backend()
     key = job_key(kind)
     job = current_job(kind, jm)
     if job is None:
@@ -66,10 +72,14 @@ def collect(kind: str, jm: TrainingJobs | None = None) -> dict | None:
     )
     if failed:
         st.session_state[notice_key(kind)] = ("error", failed.message)
-    return _add_result(kind, res, job.result, job.title or job.result.name)
+    bundle = job.result
+    if res["saved"] and res["code"] and not isinstance(bundle, SavedBundle):  # a handle, the server one copy
+        bundle = runs_store.adopt_run(res["code"], bundle)
+    job.result = None
+    return add_result(kind, res, bundle, job.title or bundle.name)
 
 
-def _add_result(kind: str, res: dict, bundle: bert.Bundle, name: str) -> dict:
+def add_result(kind: str, res: dict, bundle: bert.Bundle, name: str) -> dict:
     """Register a result's model for the other pages and keep it, at most MAX_MODELS in all."""
     name = unique_model_name(name)
     bundle.name = name
@@ -85,10 +95,13 @@ def _add_result(kind: str, res: dict, bundle: bert.Bundle, name: str) -> dict:
         _unregister(old)
         dropped.append(old)
     if dropped:
-        kept = "; ".join(f"{d['name']} (run code {d['code']})" if d.get("saved") else d["name"] for d in dropped)
+        kept = "; ".join(  # a run its student's newer runs removed from the disk has no code to give
+            f"{d['name']} (run code {d['code']})" if d.get("saved") and runs_store.is_saved(d["code"]) else d["name"]
+            for d in dropped
+        )
         st.session_state[notice_key(kind)] = (
             "info",
-            f"This session keeps its last {MAX_MODELS} models in memory: {kept} was removed. "
+            f"This session keeps its last {MAX_MODELS} models: {kept} was removed. "
             f"Reopen a run with its code (for a day), or download a model to keep it.",
         )
     return res
@@ -116,7 +129,7 @@ def reopen(text: str) -> dict:
     if kind not in (FINETUNE, PRETRAIN):
         raise DataError(f"Run {code} cannot be opened here.")
     res = {**loaded_record(record), "job_id": code, "finished": record.get("saved"), "saved": True, "code": code}
-    return _add_result(kind, res, bundle, record.get("name") or bundle.name)
+    return add_result(kind, res, bundle, record.get("name") or bundle.name)
 
 
 def reopen_callback(kind: str, widget_key: str, select_key: str) -> None:

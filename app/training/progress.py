@@ -6,8 +6,8 @@ import math
 
 import pandas as pd
 
-from bert.events import FinetuneDone, FinetuneStart, FinetuneStep, PretrainEval, PretrainStart, PretrainStep
-from bert.events import last as last_event  # the latest event of a class (the pages' name for it)
+from bert.train.events import FinetuneDone, FinetuneStart, FinetuneStep, PretrainEval, PretrainStart, PretrainStep
+from bert.train.events import last as last_event  # the latest event of a class (the pages' name for it)
 
 
 def fmt_seconds(s: float | None) -> str:

@@ -31,7 +31,7 @@ def mistakes_frame(report: dict) -> pd.DataFrame:
 def cls_attention(base: bert.Bundle, tuned: bert.Bundle, text: str) -> tuple[list[str], np.ndarray, np.ndarray]:
     """[CLS]'s attention in the last layer, mean over heads, for the base and the fine-tuned
     model on one text: (tokens, before (T,), after (T,))."""
-    from bert.analysis import attentions_of
+    from bert.analysis.compare import attentions_of
 
     text = (text or "").strip()
     if not text:
@@ -50,8 +50,9 @@ def base_bundle(source: str | None) -> bert.Bundle | None:
     """The model a run started from (a built-in, a folder, or this session's own), if still there."""
     if not source:
         return None
-    if source.startswith("session:"):
-        return state.user_models().get(source[len("session:") :])
-    from ..resources import load_model
+    name = state.session_model_name(source)
+    if name is not None:
+        return state.user_models().get(name)
+    from ..models import load_model
 
     return load_model(source)

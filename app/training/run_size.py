@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bert.finetune import FinetuneArgs
+from bert.train.finetune_args import FinetuneArgs
 
 VALID_FRACTION = 0.2  # of a data set without a validation file
 PAGE_EVALS = 10  # evaluations per epoch: points on the validation curve

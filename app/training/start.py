@@ -1,35 +1,49 @@
 """Starting a training job: its settings checked against the caps, then queued for this session.
 
-Caps (app/budget.py) are checked before a job is queued: tokens per step and the memory estimate
+Caps (app/jobs/budget.py) are checked before a job is queued: tokens per step and the memory estimate
 (`check_finetune` / `check_pretrain`), one active job per student (`student_key`: the browser, so
-two tabs count once), the queue length, and the time a job trains.
+two tabs count once; a browser new to the server costs its address a token, app/server/new_students.py),
+the queue length, and the time a job trains.
 """
 
 from __future__ import annotations
+
+import re
 
 import streamlit as st
 
 import bert
 from bert import settings
-from bert.attention_snapshots import AttentionSnapshots
-from bert.finetune import FinetuneArgs
-from bert.labelled import LabelledData
-from bert.pretrain import PretrainArgs
+from bert.data.labelled import LabelledData
+from bert.train.attention_snapshots import AttentionSnapshots
+from bert.train.finetune_args import FinetuneArgs
+from bert.train.pretrain import PretrainArgs
 
-from .. import budget, runs_store, snapshots
-from .. import train_state as ts
-from ..jobs import Job, LimitError
-from .jobs import (
-    FINETUNE,
-    PRETRAIN,
-    TrainingJobs,
-    current_session_id,
-    job_key,
-    job_threads,
-    manager,
-    student_key,
-)
-from .runs import finetune_job, keep_run, pretrain_job
+from ..jobs import budget, runs_store
+from ..jobs.backend import job_backend
+from ..jobs.budget import LimitError
+from ..jobs.local import Job, TrainingJobs
+from ..jobs.run import job_threads
+from ..jobs.spec import FINETUNE, PRETRAIN, JobSpec, finetune_spec, pretrain_spec
+from ..server import new_students
+from . import snapshots
+from . import state as ts
+from .data import split_data
+from .follow import current_session_id, job_key, notice_errors, student_key
+from .names import safe_filename
+from .run_size import page_finetune_args
+from .uploads import free_uploads
+
+
+def client_address() -> str | None:
+    """The client's IP address ("127.0.0.1" from this machine), None without a connection
+    (AppTest, scripts: nobody to count)."""
+    try:
+        if not st.context.headers:
+            return None
+        return st.context.ip_address or "127.0.0.1"  # Streamlit says None for localhost
+    except Exception:  # noqa: BLE001 - no context
+        return None
 
 
 def default_finetune_base() -> str:
@@ -81,6 +95,120 @@ def check_pretrain_settings(layers: int, hidden: int, heads: int, vocab: int, ba
     return _budget_view(batch, seq_len, budget.pretrain_mb(layers, hidden, heads, vocab, batch, seq_len), "sequence")
 
 
+# ---- the Start buttons' callbacks (a callback survives the rerun a page may do first) -------------
+
+# the pre-training page's fixed settings
+LOG_EVERY = 5
+SAVE_EVERY = 500  # a checkpoint to resume from; the model is saved when the run ends anyway
+DROPOUT = 0.0  # small models trained for minutes learn faster without it (benchmarks/plateau.py)
+
+
+def on_start_finetune(
+    jm: TrainingJobs, data: LabelledData, valid_file: LabelledData | None, valid_fraction: float, base, mode: str
+) -> None:
+    """Start button callback (a callback survives the rerun a page may do first)."""
+    ss = st.session_state
+    with notice_errors(ts.FT_NOTICE, "starting the job"):
+        if jm.active_of(ts.owner(), FINETUNE) is not None:
+            ss[ts.FT_NOTICE] = ("info", "Your fine-tuning job is already running.")
+            return
+        if mode == "upload" and valid_file is None:
+            ss[ts.FT_NOTICE] = ("error", "Upload a validation file first, or keep some of the data aside.")
+            return
+        train, valid = split_data(
+            data, valid_file, valid_fraction, int(ss.ft_seed), int(ss.ft_max_train), int(ss.ft_max_valid)
+        )
+        stem = safe_filename((data.source or "data").replace("builtin:", "").rsplit(".", 1)[0], "data")
+        args = page_finetune_args(
+            base.name,
+            len(train),
+            data.source,
+            stem,
+            int(ss.ft_evals),
+            job_threads(),
+            checkpoint=ss.ft_base,
+            pooling=ss.ft_pooling,
+            freeze_embeddings=bool(ss.ft_freeze_emb),
+            freeze_layers=int(ss.ft_freeze_layers),
+            max_length=int(ss.ft_max_length),
+            batch_size=int(ss.ft_batch),
+            lr=float(ss.ft_lr),
+            epochs=int(ss.ft_epochs),
+            warmup_ratio=float(ss.ft_warmup),
+            seed=int(ss.ft_seed),
+            device=settings.text("BERT_EXPLORER_DEVICE") or "auto",
+        )
+        args.check(base.config.max_position_embeddings, base.config.num_hidden_layers)
+        try:
+            _, new = start_finetune(
+                base, ss.ft_base, train, valid, args, jm, recorder=snapshots.recorder("ft", snapshots.FT_PROBE)
+            )
+        except LimitError as e:
+            ss[ts.FT_NOTICE] = ("error", str(e))
+            return
+        if new:
+            ss[ts.FT_NOTICE] = None
+            used = ((ts.FT_UPLOAD, ss.ft_source == ts.UPLOAD), (ts.FT_VAL_UPLOAD, mode == "upload"))
+            free_uploads(*[key for key, on in used if on])
+
+
+def on_start_pretrain(jm: TrainingJobs, corpus, corpus_label: str) -> None:
+    """Start button callback (a callback survives the rerun a page may do first)."""
+    ss = st.session_state
+    with notice_errors(ts.PT_NOTICE, "starting the job"):
+        if jm.active_of(ts.owner(), PRETRAIN) is not None:
+            ss[ts.PT_NOTICE] = ("info", "Your pre-training job is already running.")
+            return
+        probe = re.sub(r"\[mask\]", "[MASK]", ss.pt_probe or "", flags=re.IGNORECASE)
+        if "[MASK]" not in probe:
+            probe = PretrainArgs(out="").probe
+        vocab = f"train:{int(ss.pt_vocab_size)}" if ss.pt_vocab == "train" else "default"
+        steps, every = int(ss.pt_steps), int(ss.pt_eval)
+        args = PretrainArgs(
+            out="",
+            init="scratch",
+            corpora=[ss.pt_source],
+            vocab=vocab,
+            layers=int(ss.pt_layers),
+            hidden=int(ss.pt_hidden),
+            heads=int(ss.pt_heads),
+            max_seq_length=int(ss.pt_seq),
+            batch_size=int(ss.pt_batch),
+            steps=steps,
+            lr=float(ss.pt_lr),
+            warmup_steps=min(int(ss.pt_warmup), steps - 1),
+            log_every=LOG_EVERY,
+            eval_every=every,
+            save_every=max(every, SAVE_EVERY),
+            dropout=DROPOUT,
+            seed=int(ss.pt_seed),
+            threads=job_threads(),
+            probe=probe[:500],
+            device=settings.text("BERT_EXPLORER_DEVICE") or "auto",
+            # an upload's tokens live in memory only; a built-in's are cached for all
+            cache_tokens=ss.pt_source != ts.UPLOAD and vocab == "default",
+        )
+        what = ss.pt_source
+        if what == ts.UPLOAD and ss.get(ts.PT_UPLOAD):
+            what = safe_filename(ss[ts.PT_UPLOAD]["name"].rsplit(".", 1)[0], "text")
+        try:
+            _, new = start_pretrain(
+                args,
+                corpus,
+                f"pretrained-{what}-{args.layers}x{args.hidden}",
+                corpus_label,
+                jm,
+                recorder=snapshots.recorder("pt", snapshots.PT_PROBE),
+            )
+        except LimitError as e:
+            ss[ts.PT_NOTICE] = ("error", str(e))
+            return
+        if new:
+            ss[ts.PT_NOTICE] = None
+            if ss.pt_source == ts.UPLOAD:
+                free_uploads(ts.PT_UPLOAD)
+
+
 def start_finetune(
     base: bert.Bundle,
     base_source: str,
@@ -92,7 +220,7 @@ def start_finetune(
 ) -> tuple[Job, bool]:
     """Submit (or return the already active) fine-tuning job of this session. LimitError (with
     the message to show) when a cap refuses it."""
-    jm = jm or manager()
+    jm = jm or job_backend()
     existing = _active(jm, FINETUNE)
     if existing is not None:
         return existing, False
@@ -103,7 +231,6 @@ def start_finetune(
     info = {
         "base_source": base_source,
         "base_name": base.name,
-        "args": args,  # FinetuneArgs (run.json: a dict, app/training/runs.py)
         "code": code,
         "title": args.name or "",
         "train": train.summary(),
@@ -112,8 +239,8 @@ def start_finetune(
         "train_notes": list(train.notes),
         "valid_notes": list(valid.notes),
     }
-    job_fn = finetune_job(base, train, valid, args, recorder=recorder)
-    return _submit(jm, FINETUNE, job_fn, info, args.name or "", args.name or "fine-tuning", recorder)
+    spec = finetune_spec(code, base_source, train, valid, args, student_key(), args.name or "", info)
+    return _submit(jm, spec, args, args.name or "fine-tuning", recorder, base=base)
 
 
 def start_pretrain(
@@ -125,16 +252,15 @@ def start_pretrain(
     recorder: AttentionSnapshots | None = None,
 ) -> tuple[Job, bool]:
     """Submit (or return the already active) pre-training job of this session; LimitError over a cap."""
-    jm = jm or manager()
+    jm = jm or job_backend()
     existing = _active(jm, PRETRAIN)
     if existing is not None:
         return existing, False
     check_pretrain(args)
-    holder: dict = {}
     code = runs_store.new_code()
-    info = {"args": args, "corpus": corpus_label, "code": code, "title": name}  # args: PretrainArgs
-    job_fn = pretrain_job(args, corpus, name, corpus_label, holder, recorder)
-    return _submit(jm, PRETRAIN, job_fn, info, name, name, recorder, holder)
+    info = {"corpus": corpus_label, "code": code, "title": name}
+    spec = pretrain_spec(code, args, corpus, name, corpus_label, student_key(), info)
+    return _submit(jm, spec, args, name, recorder, corpus=corpus)
 
 
 # what the attention snapshots of a kind of job are called
@@ -152,26 +278,25 @@ def _active(jm: TrainingJobs, kind: str) -> Job | None:
 
 def _submit(
     jm: TrainingJobs,
-    kind: str,
-    job_fn,
-    info: dict,
-    title: str,
+    spec: JobSpec,
+    args: FinetuneArgs | PretrainArgs,
     label: str,
     recorder: AttentionSnapshots | None,
-    holder: dict | None = None,
+    base: bert.Bundle | None = None,
+    corpus=None,
 ) -> tuple[Job, bool]:
-    """Submit `job_fn`, kept as the run info["code"], as this session's job of `kind` (or get the
-    one already active), and make it the job its page follows. A new job gets `info`, its
-    attention snapshots are registered under `label`, and `holder["job_id"]` names it."""
-    fn = keep_run(job_fn, kind, info["code"], info)
-    job, new = jm.submit_for(ts.owner(), kind, fn, title=title, session_id=current_session_id(), student=student_key())
-    if holder is not None:
-        holder["job_id"] = job.id
+    """Submit `spec` as this session's job of its kind (or get the one already active) and make it
+    the job its page follows. A new job gets the spec's info (with its settings, `args`) for the
+    page; its attention snapshots are registered under `label`."""
+    new_students.admit(spec.student, client_address())  # a browser never seen before costs a token
+    job, new = jm.submit_spec(
+        ts.owner(), spec, session_id=current_session_id(), base=base, corpus=corpus, recorder=recorder
+    )
     if new and recorder is not None:
-        snapshots.register(f"{label} ({_SNAPSHOT_NAMES[kind]}, job {job.id})", recorder)
+        snapshots.register(f"{label} ({_SNAPSHOT_NAMES[spec.kind]}, job {job.id})", recorder)
     if new:
-        job.info = info
-    st.session_state[job_key(kind)] = job.id
+        job.info = {**spec.info, "args": args}
+    st.session_state[job_key(spec.kind)] = job.id
     return job, new
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import streamlit as st
 
 from bert import BertExplorerError, DataError
-from bert.labelled import LabelledData, read_labelled
+from bert.data.labelled import LabelledData, file_columns, read_labelled
 
-from .. import train_state as ts
+from . import state as ts
 from .names import safe_filename
 
 MIN_DOCUMENTS = 2
@@ -70,16 +70,8 @@ def parse_upload(
 def sniff_columns(upload: dict) -> list[str]:
     """The column names of an uploaded file even when no text/label pair could be detected
     (so the user can choose them); [] when the file cannot be read at all."""
-    from bert import labelled as lab
-
     try:
-        text, _ = lab.decode_bytes(upload["data"])
-        text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-        if lab._is_json(text, upload["name"]):
-            columns, _, _ = lab._parse_jsonl(text, {})
-        else:
-            columns, _, _ = lab._parse_delimited(text, upload["name"], {})
-        return list(columns)
+        return file_columns(upload["data"], upload["name"])
     except Exception:  # noqa: BLE001 - the real reader says what is wrong
         return []
 
@@ -87,7 +79,7 @@ def sniff_columns(upload: dict) -> list[str]:
 def upload_corpus(upload: dict):
     """An uploaded .txt as a corpus (memoised per file in this session); a DataError when it is
     too small to make next-sentence pairs and a validation part."""
-    from bert.corpus import corpus_from_text
+    from bert.data.corpus.base import corpus_from_text
 
     memo = st.session_state.setdefault(ts.PT_PARSED, {})
     hit = memo.get(upload["id"])

@@ -14,8 +14,21 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .common import _encode, _run_layers, class_index, classifier_logits, mask_positions, token_id
+from .common import class_index, classifier_logits, encode_tensors, mask_positions, run_layers, token_id
 from .mlm import MLMPredictions, classifier_probs, mlm_topk
+
+
+def first_tokens(bundle, text: str, max_tokens: int) -> tuple[str, int]:
+    """(text cut after its first `max_tokens` tokens, how many tokens the whole text has).
+
+    Ranking heads runs the model once per head, so the Head ablation page reads only the start
+    of a long text; the cut falls at the end of a token (a word's pieces may be split), and the
+    cut text gives the same first tokens. The count reads at most 10,000 tokens past the cut."""
+    enc = bundle.tokenizer.encode(text, None, max_length=max_tokens + 2)  # [CLS] ... [SEP]
+    kept = [i for i, s in enumerate(enc.sequence_ids) if s == 0]
+    if not enc.truncated or not kept:
+        return text, len(kept)
+    return text[: enc.offsets[kept[-1]][1]], len(kept) + enc.num_truncated
 
 
 def head_mask(L: int, H: int, off) -> np.ndarray:
@@ -87,7 +100,7 @@ def _ablated_values(bert_model, inputs, value, tgt: int, L: int, H: int) -> np.n
             y, _, _ = bert_model.layers[l](inputs[l], None, False, hm)
             outs.append(y)
         y = torch.cat(outs)  # (H, T, C)
-        y, _, _ = _run_layers(bert_model, y, range(l + 1, L))
+        y, _, _ = run_layers(bert_model, y, range(l + 1, L))
         ablated[l] = value(y)[:, tgt].numpy()
     return ablated
 
@@ -103,13 +116,13 @@ def head_importance(
     """
     t0 = time.perf_counter()
     bert_model = bundle.model.bert
-    enc, ids, types = _encode(bundle, text, text_b)
+    enc, ids, types = encode_tensors(bundle, text, text_b)
     L, H = bundle.config.num_hidden_layers, bundle.config.num_attention_heads
     what, value = _readout(bundle, enc, position)
     kind = what["kind"]
     with torch.inference_mode():
         x, _ = bert_model.embeddings(ids, types)  # (1, T, C)
-        final, states, _ = _run_layers(bert_model, x)
+        final, states, _ = run_layers(bert_model, x)
         base = value(final)[0]
         if target is None:
             tgt = int(base.argmax())

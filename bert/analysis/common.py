@@ -12,8 +12,10 @@ from torch import Tensor
 
 from ..errors import InputError
 from ..outputs import BertOutput
+from ..tokenizer.vocab import CLS_TOKEN, PAD_TOKEN, SEP_TOKEN
 
-SPECIAL = ("[CLS]", "[SEP]", "[PAD]")
+# The tokens the tokenizer adds around a text or pads with (a typed [MASK] or an [UNK] stands for a word).
+ADDED_TOKENS = (CLS_TOKEN, SEP_TOKEN, PAD_TOKEN)
 
 NO_TOKENS = "The text gave no tokens at all (only spaces or control characters?). Type some words."
 
@@ -27,7 +29,7 @@ def encode(bundle, text_a: str, text_b: str | None = None):
     return enc
 
 
-def _encode(bundle, text: str, text_b: str | None = None):
+def encode_tensors(bundle, text: str, text_b: str | None = None):
     """Encoding and (1, T) id / segment tensors for one input."""
     enc = encode(bundle, text, text_b)
     ids = torch.tensor([enc.ids], dtype=torch.long)  # (1, T)
@@ -35,7 +37,7 @@ def _encode(bundle, text: str, text_b: str | None = None):
     return enc, ids, types
 
 
-def _pad(encs, tokenizer):
+def pad_tensors(encs, tokenizer):
     """Right-pad encodings (tokenizer.pad) into (B, T) ids, segments and attention mask."""
     b = tokenizer.pad(encs)
     return tuple(torch.tensor(b[k], dtype=torch.long) for k in ("input_ids", "token_type_ids", "attention_mask"))
@@ -116,7 +118,7 @@ def as_attention(attentions) -> np.ndarray:
     return a
 
 
-def _run_layers(
+def run_layers(
     bert_model, x: Tensor, layers: range | None = None, head_mask: Tensor | None = None, need_weights: bool = False
 ):
     """Run encoder layers by hand from hidden state `x` (B, T, C), no padding mask.

@@ -13,13 +13,13 @@ import numpy as np
 import torch
 
 from ..errors import InputError
-from .common import _encode, as_attention
+from .common import as_attention, encode_tensors
 from .mlm import MLMPredictions, classifier_probs, mlm_topk
 
 
 def attentions_of(bundle, text: str, text_b: str | None = None) -> tuple[list[str], np.ndarray]:
     """(tokens, (L, H, T, T) attention probabilities) of one input."""
-    enc, ids, types = _encode(bundle, text, text_b)
+    enc, ids, types = encode_tensors(bundle, text, text_b)
     with torch.inference_mode():
         out = bundle.model.bert(ids, types, output_attentions=True)
     return list(enc.tokens), torch.stack(out.attentions, 1)[0].float().numpy()
@@ -90,7 +90,7 @@ class SideBySide:
 def model_outputs(bundle, text: str, k: int = 5, text_b: str | None = None) -> ModelOutputs:
     """One model's own answer: MLM top-k at each [MASK], or class probabilities."""
     if bundle.is_classifier:
-        enc, _, _ = _encode(bundle, text, text_b)
+        enc, _, _ = encode_tensors(bundle, text, text_b)
         return ModelOutputs(
             name=bundle.name,
             tokens=list(enc.tokens),

@@ -22,17 +22,17 @@ import torch
 
 from ..errors import InputError
 from .common import (
-    SPECIAL,
-    _encode,
-    _run_layers,
+    ADDED_TOKENS,
     as_attention,
     classifier_logits,
+    encode_tensors,
     mask_positions,
     need_classifier,
     need_mlm,
+    run_layers,
     token_id,
 )
-from .common import class_index as _class_index
+from .common import class_index as index_of_class  # the parameter of saliency_classifier is class_index
 
 
 def attention_rollout(attentions, residual: float = 0.5, upto: int | None = None) -> np.ndarray:
@@ -122,7 +122,7 @@ def _saliency(
         with torch.no_grad():
             emb, _ = bert_model.embeddings(ids, types)  # (1, T, C)
         x = emb.detach().clone().requires_grad_(True)
-        h, _, atts = _run_layers(bert_model, x, need_weights=True)
+        h, _, atts = run_layers(bert_model, x, need_weights=True)
         logp = torch.log_softmax(readout(h).float(), -1)  # (V,) or (K,)
         target = choose_target(logp.detach())
         (grad,) = torch.autograd.grad(logp[target], x)
@@ -132,7 +132,7 @@ def _saliency(
     signed = xg.sum(-1).numpy().astype(np.float64)
     att = np.stack([a.detach()[0].numpy() for a in atts])  # (L, H, T, T)
     roll = rollout_row(attention_rollout(att))
-    keep = [i for i, t in enumerate(enc.tokens) if t not in SPECIAL]
+    keep = [i for i, t in enumerate(enc.tokens) if t not in ADDED_TOKENS]
     if len(keep) < 2:
         keep = list(range(len(enc.tokens)))
     return Saliency(
@@ -159,7 +159,7 @@ def saliency_mlm(
     """
     t0 = time.perf_counter()
     need_mlm(bundle, "masked-word saliency")
-    enc, ids, types = _encode(bundle, text, text_b)
+    enc, ids, types = encode_tensors(bundle, text, text_b)
     pos = mask_positions(enc, bundle.tokenizer, position)[0]
     mlm, tok = bundle.model.mlm, bundle.tokenizer
     tid = None if target is None else token_id(tok, target)
@@ -185,9 +185,9 @@ def saliency_classifier(bundle, text: str, class_index: int | str | None = None,
     """
     t0 = time.perf_counter()
     need_classifier(bundle, "classifier saliency")
-    enc, ids, types = _encode(bundle, text, text_b)
+    enc, ids, types = encode_tensors(bundle, text, text_b)
     model = bundle.model
-    k = None if class_index is None else _class_index(bundle, class_index)
+    k = None if class_index is None else index_of_class(bundle, class_index)
     row = (lambda r: r[0]) if model.pooling == "cls" else (lambda r: r.mean(0))
     return _saliency(
         bundle,
@@ -228,7 +228,7 @@ def logit_lens(
     """Logit lens: decode each layer's hidden state at every [MASK] with the MLM head."""
     t0 = time.perf_counter()
     need_mlm(bundle, "the logit lens")
-    enc, ids, types = _encode(bundle, text, text_b)
+    enc, ids, types = encode_tensors(bundle, text, text_b)
     pos = mask_positions(enc, bundle.tokenizer, positions)
     k = max(1, min(int(k), bundle.config.vocab_size))
     sel = torch.tensor(pos)

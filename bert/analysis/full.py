@@ -55,26 +55,47 @@ class Analysis:
         return len(self.tokens)
 
 
+def analysis_bytes(config, n_tokens: int) -> int:
+    """What analyze() of n_tokens holds at its peak: the result, one layer's scores and
+    probabilities (float32), and the per-layer queries/keys/values before they are stacked."""
+    L, H, C, T = config.num_hidden_layers, config.num_attention_heads, config.hidden_size, n_tokens
+    kept = (L * H * T * T + (3 * L + L + 1 + len(PARTS)) * T * C) * 4  # float32
+    working = 2 * H * T * T * 4 + 3 * L * T * C * 4
+    return kept + working
+
+
 def _stack(per_layer) -> np.ndarray:
     """L tensors (1, ...) -> read-only (L, ...)."""
     return readonly(torch.stack([x[0] for x in per_layer]))
 
 
 def analyze(bundle, text_a: str, text_b: str | None = None) -> Analysis:
-    """Run the model once on (text_a, text_b) and keep everything the pages draw."""
+    """Run the model once on (text_a, text_b) and keep everything the pages draw.
+
+    Each layer's attention is copied into one (L, H, T, T) array as soon as it is computed
+    (512 tokens of MiniLM: 75 MB, which a list of layers and then their stack held twice)."""
     t0 = time.perf_counter()
     enc = encode(bundle, text_a, text_b)
     ids = torch.tensor([enc.ids], dtype=torch.long)  # (1, T)
     types = torch.tensor([enc.type_ids], dtype=torch.long)  # (1, T)
+    cfg = bundle.config
+    T = len(enc.ids)
+    attentions = np.empty((cfg.num_hidden_layers, cfg.num_attention_heads, T, T), dtype=np.float32)
+    into = torch.from_numpy(attentions)  # the same memory
+
+    def keep(layer: int, probs: torch.Tensor) -> None:
+        into[layer].copy_(probs[0])
+
     with torch.inference_mode():
         out = bundle.model.bert(
             ids,
             token_type_ids=types,
-            output_attentions=True,
             output_hidden_states=True,
             output_embedding_parts=True,
             output_qkv=True,
+            on_attention=keep,
         )
+    attentions.setflags(write=False)
     p = out.embedding_parts
     return Analysis(
         **{name: list(getattr(enc, name)) for name in TOKEN_LISTS},
@@ -83,7 +104,7 @@ def analyze(bundle, text_a: str, text_b: str | None = None) -> Analysis:
         truncated=enc.truncated,
         num_truncated=enc.num_truncated,
         max_length=int(bundle.config.max_position_embeddings),
-        attentions=_stack(out.attentions),  # (L, H, T, T)
+        attentions=attentions,  # (L, H, T, T)
         hidden=_stack(out.hidden_states),  # (L+1, T, C)
         parts={name: readonly(getattr(p, name)[0]) for name in PARTS},  # (T, C) each
         queries=_stack(out.queries),  # (L, H, T, D)

@@ -16,16 +16,17 @@ import numpy as np
 import torch
 
 from ..errors import InputError
-from .common import SPECIAL, _pad, as_attention
+from ..tokenizer.vocab import CLS_TOKEN, SEP_TOKEN, SPECIAL_TOKENS
+from .common import as_attention, pad_tensors
 
-PATTERNS = ("[CLS]", "[SEP]", "previous", "next", "self", "punctuation")
+PATTERNS = (CLS_TOKEN, SEP_TOKEN, "previous", "next", "self", "punctuation")
 LABELS = PATTERNS + ("broad", "other")
 PATTERN_THRESHOLD = 0.4  # a head is labelled by a pattern that gets >= 40% of its attention
 BROAD_ENTROPY = 0.7  # ... else "broad" when its entropy is >= 70% of the uniform maximum
 
 LABEL_HELP = {
-    "[CLS]": "attends mostly to the [CLS] token at the start",
-    "[SEP]": "attends mostly to [SEP]: often a 'no-op', a place to park attention",
+    CLS_TOKEN: "attends mostly to the [CLS] token at the start",
+    SEP_TOKEN: "attends mostly to [SEP]: often a 'no-op', a place to park attention",
     "previous": "attends mostly to the token just before",
     "next": "attends mostly to the token just after",
     "self": "attends mostly to the token itself",
@@ -37,7 +38,7 @@ LABEL_HELP = {
 
 def _is_punctuation(token: str) -> bool:
     t = token[2:] if token.startswith("##") else token
-    if not t or token in SPECIAL or token == "[MASK]":
+    if not t or token in SPECIAL_TOKENS:
         return False
     return all(
         unicodedata.category(c).startswith("P") or (c.isascii() and not c.isalnum() and not c.isspace()) for c in t
@@ -67,8 +68,8 @@ def head_pattern_stats(attentions, tokens: Sequence[str]) -> dict[str, np.ndarra
     diag = lambda k: np.diagonal(a, offset=k, axis1=2, axis2=3)  # noqa: E731  (L, H, T-|k|)
     empty = np.zeros(a.shape[:2])
     stats = {
-        "[CLS]": to([j for j, t in enumerate(tokens) if t == "[CLS]"]),
-        "[SEP]": to([j for j, t in enumerate(tokens) if t == "[SEP]"]),
+        CLS_TOKEN: to([j for j, t in enumerate(tokens) if t == CLS_TOKEN]),
+        SEP_TOKEN: to([j for j, t in enumerate(tokens) if t == SEP_TOKEN]),
         "previous": diag(-1).mean(-1) if T > 1 else empty,  # A[i, i-1], i >= 1
         "next": diag(1).mean(-1) if T > 1 else empty,  # A[i, i+1], i < T-1
         "self": diag(0).mean(-1),
@@ -144,7 +145,7 @@ def head_patterns_over(bundle, sentences: Sequence[str] | None = None, max_lengt
     tok = bundle.tokenizer
     max_length = min(max_length, bundle.config.max_position_embeddings)
     encs = [tok.encode(s, max_length=max_length) for s in sentences]
-    ids, types, mask = _pad(encs, tok)
+    ids, types, mask = pad_tensors(encs, tok)
     with torch.inference_mode():
         out = bundle.model.bert(ids, types, mask, output_attentions=True)
     att = torch.stack(out.attentions, 1).float().numpy()  # (B, L, H, T, T)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .common import _encode, as_head_mask, mask_positions, need_classifier, need_mlm
+from .common import as_head_mask, encode_tensors, mask_positions, need_classifier, need_mlm
 
 
 @dataclass
@@ -49,7 +49,7 @@ def mlm_topk(
     switched off (head_mask (L, H): 1 = on, 0 = off)."""
     need_mlm(bundle, "masked-word prediction")
     tok = bundle.tokenizer
-    enc, ids, types = _encode(bundle, text, text_b)
+    enc, ids, types = encode_tensors(bundle, text, text_b)
     pos = sorted(set(mask_positions(enc, tok, positions)))
     hm = None if head_mask is None else as_head_mask(bundle, head_mask)
     where = torch.zeros_like(ids, dtype=torch.bool)
@@ -75,7 +75,7 @@ def mlm_topk(
 
 def nsp_probability(bundle, text_a: str, text_b: str) -> float:
     """P(IsNext): the NSP head's belief that B really follows A (index 0, as in Google's BERT)."""
-    _, ids, types = _encode(bundle, text_a, text_b)
+    _, ids, types = encode_tensors(bundle, text_a, text_b)
     with torch.inference_mode():
         out = bundle.model(ids, types)
     return float(torch.softmax(out.nsp_logits.float(), dim=-1)[0, 0])
@@ -84,7 +84,7 @@ def nsp_probability(bundle, text_a: str, text_b: str) -> float:
 def classifier_probs(bundle, text: str, head_mask=None, text_b: str | None = None) -> np.ndarray:
     """(K,) class probabilities of a fine-tuned classifier (optionally with heads switched off)."""
     need_classifier(bundle, "class probabilities")
-    _, ids, types = _encode(bundle, text, text_b)
+    _, ids, types = encode_tensors(bundle, text, text_b)
     hm = None if head_mask is None else as_head_mask(bundle, head_mask)
     with torch.inference_mode():
         out = bundle.model(ids, types, head_mask=hm)

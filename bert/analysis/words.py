@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from ..errors import InputError
-from .common import _pad, encode
+from .common import encode, pad_tensors
 from .vectors import cosine, pca_by_layer
 
 WORD_BATCH = 8  # sentences per forward pass in word_vectors_by_layer
@@ -68,7 +68,7 @@ def word_vectors_by_layer(bundle, sentences: Sequence[str], word: str, batch_siz
     parts = []
     for i in range(0, len(sentences), step):
         encs = [tok.encode(s, max_length=P) for s in sentences[i : i + step]]
-        ids, types, mask = _pad(encs, tok)
+        ids, types, mask = pad_tensors(encs, tok)
         with torch.inference_mode():
             out = bundle.model.bert(ids, types, mask, output_hidden_states=True)
         parts.append(

@@ -25,23 +25,18 @@ Modules:
     vocab       reading and atomically writing vocab.txt, token <-> id tables, the special tokens
     basic       cleaning, CJK splitting, NFC / lower-case / accents, punctuation splitting, with offsets
     wordpiece   greedy longest-match-first pieces of a basic token (cached), and its step-by-step Trace
-    encode      one text or pair -> Encoding: lazy reading of long pastes, fast paths, truncation
-    tokenizer   the Tokenizer class tying them together (tokenize, encode, decode, pad, trace)
+    tokenizer   the Tokenizer class tying them together (tokenize, encode, decode, pad, trace), and one
+                text or pair -> Encoding: lazy reading of long pastes, fast paths, truncation
 
 Pure Python: only the standard library (``re``, ``unicodedata``) is imported.
 """
 
-from ..errors import TokenizerError
 from .basic import BasicTokenizer
-from .encode import _COUNT_AHEAD as _COUNT_AHEAD
-from .encode import _WINDOW as _WINDOW
-from .encode import Encoding
-from .tokenizer import Tokenizer
+from .tokenizer import Encoding, Tokenizer
 from .vocab import SPECIAL_TOKENS
 from .wordpiece import Trace, TraceStep, WordPiece
 
 __all__ = [
-    "TokenizerError",
     "BasicTokenizer",
     "WordPiece",
     "Tokenizer",

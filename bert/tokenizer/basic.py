@@ -124,8 +124,8 @@ def _norm_cased(s: str) -> str:
 
 
 # ASCII fast path: printable ASCII is either alphanumeric or punctuation; whitespace is " \t\n\r".
-_ASCII_CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_ASCII_TOKEN = re.compile(r"[A-Za-z0-9]+|[^A-Za-z0-9 \t\n\r]")
+ASCII_CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+ASCII_TOKEN = re.compile(r"[A-Za-z0-9]+|[^A-Za-z0-9 \t\n\r]")
 
 
 def _punct_split(target: str, spans: list[tuple[int, int]]) -> list:
@@ -218,15 +218,15 @@ class BasicTokenizer:
         for is_special, seg, base in self.split_specials(text):
             if is_special:
                 out.append((seg, base, base + len(seg), None))
-            elif seg.isascii() and not _ASCII_CTRL.search(seg):
+            elif seg.isascii() and not ASCII_CTRL.search(seg):
                 s = seg.lower() if self.do_lower_case else seg
-                for m in _ASCII_TOKEN.finditer(s):
+                for m in ASCII_TOKEN.finditer(s):
                     out.append((m.group(), base + m.start(), base + m.end(), None))
             else:
-                self._segment(seg, base, out)
+                self.segment(seg, base, out)
         return out
 
-    def _segment(self, seg: str, base: int, out: list, stop: int | None = None) -> None:
+    def segment(self, seg: str, base: int, out: list, stop: int | None = None) -> None:
         """General (Unicode) path for one segment without special tokens.
 
         With ``stop``, returns once ``out`` holds at least ``stop`` basic tokens (the rest unread).

@@ -8,7 +8,10 @@ from collections.abc import Sequence
 
 from ..errors import TokenizerError
 
-SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]")
+# The special tokens, spelled out here only; SPECIAL_TOKENS is in the order a new vocab writes them
+# ([PAD] = id 0, as in BERT's own vocab).
+PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
+SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
 
 
 def vocab_file_path(path) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .basic import remember
+from .vocab import UNK_TOKEN
 
 # A basic token longer than this becomes [UNK] without a search (BERT's max_input_chars_per_word).
 MAX_INPUT_CHARS_PER_WORD = 100
@@ -49,7 +50,10 @@ class WordPiece:
     """Greedy longest-match-first WordPiece over a vocab dict, with a per-word cache."""
 
     def __init__(
-        self, vocab: dict[str, int], unk_token: str = "[UNK]", max_input_chars_per_word: int = MAX_INPUT_CHARS_PER_WORD
+        self,
+        vocab: dict[str, int],
+        unk_token: str = UNK_TOKEN,
+        max_input_chars_per_word: int = MAX_INPUT_CHARS_PER_WORD,
     ):
         self.vocab = vocab
         self.unk_token = unk_token
@@ -57,15 +61,16 @@ class WordPiece:
         self.max_input_chars_per_word = max_input_chars_per_word
         # A candidate longer than the longest vocab entry cannot match: skipping it changes nothing.
         self._max_len = max((len(t) for t in vocab), default=1)
-        self._cache: dict[str, tuple] = {}
+        # word -> pieces(word); public so Tokenizer's hot loop can read it without a call per word
+        self.cache: dict[str, tuple] = {}
         # token -> id for the vocab entries that are their own WordPiece result (the common case)
         self.whole_word = {t: i for t, i in vocab.items() if len(t) <= max_input_chars_per_word}
 
     def pieces(self, word: str) -> tuple:
         """((token, id, start, end), ...) with start/end character positions in ``word``; cached."""
-        r = self._cache.get(word)
+        r = self.cache.get(word)
         if r is None:
-            r = remember(self._cache, word, self._pieces(word))
+            r = remember(self.cache, word, self._pieces(word))
         return r
 
     def _pieces(self, word: str) -> tuple:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.loadtest import (
+from benchmarks.server import (
     HOST,
     QUIET_CHROMIUM_ARGS,
     chromium_path,

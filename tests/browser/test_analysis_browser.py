@@ -7,7 +7,8 @@ the Attention page.
 import re
 
 import pytest
-from test_pages_browser import assert_page_ok, choose_view, screenshot_full
+
+from tests.browser.page_checks import assert_page_ok, choose_view, screenshot_full
 
 pytestmark = pytest.mark.browser
 

@@ -7,7 +7,7 @@ app nor a model; tests/browser/test_pages_browser.py shows them inside the runni
 import numpy as np
 import pytest
 
-from app import bertviz_html as bv
+from app.bertviz import views as bv
 
 pytestmark = pytest.mark.browser
 

@@ -16,20 +16,26 @@ import urllib.request
 
 import pytest
 
-from scripts import loadtest
+from benchmarks import server
 
 pytestmark = pytest.mark.browser
 
 NICKS = ("Ada", "Bo", "<b>Cy</b>")
+TEACHER_KEY = "the teacher's own key"
 
 
 def start_server(cache, log_path):
-    port = loadtest.free_port()
-    env = {**os.environ, "BERT_EXPLORER_BOARD": "1", "BERT_EXPLORER_CACHE": str(cache)}
+    port = server.free_port()
+    env = {
+        **os.environ,
+        "BERT_EXPLORER_BOARD": "1",
+        "BERT_EXPLORER_CACHE": str(cache),
+        "BERT_EXPLORER_TEACHER_KEY": TEACHER_KEY,
+    }
     log = open(log_path, "a")
     proc = subprocess.Popen(
-        loadtest.streamlit_cmd("streamlit_app.py", port),
-        cwd=loadtest.ROOT,
+        server.streamlit_cmd("streamlit_app.py", port),
+        cwd=server.ROOT,
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -45,7 +51,7 @@ def start_server(cache, log_path):
                     return proc, url
         except OSError:
             time.sleep(0.5)
-    loadtest.stop_server(proc)
+    server.stop_server(proc)
     pytest.fail("the board server did not answer within 90 s")
 
 
@@ -133,12 +139,17 @@ def test_three_students_post_to_one_board_and_it_survives_a_restart(
 ):
     cache, log = tmp_path / "cache", artifacts / "board-server.log"
     small, big = tmp_path / "small.csv", tmp_path / "big.csv"
-    small.write_bytes(loadtest.reviews_csv(60, 1))
-    big.write_bytes(loadtest.reviews_csv(200, 0))
+    small.write_bytes(server.reviews_csv(60, 1))
+    big.write_bytes(server.reviews_csv(200, 0))
     proc, url = start_server(cache, log)
     try:
         teacher = page_factory()
         teacher.goto(url + "/board")
+        app_ready(teacher)
+        teacher.get_by_label("Teacher key").fill(TEACHER_KEY)  # starting a board is the teacher's
+        teacher.get_by_label("Teacher key").press("Enter")
+        app_ready(teacher)
+        teacher.get_by_role("button", name="Unlock").click()
         app_ready(teacher)
         teacher.get_by_role("button", name="Start a board").click()
         heading = teacher.get_by_role("heading", name=re.compile(r"^Board [A-Z0-9]{6}$"))
@@ -189,7 +200,7 @@ def test_three_students_post_to_one_board_and_it_survives_a_restart(
         for pg in [teacher, *students]:
             pg.guard.assert_clean()
     finally:
-        loadtest.stop_server(proc)
+        server.stop_server(proc)
 
     proc, url = start_server(cache, log)  # a restart keeps the board
     try:
@@ -198,4 +209,4 @@ def test_three_students_post_to_one_board_and_it_survives_a_restart(
         wait_for_names(again, escaped)
         again.guard.assert_clean()
     finally:
-        loadtest.stop_server(proc)
+        server.stop_server(proc)

@@ -13,13 +13,13 @@ import zipfile
 
 import pytest
 
-from scripts import loadtest
+from benchmarks import server
 
 pytestmark = pytest.mark.browser
 
 
 def reviews_csv(n=200, seed=0) -> bytes:
-    return loadtest.reviews_csv(n, seed)
+    return server.reviews_csv(n, seed)
 
 
 def set_number(page, label, value):

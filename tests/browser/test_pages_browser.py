@@ -7,44 +7,26 @@ import re
 
 import pytest
 
+from tests.browser.page_checks import assert_page_ok, choose_view, screenshot_full
+
 pytestmark = pytest.mark.browser
 
 # st.navigation derives each page's URL from its file name; the default page is "/".
 PAGES = {
     "home": "/",
+    "lessons": "/lessons",
     "tokenization": "/tokenization",
     "embeddings": "/embeddings",
     "attention": "/attention",
     "masked_lm": "/masked_lm",
+    "finetune": "/finetune",
+    "pretrain": "/pretrain",
+    "head_patterns": "/head_patterns",
+    "explanations": "/explanations",
+    "ablation": "/ablation",
+    "compare": "/compare",
 }
 BERTVIZ_VIEWS = {"head": "bertviz: head view", "model": "bertviz: model view", "neuron": "bertviz: neuron view"}
-
-
-def screenshot_full(page, path):
-    """Streamlit scrolls inside its own container, so Playwright's full_page shows one
-    screen; grow the viewport to the content's height first."""
-    size = page.viewport_size
-    height = page.evaluate(
-        """() => Math.max(...['[data-testid="stMain"]', '[data-testid="stAppViewContainer"]']
-             .map(s => document.querySelector(s)).filter(Boolean).map(e => e.scrollHeight))"""
-    )
-    page.set_viewport_size({"width": size["width"], "height": int(min(max(height + 40, size["height"]), 16000))})
-    page.wait_for_timeout(500)
-    page.screenshot(path=str(path), full_page=True)
-    page.set_viewport_size(size)
-
-
-def assert_page_ok(page):
-    assert page.locator('[data-testid="stException"]').count() == 0, page.locator(
-        '[data-testid="stException"]'
-    ).first.inner_text()
-    assert page.locator('[data-testid="stMainBlockContainer"]').inner_text().strip()
-    page.guard.assert_clean()
-
-
-def choose_view(page, app_ready, label):
-    page.locator('[data-testid="stRadio"] label', has_text=label).first.click()
-    app_ready(page)
 
 
 def bertviz_frame(page):

@@ -49,8 +49,11 @@ def plotted(page, kind: str = "heatmap"):
     )
 
 
-def slider_values(page):
-    return page.locator('[data-testid="stSlider"] input[type="range"]').evaluate_all("els => els.map(e => e.value)")
+def slider_values(page, count: int = 2):
+    """The values of the page's sliders, once all `count` are drawn (a rerun draws them one by one)."""
+    sliders = page.locator('[data-testid="stSlider"] input[type="range"]')
+    expect(sliders).to_have_count(count, timeout=30_000)
+    return sliders.evaluate_all("els => els.map(e => e.value)")
 
 
 def query(url: str) -> dict:

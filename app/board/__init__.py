@@ -1,0 +1,8 @@
+"""The class board (opt-in, BERT_EXPLORER_BOARD=1): students post their fine-tuning runs under a
+class code and see whose settings worked best.
+
+store.py: the store's interface, its rules and limits, and the SQLite store; postgres.py: the
+PostgreSQL store; server.py: which one this server uses, and whether the board is on;
+summary.py: what a posted run says; figures.py: the board's plotly figures;
+finetune_widgets.py: the post and show-live buttons of the Fine-tuning page. pages/board.py draws
+the board."""

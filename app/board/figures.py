@@ -1,0 +1,96 @@
+"""The class board's figures (pages/board.py): every posted run's validation curve on one plot,
+and one live run's curves. Nicknames are escaped (plotly renders a few tags).
+
+Cheap for a class watching: the posted runs' figure draws each curve with at most DRAWN_POINTS
+points, rounded, and is built once per board version for every viewer (`posted_figure`; a page
+redraws it only when a run was posted or removed); a live run's once per update (`live_figure`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..figures.core import safe_labels
+
+DRAWN_POINTS = 40  # per posted curve: 200 runs x 40 points is what a projector shows
+MARKERS_UP_TO = 20  # runs drawn with markers; more are lines only
+CACHED = 64  # figures kept, server-wide (board versions and live updates)
+
+_built: OrderedDict[tuple, go.Figure] = OrderedDict()
+_lock = threading.Lock()
+
+
+def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
+    fig.update_layout(
+        title=title, height=height, margin=dict(l=10, r=10, t=50, b=10), uirevision="keep", legend=dict(orientation="h")
+    )
+    return fig
+
+
+def thinned(points: list, n: int = DRAWN_POINTS) -> tuple[list, list]:
+    """(x, y) of at most `n` of the points, evenly spread, the first and last kept; y rounded."""
+    if len(points) > n:
+        points = [points[round(i * (len(points) - 1) / (n - 1))] for i in range(n)]
+    return [p[0] for p in points], [round(p[1], 4) for p in points]
+
+
+def posted_curves(runs: list[dict]) -> go.Figure:
+    """The validation accuracy of every posted run, one line each."""
+    mode = "lines+markers" if len(runs) <= MARKERS_UP_TO else "lines"
+    traces = []
+    for name, r in zip(safe_labels([r["nickname"] for r in runs]), runs):
+        x, y = thinned(r["val_accuracy"])
+        traces.append(go.Scatter(x=x, y=y, mode=mode, name=name))
+    fig = go.Figure(traces)
+    fig.update_xaxes(title="step")
+    fig.update_yaxes(title="accuracy", range=[0, 1.02], tickformat=".0%")
+    return _layout(fig, "validation accuracy of every posted run", 420)
+
+
+def _shared(key: tuple, build) -> go.Figure:
+    """The figure under `key`, built once for every viewer (figures.show copies it before
+    restyling, so sharing it is safe); the CACHED newest kept."""
+    with _lock:
+        fig = _built.get(key)
+        if fig is not None:
+            _built.move_to_end(key)
+            return fig
+    fig = build()
+    with _lock:
+        _built[key] = fig
+        while len(_built) > CACHED:
+            _built.popitem(last=False)
+    return fig
+
+
+def posted_figure(code: str, version: int | None, runs: list[dict]) -> go.Figure:
+    """`posted_curves(runs)` of board `code` at `version` (runs: its entries then), built once."""
+    return _shared(("posted", code, version), lambda: posted_curves(runs))
+
+
+def live_figure(run: dict) -> go.Figure:
+    """`live_curves(run)`, built once per update of the live run (the class watches the same one)."""
+    return _shared(("live", run["id"], run["updated"], run["state"]), lambda: live_curves(run))
+
+
+def live_curves(run: dict) -> go.Figure:
+    """One live run: its training loss (left axis) and validation accuracy (right) so far."""
+    (name,) = safe_labels([run["nickname"]])
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    loss, acc = run["train_loss"], run["val_accuracy"]
+    fig.add_trace(
+        go.Scatter(x=[p[0] for p in loss], y=[p[1] for p in loss], mode="lines", name="training loss"),
+        secondary_y=False,
+    )
+    fig.add_trace(
+        go.Scatter(x=[p[0] for p in acc], y=[p[1] for p in acc], mode="lines+markers", name="validation accuracy"),
+        secondary_y=True,
+    )
+    fig.update_xaxes(title="step")
+    fig.update_yaxes(title="loss", rangemode="tozero", secondary_y=False)
+    fig.update_yaxes(title="accuracy", range=[0, 1.02], tickformat=".0%", dtick=0.25, secondary_y=True, showgrid=False)
+    return _layout(fig, f"{name}'s run, live", 360)

@@ -1,0 +1,473 @@
+"""The class board's store: one interface (`BoardStore`, every rule of the board written once) and
+its SQLite implementation (`SqliteStore`, the default); app/board/postgres.py is the other.
+
+Students post their fine-tuning runs' settings and curves under a class code, and everyone sees
+whose settings worked best. Boards and entries last a day (`expire`). What is stored is bounded
+and never holds the data or its texts: the settings, the final accuracy and two thinned curves
+(app/board/summary.py). No streamlit here: pages/board.py draws it, app/board/finetune_widgets.py
+has the post button.
+
+A board belongs to its teacher and its posts to their students (`student`: the browser key of the
+one-job-per-student limit, app/jobs/local.py): only the teacher starts a board (pages/board.py
+asks for the server's teacher key, app/server/teacher.py), at most MAX_BOARDS are kept (the oldest empty
+one goes first when full); a run is posted once per board (its run code, kept hashed); a nickname
+belongs to the student who first used it on the board; a student posts at most MAX_POSTS_EACH runs
+and uses at most MAX_NICKS_EACH nicknames on a board; the board's key clears it or removes one
+entry. `version` changes whenever the posted runs do, so a page redraws only then.
+
+Every action is one transaction that holds the store's one write lock from its first statement
+(SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory lock), so the limits hold for any number of
+sessions, threads and app replicas posting at once. A store that cannot be reached raises
+`BoardUnavailable`, which the pages show as a message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+import sqlite3
+import threading
+import time
+import unicodedata
+from collections import OrderedDict
+from pathlib import Path
+
+from bert import BertExplorerError
+
+from ..ui.formatting import finite_float
+from .summary import clean_summary
+
+CODE_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
+CODE_LEN = 6
+NICK_CHARS = 24
+MAX_ENTRIES = 200  # per board
+MAX_BOARDS = 500  # on the server at once
+KEEP_SECONDS = 24 * 3600
+MAX_LIVE = 3  # runs shown live on a board at once (a class watches one instead of queueing 30)
+LIVE_STALE_S = 60  # a live run not updated for this long is shown as lost (its tab was closed)
+LIVE_KEEP_S = 30 * 60  # a live run stays on the board this long after its last update
+LINE_CHARS = 200  # of a live run's progress line
+MAX_POSTS_EACH = 3  # runs one student posts to a board
+MAX_NICKS_EACH = 3  # nicknames one student uses on a board
+LOCK_WAIT_S = 10  # a transaction waits this long for the write lock
+SCHEMA = 2  # SQLite: PRAGMA user_version of the tables below; 1 (no version) is upgraded in place
+READ_CACHED = 32  # boards whose entries are kept read, server-wide (a class polls one)
+LIVE_STATES = ("queued", "running", "done", "stopped", "error")
+UNAVAILABLE = "The class board is unavailable right now (the database cannot be reached); everything else works."
+
+log = logging.getLogger("bert_explorer")
+
+# (store, code, created, version) -> entries: read once per board version for every viewer
+_read: OrderedDict[tuple, list[dict]] = OrderedDict()
+_read_lock = threading.Lock()
+
+
+class BoardError(BertExplorerError):
+    """A board action that cannot be done (unknown code, bad nickname, full board, wrong key)."""
+
+
+class BoardUnavailable(BoardError):
+    """The board's database cannot be reached (down, unreachable, or its lock not had in time)."""
+
+    def __init__(self, message: str = UNAVAILABLE):
+        super().__init__(message)
+
+
+def _hash(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def normal_code(code: str | None) -> str:
+    """A typed class code, stripped and upper-cased; BoardError when it cannot be one."""
+    code = (code or "").strip().upper()
+    if len(code) != CODE_LEN or any(c not in CODE_CHARS for c in code):
+        raise BoardError(f"A class code is {CODE_LEN} letters and digits, as your teacher wrote it.")
+    return code
+
+
+def clean_nickname(nickname: str | None) -> str:
+    nick = (nickname or "").strip()
+    if not nick:
+        raise BoardError("Type a nickname to post under.")
+    if len(nick) > NICK_CHARS:
+        raise BoardError(f"A nickname is at most {NICK_CHARS} characters.")
+    if any(unicodedata.category(c) in ("Cc", "Cf") for c in nick):
+        raise BoardError("A nickname cannot hold control characters.")
+    return nick
+
+
+def nick_key(nickname: str) -> str:
+    """What two nicknames that look the same share: "Bob", "bob " and "ｂｏｂ" are one nickname."""
+    return " ".join(unicodedata.normalize("NFKC", nickname).casefold().split())
+
+
+def _student(student: str | None) -> str:
+    student = str(student or "").replace("\x00", "")  # PostgreSQL's text holds no NUL
+    if not student:
+        raise BoardError("This browser cannot be told apart from others: reload the page and post again.")
+    return student[:100]
+
+
+def _live_now(row, now: float) -> bool:
+    """A live row still training and heard from within LIVE_STALE_S."""
+    return row[0] in ("queued", "running") and now - row[1] <= LIVE_STALE_S
+
+
+class BoardStore:
+    """The board's actions over one database. An implementation gives `where` (names the
+    database, for the read cache) and `_transaction()`: a context manager that holds the store's
+    write lock (unless `write` is False: one read-only statement) and yields an object with
+    `execute(sql, params)` (SQL with `?` placeholders, returning a cursor: fetchone, fetchall,
+    rowcount) and `insert(sql, params)` (the new row's id); committed on success, rolled back on
+    an exception; BoardUnavailable when the database cannot be reached."""
+
+    where = ""
+
+    def _transaction(self, write: bool = True):
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Let go of any connection kept open."""
+
+    # --- helpers inside one transaction ---
+
+    def _known(self, db, code: str) -> str:
+        code = normal_code(code)
+        if db.execute("SELECT 1 FROM boards WHERE code = ?", (code,)).fetchone() is None:
+            raise BoardError(f"There is no board {code} on this server (boards last a day).")
+        return code
+
+    def _expire(self, db, now: float) -> None:
+        cutoff = now - KEEP_SECONDS
+        db.execute(
+            "DELETE FROM entries WHERE posted < ? OR code IN (SELECT code FROM boards WHERE created < ?)",
+            (cutoff, cutoff),
+        )
+        db.execute("DELETE FROM boards WHERE created < ?", (cutoff,))
+        db.execute("DELETE FROM live WHERE updated < ? OR code NOT IN (SELECT code FROM boards)", (now - LIVE_KEEP_S,))
+        db.execute("DELETE FROM nicknames WHERE code NOT IN (SELECT code FROM boards)")
+
+    def _claim(self, db, code: str, nick: str, student: str) -> None:
+        """Reserve `nick` on the board for `student`, or BoardError when another student has it or
+        this one has used MAX_NICKS_EACH nicknames there already."""
+        key = nick_key(nick)
+        row = db.execute("SELECT student FROM nicknames WHERE code = ? AND nick_key = ?", (code, key)).fetchone()
+        if row is not None:
+            if row[0] != student:
+                raise BoardError(f"Someone else on board {code} posts as {nick}: pick another nickname.")
+            return
+        used = db.execute("SELECT COUNT(*) FROM nicknames WHERE code = ? AND student = ?", (code, student)).fetchone()
+        if used[0] >= MAX_NICKS_EACH:
+            raise BoardError(f"You have used {MAX_NICKS_EACH} nicknames on board {code}: post under one of them.")
+        db.execute("INSERT INTO nicknames (code, nick_key, student) VALUES (?, ?, ?)", (code, key, student))
+
+    def _bump(self, db, code: str) -> None:
+        db.execute("UPDATE boards SET version = version + 1 WHERE code = ?", (code,))
+
+    def _check_key(self, db, code: str, teacher_key: str) -> str:
+        code = self._known(db, code)
+        (key_hash,) = db.execute("SELECT key_hash FROM boards WHERE code = ?", (code,)).fetchone()
+        if not hmac.compare_digest(key_hash, _hash((teacher_key or "").strip())):
+            raise BoardError("That is not this board's teacher key.")
+        return code
+
+    # --- the actions ---
+
+    def expire(self, now: float | None = None) -> None:
+        """Remove the entries and boards older than a day (their entries too)."""
+        with self._transaction() as db:
+            self._expire(db, time.time() if now is None else now)
+
+    def new_board(self, now: float | None = None) -> tuple[str, str]:
+        """(class code to hand out, teacher key to keep) of a new board. Only the teacher calls it
+        (pages/board.py checks the server's teacher key); when MAX_BOARDS are kept, the oldest board
+        nobody posted to or shows a run live on goes to make room."""
+        now = time.time() if now is None else now
+        with self._transaction() as db:
+            self._expire(db, now)
+            if db.execute("SELECT COUNT(*) FROM boards").fetchone()[0] >= MAX_BOARDS:
+                empty = db.execute(
+                    "SELECT code FROM boards WHERE code NOT IN (SELECT code FROM entries) "
+                    "AND code NOT IN (SELECT code FROM live) ORDER BY created LIMIT 1"
+                ).fetchone()
+                if empty is None:
+                    raise BoardError(f"This server holds {MAX_BOARDS} boards in use; the oldest go after a day.")
+                db.execute("DELETE FROM nicknames WHERE code = ?", (empty[0],))
+                db.execute("DELETE FROM boards WHERE code = ?", (empty[0],))
+            while True:
+                code = "".join(secrets.choice(CODE_CHARS) for _ in range(CODE_LEN))
+                if db.execute("SELECT 1 FROM boards WHERE code = ?", (code,)).fetchone() is None:
+                    break
+            key = secrets.token_urlsafe(12)
+            db.execute("INSERT INTO boards (code, key_hash, created) VALUES (?, ?, ?)", (code, _hash(key), now))
+        return code, key
+
+    def boards_kept(self) -> int:
+        """How many boards the store holds (expired ones included until the next action)."""
+        with self._transaction(write=False) as db:
+            return int(db.execute("SELECT COUNT(*) FROM boards").fetchone()[0])
+
+    def exists(self, code: str, now: float | None = None) -> bool:
+        try:
+            with self._transaction() as db:
+                self._expire(db, time.time() if now is None else now)
+                self._known(db, code)
+        except BoardUnavailable:
+            raise
+        except BoardError:
+            return False
+        return True
+
+    def post(
+        self, code: str, nickname: str, run_summary: dict, *, run_code: str, student: str, now: float | None = None
+    ) -> int:
+        """Post run `run_code` (see `summary_of`) under `nickname` for `student` (a browser key);
+        the entry's id. A run is posted once per board; see the module's docstring for the other
+        limits."""
+        now = time.time() if now is None else now
+        nick = clean_nickname(nickname)
+        student = _student(student)
+        if not str(run_code or "").strip():
+            raise BoardError("Only a run with a run code can be posted.")
+        run_hash = _hash(str(run_code).strip().upper())
+        summary = json.dumps(clean_summary(run_summary))
+        with self._transaction() as db:
+            self._expire(db, now)
+            code = self._known(db, code)
+            if db.execute("SELECT 1 FROM entries WHERE code = ? AND run_hash = ?", (code, run_hash)).fetchone():
+                raise BoardError(f"This run is on board {code} already: each run is posted once.")
+            if db.execute("SELECT COUNT(*) FROM entries WHERE code = ?", (code,)).fetchone()[0] >= MAX_ENTRIES:
+                raise BoardError(f"Board {code} is full ({MAX_ENTRIES} runs); ask your teacher to remove some.")
+            mine = db.execute("SELECT COUNT(*) FROM entries WHERE code = ? AND student = ?", (code, student)).fetchone()
+            if mine[0] >= MAX_POSTS_EACH:
+                raise BoardError(
+                    f"You have posted {MAX_POSTS_EACH} runs to board {code}, the most each; "
+                    "your teacher can remove one."
+                )
+            self._claim(db, code, nick, student)
+            entry_id = db.insert(
+                "INSERT INTO entries (code, nickname, posted, summary, run_hash, student) VALUES (?, ?, ?, ?, ?, ?)",
+                (code, nick, now, summary, run_hash, student),
+            )
+            self._bump(db, code)
+            return entry_id
+
+    def entries(self, code: str, now: float | None = None) -> list[dict]:
+        """The board's entries, oldest first: id, nickname, posted and the summary's fields. Read
+        once per board version for every viewer (the dicts are shared: read-only)."""
+        with self._transaction() as db:
+            self._expire(db, time.time() if now is None else now)
+            code = self._known(db, code)
+            created, ver = db.execute("SELECT created, version FROM boards WHERE code = ?", (code,)).fetchone()
+            key = (self.where, code, created, ver)
+            with _read_lock:
+                cached = _read.get(key)
+            if cached is not None:
+                return list(cached)
+            rows = db.execute(
+                "SELECT id, nickname, posted, summary FROM entries WHERE code = ? ORDER BY id LIMIT ?",
+                (code, MAX_ENTRIES),
+            ).fetchall()
+        out = [{"id": i, "nickname": n, "posted": p, **clean_summary(json.loads(s))} for i, n, p, s in rows]
+        with _read_lock:
+            _read[key] = out
+            while len(_read) > READ_CACHED:
+                _read.popitem(last=False)
+        return list(out)
+
+    def version(self, code: str, now: float | None = None) -> int | None:
+        """A number that changes whenever the board's posted runs do (a post, a removal, a clear);
+        None when there is no such board. One small query: a page polls it to redraw only on
+        change."""
+        cutoff = (time.time() if now is None else now) - KEEP_SECONDS
+        code = normal_code(code)
+        with self._transaction(write=False) as db:
+            row = db.execute("SELECT version FROM boards WHERE code = ? AND created >= ?", (code, cutoff)).fetchone()
+        return None if row is None else int(row[0])
+
+    def clear(self, code: str, teacher_key: str) -> int:
+        """Remove every entry of the board, its live runs and nicknames (the teacher's key needed);
+        how many entries went."""
+        with self._transaction() as db:
+            code = self._check_key(db, code, teacher_key)
+            db.execute("DELETE FROM live WHERE code = ?", (code,))
+            db.execute("DELETE FROM nicknames WHERE code = ?", (code,))
+            self._bump(db, code)
+            return db.execute("DELETE FROM entries WHERE code = ?", (code,)).rowcount
+
+    def remove(self, code: str, teacher_key: str, entry_id: int) -> bool:
+        """Remove one entry of the board (the teacher's key needed); False when it was not there.
+        Its nickname stays its student's, and its run may be posted again."""
+        with self._transaction() as db:
+            code = self._check_key(db, code, teacher_key)
+            gone = db.execute("DELETE FROM entries WHERE code = ? AND id = ?", (code, int(entry_id))).rowcount == 1
+            if gone:
+                self._bump(db, code)
+            return gone
+
+    # --- runs shown live while they train ---
+
+    def go_live(self, code: str, nickname: str, *, student: str, now: float | None = None) -> int:
+        """Start showing a run of `student` live on the board under `nickname` (theirs, as for
+        `post`); the live row's id (for `update_live`). At most MAX_LIVE runs train live on a
+        board at once, one of them a student's."""
+        now = time.time() if now is None else now
+        nick = clean_nickname(nickname)
+        student = _student(student)
+        with self._transaction() as db:
+            self._expire(db, now)
+            code = self._known(db, code)
+            rows = db.execute("SELECT state, updated, student FROM live WHERE code = ?", (code,)).fetchall()
+            live = [r for r in rows if _live_now(r, now)]
+            if any(r[2] == student for r in live):
+                raise BoardError(f"A run of yours is live on board {code} already.")
+            if len(live) >= MAX_LIVE:
+                raise BoardError(f"{MAX_LIVE} runs are live on board {code} already: watch one of them, or try later.")
+            self._claim(db, code, nick, student)
+            return db.insert(
+                "INSERT INTO live (code, nickname, started, updated, state, progress, line, summary, student) "
+                "VALUES (?, ?, ?, ?, 'queued', 0, '', ?, ?)",
+                (code, nick, now, now, json.dumps(clean_summary({})), student),
+            )
+
+    def update_live(
+        self,
+        code: str,
+        live_id: int,
+        state: str,
+        progress: float,
+        line: str,
+        run_summary: dict,
+        now: float | None = None,
+    ) -> bool:
+        """The live run's newest state, progress (0-1), progress line and summary (as
+        `summary_of`); False when it is gone from the board (cleared or expired)."""
+        now = time.time() if now is None else now
+        state = state if state in LIVE_STATES else "error"
+        progress = min(max(finite_float(progress) or 0.0, 0.0), 1.0)
+        line = str(line).replace("\x00", "")[:LINE_CHARS]
+        summary = json.dumps(clean_summary(run_summary))
+        code = normal_code(code)
+        with self._transaction() as db:
+            cur = db.execute(
+                "UPDATE live SET updated = ?, state = ?, progress = ?, line = ?, summary = ? WHERE id = ? AND code = ?",
+                (now, state, progress, line, summary, int(live_id), code),
+            )
+            return cur.rowcount == 1
+
+    def live_runs(self, code: str, now: float | None = None) -> list[dict]:
+        """The board's live runs, newest first: id, nickname, started, updated, state ("lost" for
+        a run not heard from in LIVE_STALE_S), progress, line and the summary's fields."""
+        now = time.time() if now is None else now
+        with self._transaction() as db:
+            self._expire(db, now)
+            code = self._known(db, code)
+            rows = db.execute(
+                "SELECT id, nickname, started, updated, state, progress, line, summary FROM live WHERE code = ? "
+                "ORDER BY id DESC LIMIT ?",
+                (code, 4 * MAX_LIVE),
+            ).fetchall()
+        out = []
+        for i, nick, started, updated, state, progress, line, summary in rows:
+            lost = state in ("queued", "running") and not _live_now((state, updated), now)
+            out.append(
+                {
+                    "id": i,
+                    "nickname": nick,
+                    "started": started,
+                    "updated": updated,
+                    "state": "lost" if lost else state,
+                    "progress": progress,
+                    "line": line,
+                    **clean_summary(json.loads(summary)),
+                }
+            )
+        return out
+
+
+class _SqliteDb:
+    """One SQLite connection inside a transaction, as `BoardStore` uses it."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def execute(self, sql: str, params=()):
+        return self.conn.execute(sql, params)
+
+    def insert(self, sql: str, params) -> int:
+        return int(self.conn.execute(sql, params).lastrowid)
+
+
+def _columns(conn, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+class SqliteStore(BoardStore):
+    """The board in one SQLite file (created on demand). One connection per action, in one
+    immediate transaction: several sessions (threads) and processes on this machine post at
+    once safely. Not on a network mount (SQLite's locks do not hold there): app/board/postgres.py."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.where = str(self.path)
+
+    @contextlib.contextmanager
+    def _transaction(self, write: bool = True):
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=LOCK_WAIT_S, isolation_level=None)
+        except (OSError, sqlite3.Error) as e:
+            log.warning("the class board's SQLite file cannot be opened: %s", e)
+            raise BoardUnavailable() from e
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {LOCK_WAIT_S * 1000}")
+            conn.execute("BEGIN IMMEDIATE")
+            if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA:
+                self._create(conn)
+            try:
+                yield _SqliteDb(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        except sqlite3.OperationalError as e:  # locked past the wait, disk I/O, unreadable file
+            log.warning("the class board's SQLite file cannot be used: %s", e)
+            raise BoardUnavailable() from e
+        finally:
+            conn.close()
+
+    def _create(self, conn) -> None:
+        """The tables, or the columns a board file of the first version lacks (its posts kept)."""
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS boards (code TEXT PRIMARY KEY, key_hash TEXT NOT NULL, created REAL, "
+            "version INTEGER NOT NULL DEFAULT 0)"
+        )
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS entries (id INTEGER PRIMARY KEY AUTOINCREMENT, code TEXT NOT NULL, "
+            "nickname TEXT NOT NULL, posted REAL NOT NULL, summary TEXT NOT NULL, run_hash TEXT, student TEXT)"
+        )
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS live (id INTEGER PRIMARY KEY AUTOINCREMENT, code TEXT NOT NULL, "
+            "nickname TEXT NOT NULL, started REAL NOT NULL, updated REAL NOT NULL, state TEXT NOT NULL, "
+            "progress REAL NOT NULL, line TEXT NOT NULL, summary TEXT NOT NULL, student TEXT)"
+        )
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS nicknames (code TEXT NOT NULL, nick_key TEXT NOT NULL, "
+            "student TEXT NOT NULL, PRIMARY KEY (code, nick_key))"
+        )
+        for table, column in (
+            ("boards", "version INTEGER NOT NULL DEFAULT 0"),
+            ("entries", "run_hash TEXT"),
+            ("entries", "student TEXT"),
+            ("live", "student TEXT"),
+        ):
+            if column.split()[0] not in _columns(conn, table):
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+        conn.execute("CREATE INDEX IF NOT EXISTS entries_code ON entries (code)")
+        conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS entries_run ON entries (code, run_hash)")
+        conn.execute("CREATE INDEX IF NOT EXISTS live_code ON live (code)")
+        conn.execute(f"PRAGMA user_version = {SCHEMA}")

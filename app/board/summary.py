@@ -1,0 +1,118 @@
+"""What a run posted to the class board says: its settings, final accuracy and two thinned curves,
+nothing of its data but the data set's name (`summary_of`), kept to known fields of the right kinds
+and sizes (`clean_summary`), and what the best runs share."""
+
+from __future__ import annotations
+
+import json
+from pathlib import PurePath
+from typing import TYPE_CHECKING
+
+from bert.train.events import FinetuneEval, FinetuneStep, of_type
+
+if TYPE_CHECKING:
+    from bert.train.finetune_args import FinetuneArgs
+
+from ..ui.formatting import finite_float
+
+MAX_POINTS = 200  # per curve
+TEXT_CHARS = 80  # of a model or data set name
+
+# the posted settings: key, label in the table and in "what the best runs share"
+SETTING_LABELS = {
+    "base_model": "base model",
+    "lr": "learning rate",
+    "batch_size": "batch size",
+    "epochs": "epochs",
+    "pooling": "pooling",
+    "max_length": "max length",
+    "dataset": "data set",
+}
+
+
+def _text(v) -> str | None:
+    return None if v is None else str(v)[:TEXT_CHARS]
+
+
+def _thin(points, n: int = MAX_POINTS) -> list[list[float]]:
+    """At most `n` finite (step, value) points, evenly spread, the last one kept."""
+    pts = []
+    for p in list(points or [])[: 100 * n]:
+        try:
+            x, y = finite_float(p[0]), finite_float(p[1])
+        except (TypeError, IndexError, KeyError):
+            continue
+        if x is not None and y is not None:
+            pts.append([x, y])
+    if len(pts) > n:
+        pts = [pts[round(i * (len(pts) - 1) / (n - 1))] for i in range(n)]
+    return pts
+
+
+def clean_summary(s: dict) -> dict:
+    """Only the known fields, of the right kinds and sizes."""
+    s = s if isinstance(s, dict) else {}
+    out = {
+        "base_model": _text(s.get("base_model")),
+        "lr": finite_float(s.get("lr")),
+        "batch_size": finite_float(s.get("batch_size")),
+        "epochs": finite_float(s.get("epochs")),
+        "pooling": _text(s.get("pooling")),
+        "max_length": finite_float(s.get("max_length")),
+        "dataset": _text(s.get("dataset")),
+        "accuracy": finite_float(s.get("accuracy")),
+        "val_accuracy": _thin(s.get("val_accuracy")),
+        "train_loss": _thin(s.get("train_loss")),
+    }
+    for k in ("batch_size", "epochs", "max_length"):
+        if out[k] is not None:
+            out[k] = int(out[k])
+    return out
+
+
+def summary_of(res: dict) -> dict:
+    """The posted summary of a fine-tuning result dict (app/training): settings, accuracy and the
+    curves. Nothing from the data but its name."""
+    info = res.get("info") or {}
+    args: FinetuneArgs = info["args"]
+    fin = res.get("done")
+    acc = (res.get("report") or {}).get("accuracy", fin.accuracy if fin is not None else None)
+    metrics = res.get("metrics") or []
+    data = str(args.data or "")
+    return clean_summary(
+        {
+            "base_model": info.get("base_name") or args.checkpoint,
+            "lr": args.lr,
+            "batch_size": args.batch_size,
+            "epochs": args.epochs,
+            "pooling": args.pooling,
+            "max_length": args.max_length,
+            "dataset": PurePath(data.replace("\\", "/")).name.replace("builtin:", "") if data else None,
+            "accuracy": acc,
+            "val_accuracy": [(m.step, m.accuracy) for m in of_type(metrics, FinetuneEval)],
+            "train_loss": [(m.step, m.loss) for m in of_type(metrics, FinetuneStep)],
+        }
+    )
+
+
+def fmt_setting(key: str, value) -> str:
+    if value is None:
+        return "?"
+    if key == "lr":
+        return f"{value:g}"
+    return str(value)
+
+
+def what_the_best_share(entries: list[dict], top: int = 3) -> list[str]:
+    """The settings equal across the `top` best runs by accuracy, e.g. "pooling: mean"; none
+    when fewer than two runs have an accuracy."""
+    scored = sorted((e for e in entries if finite_float(e.get("accuracy")) is not None), key=lambda e: -e["accuracy"])
+    best = scored[:top]
+    if len(best) < 2:
+        return []
+    lines = []
+    for key, label in SETTING_LABELS.items():
+        values = {json.dumps(e.get(key)) for e in best}
+        if len(values) == 1 and best[0].get(key) is not None:
+            lines.append(f"{label}: {fmt_setting(key, best[0][key])}")
+    return lines

@@ -1,0 +1,404 @@
+"""Pure functions that turn numbers into plotly Figures. No streamlit here: unit-tested alone.
+
+Dimension letters: T tokens, C hidden size, L layers, H heads, P positions, K top-k.
+Token strings are HTML-escaped before they reach plotly (its labels accept a little HTML).
+Repeated tokens get invisible zero-width suffixes so that plotly does not merge them into
+one category ("the" twice must stay two rows).
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .model_diagram import model_diagram as model_diagram  # re-exported: the Home page finds it here
+
+ATTN_SCALE = "Blues"
+DIVERGING = "RdBu_r"
+_ZW = "\u200b"
+PART_NAMES = {
+    "token": "token (word) embedding",
+    "segment": "segment embedding",
+    "position": "position embedding",
+    "sum": "sum of the three",
+    "normed": "after LayerNorm (the encoder's input)",
+}
+
+
+def safe_labels(tokens) -> list[str]:
+    """Escaped, unique labels for a plotly categorical axis."""
+    seen: dict[str, int] = {}
+    out = []
+    for t in tokens:
+        t = html.escape(str(t), quote=False)  # plotly renders a few tags; quotes are harmless
+        n = seen.get(t, 0)
+        seen[t] = n + 1
+        out.append(t + _ZW * n)
+    return out
+
+
+def esc(text) -> str:
+    """`text` as a string, HTML-escaped (quotes too) for a plotly title, label or hover."""
+    return html.escape(str(text))
+
+
+def diverging(m: float) -> dict:
+    """A heatmap's colours for signed values: DIVERGING, white at 0, from -m to m."""
+    return dict(colorscale=DIVERGING, zmid=0, zmin=-m, zmax=m)
+
+
+def _height_for(n: int, per: int = 18, lo: int = 360, hi: int = 900, extra: int = 160) -> int:
+    return int(max(lo, min(hi, per * n + extra)))
+
+
+# --- attention ----------------------------------------------------------------------------------
+
+
+def attention_heatmap(
+    att: np.ndarray, query_tokens, key_tokens=None, title: str = "", zmax: float | None = None
+) -> go.Figure:
+    """One head's attention: rows are the tokens that look (queries), columns what they look at
+    (keys); each row sums to 1. att: (Tq, Tk)."""
+    att = np.asarray(att, dtype=np.float32)
+    key_tokens = query_tokens if key_tokens is None else key_tokens
+    y, x = safe_labels(query_tokens), safe_labels(key_tokens)
+    fig = go.Figure(
+        go.Heatmap(
+            z=att,
+            x=x,
+            y=y,
+            colorscale=ATTN_SCALE,
+            zmin=0.0,
+            zmax=zmax if zmax else float(max(att.max(), 1e-6)),
+            hovertemplate="%{y} looks at %{x}<br>weight %{z:.3f}<extra></extra>",
+            colorbar=dict(title="weight", thickness=12),
+        )
+    )
+    n = max(len(x), len(y))
+    fig.update_layout(
+        title=title, height=_height_for(n, per=16, lo=420, hi=860), margin=dict(l=10, r=10, t=50 if title else 20, b=10)
+    )
+    fig.update_xaxes(title="key (looked at)", side="top", tickangle=-60, type="category", showgrid=False)
+    fig.update_yaxes(title="query (looking)", autorange="reversed", type="category", showgrid=False)
+    if n > 60:
+        fig.update_xaxes(showticklabels=False)
+        fig.update_yaxes(showticklabels=False)
+    return fig
+
+
+def pool_square(a: np.ndarray, max_cells: int) -> np.ndarray:
+    """Block-average the last two (T, T) axes down to at most max_cells x max_cells."""
+    T = a.shape[-1]
+    if T <= max_cells:
+        return a
+    edges = np.linspace(0, T, max_cells + 1).astype(int)
+    rows = np.stack([a[..., edges[i] : edges[i + 1], :].mean(axis=-2) for i in range(max_cells)], axis=-2)
+    return np.stack([rows[..., edges[j] : edges[j + 1]].mean(axis=-1) for j in range(max_cells)], axis=-1)
+
+
+def tile_heads(atts: np.ndarray, max_cells: int = 32, gap: int = 1) -> np.ndarray:
+    """(L, H, T, T) -> one (L*(t+gap)-gap, H*(t+gap)-gap) image, NaN between the tiles
+    (t = min(T, max_cells): long inputs are block-averaged first)."""
+    small = pool_square(np.asarray(atts, dtype=np.float32), max_cells)
+    L, H, t, _ = small.shape
+    s = t + gap
+    out = np.full((L * s - gap, H * s - gap), np.nan, dtype=np.float32)
+    for l in range(L):
+        for h in range(H):
+            out[l * s : l * s + t, h * s : h * s + t] = small[l, h]
+    return out
+
+
+def attention_grid(atts: np.ndarray, selected: tuple[int, int] | None = None, max_cells: int = 32) -> go.Figure:
+    """All heads as thumbnails: one row per layer, one column per head. atts: (L, H, T, T).
+
+    Drawn as ONE tiled heatmap rather than L x H subplots: make_subplots takes 1-3 s for
+    6 x 12 heads, the tiled image about 10 ms, and the browser draws it faster too.
+    """
+    atts = np.asarray(atts, dtype=np.float32)
+    L, H, T = atts.shape[0], atts.shape[1], atts.shape[2]
+    t = min(T, max_cells)
+    s = t + 1
+    z = tile_heads(atts, max_cells, gap=1)
+    # per-pixel layer/head numbers for the hover text
+    rows = np.minimum(np.arange(z.shape[0]) // s, L - 1) + 1
+    cols = np.minimum(np.arange(z.shape[1]) // s, H - 1) + 1
+    custom = np.stack(np.broadcast_arrays(rows[:, None], cols[None, :]), axis=-1).astype(np.int16)
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            customdata=custom,
+            colorscale=ATTN_SCALE,
+            zmin=0,
+            zmax=1,
+            showscale=False,
+            hoverongaps=False,
+            hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<extra></extra>",
+        )
+    )
+    centres = [i * s + (t - 1) / 2 for i in range(max(L, H))]
+    # one tick at the centre of each head's (column) or layer's (row) tile, and no grid
+    axis = dict(showgrid=False, zeroline=False, constrain="domain")
+    fig.update_xaxes(tickvals=centres[:H], ticktext=[f"H{h + 1}" for h in range(H)], side="top", **axis)
+    ticks = dict(tickvals=centres[:L], ticktext=[f"L{l + 1}" for l in range(L)])
+    fig.update_yaxes(autorange="reversed", scaleanchor="x", scaleratio=1, **ticks, **axis)
+    fig.update_layout(
+        height=int(min(900, max(300, 1100 * L / max(H, 1) + 60))),
+        margin=dict(l=10, r=10, t=40, b=10),
+        plot_bgcolor="white",
+    )
+    if selected is not None:
+        l, h = selected
+        fig.add_shape(
+            type="rect", x0=h * s - 1.0, x1=h * s + t, y0=l * s - 1.0, y1=l * s + t, line=dict(color="#d62728", width=3)
+        )
+    return fig
+
+
+def walkthrough_bars(tokens, scores: np.ndarray, weights: np.ndarray, query: str) -> go.Figure:
+    """For one query token: the scaled scores q.k/sqrt(d) and, below, the softmax weights."""
+    x = safe_labels(tokens)
+    fig = make_subplots(
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.08,
+        subplot_titles=("score = q·k / √d (any real number)", "weight = softmax(score) (positive, sums to 1)"),
+    )
+    for row, (what, values, colour) in enumerate((("score", scores, "#7f7f7f"), ("weight", weights, "#1f77b4")), 1):
+        hover = f"%{{x}}: {what} %{{y:.3f}}<extra></extra>"
+        bar = go.Bar(x=x, y=np.asarray(values, dtype=np.float32), marker_color=colour, hovertemplate=hover)
+        fig.add_trace(bar, row=row, col=1)
+    fig.update_layout(
+        showlegend=False,
+        height=460,
+        margin=dict(l=10, r=10, t=60, b=10),
+        title=f"How {html.escape(query)} spreads its attention",
+    )
+    fig.update_xaxes(type="category", tickangle=-60)
+    return fig
+
+
+# --- embeddings ----------------------------------------------------------------------------------
+
+
+def embedding_part_heatmap(part: np.ndarray, tokens, name: str = "", zmax: float | None = None) -> go.Figure:
+    """One embedding part as tokens x dimensions. part: (T, C)."""
+    part = np.asarray(part, dtype=np.float32)
+    y = safe_labels(tokens)
+    # colour range from the 99th percentile: a few huge dimensions would wash out the rest
+    z = zmax if zmax else float(np.percentile(np.abs(part), 99) or np.abs(part).max() or 1.0)
+    fig = go.Figure(
+        go.Heatmap(
+            z=part,
+            y=y,
+            **diverging(z),
+            hovertemplate="%{y}, dim %{x}: %{z:.3f}<extra></extra>",
+            colorbar=dict(thickness=12),
+        )
+    )
+    fig.update_layout(
+        title=PART_NAMES.get(name, name),
+        height=_height_for(len(y), per=14, lo=280, hi=700),
+        margin=dict(l=10, r=10, t=40, b=10),
+    )
+    fig.update_xaxes(title="dimension")
+    fig.update_yaxes(autorange="reversed", type="category", showticklabels=len(y) <= 60)
+    return fig
+
+
+def embedding_parts_heatmaps(parts: dict[str, np.ndarray], tokens) -> go.Figure:
+    """All embedding parts stacked, one heatmap per part (tokens x dimensions), shared colours."""
+    names = list(parts)
+    y = safe_labels(tokens)
+    fig = make_subplots(
+        rows=len(names),
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.04,
+        subplot_titles=[PART_NAMES.get(n, n) for n in names],
+    )
+    for i, n in enumerate(names):
+        p = np.asarray(parts[n], dtype=np.float32)
+        fig.add_trace(
+            go.Heatmap(z=p, y=y, coloraxis="coloraxis", hovertemplate="%{y}, dim %{x}: %{z:.3f}<extra></extra>"),
+            row=i + 1,
+            col=1,
+        )
+    zmax = max(float(np.percentile(np.abs(np.asarray(parts[n])), 99)) for n in names) or 1.0
+    fig.update_layout(
+        coloraxis=dict(colorscale=DIVERGING, cmid=0, cmin=-zmax, cmax=zmax),
+        height=int(len(names) * _height_for(len(y), per=10, lo=180, hi=360) + 60),
+        margin=dict(l=10, r=10, t=40, b=10),
+    )
+    fig.update_yaxes(autorange="reversed", type="category", showticklabels=len(y) <= 40)
+    fig.update_xaxes(title_text="dimension", row=len(names), col=1)
+    return fig
+
+
+def norms_bar(norms: dict[str, np.ndarray], tokens) -> go.Figure:
+    """Length (L2 norm) of each part's vector, per token, as grouped bars."""
+    x = safe_labels(tokens)
+    fig = go.Figure()
+    for name, v in norms.items():
+        fig.add_trace(
+            go.Bar(
+                name=PART_NAMES.get(name, name),
+                x=x,
+                y=np.asarray(v, dtype=np.float32),
+                hovertemplate="%{x}: %{y:.2f}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        barmode="group",
+        height=380,
+        margin=dict(l=10, r=10, t=40, b=10),
+        title="vector length per token",
+        legend=dict(orientation="h", y=-0.3),
+        yaxis_title="L2 norm",
+    )
+    fig.update_xaxes(type="category", tickangle=-60, showticklabels=len(x) <= 80)
+    return fig
+
+
+def position_pca(coords: np.ndarray, ratio=None, used: int | None = None) -> go.Figure:
+    """The learned position embeddings projected to 2-D, one point per position (coords (P, 2))."""
+    coords = np.asarray(coords, dtype=np.float32)
+    P = coords.shape[0]
+    pos = np.arange(P)
+    fig = go.Figure(
+        go.Scatter(
+            x=coords[:, 0],
+            y=coords[:, 1],
+            mode="markers+lines",
+            line=dict(color="rgba(150,150,150,0.3)", width=1),
+            marker=dict(color=pos, colorscale="Viridis", size=6, colorbar=dict(title="position", thickness=12)),
+            customdata=pos,
+            hovertemplate="position %{customdata}<extra></extra>",
+            name="positions",
+        )
+    )
+    if used:
+        u = min(used, P)
+        fig.add_trace(
+            go.Scatter(
+                x=coords[:u, 0],
+                y=coords[:u, 1],
+                mode="markers",
+                marker=dict(size=11, color="rgba(0,0,0,0)", line=dict(color="#d62728", width=2)),
+                customdata=pos[:u],
+                hovertemplate="position %{customdata} (used)<extra></extra>",
+                name="used by your input",
+            )
+        )
+    r = "" if ratio is None else f" (PC1 {100 * float(ratio[0]):.0f}%, PC2 {100 * float(ratio[1]):.0f}% of variance)"
+    fig.update_layout(
+        title=f"position embeddings, PCA to 2-D{r}",
+        height=480,
+        margin=dict(l=10, r=10, t=50, b=10),
+        showlegend=bool(used),
+        legend=dict(orientation="h", y=-0.12),
+    )
+    fig.update_xaxes(title="PC1")
+    fig.update_yaxes(title="PC2", scaleanchor="x", scaleratio=1)
+    return fig
+
+
+def cosine_heatmap(sim: np.ndarray, labels=None, title: str = "cosine similarity", axis_title: str = "") -> go.Figure:
+    """(N, N) cosine similarities, -1..1."""
+    sim = np.asarray(sim, dtype=np.float32)
+    kw = {}
+    if labels is not None:
+        kw = dict(x=safe_labels(labels), y=safe_labels(labels))
+    fig = go.Figure(
+        go.Heatmap(
+            z=sim,
+            **diverging(1),
+            hovertemplate="%{y} vs %{x}: %{z:.2f}<extra></extra>",
+            colorbar=dict(thickness=12),
+            **kw,
+        )
+    )
+    fig.update_layout(title=title, height=480, margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_xaxes(title=axis_title)
+    fig.update_yaxes(title=axis_title, autorange="reversed", scaleanchor="x", scaleratio=1)
+    return fig
+
+
+def layer_similarity(
+    series: dict[str, list[float]], title: str = "cosine similarity by layer", y_title: str = "cosine similarity"
+) -> go.Figure:
+    """Lines over layers (x = 0 for the embedding output, then 1..L)."""
+    fig = go.Figure()
+    for name, ys in series.items():
+        fig.add_trace(
+            go.Scatter(
+                x=list(range(len(ys))),
+                y=[float(v) for v in ys],
+                mode="lines+markers",
+                name=html.escape(name),
+                hovertemplate="layer %{x}: %{y:.3f}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title=title, height=380, margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", y=-0.25)
+    )
+    fig.update_xaxes(title="layer (0 = embeddings)", dtick=1)
+    fig.update_yaxes(title=y_title)
+    return fig
+
+
+def values_bar(labels, values, title: str = "", y_title: str = "", range_y=None) -> go.Figure:
+    """A plain bar chart with escaped labels."""
+    fig = go.Figure(
+        go.Bar(
+            x=safe_labels(labels), y=np.asarray(values, dtype=np.float32), hovertemplate="%{x}: %{y:.3f}<extra></extra>"
+        )
+    )
+    fig.update_layout(title=title, height=340, margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_xaxes(type="category", tickangle=-45)
+    fig.update_yaxes(title=y_title, range=range_y)
+    return fig
+
+
+# --- masked LM and next sentence -------------------------------------------------------------------
+
+
+def probability_bars(probs, labels, colour, **extra) -> go.Bar:
+    """Horizontal bars of probabilities (x) for `labels` (y), each showing its percentage;
+    `extra`: more go.Bar settings."""
+    return go.Bar(
+        x=probs,
+        y=labels,
+        orientation="h",
+        marker_color=colour,
+        text=[f"{p:.1%}" for p in probs],
+        textposition="auto",
+        hovertemplate="%{y}: %{x:.2%}<extra></extra>",
+        **extra,
+    )
+
+
+def mlm_topk_bar(tokens, probs, title: str = "") -> go.Figure:
+    """Top-k candidates for one [MASK], most likely on top. tokens: K strings, probs: K values."""
+    probs = np.asarray(probs, dtype=np.float32)
+    y = safe_labels(tokens)
+    fig = go.Figure(probability_bars(probs, y, "#1f77b4"))
+    fig.update_layout(title=html.escape(title), height=int(60 + 28 * len(y)), margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_xaxes(title="probability", range=[0, max(1e-6, float(probs.max()) * 1.1 if len(probs) else 1)])
+    fig.update_yaxes(autorange="reversed", type="category")
+    return fig
+
+
+def nsp_bar(p_is_next: float) -> go.Figure:
+    """The NSP head's two probabilities: B follows A (IsNext) or not (NotNext)."""
+    p = float(p_is_next)
+    labels = ["B follows A (IsNext)", "B is random (NotNext)"]
+    fig = go.Figure(probability_bars([p, 1 - p], labels, ["#2ca02c", "#d62728"]))
+    fig.update_layout(height=200, margin=dict(l=10, r=10, t=20, b=10))
+    fig.update_xaxes(range=[0, 1], title="probability")
+    fig.update_yaxes(autorange="reversed")
+    return fig

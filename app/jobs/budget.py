@@ -1,0 +1,122 @@
+"""Every training job's budget: the server's caps and the memory estimate the pages show.
+
+The caps are set by whoever runs the server (bert/settings.py; README, "Settings"):
+
+    BERT_EXPLORER_MAX_STEP_TOKENS   tokens per training step, batch x max length   (default 2,048)
+    BERT_EXPLORER_MAX_JOB_MB        estimated memory of one training job, in MB     (default 1,024)
+    BERT_EXPLORER_MAX_JOB_MINUTES   training time of one job; then it stops itself  (default 15)
+    BERT_EXPLORER_MAX_QUEUE         jobs waiting for a slot; more are refused        (default 10)
+    BERT_EXPLORER_MAX_DISK_MB       saved runs + job folders + tokenized files       (default 2,000)
+
+Measured on the 2-core server (one torch thread, fine-tuning all-minilm-l6-v2, embeddings frozen;
+peak memory VmHWM in a subprocess): 16 x 64 tokens 0.75 s a step; 16 x 128 (2,048 tokens)
+2.1 s and +640 MB; 4 x 512 (2,048) 3.3 s and +1,080 MB; 64 x 128 (8,192) 10.4 s and +2.2 GB;
+16 x 512 (8,192) 17 s and +4.0 GB. Hence 2,048 tokens a step: a Stop (or a closed tab) is
+obeyed between steps, so a step must stay well under the 10 s the page promises, and 8,192
+tokens would take 2-4 GB of a class server (Community Cloud gives 1 GB in all).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from bert import settings
+from bert.checkpoint.sizes import embedding_parameters, layer_parameters, model_parameters
+from bert.errors import BertExplorerError
+
+
+class LimitError(BertExplorerError):
+    """A request over one of the server's caps; the message says which and what to do."""
+
+
+def max_step_tokens() -> int:
+    return settings.whole("BERT_EXPLORER_MAX_STEP_TOKENS")
+
+
+def max_job_mb() -> int:
+    return settings.whole("BERT_EXPLORER_MAX_JOB_MB")
+
+
+def max_job_seconds() -> float:
+    return 60.0 * settings.number("BERT_EXPLORER_MAX_JOB_MINUTES")
+
+
+def max_queue() -> int:
+    return settings.whole("BERT_EXPLORER_MAX_QUEUE")
+
+
+def max_disk_mb() -> int:
+    return settings.whole("BERT_EXPLORER_MAX_DISK_MB")
+
+
+# ---- memory of a training step -------------------------------------------------------------------
+# Floats kept for the backward pass, per token and layer: ACT_HIDDEN x hidden size (q, k, v, the
+# feed-forward's 4x wide input and output, layer norms, dropout masks) + ACT_ATTENTION x heads x
+# sequence length (masked attention runs on the (T, T) scores); the MLM head keeps MLM_LOGITS
+# floats per vocabulary word at each masked position, and pre-training runs the last layer at
+# those positions only. Per trainable weight: the weight's gradient, AdamW's two moments and the
+# temporaries of its batched update (OPTIMIZER floats). Plus FIXED_MB of allocator and autograd
+# overhead. Against VmHWM in a subprocess (fine-tuning minilm 16x64, 16x128, 4x512; pre-training
+# 2 layers x 128 to 6 x 384, vocabularies of 4,000 and 30,522) the estimate is within 8 %.
+ACT_HIDDEN = 26
+ACT_ATTENTION = 2.2
+MLM_LOGITS = 3
+MASKED = 0.15
+OPTIMIZER = 4
+FIXED_MB = 100
+
+
+def training_mb(
+    layers: int, hidden: int, heads: int, batch: int, seq_len: int, params: int, trainable: int, vocab: int = 0
+) -> int:
+    """About how many MB one job takes while it trains: its copy of the weights, the gradients and
+    AdamW's two moments of the trainable ones, and a step's activations (`vocab`: with an MLM head)."""
+    tokens = batch * seq_len
+    full_layers = layers - (1 - MASKED) if vocab else layers
+    acts = tokens * full_layers * (ACT_HIDDEN * hidden + ACT_ATTENTION * heads * seq_len)
+    acts += tokens * MASKED * MLM_LOGITS * vocab
+    return int(round(FIXED_MB + (params + OPTIMIZER * trainable + acts) * 4 / 2**20))
+
+
+def check_step(batch: int, seq_len: int, estimate_mb: int, what: str = "text") -> None:
+    """Raise LimitError when a setting is over the server's caps (before anything is allocated)."""
+    tokens, cap = batch * seq_len, max_step_tokens()
+    if tokens > cap:
+        raise LimitError(
+            f"Too big for this server: batch {batch} x {seq_len} tokens per {what} = {tokens:,} tokens "
+            f"per step, and the server allows {cap:,}. Lower the batch size or the tokens per {what}."
+        )
+    if estimate_mb > max_job_mb():
+        raise LimitError(
+            f"Too big for this server: this job would take about {estimate_mb:,} MB of memory, and the "
+            f"server allows {max_job_mb():,} MB per job. Lower the batch size, the tokens per {what} "
+            f"or the model's size."
+        )
+
+
+def budget_line(batch: int, seq_len: int, estimate_mb: int, what: str = "text") -> str:
+    """The line the pages show under the settings, before Start."""
+    minutes = max_job_seconds() / 60
+    return (
+        f"Each step trains on {batch} x {seq_len} = {batch * seq_len:,} tokens (this server allows "
+        f"{max_step_tokens():,}); this job needs about {estimate_mb:,} MB of memory (at most "
+        f"{max_job_mb():,}) and stops itself after {minutes:g} minutes, keeping its best model."
+    )
+
+
+def finetune_mb(
+    config, batch: int, max_length: int, freeze_embeddings: bool = True, freeze_layers: int = 0, classes: int = 2
+) -> int:
+    """training_mb of fine-tuning a model of `config` (a bert.BertConfig) for `classes` classes."""
+    L = config.num_hidden_layers
+    total = model_parameters(config, classifier=True, classes=classes)
+    frozen = embedding_parameters(config) if freeze_embeddings or freeze_layers > 0 else 0
+    frozen += min(freeze_layers, L) * layer_parameters(config)
+    return training_mb(L, config.hidden_size, config.num_attention_heads, batch, max_length, total, total - frozen)
+
+
+def pretrain_mb(layers: int, hidden: int, heads: int, vocab: int, batch: int, seq_len: int) -> int:
+    """training_mb of pre-training a BERT of these sizes from scratch (feed-forward 4 x hidden)."""
+    sizes = dict(num_hidden_layers=layers, hidden_size=hidden, intermediate_size=4 * hidden, vocab_size=vocab)
+    total = model_parameters(SimpleNamespace(**sizes, max_position_embeddings=max(128, seq_len), type_vocab_size=2))
+    return training_mb(layers, hidden, heads, batch, seq_len, total, total, vocab=vocab)

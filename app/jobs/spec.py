@@ -1,0 +1,170 @@
+"""What a training job is, for both backends: its kinds, why it stops (`StopEvent` tells it;
+`stop_message` is what the page then says), the caps' messages, and the `JobSpec`: a job as
+data, naming its kind, run code, student, settings, the base model (a source name the worker
+resolves), and carrying its texts. No closures and no live models, so the same spec runs in this
+process (app/jobs/local.py) or on a Ray worker (app/jobs/ray_backend.py); `to_dict` / `from_dict`
+are its wire form.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from bert.data.corpus.base import Corpus
+from bert.data.corpus.registry import CORPORA
+from bert.data.labelled import LabelledData
+from bert.train.finetune_args import FinetuneArgs
+from bert.train.pretrain import PretrainArgs
+
+from . import budget
+
+USER, TIME, SESSION = "user", "time", "session"  # why a job stopped
+FINETUNE, PRETRAIN = "finetune", "pretrain"  # the kinds of job
+KINDS = {FINETUNE: "fine-tuning", PRETRAIN: "pre-training"}
+
+
+def one_job_message(kind: str, status: str, where: str = "") -> str:
+    """Why a student's second job is refused (`where`: " in another tab ..." when not this one)."""
+    state = "waiting for a slot" if status == "queued" else "running"
+    return (
+        f"You already have a {KINDS.get(kind, kind)} job {state}{where}: one job per student at a time. "
+        f"Stop it or let it finish first."
+    )
+
+
+def busy_message(waiting: int, max_queue: int) -> str:
+    return (
+        f"The server is busy: {waiting} jobs are already waiting for a free slot "
+        f"(at most {max_queue}). Try again in a few minutes."
+    )
+
+
+def stop_message(reason: str | None, max_seconds: float | None = None) -> str:
+    """What the page says about a job that stopped early."""
+    if reason == TIME:
+        minutes = f"{(max_seconds or budget.max_job_seconds()) / 60:g}"
+        return f"Stopped at this server's limit of {minutes} minutes per job; the best model so far is kept."
+    if reason == SESSION:
+        return "Stopped because its browser tab was closed; the model trained so far is kept."
+    return "Stopped early: the best model so far is kept."
+
+
+class StopEvent(threading.Event):
+    """A threading.Event that also says why it was set; `hurry` when nobody is left to see the
+    end (the tab was closed): bert.train.finetune then skips its last scoring. `job_id` is the number
+    of the job it stops, so the job's function knows it (pre-training names its folder by it)."""
+
+    reason: str | None = None
+
+    def __init__(self, job_id: int | None = None):
+        super().__init__()
+        self.job_id = job_id
+
+    @property
+    def hurry(self) -> bool:
+        return self.reason == SESSION
+
+    def stop(self, reason: str = USER) -> None:
+        if not self.is_set():
+            self.reason = reason
+        self.set()
+
+
+# what of a LabelledData travels with a job (its preview table stays with the page)
+_DATA_FIELDS = [f.name for f in fields(LabelledData) if f.name != "preview"]
+
+
+@dataclass
+class JobSpec:
+    kind: str  # FINETUNE or PRETRAIN
+    code: str  # the run code: the job's name everywhere, and where its result is kept ("": not kept)
+    student: str = ""  # who counts for one job per student (a browser, or a session)
+    title: str = ""
+    args: dict[str, Any] = field(default_factory=dict)  # FinetuneArgs / PretrainArgs as a dict
+    base: str = ""  # fine-tuning: the base model's source name (app.models.load_model)
+    train: dict[str, Any] | None = None  # fine-tuning: a LabelledData's fields
+    valid: dict[str, Any] | None = None
+    corpus: dict[str, Any] | None = None  # pre-training on an upload (else args["corpora"], by name)
+    corpus_label: str = ""
+    info: dict[str, Any] = field(default_factory=dict)  # what the results view shows (JSON only)
+    gpu: bool = False  # ask for a GPU worker (the Ray backend; locally: BERT_EXPLORER_DEVICE)
+    processes: int = 1  # pre-training under torchrun in this many processes (a GPU actor's GPUs)
+    probe: dict[str, Any] | None = None  # attention over training: AttentionSnapshots.settings() (a worker records)
+
+    def finetune_args(self) -> FinetuneArgs:
+        return FinetuneArgs(**self.args)
+
+    def pretrain_args(self) -> PretrainArgs:
+        return PretrainArgs(**self.args)
+
+    def settings(self) -> FinetuneArgs | PretrainArgs:
+        return self.finetune_args() if self.kind == FINETUNE else self.pretrain_args()
+
+    def data(self) -> tuple[LabelledData, LabelledData]:
+        return LabelledData(**self.train), LabelledData(**self.valid)
+
+    def uploaded_corpus(self) -> Corpus | None:
+        return Corpus(**self.corpus) if self.corpus else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> JobSpec:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})  # keys of a newer version: left out
+
+
+def labelled_fields(data: LabelledData) -> dict[str, Any]:
+    return {name: getattr(data, name) for name in _DATA_FIELDS}
+
+
+def finetune_spec(
+    code: str,
+    base: str,
+    train: LabelledData,
+    valid: LabelledData,
+    args: FinetuneArgs,
+    student: str = "",
+    title: str = "",
+    info: dict[str, Any] | None = None,
+) -> JobSpec:
+    return JobSpec(
+        kind=FINETUNE,
+        code=code,
+        student=student,
+        title=title,
+        args=asdict(args),
+        base=base,
+        train=labelled_fields(train),
+        valid=labelled_fields(valid),
+        info=dict(info or {}),
+        gpu=args.device == "cuda",
+    )
+
+
+def pretrain_spec(
+    code: str,
+    args: PretrainArgs,
+    corpus: Corpus | None,
+    name: str,
+    corpus_label: str,
+    student: str = "",
+    info: dict[str, Any] | None = None,
+) -> JobSpec:
+    """`corpus` travels only when it is an upload; a built-in corpus (args.corpora) is read by name
+    where the job runs."""
+    uploaded = corpus is not None and not all(c in CORPORA for c in args.corpora)
+    return JobSpec(
+        kind=PRETRAIN,
+        code=code,
+        student=student,
+        title=name,
+        args=asdict(args),
+        corpus=asdict(corpus) if uploaded else None,
+        corpus_label=corpus_label,
+        info=dict(info or {}),
+        gpu=args.device == "cuda",
+    )

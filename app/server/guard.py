@@ -1,0 +1,222 @@
+"""What a client may do to the server, enforced once per process (`install()`, from the entry).
+
+- Refused: `BackMsg(clear_cache=True)` (the menu's "Clear cache", or one hand-made frame), which
+  would clear every session's Streamlit caches; server-wide state is module-level in any case.
+- Capped, per session and server-wide, in files and bytes (the BERT_EXPLORER_UPLOAD_* settings):
+  `PUT /_stcore/upload_file/...`, answered 429 with the reason before the file is kept. A file no
+  widget asked for within `UNCLAIMED_S` is dropped, and a session's files `DISCONNECTED_S` after
+  its socket closed (the training pages keep their own copy of an upload).
+
+Incoming widget state is bounded by Streamlit's `server.maxWidgetStateSize` (.streamlit/config.toml),
+not by `server.maxMessageSize`, which caps outgoing messages too.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from bert import settings
+
+log = logging.getLogger(__name__)
+
+MB = 2**20
+UNCLAIMED_S = 60.0  # a file no file_uploader has read within this is dropped (a raw PUT)
+DISCONNECTED_S = 10.0  # a closed session's files are dropped after this (not the 2-min TTL)
+SWEEP_EVERY_S = 5.0
+CLEAR_CACHE_LOG_EVERY_S = 60.0  # one log line a minute per session that keeps asking
+
+_lock = threading.Lock()
+_installed = False
+_guard: UploadGuard | None = None
+_clear_cache_logged: dict[str, float] = {}
+
+
+def install() -> None:
+    """Refuse clear-cache requests and cap uploads, once for the whole process (cheap after)."""
+    global _installed, _guard
+    if _installed:
+        return
+    with _lock:
+        if _installed:
+            return
+        _refuse_clear_cache()
+        mgr = _uploaded_file_manager()
+        if mgr is not None:
+            _guard = UploadGuard(mgr)
+            _guard.start_sweeper()
+        _installed = True
+
+
+def upload_guard() -> UploadGuard | None:
+    """The process's upload guard (None before `install()` or without Streamlit's server)."""
+    return _guard
+
+
+# --- clear cache -----------------------------------------------------------------------------------
+
+
+def _refuse_clear_cache() -> None:
+    from streamlit.runtime.app_session import AppSession
+
+    AppSession._handle_clear_cache_request = _refused_clear_cache
+
+
+def _refused_clear_cache(session) -> None:
+    """Instead of Streamlit's: clear nothing (caches, jobs and the session's state stay)."""
+    now = time.monotonic()
+    sid = str(getattr(session, "id", "?"))
+    with _lock:
+        if now - _clear_cache_logged.get(sid, -CLEAR_CACHE_LOG_EVERY_S) < CLEAR_CACHE_LOG_EVERY_S:
+            return
+        if len(_clear_cache_logged) > 1000:
+            _clear_cache_logged.clear()
+        _clear_cache_logged[sid] = now
+    log.warning("refused a client's clear-cache request (session %s): caches and jobs are server-wide", sid)
+
+
+# --- uploads ---------------------------------------------------------------------------------------
+
+
+def _uploaded_file_manager():
+    try:
+        from streamlit import runtime
+        from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+    except ImportError:
+        return None
+    if not runtime.exists():
+        return None  # AppTest, scripts: no upload route
+    mgr = runtime.get_instance().uploaded_file_mgr
+    return mgr if isinstance(mgr, MemoryUploadedFileManager) else None
+
+
+def upload_caps() -> dict[str, int]:
+    return {
+        "session_files": settings.whole("BERT_EXPLORER_UPLOAD_FILES_PER_SESSION"),
+        "session_bytes": settings.whole("BERT_EXPLORER_UPLOAD_MB_PER_SESSION") * MB,
+        "files": settings.whole("BERT_EXPLORER_UPLOAD_FILES"),
+        "bytes": settings.whole("BERT_EXPLORER_UPLOAD_MB") * MB,
+    }
+
+
+class UploadRefused(Exception):
+    """An upload over a cap (the message says which)."""
+
+
+class UploadGuard:
+    """Wraps the server's MemoryUploadedFileManager: caps on `add_file`, claims seen in `get_files`
+    (a file_uploader reading its files), and a sweeper that frees what nobody uses."""
+
+    def __init__(self, mgr, alive=None, clock=time.monotonic):
+        self.mgr = mgr
+        self._add, self._get = mgr.add_file, mgr.get_files
+        self._alive = alive or _session_alive
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._put_at: dict[tuple[str, str], float] = {}  # (session, file) -> when it arrived
+        self._claimed: set[tuple[str, str]] = set()
+        self._gone_since: dict[str, float] = {}  # session -> first seen disconnected
+        mgr.add_file = self.add_file
+        mgr.get_files = self.get_files
+
+    def held(self) -> dict[str, tuple[int, int]]:
+        """session -> (files, bytes) held now."""
+        out = {}
+        for sid, files in list(self.mgr.file_storage.items()):
+            recs = list(files.values())
+            out[sid] = (len(recs), sum(len(r.data) for r in recs))
+        return out
+
+    def check(self, session_id: str, file_id: str, size: int) -> None:
+        """Raise UploadRefused when keeping `size` more bytes for `session_id` breaks a cap."""
+        caps = upload_caps()
+        held = self.held()
+        replacing = file_id in self.mgr.file_storage.get(session_id, {})
+        n, b = held.get(session_id, (0, 0))
+        total_n = sum(v[0] for v in held.values())
+        total_b = sum(v[1] for v in held.values())
+        more = 0 if replacing else 1
+        if n + more > caps["session_files"] or b + size > caps["session_bytes"]:
+            raise UploadRefused(
+                f"This tab already holds {n} uploaded file(s), {b / MB:,.1f} MB (at most "
+                f"{caps['session_files']} files, {caps['session_bytes'] / MB:,.0f} MB a tab). "
+                "Remove a file from an uploader first."
+            )
+        if total_n + more > caps["files"] or total_b + size > caps["bytes"]:
+            raise UploadRefused(
+                f"The server holds too many uploads right now ({total_n} files, {total_b / MB:,.0f} MB; "
+                f"at most {caps['files']} files, {caps['bytes'] / MB:,.0f} MB). Try again in a minute."
+            )
+
+    def add_file(self, session_id: str, file) -> None:
+        self.sweep()
+        with self._lock:  # check and keep together: two PUTs at once cannot both squeeze in
+            try:
+                self.check(session_id, file.file_id, len(file.data))
+            except UploadRefused as e:
+                log.warning("refused an upload of %d bytes (session %s): %s", len(file.data), session_id, e)
+                raise _http_refusal(str(e)) from None
+            self._add(session_id, file)
+            self._put_at[(session_id, file.file_id)] = self._clock()
+
+    def get_files(self, session_id: str, file_ids):
+        recs = self._get(session_id, file_ids)
+        with self._lock:
+            self._claimed.update((session_id, r.file_id) for r in recs)
+        return recs
+
+    def sweep(self) -> int:
+        """Free files nobody claimed within UNCLAIMED_S and closed sessions' files; returns how
+        many files were freed."""
+        now = self._clock()
+        freed = 0
+        with self._lock:
+            for sid, files in list(self.mgr.file_storage.items()):
+                if self._alive(sid) is False:
+                    since = self._gone_since.setdefault(sid, now)
+                    if now - since >= DISCONNECTED_S:
+                        freed += len(files)
+                        self.mgr.remove_session_files(sid)
+                        self._gone_since.pop(sid, None)
+                    continue
+                self._gone_since.pop(sid, None)
+                for fid in list(files):
+                    key = (sid, fid)
+                    if key not in self._claimed and now - self._put_at.get(key, now) >= UNCLAIMED_S:
+                        self.mgr.remove_file(sid, fid)
+                        freed += 1
+            live = {(sid, fid) for sid, files in list(self.mgr.file_storage.items()) for fid in list(files)}
+            self._put_at = {k: t for k, t in self._put_at.items() if k in live}
+            self._claimed &= live
+            self._gone_since = {s: t for s, t in self._gone_since.items() if s in self.mgr.file_storage}
+        if freed:
+            log.info("freed %d uploaded file(s) nobody uses", freed)
+        return freed
+
+    def start_sweeper(self) -> None:
+        def loop():
+            while True:
+                time.sleep(SWEEP_EVERY_S)
+                try:
+                    self.sweep()
+                except Exception:  # noqa: BLE001 - the sweeper must never die
+                    log.exception("upload sweeper")
+
+        threading.Thread(target=loop, name="upload-sweeper", daemon=True).start()
+
+
+def _session_alive(session_id: str) -> bool | None:
+    try:
+        from streamlit import runtime
+
+        return bool(runtime.get_instance().is_active_session(session_id)) if runtime.exists() else None
+    except Exception:  # noqa: BLE001 - an internal API that may change: then keep the files
+        return None
+
+
+def _http_refusal(message: str) -> Exception:
+    """The exception Streamlit's upload route turns into an HTTP answer: 429 with the reason."""
+    from starlette.exceptions import HTTPException
+
+    return HTTPException(status_code=429, detail=message)

@@ -1,0 +1,127 @@
+"""This session's training jobs: which one each page follows (by the session's owner id, so a
+session never reaches another's), who counts as one student, and the live panel's poll.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from contextlib import contextmanager
+
+import streamlit as st
+
+from bert import BertExplorerError
+
+from ..jobs.backend import backend_name, job_backend
+from ..jobs.local import Job, JobManager
+from ..jobs.spec import FINETUNE
+from . import state as ts
+
+log = logging.getLogger("bert_explorer")
+
+# The live panel's refresh interval. Each refresh rebuilds the curves (plotly) in a script run:
+# about 0.1-0.2 s of processor, so at 1 s every watching tab took 10-20 % of a core from the
+# class (measured by scripts/loadtest.py); 2 s halves that and still looks live.
+POLL_S = 2.0
+
+
+def current_session_id() -> str | None:
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+        ctx = get_script_run_ctx(suppress_warning=True)
+        return ctx.session_id if ctx is not None else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def browser_id(xsrf_cookie: str | None) -> str | None:
+    """A stable id of one browser from Streamlit's `_streamlit_xsrf` cookie, or None. The cookie
+    ("2|mask|masked token|time") is set once per browser and sent by all its tabs; its token,
+    unmasked, is the same in each. Hashed: the token itself is never kept."""
+    parts = (xsrf_cookie or "").strip("\"'").split("|")
+    try:
+        if len(parts) == 4 and parts[0] == "2":
+            mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
+            token = bytes(b ^ mask[i % 4] for i, b in enumerate(masked))
+        elif len(parts) == 1 and len(parts[0]) >= 16:
+            token = parts[0].encode()
+        else:
+            return None
+    except ValueError:
+        return None
+    return hashlib.sha256(b"bert-explorer:" + token).hexdigest()[:20] if token else None
+
+
+def student_key() -> str:
+    """Who the one-job-per-student cap counts: this browser (all its tabs) when Streamlit's XSRF
+    cookie is there (server.enableXsrfProtection, on by default), else this session. Another
+    browser or a private window is another student: the queue cap still bounds them all."""
+    try:
+        cookie = st.context.cookies.get("_streamlit_xsrf")
+    except Exception:  # noqa: BLE001 - no context (tests)
+        cookie = None
+    bid = browser_id(cookie)
+    return f"browser:{bid}" if bid else f"session:{ts.owner()}"
+
+
+def job_key(kind: str) -> str:
+    """The session-state key of the job of `kind` this session follows."""
+    return ts.FT_JOB if kind == FINETUNE else ts.PT_JOB
+
+
+def current_job(kind: str, jm: JobManager | None = None) -> Job | None:
+    """This session's followed job of `kind` (looked up by owner: never another session's)."""
+    ts.init()
+    jm = jm or job_backend()
+    jid = st.session_state.get(job_key(kind))
+    if jid is None:
+        return _reattached(kind, jm) if backend_name() == "ray" else None
+    return jm.get(ts.owner(), jid)
+
+
+def _reattached(kind: str, jm) -> Job | None:
+    """In ray mode, this student's job started from another replica or before a refresh (the
+    registry knows it by the browser), followed from this session from now on."""
+    code = jm.find(student_key(), kind)
+    if code is None:
+        return None
+    job = jm.reattach(ts.owner(), code, kind, session_id=current_session_id())
+    if job is not None:
+        st.session_state[job_key(kind)] = job.id
+    return job
+
+
+@contextmanager
+def notice_errors(notice_key: str, what: str):
+    """Like app.ui.errors.show_errors, for button callbacks: the message is kept under
+    `notice_key` and the page shows it (a callback runs before the page draws anything)."""
+    try:
+        yield
+    except BertExplorerError as e:
+        st.session_state[notice_key] = ("error", str(e) or "That input cannot be used.")
+    except Exception as e:  # noqa: BLE001 - never a traceback on screen
+        log.exception("unexpected error while %s", what)
+        st.session_state[notice_key] = (
+            "error",
+            f"Something went wrong while {what} ({type(e).__name__}); the details are in the server log.",
+        )
+
+
+def tick(job: Job, jm: JobManager | None = None) -> list[dict]:
+    """One poll of the live panel: heartbeat, reap abandoned jobs, drain new metrics."""
+    job.heartbeat()
+    (jm or job_backend()).reap()
+    return job.drain()
+
+
+def live_job(kind: str) -> Job | None:
+    """The live panel's job of `kind`, after one tick; None when this session follows none. When
+    the job has finished, the page runs again instead (a full run collects the result)."""
+    job = current_job(kind)
+    if job is None:
+        return None
+    tick(job)
+    if not job.active:
+        st.rerun()
+    return job

@@ -1,0 +1,95 @@
+"""The Pre-training page's parts: the plateau line and a finished run's results (curves, probe
+table, try it); its Start button is app/training/start.py.
+
+The page (pages/pretrain.py) lays them out; what they compute is in app/training/ and bert/.
+"""
+
+import re
+
+import streamlit as st
+
+from bert.train.events import PretrainEval, PretrainStart, of_type
+from bert.train.events import last as last_event
+from bert.train.plateau import plateau_exit
+from bert.train.pretrain import PretrainArgs
+from bert.train.pretrain_eval import probe_predictions
+
+from ..figures import core, training
+from ..jobs.spec import PRETRAIN
+from ..ui import show_figure
+from ..ui.formatting import md_escape
+from ..ui.widgets import SENTENCE_CHARS
+from . import page as view
+from . import state as ts
+from .progress import probe_frame
+
+PAGE = view.TrainPage(PRETRAIN, "pt", "pretrain", hf_class="BertForPreTraining")
+
+
+def plateau_line(metrics) -> None:
+    """Say when the run left the unigram plateau (bert/train/plateau.py), or that it has not yet."""
+    evals, start = of_type(metrics, PretrainEval), last_event(metrics, PretrainStart)
+    if not evals:
+        return
+    first = plateau_exit(evals, start.baseline_token if start else None)
+    if first is None:
+        st.caption(
+            "Still on the plateau: the guesses are mostly the most frequent token. The run leaves it when its top-1 "
+            "is twice that baseline and the probe's guesses differ, three evaluations in a row."
+        )
+    else:
+        st.success(
+            f"It left the plateau at step {first.step:,}: top-1 {first.mlm_top1:.1%} against "
+            f"{first.baseline_top1:.1%} for always guessing the most frequent token, and the probe's guesses now "
+            "differ from gap to gap. It has begun to use the words around each gap: first where the small words "
+            "and punctuation go; content words take much longer.",
+            icon=":material/trending_up:",
+        )
+
+
+def try_it(res: dict) -> None:
+    b, jid, args = res["bundle"], res["job_id"], res["info"]["args"]
+    st.subheader("Try it")
+    key = f"pt_try_{jid}"
+    ts.seed(key, args.probe or "the [MASK] is on the table .")
+    text = st.text_input("A sentence with [MASK]", key=key, max_chars=SENTENCE_CHARS)
+    ts.remember(key)
+    text = re.sub(r"\[mask\]", "[MASK]", text or "", flags=re.IGNORECASE)
+    if "[MASK]" not in text:
+        st.info("Put [MASK] where a word is missing.")
+        return
+    preds = probe_predictions(b, text[:2000], k=5)
+    cols = st.columns(min(3, max(1, len(preds))))
+    for i, cands in enumerate(preds[:6]):
+        show_figure.show(
+            core.mlm_topk_bar([t for t, _ in cands], [p for _, p in cands], f"[MASK] {i + 1}"),
+            f"pretrain-try-bar-{jid}-{i}",
+            where=cols[i % len(cols)],
+            key=f"pt_try_bar_{jid}_{i}",
+        )
+
+
+def show_result(res: dict) -> None:
+    fin, info, cfg = res["done"], res["info"], res["bundle"].config  # fin: a bert.train.events.PretrainDone
+    args: PretrainArgs = info["args"]
+    view.result_summary(
+        PAGE,
+        res,
+        [
+            ("Steps", f"{fin.step or 0:,}"),
+            ("Masked-LM top-1", f"{fin.mlm_top1:.1%}" if fin.mlm_top1 is not None else "–"),
+            ("Masked-LM top-5", f"{fin.mlm_top5:.1%}" if fin.mlm_top5 is not None else "–"),
+            ("Next-sentence accuracy", f"{fin.nsp_acc:.1%}" if fin.nsp_acc is not None else "–"),
+        ],
+        f"**{md_escape(res['name'])}**: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, "
+        f"{cfg.num_attention_heads} heads, vocabulary {cfg.vocab_size:,}, trained on "
+        f"{md_escape(info.get('corpus', '?'))}. It is in the sidebar's model list for this session.",
+        training.pretrain_curves(res["metrics"], args.steps),
+    )
+    plateau_line(res["metrics"])
+    probes = probe_frame(res["metrics"])
+    if len(probes):
+        st.markdown(f"**Probe:** {md_escape(args.probe)}")
+        st.dataframe(probes, hide_index=True, width="stretch")
+    try_it(res)
+    view.keep_it(PAGE, res)

@@ -1,0 +1,88 @@
+"""Session-state keys of the two training pages (kept apart from app/state.py).
+
+What a session made must survive reruns and page switches, so nothing here lives only in a
+widget: an uploaded file's bytes are copied under FT_UPLOAD / PT_UPLOAD when it arrives
+(Streamlit forgets a file_uploader's value when another page runs), and a finished job's model,
+metrics and report are moved into FT_RESULTS / PT_RESULTS (the server-side job is then
+forgotten, so the session's copy is the one in memory; the run is also saved on disk under its
+run code, app/jobs/runs_store.py). Once a job has started, the uploaded bytes and parsed copies are
+dropped (`app.training.uploads.free_uploads`): the job holds what it needs.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import streamlit as st
+
+OWNER = "train_owner"  # str: this session's owner id for app.jobs (never shown)
+FT_JOB = "ft_job_id"  # int | None: the fine-tuning job this session follows
+PT_JOB = "pt_job_id"  # int | None: the pre-training job this session follows
+FT_RESULTS = "ft_results"  # list[dict]: finished fine-tuning runs, newest last
+PT_RESULTS = "pt_results"  # list[dict]: finished pre-training runs, newest last
+FT_UPLOAD = "ft_upload"  # dict {name, data, id} | None: the training file's bytes
+FT_VAL_UPLOAD = "ft_val_upload"  # same for the validation file
+PT_UPLOAD = "pt_upload"  # same for an uploaded pre-training .txt
+FT_PARSED = "ft_parsed"  # dict: (upload id, text col, label col) -> LabelledData | error
+PT_PARSED = "pt_parsed"  # dict: upload id -> the corpus made of it | error (one file at a time)
+FT_NOTICE = "ft_notice"  # str | None: a message to show once (e.g. "already running")
+PT_NOTICE = "pt_notice"
+FREED = "train_freed_uploads"  # dict upload key -> file name: uploads freed when their job started
+UPLOAD = "upload"  # the data-source choice "my own file" on both pages
+UPLOAD_GEN = "train_upload_gen"  # int: part of the upload widgets' keys; +1 resets them
+
+MAX_MODELS = 3  # finished models a session keeps, both pages together
+
+
+def init() -> None:
+    ss = st.session_state
+    if OWNER not in ss:
+        ss[OWNER] = uuid.uuid4().hex
+    for key in (FT_RESULTS, PT_RESULTS):
+        if key not in ss:
+            ss[key] = []
+    for key in (FT_JOB, PT_JOB, FT_UPLOAD, FT_VAL_UPLOAD, PT_UPLOAD, FT_NOTICE, PT_NOTICE):
+        if key not in ss:
+            ss[key] = None
+    for key in (FT_PARSED, FREED):
+        if key not in ss:
+            ss[key] = {}
+
+
+def upload_key(name: str) -> str:
+    """The key of an upload widget (changes when free_uploads resets them)."""
+    return f"{name}_{st.session_state.get(UPLOAD_GEN, 0)}"
+
+
+def owner() -> str:
+    """This session's owner id: jobs are looked up with it, so a session only sees its own."""
+    init()
+    return st.session_state[OWNER]
+
+
+# --- settings that survive a page switch ------------------------------------------------------
+# Streamlit deletes a widget's value when a page without that widget runs. The training pages
+# seed each widget from a plain dict before drawing it and copy the values back after.
+
+SAVED = "train_saved_settings"
+
+
+def seed(key: str, default, options=None) -> None:
+    """Give widget `key` its saved value (or `default`) unless it already has one. With
+    `options`, a saved value no longer among them falls back to the default."""
+    ss = st.session_state
+    saved = ss.setdefault(SAVED, {})
+    if key in ss and (options is None or ss[key] in options):
+        return
+    value = saved.get(key, default)
+    if options is not None and value not in options:
+        value = default if default in options else (options[0] if options else None)
+    ss[key] = value
+
+
+def remember(*keys: str) -> None:
+    ss = st.session_state
+    saved = ss.setdefault(SAVED, {})
+    for k in keys:
+        if k in ss:
+            saved[k] = ss[k]

@@ -1,0 +1,178 @@
+"""Every plotly figure goes on a page through `show`: a download for slides, projector styling and
+a one-line text alternative.
+
+- The modebar's camera button saves the figure as a PNG at 3x scale (or as an SVG, the sidebar's
+  "Figure downloads" choice), named for what it shows (`attention-L4-H5.png`).
+- In projector mode (a sidebar toggle, also in the link) every figure gets larger type (18 px
+  ticks, token labels and legends, 22 px titles), thicker lines, taller rows, and the attention
+  maps a perceptually uniform scale that colour-blind viewers read too (cividis).
+- Under each figure, a caption says in words what it shows most strongly (`describe`), for
+  screen readers and for the back of the room.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+from .formatting import md_escape
+from .links import PROJECTOR
+
+FORMAT = "figure_format"  # session key: "png" or "svg"
+FORMATS = {"png": "PNG (3× size, for slides)", "svg": "SVG (vector, scales without blur)"}
+PROJECTOR_FONT = 18
+PROJECTOR_TITLE = 22
+PROJECTOR_SCALE = "Cividis"
+PROJECTOR_INK = "#111111"  # labels nearly black: plotly's default grey fades on a projector
+_SEQUENTIAL = {"Blues", "blues", "Viridis", "viridis", "Greys", "Reds", "Purples"}
+
+
+def projector_on() -> bool:
+    return bool(st.session_state.get(PROJECTOR))
+
+
+def file_name(name: str) -> str:
+    """A plain file name from a figure's name: 'Attention L4 H5' -> 'attention-L4-H5'."""
+    cleaned = re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
+    return cleaned[:80] or "figure"
+
+
+def config(name: str, fmt: str | None = None) -> dict:
+    """The modebar of a figure: its image button saves `name`.png at 3x scale, or `name`.svg."""
+    fmt = fmt or st.session_state.get(FORMAT, "png")
+    fmt = fmt if fmt in FORMATS else "png"
+    return {
+        "displaylogo": False,
+        "toImageButtonOptions": {"format": fmt, "filename": file_name(name), "scale": 3 if fmt == "png" else 1},
+    }
+
+
+def style_for_projector(fig: go.Figure) -> go.Figure:
+    """Larger type, thicker lines, taller figures and a colour-blind-safe sequential scale."""
+    fig.update_layout(
+        font=dict(size=PROJECTOR_FONT, color=PROJECTOR_INK),
+        title_font=dict(size=PROJECTOR_TITLE),
+        legend=dict(font=dict(size=PROJECTOR_FONT)),
+        hoverlabel=dict(font_size=PROJECTOR_FONT),
+    )
+    axis_font = dict(size=PROJECTOR_FONT, color=PROJECTOR_INK)
+    fig.update_xaxes(tickfont=axis_font, title_font=axis_font)
+    fig.update_yaxes(tickfont=axis_font, title_font=axis_font)
+    fig.update_annotations(font_size=PROJECTOR_FONT)
+    fig.update_traces(line=dict(width=4), selector=dict(type="scatter"))
+    fig.update_traces(textfont=dict(size=PROJECTOR_FONT), selector=dict(type="heatmap"))
+    fig.update_traces(textfont=dict(size=PROJECTOR_FONT), selector=dict(type="bar"))
+    for trace in fig.data:
+        if trace.type == "heatmap" and _is_sequential(trace.colorscale):
+            trace.colorscale = PROJECTOR_SCALE
+    if fig.layout.coloraxis and _is_sequential(fig.layout.coloraxis.colorscale):
+        fig.layout.coloraxis.colorscale = PROJECTOR_SCALE
+    if fig.layout.height:
+        fig.layout.height = int(fig.layout.height * 1.4)
+    return fig
+
+
+def _is_sequential(scale) -> bool:
+    """True for the named sequential scales the plots use (diverging ones stay: their middle means 0)."""
+    if scale is None:
+        return False
+    if isinstance(scale, str):
+        return scale in _SEQUENTIAL
+    # plotly expands a named scale into ((0, colour), ...); Blues starts at a near-white blue
+    first = str(scale[0][1]).lower() if len(scale) else ""
+    return first in ("rgb(247,251,255)", "#f7fbff", "#440154", "rgb(255,255,255)")
+
+
+def describe(fig: go.Figure) -> str:
+    """One line saying what the figure shows most strongly, from its first trace's numbers."""
+    if not fig.data:
+        return ""
+    t = fig.data[0]
+    title = _title(fig)
+    try:
+        if t.type == "heatmap" and t.z is not None:
+            z = np.asarray(t.z, dtype=float)
+            if z.ndim != 2 or not np.isfinite(z).any() or min(z.shape) < 1:
+                return title.rstrip(" ·")
+            z = np.where(np.isfinite(z), z, -np.inf)
+            if z.shape[0] == z.shape[1] and np.allclose(z, z.T):  # a similarity: skip each item with itself
+                z = z.copy()
+                np.fill_diagonal(z, -np.inf)
+            i, j = np.unravel_index(np.argmax(z), z.shape)
+            if not np.isfinite(z[i, j]):
+                return title.rstrip(" ·")
+            y = _axis_label(fig, "y", t.y, i)
+            x = _axis_label(fig, "x", t.x, j)
+            # a token-by-token map (attention) reads "from → to"; any other grid "row, column"
+            square = t.x is not None and t.y is not None and list(t.x) == list(t.y)
+            where = (f"{y} → {x}" if square else f"{y}, {x}") if x and y else f"row {i + 1}, column {j + 1}"
+            return f"{title}strongest: {where} ({z[i, j]:.2f})"
+        if t.type == "bar" and t.x is not None and t.y is not None:
+            horizontal = t.orientation == "h"
+            values = np.asarray(t.x if horizontal else t.y, dtype=float)
+            names = t.y if horizontal else t.x
+            k = int(np.nanargmax(values))
+            return f"{title}largest: {_label(names, k)} ({values[k]:.3g})"
+        if t.type == "scatter" and _is_curve(t):
+            name = f"{t.name}: " if t.name else ""
+            return f"{title}{name}last value {float(t.y[-1]):.3g}" + (f" at {t.x[-1]}" if t.x is not None else "")
+    except (TypeError, ValueError):
+        pass
+    return title.rstrip(" ·")
+
+
+def _title(fig: go.Figure) -> str:
+    text = fig.layout.title.text if fig.layout.title else None
+    return f"{html.unescape(re.sub(r'<[^>]+>', '', text))} · " if text else ""
+
+
+def _is_curve(t) -> bool:
+    """A line over steps or layers (x increasing), not a cloud of points."""
+    if t.y is None or not len(t.y) or t.x is None or "lines" not in (t.mode or "lines"):
+        return False
+    try:
+        x = np.asarray(t.x, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    return bool(np.all(np.diff(x) > 0))
+
+
+def _axis_label(fig: go.Figure, axis: str, labels, k: int) -> str:
+    """A tick's label; a bare number gets its axis title ("layer 4"), a missing one the title and
+    the index."""
+    text = _label(labels, k)
+    ax = getattr(fig.layout, f"{axis}axis")
+    if ax.tickvals is not None and ax.ticktext is not None and labels is not None and k < len(labels):
+        ticks = {str(v): str(s) for v, s in zip(ax.tickvals, ax.ticktext, strict=False)}
+        text = ticks.get(str(labels[k]), text)
+    title = getattr(getattr(fig.layout, f"{axis}axis").title, "text", None) or ""
+    title = html.unescape(re.sub(r"<[^>]+>", "", title)).strip()
+    if labels is None:
+        return f"{title} {k}".strip() if title else ""
+    if title and re.fullmatch(r"-?\d+(\.\d+)?", text):
+        return f"{title} {text}"
+    return text
+
+
+def _label(labels, k: int) -> str:
+    if labels is None or k >= len(labels):
+        return ""
+    return html.unescape(re.sub(r"<[^>]+>", "", str(labels[k])))
+
+
+def show(fig: go.Figure, name: str, where=None, key: str | None = None, caption: str | None = None, **kwargs):
+    """Draw `fig` with its download named `name`, projector styling if on, and a text alternative
+    (`caption`, else `describe(fig)`). Other keyword arguments go to st.plotly_chart (e.g.
+    on_select); its return value is returned."""
+    where = where or st
+    if projector_on():
+        fig = style_for_projector(go.Figure(fig))  # a copy: a cached figure is shared by every session
+    event = where.plotly_chart(fig, width="stretch", key=key, config=config(name), **kwargs)
+    alt = caption if caption is not None else describe(fig)
+    if alt:
+        where.caption(f"In words: {md_escape(alt)}")
+    return event

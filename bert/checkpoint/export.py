@@ -1,0 +1,67 @@
+"""Export to the Hugging Face layout: a folder `transformers` loads as it is.
+
+`export_hf` writes `model.safetensors` under Hugging Face parameter names (bert/checkpoint/hf_names.py),
+a config.json with `architectures`, vocab.txt, tokenizer_config.json and the card as
+README.md; a classifier also gets predict.py (bert/checkpoint/export_classifier.py). Like `bert.save`,
+it writes a temporary folder and renames it into place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from safetensors.torch import save_file
+
+from ..data.atomic_files import atomic_write_text, replace_dir
+from ..public import public_text
+from .hf_names import ours_to_hf
+
+if TYPE_CHECKING:
+    from ..bundle import Bundle
+
+
+def export_hf(bundle: Bundle, out_dir: str | os.PathLike) -> Path:
+    """A folder that `transformers.BertForPreTraining` (or ...ForSequenceClassification)
+    `.from_pretrained` loads with no missing keys."""
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp"))
+    try:
+        config = bundle.config
+        hf = ours_to_hf(bundle.model.state_dict(), config)
+        save_file(hf, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        d = config.to_dict()
+        for k in ("extra", "architecture"):
+            d.pop(k, None)
+        d["architectures"] = ["BertForSequenceClassification" if bundle.is_classifier else "BertForPreTraining"]
+        d["tie_word_embeddings"] = True
+        atomic_write_text(tmp / "config.json", json.dumps(d, indent=2, sort_keys=True) + "\n")
+        bundle.tokenizer.save(tmp / "vocab.txt")
+        atomic_write_text(
+            tmp / "tokenizer_config.json",
+            json.dumps(
+                {
+                    "tokenizer_class": "BertTokenizer",
+                    "do_lower_case": bundle.tokenizer.do_lower_case,
+                    "model_max_length": config.max_position_embeddings,
+                },
+                indent=2,
+            )
+            + "\n",
+        )
+        atomic_write_text(tmp / "README.md", public_text(bundle.card or f"# {bundle.name}\n"))
+        if bundle.is_classifier:
+            from .export_classifier import write_classifier_extras
+
+            write_classifier_extras(bundle, tmp)  # predict.py: our pooling in transformers
+        replace_dir(tmp, out_dir)
+    except BaseException:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out_dir

@@ -1,0 +1,115 @@
+"""Translate between Hugging Face BERT parameter names and ours.
+
+Ours fuse query/key/value into one `qkv` matrix (one matmul instead of three) and use short
+names; Hugging Face checkpoints come with or without the `bert.` prefix and, in old ones,
+LayerNorm `gamma`/`beta` instead of `weight`/`bias`.
+"""
+
+from __future__ import annotations
+
+import re
+
+import torch
+from torch import Tensor
+
+from ..config import BertConfig
+
+_LAYER = {
+    "attention.output.dense": "attn.out",
+    "attention.output.LayerNorm": "attn_norm",
+    "intermediate.dense": "ffn_in",
+    "output.dense": "ffn_out",
+    "output.LayerNorm": "ffn_norm",
+}
+_TOP = {
+    "embeddings.word_embeddings": "bert.embeddings.word_embeddings",
+    "embeddings.position_embeddings": "bert.embeddings.position_embeddings",
+    "embeddings.token_type_embeddings": "bert.embeddings.token_type_embeddings",
+    "embeddings.LayerNorm": "bert.embeddings.layer_norm",
+    "pooler.dense": "bert.pooler",
+    "cls.predictions.transform.dense": "mlm.transform",
+    "cls.predictions.transform.LayerNorm": "mlm.norm",
+    "cls.seq_relationship": "nsp",
+    "classifier": "classifier",
+}
+_IGNORED = re.compile(r"(position_ids|cls\.predictions\.decoder\.weight|cls\.predictions\.decoder\.bias)$")
+
+
+def _normalise(key: str) -> str:
+    key = re.sub(r"\.gamma$", ".weight", key)
+    key = re.sub(r"\.beta$", ".bias", key)
+    for prefix in ("bert.", "model."):
+        if (
+            key.startswith(prefix + "embeddings.")
+            or key.startswith(prefix + "encoder.")
+            or key.startswith(prefix + "pooler.")
+        ):
+            key = key[len(prefix) :]
+    return key
+
+
+def hf_to_ours(hf: dict[str, Tensor], config: BertConfig) -> tuple[dict[str, Tensor], list[str]]:
+    """Returns our state dict and the list of HF keys that were not used."""
+    ours: dict[str, Tensor] = {}
+    qkv: dict[tuple[int, str], dict[str, Tensor]] = {}
+    unused: list[str] = []
+    for raw, t in hf.items():
+        key = _normalise(raw)
+        if key == "cls.predictions.bias":
+            ours["mlm.bias"] = t
+            continue
+        if _IGNORED.search(key):
+            continue
+        m = re.match(r"encoder\.layer\.(\d+)\.(.+)\.(weight|bias)$", key)
+        if m:
+            i, name, kind = int(m.group(1)), m.group(2), m.group(3)
+            if name.startswith("attention.self."):
+                qkv.setdefault((i, kind), {})[name.split(".")[-1]] = t
+            elif name in _LAYER:
+                ours[f"bert.layers.{i}.{_LAYER[name]}.{kind}"] = t
+            else:
+                unused.append(raw)
+            continue
+        m = re.match(r"(.+)\.(weight|bias)$", key)
+        if m and m.group(1) in _TOP:
+            ours[f"{_TOP[m.group(1)]}.{m.group(2)}"] = t
+        else:
+            unused.append(raw)
+    for (i, kind), parts in qkv.items():
+        if set(parts) == {"query", "key", "value"}:
+            ours[f"bert.layers.{i}.attn.qkv.{kind}"] = torch.cat([parts["query"], parts["key"], parts["value"]], dim=0)
+        else:
+            unused.extend(f"encoder.layer.{i}.attention.self.{p}.{kind}" for p in parts)
+    return ours, unused
+
+
+def ours_to_hf(ours: dict[str, Tensor], config: BertConfig) -> dict[str, Tensor]:
+    """Our state dict -> Hugging Face names (`bert.` prefix, separate Q/K/V, untied copies)."""
+    inv_layer = {v: k for k, v in _LAYER.items()}
+    inv_top = {v: k for k, v in _TOP.items()}
+    hf: dict[str, Tensor] = {}
+    C = config.hidden_size
+    for key, t in ours.items():
+        if key == "mlm.word_embeddings.weight":
+            continue
+        if key == "mlm.bias":
+            hf["cls.predictions.bias"] = t
+            continue
+        m = re.match(r"bert\.layers\.(\d+)\.(.+)\.(weight|bias)$", key)
+        if m:
+            i, name, kind = m.group(1), m.group(2), m.group(3)
+            base = f"bert.encoder.layer.{i}"
+            if name == "attn.qkv":
+                for j, part in enumerate(("query", "key", "value")):
+                    hf[f"{base}.attention.self.{part}.{kind}"] = t[j * C : (j + 1) * C]
+            else:
+                hf[f"{base}.{inv_layer[name]}.{kind}"] = t
+            continue
+        m = re.match(r"(.+)\.(weight|bias)$", key)
+        name = inv_top[m.group(1)]
+        prefix = "bert." if name.startswith(("embeddings.", "pooler.")) else ""
+        hf[f"{prefix}{name}.{m.group(2)}"] = t
+    if "bert.embeddings.word_embeddings.weight" in hf and "cls.predictions.bias" in hf:
+        hf["cls.predictions.decoder.weight"] = hf["bert.embeddings.word_embeddings.weight"]
+        hf["cls.predictions.decoder.bias"] = hf["cls.predictions.bias"]
+    return {k: v.detach().contiguous().clone() for k, v in hf.items()}

@@ -1,0 +1,487 @@
+"""Fine-tuning a sequence classifier, as a generator of events (bert/train/events.py, like bert/train/pretrain.py).
+
+    base = bert.load("all-minilm-l6-v2")             # never modified: it may be a shared, cached model
+    train, valid = stratified_split(read_labelled_file("reviews.csv"))
+    for e in finetune(base, train, valid, FinetuneArgs(data="reviews.csv")):
+        print(e)    # FinetuneStart, FinetuneStep(step=1, loss=...), ..., FinetuneEval(...),
+                    # FinetuneDone(bundle=...)
+
+The encoder's weights are copied into a new BertForSequenceClassification (`build_classifier`:
+pooling cls/mean/max, a fresh linear head). Texts are tokenized once; batches group texts of
+similar length and are padded to their longest member. AdamW with linear warm-up and decay,
+gradient clipping, a higher learning rate for the new head (`lr_scales`). The best model by
+validation accuracy is kept: on Stop, at the end, or when the loss stops being finite (then an
+Error event comes first) it is returned as a `Bundle` in the FinetuneDone event.
+
+One run (`FinetuneRun`), in named steps:
+
+    setup       checks, the classifier on its device, the tokenized texts, AdamW: FinetuneStart
+    run_epoch   the epoch's batches, each a `train_step` (FinetuneStep), and its evaluations
+    evaluate    validation loss and accuracy, keeping the best model: FinetuneEval
+    finish      Error if it diverged, a last score where one is due, FinetuneDone with the Bundle
+
+The settings are `FinetuneArgs` (bert/train/finetune_args.py); scoring is bert/train/finetune_eval.py;
+`python -m bert finetune --data FILE ... --out DIR` is bert/train/finetune_cli.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from ..bundle import Bundle
+from ..checkpoint.load import load
+from ..data.labelled import LabelledData, stratified_sample
+from ..dropout import thread_generator
+from ..errors import TrainingError
+from ..model import BertForSequenceClassification
+from .batching import bucket_batches
+from .device import autocast, resolve_device
+from .events import Error, Event, FinetuneDone, FinetuneEval, FinetuneStart, FinetuneStep
+from .finetune_args import FinetuneArgs
+from .finetune_eval import collate, predict, score_metrics, tokenize_texts
+from .optim import adamw, lr_at, set_lr
+
+# ---- the entry: settings in, events out ----------------------------------------------------------
+
+
+def finetune(
+    base: Bundle | str,
+    train: LabelledData,
+    valid: LabelledData,
+    args: FinetuneArgs,
+    stop: threading.Event | None = None,
+    on_step: Callable[[int, BertForSequenceClassification], None] | None = None,
+) -> Iterator[Event]:
+    """Fine-tune, yielding events: FinetuneStart, FinetuneStep (every log_every steps),
+    FinetuneEval, maybe Error, and last FinetuneDone with the best model as a Bundle under
+    `bundle`. Stopped before any evaluation, the model is scored once, unless the stop event says `hurry`.
+
+    on_step(step, model) is called before the first update (step 0) and after each optimizer
+    step, outside the timed part (e.g. bert.train.attention_snapshots.AttentionSnapshots)."""
+    threads_before = torch.get_num_threads()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        yield from FinetuneRun(base, train, valid, args, stop, on_step).events()
+    finally:
+        if args.threads:
+            torch.set_num_threads(threads_before)
+
+
+# ---- one run (`FinetuneRun`): the classifier it trains, then its steps -------------------------------
+
+DIVERGED_LOSS = 100.0  # mean cross-entropy above this (p(true class) < e^-100): training diverged
+
+
+# ---- the classifier ------------------------------------------------------------------------------
+
+
+_INIT_LOCK = threading.Lock()  # new classifiers are initialised one at a time (torch's global seed)
+
+
+def build_classifier(
+    base: Bundle,
+    classes: list[str],
+    pooling: str = "mean",
+    dropout: float | None = None,
+    seed: int = 0,
+    encoder_dropout: float | None = None,
+) -> BertForSequenceClassification:
+    """A new classifier whose encoder is a copy of `base`'s; `base` itself is left untouched."""
+    config = copy.deepcopy(base.model.config)
+    config.id2label = {i: str(c) for i, c in enumerate(classes)}
+    config.classifier_pooling = pooling
+    if dropout is not None:
+        config.classifier_dropout = dropout
+    if encoder_dropout is not None:
+        config.hidden_dropout_prob = config.attention_probs_dropout_prob = encoder_dropout
+    config.extra = {
+        k: v for k, v in config.extra.items() if k not in ("architecture", "architectures", "label2id", "num_labels")
+    }
+    with _INIT_LOCK, torch.random.fork_rng():  # another run's start must not draw meanwhile
+        torch.manual_seed(seed)
+        model = BertForSequenceClassification(config)
+    encoder = {k: v.detach().clone() for k, v in base.model.bert.state_dict().items()}  # a copy
+    model.bert.load_state_dict(encoder)
+    return model
+
+
+def _freeze(model: BertForSequenceClassification, embeddings: bool, layers: int) -> None:
+    if embeddings or layers > 0:
+        for p in model.bert.embeddings.parameters():
+            p.requires_grad_(False)
+    for layer in model.bert.layers[:layers]:
+        for p in layer.parameters():
+            p.requires_grad_(False)
+
+
+def lr_scales(model: BertForSequenceClassification, args: FinetuneArgs) -> dict[str, float]:
+    """LR multipliers by parameter-name prefix: the head, and layer-wise decay down the encoder."""
+    scales: dict[str, float] = {}
+    L = len(model.bert.layers)
+    if args.layer_decay != 1.0:
+        scales["bert.embeddings."] = args.layer_decay**L
+        for i in range(L):
+            scales[f"bert.layers.{i}."] = args.layer_decay ** (L - 1 - i)
+    scales["classifier."] = args.head_lr_scale
+    return scales
+
+
+def _batches(lengths: list[int], batch_size: int, seed: int) -> list[list[int]]:
+    """Shuffled batches of texts of similar length (sorted within chunks of 50 batches)."""
+    return bucket_batches(lengths, batch_size, seed=seed, chunk_batches=50, rng="python")
+
+
+def _hurry(stop) -> bool:
+    """A stop event may carry `hurry = True` (the app: nobody is left to read the score)."""
+    return bool(stop is not None and getattr(stop, "hurry", False))
+
+
+# ---- the run -------------------------------------------------------------------------------------
+
+
+class FinetuneRun:
+    """The state of one run; `events()` yields its events in order."""
+
+    def __init__(
+        self,
+        base: Bundle | str,
+        train: LabelledData,
+        valid: LabelledData,
+        args: FinetuneArgs,
+        stop: threading.Event | None,
+        on_step: Callable[[int, BertForSequenceClassification], None] | None,
+    ):
+        self.t_start = time.perf_counter()
+        self.base, self.train_data, self.valid_data, self.args = base, train, valid, args
+        self.stop, self.on_step = stop, on_step
+        # the best model by validation accuracy (on the sample, when mid-run evaluations use one);
+        # "full": its (accuracy, val_loss) on every validation text, once known
+        self.best = {"accuracy": -1.0, "val_loss": float("nan"), "step": 0, "state": None, "full": None}
+        self.evals: list[float] = []  # seconds of each evaluation
+        self.train_time, self.seen = 0.0, 0
+        self.step, self.epoch, self.error, self.stopped = 0, 0, None, False
+        self.loss_avg: float | None = None
+        self.last_eval_step = -1
+
+    def events(self) -> Iterator[Event]:
+        yield self.setup()
+        self.model.train()
+        if self.on_step is not None:
+            self.on_step(0, self.model)
+        if self.device.type != "cpu":
+            with _INIT_LOCK:  # not while another run's classifier is being initialised
+                torch.manual_seed(self.args.seed)  # dropout on a GPU
+        with thread_generator(self.args.seed):  # on the CPU: this run's own, whatever runs beside it
+            for epoch in range(self.args.epochs):
+                self.epoch = epoch
+                if not (yield from self.run_epoch()):
+                    break
+        yield from self.finish()
+
+    # ---- setup
+
+    def setup(self) -> FinetuneStart:
+        """Check the inputs; build the classifier on its device, tokenize the texts, make the
+        optimizer. Returns the FinetuneStart event."""
+        a = self.args
+        if isinstance(self.base, (str, os.PathLike)):
+            self.base = load(self.base)
+        self._check()
+        self.device = resolve_device(a.device)
+        self.model = self._new_model()
+        _freeze(self.model, a.freeze_embeddings, a.freeze_layers)
+        tok = self.base.tokenizer
+        self.pad_id = tok.pad_id
+        self.train_seqs = tokenize_texts(tok, self.train_data.texts, a.max_length)
+        self.valid_seqs = tokenize_texts(tok, self.valid_data.texts, a.max_length)
+        self.train_y = torch.tensor(self.train_data.labels, dtype=torch.long)
+        self.valid_y = torch.tensor(self.valid_data.labels, dtype=torch.long)
+        n_valid = len(self.valid_seqs)
+        self.sample = (  # the validation texts mid-run evaluations score (None: all)
+            sorted(stratified_sample(self.valid_data.labels, a.eval_sample, seed=a.seed))
+            if 0 < a.eval_sample < n_valid
+            else None
+        )
+        self.lengths = [len(s) for s in self.train_seqs]
+        self.steps_per_epoch = math.ceil(len(self.train_seqs) / a.batch_size)
+        self.total = self.steps_per_epoch * a.epochs
+        self.warmup = int(round(a.warmup_ratio * self.total))
+        self.opt = adamw(self.model, a.lr, a.weight_decay, lr_scales(self.model, a))
+        trainable = sum(p.numel() for p in self.model.parameters() if p.requires_grad)
+        return FinetuneStart(
+            steps=self.total,
+            steps_per_epoch=self.steps_per_epoch,
+            train_examples=len(self.train_data),
+            valid_examples=len(self.valid_data),
+            classes=list(self.train_data.classes),
+            parameters=sum(p.numel() for p in self.model.parameters()),
+            trainable=trainable,
+            truncated=sum(1 for n in self.lengths if n >= a.max_length),
+            prep_seconds=time.perf_counter() - self.t_start,
+        )
+
+    def _check(self) -> None:
+        train, valid, config = self.train_data, self.valid_data, self.base.config
+        self.args.check(config.max_position_embeddings, config.num_hidden_layers)
+        if len(train) == 0 or len(valid) == 0:
+            raise TrainingError("need at least one training and one validation text")
+        if list(train.classes) != list(valid.classes):
+            raise TrainingError(f"training classes {train.classes} and validation classes {valid.classes} differ")
+        if len(set(train.labels)) < 2:
+            raise TrainingError("the training data has only one class")
+
+    def _new_model(self) -> BertForSequenceClassification:
+        a = self.args
+        model = build_classifier(self.base, self.train_data.classes, a.pooling, a.dropout, a.seed, a.encoder_dropout)
+        return model.to(self.device)
+
+    # ---- training
+
+    def run_epoch(self) -> Generator[Event, None, bool]:
+        """Train on this epoch's batches, evaluating every eval_every steps and at its end. Returns
+        False when the run ends here: stopped, diverged, or an evaluation interrupted by Stop."""
+        a = self.args
+        for batch in _batches(self.lengths, a.batch_size, a.seed * 1000 + self.epoch):
+            if self.stop is not None and self.stop.is_set():
+                self.stopped = True
+                return False
+            event = self.train_step(batch)
+            if self.error is not None:
+                return False
+            if event is not None:
+                yield event
+            if a.eval_every and self.step % a.eval_every == 0 and self.step % self.steps_per_epoch != 0:
+                if not (yield from self._scheduled_eval()):
+                    return False
+        if self.step != self.last_eval_step:
+            return (yield from self._scheduled_eval(full=self.epoch == a.epochs - 1))
+        return True
+
+    def train_step(self, batch: list[int]) -> FinetuneStep | None:
+        """One optimizer step on the texts `batch`: its FinetuneStep when one is due. A loss or
+        gradient norm that is not finite sets `self.error` instead, and nothing is updated."""
+        a, device = self.args, self.device
+        t = time.perf_counter()
+        lr = lr_at(self.step, a.lr, self.warmup, self.total)
+        set_lr(self.opt, lr)
+        ids, mask = collate([self.train_seqs[i] for i in batch], self.pad_id)
+        with autocast(device):
+            out = self.model(ids.to(device), attention_mask=mask.to(device), labels=self.train_y[batch].to(device))
+        loss = out.loss
+        if not torch.isfinite(loss) or loss.item() > DIVERGED_LOSS:
+            self.error = (
+                f"the loss became {loss.item():.4g} at step {self.step + 1} (it diverged): the "
+                f"learning rate {a.lr:g} is too high. Training stopped; the last good "
+                f"model is kept."
+            )
+            return None
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        gnorm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), a.clip)
+        if not torch.isfinite(gnorm):
+            self.error = (
+                f"the gradients became {gnorm.item()} at step {self.step + 1}: the learning rate "
+                f"{a.lr:g} is too high. Training stopped; the last good model is kept."
+            )
+            return None
+        self.opt.step()
+        self.step += 1
+        self.seen += len(batch)
+        self.train_time += time.perf_counter() - t
+        if self.on_step is not None:
+            self.on_step(self.step, self.model)
+        value = loss.item()
+        self.loss_avg = value if self.loss_avg is None else 0.9 * self.loss_avg + 0.1 * value
+        if self.step % a.log_every == 0 or self.step == self.total:
+            return self._train_event(value, lr, gnorm)
+        return None
+
+    def _train_event(self, value: float, lr: float, gnorm: torch.Tensor) -> FinetuneStep:
+        a, step, total = self.args, self.step, self.total
+        per_step = self.train_time / step
+        evals_left = ((total - step) // a.eval_every if a.eval_every else 0) + (a.epochs - self.epoch)
+        eta = (total - step) * per_step + evals_left * (
+            self.evals[-1] if self.evals else per_step * len(self.valid_data) / (3 * a.batch_size)
+        )
+        return FinetuneStep(
+            step=step,
+            epoch=self.epoch,
+            loss=value,
+            loss_smooth=self.loss_avg,
+            lr=lr,
+            grad_norm=float(gnorm),
+            examples_per_s=self.seen / max(self.train_time, 1e-9),
+            progress=step / total,
+            eta_s=eta,
+        )
+
+    # ---- evaluation
+
+    def _scheduled_eval(self, full: bool = False) -> Generator[Event, None, bool]:
+        """An evaluation Stop may interrupt: yields its event; False when it was interrupted."""
+        m = self.evaluate(interruptible=True, full=full)
+        if m is None:
+            self.stopped = True
+            return False
+        yield m
+        return True
+
+    def evaluate(self, interruptible: bool, full: bool = True) -> FinetuneEval | None:
+        """Score the model on the validation texts (only the sample, if there is one and not
+        `full`) and keep its trainable weights if it is the best so far: the FinetuneEval, or None
+        when `interruptible` and Stop came meanwhile."""
+        t = time.perf_counter()
+        part = None if full or self.sample is None else self.sample
+        seqs = self.valid_seqs if part is None else [self.valid_seqs[i] for i in part]
+        logits = predict(self.model, seqs, self.pad_id, stop=self.stop if interruptible else None)
+        if logits is None:
+            return None
+        m = score_metrics(logits, self.valid_y if part is None else self.valid_y[part])
+        # the best is chosen on one measure: the sample's, when there is one
+        pick = (
+            m
+            if self.sample is None or part is not None
+            else score_metrics(logits[self.sample], self.valid_y[self.sample])
+        )
+        self.evals.append(time.perf_counter() - t)
+        self.last_eval_step = self.step
+        if pick["accuracy"] > self.best["accuracy"] and math.isfinite(pick["val_loss"]):
+            self.best.update(
+                accuracy=pick["accuracy"],
+                val_loss=pick["val_loss"],
+                step=self.step,
+                full=(m["accuracy"], m["val_loss"], logits) if part is None else None,
+                state={k: v.detach().clone() for k, v in self.model.named_parameters() if v.requires_grad},
+            )  # frozen ones never change
+        return FinetuneEval(
+            step=self.step,
+            epoch=self.epoch,
+            **m,
+            best_accuracy=self.best["accuracy"],
+            eval_seconds=self.evals[-1],
+            texts=None if part is None else len(part),
+        )
+
+    # ---- the end
+
+    def finish(self) -> Iterator[Event]:
+        """An Error if training diverged, a last FinetuneEval where one is due, and FinetuneDone
+        with the best model (moved to the CPU) as a Bundle."""
+        kept = self.best["state"] is not None
+        if self.error is not None:
+            yield Error(message=self.error, step=self.step)
+            if not kept:
+                # Nothing evaluated before it diverged: the last good model is the one we started from.
+                self.model = self._new_model()
+                yield self.evaluate(interruptible=False)
+        elif self.step != self.last_eval_step and not (self.stopped and kept) and not _hurry(self.stop):
+            # Failed since the last evaluation, or stopped before any: score the current model.
+            # (Stopped after an evaluation: keep the best so far and end at once. Stopped in a hurry,
+            # e.g. its user's tab was closed: keep the current model unscored, and end at once.)
+            yield self.evaluate(interruptible=False)
+        if self.best["state"] is not None:
+            self.model.load_state_dict(self.best["state"], strict=False)  # the trainable part of the best
+            if self.best["full"] is None and not _hurry(self.stop):
+                # chosen on the sample: its accuracy on every validation text, for the result
+                logits = predict(self.model, self.valid_seqs, self.pad_id)
+                full = score_metrics(logits, self.valid_y)
+                self.best["full"] = (full["accuracy"], full["val_loss"], logits)
+        self.model.eval()
+        self.opt.zero_grad(set_to_none=True)  # the kept model carries no gradients (MiniLM's: 41 MB)
+        yield self._done_event()
+
+    def _best_full(self) -> tuple[float, float]:
+        """(accuracy, val_loss) of the kept model on every validation text; on the sample when the
+        run ended in a hurry before it could be scored in full; nan when never scored."""
+        if self.best["state"] is None:
+            return float("nan"), float("nan")
+        full = self.best["full"]
+        return (full[0], full[1]) if full else (self.best["accuracy"], self.best["val_loss"])
+
+    def _done_event(self) -> FinetuneDone:
+        a, train, valid, base = self.args, self.train_data, self.valid_data, self.base
+        result = FinetuneDone(
+            step=self.step,
+            steps=self.total,
+            best_step=self.best["step"],
+            stopped=self.stopped,
+            error=self.error,
+            accuracy=self._best_full()[0],
+            val_loss=self._best_full()[1],
+            seconds=time.perf_counter() - self.t_start,
+            train_seconds=self.train_time,
+            examples_per_s=self.seen / max(self.train_time, 1e-9),
+            train_examples=len(train),
+            valid_examples=len(valid),
+            classes=list(train.classes),
+        )
+        if self.best["state"] is not None and self.best["full"]:
+            result.valid_logits = self.best["full"][2]
+        data_name = Path(str(train.source or a.data)).stem.replace("builtin:", "") or "data"
+        name = a.name or f"{base.name}-{data_name}"
+        card = _card(base, train, valid, a, result, name, self.device)
+        result.bundle = Bundle(
+            model=self.model.to("cpu"),
+            tokenizer=base.tokenizer,
+            name=name,
+            card=card,
+            source=f"fine-tuned from {base.name}",
+            notes=[],
+        )
+        return result
+
+
+def _card(
+    base: Bundle,
+    train: LabelledData,
+    valid: LabelledData,
+    args: FinetuneArgs,
+    result: FinetuneDone,
+    name: str,
+    device: torch.device,
+) -> str:
+    settings = {
+        k: v
+        for k, v in asdict(args).items()
+        if k not in ("data", "val_data", "out", "name", "threads", "text_col", "label_col", "device")
+    }
+    counts = ", ".join(f"{c} {n:,}" for c, n in train.class_counts.items())
+    where = "" if device.type == "cpu" else f" on {device.type}" + (", bf16 autocast" if device.type == "cuda" else "")
+    lines = [
+        f"# {name}",
+        "",
+        f"A {len(train.classes)}-class text classifier fine-tuned by BERT Explorer from "
+        f"**{base.name}** ({base.source or 'built-in'}).",
+        "",
+        f"- Data: {train.source or args.data} (text column `{train.text_col}`, label column "
+        f"`{train.label_col}`): {len(train):,} training texts ({counts}).",
+        f"- Validation: {valid.source or args.val_data or 'split'}, {len(valid):,} texts"
+        + (f" ({valid.notes[-1]})" if valid.notes else "")
+        + ".",
+        f"- Classes (output order): {', '.join(train.classes)}.",
+        (
+            f"- Validation accuracy: **{result.accuracy:.4f}** (loss {result.val_loss:.4f}) "
+            f"at step {result.best_step} of {result.steps}"
+            if math.isfinite(result.accuracy)
+            else f"- Validation accuracy: not measured (stopped at step {result.step} of {result.steps}, "
+            f"before its first evaluation)"
+        )
+        + (" (stopped early)" if result.stopped else "")
+        + ".",
+        f"- Training: {result.train_seconds:.0f} s, {result.examples_per_s:.1f} examples/s{where}.",
+        "- Settings: " + ", ".join(f"{k}={v}" for k, v in settings.items()) + ".",
+    ]
+    if result.error:
+        lines.append(f"- Stopped by an error: {result.error}")
+    lines += ["", "Licence: that of the base model and of the data.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,115 @@
+"""Scoring a sequence classifier: texts to padded batches, logits, validation metrics, and the
+report of a fine-tuned bundle (`evaluate_classifier`). Used by bert/train/finetune.py while it
+trains and by the Fine-tuning page afterwards."""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+import torch.nn.functional as F
+
+from ..bundle import Bundle
+from ..data.labelled import LabelledData
+from ..errors import DataError, TrainingError
+from .batching import pad_batch
+from .device import autocast, module_device
+
+
+def tokenize_texts(tokenizer, texts: list[str], max_length: int) -> list[list[int]]:
+    # A very long text is cut first: only its first max_length tokens are used anyway.
+    limit = max(2000, 64 * max_length)
+    return [tokenizer.encode(t[:limit], max_length=max_length).ids for t in texts]
+
+
+def collate(seqs: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, T) ids padded to the longest text, and the attention mask."""
+    padded = pad_batch(seqs, pad_id)
+    return padded.input_ids, padded.attention_mask
+
+
+@torch.inference_mode()
+def predict(
+    model, seqs: list[list[int]], pad_id: int, batch_size: int = 64, stop: threading.Event | None = None
+) -> torch.Tensor | None:
+    """(N, K) logits (on the CPU) in the original order, computed on the model's device; None if
+    `stop` was set meanwhile."""
+    was_training = model.training
+    model.eval()
+    device = module_device(model)
+    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+    logits = torch.empty(len(seqs), model.classifier.out_features)
+    for s in range(0, len(order), batch_size):
+        if stop is not None and stop.is_set():
+            model.train(was_training)
+            return None
+        idx = order[s : s + batch_size]
+        ids, mask = collate([seqs[i] for i in idx], pad_id)
+        with autocast(device):
+            out = model(ids.to(device), attention_mask=mask.to(device)).logits
+        logits[idx] = out.float().cpu()
+    model.train(was_training)
+    return logits
+
+
+def score_metrics(logits: torch.Tensor, labels: torch.Tensor) -> dict:
+    loss = F.cross_entropy(logits, labels).item() if len(labels) else float("nan")
+    acc = (logits.argmax(-1) == labels).float().mean().item() if len(labels) else float("nan")
+    return {"val_loss": loss, "accuracy": acc}
+
+
+def evaluate_classifier(
+    bundle: Bundle, data: LabelledData, max_length: int = 128, mistakes: int = 10, logits: torch.Tensor | None = None
+) -> dict:
+    """accuracy, per-class precision/recall/F1, confusion matrix (rows true, columns predicted),
+    and the most confident mistakes [{text, true, predicted, prob}]. `logits`: the model's on
+    `data` already (N, K), e.g. from the run's last evaluation: not computed again."""
+    if not bundle.is_classifier:
+        raise TrainingError(f"{bundle.name} is not a classifier")
+    classes = bundle.labels
+    index = {c: i for i, c in enumerate(classes)}
+    try:
+        y = torch.tensor([index[data.classes[t]] for t in data.labels], dtype=torch.long)
+    except KeyError as e:
+        raise DataError(
+            f"the data has a class the model does not know: {e.args[0]!r} (model classes: {', '.join(classes)})"
+        ) from None
+    if logits is None or logits.shape != (len(data), len(classes)):
+        logits = predict(
+            bundle.model, tokenize_texts(bundle.tokenizer, data.texts, max_length), bundle.tokenizer.pad_id
+        )
+    probs = logits.softmax(-1)
+    pred = probs.argmax(-1)
+    K = len(classes)
+    conf = torch.zeros(K, K, dtype=torch.long)
+    conf.index_put_((y, pred), torch.ones_like(y), accumulate=True)
+    per_class = {c: _class_scores(conf, k) for k, c in enumerate(classes)}
+    wrong = (pred != y).nonzero().flatten().tolist()
+    wrong.sort(key=lambda i: -probs[i, pred[i]].item())
+    return {
+        "accuracy": (pred == y).float().mean().item() if len(y) else float("nan"),
+        "macro_f1": sum(v["f1"] for v in per_class.values()) / K,
+        "per_class": per_class,
+        "classes": classes,
+        "confusion": conf.tolist(),
+        "mistakes": [
+            {
+                "text": data.texts[i],
+                "true": classes[y[i]],
+                "predicted": classes[pred[i]],
+                "prob": probs[i, pred[i]].item(),
+            }
+            for i in wrong[:mistakes]
+        ],
+        "n": len(y),
+    }
+
+
+def _class_scores(conf: torch.Tensor, k: int) -> dict:
+    """Precision, recall, F1 and support of class k from a confusion matrix (rows true)."""
+    tp = conf[k, k].item()
+    p_den, r_den = conf[:, k].sum().item(), conf[k].sum().item()
+    precision = tp / p_den if p_den else 0.0
+    recall = tp / r_den if r_den else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1, "support": r_den}

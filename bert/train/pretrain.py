@@ -1,0 +1,448 @@
+"""Pre-training with masked-LM + next-sentence prediction, as a generator of events (bert/train/events.py).
+
+    for e in pretrain(PretrainArgs(out="runs/x", init="scratch", steps=200)):
+        print(e.to_dict())  # {"event": "train", "step": 10, "mlm_loss": ..., "tokens_per_s": ...}
+
+The loop knows nothing of the UI: the command line prints each event as a JSON line, the
+app's background job pushes them to a queue. Checkpoints are written atomically every
+`save_every` steps into `<out>/checkpoint` and a run resumes from there after a kill.
+Under `torchrun --nproc_per_node=N` it trains with DistributedDataParallel (gloo on CPU).
+`args.device` picks cpu, cuda (bf16 autocast, fp32 weights) or mps (bert/train/device.py); files are
+always written from CPU tensors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from ..bundle import Bundle
+from ..checkpoint.load import load, load_folder, save
+from ..config import BertConfig
+from ..data.atomic_files import atomic_write_text, replace_dir
+from ..data.corpus.base import Corpus, merge_corpora
+from ..data.corpus.registry import load_corpus, split_corpora
+from ..errors import TrainingError
+from ..model import BertForPreTraining
+from ..tokenizer import Tokenizer
+from ..tokenizer.vocab import SPECIAL_TOKENS
+from .device import DEVICES, autocast, cpu_bundle, resolve_device, to_cpu, to_device
+from .events import Event, PretrainDone, PretrainEval, PretrainStart, PretrainStep, Resumed
+from .examples import PretrainingDataset, token_counts, tokenize_corpus
+from .masking import MLMMasker
+from .optim import adamw, lr_at, set_lr
+from .pretrain_eval import evaluate, fixed_eval_batches, probe_predictions
+
+
+@dataclass
+class PretrainArgs:
+    out: str  # run folder: checkpoint/, final/, snapshots/
+    init: str = "minilm-l6"  # a loadable model to continue from, or "scratch"
+    corpora: list[str] = field(default_factory=lambda: ["wiki", "brown", "bbc"])
+    text_file: str | None = None  # a .txt of the user's instead of the corpora
+    vocab: str = "default"  # scratch only: "default" or "train:<size>"
+    layers: int = 4
+    hidden: int = 256
+    heads: int = 4
+    max_seq_length: int = 128
+    batch_size: int = 16
+    steps: int = 1000
+    lr: float = 1e-4
+    head_lr_scale: float = 1.0  # LR multiplier for the MLM/NSP heads
+    freeze_word_embeddings: bool = False  # keep the word embeddings (= MLM decoder) as loaded
+    warmup_steps: int = 100
+    weight_decay: float = 0.01
+    clip: float = 1.0
+    mlm_probability: float = 0.15
+    dropout: float = 0.1  # scratch only: hidden and attention dropout (0 speeds up tiny models)
+    whole_word: bool = False
+    log_every: int = 10
+    eval_every: int = 200
+    eval_sequences: int = 256
+    save_every: int = 200
+    snapshot_every: int = 0  # also keep the model every N steps in snapshots/ (to average)
+    valid_fraction: float = 0.05
+    seed: int = 0
+    threads: int | None = None
+    probe: str = "the capital of france is [MASK] ."
+    cache_tokens: bool = True  # keep the tokenized text in <cache>/tokenized (False: a
+    # user's upload, tokenized in memory and never written)
+    device: str = field(default="auto", metadata={"choices": DEVICES})  # auto: cuda, else mps, else cpu
+    stop_file: str | None = None  # the run stops (keeping its model) once this file exists: Stop under torchrun
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+# ---- set-up ------------------------------------------------------------------------------------
+
+
+def train_vocab(corpus: Corpus, size: int) -> list[str]:
+    """A WordPiece vocabulary trained on the corpus with the `tokenizers` library."""
+    from tokenizers import BertWordPieceTokenizer
+
+    wp = BertWordPieceTokenizer(lowercase=True, strip_accents=True, clean_text=True)
+    sentences = (s for doc in corpus.documents for s in doc)
+    wp.train_from_iterator(
+        sentences,
+        vocab_size=size,
+        min_frequency=2,
+        special_tokens=list(SPECIAL_TOKENS),
+        limit_alphabet=1000,
+        wordpieces_prefix="##",
+    )
+    vocab = wp.get_vocab()
+    return sorted(vocab, key=vocab.get)
+
+
+def load_training_corpus(args: PretrainArgs) -> Corpus:
+    if args.text_file:
+        from ..data.corpus.base import corpus_from_text
+
+        return corpus_from_text(Path(args.text_file).read_bytes(), name=Path(args.text_file).stem)
+    return merge_corpora([load_corpus(c) for c in args.corpora], name="+".join(args.corpora))
+
+
+# The held-out documents do not follow ``--seed``: a run with another seed (data order, masking,
+# initialisation) must not train on what every other run holds out. (One run that shipped did:
+# see the minilm-l6 card.)
+SPLIT_SEED = 0
+
+
+def training_split(args: PretrainArgs, corpus: Corpus | None = None) -> tuple[Corpus, Corpus]:
+    """(train, held-out) by document, the same for every seed: a given corpus or text file split as
+    one; the named corpora through ``split_corpora`` (the first built-ins' held-out documents stay
+    held out)."""
+    if corpus is not None or args.text_file:
+        corpus = corpus or load_training_corpus(args)
+        return corpus.split(args.valid_fraction, seed=SPLIT_SEED)
+    return split_corpora(list(args.corpora), args.valid_fraction, seed=SPLIT_SEED)
+
+
+def initial_bundle(args: PretrainArgs, corpus: Corpus) -> Bundle:
+    if args.init != "scratch":
+        bundle = load(args.init)
+        if not bundle.has_mlm:
+            raise TrainingError(f"{args.init} is a classifier; pre-train from an encoder instead")
+        return bundle
+    if args.vocab == "default":
+        from ..checkpoint.builtins import minilm_package_dir
+
+        tokenizer = Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
+    elif args.vocab.startswith("train:"):
+        tokenizer = Tokenizer(train_vocab(corpus, int(args.vocab.split(":", 1)[1])))
+    else:
+        tokenizer = Tokenizer.from_file(args.vocab)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=args.hidden,
+        num_hidden_layers=args.layers,
+        num_attention_heads=args.heads,
+        intermediate_size=4 * args.hidden,
+        max_position_embeddings=max(128, args.max_seq_length),
+        hidden_dropout_prob=args.dropout,
+        attention_probs_dropout_prob=args.dropout,
+    )
+    torch.manual_seed(args.seed)
+    return Bundle(model=BertForPreTraining(config), tokenizer=tokenizer, name="scratch")
+
+
+# ---- checkpoints -----------------------------------------------------------------------------
+
+
+def save_checkpoint(folder: Path, bundle: Bundle, opt, state: dict) -> None:
+    """model + optimizer + loop state, written (from CPU copies) to a temporary folder and renamed
+    into place."""
+    folder = Path(folder)
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.tmp"))  # a killed save's
+    # leftover is removed by the next save (bert.data.atomic_files.replace_dir)
+    try:
+        save(cpu_bundle(bundle), tmp / "model")
+        torch.save(to_cpu(opt.state_dict()), tmp / "optimizer.pt")
+        atomic_write_text(tmp / "state.json", json.dumps(state, indent=2))
+        replace_dir(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def load_checkpoint(folder: Path):
+    bundle = load_folder(folder / "model")
+    opt_state = torch.load(folder / "optimizer.pt", map_location="cpu", weights_only=True)
+    state = json.loads((folder / "state.json").read_text())
+    return bundle, opt_state, state
+
+
+# ---- the loop -------------------------------------------------------------------------------
+
+
+def _dist_info() -> tuple[int, int]:
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1 and not dist.is_initialized():
+        dist.init_process_group("gloo")
+    return (dist.get_rank(), world) if world > 1 else (0, 1)
+
+
+def pretrain(
+    args: PretrainArgs,
+    stop: threading.Event | None = None,
+    bundle: Bundle | None = None,
+    corpus: Corpus | None = None,
+    resume: bool = True,
+    on_step: Callable[[int, BertForPreTraining], None] | None = None,
+    on_start: Callable[[Bundle], None] | None = None,
+) -> Iterator[Event]:
+    """Train, yielding events; the last one is a PretrainDone with the final model's folder.
+
+    on_start(bundle) is called once the model and its tokenizer exist (a vocabulary trained on
+    the corpus is only known then); on_step(step, model) before the first step of this call and
+    after each optimizer step (e.g. bert.train.attention_snapshots.AttentionSnapshots). Both only on
+    rank 0."""
+    yield from _PretrainRun(args, stop, on_step, on_start).events(bundle, corpus, resume)
+
+
+def torchrun_command(args: PretrainArgs, processes: int, port: int, python: str = "python") -> list[str]:
+    """`python -m torch.distributed.run --nproc_per_node=N -m bert pretrain ...` for `args`: every
+    field as its command-line flag (bert/__main__.py makes the flags), a fresh run (--no-resume)."""
+    flags = []
+    for f in fields(args):
+        value, name = getattr(args, f.name), "--" + f.name.replace("_", "-")
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            flags.append(name if value else "--no-" + name[2:])
+        elif isinstance(value, list):
+            flags += [name, *map(str, value)]
+        else:
+            flags.append(f"{name}={value}")  # one argument, spaces and all (the probe sentence)
+    run = [python, "-m", "torch.distributed.run", f"--nproc_per_node={processes}", f"--master_port={port}"]
+    return [*run, "-m", "bert", "pretrain", *flags, "--no-resume"]
+
+
+class _PretrainRun:
+    """One call of `pretrain`, in named steps: `setup` (data, the model on its device, AdamW:
+    Resumed, PretrainStart), `train` (epochs of `train_step`s; after each, what is due: a
+    PretrainStep, a PretrainEval, a snapshot, a checkpoint), `finish` (checkpoint, final/,
+    PretrainDone)."""
+
+    def __init__(self, args: PretrainArgs, stop: threading.Event | None, on_step, on_start):
+        self.args, self.stop, self.on_step, self.on_start = args, stop, on_step, on_start
+
+    def events(self, bundle: Bundle | None, corpus: Corpus | None, resume: bool) -> Iterator[Event]:
+        yield from self.setup(bundle, corpus, resume)
+        yield from self.train()
+        yield from self.finish()
+
+    # ---- setup
+
+    def setup(self, bundle: Bundle | None, corpus: Corpus | None, resume: bool) -> Iterator[Event]:
+        """The device (TrainingError before any work if it is missing), the corpus split, the model
+        (from the checkpoint, the given bundle or `initial_bundle`), data and optimizer: yields
+        Resumed (when resuming) and PretrainStart (rank 0), then calls on_start and on_step."""
+        a = self.args
+        if a.threads:
+            torch.set_num_threads(a.threads)
+        self.rank, self.world = _dist_info()
+        self.device = resolve_device(a.device)
+        if self.world > 1 and self.device.type == "cuda":
+            self.device = torch.device("cuda", self.rank % torch.cuda.device_count())  # one GPU per process
+        self.out = Path(a.out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.ckpt = self.out / "checkpoint"
+        train_c, valid_c = training_split(a, corpus)
+        opt_state, state = None, {"step": 0, "epoch": 0, "batch": 0, "best": None}
+        if resume and (self.ckpt / "state.json").is_file():
+            bundle, opt_state, state = load_checkpoint(self.ckpt)
+            yield Resumed(step=state["step"])
+        elif bundle is None:
+            bundle = initial_bundle(a, train_c)
+        self.bundle, self.model = bundle, bundle.model
+        self._data(train_c, valid_c)
+        self._optimizer(opt_state)
+        if self.rank == 0:
+            yield PretrainStart(
+                step=state["step"],
+                train_documents=train_c.num_documents,
+                valid_documents=valid_c.num_documents,
+                train_tokens=self.train_ds.num_tokens,
+                parameters=sum(p.numel() for p in self.model.parameters()),
+                world_size=self.world,
+                baseline_token=bundle.tokenizer.ids_to_tokens[self.baseline_id],
+            )
+        self.step, self.epoch, self.start = state["step"], state["epoch"], state["batch"]
+        self.k = self.start  # batches of this epoch done (saved with the checkpoint)
+        if self.rank == 0 and self.on_start is not None:
+            self.on_start(bundle)
+        if self.rank == 0 and self.on_step is not None:
+            self.on_step(self.step, self.model)
+        self._new_window()
+
+    def _data(self, train_c: Corpus, valid_c: Corpus) -> None:
+        """The tokenized datasets, the masker, the fixed validation batches (on the device), and
+        the baseline: the most frequent training token."""
+        a, tok, model = self.args, self.bundle.tokenizer, self.model
+        if a.max_seq_length > model.config.max_position_embeddings:
+            raise TrainingError(
+                f"max_seq_length {a.max_seq_length} exceeds the model's "
+                f"{model.config.max_position_embeddings} positions"
+            )
+        kw = dict(cls_id=tok.cls_id, sep_id=tok.sep_id, max_seq_length=a.max_seq_length, seed=a.seed)
+        self.train_ds = PretrainingDataset(tokenize_corpus(train_c, tok, cache=a.cache_tokens), **kw)
+        valid_ds = PretrainingDataset(tokenize_corpus(valid_c, tok, cache=a.cache_tokens), **kw)
+        self.masker = MLMMasker.from_tokenizer(tok, a.mlm_probability, a.whole_word)
+        eval_batches = fixed_eval_batches(valid_ds, self.masker, a.eval_sequences, 32)
+        self.eval_batches = [to_device(b, self.device) for b in eval_batches]
+        self.baseline_id = int(token_counts(self.train_ds.documents, len(tok)).argmax())
+
+    def _optimizer(self, opt_state: dict | None) -> None:
+        """The model on its device in training mode (wrapped for DDP), and AdamW (resumed)."""
+        a, model = self.args, self.model
+        model.to(self.device)
+        model.train()
+        model.bert.embeddings.word_embeddings.weight.requires_grad_(not a.freeze_word_embeddings)
+        self.net = model
+        if self.world > 1:
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            self.net = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
+        self.opt = adamw(model, a.lr, a.weight_decay, {"mlm.": a.head_lr_scale, "nsp.": a.head_lr_scale})
+        if opt_state is not None:
+            self.opt.load_state_dict(opt_state)
+
+    # ---- training
+
+    def train(self) -> Iterator[Event]:
+        """Epochs of batches until args.steps or Stop; a resumed run starts at its saved batch."""
+        a = self.args
+        while self.step < a.steps:
+            self.k = self.start
+            for batch in self.train_ds.batches(
+                self.epoch, a.batch_size, self.masker, rank=self.rank, world_size=self.world, start=self.start
+            ):
+                if self.step >= a.steps or self._stop_asked():
+                    return
+                yield from self.train_step(to_device(batch, self.device))
+            self.epoch, self.start = self.epoch + 1, 0
+
+    def _stop_asked(self) -> bool:
+        """The stop event, or the stop file; under torchrun every rank takes the same decision (any
+        rank's), so all stop after the same step."""
+        asked = (self.stop is not None and self.stop.is_set()) or bool(
+            self.args.stop_file and Path(self.args.stop_file).exists()
+        )
+        if self.world > 1:
+            flag = torch.tensor([int(asked)])
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+            asked = bool(flag.item())
+        return asked
+
+    def train_step(self, batch: dict[str, torch.Tensor]) -> Iterator[Event]:
+        """One optimizer step (TrainingError if the loss is not finite), then what is due after it."""
+        a = self.args
+        lr = lr_at(self.step, a.lr, a.warmup_steps, a.steps)
+        set_lr(self.opt, lr)
+        torch.manual_seed(a.seed * 7919 + self.step * self.world + self.rank)  # dropout, reproducible
+        with autocast(self.device):
+            res = self.net(
+                batch["input_ids"],
+                batch["token_type_ids"],
+                batch["attention_mask"],
+                mlm_labels=batch["mlm_labels"],
+                nsp_labels=batch["nsp_labels"],
+            )
+        if not torch.isfinite(res.loss):
+            raise TrainingError(
+                f"the loss became {res.loss.item()} at step {self.step}: the learning "
+                f"rate {a.lr:g} is too high. The last good checkpoint is kept."
+            )
+        self.opt.zero_grad(set_to_none=True)
+        res.loss.backward()
+        gnorm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), a.clip)
+        self.opt.step()
+        self.step += 1
+        self.k += 1
+        if self.on_step is not None and self.rank == 0:
+            self.on_step(self.step, self.model)
+        self._count(batch, res)
+        if self.rank == 0:
+            yield from self._after_step(lr, gnorm)
+
+    def _new_window(self) -> None:
+        """Start the sums behind the next PretrainStep."""
+        self.t0, self.tokens = time.perf_counter(), 0
+        self.acc = {"mlm_loss": 0.0, "mlm_right": 0, "mlm_n": 0, "nsp_loss": 0.0, "nsp_right": 0, "nsp_n": 0, "k": 0}
+
+    def _count(self, batch: dict[str, torch.Tensor], res) -> None:
+        acc = self.acc
+        self.tokens += int(batch["attention_mask"].sum()) * self.world
+        targets = batch["mlm_labels"][batch["mlm_labels"] != -100]
+        acc["mlm_loss"] += res.mlm_loss.item()
+        acc["mlm_right"] += (res.mlm_logits.argmax(-1) == targets).sum().item()
+        acc["mlm_n"] += targets.numel()
+        acc["nsp_loss"] += res.nsp_loss.item()
+        acc["nsp_right"] += (res.nsp_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
+        acc["nsp_n"] += len(batch["nsp_labels"])
+        acc["k"] += 1
+
+    def _after_step(self, lr: float, gnorm: torch.Tensor) -> Iterator[Event]:
+        """Rank 0, after a step: a PretrainStep and a PretrainEval, a snapshot, a checkpoint, when due."""
+        a, step = self.args, self.step
+        if step % a.log_every == 0 or step == a.steps:
+            yield self._train_event(lr, gnorm)
+            self._new_window()
+        if step % a.eval_every == 0 or step == a.steps:
+            m = evaluate(self.model, self.eval_batches, self.baseline_id)
+            yield PretrainEval(step=step, **m, probe=probe_predictions(self.bundle, a.probe))
+        if a.snapshot_every and step % a.snapshot_every == 0:
+            save(cpu_bundle(self.bundle), self.out / "snapshots" / f"step-{step:06d}")
+        if step % a.save_every == 0:
+            self._save_checkpoint()
+
+    def _train_event(self, lr: float, gnorm: torch.Tensor) -> PretrainStep:
+        acc, dt = self.acc, time.perf_counter() - self.t0
+        return PretrainStep(
+            step=self.step,
+            epoch=self.epoch,
+            lr=lr,
+            mlm_loss=acc["mlm_loss"] / acc["k"],
+            mlm_acc=acc["mlm_right"] / max(acc["mlm_n"], 1),
+            nsp_loss=acc["nsp_loss"] / acc["k"],
+            nsp_acc=acc["nsp_right"] / max(acc["nsp_n"], 1),
+            grad_norm=float(gnorm),
+            tokens_per_s=self.tokens / dt,
+            seconds=dt,
+        )
+
+    # ---- the end
+
+    def _save_checkpoint(self) -> None:
+        state = {"step": self.step, "epoch": self.epoch, "batch": self.k, "args": asdict(self.args)}
+        save_checkpoint(self.ckpt, self.bundle, self.opt, state)
+
+    def finish(self) -> Iterator[Event]:
+        """The checkpoint to resume from, the final model in <out>/final, a last evaluation and
+        PretrainDone (rank 0); the model is left in eval mode on the CPU."""
+        stopped = self.step < self.args.steps
+        # a stop event with `hurry` (the app: its user's tab was closed) ends at once: the final model
+        # is saved, but not the checkpoint to resume from (with its optimizer) nor a last scoring
+        hurry = stopped and self.stop is not None and getattr(self.stop, "hurry", False)
+        if self.rank == 0:
+            if not hurry:
+                self._save_checkpoint()
+            final = self.out / "final"
+            save(cpu_bundle(self.bundle), final)
+            m = {} if hurry else evaluate(self.model, self.eval_batches, self.baseline_id)
+            yield PretrainDone(step=self.step, stopped=stopped, path=str(final), **m)
+        if self.world > 1:
+            dist.barrier()
+        self.model.eval()
+        self.model.to("cpu")

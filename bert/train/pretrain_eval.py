@@ -1,0 +1,101 @@
+"""Scoring a model while it pre-trains: fixed validation batches, masked-LM and NSP metrics, and
+the probe sentence's top words (what the Pre-training page shows). On the model's device."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from ..bundle import Bundle
+from ..model import BertForPreTraining
+from .device import autocast, module_device, to_device
+from .examples import PretrainingDataset, collate
+from .masking import MLMMasker
+
+
+def fixed_eval_batches(
+    dataset: PretrainingDataset, masker: MLMMasker, n_sequences: int, batch_size: int
+) -> list[dict[str, torch.Tensor]]:
+    """Validation batches with a fixed 15 % of word pieces all replaced by [MASK]."""
+    full = dataclasses.replace(masker, whole_word=False, is_continuation=None)
+    examples = dataset.examples(epoch=0)[:n_sequences]
+    g = torch.Generator().manual_seed(1234)
+    out = []
+    for i in range(0, len(examples), batch_size):
+        b = collate(examples[i : i + batch_size], masker.pad_id)
+        special = full.special_mask(b["input_ids"], b["attention_mask"])
+        chosen = (torch.rand(b["input_ids"].shape, generator=g) < masker.mlm_probability) & ~special
+        b["mlm_labels"] = torch.where(chosen, b["input_ids"], torch.full_like(b["input_ids"], -100))
+        b["input_ids"] = b["input_ids"].masked_fill(chosen, masker.mask_id)
+        out.append(b)
+    return out
+
+
+@torch.inference_mode()
+def evaluate(
+    model: BertForPreTraining, batches: list[dict[str, torch.Tensor]], baseline_id: int | None = None
+) -> dict[str, float]:
+    """MLM loss, top-1/top-5 accuracy at masked positions, NSP loss and accuracy (on the model's device)."""
+    was_training = model.training
+    model.eval()
+    device = module_device(model)
+    n = top1 = top5 = base = nsp_right = nsp_n = 0
+    mlm_loss = nsp_loss = 0.0
+    for b in batches:
+        b = to_device(b, device)
+        with autocast(device):
+            out = model(
+                b["input_ids"],
+                b["token_type_ids"],
+                b["attention_mask"],
+                mlm_labels=b["mlm_labels"],
+                nsp_labels=b["nsp_labels"],
+            )
+        targets = b["mlm_labels"][b["mlm_labels"] != -100]
+        k = targets.numel()
+        if k:
+            mlm_loss += out.mlm_loss.item() * k
+            best = out.mlm_logits.topk(5, dim=-1).indices  # (N, 5)
+            top1 += (best[:, 0] == targets).sum().item()
+            top5 += (best == targets[:, None]).any(-1).sum().item()
+            if baseline_id is not None:
+                base += (targets == baseline_id).sum().item()
+            n += k
+        nsp_loss += out.nsp_loss.item() * len(b["nsp_labels"])
+        nsp_right += (out.nsp_logits.argmax(-1) == b["nsp_labels"]).sum().item()
+        nsp_n += len(b["nsp_labels"])
+    model.train(was_training)
+    res = {
+        "mlm_loss": mlm_loss / max(n, 1),
+        "mlm_top1": top1 / max(n, 1),
+        "mlm_top5": top5 / max(n, 1),
+        "nsp_loss": nsp_loss / max(nsp_n, 1),
+        "nsp_acc": nsp_right / max(nsp_n, 1),
+        "masked_tokens": n,
+        "sequences": nsp_n,
+    }
+    if baseline_id is not None:
+        res["baseline_top1"] = base / max(n, 1)
+    return res
+
+
+@torch.inference_mode()
+def probe_predictions(bundle: Bundle, text: str, k: int = 5) -> list[list[tuple[str, float]]]:
+    """Top-k words for each [MASK] in `text` (what the page shows while a model learns)."""
+    model = bundle.model
+    was_training = model.training
+    model.eval()
+    enc = bundle.tokenizer.encode(text, max_length=model.config.max_position_embeddings)
+    ids = torch.tensor([enc.ids], device=module_device(model))
+    where = ids == bundle.tokenizer.mask_id
+    res = []
+    if where.any():
+        logits = model(ids, mlm_positions=where).mlm_logits  # (N, V)
+        probs = logits.softmax(-1).topk(k, dim=-1)
+        for p, i in zip(probs.values, probs.indices):
+            res.append(
+                [(bundle.tokenizer.ids_to_tokens[j], round(float(q), 4)) for q, j in zip(p.tolist(), i.tolist())]
+            )
+    model.train(was_training)
+    return res

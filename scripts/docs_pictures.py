@@ -1,0 +1,109 @@
+"""`make docs`: every picture in the README taken anew from the running app, in Chromium.
+
+The browser tests already drive the real app on the built-in model and screenshot what they see
+(tests/artifacts/): the pages at 1400x1000, projector mode at 1280x720, a live fine-tuning run, a
+live pre-training run, a lesson and the class board. This runs those tests (CI=true, so a missing
+Chromium fails instead of skipping), then copies each screenshot it took to its place under docs/.
+A picture whose test did not take it anew is an error: nothing stale is copied.
+
+    .venv/bin/python scripts/docs_pictures.py      # or: make docs
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "tests" / "artifacts"
+BROWSER = "tests/browser/"
+
+# One picture a page, in the order of the sidebar: docs path -> (the test that takes it, its screenshot).
+PAGE_PICTURES = {
+    "docs/page_home.png": ("test_pages_browser.py::test_page_loads_clean[home]", "page_home.png"),
+    "docs/lesson_step.png": (
+        "test_lessons_browser.py::test_a_lesson_step_a_question_and_progress_across_pages",
+        "lesson_step.png",
+    ),
+    "docs/page_tokenization.png": (
+        "test_pages_browser.py::test_page_loads_clean[tokenization]",
+        "page_tokenization.png",
+    ),
+    "docs/page_embeddings.png": ("test_pages_browser.py::test_page_loads_clean[embeddings]", "page_embeddings.png"),
+    "docs/page_attention.png": ("test_pages_browser.py::test_page_loads_clean[attention]", "page_attention.png"),
+    "docs/page_masked_lm.png": ("test_pages_browser.py::test_page_loads_clean[masked_lm]", "page_masked_lm.png"),
+    "docs/finetune_live.png": ("test_finetune_browser.py::test_upload_train_watch_stop", "finetune_live.png"),
+    "docs/pretrain_live.png": ("test_finetune_browser.py::test_pretrain_live_curves_and_probe", "pretrain_live.png"),
+    "docs/analysis_head_patterns.png": (
+        "test_analysis_browser.py::test_head_patterns_click_a_cell_then_open_it",
+        "analysis_head_patterns.png",
+    ),
+    "docs/analysis_explanations_rollout.png": (
+        "test_analysis_browser.py::test_views",
+        "analysis_explanations_rollout.png",
+    ),
+    "docs/analysis_ablation.png": (
+        "test_analysis_browser.py::test_ablation_switch_off_the_top_heads",
+        "analysis_ablation.png",
+    ),
+    "docs/analysis_compare_two.png": ("test_analysis_browser.py::test_views", "analysis_compare_two.png"),
+    "docs/board_live.png": (
+        "test_board_browser.py::test_three_students_post_to_one_board_and_it_survives_a_restart",
+        "board_live.png",
+    ),
+}
+PROJECTOR_PAGES = [
+    "home",
+    "lessons",
+    "tokenization",
+    "embeddings",
+    "attention",
+    "masked_lm",
+    "finetune",
+    "pretrain",
+    "head_patterns",
+    "explanations",
+    "ablation",
+    "compare",
+]
+PICTURES = {
+    **PAGE_PICTURES,
+    **{
+        f"docs/projector/{name}.png": (
+            f"test_teach_browser.py::test_projector_mode_is_readable_from_the_back[{name}]",
+            f"projector_{name}.png",
+        )
+        for name in PROJECTOR_PAGES
+    },
+}
+
+
+def taken_since(shot: Path, started: float) -> bool:
+    return shot.is_file() and shot.stat().st_mtime >= started
+
+
+def main() -> int:
+    tests = sorted({BROWSER + test for test, _ in PICTURES.values()})
+    started = time.time()
+    env = {**os.environ, "CI": "true"}  # no Chromium is a failure here, not a skip
+    rc = subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], cwd=ROOT, env=env)
+    if rc != 0:
+        print(f"the browser tests failed (exit {rc}): no picture was copied", file=sys.stderr)
+        return rc
+    stale = [shot for _, shot in PICTURES.values() if not taken_since(ARTIFACTS / shot, started)]
+    if stale:
+        print(f"not taken by this run: {', '.join(sorted(set(stale)))}", file=sys.stderr)
+        return 1
+    for dest, (_, shot) in PICTURES.items():
+        (ROOT / dest).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ARTIFACTS / shot, ROOT / dest)
+    print(f"{len(PICTURES)} pictures written under docs/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,262 @@
+"""Issue #23, rows 8, 9, 10 and 15: the class board and the Server status page belong to the
+teacher and to each run's student. The store's limits are driven through its methods (as the pages
+call them), on both stores (the `board` fixture, conftest.py), the pages with AppTest."""
+
+import json
+import sqlite3
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+import plotly.io as pio
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app.board import figures as board_figures
+from app.board import store
+from app.board import summary as board_summary
+from app.board.server import JOINED
+from app.board.store import BoardError
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY = "a long teacher key"
+SQLITE_ONLY = pytest.mark.parametrize("board", ["sqlite"], indirect=True)  # slow page tests: the default store
+
+
+@pytest.fixture()
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("BERT_EXPLORER_CACHE", str(tmp_path))
+    monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
+    monkeypatch.delenv("BERT_EXPLORER_TEACHER_KEY", raising=False)
+    return tmp_path
+
+
+def summary(acc=0.8, points=2):
+    return {
+        "base_model": "minilm-l6",
+        "lr": 1e-4,
+        "pooling": "mean",
+        "accuracy": acc,
+        "val_accuracy": [(j, acc * j / points) for j in range(1, points + 1)],
+        "train_loss": [(j, 1 / j) for j in range(1, points + 1)],
+    }
+
+
+def page(code=None):
+    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    at.run()
+    if code:
+        at.session_state[JOINED] = code
+    at.switch_page("pages/board.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def unlock(at, typed):
+    at.text_input(key="teacher_key_typed").input(typed).run()
+    at.button(key="teacher_unlock").click().run()
+
+
+# --- row 8: "Start a board" 520 times from 4 sessions made 500 boards -------------------------
+
+
+@pytest.mark.slow
+@SQLITE_ONLY
+def test_only_the_teacher_starts_a_board(cache, board, monkeypatch):
+    at = page()  # no teacher key on the server: nobody starts a board, and the page says how
+    assert not [b for b in at.button if b.key == "board_start"]
+    assert any("BERT_EXPLORER_TEACHER_KEY" in i.value for i in at.info)
+    monkeypatch.setenv("BERT_EXPLORER_TEACHER_KEY", "short")  # too short to count: still nobody
+    at.run()
+    assert not [b for b in at.button if b.key == "board_start"] and not [
+        t for t in at.text_input if t.key == "teacher_key_typed"
+    ]
+    monkeypatch.setenv("BERT_EXPLORER_TEACHER_KEY", KEY)
+    board.new_board()  # the teacher's board, which students must not be able to crowd out
+    for _ in range(4):  # four students' sessions try keys
+        student = page()
+        for typed in ("", "a long teacher kez", KEY[:-1]):
+            unlock(student, typed)
+            assert any("not this server's teacher key" in e.value for e in student.error)
+            assert not [b for b in student.button if b.key == "board_start"]
+    assert board.boards_kept() == 1
+    at.run()
+    unlock(at, KEY)  # the teacher, once per session
+    at.button(key="board_start").click().run()
+    assert not at.exception and board.exists(at.session_state[JOINED]) and board.boards_kept() == 2
+    at.button(key="board_start").click().run()  # still unlocked
+    assert board.boards_kept() == 3 and "teacher_key_typed" not in at.session_state  # the key is not kept
+
+
+def test_boards_per_server_are_bounded_and_empty_ones_go_first(cache, board, monkeypatch):
+    monkeypatch.setattr(store, "MAX_BOARDS", 3)
+    posted, _ = board.new_board(now=1000.0)
+    live, _ = board.new_board(now=1001.0)
+    board.new_board(now=1002.0)
+    board.post(posted, "Ada", summary(), run_code="RUN001", student="browser:a", now=1003.0)
+    board.go_live(live, "Bo", student="browser:b", now=1003.0)
+    for i in range(10):  # a full server makes room from its empty boards, oldest first
+        newest, _ = board.new_board(now=1010.0 + i)
+        assert board.boards_kept() == 3 and board.exists(posted, now=1020.0) and board.exists(live, now=1020.0)
+    board.post(newest, "Cy", summary(), run_code="RUN002", student="browser:c", now=1020.0)
+    with pytest.raises(BoardError, match="3 boards in use"):
+        board.new_board(now=1021.0)
+
+
+# --- row 9: another's run posted 199 times as "bob"; "carol" refused; only "clear all" ------------
+
+
+def test_a_run_once_a_nickname_its_students_and_three_posts_each(cache, board):
+    code, key = board.new_board()
+    bob = "browser:mallory"
+    first = board.post(code, "bob", summary(), run_code="ALICE1", student=bob)  # alice's run, reopened
+    for _ in range(198):
+        with pytest.raises(BoardError, match="posted once"):
+            board.post(code, "bob", summary(), run_code="alice1", student=bob)
+    for fresh in range(3):  # a fresh cookie is another student, but the run and "bob" stay taken
+        with pytest.raises(BoardError, match="posted once"):
+            board.post(code, "bob2", summary(), run_code="ALICE1", student=f"browser:fresh{fresh}")
+        for same in ("bob", "BOB ", "ｂｏｂ"):
+            with pytest.raises(BoardError, match="Someone else"):
+                board.post(code, same, summary(), run_code=f"F{fresh}XXXX", student=f"browser:fresh{fresh}")
+    board.post(code, "bob", summary(), run_code="MAL002", student=bob)
+    board.post(code, "bobby", summary(), run_code="MAL003", student=bob)
+    with pytest.raises(BoardError, match="most each"):
+        board.post(code, "bob", summary(), run_code="MAL004", student=bob)
+    other = "browser:other"
+    for i in range(1, 4):  # not bob's nicknames: fine, but three a student
+        board.post(code, f"bob{i}", summary(), run_code=f"OTH00{i}", student=other)
+    with pytest.raises(BoardError, match="3 nicknames"):
+        board.go_live(code, "bob4", student=other)
+    board.post(code, "carol", summary(0.9), run_code="CAROL1", student="browser:carol")
+    assert [e["nickname"] for e in board.entries(code)] == ["bob", "bob", "bobby", "bob1", "bob2", "bob3", "carol"]
+
+    before = board.version(code)
+    with pytest.raises(BoardError, match="teacher key"):
+        board.remove(code, "guess", first)
+    assert board.remove(code, key, first) and not board.remove(code, key, first)
+    assert [e["nickname"] for e in board.entries(code)] == [
+        "bob",
+        "bobby",
+        "bob1",
+        "bob2",
+        "bob3",
+        "carol",
+    ]  # only that one
+    assert board.version(code) == before + 1
+    board.post(code, "alice", summary(0.7), run_code="ALICE1", student="browser:alice")  # her run is hers again
+
+
+@pytest.mark.slow
+@SQLITE_ONLY
+def test_the_teacher_removes_one_entry_on_the_page(cache, board):
+    code, key = board.new_board()
+    bob = board.post(code, "bob", summary(0.99), run_code="ALICE1", student="browser:m")
+    board.post(code, "carol", summary(0.8), run_code="CAROL1", student="browser:c")
+    at = page(code)
+    at.text_input(key="board_clear_key").input(key).run()
+    pick = at.selectbox(key="board_remove_pick")
+    assert pick.options[0].startswith("bob · 99.0 % · posted ") and pick.options[1].startswith("carol · 80.0 %")
+    pick.set_value(bob).run()
+    at.button(key="board_remove").click().run()
+    assert not at.exception and any("is removed" in i.value for i in at.info)
+    assert [e["nickname"] for e in board.entries(code)] == ["carol"]
+    assert list(at.dataframe[0].value["nickname"]) == ["carol"]
+
+
+@SQLITE_ONLY
+def test_a_board_file_of_the_first_version_is_upgraded_with_its_posts(cache, board):
+    path = board.path
+    path.parent.mkdir(parents=True)
+    with sqlite3.connect(path) as conn:  # the tables as the first board made them
+        conn.execute("CREATE TABLE boards (code TEXT PRIMARY KEY, key_hash TEXT NOT NULL, created REAL)")
+        conn.execute(
+            "CREATE TABLE entries (id INTEGER PRIMARY KEY AUTOINCREMENT, code TEXT NOT NULL, "
+            "nickname TEXT NOT NULL, posted REAL NOT NULL, summary TEXT NOT NULL)"
+        )
+        conn.execute(
+            "CREATE TABLE live (id INTEGER PRIMARY KEY AUTOINCREMENT, code TEXT NOT NULL, nickname TEXT NOT NULL, "
+            "started REAL NOT NULL, updated REAL NOT NULL, state TEXT NOT NULL, progress REAL NOT NULL, "
+            "line TEXT NOT NULL, summary TEXT NOT NULL)"
+        )
+        conn.execute("INSERT INTO boards VALUES ('ABCDEF', 'x', ?)", (time.time(),))
+        conn.execute(
+            "INSERT INTO entries (code, nickname, posted, summary) VALUES ('ABCDEF', 'old', ?, ?)",
+            (time.time(), json.dumps(board_summary.clean_summary(summary()))),
+        )
+    assert [e["nickname"] for e in board.entries("ABCDEF")] == ["old"] and board.version("ABCDEF") == 0
+    board.post("ABCDEF", "new", summary(), run_code="RUN001", student="browser:n")
+    assert [e["nickname"] for e in board.entries("ABCDEF")] == ["old", "new"] and board.version("ABCDEF") == 1
+
+
+# --- row 10: 200 runs x 200 points, refreshed every 5 s: 0.33 s and 0.52 MB a render a viewer -----
+
+
+@pytest.mark.slow
+@SQLITE_ONLY
+def test_a_full_board_is_drawn_once_per_change_and_small(cache, board, monkeypatch):
+    code, key = board.new_board()
+    for i in range(store.MAX_ENTRIES):
+        board.post(code, f"s{i}", summary(0.5 + i / 1000, points=200), run_code=f"R{i:05d}", student=f"browser:{i}")
+    runs = board.entries(code)
+    assert len(runs) == 200 and len(runs[0]["val_accuracy"]) == 200  # stored in full, drawn thinned
+    spec = pio.to_json(board_figures.posted_curves(runs), validate=False)
+    assert len(spec) < 150_000, len(spec)  # 815 kB before (200 points a curve, with markers)
+
+    built, parsed = [], []
+    real_curves, real_clean = board_figures.posted_curves, board_summary.clean_summary
+    monkeypatch.setattr(board_figures, "_built", OrderedDict())
+    monkeypatch.setattr(board_figures, "posted_curves", lambda r: built.append(1) or real_curves(r))
+    monkeypatch.setattr(store, "clean_summary", lambda s: parsed.append(1) or real_clean(s))
+    monkeypatch.setattr(store, "_read", OrderedDict())
+    viewers = [page(code) for _ in range(3)]
+    for v in viewers:
+        v.run()
+    assert len(built) == 1 and len(parsed) == 200  # six renders: one figure, the entries read once
+    with pytest.raises(BoardError, match="full"):
+        board.post(code, "late", summary(), run_code="LATE01", student="browser:late")
+    assert board.remove(code, key, runs[0]["id"])
+    for v in viewers:
+        v.run()
+    assert len(built) == 2 and len(parsed) == 200 + 1 + 199, "a change is read and drawn once more, for all"
+    assert len(viewers[2].dataframe[0].value) == 199
+
+
+def test_the_board_version_changes_only_with_the_posted_runs(cache, board):
+    code, key = board.new_board()
+    assert board.version(code) == 0 and board.version("ZZZZZZ" if code != "ZZZZZZ" else "YYYYYY") is None
+    eid = board.post(code, "Ada", summary(), run_code="RUN001", student="browser:a")
+    assert board.version(code) == 1
+    live = board.go_live(code, "Ada", student="browser:a")
+    board.update_live(code, live, "running", 0.5, "Step 5", summary())
+    board.entries(code)
+    board.live_runs(code)
+    assert board.version(code) == 1  # live updates and reads do not redraw the posted runs
+    board.remove(code, key, eid)
+    assert board.version(code) == 2
+    board.clear(code, key)
+    assert board.version(code) == 3
+
+
+# --- row 15: the Server status page was open to every student ----------------------------------
+
+
+def test_the_status_page_is_the_teachers(cache, monkeypatch):
+    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/status.py").run()
+    assert not at.exception and not at.metric  # no key on the server: nobody sees it
+    assert [i.value for i in at.info] == [
+        "This page is for the teacher. The person running this server turns it on by setting "
+        "BERT_EXPLORER_TEACHER_KEY (at least 12 characters, README) and telling the teacher the key."
+    ]
+    monkeypatch.setenv("BERT_EXPLORER_TEACHER_KEY", KEY)
+    at.run()
+    assert not at.metric and any("for the teacher" in i.value for i in at.info)
+    unlock(at, "wrong key, typed by a student")
+    assert not at.metric and any("not this server's teacher key" in e.value for e in at.error)
+    unlock(at, KEY)
+    assert {"Jobs training", "Server memory now (RSS)"} <= {m.label for m in at.metric}
+    monkeypatch.setenv("BERT_EXPLORER_TEACHER_KEY", KEY + " changed")  # a new key locks old sessions out
+    at.run()
+    assert not at.metric

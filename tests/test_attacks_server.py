@@ -1,0 +1,278 @@
+"""Issue 23, rows 1, 2, 6 and 17: what a client sends the REAL server (one for the module, on
+127.0.0.1, tests/live_server.py), as a hostile student's script would: websocket frames of
+Streamlit's own protocol and raw HTTP uploads.
+
+- a `BackMsg(clear_cache=True)` frame clears nothing: a running job, its owner's page and the
+  one-job-per-student cap are unchanged;
+- raw uploads are capped per session and server-wide (HTTP 429), a closed session's files are
+  freed, and the server's peak memory stays within 300 MB of its baseline;
+- a 24 MB widget value closes its connection before it is kept (`server.maxWidgetStateSize`);
+- fresh `_streamlit_xsrf` cookies from one address become new students only at a bounded rate.
+
+The memory tests run first (before any job trains). The unit tests at the end need no server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+import pytest
+
+from app.server.guard import DISCONNECTED_S, UNCLAIMED_S, UploadGuard, UploadRefused
+from app.server.new_students import NewStudents, TooManyNewStudents, address_key
+from benchmarks.server import run_async
+from tests.live_server import LiveServer, browser, put_upload, xsrf_cookie
+
+MB = 2**20
+TIMEOUT = 120
+START = "Start fine-tuning"
+STOP = "Stop (keeps the best model so far)"
+HAS_JOB = "when training ends, the model is saved under this code"  # shown queued or training
+SERVER_ENV = {
+    "BERT_EXPLORER_MAX_JOBS": "1",
+    "BERT_EXPLORER_UPLOAD_MB": "150",  # per session 110 (the default): two sessions reach this
+    "BERT_EXPLORER_NEW_STUDENTS_BURST": "2",
+    "BERT_EXPLORER_NEW_STUDENT_EVERY_S": "3600",
+    "BERT_EXPLORER_JOB_THREADS": "1",
+}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    pytest.importorskip("websockets")
+    tmp = tmp_path_factory.mktemp("server")
+    cache = tmp / "cache"  # its own runs and job folders; the fetched data shared read-only
+    cache.mkdir()
+    real = os.environ.get("BERT_EXPLORER_CACHE", ".cache/")
+    for sub in ("corpora", "datasets", "downloads"):
+        src = os.path.abspath(os.path.join(real, sub))
+        if os.path.isdir(src):
+            os.symlink(src, cache / sub)
+    srv = LiveServer(tmp / "server.log", {**SERVER_ENV, "BERT_EXPLORER_CACHE": str(cache)})
+    yield srv
+    srv.stop()
+
+
+def run(coro):
+    return run_async(asyncio.wait_for(coro, TIMEOUT * 3))
+
+
+def body(pg) -> str:
+    return pg.state()["body"]
+
+
+def button(pg, label: str):
+    el = pg.find("button", label)
+    assert el is not None, f"no {label!r} button: {[k for k, _ in pg.elements]}"
+    return el
+
+
+async def open_home(srv, headers=None):
+    pg = srv.page(headers)
+    await pg.connect()
+    await pg.run(TIMEOUT, page="")
+    assert pg.session_id
+    return pg
+
+
+async def start_job(srv, headers) -> tuple[object, str]:
+    """A session on the Fine-tuning page (the built-in data set, default settings) pressing
+    Start; returns the page and what it then shows."""
+    pg = srv.page(headers)
+    await pg.connect()
+    await pg.run(TIMEOUT, page="finetune")
+    assert not pg.state()["errors"], pg.state()["errors"]
+    start = button(pg, START).id
+    await pg.run(TIMEOUT, set_widget=(start, "trigger_value", True))
+    pg.widgets.pop(start)  # a click is sent once
+    return pg, body(pg)
+
+
+# --- row 6: incoming widget state --------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_24_mb_widget_value_closes_its_connection_and_memory_stays_bounded(server):
+    from websockets.exceptions import ConnectionClosed
+
+    async def attack():
+        pages = [await open_home(server) for _ in range(4)]
+        await pages[0].run(TIMEOUT, page="attention")  # the model loaded: the baseline
+        box = pages[0].find("text_area", "Sentence A")
+        base = server.hwm_mb()
+        codes = []
+        for p in pages:
+            try:
+                await p.run(30, set_widget=(box.id, "string_value", "word " * 4_800_000))  # 24 MB (10^6)
+                codes.append(None)
+            except ConnectionClosed as e:
+                codes.append(e.rcvd.code if e.rcvd else None)
+        grown = server.hwm_mb() - base
+        fresh = await open_home(server)  # the server still serves
+        await fresh.run(TIMEOUT, page="attention")
+        await fresh.run(TIMEOUT, set_widget=(box.id, "string_value", "A short sentence about a zebra."))
+        ok = "zebra" in fresh.state()["plotText"] and not fresh.state()["errors"]
+        await fresh.close()
+        return codes, grown, ok
+
+    codes, grown, ok = run(attack())
+    print(f"widget state: peak +{grown:.0f} MB")
+    assert codes == [1009] * 4, codes  # "message too big": nothing kept
+    assert grown < 300, f"the server's peak grew {grown:.0f} MB"
+    assert ok
+
+
+# --- row 2: raw uploads ------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_raw_uploads_are_capped_per_session_and_server_wide_and_freed(server):
+    data = b"text,label\n" + b"x" * (49 * MB) + b"\n"  # under the 50 MB a file, framing included
+    probe = b"text,label\n" + b"x" * (10 * MB) + b"\n"
+
+    async def attack():
+        cookie = xsrf_cookie()
+        a = await open_home(server, browser(cookie))
+        base = server.hwm_mb()
+        answers = [put_upload(server.url, a.session_id, cookie, data) for _ in range(10)]
+        statuses, refusal = [status for status, _ in answers], answers[-1][1]
+        grown = server.hwm_mb() - base
+        b = await open_home(server, browser(cookie))
+        b_first = put_upload(server.url, b.session_id, cookie, data)[0]  # 150 MB server-wide: 100 + 50
+        b_second, b_refusal = put_upload(server.url, b.session_id, cookie, data)
+        await a.close()  # a's 98 MB are freed once its socket has been closed DISCONNECTED_S
+        closed = time.monotonic()
+        deadline = closed + DISCONNECTED_S + 20
+        b_after = 429
+        while b_after == 429 and time.monotonic() < deadline:
+            await asyncio.sleep(2)
+            b_after = put_upload(server.url, b.session_id, cookie, probe)[0]  # 147 + 10 > 150 until a is freed
+        print(f"uploads: a closed session's files freed within {time.monotonic() - closed:.0f} s")
+        await b.close()
+        return statuses, refusal, grown, b_first, b_second, b_refusal, b_after
+
+    statuses, refusal, grown, b_first, b_second, b_refusal, b_after = run(attack())
+    print(f"uploads: peak +{grown:.0f} MB")
+    assert statuses == [204, 204] + [429] * 8, statuses  # 110 MB a session: two 50 MB files
+    assert "at most 4 files, 110 MB a tab" in refusal, refusal
+    assert grown < 300, f"the server's peak grew {grown:.0f} MB"
+    assert (b_first, b_second) == (204, 429) and "at most 60 files, 150 MB" in b_refusal, b_refusal
+    assert b_after == 204  # a's files were freed
+    assert "refused an upload" in server.log()
+
+
+# --- row 1: clear cache, row 17: fresh cookies -------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_clear_cache_frame_leaves_jobs_and_the_one_job_cap_alone(server):
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+
+    cookie = xsrf_cookie()
+
+    async def attack():
+        a, shown = await start_job(server, browser(cookie, "10.0.1.1"))
+        assert HAS_JOB in shown, shown[-600:]
+        await a.ws.send(BackMsg(clear_cache=True).SerializeToString())
+        await asyncio.sleep(0.5)
+        await a.run(TIMEOUT)
+        a_still = HAS_JOB in body(a) and a.find("button", STOP) is not None  # its owner still sees and can stop it
+        other_tab, refused = await start_job(server, browser(cookie, "10.0.1.1"))
+        await other_tab.close()
+        await a.run(TIMEOUT, set_widget=(button(a, STOP).id, "trigger_value", True))  # stop it
+        await a.close()
+        return a_still, refused
+
+    a_still, refused = run(attack())
+    assert a_still
+    assert "one job per student at a time" in refused, refused[-600:]
+    assert "refused a client's clear-cache request" in server.log()
+
+
+@pytest.mark.slow
+def test_fresh_cookies_from_one_address_become_new_students_only_at_a_bounded_rate(server):
+    async def attack():
+        first, shown = await start_job(server, browser(xsrf_cookie(), "10.0.2.1"))
+        second, second_shown = await start_job(server, browser(xsrf_cookie(), "10.0.2.1"))
+        third, third_shown = await start_job(server, browser(xsrf_cookie(), "10.0.2.1"))
+        elsewhere, elsewhere_shown = await start_job(server, browser(xsrf_cookie(), "10.0.3.1"))
+        again, again_shown = await start_job(server, browser(xsrf_cookie(), "10.0.2.1"))
+        for pg in (first, second, third, elsewhere, again):
+            await pg.close()
+        return shown, second_shown, third_shown, elsewhere_shown, again_shown
+
+    shown, second_shown, third_shown, elsewhere_shown, again_shown = run(attack())
+    for page in (shown, second_shown, elsewhere_shown):  # 2 new browsers an address, then none
+        assert HAS_JOB in page, page[-600:]
+    for page in (third_shown, again_shown):
+        assert "new browsers have just started jobs from your network" in page, page[-600:]
+
+
+# --- the upload guard alone (a fake clock, a fake session) -------------------------------------
+
+
+class _Rec:
+    def __init__(self, file_id: str, size: int):
+        self.file_id, self.data = file_id, b"x" * size
+
+
+def _guard(alive: dict[str, bool]):
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+
+    now = [0.0]
+    mgr = MemoryUploadedFileManager("/_stcore/upload_file")
+    return mgr, UploadGuard(mgr, alive=lambda s: alive.get(s), clock=lambda: now[0]), now
+
+
+def test_unclaimed_uploads_go_claimed_ones_stay_while_the_session_lives(monkeypatch):
+    mgr, guard, now = _guard({"s": True})
+    mgr.add_file("s", _Rec("raw", 10))  # a PUT no widget asks for
+    mgr.add_file("s", _Rec("widget", 10))
+    assert [r.file_id for r in mgr.get_files("s", ["widget"])] == ["widget"]  # a file_uploader reads it
+    now[0] = UNCLAIMED_S + 1
+    assert guard.sweep() == 1
+    assert list(mgr.file_storage["s"]) == ["widget"]
+
+
+def test_caps_count_files_and_bytes(monkeypatch):
+    monkeypatch.setenv("BERT_EXPLORER_UPLOAD_FILES_PER_SESSION", "2")
+    monkeypatch.setenv("BERT_EXPLORER_UPLOAD_MB_PER_SESSION", "1")
+    mgr, guard, _ = _guard({"s": True})
+    mgr.add_file("s", _Rec("a", 10))
+    mgr.add_file("s", _Rec("a", 20))  # the same id again replaces, not adds
+    mgr.add_file("s", _Rec("b", 10))
+    with pytest.raises(UploadRefused, match="2 uploaded file"):
+        guard.check("s", "c", 1)
+    with pytest.raises(UploadRefused, match="at most 2 files, 1 MB a tab"):
+        guard.check("s", "a", MB)
+
+
+# --- new students alone (a fake clock) ---------------------------------------------------------
+
+
+def test_address_key_groups_an_ipv6_host_and_unwraps_ipv4():
+    assert address_key("10.0.0.7") == "10.0.0.7"
+    assert address_key("::ffff:10.0.0.7") == "10.0.0.7"
+    assert address_key("2001:db8:1:2::5") == address_key("2001:db8:1:2:ffff::9") == "2001:db8:1:2::/64"
+    assert address_key("not an address") == "other"
+
+
+def test_new_students_take_tokens_known_ones_do_not(monkeypatch):
+    monkeypatch.setenv("BERT_EXPLORER_NEW_STUDENTS_BURST", "2")
+    monkeypatch.setenv("BERT_EXPLORER_NEW_STUDENT_EVERY_S", "10")
+    now = [0.0]
+    ns = NewStudents(clock=lambda: now[0])
+    ns.admit("a", "10.0.0.1")
+    ns.admit("b", "10.0.0.1")
+    with pytest.raises(TooManyNewStudents, match="Try again in 10 s"):
+        ns.admit("c", "10.0.0.1")
+    ns.admit("a", "10.0.0.1")  # a student seen before: free, from any address
+    ns.admit("a", "10.9.9.9")
+    ns.admit("d", "10.0.0.2")  # another address has its own tokens
+    ns.admit("e", None)  # no connection (AppTest): not counted
+    now[0] = 10.0
+    ns.admit("c", "10.0.0.1")  # one token back after EVERY_S
+    with pytest.raises(TooManyNewStudents):
+        ns.admit("f", "10.0.0.1")

@@ -1,0 +1,86 @@
+"""The tests' own seams: test modules share tests/helpers.py, tests/browser/page_checks.py and the
+conftest.py fixtures, never each other; tests and benchmarks take the server helpers from
+benchmarks/server.py, never from the load-test script."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
+
+# Files another branch owned when this test came; each must still break the rule (so the entry
+# goes as soon as the file is fixed): their imports of test modules move to tests/helpers.py.
+NOT_YET: set[str] = set()
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module `path` imports, anywhere in it (also inside functions): `import a.b` gives
+    a.b, `from a import b` gives a and a.b (b may be a module)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+            out |= {f"{node.module}.{a.name}" for a in node.names}
+    return out
+
+
+def is_test_module(name: str) -> bool:
+    """A test module or a conftest, by any of the names pytest imports it under (tests.test_x,
+    tests.browser.test_x, or test_x from its own folder)."""
+    last = name.rsplit(".", 1)[-1]
+    return last.startswith("test_") or last == "conftest"
+
+
+def test_imported_modules_sees_every_form_of_import(tmp_path):
+    f = tmp_path / "t.py"
+    f.write_text("import tests.test_a\nfrom tests import test_b\ndef f():\n    from test_c import x\n")
+    found = {m for m in imported_modules(f) if is_test_module(m)}
+    assert found == {"tests.test_a", "tests.test_b", "test_c"}
+
+
+def test_no_test_module_imports_another():
+    offenders = {}
+    for path in sorted(TESTS.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        found = sorted(m for m in imported_modules(path) if is_test_module(m))
+        if found and rel not in NOT_YET:
+            offenders[rel] = found
+        if rel in NOT_YET:
+            assert found, f"{rel} no longer imports a test module: take it out of NOT_YET"
+    assert not offenders, f"share these through tests/helpers.py or a conftest.py fixture: {offenders}"
+
+
+def test_tests_and_benchmarks_do_not_import_the_load_test_script():
+    users = {}
+    for path in sorted([*TESTS.rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py")]):
+        found = sorted(m for m in imported_modules(path) if m.split(".")[:2] == ["scripts", "loadtest"])
+        if found:
+            users[path.relative_to(ROOT).as_posix()] = found
+    assert not users, f"import the server helpers from benchmarks.server: {users}"
+
+
+def test_make_test_runs_every_test_and_test_fast_leaves_out_slow_and_browser():
+    recipes = {}
+    target = None
+    for line in (ROOT / "Makefile").read_text(encoding="utf-8").splitlines():
+        if line and not line[0].isspace() and ":" in line and "=" not in line.split(":", 1)[0]:
+            target = line.split(":", 1)[0].strip()
+        elif line.startswith("\t") and "pytest" in line:
+            recipes[target] = line.split("pytest", 1)[1]
+    assert "-m" not in recipes["test"].split() and "-k" not in recipes["test"].split()  # slow ones run too
+    assert '-m "not slow and not browser"' in recipes["test-fast"]
+
+
+def test_slow_marks_sit_on_the_tests_not_in_a_table():
+    """A test is marked slow by its own @pytest.mark.slow: no conftest marks tests by name from
+    outside (a renamed test would silently run in test-fast)."""
+    for path in sorted(TESTS.rglob("conftest.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        hooks = [
+            n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "pytest_collection_modifyitems"
+        ]
+        assert not hooks, f"{path.relative_to(ROOT)} marks tests at collection: put @pytest.mark.slow on them"
