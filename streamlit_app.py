@@ -3,6 +3,7 @@
 import streamlit as st
 
 from app import state
+from app.board import follow_view
 from app.board import server as board_server
 from app.jobs import backend
 from app.server import guard
@@ -47,19 +48,23 @@ PAGE_TABLE = [
     ("status", "Server status", "monitor_heart"),
     ("board", "Class board", "leaderboard"),
 ]
-PAGES = [
-    st.Page(f"pages/{name}.py", title=title, icon=f":material/{icon}:", default=name == "home")
+PAGES = {
+    name: st.Page(f"pages/{name}.py", title=title, icon=f":material/{icon}:", default=name == "home")
     for name, title, icon in PAGE_TABLE
     if name != "board" or board_server.enabled()
-]
+}
 
-page = st.navigation(PAGES)
+page = st.navigation(list(PAGES.values()))
+page_name = next(name for name, p in PAGES.items() if p is page)
 sidebar.render()
 class_tools.apply_projector_css()
 for note in link_notes:
     st.info(note, icon=":material/link:")
+with show_errors("the class panel"):
+    follow_view.panel(PAGES)  # a class joined: the teacher's moves, the open question
 with show_errors("this page"):  # the last boundary: what a page did not catch is a message, never a traceback
     page.run()
 links.publish()  # the address now holds this view (what the page declared with links.use)
+follow_view.after_run(page_name)  # the teacher's lead written; a follower who changed it has left
 with st.sidebar:
     class_tools.render()  # after the page: its "Link for students" shows the address just published

@@ -11,6 +11,7 @@ import streamlit as st
 
 import app
 from app.board import figures as board_figures
+from app.board import follow_view
 from app.board.server import JOINED, board_store, enabled
 from app.board.store import CODE_LEN, BoardError, BoardUnavailable, normal_code
 from app.board.summary import SETTING_LABELS, fmt_setting, what_the_best_share
@@ -44,6 +45,7 @@ def start() -> None:
     st.session_state[CREATED] = (code, key)
     st.session_state[JOINED] = code
     st.session_state[CLEAR_KEY] = key
+    st.session_state[follow_view.TEACHER] = (code, key)  # this session teaches the class too
 
 
 def join() -> None:

@@ -15,10 +15,13 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..figures.core import safe_labels
+from .classroom import normal_answer
 
 DRAWN_POINTS = 40  # per posted curve: 200 runs x 40 points is what a projector shows
 MARKERS_UP_TO = 20  # runs drawn with markers; more are lines only
 CACHED = 64  # figures kept, server-wide (board versions and live updates)
+ANSWERS_DRAWN = 15  # different answers drawn (the rest are fewer)
+ANSWER_SHOWN = 30  # characters of an answer on the chart
 
 _built: OrderedDict[tuple, go.Figure] = OrderedDict()
 _lock = threading.Lock()
@@ -94,3 +97,29 @@ def live_curves(run: dict) -> go.Figure:
     fig.update_yaxes(title="loss", rangemode="tozero", secondary_y=False)
     fig.update_yaxes(title="accuracy", range=[0, 1.02], tickformat=".0%", dtick=0.25, secondary_y=True, showgrid=False)
     return _layout(fig, f"{name}'s run, live", 360)
+
+
+def shorter(text: str, n: int = ANSWER_SHOWN) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def answers_figure(tally: dict[str, int], model_answer: str | None = None) -> go.Figure:
+    """The class's answers to a question (answer -> how many), most given on top; after the reveal
+    the model's answer is green. Answers are escaped and no student is named."""
+    answers = list(tally)[:ANSWERS_DRAWN]
+    right = normal_answer(model_answer) if model_answer is not None else None
+    colours = ["#2ca02c" if right is not None and normal_answer(a) == right else "#1f77b4" for a in answers]
+    counts = [tally[a] for a in answers]
+    fig = go.Figure(
+        go.Bar(
+            x=counts,
+            y=safe_labels([shorter(a) for a in answers]),
+            orientation="h",
+            marker_color=colours,
+            text=counts,
+            textposition="auto",
+        )
+    )
+    fig.update_xaxes(title="students", dtick=1 if max(counts, default=0) <= 10 else None, rangemode="tozero")
+    fig.update_yaxes(autorange="reversed", type="category")
+    return _layout(fig, "The class's answers", int(120 + 32 * max(len(answers), 1)))

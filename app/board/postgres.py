@@ -23,7 +23,7 @@ import time
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from .store import LOCK_WAIT_S, BoardStore, BoardUnavailable
+from .store import CLASS_TABLES, LOCK_WAIT_S, BoardStore, BoardUnavailable
 
 log = logging.getLogger("bert_explorer")
 
@@ -50,6 +50,7 @@ TABLES = (
     "CREATE INDEX IF NOT EXISTS entries_code ON entries (code)",
     "CREATE UNIQUE INDEX IF NOT EXISTS entries_run ON entries (code, run_hash)",
     "CREATE INDEX IF NOT EXISTS live_code ON live (code)",
+    *CLASS_TABLES,
 )
 
 
@@ -167,7 +168,7 @@ class PostgresStore(BoardStore):
                 self.close()
 
     @contextlib.contextmanager
-    def _transaction(self, write: bool = True):
+    def transaction(self, write: bool = True):
         conn = self._begin(write)
         try:
             yield _PostgresDb(conn)

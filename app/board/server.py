@@ -11,6 +11,7 @@ from pathlib import Path
 from bert import settings
 from bert.data.corpus.fetch import bert_cache_dir
 
+from .classroom import Classroom
 from .store import BoardStore, BoardUnavailable, SqliteStore
 
 JOINED = "board_code"  # session-state key: the class code this session has joined
@@ -55,3 +56,8 @@ def board_store() -> BoardStore:
             _current.clear()
             _current[key] = store
     return store
+
+
+def classroom() -> Classroom:
+    """The lead and questions of this server's classes, in the board's store."""
+    return Classroom(board_store())

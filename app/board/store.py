@@ -54,10 +54,24 @@ LINE_CHARS = 200  # of a live run's progress line
 MAX_POSTS_EACH = 3  # runs one student posts to a board
 MAX_NICKS_EACH = 3  # nicknames one student uses on a board
 LOCK_WAIT_S = 10  # a transaction waits this long for the write lock
-SCHEMA = 2  # SQLite: PRAGMA user_version of the tables below; 1 (no version) is upgraded in place
+SCHEMA = 3  # SQLite: PRAGMA user_version of the tables below; 1 (no version) is upgraded in place
+LEAD_IDLE_S = 20 * 60  # a class's lead ends this long after the teacher's session last wrote it
+LEAD_MAX_S = 4 * 3600  # and this long after it began (app/board/classroom.py)
 READ_CACHED = 32  # boards whose entries are kept read, server-wide (a class polls one)
 LIVE_STATES = ("queued", "running", "done", "stopped", "error")
 UNAVAILABLE = "The class board is unavailable right now (the database cannot be reached); everything else works."
+
+# The class's lead and questions (app/board/classroom.py), in PostgreSQL's words (SQLite's: the
+# id an INTEGER PRIMARY KEY AUTOINCREMENT, REAL for DOUBLE PRECISION).
+CLASS_TABLES = (
+    "CREATE TABLE IF NOT EXISTS lead (code TEXT PRIMARY KEY, page TEXT NOT NULL, view TEXT NOT NULL, "
+    "version BIGINT NOT NULL, started DOUBLE PRECISION NOT NULL, updated DOUBLE PRECISION NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS questions (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, code TEXT NOT NULL, "
+    "asked DOUBLE PRECISION NOT NULL, state TEXT NOT NULL, body TEXT NOT NULL, version BIGINT NOT NULL DEFAULT 0)",
+    "CREATE TABLE IF NOT EXISTS answers (question BIGINT NOT NULL, student TEXT NOT NULL, answer TEXT NOT NULL, "
+    "answered DOUBLE PRECISION NOT NULL, changes INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (question, student))",
+    "CREATE INDEX IF NOT EXISTS questions_code ON questions (code)",
+)
 
 log = logging.getLogger("bert_explorer")
 
@@ -77,7 +91,7 @@ class BoardUnavailable(BoardError):
         super().__init__(message)
 
 
-def _hash(key: str) -> str:
+def key_hash(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
@@ -105,7 +119,7 @@ def nick_key(nickname: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", nickname).casefold().split())
 
 
-def _student(student: str | None) -> str:
+def student_key(student: str | None) -> str:
     student = str(student or "").replace("\x00", "")  # PostgreSQL's text holds no NUL
     if not student:
         raise BoardError("This browser cannot be told apart from others: reload the page and post again.")
@@ -119,7 +133,7 @@ def _live_now(row, now: float) -> bool:
 
 class BoardStore:
     """The board's actions over one database. An implementation gives `where` (names the
-    database, for the read cache) and `_transaction()`: a context manager that holds the store's
+    database, for the read cache) and `transaction()`: a context manager that holds the store's
     write lock (unless `write` is False: one read-only statement) and yields an object with
     `execute(sql, params)` (SQL with `?` placeholders, returning a cursor: fetchone, fetchall,
     rowcount) and `insert(sql, params)` (the new row's id); committed on success, rolled back on
@@ -127,7 +141,7 @@ class BoardStore:
 
     where = ""
 
-    def _transaction(self, write: bool = True):
+    def transaction(self, write: bool = True):
         raise NotImplementedError
 
     def close(self) -> None:
@@ -135,13 +149,14 @@ class BoardStore:
 
     # --- helpers inside one transaction ---
 
-    def _known(self, db, code: str) -> str:
+    def known(self, db, code: str) -> str:
         code = normal_code(code)
         if db.execute("SELECT 1 FROM boards WHERE code = ?", (code,)).fetchone() is None:
             raise BoardError(f"There is no board {code} on this server (boards last a day).")
         return code
 
-    def _expire(self, db, now: float) -> None:
+    def expire_in(self, db, now: float) -> None:
+        """Inside a transaction: remove what is older than a day (and leads gone quiet)."""
         cutoff = now - KEEP_SECONDS
         db.execute(
             "DELETE FROM entries WHERE posted < ? OR code IN (SELECT code FROM boards WHERE created < ?)",
@@ -150,6 +165,12 @@ class BoardStore:
         db.execute("DELETE FROM boards WHERE created < ?", (cutoff,))
         db.execute("DELETE FROM live WHERE updated < ? OR code NOT IN (SELECT code FROM boards)", (now - LIVE_KEEP_S,))
         db.execute("DELETE FROM nicknames WHERE code NOT IN (SELECT code FROM boards)")
+        db.execute("DELETE FROM questions WHERE asked < ? OR code NOT IN (SELECT code FROM boards)", (cutoff,))
+        db.execute("DELETE FROM answers WHERE question NOT IN (SELECT id FROM questions)")
+        db.execute(
+            "DELETE FROM lead WHERE updated < ? OR started < ? OR code NOT IN (SELECT code FROM boards)",
+            (now - LEAD_IDLE_S, now - LEAD_MAX_S),
+        )
 
     def _claim(self, db, code: str, nick: str, student: str) -> None:
         """Reserve `nick` on the board for `student`, or BoardError when another student has it or
@@ -168,10 +189,10 @@ class BoardStore:
     def _bump(self, db, code: str) -> None:
         db.execute("UPDATE boards SET version = version + 1 WHERE code = ?", (code,))
 
-    def _check_key(self, db, code: str, teacher_key: str) -> str:
-        code = self._known(db, code)
-        (key_hash,) = db.execute("SELECT key_hash FROM boards WHERE code = ?", (code,)).fetchone()
-        if not hmac.compare_digest(key_hash, _hash((teacher_key or "").strip())):
+    def check_key(self, db, code: str, teacher_key: str) -> str:
+        code = self.known(db, code)
+        (kept,) = db.execute("SELECT key_hash FROM boards WHERE code = ?", (code,)).fetchone()
+        if not hmac.compare_digest(kept, key_hash((teacher_key or "").strip())):
             raise BoardError("That is not this board's teacher key.")
         return code
 
@@ -179,16 +200,16 @@ class BoardStore:
 
     def expire(self, now: float | None = None) -> None:
         """Remove the entries and boards older than a day (their entries too)."""
-        with self._transaction() as db:
-            self._expire(db, time.time() if now is None else now)
+        with self.transaction() as db:
+            self.expire_in(db, time.time() if now is None else now)
 
     def new_board(self, now: float | None = None) -> tuple[str, str]:
         """(class code to hand out, teacher key to keep) of a new board. Only the teacher calls it
         (pages/board.py checks the server's teacher key); when MAX_BOARDS are kept, the oldest board
         nobody posted to or shows a run live on goes to make room."""
         now = time.time() if now is None else now
-        with self._transaction() as db:
-            self._expire(db, now)
+        with self.transaction() as db:
+            self.expire_in(db, now)
             if db.execute("SELECT COUNT(*) FROM boards").fetchone()[0] >= MAX_BOARDS:
                 empty = db.execute(
                     "SELECT code FROM boards WHERE code NOT IN (SELECT code FROM entries) "
@@ -203,19 +224,19 @@ class BoardStore:
                 if db.execute("SELECT 1 FROM boards WHERE code = ?", (code,)).fetchone() is None:
                     break
             key = secrets.token_urlsafe(12)
-            db.execute("INSERT INTO boards (code, key_hash, created) VALUES (?, ?, ?)", (code, _hash(key), now))
+            db.execute("INSERT INTO boards (code, key_hash, created) VALUES (?, ?, ?)", (code, key_hash(key), now))
         return code, key
 
     def boards_kept(self) -> int:
         """How many boards the store holds (expired ones included until the next action)."""
-        with self._transaction(write=False) as db:
+        with self.transaction(write=False) as db:
             return int(db.execute("SELECT COUNT(*) FROM boards").fetchone()[0])
 
     def exists(self, code: str, now: float | None = None) -> bool:
         try:
-            with self._transaction() as db:
-                self._expire(db, time.time() if now is None else now)
-                self._known(db, code)
+            with self.transaction() as db:
+                self.expire_in(db, time.time() if now is None else now)
+                self.known(db, code)
         except BoardUnavailable:
             raise
         except BoardError:
@@ -230,14 +251,14 @@ class BoardStore:
         limits."""
         now = time.time() if now is None else now
         nick = clean_nickname(nickname)
-        student = _student(student)
+        student = student_key(student)
         if not str(run_code or "").strip():
             raise BoardError("Only a run with a run code can be posted.")
-        run_hash = _hash(str(run_code).strip().upper())
+        run_hash = key_hash(str(run_code).strip().upper())
         summary = json.dumps(clean_summary(run_summary))
-        with self._transaction() as db:
-            self._expire(db, now)
-            code = self._known(db, code)
+        with self.transaction() as db:
+            self.expire_in(db, now)
+            code = self.known(db, code)
             if db.execute("SELECT 1 FROM entries WHERE code = ? AND run_hash = ?", (code, run_hash)).fetchone():
                 raise BoardError(f"This run is on board {code} already: each run is posted once.")
             if db.execute("SELECT COUNT(*) FROM entries WHERE code = ?", (code,)).fetchone()[0] >= MAX_ENTRIES:
@@ -259,9 +280,9 @@ class BoardStore:
     def entries(self, code: str, now: float | None = None) -> list[dict]:
         """The board's entries, oldest first: id, nickname, posted and the summary's fields. Read
         once per board version for every viewer (the dicts are shared: read-only)."""
-        with self._transaction() as db:
-            self._expire(db, time.time() if now is None else now)
-            code = self._known(db, code)
+        with self.transaction() as db:
+            self.expire_in(db, time.time() if now is None else now)
+            code = self.known(db, code)
             created, ver = db.execute("SELECT created, version FROM boards WHERE code = ?", (code,)).fetchone()
             key = (self.where, code, created, ver)
             with _read_lock:
@@ -285,15 +306,15 @@ class BoardStore:
         change."""
         cutoff = (time.time() if now is None else now) - KEEP_SECONDS
         code = normal_code(code)
-        with self._transaction(write=False) as db:
+        with self.transaction(write=False) as db:
             row = db.execute("SELECT version FROM boards WHERE code = ? AND created >= ?", (code, cutoff)).fetchone()
         return None if row is None else int(row[0])
 
     def clear(self, code: str, teacher_key: str) -> int:
         """Remove every entry of the board, its live runs and nicknames (the teacher's key needed);
         how many entries went."""
-        with self._transaction() as db:
-            code = self._check_key(db, code, teacher_key)
+        with self.transaction() as db:
+            code = self.check_key(db, code, teacher_key)
             db.execute("DELETE FROM live WHERE code = ?", (code,))
             db.execute("DELETE FROM nicknames WHERE code = ?", (code,))
             self._bump(db, code)
@@ -302,8 +323,8 @@ class BoardStore:
     def remove(self, code: str, teacher_key: str, entry_id: int) -> bool:
         """Remove one entry of the board (the teacher's key needed); False when it was not there.
         Its nickname stays its student's, and its run may be posted again."""
-        with self._transaction() as db:
-            code = self._check_key(db, code, teacher_key)
+        with self.transaction() as db:
+            code = self.check_key(db, code, teacher_key)
             gone = db.execute("DELETE FROM entries WHERE code = ? AND id = ?", (code, int(entry_id))).rowcount == 1
             if gone:
                 self._bump(db, code)
@@ -317,10 +338,10 @@ class BoardStore:
         board at once, one of them a student's."""
         now = time.time() if now is None else now
         nick = clean_nickname(nickname)
-        student = _student(student)
-        with self._transaction() as db:
-            self._expire(db, now)
-            code = self._known(db, code)
+        student = student_key(student)
+        with self.transaction() as db:
+            self.expire_in(db, now)
+            code = self.known(db, code)
             rows = db.execute("SELECT state, updated, student FROM live WHERE code = ?", (code,)).fetchall()
             live = [r for r in rows if _live_now(r, now)]
             if any(r[2] == student for r in live):
@@ -352,7 +373,7 @@ class BoardStore:
         line = str(line).replace("\x00", "")[:LINE_CHARS]
         summary = json.dumps(clean_summary(run_summary))
         code = normal_code(code)
-        with self._transaction() as db:
+        with self.transaction() as db:
             cur = db.execute(
                 "UPDATE live SET updated = ?, state = ?, progress = ?, line = ?, summary = ? WHERE id = ? AND code = ?",
                 (now, state, progress, line, summary, int(live_id), code),
@@ -363,9 +384,9 @@ class BoardStore:
         """The board's live runs, newest first: id, nickname, started, updated, state ("lost" for
         a run not heard from in LIVE_STALE_S), progress, line and the summary's fields."""
         now = time.time() if now is None else now
-        with self._transaction() as db:
-            self._expire(db, now)
-            code = self._known(db, code)
+        with self.transaction() as db:
+            self.expire_in(db, now)
+            code = self.known(db, code)
             rows = db.execute(
                 "SELECT id, nickname, started, updated, state, progress, line, summary FROM live WHERE code = ? "
                 "ORDER BY id DESC LIMIT ?",
@@ -416,7 +437,7 @@ class SqliteStore(BoardStore):
         self.where = str(self.path)
 
     @contextlib.contextmanager
-    def _transaction(self, write: bool = True):
+    def transaction(self, write: bool = True):
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=LOCK_WAIT_S, isolation_level=None)
@@ -459,6 +480,12 @@ class SqliteStore(BoardStore):
             "CREATE TABLE IF NOT EXISTS nicknames (code TEXT NOT NULL, nick_key TEXT NOT NULL, "
             "student TEXT NOT NULL, PRIMARY KEY (code, nick_key))"
         )
+        for sql in CLASS_TABLES:
+            conn.execute(
+                sql.replace(
+                    "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "INTEGER PRIMARY KEY AUTOINCREMENT"
+                ).replace("DOUBLE PRECISION", "REAL")
+            )
         for table, column in (
             ("boards", "version INTEGER NOT NULL DEFAULT 0"),
             ("entries", "run_hash TEXT"),

@@ -8,6 +8,8 @@ import io
 
 import streamlit as st
 
+from ..board import follow_view
+from ..board import server as board_server
 from . import links, show_figure
 
 # Projector mode: everything larger (Streamlit sizes in rem, so the root size scales labels,
@@ -62,6 +64,9 @@ def render() -> None:
     st.markdown("### For the class")
     with st.popover("Link for students", icon=":material/link:", width="stretch"):
         _link_box()
+    if board_server.enabled():
+        with st.expander("Your class", icon=":material/groups:", expanded=bool(ss.get(board_server.JOINED))):
+            follow_view.sidebar_section()
     st.toggle(
         "Projector mode",
         key=links.PROJECTOR,

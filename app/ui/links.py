@@ -142,6 +142,20 @@ def publish(params: Sequence[Param] | None = None) -> None:
         seen[p.name] = shown
 
 
+def view_values() -> dict[str, str]:
+    """This view as a follower applies it (app/board/follow_view.py): every declared value as a
+    link writes it, defaults and empty texts included (a follower's own values are replaced),
+    never a private one (a session's model) nor projector mode (the teacher's set-up)."""
+    ss = st.session_state
+    out = {}
+    for p in declared():
+        value = ss.get(p.key)
+        if value is None or p.name == PROJECTOR_PARAM.name or (p.kind == "choice" and value not in (p.choices or ())):
+            continue
+        out[p.name] = p.show(value)[:LINK_TEXT_CHARS] if p.kind == "text" else p.show(value)
+    return out
+
+
 def notes() -> list[str]:
     """What the link leaves out or cuts, for the "Link for students" box."""
     return list(st.session_state.get(_NOTES, {}).values())

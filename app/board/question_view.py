@@ -1,0 +1,217 @@
+"""Predict, then reveal, the Streamlit side: the teacher's "Ask the class" (worked out on the
+loaded model, app/board/questions.py), each student's answer box, the projector's live chart of
+the class's answers, and the reveal: the model's answer, the figure that explains it, and, for
+each student alone, whether they were right.
+
+The open question is drawn inside the class panel's fragment (app/board/follow_view.py, polled
+every second); its reveal by the whole page (`revealed`), which the panel reruns when the
+question's state changes.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.io as pio
+import streamlit as st
+
+from bert import BertExplorerError
+
+from .. import state
+from ..models import current_model
+from ..training.follow import student_key
+from ..ui import show_figure
+from ..ui.formatting import md_escape, table_csv
+from . import figures as board_figures
+from . import questions
+from .classroom import ANSWER_CHARS, is_right
+from .server import classroom
+from .store import BoardError
+
+KIND = "ask_kind"
+WORD = "ask_word"
+LESSON = "ask_lesson"
+LAYER, HEAD, FROM = "ask_layer", "ask_head", "ask_from"
+SEEN = "ask_seen"  # (question id, state) the page was drawn for
+DISMISSED = "ask_dismissed"  # the revealed question a student put away
+NOTE = "ask_note"
+ANSWER_NOTE = "ask_answer_note"  # (question id, why the last answer was refused)
+TYPED = "ask_typed"
+
+
+def _body(kind: str) -> dict:
+    ss = st.session_state
+    model = current_model()
+    b, label = model.bundle, model.label
+    if kind == "mask":
+        return questions.mask_question(b, ss.get(state.MLM_TEXT, state.DEFAULT_MLM_TEXT), label)
+    if kind == "look":
+        text = ss.get(state.TEXT_A, state.DEFAULT_TEXT_A)
+        return questions.look_question(b, text, ss[LAYER] - 1, ss[HEAD] - 1, ss.get(FROM) or 0, label)
+    if kind == "follows":
+        return questions.follows_question(b, ss.get(state.TEXT_A, ""), ss.get(state.TEXT_B, ""), label)
+    if kind == "pieces":
+        return questions.pieces_question(b, ss.get(WORD, ""), label)
+    if kind == "heads":
+        return questions.heads_question(b, ss.get(state.MLM_TEXT, state.DEFAULT_MLM_TEXT), label)
+    return questions.lesson_question(b, ss[LESSON], label)
+
+
+def _ask(code: str, key: str) -> None:
+    try:
+        with st.spinner("Working out the model's answer…"):
+            body = _body(st.session_state.get(KIND, "mask"))
+        classroom().ask(code, key, body)
+    except BertExplorerError as e:  # BoardError, InputError, ...
+        st.session_state[NOTE] = str(e)
+
+
+def ask_popover(code: str, key: str) -> None:
+    """The teacher's "Ask the class" (in the sidebar's class section): a kind, worked out on the
+    sentences and model on screen now."""
+    ss = st.session_state
+    with st.popover("Ask the class", icon=":material/quiz:", width="stretch"):
+        kind = st.selectbox("Question", list(questions.KINDS), key=KIND, format_func=questions.KINDS.get)
+        if kind in ("mask", "heads"):
+            st.caption(f"On the Masked LM sentence: {md_escape(ss.get(state.MLM_TEXT, state.DEFAULT_MLM_TEXT))}")
+        elif kind == "follows":
+            st.caption("On the sidebar's sentences A and B.")
+        elif kind == "pieces":
+            st.text_input("The word", key=WORD, max_chars=questions.WORD_CHARS, placeholder="e.g. unhappiness")
+        elif kind == "look":
+            st.caption(f"On sentence A: {md_escape(ss.get(state.TEXT_A, state.DEFAULT_TEXT_A))}")
+            try:
+                bundle = current_model().bundle
+                tokens = bundle.tokenizer.encode(ss.get(state.TEXT_A, state.DEFAULT_TEXT_A)).tokens[:128]
+                L, H = bundle.config.num_hidden_layers, bundle.config.num_attention_heads
+            except BertExplorerError as e:
+                st.error(md_escape(str(e)))
+                return
+            c1, c2 = st.columns(2)
+            c1.number_input("Layer", 1, L, key=LAYER, value=min(4, L))
+            c2.number_input("Head", 1, H, key=HEAD, value=min(2, H))
+            st.selectbox("From the token", range(len(tokens)), key=FROM, format_func=lambda i: f"{tokens[i]} ({i})")
+        else:
+            st.selectbox("Lesson question", list(questions.lesson_questions()), key=LESSON)
+        st.button("Ask", key="ask_go", type="primary", on_click=_ask, args=(code, key))
+        note = ss.pop(NOTE, None)
+        if note:
+            st.error(md_escape(note), icon=":material/error:")
+
+
+def _answer(code: str, qid: int) -> None:
+    try:
+        classroom().answer(code, qid, student_key(), st.session_state.get(f"{TYPED}_{qid}") or "")
+    except BoardError as e:
+        st.session_state[ANSWER_NOTE] = (qid, str(e))  # shown until the next answer (the panel redraws each second)
+        return
+    st.session_state.pop(ANSWER_NOTE, None)
+
+
+def _reveal(code: str, key: str, qid: int) -> None:
+    try:
+        classroom().reveal(code, key, qid)
+    except BoardError as e:
+        st.session_state[NOTE] = str(e)
+
+
+def _tally_chart(q: dict, model_answer: str | None = None) -> None:
+    tally, n = classroom().tally(q["id"], q["version"])
+    if n:
+        fig = board_figures.answers_figure(tally, model_answer)
+        show_figure.show(fig, "class-answers", key=f"ask_tally_{q['id']}_{model_answer is not None}")
+    st.caption(f"{n} answer(s) so far." if model_answer is None else f"{n} student(s) answered.")
+
+
+def live(code: str, q: dict | None, key: str | None) -> None:
+    """The open question, in the class panel's fragment: the teacher sees the class's answers
+    grow; a student answers. A question asked or revealed since the page was drawn reruns it."""
+    ss = st.session_state
+    now = None if q is None else (q["id"], q["state"])
+    if now != ss.get(SEEN):
+        st.rerun(scope="app")
+    if q is None or q["state"] != "open":
+        return
+    body = classroom().question(q["id"])
+    with st.container(border=True):
+        st.markdown(f"**Question:** {md_escape(body['prompt'])}")
+        note = ss.pop(NOTE, None)
+        if note:
+            st.error(md_escape(note), icon=":material/error:")
+        if key:
+            _tally_chart(q)
+            st.button(
+                "Reveal the model's answer",
+                key="ask_reveal",
+                type="primary",
+                on_click=_reveal,
+                args=(code, key, q["id"]),
+            )
+            return
+        mine = classroom().my_answer(q["id"], student_key())
+        note = ss.get(ANSWER_NOTE)
+        if note and note[0] == q["id"]:
+            st.error(md_escape(note[1]), icon=":material/error:")
+        with st.form(f"ask_form_{q['id']}", border=False):
+            if body["choices"]:
+                st.radio("Your answer", body["choices"], key=f"{TYPED}_{q['id']}", horizontal=len(body["choices"]) <= 6)
+            else:
+                st.text_input("Your answer", key=f"{TYPED}_{q['id']}", max_chars=ANSWER_CHARS)
+            st.form_submit_button("Answer", on_click=_answer, args=(code, q["id"]))
+        if mine is not None:
+            st.caption(f"Your answer: **{md_escape(mine)}**. You can change it until the teacher reveals the model's.")
+
+
+def _dismiss(qid: int) -> None:
+    st.session_state[DISMISSED] = qid
+
+
+def _csv(code: str, key: str) -> bytes:
+    try:
+        rows = classroom().answers_table(code, key)
+    except BoardError:
+        rows = []
+    return table_csv(pd.DataFrame(rows))
+
+
+def revealed(code: str, key: str | None) -> None:
+    """The newest question once revealed, drawn by the whole page: the model's answer, why, its
+    figure, the class's answers; a student's own answer and whether it was the model's."""
+    ss = st.session_state
+    try:
+        q = classroom().class_poll(code)["question"]
+    except BoardError:
+        return
+    ss[SEEN] = None if q is None else (q["id"], q["state"])
+    if q is None or q["state"] != "revealed" or (not key and ss.get(DISMISSED) == q["id"]):
+        return
+    body = classroom().question(q["id"])
+    with st.container(border=True):
+        st.markdown(f"**Question:** {md_escape(body['prompt'])}")
+        st.success(
+            f"The model ({md_escape(body['model'])}) says: **{md_escape(body['answer'])}**. {md_escape(body['why'])}"
+        )
+        if not key:
+            mine = classroom().my_answer(q["id"], student_key())
+            if mine is None:
+                st.caption("You did not answer this one.")
+            elif is_right(body, mine):
+                st.info(f"You answered **{md_escape(mine)}**: the model's answer too.", icon=":material/check_circle:")
+            else:
+                st.info(f"You answered **{md_escape(mine)}**: the model thought otherwise.", icon=":material/help:")
+        c1, c2 = st.columns(2)
+        with c1:
+            if body.get("figure"):
+                show_figure.show(pio.from_json(body["figure"]), "question-answer", key=f"ask_fig_{q['id']}")
+        with c2:
+            _tally_chart(q, body["answer"])
+        if key:
+            st.download_button(
+                "The class's answers today (CSV)",
+                _csv(code, key),
+                file_name=f"class-{code}-answers.csv",
+                mime="text/csv",
+                key="ask_csv",
+            )
+            st.caption("Ask the next question from the sidebar's class section.")
+        else:
+            st.button("Put it away", key="ask_dismiss", on_click=_dismiss, args=(q["id"],))

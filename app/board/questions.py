@@ -1,0 +1,199 @@
+"""Questions the teacher asks the class, worked out on the loaded model: each kind makes a body
+(what app/board/classroom.py keeps and every screen draws), computed once by the teacher's
+session, so the model's answer and the figure that explains it are the model's own and the same
+on every screen. No streamlit here.
+
+A body: kind, prompt, choices (None: free text), answer (the model's), accept (answers that count
+as the model's), why (one sentence), figure (plotly JSON, or None), model (its label).
+
+    mask      which word fills the [MASK]? (free text; the model's top guess)
+    look      from a token, which token does layer L head H look at most? (the sentence's tokens)
+    follows   does B follow A? (yes / no; the NSP head)
+    pieces    how many WordPiece pieces is a word? (1-6+; the tokenizer)
+    heads     which of these heads, switched off, hurts the masked word most? (three heads)
+    lesson    any of the lessons' model-checked questions (app/lessons/)
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from bert import InputError
+from bert.analysis import ablation, mlm
+from bert.analysis.common import need_mlm
+from bert.analysis.compare import attentions_of
+
+from ..figures.core import mlm_topk_bar, nsp_bar, safe_labels, values_bar
+from ..lessons import LESSONS
+
+KINDS = {
+    "mask": "Which word fills the [MASK]?",
+    "look": "Which token does a head look at most?",
+    "follows": "Does sentence B follow sentence A?",
+    "pieces": "How many pieces is a word?",
+    "heads": "Which head, switched off, hurts the masked word most?",
+    "lesson": "A question from the lessons",
+}
+PIECE_CHOICES = ["1", "2", "3", "4", "5", "6 or more"]
+WORD_CHARS = 40
+HEADS_ASKED = 3  # the heads offered in a "heads" question: the one that hurts most and two others
+
+
+def _figure(fig) -> str | None:
+    return fig.to_json() if isinstance(fig, go.Figure) else None
+
+
+def _body(kind, prompt, choices, answer, why, figure, model, accept=None) -> dict:
+    return {
+        "kind": kind,
+        "prompt": prompt,
+        "choices": choices,
+        "answer": answer,
+        "accept": accept or [answer],
+        "why": why,
+        "figure": _figure(figure),
+        "model": model,
+    }
+
+
+def _word(token: str) -> str:
+    return token[2:] if token.startswith("##") else token
+
+
+def mask_question(bundle, text: str, model: str) -> dict:
+    """The first [MASK] of `text`: the model's top guess is the answer."""
+    need_mlm(bundle, "a [MASK] question")
+    if "[MASK]" not in text:
+        raise InputError("Put [MASK] where a word should be guessed (the Masked LM page's sentence).")
+    p = mlm.mlm_topk(bundle, text, k=10)
+    words, probs = p.top_tokens[0], p.top_probs[0]
+    top = _word(words[0])
+    return _body(
+        "mask",
+        f"Which word does the model put in the [MASK]? «{text}»",
+        None,
+        top,
+        f"The model's first guess is «{top}» ({probs[0]:.0%}); its next ones are "
+        + ", ".join(f"«{_word(w)}»" for w in words[1:4])
+        + ".",
+        mlm_topk_bar(words, probs, title="The model's guesses for the [MASK]"),
+        model,
+    )
+
+
+def _choice_labels(tokens: list[str]) -> list[str]:
+    """One label a token, distinct: a token seen before gets its position ("the (7)")."""
+    seen: set[str] = set()
+    out = []
+    for i, t in enumerate(tokens):
+        out.append(t if t not in seen else f"{t} ({i})")
+        seen.add(t)
+    return out
+
+
+def look_question(bundle, text: str, layer: int, head: int, from_token: int, model: str) -> dict:
+    """From token `from_token` of `text`, layer `layer` head `head` (0-based): the token it
+    attends to most is the answer."""
+    tokens, att = attentions_of(bundle, text)  # (L, H, T, T)
+    L, H, T, _ = att.shape
+    if not (0 <= layer < L and 0 <= head < H and 0 <= from_token < T):
+        raise InputError("That layer, head or token is not in this model or sentence.")
+    row = att[layer, head, from_token]
+    labels = _choice_labels(tokens)
+    best = int(row.argmax())
+    return _body(
+        "look",
+        f"From «{labels[from_token]}», which token does layer {layer + 1} head {head + 1} look at most? «{text}»",
+        labels,
+        labels[best],
+        f"Layer {layer + 1} head {head + 1} gives «{labels[best]}» {row[best]:.0%} of the attention "
+        f"of «{labels[from_token]}».",
+        values_bar(labels, row, title=f"Where «{tokens[from_token]}» looks: layer {layer + 1} head {head + 1}"),
+        model,
+    )
+
+
+def follows_question(bundle, text_a: str, text_b: str, model: str) -> dict:
+    """Does B follow A? The NSP head's answer."""
+    if not text_b.strip():
+        raise InputError("Type a sentence B (the sidebar's sentences) to ask whether it follows A.")
+    p = mlm.nsp_probability(bundle, text_a, text_b)
+    answer = "yes" if p >= 0.5 else "no"
+    return _body(
+        "follows",
+        f"Does the model think B follows A? A: «{text_a}» B: «{text_b}»",
+        ["yes", "no"],
+        answer,
+        f"The next-sentence head gives {p:.0%} to 'B follows A'.",
+        nsp_bar(p),
+        model,
+    )
+
+
+def pieces_question(bundle, word: str, model: str) -> dict:
+    """How many WordPiece pieces the model's tokenizer cuts `word` into."""
+    word = word.strip()
+    if not word or len(word) > WORD_CHARS or len(word.split()) != 1:
+        raise InputError(f"Type one word (at most {WORD_CHARS} characters) to ask how many pieces it is.")
+    pieces = bundle.tokenizer.tokenize(word)
+    if not pieces:
+        raise InputError("That word gives no pieces at all: try another.")
+    n = min(len(pieces), len(PIECE_CHOICES))
+    fig = go.Figure(go.Bar(x=safe_labels(pieces), y=[1] * len(pieces), text=safe_labels(pieces), hoverinfo="skip"))
+    fig.update_layout(title=f"«{safe_labels([word])[0]}» in pieces", height=240, margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_xaxes(type="category")
+    fig.update_yaxes(visible=False)
+    return _body(
+        "pieces",
+        f"How many pieces does the tokenizer cut «{word}» into?",
+        PIECE_CHOICES,
+        PIECE_CHOICES[n - 1],
+        f"«{word}» becomes " + " + ".join(f"«{p}»" for p in pieces) + ".",
+        fig,
+        model,
+    )
+
+
+def heads_question(bundle, text: str, model: str) -> dict:
+    """Of three heads (the one whose removal hurts the first [MASK]'s top word most, and two that
+    hurt it least), which one, switched off, hurts it most?"""
+    need_mlm(bundle, "a heads question")
+    if "[MASK]" not in text:
+        raise InputError("Put [MASK] in the sentence (the Masked LM page's) to ask about heads.")
+    imp = ablation.head_importance(bundle, text)  # scores (L, H): what the top word loses, log-probability
+    ranked = imp.ranking()
+    picks = [ranked[0], ranked[-1], ranked[len(ranked) // 2]][:HEADS_ASKED]
+    names = [f"layer {layer + 1} head {head + 1}" for layer, head, _ in picks]
+    return _body(
+        "heads",
+        f"Which of these heads, switched off, lowers the model's answer for the [MASK] most? «{text}»",
+        sorted(names),
+        names[0],
+        f"With {names[0]} off, the log-probability of «{imp.target}» falls by {picks[0][2]:.2f}, the most of any head.",
+        values_bar(
+            names,
+            [s for _, _, s in picks],
+            title=f"What «{imp.target}» loses with each head off",
+            y_title="fall in log-probability",
+        ),
+        model,
+    )
+
+
+def lesson_questions() -> dict[str, tuple]:
+    """{label: (lesson, question)} of every lesson's questions."""
+    return {f"{lesson.title}: {q.key}": (lesson, q) for lesson in LESSONS for q in lesson.questions}
+
+
+def lesson_question(bundle, label: str, model: str) -> dict:
+    lesson, q = lesson_questions()[label]
+    asked = q.ask(bundle)
+    return _body(
+        "lesson",
+        asked.prompt,
+        list(asked.choices),
+        asked.choices[asked.answer],
+        asked.why,
+        asked.figure,
+        model,
+    )

@@ -1,0 +1,206 @@
+"""The teacher leads, the class answers (issue #27), in a real Chromium: one teacher and three
+students in separate browser contexts (four cookies, four sessions). The students follow the
+teacher through three page/view changes, each within 2 s of the teacher's screen showing it; one
+breaks away and rejoins; the teacher asks a [MASK] question, the three answer (one with a hostile
+10 kB answer), the projector's chart counts them, Reveal shows the model's own top word (computed
+here on the same built-in), each student sees whether they were right; the server restarts and
+the class and its answers are still there.
+
+Its own server (the board is opt-in) with a fresh cache folder.
+Screenshots: tests/artifacts/class_following.png, class_answers.png, class_reveal.png.
+"""
+
+import re
+import time
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from app.state import DEFAULT_MLM_TEXT
+from benchmarks import server
+from bert.analysis.mlm import mlm_topk
+from bert.checkpoint.load import load_builtin
+
+pytestmark = pytest.mark.browser
+
+TEACHER_KEY = "the teacher's own key"
+FOLLOW_S = 2.0  # the issue's bound: a follower shows the teacher's view within this
+HOSTILE = "<img src=x onerror=alert(1)>" + "x" * 10_000
+
+
+def start(cache, log_path):
+    port = server.free_port()
+    env = {"BERT_EXPLORER_BOARD": "1", "BERT_EXPLORER_CACHE": str(cache), "BERT_EXPLORER_TEACHER_KEY": TEACHER_KEY}
+    proc = server.start_server(port, log_path, env)
+    url = f"http://127.0.0.1:{port}"
+    server.wait_healthy(proc, url, timeout_s=120)
+    return proc, url
+
+
+def where(pg) -> tuple[str, dict]:
+    """(page path, query) the browser's address shows: what the app published after its run."""
+    parts = urlsplit(pg.url)
+    return parts.path.strip("/"), {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+
+
+def sidebar_class(pg):
+    """The sidebar's "Your class" section, opened."""
+    box = pg.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Your class")
+    if not box.locator('[data-testid="stExpanderDetails"]').is_visible():
+        box.locator("summary").click()
+        box.locator('[data-testid="stExpanderDetails"]').wait_for(state="visible")
+    return box
+
+
+def join(pg, url, code, app_ready):
+    pg.goto(url)
+    app_ready(pg)
+    box = sidebar_class(pg)
+    box.get_by_label("Class code").fill(code)
+    box.get_by_label("Class code").press("Enter")
+    app_ready(pg)
+    box.get_by_role("button", name="Join the class").click()
+    box.get_by_text(f"Class {code}").wait_for(timeout=30_000)
+    app_ready(pg)
+
+
+def go(pg, title):
+    pg.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
+
+
+def followed(teacher, students, what, app_ready):
+    """Wait until every student's address equals the teacher's (the teacher's run done first);
+    the seconds each took after the teacher's screen showed the change."""
+    app_ready(teacher)
+    want = where(teacher)
+    t0 = time.monotonic()
+    took = [None] * len(students)
+    while time.monotonic() - t0 < 30 and None in took:
+        for i, pg in enumerate(students):
+            if took[i] is None and where(pg) == want:
+                took[i] = time.monotonic() - t0
+        time.sleep(0.05)
+    assert None not in took, f"{what}: students at {[where(pg) for pg in students]}, teacher at {want}"
+    return took
+
+
+def answers_plot(pg):
+    """[answers, counts] of the class's answers chart on the page, else [how many plots there are]."""
+    return pg.evaluate(
+        """() => { for (const el of document.querySelectorAll('.js-plotly-plot')) {
+            const t = (el.layout || {}).title; const text = t && typeof t === 'object' ? t.text : t;
+            if ((text || '').includes('answers') && el.data) return [el.data[0].y, el.data[0].x]; }
+            return [document.querySelectorAll('.js-plotly-plot').length]; }"""
+    )
+
+
+def test_teacher_leads_three_students_follow_answer_and_see_the_reveal(page_factory, app_ready, artifacts, tmp_path):
+    cache, log = tmp_path / "cache", artifacts / "class-server.log"
+    proc, url = start(cache, log)
+    try:
+        teacher = page_factory()
+        teacher.goto(url + "/board")
+        app_ready(teacher)
+        teacher.get_by_label("Teacher key").fill(TEACHER_KEY)
+        teacher.get_by_label("Teacher key").press("Enter")
+        app_ready(teacher)
+        teacher.get_by_role("button", name="Unlock").click()
+        app_ready(teacher)
+        teacher.get_by_role("button", name="Start a board").click()
+        teacher.get_by_text("is started: hand out the class code").first.wait_for(timeout=60_000)
+        heading = teacher.get_by_role("heading", name=re.compile(r"^Board [A-Z0-9]{6}$")).first
+        heading.wait_for(timeout=30_000)
+        code = heading.inner_text().split()[-1]
+        board_key = teacher.locator('[data-testid="stCode"]').first.inner_text().strip()
+        students = [page_factory() for _ in range(3)]
+        for pg in students:
+            join(pg, url, code, app_ready)
+            sidebar_class(pg).get_by_text("Follow the teacher").click()
+            app_ready(pg)
+        sidebar_class(teacher).get_by_text("Lead the class").click()
+        app_ready(teacher)
+
+        times = []
+        go(teacher, "Attention")  # 1: another page
+        times += followed(teacher, students, "to Attention", app_ready)
+        teacher.locator('[data-testid="stRadio"] label', has_text="All heads").first.click()  # 2: another view
+        times += followed(teacher, students, "to All heads", app_ready)
+        go(teacher, "Masked LM")  # 3: another page again
+        times += followed(teacher, students, "to Masked LM", app_ready)
+        assert max(times) <= FOLLOW_S, f"follow latencies {times}"
+        assert where(students[0])[0] == "masked_lm"
+        app_ready(students[0])
+        students[0].screenshot(path=str(artifacts / "class_following.png"))
+
+        # one breaks away (another page) and rejoins in one click
+        leaver = students[1]
+        go(leaver, "Tokenization")
+        leaver.get_by_text("You left the teacher's view.").wait_for(timeout=30_000)
+        assert where(leaver)[0] == "tokenization"
+        leaver.get_by_role("button", name="Follow again").click()
+        end = time.monotonic() + 30
+        while time.monotonic() < end and where(leaver) != where(teacher):
+            time.sleep(0.1)
+        leaver.screenshot(path=str(artifacts / "class_rejoined.png"))
+        assert where(leaver) == where(teacher)
+
+        # predict, then reveal: the first [MASK] of the Masked LM sentence
+        sidebar_class(teacher).get_by_role("button", name="Ask the class").click()
+        teacher.get_by_role("button", name="Ask", exact=True).click()
+        teacher.get_by_role("button", name="Reveal the model's answer").wait_for(timeout=60_000)
+        teacher.keyboard.press("Escape")
+        model_word = mlm_topk(load_builtin("minilm-l6"), DEFAULT_MLM_TEXT, k=1).top_tokens[0][0].removeprefix("##")
+        typed = [model_word, model_word.upper() + ".", HOSTILE]  # the second normalised to the first
+        for pg, answer in zip(students, typed):
+            box = pg.get_by_role("textbox", name="Your answer")
+            box.wait_for(timeout=30_000)
+            if answer is HOSTILE:  # 10 kB set at once: over the box's 80, so nothing is sent
+                box.fill(answer)
+                pg.get_by_role("button", name="Answer").click()
+                pg.get_by_text("Type an answer first.").wait_for(timeout=30_000)
+                answer = answer[:80]  # what a paste into the box keeps
+            box.fill(answer)
+            pg.get_by_role("button", name="Answer").click()
+            pg.get_by_text("Your answer:").wait_for(timeout=30_000)
+        end = time.monotonic() + 30
+        while time.monotonic() < end and answers_plot(teacher)[1:] != [[2, 1]]:
+            time.sleep(0.3)
+        labels, counts = answers_plot(teacher)
+        assert counts == [2, 1], (labels, counts)
+        assert labels[0] == model_word and labels[1].startswith("&lt;img") and len(labels[1]) < 60, labels
+        assert teacher.locator(".js-plotly-plot img").count() == 0
+        teacher.get_by_text("3 answer(s) so far.").wait_for(timeout=10_000)
+        teacher.screenshot(path=str(artifacts / "class_answers.png"))
+
+        teacher.get_by_role("button", name="Reveal the model's answer").click()
+        for pg, right in zip(students, (True, True, False)):
+            pg.get_by_text(f"says: {model_word}").first.wait_for(timeout=30_000)
+            verdict = "the model's answer too" if right else "the model thought otherwise"
+            pg.get_by_text(verdict).first.wait_for(timeout=10_000)
+        teacher.get_by_text("3 student(s) answered.").wait_for(timeout=30_000)
+        teacher.get_by_role("button", name="The class's answers today (CSV)").wait_for()
+        app_ready(students[0])
+        students[0].screenshot(path=str(artifacts / "class_reveal.png"))
+        for pg in [teacher, *students]:
+            assert pg.locator('[data-testid="stException"]').count() == 0
+            pg.guard.assert_clean()  # no alert(): the hostile answer stayed text
+
+        # a restart keeps the class, its question and answers
+        server.stop_server(proc)
+        proc, url = start(cache, log)
+        again = page_factory()
+        join(again, url, code, app_ready)
+        box = sidebar_class(again)
+        box.get_by_role("button", name="I am the teacher").click()
+        again.get_by_label("The board's key (shown when the board was started)").fill(board_key)
+        again.get_by_label("The board's key (shown when the board was started)").press("Enter")
+        again.get_by_role("button", name="Unlock").click()
+        again.get_by_text(f"says: {model_word}").first.wait_for(timeout=30_000)
+        again.get_by_text("3 student(s) answered.").wait_for(timeout=30_000)
+        assert again.locator('[data-testid="stException"]').count() == 0
+    except BaseException:
+        for i, pg in enumerate([teacher, *students]):
+            pg.screenshot(path=str(artifacts / f"class_failed_{i}.png"))
+        raise
+    finally:
+        server.stop_server(proc)

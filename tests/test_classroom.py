@@ -1,0 +1,266 @@
+"""The teacher leads, the class answers (app/board/classroom.py, app/board/questions.py), on each
+board store (the `board` fixture: SQLite and PostgreSQL): the lead's versions and time-outs, the
+question's limits (one open, a day's count, answers per question, changes each, lengths, control
+characters, choices), normalised tallies, the reveal, the teacher's CSV, a restart, a flood; and
+each question kind worked out on a tiny model. The browser test: tests/browser/test_class_follow_browser.py."""
+
+import json
+import threading
+
+import numpy as np
+import pytest
+
+from app.board import classroom as cr
+from app.board import questions
+from app.board.classroom import Classroom, is_right, normal_answer
+from app.board.figures import answers_figure
+from app.board.store import KEEP_SECONDS, LEAD_IDLE_S, LEAD_MAX_S, BoardError
+from bert import InputError
+from tests.helpers import tiny_bundle
+
+T0 = 1_800_000_000.0
+
+
+def body(kind="pieces", choices=None, answer="are"):
+    return {
+        "kind": kind,
+        "prompt": "Which word?",
+        "choices": choices,
+        "answer": answer,
+        "accept": [answer],
+        "why": "because",
+        "figure": None,
+        "model": "tiny",
+    }
+
+
+@pytest.fixture
+def cls(board):
+    code, key = board.new_board(now=T0)
+    return Classroom(board), code, key
+
+
+def test_the_lead_changes_version_only_when_the_view_does_and_ends_on_stop_idle_or_age(cls):
+    c, code, key = cls
+    assert c.class_poll(code, now=T0)["lead"] is None
+    with pytest.raises(BoardError, match="turn it on again"):  # a heartbeat begins nothing
+        c.lead(code, key, "attention", {"layer": "2"}, now=T0)
+    assert c.lead(code, key, "attention", {"layer": "2"}, start=True, now=T0) == 1
+    assert c.lead(code, key, "attention", {"layer": "2"}, now=T0 + 10) == 1  # the heartbeat
+    assert c.lead(code, key, "attention", {"layer": "3"}, now=T0 + 20) == 2
+    assert c.lead(code, key, "masked_lm", {"layer": "3"}, now=T0 + 30) == 3
+    lead = c.class_poll(code, now=T0 + 31)["lead"]
+    assert lead == {"version": 3, "page": "masked_lm", "view": {"layer": "3"}}
+    assert c.class_poll(code, now=T0 + 30 + LEAD_IDLE_S + 1)["lead"] is None  # the teacher went quiet
+    beat = T0 + 30
+    with pytest.raises(BoardError, match="turn it on again"):  # a teacher who keeps leading: ended after LEAD_MAX_S
+        while beat < T0 + 2 * LEAD_MAX_S:
+            beat += LEAD_IDLE_S / 2
+            c.lead(code, key, "masked_lm", {"layer": "3"}, now=beat)
+    assert T0 + LEAD_MAX_S < beat <= T0 + LEAD_MAX_S + LEAD_IDLE_S
+    assert c.class_poll(code, now=beat)["lead"] is None
+    c.lead(code, key, "home", {}, start=True, now=beat)
+    assert c.class_poll(code, now=beat)["lead"]["page"] == "home"
+    c.stop_leading(code, key)
+    assert c.class_poll(code, now=beat)["lead"] is None
+
+
+def test_only_the_boards_key_leads_or_asks_and_a_lead_is_bounded(cls):
+    c, code, key = cls
+    for act in (lambda k: c.lead(code, k, "home", {}, start=True, now=T0), lambda k: c.ask(code, k, body(), now=T0)):
+        with pytest.raises(BoardError, match="teacher key"):
+            act("not the key")
+        with pytest.raises(BoardError, match="teacher key"):
+            act("")
+    for page, view in [("../etc", {}), ("a" * 41, {}), ("home", {"x": 1}), ("home", {str(i): "" for i in range(30)})]:
+        with pytest.raises(BoardError):
+            c.lead(code, key, page, view, start=True, now=T0)
+    c.lead(code, key, "home", {"a": "x" * 5000 + "\x00"}, start=True, now=T0)
+    assert len(c.class_poll(code, now=T0)["lead"]["view"]["a"]) == cr.VIEW_CHARS
+    with pytest.raises(BoardError, match="no class"):
+        c.class_poll("ZZZZZZ", now=T0)
+
+
+def test_one_open_question_fifty_a_day_and_answers_close_at_the_reveal(cls):
+    c, code, key = cls
+    q1 = c.ask(code, key, body(), now=T0)
+    with pytest.raises(BoardError, match="reveal its answer"):
+        c.ask(code, key, body(), now=T0)
+    c.answer(code, q1, "s1", "are", now=T0)
+    c.reveal(code, key, q1)
+    with pytest.raises(BoardError, match="closed"):
+        c.answer(code, q1, "s2", "are", now=T0)
+    assert c.class_poll(code, now=T0)["question"]["state"] == "revealed"
+    for i in range(cr.MAX_QUESTIONS - 1):
+        q = c.ask(code, key, body(), now=T0 + i)
+        c.reveal(code, key, q)
+    with pytest.raises(BoardError, match="50 questions today"):
+        c.ask(code, key, body(), now=T0 + 100)
+
+
+def test_answers_are_bounded_normalised_and_one_per_student(cls):
+    c, code, key = cls
+    q = c.ask(code, key, body(), now=T0)
+    for bad, why in [
+        ("", "Type an answer"),
+        ("   ", "Type an answer"),
+        ("x" * 81, "at most 80"),
+        ("a\u202eb", "control"),
+        ("a\x00b", "control"),
+        ("x" * 10_000, "at most 80"),
+    ]:
+        with pytest.raises(BoardError, match=why):
+            c.answer(code, q, "s1", bad, now=T0)
+    c.answer(code, q, "s1", "Are", now=T0)
+    c.answer(code, q, "s2", " ARE. ", now=T0 + 1)
+    c.answer(code, q, "s3", "<img src=x onerror=alert(1)>", now=T0 + 2)
+    c.answer(code, q, "s3", "is", now=T0 + 3)  # changed: still one answer of s3
+    poll = c.class_poll(code, now=T0 + 4)["question"]
+    tally, n = c.tally(q, poll["version"])
+    assert n == 3 and tally == {"Are": 2, "is": 1}
+    assert c.my_answer(q, "s3") == "is" and c.my_answer(q, "nobody") is None
+    for _ in range(cr.MAX_CHANGES):
+        c.answer(code, q, "s1", "was", now=T0 + 5)
+    with pytest.raises(BoardError, match="changed your answer 20 times"):
+        c.answer(code, q, "s1", "be", now=T0 + 6)
+    assert normal_answer("«Paris»") == normal_answer("##paris") == normal_answer("ｐａｒｉｓ.") == "paris"
+    assert is_right(body(), "ARE!") and not is_right(body(), "is") and is_right(body(), None) is None
+
+
+def test_a_question_with_choices_takes_only_its_choices(cls):
+    c, code, key = cls
+    q = c.ask(code, key, body(choices=["yes", "no"], answer="yes"), now=T0)
+    with pytest.raises(BoardError, match="Pick one"):
+        c.answer(code, q, "s1", "maybe", now=T0)
+    c.answer(code, q, "s1", "no", now=T0)
+    assert c.my_answer(q, "s1") == "no"
+
+
+def test_two_hundred_students_a_question_and_a_flood_is_one_read_a_version(cls, monkeypatch):
+    c, code, key = cls
+    q = c.ask(code, key, body(), now=T0)
+    for i in range(cr.MAX_ANSWERS):
+        c.answer(code, q, f"s{i}", "are" if i % 2 else "is", now=T0)
+    with pytest.raises(BoardError, match="200 students"):
+        c.answer(code, q, "one more", "are", now=T0)
+    c.answer(code, q, "s0", "are", now=T0)  # one who answered may still change it
+    version = c.class_poll(code, now=T0)["question"]["version"]
+    assert c.tally(q, version) == ({"are": 101, "is": 99}, 200)
+    reads = []
+    real = c.store.transaction
+    monkeypatch.setattr(c.store, "transaction", lambda write=True: reads.append(write) or real(write))
+    for _ in range(50):  # 50 viewers of the same version
+        c.tally(q, version)
+    assert reads == []
+
+
+def test_a_flood_of_answers_from_threads_keeps_every_limit(cls):
+    c, code, key = cls
+    q = c.ask(code, key, body(), now=T0)
+    errors = []
+
+    def flood(who):
+        for i in range(30):
+            try:
+                c.answer(code, q, who, f"a{i}", now=T0)
+            except BoardError as e:
+                errors.append(str(e))
+
+    threads = [threading.Thread(target=flood, args=(f"s{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    _, n = c.tally(q, c.class_poll(code, now=T0)["question"]["version"])
+    assert n == 4  # one answer each
+    assert len(errors) == 4 * (30 - 1 - cr.MAX_CHANGES) and all("20 times" in e for e in errors)
+
+
+def test_the_teachers_csv_numbers_students_and_a_restart_keeps_it_all(cls, replica):
+    c, code, key = cls
+    q = c.ask(code, key, body(), now=T0)
+    c.answer(code, q, "browser:aaa", "are", now=T0)
+    c.answer(code, q, "browser:bbb", "=cmd|'/c calc'!A1", now=T0 + 1)
+    c.reveal(code, key, q)
+    again = Classroom(replica)  # another replica, or the same server restarted
+    rows = again.answers_table(code, key)
+    assert [(r["student"], r["answer"], r["right"]) for r in rows] == [
+        ("student 1", "are", True),
+        ("student 2", "=cmd|'/c calc'!A1", False),
+    ]
+    assert "browser:" not in json.dumps(rows)
+    assert again.class_poll(code, now=T0 + 2)["question"]["state"] == "revealed"
+    with pytest.raises(BoardError, match="teacher key"):
+        again.answers_table(code, "wrong")
+
+
+def test_questions_and_leads_go_with_the_day(cls):
+    c, code, key = cls
+    q = c.ask(code, key, body(), now=T0)
+    c.answer(code, q, "s1", "are", now=T0)
+    later = T0 + KEEP_SECONDS + 1
+    c.store.expire(now=later)
+    with pytest.raises(BoardError, match="no class"):
+        c.class_poll(code, now=later)
+    with c.store.transaction(write=False) as db:
+        assert db.execute("SELECT COUNT(*) FROM answers").fetchone()[0] == 0
+
+
+def test_the_answers_figure_names_no_student_and_escapes_answers():
+    fig = answers_figure({"are": 2, "<b>x</b>" + "y" * 100: 1}, model_answer="ARE")
+    bar = fig.data[0]
+    assert list(bar.x) == [2, 1] and bar.y[1].startswith("&lt;b&gt;") and len(bar.y[1]) <= 50
+    assert bar.marker.color[0] == "#2ca02c" and bar.marker.color[1] != "#2ca02c"
+
+
+# --- the kinds, worked out on a tiny model ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return tiny_bundle()
+
+
+def test_every_kind_gives_the_models_own_answer_and_a_figure(tiny):
+    from bert.analysis.compare import attentions_of
+    from bert.analysis.mlm import mlm_topk, nsp_probability
+
+    text = "the cat sat on the [MASK] ."
+    b = questions.mask_question(tiny, text, "tiny")
+    assert b["choices"] is None and b["answer"] == mlm_topk(tiny, text, k=1).top_tokens[0][0].removeprefix("##")
+    tokens, att = attentions_of(tiny, "the cat sat on the mat")
+    b = questions.look_question(tiny, "the cat sat on the mat", 1, 0, 2, "tiny")
+    assert b["answer"] == b["choices"][int(np.argmax(att[1, 0, 2]))] and len(set(b["choices"])) == len(tokens)
+    p = nsp_probability(tiny, "the cat sat", "on the mat")
+    assert questions.follows_question(tiny, "the cat sat", "on the mat", "tiny")["answer"] == (
+        "yes" if p >= 0.5 else "no"
+    )
+    b = questions.pieces_question(tiny, "cats", "tiny")
+    assert b["answer"] == questions.PIECE_CHOICES[min(len(tiny.tokenizer.tokenize("cats")), 6) - 1]
+    b = questions.heads_question(tiny, text, "tiny")
+    assert b["answer"] in b["choices"] and len(b["choices"]) == 3
+    label = next(iter(questions.lesson_questions()))
+    b = questions.lesson_question(tiny, label, "tiny")
+    assert b["answer"] in b["choices"]
+    for kind in ("mask", "look", "follows", "pieces", "heads"):
+        made = {
+            "mask": lambda: questions.mask_question(tiny, text, "t"),
+            "look": lambda: questions.look_question(tiny, "the cat", 0, 0, 0, "t"),
+            "follows": lambda: questions.follows_question(tiny, "a", "b", "t"),
+            "pieces": lambda: questions.pieces_question(tiny, "cat", "t"),
+            "heads": lambda: questions.heads_question(tiny, text, "t"),
+        }[kind]()
+        assert json.loads(made["figure"])["data"], kind
+        assert len(json.dumps(made).encode()) < cr.BODY_BYTES
+
+
+def test_kinds_refuse_what_they_cannot_ask(tiny):
+    with pytest.raises(InputError, match=r"\[MASK\]"):
+        questions.mask_question(tiny, "no mask here", "t")
+    with pytest.raises(InputError, match="sentence B"):
+        questions.follows_question(tiny, "a", " ", "t")
+    for word in ("", "two words", "x" * 41):
+        with pytest.raises(InputError, match="one word"):
+            questions.pieces_question(tiny, word, "t")
+    with pytest.raises(InputError, match="not in this model"):
+        questions.look_question(tiny, "the cat", 9, 0, 0, "t")
