@@ -79,6 +79,13 @@ PICTURES = {
         )
         for name in PROJECTOR_PAGES
     },
+    **{  # a class led by its teacher: a student following, the live answer chart, the reveal
+        f"docs/{shot}": (
+            "test_class_follow_browser.py::test_teacher_leads_three_students_follow_answer_and_see_the_reveal",
+            shot,
+        )
+        for shot in ("class_following.png", "class_answers.png", "class_reveal.png")
+    },
 }
 
 

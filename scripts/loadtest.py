@@ -361,6 +361,8 @@ class ProtocolPage:
         self.current = ""  # the url path of the page shown
         self.elements: list[tuple[str, object]] = []
         self.widgets: dict[str, object] = {}  # widget id -> WidgetState last sent
+        self.fragments: dict[str, float] = {}  # fragment id -> seconds: the page's auto-rerun fragments
+        self.full_runs = 0  # whole-page runs finished (one the server began itself, st.switch_page, counts)
 
     async def connect(self):
         import websockets
@@ -378,8 +380,13 @@ class ProtocolPage:
         if self.ws is not None:
             await self.ws.close()
 
-    async def run(self, timeout_s: float, page: str | None = None, set_widget: tuple | None = None) -> list:
-        """Rerun (on `page`, a url path, if given) with a widget changed: (id, kind, value)."""
+    async def run(
+        self, timeout_s: float, page: str | None = None, set_widget: tuple | None = None, fragment: str | None = None
+    ) -> list:
+        """Rerun (on `page`, a url path, if given) with a widget changed: (id, kind, value); with
+        `fragment`, only that fragment (what the frontend sends for an auto-rerun or a widget in
+        it). Returns what the run drew; a fragment's run that moved the session to another page
+        (st.switch_page) returns that page's whole run."""
         from streamlit.proto.BackMsg_pb2 import BackMsg
         from streamlit.proto.ClientState_pb2 import ClientState
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -391,6 +398,8 @@ class ProtocolPage:
             setattr(ws, kind, value)
             self.widgets[wid] = ws
         cs = ClientState(query_string="", widget_states=WidgetStates(widgets=list(self.widgets.values())))
+        if fragment is not None:
+            cs.fragment_id = fragment
         self.current = self.current if page is None else page
         if self.current in self.pages:
             cs.page_script_hash = self.pages[self.current]
@@ -399,6 +408,7 @@ class ProtocolPage:
         await self.ws.send(BackMsg(rerun_script=cs).SerializeToString())
         end = time.monotonic() + timeout_s
         elements: list = []
+        frags: dict[str, float] = {}
         while True:
             left = end - time.monotonic()
             if left <= 0:
@@ -409,7 +419,12 @@ class ProtocolPage:
             kind = fm.WhichOneof("type")
             if kind == "new_session":
                 elements = []
+                frags: dict[str, float] = {}
                 self.session_id = fm.new_session.initialize.session_id or self.session_id
+                by_hash = {h: path for path, h in self.pages.items()}
+                self.current = by_hash.get(fm.new_session.page_script_hash, self.current)
+            elif kind == "auto_rerun":
+                frags[fm.auto_rerun.fragment_id] = fm.auto_rerun.interval
             elif kind == "navigation":
                 self.pages.update({p.url_pathname: p.page_script_hash for p in fm.navigation.app_pages})
             elif kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
@@ -418,17 +433,24 @@ class ProtocolPage:
             elif kind == "script_finished":
                 if fm.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
                     self.elements = elements
+                    self.full_runs += 1
+                    self.fragments = frags  # a whole run registers every auto-rerun fragment of its page
+                    return elements
+                if fm.script_finished == ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY:
                     return elements
                 if fm.script_finished not in (ForwardMsg.FINISHED_EARLY_FOR_RERUN,):
                     raise RuntimeError(f"script finished with status {fm.script_finished}")
 
-    async def click(self, label: str, timeout_s: float) -> list:
-        """Press the button `label`: its trigger is sent with one run only, as the frontend does."""
-        button = self.find("button", label)
+    async def click(
+        self, label: str, timeout_s: float, fragment: str | None = None, within: list | None = None
+    ) -> list:
+        """Press the button `label` (found in `within`, else the last whole run): its trigger is
+        sent with one run only, as the frontend does."""
+        button = self.find("button", label, within)
         if button is None:
             raise LookupError(f"no button {label!r} on the page")
         try:
-            return await self.run(timeout_s, set_widget=(button.id, "trigger_value", True))
+            return await self.run(timeout_s, set_widget=(button.id, "trigger_value", True), fragment=fragment)
         finally:
             self.widgets.pop(button.id, None)
 
@@ -440,17 +462,17 @@ class ProtocolPage:
         return await self.run(timeout_s, set_widget=(box.id, "string_value", value))
 
     # --- reading what was drawn
-    def find(self, kind: str, label: str | None = None):
-        for k, el in self.elements:
+    def find(self, kind: str, label: str | None = None, within: list | None = None):
+        for k, el in self.elements if within is None else within:
             if k == kind and (label is None or getattr(el, "label", None) == label):
                 return el
         return None
 
-    def state(self) -> dict:
-        """The same fields PAGE_STATE_JS reads in a browser."""
+    def state(self, within: list | None = None) -> dict:
+        """The same fields PAGE_STATE_JS reads in a browser (of `within`, else the last whole run)."""
         texts, codes, boxes, body, errors = [], [], [], [], []
         plots = 0
-        for k, el in self.elements:
+        for k, el in self.elements if within is None else within:
             if k == "plotly_chart":
                 plots += 1
                 try:
