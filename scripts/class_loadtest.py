@@ -84,7 +84,7 @@ class Follower:
         pg = self.pg
         await pg.connect()
         await pg.run(self.timeout_s, page="")
-        await pg.type("Class code", code, self.timeout_s)
+        await pg.type("Code of your class", code, self.timeout_s)
         await pg.click("Join the class", self.timeout_s)
         toggle = pg.find("checkbox", "Follow the teacher")
         if toggle is None:
@@ -171,6 +171,7 @@ async def drive(args, url: str, rep: dict) -> None:
     for change in (CHANGES * 4)[: args.changes]:
         await teacher_step(teacher, change, t_out)
         changed.append(time.monotonic())
+        rep["jobs_at_changes"].append([j.state for j in jobs])  # training (or queued) while the class follows
         await asyncio.sleep(args.gap)
     latencies = []
     for s in students:
@@ -235,7 +236,13 @@ def main(argv=None) -> int:
     ap.add_argument("--job-wait", type=float, default=900.0)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
-    rep: dict = {"students": args.students, "jobs": args.jobs, "changes": args.changes, "errors": []}
+    rep: dict = {
+        "students": args.students,
+        "jobs": args.jobs,
+        "changes": args.changes,
+        "errors": [],
+        "jobs_at_changes": [],
+    }
     with tempfile.TemporaryDirectory() as tmp:
         port = lt.free_port()
         log = Path(tmp) / "server.log"

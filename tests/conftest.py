@@ -78,8 +78,9 @@ def board(request, tmp_path, monkeypatch):
     PostgreSQL (its database emptied), as app/board/server.py picks it from the settings: the
     pages a test drives use the same one. One store only: parametrize("board", [...], indirect=True)."""
     from app.board.server import board_store
+    from tests.helpers import use_cache
 
-    monkeypatch.setenv("BERT_EXPLORER_CACHE", str(tmp_path))
+    use_cache(monkeypatch, tmp_path)
     if request.param == "postgres":
         monkeypatch.setenv("BERT_EXPLORER_DATABASE_URL", request.getfixturevalue("postgres_server").board_database())
     else:

@@ -21,6 +21,7 @@ from bert.train.finetune_args import FinetuneArgs
 from bert.train.pretrain import PretrainArgs
 
 ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
+BUILT_DATA = ("datasets", "corpora")  # what `make data` built in the cache folder: read, never written by a test
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 # "good"/"bad" decide a review's label; the rest (REVIEW_WORDS[7:]) is filler
 REVIEW_WORDS = SPECIALS + "good bad the film was a very plot actor movie really quite and it story".split()
@@ -319,3 +320,24 @@ def set_small_pretraining(at, steps: int, eval_every: int, batch: int) -> None:
     at.number_input(key="pt_eval").set_value(eval_every)
     at.number_input(key="pt_seq").set_value(32)
     at.number_input(key="pt_batch").set_value(batch).run()
+
+
+def link_built_data(folder: Path) -> Path:
+    """A fresh cache `folder` (runs, boards, jobs of one test alone) that still sees the data sets
+    and corpora `make data` built (linked, not copied): a page that opens with the built-in data
+    does not fetch it again, which inside the test namespace it cannot."""
+    from bert.data.corpus.fetch import bert_cache_dir
+
+    real = bert_cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in BUILT_DATA:
+        if (real / name).is_dir() and not (folder / name).exists():
+            (folder / name).symlink_to(real / name, target_is_directory=True)
+    return folder
+
+
+def use_cache(monkeypatch, folder: Path) -> Path:
+    """BERT_EXPLORER_CACHE set to `folder`, made by link_built_data."""
+    link_built_data(folder)
+    monkeypatch.setenv("BERT_EXPLORER_CACHE", str(folder))
+    return folder

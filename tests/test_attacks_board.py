@@ -17,6 +17,7 @@ from app.board import store
 from app.board import summary as board_summary
 from app.board.server import JOINED
 from app.board.store import BoardError
+from tests.helpers import use_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "a long teacher key"
@@ -25,7 +26,7 @@ SQLITE_ONLY = pytest.mark.parametrize("board", ["sqlite"], indirect=True)  # slo
 
 @pytest.fixture()
 def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("BERT_EXPLORER_CACHE", str(tmp_path))
+    use_cache(monkeypatch, tmp_path)
     monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
     monkeypatch.delenv("BERT_EXPLORER_TEACHER_KEY", raising=False)
     return tmp_path

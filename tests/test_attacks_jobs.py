@@ -29,7 +29,7 @@ from bert.train.events import PretrainEval
 from bert.train.finetune_args import FinetuneArgs
 from bert.train.pretrain import PretrainArgs
 from tests import helpers
-from tests.helpers import REVIEW_WORDS, counting_job, finetune_fn, set_small_pretraining
+from tests.helpers import REVIEW_WORDS, counting_job, finetune_fn, set_small_pretraining, use_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = REVIEW_WORDS
@@ -50,7 +50,7 @@ def reviews(n=120):
 @pytest.fixture()
 def cache(tmp_path, monkeypatch):
     """A private cache folder: runs, jobs and tokenized files of this test only."""
-    monkeypatch.setenv("BERT_EXPLORER_CACHE", str(tmp_path / "cache"))
+    use_cache(monkeypatch, tmp_path / "cache")
     return tmp_path / "cache"
 
 

@@ -122,8 +122,9 @@ def test_small_files_are_read_as_before():
 def cache(tmp_path, monkeypatch):
     """A private cache folder (runs, jobs) and no reopened model kept from another test."""
     from app.jobs import open_runs
+    from tests.helpers import use_cache
 
-    monkeypatch.setenv("BERT_EXPLORER_CACHE", str(tmp_path / "cache"))
+    use_cache(monkeypatch, tmp_path / "cache")
     open_runs.forget_all()
     yield tmp_path / "cache"
     open_runs.forget_all()

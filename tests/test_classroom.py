@@ -239,9 +239,10 @@ def test_every_kind_gives_the_models_own_answer_and_a_figure(tiny):
     assert b["answer"] == questions.PIECE_CHOICES[min(len(tiny.tokenizer.tokenize("cats")), 6) - 1]
     b = questions.heads_question(tiny, text, "tiny")
     assert b["answer"] in b["choices"] and len(b["choices"]) == 3
-    label = next(iter(questions.lesson_questions()))
-    b = questions.lesson_question(tiny, label, "tiny")
-    assert b["answer"] in b["choices"]
+    for label in questions.lesson_questions():  # all 13, each answered from its choices, its figure drawable
+        b = questions.lesson_question(tiny, label, "tiny")
+        assert b["answer"] in b["choices"] and (b["figure"] is None or json.loads(b["figure"])["data"]), label
+    assert len(questions.lesson_questions()) == 13
     for kind in ("mask", "look", "follows", "pieces", "heads"):
         made = {
             "mask": lambda: questions.mask_question(tiny, text, "t"),

@@ -22,6 +22,7 @@ import pytest
 
 from benchmarks.server import free_port, run_async
 from bert.data.corpus.fetch import bert_cache_dir
+from tests.helpers import link_built_data
 from tests.live_server import loadtest
 from tests.ray_cluster import process_tree, require_isolation
 
@@ -105,13 +106,10 @@ def test_a_class_fine_tunes_on_ray_workers_through_haproxy(tmp_path):
     data = bert_cache_dir() / "datasets"
     if not (data / "rotten_tomatoes.csv").is_file():
         pytest.skip(f"the built-in data set rotten_tomatoes is not in {data} (the cluster has no network)")
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    (cache / "datasets").symlink_to(data)  # read only; runs and job folders go to the test's own folder
     corpora = bert_cache_dir() / "corpora"
     if not (corpora / "wordnet.jsonl").is_file():
         pytest.skip(f"the pre-training page's default corpus (wordnet) is not in {corpora}")
-    (cache / "corpora").symlink_to(corpora)
+    cache = link_built_data(tmp_path / "cache")  # read only; runs and job folders go to the test's own folder
     state = tmp_path / "state"
     env = {
         **os.environ,

@@ -117,7 +117,7 @@ def sidebar_section() -> None:
         st.error(md_escape(note), icon=":material/error:")
     code = joined()
     if not code:
-        st.text_input("Class code", key=JOIN_BOX, max_chars=CODE_LEN, placeholder="e.g. K7QX2M")
+        st.text_input("Code of your class", key=JOIN_BOX, max_chars=CODE_LEN, placeholder="e.g. K7QX2M")
         st.button("Join the class", key="class_join", on_click=_join, width="stretch")
         return
     st.markdown(f"Class **{code}**")
@@ -208,6 +208,11 @@ def _panel(code: str, pages: dict) -> None:
                 st.rerun(scope="app")  # leading ended: the sidebar says why
     else:
         _follow(poll["lead"], pages)
+        if ss.get(FOLLOWING) and poll["lead"]:
+            st.caption(
+                ":material/co_present: Following the teacher: this page and view are the teacher's, computed "
+                "here. Change anything to explore on your own."
+            )
         if ss.get(LEFT) and poll["lead"]:
             c1, c2 = st.columns([3, 1], vertical_alignment="center")
             c1.warning("You left the teacher's view.", icon=":material/directions_walk:")

@@ -18,11 +18,9 @@ from bert import BertExplorerError
 
 from .. import state
 from ..models import current_model
-from ..training.follow import student_key
 from ..ui import show_figure
 from ..ui.formatting import md_escape, table_csv
 from . import figures as board_figures
-from . import questions
 from .classroom import ANSWER_CHARS, is_right
 from .server import classroom
 from .store import BoardError
@@ -38,7 +36,15 @@ ANSWER_NOTE = "ask_answer_note"  # (question id, why the last answer was refused
 TYPED = "ask_typed"
 
 
+def _student() -> str:
+    from ..training.follow import student_key  # torch with it: imported once a class is joined, not before Home draws
+
+    return student_key()
+
+
 def _body(kind: str) -> dict:
+    from . import questions  # the model's analyses (torch): imported when the teacher asks
+
     ss = st.session_state
     model = current_model()
     b, label = model.bundle, model.label
@@ -68,6 +74,8 @@ def _ask(code: str, key: str) -> None:
 def ask_popover(code: str, key: str) -> None:
     """The teacher's "Ask the class" (in the sidebar's class section): a kind, worked out on the
     sentences and model on screen now."""
+    from . import questions  # as in _body
+
     ss = st.session_state
     with st.popover("Ask the class", icon=":material/quiz:", width="stretch"):
         kind = st.selectbox("Question", list(questions.KINDS), key=KIND, format_func=questions.KINDS.get)
@@ -100,7 +108,7 @@ def ask_popover(code: str, key: str) -> None:
 
 def _answer(code: str, qid: int) -> None:
     try:
-        classroom().answer(code, qid, student_key(), st.session_state.get(f"{TYPED}_{qid}") or "")
+        classroom().answer(code, qid, _student(), st.session_state.get(f"{TYPED}_{qid}") or "")
     except BoardError as e:
         st.session_state[ANSWER_NOTE] = (qid, str(e))  # shown until the next answer (the panel redraws each second)
         return
@@ -147,7 +155,7 @@ def live(code: str, q: dict | None, key: str | None) -> None:
                 args=(code, key, q["id"]),
             )
             return
-        mine = classroom().my_answer(q["id"], student_key())
+        mine = classroom().my_answer(q["id"], _student())
         note = ss.get(ANSWER_NOTE)
         if note and note[0] == q["id"]:
             st.error(md_escape(note[1]), icon=":material/error:")
@@ -191,7 +199,7 @@ def revealed(code: str, key: str | None) -> None:
             f"The model ({md_escape(body['model'])}) says: **{md_escape(body['answer'])}**. {md_escape(body['why'])}"
         )
         if not key:
-            mine = classroom().my_answer(q["id"], student_key())
+            mine = classroom().my_answer(q["id"], _student())
             if mine is None:
                 st.caption("You did not answer this one.")
             elif is_right(body, mine):

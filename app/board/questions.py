@@ -16,6 +16,7 @@ as the model's), why (one sentence), figure (plotly JSON, or None), model (its l
 
 from __future__ import annotations
 
+import pandas as pd
 import plotly.graph_objects as go
 
 from bert import InputError
@@ -36,10 +37,19 @@ KINDS = {
 }
 PIECE_CHOICES = ["1", "2", "3", "4", "5", "6 or more"]
 WORD_CHARS = 40
+TABLE_ROWS = 20  # of a lesson's table shown at the reveal
 HEADS_ASKED = 3  # the heads offered in a "heads" question: the one that hurts most and two others
 
 
 def _figure(fig) -> str | None:
+    """A question's figure as plotly JSON: a lesson's table becomes a plotly table (escaped)."""
+    if isinstance(fig, pd.DataFrame):
+        head = fig.head(TABLE_ROWS)
+        cells = [safe_labels([str(v) for v in head[c]]) for c in head.columns]
+        fig = go.Figure(
+            go.Table(header=dict(values=safe_labels([str(c) for c in head.columns])), cells=dict(values=cells))
+        )
+        fig.update_layout(height=int(80 + 30 * len(head)), margin=dict(l=10, r=10, t=10, b=10))
     return fig.to_json() if isinstance(fig, go.Figure) else None
 
 

@@ -17,6 +17,7 @@ import urllib.request
 import pytest
 
 from benchmarks import server
+from tests.helpers import link_built_data
 
 pytestmark = pytest.mark.browser
 
@@ -25,6 +26,7 @@ TEACHER_KEY = "the teacher's own key"
 
 
 def start_server(cache, log_path):
+    link_built_data(cache)  # the Fine-tuning page opens on the built-in data: no fetch
     port = server.free_port()
     env = {
         **os.environ,

@@ -20,6 +20,7 @@ from app.state import DEFAULT_MLM_TEXT
 from benchmarks import server
 from bert.analysis.mlm import mlm_topk
 from bert.checkpoint.load import load_builtin
+from tests.helpers import link_built_data
 
 pytestmark = pytest.mark.browser
 
@@ -29,6 +30,7 @@ HOSTILE = "<img src=x onerror=alert(1)>" + "x" * 10_000
 
 
 def start(cache, log_path):
+    link_built_data(cache)  # the Fine-tuning page opens on the built-in data: no fetch
     port = server.free_port()
     env = {"BERT_EXPLORER_BOARD": "1", "BERT_EXPLORER_CACHE": str(cache), "BERT_EXPLORER_TEACHER_KEY": TEACHER_KEY}
     proc = server.start_server(port, log_path, env)
@@ -56,8 +58,8 @@ def join(pg, url, code, app_ready):
     pg.goto(url)
     app_ready(pg)
     box = sidebar_class(pg)
-    box.get_by_label("Class code").fill(code)
-    box.get_by_label("Class code").press("Enter")
+    box.get_by_label("Code of your class").fill(code)
+    box.get_by_label("Code of your class").press("Enter")
     app_ready(pg)
     box.get_by_role("button", name="Join the class").click()
     box.get_by_text(f"Class {code}").wait_for(timeout=30_000)
@@ -129,6 +131,7 @@ def test_teacher_leads_three_students_follow_answer_and_see_the_reveal(page_fact
         times += followed(teacher, students, "to Masked LM", app_ready)
         assert max(times) <= FOLLOW_S, f"follow latencies {times}"
         assert where(students[0])[0] == "masked_lm"
+        students[0].get_by_text("Following the teacher:").first.wait_for(timeout=10_000)
         app_ready(students[0])
         students[0].screenshot(path=str(artifacts / "class_following.png"))
 
