@@ -144,7 +144,6 @@ def test_teacher_leads_three_students_follow_answer_and_see_the_reveal(page_fact
         end = time.monotonic() + 30
         while time.monotonic() < end and where(leaver) != where(teacher):
             time.sleep(0.1)
-        leaver.screenshot(path=str(artifacts / "class_rejoined.png"))
         assert where(leaver) == where(teacher)
 
         # predict, then reveal: the first [MASK] of the Masked LM sentence
