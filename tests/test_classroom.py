@@ -50,7 +50,7 @@ def test_the_lead_changes_version_only_when_the_view_does_and_ends_on_stop_idle_
     assert c.lead(code, key, "attention", {"layer": "3"}, now=T0 + 20) == 2
     assert c.lead(code, key, "masked_lm", {"layer": "3"}, now=T0 + 30) == 3
     lead = c.class_poll(code, now=T0 + 31)["lead"]
-    assert lead == {"version": 3, "page": "masked_lm", "view": {"layer": "3"}}
+    assert lead == {"version": (T0, 3), "page": "masked_lm", "view": {"layer": "3"}}
     assert c.class_poll(code, now=T0 + 30 + LEAD_IDLE_S + 1)["lead"] is None  # the teacher went quiet
     beat = T0 + 30
     with pytest.raises(BoardError, match="turn it on again"):  # a teacher who keeps leading: ended after LEAD_MAX_S
@@ -63,6 +63,8 @@ def test_the_lead_changes_version_only_when_the_view_does_and_ends_on_stop_idle_
     assert c.class_poll(code, now=beat)["lead"]["page"] == "home"
     c.stop_leading(code, key)
     assert c.class_poll(code, now=beat)["lead"] is None
+    c.lead(code, key, "attention", {}, start=True, now=beat + 1)  # begun again: count 1, a new version all the same
+    assert c.class_poll(code, now=beat + 1)["lead"]["version"] == (beat + 1, 1)
 
 
 def test_only_the_boards_key_leads_or_asks_and_a_lead_is_bounded(cls):

@@ -145,8 +145,9 @@ class Classroom:
             db.execute("DELETE FROM lead WHERE code = ?", (code,))
 
     def class_poll(self, code: str, now: float | None = None) -> dict:
-        """What a student's screen polls, in one read: the lead (version, page, view; None when
-        nobody leads) and the newest question of the day (id, state, version; None when none)."""
+        """What a student's screen polls, in one read: the lead (version: (when it began, its
+        count), so a lead begun again is new; page, view; None when nobody leads) and the newest
+        question of the day (id, state, version; None when none)."""
         now = time.time() if now is None else now
         code = normal_code(code)
         with self.store.transaction(write=False) as db:
@@ -163,7 +164,7 @@ class Classroom:
         led = version is not None and now - updated <= LEAD_IDLE_S and now - started <= LEAD_MAX_S
         fresh = qid is not None and now - asked <= KEEP_SECONDS
         return {
-            "lead": {"version": int(version), "page": page, "view": json.loads(view)} if led else None,
+            "lead": {"version": (started, int(version)), "page": page, "view": json.loads(view)} if led else None,
             "question": {"id": int(qid), "state": qstate, "version": int(qversion)} if fresh else None,
         }
 

@@ -172,6 +172,7 @@ def after_run(page: str) -> None:
         if lead_page != page or any(view[k] != v for k, v in lead_view.items() if k in view):
             ss[FOLLOWING] = False
             ss[LEFT] = True
+            st.rerun()  # once: the page says so at its top, with "Follow again"
 
 
 def _follow(lead: dict | None, pages: dict) -> None:
@@ -213,10 +214,6 @@ def _panel(code: str, pages: dict) -> None:
                 ":material/co_present: Following the teacher: this page and view are the teacher's, computed "
                 "here. Change anything to explore on your own."
             )
-        if ss.get(LEFT) and poll["lead"]:
-            c1, c2 = st.columns([3, 1], vertical_alignment="center")
-            c1.warning("You left the teacher's view.", icon=":material/directions_walk:")
-            c2.button("Follow again", key="class_follow_again", on_click=_follow_again, type="primary")
     question_view.live(code, poll["question"], key)
 
 
@@ -225,5 +222,9 @@ def panel(pages: dict) -> None:
     follower's moves, the "you left" line and the open question."""
     code = joined()
     if code:
+        if st.session_state.get(LEFT) and not teacher_key():  # drawn by the whole run: "Follow again" moves it
+            c1, c2 = st.columns([3, 1], vertical_alignment="center")
+            c1.warning("You left the teacher's view.", icon=":material/directions_walk:")
+            c2.button("Follow again", key="class_follow_again", on_click=_follow_again, type="primary")
         question_view.revealed(code, teacher_key())
         _panel(code, pages)
