@@ -74,7 +74,7 @@ def _ask(code: str, key: str) -> None:
 def ask_popover(code: str, key: str) -> None:
     """The teacher's "Ask the class" (in the sidebar's class section): a kind, worked out on the
     sentences and model on screen now."""
-    from . import questions  # as in _body
+    from . import questions  # the same lazy import as above: torch only once the teacher asks
 
     ss = st.session_state
     with st.popover("Ask the class", icon=":material/quiz:", width="stretch"):
