@@ -43,7 +43,7 @@ def test_head_patterns_click_a_cell_then_open_it(page, app_url, app_ready, artif
     assert_page_ok(page)
     screenshot_full(page, artifacts / "analysis_head_patterns_probe.png")
     page.get_by_role("button", name=re.compile("Open this head on the Attention page")).click()
-    page.wait_for_url(re.compile(r"/attention$"), timeout=60_000)
+    page.wait_for_url(re.compile(r"/attention(\?|$)"), timeout=60_000)  # its query may come with it
     app_ready(page)
     sliders = page.locator('[data-testid="stSlider"]')
     assert "2" in sliders.nth(0).inner_text() and "3" in sliders.nth(1).inner_text()
