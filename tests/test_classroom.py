@@ -50,7 +50,10 @@ def test_the_lead_changes_version_only_when_the_view_does_and_ends_on_stop_idle_
     assert c.lead(code, key, "attention", {"layer": "3"}, now=T0 + 20) == 2
     assert c.lead(code, key, "masked_lm", {"layer": "3"}, now=T0 + 30) == 3
     lead = c.class_poll(code, now=T0 + 31)["lead"]
-    assert lead == {"version": (T0, 3), "page": "masked_lm", "view": {"layer": "3"}}
+    assert lead == {"version": (T0, 3), "page": "masked_lm", "view": {"layer": "3"}, "address": {"layer": "3"}}
+    # the teacher's address (defaults left out) is kept beside the whole view; a new address is a new version
+    assert c.lead(code, key, "masked_lm", {"layer": "3"}, address={}, now=T0 + 30) == 4
+    assert c.class_poll(code, now=T0 + 31)["lead"]["address"] == {}
     assert c.class_poll(code, now=T0 + 30 + LEAD_IDLE_S + 1)["lead"] is None  # the teacher went quiet
     beat = T0 + 30
     with pytest.raises(BoardError, match="turn it on again"):  # a teacher who keeps leading: ended after LEAD_MAX_S
@@ -67,6 +70,15 @@ def test_the_lead_changes_version_only_when_the_view_does_and_ends_on_stop_idle_
     assert c.class_poll(code, now=beat + 1)["lead"]["version"] == (beat + 1, 1)
 
 
+def test_a_lead_written_before_addresses_were_kept_is_followed_at_its_view(cls):
+    c, code, key = cls
+    c.lead(code, key, "home", {}, start=True, now=T0)
+    with c.store.transaction() as db:  # the row as the previous version wrote it: the view alone
+        db.execute("UPDATE lead SET view = ? WHERE code = ?", (json.dumps({"layer": "2", "view": "heads"}), code))
+    lead = c.class_poll(code, now=T0)["lead"]
+    assert lead["view"] == lead["address"] == {"layer": "2", "view": "heads"}
+
+
 def test_only_the_boards_key_leads_or_asks_and_a_lead_is_bounded(cls):
     c, code, key = cls
     for act in (lambda k: c.lead(code, k, "home", {}, start=True, now=T0), lambda k: c.ask(code, k, body(), now=T0)):
@@ -77,8 +89,12 @@ def test_only_the_boards_key_leads_or_asks_and_a_lead_is_bounded(cls):
     for page, view in [("../etc", {}), ("a" * 41, {}), ("home", {"x": 1}), ("home", {str(i): "" for i in range(30)})]:
         with pytest.raises(BoardError):
             c.lead(code, key, page, view, start=True, now=T0)
-    c.lead(code, key, "home", {"a": "x" * 5000 + "\x00"}, start=True, now=T0)
-    assert len(c.class_poll(code, now=T0)["lead"]["view"]["a"]) == cr.VIEW_CHARS
+    for address in [{"x": 1}, {str(i): "" for i in range(30)}, ["a"]]:
+        with pytest.raises(BoardError):
+            c.lead(code, key, "home", {}, address=address, start=True, now=T0)
+    c.lead(code, key, "home", {"a": "x" * 5000 + "\x00"}, address={"a": "y" * 5000}, start=True, now=T0)
+    lead = c.class_poll(code, now=T0)["lead"]
+    assert len(lead["view"]["a"]) == len(lead["address"]["a"]) == cr.VIEW_CHARS
     with pytest.raises(BoardError, match="no class"):
         c.class_poll("ZZZZZZ", now=T0)
 

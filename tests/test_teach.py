@@ -58,6 +58,33 @@ def test_bad_link_values_are_ignored_with_a_note_and_private_things_never_enter_
     assert "model" not in dict(at.query_params)
 
 
+@pytest.mark.slow
+def test_a_follower_arrives_with_the_whole_view_and_keeps_the_teachers_address():
+    """follow_view moves a follower with links.arrive_with(the whole view) and the teacher's
+    address: the follower's own values are replaced (defaults included), and the arriving run
+    changes no query parameter (a change there could reach Chromium before the page switch did)."""
+    at = AppTest.from_file(ENTRY, default_timeout=120)
+    at.switch_page("pages/attention.py").run()
+    at.slider(key="att_head_12").set_value(7).run()  # the follower's own view: head 7
+    at.session_state[S.TEXT_A] = "my own sentence"
+    at.run()
+    assert dict(at.query_params)["head"] == "7"
+    teacher_view = {"a": S.DEFAULT_TEXT_A, "b": "", "layer": "3", "head": "1", "hide": "0", "view": "map"}
+    address = {"layer": "3"}  # what the teacher's own address shows: defaults left out
+    at.session_state["_link_arriving"] = teacher_view
+    at.query_params.clear()
+    for k, v in address.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [s.value for s in at.slider][:2] == [3, 1]  # head 7 replaced by the teacher's default
+    assert at.session_state[S.TEXT_A] == S.DEFAULT_TEXT_A
+    assert dict(at.query_params) == address  # the arriving run left the address as it came
+    assert "_link_arriving" not in at.session_state
+    at.slider(key="att_head_12").set_value(4).run()  # then the widgets rule, as after any link
+    assert dict(at.query_params) == {"layer": "3", "head": "4"}
+
+
 def test_long_text_is_cut_in_the_link_with_a_note():
     at = _run("pages/tokenization.py")
     at.session_state[S.TEXT_A] = "word " * 200

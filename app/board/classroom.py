@@ -75,19 +75,35 @@ def is_right(body: dict, answer: str | None) -> bool | None:
     return normal_answer(answer) in {normal_answer(a) for a in body.get("accept") or [body["answer"]]}
 
 
-def clean_view(page: str, view: dict) -> tuple[str, str]:
-    """(page, view as JSON) as a lead keeps them, or BoardError."""
-    page = str(page or "")
-    if not page or len(page) > PAGE_CHARS or not all(c.isascii() and (c.isalnum() or c in "_-") for c in page):
-        raise BoardError("That page cannot be led to.")
-    if not isinstance(view, dict) or len(view) > VIEW_ITEMS:
+def _clean_values(values) -> dict:
+    if not isinstance(values, dict) or len(values) > VIEW_ITEMS:
         raise BoardError("That view holds too much to lead the class with.")
     clean = {}
-    for k, v in view.items():
+    for k, v in values.items():
         if not isinstance(k, str) or len(k) > PAGE_CHARS or not isinstance(v, str):
             raise BoardError("That view cannot be led to.")
         clean[k] = v.replace("\x00", "")[:VIEW_CHARS]
-    return page, json.dumps(clean, sort_keys=True)
+    return clean
+
+
+def clean_view(page: str, view: dict, address: dict | None = None) -> tuple[str, str]:
+    """(page, JSON of the view and its address) as a lead keeps them, or BoardError. `view`: every
+    value of the teacher's view, defaults included (what a follower applies); `address`: the query
+    of the teacher's address (defaults left out), what a follower's address then shows."""
+    page = str(page or "")
+    if not page or len(page) > PAGE_CHARS or not all(c.isascii() and (c.isalnum() or c in "_-") for c in page):
+        raise BoardError("That page cannot be led to.")
+    clean = _clean_values(view)
+    address = _clean_values(view if address is None else address)
+    return page, json.dumps({"view": clean, "address": address}, sort_keys=True)
+
+
+def _lead_view(stored: str) -> tuple[dict, dict]:
+    """(view, address) of a stored lead (a lead written before addresses were kept: its view)."""
+    data = json.loads(stored)
+    if isinstance(data.get("view"), dict):
+        return data["view"], data.get("address", data["view"])
+    return data, data
 
 
 def _remember(cache: OrderedDict, key, value) -> None:
@@ -95,6 +111,11 @@ def _remember(cache: OrderedDict, key, value) -> None:
         cache[key] = value
         while len(cache) > BODY_CACHED * 4:
             cache.popitem(last=False)
+
+
+def _lead(version, started, page: str, stored: str) -> dict:
+    view, address = _lead_view(stored)
+    return {"version": (started, int(version)), "page": page, "view": view, "address": address}
 
 
 class Classroom:
@@ -112,14 +133,23 @@ class Classroom:
     # --- the lead ---
 
     def lead(
-        self, code: str, teacher_key: str, page: str, view: dict, *, start: bool = False, now: float | None = None
+        self,
+        code: str,
+        teacher_key: str,
+        page: str,
+        view: dict,
+        *,
+        address: dict | None = None,
+        start: bool = False,
+        now: float | None = None,
     ) -> int:
-        """The teacher shows `page` with `view` (a link's values) now; the lead's version, which
-        changes only when the page or view does (else this is the teacher's heartbeat). Leading
+        """The teacher shows `page` with `view` (a link's values) at `address` (its query; default:
+        the view) now; the lead's version, which changes only when the page or view does (else this
+        is the teacher's heartbeat). Leading
         begins with `start`; a lead that ended (stopped, quiet or old) is not begun again by a
         heartbeat: BoardError, and the teacher turns it on again."""
         now = time.time() if now is None else now
-        page, view_json = clean_view(page, view)
+        page, view_json = clean_view(page, view, address)
         with self.store.transaction() as db:
             self.store.expire_in(db, now)
             code = self.store.check_key(db, code, teacher_key)
@@ -146,7 +176,7 @@ class Classroom:
 
     def class_poll(self, code: str, now: float | None = None) -> dict:
         """What a student's screen polls, in one read: the lead (version: (when it began, its
-        count), so a lead begun again is new; page, view; None when nobody leads) and the newest
+        count), so a lead begun again is new; page, view, address; None when nobody leads) and the newest
         question of the day (id, state, version; None when none)."""
         now = time.time() if now is None else now
         code = normal_code(code)
@@ -164,7 +194,7 @@ class Classroom:
         led = version is not None and now - updated <= LEAD_IDLE_S and now - started <= LEAD_MAX_S
         fresh = qid is not None and now - asked <= KEEP_SECONDS
         return {
-            "lead": {"version": (started, int(version)), "page": page, "view": json.loads(view)} if led else None,
+            "lead": _lead(version, started, page, view) if led else None,
             "question": {"id": int(qid), "state": qstate, "version": int(qversion)} if fresh else None,
         }
 

@@ -6,9 +6,9 @@ A class is a board (its class code; its board key makes one the teacher). The te
 holds, never an upload, a session's model or the projector mode) are written to the class
 (`after_run`). A student who joined ticks "Follow the teacher": the class panel on top of every
 page (`panel`, a fragment polling once every POLL_S) sees the lead's version change and moves the
-student's own app to that page with those values (st.switch_page with the view as its query),
-computed on the student's own session. A follower who then changes anything (another page, a
-slider, a sentence) has left: the panel says so and "Follow again" rejoins.
+student's own app to that page with those values (the whole view from session state, the address
+the teacher's own), computed on the student's own session. A follower who then changes anything
+(another page, a slider, a sentence) has left: the panel says so and "Follow again" rejoins.
 """
 
 from __future__ import annotations
@@ -144,7 +144,9 @@ def sidebar_section() -> None:
 def _lead_now(code: str, key: str, page: str, view: dict) -> bool:
     """Write the lead; False (leading turned off, the reason noted) when it cannot be."""
     try:
-        classroom().lead(code, key, page, view, start=st.session_state.get(WROTE) is None)
+        classroom().lead(
+            code, key, page, view, address=links.address_values(), start=st.session_state.get(WROTE) is None
+        )
     except BoardError as e:
         _note(e)
         st.session_state[LEADING] = False
@@ -190,7 +192,10 @@ def _follow(lead: dict | None, pages: dict) -> None:
     if target is None:
         return  # a page this server does not show (the board turned off): stay
     ss[APPLIED] = (lead["version"], lead["page"], lead["view"])
-    st.switch_page(target, query_params=lead["view"])
+    # The whole view is applied from session state, the address is the teacher's: the arriving run
+    # then changes no query parameter, which Chromium could apply before the page switch's address.
+    links.arrive_with(lead["view"])
+    st.switch_page(target, query_params=lead["address"])
 
 
 @st.fragment(run_every=POLL_S)

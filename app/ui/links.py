@@ -26,6 +26,7 @@ LINK_TEXT_CHARS = 300  # a sentence longer than this is cut in the link (the lin
 _SEEN = "_link_seen"  # {param name: the value last applied or published}
 _NOTES = "_link_notes"  # what the last publish had to leave out or cut
 DECLARED = "_link_params"  # session key: the parameters the page declared in this run
+_ARRIVING = "_link_arriving"  # {param name: value} a follower arrives with (`arrive_with`), until published
 STREAMLIT_PARAMS = {"embed", "embed_options"}  # Streamlit's own (an app embedded in a page keeps them)
 _INT = re.compile(r"-?[0-9]{1,4}")  # a link's number: ASCII digits, short
 
@@ -94,14 +95,22 @@ def start_run() -> None:
     st.session_state[DECLARED] = []
 
 
+def arrive_with(values: dict[str, str]) -> None:
+    """The next run applies `values` (a whole view, defaults included) before the address: a
+    follower moved to the teacher's view (app/board/follow_view.py) with the teacher's own address,
+    so this run's publish leaves that address as it is."""
+    st.session_state[_ARRIVING] = dict(values)
+
+
 def apply(params: Sequence[Param]) -> list[str]:
-    """Put the address's values into session state (before the widgets are drawn). Returns notes
-    for values the address held that are not valid here (they are ignored)."""
+    """Put the address's values (or those `arrive_with` gave) into session state, before the
+    widgets are drawn. Returns notes for values that are not valid here (they are ignored)."""
     ss = st.session_state
     seen = ss.setdefault(_SEEN, {})
+    arriving = ss.get(_ARRIVING) or {}
     notes = []
     for p in params:
-        raw = st.query_params.get(p.name)
+        raw = arriving.get(p.name, st.query_params.get(p.name))
         if raw is None or seen.get(p.name) == raw:
             continue
         seen[p.name] = raw
@@ -118,6 +127,7 @@ def publish(params: Sequence[Param] | None = None) -> None:
     """Write the current values into the address (defaults left out); a parameter the page did not
     declare leaves the address. Default: what was declared with `use` in this run."""
     ss = st.session_state
+    ss.pop(_ARRIVING, None)
     params = list(declared() if params is None else params)
     for name in list(st.query_params.keys()):
         if name not in {p.name for p in params} and name not in STREAMLIT_PARAMS:
@@ -154,6 +164,13 @@ def view_values() -> dict[str, str]:
             continue
         out[p.name] = p.show(value)[:LINK_TEXT_CHARS] if p.kind == "text" else p.show(value)
     return out
+
+
+def address_values() -> dict[str, str]:
+    """The address's query as this run published it, as a follower's address should read: never
+    projector mode (the teacher's set-up) nor Streamlit's own parameters."""
+    skip = STREAMLIT_PARAMS | {PROJECTOR_PARAM.name}
+    return {k: st.query_params.get(k) for k in st.query_params.keys() if k not in skip}
 
 
 def notes() -> list[str]:
@@ -212,7 +229,7 @@ def arrive() -> list[str]:
 
     start_run()
     model = model_param()
-    raw = st.query_params.get(model.name)
+    raw = (st.session_state.get(_ARRIVING) or {}).get(model.name, st.query_params.get(model.name))
     notes = apply([TEXT_A, TEXT_B, MLM_TEXT, PROJECTOR_PARAM])
     if raw is not None and apply([model]):
         notes.append(
