@@ -298,6 +298,11 @@ def nsp_probability(model_key: str, text_a: str, text_b: str, _bundle: bert.Bund
 
 
 @budget_cached()
+def replaced_tokens(model_key: str, text: str, _bundle: bert.Bundle) -> mlm.ReplacedTokens:
+    return mlm.replaced_probabilities(_bundle, text)
+
+
+@budget_cached()
 def mlm_topk(model_key: str, text: str, k: int, off: tuple, _bundle) -> mlm.MLMPredictions:
     return mlm.mlm_topk(_bundle, text, k=k, head_mask=_mask(_bundle, off))
 

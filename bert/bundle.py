@@ -24,7 +24,8 @@ class Bundle:
     source: str = ""
     notes: list[str] = field(default_factory=list)  # e.g. "no MLM head in this checkpoint"
     mlm_head_trained: bool = True  # False: the file had no MLM head, the loader initialised one afresh
-    nsp_head_trained: bool = True  # the same for the next-sentence head
+    nsp_head_trained: bool = True  # the same for the next-sentence head (False for a member without one)
+    replaced_head_trained: bool = False  # ELECTRA's discriminator head, loaded from the file
 
     @property
     def config(self) -> BertConfig:

@@ -1,7 +1,10 @@
-"""BertConfig: the hyper-parameters of a BERT, with Hugging Face field names.
+"""BertConfig: the hyper-parameters of a BERT, or of a member of its family, with Hugging Face
+field names.
 
 A config round-trips through JSON (`to_json` / `from_json`) and reads a Hugging Face
-`config.json` (unknown fields are kept in `extra` so nothing is lost on export).
+`config.json` (unknown fields are kept in `extra` so nothing is lost on export). `model_type`
+names the family member (bert/family.py: what each changed); a DistilBERT config.json speaks
+its own names (dim, n_layers, ...), read here into BERT's.
 """
 
 from __future__ import annotations
@@ -26,10 +29,22 @@ LIMITS = {
     "vocab_size": 250_000,
     "max_position_embeddings": 4096,
     "type_vocab_size": 16,
+    "embedding_size": 4096,
 }
 MAX_LABELS = 1000
 MAX_CONFIG_BYTES = 1 << 20  # a config.json with 1,000 long labels is under 200 kB
 
+MODEL_TYPES = ("bert", "distilbert", "electra")  # bert/family.py says what each changed
+# DistilBERT's config.json names -> BERT's (its other fields: as BERT's, or kept in `extra`)
+DISTILBERT_NAMES = {
+    "dim": "hidden_size",
+    "n_layers": "num_hidden_layers",
+    "n_heads": "num_attention_heads",
+    "hidden_dim": "intermediate_size",
+    "activation": "hidden_act",
+    "dropout": "hidden_dropout_prob",
+    "attention_dropout": "attention_probs_dropout_prob",
+}
 ACTIVATIONS = ("gelu", "relu", "gelu_new", "gelu_pytorch_tanh", "silu", "swish", "tanh")
 POOLINGS = ("cls", "mean", "max")
 
@@ -49,6 +64,10 @@ class BertConfig:
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
     pad_token_id: int = 0
+    # The family (bert/family.py): which member, and ELECTRA's embedding width when it is not
+    # hidden_size (None: hidden_size). A DistilBERT has no segment embeddings: type_vocab_size 0.
+    model_type: str = "bert"
+    embedding_size: int | None = None
     # Sequence classification (fine-tuning); empty for a pre-training model.
     id2label: dict[int, str] = field(default_factory=dict)
     classifier_pooling: str = "cls"
@@ -74,9 +93,16 @@ class BertConfig:
             "max_position_embeddings",
             "type_vocab_size",
         )
+        if self.model_type not in MODEL_TYPES:
+            raise CheckpointError(
+                f"config: model_type {_short(self.model_type)} is not one this app knows ({', '.join(MODEL_TYPES)})"
+            )
+        if self.embedding_size is not None:
+            ints += ("embedding_size",)
         for name in ints:
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            zero_ok = name == "type_vocab_size" and self.model_type == "distilbert"
+            if not isinstance(value, int) or isinstance(value, bool) or value < (0 if zero_ok else 1):
                 raise CheckpointError(f"config: {name} must be a positive integer, got {_short(value)}")
             if name in LIMITS and value > LIMITS[name]:
                 raise CheckpointError(f"config: {name} {value:,} is over this app's limit of {LIMITS[name]:,}")
@@ -99,6 +125,11 @@ class BertConfig:
             raise CheckpointError(f"config: classifier_pooling must be one of {POOLINGS}")
 
     @property
+    def embedding_width(self) -> int:
+        """E: the width of the embedding tables (ELECTRA's may be narrower than hidden_size)."""
+        return self.embedding_size or self.hidden_size
+
+    @property
     def head_size(self) -> int:
         return self.hidden_size // self.num_attention_heads
 
@@ -113,9 +144,10 @@ class BertConfig:
         if self.id2label:
             d["label2id"] = {v: k for k, v in self.id2label.items()}
             d["num_labels"] = len(self.id2label)
+        if d["embedding_size"] is None:
+            del d["embedding_size"]
         out = dict(self.extra)
         out.update(d)
-        out["model_type"] = "bert"
         return out
 
     def to_json(self) -> str:
@@ -125,19 +157,24 @@ class BertConfig:
     def from_dict(cls, d: dict[str, Any]) -> BertConfig:
         if not isinstance(d, dict):
             raise CheckpointError("config: expected a JSON object")
+        model_type = d.get("model_type") or "bert"
+        d = {**d, "model_type": model_type}
+        if model_type not in MODEL_TYPES:
+            raise CheckpointError(
+                f"config: model_type {_short(model_type)} is not one this app knows ({', '.join(MODEL_TYPES)})"
+            )
+        if model_type == "distilbert":
+            d = {DISTILBERT_NAMES.get(k, k): v for k, v in d.items()}
+            d.setdefault("type_vocab_size", 0)  # no segment embeddings
         names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
         known = {k: v for k, v in d.items() if k in names}
-        extra = {
-            k: v for k, v in d.items() if k not in names and k not in ("label2id", "num_labels", "model_type", "extra")
-        }
+        extra = {k: v for k, v in d.items() if k not in names and k not in ("label2id", "num_labels", "extra")}
         n = d.get("num_labels")
         if n is not None and (not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= MAX_LABELS):
             raise CheckpointError(
                 f"config: num_labels must be a whole number from 0 to {MAX_LABELS:,}, got {_short(n)}"
             )
         _check_labels(known.get("id2label"))
-        if d.get("model_type") not in (None, "bert"):
-            raise CheckpointError(f"config: model_type {d.get('model_type')!r} is not a BERT")
         if (
             "id2label" in known
             and not d.get("num_labels")

@@ -4,6 +4,10 @@ Dimension letters (as in google-research/bert): B batch size, T sequence length,
 C hidden size, H attention heads, D head size (C / H), F feed-forward size,
 V vocabulary size, L layers, N masked positions.
 
+The family (bert/family.py) is written where it differs: DistilBERT has no segment embeddings
+(config.type_vocab_size 0); ELECTRA's embeddings may be narrower than the layers (E < C, one
+projection after them) and its discriminator has a "was this token replaced?" head (`rtd`).
+
 Nothing is stored on a module during forward: one model object can serve many
 sessions at once. Intermediates (attentions, hidden states, embedding parts,
 queries/keys) are returned only when asked for.
@@ -35,22 +39,30 @@ _ACT = {
 
 
 class Embeddings(nn.Module):
-    """word + segment (token type) + learned absolute position, then LayerNorm and dropout."""
+    """word + segment (token type) + learned absolute position, then LayerNorm and dropout.
+
+    Family: DistilBERT has no segment table (its segment part is zero); ELECTRA's tables may be
+    E wide, narrower than C, and a projection E -> C follows (its `embeddings_project`)."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
-        C = config.hidden_size
-        self.word_embeddings = nn.Embedding(config.vocab_size, C, padding_idx=config.pad_token_id)
-        self.position_embeddings = nn.Embedding(config.max_position_embeddings, C)
-        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, C)
-        self.layer_norm = nn.LayerNorm(C, eps=config.layer_norm_eps)
+        E, C = config.embedding_width, config.hidden_size
+        self.word_embeddings = nn.Embedding(config.vocab_size, E, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, E)
+        types = config.type_vocab_size
+        self.token_type_embeddings = nn.Embedding(types, E) if types else None
+        self.layer_norm = nn.LayerNorm(E, eps=config.layer_norm_eps)
         self.dropout = Dropout(config.hidden_dropout_prob)
+        self.project = nn.Linear(E, C) if E != C else None
 
     def forward(self, input_ids: Tensor, token_type_ids: Tensor, return_parts: bool = False):
         T = input_ids.shape[1]
-        token = self.word_embeddings(input_ids)  # (B, T, C)
-        segment = self.token_type_embeddings(token_type_ids)  # (B, T, C)
-        position = self.position_embeddings.weight[:T].unsqueeze(0)  # (1, T, C): rows 0..T-1
+        token = self.word_embeddings(input_ids)  # (B, T, E)
+        if self.token_type_embeddings is not None:
+            segment = self.token_type_embeddings(token_type_ids)  # (B, T, E)
+        else:
+            segment = torch.zeros_like(token)  # DistilBERT: no segments
+        position = self.position_embeddings.weight[:T].unsqueeze(0)  # (1, T, E): rows 0..T-1
         total = token + segment + position
         normed = self.layer_norm(total)
         parts = None
@@ -58,7 +70,8 @@ class Embeddings(nn.Module):
             parts = EmbeddingParts(
                 token=token, segment=segment, position=position.expand_as(token), sum=total, normed=normed
             )
-        return self.dropout(normed), parts
+        x = self.dropout(normed)
+        return (self.project(x) if self.project is not None else x), parts  # (B, T, C)
 
 
 class SelfAttention(nn.Module):
@@ -179,6 +192,8 @@ class BertModel(nn.Module):
         if token_type_ids.shape != input_ids.shape:
             raise InputError("token_type_ids must have the same shape as input_ids")
         lo, hi = torch.aminmax(token_type_ids)
+        if self.config.type_vocab_size == 0:  # DistilBERT: segments are not an input
+            return input_ids, token_type_ids
         if int(hi) >= self.config.type_vocab_size or int(lo) < 0:
             raise InputError(f"segment ids must lie in [0, {self.config.type_vocab_size})")
         return input_ids, token_type_ids
@@ -281,19 +296,37 @@ class BertModel(nn.Module):
 
 
 class MLMHead(nn.Module):
-    """transform (dense + act + LayerNorm), then a decoder tied to the word embeddings, + bias."""
+    """transform (dense + act + LayerNorm), then a decoder tied to the word embeddings, + bias.
+
+    Family: the transform ends at the embeddings' width E (ELECTRA's generator: C -> E, its
+    activation always GELU); for BERT and DistilBERT E = C."""
 
     def __init__(self, config: BertConfig, word_embeddings: nn.Embedding):
         super().__init__()
-        self.transform = nn.Linear(config.hidden_size, config.hidden_size)
-        self.act = _ACT[config.hidden_act]
-        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        E = config.embedding_width
+        self.transform = nn.Linear(config.hidden_size, E)
+        self.act = _ACT["gelu" if config.model_type == "electra" else config.hidden_act]
+        self.norm = nn.LayerNorm(E, eps=config.layer_norm_eps)
         self.word_embeddings = word_embeddings  # shared, not a copy
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
 
     def forward(self, h: Tensor) -> Tensor:
         h = self.norm(self.act(self.transform(h)))
         return F.linear(h, self.word_embeddings.weight, self.bias)  # (..., V)
+
+
+class ReplacedTokenHead(nn.Module):
+    """ELECTRA's discriminator: for every token, a logit that it was replaced (by the generator's
+    guess) rather than original. dense (C -> C) + act, then one number per token."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.act = _ACT[config.hidden_act]
+        self.out = nn.Linear(config.hidden_size, 1)
+
+    def forward(self, h: Tensor) -> Tensor:
+        return self.out(self.act(self.dense(h))).squeeze(-1)  # (B, T)
 
 
 class BertForPreTraining(nn.Module):
@@ -303,6 +336,7 @@ class BertForPreTraining(nn.Module):
         self.bert = BertModel(config)
         self.mlm = MLMHead(config, self.bert.embeddings.word_embeddings)
         self.nsp = nn.Linear(config.hidden_size, 2)
+        self.rtd = ReplacedTokenHead(config) if config.model_type == "electra" else None
         init_weights(self)
 
     def forward(
@@ -338,9 +372,12 @@ class BertForPreTraining(nn.Module):
         else:
             mlm_logits, positions = self.mlm(h), None  # (B, T, V)
         nsp_logits = self.nsp(out.pooler_output)  # (B, 2)
+        replaced_logits = self.rtd(h) if self.rtd is not None else None  # (B, T): ELECTRA only
         targets = mlm_labels.reshape(-1).index_select(0, flat) if mlm_labels is not None else None
         losses = _pretraining_losses(mlm_logits, targets, nsp_logits, nsp_labels)
-        return PreTrainingOutput(mlm_logits, nsp_logits, out, mlm_positions=positions, **losses)
+        return PreTrainingOutput(
+            mlm_logits, nsp_logits, out, mlm_positions=positions, replaced_logits=replaced_logits, **losses
+        )
 
 
 def _pretraining_losses(
@@ -443,6 +480,8 @@ def parameter_counts(model: nn.Module) -> dict[str, int]:
         head = sum(p.numel() for n, p in model.mlm.named_parameters() if "word_embeddings" not in n)
         counts["MLM head (decoder tied to embeddings)"] = head
         counts["NSP head"] = sum(p.numel() for p in model.nsp.parameters())
+        if model.rtd is not None:
+            counts["replaced-token head"] = sum(p.numel() for p in model.rtd.parameters())
     elif isinstance(model, BertForSequenceClassification):
         counts["classifier head"] = sum(p.numel() for p in model.classifier.parameters())
     counts["total"] = sum(v for v in counts.values())

@@ -44,6 +44,7 @@ class PreTrainingOutput:
     mlm_loss: Tensor | None = None
     nsp_loss: Tensor | None = None
     mlm_positions: Tensor | None = None  # (N, 2) rows of (batch index, token index) when masked-only
+    replaced_logits: Tensor | None = None  # (B, T): ELECTRA's discriminator, logit of "this token was replaced"
 
     @property
     def hidden_states(self):

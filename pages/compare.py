@@ -35,6 +35,7 @@ from bert import InputError
 from bert.analysis.compare import compare_attention
 from bert.analysis.vectors import separation
 from bert.analysis.words import sense_examples
+from bert.family import differences
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
@@ -92,6 +93,8 @@ if view == VIEWS[0]:
                     "folder, or a model you trained in this session).",
                     icon=":material/info:",
                 )
+            if not same and (diff := differences(ma.bundle.config, mb.bundle.config)):
+                st.info(f"What differs: {md_escape(diff)}.", icon=":material/family_history:")
             (ta, aa), (tb, ab) = attentions(ma.key, text, ma.bundle), attentions(mb.key, text, mb.bundle)
             La, Ha, Lb, Hb = *aa.shape[:2], *ab.shape[:2]
             if (La, Ha) != (Lb, Hb):

@@ -9,7 +9,7 @@ from app import state
 from app.analysis_cache import analyze, position_table, same_word, word_order
 from app.figures import core
 from app.models import current_model
-from app.ui import links, show_figure, widgets
+from app.ui import family_note, links, show_figure, widgets
 from app.ui.errors import show_errors
 from app.ui.formatting import BANK_SENTENCES
 from app.ui.widgets import SENTENCE_CHARS, WORD_CHARS, cap_help
@@ -32,6 +32,7 @@ text_a, text_b = widgets.sentence_inputs(pair=True)
 st.subheader("The three parts, their sum and the LayerNorm output")
 with show_errors("the embedding parts"):
     model = current_model()
+    family_note.embeddings(model.bundle.config)
     an = analyze(model, text_a, text_b)
     if an.truncated:
         st.warning(
@@ -90,7 +91,12 @@ with show_errors("the position table"):
 with st.expander("Segment embeddings: sentence A vs B"):
     with show_errors("the segment embeddings"):
         seg = pt.segments
-        if seg.shape[0] < 2:
+        if seg.shape[0] == 0:
+            st.info(
+                "This model (a DistilBERT) has no segment embeddings: it was trained without next-sentence "
+                "prediction, so it never needed to tell sentence A from B. Its segment part is zero."
+            )
+        elif seg.shape[0] < 2:
             st.info("This model has a single segment type: it cannot mark sentence B.")
         else:
             c1, c2, c3 = st.columns(3)

@@ -6,7 +6,7 @@ import streamlit as st
 import app
 from app.figures import core
 from app.models import current_summary
-from app.ui import show_figure
+from app.ui import family_note, show_figure
 from app.ui.errors import show_errors
 from app.ui.formatting import fmt_params
 
@@ -48,6 +48,7 @@ with left:
         "pages/masked_lm.py", label="Masked LM & next sentence: BERT's two training games", icon=":material/edit_note:"
     )
     st.caption("Pick the model in the sidebar. Sentences you type carry over between pages.")
+    family_note.card()
 
 with right:
     with show_errors("the model diagram"):

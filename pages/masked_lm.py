@@ -8,10 +8,10 @@ import streamlit as st
 
 import app
 from app import state
-from app.analysis_cache import mlm_predict, nsp_probability
+from app.analysis_cache import mlm_predict, nsp_probability, replaced_tokens
 from app.figures import core
 from app.models import current_model
-from app.ui import links, show_figure, widgets
+from app.ui import family_note, links, show_figure, widgets
 from app.ui.errors import show_errors
 from app.ui.formatting import (
     RANDOM_SENTENCES,
@@ -146,6 +146,8 @@ with show_errors("the next-sentence prediction"):
     b = model.bundle
     if b.is_classifier or not b.has_mlm:
         st.info("This model is a fine-tuned classifier: it has no next-sentence head any more.", icon=":material/info:")
+    elif family_note.no_next_sentence(b.config):
+        pass  # the note says why
     elif not (text_b or "").strip():
         st.info(
             "Type a sentence B above (or press “Random sentence B”) to ask whether it follows A.",
@@ -161,3 +163,20 @@ with show_errors("the next-sentence prediction"):
         p = nsp_probability(model.key, a, text_b.strip(), b)
         st.metric("P(B follows A)", f"{p:.1%}")
         show_figure.show(core.nsp_bar(p), "next-sentence-bar", key="nsp_bar")
+
+if getattr(current_model().bundle.model, "rtd", None) is not None:
+    st.subheader("Was this word replaced? (ELECTRA's discriminator)")
+    st.markdown(
+        "ELECTRA's model plays a third game: a small generator puts its guesses into the masks, and "
+        "this model says for **every** token whether it is the original or a replacement. Swap a "
+        "word for a plausible but wrong one and watch its bar."
+    )
+    rtd_text = st.text_input(
+        "A sentence, perhaps with a word swapped", "The chef ate the meal.", max_chars=widgets.SENTENCE_CHARS
+    )
+    with show_errors("the replaced-token view"):
+        model = current_model()
+        if not model.bundle.replaced_head_trained:
+            st.warning("This model's replaced-token head is untrained: its bars are random.", icon=":material/warning:")
+        rt = replaced_tokens(model.key, clean_text(rtd_text, "the sentence"), model.bundle)
+        show_figure.show(core.replaced_bar(rt.tokens, rt.probs), "replaced-tokens", key="rtd_bar")

@@ -341,3 +341,37 @@ def use_cache(monkeypatch, folder: Path) -> Path:
     link_built_data(folder)
     monkeypatch.setenv("BERT_EXPLORER_CACHE", str(folder))
     return folder
+
+
+def family_folder(kind: str, folder: Path) -> Path:
+    """A tiny random member of BERT's family ("distilbert", or "electra": a discriminator with
+    embeddings narrower than its layers) made with transformers and saved as a Hugging Face folder
+    with MiniLM's vocab.txt, as a teacher would put a real checkpoint in the models folder."""
+    import shutil
+
+    import transformers
+
+    from bert.checkpoint.builtins import minilm_package_dir
+
+    vocab = minilm_package_dir() / "vocab.txt"
+    V = len(bert.Tokenizer.from_file(vocab))
+    torch.manual_seed(0)
+    if kind == "distilbert":
+        cfg = transformers.DistilBertConfig(
+            vocab_size=V, dim=32, n_layers=2, n_heads=4, hidden_dim=37, max_position_embeddings=128
+        )
+        model = transformers.DistilBertForMaskedLM(cfg)
+    else:
+        cfg = transformers.ElectraConfig(
+            vocab_size=V,
+            embedding_size=16,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=37,
+            max_position_embeddings=128,
+        )
+        model = transformers.ElectraForPreTraining(cfg)
+    model.save_pretrained(folder)
+    shutil.copy(vocab, folder / "vocab.txt")
+    return folder

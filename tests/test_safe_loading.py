@@ -262,7 +262,7 @@ def test_vocab_and_config_agree_but_not_the_weights(good):
         ("[1, 2, 3]", "expected a JSON object"),
         ('{"hidden_size": -5}', "positive integer"),
         ('{"hidden_size": 30, "num_attention_heads": 4}', "not divisible"),
-        ('{"model_type": "gpt2"}', "not a BERT"),
+        ('{"model_type": "gpt2"}', "not one this app knows"),
         ('{"hidden_act": "os.system"}', "unsupported hidden_act"),
         ('{"num_hidden_layers": "12"}', "positive integer"),
     ],

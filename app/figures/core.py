@@ -393,6 +393,20 @@ def mlm_topk_bar(tokens, probs, title: str = "") -> go.Figure:
     return fig
 
 
+def replaced_bar(tokens: list[str], probs) -> go.Figure:
+    """ELECTRA's discriminator: one bar per token, P(replaced); red over one half."""
+    probs = [float(p) for p in probs]
+    x = safe_labels(tokens)  # escaped, unique: a word may repeat
+    colours = ["#d62728" if p > 0.5 else "#1f77b4" for p in probs]
+    fig = go.Figure(
+        go.Bar(x=x, y=probs, marker_color=colours, hovertemplate="%{x}<br>P(replaced) %{y:.1%}<extra></extra>")
+    )
+    fig.add_hline(y=0.5, line_dash="dot", line_color="grey")
+    fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10), title="P(this token was replaced)")
+    fig.update_yaxes(range=[0, 1], title="probability")
+    return fig
+
+
 def nsp_bar(p_is_next: float) -> go.Figure:
     """The NSP head's two probabilities: B follows A (IsNext) or not (NotNext)."""
     p = float(p_is_next)

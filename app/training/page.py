@@ -169,7 +169,10 @@ def keep_it(page: TrainPage, res: dict) -> None:
         mime="application/zip",
         on_click="ignore",
         key=f"{page.prefix}_dlhf_{jid}",
-        help=f"transformers.{page.hf_class}.from_pretrained(folder)",
+        help=f"transformers.{page.hf_class}.from_pretrained(folder)"
+        if b.config.model_type == "bert"
+        else "Written for BERT models only: this one comes from another member of BERT's family.",
+        disabled=b.config.model_type != "bert",
     )
     c3.button(
         "Explore it on the other pages",

@@ -122,7 +122,7 @@ class PositionTable:
     ratio: np.ndarray  # (2,) share of the variance along each axis
     sim: np.ndarray  # (P, P) cosine similarity between positions
     norms: np.ndarray  # (P,) length of each position's vector
-    segments: np.ndarray  # (S, C) the segment (token type) vectors
+    segments: np.ndarray  # (S, E) the segment (token type) vectors; S = 0 for a DistilBERT
 
     @property
     def P(self) -> int:
@@ -139,5 +139,9 @@ def position_table(bundle) -> PositionTable:
         ratio=plane.ratio,
         sim=cosine_matrix(w),
         norms=np.linalg.norm(w, axis=1),
-        segments=emb.token_type_embeddings.weight.detach().float().cpu().numpy(),
+        segments=(
+            emb.token_type_embeddings.weight.detach().float().cpu().numpy()
+            if emb.token_type_embeddings is not None
+            else np.zeros((0, w.shape[1]), dtype=np.float32)  # DistilBERT: no segment table
+        ),
     )

@@ -1,5 +1,6 @@
 """The model's own heads on one input: masked-word top-k (and the sentence with the best
-guesses filled in), next-sentence probability, class probabilities.
+guesses filled in), next-sentence probability, ELECTRA's replaced-token probabilities, class
+probabilities.
 
 Dimension letters: P predicted ([MASK]) positions, k top predictions, V vocabulary, K classes.
 """
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ..errors import InputError
 from .common import as_head_mask, encode_tensors, mask_positions, need_classifier, need_mlm
 
 
@@ -79,6 +81,27 @@ def nsp_probability(bundle, text_a: str, text_b: str) -> float:
     with torch.inference_mode():
         out = bundle.model(ids, types)
     return float(torch.softmax(out.nsp_logits.float(), dim=-1)[0, 0])
+
+
+@dataclass
+class ReplacedTokens:
+    """ELECTRA's discriminator on one input: for every token, P(it was replaced)."""
+
+    tokens: list[str]
+    probs: np.ndarray  # (T,)
+    truncated: bool = False
+
+
+def replaced_probabilities(bundle, text: str) -> ReplacedTokens:
+    """P(replaced) of every token of `text` ([CLS] and [SEP] included), from ELECTRA's
+    discriminator head; InputError for a model without one."""
+    if getattr(bundle.model, "rtd", None) is None:
+        raise InputError(f"{bundle.name} has no replaced-token head: only an ELECTRA discriminator has one")
+    enc, ids, types = encode_tensors(bundle, text)
+    with torch.inference_mode():
+        out = bundle.model(ids, types)
+    probs = torch.sigmoid(out.replaced_logits.float())[0].numpy().astype(np.float64)
+    return ReplacedTokens(tokens=list(enc.tokens), probs=probs, truncated=enc.truncated)
 
 
 def classifier_probs(bundle, text: str, head_mask=None, text_b: str | None = None) -> np.ndarray:

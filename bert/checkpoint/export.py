@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from safetensors.torch import save_file
 
 from ..data.atomic_files import atomic_write_text, replace_dir
+from ..errors import CheckpointError
+from ..family import member
 from ..public import public_text
 from .hf_names import ours_to_hf
 
@@ -27,6 +29,11 @@ if TYPE_CHECKING:
 def export_hf(bundle: Bundle, out_dir: str | os.PathLike) -> Path:
     """A folder that `transformers.BertForPreTraining` (or ...ForSequenceClassification)
     `.from_pretrained` loads with no missing keys."""
+    if bundle.config.model_type != "bert":
+        raise CheckpointError(
+            f"The Hugging Face export is written for BERT models; {bundle.name} is a "
+            f"{member(bundle.config).name}: download it in this app's format instead (bert.load opens it)."
+        )
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp"))

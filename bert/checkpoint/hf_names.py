@@ -1,8 +1,10 @@
-"""Translate between Hugging Face BERT parameter names and ours.
+"""Translate between Hugging Face parameter names (BERT and its family) and ours.
 
 Ours fuse query/key/value into one `qkv` matrix (one matmul instead of three) and use short
 names; Hugging Face checkpoints come with or without the `bert.` prefix and, in old ones,
-LayerNorm `gamma`/`beta` instead of `weight`/`bias`.
+LayerNorm `gamma`/`beta` instead of `weight`/`bias`. DistilBERT's names (`distilbert.transformer.
+layer.N.attention.q_lin`, `vocab_transform`, ...) and ELECTRA's (`electra.`, `embeddings_project`,
+`discriminator_predictions`, `generator_predictions`) are first rewritten into BERT's.
 """
 
 from __future__ import annotations
@@ -32,7 +34,55 @@ _TOP = {
     "cls.seq_relationship": "nsp",
     "classifier": "classifier",
 }
+_TOP.update(
+    {
+        "embeddings.project": "bert.embeddings.project",  # ELECTRA: E -> C
+        "rtd.dense": "rtd.dense",  # ELECTRA's discriminator
+        "rtd.out": "rtd.out",
+    }
+)
 _IGNORED = re.compile(r"(position_ids|cls\.predictions\.decoder\.weight|cls\.predictions\.decoder\.bias)$")
+
+# Each family member's names -> BERT's (applied in order, to the name without its member prefix).
+_FAMILY_NAMES = {
+    "distilbert": [
+        (r"^distilbert\.", ""),
+        (r"^transformer\.layer\.(\d+)\.attention\.(q|k|v)_lin\.", None),  # see _distil_qkv
+        (r"^transformer\.layer\.(\d+)\.attention\.out_lin\.", r"encoder.layer.\1.attention.output.dense."),
+        (r"^transformer\.layer\.(\d+)\.sa_layer_norm\.", r"encoder.layer.\1.attention.output.LayerNorm."),
+        (r"^transformer\.layer\.(\d+)\.ffn\.lin1\.", r"encoder.layer.\1.intermediate.dense."),
+        (r"^transformer\.layer\.(\d+)\.ffn\.lin2\.", r"encoder.layer.\1.output.dense."),
+        (r"^transformer\.layer\.(\d+)\.output_layer_norm\.", r"encoder.layer.\1.output.LayerNorm."),
+        (r"^vocab_transform\.", "cls.predictions.transform.dense."),
+        (r"^vocab_layer_norm\.", "cls.predictions.transform.LayerNorm."),
+        (r"^vocab_projector\.bias$", "cls.predictions.bias"),
+        (r"^vocab_projector\.weight$", "cls.predictions.decoder.weight"),  # tied: not read
+    ],
+    "electra": [
+        (r"^electra\.embeddings_project\.", "embeddings.project."),
+        (r"^electra\.", ""),
+        (r"^discriminator_predictions\.dense_prediction\.", "rtd.out."),
+        (r"^discriminator_predictions\.dense\.", "rtd.dense."),
+        (r"^generator_predictions\.dense\.", "cls.predictions.transform.dense."),
+        (r"^generator_predictions\.LayerNorm\.", "cls.predictions.transform.LayerNorm."),
+        (r"^generator_lm_head\.bias$", "cls.predictions.bias"),
+        (r"^generator_lm_head\.weight$", "cls.predictions.decoder.weight"),  # tied: not read
+    ],
+}
+_DISTIL_QKV = {"q": "query", "k": "key", "v": "value"}
+
+
+def _bert_name(key: str, model_type: str) -> str:
+    """A family member's parameter name as BERT's (BERT's own names unchanged)."""
+    for pattern, to in _FAMILY_NAMES.get(model_type, ()):
+        m = re.match(pattern, key)
+        if not m:
+            continue
+        if to is None:  # DistilBERT's q_lin / k_lin / v_lin
+            rest = key[m.end() :]
+            return f"encoder.layer.{m.group(1)}.attention.self.{_DISTIL_QKV[m.group(2)]}.{rest}"
+        key = re.sub(pattern, to, key)
+    return key
 
 
 def _normalise(key: str) -> str:
@@ -54,7 +104,7 @@ def hf_to_ours(hf: dict[str, Tensor], config: BertConfig) -> tuple[dict[str, Ten
     qkv: dict[tuple[int, str], dict[str, Tensor]] = {}
     unused: list[str] = []
     for raw, t in hf.items():
-        key = _normalise(raw)
+        key = _normalise(_bert_name(raw, config.model_type))
         if key == "cls.predictions.bias":
             ours["mlm.bias"] = t
             continue

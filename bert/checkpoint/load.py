@@ -33,6 +33,7 @@ from ..bundle import Bundle
 from ..config import BertConfig
 from ..data.atomic_files import atomic_write_text, replace_dir
 from ..errors import CheckpointError
+from ..family import member
 from ..model import BertForPreTraining, BertForSequenceClassification
 from ..public import public_path, public_text
 from ..tokenizer import Tokenizer
@@ -155,6 +156,7 @@ def _load_folder(folder: Path, name: str | None) -> Bundle:
         notes=notes,
         mlm_head_trained="mlm." not in fresh,
         nsp_head_trained="nsp." not in fresh,
+        replaced_head_trained=getattr(model, "rtd", None) is not None and "rtd." not in fresh,
     )
 
 
@@ -185,14 +187,28 @@ def _load_state(model, state: dict[str, torch.Tensor], unused: list[str]) -> tup
         )
     model.load_state_dict({k: v for k, v in state.items() if k in expected}, strict=False)
     notes = []
+    kin = member(model.config)
     groups = {
         "mlm.": "no MLM head in this checkpoint: it was freshly initialised, so masked-word "
         "predictions are random until it is trained",
         "nsp.": "no NSP head in this checkpoint: next-sentence probabilities are random",
         "bert.pooler": "no pooler in this checkpoint: it was freshly initialised",
+        "rtd.": "no replaced-token head in this checkpoint (an ELECTRA generator): its "
+        "replaced-token probabilities are random",
         "classifier": "no classifier head in this checkpoint: freshly initialised",
     }
+    if model.config.model_type == "electra":
+        groups["mlm."] = (
+            "no masked-word head in this checkpoint (an ELECTRA discriminator: its generator had it): "
+            "masked-word predictions are random; the replaced-token view shows what it learned"
+        )
+    if not kin.next_sentence:  # said once, as what the model is, not as something missing
+        groups["nsp."] = f"{kin.name} has no next-sentence head (it was pre-trained without one)"
+    if not kin.pooler:
+        del groups["bert.pooler"]
     fresh = {prefix for prefix in groups if any(k.startswith(prefix) for k in missing)}
+    if not kin.next_sentence and isinstance(model, BertForPreTraining):
+        fresh.add("nsp.")
     notes += [text for prefix, text in groups.items() if prefix in fresh]
     if extra:
         notes.append(f"{len(extra)} weights in the file were not used (e.g. {extra[0]})")
@@ -213,6 +229,8 @@ def save(bundle: Bundle, folder: str | os.PathLike, card: str | None = None, hal
             k: v.detach().contiguous().clone()
             for k, v in bundle.model.state_dict().items()
             if k != "mlm.word_embeddings.weight"
+            # an ELECTRA generator's replaced-token head was never trained: not written as if it were
+            and not (k.startswith("rtd.") and not bundle.replaced_head_trained)
         }
         if half:
             state = {k: v.half() if v.is_floating_point() else v for k, v in state.items()}

@@ -17,9 +17,12 @@ def max_model_mb() -> int:
 
 
 def embedding_parameters(config) -> int:
-    """How many numbers the embeddings of `config` have: three tables and a LayerNorm."""
+    """How many numbers the embeddings of `config` have: three tables (two for a DistilBERT) and a
+    LayerNorm, E wide, and ELECTRA's projection E -> C when E is not C."""
     C = config.hidden_size
-    return (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * C + 2 * C
+    E = getattr(config, "embedding_size", None) or C
+    project = E * C + C if E != C else 0
+    return (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * E + 2 * E + project
 
 
 def layer_parameters(config) -> int:
@@ -46,8 +49,11 @@ def parameter_breakdown(config, classifier: bool = False, classes: int | None = 
     if classifier:
         counts["classifier head"] = (C + 1) * (len(config.id2label) if classes is None else classes)
     else:
-        counts["MLM head (decoder tied to embeddings)"] = C * C + 3 * C + V
+        E = getattr(config, "embedding_size", None) or C
+        counts["MLM head (decoder tied to embeddings)"] = C * E + 3 * E + V
         counts["NSP head"] = 2 * C + 2
+        if getattr(config, "model_type", "bert") == "electra":
+            counts["replaced-token head"] = C * C + 2 * C + 1
     counts["total"] = sum(counts.values())
     return counts
 

@@ -1,0 +1,239 @@
+"""BERT's family in our own code (bert/family.py, bert/model.py) against transformers on the same
+weights, fp32, to 1e-4: DistilBERT (masked LM) and ELECTRA (discriminator and generator), each
+built tiny and random here with transformers, saved as a Hugging Face folder with a vocab.txt,
+and read back through bert.load, as a teacher's folder would be. Odd configs too: ELECTRA with
+embeddings narrower than its layers, a padding index that is not 0, inputs of every position."""
+
+import json
+
+import pytest
+import torch
+
+import bert
+from bert import CheckpointError
+from bert.checkpoint.sizes import parameter_breakdown
+from bert.config import BertConfig
+from bert.family import MEMBERS, differences, member
+from bert.model import parameter_counts
+from tests.helpers import SPECIALS
+
+transformers = pytest.importorskip("transformers")
+TOL = 1e-4
+V = 97
+
+
+def vocab(n=V):
+    return SPECIALS + [f"w{i}" for i in range(n - len(SPECIALS))]
+
+
+def noisy(model):
+    """Non-trivial LayerNorm and bias values, so every parameter matters."""
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "LayerNorm" in name or "layer_norm" in name or name.endswith("bias"):
+                p.add_(0.1 * torch.randn_like(p))
+    return model.eval()
+
+
+def folder_of(model, tmp_path, name):
+    out = tmp_path / name
+    model.save_pretrained(out)
+    (out / "vocab.txt").write_text("\n".join(vocab(model.config.vocab_size)) + "\n")
+    return out
+
+
+DISTIL = {
+    "tiny": dict(vocab_size=V, dim=32, n_layers=2, n_heads=4, hidden_dim=37, max_position_embeddings=24),
+    "odd": dict(vocab_size=V, dim=48, n_layers=3, n_heads=3, hidden_dim=50, max_position_embeddings=20, pad_token_id=3),
+}
+ELECTRA = {
+    "same width": dict(
+        vocab_size=V,
+        embedding_size=32,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=24,
+    ),
+    "narrow embeddings": dict(
+        vocab_size=V,
+        embedding_size=16,
+        hidden_size=48,
+        num_hidden_layers=3,
+        num_attention_heads=3,
+        intermediate_size=50,
+        max_position_embeddings=20,
+        type_vocab_size=3,
+        pad_token_id=2,
+    ),
+}
+
+
+def batch(T, types=2, pad=True, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, V, (2, T), generator=g)
+    tt = torch.randint(0, types, (2, T), generator=g)
+    mask = torch.ones(2, T, dtype=torch.long)
+    if pad:
+        mask[1, T - 4 :] = 0
+    return ids, tt, mask
+
+
+def close(a, b, real=None):
+    if real is not None:
+        a, b = a[real], b[real]
+    assert a.shape == b.shape, (a.shape, b.shape)
+    d = (a - b).abs().max().item()
+    assert d <= TOL, d
+    return d
+
+
+def compare_encoder(ours, out_hf, mask):
+    real = mask.bool()
+    assert len(ours.hidden_states) == len(out_hf.hidden_states)
+    for x, y in zip(ours.hidden_states, out_hf.hidden_states):
+        close(x, y, real)
+    assert len(ours.attentions) == len(out_hf.attentions)
+    for x, y in zip(ours.attentions, out_hf.attentions):
+        close(x, y)
+    return real
+
+
+@pytest.mark.parametrize("kind", list(DISTIL))
+@pytest.mark.parametrize("T", [11, "all"])
+def test_distilbert_masked_lm_equals_transformers(kind, T, tmp_path):
+    cfg = DISTIL[kind]
+    T = cfg["max_position_embeddings"] if T == "all" else T
+    torch.manual_seed(0)
+    theirs = noisy(
+        transformers.DistilBertForMaskedLM(transformers.DistilBertConfig(**cfg, attn_implementation="eager"))
+    )
+    b = bert.load(folder_of(theirs, tmp_path, "distil"))
+    assert b.config.model_type == "distilbert" and b.config.type_vocab_size == 0
+    assert b.mlm_head_trained and not b.nsp_head_trained
+    assert any("no next-sentence head" in n for n in b.notes) and not any("pooler" in n for n in b.notes), b.notes
+    ids, types, mask = batch(T)
+    with torch.no_grad():
+        ours = b.model(ids, types, mask, output_attentions=True, output_hidden_states=True)  # segments ignored
+        hf = theirs(input_ids=ids, attention_mask=mask, output_attentions=True, output_hidden_states=True)
+        enc = b.model.bert(ids, attention_mask=mask, output_hidden_states=True)
+    real = compare_encoder(ours.bert, hf, mask)
+    close(ours.mlm_logits, hf.logits, real)
+    close(enc.last_hidden_state, hf.hidden_states[-1], real)
+    assert ours.replaced_logits is None
+
+
+@pytest.mark.parametrize("kind", list(ELECTRA))
+def test_electra_discriminator_equals_transformers(kind, tmp_path):
+    cfg = ELECTRA[kind]
+    torch.manual_seed(0)
+    theirs = noisy(transformers.ElectraForPreTraining(transformers.ElectraConfig(**cfg, attn_implementation="eager")))
+    b = bert.load(folder_of(theirs, tmp_path, "disc"))
+    assert b.config.model_type == "electra" and b.config.embedding_width == cfg["embedding_size"]
+    assert b.replaced_head_trained and not b.mlm_head_trained and not b.nsp_head_trained
+    assert any("ELECTRA discriminator" in n for n in b.notes), b.notes
+    ids, types, mask = batch(13, types=cfg.get("type_vocab_size", 2))
+    with torch.no_grad():
+        ours = b.model(ids, types, mask, output_attentions=True, output_hidden_states=True)
+        hf = theirs(
+            input_ids=ids, token_type_ids=types, attention_mask=mask, output_attentions=True, output_hidden_states=True
+        )
+    real = compare_encoder(ours.bert, hf, mask)
+    close(ours.replaced_logits, hf.logits, real)
+
+
+def test_electra_generator_equals_transformers(tmp_path):
+    cfg = ELECTRA["narrow embeddings"]
+    torch.manual_seed(0)
+    theirs = noisy(transformers.ElectraForMaskedLM(transformers.ElectraConfig(**cfg, attn_implementation="eager")))
+    b = bert.load(folder_of(theirs, tmp_path, "gen"))
+    assert b.mlm_head_trained and not b.replaced_head_trained
+    assert any("replaced-token head" in n for n in b.notes), b.notes
+    ids, types, mask = batch(cfg["max_position_embeddings"], types=3)
+    with torch.no_grad():
+        ours = b.model(ids, types, mask, output_attentions=True, output_hidden_states=True)
+        hf = theirs(
+            input_ids=ids, token_type_ids=types, attention_mask=mask, output_attentions=True, output_hidden_states=True
+        )
+    real = compare_encoder(ours.bert, hf, mask)
+    close(ours.mlm_logits, hf.logits, real)
+
+
+@pytest.mark.parametrize(
+    "model, cfg",
+    [
+        ("distil", DISTIL["odd"]),
+        ("disc", ELECTRA["narrow embeddings"]),
+        ("gen", ELECTRA["narrow embeddings"]),
+    ],
+)
+def test_save_in_our_format_round_trips_and_sizes_are_known_before_loading(model, cfg, tmp_path):
+    make = {
+        "distil": lambda: transformers.DistilBertForMaskedLM(transformers.DistilBertConfig(**cfg)),
+        "disc": lambda: transformers.ElectraForPreTraining(transformers.ElectraConfig(**cfg)),
+        "gen": lambda: transformers.ElectraForMaskedLM(transformers.ElectraConfig(**cfg)),
+    }[model]
+    torch.manual_seed(0)
+    b = bert.load(folder_of(noisy(make()), tmp_path, model))
+    # what the loader sizes a file against (no torch) is what the built model has
+    assert parameter_breakdown(b.config) == parameter_counts(b.model)
+    again = bert.load(bert.save(b, tmp_path / "ours"))
+    assert again.config.model_type == b.config.model_type
+    assert again.replaced_head_trained == b.replaced_head_trained
+    ids, types, mask = batch(9, types=max(1, b.config.type_vocab_size))
+    with torch.no_grad():
+        x, y = b.model(ids, types, mask), again.model(ids, types, mask)
+    close(x.mlm_logits, y.mlm_logits)
+    if b.replaced_head_trained:
+        close(x.replaced_logits, y.replaced_logits)
+
+
+def test_a_config_beyond_the_family_or_its_limits_is_refused_before_anything_is_built(tmp_path):
+    with pytest.raises(CheckpointError, match="model_type 'gpt2' is not one this app knows"):
+        BertConfig.from_dict({"model_type": "gpt2"})
+    with pytest.raises(CheckpointError, match="embedding_size"):
+        BertConfig.from_dict({"model_type": "electra", "embedding_size": 10**6})
+    with pytest.raises(CheckpointError, match="type_vocab_size"):  # only a DistilBERT has no segments
+        BertConfig.from_dict({"model_type": "bert", "type_vocab_size": 0})
+    d = BertConfig.from_dict({"model_type": "distilbert", "dim": 64, "n_layers": 2, "n_heads": 4, "hidden_dim": 99})
+    assert (d.hidden_size, d.num_hidden_layers, d.num_attention_heads, d.intermediate_size) == (64, 2, 4, 99)
+    assert BertConfig.from_json(d.to_json()) == d  # our own format keeps BERT's names and the member
+    # a config.json asking for far more than its file holds is refused before allocation
+    torch.manual_seed(0)
+    folder = folder_of(
+        transformers.DistilBertForMaskedLM(transformers.DistilBertConfig(**DISTIL["tiny"])), tmp_path, "big"
+    )
+    cfg = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**cfg, "n_layers": 40}))
+    with pytest.raises(CheckpointError, match="do not match"):
+        bert.load(folder)
+
+
+def test_what_differs_is_said_in_one_line():
+    base = BertConfig(vocab_size=V, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, intermediate_size=37)
+    distil = BertConfig(
+        vocab_size=V,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        model_type="distilbert",
+        type_vocab_size=0,
+    )
+    line = differences(base, distil)
+    assert line.startswith("BERT vs DistilBERT") and "layers 4 vs 2" in line
+    assert "segment embeddings: yes vs none" in line
+    assert differences(base, base) == ""
+    assert member(distil) is MEMBERS["distilbert"] and not member(distil).next_sentence
+
+
+def test_the_hugging_face_export_is_refused_for_a_member_with_a_clear_message(tmp_path):
+    torch.manual_seed(0)
+    b = bert.load(
+        folder_of(transformers.DistilBertForMaskedLM(transformers.DistilBertConfig(**DISTIL["tiny"])), tmp_path, "d")
+    )
+    with pytest.raises(CheckpointError, match="is a DistilBERT: download it in this app's format"):
+        bert.export_hf(b, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,99 @@
+"""Every page with every family member this app runs (bert/family.py): a tiny random DistilBERT and
+ELECTRA discriminator, made with transformers, saved as Hugging Face folders with MiniLM's
+vocab.txt and opened through bert.load, as a teacher's models folder would give them. No page
+raises or shows an error; each says what the member lacks (segments, a next-sentence head); the
+ELECTRA view shows a bar per token; Compare says what differs; fine-tuning starts from each."""
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import bert
+from bert.data.labelled import stratified_split
+from bert.train.events import FinetuneDone
+from tests.helpers import ENTRY, family_folder, fast_args, finetune_fn, run_fn, select_session_model, tiny_data
+
+transformers = pytest.importorskip("transformers")
+pytestmark = pytest.mark.slow
+
+PAGES = [
+    "home",
+    "tokenization",
+    "embeddings",
+    "attention",
+    "masked_lm",
+    "head_patterns",
+    "explanations",
+    "ablation",
+    "compare",
+    "lessons",
+]
+
+
+def clean(at, where):
+    assert not at.exception, (where, [e.value for e in at.exception])
+    assert not at.error, (where, [e.value for e in at.error])
+
+
+@pytest.fixture(params=["distilbert", "electra"])
+def member_app(request, tmp_path):
+    b = bert.load(family_folder(request.param, tmp_path / request.param))
+    at = AppTest.from_file(ENTRY, default_timeout=120)
+    select_session_model(at, request.param, b)
+    at.run()
+    clean(at, "first run")
+    return request.param, b, at
+
+
+def test_every_page_runs_on_the_member_and_says_what_it_lacks(member_app):
+    kind, b, at = member_app
+    for page in PAGES:
+        at.switch_page(f"pages/{page}.py").run()
+        clean(at, page)
+        infos = " ".join(i.value for i in at.info)
+        if page == "home":
+            card = " ".join(m.value for m in at.markdown)
+            assert all(f"**{name}**" in card for name in ("BERT", "DistilBERT", "ELECTRA")), card
+        if page == "embeddings":
+            assert ("no segment embeddings" in infos) == (kind == "distilbert"), infos
+            assert ("a learned projection lifts" in infos) == (kind == "electra"), infos
+        if page == "masked_lm":
+            name = "DistilBERT" if kind == "distilbert" else "ELECTRA"
+            assert f"{name} has no next-sentence head" in infos, infos
+            bars = [e for e in at.get("plotly_chart") if "replaced" in str(e.proto.spec)]
+            assert bool(bars) == (kind == "electra")
+    at.switch_page("pages/attention.py").run()
+    for view in at.radio(key="att_view").options:  # every view, the bertviz ones too
+        at.radio(key="att_view").set_value(view).run()
+        clean(at, view)
+    at.switch_page("pages/explanations.py").run()
+    at.radio(key="ex_view").set_value("Logit lens").run()
+    clean(at, "logit lens")
+    at.switch_page("pages/ablation.py").run()
+    at.button(key="abl_top").click().run()
+    clean(at, "ablation")
+
+
+def test_compare_says_what_differs_from_bert(member_app):
+    kind, _, at = member_app
+    at.switch_page("pages/compare.py").run()
+    at.radio(key="cmp_view").set_value("Two models side by side").run()
+    at.selectbox(key="cmp_model_B").set_value("minilm-l6").run()
+    assert not at.exception, [e.value for e in at.exception]
+    said = " ".join(i.value for i in at.info)
+    name = "DistilBERT" if kind == "distilbert" else "ELECTRA"
+    assert f"What differs: {name} vs BERT" in said and "layers 2 vs 6" in said, said
+
+
+@pytest.mark.parametrize("kind", ["distilbert", "electra"])
+def test_fine_tuning_starts_from_the_member(kind, tmp_path):
+    base = bert.load(family_folder(kind, tmp_path / kind))
+    train, valid = stratified_split(tiny_data(80), 0.25, seed=0)
+    events = run_fn(finetune_fn(base, train, valid, fast_args(epochs=1)))
+    done = next(e for e in events if isinstance(e, FinetuneDone))
+    assert done.error is None and done.bundle.is_classifier
+    assert done.bundle.config.model_type == kind
+    # the classifier's encoder is the member's: its first layer's weights came from the base
+    got = done.bundle.model.bert.embeddings.word_embeddings.weight.shape
+    assert got == base.model.bert.embeddings.word_embeddings.weight.shape
+    probs = done.bundle.classify(["a good film", "a bad film"])
+    assert probs.shape == (2, len(done.bundle.labels))
