@@ -28,7 +28,13 @@ Modules:
     tokenizer   the Tokenizer class tying them together (tokenize, encode, decode, pad, trace), and one
                 text or pair -> Encoding: lazy reading of long pastes, fast paths, truncation
 
-Pure Python: only the standard library (``re``, ``unicodedata``) is imported.
+WordPiece is pure Python: only the standard library (``re``, ``unicodedata``) is imported. BERT's relatives
+with another algorithm have the same interface over the ``tokenizers`` library:
+    backed      BackedTokenizer: our interface over a library tokenizer; "[MASK]" typed is the model's mask
+    bpe         RobertaTokenizer (kind "bpe"): byte-level BPE, and the trace of a word's merges (MergeStep)
+    unigram     AlbertTokenizer (kind "unigram"): SentencePiece Unigram, and a word's lattice (LatticeStep)
+    files       vocab.json, merges.txt, tokenizer.json: size ceilings, reading, atomic writing
+    for_folder  tokenizer_for_folder(folder, model_type): the right one of the three for a model folder
 """
 
 from .basic import BasicTokenizer

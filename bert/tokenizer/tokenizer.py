@@ -289,6 +289,8 @@ class Tokenizer:
     position wins for token -> id, as in transformers) or a dict token -> id with ids 0..n-1.
     """
 
+    kind = "wordpiece"  # the algorithm, for the pages (bpe.py's and unigram.py's say "bpe" and "unigram")
+
     def __init__(
         self,
         vocab: dict[str, int] | Sequence[str],

@@ -1,0 +1,43 @@
+"""The tokenizer of a model folder, by the model type its config.json names: WordPiece (vocab.txt) for BERT,
+DistilBERT and ELECTRA; byte-level BPE for RoBERTa; Unigram (tokenizer.json) for ALBERT."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import CheckpointError, TokenizerError
+from .backed import BackedTokenizer
+from .bpe import RobertaTokenizer
+from .files import MERGES_TXT, TOKENIZER_JSON, VOCAB_JSON
+from .tokenizer import Tokenizer
+from .unigram import AlbertTokenizer
+
+MAX_VOCAB_TXT_BYTES = 16 << 20  # as bert.checkpoint.sizes.MAX_VOCAB_BYTES (not imported: checkpoint imports us)
+
+WORDPIECE_MODELS = ("bert", "distilbert", "electra")
+MODEL_TYPES = (*WORDPIECE_MODELS, "roberta", "albert")
+
+
+def tokenizer_for_folder(folder: Path, model_type: str, do_lower_case: bool = True) -> Tokenizer | BackedTokenizer:
+    """The tokenizer of ``folder`` for a ``model_type`` of MODEL_TYPES; ``do_lower_case`` is for WordPiece
+    only (RoBERTa never lower-cases; ALBERT does what its tokenizer.json says). Every file is sized before
+    it is read; a missing one is a CheckpointError, a bad one a TokenizerError."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise CheckpointError(f"not a model folder: {str(folder)!r}")
+    if model_type in WORDPIECE_MODELS:
+        vocab = folder / "vocab.txt"
+        if not vocab.is_file():
+            raise CheckpointError(f"{folder.name} has no vocab.txt")
+        if vocab.stat().st_size > MAX_VOCAB_TXT_BYTES:
+            raise TokenizerError(f"vocab.txt is over {MAX_VOCAB_TXT_BYTES >> 20} MB: too big for a vocabulary")
+        return Tokenizer.from_file(vocab, do_lower_case=do_lower_case)
+    if model_type == "roberta":
+        if not (folder / TOKENIZER_JSON).is_file() and not (folder / VOCAB_JSON).is_file():
+            raise CheckpointError(f"{folder.name} has neither {TOKENIZER_JSON} nor {VOCAB_JSON} + {MERGES_TXT}")
+        return RobertaTokenizer.from_folder(folder)
+    if model_type == "albert":
+        if not (folder / TOKENIZER_JSON).is_file():
+            raise CheckpointError(f"{folder.name} has no {TOKENIZER_JSON} (ALBERT's spiece.model alone is not read)")
+        return AlbertTokenizer.from_folder(folder)
+    raise TokenizerError(f"no tokenizer for model type {model_type!r} (known: {', '.join(MODEL_TYPES)})")
