@@ -221,7 +221,7 @@ def _mask(bundle, off: tuple):
 
 def _analysis_peak(model_key: str, text_a: str, text_b: str | None, _bundle: bert.Bundle) -> int:
     cfg = _bundle.config
-    n = len(_bundle.tokenizer.encode(text_a, text_b, max_length=cfg.max_position_embeddings).ids)
+    n = len(_bundle.tokenizer.encode(text_a, text_b, max_length=cfg.max_tokens).ids)
     return analysis_bytes(cfg, n)
 
 

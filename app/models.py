@@ -221,7 +221,7 @@ def summary_of(model: CurrentModel) -> ModelSummary:
 
 
 def max_tokens(bundle: bert.Bundle) -> int:
-    return int(bundle.config.max_position_embeddings)
+    return int(bundle.config.max_tokens)
 
 
 # --- picking any model (the Compare page's two pickers) -----------------------------------------

@@ -34,7 +34,7 @@ LIMITS = {
 MAX_LABELS = 1000
 MAX_CONFIG_BYTES = 1 << 20  # a config.json with 1,000 long labels is under 200 kB
 
-MODEL_TYPES = ("bert", "distilbert", "electra")  # bert/family.py says what each changed
+MODEL_TYPES = ("bert", "distilbert", "electra", "roberta", "albert")  # bert/family.py says what each changed
 # DistilBERT's config.json names -> BERT's (its other fields: as BERT's, or kept in `extra`)
 DISTILBERT_NAMES = {
     "dim": "hidden_size",
@@ -64,10 +64,14 @@ class BertConfig:
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
     pad_token_id: int = 0
-    # The family (bert/family.py): which member, and ELECTRA's embedding width when it is not
-    # hidden_size (None: hidden_size). A DistilBERT has no segment embeddings: type_vocab_size 0.
+    # The family (bert/family.py): which member, and ELECTRA's or ALBERT's embedding width when it
+    # is not hidden_size (None: hidden_size). A DistilBERT has no segment embeddings: type_vocab_size 0.
     model_type: str = "bert"
     embedding_size: int | None = None
+    # ALBERT: how many distinct layers (groups) the num_hidden_layers share, and layers a group has;
+    # every released ALBERT has 1 and 1 (one layer's weights, used at every depth), all this app runs.
+    num_hidden_groups: int = 1
+    inner_group_num: int = 1
     # Sequence classification (fine-tuning); empty for a pre-training model.
     id2label: dict[int, str] = field(default_factory=dict)
     classifier_pooling: str = "cls"
@@ -99,6 +103,11 @@ class BertConfig:
             )
         if self.embedding_size is not None:
             ints += ("embedding_size",)
+        if (self.num_hidden_groups, self.inner_group_num) != (1, 1):
+            raise CheckpointError(
+                f"config: an ALBERT of {_short(self.num_hidden_groups)} layer groups of {_short(self.inner_group_num)} "
+                "layers; this app runs the released shape, one group of one layer shared by every depth"
+            )
         for name in ints:
             value = getattr(self, name)
             zero_ok = name == "type_vocab_size" and self.model_type == "distilbert"
@@ -125,6 +134,17 @@ class BertConfig:
             raise CheckpointError(f"config: classifier_pooling must be one of {POOLINGS}")
 
     @property
+    def position_offset(self) -> int:
+        """The first position row a token uses: RoBERTa counts positions from its padding index + 1
+        (rows 0 .. pad are never a real token's); 0 for the others."""
+        return self.pad_token_id + 1 if self.model_type == "roberta" else 0
+
+    @property
+    def max_tokens(self) -> int:
+        """The longest input: the position rows a token can use."""
+        return self.max_position_embeddings - self.position_offset
+
+    @property
     def embedding_width(self) -> int:
         """E: the width of the embedding tables (ELECTRA's may be narrower than hidden_size)."""
         return self.embedding_size or self.hidden_size
@@ -146,6 +166,8 @@ class BertConfig:
             d["num_labels"] = len(self.id2label)
         if d["embedding_size"] is None:
             del d["embedding_size"]
+        if self.model_type != "albert":
+            del d["num_hidden_groups"], d["inner_group_num"]
         out = dict(self.extra)
         out.update(d)
         return out

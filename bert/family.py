@@ -1,7 +1,8 @@
 """BERT's family: the encoder-only models that changed one thing or a few, and what each changed.
 
 One row per member this app runs in its own code (bert/model.py writes each difference where it
-is: DistilBERT's missing segment table, ELECTRA's narrow embeddings and its replaced-token head).
+is: DistilBERT's missing segment table, ELECTRA's narrow embeddings and its replaced-token head,
+RoBERTa's positions counted past its padding index, ALBERT's one shared layer).
 The pages read `member(config)` to say what a model has (a next-sentence head or not, segments
 or not) and the family card reads the rows.
 """
@@ -21,6 +22,8 @@ class Member:
     pooler: bool  # a trained pooler (BERT's tanh over [CLS], trained by NSP)
     next_sentence: bool  # a next-sentence head
     objective: str  # what it was pre-trained to do
+    tokenizer: str = "WordPiece"
+    sentence_order: bool = False  # ALBERT: its two-sentence head says whether A and B are in order
 
 
 MEMBERS = {
@@ -55,6 +58,31 @@ MEMBERS = {
         next_sentence=False,
         objective="replaced-token detection",
     ),
+    "roberta": Member(
+        "roberta",
+        "RoBERTa",
+        "the same network trained longer on ten times the text, masks drawn anew every time, no "
+        "next-sentence game; a byte-level BPE vocabulary that has no unknown token",
+        "BERT had been under-trained: the same size, clearly better on every benchmark",
+        segments=False,
+        pooler=False,
+        next_sentence=False,
+        objective="masked LM",
+        tokenizer="byte-level BPE",
+    ),
+    "albert": Member(
+        "albert",
+        "ALBERT",
+        "one layer's weights shared by every layer, small (factorised) embeddings, and a sentence-ORDER "
+        "game instead of next-sentence prediction",
+        "a BERT-large shape in a tenth of the parameters; the order game is harder than NSP",
+        segments=True,
+        pooler=True,
+        next_sentence=False,
+        sentence_order=True,
+        objective="masked LM + sentence order",
+        tokenizer="SentencePiece Unigram",
+    ),
 }
 
 
@@ -64,8 +92,8 @@ def member(config) -> Member:
 
 
 def differences(a, b) -> str:
-    """One line: what differs between two models' configs (member, layers, heads, widths,
-    objective), for the Compare page; "" when nothing of that does."""
+    """One line: what differs between two models' configs (member, objective, layers, heads,
+    widths, tokenizer, shared weights, segments), for the Compare page; "" when nothing of that does."""
     ma, mb = member(a), member(b)
     out = []
     if ma is not mb:
@@ -79,6 +107,11 @@ def differences(a, b) -> str:
     ):
         if x != y:
             out.append(f"{what} {x:,} vs {y:,}")
+    if ma.tokenizer != mb.tokenizer:
+        out.append(f"tokenizer {ma.tokenizer} vs {mb.tokenizer}")
+    shared = [m.model_type == "albert" for m in (ma, mb)]
+    if shared[0] != shared[1]:
+        out.append("layers' weights: " + " vs ".join("one layer shared" if x else "one set a layer" for x in shared))
     if ma.segments != mb.segments:
         out.append("segment embeddings: " + " vs ".join("yes" if m.segments else "none" for m in (ma, mb)))
     return "; ".join(out)

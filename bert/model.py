@@ -5,8 +5,10 @@ C hidden size, H attention heads, D head size (C / H), F feed-forward size,
 V vocabulary size, L layers, N masked positions.
 
 The family (bert/family.py) is written where it differs: DistilBERT has no segment embeddings
-(config.type_vocab_size 0); ELECTRA's embeddings may be narrower than the layers (E < C, one
-projection after them) and its discriminator has a "was this token replaced?" head (`rtd`).
+(config.type_vocab_size 0); ELECTRA's and ALBERT's embeddings may be narrower than the layers
+(E < C, one projection after them) and ELECTRA's discriminator has a "was this token replaced?"
+head (`rtd`); RoBERTa counts positions from its padding index + 1; ALBERT uses one layer's
+weights at every depth (`shared_layer`), and its two-sentence head (`nsp`) predicts their order.
 
 Nothing is stored on a module during forward: one model object can serve many
 sessions at once. Intermediates (attentions, hidden states, embedding parts,
@@ -41,8 +43,10 @@ _ACT = {
 class Embeddings(nn.Module):
     """word + segment (token type) + learned absolute position, then LayerNorm and dropout.
 
-    Family: DistilBERT has no segment table (its segment part is zero); ELECTRA's tables may be
-    E wide, narrower than C, and a projection E -> C follows (its `embeddings_project`)."""
+    Family: DistilBERT has no segment table (its segment part is zero); ELECTRA's and ALBERT's
+    tables may be E wide, narrower than C, and a projection E -> C follows (ELECTRA's
+    `embeddings_project` when E != C; ALBERT's `embedding_hidden_mapping_in` always); RoBERTa's
+    real tokens take position rows pad + 1, pad + 2, ... and padding takes row pad."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -53,16 +57,24 @@ class Embeddings(nn.Module):
         self.token_type_embeddings = nn.Embedding(types, E) if types else None
         self.layer_norm = nn.LayerNorm(E, eps=config.layer_norm_eps)
         self.dropout = Dropout(config.hidden_dropout_prob)
-        self.project = nn.Linear(E, C) if E != C else None
+        self.project = nn.Linear(E, C) if E != C or config.model_type == "albert" else None
+        self.roberta_pad = config.pad_token_id if config.model_type == "roberta" else None
+
+    def positions(self, input_ids: Tensor) -> Tensor:
+        """The position rows of input_ids: (1, T, E), or RoBERTa's (B, T, E) counted past padding."""
+        T = input_ids.shape[1]
+        if self.roberta_pad is None:
+            return self.position_embeddings.weight[:T].unsqueeze(0)  # (1, T, E): rows 0..T-1
+        real = input_ids.ne(self.roberta_pad).long()  # (B, T)
+        return self.position_embeddings(torch.cumsum(real, dim=1) * real + self.roberta_pad)  # (B, T, E)
 
     def forward(self, input_ids: Tensor, token_type_ids: Tensor, return_parts: bool = False):
-        T = input_ids.shape[1]
         token = self.word_embeddings(input_ids)  # (B, T, E)
         if self.token_type_embeddings is not None:
             segment = self.token_type_embeddings(token_type_ids)  # (B, T, E)
         else:
             segment = torch.zeros_like(token)  # DistilBERT: no segments
-        position = self.position_embeddings.weight[:T].unsqueeze(0)  # (1, T, E): rows 0..T-1
+        position = self.positions(input_ids)
         total = token + segment + position
         normed = self.layer_norm(total)
         parts = None
@@ -166,7 +178,11 @@ class BertModel(nn.Module):
         super().__init__()
         self.config = config
         self.embeddings = Embeddings(config)
-        self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.num_hidden_layers))
+        if config.model_type == "albert":  # one layer's weights at every depth
+            self.shared_layer = EncoderLayer(config)
+            self.layers = [self.shared_layer] * config.num_hidden_layers  # a plain list: its weights are counted once
+        else:
+            self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.num_hidden_layers))
         self.pooler = nn.Linear(config.hidden_size, config.hidden_size)
 
     def _check_inputs(self, input_ids: Tensor, token_type_ids: Tensor | None):
@@ -177,10 +193,8 @@ class BertModel(nn.Module):
                 f"input_ids must be (batch, tokens) with at least one token, got shape {tuple(input_ids.shape)}"
             )
         T = input_ids.shape[1]
-        if T > self.config.max_position_embeddings:
-            raise InputError(
-                f"{T} tokens is more than this model's maximum of {self.config.max_position_embeddings} positions"
-            )
+        if T > self.config.max_tokens:
+            raise InputError(f"{T} tokens is more than this model's maximum of {self.config.max_tokens} positions")
         V = self.config.vocab_size
         lo, hi = torch.aminmax(input_ids)  # one pass, not two
         if int(lo) < 0 or int(hi) >= V:
@@ -298,14 +312,14 @@ class BertModel(nn.Module):
 class MLMHead(nn.Module):
     """transform (dense + act + LayerNorm), then a decoder tied to the word embeddings, + bias.
 
-    Family: the transform ends at the embeddings' width E (ELECTRA's generator: C -> E, its
-    activation always GELU); for BERT and DistilBERT E = C."""
+    Family: the transform ends at the embeddings' width E (ELECTRA's generator and ALBERT: C -> E);
+    ELECTRA's and RoBERTa's activation is always GELU; for BERT, DistilBERT and RoBERTa E = C."""
 
     def __init__(self, config: BertConfig, word_embeddings: nn.Embedding):
         super().__init__()
         E = config.embedding_width
         self.transform = nn.Linear(config.hidden_size, E)
-        self.act = _ACT["gelu" if config.model_type == "electra" else config.hidden_act]
+        self.act = _ACT["gelu" if config.model_type in ("electra", "roberta") else config.hidden_act]
         self.norm = nn.LayerNorm(E, eps=config.layer_norm_eps)
         self.word_embeddings = word_embeddings  # shared, not a copy
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
@@ -473,7 +487,7 @@ def parameter_counts(model: nn.Module) -> dict[str, int]:
     bert = model.bert
     counts = {
         "embeddings": sum(p.numel() for p in bert.embeddings.parameters()),
-        "encoder layers": sum(p.numel() for p in bert.layers.parameters()),
+        "encoder layers": sum({id(p): p.numel() for layer in bert.layers for p in layer.parameters()}.values()),
         "pooler": sum(p.numel() for p in bert.pooler.parameters()),
     }
     if isinstance(model, BertForPreTraining):

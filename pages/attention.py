@@ -8,7 +8,7 @@ import app
 from app.analysis_cache import analyze
 from app.figures import core
 from app.models import current_model
-from app.ui import links, show_figure, widgets
+from app.ui import family_note, links, show_figure, widgets
 from app.ui.errors import show_errors
 from app.ui.formatting import attention_walkthrough, hide_specials, token_labels
 from app.ui.widgets import index_slider
@@ -52,6 +52,7 @@ def bertviz_view(model_key: str, text_a: str, text_b, kind: str, layer: int, hea
 
 with show_errors("the attention maps"):
     model = current_model()
+    family_note.attention(model.bundle.config)
     an = analyze(model, text_a, text_b)
     L, H, T = an.attentions.shape[0], an.attentions.shape[1], an.n_tokens
     if an.truncated:

@@ -112,7 +112,7 @@ if data is not None:
             if base is None:
                 st.error("That model is no longer in this session.", icon=ICON_ERR)
         n_layers = base.config.num_hidden_layers if base else 12
-        max_pos = base.config.max_position_embeddings if base else 512
+        max_pos = base.config.max_tokens if base else 512
         ss["ft_freeze_layers"] = min(ss["ft_freeze_layers"], n_layers)  # fit the chosen model
         ss["ft_max_length"] = min(ss["ft_max_length"], max_pos)
         c2.selectbox(

@@ -72,6 +72,7 @@ with show_errors("the masked-word predictions"):
     else:
         if read := what_it_read(b.card):
             st.caption(f"What this model read: {md_escape(read)}")
+        family_note.mask_token(b.tokenizer)
         if mlm_untrained(b):
             st.warning(
                 "This model's MLM head is untrained (freshly initialised): the predictions "

@@ -1,4 +1,5 @@
-"""Tokenization: text -> WordPiece tokens -> ids, with segments, positions and spans."""
+"""Tokenization: text -> tokens (WordPiece, or the family's BPE and Unigram) -> ids, with segments,
+positions and spans."""
 
 import streamlit as st
 
@@ -6,7 +7,7 @@ import app
 from app.models import current_model, max_tokens
 from app.ui import widgets
 from app.ui.errors import show_errors
-from app.ui.formatting import clean_text, token_table, trace_table, vocab_facts, vocab_search, word_groups
+from app.ui.formatting import TRACE_VIEWS, clean_text, token_table, vocab_facts, vocab_search, word_groups
 from app.ui.widgets import WORD_CHARS, cap_help
 from bert.analysis.common import encode
 
@@ -90,18 +91,15 @@ with st.expander("The special tokens", expanded=False):
         "- `[UNK]` stands for anything the vocabulary cannot spell."
     )
 
-st.subheader("How WordPiece splits one word")
-st.markdown(
-    "Greedy, longest match first: try the whole rest of the word; if the vocabulary lacks "
-    "it, drop one character from the end and try again. Take the first hit and continue "
-    "after it, with `##` in front."
-)
-with show_errors("the WordPiece trace"):
+with show_errors("the tokenizer's steps"):
     model = current_model()
     tok = model.bundle.tokenizer
+    heading, how, table = TRACE_VIEWS[tok.kind]
+    st.subheader(heading)
+    st.markdown(how)
     words = []
     if (text_a or "").strip():
-        words = list(dict.fromkeys(tok.basic_tokenize(text_a)))[:500]
+        words = [w for w in dict.fromkeys(tok.basic_tokenize(text_a)) if w.strip()][:500]
     c1, c2 = st.columns(2)
     pick = c1.selectbox("A word from sentence A", ["unaffable"] + words, index=0)
     own = c2.text_input("…or type any word", "", max_chars=WORD_CHARS, help=cap_help(WORD_CHARS))
@@ -110,17 +108,15 @@ with show_errors("the WordPiece trace"):
         basic = tok.basic_tokenize(word)
         if len(basic) != 1:
             st.info(
-                f"That is {len(basic)} words for BERT (punctuation and CJK characters are "
-                f"split off first): {' · '.join(basic) or 'nothing'}. Type a single word."
+                f"That is {len(basic)} words for this tokenizer (punctuation is split off first): "
+                f"{' · '.join(basic) or 'nothing'}. Type a single word."
             )
         else:
-            trace = tok.trace(word)
-            st.dataframe(
-                trace_table(trace), hide_index=True, width="stretch", height=min(400, 36 + 35 * max(1, len(trace)))
-            )
+            trace = tok.trace(" " + word if tok.kind == "bpe" else word)  # as in mid-sentence: Ġword
+            st.dataframe(table(trace), hide_index=True, width="stretch", height=min(400, 36 + 35 * max(1, len(trace))))
             result = " + ".join(trace.pieces)
             if trace.unk:
-                st.warning(f"Result: [UNK] ({trace.reason})", icon=":material/help:")
+                st.warning(f"Result: {tok.unk_token} ({trace.reason})", icon=":material/help:")
             else:
                 st.success(f"Result: {result}   (ids {', '.join(map(str, trace.ids))})")
 

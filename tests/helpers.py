@@ -4,6 +4,7 @@ their training data and runs. Test modules share these, never each other."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 import threading
 import time
@@ -344,18 +345,23 @@ def use_cache(monkeypatch, folder: Path) -> Path:
 
 
 def family_folder(kind: str, folder: Path) -> Path:
-    """A tiny random member of BERT's family ("distilbert", or "electra": a discriminator with
-    embeddings narrower than its layers) made with transformers and saved as a Hugging Face folder
-    with MiniLM's vocab.txt, as a teacher would put a real checkpoint in the models folder."""
+    """A tiny random member of BERT's family made with transformers and saved as a Hugging Face
+    folder, as a teacher would put a real checkpoint in the models folder: "distilbert", or
+    "electra" (a discriminator with embeddings narrower than its layers), with MiniLM's vocab.txt;
+    "roberta" (vocab.json + merges.txt) or "albert" (tokenizer.json, with its sentence-order
+    head) with a tokenizer trained here on English-like sentences."""
     import shutil
 
     import transformers
 
     from bert.checkpoint.builtins import minilm_package_dir
 
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    if kind in ("roberta", "albert"):
+        return _bpe_or_unigram_folder(kind, folder)
     vocab = minilm_package_dir() / "vocab.txt"
     V = len(bert.Tokenizer.from_file(vocab))
-    torch.manual_seed(0)
     if kind == "distilbert":
         cfg = transformers.DistilBertConfig(
             vocab_size=V, dim=32, n_layers=2, n_heads=4, hidden_dim=37, max_position_embeddings=128
@@ -374,4 +380,106 @@ def family_folder(kind: str, folder: Path) -> Path:
         model = transformers.ElectraForPreTraining(cfg)
     model.save_pretrained(folder)
     shutil.copy(vocab, folder / "vocab.txt")
+    return folder
+
+
+ROBERTA_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # ids 0-4: <pad> is 1, as in roberta-base
+ALBERT_SPECIALS = ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]  # <pad> is 0, as in albert-base-v2
+
+
+def roberta_tokenizer_files(folder: Path, corpus, vocab_size: int) -> Path:
+    """vocab.json + merges.txt of a byte-level BPE trained on `corpus` with the `tokenizers` library."""
+    import tokenizers
+
+    bpe = tokenizers.ByteLevelBPETokenizer()
+    bpe.train_from_iterator(corpus, vocab_size=vocab_size, min_frequency=2, special_tokens=ROBERTA_SPECIALS)
+    bpe.save_model(str(folder))
+    return folder
+
+
+def roberta_tokenizer_json(files: Path, folder: Path) -> Path:
+    """The BPE of `files` as one tokenizer.json laid out as roberta-base's ("<mask>" with lstrip)."""
+    import json
+
+    import tokenizers
+    from tokenizers import AddedToken, decoders, models, pre_tokenizers, processors
+
+    vocab = json.loads((files / "vocab.json").read_text(encoding="utf-8"))
+    t = tokenizers.Tokenizer(models.BPE.from_file(str(files / "vocab.json"), str(files / "merges.txt")))
+    t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    t.decoder = decoders.ByteLevel()
+    t.post_processor = processors.RobertaProcessing(
+        ("</s>", vocab["</s>"]), ("<s>", vocab["<s>"]), trim_offsets=True, add_prefix_space=False
+    )
+    t.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in ROBERTA_SPECIALS[:4]])
+    t.add_special_tokens([AddedToken("<mask>", lstrip=True, special=True, normalized=False)])
+    t.save(str(folder / "tokenizer.json"))
+    return folder
+
+
+def albert_tokenizer_json(folder: Path, corpus, vocab_size: int) -> Path:
+    """A Unigram tokenizer.json trained on `corpus`, laid out as albert-base-v2's (without its
+    SentencePiece character map)."""
+    import tokenizers
+    from tokenizers import decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+    t = tokenizers.Tokenizer(models.Unigram())
+    t.normalizer = normalizers.Sequence(
+        [
+            normalizers.Replace("``", '"'),
+            normalizers.Replace("''", '"'),
+            normalizers.NFKD(),
+            normalizers.StripAccents(),
+            normalizers.Lowercase(),
+        ]
+    )
+    t.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")]
+    )
+    t.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+    trainer = trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=ALBERT_SPECIALS, unk_token="<unk>")
+    t.train_from_iterator(corpus, trainer)
+    t.post_processor = processors.TemplateProcessing(
+        single="[CLS]:0 $A:0 [SEP]:0",
+        pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", t.token_to_id("[CLS]")), ("[SEP]", t.token_to_id("[SEP]"))],
+    )
+    t.save(str(folder / "tokenizer.json"))
+    return folder
+
+
+def _bpe_or_unigram_folder(kind: str, folder: Path) -> Path:
+    import transformers
+
+    from tests.hostile_text import WORDS
+
+    rng = random.Random(7)
+    corpus = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 14))) for _ in range(400)]
+    corpus += [" ".join(PRETRAIN_WORDS), " ".join(REVIEW_WORDS[len(SPECIALS) :])]
+    if kind == "roberta":
+        roberta_tokenizer_files(folder, corpus, vocab_size=600)
+        V = len(json.loads((folder / "vocab.json").read_text(encoding="utf-8")))
+        cfg = transformers.RobertaConfig(
+            vocab_size=V,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=37,
+            max_position_embeddings=130,  # 128 tokens: rows 0 and 1 are never a token's
+        )
+        model = transformers.RobertaForMaskedLM(cfg)
+    else:
+        albert_tokenizer_json(folder, corpus, vocab_size=400)
+        V = len(json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"])
+        cfg = transformers.AlbertConfig(
+            vocab_size=V,
+            embedding_size=16,
+            hidden_size=32,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            intermediate_size=37,
+            max_position_embeddings=128,
+        )
+        model = transformers.AlbertForPreTraining(cfg)
+    model.save_pretrained(folder)
     return folder

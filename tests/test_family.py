@@ -15,7 +15,7 @@ from bert.checkpoint.sizes import parameter_breakdown
 from bert.config import BertConfig
 from bert.family import MEMBERS, differences, member
 from bert.model import parameter_counts
-from tests.helpers import SPECIALS
+from tests.helpers import SPECIALS, family_folder
 
 transformers = pytest.importorskip("transformers")
 TOL = 1e-4
@@ -237,3 +237,75 @@ def test_the_hugging_face_export_is_refused_for_a_member_with_a_clear_message(tm
     with pytest.raises(CheckpointError, match="is a DistilBERT: download it in this app's format"):
         bert.export_hf(b, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+# --- RoBERTa and ALBERT: their own tokenizers, so their folders come from tests/helpers.family_folder ---
+
+
+def hf_of(kind, folder):
+    """transformers' model of a family_folder, with non-trivial LayerNorm and bias values (saved again)."""
+    cls = {"roberta": transformers.RobertaForMaskedLM, "albert": transformers.AlbertForPreTraining}[kind]
+    model = noisy(cls.from_pretrained(folder, attn_implementation="eager"))
+    model.save_pretrained(folder)
+    return model
+
+
+@pytest.mark.parametrize("kind", ["roberta", "albert"])
+def test_roberta_and_albert_equal_transformers_through_their_own_tokenizers(kind, tmp_path):
+    folder = family_folder(kind, tmp_path / kind)
+    theirs = hf_of(kind, folder)
+    b = bert.load(folder)
+    assert b.config.model_type == kind and b.tokenizer.kind == {"roberta": "bpe", "albert": "unigram"}[kind]
+    a, s = "the film was very good , and the actor sits on the mat", "a small dog runs under the big [MASK]"
+    enc = b.tokenizer.encode(a, s)
+    assert enc.tokens[0] == b.tokenizer.cls_token and b.tokenizer.mask_id in enc.ids  # [MASK] typed: its own mask
+    T = b.config.max_tokens  # every position a token may take; the second row padded
+    ids = torch.full((2, T), b.tokenizer.pad_id)
+    types = torch.zeros(2, T, dtype=torch.long)
+    n = min(len(enc.ids), T)
+    ids[0, :n], types[0, :n] = torch.tensor(enc.ids[:n]), torch.tensor(enc.type_ids[:n])
+    ids[0, n:] = torch.randint(5, b.config.vocab_size, (T - n,))
+    ids[1, : T - 5] = ids[0, : T - 5]
+    mask = (ids != b.tokenizer.pad_id).long()
+    mask[0] = 1
+    with torch.no_grad():
+        ours = b.model(ids, types, mask, output_attentions=True, output_hidden_states=True)
+        hf = theirs(
+            input_ids=ids, token_type_ids=types, attention_mask=mask, output_attentions=True, output_hidden_states=True
+        )
+    real = compare_encoder(ours.bert, hf, mask)
+    close(ours.mlm_logits, hf.logits if kind == "roberta" else hf.prediction_logits, real)
+    if kind == "albert":
+        close(ours.nsp_logits, hf.sop_logits)  # the sentence-order head, read as the two-sentence head
+        assert b.nsp_head_trained and not any("next-sentence" in n for n in b.notes), b.notes
+        assert len({id(layer) for layer in b.model.bert.layers}) == 1  # one layer's weights at every depth
+    else:
+        assert any("RoBERTa has no next-sentence head" in n for n in b.notes), b.notes
+    with pytest.raises(bert.InputError, match=f"maximum of {T} positions"):
+        b.model.bert(torch.ones(1, T + 1, dtype=torch.long) * 5)
+    assert parameter_breakdown(b.config) == parameter_counts(b.model)
+    again = bert.load(bert.save(b, tmp_path / "ours"))
+    assert again.tokenizer.encode(a, s).ids == enc.ids
+    with torch.no_grad():
+        close(again.model(ids, types, mask).mlm_logits, b.model(ids, types, mask).mlm_logits)
+
+
+def test_albert_shapes_other_than_one_shared_layer_are_refused():
+    with pytest.raises(CheckpointError, match="one group of one layer"):
+        BertConfig.from_dict({"model_type": "albert", "num_hidden_groups": 2})
+
+
+def test_what_differs_names_the_tokenizer_and_shared_weights():
+    base = BertConfig(vocab_size=V, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, intermediate_size=37)
+    albert = BertConfig(
+        vocab_size=V,
+        hidden_size=32,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        intermediate_size=37,
+        model_type="albert",
+        embedding_size=16,
+    )
+    line = differences(albert, base)
+    assert "tokenizer SentencePiece Unigram vs WordPiece" in line
+    assert "layers' weights: one layer shared vs one set a layer" in line and "embedding size 16 vs 32" in line

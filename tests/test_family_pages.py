@@ -29,12 +29,15 @@ PAGES = [
 ]
 
 
+NAMES = {"distilbert": "DistilBERT", "electra": "ELECTRA", "roberta": "RoBERTa", "albert": "ALBERT"}
+
+
 def clean(at, where):
     assert not at.exception, (where, [e.value for e in at.exception])
     assert not at.error, (where, [e.value for e in at.error])
 
 
-@pytest.fixture(params=["distilbert", "electra"])
+@pytest.fixture(params=["distilbert", "electra", "roberta", "albert"])
 def member_app(request, tmp_path):
     b = bert.load(family_folder(request.param, tmp_path / request.param))
     at = AppTest.from_file(ENTRY, default_timeout=120)
@@ -52,13 +55,21 @@ def test_every_page_runs_on_the_member_and_says_what_it_lacks(member_app):
         infos = " ".join(i.value for i in at.info)
         if page == "home":
             card = " ".join(m.value for m in at.markdown)
-            assert all(f"**{name}**" in card for name in ("BERT", "DistilBERT", "ELECTRA")), card
+            assert all(f"**{name}**" in card for name in ("BERT", *NAMES.values())), card
         if page == "embeddings":
             assert ("no segment embeddings" in infos) == (kind == "distilbert"), infos
-            assert ("a learned projection lifts" in infos) == (kind == "electra"), infos
+            assert ("a learned projection lifts" in infos) == (kind in ("electra", "albert")), infos
+            assert ("positions are counted from row 2" in infos) == (kind == "roberta"), infos
+        if page == "tokenization":
+            heading = {"roberta": "byte-level BPE", "albert": "Unigram"}.get(kind, "WordPiece")
+            assert any(heading in h.value for h in at.subheader), [h.value for h in at.subheader]
+        if page == "attention":
+            assert ("run the SAME weights" in infos) == (kind == "albert"), infos
         if page == "masked_lm":
-            name = "DistilBERT" if kind == "distilbert" else "ELECTRA"
-            assert f"{name} has no next-sentence head" in infos, infos
+            if kind == "albert":
+                assert "trained on sentence ORDER" in infos, infos
+            else:
+                assert f"{NAMES[kind]} has no next-sentence head" in infos, infos
             bars = [e for e in at.get("plotly_chart") if "replaced" in str(e.proto.spec)]
             assert bool(bars) == (kind == "electra")
     at.switch_page("pages/attention.py").run()
@@ -80,11 +91,10 @@ def test_compare_says_what_differs_from_bert(member_app):
     at.selectbox(key="cmp_model_B").set_value("minilm-l6").run()
     assert not at.exception, [e.value for e in at.exception]
     said = " ".join(i.value for i in at.info)
-    name = "DistilBERT" if kind == "distilbert" else "ELECTRA"
-    assert f"What differs: {name} vs BERT" in said and "layers 2 vs 6" in said, said
+    assert f"What differs: {NAMES[kind]} vs BERT" in said and "vs 6" in said, said
 
 
-@pytest.mark.parametrize("kind", ["distilbert", "electra"])
+@pytest.mark.parametrize("kind", list(NAMES))
 def test_fine_tuning_starts_from_the_member(kind, tmp_path):
     base = bert.load(family_folder(kind, tmp_path / kind))
     train, valid = stratified_split(tiny_data(80), 0.25, seed=0)

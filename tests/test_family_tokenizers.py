@@ -20,13 +20,11 @@ from bert.tokenizer.bpe import MergeStep, RobertaTokenizer
 from bert.tokenizer.files import MAX_MERGES_BYTES, MAX_TOKENIZER_JSON_BYTES, MAX_VOCAB_JSON_BYTES
 from bert.tokenizer.for_folder import tokenizer_for_folder
 from bert.tokenizer.unigram import AlbertTokenizer, LatticeStep
+from tests.helpers import albert_tokenizer_json, roberta_tokenizer_files, roberta_tokenizer_json
 from tests.hostile_text import WORDS, case_word, make_lines
 
 tokenizers = pytest.importorskip("tokenizers")
 transformers = pytest.importorskip("transformers")
-
-ROBERTA_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-ALBERT_SPECIALS = ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
 
 
 def _usable(line: str) -> bool:
@@ -55,61 +53,19 @@ def _ref_text(line: str) -> str:
 @pytest.fixture(scope="module")
 def roberta_files(tmp_path_factory) -> Path:
     """vocab.json + merges.txt of a byte-level BPE trained here."""
-    folder = tmp_path_factory.mktemp("roberta_files")
-    bpe = tokenizers.ByteLevelBPETokenizer()
-    bpe.train_from_iterator(_corpus(), vocab_size=1200, min_frequency=2, special_tokens=ROBERTA_SPECIALS)
-    bpe.save_model(str(folder))
-    return folder
+    return roberta_tokenizer_files(tmp_path_factory.mktemp("roberta_files"), _corpus(), vocab_size=1200)
 
 
 @pytest.fixture(scope="module")
 def roberta_json(roberta_files, tmp_path_factory) -> Path:
     """The same model as one tokenizer.json laid out as roberta-base's ("<mask>" with lstrip)."""
-    from tokenizers import AddedToken, decoders, models, pre_tokenizers, processors
-
-    folder = tmp_path_factory.mktemp("roberta_json")
-    vocab = json.loads((roberta_files / "vocab.json").read_text(encoding="utf-8"))
-    t = tokenizers.Tokenizer(models.BPE.from_file(str(roberta_files / "vocab.json"), str(roberta_files / "merges.txt")))
-    t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    t.decoder = decoders.ByteLevel()
-    t.post_processor = processors.RobertaProcessing(
-        ("</s>", vocab["</s>"]), ("<s>", vocab["<s>"]), trim_offsets=True, add_prefix_space=False
-    )
-    t.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in ROBERTA_SPECIALS[:4]])
-    t.add_special_tokens([AddedToken("<mask>", lstrip=True, special=True, normalized=False)])
-    t.save(str(folder / "tokenizer.json"))
-    return folder
+    return roberta_tokenizer_json(roberta_files, tmp_path_factory.mktemp("roberta_json"))
 
 
 @pytest.fixture(scope="module")
 def albert_json(tmp_path_factory) -> Path:
     """A Unigram tokenizer.json laid out as albert-base-v2's (without its SentencePiece character map)."""
-    from tokenizers import decoders, models, normalizers, pre_tokenizers, processors, trainers
-
-    folder = tmp_path_factory.mktemp("albert")
-    t = tokenizers.Tokenizer(models.Unigram())
-    t.normalizer = normalizers.Sequence(
-        [
-            normalizers.Replace("``", '"'),
-            normalizers.Replace("''", '"'),
-            normalizers.NFKD(),
-            normalizers.StripAccents(),
-            normalizers.Lowercase(),
-        ]
-    )
-    t.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")]
-    )
-    t.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
-    trainer = trainers.UnigramTrainer(vocab_size=900, special_tokens=ALBERT_SPECIALS, unk_token="<unk>")
-    t.train_from_iterator(_corpus(), trainer)
-    t.post_processor = processors.TemplateProcessing(
-        single="[CLS]:0 $A:0 [SEP]:0",
-        pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", t.token_to_id("[CLS]")), ("[SEP]", t.token_to_id("[SEP]"))],
-    )
-    t.save(str(folder / "tokenizer.json"))
-    return folder
+    return albert_tokenizer_json(tmp_path_factory.mktemp("albert"), _corpus(), vocab_size=900)
 
 
 # ---- ours and transformers' --------------------------------------------------------------------------------
@@ -450,7 +406,7 @@ def test_loader_picks_the_tokenizer(roberta_files, roberta_json, albert_json, tm
         tokenizer_for_folder(tmp_path, "roberta")
     with pytest.raises(CheckpointError, match="no tokenizer.json"):
         tokenizer_for_folder(tmp_path, "albert")
-    with pytest.raises(CheckpointError, match="not a model folder"):
+    with pytest.raises(CheckpointError, match="is not a folder"):
         tokenizer_for_folder(tmp_path / "nowhere", "roberta")
     with pytest.raises(TokenizerError, match="not RoBERTa's BPE"):
         tokenizer_for_folder(albert_json, "roberta")

@@ -197,7 +197,7 @@ def test_a_pickle_only_repository_is_refused(tmp_path, hub, model_files):
 
 
 def test_a_config_the_loader_refuses_stops_before_the_weights(tmp_path, hub, model_files):
-    config = {**json.loads(model_files["config.json"]), "model_type": "roberta"}
+    config = {**json.loads(model_files["config.json"]), "model_type": "gpt2"}
     hub.repos["acme/tiny-bert"]["files"]["config.json"] = json.dumps(config).encode()
     r = get(tmp_path, hub.url, "acme/tiny-bert")
     assert "is not a model this app loads" in one_line_error(r)

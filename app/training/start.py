@@ -138,7 +138,7 @@ def on_start_finetune(
             seed=int(ss.ft_seed),
             device=settings.text("BERT_EXPLORER_DEVICE") or "auto",
         )
-        args.check(base.config.max_position_embeddings, base.config.num_hidden_layers)
+        args.check(base.config.max_tokens, base.config.num_hidden_layers)
         try:
             _, new = start_finetune(
                 base, ss.ft_base, train, valid, args, jm, recorder=snapshots.recorder("ft", snapshots.FT_PROBE)

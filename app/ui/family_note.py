@@ -6,14 +6,24 @@ from __future__ import annotations
 import streamlit as st
 
 from bert.family import MEMBERS, member
+from bert.tokenizer.vocab import MASK_TOKEN
+
+from .formatting import md_code
 
 
 def embeddings(config) -> None:
     """The Embeddings page: a DistilBERT's missing segment table, ELECTRA's narrow tables."""
     kin = member(config)
-    if not kin.segments:
+    if config.type_vocab_size == 0:
         st.info(
             f"{kin.name}: no segment embeddings, only token + position (its segment part below is zero).",
+            icon=":material/family_history:",
+        )
+    if config.position_offset:
+        st.info(
+            f"{kin.name}: positions are counted from row {config.position_offset} of its table (its padding "
+            f"index + 1), so rows 0 to {config.position_offset - 1} are never a token's and it reads at most "
+            f"{config.max_tokens} tokens; its one segment vector is added to every token alike.",
             icon=":material/family_history:",
         )
     if config.embedding_width != config.hidden_size:
@@ -25,9 +35,37 @@ def embeddings(config) -> None:
         )
 
 
+def mask_token(tokenizer) -> None:
+    """The Masked LM page: a model whose own mask token is not [MASK] (RoBERTa's <mask>)."""
+    own = getattr(tokenizer, "mask_token", MASK_TOKEN)
+    if own != MASK_TOKEN:
+        st.caption(
+            f"This model's own mask token is {md_code(own)}; type {MASK_TOKEN} as everywhere in this app "
+            "and it becomes that token."
+        )
+
+
+def attention(config) -> None:
+    """The Attention page: ALBERT's layers are one layer's weights."""
+    if config.model_type == "albert":
+        st.info(
+            f"ALBERT: all {config.num_hidden_layers} layers run the SAME weights (one layer, shared). "
+            "Its heads still attend differently at each depth, because what each layer reads has changed.",
+            icon=":material/family_history:",
+        )
+
+
 def no_next_sentence(config) -> bool:
-    """The Masked LM page's next-sentence part: a line (and True) when the model has no such head."""
+    """The Masked LM page's next-sentence part: a line (and True) when the model has no such head;
+    ALBERT's head answers another question, said here (and False: its probability is shown)."""
     kin = member(config)
+    if kin.sentence_order:
+        st.info(
+            f"{kin.name}'s head here was trained on sentence ORDER, not next-sentence prediction: the "
+            "probability below is that A and B stand in their original order (B after A) rather than swapped.",
+            icon=":material/family_history:",
+        )
+        return False
     if kin.next_sentence:
         return False
     st.info(
@@ -43,6 +81,8 @@ SHOWN_ON = {
     "bert": ("pages/masked_lm.py", "Masked LM & next sentence: both of its games"),
     "distilbert": ("pages/compare.py", "Compare: put it beside a BERT on one sentence"),
     "electra": ("pages/masked_lm.py", "Masked LM: the replaced-token view"),
+    "roberta": ("pages/tokenization.py", "Tokenization: byte-level BPE, merge by merge"),
+    "albert": ("pages/attention.py", "Attention: one layer's weights at every depth"),
 }
 
 
@@ -58,4 +98,3 @@ def card() -> None:
         page, label = SHOWN_ON[kin.model_type]
         st.markdown(f"**{kin.name}**: {kin.changed}. *Why:* {kin.why}.")
         st.page_link(page, label=label, icon=":material/arrow_forward:")
-    st.caption("RoBERTa and ALBERT are not in this app yet: their tokenizers (byte-level BPE, SentencePiece) are next.")

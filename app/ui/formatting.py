@@ -196,7 +196,9 @@ def token_table(
     """One row per token: position, token, id, segment, the word it belongs to, its span in the
     text it came from, and flags. Pieces of one word share `word` (e.g. 'A3')."""
     rows = []
+    prev = None  # (segment, word) of the token before: the same word again is a continuation (any tokenizer)
     for pos, (tok, i, seg, (s, e), w, seq) in enumerate(zip(tokens, ids, type_ids, offsets, word_ids, sequence_ids)):
+        same_word, prev = seq is not None and prev == (seq, w), (seq, w)
         if seq is None:
             word, src, span = "", "(added)", ""
         else:
@@ -213,7 +215,15 @@ def token_table(
                 "word": word,
                 "text": src,
                 "span": span,
-                "piece": ("special" if seq is None else "continuation (##)" if tok.startswith("##") else "word start"),
+                "piece": (
+                    "special"
+                    if seq is None
+                    else "continuation (##)"
+                    if tok.startswith("##")
+                    else "continuation"
+                    if same_word
+                    else "word start"
+                ),
                 "unknown": tok == unk_token,
             }
         )
@@ -246,6 +256,63 @@ def trace_table(trace) -> pd.DataFrame:
         for n, st in enumerate(trace)
     ]
     return pd.DataFrame(rows, columns=["step", "from char", "to char", "candidate", "in vocabulary?"])
+
+
+def merge_table(trace) -> pd.DataFrame:
+    """Byte-level BPE's merges of one word, in the order applied (bert/tokenizer/bpe.py MergeStep)."""
+    rows = [
+        {
+            "step": n + 1,
+            "merge rank": st.rank,
+            "pair": f"{st.left} + {st.right}",
+            "becomes": st.merged,
+            "the word now": " · ".join(st.symbols),
+        }
+        for n, st in enumerate(trace)
+    ]
+    return pd.DataFrame(rows, columns=["step", "merge rank", "pair", "becomes", "the word now"])
+
+
+def lattice_table(trace) -> pd.DataFrame:
+    """Unigram's candidate pieces of one word and their log-probabilities; the best cut marked
+    (bert/tokenizer/unigram.py LatticeStep)."""
+    rows = [
+        {
+            "from char": st.start,
+            "to char": st.end,
+            "piece": st.candidate,
+            "log-probability": round(float(st.score), 3),
+            "in the best cut?": "yes" if st.best else "",
+        }
+        for st in trace
+    ]
+    return pd.DataFrame(rows, columns=["from char", "to char", "piece", "log-probability", "in the best cut?"])
+
+
+# How the Tokenization page shows one word for each kind of tokenizer: (heading, how it works, table)
+TRACE_VIEWS = {
+    "wordpiece": (
+        "How WordPiece splits one word",
+        "Greedy, longest match first: try the whole rest of the word; if the vocabulary lacks "
+        "it, drop one character from the end and try again. Take the first hit and continue "
+        "after it, with `##` in front.",
+        trace_table,
+    ),
+    "bpe": (
+        "How byte-level BPE builds one word (RoBERTa)",
+        "Start from the word's bytes (the space before a word is part of it, shown as `Ġ`), then "
+        "merge the adjacent pair that training merged earliest (the lowest rank), again and again, "
+        "until no learned merge applies. Any text can be spelled: there is no unknown token.",
+        merge_table,
+    ),
+    "unigram": (
+        "How Unigram (SentencePiece) cuts one word (ALBERT)",
+        "Every piece of the vocabulary that fits somewhere in the word (`▁` marks a word's start) "
+        "has a learned log-probability; the word is cut into the pieces whose log-probabilities "
+        "add up to the most (the best path through this lattice).",
+        lattice_table,
+    ),
+}
 
 
 def vocab_facts(vocab: dict[str, int]) -> dict[str, float]:

@@ -16,6 +16,15 @@ from ..tokenizer.vocab import CLS_TOKEN, PAD_TOKEN, SEP_TOKEN
 
 # The tokens the tokenizer adds around a text or pads with (a typed [MASK] or an [UNK] stands for a word).
 ADDED_TOKENS = (CLS_TOKEN, SEP_TOKEN, PAD_TOKEN)
+# The family's own special tokens (RoBERTa's, ALBERT's padding) under BERT's names, for what
+# classifies tokens by their role (head patterns, what an explanation leaves out)
+FAMILY_SPECIALS = {"<s>": CLS_TOKEN, "</s>": SEP_TOKEN, "<pad>": PAD_TOKEN, "<mask>": "[MASK]", "<unk>": "[UNK]"}
+
+
+def bert_names(tokens) -> list[str]:
+    """`tokens` with the family's special tokens written as BERT's ([CLS], [SEP], ...)."""
+    return [FAMILY_SPECIALS.get(t, t) for t in tokens]
+
 
 NO_TOKENS = "The text gave no tokens at all (only spaces or control characters?). Type some words."
 
@@ -23,7 +32,7 @@ NO_TOKENS = "The text gave no tokens at all (only spaces or control characters?)
 def encode(bundle, text_a: str, text_b: str | None = None):
     """The Encoding of one input, cut at the model's maximum length; refuses an input that
     gives no tokens at all (an InputError with a message)."""
-    enc = bundle.tokenizer.encode(text_a, text_b or None, max_length=bundle.config.max_position_embeddings)
+    enc = bundle.tokenizer.encode(text_a, text_b or None, max_length=bundle.config.max_tokens)
     if not any(s is not None for s in enc.sequence_ids):
         raise InputError(NO_TOKENS)
     return enc

@@ -24,6 +24,7 @@ from ..errors import InputError
 from .common import (
     ADDED_TOKENS,
     as_attention,
+    bert_names,
     classifier_logits,
     encode_tensors,
     mask_positions,
@@ -132,7 +133,7 @@ def _saliency(
     signed = xg.sum(-1).numpy().astype(np.float64)
     att = np.stack([a.detach()[0].numpy() for a in atts])  # (L, H, T, T)
     roll = rollout_row(attention_rollout(att))
-    keep = [i for i, t in enumerate(enc.tokens) if t not in ADDED_TOKENS]
+    keep = [i for i, t in enumerate(bert_names(enc.tokens)) if t not in ADDED_TOKENS]
     if len(keep) < 2:
         keep = list(range(len(enc.tokens)))
     return Saliency(

@@ -17,7 +17,7 @@ import torch
 
 from ..errors import InputError
 from ..tokenizer.vocab import CLS_TOKEN, SEP_TOKEN, SPECIAL_TOKENS
-from .common import as_attention, pad_tensors
+from .common import as_attention, bert_names, pad_tensors
 
 PATTERNS = (CLS_TOKEN, SEP_TOKEN, "previous", "next", "self", "punctuation")
 LABELS = PATTERNS + ("broad", "other")
@@ -56,7 +56,7 @@ def head_pattern_stats(attentions, tokens: Sequence[str]) -> dict[str, np.ndarra
     """
     a = as_attention(attentions)  # (L, H, T, T)
     T = a.shape[-1]
-    tokens = list(tokens)
+    tokens = bert_names(tokens)  # RoBERTa's <s> and </s> are its [CLS] and [SEP]
     if len(tokens) != T:
         raise InputError(f"{len(tokens)} tokens given for an attention over {T} tokens")
 
@@ -143,7 +143,7 @@ def head_patterns_over(bundle, sentences: Sequence[str] | None = None, max_lengt
     if not sentences:
         raise InputError("no sentences to average over")
     tok = bundle.tokenizer
-    max_length = min(max_length, bundle.config.max_position_embeddings)
+    max_length = min(max_length, bundle.config.max_tokens)
     encs = [tok.encode(s, max_length=max_length) for s in sentences]
     ids, types, mask = pad_tensors(encs, tok)
     with torch.inference_mode():

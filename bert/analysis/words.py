@@ -62,7 +62,7 @@ def word_vectors_by_layer(bundle, sentences: Sequence[str], word: str, batch_siz
     if len(sentences) < 2:
         raise InputError("give at least two sentences that contain the word")
     tok = bundle.tokenizer
-    P = bundle.config.max_position_embeddings
+    P = bundle.config.max_tokens
     pieces = [word_pieces(tok, s, word, P) for s in sentences]
     step = max(1, batch_size)
     parts = []

@@ -2,9 +2,11 @@
 
 Ours fuse query/key/value into one `qkv` matrix (one matmul instead of three) and use short
 names; Hugging Face checkpoints come with or without the `bert.` prefix and, in old ones,
-LayerNorm `gamma`/`beta` instead of `weight`/`bias`. DistilBERT's names (`distilbert.transformer.
-layer.N.attention.q_lin`, `vocab_transform`, ...) and ELECTRA's (`electra.`, `embeddings_project`,
-`discriminator_predictions`, `generator_predictions`) are first rewritten into BERT's.
+LayerNorm `gamma`/`beta` instead of `weight`/`bias`. The family's names are first rewritten into
+BERT's: DistilBERT's (`distilbert.transformer.layer.N.attention.q_lin`, `vocab_transform`, ...),
+ELECTRA's (`electra.`, `embeddings_project`, `discriminator_predictions`, `generator_predictions`),
+RoBERTa's (`roberta.`, `lm_head`) and ALBERT's (`albert.`, its one shared layer in
+`albert_layer_groups.0.albert_layers.0`, `embedding_hidden_mapping_in`, `predictions`, `sop_classifier`).
 """
 
 from __future__ import annotations
@@ -57,6 +59,41 @@ _FAMILY_NAMES = {
         (r"^vocab_layer_norm\.", "cls.predictions.transform.LayerNorm."),
         (r"^vocab_projector\.bias$", "cls.predictions.bias"),
         (r"^vocab_projector\.weight$", "cls.predictions.decoder.weight"),  # tied: not read
+    ],
+    "roberta": [
+        (r"^roberta\.", ""),
+        (r"^lm_head\.dense\.", "cls.predictions.transform.dense."),
+        (r"^lm_head\.layer_norm\.", "cls.predictions.transform.LayerNorm."),
+        (r"^lm_head\.bias$", "cls.predictions.bias"),
+        (r"^lm_head\.decoder\.", "cls.predictions.decoder."),  # tied: not read
+    ],
+    "albert": [
+        (r"^albert\.", ""),
+        (r"^encoder\.embedding_hidden_mapping_in\.", "embeddings.project."),
+        (
+            r"^encoder\.albert_layer_groups\.0\.albert_layers\.0\.attention\.(query|key|value)\.",
+            r"encoder.layer.0.attention.self.\1.",
+        ),
+        (
+            r"^encoder\.albert_layer_groups\.0\.albert_layers\.0\.attention\.dense\.",
+            "encoder.layer.0.attention.output.dense.",
+        ),
+        (
+            r"^encoder\.albert_layer_groups\.0\.albert_layers\.0\.attention\.LayerNorm\.",
+            "encoder.layer.0.attention.output.LayerNorm.",
+        ),
+        (r"^encoder\.albert_layer_groups\.0\.albert_layers\.0\.ffn\.", "encoder.layer.0.intermediate.dense."),
+        (r"^encoder\.albert_layer_groups\.0\.albert_layers\.0\.ffn_output\.", "encoder.layer.0.output.dense."),
+        (
+            r"^encoder\.albert_layer_groups\.0\.albert_layers\.0\.full_layer_layer_norm\.",
+            "encoder.layer.0.output.LayerNorm.",
+        ),
+        (r"^pooler\.(weight|bias)$", r"pooler.dense.\1"),
+        (r"^predictions\.dense\.", "cls.predictions.transform.dense."),
+        (r"^predictions\.LayerNorm\.", "cls.predictions.transform.LayerNorm."),
+        (r"^predictions\.bias$", "cls.predictions.bias"),
+        (r"^predictions\.decoder\.", "cls.predictions.decoder."),  # tied: not read
+        (r"^sop_classifier\.classifier\.", "cls.seq_relationship."),  # sentence order, on the pooler like NSP
     ],
     "electra": [
         (r"^electra\.embeddings_project\.", "embeddings.project."),
@@ -130,6 +167,8 @@ def hf_to_ours(hf: dict[str, Tensor], config: BertConfig) -> tuple[dict[str, Ten
             ours[f"bert.layers.{i}.attn.qkv.{kind}"] = torch.cat([parts["query"], parts["key"], parts["value"]], dim=0)
         else:
             unused.extend(f"encoder.layer.{i}.attention.self.{p}.{kind}" for p in parts)
+    if config.model_type == "albert":  # its one layer, shared by every depth
+        ours = {re.sub(r"^bert\.layers\.0\.", "bert.shared_layer.", k): v for k, v in ours.items()}
     return ours, unused
 
 

@@ -20,8 +20,19 @@ from .builtins import BUILTINS, read_card
 from .hub import check_download_cap, file_sizes, hub_endpoint, hub_info, is_hub_id, max_hub_mb
 from .sizes import check_model_size
 
-GET_FILES = ["config.json", "vocab.txt", "tokenizer_config.json", "README.md", "model.safetensors"]  # weights last
-GET_NEEDED = ("config.json", "vocab.txt", "model.safetensors")
+# weights last; the tokenizer's files are those of its family member (bert/tokenizer/for_folder.py)
+GET_FILES = [
+    "config.json",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "README.md",
+    "model.safetensors",
+]
+GET_NEEDED = ("config.json", "model.safetensors")
+TOKENIZER_SETS = (("vocab.txt",), ("tokenizer.json",), ("vocab.json", "merges.txt"))  # any one of them
 FOLDER_NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,95}")
 
 
@@ -97,7 +108,7 @@ def _download(repo_id: str, filename: str, revision: str | None, folder: Path, s
 
 
 def _check_config(repo_id: str, folder: Path, weights_bytes: int) -> None:
-    """Before the weights come: a BERT the loader supports, within this server's ceilings."""
+    """Before the weights come: a member of BERT's family the loader supports, within this server's ceilings."""
     try:
         config = BertConfig.from_file(folder / "config.json")
         check_model_size(config, weights_bytes, "model.safetensors")
@@ -133,6 +144,8 @@ def get_model(repo_id: str, root: str | os.PathLike, name: str | None = None, ma
     sizes = file_sizes(info)
     _check_weights(repo_id, sizes)
     missing = [f for f in GET_NEEDED if f not in sizes]
+    if not any(all(f in sizes for f in files) for files in TOKENIZER_SETS):
+        missing.append("tokenizer (vocab.txt, tokenizer.json, or vocab.json + merges.txt)")
     if missing:
         raise CheckpointError(f"{repo_id!r} has no {' or '.join(missing)}: this app cannot load it")
     files = [f for f in GET_FILES if f in sizes]

@@ -36,12 +36,12 @@ from ..errors import CheckpointError
 from ..family import member
 from ..model import BertForPreTraining, BertForSequenceClassification
 from ..public import public_path, public_text
-from ..tokenizer import Tokenizer
+from ..tokenizer.for_folder import tokenizer_for_folder
 from . import hub
 from .builtins import ASSETS, BUILTINS, FORMAT, PUBLISHED, available_builtins, minilm_package_dir, read_card
 from .hf_names import hf_to_ours
 from .hub import is_hub_id
-from .sizes import MAX_VOCAB_BYTES, check_model_size, encoder_parameters
+from .sizes import check_model_size, encoder_parameters
 
 # ---- reading ---------------------------------------------------------------------------------
 
@@ -111,14 +111,13 @@ def _load_folder(folder: Path, name: str | None) -> Bundle:
     if not (folder / "config.json").is_file():
         raise CheckpointError(f"no config.json in {where}")
     config = BertConfig.from_file(folder / "config.json")
-    if not (folder / "vocab.txt").is_file():
-        raise CheckpointError(f"no vocab.txt in {where}")
-    if (folder / "vocab.txt").stat().st_size > MAX_VOCAB_BYTES:
-        raise CheckpointError(f"vocab.txt is over {MAX_VOCAB_BYTES >> 20} MB: too big for a vocabulary")
-    tokenizer = Tokenizer.from_file(folder / "vocab.txt", do_lower_case=_do_lower_case(folder, config))
+    # vocab.txt (WordPiece), vocab.json + merges.txt or tokenizer.json (RoBERTa), tokenizer.json
+    # (ALBERT): each sized before it is read
+    tokenizer = tokenizer_for_folder(folder, config.model_type, do_lower_case=_do_lower_case(folder, config))
     if len(tokenizer) != config.vocab_size:
         raise CheckpointError(
-            f"vocab.txt has {len(tokenizer)} tokens but config.json says "
+            f"{'vocab.txt' if tokenizer.kind == 'wordpiece' else 'the tokenizer'} has {len(tokenizer)} tokens but "
+            f"config.json says "
             f"vocab_size {config.vocab_size}: they do not belong together"
         )
     weights = _weights_file(folder)
@@ -139,7 +138,7 @@ def _load_folder(folder: Path, name: str | None) -> Bundle:
     # Kept as stored (fp16 for the built-ins): load_state_dict copies each tensor into the
     # model's fp32 parameter, converting it exactly, so no fp32 copy of the file is ever made
     # besides the model itself (minilm-l6: peak +180 -> +136 MB while loading).
-    ours_format = any(k.startswith("bert.layers.") for k in raw)
+    ours_format = any(k.startswith(("bert.layers.", "bert.shared_layer.")) for k in raw)
     state, unused = (raw, []) if ours_format else hf_to_ours(raw, config)
     classifier = bool(config.id2label) and (
         ("classifier.weight" in state) or config.extra.get("architecture") == "classifier"
@@ -202,12 +201,14 @@ def _load_state(model, state: dict[str, torch.Tensor], unused: list[str]) -> tup
             "no masked-word head in this checkpoint (an ELECTRA discriminator: its generator had it): "
             "masked-word predictions are random; the replaced-token view shows what it learned"
         )
-    if not kin.next_sentence:  # said once, as what the model is, not as something missing
+    if kin.sentence_order:
+        groups["nsp."] = "no sentence-order head in this checkpoint: its order probabilities are random"
+    elif not kin.next_sentence:  # said once, as what the model is, not as something missing
         groups["nsp."] = f"{kin.name} has no next-sentence head (it was pre-trained without one)"
     if not kin.pooler:
         del groups["bert.pooler"]
     fresh = {prefix for prefix in groups if any(k.startswith(prefix) for k in missing)}
-    if not kin.next_sentence and isinstance(model, BertForPreTraining):
+    if not (kin.next_sentence or kin.sentence_order) and isinstance(model, BertForPreTraining):
         fresh.add("nsp.")
     notes += [text for prefix, text in groups.items() if prefix in fresh]
     if extra:
@@ -239,7 +240,7 @@ def save(bundle: Bundle, folder: str | os.PathLike, card: str | None = None, hal
         config.extra["architecture"] = "classifier" if bundle.is_classifier else "pretraining"
         config.extra["do_lower_case"] = bundle.tokenizer.do_lower_case
         config.save(tmp / "config.json")
-        bundle.tokenizer.save(tmp / "vocab.txt")
+        bundle.tokenizer.save(tmp)  # its own files: vocab.txt, or vocab.json + merges.txt, or tokenizer.json
         text = card if card is not None else (bundle.card or f"# {bundle.name}\n")
         atomic_write_text(tmp / "card.md", public_text(text))
         replace_dir(tmp, folder)

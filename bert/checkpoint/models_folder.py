@@ -2,12 +2,13 @@
 students may pick, each described from its files without loading it.
 
 Torch-free, like bert/checkpoint/builtins.py: the sidebar lists the folder on every page. A folder is
-listed when its config.json passes BertConfig's ceilings, its vocab.txt has vocab_size tokens
-(the special ones among them), and its model.safetensors header (names, dtypes and shapes: no
-numbers are read) describes a model that `check_model_size` accepts, holds the whole encoder,
-and fits the file's length (a download cut short is not listed). A folder with only
-pytorch_model.bin (a pickle) is not listed: it may still be typed. `bert.checkpoint.load.load_folder`
-checks everything again when a folder is picked.
+listed when its config.json passes BertConfig's ceilings, its tokenizer's files fit it (vocab.txt:
+vocab_size tokens, the special ones among them; a RoBERTa's or ALBERT's files: read by their
+tokenizer), and its model.safetensors header (names, dtypes and shapes: no numbers are read)
+describes a model that `check_model_size` accepts, holds the whole encoder, and fits the file's
+length (a download cut short is not listed). A folder with only pytorch_model.bin (a pickle) is
+not listed: it may still be typed. `bert.checkpoint.load.load_folder` checks everything again
+when a folder is picked.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from .. import settings
 from ..config import BertConfig
 from ..errors import CheckpointError, TokenizerError
 from ..public import REPO
+from ..tokenizer.files import MAX_VOCAB_BYTES
+from ..tokenizer.for_folder import WORDPIECE_MODELS, tokenizer_for_folder
 from ..tokenizer.vocab import SPECIAL_TOKENS, read_vocab_file
 from .builtins import ModelSummary, safetensors_layout, summary_from_files
-from .sizes import MAX_VOCAB_BYTES, check_model_size, encoder_parameters
+from .sizes import check_model_size, encoder_parameters
 
 MAX_LISTED = 100  # folders looked at in one scan (in name order); more are not listed
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
@@ -74,19 +77,19 @@ def describe_folder(folder: Path) -> ModelSummary:
                 "which is read without running anything"
             )
         raise CheckpointError("no model.safetensors")
-    vocab = folder / "vocab.txt"
-    if not vocab.is_file():
-        raise CheckpointError("no vocab.txt")
-    if vocab.stat().st_size > MAX_VOCAB_BYTES:
-        raise CheckpointError(f"vocab.txt is over {MAX_VOCAB_BYTES >> 20} MB: too big for a vocabulary")
-    tokens = read_vocab_file(vocab)  # the loader's reader (10 ms for 30,522 tokens), not its tokenizer (30 ms)
-    if len(tokens) != config.vocab_size:
-        raise CheckpointError(
-            f"vocab.txt has {len(tokens):,} tokens but config.json says vocab_size {config.vocab_size:,}"
-        )
-    if missing := [t for t in SPECIAL_TOKENS if t not in tokens]:  # near the start in a BERT vocabulary
-        raise CheckpointError(f"vocab.txt lacks the special token(s) {', '.join(missing)}")
+    if config.model_type not in WORDPIECE_MODELS:  # RoBERTa's and ALBERT's files: read by their tokenizer
+        try:
+            size = len(tokenizer_for_folder(folder, config.model_type))
+        except TokenizerError as e:
+            raise CheckpointError(str(e)) from None
+        if size != config.vocab_size:
+            raise CheckpointError(
+                f"the tokenizer has {size:,} tokens but config.json says vocab_size {config.vocab_size:,}"
+            )
+    else:
+        _check_vocab_txt(folder / "vocab.txt", config)
     file_bytes = weights.stat().st_size
+
     check_model_size(config, file_bytes, weights.name)
     check_model_size(config, file_bytes, weights.name, small=True)
     try:
@@ -102,6 +105,20 @@ def describe_folder(folder: Path) -> ModelSummary:
             f"holds only {held:,} numbers"
         )
     return summary_from_files(folder.name, folder, config, header)
+
+
+def _check_vocab_txt(vocab: Path, config: BertConfig) -> None:
+    if not vocab.is_file():
+        raise CheckpointError("no vocab.txt")
+    if vocab.stat().st_size > MAX_VOCAB_BYTES:
+        raise CheckpointError(f"vocab.txt is over {MAX_VOCAB_BYTES >> 20} MB: too big for a vocabulary")
+    tokens = read_vocab_file(vocab)  # the loader's reader (10 ms for 30,522 tokens), not its tokenizer (30 ms)
+    if len(tokens) != config.vocab_size:
+        raise CheckpointError(
+            f"vocab.txt has {len(tokens):,} tokens but config.json says vocab_size {config.vocab_size:,}"
+        )
+    if missing := [t for t in SPECIAL_TOKENS if t not in tokens]:  # near the start in a BERT vocabulary
+        raise CheckpointError(f"vocab.txt lacks the special token(s) {', '.join(missing)}")
 
 
 @dataclass(frozen=True)

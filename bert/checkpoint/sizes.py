@@ -8,8 +8,6 @@ from .. import settings
 from ..config import BertConfig
 from ..errors import CheckpointError
 
-MAX_VOCAB_BYTES = 16 << 20  # 250,000 tokens; bert-base-multilingual's vocab.txt is 0.9 MB
-
 
 def max_model_mb() -> int:
     """BERT_EXPLORER_MAX_MODEL_MB: the largest model (fp32 parameters, in MB) loaded at all."""
@@ -21,7 +19,7 @@ def embedding_parameters(config) -> int:
     LayerNorm, E wide, and ELECTRA's projection E -> C when E is not C."""
     C = config.hidden_size
     E = getattr(config, "embedding_size", None) or C
-    project = E * C + C if E != C else 0
+    project = E * C + C if E != C or getattr(config, "model_type", "bert") == "albert" else 0
     return (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * E + 2 * E + project
 
 
@@ -31,10 +29,15 @@ def layer_parameters(config) -> int:
     return 4 * C * C + 2 * C * I + 9 * C + I
 
 
+def distinct_layers(config) -> int:
+    """How many layers' weights the encoder holds: ALBERT's one, shared by every depth."""
+    return 1 if getattr(config, "model_type", "bert") == "albert" else config.num_hidden_layers
+
+
 def encoder_parameters(config) -> int:
     """How many numbers the encoder of `config` has (embeddings + layers, no pooler or heads):
     what any checkpoint of that config must hold."""
-    return embedding_parameters(config) + config.num_hidden_layers * layer_parameters(config)
+    return embedding_parameters(config) + distinct_layers(config) * layer_parameters(config)
 
 
 def parameter_breakdown(config, classifier: bool = False, classes: int | None = None) -> dict[str, int]:
@@ -43,7 +46,7 @@ def parameter_breakdown(config, classifier: bool = False, classes: int | None = 
     C, V = config.hidden_size, config.vocab_size
     counts = {
         "embeddings": embedding_parameters(config),
-        "encoder layers": config.num_hidden_layers * layer_parameters(config),
+        "encoder layers": distinct_layers(config) * layer_parameters(config),
         "pooler": C * C + C,
     }
     if classifier:

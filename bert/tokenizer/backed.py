@@ -19,13 +19,13 @@ Our choices, where transformers has none or another:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from tokenizers import AddedToken
 from tokenizers import Tokenizer as LibraryTokenizer
 
 from ..errors import TokenizerError
-from .tokenizer import COUNT_AHEAD, Encoding, check_text
+from .tokenizer import COUNT_AHEAD, Batching, Encoding, check_text
 from .vocab import MASK_TOKEN, vocab_tables
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -51,7 +51,7 @@ class Words:
         return [w for w, _ in self.tokenizer.words_with_offsets(text)]
 
 
-class BackedTokenizer:
+class BackedTokenizer(Batching):
     """The shared part of RobertaTokenizer and AlbertTokenizer: see the module docstring.
 
     Subclasses set ``kind``, the pair template (``pair_separators``: separators between A and B;
@@ -287,38 +287,6 @@ class BackedTokenizer:
                 _extend(enc, sep, 1, seq=None, type_id=t, special=1)
         enc.attention_mask = [1] * len(enc.ids)
         return enc
-
-    def encode_batch(
-        self,
-        texts: Sequence[str | tuple[str, str]],
-        max_length: int | None = 512,
-        truncation: bool = True,
-        add_special_tokens: bool = True,
-    ) -> list[Encoding]:
-        """Encode many texts; an item may be a str or an (text_a, text_b) pair."""
-        if isinstance(texts, str):
-            raise TokenizerError("encode_batch takes a list of texts, not a str")
-        out = []
-        for t in texts:
-            if isinstance(t, (tuple, list)):
-                if len(t) != 2:
-                    raise TokenizerError("a pair in encode_batch must be (text_a, text_b)")
-                out.append(self.encode(t[0], t[1], max_length, truncation, add_special_tokens))
-            else:
-                out.append(self.encode(t, None, max_length, truncation, add_special_tokens))
-        return out
-
-    def pad(self, encodings: Sequence[Encoding], length: int | None = None) -> dict[str, list[list[int]]]:
-        """Right-pad to the longest (or ``length``): {"input_ids", "token_type_ids", "attention_mask"}."""
-        n = max((len(e) for e in encodings), default=0) if length is None else length
-        if any(len(e) > n for e in encodings):
-            raise TokenizerError(f"an encoding is longer than length={n}")
-        pad = self.pad_id
-        return {
-            "input_ids": [e.ids + [pad] * (n - len(e)) for e in encodings],
-            "token_type_ids": [e.type_ids + [0] * (n - len(e)) for e in encodings],
-            "attention_mask": [e.attention_mask + [0] * (n - len(e)) for e in encodings],
-        }
 
     # ---- trace -------------------------------------------------------------------------------------------
 

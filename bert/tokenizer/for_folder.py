@@ -5,17 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..config import MODEL_TYPES
 from ..errors import CheckpointError, TokenizerError
+from ..public import public_path
 from .backed import BackedTokenizer
 from .bpe import RobertaTokenizer
-from .files import MERGES_TXT, TOKENIZER_JSON, VOCAB_JSON
+from .files import MAX_VOCAB_BYTES, MERGES_TXT, TOKENIZER_JSON, VOCAB_JSON
 from .tokenizer import Tokenizer
 from .unigram import AlbertTokenizer
 
-MAX_VOCAB_TXT_BYTES = 16 << 20  # as bert.checkpoint.sizes.MAX_VOCAB_BYTES (not imported: checkpoint imports us)
-
 WORDPIECE_MODELS = ("bert", "distilbert", "electra")
-MODEL_TYPES = (*WORDPIECE_MODELS, "roberta", "albert")
 
 
 def tokenizer_for_folder(folder: Path, model_type: str, do_lower_case: bool = True) -> Tokenizer | BackedTokenizer:
@@ -24,13 +23,13 @@ def tokenizer_for_folder(folder: Path, model_type: str, do_lower_case: bool = Tr
     it is read; a missing one is a CheckpointError, a bad one a TokenizerError."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise CheckpointError(f"not a model folder: {str(folder)!r}")
+        raise CheckpointError(f"{public_path(folder)} is not a folder")
     if model_type in WORDPIECE_MODELS:
         vocab = folder / "vocab.txt"
         if not vocab.is_file():
-            raise CheckpointError(f"{folder.name} has no vocab.txt")
-        if vocab.stat().st_size > MAX_VOCAB_TXT_BYTES:
-            raise TokenizerError(f"vocab.txt is over {MAX_VOCAB_TXT_BYTES >> 20} MB: too big for a vocabulary")
+            raise CheckpointError(f"no vocab.txt in {public_path(folder)}")
+        if vocab.stat().st_size > MAX_VOCAB_BYTES:
+            raise TokenizerError(f"vocab.txt is over {MAX_VOCAB_BYTES >> 20} MB: too big for a vocabulary")
         return Tokenizer.from_file(vocab, do_lower_case=do_lower_case)
     if model_type == "roberta":
         if not (folder / TOKENIZER_JSON).is_file() and not (folder / VOCAB_JSON).is_file():

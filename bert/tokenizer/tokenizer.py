@@ -282,7 +282,44 @@ def _special_id(token_attr: str) -> property:
     return property(lambda self: self.vocab[getattr(self, token_attr)], doc=f"The vocab id of ``{token_attr}``.")
 
 
-class Tokenizer:
+class Batching:
+    """What every tokenizer does on top of its own ``encode`` and ``pad_id``: a batch of texts and
+    right-padding (WordPiece here, the family's BPE and Unigram in backed.py)."""
+
+    def encode_batch(
+        self,
+        texts: Sequence[str | tuple[str, str]],
+        max_length: int | None = 512,
+        truncation: bool = True,
+        add_special_tokens: bool = True,
+    ) -> list[Encoding]:
+        """Encode many texts; an item may be a str or an (text_a, text_b) pair."""
+        if isinstance(texts, str):
+            raise TokenizerError("encode_batch takes a list of texts, not a str")
+        out = []
+        for t in texts:
+            if isinstance(t, (tuple, list)):
+                if len(t) != 2:
+                    raise TokenizerError("a pair in encode_batch must be (text_a, text_b)")
+                out.append(self.encode(t[0], t[1], max_length, truncation, add_special_tokens))
+            else:
+                out.append(self.encode(t, None, max_length, truncation, add_special_tokens))
+        return out
+
+    def pad(self, encodings: Sequence[Encoding], length: int | None = None) -> dict[str, list[list[int]]]:
+        """Right-pad to the longest (or ``length``): {"input_ids", "token_type_ids", "attention_mask"}."""
+        n = max((len(e) for e in encodings), default=0) if length is None else length
+        if any(len(e) > n for e in encodings):
+            raise TokenizerError(f"an encoding is longer than length={n}")
+        pad = self.pad_id
+        return {
+            "input_ids": [e.ids + [pad] * (n - len(e)) for e in encodings],
+            "token_type_ids": [e.type_ids + [0] * (n - len(e)) for e in encodings],
+            "attention_mask": [e.attention_mask + [0] * (n - len(e)) for e in encodings],
+        }
+
+
+class Tokenizer(Batching):
     """BERT WordPiece tokenizer: ``Tokenizer.from_file("vocab.txt")`` or ``Tokenizer(tokens_or_dict)``.
 
     ``vocab`` is a list of tokens (id = position, like the lines of vocab.txt; on duplicates the last
@@ -402,38 +439,6 @@ class Tokenizer:
         and ``num_truncated`` is exact below it and a lower bound above.
         """
         return encode_pair(self, text_a, text_b, max_length, truncation, add_special_tokens)
-
-    def encode_batch(
-        self,
-        texts: Sequence[str | tuple[str, str]],
-        max_length: int | None = 512,
-        truncation: bool = True,
-        add_special_tokens: bool = True,
-    ) -> list[Encoding]:
-        """Encode many texts; an item may be a str or an (text_a, text_b) pair."""
-        if isinstance(texts, str):
-            raise TokenizerError("encode_batch takes a list of texts, not a str")
-        out = []
-        for t in texts:
-            if isinstance(t, (tuple, list)):
-                if len(t) != 2:
-                    raise TokenizerError("a pair in encode_batch must be (text_a, text_b)")
-                out.append(self.encode(t[0], t[1], max_length, truncation, add_special_tokens))
-            else:
-                out.append(self.encode(t, None, max_length, truncation, add_special_tokens))
-        return out
-
-    def pad(self, encodings: Sequence[Encoding], length: int | None = None) -> dict[str, list[list[int]]]:
-        """Right-pad to the longest (or ``length``): {"input_ids", "token_type_ids", "attention_mask"}."""
-        n = max((len(e) for e in encodings), default=0) if length is None else length
-        if any(len(e) > n for e in encodings):
-            raise TokenizerError(f"an encoding is longer than length={n}")
-        pad = self.pad_id
-        return {
-            "input_ids": [e.ids + [pad] * (n - len(e)) for e in encodings],
-            "token_type_ids": [e.type_ids + [0] * (n - len(e)) for e in encodings],
-            "attention_mask": [e.attention_mask + [0] * (n - len(e)) for e in encodings],
-        }
 
     # ---- trace -------------------------------------------------------------------------------------------
 

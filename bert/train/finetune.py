@@ -232,7 +232,7 @@ class FinetuneRun:
 
     def _check(self) -> None:
         train, valid, config = self.train_data, self.valid_data, self.base.config
-        self.args.check(config.max_position_embeddings, config.num_hidden_layers)
+        self.args.check(config.max_tokens, config.num_hidden_layers)
         if len(train) == 0 or len(valid) == 0:
             raise TrainingError("need at least one training and one validation text")
         if list(train.classes) != list(valid.classes):

@@ -86,7 +86,7 @@ def probe_predictions(bundle: Bundle, text: str, k: int = 5) -> list[list[tuple[
     model = bundle.model
     was_training = model.training
     model.eval()
-    enc = bundle.tokenizer.encode(text, max_length=model.config.max_position_embeddings)
+    enc = bundle.tokenizer.encode(text, max_length=model.config.max_tokens)
     ids = torch.tensor([enc.ids], device=module_device(model))
     where = ids == bundle.tokenizer.mask_id
     res = []

@@ -1,8 +1,9 @@
 """BERT's family in Chromium: a DistilBERT-style and an ELECTRA-style folder (tiny, random, made
 with transformers) in the server's models folder, picked in the sidebar; Attention draws, the
 Masked LM page says the DistilBERT has no next-sentence head and shows the ELECTRA's
-replaced-token bars, Compare puts the two side by side and says what differs. Screenshots:
-tests/artifacts/family_*.png."""
+replaced-token bars, Compare puts the two side by side and says what differs; a RoBERTa's
+Tokenization page shows its byte-level BPE merge by merge, an ALBERT's Attention page says its
+layers share one layer's weights. Screenshots: tests/artifacts/family_*.png."""
 
 import pytest
 
@@ -20,6 +21,8 @@ def family_url(tmp_path, artifacts):
     models.mkdir()
     family_folder("distilbert", models / "tiny-distilbert")
     family_folder("electra", models / "tiny-electra")
+    family_folder("roberta", models / "tiny-roberta")
+    family_folder("albert", models / "tiny-albert")
     cache = link_built_data(tmp_path / "cache")
     port = server.free_port()
     env = {"BERT_EXPLORER_MODELS_DIR": str(models), "BERT_EXPLORER_CACHE": str(cache)}
@@ -84,3 +87,23 @@ def test_distilbert_and_electra_from_the_models_folder(page, app_ready, family_u
     assert page.locator(f"{PLOT} .main-svg").count() >= 2
     assert_page_ok(page)
     screenshot_full(page, artifacts / "family_compare.png")
+
+
+def test_roberta_tokenization_and_albert_attention_from_the_models_folder(page, app_ready, family_url, artifacts):
+    page.goto(family_url + "/tokenization")
+    app_ready(page)
+    pick(page, app_ready, "tiny-roberta")
+    page.get_by_text("How byte-level BPE builds one word (RoBERTa)").first.wait_for(timeout=60_000)
+    box = page.get_by_role("textbox", name="…or type any word")
+    box.fill("sleeps")
+    box.press("Enter")
+    app_ready(page)
+    page.get_by_text("Result: Ġ").first.wait_for(timeout=30_000)  # the merges end in pieces of "Ġsleeps"
+    assert_page_ok(page)
+    screenshot_full(page, artifacts / "family_roberta_tokenization.png")
+
+    go(page, app_ready, "Attention")
+    pick(page, app_ready, "tiny-albert")
+    page.get_by_text("run the SAME weights").first.wait_for(timeout=60_000)
+    page.locator(PLOT).first.wait_for(state="visible", timeout=60_000)
+    assert_page_ok(page)
