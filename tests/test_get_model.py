@@ -25,7 +25,7 @@ import torch
 
 import bert
 from bert.checkpoint.models_folder import scan
-from tests.helpers import tiny_bundle
+from tests.helpers import family_folder, tiny_bundle
 
 ROOT = Path(__file__).resolve().parent.parent
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -239,3 +239,20 @@ def test_a_typed_error_for_no_network(monkeypatch):
     with pytest.raises(HubUnreachable, match="could not reach the Hugging Face Hub"):
         hub_info("google-bert/bert-base-uncased")
     assert issubclass(HubUnreachable, bert.CheckpointError)
+
+
+@pytest.mark.slow
+def test_get_a_roberta_with_its_bpe_files_and_the_sidebar_lists_it(tmp_path, hub):
+    """A family member whose tokenizer is vocab.json + merges.txt (no vocab.txt): downloaded, loaded."""
+    made = family_folder("roberta", tmp_path / "made")
+    files = {f.name: f.read_bytes() for f in made.iterdir() if f.is_file()}
+    assert "vocab.txt" not in files and {"vocab.json", "merges.txt"} <= set(files)
+    hub.repos["acme/tiny-roberta"] = {"id": "acme/tiny-roberta", "files": files}
+    r = get(tmp_path, hub.url, "acme/tiny-roberta")
+    assert r.returncode == 0, r.stderr
+    b = bert.load(tmp_path / "models" / "tiny-roberta")
+    assert b.config.model_type == "roberta" and b.tokenizer.kind == "bpe"
+    assert [m.name for m in scan(tmp_path / "models").models] == ["tiny-roberta"]
+    no_tokenizer = {k: v for k, v in files.items() if k not in ("vocab.json", "merges.txt")}
+    hub.repos["acme/no-tok"] = {"id": "acme/no-tok", "files": no_tokenizer}
+    assert "has no tokenizer" in one_line_error(get(tmp_path, hub.url, "acme/no-tok"))

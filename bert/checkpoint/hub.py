@@ -20,7 +20,18 @@ from .. import settings
 from ..errors import CheckpointError, HubUnreachable
 from ..public import public_text
 
-HUB_FILES = ["config.json", "vocab.txt", "model.safetensors", "tokenizer_config.json", "README.md"]
+# what a model of BERT's family needs, weights last: the tokenizer's files are its member's
+# (vocab.txt; RoBERTa's vocab.json + merges.txt or tokenizer.json; ALBERT's tokenizer.json)
+HUB_FILES = [
+    "config.json",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "README.md",
+    "model.safetensors",
+]
 
 
 def max_hub_mb() -> int:

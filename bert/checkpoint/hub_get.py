@@ -17,20 +17,9 @@ from ..data.atomic_files import atomic_write_text, remove_leftovers
 from ..errors import CheckpointError
 from ..public import public_text
 from .builtins import BUILTINS, read_card
-from .hub import check_download_cap, file_sizes, hub_endpoint, hub_info, is_hub_id, max_hub_mb
+from .hub import HUB_FILES, check_download_cap, file_sizes, hub_endpoint, hub_info, is_hub_id, max_hub_mb
 from .sizes import check_model_size
 
-# weights last; the tokenizer's files are those of its family member (bert/tokenizer/for_folder.py)
-GET_FILES = [
-    "config.json",
-    "vocab.txt",
-    "vocab.json",
-    "merges.txt",
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "README.md",
-    "model.safetensors",
-]
 GET_NEEDED = ("config.json", "model.safetensors")
 TOKENIZER_SETS = (("vocab.txt",), ("tokenizer.json",), ("vocab.json", "merges.txt"))  # any one of them
 FOLDER_NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,95}")
@@ -86,7 +75,7 @@ def hub_card(repo_id: str, name: str, info, sizes: dict, readme: str) -> str:
         f"- Source: {url}, commit {info.sha or 'unknown'}, downloaded on {datetime.date.today().isoformat()} "
         f"with `python -m bert get {repo_id}`",
         f"- Licence: {licence}, as the repository's card declares it: read it there before you use the model",
-        f"- Files: {', '.join(f for f in GET_FILES if f in sizes)} (weights {weights:,.1f} MB)",
+        f"- Files: {', '.join(f for f in HUB_FILES if f in sizes)} (weights {weights:,.1f} MB)",
     ]
     if body:
         lines += ["", "## The repository's card", "", body]
@@ -148,7 +137,7 @@ def get_model(repo_id: str, root: str | os.PathLike, name: str | None = None, ma
         missing.append("tokenizer (vocab.txt, tokenizer.json, or vocab.json + merges.txt)")
     if missing:
         raise CheckpointError(f"{repo_id!r} has no {' or '.join(missing)}: this app cannot load it")
-    files = [f for f in GET_FILES if f in sizes]
+    files = [f for f in HUB_FILES if f in sizes]
     if any(sizes[f] is None for f in files):
         raise CheckpointError(f"the Hugging Face Hub gives no file sizes for {repo_id!r}: not downloaded")
     check_download_cap(repo_id, sum(sizes[f] for f in files), limit)
