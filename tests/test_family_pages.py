@@ -4,13 +4,26 @@ vocab.txt and opened through bert.load, as a teacher's models folder would give 
 raises or shows an error; each says what the member lacks (segments, a next-sentence head); the
 ELECTRA view shows a bar per token; Compare says what differs; fine-tuning starts from each."""
 
+import time
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import bert
+from app import state
+from app.training import state as ts
 from bert.data.labelled import stratified_split
 from bert.train.events import FinetuneDone
-from tests.helpers import ENTRY, family_folder, fast_args, finetune_fn, run_fn, select_session_model, tiny_data
+from tests.helpers import (
+    ENTRY,
+    family_folder,
+    fast_args,
+    finetune_fn,
+    reviews_csv,
+    run_fn,
+    select_session_model,
+    tiny_data,
+)
 
 transformers = pytest.importorskip("transformers")
 pytestmark = pytest.mark.slow
@@ -107,3 +120,39 @@ def test_fine_tuning_starts_from_the_member(kind, tmp_path):
     assert got == base.model.bert.embeddings.word_embeddings.weight.shape
     probs = done.bundle.classify(["a good film", "a bad film"])
     assert probs.shape == (2, len(done.bundle.labels))
+
+
+@pytest.mark.parametrize("kind", list(NAMES))
+def test_the_fine_tuning_page_trains_a_classifier_from_the_member(kind, tmp_path):
+    """The page's own run (upload, base picked, Start): the classifier is the member's, kept in the
+    session and picked on the other pages; the Hugging Face download is off for it, with why."""
+    at = AppTest.from_file(ENTRY, default_timeout=120)
+    at.run()
+    at.session_state[state.USER_MODELS][kind] = bert.load(family_folder(kind, tmp_path / kind))
+    at.session_state[state.USER_MODEL_IDS][kind] = f"session:{kind}:test"
+    at.session_state[ts.FT_UPLOAD] = {"name": "reviews.csv", "data": reviews_csv(200), "id": "f1"}
+    at.switch_page("pages/finetune.py").run()
+    at.radio(key="ft_source").set_value("upload").run()
+    at.selectbox(key="ft_base").set_value(f"session:{kind}")
+    at.number_input(key="ft_freeze_layers").set_value(0)
+    at.number_input(key="ft_epochs").set_value(1).run()
+    clean(at, "set up")
+    at.button(key="ft_start").click().run()
+    end = time.time() + 120
+    while at.session_state[ts.FT_JOB] is not None and time.time() < end:
+        time.sleep(0.3)
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state[ts.FT_JOB] is None, "the job did not finish in time"
+    clean(at, "finished")
+    res = at.session_state[ts.FT_RESULTS][-1]
+    assert res["status"] == "done" and res["bundle"].is_classifier
+    assert res["bundle"].config.model_type == kind and res["bundle"].tokenizer.kind == {
+        "roberta": "bpe",
+        "albert": "unigram",
+    }.get(kind, "wordpiece")
+    hf = [d for d in at.get("download_button") if "Hugging Face" in d.proto.label]
+    assert len(hf) == 1 and hf[0].proto.disabled and "BERT models only" in hf[0].proto.help  # off, with why
+    at.button(key=f"ft_use_{res['job_id']}").click().run()
+    at.switch_page("pages/explanations.py").run()
+    clean(at, "explanations of the classifier")
