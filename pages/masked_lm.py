@@ -95,7 +95,7 @@ with show_errors("the masked-word predictions"):
             text = widgets.mlm_input()
         else:
             a = clean_text(text_a, "sentence A")
-            words = b.tokenizer.words_with_offsets(a)[:300]
+            words = [w for w in b.tokenizer.words_with_offsets(a) if w[0].strip()][:300]  # RoBERTa: spaces are words
             chosen = st.multiselect(
                 "Words to hide",
                 list(range(len(words))),

@@ -7,6 +7,7 @@ ELECTRA view shows a bar per token; Compare says what differs; fine-tuning start
 import time
 
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
 
 import bert
@@ -85,6 +86,10 @@ def test_every_page_runs_on_the_member_and_says_what_it_lacks(member_app):
                 assert f"{NAMES[kind]} has no next-sentence head" in infos, infos
             bars = [e for e in at.get("plotly_chart") if "replaced" in str(e.proto.spec)]
             assert bool(bars) == (kind == "electra")
+    at.switch_page("pages/masked_lm.py").run()
+    at.radio(key="mlm_mode").set_value("Pick words of sentence A to mask").run()  # the member's own words
+    clean(at, "words to mask")
+    assert at.multiselect[0].options and all(o.rsplit(" (word ", 1)[0].strip() for o in at.multiselect[0].options)
     at.switch_page("pages/attention.py").run()
     for view in at.radio(key="att_view").options:  # every view, the bertviz ones too
         at.radio(key="att_view").set_value(view).run()
@@ -156,3 +161,14 @@ def test_the_fine_tuning_page_trains_a_classifier_from_the_member(kind, tmp_path
     at.button(key=f"ft_use_{res['job_id']}").click().run()
     at.switch_page("pages/explanations.py").run()
     clean(at, "explanations of the classifier")
+
+
+@pytest.mark.parametrize("freeze, changes", [(1, True), (3, False)])
+def test_albert_shared_layer_is_frozen_only_when_every_layer_is(freeze, changes, tmp_path):
+    base = bert.load(family_folder("albert", tmp_path / "albert"))  # 3 layers, one set of weights
+    train, valid = stratified_split(tiny_data(80), 0.25, seed=0)
+    events = run_fn(finetune_fn(base, train, valid, fast_args(epochs=1, freeze_layers=freeze)))
+    done = next(e for e in events if isinstance(e, FinetuneDone))
+    before = base.model.bert.shared_layer.ffn_in.weight
+    after = done.bundle.model.bert.shared_layer.ffn_in.weight
+    assert (not torch.equal(before, after)) == changes

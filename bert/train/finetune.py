@@ -116,6 +116,10 @@ def build_classifier(
 
 
 def _freeze(model: BertForSequenceClassification, embeddings: bool, layers: int) -> None:
+    """The embeddings and the lowest `layers` layers keep their weights. ALBERT's layers are one
+    layer's weights at every depth: they are frozen only when every layer is, else none is."""
+    if model.config.model_type == "albert" and layers < len(model.bert.layers):
+        layers = 0
     if embeddings or layers > 0:
         for p in model.bert.embeddings.parameters():
             p.requires_grad_(False)
