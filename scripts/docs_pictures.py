@@ -2,7 +2,7 @@
 
 The browser tests already drive the real app on the built-in model and screenshot what they see
 (tests/artifacts/): the pages at 1400x1000, projector mode at 1280x720, a live fine-tuning run, a
-live pre-training run, a lesson and the class board. This runs those tests (CI=true, so a missing
+live pre-training run, a lesson, the class board and BERT's family. This runs those tests (CI=true, so a missing
 Chromium fails instead of skipping), then copies each screenshot it took to its place under docs/.
 A picture whose test did not take it anew is an error: nothing stale is copied.
 
@@ -86,6 +86,15 @@ PICTURES = {
         )
         for shot in ("class_following.png", "class_answers.png", "class_reveal.png")
     },
+    # BERT's family from the models folder: ELECTRA's replaced-token view, RoBERTa's BPE merges
+    "docs/family_electra_replaced.png": (
+        "test_family_browser.py::test_distilbert_and_electra_from_the_models_folder",
+        "family_electra_replaced.png",
+    ),
+    "docs/family_roberta_tokenization.png": (
+        "test_family_browser.py::test_roberta_tokenization_and_albert_attention_from_the_models_folder",
+        "family_roberta_tokenization.png",
+    ),
 }
 
 
