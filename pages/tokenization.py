@@ -7,7 +7,7 @@ import app
 from app.models import current_model, max_tokens
 from app.ui import widgets
 from app.ui.errors import show_errors
-from app.ui.formatting import TRACE_VIEWS, clean_text, token_table, vocab_facts, vocab_search, word_groups
+from app.ui.formatting import TRACE_VIEWS, clean_text, token_table, traced, vocab_facts, vocab_search, word_groups
 from app.ui.widgets import WORD_CHARS, cap_help
 from bert.analysis.common import encode
 
@@ -112,8 +112,9 @@ with show_errors("the tokenizer's steps"):
                 f"{' · '.join(basic) or 'nothing'}. Type a single word."
             )
         else:
-            trace = tok.trace(" " + word if tok.kind == "bpe" else word)  # as in mid-sentence: Ġword
-            st.dataframe(table(trace), hide_index=True, width="stretch", height=min(400, 36 + 35 * max(1, len(trace))))
+            trace = traced(tok, word)
+            frame = table(trace)
+            st.dataframe(frame, hide_index=True, width="stretch", height=min(400, 36 + 35 * max(1, len(frame))))
             result = " + ".join(trace.pieces)
             if trace.unk:
                 st.warning(f"Result: {tok.unk_token} ({trace.reason})", icon=":material/help:")

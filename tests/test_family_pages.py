@@ -172,3 +172,43 @@ def test_albert_shared_layer_is_frozen_only_when_every_layer_is(freeze, changes,
     before = base.model.bert.shared_layer.ffn_in.weight
     after = done.bundle.model.bert.shared_layer.ffn_in.weight
     assert (not torch.equal(before, after)) == changes
+
+
+@pytest.mark.parametrize("kind", list(NAMES))
+def test_every_lesson_step_and_question_works_on_the_member(kind, tmp_path):
+    """The six lessons' figures, tables and model-checked questions, computed on the member (its
+    own tokenizer's steps where a lesson traces a word)."""
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    from app.lessons import LESSONS
+
+    b = bert.load(family_folder(kind, tmp_path / kind))
+    for lesson in LESSONS:
+        for s in lesson.steps:
+            out = s.show(b)
+            assert out is None or isinstance(out, go.Figure | pd.DataFrame), (lesson.key, s.title)
+        for q in lesson.questions:
+            a = q.ask(b)
+            assert len(set(a.choices)) == len(a.choices) >= 2 and 0 <= a.answer < len(a.choices), (lesson.key, q.key)
+
+
+@pytest.mark.parametrize("kind", list(NAMES))
+def test_the_class_questions_work_on_the_member(kind, tmp_path):
+    """A teacher whose model is a family member asks every kind of question: the answers are the
+    model's own, words without the tokenizer's marks (a RoBERTa's "Ġtired" is "tired")."""
+    from app.board import questions
+    from bert.analysis.mlm import mlm_topk
+
+    b = bert.load(family_folder(kind, tmp_path / kind))
+    text = "the small dog runs under the big [MASK] ."
+    q = questions.mask_question(b, text, kind)
+    top = mlm_topk(b, text, k=1).top_tokens[0][0]
+    assert q["answer"] == top.removeprefix("##").lstrip("Ġ▁") and not q["answer"].startswith(("Ġ", "▁"))
+    assert questions.look_question(b, "the cat sat on the mat", 1, 0, 2, kind)["answer"]
+    assert questions.pieces_question(b, "sleeps", kind)["answer"]
+    assert questions.heads_question(b, text, kind)["answer"]
+    for label in questions.lesson_questions():
+        assert questions.lesson_question(b, label, kind)["answer"]
+    if kind == "albert":  # its two-sentence head answers, as the sentence-order head it is
+        assert questions.follows_question(b, "the cat sat", "on the mat", kind)["answer"] in ("yes", "no")

@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 
 from bert import InputError
 from bert.analysis import ablation, mlm
-from bert.analysis.common import need_mlm
+from bert.analysis.common import bare_word, need_mlm
 from bert.analysis.compare import attentions_of
 
 from ..figures.core import mlm_topk_bar, nsp_bar, safe_labels, values_bar
@@ -66,10 +66,6 @@ def _body(kind, prompt, choices, answer, why, figure, model, accept=None) -> dic
     }
 
 
-def _word(token: str) -> str:
-    return token[2:] if token.startswith("##") else token
-
-
 def mask_question(bundle, text: str, model: str) -> dict:
     """The first [MASK] of `text`: the model's top guess is the answer."""
     need_mlm(bundle, "a [MASK] question")
@@ -77,14 +73,14 @@ def mask_question(bundle, text: str, model: str) -> dict:
         raise InputError("Put [MASK] where a word should be guessed (the Masked LM page's sentence).")
     p = mlm.mlm_topk(bundle, text, k=10)
     words, probs = p.top_tokens[0], p.top_probs[0]
-    top = _word(words[0])
+    top = bare_word(words[0])
     return _body(
         "mask",
         f"Which word does the model put in the [MASK]? «{text}»",
         None,
         top,
         f"The model's first guess is «{top}» ({probs[0]:.0%}); its next ones are "
-        + ", ".join(f"«{_word(w)}»" for w in words[1:4])
+        + ", ".join(f"«{bare_word(w)}»" for w in words[1:4])
         + ".",
         mlm_topk_bar(words, probs, title="The model's guesses for the [MASK]"),
         model,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bert.analysis.common import bare_word
 from bert.analysis.full import analyze
 from bert.analysis.heads import head_pattern_stats
 
@@ -35,11 +36,19 @@ def pronoun_head(bundle) -> tuple[int, int, str, float]:
     """(layer, head, word, weight): the head whose attention from the pronoun to a real word at
     least two tokens away is strongest, and that word (neighbours are the previous-token habit)."""
     an = _analysis(bundle)
-    i = an.tokens.index(PRONOUN)
-    real = [j for j, t in enumerate(an.tokens) if t not in ("[CLS]", "[SEP]", ".") and abs(j - i) > 1]
+    i, spans = _pronoun(an)
+    real = [j for j, s, e in spans if SENTENCE[s:e].strip() not in ("", ".") and abs(j - i) > 1]
     rows = an.attentions[:, :, i, :][:, :, real]  # (L, H, R)
     lay, h, r = np.unravel_index(int(np.argmax(rows)), rows.shape)
-    return int(lay), int(h), an.tokens[real[r]], float(rows[lay, h, r])
+    return int(lay), int(h), bare_word(an.tokens[real[r]]), float(rows[lay, h, r])
+
+
+def _pronoun(an) -> tuple[int, list[tuple[int, int, int]]]:
+    """The pronoun's token, found by where it stands in the text (any tokenizer's spelling: "it",
+    RoBERTa's "Ġit", ALBERT's "▁it"), and (token, start, end) of every token of the text."""
+    at = SENTENCE.index(f" {PRONOUN} ") + 1
+    spans = [(j, s, e) for j, ((s, e), w) in enumerate(zip(an.offsets, an.word_ids)) if w is not None]
+    return next(j for j, s, e in spans if s <= at < e), spans
 
 
 def _map(bundle, layer: int, head: int):
@@ -91,8 +100,9 @@ def _ask_previous(bundle) -> Asked:
 def _ask_pronoun(bundle) -> Asked:
     lay, h, word, weight = pronoun_head(bundle)
     an = _analysis(bundle)
-    i = an.tokens.index(PRONOUN)
-    wrong = [t for j, t in enumerate(an.tokens) if t.isalpha() and t not in (PRONOUN, word) and abs(j - i) > 1]
+    i, _ = _pronoun(an)
+    words = [bare_word(t) for t in an.tokens]
+    wrong = [t for j, t in enumerate(words) if t.isalpha() and t not in (PRONOUN, word) and abs(j - i) > 1]
     return ask(
         f"In layer {lay + 1}, head {head_label(h)}, which word does “{PRONOUN}” look at most, of those at least "
         "two words away?",

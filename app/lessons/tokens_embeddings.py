@@ -34,7 +34,7 @@ def _ask_pieces(bundle) -> Asked:
         f"How many pieces does “{LONG_WORD}” become?",
         choices_with(str(n), [str(k) for k in (1, 2, 3, 4, 5) if k != n], "pieces"),
         f"WordPiece takes the longest piece the vocabulary has, then goes on with the rest: {' + '.join(pieces)}.",
-        formatting.trace_table(bundle.tokenizer.trace(LONG_WORD)),
+        formatting.trace_frame(bundle.tokenizer, LONG_WORD),
     )
 
 
@@ -76,7 +76,7 @@ TOKENS = Lesson(
             "Rare words are split",
             f"A word the vocabulary lacks is cut into known pieces, longest first; pieces inside a word start "
             f"with ##. Here is how “{LONG_WORD}” is cut, step by step.",
-            lambda b: formatting.trace_table(b.tokenizer.trace(LONG_WORD)),
+            lambda b: formatting.trace_frame(b.tokenizer, LONG_WORD),
             Link("pages/tokenization.py", "Trace your own word", {"a": LONG_WORD}),
         ),
         Step(

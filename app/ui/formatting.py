@@ -315,6 +315,16 @@ TRACE_VIEWS = {
 }
 
 
+def traced(tokenizer, word: str):
+    """The tokenizer's steps on one word; a byte-level BPE word as in mid-sentence, with its space (Ġ)."""
+    return tokenizer.trace(" " + word if tokenizer.kind == "bpe" else word)
+
+
+def trace_frame(tokenizer, word: str) -> pd.DataFrame:
+    """`traced` as a table, the way its kind of tokenizer is shown (TRACE_VIEWS)."""
+    return TRACE_VIEWS[tokenizer.kind][2](traced(tokenizer, word))
+
+
 def vocab_facts(vocab: dict[str, int]) -> dict[str, float]:
     n = len(vocab)
     cont = sum(1 for t in vocab if t.startswith("##"))

@@ -21,6 +21,12 @@ ADDED_TOKENS = (CLS_TOKEN, SEP_TOKEN, PAD_TOKEN)
 FAMILY_SPECIALS = {"<s>": CLS_TOKEN, "</s>": SEP_TOKEN, "<pad>": PAD_TOKEN, "<mask>": "[MASK]", "<unk>": "[UNK]"}
 
 
+def bare_word(token: str) -> str:
+    """A token as the text it spells: without WordPiece's "##" nor the marks of a word's start of
+    RoBERTa ("Ġ") and ALBERT ("▁")."""
+    return token[2:] if token.startswith("##") else token.lstrip("Ġ▁")
+
+
 def bert_names(tokens) -> list[str]:
     """`tokens` with the family's special tokens written as BERT's ([CLS], [SEP], ...)."""
     return [FAMILY_SPECIALS.get(t, t) for t in tokens]
