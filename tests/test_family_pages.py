@@ -212,3 +212,12 @@ def test_the_class_questions_work_on_the_member(kind, tmp_path):
         assert questions.lesson_question(b, label, kind)["answer"]
     if kind == "albert":  # its two-sentence head answers, as the sentence-order head it is
         assert questions.follows_question(b, "the cat sat", "on the mat", kind)["answer"] in ("yes", "no")
+
+
+def test_continued_pre_training_refuses_a_member_with_why(tmp_path):
+    from bert.errors import TrainingError
+    from bert.train.pretrain import PretrainArgs, initial_bundle
+
+    folder = family_folder("roberta", tmp_path / "roberta")
+    with pytest.raises(TrainingError, match="is a RoBERTa, pre-trained with masked LM: .* Fine-tune it instead"):
+        initial_bundle(PretrainArgs(out=str(tmp_path / "out"), init=str(folder)), corpus=None)

@@ -33,6 +33,7 @@ from ..data.atomic_files import atomic_write_text, replace_dir
 from ..data.corpus.base import Corpus, merge_corpora
 from ..data.corpus.registry import load_corpus, split_corpora
 from ..errors import TrainingError
+from ..family import member
 from ..model import BertForPreTraining
 from ..tokenizer import Tokenizer
 from ..tokenizer.vocab import SPECIAL_TOKENS
@@ -134,6 +135,11 @@ def initial_bundle(args: PretrainArgs, corpus: Corpus) -> Bundle:
         bundle = load(args.init)
         if not bundle.has_mlm:
             raise TrainingError(f"{args.init} is a classifier; pre-train from an encoder instead")
+        if bundle.config.model_type != "bert":  # BERT's two games; the family learned other ones
+            raise TrainingError(
+                f"{args.init} is a {member(bundle.config).name}, pre-trained with {member(bundle.config).objective}: "
+                "this pre-training plays BERT's two games (masked LM and next sentence). Fine-tune it instead."
+            )
         return bundle
     if args.vocab == "default":
         from ..checkpoint.builtins import minilm_package_dir
