@@ -25,7 +25,7 @@ from tokenizers import AddedToken
 from tokenizers import Tokenizer as LibraryTokenizer
 
 from ..errors import TokenizerError
-from .tokenizer import COUNT_AHEAD, Batching, Encoding, check_text
+from .tokenizer import COUNT_AHEAD, Encoding, TokenizerCommon, check_text
 from .vocab import MASK_TOKEN, vocab_tables
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -51,7 +51,7 @@ class Words:
         return [w for w, _ in self.tokenizer.words_with_offsets(text)]
 
 
-class BackedTokenizer(Batching):
+class BackedTokenizer(TokenizerCommon):
     """The shared part of RobertaTokenizer and AlbertTokenizer: see the module docstring.
 
     Subclasses set ``kind``, the pair template (``pair_separators``: separators between A and B;
@@ -126,28 +126,6 @@ class BackedTokenizer(Batching):
     @property
     def mask_id(self) -> int:
         return self.vocab[self.mask_token]
-
-    def convert_tokens_to_ids(self, tokens: str | Iterable[str]) -> int | list[int]:
-        """Token(s) -> id(s); a token not in the vocab gives unk_id."""
-        unk = self.unk_id
-        if isinstance(tokens, str):
-            return self.vocab.get(tokens, unk)
-        return [self.vocab.get(t, unk) for t in tokens]
-
-    def convert_ids_to_tokens(self, ids: int | Iterable[int]) -> str | list[str]:
-        """Id(s) -> token(s) as the vocab spells them ("Ġworld", "▁world"); an id outside 0..len-1 raises
-        TokenizerError."""
-        n = len(self.ids_to_tokens)
-
-        def one(i) -> str:
-            i = int(i)
-            if not 0 <= i < n:
-                raise TokenizerError(f"token id {i} is outside the vocab (0..{n - 1})")
-            return self.ids_to_tokens[i]
-
-        if isinstance(ids, int) or (hasattr(ids, "ndim") and ids.ndim == 0):
-            return one(ids)
-        return [one(i) for i in ids]
 
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = False) -> str:
         """The text of ``ids`` by the model's decoder (bytes back to text; "▁" back to spaces): the same as

@@ -282,9 +282,32 @@ def _special_id(token_attr: str) -> property:
     return property(lambda self: self.vocab[getattr(self, token_attr)], doc=f"The vocab id of ``{token_attr}``.")
 
 
-class Batching:
-    """What every tokenizer does on top of its own ``encode`` and ``pad_id``: a batch of texts and
-    right-padding (WordPiece here, the family's BPE and Unigram in backed.py)."""
+class TokenizerCommon:
+    """What every tokenizer (WordPiece here, the family's BPE and Unigram in backed.py) does the same
+    way on top of its own ``encode`` and vocab tables (``vocab``, ``ids_to_tokens``, ``unk_id``,
+    ``pad_id``): tokens <-> ids, a batch of texts, right-padding."""
+
+    def convert_tokens_to_ids(self, tokens: str | Iterable[str]) -> int | list[int]:
+        """Token(s) -> id(s); a token not in the vocab gives unk_id."""
+        unk = self.unk_id
+        if isinstance(tokens, str):
+            return self.vocab.get(tokens, unk)
+        return [self.vocab.get(t, unk) for t in tokens]
+
+    def convert_ids_to_tokens(self, ids: int | Iterable[int]) -> str | list[str]:
+        """Id(s) -> token(s) as the vocab spells them ("##ing", RoBERTa's "Ġworld", ALBERT's "▁world");
+        an id outside 0..len-1 raises TokenizerError."""
+        n = len(self.ids_to_tokens)
+
+        def one(i) -> str:
+            i = int(i)
+            if not 0 <= i < n:
+                raise TokenizerError(f"token id {i} is outside the vocab (0..{n - 1})")
+            return self.ids_to_tokens[i]
+
+        if isinstance(ids, int) or (hasattr(ids, "ndim") and ids.ndim == 0):
+            return one(ids)
+        return [one(i) for i in ids]
 
     def encode_batch(
         self,
@@ -319,7 +342,7 @@ class Batching:
         }
 
 
-class Tokenizer(Batching):
+class Tokenizer(TokenizerCommon):
     """BERT WordPiece tokenizer: ``Tokenizer.from_file("vocab.txt")`` or ``Tokenizer(tokens_or_dict)``.
 
     ``vocab`` is a list of tokens (id = position, like the lines of vocab.txt; on duplicates the last
@@ -373,27 +396,6 @@ class Tokenizer(Batching):
     sep_id = _special_id("sep_token")
     pad_id = _special_id("pad_token")
     mask_id = _special_id("mask_token")
-
-    def convert_tokens_to_ids(self, tokens: str | Iterable[str]) -> int | list[int]:
-        """Token(s) -> id(s); a token not in the vocab gives unk_id."""
-        unk = self.unk_id
-        if isinstance(tokens, str):
-            return self.vocab.get(tokens, unk)
-        return [self.vocab.get(t, unk) for t in tokens]
-
-    def convert_ids_to_tokens(self, ids: int | Iterable[int]) -> str | list[str]:
-        """Id(s) -> token(s); an id outside 0..len-1 raises TokenizerError."""
-        n = len(self.ids_to_tokens)
-
-        def one(i) -> str:
-            i = int(i)
-            if not 0 <= i < n:
-                raise TokenizerError(f"token id {i} is outside the vocab (0..{n - 1})")
-            return self.ids_to_tokens[i]
-
-        if isinstance(ids, int) or (hasattr(ids, "ndim") and ids.ndim == 0):
-            return one(ids)
-        return [one(i) for i in ids]
 
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = False) -> str:
         """Tokens joined by spaces with "##" continuations glued on (no further clean-up of spaces).
