@@ -1,4 +1,5 @@
-"""BERT Explorer's own BERT: pure PyTorch model, WordPiece tokenizer, checkpoints, training.
+"""BERT Explorer's own BERT and its family (DistilBERT, ELECTRA, RoBERTa, ALBERT): pure PyTorch models,
+their tokenizers, checkpoints, training.
 
 import bert
 bundle = bert.load("minilm-l6")
