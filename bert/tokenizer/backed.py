@@ -77,14 +77,8 @@ class BackedTokenizer(TokenizerCommon):
         backend.no_padding()
         self.backend = backend  # as loaded: what save() writes
         self.ids_to_tokens, self.vocab = vocab_tables(backend.get_vocab(with_added_tokens=True))
-        self.unk_token, self.cls_token, self.sep_token = unk_token, cls_token, sep_token
-        self.pad_token, self.mask_token = pad_token, mask_token
-        self.special_tokens = (unk_token, cls_token, sep_token, pad_token, mask_token)
-        missing = [t for t in self.special_tokens if t not in self.vocab]
-        if missing:
-            raise TokenizerError(f"the vocabulary lacks special token(s) {', '.join(missing)}")
+        self._set_special_tokens(unk_token, cls_token, sep_token, pad_token, mask_token)
         self.do_lower_case = bool(do_lower_case)
-        self._special_ids = frozenset(self.vocab[t] for t in self.special_tokens)
         self.basic = Words(self)
         self.encoder, self.aliases = self._with_mask_alias(backend)
 
@@ -98,34 +92,6 @@ class BackedTokenizer(TokenizerCommon):
         flags = {"lstrip": mask.lstrip, "rstrip": mask.rstrip, "single_word": mask.single_word} if mask else {}
         encoder.add_special_tokens([AddedToken(MASK_TOKEN, normalized=False, special=True, **flags)])
         return encoder, {encoder.token_to_id(MASK_TOKEN): self.mask_id}
-
-    # ---- basics ------------------------------------------------------------------------------------------
-
-    def __len__(self) -> int:
-        return len(self.ids_to_tokens)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(vocab_size={len(self)}, do_lower_case={self.do_lower_case})"
-
-    @property
-    def unk_id(self) -> int:
-        return self.vocab[self.unk_token]
-
-    @property
-    def cls_id(self) -> int:
-        return self.vocab[self.cls_token]
-
-    @property
-    def sep_id(self) -> int:
-        return self.vocab[self.sep_token]
-
-    @property
-    def pad_id(self) -> int:
-        return self.vocab[self.pad_token]
-
-    @property
-    def mask_id(self) -> int:
-        return self.vocab[self.mask_token]
 
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = False) -> str:
         """The text of ``ids`` by the model's decoder (bytes back to text; "▁" back to spaces): the same as

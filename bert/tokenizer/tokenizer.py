@@ -284,8 +284,29 @@ def _special_id(token_attr: str) -> property:
 
 class TokenizerCommon:
     """What every tokenizer (WordPiece here, the family's BPE and Unigram in backed.py) does the same
-    way on top of its own ``encode`` and vocab tables (``vocab``, ``ids_to_tokens``, ``unk_id``,
-    ``pad_id``): tokens <-> ids, a batch of texts, right-padding."""
+    way on top of its own ``encode`` and vocab tables (``vocab``, ``ids_to_tokens``): its special
+    tokens and their ids, tokens <-> ids, a batch of texts, right-padding."""
+
+    def _set_special_tokens(self, unk: str, cls: str, sep: str, pad: str, mask: str) -> None:
+        """The special tokens (after the vocab tables); TokenizerError when the vocab lacks one."""
+        self.unk_token, self.cls_token, self.sep_token, self.pad_token, self.mask_token = unk, cls, sep, pad, mask
+        self.special_tokens = (unk, cls, sep, pad, mask)
+        missing = [t for t in self.special_tokens if t not in self.vocab]
+        if missing:
+            raise TokenizerError(f"vocab lacks special token(s) {', '.join(missing)}")
+        self._special_ids = frozenset(self.vocab[t] for t in self.special_tokens)
+
+    unk_id = _special_id("unk_token")
+    cls_id = _special_id("cls_token")
+    sep_id = _special_id("sep_token")
+    pad_id = _special_id("pad_token")
+    mask_id = _special_id("mask_token")
+
+    def __len__(self) -> int:
+        return len(self.ids_to_tokens)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(vocab_size={len(self)}, do_lower_case={self.do_lower_case})"
 
     def convert_tokens_to_ids(self, tokens: str | Iterable[str]) -> int | list[int]:
         """Token(s) -> id(s); a token not in the vocab gives unk_id."""
@@ -363,16 +384,10 @@ class Tokenizer(TokenizerCommon):
         mask_token: str = MASK_TOKEN,
     ):
         self.ids_to_tokens, self.vocab = vocab_tables(vocab)
-        self.unk_token, self.cls_token, self.sep_token = unk_token, cls_token, sep_token
-        self.pad_token, self.mask_token = pad_token, mask_token
-        self.special_tokens = (unk_token, cls_token, sep_token, pad_token, mask_token)
-        missing = [t for t in self.special_tokens if t not in self.vocab]
-        if missing:
-            raise TokenizerError(f"vocab lacks special token(s) {', '.join(missing)}")
+        self._set_special_tokens(unk_token, cls_token, sep_token, pad_token, mask_token)
         self.do_lower_case = bool(do_lower_case)
         self.basic = BasicTokenizer(do_lower_case, never_split=self.special_tokens)
         self.wordpiece = WordPiece(self.vocab, unk_token, MAX_INPUT_CHARS_PER_WORD)
-        self._special_ids = frozenset(self.vocab[t] for t in self.special_tokens)
 
     @classmethod
     def from_file(cls, vocab_path, do_lower_case: bool = True, **kwargs) -> Tokenizer:
@@ -384,18 +399,6 @@ class Tokenizer(TokenizerCommon):
         return write_vocab_file(self.ids_to_tokens, vocab_file_path(path))
 
     # ---- basics ------------------------------------------------------------------------------------------
-
-    def __len__(self) -> int:
-        return len(self.ids_to_tokens)
-
-    def __repr__(self) -> str:
-        return f"Tokenizer(vocab_size={len(self)}, do_lower_case={self.do_lower_case})"
-
-    unk_id = _special_id("unk_token")
-    cls_id = _special_id("cls_token")
-    sep_id = _special_id("sep_token")
-    pad_id = _special_id("pad_token")
-    mask_id = _special_id("mask_token")
 
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = False) -> str:
         """Tokens joined by spaces with "##" continuations glued on (no further clean-up of spaces).
