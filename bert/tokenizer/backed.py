@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from pathlib import Path
 
 from tokenizers import AddedToken
 from tokenizers import Tokenizer as LibraryTokenizer
 
+from ..data.atomic_files import atomic_write_text
 from ..errors import TokenizerError
+from .files import TOKENIZER_JSON
 from .tokenizer import COUNT_AHEAD, Encoding, TokenizerCommon, check_text
 from .vocab import MASK_TOKEN, vocab_tables
 
@@ -92,6 +95,14 @@ class BackedTokenizer(TokenizerCommon):
         flags = {"lstrip": mask.lstrip, "rstrip": mask.rstrip, "single_word": mask.single_word} if mask else {}
         encoder.add_special_tokens([AddedToken(MASK_TOKEN, normalized=False, special=True, **flags)])
         return encoder, {encoder.token_to_id(MASK_TOKEN): self.mask_id}
+
+    def save(self, folder) -> str:
+        """Write tokenizer.json (the whole pipeline, as loaded) into ``folder`` atomically; return the folder."""
+        folder = Path(folder)
+        if not folder.is_dir():
+            raise TokenizerError(f"not a folder: {str(folder)!r}")
+        atomic_write_text(folder / TOKENIZER_JSON, self.backend.to_str(pretty=True))
+        return str(folder)
 
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = False) -> str:
         """The text of ``ids`` by the model's decoder (bytes back to text; "▁" back to spaces): the same as

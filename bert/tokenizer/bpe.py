@@ -22,6 +22,7 @@ from pathlib import Path
 from tokenizers import AddedToken, decoders, pre_tokenizers, processors
 from tokenizers import Tokenizer as LibraryTokenizer
 
+from ..data.atomic_files import atomic_write_text
 from ..errors import TokenizerError
 from .backed import BackedTokenizer
 from .files import (
@@ -32,7 +33,6 @@ from .files import (
     read_bpe_vocab,
     read_merges,
     read_tokenizer_json,
-    write_atomically,
 )
 from .wordpiece import Trace
 
@@ -120,14 +120,11 @@ class RobertaTokenizer(BackedTokenizer):
     def save(self, folder) -> str:
         """Write tokenizer.json (the whole pipeline, read first on loading), vocab.json and merges.txt into
         ``folder``, each atomically; return the folder."""
-        folder = Path(folder)
-        if not folder.is_dir():
-            raise TokenizerError(f"not a folder: {str(folder)!r}")
+        folder = Path(super().save(folder))
         spec = self.spec
         merges = [m.split(" ") if isinstance(m, str) else m for m in spec["model"]["merges"]]
-        write_atomically(folder / TOKENIZER_JSON, self.backend.to_str(pretty=True))
-        write_atomically(folder / VOCAB_JSON, json.dumps(spec["model"]["vocab"], ensure_ascii=False))
-        write_atomically(folder / MERGES_TXT, "#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
+        atomic_write_text(folder / VOCAB_JSON, json.dumps(spec["model"]["vocab"], ensure_ascii=False))
+        atomic_write_text(folder / MERGES_TXT, "#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
         return str(folder)
 
     @property

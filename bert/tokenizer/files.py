@@ -1,15 +1,13 @@
 """The tokenizer files of BERT's byte-level BPE and Unigram relatives, as the Hugging Face Hub ships them
-(vocab.json + merges.txt, or one tokenizer.json): each sized against its ceiling before it is opened, read
-into a ``tokenizers.Tokenizer``, and written back atomically. A missing file is a CheckpointError; one over
-its ceiling, not UTF-8, not the JSON or the lines it should be, or one the library refuses, a TokenizerError
-with a one-line message (never the library's own exception).
+(vocab.json + merges.txt, or one tokenizer.json): each sized against its ceiling before it is opened and read
+into a ``tokenizers.Tokenizer`` (the tokenizers write them back with bert/data/atomic_files.py). A missing
+file is a CheckpointError; one over its ceiling, not UTF-8, not the JSON or the lines it should be, or one
+the library refuses, a TokenizerError with a one-line message (never the library's own exception).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from tokenizers import Tokenizer as LibraryTokenizer
@@ -113,18 +111,3 @@ def one_line(e: BaseException) -> str:
     """An exception's message on one line, at most 200 characters."""
     s = " ".join(str(e).split())
     return s if len(s) <= 200 else s[:197] + "..."
-
-
-def write_atomically(path: Path, text: str) -> str:
-    """Write ``text`` to ``path`` through a temporary file, so a reader never sees half a file."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return str(path)

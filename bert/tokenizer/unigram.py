@@ -19,7 +19,7 @@ from tokenizers import Tokenizer as LibraryTokenizer
 
 from ..errors import TokenizerError
 from .backed import BackedTokenizer
-from .files import TOKENIZER_JSON, read_tokenizer_json, write_atomically
+from .files import TOKENIZER_JSON, read_tokenizer_json
 from .vocab import CLS_TOKEN, MASK_TOKEN, SEP_TOKEN
 from .wordpiece import Trace
 
@@ -87,14 +87,6 @@ class AlbertTokenizer(BackedTokenizer):
     @classmethod
     def from_folder(cls, folder: Path) -> AlbertTokenizer:
         return cls.from_tokenizer_json(Path(folder) / TOKENIZER_JSON)
-
-    def save(self, folder) -> str:
-        """Write tokenizer.json into ``folder`` atomically; return the folder."""
-        folder = Path(folder)
-        if not folder.is_dir():
-            raise TokenizerError(f"not a folder: {str(folder)!r}")
-        write_atomically(folder / TOKENIZER_JSON, self.backend.to_str(pretty=True))
-        return str(folder)
 
     # ---- trace -------------------------------------------------------------------------------------------
 
