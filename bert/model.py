@@ -1,14 +1,13 @@
-"""BERT in plain PyTorch: embeddings, self-attention, encoder, pooler and heads.
+"""BERT in plain PyTorch: self-attention, encoder, pooler and heads (the embeddings: bert/embeddings.py).
 
 Dimension letters (as in google-research/bert): B batch size, T sequence length,
 C hidden size, H attention heads, D head size (C / H), F feed-forward size,
 V vocabulary size, L layers, N masked positions.
 
-The family (bert/family.py) is written where it differs: DistilBERT has no segment embeddings
-(config.type_vocab_size 0); ELECTRA's and ALBERT's embeddings may be narrower than the layers
-(E < C, one projection after them) and ELECTRA's discriminator has a "was this token replaced?"
-head (`rtd`); RoBERTa counts positions from its padding index + 1; ALBERT uses one layer's
-weights at every depth (`shared_layer`), and its two-sentence head (`nsp`) predicts their order.
+The family (bert/family.py) is written where it differs: its embeddings in bert/embeddings.py
+(DistilBERT's missing segment table, ELECTRA's and ALBERT's narrow tables, RoBERTa's positions);
+here ELECTRA's discriminator has a "was this token replaced?" head (`rtd`), ALBERT uses one
+layer's weights at every depth (`shared_layer`), and its two-sentence head (`nsp`) predicts their order.
 
 Nothing is stored on a module during forward: one model object can serve many
 sessions at once. Intermediates (attentions, hidden states, embedding parts,
@@ -26,8 +25,9 @@ from torch import Tensor, nn
 
 from .config import BertConfig
 from .dropout import Dropout, dropout
+from .embeddings import Embeddings
 from .errors import InputError
-from .outputs import BertOutput, ClassifierOutput, EmbeddingParts, PreTrainingOutput
+from .outputs import BertOutput, ClassifierOutput, PreTrainingOutput
 
 _ACT = {
     "gelu": lambda x: F.gelu(x),  # exact (erf) GELU, as in BERT
@@ -38,52 +38,6 @@ _ACT = {
     "swish": F.silu,
     "tanh": torch.tanh,
 }
-
-
-class Embeddings(nn.Module):
-    """word + segment (token type) + learned absolute position, then LayerNorm and dropout.
-
-    Family: DistilBERT has no segment table (its segment part is zero); ELECTRA's and ALBERT's
-    tables may be E wide, narrower than C, and a projection E -> C follows (ELECTRA's
-    `embeddings_project` when E != C; ALBERT's `embedding_hidden_mapping_in` always); RoBERTa's
-    real tokens take position rows pad + 1, pad + 2, ... and padding takes row pad."""
-
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        E, C = config.embedding_width, config.hidden_size
-        self.word_embeddings = nn.Embedding(config.vocab_size, E, padding_idx=config.pad_token_id)
-        self.position_embeddings = nn.Embedding(config.max_position_embeddings, E)
-        types = config.type_vocab_size
-        self.token_type_embeddings = nn.Embedding(types, E) if types else None
-        self.layer_norm = nn.LayerNorm(E, eps=config.layer_norm_eps)
-        self.dropout = Dropout(config.hidden_dropout_prob)
-        self.project = nn.Linear(E, C) if E != C or config.model_type == "albert" else None
-        self.roberta_pad = config.pad_token_id if config.model_type == "roberta" else None
-
-    def positions(self, input_ids: Tensor) -> Tensor:
-        """The position rows of input_ids: (1, T, E), or RoBERTa's (B, T, E) counted past padding."""
-        T = input_ids.shape[1]
-        if self.roberta_pad is None:
-            return self.position_embeddings.weight[:T].unsqueeze(0)  # (1, T, E): rows 0..T-1
-        real = input_ids.ne(self.roberta_pad).long()  # (B, T)
-        return self.position_embeddings(torch.cumsum(real, dim=1) * real + self.roberta_pad)  # (B, T, E)
-
-    def forward(self, input_ids: Tensor, token_type_ids: Tensor, return_parts: bool = False):
-        token = self.word_embeddings(input_ids)  # (B, T, E)
-        if self.token_type_embeddings is not None:
-            segment = self.token_type_embeddings(token_type_ids)  # (B, T, E)
-        else:
-            segment = torch.zeros_like(token)  # DistilBERT: no segments
-        position = self.positions(input_ids)
-        total = token + segment + position
-        normed = self.layer_norm(total)
-        parts = None
-        if return_parts:
-            parts = EmbeddingParts(
-                token=token, segment=segment, position=position.expand_as(token), sum=total, normed=normed
-            )
-        x = self.dropout(normed)
-        return (self.project(x) if self.project is not None else x), parts  # (B, T, C)
 
 
 class SelfAttention(nn.Module):
