@@ -18,7 +18,7 @@ class Member:
     name: str
     changed: str  # what it changed from BERT, in one line
     why: str  # what that bought
-    segments: bool  # segment (token type) embeddings
+    segments: bool  # segment embeddings that tell sentence A from B (RoBERTa's one segment vector cannot)
     pooler: bool  # a trained pooler (BERT's tanh over [CLS], trained by NSP)
     next_sentence: bool  # a next-sentence head
     objective: str  # what it was pre-trained to do
@@ -113,5 +113,9 @@ def differences(a, b) -> str:
     if shared[0] != shared[1]:
         out.append("layers' weights: " + " vs ".join("one layer shared" if x else "one set a layer" for x in shared))
     if ma.segments != mb.segments:
-        out.append("segment embeddings: " + " vs ".join("yes" if m.segments else "none" for m in (ma, mb)))
+        said = [
+            "yes" if m.segments else "none" if c.type_vocab_size == 0 else "one for every token"
+            for m, c in ((ma, a), (mb, b))
+        ]
+        out.append("segment embeddings: " + " vs ".join(said))
     return "; ".join(out)

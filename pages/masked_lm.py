@@ -165,7 +165,7 @@ with show_errors("the next-sentence prediction"):
         st.metric("P(B follows A)", f"{p:.1%}")
         show_figure.show(core.nsp_bar(p), "next-sentence-bar", key="nsp_bar")
 
-if getattr(current_model().bundle.model, "rtd", None) is not None:
+if model is not None and getattr(model.bundle.model, "rtd", None) is not None:  # an ELECTRA discriminator
     st.subheader("Was this word replaced? (ELECTRA's discriminator)")
     st.markdown(
         "ELECTRA's model plays a third game: a small generator puts its guesses into the masks, and "
@@ -176,7 +176,6 @@ if getattr(current_model().bundle.model, "rtd", None) is not None:
         "A sentence, perhaps with a word swapped", "The chef ate the meal.", max_chars=widgets.SENTENCE_CHARS
     )
     with show_errors("the replaced-token view"):
-        model = current_model()
         if not model.bundle.replaced_head_trained:
             st.warning("This model's replaced-token head is untrained: its bars are random.", icon=":material/warning:")
         rt = replaced_tokens(model.key, clean_text(rtd_text, "the sentence"), model.bundle)
