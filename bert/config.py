@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CheckpointError
+from .family import MEMBERS
 
 # Ceilings, checked before anything is allocated: far above every published BERT (bert-large:
 # 1,024 hidden, 24 layers, 16 heads; multilingual: 119,547 tokens), far below what would
@@ -34,7 +35,7 @@ LIMITS = {
 MAX_LABELS = 1000
 MAX_CONFIG_BYTES = 1 << 20  # a config.json with 1,000 long labels is under 200 kB
 
-MODEL_TYPES = ("bert", "distilbert", "electra", "roberta", "albert")  # bert/family.py says what each changed
+MODEL_TYPES = tuple(MEMBERS)  # bert, distilbert, electra, roberta, albert: bert/family.py says what each changed
 # DistilBERT's config.json names -> BERT's (its other fields: as BERT's, or kept in `extra`)
 DISTILBERT_NAMES = {
     "dim": "hidden_size",
