@@ -31,7 +31,8 @@ SCRIPT = ROOT / "scripts" / "cluster_local.sh"
 pytestmark = pytest.mark.slow
 T = 240  # bound on one page run, and on the job
 SMALL = {"Use at most this many training texts": 320, "…and validation texts": 100}  # 20 steps
-SMALL_PRETRAIN = {"Steps": 30, "Evaluate every N steps": 10, "Warm-up steps": 5, "Batch size": 8}
+# 200 steps take seconds on a worker, so the live panel is seen moving (30 ended between two polls)
+SMALL_PRETRAIN = {"Steps": 200, "Evaluate every N steps": 50, "Warm-up steps": 5, "Batch size": 8}
 
 
 def cluster(env: dict[str, str], *args: str, timeout: float = 400) -> subprocess.CompletedProcess:
@@ -89,7 +90,7 @@ async def course(url: str, teacher_key: str, head: int, workers: set[int]) -> di
         # bob pre-trains a small model from scratch (its vocabulary trained on the worker), on his replica
         pre = out["pretrain"] = lt.JobRun("bob")
         task = asyncio.create_task(
-            lt.protocol_training(url, pre, T, settings=SMALL_PRETRAIN, every_s=1.0, pg=bob, page="pretrain")
+            lt.protocol_training(url, pre, T, settings=SMALL_PRETRAIN, every_s=0.5, pg=bob, page="pretrain")
         )
         while not task.done():
             out["actors"] |= job_actors(head, workers)
