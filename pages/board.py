@@ -22,7 +22,8 @@ from app.ui.formatting import md_escape
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
-CREATED = "board_created"  # (code, teacher key) of a board just started, shown once
+CREATED = "board_created"  # (code, teacher key) of the board this session started, until "Done"
+SHOW_KEY = "board_show_key"  # toggle: the board's key shown under the class code
 CLEAR_KEY = "board_clear_key"
 JOIN_KEY = "board_join_code"
 REMOVE_PICK = "board_remove_pick"
@@ -43,6 +44,7 @@ def start() -> None:
         st.session_state[NOTE] = ("error", str(e))
         return
     st.session_state[CREATED] = (code, key)
+    st.session_state[SHOW_KEY] = False
     st.session_state[JOINED] = code
     st.session_state[CLEAR_KEY] = key
     st.session_state[follow_view.TEACHER] = (code, key)  # this session teaches the class too
@@ -62,6 +64,28 @@ def join() -> None:
 
 def leave() -> None:
     st.session_state.pop(JOINED, None)
+
+
+def done_with_code() -> None:
+    st.session_state.pop(CREATED, None)
+
+
+def started(code: str, key: str) -> None:
+    """The class code of a board just started, big enough to copy from a projector, and its key
+    only when the teacher reveals it: the key gives its holder the teacher's powers on the class
+    (leading, questions and their answers, removing runs, clearing), so a projected page must not
+    show it."""
+    st.success(
+        f"Board **{code}** is started: hand out the class code below. The board's key is hidden so that "
+        "this page can be projected; show it only on your own screen and keep it: it is shown on this page "
+        "until you click Done, and removing runs, clearing the board or teaching the class from another "
+        "browser needs it.",
+        icon=":material/check_circle:",
+    )
+    st.markdown(f"# Class code: {code}")  # CODE_CHARS only: nothing to escape
+    if st.toggle("Show the board's key (not while projecting: it gives the teacher's powers)", key=SHOW_KEY):
+        st.code(key, language=None)
+    st.button("Done: hide the class code and the key", key="board_created_done", on_click=done_with_code)
 
 
 def clear(code: str) -> None:
@@ -183,15 +207,10 @@ else:
     note = st.session_state.pop(NOTE, None)
     if note:
         (st.error if note[0] == "error" else st.info)(md_escape(note[1]))
-    created = st.session_state.pop(CREATED, None)
-    if created:
-        st.success(
-            f"Board **{created[0]}** is started: hand out the class code **{created[0]}**. Keep the board's "
-            "key below: it is shown only this once, and removing runs or clearing the board needs it.",
-            icon=":material/check_circle:",
-        )
-        st.code(created[1], language=None)
     code = st.session_state.get(JOINED)
+    created = st.session_state.get(CREATED)
+    if created and created[0] == code:
+        started(*created)
     with st.expander("Start or join a board", expanded=not code):
         c1, c2 = st.columns(2)
         with c1:

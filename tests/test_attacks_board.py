@@ -94,12 +94,12 @@ def test_boards_per_server_are_bounded_and_empty_ones_go_first(cache, board, mon
     posted, _ = board.new_board(now=1000.0)
     live, _ = board.new_board(now=1001.0)
     board.new_board(now=1002.0)
-    board.post(posted, "Ada", summary(), run_code="RUN001", student="browser:a", now=1003.0)
+    board.post(posted, "Ada", summary(), run_code="RUN001", student="browser:a", owner="browser:a", now=1003.0)
     board.go_live(live, "Bo", student="browser:b", now=1003.0)
     for i in range(10):  # a full server makes room from its empty boards, oldest first
         newest, _ = board.new_board(now=1010.0 + i)
         assert board.boards_kept() == 3 and board.exists(posted, now=1020.0) and board.exists(live, now=1020.0)
-    board.post(newest, "Cy", summary(), run_code="RUN002", student="browser:c", now=1020.0)
+    board.post(newest, "Cy", summary(), run_code="RUN002", student="browser:c", owner="browser:c", now=1020.0)
     with pytest.raises(BoardError, match="3 boards in use"):
         board.new_board(now=1021.0)
 
@@ -110,26 +110,33 @@ def test_boards_per_server_are_bounded_and_empty_ones_go_first(cache, board, mon
 def test_a_run_once_a_nickname_its_students_and_three_posts_each(cache, board):
     code, key = board.new_board()
     bob = "browser:mallory"
-    first = board.post(code, "bob", summary(), run_code="ALICE1", student=bob)  # alice's run, reopened
+    first = board.post(code, "bob", summary(), run_code="BOB001", student=bob, owner=bob)
     for _ in range(198):
         with pytest.raises(BoardError, match="posted once"):
-            board.post(code, "bob", summary(), run_code="alice1", student=bob)
+            board.post(code, "bob", summary(), run_code="bob001", student=bob, owner=bob)
     for fresh in range(3):  # a fresh cookie is another student, but the run and "bob" stay taken
-        with pytest.raises(BoardError, match="posted once"):
-            board.post(code, "bob2", summary(), run_code="ALICE1", student=f"browser:fresh{fresh}")
+        with pytest.raises(BoardError, match="another browser"):
+            board.post(code, "bob2", summary(), run_code="BOB001", student=f"browser:fresh{fresh}", owner=bob)
         for same in ("bob", "BOB ", "ｂｏｂ"):
             with pytest.raises(BoardError, match="Someone else"):
-                board.post(code, same, summary(), run_code=f"F{fresh}XXXX", student=f"browser:fresh{fresh}")
-    board.post(code, "bob", summary(), run_code="MAL002", student=bob)
-    board.post(code, "bobby", summary(), run_code="MAL003", student=bob)
+                board.post(
+                    code,
+                    same,
+                    summary(),
+                    run_code=f"F{fresh}XXXX",
+                    student=f"browser:fresh{fresh}",
+                    owner=f"browser:fresh{fresh}",
+                )
+    board.post(code, "bob", summary(), run_code="MAL002", student=bob, owner=bob)
+    board.post(code, "bobby", summary(), run_code="MAL003", student=bob, owner=bob)
     with pytest.raises(BoardError, match="most each"):
-        board.post(code, "bob", summary(), run_code="MAL004", student=bob)
+        board.post(code, "bob", summary(), run_code="MAL004", student=bob, owner=bob)
     other = "browser:other"
     for i in range(1, 4):  # not bob's nicknames: fine, but three a student
-        board.post(code, f"bob{i}", summary(), run_code=f"OTH00{i}", student=other)
+        board.post(code, f"bob{i}", summary(), run_code=f"OTH00{i}", student=other, owner=other)
     with pytest.raises(BoardError, match="3 nicknames"):
         board.go_live(code, "bob4", student=other)
-    board.post(code, "carol", summary(0.9), run_code="CAROL1", student="browser:carol")
+    board.post(code, "carol", summary(0.9), run_code="CAROL1", student="browser:carol", owner="browser:carol")
     assert [e["nickname"] for e in board.entries(code)] == ["bob", "bob", "bobby", "bob1", "bob2", "bob3", "carol"]
 
     before = board.version(code)
@@ -145,15 +152,54 @@ def test_a_run_once_a_nickname_its_students_and_three_posts_each(cache, board):
         "carol",
     ]  # only that one
     assert board.version(code) == before + 1
-    board.post(code, "alice", summary(0.7), run_code="ALICE1", student="browser:alice")  # her run is hers again
+    board.post(code, "bob", summary(0.7), run_code="BOB001", student=bob, owner=bob)  # its run may go on again
+
+
+# --- a run is posted by the browser that trained it; removing an entry frees its nickname --------
+
+
+def test_a_run_reopened_in_another_browser_cannot_be_posted(cache, board):
+    code, _ = board.new_board()
+    alice, mallory = "browser:alice", "browser:mallory"
+    for nick in ("alice", "mallory"):  # her run, reopened by its code: under her name or his own
+        with pytest.raises(BoardError, match="trained in another browser: only the student who trained"):
+            board.post(code, nick, summary(0.99), run_code="ALICE1", student=mallory, owner=alice)
+    with pytest.raises(BoardError, match="does not record which browser trained it"):
+        board.post(code, "mallory", summary(), run_code="OLD001", student=mallory, owner=None)
+    assert board.entries(code) == [] and board.version(code) == 0
+    board.post(code, "alice", summary(0.7), run_code="alice1", student=alice, owner=alice)  # nothing was taken
+    assert [(e["nickname"], e["accuracy"]) for e in board.entries(code)] == [("alice", 0.7)]
+
+
+def test_removing_an_entry_gives_its_nickname_back(cache, board):
+    code, key = board.new_board()
+    alice, mallory = "browser:alice", "browser:mallory"
+    taken = board.post(code, "Alice", summary(), run_code="MAL001", student=mallory, owner=mallory)
+    with pytest.raises(BoardError, match="Someone else"):
+        board.post(code, "alice", summary(), run_code="ALICE1", student=alice, owner=alice)
+    assert board.remove(code, key, taken)
+    board.post(code, "ａｌｉｃｅ ", summary(), run_code="ALICE1", student=alice, owner=alice)  # hers now
+    with pytest.raises(BoardError, match="Someone else"):
+        board.post(code, "ALICE", summary(), run_code="MAL002", student=mallory, owner=mallory)
+
+    # a nickname its student still shows elsewhere on the board (another entry, a live run) stays theirs
+    one = board.post(code, "Mal", summary(), run_code="MAL003", student=mallory, owner=mallory)
+    board.post(code, "mal", summary(), run_code="MAL004", student=mallory, owner=mallory)
+    live = board.go_live(code, "Cy", student="browser:cy")
+    cy = board.post(code, "Cy", summary(), run_code="CY0001", student="browser:cy", owner="browser:cy")
+    assert board.remove(code, key, one) and board.remove(code, key, cy)
+    for nick in ("Mal", "cy"):
+        with pytest.raises(BoardError, match="Someone else"):
+            board.post(code, nick, summary(), run_code=f"{nick.upper()}999", student=alice, owner=alice)
+    assert board.update_live(code, live, "done", 1.0, "", summary())
 
 
 @pytest.mark.slow
 @SQLITE_ONLY
 def test_the_teacher_removes_one_entry_on_the_page(cache, board):
     code, key = board.new_board()
-    bob = board.post(code, "bob", summary(0.99), run_code="ALICE1", student="browser:m")
-    board.post(code, "carol", summary(0.8), run_code="CAROL1", student="browser:c")
+    bob = board.post(code, "bob", summary(0.99), run_code="BOB001", student="browser:m", owner="browser:m")
+    board.post(code, "carol", summary(0.8), run_code="CAROL1", student="browser:c", owner="browser:c")
     at = page(code)
     at.text_input(key="board_clear_key").input(key).run()
     pick = at.selectbox(key="board_remove_pick")
@@ -186,7 +232,7 @@ def test_a_board_file_of_the_first_version_is_upgraded_with_its_posts(cache, boa
             (time.time(), json.dumps(board_summary.clean_summary(summary()))),
         )
     assert [e["nickname"] for e in board.entries("ABCDEF")] == ["old"] and board.version("ABCDEF") == 0
-    board.post("ABCDEF", "new", summary(), run_code="RUN001", student="browser:n")
+    board.post("ABCDEF", "new", summary(), run_code="RUN001", student="browser:n", owner="browser:n")
     assert [e["nickname"] for e in board.entries("ABCDEF")] == ["old", "new"] and board.version("ABCDEF") == 1
 
 
@@ -198,7 +244,14 @@ def test_a_board_file_of_the_first_version_is_upgraded_with_its_posts(cache, boa
 def test_a_full_board_is_drawn_once_per_change_and_small(cache, board, monkeypatch):
     code, key = board.new_board()
     for i in range(store.MAX_ENTRIES):
-        board.post(code, f"s{i}", summary(0.5 + i / 1000, points=200), run_code=f"R{i:05d}", student=f"browser:{i}")
+        board.post(
+            code,
+            f"s{i}",
+            summary(0.5 + i / 1000, points=200),
+            run_code=f"R{i:05d}",
+            student=f"browser:{i}",
+            owner=f"browser:{i}",
+        )
     runs = board.entries(code)
     assert len(runs) == 200 and len(runs[0]["val_accuracy"]) == 200  # stored in full, drawn thinned
     spec = pio.to_json(board_figures.posted_curves(runs), validate=False)
@@ -215,7 +268,7 @@ def test_a_full_board_is_drawn_once_per_change_and_small(cache, board, monkeypat
         v.run()
     assert len(built) == 1 and len(parsed) == 200  # six renders: one figure, the entries read once
     with pytest.raises(BoardError, match="full"):
-        board.post(code, "late", summary(), run_code="LATE01", student="browser:late")
+        board.post(code, "late", summary(), run_code="LATE01", student="browser:late", owner="browser:late")
     assert board.remove(code, key, runs[0]["id"])
     for v in viewers:
         v.run()
@@ -226,7 +279,7 @@ def test_a_full_board_is_drawn_once_per_change_and_small(cache, board, monkeypat
 def test_the_board_version_changes_only_with_the_posted_runs(cache, board):
     code, key = board.new_board()
     assert board.version(code) == 0 and board.version("ZZZZZZ" if code != "ZZZZZZ" else "YYYYYY") is None
-    eid = board.post(code, "Ada", summary(), run_code="RUN001", student="browser:a")
+    eid = board.post(code, "Ada", summary(), run_code="RUN001", student="browser:a", owner="browser:a")
     assert board.version(code) == 1
     live = board.go_live(code, "Ada", student="browser:a")
     board.update_live(code, live, "running", 0.5, "Step 5", summary())

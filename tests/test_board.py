@@ -28,8 +28,11 @@ _runs = iter(range(10**6))
 
 
 def post(board, code, nick, summary, student=None, **kw):
-    """board.post with a fresh run code; the student is the nickname's unless given."""
-    return board.post(code, nick, summary, run_code=f"R{next(_runs):05d}", student=student or f"browser:{nick}", **kw)
+    """board.post with a fresh run code; the student is the nickname's unless given, and the run
+    theirs unless `owner` says whose."""
+    student = student or f"browser:{nick}"
+    kw.setdefault("owner", student)
+    return board.post(code, nick, summary, run_code=f"R{next(_runs):05d}", student=student, **kw)
 
 
 def run_summary(acc=0.8, lr=2e-4, pooling="mean", batch=16):
@@ -168,8 +171,10 @@ def test_post_button_on_the_finetuning_results(board, monkeypatch):
 
     base, res = finished_result()
     res["code"] = "ABCDEF"  # as a run saved under its run code has
+    res["student"] = "session:tester"  # trained here: a session without the browser's cookie
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
     at.run()
+    at.session_state[ts.OWNER] = "tester"
     at.session_state[state.USER_MODELS]["tiny"] = base
     at.session_state[state.USER_MODEL_IDS]["tiny"] = "session:tiny:t"
     at.session_state[ts.FT_RESULTS] = [res]
@@ -211,7 +216,9 @@ def test_page_start_join_and_clear(board, monkeypatch):
     at.button(key="board_start").click().run()
     code = at.session_state[JOINED]
     assert not at.exception and code in at.success[0].value and board.exists(code)
+    at.toggle(key="board_show_key").set_value(True).run()
     key = next(c.value for c in at.code if len(c.value) == 16)  # token_urlsafe(12)
+    at.button(key="board_created_done").click().run()
     post(board, code, "Ada", run_summary())
     at.text_input(key="board_clear_key").input("wrong").run()
     at.button(key="board_clear").click().run()
@@ -219,7 +226,86 @@ def test_page_start_join_and_clear(board, monkeypatch):
     at.text_input(key="board_clear_key").input(key).run()
     at.button(key="board_clear").click().run()
     assert not at.exception and board.entries(code) == []
-    assert not any(c.value == key for c in at.code)  # the key was shown once
+    assert not any(c.value == key for c in at.code)  # shown until Done
+
+
+def shown_text(at) -> list[str]:
+    """Every text the page shows (main area and sidebar): what a projector would show."""
+    kinds = ("markdown", "code", "success", "info", "warning", "error", "caption", "text", "title", "header")
+    return [e.value for kind in kinds + ("subheader", "latex") for e in getattr(at, kind)]
+
+
+@pytest.mark.slow
+@SQLITE_ONLY
+def test_a_started_board_shows_its_code_big_and_its_key_only_when_revealed(board, monkeypatch):
+    """A teacher projects the page to hand out the class code: the board's key, which gives the
+    teacher's powers, stays off the screen until revealed, and the page says why."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("BERT_EXPLORER_TEACHER_KEY", TEACHER_KEY)
+    monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
+    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/board.py").run()
+    at.text_input(key="teacher_key_typed").input(TEACHER_KEY).run()
+    at.button(key="teacher_unlock").click().run()
+    at.button(key="board_start").click().run()
+    code = at.session_state[JOINED]
+    key = at.session_state["board_clear_key"]  # the remove/clear box holds it, masked (a password box)
+    assert not at.exception and len(key) == 16 and board.clear(code, key) == 0  # the board's key
+    for _ in range(2):  # and on the next run of the page
+        assert any(m.value == f"# Class code: {code}" for m in at.markdown)  # a heading: big on a projector
+        assert not any(key in v for v in shown_text(at)), "the key is on the screen"
+        assert "hidden so that this page can be projected" in at.success[0].value
+        assert "teacher's powers" in at.toggle(key="board_show_key").label
+        at.run()
+    at.toggle(key="board_show_key").set_value(True).run()
+    assert key in [c.value for c in at.code]
+    at.toggle(key="board_show_key").set_value(False).run()
+    assert not any(key in v for v in shown_text(at))
+    at.button(key="board_created_done").click().run()
+    assert not at.exception and not any(code in m.value for m in at.markdown if m.value.startswith("#"))
+    assert not [t for t in at.toggle if t.key == "board_show_key"] and f"Board {code}" in at.header[0].value
+
+
+@pytest.mark.slow
+@SQLITE_ONLY
+def test_a_run_reopened_in_another_browser_is_not_posted_from_the_finetuning_page(board, monkeypatch):
+    """A classmate's run code reopened here can be explored, not posted: the page says why. A run
+    this browser trained, reopened, is posted as before."""
+    from streamlit.testing.v1 import AppTest
+
+    from app.jobs import runs_store
+    from app.jobs.run import stored_record
+    from app.training import state as ts
+    from tests.helpers import finished_result
+
+    _, res = finished_result()
+    record = stored_record({k: res[k] for k in ("kind", "status", "error", "metrics", "report", "done", "info")})
+    runs_store.save_run("ALICE2", res["bundle"], {**record, "name": "alice's"}, student="browser:alice")
+    runs_store.save_run("MINE22", res["bundle"], {**record, "name": "mine"}, student="session:tester")
+    monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
+    code, _ = board.new_board()
+    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    at.run()
+    at.session_state[ts.OWNER] = "tester"  # this session, without the browser's cookie: "session:tester"
+    at.session_state[JOINED] = code
+    at.switch_page("pages/finetune.py").run()
+    at.text_input(key="ft_reopen_code").input("alice2").run()
+    at.button(key="ft_reopen").click().run()  # the reopened run is the one shown
+    assert not at.exception, [e.value for e in at.exception]
+    at.text_input(key="ft_board_nick").input("alice").run()
+    at.button(key="ft_board_post_ALICE2").click().run()
+    errors = [e.value for e in at.error]
+    assert any("trained in another browser" in e and "only the student who trained" in e for e in errors), errors
+    assert board.entries(code) == []
+    at.text_input(key="ft_reopen_code").input("mine22").run()
+    at.button(key="ft_reopen").click().run()
+    at.text_input(key="ft_board_nick").input("Tess").run()
+    at.button(key="ft_board_post_MINE22").click().run()
+    assert not at.exception and any("Posted to board" in s.value for s in at.success)
+    board.post(code, "alice", {}, run_code="ALICE2", student="browser:alice", owner="browser:alice")  # still hers
+    assert [e["nickname"] for e in board.entries(code)] == ["Tess", "alice"]
 
 
 def test_live_runs_store_limits_and_expiry(board):

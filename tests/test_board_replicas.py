@@ -54,12 +54,12 @@ def refused(results, match: str) -> int:
 def test_two_replicas_see_each_others_boards_posts_and_live_runs(board, replica):
     code, key = board.new_board()
     assert replica.exists(code) and replica.version(code) == 0
-    eid = replica.post(code, "Ada", RUN, run_code="RUN001", student="browser:a")
+    eid = replica.post(code, "Ada", RUN, run_code="RUN001", student="browser:a", owner="browser:a")
     assert [e["id"] for e in board.entries(code)] == [eid] and board.version(code) == 1
     with pytest.raises(BoardError, match="posted once"):
-        board.post(code, "Bo", RUN, run_code="run001", student="browser:b")
-    with pytest.raises(BoardError, match="Someone else"):
-        board.post(code, "ADA", RUN, run_code="RUN002", student="browser:b")  # Ada's, claimed on the other
+        board.post(code, "Ada", RUN, run_code="run001", student="browser:a", owner="browser:a")
+    with pytest.raises(BoardError, match="Someone else"):  # Ada's, claimed on the other
+        board.post(code, "ADA", RUN, run_code="RUN002", student="browser:b", owner="browser:b")
     live = board.go_live(code, "Ada", student="browser:a")
     assert replica.update_live(code, live, "running", 0.5, "Step 5", RUN)
     (r,) = board.live_runs(code)
@@ -73,13 +73,16 @@ def test_the_caps_hold_when_two_replicas_act_at_once(board, replica, monkeypatch
     code, _ = board.new_board()
     # one browser posts eight runs at once through both replicas: three go on
     got = at_once(
-        [lambda i=i: stores[i % 2].post(code, "Ada", RUN, run_code=f"A{i}", student="browser:a") for i in range(8)]
+        [
+            lambda i=i: stores[i % 2].post(code, "Ada", RUN, run_code=f"A{i}", student="browser:a", owner="browser:a")
+            for i in range(8)
+        ]
     )
     assert done(got) == store.MAX_POSTS_EACH and refused(got, "the most each") == AT_ONCE - store.MAX_POSTS_EACH
-    # one run (its code) posted by eight browsers at once: once
+    # one run posted eight times at once by its browser: once
     got = at_once(
         [
-            lambda i=i: stores[i % 2].post(code, f"b{i}", RUN, run_code="SAME01", student=f"browser:b{i}")
+            lambda i=i: stores[i % 2].post(code, "Bo", RUN, run_code="SAME01", student="browser:b", owner="browser:b")
             for i in range(8)
         ]
     )
@@ -95,7 +98,9 @@ def test_the_caps_hold_when_two_replicas_act_at_once(board, replica, monkeypatch
     monkeypatch.setattr(store, "MAX_ENTRIES", 5)
     got = at_once(
         [
-            lambda i=i: stores[i % 2].post(other, f"e{i}", RUN, run_code=f"E{i}", student=f"browser:e{i}")
+            lambda i=i: stores[i % 2].post(
+                other, f"e{i}", RUN, run_code=f"E{i}", student=f"browser:e{i}", owner=f"browser:e{i}"
+            )
             for i in range(8)
         ]
     )
@@ -119,7 +124,7 @@ def test_the_database_down_the_board_page_says_so_and_the_rest_works(board, post
     real_connect = psycopg.connect
     monkeypatch.setattr(psycopg, "connect", lambda *a, **k: tries.append(1) or real_connect(*a, **k))
     code, _ = board.new_board()
-    board.post(code, "Ada", RUN, run_code="RUN001", student="browser:a")
+    board.post(code, "Ada", RUN, run_code="RUN001", student="browser:a", owner="browser:a")
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
     at.run()
     at.session_state[JOINED] = code
@@ -133,7 +138,7 @@ def test_the_database_down_the_board_page_says_so_and_the_rest_works(board, post
             lambda: board.entries(code),
             lambda: board.exists(code),
             lambda: board.new_board(),
-            lambda: board.post(code, "Ada", RUN, run_code="RUN002", student="browser:a"),
+            lambda: board.post(code, "Ada", RUN, run_code="RUN002", student="browser:a", owner="browser:a"),
             lambda: board.update_live(code, 1, "running", 0.5, "", RUN),
         ):
             with pytest.raises(BoardUnavailable, match="unavailable right now"):

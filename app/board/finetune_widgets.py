@@ -56,6 +56,7 @@ def _post(code: str, res: dict) -> None:
             summary_of(res),
             run_code=res.get("code"),
             student=student_key(),
+            owner=res.get("student"),  # the browser that trained it: a reopened run records it
         )
     except BoardError as e:
         st.session_state[NOTE] = ("error", str(e))

@@ -10,10 +10,13 @@ has the post button.
 A board belongs to its teacher and its posts to their students (`student`: the browser key of the
 one-job-per-student limit, app/jobs/local.py): only the teacher starts a board (pages/board.py
 asks for the server's teacher key, app/server/teacher.py), at most MAX_BOARDS are kept (the oldest empty
-one goes first when full); a run is posted once per board (its run code, kept hashed); a nickname
-belongs to the student who first used it on the board; a student posts at most MAX_POSTS_EACH runs
-and uses at most MAX_NICKS_EACH nicknames on a board; the board's key clears it or removes one
-entry. `version` changes whenever the posted runs do, so a page redraws only then.
+one goes first when full); a run is posted once per board (its run code, kept hashed), and only by
+the student who trained it (its `owner`, recorded with the run: a run reopened by its code in
+another browser can be explored there, not posted under a classmate's name); a nickname belongs to
+the student who first used it on the board, until the teacher removes that student's last entry
+under it; a student posts at most MAX_POSTS_EACH runs and uses at most MAX_NICKS_EACH nicknames on
+a board; the board's key clears it or removes one entry. `version` changes whenever the posted runs
+do, so a page redraws only then.
 
 Every action is one transaction that holds the store's one write lock from its first statement
 (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory lock), so the limits hold for any number of
@@ -124,6 +127,22 @@ def student_key(student: str | None) -> str:
     if not student:
         raise BoardError("This browser cannot be told apart from others: reload the page and post again.")
     return student[:100]
+
+
+def check_owner(run_code: str, owner: str | None, student: str) -> None:
+    """BoardError unless `student` trained the run: a post speaks for the run's student (the
+    nickname, the accuracy), so a run reopened by its code in another browser is not theirs to post."""
+    owner = str(owner or "").replace("\x00", "")[:100]
+    if not owner:
+        raise BoardError(
+            f"Run {run_code} does not record which browser trained it, so it cannot be posted: "
+            "only the student who trained a run can post it."
+        )
+    if owner != student:
+        raise BoardError(
+            f"Run {run_code} was trained in another browser: only the student who trained a run can post it "
+            "to the board. A run reopened by its code can be explored here, not posted."
+        )
 
 
 def _live_now(row, now: float) -> bool:
@@ -244,17 +263,28 @@ class BoardStore:
         return True
 
     def post(
-        self, code: str, nickname: str, run_summary: dict, *, run_code: str, student: str, now: float | None = None
+        self,
+        code: str,
+        nickname: str,
+        run_summary: dict,
+        *,
+        run_code: str,
+        student: str,
+        owner: str | None,
+        now: float | None = None,
     ) -> int:
         """Post run `run_code` (see `summary_of`) under `nickname` for `student` (a browser key);
-        the entry's id. A run is posted once per board; see the module's docstring for the other
-        limits."""
+        the entry's id. `owner`: the student who trained the run, as recorded with it (BoardError
+        when that is not `student`). A run is posted once per board; see the module's docstring
+        for the other limits."""
         now = time.time() if now is None else now
         nick = clean_nickname(nickname)
         student = student_key(student)
-        if not str(run_code or "").strip():
+        run_code = str(run_code or "").strip().upper()
+        if not run_code:
             raise BoardError("Only a run with a run code can be posted.")
-        run_hash = key_hash(str(run_code).strip().upper())
+        check_owner(run_code, owner, student)
+        run_hash = key_hash(run_code)
         summary = json.dumps(clean_summary(run_summary))
         with self.transaction() as db:
             self.expire_in(db, now)
@@ -322,13 +352,33 @@ class BoardStore:
 
     def remove(self, code: str, teacher_key: str, entry_id: int) -> bool:
         """Remove one entry of the board (the teacher's key needed); False when it was not there.
-        Its nickname stays its student's, and its run may be posted again."""
+        Its run may be posted again (by its owner), and its nickname is free again unless its
+        student still uses it on the board (another entry, or a live run): a name taken from a
+        classmate goes back to them with the entry that took it."""
         with self.transaction() as db:
             code = self.check_key(db, code, teacher_key)
-            gone = db.execute("DELETE FROM entries WHERE code = ? AND id = ?", (code, int(entry_id))).rowcount == 1
-            if gone:
-                self._bump(db, code)
-            return gone
+            row = db.execute("SELECT nickname, student FROM entries WHERE code = ? AND id = ?", (code, int(entry_id)))
+            row = row.fetchone()
+            if row is None:
+                return False
+            db.execute("DELETE FROM entries WHERE code = ? AND id = ?", (code, int(entry_id)))
+            self._release(db, code, row[0], row[1])
+            self._bump(db, code)
+            return True
+
+    def _release(self, db, code: str, nickname: str, student: str | None) -> None:
+        """Free `student`'s claim on `nickname` on the board when none of their entries or live
+        runs there is shown under it any more."""
+        if student is None:  # an entry of a board file older than the claims: nothing was claimed
+            return
+        key = nick_key(nickname)
+        still = db.execute(
+            "SELECT nickname FROM entries WHERE code = ? AND student = ? "
+            "UNION ALL SELECT nickname FROM live WHERE code = ? AND student = ?",
+            (code, student, code, student),
+        ).fetchall()
+        if all(nick_key(n) != key for (n,) in still):
+            db.execute("DELETE FROM nicknames WHERE code = ? AND nick_key = ? AND student = ?", (code, key, student))
 
     # --- runs shown live while they train ---
 

@@ -26,7 +26,7 @@ from ..jobs.open_runs import SavedBundle
 from ..jobs.run import Saved, SaveFailed, loaded_record, run_record
 from ..jobs.spec import FINETUNE, PRETRAIN, stop_message
 from . import state as ts
-from .follow import current_job, job_key, notice_errors
+from .follow import current_job, job_key, notice_errors, student_key
 from .names import unique_model_name
 
 MAX_MODELS = ts.MAX_MODELS
@@ -68,7 +68,11 @@ def collect(kind: str, jm: TrainingJobs | None = None) -> dict | None:
     res = run_record(kind, job.metrics, info, job.status, job.error, job.stop_reason)
     failed = last_event(job.metrics, SaveFailed)
     res.update(
-        job_id=job.id, finished=job.finished, code=info.get("code"), saved=last_event(job.metrics, Saved) is not None
+        job_id=job.id,
+        finished=job.finished,
+        code=info.get("code"),
+        saved=last_event(job.metrics, Saved) is not None,
+        student=job.student or student_key(),  # who trained it (as its run.json says): who may post it
     )
     if failed:
         st.session_state[notice_key(kind)] = ("error", failed.message)
