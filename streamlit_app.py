@@ -6,12 +6,13 @@ from app import state
 from app.board import follow_view
 from app.board import server as board_server
 from app.jobs import backend
-from app.server import guard
+from app.server import guard, memory, page_fragments
 from app.ui import class_tools, links, sidebar
 from app.ui.errors import show_errors
 from app.ui.sidebar import app_icon
 
 guard.install()  # once per process: no client clears the caches; uploads capped
+page_fragments.install()  # once per process: a page's fragments end with the page
 
 # The icon is drawn here, not named: a :material/...: or emoji favicon is fetched from the
 # internet by the browser, and the app must work (and make no request) offline.
@@ -62,8 +63,8 @@ for note in link_notes:
     st.info(note, icon=":material/link:")
 with show_errors("the class panel"):
     follow_view.panel(PAGES)  # a class joined: the teacher's moves, the open question
-with show_errors("this page"):  # the last boundary: what a page did not catch is a message, never a traceback
-    page.run()
+with show_errors("this page"), memory.page_run():  # the last boundary: a message, never a traceback
+    page.run()  # page_run empties the page's namespace afterwards (app/server/memory.py)
 links.publish()  # the address now holds this view (what the page declared with links.use)
 follow_view.after_run(page_name)  # the teacher's lead written; a follower who changed it has left
 with st.sidebar:

@@ -18,11 +18,16 @@ def run_through_entry() -> None:
     a page finds itself running in that mode, it leaves it and reruns: the rerun goes through
     streamlit_app.py and lands on the same page (the page's id is its URL path either way).
 
-    It also installs app.server.guard (once per process), so a page run alone is guarded too.
+    It also installs app.server.guard (once per process), so a page run alone is guarded too,
+    and hands the page's namespace to app.server.memory.page_run, which empties it after the
+    run (the cycle its functions make with it would otherwise keep what it bound).
     """
-    from .server import guard
+    import sys
+
+    from .server import guard, memory
 
     guard.install()
+    memory.note_page_globals(sys._getframe(1).f_globals)
     try:
         from streamlit.runtime.pages_manager import PagesManager
         from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx

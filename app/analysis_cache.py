@@ -129,6 +129,17 @@ class BudgetCache:
     def __len__(self) -> int:
         return len(self._items)
 
+    def by_kind(self) -> dict[str, tuple[int, int]]:
+        """Function name (without its leading "_") -> (results kept, their bytes), biggest first."""
+        with self._lock:
+            out: dict[str, list[int]] = {}
+            for key, (_, size) in self._items.items():
+                kind = str(key[1]).lstrip("_") if len(key) > 1 else "?"
+                n_b = out.setdefault(kind, [0, 0])
+                n_b[0] += 1
+                n_b[1] += size
+        return {k: (n, b) for k, (n, b) in sorted(out.items(), key=lambda kv: -kv[1][1])}
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()

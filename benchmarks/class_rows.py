@@ -12,6 +12,9 @@ its target, so the ratio says how far under (< 1) or over it the run was.
   a bounded number of runs measured on W = 1 and W = 2, the 300 projected from the throughput on
   W = 2 (minutes), target 10; the W a course needs for 10 minutes in the note. Only with
   `--only course` (Ray and root for the network namespace; about 10 minutes here).
+- load-paste-10: 10 students pasting new 2,000-character texts into Attention for a minute,
+  against the real server (benchmarks/paste_load.py): the server's peak memory (VmHWM), target
+  1,024 MB, with the page steps' times and the memory left once the sessions closed.
 
 Not in --quick or --tiny (minutes each).
 """
@@ -26,8 +29,14 @@ from .report import Row, check
 if TYPE_CHECKING:
     from .bench import Bench
 
-CLASS_ROWS = ["plateau-default", "finetune-run", "class-30", "course-300"]
-TARGETS = {"plateau-default": 180.0, "finetune-run": 20.0, "class-30": 10.0, "course-300": 10.0}
+CLASS_ROWS = ["plateau-default", "finetune-run", "class-30", "course-300", "load-paste-10"]
+TARGETS = {
+    "plateau-default": 180.0,
+    "finetune-run": 20.0,
+    "class-30": 10.0,
+    "course-300": 10.0,
+    "load-paste-10": 1024.0,  # MB: the server's peak
+}
 
 
 def _row(name: str, what: str, unit: str, ours: float, note: str, extra: dict | None = None) -> Row:
@@ -105,6 +114,19 @@ def _course(b: Bench) -> None:
     b.add(_row("course-300", what, "min", r["projected_minutes"][2] or float("inf"), note, r))
 
 
+def _paste(b: Bench) -> None:
+    from . import paste_load
+
+    r = paste_load.paste_load(sessions=10, seconds=60.0)
+    note = (
+        f"{r['steps']} analyses of 512 tokens; a step {r['step_p50_s']} s median, {r['step_max_s']} s at most; "
+        f"the model loaded {r['loaded_mb']} MB, {r['end_mb']} MB once the sessions closed; server "
+        f"{r['cpu_s_per_step']} s of processor a step; errors {len(r['errors'])}"
+    )
+    what = "10 students pasting 2,000-character texts into Attention for a minute, server peak"
+    b.add(_row("load-paste-10", what, "MB", float(r["peak_mb"]), note, r))
+
+
 def teaching(b: Bench) -> None:
     if not b.wants_any(CLASS_ROWS):
         return
@@ -120,6 +142,8 @@ def teaching(b: Bench) -> None:
         _class(b)
     else:
         b.skip("class-30", "about ten minutes: run it with --only class")
+    if b.wants("load-paste-10"):
+        _paste(b)
     if any(p.startswith("course") for p in b.only):
         _course(b)
     else:

@@ -31,12 +31,22 @@ ALL_ROWS = [
     "finetune-run",
     "class-30",
     "course-300",
+    "load-paste-10",
 ]
 TINY_ROWS = [
     r
     for r in ALL_ROWS
     if r
-    not in ("startup-health", "startup-home", "mem-app", "plateau-default", "finetune-run", "class-30", "course-300")
+    not in (
+        "startup-health",
+        "startup-home",
+        "mem-app",
+        "plateau-default",
+        "finetune-run",
+        "class-30",
+        "course-300",
+        "load-paste-10",
+    )
 ]
 
 

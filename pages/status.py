@@ -1,4 +1,5 @@
-"""Server status, for the teacher: jobs, the queue, memory and disk against the server's caps.
+"""Server status, for the teacher: jobs, the queue, the sessions and analyses, memory (and what
+holds it) and disk against the server's caps.
 
 Counts and sizes only: nothing here names a student, a job's data or a run code. Shown only to a
 session that typed the server's teacher key (app/server/teacher.py): to a student it is one line.
@@ -12,7 +13,7 @@ import app
 from app.jobs import budget, runs_store
 from app.jobs.backend import job_backend
 from app.jobs.local import CLEANUP_EVERY_S
-from app.server import teacher
+from app.server import holders, teacher
 from app.server.memory import server_memory
 from app.training.progress import fmt_seconds
 
@@ -41,6 +42,25 @@ def panel() -> None:
             "Tokens per step": f"{budget.max_step_tokens():,}",
         }
     )
+
+    snap = holders.snapshot()
+    sessions, an, cache = snap["sessions"], snap["analyses"], snap["cache"]
+    metric_row(
+        {
+            "Sessions open": "?" if sessions is None else f"{len(sessions):,}",
+            "Analyses running": f"{an['running']} of {an['places']}",
+            "Analyses waiting": f"{an['waiting']:,}",
+            "Analysis cache": f"{cache['bytes'] / MB:,.0f} of {cache['budget'] / MB:,.0f} MB",
+        }
+    )
+    rows = holders.holders_table(snap)
+    if rows:
+        st.caption("What holds the most memory now (measured: arrays, models, texts and uploads):")
+        st.dataframe(
+            [{"holder": r["holder"], "count": r["count"], "MB": round(r["bytes"] / MB, 1)} for r in rows],
+            hide_index=True,
+            width="stretch",
+        )
 
     mem = server_memory()
     use = runs_store.disk_usage()
