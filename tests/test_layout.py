@@ -23,6 +23,8 @@ KNOWN_REACH_INS = {
     # Streamlit's: the legacy-mode check of the entry, and the clear-cache handler the server refuses
     "app/__init__.py: sys._getframe",
     "app/server/guard.py: AppSession._handle_clear_cache_request",
+    # Streamlit's folding of a rerun into the waiting one: a fragment of a page left may not fold in
+    "app/server/page_fragments.py: ScriptRequests._request_rerun_locked",
 }
 
 

@@ -10,9 +10,7 @@ Its own server (the board is opt-in) with a fresh cache folder.
 Screenshots: tests/artifacts/class_following.png, class_answers.png, class_reveal.png.
 """
 
-import re
 import time
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -20,70 +18,21 @@ from app.state import DEFAULT_MLM_TEXT
 from benchmarks import server
 from bert.analysis.mlm import mlm_topk
 from bert.checkpoint.load import load_builtin
-from tests.helpers import link_built_data
+from tests.browser.class_steps import (
+    FOLLOW_S,
+    followed,
+    go,
+    join,
+    shown_board_key,
+    sidebar_class,
+    start,
+    start_board,
+    where,
+)
 
 pytestmark = pytest.mark.browser
 
-TEACHER_KEY = "the teacher's own key"
-FOLLOW_S = 2.0  # the issue's bound: a follower shows the teacher's view within this
 HOSTILE = "<img src=x onerror=alert(1)>" + "x" * 10_000
-
-
-def start(cache, log_path):
-    link_built_data(cache)  # the Fine-tuning page opens on the built-in data: no fetch
-    port = server.free_port()
-    env = {"BERT_EXPLORER_BOARD": "1", "BERT_EXPLORER_CACHE": str(cache), "BERT_EXPLORER_TEACHER_KEY": TEACHER_KEY}
-    proc = server.start_server(port, log_path, env)
-    url = f"http://127.0.0.1:{port}"
-    server.wait_healthy(proc, url, timeout_s=120)
-    return proc, url
-
-
-def where(pg) -> tuple[str, dict]:
-    """(page path, query) the browser's address shows: what the app published after its run."""
-    parts = urlsplit(pg.url)
-    return parts.path.strip("/"), {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
-
-
-def sidebar_class(pg):
-    """The sidebar's "Your class" section, opened."""
-    box = pg.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Your class")
-    if not box.locator('[data-testid="stExpanderDetails"]').is_visible():
-        box.locator("summary").click()
-        box.locator('[data-testid="stExpanderDetails"]').wait_for(state="visible")
-    return box
-
-
-def join(pg, url, code, app_ready):
-    pg.goto(url)
-    app_ready(pg)
-    box = sidebar_class(pg)
-    box.get_by_label("Code of your class").fill(code)
-    box.get_by_label("Code of your class").press("Enter")
-    app_ready(pg)
-    box.get_by_role("button", name="Join the class").click()
-    box.get_by_text(f"Class {code}").wait_for(timeout=30_000)
-    app_ready(pg)
-
-
-def go(pg, title):
-    pg.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
-
-
-def followed(teacher, students, what, app_ready):
-    """Wait until every student's address equals the teacher's (the teacher's run done first);
-    the seconds each took after the teacher's screen showed the change."""
-    app_ready(teacher)
-    want = where(teacher)
-    t0 = time.monotonic()
-    took = [None] * len(students)
-    while time.monotonic() - t0 < 30 and None in took:
-        for i, pg in enumerate(students):
-            if took[i] is None and where(pg) == want:
-                took[i] = time.monotonic() - t0
-        time.sleep(0.05)
-    assert None not in took, f"{what}: students at {[where(pg) for pg in students]}, teacher at {want}"
-    return took
 
 
 def answers_plot(pg):
@@ -101,19 +50,8 @@ def test_teacher_leads_three_students_follow_answer_and_see_the_reveal(page_fact
     proc, url = start(cache, log)
     try:
         teacher = page_factory()
-        teacher.goto(url + "/board")
-        app_ready(teacher)
-        teacher.get_by_label("Teacher key").fill(TEACHER_KEY)
-        teacher.get_by_label("Teacher key").press("Enter")
-        app_ready(teacher)
-        teacher.get_by_role("button", name="Unlock").click()
-        app_ready(teacher)
-        teacher.get_by_role("button", name="Start a board").click()
-        teacher.get_by_text("is started: hand out the class code").first.wait_for(timeout=60_000)
-        heading = teacher.get_by_role("heading", name=re.compile(r"^Board [A-Z0-9]{6}$")).first
-        heading.wait_for(timeout=30_000)
-        code = heading.inner_text().split()[-1]
-        board_key = teacher.locator('[data-testid="stCode"]').first.inner_text().strip()
+        code = start_board(teacher, url, app_ready)
+        board_key = shown_board_key(teacher, app_ready)
         students = [page_factory() for _ in range(3)]
         for pg in students:
             join(pg, url, code, app_ready)
