@@ -13,6 +13,8 @@ from bert.analysis.common import encode
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
+PIECES_SHOWN = 40  # the first tokens of a word too long to trace, shown in place of its steps
+
 st.title("Tokenization")
 st.markdown(
     "BERT never sees letters or whole words: it sees **tokens** from a fixed vocabulary. A word "
@@ -113,13 +115,23 @@ with show_errors("the tokenizer's steps"):
             )
         else:
             trace = traced(tok, word)
-            frame = table(trace)
-            st.dataframe(frame, hide_index=True, width="stretch", height=min(400, 36 + 35 * max(1, len(frame))))
-            result = " + ".join(trace.pieces)
-            if trace.unk:
-                st.warning(f"Result: {tok.unk_token} ({trace.reason})", icon=":material/help:")
+            if trace.capped:  # too long a word to trace (bert/tokenizer/bpe.py MAX_TRACE_CHARS): its tokens only
+                shown = " + ".join(trace.pieces[:PIECES_SHOWN])
+                more = len(trace.pieces) - PIECES_SHOWN
+                st.info(
+                    f"Steps not shown for this word: {trace.reason}. Pick or type a shorter word to watch "
+                    f"its merges. Result: {len(trace.pieces):,} tokens, {shown}"
+                    + (f" … and {more:,} more" if more > 0 else ""),
+                    icon=":material/content_cut:",
+                )
             else:
-                st.success(f"Result: {result}   (ids {', '.join(map(str, trace.ids))})")
+                frame = table(trace)
+                st.dataframe(frame, hide_index=True, width="stretch", height=min(400, 36 + 35 * max(1, len(frame))))
+                result = " + ".join(trace.pieces)
+                if trace.unk:
+                    st.warning(f"Result: {tok.unk_token} ({trace.reason})", icon=":material/help:")
+                else:
+                    st.success(f"Result: {result}   (ids {', '.join(map(str, trace.ids))})")
 
 st.subheader("The vocabulary")
 with show_errors("the vocabulary"):

@@ -417,6 +417,23 @@ def roberta_tokenizer_json(files: Path, folder: Path) -> Path:
     return folder
 
 
+EMOJI = "😀🎉👍🔥🚀🌍"  # four UTF-8 bytes each, so four byte-level symbols before any merge
+
+
+def emoji_word(n: int) -> str:
+    """`n` emoji with no space between them: one word for byte-level BPE."""
+    return "".join(EMOJI[i % len(EMOJI)] for i in range(n))
+
+
+def roberta_emoji_files(folder: Path) -> Path:
+    """vocab.json + merges.txt of a byte-level BPE whose merges cover EMOJI's bytes and join emoji into runs,
+    as a web-trained RoBERTa's cover emoji: a word of emoji takes several merges per emoji."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(3)
+    corpus = [emoji_word(rng.randint(1, 12))[rng.randint(0, 5) :] + " the cat sat on the mat" for _ in range(500)]
+    return roberta_tokenizer_files(folder, corpus, vocab_size=400)
+
+
 def albert_tokenizer_json(folder: Path, corpus, vocab_size: int) -> Path:
     """A Unigram tokenizer.json trained on `corpus`, laid out as albert-base-v2's (without its
     SentencePiece character map)."""

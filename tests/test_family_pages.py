@@ -14,13 +14,16 @@ import bert
 from app import state
 from app.training import state as ts
 from bert.data.labelled import stratified_split
+from bert.tokenizer.bpe import MAX_TRACE_CHARS, NEARBY, RobertaTokenizer
 from bert.train.events import FinetuneDone
 from tests.helpers import (
     ENTRY,
+    emoji_word,
     family_folder,
     fast_args,
     finetune_fn,
     reviews_csv,
+    roberta_emoji_files,
     run_fn,
     select_session_model,
     tiny_data,
@@ -110,6 +113,36 @@ def test_compare_says_what_differs_from_bert(member_app):
     assert not at.exception, [e.value for e in at.exception]
     said = " ".join(i.value for i in at.info)
     assert f"What differs: {NAMES[kind]} vs BERT" in said and "vs 6" in said, said
+
+
+def test_tokenization_traces_a_long_emoji_word_up_to_the_cap_and_says_so_past_it(tmp_path):
+    """A RoBERTa whose merges cover emoji: a word of 2,000 emoji picked from sentence A shows what was capped
+    and the word's tokens, not thousands of merges (a table too big for Streamlit to send); a word at the
+    cap shows its merges, each row short."""
+    b = bert.load(family_folder("roberta", tmp_path / "roberta"))
+    files = roberta_emoji_files(tmp_path / "emoji")
+    b.tokenizer = RobertaTokenizer.from_files(files / "vocab.json", files / "merges.txt")
+    assert len(b.tokenizer.vocab) <= b.config.vocab_size
+    at = AppTest.from_file(ENTRY, default_timeout=120)
+    select_session_model(at, "roberta", b)
+    at.switch_page("pages/tokenization.py").run()
+    at.text_area(key=state.W_TEXT_A).input(emoji_word(2000)).run()
+    pick = next(s for s in at.selectbox if s.label == "A word from sentence A")
+    pick.set_value(emoji_word(2000)).run()
+    clean(at, "2,000 emoji")
+    said = " ".join(i.value for i in at.info)
+    assert f"traced for words of up to {MAX_TRACE_CHARS} characters; it has 2,000" in said, said
+    assert "tokens, " in said and "more" in said, said
+    assert not [d for d in at.dataframe if "merge rank" in d.value.columns]
+
+    next(t for t in at.text_input if t.label == "…or type any word").input(emoji_word(MAX_TRACE_CHARS)).run()
+    clean(at, "emoji at the cap")
+    merges = next(d.value for d in at.dataframe if "merge rank" in d.value.columns)
+    assert len(merges) >= 3 * MAX_TRACE_CHARS
+    longest = max(len(t) for t in b.tokenizer.vocab)
+    assert merges["the word now"].str.len().max() <= (2 * NEARBY + 1) * (longest + 3) + 4  # symbols near the merge
+    assert merges["the word now"].str.endswith(" …").any() and merges["the word now"].str.startswith("… ").any()
+    assert any("Result:" in x.value for x in at.success)
 
 
 @pytest.mark.parametrize("kind", list(NAMES))

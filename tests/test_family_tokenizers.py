@@ -10,17 +10,25 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from bert.errors import CheckpointError, TokenizerError
 from bert.tokenizer import Encoding, Tokenizer
-from bert.tokenizer.bpe import MergeStep, RobertaTokenizer
+from bert.tokenizer.bpe import MAX_TRACE_CHARS, NEARBY, MergeStep, RobertaTokenizer
 from bert.tokenizer.files import MAX_MERGES_BYTES, MAX_TOKENIZER_JSON_BYTES, MAX_VOCAB_JSON_BYTES
 from bert.tokenizer.for_folder import tokenizer_for_folder
 from bert.tokenizer.unigram import AlbertTokenizer, LatticeStep
-from tests.helpers import albert_tokenizer_json, roberta_tokenizer_files, roberta_tokenizer_json
+from tests.helpers import (
+    albert_tokenizer_json,
+    emoji_word,
+    roberta_emoji_files,
+    roberta_tokenizer_files,
+    roberta_tokenizer_json,
+)
 from tests.hostile_text import WORDS, case_word, make_lines
 
 tokenizers = pytest.importorskip("tokenizers")
@@ -301,9 +309,22 @@ def test_bpe_trace_builds_every_word(roberta):
             ranks = [s.rank for s in t]
             assert ranks == sorted(ranks)  # a merge never makes a pair of lower rank than itself
             if t:
-                assert list(t[-1].symbols) == t.pieces and t[0].merged == t[0].left + t[0].right
+                assert _replayed(word, t) == t.pieces and t[0].merged == t[0].left + t[0].right
             n += len(t)
     assert n > 500
+
+
+def _replayed(model_word: str, steps) -> list[str]:
+    """The symbols of ``model_word`` after its MergeSteps, each applied where it says; every step's nearby,
+    nearby_start and length checked against the word at that point."""
+    symbols = list(model_word)
+    for s in steps:
+        k = s.position
+        assert symbols[k : k + 2] == [s.left, s.right], s
+        symbols[k : k + 2] = [s.merged]
+        assert s.nearby_start == max(0, k - NEARBY) and s.length == len(symbols), s
+        assert s.nearby == tuple(symbols[s.nearby_start : k + NEARBY + 1]), s
+    return symbols
 
 
 def _bytes_back(r: RobertaTokenizer, word: str) -> str:
@@ -315,12 +336,90 @@ def test_bpe_trace_example(roberta):
     r, _ = roberta
     t = r.trace(" university")
     assert t.normalized == "Ġuniversity" and t.pieces == r.tokenize(" university") and not t.unk
-    assert [s.symbols for s in t][-1] == tuple(t.pieces)
+    assert t[-1].nearby == tuple(t.pieces) and t[-1].nearby_start == 0 and t[-1].length == len(t.pieces)
     assert t[0].position >= 0 and t.word == " university"
     with pytest.raises(TokenizerError, match="single word"):
         r.trace("two words")
     assert r.trace("[MASK]").pieces == ["<mask>"] and len(r.trace("[MASK]")) == 0
     assert [x.normalized for x in r.trace_text("the city")] == ["the", "Ġcity"]
+
+
+@pytest.fixture(scope="module")
+def emoji_files(tmp_path_factory) -> Path:
+    """A byte-level BPE whose merges cover emoji, as a web-trained RoBERTa's do."""
+    return roberta_emoji_files(tmp_path_factory.mktemp("roberta_emoji"))
+
+
+@pytest.fixture(scope="module")
+def emoji_roberta(emoji_files) -> RobertaTokenizer:
+    return RobertaTokenizer.from_files(emoji_files / "vocab.json", emoji_files / "merges.txt")
+
+
+def test_bpe_trace_holds_a_few_symbols_per_merge(emoji_roberta):
+    """A word of MAX_TRACE_CHARS emoji is traced in full (hundreds of merges); each MergeStep keeps the
+    symbols near its merge, not the word, so the trace grows with the word, not with its square."""
+    r = emoji_roberta
+    word = " " + emoji_word(MAX_TRACE_CHARS)
+    t = r.trace(word)
+    assert not t.capped and t.pieces == r.tokenize(word)
+    assert len(t) >= 3 * MAX_TRACE_CHARS  # three merges or more join an emoji's four bytes
+    assert _replayed(t.normalized, t) == t.pieces
+    held = sum(len(s.nearby) for s in t)
+    assert held <= (2 * NEARBY + 1) * len(t), held
+    assert any(s.nearby_start > 0 for s in t) and any(s.nearby_start + len(s.nearby) < s.length for s in t)
+
+
+def test_bpe_trace_of_a_longer_word_is_capped_with_its_tokens(emoji_roberta, roberta):
+    """One character past MAX_TRACE_CHARS, the trace has no steps, says why, and still gives the word's
+    tokens; the space before a word is not counted; the phrase trace caps each long word alone."""
+    r = emoji_roberta
+    word = " " + emoji_word(MAX_TRACE_CHARS + 1)
+    t = r.trace(word)
+    assert t.capped and len(t) == 0 and not t.unk
+    assert t.pieces == r.tokenize(word) and t.ids == r.convert_tokens_to_ids(t.pieces)
+    assert f"up to {MAX_TRACE_CHARS} characters" in t.reason and f"it has {MAX_TRACE_CHARS + 1}" in t.reason
+    plain, _ = roberta
+    assert not plain.trace(" " + "a" * MAX_TRACE_CHARS).capped and plain.trace("a" * (MAX_TRACE_CHARS + 1)).capped
+    traced = r.trace_text("the " + emoji_word(2000) + " cat")
+    assert [x.capped for x in traced] == [False, True, False]
+    assert not r.trace(" cat").capped
+
+
+_CHILD = r"""
+import json, time
+from bert.tokenizer.bpe import RobertaTokenizer
+def hwm():
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")) / 1024
+r = RobertaTokenizer.from_files({files!r} + "/vocab.json", {files!r} + "/merges.txt")
+word = " " + {word!r}
+r.trace(" cat")
+base, cpu = hwm(), time.process_time()
+t = r.trace(word) if {run} else None
+out = {{"extra_mb": hwm() - base, "cpu_s": time.process_time() - cpu}}
+if t is not None:
+    out.update(steps=len(t), capped=getattr(t, "capped", None), same=t.pieces == r.tokenize(word), pieces=len(t.pieces))
+print(json.dumps(out))
+"""
+
+
+def _trace_child(files: Path, word: str, run: bool) -> dict:
+    code = _CHILD.format(files=str(files), word=word, run=run)
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc (Linux)")
+def test_tracing_a_word_of_2000_emoji_costs_little(emoji_files):
+    """The Tokenization page offers any word of a 2,000-character sentence. Traced merge by merge, 2,000 emoji
+    take 7,000+ merges, and a copy of the word in each came to 250 MB more peak memory (1.2 GB with the
+    page's table); capped, the trace costs what encoding the word does (under 1 MB)."""
+    base, run = _trace_child(emoji_files, emoji_word(2000), False), _trace_child(emoji_files, emoji_word(2000), True)
+    extra = run["extra_mb"] - base["extra_mb"]
+    assert extra <= 100, f"{extra:.0f} MB extra peak ({run['steps']:,} merges)"
+    assert run["capped"] and run["steps"] == 0 and run["same"] and run["pieces"] > 100
+    print(f"\ntrace of 2,000 emoji: {run['cpu_s']:.3f} s of processor, {extra:.1f} MB extra peak")
 
 
 def test_unigram_trace_segments_every_word(albert):

@@ -259,14 +259,18 @@ def trace_table(trace) -> pd.DataFrame:
 
 
 def merge_table(trace) -> pd.DataFrame:
-    """Byte-level BPE's merges of one word, in the order applied (bert/tokenizer/bpe.py MergeStep)."""
+    """Byte-level BPE's merges of one word, in the order applied (bert/tokenizer/bpe.py MergeStep); "the word
+    now" shows the symbols near the merge, "…" where the word goes on, so each row is short however long
+    the word."""
     rows = [
         {
             "step": n + 1,
             "merge rank": st.rank,
             "pair": f"{st.left} + {st.right}",
             "becomes": st.merged,
-            "the word now": " · ".join(st.symbols),
+            "the word now": ("… " if st.nearby_start else "")
+            + " · ".join(st.nearby)
+            + (" …" if st.nearby_start + len(st.nearby) < st.length else ""),
         }
         for n, st in enumerate(trace)
     ]

@@ -34,9 +34,21 @@ from .files import (
     read_merges,
     read_tokenizer_json,
 )
-from .wordpiece import Trace
+from .wordpiece import MAX_INPUT_CHARS_PER_WORD, Trace
 
 BOS_TOKEN, EOS_TOKEN, PAD_TOKEN, UNK_TOKEN, MASK_TOKEN = "<s>", "</s>", "<pad>", "<unk>", "<mask>"
+
+# The merges of a word are traced up to this many characters (the space before it not counted), as far as
+# WordPiece's trace follows a word: every merge rescans the word, so a trace costs the square of the word's
+# length, and a web-trained merge table turns a word of 2,000 emoji into thousands of merges. A longer word
+# gets a capped Trace: no steps, and its tokens from the library's BPE (what encoding it gives).
+MAX_TRACE_CHARS = MAX_INPUT_CHARS_PER_WORD
+
+# A MergeStep keeps this many symbols on each side of the merged one, so that a trace holds a few symbols
+# per merge, not a copy of the word: a word of up to 2 * NEARBY + 1 symbols is always seen whole.
+NEARBY = 8
+
+_BYTE_LEVEL = decoders.ByteLevel()
 
 
 @dataclass(frozen=True)
@@ -45,7 +57,9 @@ class MergeStep:
     leftmost when it occurs twice, becomes ``merged``.
 
     rank: its line in merges.txt (0 = merged first in training); position: index of ``left`` in the
-    symbols before the merge; symbols: the word's symbols after it.
+    symbols before the merge (of ``merged`` after it); nearby: the word's symbols after the merge from
+    ``nearby_start``, up to NEARBY on each side of ``merged``; length: how many symbols the word has after
+    the merge (so ``nearby`` is the whole word when nearby_start is 0 and len(nearby) == length).
     """
 
     rank: int
@@ -53,7 +67,9 @@ class MergeStep:
     left: str
     right: str
     merged: str
-    symbols: tuple[str, ...]
+    nearby: tuple[str, ...]
+    nearby_start: int
+    length: int
 
 
 class RobertaTokenizer(BackedTokenizer):
@@ -157,9 +173,23 @@ class RobertaTokenizer(BackedTokenizer):
 
     def trace_word(self, model_word: str, word: str, special: bool = False) -> Trace:
         """The merges that build ``model_word`` (byte-level, "Ġhello") from its bytes, in order: a Trace of
-        MergeStep, whose pieces and ids are the word's tokens."""
+        MergeStep, whose pieces and ids are the word's tokens. A word of more than MAX_TRACE_CHARS
+        characters is not traced: a capped Trace, with no steps, the library's tokens and why."""
         if special:
             return Trace([], word=word, normalized=model_word, pieces=[model_word], ids=[self.vocab[model_word]])
+        text = _BYTE_LEVEL.decode([model_word])
+        chars = len(text.removeprefix(" "))
+        if chars > MAX_TRACE_CHARS:
+            tokens = self.backend.model.tokenize(model_word)
+            return Trace(
+                [],
+                word=word,
+                normalized=model_word,
+                pieces=[t.value for t in tokens],
+                ids=[t.id for t in tokens],
+                capped=True,
+                reason=f"its merges are traced for words of up to {MAX_TRACE_CHARS} characters; it has {chars:,}",
+            )
         symbols = list(model_word)
         ranks = self.ranks
         steps = []
@@ -174,7 +204,9 @@ class RobertaTokenizer(BackedTokenizer):
             r, k = best
             left, right = symbols[k], symbols[k + 1]
             symbols[k : k + 2] = [left + right]
-            steps.append(MergeStep(r, k, left, right, left + right, tuple(symbols)))
+            start = max(0, k - NEARBY)
+            nearby = tuple(symbols[start : k + NEARBY + 1])
+            steps.append(MergeStep(r, k, left, right, left + right, nearby, start, len(symbols)))
         unknown = [s for s in symbols if s not in self.vocab]
         return Trace(
             steps,

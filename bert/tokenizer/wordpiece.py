@@ -30,20 +30,26 @@ class Trace(list):
     """A list of TraceStep, plus the outcome.
 
     Attributes: word (the input), normalized (the basic token actually traced), pieces (final tokens),
-    ids, unk (True when the word became [UNK]), reason (why, when unk; else "").
+    ids, unk (True when the word became [UNK]), capped (True when the word is longer than the trace
+    follows: no steps, but pieces and ids are still the word's tokens), reason (why, when unk or capped;
+    else "").
     """
 
-    def __init__(self, steps=(), *, word="", normalized="", pieces=(), ids=(), unk=False, reason=""):
+    def __init__(self, steps=(), *, word="", normalized="", pieces=(), ids=(), unk=False, capped=False, reason=""):
         super().__init__(steps)
         self.word = word
         self.normalized = normalized
         self.pieces = list(pieces)
         self.ids = list(ids)
         self.unk = unk
+        self.capped = capped
         self.reason = reason
 
     def __repr__(self) -> str:
-        return f"Trace(word={self.word!r}, pieces={self.pieces!r}, steps={len(self)}, unk={self.unk})"
+        return (
+            f"Trace(word={self.word!r}, pieces={self.pieces!r}, steps={len(self)}, unk={self.unk}, "
+            f"capped={self.capped})"
+        )
 
 
 class WordPiece:
