@@ -25,6 +25,8 @@ KNOWN_REACH_INS = {
     "app/server/guard.py: AppSession._handle_clear_cache_request",
     # Streamlit's folding of a rerun into the waiting one: a fragment of a page left may not fold in
     "app/server/page_fragments.py: ScriptRequests._request_rerun_locked",
+    # Streamlit's: the open sessions, for the teacher's status page (the runtime has no public list)
+    "app/server/holders.py: runtime.get_instance()._session_mgr",
 }
 
 
