@@ -1,11 +1,12 @@
 """A class can't break it, round 2 (issue #23), rows 12-14: nothing a student typed renders as
-markup for another (labels, names, cards, file names), a link's values never break a page, and
-every error shown goes through one filter; a corpus that cannot be fetched is tried once in a while,
-not on every rerun.
+markup for another (labels, names, cards, file names), not even spelled with HTML entities, a
+link's values never break a page, and every error shown goes through one filter; a corpus that
+cannot be fetched is tried once in a while, not on every rerun.
 """
 
 from __future__ import annotations
 
+import html
 import re
 import subprocess
 import sys
@@ -50,8 +51,35 @@ MARKUP = {
 }
 
 
+AUTOLINKED = ("bare address", "e-mail")  # linked in the text as decoded, not in the source
+
+# The same addresses spelled with HTML entities: markdown decodes `&colon;` (or `&#58;`, `&#x3A;`)
+# to `:` before it links bare addresses, so text that shows no address in its source becomes one.
+ENTITIES = [
+    "http&colon;//x&period;io",
+    "www&period;x&period;io",
+    "see http&colon;//127.0.0.1:8798/ent",
+    f"mail me&commat;{ATTACKER}",
+    f"http&#58;//{ATTACKER} and http&#x3A;//{ATTACKER}",
+    "&lbrack;log in&rbrack;&lpar;http&colon;//x&period;io&rpar;",
+]
+
+# CommonMark: a backslash before ASCII punctuation is that character itself (so `\&` starts no
+# entity); an entity (a name, or # and a decimal or x and a hex number, then `;`) its character.
+_DECODED = re.compile(r"\\([!-/:-@\[-`{-~])|&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+
+
+def decoded(md: str) -> str:
+    """The text of `md` as markdown has it when it links bare addresses: escapes and entities decoded."""
+    return _DECODED.sub(lambda m: m.group(1) or html.unescape(m.group(0)), md)
+
+
 def markup_in(md: str) -> list[str]:
-    return [what for what, pattern in MARKUP.items() if pattern.search(md)]
+    return [
+        what
+        for what, pattern in MARKUP.items()
+        if pattern.search(md) or (what in AUTOLINKED and pattern.search(decoded(md)))
+    ]
 
 
 def shown(md: str, escaped: bool = True) -> str:
@@ -63,7 +91,7 @@ def shown(md: str, escaped: bool = True) -> str:
 # ---- row 12: markdown in labels, names and cards -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", HOSTILE)
+@pytest.mark.parametrize("text", HOSTILE + ENTITIES)
 def test_md_escape_and_md_safe_leave_no_link_and_read_the_same(text):
     assert markup_in(text)  # the attack itself is markup
     assert markup_in(md_escape(text)) == [] and shown(md_escape(text)) == text
@@ -83,11 +111,11 @@ def test_md_code_is_one_code_span_of_the_text(text):
     assert code[len(fence) : -len(fence)].strip(" ") == text.strip(" ")
 
 
-def hostile_csv() -> bytes:
-    """Two classes named as an image and a phishing link, 40 texts of the tiny vocabulary."""
+def hostile_csv(labels=HOSTILE[:2]) -> bytes:
+    """Two classes named `labels` (an image and a phishing link), 40 texts of the tiny vocabulary."""
     lines = ["text,label"]
     for i in range(40):
-        label = HOSTILE[i % 2]
+        label = labels[i % 2]
         words = " ".join(REVIEW_WORDS[7 + i % 5 : 12 + i % 5])
         lines.append(f'"{"good" if i % 2 else "bad"} {words}","{label.replace(chr(34), chr(34) * 2)}"')
     return ("\n".join(lines) + "\n").encode()
@@ -111,24 +139,29 @@ def page_texts(at) -> list[str]:
 
 
 @pytest.mark.slow
-def test_a_reopened_runs_hostile_labels_and_name_render_as_text(cache):
-    """Row 12 through the real path: a CSV with markdown labels and a markdown model name is
-    fine-tuned and saved under a run code; a classmate reopens the code: the sidebar's card,
-    labels and summary, and the page, show the text, with no link or image anywhere."""
+@pytest.mark.parametrize(
+    "labels, name",
+    [(HOSTILE[:2], f"![n](http://{ATTACKER}/name.png)"), (ENTITIES[2:4], ENTITIES[0])],
+    ids=["markdown", "entities"],
+)
+def test_a_reopened_runs_hostile_labels_and_name_render_as_text(cache, labels, name):
+    """Row 12 through the real path: a CSV with markdown labels (or addresses spelled with
+    entities) and such a model name is fine-tuned and saved under a run code; a classmate reopens
+    the code: the sidebar's card, labels and summary, and the page, show the text, with no link or
+    image anywhere."""
     from streamlit.testing.v1 import AppTest
 
-    data = read_labelled(hostile_csv(), f"www.{ATTACKER}.csv")
-    assert sorted(data.classes) == sorted(HOSTILE[:2])
+    data = read_labelled(hostile_csv(labels), f"www.{ATTACKER}.csv")
+    assert sorted(data.classes) == sorted(labels)
     train, valid = stratified_split(data, 0.25, seed=0)
     base = helpers.tiny_bundle(0, "tiny", card="# tiny\n\nA tiny test model.\n")
     args = FinetuneArgs(data="t", batch_size=8, lr=1e-3, epochs=1, max_length=32, threads=1)
-    name = f"![n](http://{ATTACKER}/name.png)"
     info = {"code": "HOSTIL", "title": name, "args": args, "base_name": base.name, "train": train.summary()}
     info.update(base_source="tiny", valid=len(valid), classes=list(train.classes), train_notes=[], valid_notes=[])
     events = list(helpers.finetune_fn(base, train, valid, args, code="HOSTIL", info=info)(threading.Event()))
     assert events[-1].event == "saved"
     saved, _ = runs_store.open_run("HOSTIL")
-    assert all(label in saved.card for label in HOSTILE[:2])  # the card holds the raw labels
+    assert all(label in saved.card for label in labels)  # the card holds the raw labels
 
     at = AppTest.from_file(ENTRY, default_timeout=120)
     at.run()
@@ -141,10 +174,103 @@ def test_a_reopened_runs_hostile_labels_and_name_render_as_text(cache):
     assert not at.exception, [e.value for e in at.exception]
     sidebar = [str(e.value) for e in [*at.sidebar.markdown, *at.sidebar.caption]]
     card = next(s for s in sidebar if "Classes (output order)" in s)
-    assert "pixel.png" in card and "log in here" in card  # shown as text
+    assert all(label in shown(card, escaped=False) for label in labels)  # shown as text
     assert {"A fine-tuned classifier: labels " + ", ".join(md_escape(x) for x in saved.labels)} <= set(sidebar)
     bad = {t: markup_in(t) for t in page_texts(at) if markup_in(t)}
     assert bad == {}, bad
+
+
+def class_screen(code: str, teacher_key: str | None = None, student: str | None = None):
+    """The Home page of a session in class `code`: the teacher's (with its key) or a student's
+    (its answers are "session:<student>": AppTest sends no browser cookie)."""
+    from streamlit.testing.v1 import AppTest
+
+    from app.board.follow_view import TEACHER
+    from app.board.server import JOINED
+
+    at = AppTest.from_file(ENTRY, default_timeout=120)
+    at.run()
+    at.session_state[JOINED] = code
+    if teacher_key:
+        at.session_state[TEACHER] = (code, teacher_key)
+    if student:
+        at.session_state[ts.OWNER] = student
+    return at.run()
+
+
+def shows_as_text(at, typed: str) -> None:
+    """`typed` is on the page as typed, and nothing on it renders as markup."""
+    assert not at.exception, [e.value for e in at.exception]
+    texts = page_texts(at) + [e.proto.text for e in at.get("progress")]
+    bad = {t: markup_in(t) for t in texts if markup_in(t)}
+    assert bad == {}, bad
+    assert any(typed in shown(t) for t in texts), texts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("board", ["sqlite"], indirect=True)
+def test_an_answer_spelled_with_entities_is_text_on_the_teachers_and_every_students_screen(board, monkeypatch):
+    """Three students answer `www&period;x&period;io`: the teacher's live chart and its "In words",
+    each student's own answer, then after the reveal the chart and "You answered" on every screen
+    show it as typed, never as a link."""
+    from app.board.classroom import Classroom
+
+    monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
+    c = Classroom(board)
+    code, key = board.new_board()
+    body = {"kind": "mask", "prompt": f"Which word fills the [MASK]? «{ENTITIES[0]} [MASK]»", "choices": None}
+    body.update(answer="paris", accept=["paris"], why="The model's first guess is «paris».", figure=None, model="t")
+    q = c.ask(code, key, body)
+    typed = ENTITIES[1]
+    students = ["s1", "s2", "s3"]
+    for s in students:
+        c.answer(code, q, f"session:{s}", typed)
+    screens = [class_screen(code, teacher_key=key)] + [class_screen(code, student=s) for s in students]
+    for at in screens:  # the question open: the teacher's chart, each student's own answer
+        shows_as_text(at, typed)
+    c.reveal(code, key, q)
+    for at in screens:
+        at.run()
+        shows_as_text(at, typed)
+        assert any(typed in shown(t.value) for t in at.caption if t.value.startswith("In words")), "the chart's words"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("board", ["sqlite"], indirect=True)
+def test_a_nickname_spelled_with_entities_is_text_on_the_class_board(board, monkeypatch):
+    """A run shown live under the nickname `http&colon;//x&period;io`: its name over the run, its
+    chart's "In words" on a classmate's Class board show it as typed, never as a link."""
+    from streamlit.testing.v1 import AppTest
+
+    from app.board.server import JOINED
+
+    monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
+    code, _ = board.new_board()
+    nick = ENTITIES[0]
+    live = board.go_live(code, nick, student="browser:a")
+    curves = {"val_accuracy": [(1, 0.5), (2, 0.6)], "train_loss": [(1, 1.0), (2, 0.5)]}
+    board.update_live(code, live, "running", 0.5, "step 2 of 4", curves)
+    at = AppTest.from_file(ENTRY, default_timeout=120)
+    at.run()
+    at.session_state[JOINED] = code
+    at.switch_page("pages/board.py").run()
+    shows_as_text(at, nick)
+    assert any(nick in shown(t.value) for t in at.caption if t.value.startswith("In words")), "the chart's words"
+
+
+def test_a_posted_nickname_spelled_with_entities_is_text_under_the_boards_chart():
+    """The posted runs' chart (pages/board.py draws it so) says in words the run's nickname, as typed."""
+    from streamlit.testing.v1 import AppTest
+
+    def script():
+        from app.board.figures import posted_curves
+        from app.ui import show_figure
+
+        runs = [{"nickname": "http&colon;//x&period;io", "val_accuracy": [[1, 0.5], [2, 0.8]]}]
+        show_figure.show(posted_curves(runs), "board", key="board_curves")
+
+    at = AppTest.from_function(script).run()
+    shows_as_text(at, "http&colon;//x&period;io")
 
 
 # ---- row 13: links never break a page -----------------------------------------------------------------------

@@ -4,6 +4,8 @@ question's limits (one open, a day's count, answers per question, changes each, 
 characters, choices), normalised tallies, the reveal, the teacher's CSV, a restart, a flood; and
 each question kind worked out on a tiny model. The browser test: tests/browser/test_class_follow_browser.py."""
 
+import csv
+import io
 import json
 import threading
 
@@ -143,6 +145,64 @@ def test_answers_are_bounded_normalised_and_one_per_student(cls):
         c.answer(code, q, "s1", "be", now=T0 + 6)
     assert normal_answer("«Paris»") == normal_answer("##paris") == normal_answer("ｐａｒｉｓ.") == "paris"
     assert is_right(body(), "ARE!") and not is_right(body(), "is") and is_right(body(), None) is None
+
+
+def test_an_answer_is_one_line_without_a_tower_of_marks(cls):
+    """A line or paragraph separator is refused as control characters are; so is a letter with
+    more than ANSWER_MARKS marks stacked on it. Real words keep theirs: Vietnamese decomposed
+    (two marks on a letter) and pointed Hebrew (four)."""
+    c, code, key = cls
+    q = c.ask(code, key, body(), now=T0)
+    for bad, why in [
+        ("a\u2028b", "line breaks"),
+        ("a\u2029b", "line breaks"),
+        ("x\u0301\u0302\u0303\u0304\u0306", "more than 4 accents or marks"),
+        ("Z" + "\u0336\u0337\u0338\u0335\u0334" * 3 + "algo", "more than 4 accents or marks"),
+    ]:
+        with pytest.raises(BoardError, match=why):
+            c.answer(code, q, "s1", bad, now=T0)
+    assert cr.most_marks("ca\u0301fe\u0301") == 0  # composed: é is one character
+    for fine in ("Vie\u0323\u0302t", "\u05e9\u05bc\u05c1\u05b8\u0591", "naïve", "नमस्ते"):
+        c.answer(code, q, "s1", fine, now=T0)
+        assert c.my_answer(q, "s1") == fine
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("board", ["sqlite"], indirect=True)
+def test_the_teachers_csv_is_built_when_downloaded_not_on_every_run(board, monkeypatch):
+    """After a reveal the teacher's page offers the class's answers as a CSV: built by the
+    download (a deferred button), never by a run of the page; a full-width ＝ is prefixed as = is."""
+    from streamlit.testing.v1 import AppTest
+
+    from app.board import question_view
+    from app.board.follow_view import TEACHER
+    from app.board.server import JOINED
+    from tests.helpers import ENTRY
+
+    monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
+    c = Classroom(board)
+    code, key = board.new_board()
+    q = c.ask(code, key, body())
+    c.answer(code, q, "browser:aaa", "are")
+    c.answer(code, q, "browser:bbb", "\uff1d1+1")
+    c.reveal(code, key, q)
+    built = []
+    table = Classroom.answers_table
+    monkeypatch.setattr(Classroom, "answers_table", lambda self, *a: built.append(a) or table(self, *a))
+
+    at = AppTest.from_file(ENTRY, default_timeout=120)
+    at.run()
+    at.session_state[JOINED] = code
+    at.session_state[TEACHER] = (code, key)
+    for _ in range(3):
+        at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert built == []  # three full runs after the reveal
+    (button,) = [b for b in at.get("download_button") if b.proto.id.endswith("-ask_csv")]
+    assert button.proto.deferred_file_id and not button.proto.url  # its data: a callable, run on a click
+
+    rows = list(csv.reader(io.StringIO(question_view.answers_csv(code, key).decode("utf-8-sig"))))
+    assert [r[5] for r in rows[1:]] == ["are", "'\uff1d1+1"] and len(built) == 1
 
 
 def test_a_question_with_choices_takes_only_its_choices(cls):

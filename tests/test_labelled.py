@@ -340,6 +340,17 @@ def test_to_safe_csv_escapes_formulas():
     assert df["text"][0] == "=cmd|' /C calc'!A0"  # the frame given is not modified
 
 
+def test_to_safe_csv_escapes_full_width_formulas_as_ascii_ones():
+    """A spreadsheet runs ＝1+1 as it runs =1+1: a cell starting with a form of = + - @ that NFKC
+    folds to it (full-width, small) is prefixed too; a full-width letter or digit is not."""
+    import pandas as pd
+
+    cells = ["\uff1d1+1", "\uff0b1", "\uff0d1", "\uff20SUM(A1)", "\ufe661+1", "\uff11+1", "\uff41=b"]
+    rows = list(csv.reader(io.StringIO(to_safe_csv(pd.DataFrame({"text": cells})))))
+    assert [r[0] for r in rows[1:]] == ["'" + c for c in cells[:5]] + cells[5:]
+    assert to_safe_csv(pd.DataFrame({"\uff1dbad": ["ok"]})).splitlines()[0] == '"\'\uff1dbad"'
+
+
 # ---- built-in data sets --------------------------------------------------------------------------
 
 

@@ -13,8 +13,9 @@ the tables):
   session: app/board/questions.py); each student answers once (`answer`, changeable until the
   reveal); `tally` counts them for the projector; `reveal` closes it. Kept a day, as the board.
 
-Limits (DESIGN.md §9): answers 1-ANSWER_CHARS characters, no control characters, one per
-student (the browser key of the job limit) and at most MAX_CHANGES changes each; MAX_ANSWERS
+Limits (DESIGN.md §9): answers 1-ANSWER_CHARS characters on one line, no control or format
+characters, at most ANSWER_MARKS marks on a letter; one per student (the browser key of the
+job limit) and at most MAX_CHANGES changes each; MAX_ANSWERS
 students a question; MAX_QUESTIONS a day a class; a question's body at most BODY_BYTES. Nothing
 here names a student to another: the tally is answers and counts, a student sees their own
 answer, the teacher's CSV numbers the students.
@@ -36,6 +37,7 @@ VIEW_ITEMS = 24  # values in a lead's view
 VIEW_CHARS = 400  # of one value (a link's text is cut at 300)
 PAGE_CHARS = 40
 ANSWER_CHARS = 80
+ANSWER_MARKS = 4  # marks on one letter: Vietnamese stacks 2, pointed Hebrew 4, more is a tower
 MAX_ANSWERS = 200  # students answering one question
 MAX_CHANGES = 20  # times one student changes an answer
 MAX_QUESTIONS = 50  # a class a day
@@ -56,15 +58,29 @@ def normal_answer(text: str | None) -> str:
     return text[2:] if text.startswith("##") else text
 
 
+def most_marks(text: str) -> int:
+    """The most combining marks (Unicode categories Mn, Mc, Me) in a row on one character of
+    `text`, composed first (NFC), so "é" typed as e and an accent counts none."""
+    most = run = 0
+    for c in unicodedata.normalize("NFC", text):
+        run = run + 1 if unicodedata.category(c).startswith("M") else 0
+        most = max(most, run)
+    return most
+
+
 def clean_answer(text: str | None) -> str:
-    """A typed answer as kept (stripped), or BoardError when it cannot be one."""
+    """A typed answer as kept (stripped), or BoardError when it cannot be one: empty, too long,
+    holding control or format characters or a line or paragraph separator (an answer is one line
+    of visible text on every screen), or a stack of marks that spills over the lines around it."""
     text = str(text or "").strip()
     if not text:
         raise BoardError("Type an answer first.")
     if len(text) > ANSWER_CHARS:
         raise BoardError(f"An answer is at most {ANSWER_CHARS} characters.")
-    if any(unicodedata.category(c) in ("Cc", "Cf", "Cs") for c in text):
-        raise BoardError("An answer cannot hold control characters.")
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") for c in text):
+        raise BoardError("An answer cannot hold control characters or line breaks.")
+    if most_marks(text) > ANSWER_MARKS:
+        raise BoardError(f"An answer cannot stack more than {ANSWER_MARKS} accents or marks on one letter.")
     return text
 
 

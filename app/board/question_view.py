@@ -173,7 +173,9 @@ def _dismiss(qid: int) -> None:
     st.session_state[DISMISSED] = qid
 
 
-def _csv(code: str, key: str) -> bytes:
+def answers_csv(code: str, key: str) -> bytes:
+    """The class's answers today as the teacher's CSV (table_csv: no cell runs as a formula).
+    Built when the teacher downloads it, never on a page run: it reads every answer of the day."""
     try:
         rows = classroom().answers_table(code, key)
     except BoardError:
@@ -215,9 +217,10 @@ def revealed(code: str, key: str | None) -> None:
         if key:
             st.download_button(
                 "The class's answers today (CSV)",
-                _csv(code, key),
+                data=lambda: answers_csv(code, key),
                 file_name=f"class-{code}-answers.csv",
                 mime="text/csv",
+                on_click="ignore",
                 key="ask_csv",
             )
             st.caption("Ask the next question from the sidebar's class section.")

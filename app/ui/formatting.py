@@ -46,13 +46,18 @@ BANK_SENTENCES = (
 
 # --- text ---------------------------------------------------------------------------------------
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~<$])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~<$&])")
 # Where markdown (GitHub's, as Streamlit renders it) would make a link, an image or an HTML tag:
 # `](`, `][`, `]:`, `![`, `<` before a character, and the autolinked `://`, `www.` and `@`.
 # Streamlit links bare URLs and e-mail addresses after decoding the text, so backslashes and
 # entities cannot stop those; an invisible word joiner between the two characters can, and
 # it stays invisible wherever the text lands (inside code too, where a backslash would show).
-_LINKISH = re.compile(r"(?<=\])(?=[(\[:])|(?<=!)(?=\[)|(?<=<)(?=\S)|(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)", re.I)
+# `&` before a letter, a digit or `#` is the start of an entity, which markdown decodes before
+# that linking (`http&colon;//x&period;io` is `http://x.io` to it): a joiner after the `&`
+# leaves no entity, and the text reads as typed.
+_LINKISH = re.compile(
+    r"(?<=\])(?=[(\[:])|(?<=!)(?=\[)|(?<=<)(?=\S)|(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)|(?<=&)(?=[#A-Za-z0-9])", re.I
+)
 WORD_JOINER = "\u2060"
 
 
@@ -67,14 +72,16 @@ def finite_float(v) -> float | None:
 
 def md_safe(markdown: str) -> str:
     """Markdown with others' text in it (a model card we wrote): headings, lists, tables, emphasis
-    and code stay; nothing in it links, embeds an image or is an HTML tag (see _LINKISH), and it
-    reads the same on screen."""
+    and code stay; nothing in it links, embeds an image, is an HTML tag or an entity (see
+    _LINKISH), and it reads the same on screen."""
     return _LINKISH.sub(WORD_JOINER, str(markdown))
 
 
 def md_escape(text: str) -> str:
     """Someone's text (a name, a label, a message) for markdown: shown exactly as written, no
-    markup, no link, not even a bare address."""
+    markup, no entity, no link, not even a bare address. Every markdown punctuation character is
+    backslash-escaped (`\\&` included: CommonMark reads an escaped `&` as itself, never as the
+    start of an entity), on top of md_safe."""
     return _MD_SPECIAL.sub(r"\\\1", md_safe(text))
 
 

@@ -118,7 +118,7 @@ def describe(fig: go.Figure) -> str:
             k = int(np.nanargmax(values))
             return f"{title}largest: {_label(names, k)} ({values[k]:.3g})"
         if t.type == "scatter" and _is_curve(t):
-            name = f"{t.name}: " if t.name else ""
+            name = f"{_plain(t.name)}: " if t.name else ""
             return f"{title}{name}last value {float(t.y[-1]):.3g}" + (f" at {t.x[-1]}" if t.x is not None else "")
     except (TypeError, ValueError):
         pass
@@ -127,7 +127,7 @@ def describe(fig: go.Figure) -> str:
 
 def _title(fig: go.Figure) -> str:
     text = fig.layout.title.text if fig.layout.title else None
-    return f"{html.unescape(re.sub(r'<[^>]+>', '', text))} · " if text else ""
+    return f"{_plain(text)} · " if text else ""
 
 
 def _is_curve(t) -> bool:
@@ -150,7 +150,7 @@ def _axis_label(fig: go.Figure, axis: str, labels, k: int) -> str:
         ticks = {str(v): str(s) for v, s in zip(ax.tickvals, ax.ticktext, strict=False)}
         text = ticks.get(str(labels[k]), text)
     title = getattr(getattr(fig.layout, f"{axis}axis").title, "text", None) or ""
-    title = html.unescape(re.sub(r"<[^>]+>", "", title)).strip()
+    title = _plain(title).strip()
     if labels is None:
         return f"{title} {k}".strip() if title else ""
     if title and re.fullmatch(r"-?\d+(\.\d+)?", text):
@@ -161,7 +161,12 @@ def _axis_label(fig: go.Figure, axis: str, labels, k: int) -> str:
 def _label(labels, k: int) -> str:
     if labels is None or k >= len(labels):
         return ""
-    return html.unescape(re.sub(r"<[^>]+>", "", str(labels[k])))
+    return _plain(labels[k])
+
+
+def _plain(text) -> str:
+    """A plotly text (a title, a label, a trace's name: HTML, its names escaped) as the reader sees it."""
+    return html.unescape(re.sub(r"<[^>]+>", "", str(text)))
 
 
 def show(fig: go.Figure, name: str, where=None, key: str | None = None, caption: str | None = None, **kwargs):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import os
 import random
+import unicodedata
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -392,15 +393,17 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _escape_cell(v):
-    if isinstance(v, str) and v.startswith(_FORMULA_START):
+    # the first character as NFKC folds it: a spreadsheet reads a full-width ＝ ＋ － ＠ as the
+    # ASCII one and runs the cell; the small forms (﹦) fold the same way and are prefixed too
+    if isinstance(v, str) and unicodedata.normalize("NFKC", v[:1]).startswith(_FORMULA_START):
         return "'" + v
     return v
 
 
 def to_safe_csv(df) -> str:
     """CSV text of a DataFrame in which no cell can run as a spreadsheet formula: text cells (and
-    column names) starting with = + - @ tab or CR get a leading ' (OWASP's advice on CSV injection).
-    Numbers stay numbers."""
+    column names) starting with = + - @ tab or CR, or a form of them NFKC folds to one (＝), get
+    a leading ' (OWASP's advice on CSV injection). Numbers stay numbers."""
     import pandas as pd
 
     out = df.copy()
