@@ -77,14 +77,35 @@ SETTINGS = {
             "BERT_EXPLORER_OPEN_RUNS_MB", 512, "memory of the reopened runs, one copy each shared by all sessions, MB"
         ),
         Setting("BERT_EXPLORER_CACHE", ".cache/", "folder for corpora, data sets, runs and job folders"),
-        # what a client may send the server (app/server/guard.py, app/server/new_students.py)
+        # what a client may send the server (app/server/guard.py, app/server/new_students.py,
+        # app/board/classroom.py)
         Setting("BERT_EXPLORER_UPLOAD_FILES_PER_SESSION", 4, "uploaded files one session may hold; more are refused"),
         Setting("BERT_EXPLORER_UPLOAD_MB_PER_SESSION", 110, "MB of uploaded files one session may hold"),
         Setting("BERT_EXPLORER_UPLOAD_FILES", 60, "uploaded files the whole server holds at most"),
         Setting("BERT_EXPLORER_UPLOAD_MB", 250, "MB of uploaded files the whole server holds at most"),
+        Setting(
+            "BERT_EXPLORER_UPLOAD_FILES_PER_ADDRESS",
+            20,
+            "uploaded files the sessions of one client address hold at most (well under the server's files)",
+        ),
+        Setting(
+            "BERT_EXPLORER_UPLOAD_MB_PER_ADDRESS",
+            125,
+            "MB of uploaded files the sessions of one client address hold at most (under the server's MB)",
+        ),
         Setting("BERT_EXPLORER_NEW_STUDENTS_BURST", 4, "new students (browsers) one address may start jobs as at once"),
         Setting(
             "BERT_EXPLORER_NEW_STUDENT_EVERY_S", 20, "then one more new student per address every this many seconds"
+        ),
+        Setting(
+            "BERT_EXPLORER_NEW_ANSWERERS_BURST",
+            60,
+            "students (browsers) one address may answer one class question as at once (a class behind one router)",
+        ),
+        Setting(
+            "BERT_EXPLORER_NEW_ANSWERER_EVERY_S",
+            30,
+            "then one more answerer of the question per address every this many seconds (at most half its 200)",
         ),
         # the class board (app/board/, pages/board.py)
         Setting("BERT_EXPLORER_BOARD", False, "1: the Class board page, where students post fine-tuning runs"),

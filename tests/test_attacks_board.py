@@ -314,3 +314,101 @@ def test_the_status_page_is_the_teachers(cache, monkeypatch):
     monkeypatch.setenv("BERT_EXPLORER_TEACHER_KEY", KEY + " changed")  # a new key locks old sessions out
     at.run()
     assert not at.metric
+
+
+# --- a class question answered as 199 students by one machine; a real student then refused -----
+
+QUESTION = {"kind": "pieces", "prompt": "How many?", "choices": ["1", "2"], "answer": "1", "accept": ["1"]}
+
+
+def classroom_on(board, clock):
+    """A Classroom on `board` counting new answerers per address on the fake `clock`; a class
+    (code, key) with a question open."""
+    from app.board.classroom import Classroom
+    from app.server.new_students import NewStudents
+
+    answerers = NewStudents("BERT_EXPLORER_NEW_ANSWERERS_BURST", "BERT_EXPLORER_NEW_ANSWERER_EVERY_S", clock=clock)
+    c = Classroom(board, answerers=answerers)
+    code, key = board.new_board()
+    q = c.ask(code, key, {**QUESTION, "why": "", "figure": None, "model": "tiny"})
+    return c, code, key, q
+
+
+def test_one_address_answers_a_question_as_a_class_not_as_two_hundred(cache, board, monkeypatch):
+    from app.board.classroom import TooManyAnswerers
+
+    monkeypatch.setenv("BERT_EXPLORER_NEW_ANSWERERS_BURST", "60")
+    monkeypatch.setenv("BERT_EXPLORER_NEW_ANSWERER_EVERY_S", "30")
+    now = [0.0]
+    c, code, _, q = classroom_on(board, lambda: now[0])
+    taken, refused = 0, []
+    for i in range(199):  # the script: a fresh cookie an answer, 199 of them in 96 s
+        now[0] = i * 96 / 199
+        try:
+            c.answer(code, q, f"browser:script{i}", "2", address="10.0.0.66")
+            taken += 1
+        except TooManyAnswerers as e:
+            refused.append(str(e))
+    assert taken == 60 + 3, taken  # a class's burst, then one every 30 s
+    assert refused[0].startswith(
+        "60 browsers on your network have just answered this question (then one more every 30 s). Try again in 2 s;"
+    ), refused[0]
+    c.answer(code, q, "browser:script0", "1", address="10.0.0.66")  # an answer given may still be changed
+    for i in range(30):  # a class of 30 behind one router answers at once
+        c.answer(code, q, f"browser:class{i}", "1", address="192.0.2.1")
+    c.answer(code, q, "browser:real", "1", address="198.51.100.7")  # a student elsewhere is served
+    c.answer(code, q, "browser:apptest", "1")  # no connection (AppTest, scripts): not counted
+    tally, n = c.tally(q, c.class_poll(code)["question"]["version"])
+    assert n == 63 + 30 + 1 + 1 and tally == {"1": 33, "2": 62}
+
+
+def test_one_address_never_holds_more_than_half_a_question(cache, board, monkeypatch):
+    from app.board.classroom import ANSWERS_PER_ADDRESS, MAX_ANSWERS, TooManyAnswerers
+
+    monkeypatch.setenv("BERT_EXPLORER_NEW_ANSWERERS_BURST", "60")
+    monkeypatch.setenv("BERT_EXPLORER_NEW_ANSWERER_EVERY_S", "30")
+    now = [0.0]
+    c, code, key, q = classroom_on(board, lambda: now[0])
+    taken = 0
+    for i in range(MAX_ANSWERS):  # the question left open for hours: a token every 30 s, then none
+        now[0] += 30.0
+        try:
+            c.answer(code, q, f"browser:script{i}", "2", address="10.0.0.66")
+            taken += 1
+        except TooManyAnswerers as e:
+            assert "have answered this question, the most one network may" in str(e), str(e)
+    assert taken == ANSWERS_PER_ADDRESS == MAX_ANSWERS // 2
+    for i in range(MAX_ANSWERS - ANSWERS_PER_ADDRESS):  # the other half is there for students elsewhere
+        c.answer(code, q, f"browser:real{i}", "1", address=f"198.51.{i // 50}.{i % 50 + 1}")
+    with pytest.raises(BoardError, match="200 students have answered"):
+        c.answer(code, q, "browser:late", "1", address="203.0.113.9")
+    c.reveal(code, key, q)
+    q2 = c.ask(code, key, {**QUESTION, "why": "", "figure": None, "model": "tiny"})
+    c.answer(code, q2, "browser:script0", "2", address="10.0.0.66")  # each question is a share of its own
+
+
+def test_the_answer_box_counts_the_clients_address_and_says_when_to_retry(cache, board, monkeypatch):
+    from app.board import question_view
+
+    monkeypatch.setenv("BERT_EXPLORER_NEW_ANSWERERS_BURST", "1")
+    monkeypatch.setenv("BERT_EXPLORER_NEW_ANSWERER_EVERY_S", "30")
+    c, code, _, q = classroom_on(board, lambda: 0.0)
+    who = {"student": "browser:a", "address": "10.0.0.66"}
+    monkeypatch.setattr(question_view, "classroom", lambda: c)
+    monkeypatch.setattr(question_view, "_student", lambda: who["student"])
+    monkeypatch.setattr(question_view, "client_address", lambda: who["address"])
+    ss = question_view.st.session_state
+    monkeypatch.setitem(ss, f"{question_view.TYPED}_{q}", "1")  # the radio's choice
+    question_view._answer(code, q)
+    assert c.my_answer(q, "browser:a") == "1" and question_view.ANSWER_NOTE not in ss
+    who["student"] = "browser:b"  # a second fresh cookie from the same machine
+    question_view._answer(code, q)
+    assert c.my_answer(q, "browser:b") is None
+    assert ss[question_view.ANSWER_NOTE] == (
+        q,
+        "1 browsers on your network have just answered this question (then one more every 30 s). "
+        "Try again in 30 s; answers already given can still be changed.",
+    )
+    who["address"] = "198.51.100.7"  # the same browser on another network is a student of its own there
+    question_view._answer(code, q)
+    assert c.my_answer(q, "browser:b") == "1" and question_view.ANSWER_NOTE not in ss

@@ -33,6 +33,7 @@ HAS_JOB = "when training ends, the model is saved under this code"  # shown queu
 SERVER_ENV = {
     "BERT_EXPLORER_MAX_JOBS": "1",
     "BERT_EXPLORER_UPLOAD_MB": "150",  # per session 110 (the default): two sessions reach this
+    "BERT_EXPLORER_UPLOAD_MB_PER_ADDRESS": "150",  # ... from one address (127.0.0.1)
     "BERT_EXPLORER_NEW_STUDENTS_BURST": "2",
     "BERT_EXPLORER_NEW_STUDENT_EVERY_S": "3600",
     "BERT_EXPLORER_JOB_THREADS": "1",
@@ -163,6 +164,35 @@ def test_raw_uploads_are_capped_per_session_and_server_wide_and_freed(server):
     assert "refused an upload" in server.log()
 
 
+@pytest.mark.slow
+def test_one_machines_sessions_hold_a_share_of_the_upload_places_and_a_classmate_still_uploads(server):
+    tiny = b"text,label\nthe cat sat,1\nthe dogs ran,0\n"  # a classmate's 40-byte CSV
+
+    async def attack():
+        pages, statuses = [], []
+        for _ in range(15):  # one machine: 15 sessions, 4 tiny files each (the server holds 60)
+            cookie = xsrf_cookie()
+            pg = await open_home(server, browser(cookie, "10.0.5.1"))
+            pages.append(pg)
+            statuses += [put_upload(server.url, pg.session_id, cookie, tiny)[0] for _ in range(4)]
+        refusal = put_upload(server.url, pages[-1].session_id, cookie, tiny)[1]
+        cookie = xsrf_cookie()
+        classmate = await open_home(server, browser(cookie, "10.0.6.1"))
+        answer = put_upload(server.url, classmate.session_id, cookie, tiny)
+        for pg in [*pages, classmate]:
+            await pg.close()
+        return statuses, refusal, answer
+
+    statuses, refusal, (classmate_status, classmate_body) = run(attack())
+    print(
+        f"uploads from one address: {statuses.count(204)} kept, {statuses.count(429)} refused; "
+        f"a classmate elsewhere: HTTP {classmate_status}"
+    )
+    assert statuses == [204] * 20 + [429] * 40, statuses  # 20 of the server's 60 files an address
+    assert "at most 20 files, 150 MB from one network" in refusal, refusal
+    assert classmate_status == 204, classmate_body  # another address still uploads
+
+
 # --- row 1: clear cache, row 17: fresh cookies -------------------------------------------------
 
 
@@ -218,12 +248,24 @@ class _Rec:
         self.file_id, self.data = file_id, b"x" * size
 
 
-def _guard(alive: dict[str, bool]):
+def _guard(alive: dict[str, bool], addresses: dict[str, str] | None = None):
     from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
 
     now = [0.0]
     mgr = MemoryUploadedFileManager("/_stcore/upload_file")
-    return mgr, UploadGuard(mgr, alive=lambda s: alive.get(s), clock=lambda: now[0]), now
+    guard = UploadGuard(mgr, alive=lambda s: alive.get(s), clock=lambda: now[0], address=(addresses or {}).get)
+    return mgr, guard, now
+
+
+def _put(mgr, session: str, file_id: str, size: int) -> int:
+    """An upload as Streamlit's route keeps it: 204, or the guard's HTTP status."""
+    from starlette.exceptions import HTTPException
+
+    try:
+        mgr.add_file(session, _Rec(file_id, size))
+    except HTTPException as e:
+        return e.status_code
+    return 204
 
 
 def test_unclaimed_uploads_go_claimed_ones_stay_while_the_session_lives(monkeypatch):
@@ -247,6 +289,33 @@ def test_caps_count_files_and_bytes(monkeypatch):
         guard.check("s", "c", 1)
     with pytest.raises(UploadRefused, match="at most 2 files, 1 MB a tab"):
         guard.check("s", "a", MB)
+
+
+def test_one_address_holds_at_most_its_share_of_uploads_and_a_classmate_still_uploads():
+    script = {f"s{i}": "10.0.0.66" for i in range(15)}  # 15 sessions of one machine, 4 tiny files each
+    alive = dict.fromkeys([*script, "classmate", "local"], True)
+    mgr, guard, now = _guard(alive, {**script, "classmate": "10.0.0.7"})
+    statuses = [_put(mgr, sid, f"f{j}", 40) for sid in script for j in range(4)]
+    assert statuses == [204] * 20 + [429] * 40, statuses  # 20 of the server's 60 files a network
+    with pytest.raises(UploadRefused, match=r"already hold 20 uploaded file\(s\), 0 MB \(at most 20 files, 125 MB"):
+        guard.check("s14", "f9", 40)
+    assert _put(mgr, "classmate", "train.csv", 40) == 204  # another address is served
+    assert _put(mgr, "local", "x", 40) == 204  # no address known (no connection): the other caps only
+    alive["s0"] = False  # a closed session's files count for its address until they are freed
+    assert _put(mgr, "s14", "f0", 40) == 429
+    now[0] = DISCONNECTED_S
+    guard.sweep()
+    assert [_put(mgr, "s14", f"f{j}", 40) for j in range(5)] == [204] * 4 + [429]
+
+
+def test_one_address_holds_at_most_its_share_of_upload_bytes(monkeypatch):
+    monkeypatch.setenv("BERT_EXPLORER_UPLOAD_MB_PER_ADDRESS", "1")
+    mgr, guard, _ = _guard({"a": True, "b": True, "c": True}, {"a": "10.0.0.66", "b": "10.0.0.66", "c": "10.0.0.7"})
+    assert _put(mgr, "a", "f", MB // 2) == 204
+    with pytest.raises(UploadRefused, match="at most 20 files, 1 MB from one network"):
+        guard.check("b", "f", MB // 2 + 1)
+    assert _put(mgr, "b", "f", MB // 2) == 204  # exactly the address's MB
+    assert _put(mgr, "c", "f", MB // 2) == 204
 
 
 # --- new students alone (a fake clock) ---------------------------------------------------------

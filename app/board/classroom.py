@@ -16,7 +16,12 @@ the tables):
 Limits (DESIGN.md §9): answers 1-ANSWER_CHARS characters on one line, no control or format
 characters, at most ANSWER_MARKS marks on a letter; one per student (the browser key of the
 job limit) and at most MAX_CHANGES changes each; MAX_ANSWERS
-students a question; MAX_QUESTIONS a day a class; a question's body at most BODY_BYTES. Nothing
+students a question; MAX_QUESTIONS a day a class; a question's body at most BODY_BYTES. A student
+is whatever cookie a client sends, so new answerers of a question are also bounded per client
+address (app/server/new_students.py): BERT_EXPLORER_NEW_ANSWERERS_BURST (60, a class behind one
+router) at once, then one every BERT_EXPLORER_NEW_ANSWERER_EVERY_S (30 s), and at most
+ANSWERS_PER_ADDRESS (half of MAX_ANSWERS) in all: one machine cannot answer as the whole class,
+and the other half of a question is always there for students elsewhere. Nothing
 here names a student to another: the tally is answers and counts, a student sees their own
 answer, the teacher's CSV numbers the students.
 """
@@ -24,11 +29,13 @@ answer, the teacher's CSV numbers the students.
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 import unicodedata
 from collections import OrderedDict
 
+from ..server.new_students import NewStudents, new_answerers
 from .store import KEEP_SECONDS, LEAD_IDLE_S, LEAD_MAX_S, BoardError, BoardStore, normal_code, student_key
 
 LEAD_ENDED = "Leading the class ended (after 4 hours, or 20 minutes unheard): turn it on again to go on."
@@ -39,6 +46,7 @@ PAGE_CHARS = 40
 ANSWER_CHARS = 80
 ANSWER_MARKS = 4  # marks on one letter: Vietnamese stacks 2, pointed Hebrew 4, more is a tower
 MAX_ANSWERS = 200  # students answering one question
+ANSWERS_PER_ADDRESS = MAX_ANSWERS // 2  # of them from one client address: the rest is for others
 MAX_CHANGES = 20  # times one student changes an answer
 MAX_QUESTIONS = 50  # a class a day
 BODY_BYTES = 300_000  # a question's JSON, its figure included
@@ -134,12 +142,18 @@ def _lead(version, started, page: str, stored: str) -> dict:
     return {"version": (started, int(version)), "page": page, "view": view, "address": address}
 
 
-class Classroom:
-    """The lead and the questions of the boards in `store` (see the module docstring)."""
+class TooManyAnswerers(BoardError):
+    """A new answerer of a question from an address that has had its share (the message says when)."""
 
-    def __init__(self, store: BoardStore):
+
+class Classroom:
+    """The lead and the questions of the boards in `store` (see the module docstring). `answerers`:
+    the new answerers per client address (default: the server's one, no client can clear it)."""
+
+    def __init__(self, store: BoardStore, answerers: NewStudents | None = None):
         self.store = store
         self.where = store.where
+        self.answerers = new_answerers if answerers is None else answerers
 
     def check_teacher(self, code: str, teacher_key: str) -> str:
         """The class code when `teacher_key` is its board's key; BoardError otherwise."""
@@ -249,9 +263,18 @@ class Classroom:
             _remember(_bodies, key, body)
         return body
 
-    def answer(self, code: str, question_id: int, student: str, text: str, now: float | None = None) -> None:
+    def answer(
+        self,
+        code: str,
+        question_id: int,
+        student: str,
+        text: str,
+        now: float | None = None,
+        address: str | None = None,
+    ) -> None:
         """`student`'s answer to the open question (replacing theirs); BoardError when it is not
-        open, the answer does not fit, or a limit is reached."""
+        open, the answer does not fit, or a limit is reached (TooManyAnswerers: `address`, the
+        client's IP address, has brought its share of new answerers; None: not counted)."""
         now = time.time() if now is None else now
         text = clean_answer(text)
         student = student_key(student)
@@ -272,6 +295,7 @@ class Classroom:
                 n = db.execute("SELECT COUNT(*) FROM answers WHERE question = ?", (int(question_id),)).fetchone()[0]
                 if n >= MAX_ANSWERS:
                     raise BoardError(f"{MAX_ANSWERS} students have answered this question, the most it takes.")
+                self._admit_answerer(int(question_id), student, address)
                 db.execute(
                     "INSERT INTO answers (question, student, answer, answered, changes) VALUES (?, ?, ?, ?, 0)",
                     (int(question_id), student, text, now),
@@ -285,6 +309,22 @@ class Classroom:
                     (text, now, int(question_id), student),
                 )
             db.execute("UPDATE questions SET version = version + 1 WHERE id = ?", (int(question_id),))
+
+    def _admit_answerer(self, question_id: int, student: str, address: str | None) -> None:
+        wait = self.answerers.wait(student, address, scope=(self.where, question_id), most=ANSWERS_PER_ADDRESS)
+        if wait <= 0:
+            return
+        burst, every = self.answerers.rule()
+        if wait == math.inf:
+            raise TooManyAnswerers(
+                f"{ANSWERS_PER_ADDRESS} browsers on your network have answered this question, the most "
+                f"one network may (the other {MAX_ANSWERS - ANSWERS_PER_ADDRESS} places are for other "
+                "networks). Answers already given can still be changed."
+            )
+        raise TooManyAnswerers(
+            f"{burst} browsers on your network have just answered this question (then one more every "
+            f"{every:g} s). Try again in {math.ceil(wait)} s; answers already given can still be changed."
+        )
 
     def my_answer(self, question_id: int, student: str) -> str | None:
         with self.store.transaction(write=False) as db:

@@ -18,6 +18,7 @@ from bert import BertExplorerError
 
 from .. import state
 from ..models import current_model
+from ..server.new_students import client_address
 from ..ui import show_figure
 from ..ui.formatting import md_escape, table_csv
 from . import figures as board_figures
@@ -108,7 +109,8 @@ def ask_popover(code: str, key: str) -> None:
 
 def _answer(code: str, qid: int) -> None:
     try:
-        classroom().answer(code, qid, _student(), st.session_state.get(f"{TYPED}_{qid}") or "")
+        typed = st.session_state.get(f"{TYPED}_{qid}") or ""
+        classroom().answer(code, qid, _student(), typed, address=client_address())  # bounded per address
     except BoardError as e:
         st.session_state[ANSWER_NOTE] = (qid, str(e))  # shown until the next answer (the panel redraws each second)
         return

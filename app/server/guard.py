@@ -2,10 +2,15 @@
 
 - Refused: `BackMsg(clear_cache=True)` (the menu's "Clear cache", or one hand-made frame), which
   would clear every session's Streamlit caches; server-wide state is module-level in any case.
-- Capped, per session and server-wide, in files and bytes (the BERT_EXPLORER_UPLOAD_* settings):
-  `PUT /_stcore/upload_file/...`, answered 429 with the reason before the file is kept. A file no
-  widget asked for within `UNCLAIMED_S` is dropped, and a session's files `DISCONNECTED_S` after
-  its socket closed (the training pages keep their own copy of an upload).
+- Capped, per session, per client address and server-wide, in files and bytes (the
+  BERT_EXPLORER_UPLOAD_* settings): `PUT /_stcore/upload_file/...`, answered 429 with the reason
+  before the file is kept. The sessions of one client address (a session's websocket peer: IPv4,
+  or an IPv6 /64, as app/server/new_students.py counts) hold at most 20 of the server's 60 files
+  and 125 of its 250 MB (the defaults), so one machine opening many sessions never fills the
+  server's caps for everyone else; a class behind one router shares that (a training page's
+  files go when its job starts). A file no widget asked for within `UNCLAIMED_S` is dropped, and
+  a session's files `DISCONNECTED_S` after its socket closed (the training pages keep their own
+  copy of an upload).
 
 Incoming widget state is bounded by Streamlit's `server.maxWidgetStateSize` (.streamlit/config.toml),
 not by `server.maxMessageSize`, which caps outgoing messages too.
@@ -18,6 +23,8 @@ import threading
 import time
 
 from bert import settings
+
+from .new_students import address_key
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +102,8 @@ def upload_caps() -> dict[str, int]:
     return {
         "session_files": settings.whole("BERT_EXPLORER_UPLOAD_FILES_PER_SESSION"),
         "session_bytes": settings.whole("BERT_EXPLORER_UPLOAD_MB_PER_SESSION") * MB,
+        "address_files": settings.whole("BERT_EXPLORER_UPLOAD_FILES_PER_ADDRESS"),
+        "address_bytes": settings.whole("BERT_EXPLORER_UPLOAD_MB_PER_ADDRESS") * MB,
         "files": settings.whole("BERT_EXPLORER_UPLOAD_FILES"),
         "bytes": settings.whole("BERT_EXPLORER_UPLOAD_MB") * MB,
     }
@@ -106,12 +115,15 @@ class UploadRefused(Exception):
 
 class UploadGuard:
     """Wraps the server's MemoryUploadedFileManager: caps on `add_file`, claims seen in `get_files`
-    (a file_uploader reading its files), and a sweeper that frees what nobody uses."""
+    (a file_uploader reading its files), and a sweeper that frees what nobody uses. `address`:
+    a session's client IP address (None: unknown, then only the session and server caps count)."""
 
-    def __init__(self, mgr, alive=None, clock=time.monotonic):
+    def __init__(self, mgr, alive=None, clock=time.monotonic, address=None):
         self.mgr = mgr
         self._add, self._get = mgr.add_file, mgr.get_files
         self._alive = alive or _session_alive
+        self._address = address or _session_address
+        self._address_of: dict[str, str | None] = {}  # session -> address key, kept with its files
         self._clock = clock
         self._lock = threading.Lock()
         self._put_at: dict[tuple[str, str], float] = {}  # (session, file) -> when it arrived
@@ -127,6 +139,14 @@ class UploadGuard:
             recs = list(files.values())
             out[sid] = (len(recs), sum(len(r.data) for r in recs))
         return out
+
+    def address_of(self, session_id: str) -> str | None:
+        """The address key of `session_id`'s client, looked up while the session is connected
+        and kept while it holds files (a closed session's files still count for its address)."""
+        if session_id not in self._address_of:
+            ip = self._address(session_id)
+            self._address_of[session_id] = None if ip is None else address_key(ip)
+        return self._address_of[session_id]
 
     def check(self, session_id: str, file_id: str, size: int) -> None:
         """Raise UploadRefused when keeping `size` more bytes for `session_id` breaks a cap."""
@@ -148,6 +168,17 @@ class UploadGuard:
                 f"The server holds too many uploads right now ({total_n} files, {total_b / MB:,.0f} MB; "
                 f"at most {caps['files']} files, {caps['bytes'] / MB:,.0f} MB). Try again in a minute."
             )
+        addr = self.address_of(session_id)
+        if addr is not None:
+            mine = [v for sid, v in held.items() if self._address_of.get(sid) == addr]
+            addr_n, addr_b = sum(v[0] for v in mine), sum(v[1] for v in mine)
+            if addr_n + more > caps["address_files"] or addr_b + size > caps["address_bytes"]:
+                raise UploadRefused(
+                    f"The tabs of your network already hold {addr_n} uploaded file(s), {addr_b / MB:,.0f} MB "
+                    f"(at most {caps['address_files']} files, {caps['address_bytes'] / MB:,.0f} MB from one "
+                    "network, so that one machine cannot take every upload place). A file is freed when its "
+                    "job starts or its tab closes: try again in a minute."
+                )
 
     def add_file(self, session_id: str, file) -> None:
         self.sweep()
@@ -190,6 +221,7 @@ class UploadGuard:
             self._put_at = {k: t for k, t in self._put_at.items() if k in live}
             self._claimed &= live
             self._gone_since = {s: t for s, t in self._gone_since.items() if s in self.mgr.file_storage}
+            self._address_of = {s: a for s, a in self._address_of.items() if self.mgr.file_storage.get(s)}
         if freed:
             log.info("freed %d uploaded file(s) nobody uses", freed)
         return freed
@@ -212,6 +244,20 @@ def _session_alive(session_id: str) -> bool | None:
 
         return bool(runtime.get_instance().is_active_session(session_id)) if runtime.exists() else None
     except Exception:  # noqa: BLE001 - an internal API that may change: then keep the files
+        return None
+
+
+def _session_address(session_id: str) -> str | None:
+    """The IP address of `session_id`'s websocket peer (what a trusted proxy forwards), or None."""
+    try:
+        from streamlit import runtime
+
+        if not runtime.exists():
+            return None
+        client = runtime.get_instance().get_client(session_id)
+        context = getattr(client, "client_context", None)
+        return getattr(context, "remote_ip", None)
+    except Exception:  # noqa: BLE001 - an internal API that may change: then not counted per address
         return None
 
 

@@ -35,17 +35,6 @@ from .run_size import page_finetune_args
 from .uploads import free_uploads
 
 
-def client_address() -> str | None:
-    """The client's IP address ("127.0.0.1" from this machine), None without a connection
-    (AppTest, scripts: nobody to count)."""
-    try:
-        if not st.context.headers:
-            return None
-        return st.context.ip_address or "127.0.0.1"  # Streamlit says None for localhost
-    except Exception:  # noqa: BLE001 - no context
-        return None
-
-
 def default_finetune_base() -> str:
     """The Fine-tuning page's starting model: BERT_EXPLORER_FINETUNE_BASE if set (e.g. minilm-l6
     on a 1 GB host: the pages' model, so one model in memory instead of two), else the backend's
@@ -288,7 +277,7 @@ def _submit(
     """Submit `spec` as this session's job of its kind (or get the one already active) and make it
     the job its page follows. A new job gets the spec's info (with its settings, `args`) for the
     page; its attention snapshots are registered under `label`."""
-    new_students.admit(spec.student, client_address())  # a browser never seen before costs a token
+    new_students.admit(spec.student, new_students.client_address())  # a browser never seen before costs a token
     job, new = jm.submit_spec(
         ts.owner(), spec, session_id=current_session_id(), base=base, corpus=corpus, recorder=recorder
     )
