@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CheckpointError
-from .family import MEMBERS
+from .family import MEMBERS, member
 
 # Ceilings, checked before anything is allocated: far above every published BERT (bert-large:
 # 1,024 hidden, 24 layers, 16 heads; multilingual: 119,547 tokens), far below what would
@@ -35,7 +35,6 @@ LIMITS = {
 MAX_LABELS = 1000
 MAX_CONFIG_BYTES = 1 << 20  # a config.json with 1,000 long labels is under 200 kB
 
-MODEL_TYPES = tuple(MEMBERS)  # bert, distilbert, electra, roberta, albert: bert/family.py says what each changed
 # DistilBERT's config.json names -> BERT's (its other fields: as BERT's, or kept in `extra`)
 DISTILBERT_NAMES = {
     "dim": "hidden_size",
@@ -98,9 +97,9 @@ class BertConfig:
             "max_position_embeddings",
             "type_vocab_size",
         )
-        if self.model_type not in MODEL_TYPES:
+        if self.model_type not in MEMBERS:
             raise CheckpointError(
-                f"config: model_type {_short(self.model_type)} is not one this app knows ({', '.join(MODEL_TYPES)})"
+                f"config: model_type {_short(self.model_type)} is not one this app knows ({', '.join(MEMBERS)})"
             )
         if self.embedding_size is not None:
             ints += ("embedding_size",)
@@ -138,7 +137,7 @@ class BertConfig:
     def position_offset(self) -> int:
         """The first position row a token uses: RoBERTa counts positions from its padding index + 1
         (rows 0 .. pad are never a real token's); 0 for the others."""
-        return self.pad_token_id + 1 if self.model_type == "roberta" else 0
+        return self.pad_token_id + 1 if member(self).position_offset_from_pad else 0
 
     @property
     def max_tokens(self) -> int:
@@ -167,7 +166,7 @@ class BertConfig:
             d["num_labels"] = len(self.id2label)
         if d["embedding_size"] is None:
             del d["embedding_size"]
-        if self.model_type != "albert":
+        if not member(self).shared_layers:
             del d["num_hidden_groups"], d["inner_group_num"]
         out = dict(self.extra)
         out.update(d)
@@ -182,9 +181,9 @@ class BertConfig:
             raise CheckpointError("config: expected a JSON object")
         model_type = d.get("model_type") or "bert"
         d = {**d, "model_type": model_type}
-        if model_type not in MODEL_TYPES:
+        if model_type not in MEMBERS:
             raise CheckpointError(
-                f"config: model_type {_short(model_type)} is not one this app knows ({', '.join(MODEL_TYPES)})"
+                f"config: model_type {_short(model_type)} is not one this app knows ({', '.join(MEMBERS)})"
             )
         if model_type == "distilbert":
             d = {DISTILBERT_NAMES.get(k, k): v for k, v in d.items()}

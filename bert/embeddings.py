@@ -11,6 +11,7 @@ from torch import Tensor, nn
 
 from .config import BertConfig
 from .dropout import Dropout
+from .family import member
 from .outputs import EmbeddingParts
 
 
@@ -31,8 +32,9 @@ class Embeddings(nn.Module):
         self.token_type_embeddings = nn.Embedding(types, E) if types else None
         self.layer_norm = nn.LayerNorm(E, eps=config.layer_norm_eps)
         self.dropout = Dropout(config.hidden_dropout_prob)
-        self.project = nn.Linear(E, C) if E != C or config.model_type == "albert" else None
-        self.roberta_pad = config.pad_token_id if config.model_type == "roberta" else None
+        kin = member(config)
+        self.project = nn.Linear(E, C) if E != C or kin.embedding_projection else None
+        self.roberta_pad = config.pad_token_id if kin.position_offset_from_pad else None
 
     def positions(self, input_ids: Tensor) -> Tensor:
         """The position rows of input_ids: (1, T, E), or RoBERTa's (B, T, E) counted past padding."""

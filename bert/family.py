@@ -1,10 +1,12 @@
 """BERT's family: the encoder-only models that changed one thing or a few, and what each changed.
 
-One row per member this app runs in its own code (bert/model.py writes each difference where it
-is: DistilBERT's missing segment table, ELECTRA's narrow embeddings and its replaced-token head,
-RoBERTa's positions counted past its padding index, ALBERT's one shared layer).
-The pages read `member(config)` to say what a model has (a next-sentence head or not, segments
-or not) and the family card reads the rows.
+One row per member this app runs in its own code. A row carries every structural difference
+(ALBERT's one shared layer, RoBERTa's positions counted past its padding index, an embedding
+projection, ELECTRA's replaced-token head, the MLM head's activation, the tokenizer), and the code
+reads them with `member(config)`, never by comparing `model_type`: a new member is a new row
+(bert/checkpoint/hf_names.py's table renames its weights when they are not named as BERT's;
+bert/config.py reads a config.json that names its fields otherwise, as DistilBERT's does).
+The pages read the same rows to say what a model has, and the family card lists them.
 """
 
 from __future__ import annotations
@@ -22,8 +24,17 @@ class Member:
     pooler: bool  # a trained pooler (BERT's tanh over [CLS], trained by NSP)
     next_sentence: bool  # a next-sentence head
     objective: str  # what it was pre-trained to do
-    tokenizer: str = "WordPiece"
+    tokenizer: str = "WordPiece"  # its name, for the pages
     sentence_order: bool = False  # ALBERT: its two-sentence head says whether A and B are in order
+    # The structure: what bert/model.py, bert/embeddings.py, the loader and the sizes read.
+    tokenizer_kind: str = "wordpiece"  # the files bert/tokenizer/for_folder.py reads: wordpiece, bpe, unigram
+    shared_layers: bool = False  # one layer's weights at every depth (ALBERT)
+    position_offset_from_pad: bool = False  # real tokens take position rows pad + 1, pad + 2, ... (RoBERTa)
+    embedding_projection: bool = False  # a projection E -> C even when E == C (ALBERT); else only when E != C
+    mlm_activation: str | None = None  # the MLM head's transform activation when not hidden_act (GELU)
+    replaced_token_head: bool = False  # ELECTRA's discriminator head: replaced or original, per token
+    pretrain_here: bool = False  # this app's pre-training plays its games (BERT's two): it can continue it
+    hf_export: bool = False  # bert/checkpoint/export.py writes it as transformers' Bert* classes
 
 
 MEMBERS = {
@@ -36,6 +47,8 @@ MEMBERS = {
         pooler=True,
         next_sentence=True,
         objective="masked LM + next sentence",
+        pretrain_here=True,
+        hf_export=True,
     ),
     "distilbert": Member(
         "distilbert",
@@ -57,6 +70,8 @@ MEMBERS = {
         pooler=False,
         next_sentence=False,
         objective="replaced-token detection",
+        mlm_activation="gelu",
+        replaced_token_head=True,
     ),
     "roberta": Member(
         "roberta",
@@ -69,6 +84,9 @@ MEMBERS = {
         next_sentence=False,
         objective="masked LM",
         tokenizer="byte-level BPE",
+        tokenizer_kind="bpe",
+        position_offset_from_pad=True,
+        mlm_activation="gelu",
     ),
     "albert": Member(
         "albert",
@@ -82,13 +100,16 @@ MEMBERS = {
         sentence_order=True,
         objective="masked LM + sentence order",
         tokenizer="SentencePiece Unigram",
+        tokenizer_kind="unigram",
+        shared_layers=True,
+        embedding_projection=True,
     ),
 }
 
 
 def member(config) -> Member:
-    """The family member a config describes."""
-    return MEMBERS[config.model_type]
+    """The family member a config describes; a config without a model_type (a sketch of sizes) is BERT."""
+    return MEMBERS[getattr(config, "model_type", "bert")]
 
 
 def differences(a, b) -> str:
@@ -109,7 +130,7 @@ def differences(a, b) -> str:
             out.append(f"{what} {x:,} vs {y:,}")
     if ma.tokenizer != mb.tokenizer:
         out.append(f"tokenizer {ma.tokenizer} vs {mb.tokenizer}")
-    shared = [m.model_type == "albert" for m in (ma, mb)]
+    shared = [m.shared_layers for m in (ma, mb)]
     if shared[0] != shared[1]:
         out.append("layers' weights: " + " vs ".join("one layer shared" if x else "one set a layer" for x in shared))
     if ma.segments != mb.segments:

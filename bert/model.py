@@ -27,6 +27,7 @@ from .config import BertConfig
 from .dropout import Dropout, dropout
 from .embeddings import Embeddings
 from .errors import InputError
+from .family import member
 from .outputs import BertOutput, ClassifierOutput, PreTrainingOutput
 
 _ACT = {
@@ -132,7 +133,7 @@ class BertModel(nn.Module):
         super().__init__()
         self.config = config
         self.embeddings = Embeddings(config)
-        if config.model_type == "albert":  # one layer's weights at every depth
+        if member(config).shared_layers:  # one layer's weights at every depth
             self.shared_layer = EncoderLayer(config)
             self.layers = [self.shared_layer] * config.num_hidden_layers  # a plain list: its weights are counted once
         else:
@@ -273,7 +274,7 @@ class MLMHead(nn.Module):
         super().__init__()
         E = config.embedding_width
         self.transform = nn.Linear(config.hidden_size, E)
-        self.act = _ACT["gelu" if config.model_type in ("electra", "roberta") else config.hidden_act]
+        self.act = _ACT[member(config).mlm_activation or config.hidden_act]
         self.norm = nn.LayerNorm(E, eps=config.layer_norm_eps)
         self.word_embeddings = word_embeddings  # shared, not a copy
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
@@ -304,7 +305,7 @@ class BertForPreTraining(nn.Module):
         self.bert = BertModel(config)
         self.mlm = MLMHead(config, self.bert.embeddings.word_embeddings)
         self.nsp = nn.Linear(config.hidden_size, 2)
-        self.rtd = ReplacedTokenHead(config) if config.model_type == "electra" else None
+        self.rtd = ReplacedTokenHead(config) if member(config).replaced_token_head else None
         init_weights(self)
 
     def forward(

@@ -25,6 +25,7 @@ from app.ui.formatting import md_escape
 from bert.checkpoint.builtins import available_builtins
 from bert.config import POOLINGS
 from bert.data.datasets import available_datasets
+from bert.family import member
 from bert.train.events import FinetuneStart
 from bert.train.events import last as last_event
 from bert.train.finetune_args import FinetuneArgs
@@ -154,8 +155,11 @@ if data is not None:
         )
         c2.number_input("…and validation texts", 10, 100_000, key="ft_max_valid", step=500)
         c3.number_input("Freeze the lowest N layers", 0, n_layers, key="ft_freeze_layers")
-        if base is not None and base.config.model_type == "albert" and 0 < ss["ft_freeze_layers"] < n_layers:
-            c3.caption("ALBERT's layers share one set of weights: they stay as they are only when all are frozen.")
+        if base is not None and member(base.config).shared_layers and 0 < ss["ft_freeze_layers"] < n_layers:
+            c3.caption(
+                f"{member(base.config).name}'s layers share one set of weights: they stay as they are only when "
+                "all are frozen."
+            )
         c1.checkbox("Freeze the embeddings", key="ft_freeze_emb")
     ts.remember(*defaults)
     if base is not None:

@@ -1,6 +1,7 @@
 """The seams of bert/, benchmarks/ and app/, read from the source with ast (nothing is imported): no import
 circle (any import: top level, inside a function, under TYPE_CHECKING), no import of another module's
-`_private` name and no `obj._private` reach-in, and bert/ never imports streamlit or app/."""
+`_private` name and no `obj._private` reach-in, bert/ never imports streamlit or app/, and the family
+is read from bert/family.py's rows, not from `model_type` comparisons."""
 
 from __future__ import annotations
 
@@ -179,3 +180,64 @@ def test_no_package_below_bert_or_in_the_app_is_a_facade():
             found[init.relative_to(ROOT).as_posix()] = names
     assert not found, found
     assert len(reexports(ROOT / "bert" / "tokenizer" / "__init__.py")) >= 5  # the scan sees re-exports
+
+
+# Where a member's `model_type` may be compared: the table itself, and the config that reads its
+# config.json. Anywhere else a difference belongs in a row of the table (bert/family.py's Member).
+MODEL_TYPE_HOMES = ("bert/family.py", "bert/config.py")
+MODEL_TYPE_BUDGET = 3
+_MEMBER_TESTS = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
+
+
+def _is_model_type(node: ast.expr) -> bool:
+    """`model_type`, `x.model_type` or `getattr(x, "model_type", ...)`."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
+        return len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and node.args[1].value == "model_type"
+    return (isinstance(node, ast.Name) and node.id == "model_type") or (
+        isinstance(node, ast.Attribute) and node.attr == "model_type"
+    )
+
+
+def model_type_comparisons(paths, root: Path = ROOT) -> dict[str, str]:
+    """{"path:line": its source lines} of every ==, !=, in, not in with a `model_type` on either side
+    (against a literal or anything else)."""
+    found = {}
+    for p in paths:
+        text = p.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, ast.Compare) or not any(isinstance(op, _MEMBER_TESTS) for op in node.ops):
+                continue
+            if any(_is_model_type(x) for x in (node.left, *node.comparators)):
+                where = f"{p.relative_to(root).as_posix()}:{node.lineno}"
+                found[where] = "\n".join(lines[node.lineno - 1 : node.end_lineno])
+    return found
+
+
+def test_the_family_is_read_from_its_table_not_from_model_type_comparisons():
+    """At most MODEL_TYPE_BUDGET `model_type` comparisons outside its homes, each with its reason
+    in a comment on its line."""
+    paths = [
+        p
+        for d in ("bert", "app", "pages")
+        for p in sorted((ROOT / d).rglob("*.py"))
+        if p.relative_to(ROOT).as_posix() not in MODEL_TYPE_HOMES
+    ]
+    found = model_type_comparisons(paths)
+    assert len(found) <= MODEL_TYPE_BUDGET, found
+    assert not {where for where, src in found.items() if "#" not in src}, found
+
+
+def test_the_model_type_scan_sees_every_kind_of_comparison(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text(
+        'a = config.model_type == "albert"\n'
+        'b = model_type in ("x", "y")\n'
+        "c = cfg.model_type not in KNOWN\n"
+        'd = "bert" != x.model_type  # a reason\n'
+        "e = MEMBERS[config.model_type]\n"
+        "f = model_type\n"
+        'g = getattr(config, "model_type", "bert") == "electra"\n'
+    )
+    assert sorted(model_type_comparisons([f], tmp_path)) == ["m.py:1", "m.py:2", "m.py:3", "m.py:4", "m.py:7"]
+    assert model_type_comparisons([ROOT / "bert" / "config.py"])  # the homes are left out, not unseen

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import streamlit as st
 
+from bert.family import member
+
 from .. import state
 from ..board import finetune_widgets as board_widgets
 from ..jobs.local import Job, JobManager
@@ -170,9 +172,9 @@ def keep_it(page: TrainPage, res: dict) -> None:
         on_click="ignore",
         key=f"{page.prefix}_dlhf_{jid}",
         help=f"transformers.{page.hf_class}.from_pretrained(folder)"
-        if b.config.model_type == "bert"
+        if member(b.config).hf_export
         else "Written for BERT models only: this one comes from another member of BERT's family.",
-        disabled=b.config.model_type != "bert",
+        disabled=not member(b.config).hf_export,
     )
     c3.button(
         "Explore it on the other pages",

@@ -47,9 +47,10 @@ def mask_token(tokenizer) -> None:
 
 def attention(config) -> None:
     """The Attention page: ALBERT's layers are one layer's weights."""
-    if config.model_type == "albert":
+    kin = member(config)
+    if kin.shared_layers:
         st.info(
-            f"ALBERT: all {config.num_hidden_layers} layers run the SAME weights (one layer, shared). "
+            f"{kin.name}: all {config.num_hidden_layers} layers run the SAME weights (one layer, shared). "
             "Its heads still attend differently at each depth, because what each layer reads has changed.",
             icon=":material/family_history:",
         )
@@ -95,6 +96,7 @@ def card() -> None:
         "runs these in its own code too; pick one from the models folder in the sidebar."
     )
     for kin in MEMBERS.values():
-        page, label = SHOWN_ON[kin.model_type]
         st.markdown(f"**{kin.name}**: {kin.changed}. *Why:* {kin.why}.")
-        st.page_link(page, label=label, icon=":material/arrow_forward:")
+        shown = SHOWN_ON.get(kin.model_type)  # a member with no page of its own has no link
+        if shown:
+            st.page_link(shown[0], label=shown[1], icon=":material/arrow_forward:")

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 def export_hf(bundle: Bundle, out_dir: str | os.PathLike) -> Path:
     """A folder that `transformers.BertForPreTraining` (or ...ForSequenceClassification)
     `.from_pretrained` loads with no missing keys."""
-    if bundle.config.model_type != "bert":
+    if not member(bundle.config).hf_export:
         raise CheckpointError(
             f"The Hugging Face export is written for BERT models; {bundle.name} is a "
             f"{member(bundle.config).name}: download it in this app's format instead (bert.load opens it)."

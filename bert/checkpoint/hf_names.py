@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from ..config import BertConfig
+from ..family import member
 
 _LAYER = {
     "attention.output.dense": "attn.out",
@@ -167,7 +168,7 @@ def hf_to_ours(hf: dict[str, Tensor], config: BertConfig) -> tuple[dict[str, Ten
             ours[f"bert.layers.{i}.attn.qkv.{kind}"] = torch.cat([parts["query"], parts["key"], parts["value"]], dim=0)
         else:
             unused.extend(f"encoder.layer.{i}.attention.self.{p}.{kind}" for p in parts)
-    if config.model_type == "albert":  # its one layer, shared by every depth
+    if member(config).shared_layers:  # its one layer, shared by every depth
         ours = {re.sub(r"^bert\.layers\.0\.", "bert.shared_layer.", k): v for k, v in ours.items()}
     return ours, unused
 

@@ -196,7 +196,7 @@ def _load_state(model, state: dict[str, torch.Tensor], unused: list[str]) -> tup
         "replaced-token probabilities are random",
         "classifier": "no classifier head in this checkpoint: freshly initialised",
     }
-    if model.config.model_type == "electra":
+    if kin.replaced_token_head:
         groups["mlm."] = (
             "no masked-word head in this checkpoint (an ELECTRA discriminator: its generator had it): "
             "masked-word predictions are random; the replaced-token view shows what it learned"

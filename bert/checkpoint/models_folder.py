@@ -21,9 +21,10 @@ from pathlib import Path
 from .. import settings
 from ..config import BertConfig
 from ..errors import CheckpointError, TokenizerError
+from ..family import member
 from ..public import REPO
 from ..tokenizer.files import MAX_VOCAB_BYTES
-from ..tokenizer.for_folder import WORDPIECE_MODELS, tokenizer_for_folder
+from ..tokenizer.for_folder import tokenizer_for_folder
 from ..tokenizer.vocab import SPECIAL_TOKENS, read_vocab_file
 from .builtins import ModelSummary, safetensors_layout, summary_from_files
 from .sizes import check_model_size, encoder_parameters
@@ -77,7 +78,7 @@ def describe_folder(folder: Path) -> ModelSummary:
                 "which is read without running anything"
             )
         raise CheckpointError("no model.safetensors")
-    if config.model_type not in WORDPIECE_MODELS:  # RoBERTa's and ALBERT's files: read by their tokenizer
+    if member(config).tokenizer_kind != "wordpiece":  # RoBERTa's and ALBERT's files: read by their tokenizer
         try:
             size = len(tokenizer_for_folder(folder, config.model_type))
         except TokenizerError as e:

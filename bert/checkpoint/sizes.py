@@ -7,6 +7,7 @@ from __future__ import annotations
 from .. import settings
 from ..config import BertConfig
 from ..errors import CheckpointError
+from ..family import member
 
 
 def max_model_mb() -> int:
@@ -16,10 +17,10 @@ def max_model_mb() -> int:
 
 def embedding_parameters(config) -> int:
     """How many numbers the embeddings of `config` have: three tables (two for a DistilBERT) and a
-    LayerNorm, E wide, and ELECTRA's projection E -> C when E is not C."""
+    LayerNorm, E wide, and the projection E -> C when E is not C (ALBERT's always)."""
     C = config.hidden_size
     E = getattr(config, "embedding_size", None) or C
-    project = E * C + C if E != C or getattr(config, "model_type", "bert") == "albert" else 0
+    project = E * C + C if E != C or member(config).embedding_projection else 0
     return (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * E + 2 * E + project
 
 
@@ -31,7 +32,7 @@ def layer_parameters(config) -> int:
 
 def distinct_layers(config) -> int:
     """How many layers' weights the encoder holds: ALBERT's one, shared by every depth."""
-    return 1 if getattr(config, "model_type", "bert") == "albert" else config.num_hidden_layers
+    return 1 if member(config).shared_layers else config.num_hidden_layers
 
 
 def encoder_parameters(config) -> int:
@@ -55,7 +56,7 @@ def parameter_breakdown(config, classifier: bool = False, classes: int | None = 
         E = getattr(config, "embedding_size", None) or C
         counts["MLM head (decoder tied to embeddings)"] = C * E + 3 * E + V
         counts["NSP head"] = 2 * C + 2
-        if getattr(config, "model_type", "bert") == "electra":
+        if member(config).replaced_token_head:
             counts["replaced-token head"] = C * C + 2 * C + 1
     counts["total"] = sum(counts.values())
     return counts

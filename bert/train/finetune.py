@@ -42,6 +42,7 @@ from ..checkpoint.load import load
 from ..data.labelled import LabelledData, stratified_sample
 from ..dropout import thread_generator
 from ..errors import TrainingError
+from ..family import member
 from ..model import BertForSequenceClassification
 from .batching import bucket_batches
 from .device import autocast, resolve_device
@@ -118,7 +119,7 @@ def build_classifier(
 def _freeze(model: BertForSequenceClassification, embeddings: bool, layers: int) -> None:
     """The embeddings and the lowest `layers` layers keep their weights. ALBERT's layers are one
     layer's weights at every depth: they are frozen only when every layer is, else none is."""
-    if model.config.model_type == "albert" and layers < len(model.bert.layers):
+    if member(model.config).shared_layers and layers < len(model.bert.layers):
         layers = 0
     if embeddings or layers > 0:
         for p in model.bert.embeddings.parameters():

@@ -135,7 +135,7 @@ def initial_bundle(args: PretrainArgs, corpus: Corpus) -> Bundle:
         bundle = load(args.init)
         if not bundle.has_mlm:
             raise TrainingError(f"{args.init} is a classifier; pre-train from an encoder instead")
-        if bundle.config.model_type != "bert":  # BERT's two games; the family learned other ones
+        if not member(bundle.config).pretrain_here:  # BERT's two games; the family learned other ones
             raise TrainingError(
                 f"{args.init} is a {member(bundle.config).name}, pre-trained with {member(bundle.config).objective}: "
                 "this pre-training plays BERT's two games (masked LM and next sentence). Fine-tune it instead."
