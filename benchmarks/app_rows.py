@@ -41,8 +41,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 HOME_TEXT = "The loaded model"  # drawn on the Home page once the default model is described
-STARTUP_RATIO = 2.0  # issue #17: Home drawn within 2x a bare Streamlit app's time
-APP_RSS_MB = 350.0  # issue #17: the server's peak RSS once Home has drawn
+STARTUP_RATIO = 2.0  # target: Home drawn within 2x a bare Streamlit app's time
+APP_RSS_MB = 350.0  # target: the server's peak RSS once Home has drawn
 BARE_TEXT = "Bare Streamlit app for the bench"
 STARTUP_ROWS = ["startup-health", "startup-home", "mem-app"]
 BERTVIZ_ROWS = ["bertviz-head-64", "bertviz-model-64"]

@@ -1,4 +1,4 @@
-"""The class rows (issue #17): what a class waits for, against the targets. Each row's "theirs" is
+"""The class rows: what a class waits for, against the targets. Each row's "theirs" is
 its target, so the ratio says how far under (< 1) or over it the run was.
 
 - plateau-default: seconds until the Pre-training page's default run leaves the unigram plateau

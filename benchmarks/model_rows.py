@@ -97,7 +97,7 @@ def _inference_row(b: Bench, ours, theirs, label: str, model_kind: str, kind: st
         "matmul_floor_ratio": floor / th,
     }
     row = timed_row(name, what, tm, b.clock, note, extra=extra)
-    b.add(check(row, 1.0))  # not slower than transformers (0.8 was retired: below the matmul floor, #17)
+    b.add(check(row, 1.0))  # not slower than transformers (a lower ratio would be below the matmul floor)
     if attn:  # what is left above the floor: the attention itself, softmax, LayerNorm, the copies out
         ours_ms = row.ours
         floor_note = "the floor: the encoder's weight matmuls alone at these shapes, fp32, timed in this run"

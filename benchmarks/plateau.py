@@ -30,7 +30,7 @@ DEFAULT = dict(**TINY, **WORDNET, **FAST, vocab="train:1000", batch_size=32, lr=
 
 RECIPES: dict[str, dict] = {
     "default": DEFAULT,
-    # the Pre-training page's defaults before #17
+    # the Pre-training page's former defaults: the run that never left the plateau
     "old-default": dict(**TINY, vocab="train:4000", max_seq_length=64, batch_size=16, lr=1e-3, warmup_steps=30),
     "wordnet-s32-v2k-b64-lr2e-3": dict(**TINY, **WORDNET, **FAST, vocab="train:2000", batch_size=64, lr=2e-3),
     "wordnet-s32-v2k-b32-lr3e-3": dict(**TINY, **WORDNET, **FAST, vocab="train:2000", batch_size=32, lr=3e-3),

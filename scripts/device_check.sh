@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check of issue #17 (item 4), for a machine with a CUDA GPU:
+# The GPU check, for a machine with a CUDA GPU:
 #   1. the parity tests (tests/test_parity.py) on the GPU: TF32 off, tolerances 1e-3;
 #   2. a short pre-training run (STEPS steps, default 50) on cuda and on the CPU: tokens/s from its log;
 #   3. a short fine-tuning run of all-minilm-l6-v2 on synthetic labelled texts, on cuda and on the CPU;

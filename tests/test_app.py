@@ -67,7 +67,7 @@ print("torch" in sys.modules)
 @pytest.mark.slow
 def test_home_draws_the_default_model_without_torch():
     """Home and the sidebar describe the default built-in from its files: a fresh server imports
-    neither torch nor the weights before its first page has drawn (issue #17, start-up)."""
+    neither torch nor the weights before its first page has drawn."""
     import subprocess
     import sys
 

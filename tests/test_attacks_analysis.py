@@ -1,4 +1,4 @@
-"""Issue #23, rows 5, 7 and 16: the analyses a class can run at once are bounded.
+"""The analyses a class can run at once are bounded.
 
 1. Analyses not in the cache wait for one of BERT_EXPLORER_MAX_ANALYSES places, first come first
    served; each caller gets its own result, a student who waits reads "Busy: N ahead of you",

@@ -1,4 +1,4 @@
-"""Issue #23, rows 8, 9, 10 and 15: the class board and the Server status page belong to the
+"""The class board and the Server status page belong to the
 teacher and to each run's student. The store's limits are driven through its methods (as the pages
 call them), on both stores (the `board` fixture, conftest.py), the pages with AppTest."""
 

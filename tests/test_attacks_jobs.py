@@ -1,4 +1,4 @@
-"""A class can't break the training jobs (issue #13): every job budgeted, every cap refused with a
+"""A class can't break the training jobs: every job budgeted, every cap refused with a
 message, a closed tab's job stopped within 10 s, finished runs kept on disk under a run code,
 the disk kept bounded. Unit-level on app/jobs/local.py, app/jobs/budget.py, app/jobs/runs_store.py and the pure
 helpers of app/training/, with tiny models; two page tests through AppTest at the end.

@@ -1,4 +1,4 @@
-"""Attacks on model loading by a class sharing one server (issue #13).
+"""Attacks on model loading by a class sharing one server.
 
 Only built-ins, the session's own models and folders under BERT_EXPLORER_MODELS_DIR load in
 the app; every other typed source gets ONE message that says nothing about what exists. Hub

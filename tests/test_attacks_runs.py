@@ -1,4 +1,4 @@
-"""A class can't break it, round 2 (issue #23): uploads read with a row bound, reopened runs shared,
+"""A class can't break it: uploads read with a row bound, reopened runs shared,
 a student's runs capped and young runs never evicted for someone else's, the hand-over between
 two jobs bounded. Memory is VmHWM and processor time getrusage, both in a subprocess.
 """
@@ -159,9 +159,8 @@ def saved_runs(codes, config=None, kind="pretrain"):
 
 @pytest.mark.slow
 def test_eight_sessions_reopening_three_codes_hold_three_models(cache):
-    """The attack: 8 sessions each reopen the same 3 run codes. Before: a model per session and code
-    (24 copies: +467 MB here, of 18.7 MB models; +2.1 GB with MiniLM runs, issue #23); now one per
-    code, shared: +70 MB."""
+    """The attack: 8 sessions each reopen the same 3 run codes. Each code's model is loaded once and
+    shared, so the server holds 3 models, not 24 copies."""
     from tests.helpers import REVIEW_WORDS, tiny_config
 
     config = tiny_config(len(REVIEW_WORDS), hidden_size=256, num_hidden_layers=6, intermediate_size=1024)
@@ -351,10 +350,9 @@ release_memory()
 
 @pytest.mark.slow
 def test_two_finetuning_jobs_back_to_back_hold_no_more_than_the_first_ones_model(cache):
-    """The 30-student load test peaked at 1,170 MB when a fine-tuning job started as another ended.
-    What stayed of the first job besides its model: its gradients (41 MB for MiniLM) and the heap
-    it had freed (glibc keeps it). Measured here: the second job +132 MB over the first's peak
-    before (the model is 87 MB), +96 MB now."""
+    """A class's memory peaks when a fine-tuning job starts as another ends. Of the first job only its
+    model may stay: a finished model keeps no gradients and the heap it freed is given back, so the
+    second job adds at most the first one's model over its peak."""
     got = measured(
         setup=_TWO_JOBS,
         body=(

@@ -1,4 +1,4 @@
-"""Issue 23, rows 1, 2, 6 and 17: what a client sends the REAL server (one for the module, on
+"""What a client sends the REAL server (one for the module, on
 127.0.0.1, tests/live_server.py), as a hostile student's script would: websocket frames of
 Streamlit's own protocol and raw HTTP uploads.
 

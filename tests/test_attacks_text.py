@@ -1,4 +1,4 @@
-"""A class can't break it, round 2 (issue #23), rows 12-14: nothing a student typed renders as
+"""A class can't break it: nothing a student typed renders as
 markup for another (labels, names, cards, file names), not even spelled with HTML entities, a
 link's values never break a page, and every error shown goes through one filter; a corpus that
 cannot be fetched is tried once in a while, not on every rerun.

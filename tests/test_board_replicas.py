@@ -1,4 +1,4 @@
-"""The class board past one machine (issue #26): two stores on one database are two app replicas,
+"""The class board past one machine: two stores on one database are two app replicas,
 each with connections of its own (`board` and `replica`, conftest.py, on SQLite and on
 PostgreSQL). They see each other's boards, posts and live runs, and the caps hold when both act at
 once from many threads. The database going down leaves the board page with a message, never a

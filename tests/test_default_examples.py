@@ -1,4 +1,4 @@
-"""The examples the pages offer come out right with the shipped default model (#18): a new
+"""The examples the pages offer come out right with the shipped default model: a new
 checkpoint that gets one wrong fails here."""
 
 import pytest

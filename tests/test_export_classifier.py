@@ -1,4 +1,4 @@
-"""A classifier exported in Hugging Face format gives our probabilities in transformers (#18)."""
+"""A classifier exported in Hugging Face format gives our probabilities in transformers."""
 
 import importlib.util
 

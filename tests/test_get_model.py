@@ -1,4 +1,4 @@
-"""`python -m bert get MODEL_ID` against a Hugging Face Hub of our own on 127.0.0.1 (issue #24).
+"""`python -m bert get MODEL_ID` against a Hugging Face Hub of our own on 127.0.0.1.
 
 The server below answers what huggingface_hub asks (read in its source): model_info is
 GET /api/models/<id> (?blobs=True: each file's size), a file is HEAD then GET

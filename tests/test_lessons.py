@@ -1,4 +1,4 @@
-"""The lessons (#16): their shape, questions worked out on the model, and the page."""
+"""The lessons: their shape, questions worked out on the model, and the page."""
 
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""The models folder in the sidebar's picker (issue #24): every valid model folder under
+"""The models folder in the sidebar's picker: every valid model folder under
 BERT_EXPLORER_MODELS_DIR offered by name with its card's summary, described from config.json,
 vocab.txt and the safetensors header (no torch, no weights), invalid ones skipped with one line
 in the server log, one scan every 30 s for the whole server."""

@@ -1,4 +1,4 @@
-"""Links, figure downloads, projector styling and text alternatives (#15), without a browser."""
+"""Links, figure downloads, projector styling and text alternatives, without a browser."""
 
 import numpy as np
 import plotly.graph_objects as go

@@ -13,7 +13,7 @@ the tables):
   session: app/board/questions.py); each student answers once (`answer`, changeable until the
   reveal); `tally` counts them for the projector; `reveal` closes it. Kept a day, as the board.
 
-Limits (DESIGN.md §9): answers 1-ANSWER_CHARS characters on one line, no control or format
+Limits: answers 1-ANSWER_CHARS characters on one line, no control or format
 characters, at most ANSWER_MARKS marks on a letter; one per student (the browser key of the
 job limit) and at most MAX_CHANGES changes each; MAX_ANSWERS
 students a question; MAX_QUESTIONS a day a class; a question's body at most BODY_BYTES. A student

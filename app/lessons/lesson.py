@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Link:
-    """The full page with the lesson's input filled in: `query` becomes the page's link (#15)."""
+    """The full page with the lesson's input filled in: `query` becomes the page's link."""
 
     page: str  # e.g. "pages/attention.py"
     label: str

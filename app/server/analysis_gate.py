@@ -1,7 +1,7 @@
 """The server-wide bound on analyses computed at the same moment, and the "Busy" message.
 
 The analysis cache (app/analysis_cache.py) bounds what is kept, not work in progress: twelve students
-sending a long text at once ran twelve forward passes side by side (+2.4 GB measured). So every
+sending a long text at once would run twelve forward passes side by side (gigabytes). So every
 analysis that is not in the cache waits for one of BERT_EXPLORER_MAX_ANALYSES places (default
 2), in the order the students asked; a session that waits reads "Busy: N ahead of you". The
 gate lives in this module, not in anything Streamlit can clear: one per server process.

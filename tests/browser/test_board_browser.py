@@ -1,4 +1,4 @@
-"""The class board in a real Chromium (issue #16): a teacher starts a board, three students (three
+"""The class board in a real Chromium: a teacher starts a board, three students (three
 browser contexts, so three cookies and sessions) join it, one shows her run live while it trains and
 the teacher watches it, each posts a fine-tuning run, each sees all three; the server restarts and
 the board is still there. A nickname with HTML is shown as text.

@@ -1,4 +1,4 @@
-"""The teacher leads, the class answers (issue #27), in a real Chromium: one teacher and three
+"""The teacher leads, the class answers, in a real Chromium: one teacher and three
 students in separate browser contexts (four cookies, four sessions). The students follow the
 teacher through three page/view changes, each within 2 s of the teacher's screen showing it; one
 breaks away and rejoins; the teacher asks a [MASK] question, the three answer (one with a hostile

@@ -1,4 +1,4 @@
-"""Lessons in a real Chromium (issue #16): a linked lesson step draws its figure, a question is
+"""Lessons in a real Chromium: a linked lesson step draws its figure, a question is
 answered and marked right, and the progress in the sidebar survives a visit to another page.
 Screenshots: tests/artifacts/lesson_step.png, tests/artifacts/lesson_quiz.png."""
 

@@ -1,4 +1,4 @@
-"""Teaching from the app (#15) in Chromium: a link reopens the same view in another browser, figures
+"""Teaching from the app in Chromium: a link reopens the same view in another browser, figures
 download as PNG (3x) and SVG, bertviz views save as SVG and as standalone HTML that works offline,
 and projector mode is large enough for the back of a room (screenshots at 1280x720)."""
 
