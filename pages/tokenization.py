@@ -7,7 +7,16 @@ import app
 from app.models import current_model, max_tokens
 from app.ui import widgets
 from app.ui.errors import show_errors
-from app.ui.formatting import TRACE_VIEWS, clean_text, token_table, traced, vocab_facts, vocab_search, word_groups
+from app.ui.formatting import (
+    TRACE_VIEWS,
+    clean_text,
+    md_escape,
+    token_table,
+    traced,
+    vocab_facts,
+    vocab_search,
+    word_groups,
+)
 from app.ui.widgets import WORD_CHARS, cap_help
 from bert.analysis.common import encode
 
@@ -111,15 +120,15 @@ with show_errors("the tokenizer's steps"):
         if len(basic) != 1:
             st.info(
                 f"That is {len(basic)} words for this tokenizer (punctuation is split off first): "
-                f"{' · '.join(basic) or 'nothing'}. Type a single word."
+                f"{md_escape(' · '.join(basic)) or 'nothing'}. Type a single word."
             )
         else:
             trace = traced(tok, word)
             if trace.capped:  # too long a word to trace (bert/tokenizer/bpe.py MAX_TRACE_CHARS): its tokens only
-                shown = " + ".join(trace.pieces[:PIECES_SHOWN])
+                shown = md_escape(" + ".join(trace.pieces[:PIECES_SHOWN]))
                 more = len(trace.pieces) - PIECES_SHOWN
                 st.info(
-                    f"Steps not shown for this word: {trace.reason}. Pick or type a shorter word to watch "
+                    f"Steps not shown for this word: {md_escape(trace.reason)}. Pick or type a shorter word to watch "
                     f"its merges. Result: {len(trace.pieces):,} tokens, {shown}"
                     + (f" … and {more:,} more" if more > 0 else ""),
                     icon=":material/content_cut:",
@@ -127,9 +136,10 @@ with show_errors("the tokenizer's steps"):
             else:
                 frame = table(trace)
                 st.dataframe(frame, hide_index=True, width="stretch", height=min(400, 36 + 35 * max(1, len(frame))))
-                result = " + ".join(trace.pieces)
+                result = md_escape(" + ".join(trace.pieces))
                 if trace.unk:
-                    st.warning(f"Result: {tok.unk_token} ({trace.reason})", icon=":material/help:")
+                    unknown = f"{md_escape(tok.unk_token)} ({md_escape(trace.reason)})"
+                    st.warning(f"Result: {unknown}", icon=":material/help:")
                 else:
                     st.success(f"Result: {result}   (ids {', '.join(map(str, trace.ids))})")
 

@@ -4,6 +4,7 @@ vocab.txt and opened through bert.load, as a teacher's models folder would give 
 raises or shows an error; each says what the member lacks (segments, a next-sentence head); the
 ELECTRA view shows a bar per token; Compare says what differs; fine-tuning starts from each."""
 
+import re
 import time
 
 import pytest
@@ -143,6 +144,18 @@ def test_tokenization_traces_a_long_emoji_word_up_to_the_cap_and_says_so_past_it
     assert merges["the word now"].str.len().max() <= (2 * NEARBY + 1) * (longest + 3) + 4  # symbols near the merge
     assert merges["the word now"].str.endswith(" …").any() and merges["the word now"].str.startswith("… ").any()
     assert any("Result:" in x.value for x in at.success)
+
+
+def test_a_typed_word_spelled_with_entities_stays_text_on_tokenization(tmp_path):
+    """ALBERT splits words on spaces only, so an address spelled with HTML entities stays one piece
+    of the "That is N words" message: escaped, it starts no entity and becomes no link."""
+    at = AppTest.from_file(ENTRY, default_timeout=120)
+    select_session_model(at, "albert", bert.load(family_folder("albert", tmp_path / "albert")))
+    at.switch_page("pages/tokenization.py").run()
+    next(t for t in at.text_input if t.label == "…or type any word").input("see http&colon;//x&period;io").run()
+    clean(at, "a word with entities")
+    said = next(i.value for i in at.info if "words for this tokenizer" in i.value)
+    assert "colon;" in said and not re.search(r"(?<!\\)&[A-Za-z]+;", said), said
 
 
 @pytest.mark.parametrize("kind", list(NAMES))
