@@ -233,7 +233,7 @@ class BertConfig:
         return cls.from_json(text)
 
     def save(self, path: str | os.PathLike) -> None:
-        from .data.atomic_files import atomic_write_text
+        from .atomic_files import atomic_write_text
 
         atomic_write_text(Path(path), self.to_json() + "\n")
 

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bert.data import cloze
+from bert.analysis import cloze
 from bert.errors import DataError
 
 

@@ -1,7 +1,7 @@
 """A real kill in the middle of a save: a child process saves a checkpoint in a loop and is
 SIGKILLed after a random 0-300 ms, 20 times. Each time the folder must load, whole (weights,
 config and card from the same save), and what the killed save left must not stay for ever: the
-next save removes it (bert.data.atomic_files.replace_dir).
+next save removes it (bert.atomic_files.replace_dir).
 
 The children are forked from a server process that has already imported bert (multiprocessing's
 forkserver), so each try costs milliseconds, not the 2 s of importing torch.
@@ -18,8 +18,8 @@ import pytest
 import torch
 
 import bert
+from bert.atomic_files import leftovers, recover_dir, remove_stale_leftovers, replace_dir
 from bert.config import BertConfig
-from bert.data.atomic_files import leftovers, recover_dir, remove_stale_leftovers, replace_dir
 from bert.model import BertForPreTraining
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(27)]
@@ -117,7 +117,7 @@ def test_leftovers_of_a_folder_saved_no_more_go_on_the_timer(tmp_path):
 def test_without_rename_exchange_a_kill_between_the_renames_is_recovered(tmp_path, monkeypatch):
     """Where renameat2 is missing the swap is two renames; killed between them, only .a.old is
     left: the next save (or the cleanup, or recover_dir) puts it back before anything else."""
-    import bert.data.atomic_files as fileio
+    import bert.atomic_files as fileio
 
     monkeypatch.setattr(fileio, "_exchange", lambda a, b: False)
     folder = tmp_path / "a"
@@ -137,7 +137,7 @@ def test_without_rename_exchange_a_kill_between_the_renames_is_recovered(tmp_pat
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_rename_exchange_is_used_here(tmp_path):
-    from bert.data.atomic_files import _exchange
+    from bert.atomic_files import _exchange
 
     (tmp_path / "x").mkdir()
     (tmp_path / "y").mkdir()

@@ -403,7 +403,7 @@ def test_a_save_that_dies_half_way_leaves_the_old_model_whole(good, monkeypatch)
 
 
 def test_atomic_write_keeps_the_old_file_on_failure(tmp_path, monkeypatch):
-    from bert.data.atomic_files import atomic_write_bytes
+    from bert.atomic_files import atomic_write_bytes
 
     f = tmp_path / "card.md"
     atomic_write_bytes(f, b"old")

@@ -2,7 +2,7 @@
 
 A run is a folder `<cache>/runs/<CODE>/` (git-ignored): `model/` (bert.save, weights in fp16 to
 halve the disk) and `run.json` (what the results view shows: metrics, report, settings, card). It
-is written whole in a temporary folder and renamed into place (bert.data.atomic_files.replace_dir), so a
+is written whole in a temporary folder and renamed into place (bert.atomic_files.replace_dir), so a
 kill leaves either no run or a whole one. The code is 6 characters of [A-Z0-9] (36^6, about
 2 x 10^9 codes); what a student types is checked against exactly that before it becomes part of
 a path, so it can never name another folder.
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import bert
 from bert import settings
-from bert.data.atomic_files import atomic_write_text, remove_stale_leftovers, replace_dir
+from bert.atomic_files import atomic_write_text, remove_stale_leftovers, replace_dir
 from bert.data.corpus.fetch import bert_cache_dir
 from bert.data.corpus.registry import CORPORA
 from bert.errors import DataError, InputError

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from safetensors.torch import save_file
 
-from ..data.atomic_files import atomic_write_text, replace_dir
+from ..atomic_files import atomic_write_text, replace_dir
 from ..errors import CheckpointError
 from ..family import member
 from ..public import public_text

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..data.atomic_files import atomic_write_text
+from ..atomic_files import atomic_write_text
 
 # The script shipped with an exported classifier: it needs transformers, so it lives as a text
 # file beside the other assets and bert/ never imports or contains it.

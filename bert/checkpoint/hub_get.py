@@ -12,8 +12,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ..atomic_files import atomic_write_text, remove_leftovers
 from ..config import BertConfig
-from ..data.atomic_files import atomic_write_text, remove_leftovers
 from ..errors import CheckpointError
 from ..public import public_text
 from .builtins import BUILTINS, read_card

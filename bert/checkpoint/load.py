@@ -29,9 +29,9 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from ..atomic_files import atomic_write_text, replace_dir
 from ..bundle import Bundle
 from ..config import BertConfig
-from ..data.atomic_files import atomic_write_text, replace_dir
 from ..errors import CheckpointError
 from ..family import member
 from ..model import BertForPreTraining, BertForSequenceClassification

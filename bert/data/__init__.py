@@ -1,2 +1,2 @@
 """Text in and files out: labelled files for fine-tuning, the built-in data sets and corpora,
-decoding what a user uploaded, crash-safe file writing, the everyday cloze set."""
+decoding what a user uploaded."""

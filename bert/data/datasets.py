@@ -22,8 +22,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..atomic_files import atomic_write_text
 from ..errors import DataError
-from .atomic_files import atomic_write_text
 from .corpus.base import CorpusError
 from .corpus.fetch import Archive, bert_cache_dir, fetch_pip
 from .labelled import DEFAULT_MAX_ROWS, LabelledData, read_labelled

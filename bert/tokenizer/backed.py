@@ -25,7 +25,7 @@ from pathlib import Path
 from tokenizers import AddedToken
 from tokenizers import Tokenizer as LibraryTokenizer
 
-from ..data.atomic_files import atomic_write_text
+from ..atomic_files import atomic_write_text
 from ..errors import TokenizerError
 from .files import TOKENIZER_JSON
 from .tokenizer import COUNT_AHEAD, Encoding, TokenizerCommon, check_text

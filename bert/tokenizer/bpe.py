@@ -22,7 +22,7 @@ from pathlib import Path
 from tokenizers import AddedToken, decoders, pre_tokenizers, processors
 from tokenizers import Tokenizer as LibraryTokenizer
 
-from ..data.atomic_files import atomic_write_text
+from ..atomic_files import atomic_write_text
 from ..errors import TokenizerError
 from .backed import BackedTokenizer
 from .files import (

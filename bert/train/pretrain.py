@@ -26,10 +26,10 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from ..atomic_files import atomic_write_text, replace_dir
 from ..bundle import Bundle
 from ..checkpoint.load import load, load_folder, save
 from ..config import BertConfig
-from ..data.atomic_files import atomic_write_text, replace_dir
 from ..data.corpus.base import Corpus, merge_corpora
 from ..data.corpus.registry import load_corpus, split_corpora
 from ..errors import TrainingError
@@ -171,7 +171,7 @@ def save_checkpoint(folder: Path, bundle: Bundle, opt, state: dict) -> None:
     into place."""
     folder = Path(folder)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.tmp"))  # a killed save's
-    # leftover is removed by the next save (bert.data.atomic_files.replace_dir)
+    # leftover is removed by the next save (bert.atomic_files.replace_dir)
     try:
         save(cpu_bundle(bundle), tmp / "model")
         torch.save(to_cpu(opt.state_dict()), tmp / "optimizer.pt")

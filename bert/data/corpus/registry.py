@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..atomic_files import atomic_write_text
+from ...atomic_files import atomic_write_text
 from . import debian
 from .base import Corpus, CorpusError, merge_corpora
 from .bbc import parse_bbc

@@ -58,7 +58,7 @@ def evaluate_cloze(bundle, items: list[ClozeItem] | None = None, k: int = 5) -> 
     """Top-1 / top-k of a model with an MLM head on the cloze items (one forward pass each)."""
     import torch
 
-    from ..analysis.mlm import mlm_topk
+    from .mlm import mlm_topk
 
     items = load_cloze() if items is None else items
     specials = set(getattr(bundle.tokenizer, "special_tokens", SPECIAL_TOKENS))
@@ -91,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from ..checkpoint.load import load
 
-    ap = argparse.ArgumentParser(prog="python -m bert.data.cloze", description="Everyday cloze top-1/top-5 of a model.")
+    ap = argparse.ArgumentParser(
+        prog="python -m bert.analysis.cloze", description="Everyday cloze top-1/top-5 of a model."
+    )
     ap.add_argument("model", nargs="?", default="minilm-l6")
     ap.add_argument("--misses", action="store_true", help="list the items not in the top 5")
     args = ap.parse_args(argv)
