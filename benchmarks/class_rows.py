@@ -3,7 +3,7 @@ its target, so the ratio says how far under (< 1) or over it the run was.
 
 - plateau-default: seconds until the Pre-training page's default run leaves the unigram plateau
   (benchmarks/plateau.py; one torch thread, as a job in the app), target 180 s;
-- finetune-run: the 2,000-snippet, one-epoch fine-tuning run of the README (`python -m bert
+- finetune-run: the 2,000-snippet, one-epoch fine-tuning run of docs/MODELS.md (`python -m bert
   finetune`, the backend's defaults, the bench's threads), target 20 s, with its accuracy;
 - class-30: 30 students' default runs queued at once through the app's job manager
   (benchmarks/class_queue.py), minutes until the last one ends, target 10; about ten minutes of

@@ -133,7 +133,7 @@ def format_table(result: dict) -> str:
 
 
 def format_markdown(result: dict) -> str:
-    """The table as Markdown, for the README's Performance section."""
+    """The table as Markdown, as in docs/PERFORMANCE.md."""
     out = ["| row | what | ours | theirs | unit | ours/theirs | target |", "|---|---|---:|---:|---|---:|---|"]
     for r in result["rows"]:
         mark = "" if r["ok"] is None else (" ✓" if r["ok"] else " ✗")

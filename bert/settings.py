@@ -1,9 +1,9 @@
 """Every setting of a BERT Explorer server, in one place: its name, default and what it does.
 
-The person running the server sets them as environment variables (README, "Settings"). They are
-read when used, through the four readers below, so a test or a server may change them at any
-time; a value that is not of the right kind (or not positive, where that matters) means the
-default. Nothing else in `bert/`, `app/` or `pages/` reads a BERT_EXPLORER_* variable.
+The person running the server sets them as environment variables (docs/SETTINGS.md lists them
+all). They are read when used, through the four readers below, so a test or a server may change
+them at any time; a value that is not of the right kind (or not positive, where that matters)
+means the default. Nothing else in `bert/`, `app/` or `pages/` reads a BERT_EXPLORER_* variable.
 """
 
 from __future__ import annotations

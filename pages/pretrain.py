@@ -97,7 +97,7 @@ if corpus is not None:
 # --- 2. model and training settings -----------------------------------------------------------------
 D = PretrainArgs(out="")
 # The default run leaves the unigram plateau while the class watches: about 40 s on one thread of a
-# 2-core machine (benchmarks/plateau.py, README "Watch it learn"), on WordNet's short sentences.
+# 2-core machine (benchmarks/plateau.py, docs/MODELS.md "Watch it learn"), on WordNet's short sentences.
 defaults = {
     "pt_layers": 2,
     "pt_hidden": 128,

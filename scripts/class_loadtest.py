@@ -1,7 +1,7 @@
 """A class led by its teacher, under load: students following the teacher's page and view and
-answering one question while fine-tuning jobs run (issue #27's load-test row).
+answering one question while fine-tuning jobs run (the load-test row of docs/DEPLOY.md).
 
-    python scripts/class_loadtest.py                              # 30 students, 2 jobs: the README's row
+    python scripts/class_loadtest.py                              # 30 students, 2 jobs: docs/DEPLOY.md's row
     python scripts/class_loadtest.py --students 3 --jobs 0 --changes 2 --json out.json   # a quick one
 
 Only on 127.0.0.1 and bounded (every wait has a limit; it stops by itself):

@@ -1,6 +1,6 @@
 """A class at once: the real app under N concurrent sessions while fine-tuning jobs run.
 
-    python scripts/loadtest.py                      # 20 students, 2 fine-tuning jobs (the README's figures)
+    python scripts/loadtest.py                      # 20 students, 2 fine-tuning jobs (docs/DEPLOY.md's figures)
     python scripts/loadtest.py --sessions 4 --browser-sessions 1 --json out.json
     python scripts/loadtest.py --sessions 20 --browser-sessions 0 --jobs 0 --ramp 0   # pages only, all at once
 

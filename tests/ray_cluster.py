@@ -42,7 +42,7 @@ TOKEN = secrets.token_hex(32)
 OBJECT_STORE_BYTES = 80 * 1024 * 1024
 # A dead node is noticed after period x threshold (Ray's defaults: 3 s x 5 = 15 s; here 1.5 s)
 FAST_FAILURE_DETECTION = {"RAY_health_check_period_ms": "500", "RAY_health_check_failure_threshold": "3"}
-# as scripts/cluster_local.sh and the README set it: a replica (a Ray driver) outlives a lost head
+# as scripts/cluster_local.sh and docs/DEPLOY.md set it: a replica (a Ray driver) outlives a lost head
 # instead of ending 60 s after it (a cluster setting, which drivers take from the head)
 OUTLIVE_THE_HEAD = {"RAY_gcs_rpc_server_reconnect_timeout_s": "86400"}
 

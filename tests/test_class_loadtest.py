@@ -3,7 +3,7 @@
 websocket protocol, answer the [MASK] question, the teacher's panel counts the answers, the
 reveal reaches each. 0 errors and a latency for every follower and change. The full row (30
 students while 2 fine-tuning jobs run) is `python scripts/class_loadtest.py`; its figures are in
-the README."""
+docs/DEPLOY.md."""
 
 import json
 

@@ -4,7 +4,7 @@ and Masked LM pages while two fine-tuning jobs are submitted with BERT_EXPLORER_
 
 0 errors, each student sees only its own word, the second job waits with its place shown and
 starts when the first is stopped, and the report has page times and the server's peak memory.
-The full run (20 students) is `python scripts/loadtest.py`; its figures are in the README.
+The full run (20 students) is `python scripts/loadtest.py`; its figures are in docs/DEPLOY.md.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def test_small_class_at_once(tmp_path):
     # the queue: one job trains, the other waits and shows its place, then starts in its turn
     assert rep.queue["after start"] == ["running", "queued #1"], text
     assert rep.queue["job2 ran"] == "running" and rep.queue["job2 after Stop"] == "finished", text
-    # the figures the README reports
+    # the figures docs/DEPLOY.md reports
     assert rep.all_steps["n"] == 20 and 0 < rep.all_steps["p50"] <= rep.all_steps["p95"], text
     assert rep.browser_steps["n"] == 5 and rep.protocol_steps["n"] == 15, text
     assert 300 < rep.server_peak_rss_mb <= rep.server_hwm_mb + 1, text
