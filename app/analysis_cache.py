@@ -27,7 +27,6 @@ from contextlib import contextmanager
 
 import numpy as np
 import streamlit as st
-import torch
 
 import bert
 from bert import settings
@@ -39,7 +38,7 @@ from bert.analysis.heads import HeadPatterns, head_pattern_stats, head_patterns_
 
 from .current_model import CurrentModel
 from .server.analysis_gate import ANALYSES, busy_notice
-from .server.memory import trim_heaps
+from .server.memory import nbytes, trim_heaps
 from .ui.formatting import clean_text
 
 ENTRY_BYTES = 256  # what one entry costs besides its contents (key, bookkeeping)
@@ -50,26 +49,6 @@ ENTRY_BYTES = 256  # what one entry costs besides its contents (key, bookkeeping
 
 def cache_budget_bytes() -> int:
     return settings.whole("BERT_EXPLORER_CACHE_MB", minimum=0) * 2**20
-
-
-def nbytes(obj, _depth: int = 0) -> int:
-    """The bytes of a result: its numpy arrays and tensors, strings, and 64 for anything else
-    (walking dataclasses, dicts, lists and tuples)."""
-    if _depth > 6:
-        return 0
-    if isinstance(obj, np.ndarray):
-        return int(obj.nbytes)
-    if isinstance(obj, torch.Tensor):
-        return int(obj.element_size() * obj.nelement())
-    if isinstance(obj, dict):
-        return sum(nbytes(v, _depth + 1) for v in obj.values())
-    if isinstance(obj, (list, tuple)):
-        return sum(nbytes(v, _depth + 1) for v in obj) + 8 * len(obj)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return sum(nbytes(getattr(obj, f.name), _depth + 1) for f in dataclasses.fields(obj))
-    if isinstance(obj, str):
-        return 49 + len(obj)  # a Python str's own header
-    return 64
 
 
 class BudgetCache:

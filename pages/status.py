@@ -10,6 +10,7 @@ import time
 import streamlit as st
 
 import app
+from app.analysis_cache import budget_cache
 from app.jobs import budget, runs_store
 from app.jobs.backend import job_backend
 from app.jobs.local import CLEANUP_EVERY_S
@@ -43,7 +44,7 @@ def panel() -> None:
         }
     )
 
-    snap = holders.snapshot()
+    snap = holders.snapshot(budget_cache())
     sessions, an, cache = snap["sessions"], snap["analyses"], snap["cache"]
     metric_row(
         {

@@ -2,7 +2,7 @@
 open and what each one's state holds, the analyses running and waiting, the analysis cache by
 kind of result, and the uploads kept.
 
-Sizes are what the objects' arrays, tensors, models and strings take (app.analysis_cache.nbytes,
+Sizes are what the objects' arrays, tensors, models and strings take (app.server.memory.nbytes,
 plus a model's parameters and buffers), not Python's bookkeeping: the part that grows with a
 class. Counts and sizes only: nothing here names a student or shows a text.
 """
@@ -12,14 +12,13 @@ from __future__ import annotations
 import dataclasses
 
 from .analysis_gate import ANALYSES, analysis_places
+from .memory import nbytes
 
 
 def value_bytes(value, _depth: int = 0) -> int:
-    """The bytes `value` holds: arrays, tensors, strings (app.analysis_cache.nbytes), and the
+    """The bytes `value` holds: arrays, tensors, strings (memory.nbytes), and the
     parameters and buffers of a torch model, also inside dataclasses, dicts, lists and tuples."""
     import torch
-
-    from app.analysis_cache import nbytes
 
     if _depth > 6:
         return 0
@@ -73,11 +72,8 @@ def uploads_held() -> tuple[int, int] | None:
     return sum(n for n, _ in held), sum(b for _, b in held)
 
 
-def snapshot() -> dict:
-    """Everything the status page shows about memory, read now."""
-    from app.analysis_cache import budget_cache
-
-    cache = budget_cache()
+def snapshot(cache) -> dict:
+    """Everything the status page shows about memory, read now; `cache` is the analyses' BudgetCache."""
     return {
         "sessions": session_sizes(),
         "analyses": {"running": ANALYSES.running, "waiting": ANALYSES.waiting(), "places": analysis_places()},

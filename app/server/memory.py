@@ -15,6 +15,9 @@ import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import numpy as np
+import torch
+
 
 def trim_heaps() -> None:
     """Hand the heaps' free memory back to the system (malloc_trim: well under a millisecond
@@ -147,3 +150,23 @@ def page_run() -> Iterator[None]:
             for namespace in held:
                 for name in [n for n, v in namespace.items() if not n.startswith("__") and holds_memory(v)]:
                     del namespace[name]
+
+
+def nbytes(obj, _depth: int = 0) -> int:
+    """The bytes of a result: its numpy arrays and tensors, strings, and 64 for anything else
+    (walking dataclasses, dicts, lists and tuples)."""
+    if _depth > 6:
+        return 0
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes)
+    if isinstance(obj, torch.Tensor):
+        return int(obj.element_size() * obj.nelement())
+    if isinstance(obj, dict):
+        return sum(nbytes(v, _depth + 1) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(nbytes(v, _depth + 1) for v in obj) + 8 * len(obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return sum(nbytes(getattr(obj, f.name), _depth + 1) for f in dataclasses.fields(obj))
+    if isinstance(obj, str):
+        return 49 + len(obj)  # a Python str's own header
+    return 64
