@@ -2,14 +2,14 @@
 
 import streamlit as st
 
-from app import state
+from app import sidebar, state
 from app.board import follow_view
 from app.board import server as board_server
 from app.jobs import backend
 from app.server import guard, memory, page_fragments
-from app.ui import class_tools, links, sidebar
+from app.sidebar import app_icon
+from app.ui import class_tools, links
 from app.ui.errors import show_errors
-from app.ui.sidebar import app_icon
 
 guard.install()  # once per process: no client clears the caches; uploads capped
 page_fragments.install()  # once per process: a page's fragments end with the page
@@ -68,4 +68,5 @@ with show_errors("this page"), memory.page_run():  # the last boundary: a messag
 links.publish()  # the address now holds this view (what the page declared with links.use)
 follow_view.after_run(page_name)  # the teacher's lead written; a follower who changed it has left
 with st.sidebar:
-    class_tools.render()  # after the page: its "Link for students" shows the address just published
+    # after the page: its "Link for students" shows the address just published; the class part the board's
+    class_tools.render(follow_view.sidebar_section)

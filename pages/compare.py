@@ -16,6 +16,7 @@ from app.figures.compare import (
     sense_scatter,
     separation_line,
 )
+from app.model_picker import model_picker
 from app.models import FOLDER, LISTED, current_model, model_options, option_for
 from app.training.snapshots import SNAPSHOTS, VIEW_REQUEST
 from app.ui import links, show_figure
@@ -29,7 +30,6 @@ from app.ui.widgets import (
     cap_help,
     index_slider,
     mlm_input,
-    model_picker,
 )
 from bert import InputError
 from bert.analysis.compare import compare_attention

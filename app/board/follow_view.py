@@ -108,9 +108,14 @@ def _follow_toggled() -> None:
 
 
 def sidebar_section() -> None:
-    """The sidebar's "Class" part (inside `with st.sidebar`)."""
+    """The sidebar's "Your class" part (inside `with st.sidebar`): nothing when the board is off."""
     if not enabled():
         return
+    with st.expander("Your class", icon=":material/groups:", expanded=bool(st.session_state.get(JOINED))):
+        _class_section()
+
+
+def _class_section() -> None:
     ss = st.session_state
     note = ss.pop(NOTE, None)
     if note:

@@ -10,13 +10,11 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import gc
+import sys
 import threading
 import types
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-import numpy as np
-import torch
 
 
 def trim_heaps() -> None:
@@ -157,9 +155,10 @@ def nbytes(obj, _depth: int = 0) -> int:
     (walking dataclasses, dicts, lists and tuples)."""
     if _depth > 6:
         return 0
-    if isinstance(obj, np.ndarray):
+    np, torch = sys.modules.get("numpy"), sys.modules.get("torch")  # not imported: no such value
+    if np is not None and isinstance(obj, np.ndarray):
         return int(obj.nbytes)
-    if isinstance(obj, torch.Tensor):
+    if torch is not None and isinstance(obj, torch.Tensor):
         return int(obj.element_size() * obj.nelement())
     if isinstance(obj, dict):
         return sum(nbytes(v, _depth + 1) for v in obj.values())

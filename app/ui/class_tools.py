@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import functools
 import io
+from collections.abc import Callable
 
 import streamlit as st
 
-from ..board import follow_view
-from ..board import server as board_server
 from . import links, show_figure
 
 # Projector mode: everything larger (Streamlit sizes in rem, so the root size scales labels,
@@ -58,15 +57,15 @@ def _link_box() -> None:
         st.caption("This link is too long for a QR code; copy the address above.")
 
 
-def render() -> None:
-    """The sidebar section (called inside `with st.sidebar`, after the page has run)."""
+def render(class_section: Callable[[], None] | None = None) -> None:
+    """The sidebar section (called inside `with st.sidebar`, after the page has run); the class's
+    own part (joining, leading, following: the board's) is drawn by `class_section`."""
     ss = st.session_state
     st.markdown("### For the class")
     with st.popover("Link for students", icon=":material/link:", width="stretch"):
         _link_box()
-    if board_server.enabled():
-        with st.expander("Your class", icon=":material/groups:", expanded=bool(ss.get(board_server.JOINED))):
-            follow_view.sidebar_section()
+    if class_section is not None:
+        class_section()
     st.toggle(
         "Projector mode",
         key=links.PROJECTOR,

@@ -13,8 +13,6 @@ from bert import InputError, settings
 from bert.tokenizer.vocab import MASK_TOKEN as MASK
 
 from .. import state
-from ..current_model import CurrentModel
-from ..models import FOLDER, model_for, model_options, option_label
 from . import links
 from .formatting import md_escape
 
@@ -147,20 +145,3 @@ def csv_download(df, label: str, file_name: str, key: str) -> None:
         key=key,
         on_click="ignore",
     )
-
-
-def model_picker(col, which: str, default: str) -> CurrentModel:
-    """A picker of model `which` ("A", "B") in `col`, `default` first; a folder box under it for "Folder"."""
-    options = model_options()
-    key = f"cmp_model_{which}"
-    if st.session_state.get(key) not in options:
-        st.session_state[key] = default if default in options else options[0]
-    choice = col.selectbox(f"Model {which}", options, key=key, format_func=option_label)
-    folder = (
-        col.text_input(
-            f"Folder of model {which}", key=f"cmp_folder_{which}", max_chars=PATH_CHARS, help=cap_help(PATH_CHARS)
-        )
-        if choice == FOLDER
-        else ""
-    )
-    return model_for(choice, folder)

@@ -10,11 +10,11 @@ import streamlit as st
 import bert
 from bert.public import public_text
 
-from .. import state
-from ..models import FOLDER, current_summary, load_model, model_options, option_for, option_label, source_of
-from .errors import show_errors
-from .formatting import card_summary, fmt_params, md_escape, md_safe
-from .widgets import PATH_CHARS
+from . import state
+from .models import FOLDER, current_summary, load_model, model_options, option_for, option_label, source_of
+from .ui.errors import show_errors
+from .ui.formatting import card_summary, fmt_params, md_escape, md_safe
+from .ui.widgets import PATH_CHARS
 
 log = logging.getLogger("bert_explorer")
 
