@@ -3,8 +3,8 @@
 import streamlit as st
 
 from app import sidebar, state
-from app.board import follow_view
-from app.board import server as board_server
+from app.board import class_panel
+from app.board import service as board_service
 from app.jobs import backend
 from app.server import guard, memory, page_fragments
 from app.sidebar import app_icon
@@ -52,7 +52,7 @@ PAGE_TABLE = [
 PAGES = {
     name: st.Page(f"pages/{name}.py", title=title, icon=f":material/{icon}:", default=name == "home")
     for name, title, icon in PAGE_TABLE
-    if name != "board" or board_server.enabled()
+    if name != "board" or board_service.enabled()
 }
 
 page = st.navigation(list(PAGES.values()))
@@ -62,11 +62,11 @@ class_tools.apply_projector_css()
 for note in link_notes:
     st.info(note, icon=":material/link:")
 with show_errors("the class panel"):
-    follow_view.panel(PAGES)  # a class joined: the teacher's moves, the open question
+    class_panel.panel(PAGES)  # a class joined: the teacher's moves, the open question
 with show_errors("this page"), memory.page_run():  # the last boundary: a message, never a traceback
     page.run()  # page_run empties the page's namespace afterwards (app/server/memory.py)
 links.publish()  # the address now holds this view (what the page declared with links.use)
-follow_view.after_run(page_name)  # the teacher's lead written; a follower who changed it has left
+class_panel.after_run(page_name)  # the teacher's lead written; a follower who changed it has left
 with st.sidebar:
     # after the page: its "Link for students" shows the address just published; the class part the board's
-    class_tools.render(follow_view.sidebar_section)
+    class_tools.render(class_panel.sidebar_section)

@@ -10,9 +10,9 @@ import pandas as pd
 import streamlit as st
 
 import app
-from app.board import figures as board_figures
-from app.board import follow_view
-from app.board.server import JOINED, board_store, enabled
+from app.board import charts as board_charts
+from app.board import class_panel
+from app.board.service import JOINED, board_store, enabled
 from app.board.store import CODE_LEN, BoardError, BoardUnavailable, normal_code
 from app.board.summary import SETTING_LABELS, fmt_setting, what_the_best_share
 from app.server import teacher
@@ -47,7 +47,7 @@ def start() -> None:
     st.session_state[SHOW_KEY] = False
     st.session_state[JOINED] = code
     st.session_state[CLEAR_KEY] = key
-    st.session_state[follow_view.TEACHER] = (code, key)  # this session teaches the class too
+    st.session_state[class_panel.TEACHER] = (code, key)  # this session teaches the class too
 
 
 def join() -> None:
@@ -155,7 +155,7 @@ def live_now(code: str) -> None:
         acc = "" if r["accuracy"] is None or r["state"] != "done" else f" · accuracy {100 * r['accuracy']:.1f} %"
         st.markdown(f"**{md_escape(r['nickname'])}** · {LIVE_STATES[r['state']]}{acc}")
         st.progress(r["progress"], text=md_escape(r["line"]) or None)
-        show_figure.show(board_figures.live_figure(r), f"board-live-{r['id']}", key=f"board_live_{r['id']}")
+        show_figure.show(board_charts.live_figure(r), f"board-live-{r['id']}", key=f"board_live_{r['id']}")
 
 
 @st.fragment(run_every=WATCH_EVERY_S)
@@ -186,7 +186,7 @@ def posted(code: str) -> list[dict]:
         return runs
     st.subheader(f"{len(runs)} run(s) posted")
     st.dataframe(table(runs), hide_index=True, width="stretch")
-    show_figure.show(board_figures.posted_figure(code, drawn, runs), f"board-{code}", key="board_curves")
+    show_figure.show(board_charts.posted_figure(code, drawn, runs), f"board-{code}", key="board_curves")
     share = what_the_best_share(runs)
     if share:
         st.markdown("**What the best runs share**\n\n" + "\n".join(f"- {md_escape(s)}" for s in share))

@@ -41,7 +41,7 @@ import loadtest as lt  # noqa: E402 - scripts/ is not a package: its sibling, by
 TEACHER_KEY = "a load test's teacher key"
 CHANGES = [("page", "attention"), ("view", "All heads"), ("page", "masked_lm"), ("page", "tokenization")]
 DEBUG = bool(__import__("os").environ.get("CLASS_LOADTEST_DEBUG"))
-POLL_S = 1.0  # the class panel's auto-rerun (app/board/follow_view.py POLL_S)
+POLL_S = 1.0  # the class panel's auto-rerun (app/board/class_panel.py POLL_S)
 
 
 def pct(xs: list[float]) -> dict:

@@ -75,9 +75,9 @@ def postgres_server():
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.slow)])  # a database server: slow
 def board(request, tmp_path, monkeypatch):
     """The class board's store, once on SQLite (in the test's cache folder) and once on
-    PostgreSQL (its database emptied), as app/board/server.py picks it from the settings: the
+    PostgreSQL (its database emptied), as app/board/service.py picks it from the settings: the
     pages a test drives use the same one. One store only: parametrize("board", [...], indirect=True)."""
-    from app.board.server import board_store
+    from app.board.service import board_store
     from tests.helpers import use_cache
 
     use_cache(monkeypatch, tmp_path)

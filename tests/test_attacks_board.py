@@ -12,10 +12,10 @@ import plotly.io as pio
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.board import figures as board_figures
+from app.board import charts as board_charts
 from app.board import store
 from app.board import summary as board_summary
-from app.board.server import JOINED
+from app.board.service import JOINED
 from app.board.store import BoardError
 from tests.helpers import use_cache
 
@@ -254,13 +254,13 @@ def test_a_full_board_is_drawn_once_per_change_and_small(cache, board, monkeypat
         )
     runs = board.entries(code)
     assert len(runs) == 200 and len(runs[0]["val_accuracy"]) == 200  # stored in full, drawn thinned
-    spec = pio.to_json(board_figures.posted_curves(runs), validate=False)
+    spec = pio.to_json(board_charts.posted_curves(runs), validate=False)
     assert len(spec) < 150_000, len(spec)  # 815 kB before (200 points a curve, with markers)
 
     built, parsed = [], []
-    real_curves, real_clean = board_figures.posted_curves, board_summary.clean_summary
-    monkeypatch.setattr(board_figures, "_built", OrderedDict())
-    monkeypatch.setattr(board_figures, "posted_curves", lambda r: built.append(1) or real_curves(r))
+    real_curves, real_clean = board_charts.posted_curves, board_summary.clean_summary
+    monkeypatch.setattr(board_charts, "_built", OrderedDict())
+    monkeypatch.setattr(board_charts, "posted_curves", lambda r: built.append(1) or real_curves(r))
     monkeypatch.setattr(store, "clean_summary", lambda s: parsed.append(1) or real_clean(s))
     monkeypatch.setattr(store, "_read", OrderedDict())
     viewers = [page(code) for _ in range(3)]

@@ -185,8 +185,8 @@ def class_screen(code: str, teacher_key: str | None = None, student: str | None 
     (its answers are "session:<student>": AppTest sends no browser cookie)."""
     from streamlit.testing.v1 import AppTest
 
-    from app.board.follow_view import TEACHER
-    from app.board.server import JOINED
+    from app.board.class_panel import TEACHER
+    from app.board.service import JOINED
 
     at = AppTest.from_file(ENTRY, default_timeout=120)
     at.run()
@@ -242,7 +242,7 @@ def test_a_nickname_spelled_with_entities_is_text_on_the_class_board(board, monk
     chart's "In words" on a classmate's Class board show it as typed, never as a link."""
     from streamlit.testing.v1 import AppTest
 
-    from app.board.server import JOINED
+    from app.board.service import JOINED
 
     monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
     code, _ = board.new_board()
@@ -263,7 +263,7 @@ def test_a_posted_nickname_spelled_with_entities_is_text_under_the_boards_chart(
     from streamlit.testing.v1 import AppTest
 
     def script():
-        from app.board.figures import posted_curves
+        from app.board.charts import posted_curves
         from app.ui import show_figure
 
         runs = [{"nickname": "http&colon;//x&period;io", "val_accuracy": [[1, 0.5], [2, 0.8]]}]

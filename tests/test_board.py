@@ -11,7 +11,7 @@ import pytest
 
 from app.board import store
 from app.board import summary as board_summary
-from app.board.server import JOINED
+from app.board.service import JOINED
 from app.board.store import BoardError, SqliteStore
 from app.ui.formatting import md_escape
 from bert.train.finetune_args import FinetuneArgs

@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.board import store
-from app.board.server import JOINED
+from app.board.service import JOINED
 from app.board.store import UNAVAILABLE, BoardError, BoardUnavailable
 from app.ui.formatting import md_escape
 

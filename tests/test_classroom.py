@@ -14,8 +14,8 @@ import pytest
 
 from app.board import classroom as cr
 from app.board import questions
+from app.board.charts import answers_figure
 from app.board.classroom import Classroom, is_right, normal_answer
-from app.board.figures import answers_figure
 from app.board.store import KEEP_SECONDS, LEAD_IDLE_S, LEAD_MAX_S, BoardError
 from bert import InputError
 from tests.helpers import tiny_bundle
@@ -175,8 +175,8 @@ def test_the_teachers_csv_is_built_when_downloaded_not_on_every_run(board, monke
     from streamlit.testing.v1 import AppTest
 
     from app.board import question_view
-    from app.board.follow_view import TEACHER
-    from app.board.server import JOINED
+    from app.board.class_panel import TEACHER
+    from app.board.service import JOINED
     from tests.helpers import ENTRY
 
     monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")

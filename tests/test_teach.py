@@ -60,7 +60,7 @@ def test_bad_link_values_are_ignored_with_a_note_and_private_things_never_enter_
 
 @pytest.mark.slow
 def test_a_follower_arrives_with_the_whole_view_and_keeps_the_teachers_address():
-    """follow_view moves a follower with links.arrive_with(the whole view) and the teacher's
+    """class_panel moves a follower with links.arrive_with(the whole view) and the teacher's
     address: the follower's own values are replaced (defaults included), and the arriving run
     changes no query parameter (a change there could reach Chromium before the page switch did)."""
     at = AppTest.from_file(ENTRY, default_timeout=120)

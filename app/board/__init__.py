@@ -2,12 +2,12 @@
 class code and see whose settings worked best.
 
 store.py: the store's interface, its rules and limits, and the SQLite store; postgres.py: the
-PostgreSQL store; server.py: which one this server uses, and whether the board is on;
-summary.py: what a posted run says; figures.py: the board's plotly figures;
+PostgreSQL store; service.py: which one this server uses, and whether the board is on;
+summary.py: what a posted run says; charts.py: the board's plotly charts;
 finetune_widgets.py: the post and show-live buttons of the Fine-tuning page. pages/board.py draws
 the board.
 
 The teacher leads, the class answers: classroom.py (the lead and the questions in the same
-store), questions.py (the kinds, worked out on the model), follow_view.py (the sidebar's class
+store), questions.py (the kinds, worked out on the model), class_panel.py (the sidebar's class
 section, the class panel on every page, following) and question_view.py (asking, answering, the
 live chart and the reveal)."""

@@ -36,7 +36,7 @@ import unicodedata
 from collections import OrderedDict
 
 from ..server.new_students import NewStudents, new_answerers
-from .store import KEEP_SECONDS, LEAD_IDLE_S, LEAD_MAX_S, BoardError, BoardStore, normal_code, student_key
+from .store import KEEP_SECONDS, LEAD_IDLE_S, LEAD_MAX_S, BoardError, BoardStore, normal_code, stored_student
 
 LEAD_ENDED = "Leading the class ended (after 4 hours, or 20 minutes unheard): turn it on again to go on."
 LEAD_BEAT_S = 30  # a leading session writes at least this often (its view unchanged)
@@ -277,7 +277,7 @@ class Classroom:
         client's IP address, has brought its share of new answerers; None: not counted)."""
         now = time.time() if now is None else now
         text = clean_answer(text)
-        student = student_key(student)
+        student = stored_student(student)
         choices = self.question(question_id).get("choices")
         if choices and text not in choices:
             raise BoardError("Pick one of the answers shown.")
@@ -330,7 +330,7 @@ class Classroom:
         with self.store.transaction(write=False) as db:
             row = db.execute(
                 "SELECT answer FROM answers WHERE question = ? AND student = ?",
-                (int(question_id), student_key(student)),
+                (int(question_id), stored_student(student)),
             ).fetchone()
         return None if row is None else row[0]
 

@@ -14,7 +14,7 @@ from ..jobs.spec import FINETUNE
 from ..training.follow import current_job, student_key
 from ..training.progress import finetune_progress
 from ..ui.formatting import md_escape
-from .server import JOINED, board_store, enabled
+from .service import JOINED, board_store, enabled
 from .store import NICK_CHARS, BoardError, BoardUnavailable
 from .summary import summary_of
 

@@ -3,7 +3,7 @@ loaded model, app/board/questions.py), each student's answer box, the projector'
 the class's answers, and the reveal: the model's answer, the figure that explains it, and, for
 each student alone, whether they were right.
 
-The open question is drawn inside the class panel's fragment (app/board/follow_view.py, polled
+The open question is drawn inside the class panel's fragment (app/board/class_panel.py, polled
 every second); its reveal by the whole page (`revealed`), which the panel reruns when the
 question's state changes.
 """
@@ -21,9 +21,9 @@ from ..models import current_model
 from ..server.new_students import client_address
 from ..ui import show_figure
 from ..ui.formatting import md_escape, table_csv
-from . import figures as board_figures
+from . import charts as board_charts
 from .classroom import ANSWER_CHARS, is_right
-from .server import classroom
+from .service import classroom
 from .store import BoardError
 
 KIND = "ask_kind"
@@ -127,7 +127,7 @@ def _reveal(code: str, key: str, qid: int) -> None:
 def _tally_chart(q: dict, model_answer: str | None = None) -> None:
     tally, n = classroom().tally(q["id"], q["version"])
     if n:
-        fig = board_figures.answers_figure(tally, model_answer)
+        fig = board_charts.answers_figure(tally, model_answer)
         show_figure.show(fig, "class-answers", key=f"ask_tally_{q['id']}_{model_answer is not None}")
     st.caption(f"{n} answer(s) so far." if model_answer is None else f"{n} student(s) answered.")
 

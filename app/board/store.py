@@ -122,7 +122,8 @@ def nick_key(nickname: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", nickname).casefold().split())
 
 
-def student_key(student: str | None) -> str:
+def stored_student(student: str | None) -> str:
+    """A browser's key as the store keeps it (no NUL, at most 100 characters); BoardError when empty."""
     student = str(student or "").replace("\x00", "")  # PostgreSQL's text holds no NUL
     if not student:
         raise BoardError("This browser cannot be told apart from others: reload the page and post again.")
@@ -279,7 +280,7 @@ class BoardStore:
         for the other limits."""
         now = time.time() if now is None else now
         nick = clean_nickname(nickname)
-        student = student_key(student)
+        student = stored_student(student)
         run_code = str(run_code or "").strip().upper()
         if not run_code:
             raise BoardError("Only a run with a run code can be posted.")
@@ -388,7 +389,7 @@ class BoardStore:
         board at once, one of them a student's."""
         now = time.time() if now is None else now
         nick = clean_nickname(nickname)
-        student = student_key(student)
+        student = stored_student(student)
         with self.transaction() as db:
             self.expire_in(db, now)
             code = self.known(db, code)

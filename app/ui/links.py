@@ -97,7 +97,7 @@ def start_run() -> None:
 
 def arrive_with(values: dict[str, str]) -> None:
     """The next run applies `values` (a whole view, defaults included) before the address: a
-    follower moved to the teacher's view (app/board/follow_view.py) with the teacher's own address,
+    follower moved to the teacher's view (app/board/class_panel.py) with the teacher's own address,
     so this run's publish leaves that address as it is."""
     st.session_state[_ARRIVING] = dict(values)
 
@@ -153,7 +153,7 @@ def publish(params: Sequence[Param] | None = None) -> None:
 
 
 def view_values() -> dict[str, str]:
-    """This view as a follower applies it (app/board/follow_view.py): every declared value as a
+    """This view as a follower applies it (app/board/class_panel.py): every declared value as a
     link writes it, defaults and empty texts included (a follower's own values are replaced),
     never a private one (a session's model) nor projector mode (the teacher's set-up)."""
     ss = st.session_state

@@ -5,7 +5,7 @@
     train, valid = stratified_split(data, valid_fraction=0.2, seed=0)
 
 Accepted: CSV (comma or semicolon), TSV, JSON Lines (or a JSON array of objects), and plain
-text with one `label<TAB>text` per line (read by bert/data/labelled_read.py). Encodings: UTF-8 (with
+text with one `label<TAB>text` per line (read by bert/data/tables.py). Encodings: UTF-8 (with
 or without BOM), UTF-16, else Windows-1252/Latin-1 (bert/data/decode.py). The bytes given are never
 modified.
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..errors import DataError
 from .decode import decode_bytes, human_bytes
-from .labelled_read import MAX_CLASSES, MAX_COLUMNS, MISSING, detect_columns, label_sort_key, norm_label, read_table
+from .tables import MAX_CLASSES, MAX_COLUMNS, MISSING, detect_columns, label_sort_key, norm_label, read_table
 
 __all__ = [
     "LabelledData",

@@ -21,7 +21,7 @@ from ..ui import links
 from ..ui.formatting import md_escape
 from . import question_view
 from .classroom import LEAD_BEAT_S
-from .server import JOINED, classroom, enabled
+from .service import JOINED, classroom, enabled
 from .store import CODE_LEN, BoardError, normal_code
 
 TEACHER = "class_teacher"  # (code, board key) once the key is proven for the joined class
