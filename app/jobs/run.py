@@ -43,7 +43,6 @@ from bert.train.finetune_eval import evaluate_classifier
 from bert.train.pretrain import PretrainArgs, pretrain, torchrun_command
 
 from ..server.memory import release_memory
-from ..training.downloads import pretrain_card
 from . import runs_store
 from .budget import LimitError
 from .spec import FINETUNE, SESSION, JobSpec
@@ -252,6 +251,38 @@ def job_folder(job_id: int | None) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     prefix = f"job-{job_id}-" if job_id is not None else "job-"
     return Path(tempfile.mkdtemp(dir=root, prefix=prefix))
+
+
+def _vocab_words(vocab: str) -> str:
+    if vocab == "default":
+        return "bert-base-uncased (30,522)"
+    return f"WordPiece trained on the corpus ({vocab.split(':', 1)[-1]})"
+
+
+def pretrain_card(name: str, args: PretrainArgs, corpus_label: str, done: ev.PretrainDone) -> str:
+    """The model card of a pre-trained model (the fine-tuning backend writes its own)."""
+    return "\n".join(
+        [
+            f"# {name}",
+            "",
+            f"A small BERT pre-trained from random weights in BERT Explorer, on {corpus_label}: "
+            f"{args.layers} layers, hidden size {args.hidden}, {args.heads} heads, vocabulary "
+            f"{_vocab_words(args.vocab)}.",
+            "",
+            f"- Steps: {done.step or 0:,} of {args.steps:,}"
+            + (" (stopped early)" if done.stopped else "")
+            + f", batch {args.batch_size}, sequences of {args.max_seq_length} tokens, learning rate {args.lr:g}.",
+            (
+                f"- Validation: masked-LM top-1 {done.mlm_top1:.3f}, top-5 {done.mlm_top5:.3f}, loss "
+                f"{done.mlm_loss:.3f}; next-sentence accuracy {done.nsp_acc:.3f}."
+                if done.mlm_top1 is not None
+                else "- Validation: not measured (stopped before the end)."
+            ),
+            "",
+            "Licence: that of the corpus it was trained on.",
+            "",
+        ]
+    )
 
 
 def _pretrained(path, name: str, run: PretrainArgs, corpus_label: str, done: ev.PretrainDone) -> bert.Bundle:
