@@ -38,12 +38,13 @@ def measure(runs: int, size: str = "quick", threads: int = 1, seed: int = 0) -> 
     import ray
 
     from app.jobs.ray_backend import RayJobs
+    from app.models import load_model
 
     from .class_queue import default_specs, runs_saved_in_a_temporary_cache
 
     _, specs = default_specs(runs, size, threads, seed)
     with runs_saved_in_a_temporary_cache():
-        jm = RayJobs(alive=lambda _session: True, max_queue=runs, check_marker=True)
+        jm = RayJobs(alive=lambda _session: True, max_queue=runs, check_marker=True, load_base=load_model)
         try:
             workers = sum(1 for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) > 0)
             t0 = time.time()

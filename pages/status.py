@@ -13,7 +13,6 @@ import app
 from app.analysis_cache import budget_cache
 from app.jobs import budget, runs_store
 from app.jobs.backend import job_backend
-from app.jobs.local import CLEANUP_EVERY_S
 from app.server import holders, teacher
 from app.server.memory import server_memory
 from app.training.progress import fmt_seconds
@@ -82,7 +81,7 @@ def panel() -> None:
     if last:
         ago = fmt_seconds(time.time() - last["at"])
         st.caption(
-            f"Last cleanup {ago} ago (every {CLEANUP_EVERY_S / 60:g} min): removed {last['expired']} "
+            f"Last cleanup {ago} ago (every {runs_store.CLEANUP_EVERY_S / 60:g} min): removed {last['expired']} "
             f"expired run(s), {last['for_space']} run(s) for space, {last['jobs']} job folder(s), "
             f"{last['tokenized']} tokenized upload(s), {last['leftovers']} half-saved folder(s); "
             f"{last['freed'] / MB:,.1f} MB freed."

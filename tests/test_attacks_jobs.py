@@ -17,7 +17,8 @@ import torch
 from app.jobs import budget, runs_store
 from app.jobs.budget import LimitError
 from app.jobs.local import JobManager, TrainingJobs
-from app.jobs.spec import FINETUNE, PRETRAIN, SESSION, TIME, stop_message
+from app.jobs.run import SESSION, TIME, stop_message
+from app.jobs.spec import FINETUNE, PRETRAIN
 from app.training.finished import add_result
 from app.training.follow import browser_id
 from app.training.start import check_finetune, check_finetune_settings, check_pretrain

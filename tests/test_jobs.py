@@ -110,3 +110,15 @@ def test_the_local_backend_answers_by_run_code_as_the_ray_one_does():
     assert jm.wait(job, timeout=5)
     assert jm.poll("LOCAL1")[1] == "stopped" and jm.poll("NOSUCH") == ([], "lost")
     assert jm.find("browser:z", "finetune") is None  # ended: nothing to reattach to
+
+
+def test_the_local_backend_and_its_jobs_are_what_the_pages_are_given():
+    """app/jobs/backend.py's Protocols, checked at run time (the Ray ones: tests/test_ray_jobs.py)."""
+    from app.jobs.backend import JobBackend, JobHandle
+    from app.jobs.local import TrainingJobs
+
+    jm = TrainingJobs(max_running=1, alive=lambda sid: True)
+    job, _ = jm.submit_for("owner", "finetune", counting_job(2))
+    assert isinstance(jm, JobBackend) and isinstance(job, JobHandle)
+    assert jm.reattach("owner", "NOSUCH", "finetune") is None  # followed by its own session only
+    assert jm.wait(job, timeout=5)

@@ -16,9 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.jobs.backend import JobBackend, JobHandle
 from app.jobs.budget import LimitError
 from app.jobs.run import run_job
 from app.jobs.spec import FINETUNE, finetune_spec, pretrain_spec
+from app.models import load_model
 from bert.checkpoint import load as checkpoint
 from bert.data.corpus.base import corpus_from_text
 from bert.data.labelled import stratified_split
@@ -49,7 +51,8 @@ def backend(shared):
     from app.jobs import ray_actors, ray_backend
 
     shared.connect(namespace=ray_actors.NAMESPACE)
-    jobs = ray_backend.RayJobs(address=shared.address, alive=lambda sid: True)  # a connected session
+    # a connected session; its base models loaded as the page gives them
+    jobs = ray_backend.RayJobs(address=shared.address, alive=lambda sid: True, load_base=load_model)
     yield jobs
     for job in list(jobs._jobs.values()):
         if job.active:
@@ -94,7 +97,7 @@ def same_snapshots(remote: AttentionSnapshots, local: AttentionSnapshots) -> Non
 def test_the_same_jobs_give_the_same_events_metrics_and_attention_on_both_backends(backend):
     spec = ft_spec("RAYFT1", "browser:a")
     here = recorder()
-    local = list(run_job(ft_spec("", "x"), threading.Event(), recorder=here))
+    local = list(run_job(ft_spec("", "x"), threading.Event(), recorder=here, load_base=load_model))
     there = recorder()
     job, new = backend.submit_spec("owner-a", spec, recorder=there)
     assert new and backend.wait(job, 120), job.status
@@ -123,6 +126,7 @@ def test_stop_keeps_and_saves_the_model(backend):
     while not any(e.event == "train" for e in job.metrics) and time.time() < deadline:
         time.sleep(0.2)
     assert backend.find("browser:s", FINETUNE) == "RAYSTP"  # the interface by run code
+    assert isinstance(backend, JobBackend) and isinstance(job, JobHandle)  # app/jobs/backend.py's
     events, state = backend.poll("RAYSTP")
     assert state == "running" and events[0]["event"] == "start"
     assert backend.counts()["running"] >= 1
@@ -145,7 +149,8 @@ from app.jobs.budget import LimitError
 from app.jobs.spec import FINETUNE
 from app.jobs import ray_backend
 from app.jobs.spec import JobSpec
-jobs = ray_backend.RayJobs(alive=lambda sid: True)
+from app.models import load_model
+jobs = ray_backend.RayJobs(alive=lambda sid: True, load_base=load_model)
 code = jobs.find("browser:r", "finetune")
 out = {"found": code}
 try:

@@ -24,8 +24,8 @@ import bert  # noqa: E402
 from app import state
 from app.figures import training as training_figures  # noqa: E402
 from app.jobs.local import TrainingJobs, manager
-from app.jobs.run import Report, jobs_dir
-from app.jobs.spec import FINETUNE, StopEvent
+from app.jobs.run import Report, StopEvent, jobs_dir
+from app.jobs.spec import FINETUNE
 from app.training import state as ts  # noqa: E402
 from app.training.data import class_table, dropped_text, split_data
 from app.training.downloads import model_zip

@@ -1,16 +1,131 @@
 """The job backend the pages use: the in-process manager (BERT_EXPLORER_BACKEND=local, the
-default) or the Ray cluster's (ray). Both take a JobSpec and give jobs the pages read alike."""
+default) or the Ray cluster's (ray). Both take a JobSpec and give jobs the pages read alike: what
+the pages may call is `JobBackend` and `JobHandle` here, and nothing outside app/jobs/ imports a
+backend itself (tests/test_layout.py). How a job runs to its end and is stopped, in both, is
+app/jobs/run.py's."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
 from bert import settings
 from bert.errors import BertExplorerError
+
+if TYPE_CHECKING:
+    import bert
+    from bert.train.events import Event
+
+    from .spec import JobSpec
 
 BACKENDS = ("local", "ray")
 
 
 class BackendError(BertExplorerError):
     """BERT_EXPLORER_BACKEND names no backend."""
+
+
+@runtime_checkable
+class StopSignal(Protocol):
+    """What a page reads of a job's stop: is it asked, and why (USER, TIME, SESSION)."""
+
+    def is_set(self) -> bool: ...
+
+    @property
+    def reason(self) -> str | None: ...
+
+
+@runtime_checkable
+class JobHandle(Protocol):
+    """One job as the pages follow it: app/jobs/local.py's `Job`, app/jobs/remote_job.py's `RemoteJob`."""
+
+    id: Any  # what the session keeps to find it again (`JobBackend.get`)
+    owner: str
+    kind: str
+    title: str
+    student: str
+    status: str  # queued, running, done, stopped, error (lost: its Ray node went away)
+    error: str | None
+    info: dict  # what the page shows of it; the page sets it once the job is submitted
+    metrics: list  # its events (bert/train/events.py) drained so far
+    started: float | None
+    finished: float | None
+    last_seen: float
+    result: Any  # the trained model once it ended (the page takes it and sets None)
+
+    @property
+    def active(self) -> bool: ...
+
+    @property
+    def stop_event(self) -> StopSignal: ...
+
+    @property
+    def stop_reason(self) -> str | None: ...
+
+    def stop(self, reason: str = ...) -> None: ...
+
+    def heartbeat(self) -> None: ...
+
+    def drain(self) -> list[Event]: ...
+
+
+@runtime_checkable
+class JobBackend(Protocol):
+    """The calls the pages make on this server's backend (`job_backend()`)."""
+
+    max_running: int
+    max_queue: int
+    last_cleanup: dict | None
+
+    def submit_spec(
+        self,
+        owner: str,
+        spec: JobSpec,
+        session_id: str | None = None,
+        base: bert.Bundle | None = None,
+        corpus: Any = None,
+        recorder: Any = None,
+        load_base: Callable[[str], bert.Bundle] | None = None,
+    ) -> tuple[JobHandle, bool]:
+        """(the new job, True), or (the owner's active job of that kind, False); LimitError over a
+        cap. `base`, `corpus`, `recorder`: the page's own objects, used where the job runs in this
+        process; `load_base` loads the base model by its source name where it does not."""
+        ...
+
+    def active_of(self, owner: str, kind: str) -> JobHandle | None: ...
+
+    def jobs_of(self, owner: str) -> list[JobHandle]: ...
+
+    def get(self, owner: str, job_id: Any) -> JobHandle | None: ...
+
+    def find(self, student: str, kind: str) -> str | None:
+        """The run code of `student`'s active job of `kind`, or None."""
+        ...
+
+    def reattach(self, owner: str, code: str, kind: str, session_id: str | None = None) -> JobHandle | None:
+        """Follow job `code` (started before a refresh, or on another replica) from this session,
+        where the backend can; else None."""
+        ...
+
+    def queue_position(self, job: JobHandle) -> int: ...
+
+    def reap(self, now: float | None = None) -> list[JobHandle]:
+        """One round of app/jobs/run.py's reaper; the jobs it stopped."""
+        ...
+
+    def forget(self, job: JobHandle) -> None: ...
+
+    def poll(self, code: str, since: int = 0) -> tuple[list[dict], str]: ...
+
+    def stop(self, code: str, reason: str = ...) -> None: ...
+
+    def heartbeat(self, codes: list[str]) -> None: ...
+
+    def counts(self) -> dict: ...
+
+    def cleanup(self) -> dict: ...
+
+    def wait(self, job: JobHandle, timeout: float = 60.0) -> bool: ...
 
 
 def backend_name() -> str:
@@ -33,7 +148,7 @@ def ready() -> str | None:
     return None
 
 
-def job_backend():
+def job_backend() -> JobBackend:
     """This server's job backend (one per process)."""
     if backend_name() == "ray":
         if not settings.outside("RAY_ADDRESS"):  # before importing ray, which reads its settings once

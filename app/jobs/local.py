@@ -11,16 +11,17 @@ trained so far is kept.
 Caps (app/jobs/budget.py), each refused with a message (`LimitError`) before anything is allocated:
 at most `max_queue` jobs wait; a student (`student`: one browser, or one session) has at most one
 job running or waiting; a job trains at most `max_seconds`, then stops itself and keeps its best
-model. Why a job stopped is `job.stop_reason` (USER, TIME, SESSION, app/jobs/spec.py), also on
+model. Why a job stopped is `job.stop_reason` (USER, TIME, SESSION, app/jobs/run.py), also on
 `job.stop_event.reason` so the job's function can see it (e.g. skip its report when nobody is left).
+How a job runs to its end and when it is stopped is app/jobs/run.py's, shared with the Ray backend.
 
 `TrainingJobs` (a JobManager) is what the pages use: one serves the whole server (`manager()`, a
 process-wide singleton; BERT_EXPLORER_MAX_JOBS at once, default one per core). Liveness: a
-watchdog thread looks every second at each job's browser session (Streamlit's
-`Runtime.is_active_session`, documented thread-safe; a closed tab's websocket closes and the
-session leaves the active ones at once): a connected session keeps its job alive while its user
-looks at another page; a job whose session has been gone `session_grace_s` (3 s: a network blip
-reconnects within it) is stopped, and its thread ends after the current step (the slot is free
+watchdog thread runs the reaper (app/jobs/run.py) every second over each job's browser session
+(Streamlit's `Runtime.is_active_session`, documented thread-safe; a closed tab's websocket closes
+and the session leaves the active ones at once): a connected session keeps its job alive while its
+user looks at another page; a job whose session has been gone `session_grace_s` (3 s: a network
+blip reconnects within it) is stopped, and its thread ends after the current step (the slot is free
 within 10 s). Without a runtime (tests, scripts) the page's `@st.fragment` heartbeats and
 `heartbeat_timeout` decides. The watchdog also forgets finished jobs nobody came back for (their
 model is freed) and runs the disk cleanup (app/jobs/runs_store.py) every `CLEANUP_EVERY_S`.
@@ -39,14 +40,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bert import settings
-from bert.errors import BertExplorerError
-from bert.train.events import Done, Error, Event
+from bert.train.events import Done, Event
 
 from ..server.memory import release_memory
 from . import budget, runs_store
 from .budget import LimitError
-from .run import jobs_dir, run_job
-from .spec import KINDS, SESSION, TIME, USER, JobSpec, StopEvent, busy_message, one_job_message
+from .run import USER, Reaper, StopEvent, drive, jobs_dir, run_job, session_alive
+from .runs_store import CLEANUP_EVERY_S
+from .spec import KINDS, JobSpec, busy_message, one_job_message
 
 log = logging.getLogger("bert_explorer")
 
@@ -98,14 +99,6 @@ class Job:
         reason is kept)."""
         self.stop_event.stop(reason)
 
-    def over_time(self, now: float | None = None) -> bool:
-        return bool(
-            self.max_seconds
-            and self.started
-            and self.status == "running"
-            and (now or time.time()) - self.started > self.max_seconds
-        )
-
     def heartbeat(self) -> None:
         self.last_seen = time.time()
 
@@ -120,27 +113,16 @@ class Job:
         self.metrics.extend(new)
         return new
 
+    def _emit(self, m: Event) -> None:
+        if isinstance(m, Done) and m.bundle is not None:
+            self.result = m.bundle
+            m = replace(m, bundle=None)  # the session gets the model from `result`
+        self._queue.put(m)
+
     def _run(self, on_finish: Callable[[Job], None]) -> None:
         self.status, self.started = "running", time.time()
         try:
-            for m in self.fn(self.stop_event):
-                if self.over_time() and not self.stop_event.is_set():
-                    self.stop(TIME)
-                if isinstance(m, Done) and m.bundle is not None:
-                    self.result = m.bundle
-                    m = replace(m, bundle=None)  # the session gets the model from `result`
-                if isinstance(m, Error):
-                    self.error = m.message or "training stopped"
-                self._queue.put(m)
-            if self.error:
-                self.status = "error"
-            else:
-                self.status = "stopped" if self.stop_event.is_set() else "done"
-        except BertExplorerError as e:
-            self.status, self.error = "error", str(e)
-        except Exception as e:  # never let a thread die silently; the page shows the message
-            log.exception("job %s failed", self.id)
-            self.status, self.error = "error", f"unexpected error: {type(e).__name__}: {e}"
+            self.status = drive(self, self.fn, self._emit, self.id)
         finally:
             self.fn = None  # its closure holds the data and the base model: free them
             self.finished = time.time()
@@ -162,6 +144,11 @@ class JobManager:
         self.max_seconds = max_seconds or budget.max_job_seconds()
         self._jobs: list[Job] = []
         self._lock = threading.Lock()
+        # no browser sessions here (TrainingJobs has them): the page's heartbeats decide
+        self.reaper = Reaper(heartbeat_timeout, alive=lambda session_id: None, max_seconds=self.max_seconds)
+
+    def _session_of_job(self, job: Job) -> str | None:
+        return None
 
     def submit(self, owner: str, kind: str, fn: JobFn, title: str = "", student: str | None = None) -> Job:
         """Queue a job for `owner`. A second Start click (same owner and kind, still active) returns
@@ -224,23 +211,21 @@ class JobManager:
             return [j for j in self._jobs if j.status == "running"]
 
     def reap(self, now: float | None = None) -> list[Job]:
-        """Stop jobs whose session stopped polling (dropped from the queue if not started) and jobs
-        over their time cap (in case one step takes long: the job's thread checks it too)."""
+        """One round of the reaper (app/jobs/run.py): stop the jobs nobody follows any more
+        and those over their time cap (in case one step takes long: the job's thread checks it
+        too); a job stopped while waiting leaves the queue now. Returns the jobs stopped."""
         now = now or time.time()
-        stopped = []
+        with self._lock:
+            jobs = [(j, self._session_of_job(j)) for j in self._jobs]
+        sweep = self.reaper.sweep(jobs, now)
+        for job in sweep.gone:  # finished, its session gone: saved under its run code
+            self.forget(job)
         with self._lock:
             for job in self._jobs:
                 if job.status == "queued" and job.stop_event.is_set():  # stopped while waiting:
                     job.status, job.finished, job.fn = "stopped", now, None  # ends now, not at its turn
-                if job.over_time(now) and not job.stop_event.is_set():
-                    job.stop(TIME)
-                if job.active and now - job.last_seen > self.heartbeat_timeout:
-                    job.stop(SESSION)
-                    if job.status == "queued":
-                        job.status, job.finished = "stopped", now
-                    stopped.append(job)
         self._schedule()
-        return stopped
+        return sweep.stopped
 
     def forget(self, job: Job) -> None:
         with self._lock:
@@ -277,22 +262,6 @@ class JobManager:
 
 # ---- the manager the pages use ----
 
-CLEANUP_EVERY_S = 600.0
-
-
-def session_alive(session_id: str | None) -> bool | None:
-    """True/False when Streamlit's runtime knows; None without a runtime (tests, scripts)."""
-    if not session_id:
-        return None
-    try:
-        from streamlit import runtime
-
-        if not runtime.exists():
-            return None
-        return bool(runtime.get_instance().is_active_session(session_id))
-    except Exception:  # noqa: BLE001 - an internal API that may change: then rely on heartbeats
-        return None
-
 
 class TrainingJobs(JobManager):
     """JobManager + the browser session of each job + forgetting abandoned finished jobs."""
@@ -309,9 +278,8 @@ class TrainingJobs(JobManager):
         super().__init__(max_running=max_running, heartbeat_timeout=heartbeat_timeout, **caps)
         self.keep_finished_s = keep_finished_s
         self.session_grace_s = session_grace_s
-        self._alive = alive
+        self.reaper = Reaper(heartbeat_timeout, session_grace_s, alive, max_seconds=self.max_seconds)
         self._session_of: dict[int, str | None] = {}
-        self._gone_since: dict[int, float] = {}
         self._watchdog: threading.Thread | None = None
         self.last_cleanup: dict | None = None
 
@@ -337,12 +305,13 @@ class TrainingJobs(JobManager):
         base=None,
         corpus=None,
         recorder=None,
+        load_base=None,
     ) -> tuple[Job, bool]:
         """`submit_for` of `run_job(spec)`, with this process's own base model, corpus and attention
-        recorder when the page has them (a worker elsewhere would resolve them from the spec)."""
+        recorder when the page has them (else resolved from the spec: the base by `load_base`)."""
 
         def fn(stop):
-            return run_job(spec, stop, base=base, corpus=corpus, recorder=recorder)
+            return run_job(spec, stop, base=base, corpus=corpus, recorder=recorder, load_base=load_base)
 
         return self.submit_for(owner, spec.kind, fn, title=spec.title, session_id=session_id, student=spec.student)
 
@@ -379,42 +348,24 @@ class TrainingJobs(JobManager):
     def active_of(self, owner: str, kind: str) -> Job | None:
         return next((j for j in self.jobs_of(owner) if j.kind == kind and j.active), None)
 
-    def keep_alive(self, now: float | None = None) -> list[Job]:
-        """Heartbeat every job whose browser session is still connected (a running job keeps
-        training while its user is on another page; a finished one waits for them). Stop the
-        active jobs whose session has been gone `session_grace_s`; forget the finished ones (they
-        are saved under their run code). Returns the jobs stopped."""
-        now = now or time.time()
-        with self._lock:
-            jobs = [(j, self._session_of.get(j.id)) for j in self._jobs]
-        stopped = []
-        for job, sid in jobs:
-            alive = self._alive(sid)
-            if alive is not False:
-                self._gone_since.pop(job.id, None)
-                if alive:
-                    job.heartbeat()
-                continue
-            since = self._gone_since.setdefault(job.id, now)
-            if now - since < self.session_grace_s:
-                continue
-            if job.active and not job.stop_event.is_set():
-                job.stop(SESSION)
-                stopped.append(job)
-            elif not job.active:
-                self.forget(job)
-        return stopped
+    def reattach(self, owner: str, code: str, kind: str, session_id: str | None = None) -> Job | None:
+        """None: a job here is followed by the session that started it, by its number."""
+        return None
+
+    def _session_of_job(self, job: Job) -> str | None:
+        return self._session_of.get(job.id)
 
     def reap(self, now: float | None = None) -> list[Job]:
+        """The reaper's round (JobManager.reap), then forget the finished jobs nobody came back
+        for in `keep_finished_s` (their model is freed; the run is saved under its code)."""
         now = now or time.time()
-        stopped = self.keep_alive(now)
-        stopped += super().reap(now)
+        stopped = super().reap(now)
         with self._lock:
             stale = [j for j in self._jobs if not j.active and now - j.last_seen > self.keep_finished_s]
             for j in stale:
                 self._jobs.remove(j)
                 self._session_of.pop(j.id, None)
-                self._gone_since.pop(j.id, None)
+                self.reaper.forget(j.id)
         return stopped
 
     def forget(self, job: Job) -> None:
@@ -422,7 +373,7 @@ class TrainingJobs(JobManager):
         with self._lock:
             if job not in self._jobs:
                 self._session_of.pop(job.id, None)
-                self._gone_since.pop(job.id, None)
+                self.reaper.forget(job.id)
 
     def cleanup(self) -> dict:
         """The disk cleanup (app/jobs/runs_store.py), sparing the folders of jobs still active."""

@@ -3,12 +3,12 @@ actor holding the class-wide caps for every replica, and one `JobActor` a job.
 
 The registry is one actor, so its methods run one at a time: two replicas never both admit a
 student's second job. A job's actor runs the same `run_job(spec)` as the local backend in a
-thread of its own, keeps its events as `to_dict()` dicts, and stops itself at the time cap.
+thread of its own, driven to its end as there (app/jobs/run.py: the time cap, Stop, the end
+state), and keeps its events as `to_dict()` dicts.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from pathlib import Path
@@ -16,13 +16,10 @@ from typing import Any
 
 import ray
 
-from bert import BertExplorerError
-from bert.train import events as ev
 from bert.train.attention_snapshots import AttentionSnapshots
 
-from .spec import TIME, USER, JobSpec, StopEvent, busy_message, one_job_message
-
-log = logging.getLogger("bert_explorer")
+from .run import USER, StopEvent, drive
+from .spec import JobSpec, busy_message, one_job_message
 
 NAMESPACE = "bert-explorer"
 REGISTRY = "registry"
@@ -114,10 +111,11 @@ class Registry:
 class JobActor:
     """One job: `run_job(spec)` in a thread, its events kept as dicts for any replica to poll."""
 
-    def __init__(self, spec: dict[str, Any], max_seconds: float) -> None:
+    def __init__(self, spec: dict[str, Any], max_seconds: float, load_base=None) -> None:
         from .run import run_job  # on the worker
 
         self.spec = JobSpec.from_dict(spec)
+        self.load_base = load_base  # the base model by its source name (the replica's loader)
         self.max_seconds = max_seconds
         self.events: list[dict[str, Any]] = []
         self.state, self.error = "running", None
@@ -132,18 +130,12 @@ class JobActor:
 
     def _run(self, run_job) -> None:
         try:
-            for m in run_job(self.spec, self.stop_event, recorder=self.recorder):
-                if time.time() - self.started > self.max_seconds and not self.stop_event.is_set():
-                    self.stop_event.stop(TIME)
-                if isinstance(m, ev.Error):
-                    self.error = m.message or "training stopped"
-                self.events.append(m.to_dict())
-            self.state = "error" if self.error else "stopped" if self.stop_event.is_set() else "done"
-        except BertExplorerError as e:
-            self.state, self.error = "error", str(e)
-        except Exception as e:  # noqa: BLE001 - the page shows the message
-            log.exception("job %s failed", self.spec.code)
-            self.state, self.error = "error", f"unexpected error: {type(e).__name__}: {e}"
+            self.state = drive(
+                self,
+                lambda stop: run_job(self.spec, stop, recorder=self.recorder, load_base=self.load_base),
+                lambda m: self.events.append(m.to_dict()),
+                self.spec.code,
+            )
         finally:
             self.finished = time.time()
             self.registry.set_state.remote(self.spec.code, self.state)

@@ -28,10 +28,11 @@ from bert.data.corpus.fetch import bert_cache_dir
 
 from . import budget
 from .budget import LimitError
-from .local import CLEANUP_EVERY_S, session_alive
 from .ray_actors import NAMESPACE, REGISTRY, JobActor, Registry, write_marker
 from .remote_job import RemoteJob
-from .spec import PRETRAIN, SESSION, USER, JobSpec
+from .run import SESSION, USER, Reaper, session_alive
+from .runs_store import CLEANUP_EVERY_S
+from .spec import PRETRAIN, JobSpec
 
 log = logging.getLogger("bert_explorer")
 
@@ -65,7 +66,7 @@ def ask(ref, timeout: float = ASK_TIMEOUT_S):
 
 
 class RayJobs:
-    """The backend the pages use in ray mode: the same calls as app.jobs.local.TrainingJobs."""
+    """The backend the pages use in ray mode (app/jobs/backend.py's JobBackend, as the local one)."""
 
     def __init__(
         self,
@@ -76,6 +77,7 @@ class RayJobs:
         max_seconds: float | None = None,
         alive=None,
         check_marker: bool = True,
+        load_base=None,
     ):
         if not ray.is_initialized():
             address = address or settings.outside("RAY_ADDRESS")
@@ -92,9 +94,10 @@ class RayJobs:
         self.session_grace_s = session_grace_s
         self.max_queue = max_queue or budget.max_queue()
         self.max_seconds = max_seconds or budget.max_job_seconds()
-        self._alive = alive or session_alive
+        # the time cap is the actor's own (app/jobs/run.py's drive, by the worker's clock)
+        self.reaper = Reaper(heartbeat_timeout, session_grace_s, alive or session_alive)
+        self.load_base = load_base  # the workers' loader of base models when a submit gives none
         self._jobs: dict[str, RemoteJob] = {}
-        self._gone_since: dict[str, float] = {}
         self._pending: dict[str, object] = {}  # run code -> its outstanding poll call
         self._lock = threading.Lock()
         self.last_cleanup: dict | None = None
@@ -152,11 +155,12 @@ class RayJobs:
 
     # ---- the interface ----
     def submit_spec(
-        self, owner: str, spec: JobSpec, session_id: str | None = None, recorder=None, **_local
+        self, owner: str, spec: JobSpec, session_id: str | None = None, recorder=None, load_base=None, **_local
     ) -> tuple[RemoteJob, bool]:
         """Queue `spec` on the cluster (the page's own base model and corpus in `_local` stay here:
-        a worker resolves them from the spec; the worker records attention as `recorder` says, and
-        the polls fill `recorder`). LimitError when a class-wide cap refuses it."""
+        a worker resolves them from the spec, the base model by `load_base`, which travels to it by
+        reference; the worker records attention as `recorder` says, and the polls fill `recorder`).
+        LimitError when a class-wide cap refuses it."""
         existing = self.active_of(owner, spec.kind)
         if existing is not None:
             return existing, False
@@ -172,7 +176,7 @@ class RayJobs:
         if gpus:
             options.update(num_cpus=0, num_gpus=gpus)
             spec = replace(spec, processes=gpus)  # more than one: pre-training under torchrun, a GPU each
-        actor = JobActor.options(**options).remote(spec.to_dict(), self.max_seconds)
+        actor = JobActor.options(**options).remote(spec.to_dict(), self.max_seconds, load_base or self.load_base)
         job = RemoteJob(
             owner=owner,
             kind=spec.kind,
@@ -275,30 +279,14 @@ class RayJobs:
             pass
 
     def reap(self, now: float | None = None) -> list[RemoteJob]:
-        """Stop the jobs whose session is gone (`session_grace_s`), heartbeat the others."""
-        now = now or time.time()
+        """One round of the reaper (app/jobs/run.py): stop the jobs nobody follows any more;
+        the registry hears of the others (a job no replica follows is stopped, `_expire`)."""
         with self._lock:
-            jobs = list(self._jobs.values())
-        stopped, alive_codes = [], []
-        for job in jobs:
-            alive = self._alive(job.session_id)
-            if alive is not False:
-                self._gone_since.pop(job.id, None)
-                if alive:
-                    job.heartbeat()
-                if now - job.last_seen <= self.heartbeat_timeout:
-                    alive_codes.append(job.id)
-                elif job.active:
-                    job.stop(SESSION)
-                    stopped.append(job)
-                continue
-            since = self._gone_since.setdefault(job.id, now)
-            if now - since >= self.session_grace_s and job.active and not job.stop_event.is_set():
-                job.stop(SESSION)
-                stopped.append(job)
-        if alive_codes:
-            self.heartbeat(alive_codes)
-        return stopped
+            jobs = [(j, j.session_id) for j in self._jobs.values()]
+        sweep = self.reaper.sweep(jobs, now)
+        if sweep.followed:
+            self.heartbeat([j.id for j in sweep.followed])
+        return sweep.stopped
 
     def cleanup(self) -> dict:
         from . import runs_store

@@ -12,8 +12,7 @@ import ray
 
 from bert.train import events as ev
 
-from .run import Report, Saved, SaveFailed
-from .spec import USER
+from .run import USER, Report, Saved, SaveFailed
 
 log = logging.getLogger("bert_explorer")
 

@@ -1,5 +1,16 @@
 """What a job runs, here or on a Ray worker: `run_job(spec, stop)` — the trainer of bert/train/finetune.py
-or bert/train/pretrain.py (no `st.*`), fine-tuning's report, then the run saved under its run code.
+or bert/train/pretrain.py (no `st.*`), fine-tuning's report, then the run saved under its run code —
+and its life cycle, the same in both backends: changing how a job stops is a change to this file.
+
+Life cycle. Why a job stops (USER, TIME, SESSION) is told to it by its `StopEvent`; `stop_message`
+is what the page then says. `drive` runs a job's events to their end, in the local backend's thread
+(app/jobs/local.py) or in a Ray actor (app/jobs/ray_actors.py) alike: the time cap (the job stops
+itself, TIME), Stop, and the end reported as a state (done, stopped, error) and a message.
+`Reaper` is what the backends' watchdogs run every second over the jobs they follow: a job whose
+browser session has been gone `session_grace_s` (a closed tab; a network blip reconnects within
+it) is stopped (SESSION); so is one nobody polled for `heartbeat_timeout` (no Streamlit runtime:
+tests, scripts) and, where the backend asks for it, one past the time cap between two slow steps.
+Its `alive` is Streamlit's `Runtime.is_active_session` (`session_alive`).
 
 Run codes. Each job gets a 6-character code when it is queued (shown while it trains and on its
 results). When it ends, for any reason (done, Stop, time cap, tab closed), `run_job` saves the
@@ -24,15 +35,15 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import asdict, fields, is_dataclass, replace
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
 import bert
-from bert import DataError, TrainingError, settings
+from bert import BertExplorerError, DataError, TrainingError, settings
 from bert.data.corpus.fetch import bert_cache_dir
 from bert.train import events as ev
 from bert.train.attention_snapshots import AttentionSnapshots
@@ -43,10 +54,9 @@ from bert.train.finetune_eval import evaluate_classifier
 from bert.train.pretrain import PretrainArgs, pretrain, torchrun_command
 
 from ..server.memory import release_memory
-from ..training.downloads import pretrain_card
-from . import runs_store
+from . import budget, runs_store
 from .budget import LimitError
-from .spec import FINETUNE, SESSION, JobSpec
+from .spec import FINETUNE, JobSpec
 
 log = logging.getLogger("bert_explorer")
 
@@ -58,6 +68,186 @@ def job_threads() -> int:
 def jobs_dir() -> Path:
     """Per-job scratch folders (pre-training checkpoints) live here, never in the repository."""
     return bert_cache_dir() / "jobs"
+
+
+# ---- the life cycle: how a job runs to its end and is stopped, in both backends ----------------------
+
+USER, TIME, SESSION = "user", "time", "session"  # why a job stopped
+
+
+def stop_message(reason: str | None, max_seconds: float | None = None) -> str:
+    """What the page says about a job that stopped early."""
+    if reason == TIME:
+        minutes = f"{(max_seconds or budget.max_job_seconds()) / 60:g}"
+        return f"Stopped at this server's limit of {minutes} minutes per job; the best model so far is kept."
+    if reason == SESSION:
+        return "Stopped because its browser tab was closed; the model trained so far is kept."
+    return "Stopped early: the best model so far is kept."
+
+
+class StopEvent(threading.Event):
+    """A threading.Event that also says why it was set; `hurry` when nobody is left to see the
+    end (the tab was closed): bert.train.finetune then skips its last scoring. `job_id` is the number
+    of the job it stops, so the job's function knows it (pre-training names its folder by it)."""
+
+    reason: str | None = None
+
+    def __init__(self, job_id: int | None = None):
+        super().__init__()
+        self.job_id = job_id
+
+    @property
+    def hurry(self) -> bool:
+        return self.reason == SESSION
+
+    def stop(self, reason: str = USER) -> None:
+        if not self.is_set():
+            self.reason = reason
+        self.set()
+
+
+def over_time(started: float | None, max_seconds: float | None, now: float | None = None) -> bool:
+    """Past the time cap: `max_seconds` since it started training."""
+    return bool(max_seconds and started and (now or time.time()) - started > max_seconds)
+
+
+class Driven(Protocol):
+    """What `drive` reads and keeps up to date of a job while it runs."""
+
+    stop_event: StopEvent
+    started: float | None
+    max_seconds: float | None
+    error: str | None
+
+
+def drive(
+    job: Driven, run: Callable[[StopEvent], Iterable[ev.Event]], emit: Callable[[ev.Event], None], name: Any = ""
+) -> str:
+    """Run `run(job.stop_event)` to its end, handing each event to `emit`; returns the end state:
+    "error" (then `job.error` says it: the message of an Error event, or what the job raised, never
+    a traceback on the page), "stopped" (Stop, the time cap, the tab closed: the model so far is
+    kept) or "done". Past `job.max_seconds` the job is stopped (TIME) and ends after its step."""
+    try:
+        for m in run(job.stop_event):
+            if over_time(job.started, job.max_seconds) and not job.stop_event.is_set():
+                job.stop_event.stop(TIME)
+            if isinstance(m, ev.Error):
+                job.error = m.message or "training stopped"
+            emit(m)
+        if job.error:
+            return "error"
+        return "stopped" if job.stop_event.is_set() else "done"
+    except BertExplorerError as e:
+        job.error = str(e)
+        return "error"
+    except Exception as e:  # noqa: BLE001 - never let a job die silently; the page shows the message
+        log.exception("job %s failed", name)
+        job.error = f"unexpected error: {type(e).__name__}: {e}"
+        return "error"
+
+
+# ---- the reaper: the jobs nobody follows any more, stopped ------------------------------------------
+
+
+def session_alive(session_id: str | None) -> bool | None:
+    """True/False when Streamlit's runtime knows; None without a runtime (tests, scripts)."""
+    if not session_id:
+        return None
+    try:
+        from streamlit import runtime
+
+        if not runtime.exists():
+            return None
+        return bool(runtime.get_instance().is_active_session(session_id))
+    except Exception:  # noqa: BLE001 - an internal API that may change: then rely on heartbeats
+        return None
+
+
+class Reaped(Protocol):
+    """What the reaper reads of a job and may do to it (app/jobs/backend.py's JobHandle has it all)."""
+
+    id: Any
+    status: str
+    started: float | None
+    last_seen: float
+
+    @property
+    def active(self) -> bool: ...
+
+    @property
+    def stop_event(self) -> Any: ...
+
+    def heartbeat(self) -> None: ...
+
+    def stop(self, reason: str = USER) -> None: ...
+
+
+@dataclass
+class Sweep:
+    """One round of the reaper: the jobs it stopped; the finished ones whose session is gone (the
+    backend may forget them); the ones still followed (heartbeated: their session is connected, or
+    it polled within `heartbeat_timeout`)."""
+
+    stopped: list = field(default_factory=list)
+    gone: list = field(default_factory=list)
+    followed: list = field(default_factory=list)
+
+
+class Reaper:
+    """Stops the jobs nobody follows any more; one per backend (it remembers since when each
+    job's session has been gone). `max_seconds`: also stop jobs past the time cap (the local
+    backend, whose job thread sees the cap only between steps; a Ray actor keeps its own, by its
+    own clock)."""
+
+    def __init__(
+        self,
+        heartbeat_timeout: float,
+        session_grace_s: float = 3.0,
+        alive: Callable[[str | None], bool | None] = session_alive,
+        max_seconds: float | None = None,
+    ):
+        self.heartbeat_timeout = heartbeat_timeout
+        self.session_grace_s = session_grace_s
+        self.alive = alive
+        self.max_seconds = max_seconds
+        self._gone_since: dict[Any, float] = {}
+
+    def sweep(self, jobs: Iterable[tuple[Reaped, str | None]], now: float | None = None) -> Sweep:
+        """One round over (job, its browser session id) pairs. A connected session heartbeats its
+        job (it keeps training while its user is on another page; a finished one waits for them)."""
+        now = now or time.time()
+        out = Sweep()
+        for job, session_id in jobs:
+            alive = self.alive(session_id)
+            if alive is False:
+                since = self._gone_since.setdefault(job.id, now)
+                if now - since >= self.session_grace_s:
+                    if job.active and not job.stop_event.is_set():
+                        job.stop(SESSION)
+                        out.stopped.append(job)
+                    elif not job.active:
+                        out.gone.append(job)
+            else:
+                self._gone_since.pop(job.id, None)
+                if alive:
+                    job.heartbeat()
+            if (
+                job.status == "running"
+                and over_time(job.started, self.max_seconds, now)
+                and not job.stop_event.is_set()
+            ):
+                job.stop(TIME)
+            if now - job.last_seen > self.heartbeat_timeout:
+                if job.active:
+                    job.stop(SESSION)
+                    if job not in out.stopped:
+                        out.stopped.append(job)
+            elif alive is not False:
+                out.followed.append(job)
+        return out
+
+    def forget(self, job_id: Any) -> None:
+        self._gone_since.pop(job_id, None)
 
 
 # ---- the job's own events, after the trainer's (bert/train/events.py) -----------------------------------
@@ -148,22 +338,27 @@ def loaded_record(record: dict) -> dict:
     return {**record, "metrics": metrics, "done": done, "info": info}
 
 
+LoadBase = Callable[[str], bert.Bundle]  # a base model by its source name, as the pickers name it
+
+
 def run_job(
     spec: JobSpec,
     stop: threading.Event,
     base: bert.Bundle | None = None,
     corpus=None,
     recorder: AttentionSnapshots | None = None,
+    load_base: LoadBase | None = None,
 ) -> Iterator[ev.Event]:
     """The events of one job: the trainer's, fine-tuning's Report, then — whatever ended it (done,
     Stop, the time cap, the tab closed) — the run saved under `spec.code` so a refresh, a closed tab
     or a server restart loses nothing: Saved, or SaveFailed with a message (the model is still in
     memory, to download). `base`, `corpus` and `recorder` are this process's own objects where it
     has them (the local backend: the page's model, the shared corpus, the attention snapshots); a
-    worker resolves the base model by its source name and reads the corpus from the spec."""
+    worker resolves the base model by its source name (`base_model`, with the page's `load_base`)
+    and reads the corpus from the spec."""
     events, bundle = [], None
     if spec.kind == FINETUNE:
-        trained = _finetune_events(spec, stop, base, recorder)
+        trained = _finetune_events(spec, stop, base if base is not None else base_model(spec.base, load_base), recorder)
     elif spec.processes > 1:
         trained = _torchrun_events(spec, stop)
     else:
@@ -198,21 +393,21 @@ def keep_result(spec: JobSpec, events: list[ev.Event], bundle: bert.Bundle, stop
         )
 
 
-def base_model(source: str) -> bert.Bundle:
-    """A job's base model by its source name, as the pickers name it: a built-in, a models-folder
-    model or (opted in) a hub id (app.models.load_model, loaded once per process), or
-    "run:CODE", a saved run."""
+def base_model(source: str, load_base: LoadBase | None) -> bert.Bundle:
+    """A job's base model by its source name, as the pickers name it: "run:CODE", a saved run, or
+    whatever `load_base` (the pickers' one safe loader, app.models.load_model, given by the page)
+    loads: a built-in, a models-folder model or (opted in) a hub id."""
     if source.startswith("run:"):
         return runs_store.open_run(source[len("run:") :])[0].loaded()
-    from ..models import load_model  # the pickers' one safe loader (it imports streamlit)
-
-    return load_model(source)
+    if load_base is None:
+        raise bert.CheckpointError(f"No loader was given for the base model {source!r}.")
+    return load_base(source)
 
 
 def _finetune_events(
     spec: JobSpec,
     stop: threading.Event,
-    base: bert.Bundle | None,
+    base: bert.Bundle,
     recorder: AttentionSnapshots | None,
     mistakes: int = 12,
 ) -> Iterator[ev.Event]:
@@ -222,7 +417,6 @@ def _finetune_events(
     (app.training.snapshots) gets the probe sentence's attention every few steps."""
     args = spec.finetune_args()
     train, valid = spec.data()
-    base = base if base is not None else base_model(spec.base)
     if recorder is not None and not recorder.bound:
         recorder.bind(base.tokenizer)
     before = torch.get_num_threads()
@@ -254,6 +448,38 @@ def job_folder(job_id: int | None) -> Path:
     return Path(tempfile.mkdtemp(dir=root, prefix=prefix))
 
 
+def _vocab_words(vocab: str) -> str:
+    if vocab == "default":
+        return "bert-base-uncased (30,522)"
+    return f"WordPiece trained on the corpus ({vocab.split(':', 1)[-1]})"
+
+
+def pretrain_card(name: str, args: PretrainArgs, corpus_label: str, done: ev.PretrainDone) -> str:
+    """The model card of a pre-trained model (the fine-tuning backend writes its own)."""
+    return "\n".join(
+        [
+            f"# {name}",
+            "",
+            f"A small BERT pre-trained from random weights in BERT Explorer, on {corpus_label}: "
+            f"{args.layers} layers, hidden size {args.hidden}, {args.heads} heads, vocabulary "
+            f"{_vocab_words(args.vocab)}.",
+            "",
+            f"- Steps: {done.step or 0:,} of {args.steps:,}"
+            + (" (stopped early)" if done.stopped else "")
+            + f", batch {args.batch_size}, sequences of {args.max_seq_length} tokens, learning rate {args.lr:g}.",
+            (
+                f"- Validation: masked-LM top-1 {done.mlm_top1:.3f}, top-5 {done.mlm_top5:.3f}, loss "
+                f"{done.mlm_loss:.3f}; next-sentence accuracy {done.nsp_acc:.3f}."
+                if done.mlm_top1 is not None
+                else "- Validation: not measured (stopped before the end)."
+            ),
+            "",
+            "Licence: that of the corpus it was trained on.",
+            "",
+        ]
+    )
+
+
 def _pretrained(path, name: str, run: PretrainArgs, corpus_label: str, done: ev.PretrainDone) -> bert.Bundle:
     bundle = bert.load(path)
     bundle.name = name
@@ -268,7 +494,7 @@ def _pretrain_events(
     PretrainDone's model is loaded into memory (its `bundle`, instead of its `path`) and the
     folder removed (with any tokenized text in it: args.cache_tokens is False for an upload). If
     training fails (the loss became NaN), an Error is sent and the last saved checkpoint is kept.
-    The folder is named by the job's number (`stop.job_id`, app/jobs/spec.py)."""
+    The folder is named by the job's number (`stop.job_id`, its StopEvent)."""
     name, corpus_label = spec.title, spec.corpus_label
     corpus = corpus if corpus is not None else spec.uploaded_corpus()
     folder = job_folder(getattr(stop, "job_id", None))

@@ -252,6 +252,9 @@ def _is_builtin_tokenized(path: Path) -> bool:
     return all(part in CORPORA for part in corpus.split("+"))
 
 
+CLEANUP_EVERY_S = 600.0  # how often each backend's watchdog runs `cleanup`
+
+
 def cleanup(
     max_age_s: float = TTL_S,
     max_mb: float | None = None,

@@ -1,14 +1,12 @@
-"""What a training job is, for both backends: its kinds, why it stops (`StopEvent` tells it;
-`stop_message` is what the page then says), the caps' messages, and the `JobSpec`: a job as
-data, naming its kind, run code, student, settings, the base model (a source name the worker
-resolves), and carrying its texts. No closures and no live models, so the same spec runs in this
+"""What a training job is, for both backends: its kinds, the messages of the caps that refuse one,
+and the `JobSpec`: a job as data, naming its kind, run code, student, settings, the base model (a
+source name the worker resolves), and carrying its texts. No closures and no live models, so the same spec runs in this
 process (app/jobs/local.py) or on a Ray worker (app/jobs/ray_backend.py); `to_dict` / `from_dict`
 are its wire form.
 """
 
 from __future__ import annotations
 
-import threading
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -18,9 +16,6 @@ from bert.data.labelled import LabelledData
 from bert.train.finetune_args import FinetuneArgs
 from bert.train.pretrain import PretrainArgs
 
-from . import budget
-
-USER, TIME, SESSION = "user", "time", "session"  # why a job stopped
 FINETUNE, PRETRAIN = "finetune", "pretrain"  # the kinds of job
 KINDS = {FINETUNE: "fine-tuning", PRETRAIN: "pre-training"}
 
@@ -41,37 +36,6 @@ def busy_message(waiting: int, max_queue: int) -> str:
     )
 
 
-def stop_message(reason: str | None, max_seconds: float | None = None) -> str:
-    """What the page says about a job that stopped early."""
-    if reason == TIME:
-        minutes = f"{(max_seconds or budget.max_job_seconds()) / 60:g}"
-        return f"Stopped at this server's limit of {minutes} minutes per job; the best model so far is kept."
-    if reason == SESSION:
-        return "Stopped because its browser tab was closed; the model trained so far is kept."
-    return "Stopped early: the best model so far is kept."
-
-
-class StopEvent(threading.Event):
-    """A threading.Event that also says why it was set; `hurry` when nobody is left to see the
-    end (the tab was closed): bert.train.finetune then skips its last scoring. `job_id` is the number
-    of the job it stops, so the job's function knows it (pre-training names its folder by it)."""
-
-    reason: str | None = None
-
-    def __init__(self, job_id: int | None = None):
-        super().__init__()
-        self.job_id = job_id
-
-    @property
-    def hurry(self) -> bool:
-        return self.reason == SESSION
-
-    def stop(self, reason: str = USER) -> None:
-        if not self.is_set():
-            self.reason = reason
-        self.set()
-
-
 # what of a LabelledData travels with a job (its preview table stays with the page)
 _DATA_FIELDS = [f.name for f in fields(LabelledData) if f.name != "preview"]
 
@@ -83,7 +47,7 @@ class JobSpec:
     student: str = ""  # who counts for one job per student (a browser, or a session)
     title: str = ""
     args: dict[str, Any] = field(default_factory=dict)  # FinetuneArgs / PretrainArgs as a dict
-    base: str = ""  # fine-tuning: the base model's source name (app.models.load_model)
+    base: str = ""  # fine-tuning: the base model's source name (resolved by run_job's `load_base`)
     train: dict[str, Any] | None = None  # fine-tuning: a LabelledData's fields
     valid: dict[str, Any] | None = None
     corpus: dict[str, Any] | None = None  # pre-training on an upload (else args["corpora"], by name)

@@ -38,16 +38,17 @@ import time
 from collections import OrderedDict
 
 from bert import settings
-
-from ..jobs.budget import LimitError
+from bert.errors import BertExplorerError
 
 REMEMBER_S = 24 * 3600.0  # a student key admitted in a scope is known there this long
 MAX_KNOWN = 20_000  # student keys remembered (oldest forgotten first)
 MAX_ADDRESSES = 10_000  # buckets, one a (scope, address) (oldest forgotten first)
 
 
-class TooManyNewStudents(LimitError):
-    """A new student key from an address whose tokens are spent (the message says when to retry)."""
+class TooManyNewStudents(BertExplorerError):
+    """A new student key from an address whose tokens are spent (the message says when to retry);
+    shown as the Start button's notice, as the jobs' own caps (app.jobs.budget.LimitError) are. Not
+    one of them: the server's guards do not depend on the jobs."""
 
 
 def client_address() -> str | None:

@@ -20,11 +20,10 @@ from bert.train.events import last as last_event
 
 from .. import state
 from ..jobs import runs_store
-from ..jobs.backend import job_backend
-from ..jobs.local import TrainingJobs
+from ..jobs.backend import JobBackend, job_backend
 from ..jobs.open_runs import SavedBundle
-from ..jobs.run import Saved, SaveFailed, loaded_record, run_record
-from ..jobs.spec import FINETUNE, PRETRAIN, stop_message
+from ..jobs.run import Saved, SaveFailed, loaded_record, run_record, stop_message
+from ..jobs.spec import FINETUNE, PRETRAIN
 from . import state as ts
 from .follow import current_job, job_key, notice_errors, student_key
 from .names import unique_model_name
@@ -40,7 +39,7 @@ def notice_key(kind: str) -> str:
     return ts.FT_NOTICE if kind == FINETUNE else ts.PT_NOTICE
 
 
-def collect(kind: str, jm: TrainingJobs | None = None) -> dict | None:
+def collect(kind: str, jm: JobBackend | None = None) -> dict | None:
     """If this session's job of `kind` has finished, move what it made into session_state:
     returns the new result (or None). The model is registered for the other pages."""
     ts.init()

@@ -12,8 +12,7 @@ import streamlit as st
 
 from bert import BertExplorerError
 
-from ..jobs.backend import backend_name, job_backend
-from ..jobs.local import Job, JobManager
+from ..jobs.backend import JobBackend, JobHandle, job_backend
 from ..jobs.spec import FINETUNE
 from . import state as ts
 
@@ -70,19 +69,20 @@ def job_key(kind: str) -> str:
     return ts.FT_JOB if kind == FINETUNE else ts.PT_JOB
 
 
-def current_job(kind: str, jm: JobManager | None = None) -> Job | None:
+def current_job(kind: str, jm: JobBackend | None = None) -> JobHandle | None:
     """This session's followed job of `kind` (looked up by owner: never another session's)."""
     ts.init()
     jm = jm or job_backend()
     jid = st.session_state.get(job_key(kind))
     if jid is None:
-        return _reattached(kind, jm) if backend_name() == "ray" else None
+        return _reattached(kind, jm)
     return jm.get(ts.owner(), jid)
 
 
-def _reattached(kind: str, jm) -> Job | None:
-    """In ray mode, this student's job started from another replica or before a refresh (the
-    registry knows it by the browser), followed from this session from now on."""
+def _reattached(kind: str, jm: JobBackend) -> JobHandle | None:
+    """This student's job started from another replica or before a refresh (in ray mode the
+    registry knows it by the browser), followed from this session from now on; None where the
+    backend follows a job only from the session that started it (local)."""
     code = jm.find(student_key(), kind)
     if code is None:
         return None
@@ -108,14 +108,14 @@ def notice_errors(notice_key: str, what: str):
         )
 
 
-def tick(job: Job, jm: JobManager | None = None) -> list[dict]:
+def tick(job: JobHandle, jm: JobBackend | None = None) -> list[dict]:
     """One poll of the live panel: heartbeat, reap abandoned jobs, drain new metrics."""
     job.heartbeat()
     (jm or job_backend()).reap()
     return job.drain()
 
 
-def live_job(kind: str) -> Job | None:
+def live_job(kind: str) -> JobHandle | None:
     """The live panel's job of `kind`, after one tick; None when this session follows none. When
     the job has finished, the page runs again instead (a full run collects the result)."""
     job = current_job(kind)

@@ -19,7 +19,7 @@ from bert.family import member
 
 from .. import state
 from ..board import finetune_widgets as board_widgets
-from ..jobs.local import Job, JobManager
+from ..jobs.backend import JobBackend, JobHandle
 from ..jobs.run import job_threads
 from ..jobs.spec import FINETUNE
 from ..ui import show_figure
@@ -97,7 +97,7 @@ def notice(page: TrainPage) -> None:
         )
 
 
-def background_caption(jm: JobManager) -> None:
+def background_caption(jm: JobBackend) -> None:
     st.caption(
         f"Training runs in the background on {job_threads()} processor thread(s), so the app stays "
         f"responsive for everyone; at most {jm.max_running} job(s) train at once on this server, others wait "
@@ -107,13 +107,13 @@ def background_caption(jm: JobManager) -> None:
     )
 
 
-def start_button(page: TrainPage, jm: JobManager, label: str, on_click, args: tuple, disabled: bool, **kw) -> None:
+def start_button(page: TrainPage, jm: JobBackend, label: str, on_click, args: tuple, disabled: bool, **kw) -> None:
     """Where the job will run (background_caption), then the primary button that starts it."""
     background_caption(jm)
     st.button(label, type="primary", key=f"{page.prefix}_start", on_click=on_click, args=args, disabled=disabled, **kw)
 
 
-def live_progress(job: Job, jm: JobManager, frac: float, line: str) -> None:
+def live_progress(job: JobHandle, jm: JobBackend, frac: float, line: str) -> None:
     """The live panel's head: the place in the queue, the progress bar, the run code."""
     if job.status == "queued":
         st.info(
@@ -128,7 +128,7 @@ def live_progress(job: Job, jm: JobManager, frac: float, line: str) -> None:
     )
 
 
-def stop_button(page: TrainPage, job: Job, label: str, stopping_label: str) -> None:
+def stop_button(page: TrainPage, job: JobHandle, label: str, stopping_label: str) -> None:
     stopping = job.stop_event.is_set()
     st.button(stopping_label if stopping else label, key=f"{page.prefix}_stop", on_click=job.stop, disabled=stopping)
 

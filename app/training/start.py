@@ -20,11 +20,11 @@ from bert.train.finetune_args import FinetuneArgs
 from bert.train.pretrain import PretrainArgs
 
 from ..jobs import budget, runs_store
-from ..jobs.backend import job_backend
+from ..jobs.backend import JobBackend, JobHandle, job_backend
 from ..jobs.budget import LimitError
-from ..jobs.local import Job, TrainingJobs
 from ..jobs.run import job_threads
 from ..jobs.spec import FINETUNE, PRETRAIN, JobSpec, finetune_spec, pretrain_spec
+from ..models import load_model
 from ..server import new_students
 from . import snapshots
 from . import state as ts
@@ -93,7 +93,7 @@ DROPOUT = 0.0  # small models trained for minutes learn faster without it (bench
 
 
 def on_start_finetune(
-    jm: TrainingJobs, data: LabelledData, valid_file: LabelledData | None, valid_fraction: float, base, mode: str
+    jm: JobBackend, data: LabelledData, valid_file: LabelledData | None, valid_fraction: float, base, mode: str
 ) -> None:
     """Start button callback (a callback survives the rerun a page may do first)."""
     ss = st.session_state
@@ -141,7 +141,7 @@ def on_start_finetune(
             free_uploads(*[key for key, on in used if on])
 
 
-def on_start_pretrain(jm: TrainingJobs, corpus, corpus_label: str) -> None:
+def on_start_pretrain(jm: JobBackend, corpus, corpus_label: str) -> None:
     """Start button callback (a callback survives the rerun a page may do first)."""
     ss = st.session_state
     with notice_errors(ts.PT_NOTICE, "starting the job"):
@@ -204,11 +204,11 @@ def start_finetune(
     train: LabelledData,
     valid: LabelledData,
     args: FinetuneArgs,
-    jm: TrainingJobs | None = None,
+    jm: JobBackend | None = None,
     recorder: AttentionSnapshots | None = None,
-) -> tuple[Job, bool]:
+) -> tuple[JobHandle, bool]:
     """Submit (or return the already active) fine-tuning job of this session. LimitError (with
-    the message to show) when a cap refuses it."""
+    the message to show) when a cap refuses it (TooManyNewStudents: a new browser over its address's rate)."""
     jm = jm or job_backend()
     existing = _active(jm, FINETUNE)
     if existing is not None:
@@ -237,9 +237,9 @@ def start_pretrain(
     corpus,
     name: str,
     corpus_label: str,
-    jm: TrainingJobs | None = None,
+    jm: JobBackend | None = None,
     recorder: AttentionSnapshots | None = None,
-) -> tuple[Job, bool]:
+) -> tuple[JobHandle, bool]:
     """Submit (or return the already active) pre-training job of this session; LimitError over a cap."""
     jm = jm or job_backend()
     existing = _active(jm, PRETRAIN)
@@ -256,7 +256,7 @@ def start_pretrain(
 _SNAPSHOT_NAMES = {FINETUNE: "fine-tuning", PRETRAIN: "pre-training"}
 
 
-def _active(jm: TrainingJobs, kind: str) -> Job | None:
+def _active(jm: JobBackend, kind: str) -> JobHandle | None:
     """This session's active job of `kind` (then the job its page follows), or None."""
     ts.init()
     existing = jm.active_of(ts.owner(), kind)
@@ -266,20 +266,26 @@ def _active(jm: TrainingJobs, kind: str) -> Job | None:
 
 
 def _submit(
-    jm: TrainingJobs,
+    jm: JobBackend,
     spec: JobSpec,
     args: FinetuneArgs | PretrainArgs,
     label: str,
     recorder: AttentionSnapshots | None,
     base: bert.Bundle | None = None,
     corpus=None,
-) -> tuple[Job, bool]:
+) -> tuple[JobHandle, bool]:
     """Submit `spec` as this session's job of its kind (or get the one already active) and make it
     the job its page follows. A new job gets the spec's info (with its settings, `args`) for the
     page; its attention snapshots are registered under `label`."""
     new_students.admit(spec.student, new_students.client_address())  # a browser never seen before costs a token
     job, new = jm.submit_spec(
-        ts.owner(), spec, session_id=current_session_id(), base=base, corpus=corpus, recorder=recorder
+        ts.owner(),
+        spec,
+        session_id=current_session_id(),
+        base=base,
+        corpus=corpus,
+        recorder=recorder,
+        load_base=load_model,  # where the job runs without the page's model: the pickers' safe loader
     )
     if new and recorder is not None:
         snapshots.register(f"{label} ({_SNAPSHOT_NAMES[spec.kind]}, job {job.id})", recorder)
