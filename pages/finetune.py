@@ -4,12 +4,11 @@ import streamlit as st
 
 import app
 from app import state
-from app.board import finetune_widgets as board_widgets
 from app.figures import training as training_figures
 from app.jobs.backend import job_backend
 from app.jobs.spec import FINETUNE
+from app.training import board_buttons, snapshots
 from app.training import page as view
-from app.training import snapshots
 from app.training import state as ts
 from app.training.data import builtin_data
 from app.training.finetune_view import PAGE, data_summary, show_result, uploaded_data, validation
@@ -45,7 +44,7 @@ st.markdown(
     "network a little more on labelled examples. Pick some data, press **Start**, and watch the loss "
     "fall and the accuracy rise; the result becomes a model you can explore on the other pages."
 )
-board_widgets.push_ended()
+board_buttons.push_ended()
 view.collect_and_reopen(PAGE)
 
 # --- 1. data -------------------------------------------------------------------------------------
@@ -202,7 +201,7 @@ def live_panel():
     job = live_job(FINETUNE)
     if job is None:
         return
-    board_widgets.push_live(job)  # a run shown live on the class board (its end: push_ended)
+    board_buttons.push_live(job)  # a run shown live on the class board (its end: push_ended)
     view.live_progress(job, jm, *finetune_progress(job.metrics))
     start_ev = last_event(job.metrics, FinetuneStart)
     if start_ev:
@@ -213,7 +212,7 @@ def live_panel():
         key="ft_live_curves",
     )
     view.stop_button(PAGE, job, "Stop (keeps the best model so far)", "Stopping… (the best model so far is kept)")
-    board_widgets.live_share(job)
+    board_buttons.live_share(job)
 
 
 if job is not None and job.active:

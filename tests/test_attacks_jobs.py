@@ -19,8 +19,8 @@ from app.jobs.budget import LimitError
 from app.jobs.local import JobManager, TrainingJobs
 from app.jobs.run import SESSION, TIME, stop_message
 from app.jobs.spec import FINETUNE, PRETRAIN
+from app.students import browser_id
 from app.training.finished import add_result
-from app.training.follow import browser_id
 from app.training.start import check_finetune, check_finetune_settings, check_pretrain
 from app.training.uploads import free_uploads
 from bert.config import BertConfig

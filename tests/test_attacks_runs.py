@@ -378,7 +378,7 @@ def test_a_finished_jobs_model_is_not_held_by_its_session(cache, session_state):
     import gc
     import weakref
 
-    from app import models, state
+    from app import models, state, students
     from app.jobs import open_runs, runs_store
     from app.jobs.local import TrainingJobs
     from app.jobs.run import Saved
@@ -401,7 +401,7 @@ def test_a_finished_jobs_model_is_not_held_by_its_session(cache, session_state):
         yield Saved(code="DONE22")
 
     model = made[0]
-    job, _ = jm.submit_for(ts.owner(), PRETRAIN, fn)
+    job, _ = jm.submit_for(students.owner(), PRETRAIN, fn)
     job.info = {"code": "DONE22", "args": None}
     session_state[ts.PT_JOB] = job.id
     assert jm.wait(job, 30)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from app import state
+from app import state, students
 from app.jobs import runs_store
 from app.training import state as ts
 from app.training.data import read_corpus
@@ -194,7 +194,7 @@ def class_screen(code: str, teacher_key: str | None = None, student: str | None 
     if teacher_key:
         at.session_state[TEACHER] = (code, teacher_key)
     if student:
-        at.session_state[ts.OWNER] = student
+        at.session_state[students.OWNER] = student
     return at.run()
 
 

@@ -165,7 +165,7 @@ def test_page_draws_a_hostile_nickname_escaped(board, monkeypatch):
 def test_post_button_on_the_finetuning_results(board, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from app import state
+    from app import state, students
     from app.training import state as ts
     from tests.helpers import finished_result
 
@@ -174,7 +174,7 @@ def test_post_button_on_the_finetuning_results(board, monkeypatch):
     res["student"] = "session:tester"  # trained here: a session without the browser's cookie
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
     at.run()
-    at.session_state[ts.OWNER] = "tester"
+    at.session_state[students.OWNER] = "tester"
     at.session_state[state.USER_MODELS]["tiny"] = base
     at.session_state[state.USER_MODEL_IDS]["tiny"] = "session:tiny:t"
     at.session_state[ts.FT_RESULTS] = [res]
@@ -275,9 +275,9 @@ def test_a_run_reopened_in_another_browser_is_not_posted_from_the_finetuning_pag
     this browser trained, reopened, is posted as before."""
     from streamlit.testing.v1 import AppTest
 
+    from app import students
     from app.jobs import runs_store
     from app.jobs.run import stored_record
-    from app.training import state as ts
     from tests.helpers import finished_result
 
     _, res = finished_result()
@@ -288,7 +288,7 @@ def test_a_run_reopened_in_another_browser_is_not_posted_from_the_finetuning_pag
     code, _ = board.new_board()
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
     at.run()
-    at.session_state[ts.OWNER] = "tester"  # this session, without the browser's cookie: "session:tester"
+    at.session_state[students.OWNER] = "tester"  # this session, without the browser's cookie: "session:tester"
     at.session_state[JOINED] = code
     at.switch_page("pages/finetune.py").run()
     at.text_input(key="ft_reopen_code").input("alice2").run()
@@ -338,9 +338,10 @@ def test_a_run_shown_live_from_the_finetuning_page(board, monkeypatch):
     nickname escaped, and its last state (stopped) is written when the job ends."""
     from streamlit.testing.v1 import AppTest
 
-    from app.board import finetune_widgets
+    from app import students
     from app.jobs.local import manager
     from app.jobs.spec import FINETUNE
+    from app.training import board_buttons
     from app.training import state as ts
     from bert.data.labelled import stratified_split
     from bert.train.events import FinetuneEval, of_type
@@ -355,7 +356,7 @@ def test_a_run_shown_live_from_the_finetuning_page(board, monkeypatch):
     train, valid = stratified_split(tiny_data(80), 0.25, seed=0)
     jm = manager()
     fn = finetune_fn(tiny_bundle(), train, valid, fast_args(epochs=500, eval_every=2, name="live"))
-    job, _ = jm.submit_for(at.session_state[ts.OWNER], FINETUNE, fn, "live")
+    job, _ = jm.submit_for(at.session_state[students.OWNER], FINETUNE, fn, "live")
     job.info = {"base_name": "tiny", "args": fast_args(epochs=500), "code": "ABCDEF"}  # as start does
     try:
         at.session_state[ts.FT_JOB] = job.id
@@ -363,7 +364,7 @@ def test_a_run_shown_live_from_the_finetuning_page(board, monkeypatch):
         while len(of_type(job.metrics, FinetuneEval)) < 2 and time.time() < deadline:
             at.run()
             time.sleep(0.3)
-        at.text_input(key=finetune_widgets.LIVE_NICK).input(HOSTILE).run()
+        at.text_input(key=board_buttons.LIVE_NICK).input(HOSTILE).run()
         at.button(key="ft_board_go_live").click().run()
         assert not at.exception and any("live on board" in s.value for s in at.success)
         (r,) = board.live_runs(code)

@@ -21,7 +21,7 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import bert  # noqa: E402
-from app import state
+from app import state, students
 from app.figures import training as training_figures  # noqa: E402
 from app.jobs.local import TrainingJobs, manager
 from app.jobs.run import Report, StopEvent, jobs_dir
@@ -351,9 +351,9 @@ def test_other_session_never_sees_a_job_even_with_its_id():
     b_app = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
     b_app.run()
     b_app.switch_page("pages/finetune.py").run()
-    assert a_app.session_state[ts.OWNER] != b_app.session_state[ts.OWNER]
+    assert a_app.session_state[students.OWNER] != b_app.session_state[students.OWNER]
     jm = manager()
-    job, _ = jm.submit_for(a_app.session_state[ts.OWNER], FINETUNE, blocker(), "a's job")
+    job, _ = jm.submit_for(a_app.session_state[students.OWNER], FINETUNE, blocker(), "a's job")
     try:
         b_app.session_state[ts.FT_JOB] = job.id  # b guesses a's job id
         b_app.run()
@@ -439,7 +439,7 @@ def test_queued_stopped_job_in_the_page_says_so(at):
         if any(o.status != "running" for o in others):
             pytest.skip("another job holds a slot")
         at.switch_page("pages/finetune.py").run()
-        mine, _ = jm.submit_for(at.session_state[ts.OWNER], FINETUNE, blocker())
+        mine, _ = jm.submit_for(at.session_state[students.OWNER], FINETUNE, blocker())
         at.session_state[ts.FT_JOB] = mine.id
         at.run()
         _ok(at)

@@ -4,7 +4,7 @@ class code and see whose settings worked best.
 store.py: the store's interface, its rules and limits, and the SQLite store; postgres.py: the
 PostgreSQL store; service.py: which one this server uses, and whether the board is on;
 summary.py: what a posted run says; charts.py: the board's plotly charts;
-finetune_widgets.py: the post and show-live buttons of the Fine-tuning page. pages/board.py draws
+the Fine-tuning page's post and show-live buttons are app/training/board_buttons.py. pages/board.py draws
 the board.
 
 The teacher leads, the class answers: classroom.py (the lead and the questions in the same

@@ -19,6 +19,7 @@ from bert import BertExplorerError
 from .. import state
 from ..models import current_model
 from ..server.new_students import client_address
+from ..students import student_key
 from ..ui import show_figure
 from ..ui.formatting import md_escape, table_csv
 from . import charts as board_charts
@@ -35,12 +36,6 @@ DISMISSED = "ask_dismissed"  # the revealed question a student put away
 NOTE = "ask_note"
 ANSWER_NOTE = "ask_answer_note"  # (question id, why the last answer was refused)
 TYPED = "ask_typed"
-
-
-def _student() -> str:
-    from ..training.follow import student_key  # torch with it: imported once a class is joined, not before Home draws
-
-    return student_key()
 
 
 def _body(kind: str) -> dict:
@@ -110,7 +105,7 @@ def ask_popover(code: str, key: str) -> None:
 def _answer(code: str, qid: int) -> None:
     try:
         typed = st.session_state.get(f"{TYPED}_{qid}") or ""
-        classroom().answer(code, qid, _student(), typed, address=client_address())  # bounded per address
+        classroom().answer(code, qid, student_key(), typed, address=client_address())  # bounded per address
     except BoardError as e:
         st.session_state[ANSWER_NOTE] = (qid, str(e))  # shown until the next answer (the panel redraws each second)
         return
@@ -157,7 +152,7 @@ def live(code: str, q: dict | None, key: str | None) -> None:
                 args=(code, key, q["id"]),
             )
             return
-        mine = classroom().my_answer(q["id"], _student())
+        mine = classroom().my_answer(q["id"], student_key())
         note = ss.get(ANSWER_NOTE)
         if note and note[0] == q["id"]:
             st.error(md_escape(note[1]), icon=":material/error:")
@@ -203,7 +198,7 @@ def revealed(code: str, key: str | None) -> None:
             f"The model ({md_escape(body['model'])}) says: **{md_escape(body['answer'])}**. {md_escape(body['why'])}"
         )
         if not key:
-            mine = classroom().my_answer(q["id"], _student())
+            mine = classroom().my_answer(q["id"], student_key())
             if mine is None:
                 st.caption("You did not answer this one.")
             elif is_right(body, mine):

@@ -4,7 +4,7 @@ its SQLite implementation (`SqliteStore`, the default); app/board/postgres.py is
 Students post their fine-tuning runs' settings and curves under a class code, and everyone sees
 whose settings worked best. Boards and entries last a day (`expire`). What is stored is bounded
 and never holds the data or its texts: the settings, the final accuracy and two thinned curves
-(app/board/summary.py). No streamlit here: pages/board.py draws it, app/board/finetune_widgets.py
+(app/board/summary.py). No streamlit here: pages/board.py draws it, app/training/board_buttons.py
 has the post button.
 
 A board belongs to its teacher and its posts to their students (`student`: the browser key of the

@@ -1,7 +1,7 @@
 """How fast one client address may turn into new "students": for the one-job-per-student cap,
 and for the answers to a class question.
 
-A student is a browser, told by Streamlit's `_streamlit_xsrf` cookie (app.training.follow.student_key).
+A student is a browser, told by Streamlit's `_streamlit_xsrf` cookie (app.students.student_key).
 The cookie is the client's to choose: a script sending a fresh one per connection is a new
 student each time, and could take every slot and the whole queue from one machine, or answer a
 class question as hundreds of students. So a student key never seen before (in a scope) is let

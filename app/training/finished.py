@@ -24,8 +24,9 @@ from ..jobs.backend import JobBackend, job_backend
 from ..jobs.open_runs import SavedBundle
 from ..jobs.run import Saved, SaveFailed, loaded_record, run_record, stop_message
 from ..jobs.spec import FINETUNE, PRETRAIN
+from ..students import student_key
 from . import state as ts
-from .follow import current_job, job_key, notice_errors, student_key
+from .follow import current_job, job_key, notice_errors
 from .names import unique_model_name
 
 MAX_MODELS = ts.MAX_MODELS

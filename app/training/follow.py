@@ -1,10 +1,10 @@
 """This session's training jobs: which one each page follows (by the session's owner id, so a
-session never reaches another's), who counts as one student, and the live panel's poll.
+session never reaches another's; who counts as one student is app/students.py's), and the live
+panel's poll.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from contextlib import contextmanager
 
@@ -12,6 +12,7 @@ import streamlit as st
 
 from bert import BertExplorerError
 
+from .. import students
 from ..jobs.backend import JobBackend, JobHandle, job_backend
 from ..jobs.spec import FINETUNE
 from . import state as ts
@@ -34,36 +35,6 @@ def current_session_id() -> str | None:
         return None
 
 
-def browser_id(xsrf_cookie: str | None) -> str | None:
-    """A stable id of one browser from Streamlit's `_streamlit_xsrf` cookie, or None. The cookie
-    ("2|mask|masked token|time") is set once per browser and sent by all its tabs; its token,
-    unmasked, is the same in each. Hashed: the token itself is never kept."""
-    parts = (xsrf_cookie or "").strip("\"'").split("|")
-    try:
-        if len(parts) == 4 and parts[0] == "2":
-            mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
-            token = bytes(b ^ mask[i % 4] for i, b in enumerate(masked))
-        elif len(parts) == 1 and len(parts[0]) >= 16:
-            token = parts[0].encode()
-        else:
-            return None
-    except ValueError:
-        return None
-    return hashlib.sha256(b"bert-explorer:" + token).hexdigest()[:20] if token else None
-
-
-def student_key() -> str:
-    """Who the one-job-per-student cap counts: this browser (all its tabs) when Streamlit's XSRF
-    cookie is there (server.enableXsrfProtection, on by default), else this session. Another
-    browser or a private window is another student: the queue cap still bounds them all."""
-    try:
-        cookie = st.context.cookies.get("_streamlit_xsrf")
-    except Exception:  # noqa: BLE001 - no context (tests)
-        cookie = None
-    bid = browser_id(cookie)
-    return f"browser:{bid}" if bid else f"session:{ts.owner()}"
-
-
 def job_key(kind: str) -> str:
     """The session-state key of the job of `kind` this session follows."""
     return ts.FT_JOB if kind == FINETUNE else ts.PT_JOB
@@ -76,17 +47,17 @@ def current_job(kind: str, jm: JobBackend | None = None) -> JobHandle | None:
     jid = st.session_state.get(job_key(kind))
     if jid is None:
         return _reattached(kind, jm)
-    return jm.get(ts.owner(), jid)
+    return jm.get(students.owner(), jid)
 
 
 def _reattached(kind: str, jm: JobBackend) -> JobHandle | None:
     """This student's job started from another replica or before a refresh (in ray mode the
     registry knows it by the browser), followed from this session from now on; None where the
     backend follows a job only from the session that started it (local)."""
-    code = jm.find(student_key(), kind)
+    code = jm.find(students.student_key(), kind)
     if code is None:
         return None
-    job = jm.reattach(ts.owner(), code, kind, session_id=current_session_id())
+    job = jm.reattach(students.owner(), code, kind, session_id=current_session_id())
     if job is not None:
         st.session_state[job_key(kind)] = job.id
     return job

@@ -1,6 +1,6 @@
 """Widgets the Fine-tuning and Pre-training pages share: reopening a run, the notice line, the
 live panel's queue and progress lines, and a result's summary and "Keep it" block (with, on the
-Fine-tuning page, the class board's post button when the board is on: app/board/finetune_widgets.py).
+Fine-tuning page, the class board's post button when the board is on: app/training/board_buttons.py).
 
 Each takes a `TrainPage` saying what differs between the two pages: the job kind, the prefix of
 the widget keys ("ft" / "pt"), the stem of the figures' download names, and the help texts of
@@ -18,13 +18,13 @@ import streamlit as st
 from bert.family import member
 
 from .. import state
-from ..board import finetune_widgets as board_widgets
 from ..jobs.backend import JobBackend, JobHandle
 from ..jobs.run import job_threads
 from ..jobs.spec import FINETUNE
 from ..ui import show_figure
 from ..ui.errors import show_errors
 from ..ui.formatting import md_escape
+from . import board_buttons
 from . import state as ts
 from .downloads import model_zip
 from .finished import collect, notice_key, reopen_callback, result_status, results, run_code_line, use_model
@@ -186,7 +186,7 @@ def keep_it(page: TrainPage, res: dict) -> None:
     with st.expander("Model card"):
         st.code(b.card, language=None, wrap_lines=True)
     if page.kind == FINETUNE:
-        board_widgets.board_post(res)
+        board_buttons.board_post(res)
 
 
 def results_section(page: TrainPage, header: str, show: Callable[[dict], None]) -> None:

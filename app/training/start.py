@@ -1,7 +1,7 @@
 """Starting a training job: its settings checked against the caps, then queued for this session.
 
 Caps (app/jobs/budget.py) are checked before a job is queued: tokens per step and the memory estimate
-(`check_finetune` / `check_pretrain`), one active job per student (`student_key`: the browser, so
+(`check_finetune` / `check_pretrain`), one active job per student (`app.students.student_key`: the browser, so
 two tabs count once; a browser new to the server costs its address a token, app/server/new_students.py),
 the queue length, and the time a job trains.
 """
@@ -26,10 +26,11 @@ from ..jobs.run import job_threads
 from ..jobs.spec import FINETUNE, PRETRAIN, JobSpec, finetune_spec, pretrain_spec
 from ..models import load_model
 from ..server import new_students
+from ..students import owner, student_key
 from . import snapshots
 from . import state as ts
 from .data import split_data
-from .follow import current_session_id, job_key, notice_errors, student_key
+from .follow import current_session_id, job_key, notice_errors
 from .names import safe_filename
 from .run_size import page_finetune_args
 from .uploads import free_uploads
@@ -98,7 +99,7 @@ def on_start_finetune(
     """Start button callback (a callback survives the rerun a page may do first)."""
     ss = st.session_state
     with notice_errors(ts.FT_NOTICE, "starting the job"):
-        if jm.active_of(ts.owner(), FINETUNE) is not None:
+        if jm.active_of(owner(), FINETUNE) is not None:
             ss[ts.FT_NOTICE] = ("info", "Your fine-tuning job is already running.")
             return
         if mode == "upload" and valid_file is None:
@@ -145,7 +146,7 @@ def on_start_pretrain(jm: JobBackend, corpus, corpus_label: str) -> None:
     """Start button callback (a callback survives the rerun a page may do first)."""
     ss = st.session_state
     with notice_errors(ts.PT_NOTICE, "starting the job"):
-        if jm.active_of(ts.owner(), PRETRAIN) is not None:
+        if jm.active_of(owner(), PRETRAIN) is not None:
             ss[ts.PT_NOTICE] = ("info", "Your pre-training job is already running.")
             return
         probe = re.sub(r"\[mask\]", "[MASK]", ss.pt_probe or "", flags=re.IGNORECASE)
@@ -259,7 +260,7 @@ _SNAPSHOT_NAMES = {FINETUNE: "fine-tuning", PRETRAIN: "pre-training"}
 def _active(jm: JobBackend, kind: str) -> JobHandle | None:
     """This session's active job of `kind` (then the job its page follows), or None."""
     ts.init()
-    existing = jm.active_of(ts.owner(), kind)
+    existing = jm.active_of(owner(), kind)
     if existing is not None:
         st.session_state[job_key(kind)] = existing.id
     return existing
@@ -279,7 +280,7 @@ def _submit(
     page; its attention snapshots are registered under `label`."""
     new_students.admit(spec.student, new_students.client_address())  # a browser never seen before costs a token
     job, new = jm.submit_spec(
-        ts.owner(),
+        owner(),
         spec,
         session_id=current_session_id(),
         base=base,

@@ -11,11 +11,10 @@ dropped (`app.training.uploads.free_uploads`): the job holds what it needs.
 
 from __future__ import annotations
 
-import uuid
-
 import streamlit as st
 
-OWNER = "train_owner"  # str: this session's owner id for app.jobs (never shown)
+from .. import students
+
 FT_JOB = "ft_job_id"  # int | None: the fine-tuning job this session follows
 PT_JOB = "pt_job_id"  # int | None: the pre-training job this session follows
 FT_RESULTS = "ft_results"  # list[dict]: finished fine-tuning runs, newest last
@@ -35,9 +34,8 @@ MAX_MODELS = 3  # finished models a session keeps, both pages together
 
 
 def init() -> None:
+    students.owner()  # this session's owner id, before any job is looked up
     ss = st.session_state
-    if OWNER not in ss:
-        ss[OWNER] = uuid.uuid4().hex
     for key in (FT_RESULTS, PT_RESULTS):
         if key not in ss:
             ss[key] = []
@@ -52,12 +50,6 @@ def init() -> None:
 def upload_key(name: str) -> str:
     """The key of an upload widget (changes when free_uploads resets them)."""
     return f"{name}_{st.session_state.get(UPLOAD_GEN, 0)}"
-
-
-def owner() -> str:
-    """This session's owner id: jobs are looked up with it, so a session only sees its own."""
-    init()
-    return st.session_state[OWNER]
 
 
 # --- settings that survive a page switch ------------------------------------------------------

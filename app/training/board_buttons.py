@@ -9,14 +9,15 @@ import time
 
 import streamlit as st
 
+from ..board.service import JOINED, board_store, enabled
+from ..board.store import NICK_CHARS, BoardError, BoardUnavailable
+from ..board.summary import summary_of
 from ..jobs.run import run_record
 from ..jobs.spec import FINETUNE
-from ..training.follow import current_job, student_key
-from ..training.progress import finetune_progress
+from ..students import student_key
 from ..ui.formatting import md_escape
-from .service import JOINED, board_store, enabled
-from .store import NICK_CHARS, BoardError, BoardUnavailable
-from .summary import summary_of
+from .follow import current_job
+from .progress import finetune_progress
 
 ICON_ERR = ":material/error:"
 POST_NICK = "ft_board_nick"
