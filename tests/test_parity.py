@@ -293,7 +293,7 @@ def test_cls_classifier_runs_last_layer_at_cls_only_and_matches_transformers():
 
 
 def test_causal_pattern_equals_transformers_decoder_on_the_same_weights():
-    """The "causal" pattern is transformers' BertModel(is_decoder=True): hidden states and attentions, padding included."""
+    """The "causal" pattern is transformers' BertModel(is_decoder=True): hidden states and attentions."""
     ours, theirs = make_pair("tiny")
     cfg = transformers.BertConfig(**CONFIGS["tiny"], attn_implementation="eager", is_decoder=True)
     decoder = transformers.BertModel(cfg).eval()
