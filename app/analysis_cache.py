@@ -35,6 +35,7 @@ from bert.analysis.ablation import HeadImportance, head_importance, head_mask
 from bert.analysis.compare import ModelOutputs, attentions_of, model_outputs
 from bert.analysis.full import analysis_bytes
 from bert.analysis.heads import HeadPatterns, head_pattern_stats, head_patterns_over, label_heads
+from bert.patterns import BIDIRECTIONAL, Pattern
 
 from .current_model import CurrentModel
 from .server.analysis_gate import ANALYSES, busy_notice
@@ -209,22 +210,32 @@ def _mask(bundle, off: tuple):
 # --- one forward pass with everything, and the model's tables ----------------------------------
 
 
-def _analysis_peak(model_key: str, text_a: str, text_b: str | None, _bundle: bert.Bundle) -> int:
+def _analysis_peak(
+    model_key: str, text_a: str, text_b: str | None, _bundle: bert.Bundle, attention_pattern=None
+) -> int:
     cfg = _bundle.config
     n = len(_bundle.tokenizer.encode(text_a, text_b, max_length=cfg.max_tokens).ids)
     return analysis_bytes(cfg, n)
 
 
 @budget_cached(spinner="Running the model…", peak_bytes=_analysis_peak)
-def _analyze(model_key: str, text_a: str, text_b: str | None, _bundle: bert.Bundle) -> full.Analysis:
-    return full.analyze(_bundle, text_a, text_b)
+def _analyze(
+    model_key: str, text_a: str, text_b: str | None, _bundle: bert.Bundle, attention_pattern: Pattern = BIDIRECTIONAL
+) -> full.Analysis:
+    return full.analyze(_bundle, text_a, text_b, attention_pattern=attention_pattern)
 
 
-def analyze(model: CurrentModel, text_a: str, text_b: str | None = None) -> full.Analysis:
-    """Validated texts in, the cached analysis out (an InputError for empty sentence A)."""
+def analyze(
+    model: CurrentModel, text_a: str, text_b: str | None = None, attention_pattern: Pattern = BIDIRECTIONAL
+) -> full.Analysis:
+    """Validated texts in, the cached analysis out (an InputError for empty sentence A), read
+    under `attention_pattern` (bert/patterns.py), which is part of the key. The default is
+    not passed on, so the bidirectional result is the one every other page already keeps."""
     a = clean_text(text_a, "sentence A")
     b = clean_text(text_b, required=False) or None
-    return _analyze(model.key, a, b, model.bundle)
+    if attention_pattern == BIDIRECTIONAL:
+        return _analyze(model.key, a, b, model.bundle)
+    return _analyze(model.key, a, b, model.bundle, attention_pattern=attention_pattern)
 
 
 @budget_cached()
@@ -264,10 +275,12 @@ def word_map(model_key: str, sentences: tuple[str, ...], word: str, _bundle) -> 
 
 
 @budget_cached(spinner="Predicting the masked words…")
-def mlm_predict(model_key: str, text: str, k: int, _bundle: bert.Bundle) -> dict:
+def mlm_predict(
+    model_key: str, text: str, k: int, _bundle: bert.Bundle, attention_pattern: Pattern = BIDIRECTIONAL
+) -> dict:
     """The Masked LM page's view of mlm_topk: one {"position", "tokens", "probs"} per gap, and
-    the filled-in text."""
-    m = mlm.mlm_topk(_bundle, text, k=k)
+    the filled-in text; read under `attention_pattern` (part of the key when given)."""
+    m = mlm.mlm_topk(_bundle, text, k=k, attention_pattern=attention_pattern)
     gaps = [
         {"position": p, "tokens": t, "probs": pr.astype(np.float32)}
         for p, t, pr in zip(m.positions, m.top_tokens, m.top_probs, strict=True)

@@ -29,6 +29,7 @@ from .embeddings import Embeddings
 from .errors import InputError
 from .family import member
 from .outputs import BertOutput, ClassifierOutput, PreTrainingOutput
+from .patterns import BIDIRECTIONAL, Pattern, allowed
 
 _ACT = {
     "gelu": lambda x: F.gelu(x),  # exact (erf) GELU, as in BERT
@@ -118,6 +119,9 @@ class EncoderLayer(nn.Module):
         a = self.attn
         H, D = a.num_heads, a.head_size
         xs = x.gather(1, idx.unsqueeze(-1).expand(-1, -1, C))  # (B, Q, C)
+        if mask is not None and mask.shape[-2] > 1:  # a pattern's (B, 1, T, T): its rows at idx
+            Q = idx.shape[1]
+            mask = mask.expand(B, 1, T, T).gather(2, idx[:, None, :, None].expand(B, 1, Q, T))  # (B, 1, Q, T)
         w, b = a.qkv.weight, a.qkv.bias  # rows [q; k; v]
         q = F.linear(xs, w[:C], b[:C]).view(B, -1, H, D).transpose(1, 2)  # (B, H, Q, D)
         k, v = F.linear(x, w[C:], b[C:]).view(B, T, 2, H, D).permute(2, 0, 3, 1, 4).unbind(0)
@@ -179,8 +183,15 @@ class BertModel(nn.Module):
         head_mask: Tensor | None = None,
         rows: Tensor | None = None,
         on_attention: Callable[[int, Tensor], None] | None = None,
+        attention_pattern: Pattern = BIDIRECTIONAL,
     ) -> BertOutput:
         """head_mask: (L, H) of 0/1 (or weights) multiplying each head's output.
+
+        attention_pattern (bert/patterns.py): "bidirectional" (every token sees every token),
+        "causal" (each token sees itself and its left, as a decoder's masked self-attention) or
+        an int k (prefix-LM: the first k tokens see each other, later ones their left); a k
+        beyond the input's T tokens is an InputError. It composes with attention_mask: a key is
+        read only where both allow it.
 
         on_attention(layer, probs): each layer's attention (B, H, T, T) handed over as soon as it
         is computed, instead of kept in `attentions`: a caller copying it into one preallocated
@@ -192,7 +203,7 @@ class BertModel(nn.Module):
         position. Ignored when attentions, hidden states, q/k/v or a head mask are asked for."""
         input_ids, token_type_ids = self._check_inputs(input_ids, token_type_ids)
         x, parts = self.embeddings(input_ids, token_type_ids, output_embedding_parts)
-        mask = self._additive_mask(attention_mask, input_ids, x.dtype)
+        mask = self._additive_mask(attention_mask, input_ids, x.dtype, attention_pattern)
         hidden = [x] if output_hidden_states else None
         attns = [] if output_attentions else None
         qs, ks, vs = ([], [], []) if output_qkv else (None, None, None)
@@ -233,20 +244,35 @@ class BertModel(nn.Module):
         )
 
     @staticmethod
-    def _additive_mask(attention_mask: Tensor | None, input_ids: Tensor, dtype: torch.dtype) -> Tensor | None:
-        """attention_mask (B, T) of 1 (token) / 0 (padding) -> the additive mask over keys the layers
-        take, (B, 1, 1, T): 0 where attended, a large negative number at padding. None when there
-        is no padding (one text, or equal lengths) or no mask was given."""
-        if attention_mask is None:
+    def _additive_mask(
+        attention_mask: Tensor | None, input_ids: Tensor, dtype: torch.dtype, pattern: Pattern = BIDIRECTIONAL
+    ) -> Tensor | None:
+        """attention_mask (B, T) of 1 (token) / 0 (padding) and the attention pattern -> the
+        additive mask the layers take: 0 where attended, the dtype's most negative number where
+        not. (B, 1, 1, T) over keys for padding alone; (B or 1, 1, T, T) with a pattern, whose
+        rows are the queries. None when nothing is hidden (bidirectional, no padding).
+
+        One boolean "may read" mask, then one fill: adding a padding and a pattern mask would
+        overflow to -inf, and a row of -inf only (a padded query under a causal pattern) would
+        give NaN; a row masked everywhere here is uniform instead, and the padding it belongs
+        to is never read."""
+        B, T = input_ids.shape
+        see = allowed(pattern, T, input_ids.device)  # (T, T) or None
+        keys = None
+        if attention_mask is not None:
+            if attention_mask.dim() == 1:
+                attention_mask = attention_mask.unsqueeze(0)
+            if attention_mask.shape != input_ids.shape:
+                raise InputError("attention_mask must have the same shape as input_ids")
+            if not bool(attention_mask.all()):
+                keys = attention_mask[:, None, None, :].bool()  # (B, 1, 1, T)
+        if see is None and keys is None:
             return None
-        if attention_mask.dim() == 1:
-            attention_mask = attention_mask.unsqueeze(0)
-        if attention_mask.shape != input_ids.shape:
-            raise InputError("attention_mask must have the same shape as input_ids")
-        if bool(attention_mask.all()):
-            return None
+        may = see[None, None] if see is not None else keys  # (1, 1, T, T) or (B, 1, 1, T)
+        if see is not None and keys is not None:
+            may = may & keys  # (B, 1, T, T)
         neg = torch.finfo(dtype).min
-        return (1.0 - attention_mask[:, None, None, :].to(dtype)) * neg  # (B, 1, 1, T)
+        return torch.zeros(may.shape, dtype=dtype, device=may.device).masked_fill_(~may, neg)
 
     @staticmethod
     def _last_layer_rows(layer: EncoderLayer, x: Tensor, mask: Tensor | None, rows: Tensor) -> Tensor:
@@ -407,7 +433,8 @@ class BertForSequenceClassification(nn.Module):
         labels: Tensor | None = None,
         **kwargs,
     ) -> ClassifierOutput:
-        if self.pooling == "cls" and "rows" not in kwargs and all(v is None or v is False for v in kwargs.values()):
+        plain = all(v is None or v is False for k, v in kwargs.items() if k != "attention_pattern")
+        if self.pooling == "cls" and "rows" not in kwargs and plain:
             # only [CLS] is read: the last layer runs at that row alone (BertModel `rows`);
             # out.bert.last_hidden_state is then zero at every other position
             ids = input_ids if input_ids.dim() == 2 else input_ids.view(1, -1)

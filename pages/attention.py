@@ -5,6 +5,7 @@ import pandas as pd
 import streamlit as st
 
 import app
+from app import attention_patterns as patterns
 from app.analysis_cache import analyze
 from app.figures import core
 from app.models import current_model
@@ -53,7 +54,9 @@ def bertviz_view(model_key: str, text_a: str, text_b, kind: str, layer: int, hea
 with show_errors("the attention maps"):
     model = current_model()
     family_note.attention(model.bundle.config)
-    an = analyze(model, text_a, text_b)
+    pattern = patterns.pattern_choice(patterns.input_tokens(model, text_a, text_b), key="att_pattern")
+    an = analyze(model, text_a, text_b, pattern)
+    hidden = patterns.hidden_cells(pattern, an.n_tokens)  # (T, T) bool or None
     L, H, T = an.attentions.shape[0], an.attentions.shape[1], an.n_tokens
     if an.truncated:
         st.warning(
@@ -82,9 +85,10 @@ with show_errors("the attention maps"):
     view = st.radio("View", VIEWS, horizontal=True, key="att_view")
 
     att = an.attentions[layer, head]  # (T, T)
-    tokens = an.tokens
+    tokens, keep = an.tokens, list(range(T))
     if hide:
-        att, tokens, _ = hide_specials(att, tokens)
+        att, tokens, keep = hide_specials(att, tokens)
+    shown_hidden = None if hidden is None else hidden[np.ix_(keep, keep)]
 
     if view == "Heatmap":
         n = len(tokens)
@@ -100,26 +104,29 @@ with show_errors("the attention maps"):
             )
         sub = att[start : start + WINDOW, start : start + WINDOW]
         shown = tokens[start : start + WINDOW]
-        fig = core.attention_heatmap(sub, shown, title=f"layer {layer + 1}, head {head + 1}")
+        window = None if hidden is None else shown_hidden[start : start + WINDOW, start : start + WINDOW]
+        fig = core.attention_heatmap(sub, shown, title=f"layer {layer + 1}, head {head + 1}", hidden=window)
         show_figure.show(fig, f"attention-L{layer + 1}-H{head + 1}", key="att_heatmap")
         st.caption(
             "Each row is one token looking at the others; darker means more attention. "
             "Hover over a cell for its exact weight."
             + (" Rows are rescaled to sum to 1 without the hidden tokens." if hide else "")
+            + patterns.hidden_share(pattern, T)
         )
 
     elif view == "All heads":
         grid_atts = an.attentions
         if hide:
-            keep = [j for j, t in enumerate(an.tokens) if t not in ("[CLS]", "[SEP]")] or list(range(T))
             grid_atts = grid_atts[:, :, keep][:, :, :, keep]
             grid_atts = grid_atts / np.maximum(grid_atts.sum(-1, keepdims=True), 1e-12)
-        show_figure.show(core.attention_grid(grid_atts, selected=(layer, head)), "attention-all-heads", key="att_grid")
+        grid = core.attention_grid(grid_atts, selected=(layer, head), hidden=shown_hidden)
+        show_figure.show(grid, "attention-all-heads", key="att_grid")
         st.caption(
             f"Every head of every layer ({L} × {H}), same colour scale (0 to 1); the red box "
             "is the head picked above. Early layers often look at neighbours (stripes next to "
             "the diagonal); some heads look mostly at [CLS] or [SEP] (one dark column)."
             + (" Long inputs are averaged into blocks here." if T > 32 else "")
+            + patterns.hidden_share(pattern, T)
         )
 
     elif view == "Q/K/V walk-through":
@@ -137,7 +144,7 @@ with show_errors("the attention maps"):
             "Query token", list(range(T)), index=first, key=f"att_query_{T}", format_func=lambda j: labels[j]
         )
         q, k, v = an.queries[layer, head], an.keys[layer, head], an.values[layer, head]  # (T, D)
-        w = attention_walkthrough(q, k, v, i)
+        w = attention_walkthrough(q, k, v, i, hidden=None if hidden is None else hidden[i])
         D = q.shape[-1]
         st.markdown(
             f"Layer {layer + 1}, head {head + 1}: vectors of **{D}** numbers, so scores are "

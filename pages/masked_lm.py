@@ -7,7 +7,7 @@ import zlib
 import streamlit as st
 
 import app
-from app import state
+from app import attention_patterns, state
 from app.analysis_cache import mlm_predict, nsp_probability, replaced_tokens
 from app.figures import core
 from app.models import current_model
@@ -135,6 +135,12 @@ with show_errors("the masked-word predictions"):
                         where=c,
                         key=f"mlm_bar_{n}",
                     )
+            st.subheader("Both ways or left only?")
+            st.markdown(
+                "The same weights can read like an encoder (every token sees every token) or like a "
+                "decoder such as GPT (each token sees only the tokens before it)."
+            )
+            attention_patterns.both_ways_and_left(model, text, k)
 
 st.header("Does B follow A? (next sentence prediction)")
 st.markdown(

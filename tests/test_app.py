@@ -251,3 +251,66 @@ def test_a_server_that_cannot_take_jobs_says_why_instead_of_a_page(monkeypatch, 
     at.run()
     assert not at.exception
     assert any(said in e.value and "This server cannot start" in e.value for e in at.error), [e.value for e in at.error]
+
+
+def _heatmap_z(chart):
+    """The z of a plotly heatmap as sent to the browser (plotly's typed-array encoding)."""
+    import base64
+    import json
+
+    import numpy as np
+
+    z = json.loads(chart.proto.spec)["data"][0]["z"]
+    return np.frombuffer(base64.b64decode(z["bdata"]), z["dtype"]).reshape([int(n) for n in z["shape"].split(",")])
+
+
+@pytest.mark.slow
+def test_attention_patterns_draw_hidden_cells_as_hidden(app):
+    import json
+
+    import numpy as np
+
+    app.switch_page("pages/attention.py").run()
+    both = _heatmap_z(app.get("plotly_chart")[0])
+    assert not np.isnan(both).any()
+    app.radio(key="att_pattern").set_value("Left only (decoder)").run()
+    _ok(app)
+    z = _heatmap_z(app.get("plotly_chart")[0])
+    T = z.shape[0]
+    above = np.triu(np.ones((T, T), dtype=bool), 1)
+    assert np.isnan(z[above]).all() and np.isfinite(z[~above]).all()  # hidden: NaN, not a 0-weight cell
+    assert any("Grey cells are hidden by the pattern" in c.value for c in app.caption)
+    app.radio(key="att_pattern").set_value("Prefix of k tokens").run()
+    k_box = app.number_input(key="att_pattern_k")
+    assert (k_box.value, k_box.max) == (3, T)
+    z = _heatmap_z(app.get("plotly_chart")[0])
+    assert np.isfinite(z[:3, :3]).all() and np.isnan(z[3, 4:]).all() and np.isnan(z[:3, 3:]).all()
+    app.radio(key="att_view").set_value("All heads").run()
+    _ok(app)
+    grid = json.loads(app.get("plotly_chart")[0].proto.spec)["data"]
+    assert grid[-1]["name"] == "hidden by the pattern"  # a trace of its own, grey
+    # a k kept from a longer sentence: bert's message, and the prefix brought back to the end
+    app.number_input(key="att_pattern_k").set_value(T).run()
+    app.text_area(key=state.W_TEXT_A).input("the cat")
+    app.text_area(key=state.W_TEXT_B).input("")
+    app.run()
+    _ok(app)
+    said = [w.value for w in app.warning if "prefix of" in w.value]
+    assert said and f"prefix of {T} tokens is longer than the input, which has 4 tokens" in said[0].replace("\\", "")
+    assert app.number_input(key="att_pattern_k").value == 4 and not _errors(app)
+
+
+@pytest.mark.slow
+def test_masked_lm_reads_both_ways_and_left_only_side_by_side(app):
+    app.switch_page("pages/masked_lm.py").run()
+    app.text_area(key=state.W_MLM_TEXT).input("She [MASK] to school every day.").run()
+    _ok(app)
+    assert [m.value for m in app.markdown if m.value.startswith("**Reads")] == [
+        "**Reads both ways**",
+        "**Reads left only**",
+    ]
+    words = [c.value.replace("\\", "") for c in app.caption if ": reads " in c.value]
+    assert len(words) == 2 and "reads both ways · largest:" in words[0] and "reads left only · largest:" in words[1]
+    assert words[0].split("largest:")[1] != words[1].split("largest:")[1]  # the reading changed the guess
+    why = [m.value.replace("\\", "") for m in app.markdown if m.value.startswith("Left only, the model reads")]
+    assert why and "“She” and never “to school every day.”" in why[0]

@@ -122,3 +122,16 @@ def test_the_lessons_page_steps_questions_progress_and_link():
     at2.toggle(key="lesson_presenter").set_value(True).run()
     assert not at2.exception and at2.subheader[0].value.startswith("2. ")
     assert any("font-size: 22px" in m.value for m in at2.markdown)
+
+
+@pytest.mark.slow
+def test_left_only_step_is_measured_on_the_model_by_clue_side(bundle):
+    from app.lessons.attention import reading_left_only
+
+    t = reading_left_only(bundle)
+    assert list(t["reads"].unique()) == ["both ways", "left only"]
+    assert set(t["clue"]) == {"left of the gap", "right of the gap", "all"}
+    assert t.groupby("reads")["gaps"].max().tolist() == [116, 116]
+    if bundle.name == "minilm-l6":  # the figures the step's text and docs/MODELS.md quote
+        right = t[t["clue"] == "right of the gap"].set_index("reads")["top-1"]
+        assert (round(right["both ways"], 2), round(right["left only"], 2)) == (0.71, 0.26)

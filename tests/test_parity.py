@@ -287,3 +287,95 @@ def test_cls_classifier_runs_last_layer_at_cls_only_and_matches_transformers():
         assert maxdiff(p.grad, state[name]) <= TOL, name
     full = ours(ids, types, mask, output_hidden_states=True)  # nothing pruned when asked
     assert maxdiff(full.logits, a.logits) <= tol(1e-5) and (full.bert.last_hidden_state[:, 1:] != 0).any()
+
+
+# --- attention patterns (bert/patterns.py): a decoder's and a prefix-LM's reading of the same weights ---
+
+
+def test_causal_pattern_equals_transformers_decoder_on_the_same_weights():
+    """The "causal" pattern is transformers' BertModel(is_decoder=True): hidden states and attentions."""
+    ours, theirs = make_pair("tiny")
+    cfg = transformers.BertConfig(**CONFIGS["tiny"], attn_implementation="eager", is_decoder=True)
+    decoder = transformers.BertModel(cfg).eval()
+    assert not decoder.load_state_dict(theirs.bert.state_dict()).missing_keys
+    ids, types, mask = inputs(CONFIGS["tiny"])
+    with torch.no_grad():
+        a = ours.bert(ids, types, mask, output_attentions=True, output_hidden_states=True, attention_pattern="causal")
+        b = decoder(
+            input_ids=ids, token_type_ids=types, attention_mask=mask, output_attentions=True, output_hidden_states=True
+        )
+        encoder = ours.bert(ids, types, mask, output_hidden_states=True)
+        fast = ours.bert(ids, types, mask, attention_pattern="causal")  # SDPA with the pattern's mask
+    real = mask.bool()
+    for x, y in zip(a.hidden_states, b.hidden_states, strict=True):
+        assert maxdiff(x[real], y[real]) <= TOL
+    for x, y in zip(a.attentions, b.attentions, strict=True):
+        assert x.shape == y.shape and maxdiff(x, y) <= TOL
+    assert maxdiff(fast.last_hidden_state[real], a.last_hidden_state[real]) <= tol(1e-5)
+    # the pattern changed something: the encoder's reading differs from the decoder's
+    assert maxdiff(encoder.last_hidden_state[real], a.last_hidden_state[real]) > 1e-2
+
+
+def test_prefix_pattern_by_construction():
+    """A prefix of k: every hidden cell gets exactly 0 attention; the first k tokens' outputs are
+    those of a bidirectional run over those k tokens alone; no token is changed by what follows it
+    past the prefix; k = 0 and 1 are causal, k = T is bidirectional."""
+    ours, _ = make_pair("tiny")
+    ids, types, _ = inputs(CONFIGS["tiny"], B=1, T=11, pad=False)
+    T, k = 11, 4
+    with torch.no_grad():
+        run = lambda n, p, **kw: ours.bert(ids[:, :n], types[:, :n], attention_pattern=p, **kw)  # noqa: E731
+        full = run(T, k, output_attentions=True)
+        i, j = torch.meshgrid(torch.arange(T), torch.arange(T), indexing="ij")
+        hidden = (j > i) & ~((i < k) & (j < k))  # (T, T): later keys, outside the prefix block
+        for a in full.attentions:  # (1, H, T, T)
+            assert a[..., hidden].abs().max().item() == 0.0
+            assert a[..., ~hidden].min().item() > 0.0  # everything allowed is read a little
+        alone = run(k, "bidirectional").last_hidden_state
+        assert maxdiff(full.last_hidden_state[:, :k], alone) <= tol(1e-5)
+        for n in (k, k + 2, T - 1):  # cut after n tokens: the first n outputs do not move
+            assert maxdiff(run(n, k).last_hidden_state, full.last_hidden_state[:, :n]) <= tol(1e-5)
+        causal = run(T, "causal").last_hidden_state
+        for same in (0, 1):
+            assert maxdiff(run(T, same).last_hidden_state, causal) == 0.0
+        assert maxdiff(run(T, T).last_hidden_state, run(T, "bidirectional").last_hidden_state) == 0.0
+        assert maxdiff(full.last_hidden_state[:, :k], causal[:, :k]) > 1e-2  # the prefix reads its right
+        assert maxdiff(full.last_hidden_state[:, k:], causal[:, k:]) > 1e-5  # and later tokens read the prefix
+
+
+def test_patterns_compose_with_padding_rows_and_head_mask():
+    """With padding, a head mask, and the last-layer-only rows (pre-training and the [CLS]
+    classifier), a pattern gives the same real outputs as the full layers under it."""
+    ours, _ = make_pair("tiny")
+    ids, types, mask = inputs(CONFIGS["tiny"])
+    real = mask.bool()
+    hm = torch.ones(CONFIGS["tiny"]["num_hidden_layers"], CONFIGS["tiny"]["num_attention_heads"])
+    hm[0, 1] = 0
+    rows = torch.zeros_like(ids, dtype=torch.bool)
+    rows[0, [2, 5]] = True
+    rows[1, 3] = True
+    for pattern in ("causal", 3):
+        with torch.no_grad():
+            full = ours.bert(ids, types, mask, attention_pattern=pattern, output_attentions=True)
+            pruned = ours.bert(ids, types, mask, attention_pattern=pattern, rows=rows)
+            for b in range(2):  # padding never read; one row alone equals its batch row
+                n = int(mask[b].sum())
+                alone = ours.bert(ids[b : b + 1, :n], types[b : b + 1, :n], attention_pattern=pattern)
+                assert maxdiff(alone.last_hidden_state[0], full.last_hidden_state[b, :n]) <= tol(1e-5)
+            off = ours.bert(ids, types, mask, attention_pattern=pattern, head_mask=hm, output_attentions=True)
+        want = rows.clone()
+        want[:, 0] = True
+        assert maxdiff(pruned.last_hidden_state[want], full.last_hidden_state[want]) <= tol(1e-5)
+        assert maxdiff(off.last_hidden_state[real], full.last_hidden_state[real]) > 1e-4
+        assert all(a[1, ..., 7:].max().item() < 1e-6 for a in full.attentions)  # padding: no weight
+
+
+def test_bad_patterns_are_input_errors_naming_the_length():
+    ours, _ = make_pair("tiny")
+    ids, types, _ = inputs(CONFIGS["tiny"], B=1, T=6, pad=False)
+    with pytest.raises(bert.InputError, match="has 6 tokens"):
+        ours(ids, types, attention_pattern=7)
+    for bad in (-1, "left", True, 2.5):
+        with pytest.raises(bert.InputError):
+            ours(ids, types, attention_pattern=bad)
+    assert ours(ids, types, attention_pattern=6).mlm_logits.shape[1] == 6  # the whole input is a prefix

@@ -17,6 +17,7 @@ from plotly.subplots import make_subplots
 from .model_diagram import model_diagram as model_diagram  # re-exported: the Home page finds it here
 
 ATTN_SCALE = "Blues"
+HIDDEN_COLOUR = "#bdbdbd"  # cells an attention pattern hides: grey, never a weight's colour (white is 0)
 DIVERGING = "RdBu_r"
 _ZW = "\u200b"
 PART_NAMES = {
@@ -58,11 +59,20 @@ def _height_for(n: int, per: int = 18, lo: int = 360, hi: int = 900, extra: int 
 
 
 def attention_heatmap(
-    att: np.ndarray, query_tokens, key_tokens=None, title: str = "", zmax: float | None = None
+    att: np.ndarray,
+    query_tokens,
+    key_tokens=None,
+    title: str = "",
+    zmax: float | None = None,
+    hidden: np.ndarray | None = None,
 ) -> go.Figure:
     """One head's attention: rows are the tokens that look (queries), columns what they look at
-    (keys); each row sums to 1. att: (Tq, Tk)."""
+    (keys); each row sums to 1. att: (Tq, Tk). hidden: (Tq, Tk) bool, the cells an attention
+    pattern hides: NaN in the data (no hover), drawn in HIDDEN_COLOUR behind the map, so a
+    hidden cell never looks like a cell read with weight 0."""
     att = np.asarray(att, dtype=np.float32)
+    if hidden is not None:
+        att = np.where(hidden, np.float32(np.nan), att)
     key_tokens = query_tokens if key_tokens is None else key_tokens
     y, x = safe_labels(query_tokens), safe_labels(key_tokens)
     fig = go.Figure(
@@ -72,7 +82,8 @@ def attention_heatmap(
             y=y,
             colorscale=ATTN_SCALE,
             zmin=0.0,
-            zmax=zmax if zmax else float(max(att.max(), 1e-6)),
+            zmax=zmax if zmax else float(max(np.nanmax(att), 1e-6)),
+            hoverongaps=False,
             hovertemplate="%{y} looks at %{x}<br>weight %{z:.3f}<extra></extra>",
             colorbar=dict(title="weight", thickness=12),
         )
@@ -81,6 +92,8 @@ def attention_heatmap(
     fig.update_layout(
         title=title, height=_height_for(n, per=16, lo=420, hi=860), margin=dict(l=10, r=10, t=50 if title else 20, b=10)
     )
+    if hidden is not None:
+        fig.update_layout(plot_bgcolor=HIDDEN_COLOUR)  # what shows through the NaN cells
     fig.update_xaxes(title="key (looked at)", side="top", tickangle=-60, type="category", showgrid=False)
     fig.update_yaxes(title="query (looking)", autorange="reversed", type="category", showgrid=False)
     if n > 60:
@@ -112,8 +125,12 @@ def tile_heads(atts: np.ndarray, max_cells: int = 32, gap: int = 1) -> np.ndarra
     return out
 
 
-def attention_grid(atts: np.ndarray, selected: tuple[int, int] | None = None, max_cells: int = 32) -> go.Figure:
+def attention_grid(
+    atts: np.ndarray, selected: tuple[int, int] | None = None, max_cells: int = 32, hidden: np.ndarray | None = None
+) -> go.Figure:
     """All heads as thumbnails: one row per layer, one column per head. atts: (L, H, T, T).
+    hidden: (T, T) bool, the cells an attention pattern hides, drawn grey in every tile (a block
+    of a long input is grey when all of its cells are hidden).
 
     Drawn as ONE tiled heatmap rather than L x H subplots: make_subplots takes 1-3 s for
     6 x 12 heads, the tiled image about 10 ms, and the browser draws it faster too.
@@ -123,6 +140,11 @@ def attention_grid(atts: np.ndarray, selected: tuple[int, int] | None = None, ma
     t = min(T, max_cells)
     s = t + 1
     z = tile_heads(atts, max_cells, gap=1)
+    veil = None
+    if hidden is not None:  # the same tiling of the hidden cells (1 = hidden), drawn as a grey trace of its own
+        h = tile_heads(np.broadcast_to(np.asarray(hidden, dtype=np.float32), atts.shape), max_cells, gap=1) == 1.0
+        z = np.where(h, np.float32(np.nan), z)
+        veil = np.where(h, np.float32(1.0), np.float32(np.nan))
     # per-pixel layer/head numbers for the hover text
     rows = np.minimum(np.arange(z.shape[0]) // s, L - 1) + 1
     cols = np.minimum(np.arange(z.shape[1]) // s, H - 1) + 1
@@ -139,6 +161,17 @@ def attention_grid(atts: np.ndarray, selected: tuple[int, int] | None = None, ma
             hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<extra></extra>",
         )
     )
+    if veil is not None:
+        fig.add_trace(
+            go.Heatmap(
+                z=veil,
+                name="hidden by the pattern",
+                colorscale=[[0, HIDDEN_COLOUR], [1, HIDDEN_COLOUR]],
+                showscale=False,
+                hoverongaps=False,
+                hovertemplate="hidden by the pattern<extra></extra>",
+            )
+        )
     centres = [i * s + (t - 1) / 2 for i in range(max(L, H))]
     # one tick at the centre of each head's (column) or layer's (row) tile, and no grid
     axis = dict(showgrid=False, zeroline=False, constrain="domain")

@@ -382,10 +382,12 @@ def token_labels(tokens: list[str]) -> list[str]:
 # --- numbers ------------------------------------------------------------------------------------
 
 
-def attention_walkthrough(q: np.ndarray, k: np.ndarray, v: np.ndarray, i: int) -> dict:
+def attention_walkthrough(q: np.ndarray, k: np.ndarray, v: np.ndarray, i: int, hidden=None) -> dict:
     """One query token through one head, with every number (q (T, D), k (T, D), v (T, D)).
 
     scores_j = q_i . k_j / sqrt(D);  weights = softmax(scores);  output = sum_j weights_j v_j.
+    hidden: (T,) bool, the keys an attention pattern hides from token i: their weight is 0, as
+    in the model (the softmax runs over the others only).
     """
     q = np.asarray(q, dtype=np.float64)
     k = np.asarray(k, dtype=np.float64)
@@ -393,7 +395,8 @@ def attention_walkthrough(q: np.ndarray, k: np.ndarray, v: np.ndarray, i: int) -
     D = q.shape[-1]
     dots = k @ q[i]  # (T,)
     scores = dots / np.sqrt(D)
-    e = np.exp(scores - scores.max())
+    seen = np.ones_like(scores, dtype=bool) if hidden is None else ~np.asarray(hidden, dtype=bool)
+    e = np.where(seen, np.exp(scores - scores[seen].max()), 0.0)
     weights = e / e.sum()
     out = weights @ v  # (D,)
     return {"dots": dots, "scores": scores, "weights": weights, "output": out, "sqrt_d": float(np.sqrt(D))}

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ..errors import InputError
+from ..patterns import BIDIRECTIONAL, Pattern
 from .common import as_head_mask, encode_tensors, mask_positions, need_classifier, need_mlm
 
 
@@ -45,10 +46,17 @@ def _filled(tokenizer, enc, positions: list[int], best: list[int]):
 
 
 def mlm_topk(
-    bundle, text: str, k: int = 5, head_mask=None, positions: Sequence[int] | None = None, text_b: str | None = None
+    bundle,
+    text: str,
+    k: int = 5,
+    head_mask=None,
+    positions: Sequence[int] | None = None,
+    text_b: str | None = None,
+    attention_pattern: Pattern = BIDIRECTIONAL,
 ) -> MLMPredictions:
     """The model's top-k words at each [MASK] (or at `positions`), optionally with some heads
-    switched off (head_mask (L, H): 1 = on, 0 = off)."""
+    switched off (head_mask (L, H): 1 = on, 0 = off) and read under `attention_pattern`
+    (bert/patterns.py: "causal" reads each gap from its left only)."""
     need_mlm(bundle, "masked-word prediction")
     tok = bundle.tokenizer
     enc, ids, types = encode_tensors(bundle, text, text_b)
@@ -57,7 +65,7 @@ def mlm_topk(
     where = torch.zeros_like(ids, dtype=torch.bool)
     where[0, pos] = True
     with torch.inference_mode():
-        out = bundle.model(ids, types, mlm_positions=where, head_mask=hm)
+        out = bundle.model(ids, types, mlm_positions=where, head_mask=hm, attention_pattern=attention_pattern)
         top_p, top_i = torch.softmax(out.mlm_logits.float(), -1).topk(
             max(1, min(int(k), bundle.config.vocab_size)), -1
         )  # (P, k)

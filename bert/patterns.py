@@ -1,0 +1,75 @@
+"""Which tokens each token may attend to: an encoder's, a decoder's, or a prefix-LM's pattern.
+
+One set of weights, three ways to read a text:
+
+- "bidirectional" (an encoder's, BERT's own): every token sees every token;
+- "causal" (a decoder's masked self-attention, as in GPT): each token sees itself and its left;
+- an int k (a prefix-LM, as in T5's and UniLM's): the first k tokens see each other, every later
+  token sees itself and its left. k = 0 and k = 1 are "causal"; k = T is "bidirectional".
+
+The pattern is a rule over positions, not over words: it composes with the padding mask (a
+position may be read only when both allow it) and never hides a token from itself, so no row of
+attention is ever empty.
+
+Dimension letters: T tokens.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from .errors import InputError
+
+BIDIRECTIONAL = "bidirectional"
+CAUSAL = "causal"
+NAMED = (BIDIRECTIONAL, CAUSAL)
+
+Pattern = str | int
+
+
+def check_pattern(pattern: Pattern, n_tokens: int | None = None) -> Pattern:
+    """The pattern itself when it is one: "bidirectional", "causal" or an int k with
+    0 <= k <= n_tokens (a prefix longer than the input has no meaning); an InputError otherwise."""
+    if isinstance(pattern, str):
+        if pattern not in NAMED:
+            raise InputError(f"attention_pattern must be 'bidirectional', 'causal' or a prefix length, got {pattern!r}")
+        return pattern
+    if isinstance(pattern, bool) or not isinstance(pattern, int):
+        # bool is an int in Python: True would silently mean a prefix of 1
+        raise InputError(f"attention_pattern must be 'bidirectional', 'causal' or an int, got {pattern!r}")
+    if pattern < 0:
+        raise InputError(f"a prefix of {pattern} tokens makes no sense: k must be 0 or more")
+    if n_tokens is not None and pattern > n_tokens:
+        raise InputError(
+            f"a prefix of {pattern} tokens is longer than the input, which has {n_tokens} tokens "
+            f"([CLS] and [SEP] included): pick k from 0 to {n_tokens}"
+        )
+    return pattern
+
+
+def allowed(pattern: Pattern, n_tokens: int, device: torch.device | str | None = None) -> Tensor | None:
+    """(T, T) bool: [i, j] is True when token i may attend to token j. None for
+    "bidirectional" (nothing is hidden, and the fast paths then take no mask at all)."""
+    pattern = check_pattern(pattern, n_tokens)
+    if pattern == BIDIRECTIONAL:
+        return None
+    pos = torch.arange(n_tokens, device=device)
+    see = pos[None, :] <= pos[:, None]  # (T, T): j <= i, the left and itself
+    if isinstance(pattern, int) and pattern > 1:
+        in_prefix = pos < pattern  # (T,)
+        see = see | (in_prefix[:, None] & in_prefix[None, :])
+    return see
+
+
+def is_prefix(pattern: Pattern) -> bool:
+    return isinstance(pattern, int) and not isinstance(pattern, bool)
+
+
+def describe(pattern: Pattern) -> str:
+    """A pattern in words, for the pages and reports."""
+    if pattern == BIDIRECTIONAL:
+        return "reads both ways (bidirectional, an encoder)"
+    if pattern == CAUSAL:
+        return "reads left only (causal, a decoder)"
+    return f"prefix of {pattern}: the first {pattern} tokens see each other, the rest read left only"
