@@ -1,6 +1,6 @@
 """The model a page runs on: its bundle, the key its analyses are cached under, its label.
 
-app/models.py picks it (the sidebar, a picker's option); app/analysis_cache.py keys analyses by it.
+app/model_sources.py picks it (the sidebar, a picker's option); app/analysis_cache.py keys analyses by it.
 """
 
 from __future__ import annotations

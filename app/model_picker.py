@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from .current_model import CurrentModel
-from .models import FOLDER, model_for, model_options, option_label
+from .model_sources import FOLDER, model_for, model_options, option_label
 from .ui.widgets import PATH_CHARS, cap_help
 
 

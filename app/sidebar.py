@@ -11,7 +11,7 @@ import bert
 from bert.public import public_text
 
 from . import state
-from .models import FOLDER, current_summary, load_model, model_options, option_for, option_label, source_of
+from .model_sources import FOLDER, current_summary, load_model, model_options, option_for, option_label, source_of
 from .ui.errors import show_errors
 from .ui.formatting import card_summary, fmt_params, md_escape, md_safe
 from .ui.widgets import PATH_CHARS
@@ -105,7 +105,7 @@ def render() -> None:
             if ss.get("_folder_error"):
                 st.error(md_escape(ss["_folder_error"]), icon=":material/error:")
         with show_errors("the model"):
-            b = current_summary()  # a built-in without loading it: see app/models.py
+            b = current_summary()  # a built-in without loading it: see app/model_sources.py
             cfg = b.config
             total = b.counts["total"]
             st.markdown(f"**{md_escape(b.name)}**")

@@ -48,8 +48,8 @@ STARTUP_ROWS = ["startup-health", "startup-home", "mem-app"]
 BERTVIZ_ROWS = ["bertviz-head-64", "bertviz-model-64"]
 # Where the app's cached analysis `_analyze(model_key, text_a, text_b, bundle)` lives (its
 # uncached function is `_analyze.__wrapped__`): the only place benchmarks/ names it. app.analysis_cache
-# is where it is moving to; app.models is where it was.
-APP_ANALYSIS = ("app.analysis_cache", "app.models")
+# is where it is moving to; app.model_sources is where it was.
+APP_ANALYSIS = ("app.analysis_cache", "app.model_sources")
 
 
 # ---- 5. the app's work

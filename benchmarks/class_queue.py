@@ -51,7 +51,7 @@ def default_specs(students: int, size: str, threads: int, seed: int):
 
 def _jobs(students: int, size: str, threads: int, seed: int):
     """(title, JobFn) of every student's default run."""
-    from app.jobs.run import run_job
+    from app.jobs.worker import run_job
 
     base, specs = default_specs(students, size, threads, seed)
     return [(spec.title, lambda stop, spec=spec: run_job(spec, stop, base=base)) for spec in specs]
@@ -77,7 +77,7 @@ def class_turn(
 ) -> dict:
     """Submit every student's run at once; wait for all; the figures."""
     from app.jobs.local import JobManager, default_max_running
-    from app.jobs.run import job_threads
+    from app.jobs.worker import job_threads
     from bert.train.events import FinetuneDone, last
 
     max_jobs = max_jobs or default_max_running()

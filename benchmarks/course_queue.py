@@ -38,7 +38,7 @@ def measure(runs: int, size: str = "quick", threads: int = 1, seed: int = 0) -> 
     import ray
 
     from app.jobs.ray_backend import RayJobs
-    from app.models import load_model
+    from app.model_sources import load_model
 
     from .class_queue import default_specs, runs_saved_in_a_temporary_cache
 

@@ -22,7 +22,7 @@ class Setting:
 SETTINGS = {
     s.name: s
     for s in [
-        # model sources (app/models.py, bert/checkpoint/load.py)
+        # model sources (app/model_sources.py, bert/checkpoint/load.py)
         Setting(
             "BERT_EXPLORER_MODELS_DIR",
             "models/",
@@ -56,7 +56,7 @@ SETTINGS = {
             "local",
             "where jobs train: local (this process) or ray (the Ray cluster at RAY_ADDRESS)",
         ),
-        # pages, memory and disk (app/models.py, app/analysis_cache.py, app/jobs/runs_store.py,
+        # pages, memory and disk (app/model_sources.py, app/analysis_cache.py, app/jobs/saved_runs.py,
         # bert/data/corpus/fetch.py)
         Setting("BERT_EXPLORER_TORCH_THREADS", 1, "torch threads for the pages' inference"),
         Setting("BERT_EXPLORER_CACHE_MB", 256, "memory of the cached analyses, MB (0: no cache)"),

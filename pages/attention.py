@@ -8,7 +8,7 @@ import app
 from app import attention_patterns as patterns
 from app.analysis_cache import analyze
 from app.figures import core
-from app.models import current_model
+from app.model_sources import current_model
 from app.ui import family_note, links, show_figure, widgets
 from app.ui.errors import show_errors
 from app.ui.formatting import attention_walkthrough, hide_specials, token_labels

@@ -17,7 +17,7 @@ from app.figures.compare import (
     separation_line,
 )
 from app.model_picker import model_picker
-from app.models import FOLDER, LISTED, current_model, model_options, option_for
+from app.model_sources import FOLDER, LISTED, current_model, model_options, option_for
 from app.training.snapshots import SNAPSHOTS, VIEW_REQUEST
 from app.ui import links, show_figure
 from app.ui.errors import show_errors

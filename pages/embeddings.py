@@ -8,7 +8,7 @@ import app
 from app import state
 from app.analysis_cache import analyze, position_table, same_word, word_order
 from app.figures import core
-from app.models import current_model
+from app.model_sources import current_model
 from app.ui import family_note, links, show_figure, widgets
 from app.ui.errors import show_errors
 from app.ui.formatting import BANK_SENTENCES

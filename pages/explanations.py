@@ -7,7 +7,7 @@ import streamlit as st
 import app
 from app.analysis_cache import logit_lens, mlm_topk, saliency
 from app.figures.explain import answer_by_layer, logit_lens_heatmap, saliency_bars
-from app.models import current_model
+from app.model_sources import current_model
 from app.ui import links, show_figure, widgets
 from app.ui.errors import show_errors
 from app.ui.formatting import clean_text, md_escape, mlm_untrained

@@ -9,7 +9,7 @@ from app.jobs.backend import job_backend
 from app.jobs.spec import FINETUNE
 from app.training import board_buttons, snapshots
 from app.training import page as view
-from app.training import state as ts
+from app.training import session as ts
 from app.training.data import builtin_data
 from app.training.finetune_view import PAGE, data_summary, show_result, uploaded_data, validation
 from app.training.finished import results
@@ -31,7 +31,7 @@ from bert.train.finetune_args import FinetuneArgs
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
-ts.init()
+ts.init_training()
 ss = st.session_state
 D = FinetuneArgs(data="")  # the backend's defaults, chosen by measurement
 SOURCES = [*available_datasets(), ts.UPLOAD]

@@ -6,7 +6,7 @@ import streamlit as st
 import app
 from app.analysis_cache import input_patterns, probe_patterns
 from app.figures.heads import STAT_NAMES, head_stats_bar, pattern_map
-from app.models import current_model
+from app.model_sources import current_model
 from app.ui import links, show_figure, widgets
 from app.ui.errors import show_errors
 from app.ui.formatting import md_escape

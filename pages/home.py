@@ -5,7 +5,7 @@ import streamlit as st
 
 import app
 from app.figures import core
-from app.models import current_summary
+from app.model_sources import current_summary
 from app.ui import family_note, show_figure
 from app.ui.errors import show_errors
 from app.ui.formatting import fmt_params

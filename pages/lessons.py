@@ -5,7 +5,7 @@ import streamlit as st
 import app
 from app.lessons import LESSONS
 from app.lessons import view as lv
-from app.models import current_model
+from app.model_sources import current_model
 from app.ui import class_tools, links
 from app.ui.errors import show_errors
 

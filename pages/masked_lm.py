@@ -10,7 +10,7 @@ import app
 from app import attention_patterns, state
 from app.analysis_cache import mlm_predict, nsp_probability, replaced_tokens
 from app.figures import core
-from app.models import current_model
+from app.model_sources import current_model
 from app.ui import family_note, links, show_figure, widgets
 from app.ui.errors import show_errors
 from app.ui.formatting import (

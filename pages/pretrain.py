@@ -7,8 +7,8 @@ from app.figures import training as training_figures
 from app.jobs.backend import job_backend
 from app.jobs.spec import PRETRAIN
 from app.training import page as view
+from app.training import session as ts
 from app.training import snapshots
-from app.training import state as ts
 from app.training.data import builtin_corpus
 from app.training.follow import POLL_S, current_job, live_job
 from app.training.pretrain_view import PAGE, plateau_line, show_result
@@ -25,7 +25,7 @@ from bert.train.pretrain import PretrainArgs
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
-ts.init()
+ts.init_training()
 ss = st.session_state
 SOURCES = [*CORPORA, ts.UPLOAD]
 TITLES = {

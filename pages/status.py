@@ -11,7 +11,7 @@ import streamlit as st
 
 import app
 from app.analysis_cache import budget_cache
-from app.jobs import budget, runs_store
+from app.jobs import budget, saved_runs
 from app.jobs.backend import job_backend
 from app.server import holders, teacher
 from app.server.memory import server_memory
@@ -63,7 +63,7 @@ def panel() -> None:
         )
 
     mem = server_memory()
-    use = runs_store.disk_usage()
+    use = saved_runs.disk_usage()
     metric_row(
         {
             "Server memory now (RSS)": f"{mem['rss'] / MB:,.0f} MB",
@@ -81,7 +81,7 @@ def panel() -> None:
     if last:
         ago = fmt_seconds(time.time() - last["at"])
         st.caption(
-            f"Last cleanup {ago} ago (every {runs_store.CLEANUP_EVERY_S / 60:g} min): removed {last['expired']} "
+            f"Last cleanup {ago} ago (every {saved_runs.CLEANUP_EVERY_S / 60:g} min): removed {last['expired']} "
             f"expired run(s), {last['for_space']} run(s) for space, {last['jobs']} job folder(s), "
             f"{last['tokenized']} tokenized upload(s), {last['leftovers']} half-saved folder(s); "
             f"{last['freed'] / MB:,.1f} MB freed."

@@ -4,7 +4,7 @@ positions and spans."""
 import streamlit as st
 
 import app
-from app.models import current_model, max_tokens
+from app.model_sources import current_model, max_tokens
 from app.ui import widgets
 from app.ui.errors import show_errors
 from app.ui.formatting import (

@@ -118,10 +118,10 @@ def fast_args(**kw) -> FinetuneArgs:
 
 
 def finetune_fn(base, train, valid, args, code: str = "", info: dict | None = None, student: str = ""):
-    """The app's fine-tuning job (app.jobs.run.run_job) on `base` as a job function `fn(stop)`,
+    """The app's fine-tuning job (app.jobs.worker.run_job) on `base` as a job function `fn(stop)`,
     kept as run `code` when one is given."""
-    from app.jobs.run import run_job
     from app.jobs.spec import finetune_spec
+    from app.jobs.worker import run_job
 
     info = {k: v for k, v in (info or {}).items() if k not in ("args", "student")}
     spec = finetune_spec(code, base.name, train, valid, args, student=student, title=info.get("title", ""), info=info)
@@ -129,9 +129,9 @@ def finetune_fn(base, train, valid, args, code: str = "", info: dict | None = No
 
 
 def pretrain_fn(args, corpus, name: str, corpus_label: str, code: str = ""):
-    """The app's pre-training job (app.jobs.run.run_job) as a job function `fn(stop)`."""
-    from app.jobs.run import run_job
+    """The app's pre-training job (app.jobs.worker.run_job) as a job function `fn(stop)`."""
     from app.jobs.spec import pretrain_spec
+    from app.jobs.worker import run_job
 
     spec = pretrain_spec(code, args, corpus, name, corpus_label)
     return lambda stop: run_job(spec, stop, corpus=corpus)
@@ -145,7 +145,7 @@ def run_fn(fn, stop=None) -> list:
 def finished_result(lr=1e-3, name="tiny-reviews"):
     """(base, result): a tiny model fine-tuned by the app's job on tiny_data, and the result dict
     the Fine-tuning page keeps for a finished run."""
-    from app.jobs.run import Report
+    from app.jobs.worker import Report
     from bert.train.events import Error, FinetuneDone
 
     base = tiny_bundle()

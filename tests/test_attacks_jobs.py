@@ -1,6 +1,6 @@
 """A class can't break the training jobs: every job budgeted, every cap refused with a
 message, a closed tab's job stopped within 10 s, finished runs kept on disk under a run code,
-the disk kept bounded. Unit-level on app/jobs/local.py, app/jobs/budget.py, app/jobs/runs_store.py and the pure
+the disk kept bounded. Unit-level on app/jobs/local.py, app/jobs/budget.py, app/jobs/saved_runs.py and the pure
 helpers of app/training/, with tiny models; two page tests through AppTest at the end.
 """
 
@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from app.jobs import budget, runs_store
+from app.jobs import budget, saved_runs
 from app.jobs.budget import LimitError
 from app.jobs.local import JobManager, TrainingJobs
-from app.jobs.run import SESSION, TIME, stop_message
 from app.jobs.spec import FINETUNE, PRETRAIN
+from app.jobs.worker import SESSION, TIME, stop_message
 from app.students import browser_id
 from app.training.finished import add_result
 from app.training.start import check_finetune, check_finetune_settings, check_pretrain
@@ -240,7 +240,7 @@ def test_a_closed_tabs_finetuning_skips_its_report_and_saves_the_run(cache):
     job.drain()
     kinds = [m.event for m in job.metrics]
     assert job.stop_reason == SESSION and "report" not in kinds and kinds[-1] == "saved"
-    again, record = runs_store.open_run("TESTAB")
+    again, record = saved_runs.open_run("TESTAB")
     assert record["stop_reason"] == SESSION and record["status"] == "stopped" and record["report"] is None
     assert again.is_classifier and again.name == "closed-tab run"
     if record["done"]["best_step"] == 0:  # stopped before its first evaluation: not scored
@@ -253,13 +253,13 @@ def test_a_closed_tabs_finetuning_skips_its_report_and_saves_the_run(cache):
 @pytest.mark.parametrize("typed", ["../../etc", "ABC", "ABCDEFG", "AB/CDE", "ABCDE.", "ÄBCDEF", "", "abc de\x00"])
 def test_run_codes_are_checked_strictly(typed):
     with pytest.raises(InputError, match="6 letters and digits"):
-        runs_store.parse_code(typed)
+        saved_runs.parse_code(typed)
 
 
 def test_run_code_forgives_case_and_spaces():
-    assert runs_store.parse_code(" k7qx-2m ") == "K7QX2M"
-    code = runs_store.new_code()
-    assert runs_store.CODE.fullmatch(code) and not set(code) & set("01OI")
+    assert saved_runs.parse_code(" k7qx-2m ") == "K7QX2M"
+    code = saved_runs.new_code()
+    assert saved_runs.CODE.fullmatch(code) and not set(code) & set("01OI")
 
 
 @pytest.mark.slow
@@ -268,7 +268,7 @@ def test_a_run_survives_a_server_restart(cache):
     b = carded_bundle(name="my run")
     metrics = [{"event": "train", "step": i, "loss": 1.0 / i} for i in range(1, 6)]
     report = {"accuracy": 0.75, "per_class": {"neg": {"f1": 0.7}}, "confusion": [[3, 1], [1, 3]]}
-    runs_store.save_run(
+    saved_runs.save_run(
         "K7QX2M",
         b,
         {"kind": "finetune", "metrics": metrics, "report": report, "status": "done", "info": {"args": {"lr": 1e-3}}},
@@ -276,7 +276,7 @@ def test_a_run_survives_a_server_restart(cache):
     folder = cache / "runs" / "K7QX2M"
     assert (folder / "run.json").is_file() and (folder / "model" / "model.safetensors").is_file()
     code = (
-        "import json, torch, sys; from app.jobs import runs_store as rs\n"
+        "import json, torch, sys; from app.jobs import saved_runs as rs\n"
         "b, r = rs.open_run('k7qx2m')\n"
         "out = b.model.bert(torch.tensor([[2, 5, 7, 3]])).last_hidden_state\n"
         "print(json.dumps({'name': b.name, 'card': b.card, 'loss': r['metrics'][-1]['loss'],"
@@ -300,11 +300,11 @@ def test_a_run_survives_a_server_restart(cache):
         want = b.model.bert(torch.tensor([[2, 5, 7, 3]])).last_hidden_state[0, 1, :4]
     assert torch.allclose(torch.tensor(got["x"]), want, atol=2e-2)  # saved in fp16
     with pytest.raises(DataError, match="no run ZZZZZZ"):
-        runs_store.open_run("ZZZZZZ")
+        saved_runs.open_run("ZZZZZZ")
 
 
 def test_an_expired_run_is_refused(cache):
-    runs_store.save_run("OLDRUN", carded_bundle(), {"kind": "pretrain"})
+    saved_runs.save_run("OLDRUN", carded_bundle(), {"kind": "pretrain"})
     record = cache / "runs" / "OLDRUN" / "run.json"
     import json
 
@@ -312,13 +312,13 @@ def test_an_expired_run_is_refused(cache):
     data["saved"] -= 2 * 24 * 3600
     record.write_text(json.dumps(data))
     with pytest.raises(DataError, match="more than a day old"):
-        runs_store.open_run("OLDRUN")
+        saved_runs.open_run("OLDRUN")
 
 
 def test_cleanup_removes_old_runs_leftovers_and_uploads_tokenized(cache):
     old = time.time() - 2 * 24 * 3600
-    runs_store.save_run("AAAAAA", carded_bundle(), {"kind": "finetune"})
-    runs_store.save_run("BBBBBB", carded_bundle(), {"kind": "finetune"})
+    saved_runs.save_run("AAAAAA", carded_bundle(), {"kind": "finetune"})
+    saved_runs.save_run("BBBBBB", carded_bundle(), {"kind": "finetune"})
     os.utime(cache / "runs" / "AAAAAA", (old, old))
     half = cache / "runs" / ".CCCCCC.tmpx1"  # a save killed half way
     half.mkdir()
@@ -333,7 +333,7 @@ def test_cleanup_removes_old_runs_leftovers_and_uploads_tokenized(cache):
     for name in ("wiki+brown_train-aaa-bbb.npz", "bbc_valid-aaa-bbb.npz", "my-notes_train-ccc-ddd.npz"):
         (tok / name).write_bytes(b"x" * 100)
         os.utime(tok / name, (old, old))
-    done = runs_store.cleanup(busy={"job-8-def"})
+    done = saved_runs.cleanup(busy={"job-8-def"})
     assert not (cache / "runs" / "AAAAAA").exists() and (cache / "runs" / "BBBBBB").exists()
     assert not half.exists()
     assert not (jobs / "job-7-abc").exists() and (jobs / "job-8-def").exists()  # a job still uses it
@@ -345,16 +345,16 @@ def test_disk_cap_removes_the_oldest_runs_first(cache):
     """Six runs of about 0.4 MB each under a 1.5 MB cap: the oldest go until the rest fit."""
     payload = os.urandom(400_000)
     for i, code in enumerate(["RUN001", "RUN002", "RUN003", "RUN004", "RUN005", "RUN006"]):
-        runs_store.save_run(code, carded_bundle(), {"kind": "finetune"})
+        saved_runs.save_run(code, carded_bundle(), {"kind": "finetune"})
         (cache / "runs" / code / "model" / "padding.bin").write_bytes(payload)  # make it weigh
         t = time.time() - 10 * 3600 + 60 * i  # older than BERT_EXPLORER_RUN_SAFE_HOURS
         os.utime(cache / "runs" / code, (t, t))
-    before = runs_store.disk_usage()["runs"]
+    before = saved_runs.disk_usage()["runs"]
     t = time.perf_counter()
-    done = runs_store.cleanup(max_mb=1.5, keep={"RUN001"})
+    done = saved_runs.cleanup(max_mb=1.5, keep={"RUN001"})
     took = time.perf_counter() - t
     left = sorted(p.name for p in (cache / "runs").iterdir())
-    after = runs_store.disk_usage()["runs"]
+    after = saved_runs.disk_usage()["runs"]
     print(
         f"\ndisk cap 1.5 MB: {before / 2**20:.2f} MB -> {after / 2**20:.2f} MB, removed {done['for_space']} "
         f"runs ({done['freed'] / 2**20:.2f} MB) in {took * 1000:.0f} ms; kept {left}"
@@ -385,11 +385,11 @@ def test_browser_id_is_the_same_for_every_tab_of_a_browser():
 
 def test_a_session_keeps_three_models_the_oldest_stays_on_disk(cache, session):
     from app import state
-    from app.training import state as ts
+    from app.training import session as ts
 
-    ts.init()
+    ts.init_training()
     state.init()
-    runs_store.save_run("CODE00", carded_bundle(), {"kind": "finetune"})  # on disk: its code is given
+    saved_runs.save_run("CODE00", carded_bundle(), {"kind": "finetune"})  # on disk: its code is given
     for i in range(4):
         kind = FINETUNE if i % 2 == 0 else PRETRAIN
         res = {
@@ -413,9 +413,9 @@ def test_a_session_keeps_three_models_the_oldest_stays_on_disk(cache, session):
 
 
 def test_free_uploads_drops_the_bytes_and_parsed_copies(session):
-    from app.training import state as ts
+    from app.training import session as ts
 
-    ts.init()
+    ts.init_training()
     session[ts.FT_UPLOAD] = {"name": "big.csv", "data": b"x" * 1000, "id": "f1"}
     session[ts.FT_PARSED][("f1", None, None, None, 2)] = "parsed"
     key = ts.upload_key("ft_file")
@@ -448,7 +448,7 @@ def test_finished_run_is_reopened_by_code_in_a_new_session(cache):
     from streamlit.testing.v1 import AppTest
 
     from app import state
-    from app.training import state as ts
+    from app.training import session as ts
 
     corpus = "\n\n".join(
         " ".join(f"The {w} sees the {v} ." for w, v in zip(WORDS[5:15], WORDS[6:16])) for _ in range(8)
@@ -467,7 +467,7 @@ def test_finished_run_is_reopened_by_code_in_a_new_session(cache):
         time.sleep(0.3)
         at.run()
     res = at.session_state[ts.PT_RESULTS][-1]
-    assert res["saved"] and runs_store.CODE.fullmatch(res["code"])
+    assert res["saved"] and saved_runs.CODE.fullmatch(res["code"])
     assert any(res["code"] in c.value for c in at.caption)  # the code is on the results
     assert not list(cache.glob("tokenized/*.npz"))  # the upload was tokenized in memory only
 

@@ -68,7 +68,7 @@ def no_network(monkeypatch):
 
 def resources():
     pytest.importorskip("streamlit")
-    from app import models as r
+    from app import model_sources as r
 
     return r
 

@@ -121,13 +121,13 @@ def test_small_files_are_read_as_before():
 @pytest.fixture()
 def cache(tmp_path, monkeypatch):
     """A private cache folder (runs, jobs) and no reopened model kept from another test."""
-    from app.jobs import open_runs
+    from app.jobs import run_models
     from tests.helpers import use_cache
 
     use_cache(monkeypatch, tmp_path / "cache")
-    open_runs.forget_all()
+    run_models.forget_all()
     yield tmp_path / "cache"
-    open_runs.forget_all()
+    run_models.forget_all()
 
 
 @pytest.fixture()
@@ -142,9 +142,9 @@ def session_state():
         del st.session_state[k]
 
 
-def saved_runs(codes, config=None, kind="pretrain"):
+def save_runs(codes, config=None, kind="pretrain"):
     """Save a run of a tiny (or `config`) model under each code; their bundles."""
-    from app.jobs import runs_store
+    from app.jobs import saved_runs
     from bert.train.events import PretrainDone
     from tests.helpers import tiny_bundle
 
@@ -152,7 +152,7 @@ def saved_runs(codes, config=None, kind="pretrain"):
     for i, code in enumerate(codes):
         b = tiny_bundle(seed=i, name=f"run {code}", config=config)
         record = {"kind": kind, "name": b.name, "metrics": [], "done": PretrainDone(stopped=False).to_dict()}
-        runs_store.save_run(code, b, record)
+        saved_runs.save_run(code, b, record)
         bundles.append(b)
     return bundles
 
@@ -165,11 +165,11 @@ def test_eight_sessions_reopening_three_codes_hold_three_models(cache):
 
     config = tiny_config(len(REVIEW_WORDS), hidden_size=256, num_hidden_layers=6, intermediate_size=1024)
     codes = ["RUNAA2", "RUNBB3", "RUNCC4"]
-    size_mb = sum(p.numel() for p in saved_runs(codes, config)[0].model.parameters()) * 4 / 2**20
+    size_mb = sum(p.numel() for p in save_runs(codes, config)[0].model.parameters()) * 4 / 2**20
     got = measured(
-        setup="from app.jobs import runs_store",
+        setup="from app.jobs import saved_runs",
         body=(
-            f"sessions = [[runs_store.open_run(c)[0] for c in {codes!r}] for _ in range(8)]\n"
+            f"sessions = [[saved_runs.open_run(c)[0] for c in {codes!r}] for _ in range(8)]\n"
             "same = all(s[i].model is sessions[0][i].model for s in sessions for i in range(3))\n"
             "own = len({id(b) for s in sessions for b in s}) == 24\n"
             "result = dict(same=same, own=own)"
@@ -184,24 +184,24 @@ def test_a_reopened_model_is_shared_but_each_session_names_its_own(cache, monkey
     import streamlit as st
 
     from app import state
-    from app.jobs import runs_store
-    from app.training import state as ts
+    from app.jobs import saved_runs
+    from app.training import session as ts
     from app.training.finished import reopen
     from tests.helpers import tiny_bundle
 
-    saved_runs(["SHARE2"])
+    save_runs(["SHARE2"])
     for k in list(st.session_state.keys()):
         del st.session_state[k]
     first = reopen("share2")
     for k in list(st.session_state.keys()):  # another session
         del st.session_state[k]
-    ts.init()
+    ts.init_training()
     state.add_user_model("run SHARE2", tiny_bundle(), select=False)  # a name already taken there
     second = reopen("SHARE2")
     assert second["bundle"].model is first["bundle"].model and second["bundle"] is not first["bundle"]
     assert (first["name"], second["name"]) == ("run SHARE2", "run SHARE2-2")
     assert first["bundle"].name == "run SHARE2"  # renaming in one session leaves the other's alone
-    bundle, _ = runs_store.open_run("SHARE2")
+    bundle, _ = saved_runs.open_run("SHARE2")
     assert bundle.model is first["bundle"].model
     for k in list(st.session_state.keys()):
         del st.session_state[k]
@@ -211,27 +211,27 @@ def test_reopened_runs_have_a_server_wide_cap(cache, monkeypatch):
     """The models in use count; the ones nobody uses go first; past the cap: a message."""
     import gc
 
-    from app.jobs import open_runs, runs_store
+    from app.jobs import run_models, saved_runs
     from app.jobs.budget import LimitError
     from tests.helpers import REVIEW_WORDS, tiny_config
 
     config = tiny_config(len(REVIEW_WORDS), hidden_size=128, num_hidden_layers=4, intermediate_size=512)
     codes = ["CAPAA2", "CAPBB3", "CAPCC4", "CAPDD5"]
-    saved_runs(codes, config)
-    one = open_runs.model_bytes(runs_store.open_run(codes[0])[0].model)
-    open_runs.forget_all()
+    save_runs(codes, config)
+    one = run_models.model_bytes(saved_runs.open_run(codes[0])[0].model)
+    run_models.forget_all()
     gc.collect()
     monkeypatch.setenv("BERT_EXPLORER_OPEN_RUNS_MB", str(int(2.5 * one / 2**20) + 1))  # room for two, not three
-    a = runs_store.open_run(codes[0])[0].model  # two pages are using these right now
-    b = runs_store.open_run(codes[1])[0].model
+    a = saved_runs.open_run(codes[0])[0].model  # two pages are using these right now
+    b = saved_runs.open_run(codes[1])[0].model
     with pytest.raises(LimitError, match=r"already holds \d+ MB of saved runs' models.*Try again in a few"):
-        runs_store.open_run(codes[2])
-    assert open_runs.in_memory()["runs"] == 2
+        saved_runs.open_run(codes[2])
+    assert run_models.in_memory()["runs"] == 2
     del a
     gc.collect()  # that page let go: its model is kept for the next one, but makes room
-    c = runs_store.open_run(codes[2])[0]
-    assert open_runs.in_memory()["runs"] == 2 and c.model is not b
-    assert runs_store.open_run(codes[1])[0].model is b  # still shared while in use
+    c = saved_runs.open_run(codes[2])[0]
+    assert run_models.in_memory()["runs"] == 2 and c.model is not b
+    assert saved_runs.open_run(codes[1])[0].model is b  # still shared while in use
 
 
 # ---- row 11: filling the disk from fresh cookies ---------------------------------------------------
@@ -250,23 +250,23 @@ def test_fresh_cookies_filling_the_disk_never_evict_a_classmates_young_run(cache
     """The attack: short jobs started and stopped from fresh cookies (a new student each) until the
     disk cap is reached. Before: the oldest runs went, a classmate's too ("There is no run LVCGMX");
     now a run younger than BERT_EXPLORER_RUN_SAFE_HOURS stays, and the new save is refused."""
-    from app.jobs import runs_store
+    from app.jobs import saved_runs
     from app.jobs.budget import LimitError
     from tests.helpers import tiny_bundle
 
     monkeypatch.setenv("BERT_EXPLORER_MAX_DISK_MB", "2")
-    runs_store.save_run("LVCGMX", tiny_bundle(), {"kind": "finetune"}, student="browser:classmate")
+    saved_runs.save_run("LVCGMX", tiny_bundle(), {"kind": "finetune"}, student="browser:classmate")
     weigh(cache, "LVCGMX", 0.5, hours_ago=1)
     refused = []
     for i in range(8):
         code = f"ATK{i:03d}"
         try:
-            runs_store.save_run(code, tiny_bundle(), {"kind": "finetune"}, student=f"browser:fresh{i}")
+            saved_runs.save_run(code, tiny_bundle(), {"kind": "finetune"}, student=f"browser:fresh{i}")
             weigh(cache, code, 0.4, hours_ago=0)
         except LimitError as e:
             refused.append(str(e))
-        runs_store.cleanup()  # the timer's cleanup: it never removes a young run either
-    assert runs_store.is_saved("LVCGMX") and runs_store.open_run("LVCGMX")[1]["student"] == "browser:classmate"
+        saved_runs.cleanup()  # the timer's cleanup: it never removes a young run either
+    assert saved_runs.is_saved("LVCGMX") and saved_runs.open_run("LVCGMX")[1]["student"] == "browser:classmate"
     assert refused and "disk for saved runs is full" in refused[0], refused
     assert "runs younger than 3 hours are never removed" in refused[0] and "Download the model" in refused[0]
     assert not list((cache / "runs").glob(".*tmp*"))  # a refused save writes nothing
@@ -274,37 +274,37 @@ def test_fresh_cookies_filling_the_disk_never_evict_a_classmates_young_run(cache
     # hours later the same runs are fair game: the oldest go first, the classmate's with them
     for d in (cache / "runs").iterdir():
         weigh(cache, d.name, 0.4, hours_ago=5 if d.name == "LVCGMX" else 4)
-    runs_store.save_run("LATER2", tiny_bundle(), {"kind": "finetune"}, student="browser:late")
-    assert runs_store.is_saved("LATER2") and not runs_store.is_saved("LVCGMX")
+    saved_runs.save_run("LATER2", tiny_bundle(), {"kind": "finetune"}, student="browser:late")
+    assert saved_runs.is_saved("LATER2") and not saved_runs.is_saved("LVCGMX")
 
 
 def test_a_student_keeps_their_last_three_runs(cache, monkeypatch):
-    from app.jobs import runs_store
+    from app.jobs import saved_runs
     from tests.helpers import tiny_bundle
 
     for i in range(5):
-        runs_store.save_run(f"MINE0{i}", tiny_bundle(), {"kind": "finetune"}, student="browser:me")
+        saved_runs.save_run(f"MINE0{i}", tiny_bundle(), {"kind": "finetune"}, student="browser:me")
         weigh(cache, f"MINE0{i}", 0.01, hours_ago=1 - i / 10)  # young: a student's cap ignores age
-    runs_store.save_run("THEIR1", tiny_bundle(), {"kind": "finetune"}, student="browser:other")
-    mine = sorted(c for c in ("MINE00", "MINE01", "MINE02", "MINE03", "MINE04") if runs_store.is_saved(c))
-    assert mine == ["MINE02", "MINE03", "MINE04"] and runs_store.is_saved("THEIR1")
+    saved_runs.save_run("THEIR1", tiny_bundle(), {"kind": "finetune"}, student="browser:other")
+    mine = sorted(c for c in ("MINE00", "MINE01", "MINE02", "MINE03", "MINE04") if saved_runs.is_saved(c))
+    assert mine == ["MINE02", "MINE03", "MINE04"] and saved_runs.is_saved("THEIR1")
     monkeypatch.setenv("BERT_EXPLORER_RUNS_PER_STUDENT", "1")
-    runs_store.save_run("MINE05", tiny_bundle(), {"kind": "finetune"}, student="browser:me")
-    assert [c for c in mine + ["MINE05"] if runs_store.is_saved(c)] == ["MINE05"]
+    saved_runs.save_run("MINE05", tiny_bundle(), {"kind": "finetune"}, student="browser:me")
+    assert [c for c in mine + ["MINE05"] if saved_runs.is_saved(c)] == ["MINE05"]
 
 
 def test_a_refused_save_tells_the_student_and_keeps_the_model(cache, monkeypatch):
     """Through the job's own saving step (app.training.keep_run): SaveFailed with the message."""
     import threading
 
-    from app.jobs import runs_store
-    from app.jobs.run import SaveFailed, keep_result
+    from app.jobs import saved_runs
     from app.jobs.spec import PRETRAIN, JobSpec
+    from app.jobs.worker import SaveFailed, keep_result
     from bert.train import events as ev
     from tests.helpers import tiny_bundle
 
     monkeypatch.setenv("BERT_EXPLORER_MAX_DISK_MB", "1")
-    runs_store.save_run("YOUNG2", tiny_bundle(), {"kind": "finetune"}, student="browser:a")
+    saved_runs.save_run("YOUNG2", tiny_bundle(), {"kind": "finetune"}, student="browser:a")
     weigh(cache, "YOUNG2", 0.99, hours_ago=0)
     model = tiny_bundle()
 
@@ -312,7 +312,7 @@ def test_a_refused_save_tells_the_student_and_keeps_the_model(cache, monkeypatch
     saved = keep_result(spec, [ev.PretrainDone(stopped=False)], model, threading.Event())
     assert isinstance(saved, SaveFailed)
     assert "could not be saved on the server: its disk for saved runs is full" in saved.message
-    assert not runs_store.is_saved("NEWRUN") and runs_store.is_saved("YOUNG2")
+    assert not saved_runs.is_saved("NEWRUN") and saved_runs.is_saved("YOUNG2")
     assert not list((cache / "runs").glob(".NEWRUN*"))  # nothing half-written left
 
 
@@ -378,22 +378,22 @@ def test_a_finished_jobs_model_is_not_held_by_its_session(cache, session_state):
     import gc
     import weakref
 
-    from app import models, state, students
-    from app.jobs import open_runs, runs_store
+    from app import model_sources, state, students
+    from app.jobs import run_models, saved_runs
     from app.jobs.local import TrainingJobs
-    from app.jobs.run import Saved
     from app.jobs.spec import PRETRAIN
-    from app.training import state as ts
+    from app.jobs.worker import Saved
+    from app.training import session as ts
     from app.training.finished import collect
     from bert.errors import BertExplorerError
     from bert.train import events as ev
     from tests.helpers import tiny_bundle
 
-    ts.init()
+    ts.init_training()
     state.init()
     made = [tiny_bundle(name="mine")]
     done = ev.PretrainDone(stopped=False).to_dict()
-    runs_store.save_run("DONE22", made[0], {"kind": "pretrain", "metrics": [], "done": done})
+    saved_runs.save_run("DONE22", made[0], {"kind": "pretrain", "metrics": [], "done": done})
     jm = TrainingJobs(max_running=1, alive=lambda sid: True)
 
     def fn(stop):
@@ -407,20 +407,20 @@ def test_a_finished_jobs_model_is_not_held_by_its_session(cache, session_state):
     assert jm.wait(job, 30)
     res = collect(PRETRAIN, jm)
     held = res["bundle"]
-    assert isinstance(held, open_runs.SavedBundle) and held.model is model.model and job.result is None
+    assert isinstance(held, run_models.SavedBundle) and held.model is model.model and job.result is None
     weights = {k: v.clone() for k, v in model.model.state_dict().items()}
     gone = weakref.ref(model.model)
     del model, job
-    open_runs.forget_all()
+    run_models.forget_all()
     gc.collect()
     assert gone() is None  # nothing of the session kept it
-    again = models.in_hand(state.user_models()[res["name"]])
+    again = model_sources.in_hand(state.user_models()[res["name"]])
     assert again.name == res["name"] and again.model is held.model  # loaded again from disk
     back = again.model.state_dict()
     assert all(torch.allclose(back[k], v, atol=1e-2) for k, v in weights.items())  # fp16 on disk
     del again, back
-    open_runs.forget_all()
+    run_models.forget_all()
     gc.collect()
     shutil.rmtree(cache / "runs" / "DONE22")
     with pytest.raises(BertExplorerError, match="Run DONE22 is no longer on this server"):
-        models.in_hand(held)
+        model_sources.in_hand(held)

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from app import state, students
-from app.jobs import runs_store
-from app.training import state as ts
+from app.jobs import saved_runs
+from app.training import session as ts
 from app.training.data import read_corpus
 from app.ui import links
 from app.ui.formatting import WORD_JOINER, md_code, md_escape, md_safe
@@ -160,7 +160,7 @@ def test_a_reopened_runs_hostile_labels_and_name_render_as_text(cache, labels, n
     info.update(base_source="tiny", valid=len(valid), classes=list(train.classes), train_notes=[], valid_notes=[])
     events = list(helpers.finetune_fn(base, train, valid, args, code="HOSTIL", info=info)(threading.Event()))
     assert events[-1].event == "saved"
-    saved, _ = runs_store.open_run("HOSTIL")
+    saved, _ = saved_runs.open_run("HOSTIL")
     assert all(label in saved.card for label in labels)  # the card holds the raw labels
 
     at = AppTest.from_file(ENTRY, default_timeout=120)

@@ -166,7 +166,7 @@ def test_post_button_on_the_finetuning_results(board, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     from app import state, students
-    from app.training import state as ts
+    from app.training import session as ts
     from tests.helpers import finished_result
 
     base, res = finished_result()
@@ -276,14 +276,14 @@ def test_a_run_reopened_in_another_browser_is_not_posted_from_the_finetuning_pag
     from streamlit.testing.v1 import AppTest
 
     from app import students
-    from app.jobs import runs_store
-    from app.jobs.run import stored_record
+    from app.jobs import saved_runs
+    from app.jobs.worker import stored_record
     from tests.helpers import finished_result
 
     _, res = finished_result()
     record = stored_record({k: res[k] for k in ("kind", "status", "error", "metrics", "report", "done", "info")})
-    runs_store.save_run("ALICE2", res["bundle"], {**record, "name": "alice's"}, student="browser:alice")
-    runs_store.save_run("MINE22", res["bundle"], {**record, "name": "mine"}, student="session:tester")
+    saved_runs.save_run("ALICE2", res["bundle"], {**record, "name": "alice's"}, student="browser:alice")
+    saved_runs.save_run("MINE22", res["bundle"], {**record, "name": "mine"}, student="session:tester")
     monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
     code, _ = board.new_board()
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
@@ -342,7 +342,7 @@ def test_a_run_shown_live_from_the_finetuning_page(board, monkeypatch):
     from app.jobs.local import manager
     from app.jobs.spec import FINETUNE
     from app.training import board_buttons
-    from app.training import state as ts
+    from app.training import session as ts
     from bert.data.labelled import stratified_split
     from bert.train.events import FinetuneEval, of_type
     from tests.helpers import fast_args, finetune_fn, tiny_bundle, tiny_data

@@ -169,7 +169,7 @@ def test_get_downloads_a_model_that_loads_with_its_source_and_licence(tmp_path, 
     assert "Licence: apache-2.0" in b.card and "A tiny BERT made by the test." in b.card
     listed = scan(models).models  # the sidebar's list offers it, with its card's summary line
     assert [m.name for m in listed] == ["tiny-bert"]
-    from app.models import LISTED, listed_label
+    from app.model_sources import LISTED, listed_label
 
     monkeypatch.setenv("BERT_EXPLORER_MODELS_DIR", str(models))
     assert (

@@ -275,7 +275,7 @@ def test_server_config_for_a_class():
 def test_results_offer_escaped_csv_downloads(at):
     """A finished fine-tuning result whose mistakes hold formulas: the page's download buttons
     are there (AppTest cannot click a download; table_csv is what they serve)."""
-    from app.training import state as ts
+    from app.training import session as ts
     from tests.helpers import finished_result
 
     base, res = finished_result()
@@ -335,7 +335,7 @@ def test_finished_jobs_give_memory_back(monkeypatch):
     from tests.helpers import fast_args, finetune_fn, run_fn, tiny_bundle, tiny_data
 
     calls = []
-    monkeypatch.setattr("app.jobs.run.release_memory", lambda: calls.append(1))
+    monkeypatch.setattr("app.jobs.worker.release_memory", lambda: calls.append(1))
     base = tiny_bundle()
     train, valid = stratified_split(tiny_data(80), 0.25, seed=0)
     events = run_fn(finetune_fn(base, train, valid, fast_args(epochs=1)))

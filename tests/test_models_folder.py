@@ -94,7 +94,7 @@ def test_what_the_scan_says_matches_the_loader(root):
 
 
 def test_offered_folders_skip_with_one_log_line_each(root, caplog):
-    from app.models import LISTED, model_options, offered_folders
+    from app.model_sources import LISTED, model_options, offered_folders
 
     zoo(root)
     with caplog.at_level(logging.WARNING, logger="bert_explorer"):
@@ -109,7 +109,7 @@ def test_offered_folders_skip_with_one_log_line_each(root, caplog):
 
 
 def test_one_scan_serves_the_server_for_a_while(root, monkeypatch):
-    from app.models import offered_folders
+    from app.model_sources import offered_folders
 
     class_model(root / "alpha")
     scans = []

@@ -18,9 +18,9 @@ import pytest
 
 from app.jobs.backend import JobBackend, JobHandle
 from app.jobs.budget import LimitError
-from app.jobs.run import run_job
 from app.jobs.spec import FINETUNE, finetune_spec, pretrain_spec
-from app.models import load_model
+from app.jobs.worker import run_job
+from app.model_sources import load_model
 from bert.checkpoint import load as checkpoint
 from bert.data.corpus.base import corpus_from_text
 from bert.data.labelled import stratified_split
@@ -119,7 +119,7 @@ def test_the_same_jobs_give_the_same_events_metrics_and_attention_on_both_backen
 
 
 def test_stop_keeps_and_saves_the_model(backend):
-    from app.jobs import runs_store
+    from app.jobs import saved_runs
 
     job, _ = backend.submit_spec("o", ft_spec("RAYSTP", "browser:s", epochs=400))
     deadline = time.time() + 90
@@ -140,7 +140,7 @@ def test_stop_keeps_and_saves_the_model(backend):
         job.error,
         job.stop_reason,
     )
-    assert runs_store.is_saved("RAYSTP") and job.result is not None
+    assert saved_runs.is_saved("RAYSTP") and job.result is not None
 
 
 SECOND_REPLICA = """
@@ -149,7 +149,7 @@ from app.jobs.budget import LimitError
 from app.jobs.spec import FINETUNE
 from app.jobs import ray_backend
 from app.jobs.spec import JobSpec
-from app.models import load_model
+from app.model_sources import load_model
 jobs = ray_backend.RayJobs(alive=lambda sid: True, load_base=load_model)
 code = jobs.find("browser:r", "finetune")
 out = {"found": code}

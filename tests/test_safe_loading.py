@@ -370,10 +370,10 @@ def test_pretraining_job_folders_stay_under_the_cache(monkeypatch, tmp_path):
     """A job's scratch folder is made by mkdtemp under bert_cache_dir()/jobs, named by the job's
     number only (never by the model's name); the corpus name of an upload is made plain first."""
     pytest.importorskip("streamlit")
-    from app.jobs.run import job_folder
+    from app.jobs.worker import job_folder
     from app.training.names import safe_filename
 
-    monkeypatch.setattr("app.jobs.run.jobs_dir", lambda: tmp_path / "jobs")
+    monkeypatch.setattr("app.jobs.worker.jobs_dir", lambda: tmp_path / "jobs")
     for job_id in (7, None):
         folder = job_folder(job_id)
         assert folder.resolve().parent == (tmp_path / "jobs").resolve()

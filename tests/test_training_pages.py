@@ -2,7 +2,7 @@
 app/figures/training.py), with a tiny model so that training takes a second or two.
 
 AppTest cannot upload a file: the tests put the file's bytes where the page keeps an upload
-(app.training.state FT_UPLOAD / PT_UPLOAD), which is exactly what the page does with a real upload.
+(app.training.session FT_UPLOAD / PT_UPLOAD), which is exactly what the page does with a real upload.
 Plotly charts are UnknownElements in AppTest: the figures are checked in the app.figures.training tests.
 """
 
@@ -24,9 +24,9 @@ import bert  # noqa: E402
 from app import state, students
 from app.figures import training as training_figures  # noqa: E402
 from app.jobs.local import TrainingJobs, manager
-from app.jobs.run import Report, StopEvent, jobs_dir
 from app.jobs.spec import FINETUNE
-from app.training import state as ts  # noqa: E402
+from app.jobs.worker import Report, StopEvent, jobs_dir
+from app.training import session as ts  # noqa: E402
 from app.training.data import class_table, dropped_text, split_data
 from app.training.downloads import model_zip
 from app.training.names import display_name, safe_filename
@@ -501,7 +501,7 @@ def test_pretrain_job_loads_the_model_and_cleans_its_folder(monkeypatch):
         seen.append(Path(run.out))
         yield from real_pretrain(run, *a, **kw)
 
-    monkeypatch.setattr("app.jobs.run.pretrain", spy)
+    monkeypatch.setattr("app.jobs.worker.pretrain", spy)
     events = run_fn(pretrain_fn(args, corpus, "tiny-pre", "a story"), StopEvent(job_id=4242))
     kinds = [e.event for e in events]
     assert kinds[0] == "start" and kinds[-1] == "done" and "eval" in kinds
@@ -523,7 +523,7 @@ def test_pretrain_job_that_diverges_keeps_the_last_checkpoint(monkeypatch):
         bert.save(tiny_bundle(), Path(run.out) / "checkpoint" / "model")
         raise bert.TrainingError("the loss became nan at step 3: the learning rate 10 is too high")
 
-    monkeypatch.setattr("app.jobs.run.pretrain", diverging)
+    monkeypatch.setattr("app.jobs.worker.pretrain", diverging)
     args = PretrainArgs(out="", init="scratch", steps=10, lr=10.0)
     events = run_fn(pretrain_fn(args, None, "nan-run", "nothing"), StopEvent(job_id=1))
     assert [type(e) for e in events] == [PretrainStart, Error, PretrainDone]

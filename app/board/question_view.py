@@ -17,7 +17,7 @@ import streamlit as st
 from bert import BertExplorerError
 
 from .. import state
-from ..models import current_model
+from ..model_sources import current_model
 from ..server.new_students import client_address
 from ..students import student_key
 from ..ui import show_figure

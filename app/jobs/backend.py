@@ -2,7 +2,7 @@
 default) or the Ray cluster's (ray). Both take a JobSpec and give jobs the pages read alike: what
 the pages may call is `JobBackend` and `JobHandle` here, and nothing outside app/jobs/ imports a
 backend itself (tests/test_layout.py). How a job runs to its end and is stopped, in both, is
-app/jobs/run.py's."""
+app/jobs/worker.py's."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ class JobBackend(Protocol):
     def queue_position(self, job: JobHandle) -> int: ...
 
     def reap(self, now: float | None = None) -> list[JobHandle]:
-        """One round of app/jobs/run.py's reaper; the jobs it stopped."""
+        """One round of app/jobs/worker.py's reaper; the jobs it stopped."""
         ...
 
     def forget(self, job: JobHandle) -> None: ...

@@ -1,6 +1,6 @@
 """Every training job's budget: the server's caps and the memory estimate the pages show.
 
-The caps are set by whoever runs the server (bert/settings.py; README, "Settings"):
+The caps are set by whoever runs the server (bert/settings.py; docs/SETTINGS.md):
 
     BERT_EXPLORER_MAX_STEP_TOKENS   tokens per training step, batch x max length   (default 2,048)
     BERT_EXPLORER_MAX_JOB_MB        estimated memory of one training job, in MB     (default 1,024)

@@ -4,27 +4,27 @@
 `max_running` jobs train at once, the others wait in order. No `st.*` call happens here: a page's
 `@st.fragment(run_every=...)` calls `job.drain()` and `job.heartbeat()`, and redraws. A job
 belongs to the session that started it: it is submitted and looked up with the session's owner
-id (app.training.state.owner()), so a session never lists or reaches another's jobs; a job whose
+id (app.training.session.owner()), so a session never lists or reaches another's jobs; a job whose
 session stops polling (tab closed) is stopped after `heartbeat_timeout` seconds, and what it
 trained so far is kept.
 
 Caps (app/jobs/budget.py), each refused with a message (`LimitError`) before anything is allocated:
 at most `max_queue` jobs wait; a student (`student`: one browser, or one session) has at most one
 job running or waiting; a job trains at most `max_seconds`, then stops itself and keeps its best
-model. Why a job stopped is `job.stop_reason` (USER, TIME, SESSION, app/jobs/run.py), also on
+model. Why a job stopped is `job.stop_reason` (USER, TIME, SESSION, app/jobs/worker.py), also on
 `job.stop_event.reason` so the job's function can see it (e.g. skip its report when nobody is left).
-How a job runs to its end and when it is stopped is app/jobs/run.py's, shared with the Ray backend.
+How a job runs to its end and when it is stopped is app/jobs/worker.py's, shared with the Ray backend.
 
 `TrainingJobs` (a JobManager) is what the pages use: one serves the whole server (`manager()`, a
 process-wide singleton; BERT_EXPLORER_MAX_JOBS at once, default one per core). Liveness: a
-watchdog thread runs the reaper (app/jobs/run.py) every second over each job's browser session
+watchdog thread runs the reaper (app/jobs/worker.py) every second over each job's browser session
 (Streamlit's `Runtime.is_active_session`, documented thread-safe; a closed tab's websocket closes
 and the session leaves the active ones at once): a connected session keeps its job alive while its
 user looks at another page; a job whose session has been gone `session_grace_s` (3 s: a network
 blip reconnects within it) is stopped, and its thread ends after the current step (the slot is free
 within 10 s). Without a runtime (tests, scripts) the page's `@st.fragment` heartbeats and
 `heartbeat_timeout` decides. The watchdog also forgets finished jobs nobody came back for (their
-model is freed) and runs the disk cleanup (app/jobs/runs_store.py) every `CLEANUP_EVERY_S`.
+model is freed) and runs the disk cleanup (app/jobs/saved_runs.py) every `CLEANUP_EVERY_S`.
 """
 
 from __future__ import annotations
@@ -43,11 +43,11 @@ from bert import settings
 from bert.train.events import Done, Event
 
 from ..server.memory import release_memory
-from . import budget, runs_store
+from . import budget, saved_runs
 from .budget import LimitError
-from .run import USER, Reaper, StopEvent, drive, jobs_dir, run_job, session_alive
-from .runs_store import CLEANUP_EVERY_S
+from .saved_runs import CLEANUP_EVERY_S
 from .spec import KINDS, JobSpec, busy_message, one_job_message
+from .worker import USER, Reaper, StopEvent, drive, jobs_dir, run_job, session_alive
 
 log = logging.getLogger("bert_explorer")
 
@@ -211,7 +211,7 @@ class JobManager:
             return [j for j in self._jobs if j.status == "running"]
 
     def reap(self, now: float | None = None) -> list[Job]:
-        """One round of the reaper (app/jobs/run.py): stop the jobs nobody follows any more
+        """One round of the reaper (app/jobs/worker.py): stop the jobs nobody follows any more
         and those over their time cap (in case one step takes long: the job's thread checks it
         too); a job stopped while waiting leaves the queue now. Returns the jobs stopped."""
         now = now or time.time()
@@ -376,13 +376,13 @@ class TrainingJobs(JobManager):
                 self.reaper.forget(job.id)
 
     def cleanup(self) -> dict:
-        """The disk cleanup (app/jobs/runs_store.py), sparing the folders of jobs still active."""
+        """The disk cleanup (app/jobs/saved_runs.py), sparing the folders of jobs still active."""
         with self._lock:
             busy = {f"job-{j.id}-" for j in self._jobs if j.active}
         root = jobs_dir()
         folders = {d.name for d in root.iterdir()} if root.is_dir() else set()
         in_use = {name for name in folders if any(name.startswith(b) for b in busy)}
-        self.last_cleanup = {**runs_store.cleanup(busy=in_use), "at": time.time()}
+        self.last_cleanup = {**saved_runs.cleanup(busy=in_use), "at": time.time()}
         return self.last_cleanup
 
     def start_watchdog(self, every_s: float = 1.0, cleanup_every_s: float = CLEANUP_EVERY_S) -> None:

@@ -1,9 +1,9 @@
 """What runs on the Ray cluster (app/jobs/ray_backend.py starts and polls it): one `Registry`
 actor holding the class-wide caps for every replica, and one `JobActor` a job.
 
-The registry is one actor, so its methods run one at a time: two replicas never both admit a
+The registry is one actor, so its methods run one at a time: two replicas never both queue a
 student's second job. A job's actor runs the same `run_job(spec)` as the local backend in a
-thread of its own, driven to its end as there (app/jobs/run.py: the time cap, Stop, the end
+thread of its own, driven to its end as there (app/jobs/worker.py: the time cap, Stop, the end
 state), and keeps its events as `to_dict()` dicts.
 """
 
@@ -18,8 +18,8 @@ import ray
 
 from bert.train.attention_snapshots import AttentionSnapshots
 
-from .run import USER, StopEvent, drive
 from .spec import JobSpec, busy_message, one_job_message
+from .worker import USER, StopEvent, drive
 
 NAMESPACE = "bert-explorer"
 REGISTRY = "registry"
@@ -32,7 +32,7 @@ class Registry:
     def __init__(self) -> None:
         self.jobs: dict[str, dict[str, Any]] = {}  # code -> student, kind, owner, state, times
 
-    def admit(self, code: str, student: str, kind: str, owner: str, max_queue: int, slots: int) -> str | None:
+    def enqueue(self, code: str, student: str, kind: str, owner: str, max_queue: int, slots: int) -> str | None:
         """None when the job may be queued (it is then registered), else the message to show."""
         active = [j for j in self.jobs.values() if j["state"] in ("queued", "running")]
         mine = next((j for j in active if j["student"] == student), None)
@@ -112,7 +112,7 @@ class JobActor:
     """One job: `run_job(spec)` in a thread, its events kept as dicts for any replica to poll."""
 
     def __init__(self, spec: dict[str, Any], max_seconds: float, load_base=None) -> None:
-        from .run import run_job  # on the worker
+        from .worker import run_job  # on the worker
 
         self.spec = JobSpec.from_dict(spec)
         self.load_base = load_base  # the base model by its source name (the replica's loader)

@@ -6,7 +6,7 @@ spec asks for a GPU), running the same `run_job(spec)` as the local backend in a
 own and keeping its events as `to_dict()` dicts. Ray queues an actor until a worker has a free
 core, so the cluster's cores are the slots. One `Registry` actor holds the class-wide caps for
 every replica (one job per student, the queue length) and who owns which job; being one actor,
-its methods run one at a time, so two replicas never both admit a student's second job. One
+its methods run one at a time, so two replicas never both queue a student's second job. One
 poller thread per replica mirrors its sessions' jobs into `RemoteJob`s, which the pages read as
 they read a local `Job`. A job whose actor died (its machine went away) ends as "lost". The
 result comes back through the run store (`BERT_EXPLORER_CACHE` on a mount every node sees).
@@ -30,9 +30,9 @@ from . import budget
 from .budget import LimitError
 from .ray_actors import NAMESPACE, REGISTRY, JobActor, Registry, write_marker
 from .remote_job import RemoteJob
-from .run import SESSION, USER, Reaper, session_alive
-from .runs_store import CLEANUP_EVERY_S
+from .saved_runs import CLEANUP_EVERY_S
 from .spec import PRETRAIN, JobSpec
+from .worker import SESSION, USER, Reaper, session_alive
 
 log = logging.getLogger("bert_explorer")
 
@@ -94,7 +94,7 @@ class RayJobs:
         self.session_grace_s = session_grace_s
         self.max_queue = max_queue or budget.max_queue()
         self.max_seconds = max_seconds or budget.max_job_seconds()
-        # the time cap is the actor's own (app/jobs/run.py's drive, by the worker's clock)
+        # the time cap is the actor's own (app/jobs/worker.py's drive, by the worker's clock)
         self.reaper = Reaper(heartbeat_timeout, session_grace_s, alive or session_alive)
         self.load_base = load_base  # the workers' loader of base models when a submit gives none
         self._jobs: dict[str, RemoteJob] = {}
@@ -167,7 +167,7 @@ class RayJobs:
         if recorder is not None:
             spec = replace(spec, probe=recorder.settings())
         refused = ask(
-            self.registry.admit.remote(spec.code, spec.student, spec.kind, owner, self.max_queue, self.max_running)
+            self.registry.enqueue.remote(spec.code, spec.student, spec.kind, owner, self.max_queue, self.max_running)
         )
         if refused:
             raise LimitError(refused)
@@ -279,7 +279,7 @@ class RayJobs:
             pass
 
     def reap(self, now: float | None = None) -> list[RemoteJob]:
-        """One round of the reaper (app/jobs/run.py): stop the jobs nobody follows any more;
+        """One round of the reaper (app/jobs/worker.py): stop the jobs nobody follows any more;
         the registry hears of the others (a job no replica follows is stopped, `_expire`)."""
         with self._lock:
             jobs = [(j, j.session_id) for j in self._jobs.values()]
@@ -289,9 +289,9 @@ class RayJobs:
         return sweep.stopped
 
     def cleanup(self) -> dict:
-        from . import runs_store
+        from . import saved_runs
 
-        self.last_cleanup = {**runs_store.cleanup(busy=set()), "at": time.time()}
+        self.last_cleanup = {**saved_runs.cleanup(busy=set()), "at": time.time()}
         return self.last_cleanup
 
     def wait(self, job: RemoteJob, timeout: float = 60.0) -> bool:

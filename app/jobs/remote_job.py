@@ -12,7 +12,7 @@ import ray
 
 from bert.train import events as ev
 
-from .run import USER, Report, Saved, SaveFailed
+from .worker import USER, Report, Saved, SaveFailed
 
 log = logging.getLogger("bert_explorer")
 
@@ -101,7 +101,7 @@ class RemoteJob:
     def result(self):
         """The model, from the run store (shared by every node) once the job saved it."""
         if self._result is None and not self.active and any(isinstance(m, Saved) for m in self.metrics):
-            from .runs_store import open_run
+            from .saved_runs import open_run
 
             self._result = open_run(self.id)[0]
         return self._result

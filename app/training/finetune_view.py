@@ -17,7 +17,7 @@ from ..ui.errors import show_errors
 from ..ui.formatting import md_code, md_escape, table_csv
 from ..ui.widgets import SENTENCE_CHARS
 from . import page as view
-from . import state as ts
+from . import session as ts
 from .data import dropped_text
 from .names import safe_filename
 from .progress import fmt_seconds

@@ -3,7 +3,7 @@
 Nothing a session made is lost on rerun: a finished job's model, curves and report are moved
 into st.session_state (`collect`), registered with app.state.add_user_model so the other pages
 can pick it, and the server-side job is forgotten. A saved run's model (a job's, a reopened
-one) is kept as a handle on the server's one copy (app/jobs/open_runs.py), loaded again from disk
+one) is kept as a handle on the server's one copy (app/jobs/run_models.py), loaded again from disk
 when used after the server let it go. A session keeps at most MAX_MODELS models (both pages
 together); the oldest is dropped, and stays on disk under its code.
 """
@@ -19,13 +19,13 @@ from bert import DataError
 from bert.train.events import last as last_event
 
 from .. import state
-from ..jobs import runs_store
+from ..jobs import saved_runs
 from ..jobs.backend import JobBackend, job_backend
-from ..jobs.open_runs import SavedBundle
-from ..jobs.run import Saved, SaveFailed, loaded_record, run_record, stop_message
+from ..jobs.run_models import SavedBundle
 from ..jobs.spec import FINETUNE, PRETRAIN
+from ..jobs.worker import Saved, SaveFailed, loaded_record, run_record, stop_message
 from ..students import student_key
-from . import state as ts
+from . import session as ts
 from .follow import current_job, job_key, notice_errors
 from .names import unique_model_name
 
@@ -43,7 +43,7 @@ def notice_key(kind: str) -> str:
 def collect(kind: str, jm: JobBackend | None = None) -> dict | None:
     """If this session's job of `kind` has finished, move what it made into session_state:
     returns the new result (or None). The model is registered for the other pages."""
-    ts.init()
+    ts.init_training()
     jm = jm or job_backend()
     key = job_key(kind)
     job = current_job(kind, jm)
@@ -78,7 +78,7 @@ def collect(kind: str, jm: JobBackend | None = None) -> dict | None:
         st.session_state[notice_key(kind)] = ("error", failed.message)
     bundle = job.result
     if res["saved"] and res["code"] and not isinstance(bundle, SavedBundle):  # a handle, the server one copy
-        bundle = runs_store.adopt_run(res["code"], bundle)
+        bundle = saved_runs.adopt_run(res["code"], bundle)
     job.result = None
     return add_result(kind, res, bundle, job.title or bundle.name)
 
@@ -100,7 +100,7 @@ def add_result(kind: str, res: dict, bundle: bert.Bundle, name: str) -> dict:
         dropped.append(old)
     if dropped:
         kept = "; ".join(  # a run its student's newer runs removed from the disk has no code to give
-            f"{d['name']} (run code {d['code']})" if d.get("saved") and runs_store.is_saved(d["code"]) else d["name"]
+            f"{d['name']} (run code {d['code']})" if d.get("saved") and saved_runs.is_saved(d["code"]) else d["name"]
             for d in dropped
         )
         st.session_state[notice_key(kind)] = (
@@ -122,13 +122,13 @@ def _unregister(res: dict) -> None:
 def reopen(text: str) -> dict:
     """A saved run back in this session from its run code (typed by the student: checked to be
     exactly 6 letters and digits). InputError / DataError with a message otherwise."""
-    ts.init()
-    code = runs_store.parse_code(text)
+    ts.init_training()
+    code = saved_runs.parse_code(text)
     for kind in (FINETUNE, PRETRAIN):
         for res in st.session_state[results_key(kind)]:
             if res.get("code") == code:
                 return res
-    bundle, record = runs_store.open_run(code)
+    bundle, record = saved_runs.open_run(code)
     kind = record.get("kind")
     if kind not in (FINETUNE, PRETRAIN):
         raise DataError(f"Run {code} cannot be opened here.")
@@ -153,7 +153,7 @@ def reopen_callback(kind: str, widget_key: str, select_key: str) -> None:
 
 
 def results(kind: str) -> list[dict]:
-    ts.init()
+    ts.init_training()
     return st.session_state[results_key(kind)]
 
 
@@ -169,7 +169,7 @@ def result_status(res: dict) -> str | None:
 def run_code_line(res: dict) -> str | None:
     if not res.get("saved") or not res.get("code"):
         return None
-    until = time.strftime("%H:%M on %d %b", time.localtime((res.get("finished") or time.time()) + runs_store.TTL_S))
+    until = time.strftime("%H:%M on %d %b", time.localtime((res.get("finished") or time.time()) + saved_runs.TTL_S))
     return (
         f"Run code **{res['code']}**: this run is saved on the server until {until}. After a refresh "
         f"or a restart, type the code under “Reopen a run” to get it back."

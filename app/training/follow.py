@@ -15,13 +15,13 @@ from bert import BertExplorerError
 from .. import students
 from ..jobs.backend import JobBackend, JobHandle, job_backend
 from ..jobs.spec import FINETUNE
-from . import state as ts
+from . import session as ts
 
 log = logging.getLogger("bert_explorer")
 
-# The live panel's refresh interval. Each refresh rebuilds the curves (plotly) in a script run:
-# about 0.1-0.2 s of processor, so at 1 s every watching tab took 10-20 % of a core from the
-# class (measured by scripts/loadtest.py); 2 s halves that and still looks live.
+# The live panel's refresh interval. Each refresh rebuilds the curves (plotly) in a script run
+# (a tenth of a second or two of processor, scripts/loadtest.py): every 2 s keeps a class of
+# watching tabs cheap and still looks live.
 POLL_S = 2.0
 
 
@@ -42,7 +42,7 @@ def job_key(kind: str) -> str:
 
 def current_job(kind: str, jm: JobBackend | None = None) -> JobHandle | None:
     """This session's followed job of `kind` (looked up by owner: never another session's)."""
-    ts.init()
+    ts.init_training()
     jm = jm or job_backend()
     jid = st.session_state.get(job_key(kind))
     if jid is None:

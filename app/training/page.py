@@ -19,13 +19,13 @@ from bert.family import member
 
 from .. import state
 from ..jobs.backend import JobBackend, JobHandle
-from ..jobs.run import job_threads
 from ..jobs.spec import FINETUNE
+from ..jobs.worker import job_threads
 from ..ui import show_figure
 from ..ui.errors import show_errors
 from ..ui.formatting import md_escape
 from . import board_buttons
-from . import state as ts
+from . import session as ts
 from .downloads import model_zip
 from .finished import collect, notice_key, reopen_callback, result_status, results, run_code_line, use_model
 from .names import safe_filename

@@ -20,7 +20,7 @@ from ..ui import show_figure
 from ..ui.formatting import md_escape
 from ..ui.widgets import SENTENCE_CHARS
 from . import page as view
-from . import state as ts
+from . import session as ts
 from .progress import probe_frame
 
 PAGE = view.TrainPage(PRETRAIN, "pt", "pretrain", hf_class="BertForPreTraining")

@@ -53,6 +53,6 @@ def base_bundle(source: str | None) -> bert.Bundle | None:
     name = state.session_model_name(source)
     if name is not None:
         return state.user_models().get(name)
-    from ..models import load_model
+    from ..model_sources import load_model
 
     return load_model(source)

@@ -24,7 +24,7 @@ class RunSize:
     max_train: int  # training texts at most (a stratified sample)
     max_valid: int  # validation texts at most
     freeze_layers: int  # the lowest N encoder layers stay as they are
-    note: str  # what it costs and gives, measured (benchmarks/class_queue.py, README)
+    note: str  # what it costs and gives, measured (benchmarks/class_queue.py, docs/PERFORMANCE.md)
 
 
 RUN_SIZES = {

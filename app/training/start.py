@@ -19,16 +19,16 @@ from bert.train.attention_snapshots import AttentionSnapshots
 from bert.train.finetune_args import FinetuneArgs
 from bert.train.pretrain import PretrainArgs
 
-from ..jobs import budget, runs_store
+from ..jobs import budget, saved_runs
 from ..jobs.backend import JobBackend, JobHandle, job_backend
 from ..jobs.budget import LimitError
-from ..jobs.run import job_threads
 from ..jobs.spec import FINETUNE, PRETRAIN, JobSpec, finetune_spec, pretrain_spec
-from ..models import load_model
+from ..jobs.worker import job_threads
+from ..model_sources import load_model
 from ..server import new_students
 from ..students import owner, student_key
+from . import session as ts
 from . import snapshots
-from . import state as ts
 from .data import split_data
 from .follow import current_session_id, job_key, notice_errors
 from .names import safe_filename
@@ -39,7 +39,7 @@ from .uploads import free_uploads
 def default_finetune_base() -> str:
     """The Fine-tuning page's starting model: BERT_EXPLORER_FINETUNE_BASE if set (e.g. minilm-l6
     on a 1 GB host: the pages' model, so one model in memory instead of two), else the backend's
-    default, the published sentence encoder (the better classifiers, README: Built-in models)."""
+    default, the published sentence encoder (the better classifiers, docs/MODELS.md)."""
     return settings.text("BERT_EXPLORER_FINETUNE_BASE") or FinetuneArgs.checkpoint
 
 
@@ -217,7 +217,7 @@ def start_finetune(
     if args.threads is None:
         args.threads = job_threads()
     check_finetune(base, args, len(train.classes))
-    code = runs_store.new_code()
+    code = saved_runs.new_code()
     info = {
         "base_source": base_source,
         "base_name": base.name,
@@ -247,7 +247,7 @@ def start_pretrain(
     if existing is not None:
         return existing, False
     check_pretrain(args)
-    code = runs_store.new_code()
+    code = saved_runs.new_code()
     info = {"corpus": corpus_label, "code": code, "title": name}
     spec = pretrain_spec(code, args, corpus, name, corpus_label, student_key(), info)
     return _submit(jm, spec, args, name, recorder, corpus=corpus)
@@ -259,7 +259,7 @@ _SNAPSHOT_NAMES = {FINETUNE: "fine-tuning", PRETRAIN: "pre-training"}
 
 def _active(jm: JobBackend, kind: str) -> JobHandle | None:
     """This session's active job of `kind` (then the job its page follows), or None."""
-    ts.init()
+    ts.init_training()
     existing = jm.active_of(owner(), kind)
     if existing is not None:
         st.session_state[job_key(kind)] = existing.id

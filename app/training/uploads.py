@@ -15,7 +15,7 @@ import streamlit as st
 from bert import BertExplorerError, DataError
 from bert.data.labelled import LabelledData, file_columns, read_labelled
 
-from . import state as ts
+from . import session as ts
 from .names import safe_filename
 
 MIN_DOCUMENTS = 2

@@ -77,7 +77,7 @@ def bucket_batches(
 
     ``rng`` picks the generator the shuffles draw from: NumPy's for pre-training, Python's
     ``random`` for fine-tuning. Both were used before the two batchers became one, and a seed
-    must keep giving the same batches: the published results (README, fine-tuning accuracies)
+    must keep giving the same batches: the published results (docs/MODELS.md, fine-tuning accuracies)
     are reproduced from their seeds.
     """
     n = len(lengths)

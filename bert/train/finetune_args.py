@@ -12,7 +12,7 @@ from ..errors import TrainingError
 from .device import DEVICES, resolve_device
 
 
-# The defaults are the best of the settings measured on Rotten Tomatoes (README: "Which one to
+# The defaults are the best of the settings measured on Rotten Tomatoes (docs/MODELS.md: "Which one to
 # fine-tune"); the other settings tried there were not better.
 @dataclass
 class FinetuneArgs:

@@ -5,7 +5,7 @@ widget: an uploaded file's bytes are copied under FT_UPLOAD / PT_UPLOAD when it 
 (Streamlit forgets a file_uploader's value when another page runs), and a finished job's model,
 metrics and report are moved into FT_RESULTS / PT_RESULTS (the server-side job is then
 forgotten, so the session's copy is the one in memory; the run is also saved on disk under its
-run code, app/jobs/runs_store.py). Once a job has started, the uploaded bytes and parsed copies are
+run code, app/jobs/saved_runs.py). Once a job has started, the uploaded bytes and parsed copies are
 dropped (`app.training.uploads.free_uploads`): the job holds what it needs.
 """
 
@@ -33,7 +33,7 @@ UPLOAD_GEN = "train_upload_gen"  # int: part of the upload widgets' keys; +1 res
 MAX_MODELS = 3  # finished models a session keeps, both pages together
 
 
-def init() -> None:
+def init_training() -> None:
     students.owner()  # this session's owner id, before any job is looked up
     ss = st.session_state
     for key in (FT_RESULTS, PT_RESULTS):

@@ -14,7 +14,7 @@ Its `alive` is Streamlit's `Runtime.is_active_session` (`session_alive`).
 
 Run codes. Each job gets a 6-character code when it is queued (shown while it trains and on its
 results). When it ends, for any reason (done, Stop, time cap, tab closed), `run_job` saves the
-model, card, curves and report under that code (app/jobs/runs_store.py, a day), so a refresh, a
+model, card, curves and report under that code (app/jobs/saved_runs.py, a day), so a refresh, a
 closed tab or a server restart loses nothing: "Reopen a run" on the page loads it back.
 
 Torch threads. A job trains with BERT_EXPLORER_JOB_THREADS torch threads (default 1: on a 2-core
@@ -54,7 +54,7 @@ from bert.train.finetune_eval import evaluate_classifier
 from bert.train.pretrain import PretrainArgs, pretrain, torchrun_command
 
 from ..server.memory import release_memory
-from . import budget, runs_store
+from . import budget, saved_runs
 from .budget import LimitError
 from .spec import FINETUNE, JobSpec
 
@@ -382,7 +382,7 @@ def keep_result(spec: JobSpec, events: list[ev.Event], bundle: bert.Bundle, stop
     record = run_record(spec.kind, events, {**spec.info, "args": spec.args}, status, error and error.message, reason)
     try:
         stored = {**stored_record(record), "name": spec.title or bundle.name}
-        runs_store.save_run(spec.code, bundle, stored, student=spec.student or None)
+        saved_runs.save_run(spec.code, bundle, stored, student=spec.student or None)
         return Saved(code=spec.code)
     except LimitError as e:  # the disk full of young runs: said as it is
         return SaveFailed(message=str(e))
@@ -395,10 +395,10 @@ def keep_result(spec: JobSpec, events: list[ev.Event], bundle: bert.Bundle, stop
 
 def base_model(source: str, load_base: LoadBase | None) -> bert.Bundle:
     """A job's base model by its source name, as the pickers name it: "run:CODE", a saved run, or
-    whatever `load_base` (the pickers' one safe loader, app.models.load_model, given by the page)
+    whatever `load_base` (the pickers' one safe loader, app.model_sources.load_model, given by the page)
     loads: a built-in, a models-folder model or (opted in) a hub id."""
     if source.startswith("run:"):
-        return runs_store.open_run(source[len("run:") :])[0].loaded()
+        return saved_runs.open_run(source[len("run:") :])[0].loaded()
     if load_base is None:
         raise bert.CheckpointError(f"No loader was given for the base model {source!r}.")
     return load_base(source)

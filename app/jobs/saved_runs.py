@@ -14,8 +14,8 @@ the oldest runs until runs + job folders + tokenized files fit in BERT_EXPLORER_
 A run belongs to a student (the browser that started its job): each keeps their last
 BERT_EXPLORER_RUNS_PER_STUDENT runs, and no run younger than BERT_EXPLORER_RUN_SAFE_HOURS is
 removed to make room for another's: with the disk full of such runs a new run is refused with a
-message (`make_room`) rather than a classmate's run lost (issue #23: jobs started and stopped
-from fresh cookies removed classmates' runs).
+message (`make_room`) rather than a classmate's run lost: otherwise jobs started and stopped from
+fresh cookies could push every classmate's run off the disk.
 No streamlit here.
 """
 
@@ -39,7 +39,7 @@ from bert.data.corpus.fetch import bert_cache_dir
 from bert.data.corpus.registry import CORPORA
 from bert.errors import DataError, InputError
 
-from . import budget, open_runs
+from . import budget, run_models
 from .budget import LimitError
 
 log = logging.getLogger("bert_explorer")
@@ -93,7 +93,7 @@ def save_run(code: str, bundle: bert.Bundle, record: dict, student: str | None =
     root = runs_dir()
     root.mkdir(parents=True, exist_ok=True)
     with _cleaning:
-        make_room(code, student, open_runs.model_bytes(bundle.model) // 2)  # fp16 on disk
+        make_room(code, student, run_models.model_bytes(bundle.model) // 2)  # fp16 on disk
         tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".{code}.tmp"))
     try:
         bert.save(bundle, tmp / "model", card=bundle.card, half=True)
@@ -163,7 +163,7 @@ def make_room(code: str, student: str | None, size: int, now: float | None = Non
 
 
 def _shared_run(code: str, folder: Path, record: dict):
-    """(key, load, estimate) of a saved run for app/jobs/open_runs.py: keyed by its folder and the time
+    """(key, load, estimate) of a saved run for app/jobs/run_models.py: keyed by its folder and the time
     it was saved (a code reused after its run went is another run); fp16 on disk, fp32 in memory."""
     key = f"{folder.resolve()}@{record.get('saved')}"
     estimate = 2 * sum(_size(f) for f in (folder / "model").glob("*.safetensors"))
@@ -181,7 +181,7 @@ def _shared_run(code: str, folder: Path, record: dict):
 
 def adopt_run(code: str, bundle: bert.Bundle) -> bert.Bundle:
     """A just-finished job's model, saved as run `code`, as its session's Bundle: the server's one
-    copy from now on (app/jobs/open_runs.py), let go when unused and loaded again from the run's folder;
+    copy from now on (app/jobs/run_models.py), let go when unused and loaded again from the run's folder;
     `bundle` itself when the run is not on disk."""
     folder = runs_dir() / parse_code(code)
     try:
@@ -189,7 +189,7 @@ def adopt_run(code: str, bundle: bert.Bundle) -> bert.Bundle:
     except (OSError, ValueError):
         return bundle
     key, load, _ = _shared_run(code, folder, record)
-    return open_runs.adopt(key, bundle, load)
+    return run_models.adopt(key, bundle, load)
 
 
 def is_saved(code: str) -> bool:
@@ -199,7 +199,7 @@ def is_saved(code: str) -> bool:
 
 def open_run(code: str) -> tuple[bert.Bundle, dict]:
     """(model, record) of a saved run; DataError if there is none (or it has expired). The model
-    is loaded once for the whole server and shared read-only (app/jobs/open_runs.py): LimitError when
+    is loaded once for the whole server and shared read-only (app/jobs/run_models.py): LimitError when
     the server's cap on reopened runs leaves no room."""
     code = parse_code(code)
     folder = runs_dir() / code
@@ -212,7 +212,7 @@ def open_run(code: str) -> tuple[bert.Bundle, dict]:
         ) from None
     if time.time() - float(record.get("saved", 0)) > TTL_S:
         raise DataError(f"Run {code} is more than a day old and has expired.")
-    bundle = open_runs.shared(*_shared_run(code, folder, record))
+    bundle = run_models.shared(*_shared_run(code, folder, record))
     bundle.name = record.get("name") or bundle.name
     return bundle, record
 

@@ -2,11 +2,10 @@
 session that reopened the run or trained it, under one server-wide cap; loaded again from the
 run's folder when used after it was let go.
 
-Before, each session that typed a run code loaded its own copy of the model (8 sessions each
-reopening 3 codes: 1,422 -> 3,542 MB in 8 s, issue #23), and each session held its finished
-jobs' models (up to 3) for as long as it lived. Now a session holds a `SavedBundle`: its own name,
-card and notes, and a handle on the run (`shared` for a reopened run, `adopt` for a job that
-just finished and saved it); its `model` is looked up here at each use. Like the built-in models
+A copy per session would multiply a run's model by the sessions that reopened it. A session
+holds a `SavedBundle` instead: its own name, card and notes, and a handle on the run (`shared`
+for a reopened run, `adopt` for a job that just finished and saved it); its `model` is looked up
+here at each use. Like the built-in models
 in st.cache_resource, a shared model is never changed: fine-tuning from it copies its weights
 (bert.train.finetune), the pages only run it.
 

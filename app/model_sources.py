@@ -186,9 +186,9 @@ def current_model() -> CurrentModel:
 
 
 def in_hand(bundle: bert.Bundle) -> bert.Bundle:
-    """A session's model ready for one run of a page: a saved run's (app/jobs/open_runs.py) with its
+    """A session's model ready for one run of a page: a saved run's (app/jobs/run_models.py) with its
     model loaded again if the server let it go (a bert error with a message if it cannot be)."""
-    from .jobs.open_runs import SavedBundle  # here: it subclasses bert.Bundle (torch), and Home draws without torch
+    from .jobs.run_models import SavedBundle  # here: it subclasses bert.Bundle (torch), and Home draws without torch
 
     return bundle.loaded() if isinstance(bundle, SavedBundle) else bundle
 
