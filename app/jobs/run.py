@@ -46,7 +46,7 @@ from ..server.memory import release_memory
 from ..training.downloads import pretrain_card
 from . import runs_store
 from .budget import LimitError
-from .spec import FINETUNE, SESSION, JobSpec
+from .spec import FINETUNE, SEQ2SEQ, SESSION, JobSpec
 
 log = logging.getLogger("bert_explorer")
 
@@ -164,6 +164,10 @@ def run_job(
     events, bundle = [], None
     if spec.kind == FINETUNE:
         trained = _finetune_events(spec, stop, base, recorder)
+    elif spec.kind == SEQ2SEQ:
+        from .seq2seq_job import seq2seq_events  # it reads base_model and job_threads from here
+
+        trained = seq2seq_events(spec, stop, base)
     elif spec.processes > 1:
         trained = _torchrun_events(spec, stop)
     else:
