@@ -46,6 +46,7 @@ from ..server.memory import release_memory
 from ..training.downloads import pretrain_card
 from . import runs_store
 from .budget import LimitError
+from .seq2seq_job import seq2seq_events
 from .spec import FINETUNE, SEQ2SEQ, SESSION, JobSpec
 
 log = logging.getLogger("bert_explorer")
@@ -165,9 +166,7 @@ def run_job(
     if spec.kind == FINETUNE:
         trained = _finetune_events(spec, stop, base, recorder)
     elif spec.kind == SEQ2SEQ:
-        from .seq2seq_job import seq2seq_events  # it reads base_model and job_threads from here
-
-        trained = seq2seq_events(spec, stop, base)
+        trained = seq2seq_events(spec, stop, base, base_model, job_threads())
     elif spec.processes > 1:
         trained = _torchrun_events(spec, stop)
     else:

@@ -7,7 +7,7 @@ the page keeps the trained model for the session."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, fields
 from typing import Any
 
@@ -48,18 +48,23 @@ def seq2seq_spec(
     )
 
 
-def seq2seq_events(spec: JobSpec, stop: threading.Event, base: bert.Bundle | None = None) -> Iterator[Event]:
-    """The trainer's events. `base` the page's own encoder where it has it; else resolved by name."""
-    from .run import base_model, job_threads
-
+def seq2seq_events(
+    spec: JobSpec,
+    stop: threading.Event,
+    base: bert.Bundle | None,
+    resolve: Callable[[str], bert.Bundle],
+    threads: int,
+) -> Iterator[Event]:
+    """The trainer's events. `base` the page's own encoder where it has it; else `resolve` finds it
+    by its source name (app.jobs.run.base_model). `threads`: torch threads unless the args say."""
     args = seq2seq_args(spec.args)
     if spec.pairs:
         train, valid = split_pairs(Pairs(**spec.pairs), VALID_FRACTION, args.seed)
     else:
         train, valid = task_pairs(args.task, args.train_pairs, args.valid_pairs, args.seed)
     if args.encoder != TINY and base is None:
-        base = base_model(spec.base)
-    args.threads = args.threads or job_threads()
+        base = resolve(spec.base)
+    args.threads = args.threads or threads
     try:
         yield from train_seq2seq(args, train, valid, base if args.encoder != TINY else None, stop)
     finally:

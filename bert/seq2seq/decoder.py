@@ -17,9 +17,8 @@ import torch
 from torch import Tensor, nn
 
 from ..config import BertConfig
-from ..dropout import Dropout
 from ..embeddings import Embeddings
-from ..model import _ACT, MLMHead, SelfAttention
+from ..model import EncoderLayer, MLMHead, SelfAttention
 
 
 class CrossAttention(nn.Module):
@@ -48,23 +47,15 @@ class CrossAttention(nn.Module):
         return self.out(ctx.transpose(1, 2).reshape(B, T, C)), probs
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(EncoderLayer):
     """Masked self-attention, cross-attention, feed-forward; each added back and LayerNormed.
-    The self-attention and feed-forward parts carry EncoderLayer's names, so an encoder layer's
-    state dict loads into them as it is (the cross-attention then stays fresh)."""
+    An EncoderLayer (its self-attention and feed-forward, under its names, so an encoder layer's
+    state dict loads into it as it is) with a cross-attention block between its two halves."""
 
     def __init__(self, config: BertConfig):
-        super().__init__()
-        C, Fs = config.hidden_size, config.intermediate_size
-        self.attn = SelfAttention(config)
-        self.attn_norm = nn.LayerNorm(C, eps=config.layer_norm_eps)
+        super().__init__(config)
         self.cross = CrossAttention(config)
-        self.cross_norm = nn.LayerNorm(C, eps=config.layer_norm_eps)
-        self.ffn_in = nn.Linear(C, Fs)
-        self.ffn_out = nn.Linear(Fs, C)
-        self.ffn_norm = nn.LayerNorm(C, eps=config.layer_norm_eps)
-        self.act = _ACT[config.hidden_act]
-        self.dropout = Dropout(config.hidden_dropout_prob)
+        self.cross_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
 
     def forward(self, x: Tensor, self_mask: Tensor, memory: Tensor, memory_mask: Tensor | None, need_weights=False):
         a, self_probs, _ = self.attn(x, self_mask, need_weights)

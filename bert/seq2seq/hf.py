@@ -18,7 +18,8 @@ import tempfile
 from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
 
 from ..atomic_files import atomic_write_text, replace_dir
 from ..config import MAX_CONFIG_BYTES, BertConfig
@@ -47,12 +48,23 @@ def is_encoder_decoder(folder: Path) -> bool:
         return False
 
 
+def _do_lower_case(folder: Path) -> bool:
+    """tokenizer_config.json's do_lower_case (True when absent or unreadable, as BERT's uncased)."""
+    path = folder / "tokenizer_config.json"
+    try:
+        if path.is_file() and path.stat().st_size <= MAX_CONFIG_BYTES:
+            return bool(json.loads(path.read_text(encoding="utf-8")).get("do_lower_case", True))
+    except (ValueError, OSError, AttributeError):
+        pass
+    return True
+
+
 def _configs(d: dict) -> tuple[BertConfig, BertConfig]:
     enc, dec = d.get("encoder"), d.get("decoder")
     if not isinstance(enc, dict) or not isinstance(dec, dict):
         raise CheckpointError("config.json of an encoder-decoder must have 'encoder' and 'decoder' objects")
     encoder, decoder = BertConfig.from_dict(enc), BertConfig.from_dict(dec)
-    if decoder.model_type != "bert" or not decoder.extra.get("add_cross_attention"):
+    if not member(decoder).hf_export or not decoder.extra.get("add_cross_attention"):
         raise CheckpointError(
             "the decoder must be a BERT with add_cross_attention (transformers' BertLMHeadModel); this one is "
             f"a {member(decoder).name}{'' if decoder.extra.get('add_cross_attention') else ' without cross-attention'}"
@@ -69,7 +81,6 @@ def _configs(d: dict) -> tuple[BertConfig, BertConfig]:
 
 def load_encoder_decoder(folder: str | os.PathLike, name: str | None = None) -> Seq2SeqBundle:
     """A Seq2SeqBundle from a folder transformers' EncoderDecoderModel saved (or ours, the same form)."""
-    from ..checkpoint.load import _do_lower_case, _weights_file, read_weights
     from ..checkpoint.sizes import encoder_parameters, max_model_mb
 
     folder = Path(folder)
@@ -83,15 +94,22 @@ def load_encoder_decoder(folder: str | os.PathLike, name: str | None = None) -> 
             f"config.json describes an encoder-decoder of {needed:,} parameters: over this server's limit "
             f"of {max_model_mb():,} MB"
         )
-    tokenizer = tokenizer_for_folder(folder, encoder.model_type, do_lower_case=_do_lower_case(folder, encoder))
+    tokenizer = tokenizer_for_folder(folder, encoder.model_type, do_lower_case=_do_lower_case(folder))
     if len(tokenizer) != encoder.vocab_size:
         raise CheckpointError(
             f"the tokenizer has {len(tokenizer)} tokens but config.json says vocab_size {encoder.vocab_size}"
         )
-    weights = _weights_file(folder)
+    weights = folder / "model.safetensors"
+    if not weights.is_file():
+        raise CheckpointError(f"no model.safetensors in {where}: encoder-decoders are read from safetensors only")
     if weights.stat().st_size > 4 * needed * 1.5 + (16 << 20):
         raise CheckpointError(f"{weights.name} is far larger than the model config.json describes")
-    raw = read_weights(weights)
+    try:
+        raw = load_file(str(weights), device="cpu")
+    except (SafetensorError, OSError, ValueError, RuntimeError) as e:
+        raise CheckpointError(
+            f"{weights.name} is not a readable safetensors file (truncated or corrupt?): {e}"
+        ) from None
     start = d.get("decoder_start_token_id")
     start = tokenizer.cls_id if start is None else int(start)
     eos = d.get("eos_token_id", decoder.extra.get("eos_token_id"))

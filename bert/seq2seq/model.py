@@ -67,8 +67,10 @@ class EncoderDecoder(nn.Module):
     def encode(self, input_ids: Tensor, attention_mask: Tensor | None = None, output_attentions: bool = False):
         """(the encoder's output, the additive (B, 1, 1, S) mask over source padding or None)."""
         out = self.encoder(input_ids, attention_mask=attention_mask, output_attentions=output_attentions)
-        ids = input_ids if input_ids.dim() == 2 else input_ids.unsqueeze(0)
-        mask = BertModel._additive_mask(attention_mask, ids, out.last_hidden_state.dtype)
+        mask = None
+        if attention_mask is not None and not bool(attention_mask.all()):
+            m = attention_mask.view(out.last_hidden_state.shape[:2]).to(out.last_hidden_state.dtype)
+            mask = (1.0 - m[:, None, None, :]) * torch.finfo(m.dtype).min  # (B, 1, 1, S): 0 or very negative
         return out, mask
 
     def forward(
