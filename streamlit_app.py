@@ -42,6 +42,7 @@ PAGE_TABLE = [
     ("masked_lm", "Masked LM & next sentence", "edit_note"),
     ("finetune", "Fine-tuning", "tune"),
     ("pretrain", "Pre-training", "school"),
+    ("decoder", "Decoder on top", "translate"),
     ("head_patterns", "Head patterns", "grid_view"),
     ("explanations", "Explanations", "insights"),
     ("ablation", "Head ablation", "block"),

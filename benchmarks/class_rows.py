@@ -3,6 +3,8 @@ its target, so the ratio says how far under (< 1) or over it the run was.
 
 - plateau-default: seconds until the Pre-training page's default run leaves the unigram plateau
   (benchmarks/plateau.py; one torch thread, as a job in the app), target 180 s;
+- seq2seq-exact: seconds until the Decoder page's default run reaches exact match 0.9 on its
+  held-out pairs (benchmarks/seq2seq_run.py; one torch thread, as a job in the app), target 180 s;
 - finetune-run: the 2,000-snippet, one-epoch fine-tuning run of docs/MODELS.md (`python -m bert
   finetune`, the backend's defaults, the bench's threads), target 20 s, with its accuracy;
 - class-30: 30 students' default runs queued at once through the app's job manager
@@ -29,9 +31,10 @@ from .report import Row, check
 if TYPE_CHECKING:
     from .bench import Bench
 
-CLASS_ROWS = ["plateau-default", "finetune-run", "class-30", "course-300", "load-paste-10"]
+CLASS_ROWS = ["plateau-default", "seq2seq-exact", "finetune-run", "class-30", "course-300", "load-paste-10"]
 TARGETS = {
     "plateau-default": 180.0,
+    "seq2seq-exact": 180.0,
     "finetune-run": 20.0,
     "class-30": 10.0,
     "course-300": 10.0,
@@ -56,6 +59,21 @@ def _plateau(b: Bench) -> None:
         else "still on the plateau after 600 s"
     )
     b.add(_row("plateau-default", "Pre-training page's default run leaves the plateau", "s", seconds, note))
+
+
+def _seq2seq(b: Bench) -> None:
+    from . import seq2seq_run
+
+    r = seq2seq_run.measure(limit_s=600.0)
+    seconds = r["seconds"] if r["seconds"] is not None else float("inf")
+    a = r["args"]
+    note = (
+        f"{r['task']}: exact match {r['exact_match']:.2f} at step {r['step']}; tiny encoder {a.hidden} wide, "
+        f"{a.layers} layers, {a.decoder_layers} decoder layers"
+        if r["seconds"] is not None
+        else f"exact match {r['exact_match']} after 600 s"
+    )
+    b.add(_row("seq2seq-exact", "Decoder page's default run reaches held-out exact match 0.9", "s", seconds, note))
 
 
 def _finetune_run(b: Bench) -> None:
@@ -136,6 +154,8 @@ def teaching(b: Bench) -> None:
         return
     if b.wants("plateau-default"):
         _plateau(b)
+    if b.wants("seq2seq-exact"):
+        _seq2seq(b)
     if b.wants("finetune-run"):
         _finetune_run(b)
     if any(p.startswith("class") for p in b.only):

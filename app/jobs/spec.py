@@ -17,7 +17,8 @@ from bert.train.finetune_args import FinetuneArgs
 from bert.train.pretrain import PretrainArgs
 
 FINETUNE, PRETRAIN = "finetune", "pretrain"  # the kinds of job
-KINDS = {FINETUNE: "fine-tuning", PRETRAIN: "pre-training"}
+SEQ2SEQ = "seq2seq"  # an encoder-decoder on pairs (app/jobs/seq2seq_job.py)
+KINDS = {FINETUNE: "fine-tuning", PRETRAIN: "pre-training", SEQ2SEQ: "decoder training"}
 
 
 def one_job_message(kind: str, status: str, where: str = "") -> str:
@@ -56,6 +57,7 @@ class JobSpec:
     gpu: bool = False  # ask for a GPU worker (the Ray backend; locally: BERT_EXPLORER_DEVICE)
     processes: int = 1  # pre-training under torchrun in this many processes (a GPU actor's GPUs)
     probe: dict[str, Any] | None = None  # attention over training: AttentionSnapshots.settings() (a worker records)
+    pairs: dict[str, Any] | None = None  # seq2seq: uploaded pairs (a built-in task is made where the job runs)
 
     def finetune_args(self) -> FinetuneArgs:
         return FinetuneArgs(**self.args)

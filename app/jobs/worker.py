@@ -56,7 +56,8 @@ from bert.train.pretrain import PretrainArgs, pretrain, torchrun_command
 from ..server.memory import release_memory
 from . import budget, saved_runs
 from .budget import LimitError
-from .spec import FINETUNE, JobSpec
+from .seq2seq_job import seq2seq_events
+from .spec import FINETUNE, SEQ2SEQ, JobSpec
 
 log = logging.getLogger("bert_explorer")
 
@@ -359,6 +360,8 @@ def run_job(
     events, bundle = [], None
     if spec.kind == FINETUNE:
         trained = _finetune_events(spec, stop, base if base is not None else base_model(spec.base, load_base), recorder)
+    elif spec.kind == SEQ2SEQ:
+        trained = seq2seq_events(spec, stop, base, lambda source: base_model(source, load_base), job_threads())
     elif spec.processes > 1:
         trained = _torchrun_events(spec, stop)
     else:

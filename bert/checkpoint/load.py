@@ -110,6 +110,10 @@ def _load_folder(folder: Path, name: str | None) -> Bundle:
         raise CheckpointError(f"{where} is not a folder")
     if not (folder / "config.json").is_file():
         raise CheckpointError(f"no config.json in {where}")
+    from . import encoder_decoder  # transformers' EncoderDecoderModel folders
+
+    if encoder_decoder.is_encoder_decoder(folder):
+        return encoder_decoder.load_encoder_decoder(folder, name)
     config = BertConfig.from_file(folder / "config.json")
     # vocab.txt (WordPiece), vocab.json + merges.txt or tokenizer.json (RoBERTa), tokenizer.json
     # (ALBERT): each sized before it is read
@@ -221,7 +225,14 @@ def _load_state(model, state: dict[str, torch.Tensor], unused: list[str]) -> tup
 
 def save(bundle: Bundle, folder: str | os.PathLike, card: str | None = None, half: bool = False) -> Path:
     """Write our format atomically (a temporary folder renamed into place); the card is
-    written without absolute paths (`public_text`)."""
+    written without absolute paths (`public_text`). An encoder-decoder is written in transformers'
+    EncoderDecoderModel form (bert/checkpoint/encoder_decoder.py), full precision."""
+    from ..seq2seq.bundle import Seq2SeqBundle
+
+    if isinstance(bundle, Seq2SeqBundle):
+        from .encoder_decoder import save_encoder_decoder
+
+        return save_encoder_decoder(bundle, folder, card)
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.tmp"))

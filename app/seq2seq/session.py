@@ -1,0 +1,97 @@
+"""The Decoder page's job in this session: starting it (a button callback), following it by the
+session's owner id (a session never reaches another's job), and keeping what it made.
+
+A finished job's model, curves and settings move into st.session_state under RESULT (the newest
+only: a session holds one trained encoder-decoder), and the server-side job is forgotten.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from bert.errors import InputError
+from bert.seq2seq.model import decoder_refusal
+from bert.seq2seq.tasks import TASKS, Pairs
+from bert.seq2seq.train import TINY, Seq2SeqArgs
+
+from ..jobs.backend import job_backend
+from ..jobs.seq2seq_job import seq2seq_spec
+from ..model_sources import load_model
+from ..server import new_students
+from ..students import owner, student_key
+from ..training import session as ts
+from ..training.follow import current_session_id, notice_errors
+from ..training.reports import base_bundle
+
+JOB = "s2s_job_id"  # int | None: the job this session follows
+RESULT = "s2s_result"  # dict | None: the finished run (bundle, metrics, args, status, error, stop_reason)
+NOTICE = "s2s_notice"  # (level, text) | None: a message from a callback, shown once
+UPLOAD = "s2s_upload"  # dict {name, data, id} | None: an uploaded CSV's bytes
+
+
+def init() -> None:
+    ts.init_training()
+    for key in (JOB, RESULT, NOTICE, UPLOAD):
+        st.session_state.setdefault(key, None)
+
+
+def current_job(jm=None):
+    """This session's job, or None."""
+    jid = st.session_state.get(JOB)
+    return None if jid is None else (jm or job_backend()).get(owner(), jid)
+
+
+def encoder_for(source: str):
+    """The base bundle of an encoder choice (None for the tiny fresh one); InputError when gone."""
+    if source == TINY:
+        return None
+    base = base_bundle(source)
+    if base is None:
+        raise InputError("That model is no longer in this session: pick another encoder.")
+    return base
+
+
+def on_start(args: Seq2SeqArgs, pairs: Pairs | None) -> None:
+    """Start button: queue the job for this session (pairs: an upload, None: the built-in task)."""
+    ss = st.session_state
+    ss[NOTICE] = None
+    with notice_errors(NOTICE, "starting the decoder training"):
+        base = encoder_for(args.encoder)
+        if base is not None and args.from_encoder and (why := decoder_refusal(base.config)):
+            raise InputError(why)
+        what = pairs.label if pairs is not None else TASKS[args.task].title
+        spec = seq2seq_spec(args, pairs, student=student_key(), title=f"decoder on {what}", info={"task": what})
+        new_students.admit(spec.student, new_students.client_address())  # a browser never seen before costs a token
+        job, _ = job_backend().submit_spec(
+            owner(), spec, session_id=current_session_id(), base=base, load_base=load_model
+        )
+        ss[JOB] = job.id
+
+
+def collect(jm=None) -> dict | None:
+    """If this session's job has finished, keep what it made under RESULT and return it."""
+    jm = jm or job_backend()
+    job = current_job(jm)
+    if job is None:
+        st.session_state[JOB] = None
+        return None
+    if job.active:
+        return None
+    job.drain()
+    st.session_state[JOB] = None
+    jm.forget(job)
+    if job.result is None:
+        msg = job.error or ("Stopped before it started: nothing was trained." if job.status == "stopped" else "")
+        st.session_state[NOTICE] = ("error" if job.error else "info", msg or "The job ended without a model.")
+        return None
+    res = {
+        "bundle": job.result,
+        "metrics": list(job.metrics),
+        "status": job.status,
+        "error": job.error,
+        "stop_reason": job.stop_reason,
+        "title": job.title,
+    }
+    job.result = None
+    st.session_state[RESULT] = res
+    return res

@@ -1,0 +1,320 @@
+"""Training an encoder-decoder on pairs, as a generator of events (as bert/train/finetune.py).
+
+    for e in train_seq2seq(Seq2SeqArgs(task="reverse")):
+        print(e)   # Seq2SeqStart, Seq2SeqStep ..., Seq2SeqEval(exact_match=...), ..., Seq2SeqDone(bundle=...)
+
+The encoder is `args.encoder`: "tiny", a fresh small BERT whose vocabulary is the pairs' words
+(the default: a reversal is learned in about a minute on one core), or a model handed in as
+`base` (a built-in, a family member, a session's), copied and never changed. The decoder has
+`decoder_layers` layers, started from the encoder's where `from_encoder` (bert/seq2seq/model.py).
+
+Teacher forcing: the decoder reads [CLS] + target and must predict target + [SEP]; cross-entropy
+over the target tokens, AdamW, linear warm-up and decay, gradient clipping. Every `eval_every`
+steps the held-out sources are decoded greedily; exact match is the share whose output equals the
+target token for token. The best model by exact match is kept and handed over in Seq2SeqDone; a
+run stops early at `target_exact` (the benchmark's 0.9) or when `stop` is set.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import torch
+
+from ..bundle import Bundle
+from ..config import BertConfig
+from ..errors import DataError, InputError, TrainingError
+from ..model import BertForPreTraining, init_weights
+from ..tokenizer import Tokenizer
+from ..train.events import Done, Error, Eval, Event, Start, TrainStep
+from ..train.optim import adamw, lr_at, set_lr
+from .bundle import Seq2SeqBundle
+from .generate import greedy
+from .model import IGNORE, build_encoder_decoder
+from .tasks import Pairs
+
+TINY = "tiny"
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+MAX_TINY_VOCAB = 5000
+EXAMPLES = 5  # held-out pairs each evaluation shows
+
+
+@dataclass
+class Seq2SeqArgs:
+    task: str = "reverse"  # a built-in task (bert/seq2seq/tasks.py) or "upload"
+    encoder: str = TINY  # TINY, or the source name of the base model handed in
+    decoder_layers: int = 2
+    from_encoder: bool = True  # start the decoder from the encoder's embeddings, layers and head
+    freeze_encoder: bool = False
+    hidden: int = 64  # the tiny encoder's width, layers and heads
+    layers: int = 2
+    heads: int = 4
+    dropout: float = 0.0  # the tiny encoder-decoder's (a toy task has nothing to over-fit)
+    train_pairs: int = 4000  # a built-in task's
+    valid_pairs: int = 200
+    batch_size: int = 32
+    lr: float = 2e-3
+    warmup: float = 0.05  # share of the steps
+    steps: int = 1500
+    eval_every: int = 50
+    log_every: int = 10
+    seed: int = 0
+    threads: int = 0  # torch threads while training (0: as they are)
+    target_exact: float | None = None  # stop once held-out exact match reaches this
+
+
+class Seq2SeqStart(Start):
+    steps: int
+    train_pairs: int
+    valid_pairs: int
+    parameters: int
+    trainable: int
+    vocab: int
+    made: list[str] = field(default_factory=list)  # what was copied and what is fresh
+
+
+class Seq2SeqStep(TrainStep):
+    loss: float  # mean over the steps since the last one
+    token_acc: float  # teacher-forced: share of target tokens predicted right
+    lr: float
+    seconds: float  # training time so far (evaluations not counted)
+
+
+class Seq2SeqEval(Eval):
+    exact_match: float  # held-out outputs equal to their target
+    token_acc: float  # held-out target tokens right at their place
+    best: float
+    seconds: float  # training time so far
+    examples: list[list[str]] = field(default_factory=list)  # [source, target, output]
+
+
+class Seq2SeqDone(Done):
+    step: int
+    best_step: int
+    exact_match: float  # the kept model's (nan: never scored)
+    train_seconds: float
+
+
+def tiny_encoder(pairs: list[Pairs], args: Seq2SeqArgs) -> Bundle:
+    """A fresh small BERT (args.hidden/layers/heads) whose vocabulary is the words of `pairs`
+    (the MAX_TINY_VOCAB most frequent; others become [UNK]), positions for their longest side."""
+    basic = Tokenizer(SPECIALS)
+    counts: dict[str, int] = {}
+    longest = 0
+    for p in pairs:
+        for text in (*p.sources, *p.targets):
+            words = basic.basic_tokenize(text)
+            longest = max(longest, len(words))
+            for w in words:
+                counts[w] = counts.get(w, 0) + 1
+    words = sorted(counts, key=lambda w: (-counts[w], w))[:MAX_TINY_VOCAB]
+    tokenizer = Tokenizer(SPECIALS + sorted(words))
+    if args.hidden % args.heads:
+        raise InputError(f"the tiny encoder's width {args.hidden} is not divisible by its {args.heads} heads")
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=args.hidden,
+        num_hidden_layers=args.layers,
+        num_attention_heads=args.heads,
+        intermediate_size=4 * args.hidden,
+        max_position_embeddings=max(16, longest + 4),
+        hidden_dropout_prob=args.dropout,
+        attention_probs_dropout_prob=args.dropout,
+    )
+    with torch.random.fork_rng():
+        torch.manual_seed(args.seed)
+        model = BertForPreTraining(config)
+        init_weights(model)
+    return Bundle(model=model.eval(), tokenizer=tokenizer, name="tiny BERT", mlm_head_trained=False)
+
+
+def encode_pairs(pairs: Pairs, tokenizer, max_source: int, max_target: int) -> list[tuple[list[int], list[int]]]:
+    """(source ids with [CLS]/[SEP], target ids without) of each pair; DataError naming the
+    first pair too long for the model."""
+    out = []
+    for n, (s, t) in enumerate(zip(pairs.sources, pairs.targets), start=1):
+        src = tokenizer.encode(s).ids
+        tgt = tokenizer.encode(t).ids[1:-1]
+        if len(src) > max_source:
+            raise DataError(f"pair {n}'s source is {len(src)} tokens: this encoder reads at most {max_source}")
+        if len(tgt) + 1 > max_target:
+            raise DataError(f"pair {n}'s target is {len(tgt)} tokens: this decoder writes at most {max_target - 1}")
+        if not tgt:
+            raise DataError(f"pair {n}'s target has no tokens: every pair needs a target")
+        out.append((src, tgt))
+    return out
+
+
+def batch_tensors(items: list[tuple[list[int], list[int]]], pad: int, eos: int) -> dict[str, torch.Tensor]:
+    """input_ids / attention_mask (B, S) and labels (B, T): target + [SEP], IGNORE as padding."""
+    S = max(len(s) for s, _ in items)
+    T = max(len(t) for _, t in items) + 1
+    ids = torch.full((len(items), S), pad, dtype=torch.long)
+    mask = torch.zeros((len(items), S), dtype=torch.long)
+    labels = torch.full((len(items), T), IGNORE, dtype=torch.long)
+    for i, (s, t) in enumerate(items):
+        ids[i, : len(s)] = torch.tensor(s)
+        mask[i, : len(s)] = 1
+        labels[i, : len(t) + 1] = torch.tensor([*t, eos])
+    return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+
+def exact_match(model, items, pad: int, batch: int = 100) -> tuple[float, float, list[list[int]]]:
+    """(exact match, token accuracy, outputs) of greedy decoding on `items`."""
+    outs: list[list[int]] = []
+    for i in range(0, len(items), batch):
+        chunk = items[i : i + batch]
+        b = batch_tensors(chunk, pad, model.eos_id)
+        longest = max(len(t) for _, t in chunk)
+        outs += greedy(model, b["input_ids"], b["attention_mask"], longest + 2)
+    exact = sum(o == t for o, (_, t) in zip(outs, items)) / max(len(items), 1)
+    right = sum(sum(a == b for a, b in zip(o, t)) for o, (_, t) in zip(outs, items))
+    total = sum(len(t) for _, t in items)
+    return exact, right / max(total, 1), outs
+
+
+def train_seq2seq(
+    args: Seq2SeqArgs,
+    train: Pairs,
+    valid: Pairs,
+    base: Bundle | None = None,
+    stop: threading.Event | None = None,
+) -> Iterator[Event]:
+    """Train, yielding events: Seq2SeqStart, Seq2SeqStep, Seq2SeqEval, maybe Error, Seq2SeqDone."""
+    before = torch.get_num_threads()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        yield from _run(args, train, valid, base, stop or threading.Event())
+    finally:
+        if args.threads:
+            torch.set_num_threads(before)
+
+
+def _run(args: Seq2SeqArgs, train: Pairs, valid: Pairs, base: Bundle | None, stop) -> Iterator[Event]:
+    if not len(train) or not len(valid):
+        raise DataError("training needs pairs to train on and held-out pairs to score")
+    if args.steps < 1 or args.batch_size < 1 or args.eval_every < 1:
+        raise InputError("steps, batch size and evaluation interval must be at least 1")
+    if args.encoder == TINY or base is None:
+        base = tiny_encoder([train, valid], args)
+    tok = base.tokenizer
+    model, made = build_encoder_decoder(
+        base.model, tok.cls_id, tok.sep_id, tok.pad_id, args.decoder_layers, args.from_encoder, args.seed
+    )
+    tr = encode_pairs(train, tok, model.config.max_tokens, model.decoder_config.max_tokens)
+    va = encode_pairs(valid, tok, model.config.max_tokens, model.decoder_config.max_tokens)
+    if args.freeze_encoder:
+        model.encoder.requires_grad_(False)
+    opt = adamw(model, args.lr)
+    params = {id(p): p for p in model.parameters()}.values()
+    trainable = sum(p.numel() for p in params if p.requires_grad)
+    yield Seq2SeqStart(
+        steps=args.steps,
+        train_pairs=len(tr),
+        valid_pairs=len(va),
+        parameters=sum(p.numel() for p in params),
+        trainable=trainable,
+        vocab=len(tok),
+        made=made,
+    )
+    gen = torch.Generator().manual_seed(args.seed)
+    warmup = int(args.warmup * args.steps)
+    best, best_step, best_state = float("nan"), 0, None
+    clock, step, epoch = 0.0, 0, 0
+    loss_sum = right = counted = n_logged = 0.0
+    order: list[int] = []
+    while step < args.steps and not stop.is_set():
+        if len(order) < args.batch_size:
+            order += torch.randperm(len(tr), generator=gen).tolist()
+            epoch += 1
+        ix, order = order[: args.batch_size], order[args.batch_size :]
+        t0 = time.perf_counter()
+        model.train()
+        b = batch_tensors([tr[i] for i in ix], tok.pad_id, model.eos_id)
+        set_lr(opt, lr_at(step, args.lr, warmup, args.steps))
+        out = model(b["input_ids"], b["attention_mask"], labels=b["labels"])
+        loss = out.loss
+        value = loss.item()
+        if not math.isfinite(value):
+            yield Error(message=f"the loss became {value} at step {step + 1}: try a lower learning rate", step=step)
+            break
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        clock += time.perf_counter() - t0
+        step += 1
+        with torch.no_grad():
+            keep = b["labels"] != IGNORE
+            right += float((out.logits.argmax(-1) == b["labels"])[keep].sum())
+            counted += float(keep.sum())
+            loss_sum += value
+            n_logged += 1
+        if step % args.log_every == 0 or step == args.steps:
+            yield Seq2SeqStep(
+                step=step,
+                epoch=epoch,
+                loss=loss_sum / n_logged,
+                token_acc=right / max(counted, 1),
+                lr=lr_at(step - 1, args.lr, warmup, args.steps),
+                seconds=clock,
+            )
+            loss_sum = right = counted = n_logged = 0.0
+        if step % args.eval_every == 0 or step == args.steps:
+            ev = _evaluate(model, va, valid, tok, step, clock, best)
+            if not ev.exact_match <= best:  # better, or the first
+                best, best_step = ev.exact_match, step
+                best_state = copy.deepcopy(model.state_dict())
+            ev.best = best
+            yield ev
+            if args.target_exact is not None and best >= args.target_exact:
+                break
+    if best_state is None and not getattr(stop, "hurry", False) and step > 0:
+        ev = _evaluate(model, va, valid, tok, step, clock, best)
+        best, best_step = ev.exact_match, step
+        yield ev
+    elif best_state is not None:
+        model.load_state_dict(best_state)
+    model.eval()
+    if step == 0:
+        raise TrainingError("stopped before the first step: nothing was trained")
+    name = f"{base.name} + {args.decoder_layers}-layer decoder"
+    bundle = Seq2SeqBundle(
+        model=model,
+        tokenizer=tok,
+        name=name,
+        card=f"# {name}\n\nTrained on {train.label or 'pairs'}; kept: step {best_step}, exact match {best:.0%}.\n",
+        source="trained in BERT Explorer",
+        mlm_head_trained=False,
+        nsp_head_trained=False,
+    )
+    yield Seq2SeqDone(
+        stopped=stop.is_set(),
+        step=step,
+        best_step=best_step,
+        exact_match=best,
+        train_seconds=clock,
+        bundle=bundle,
+    )
+
+
+def _evaluate(model, items, pairs: Pairs, tok, step: int, clock: float, best: float) -> Seq2SeqEval:
+    exact, tacc, outs = exact_match(model, items, tok.pad_id)
+    shown = [
+        [pairs.sources[i], pairs.targets[i], tok.decode(outs[i], skip_special_tokens=True)]
+        for i in range(min(EXAMPLES, len(items)))
+    ]
+    return Seq2SeqEval(
+        step=step,
+        exact_match=exact,
+        token_acc=tacc,
+        best=max(best, exact) if best == best else exact,
+        seconds=clock,
+        examples=shown,
+    )

@@ -1,0 +1,98 @@
+"""The Decoder page (AppTest): it renders, trains a tiny encoder-decoder as a job and shows its
+result and a step-by-step decoding; bad input gets a message, never a traceback.
+
+AppTest cannot upload a file: the tests put the file's bytes where the page keeps an upload
+(app.seq2seq.session UPLOAD), which is what the page does with a real upload."""
+
+import time
+
+import pytest
+
+pytest.importorskip("streamlit")
+
+from app import state  # noqa: E402
+from app.seq2seq import session as s2s  # noqa: E402
+from tests.helpers import SPECIALS, started_app  # noqa: E402
+
+PAGE = "pages/decoder.py"
+TIMEOUT = 60
+
+
+def _ok(at):
+    assert not at.exception, [e.value for e in at.exception]
+
+
+@pytest.fixture()
+def at():
+    at = started_app(TIMEOUT)
+    at.switch_page(PAGE).run()
+    _ok(at)
+    return at
+
+
+def upload(at, data: bytes, name="pairs.csv"):
+    at.session_state[s2s.UPLOAD] = {"name": name, "data": data, "id": name}
+    at.radio(key="s2s_task").set_value("upload").run()
+    _ok(at)
+
+
+def test_page_renders_with_the_default_task(at):
+    assert [h.value for h in at.header][:4] == ["1. Task", "2. Encoder and decoder", "3. Train", "4. Result"]
+    assert not at.error
+    assert not at.button(key="s2s_start").disabled
+    assert any("reverse order" in m.value for m in at.markdown)
+
+
+def test_a_tiny_run_trains_and_decodes(at):
+    at.number_input(key="s2s_steps").set_value(40)
+    at.number_input(key="s2s_eval").set_value(20)
+    at.button(key="s2s_start").click().run()
+    _ok(at)
+    assert not at.error, [e.value for e in at.error]
+    end = time.time() + 120
+    while at.session_state[s2s.JOB] is not None and time.time() < end:
+        time.sleep(0.3)
+        at.run()
+        _ok(at)
+    assert at.session_state[s2s.JOB] is None, "the job did not finish in time"
+    res = at.session_state[s2s.RESULT]
+    assert res is not None and res["bundle"] is not None
+    assert "Held-out exact match" in [m.label for m in at.metric]
+    assert "Watch it decode" in [s.value for s in at.subheader]
+    assert at.slider(key="s2s_step").max >= 1
+    at.text_input(key="s2s_text").set_value("cat <b>moon</b> egg").run()  # typed markup stays text
+    _ok(at)
+    assert any("Output so far" in m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize(
+    "data, said",
+    [
+        (b"source,target\n" + b"a b,b a\n" * 11 + b"c d,\n", "empty target"),
+        (b"a b,b a\n" * 11 + ("w " * 10_000).encode() + b",x\n", "10,000 words"),
+        (b"a b,b a\n", "1 pair"),
+    ],
+)
+def test_bad_uploads_say_why(at, data, said):
+    upload(at, data)
+    assert any(said in e.value for e in at.error), [e.value for e in at.error]
+    assert at.button(key="s2s_start").disabled
+
+
+def test_a_member_whose_weights_cannot_be_a_decoder_is_refused(at):
+    """An ALBERT (one layer shared by every depth, narrow embeddings): the page says why."""
+    import bert
+    from bert.config import BertConfig
+    from bert.model import BertForPreTraining
+
+    cfg = BertConfig(vocab_size=20, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=37, model_type="albert", embedding_size=16)  # fmt: skip
+    words = [*SPECIALS, *"abcdefghijklmno"]
+    b = bert.Bundle(model=BertForPreTraining(cfg), tokenizer=bert.Tokenizer(words), name="albertish")
+    at.session_state[state.USER_MODELS]["albertish"] = b
+    at.session_state[state.USER_MODEL_IDS]["albertish"] = "session:albertish:test"
+    at.run()
+    at.selectbox(key="s2s_encoder").set_value(state.session_key("albertish")).run()
+    _ok(at)
+    assert any("shared by every depth" in e.value for e in at.error), [e.value for e in at.error]
+    assert at.button(key="s2s_start").disabled

@@ -1,0 +1,85 @@
+"""The toy tasks' pairs, the checks on uploaded pairs, and training: a tiny encoder-decoder learns
+the reversal, as the trainer and as the app's job (app.jobs.worker.run_job of a SEQ2SEQ spec)."""
+
+import threading
+
+import pytest
+import torch
+
+from app.jobs.seq2seq_job import seq2seq_spec
+from bert.errors import DataError
+from bert.seq2seq.tasks import CODE, MAX_WORDS, TASKS, WORDS, read_pairs_csv, split_pairs, task_pairs
+from bert.seq2seq.train import Seq2SeqArgs, Seq2SeqDone, Seq2SeqEval, Seq2SeqStart, train_seq2seq
+from tests.helpers import run_fn, tiny_bundle
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_a_task_makes_distinct_held_out_sources_and_right_targets(task):
+    train, valid = task_pairs(task, 300, 50, seed=3)
+    assert (len(train), len(valid)) == (300, 50)
+    assert not set(train.sources) & set(valid.sources)
+    for s, t in zip(train.sources + valid.sources, train.targets + valid.targets):
+        ws = s.split()
+        assert 3 <= len(ws) <= 8 and set(ws) <= set(WORDS)
+        want = {"reverse": ws[::-1], "sort": sorted(ws), "cipher": [CODE[w] for w in ws]}[task]
+        assert t.split() == want
+    assert task_pairs(task, 300, 50, seed=3)[0].sources == train.sources  # deterministic
+
+
+def test_uploaded_pairs_are_read_and_split_by_source():
+    data = b"source,target\n" + b"".join(f"a{i} b,b a{i}\n".encode() for i in range(20)) + b"a0 b,b a0\n"
+    pairs = read_pairs_csv(data, "p.csv")
+    assert len(pairs) == 21 and pairs.sources[0] == "a0 b" and pairs.targets[0] == "b a0"
+    train, valid = split_pairs(pairs, 0.2, seed=0)
+    assert len(train) + len(valid) == 21 and not set(train.sources) & set(valid.sources)
+
+
+@pytest.mark.parametrize(
+    "data, said",
+    [
+        (b"a b,b a\n" * 11 + b"c d, \n", "row 12 of p.csv has an empty target"),
+        (b"a b,b a\n" * 11 + b",x\n", "empty source"),
+        (b"a b,b a\n" + ("w " * 10_000).encode() + b",x\n", f"10,000 words: at most {MAX_WORDS}"),
+        (b"a b,b a\n", "1 pair: at least 10"),
+        (b"a b,b a,c\n" * 12, "3 columns"),
+        (b"\xff\xfe\x00", "not UTF-8"),
+    ],
+)
+def test_bad_pairs_say_why(data, said):
+    with pytest.raises(DataError, match=said):
+        read_pairs_csv(data, "p.csv")
+
+
+def test_a_tiny_encoder_decoder_learns_the_reversal():
+    """A few hundred steps on one thread: held-out exact match well above chance (which is 0)."""
+    args = Seq2SeqArgs(task="reverse", steps=400, eval_every=100, threads=1, train_pairs=2000, valid_pairs=100)
+    train, valid = task_pairs(args.task, args.train_pairs, args.valid_pairs)
+    events = list(train_seq2seq(args, train, valid))
+    evals = [e for e in events if isinstance(e, Seq2SeqEval)]
+    done = events[-1]
+    assert isinstance(done, Seq2SeqDone) and done.bundle is not None
+    assert evals[-1].exact_match >= 0.8, [e.exact_match for e in evals]
+    assert done.exact_match == max(e.exact_match for e in evals)  # the best model is kept
+    src, tgt = valid.sources[0], valid.targets[0]
+    assert done.bundle.generate([src]) == [tgt] or evals[-1].exact_match < 1.0
+    tr = done.bundle.trace(src)
+    T, S = len(tr.outputs), len(tr.source)
+    assert tr.cross.shape[2:] == (T, S) and tr.selfs.shape[2:] == (T, T)
+    assert float(torch.triu(tr.selfs, 1).abs().max()) == 0.0  # causal: no step sees a later one
+
+
+def test_the_job_trains_from_a_session_encoder_and_leaves_it_untouched():
+    """The app's job on a pre-made encoder (copied, never changed), its decoder started from it."""
+    base = tiny_bundle(words=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])
+    before = {k: v.clone() for k, v in base.model.state_dict().items()}
+    args = Seq2SeqArgs(encoder="session:tiny", steps=30, eval_every=10, train_pairs=200, valid_pairs=20)
+    spec = seq2seq_spec(args, None, title="t")
+    from app.jobs.worker import run_job
+
+    stop = threading.Event()
+    events = run_fn(lambda s: run_job(spec, s, base=base), stop)
+    start = next(e for e in events if isinstance(e, Seq2SeqStart))
+    assert any("copied from the encoder" in m for m in start.made)
+    assert isinstance(events[-1], Seq2SeqDone) and events[-1].step == 30
+    for k, v in base.model.state_dict().items():
+        torch.testing.assert_close(v, before[k])
