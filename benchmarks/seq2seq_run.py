@@ -1,5 +1,5 @@
 """seq2seq-exact: seconds until the Decoder page's default run (a fresh tiny BERT encoder and two
-decoder layers on the default task, bert.seq2seq.train's defaults) reaches exact match 0.9 on the
+decoder layers on the default task, bert.train.seq2seq's defaults) reaches exact match 0.9 on the
 held-out pairs, on one torch thread as a job in the app; the wall clock from the first step,
 held-out scoring included, pair making and model building not. Run alone:
 
@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 
 from bert.seq2seq.tasks import task_pairs
-from bert.seq2seq.train import Seq2SeqArgs, Seq2SeqEval, Seq2SeqStart, train_seq2seq
+from bert.train.seq2seq import Seq2SeqArgs, Seq2SeqEval, Seq2SeqStart, train_seq2seq
 
 TARGET_EXACT = 0.9
 

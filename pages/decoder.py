@@ -14,7 +14,7 @@ from app.ui.formatting import md_escape
 from bert.checkpoint.builtins import available_builtins
 from bert.seq2seq.model import decoder_refusal
 from bert.seq2seq.tasks import DEFAULT_TASK, TASKS, task_pairs
-from bert.seq2seq.train import TINY
+from bert.train.seq2seq import TINY
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 

@@ -9,7 +9,7 @@ import torch
 from app.jobs.seq2seq_job import seq2seq_spec
 from bert.errors import DataError
 from bert.seq2seq.tasks import CODE, MAX_WORDS, TASKS, WORDS, read_pairs_csv, split_pairs, task_pairs
-from bert.seq2seq.train import Seq2SeqArgs, Seq2SeqDone, Seq2SeqEval, Seq2SeqStart, train_seq2seq
+from bert.train.seq2seq import Seq2SeqArgs, Seq2SeqDone, Seq2SeqEval, Seq2SeqStart, train_seq2seq
 from tests.helpers import run_fn, tiny_bundle
 
 

@@ -1,5 +1,5 @@
 """The sequence-to-sequence job: an encoder-decoder trained on a built-in toy task or uploaded
-pairs (bert/seq2seq/train.py), as `run_job` runs it for a JobSpec of kind SEQ2SEQ, here or on a
+pairs (bert/train/seq2seq.py), as `run_job` runs it for a JobSpec of kind SEQ2SEQ, here or on a
 worker. The spec carries the settings (Seq2SeqArgs as a dict), the encoder's source name and an
 upload's pairs; a built-in task's pairs are made where the job runs. Not kept under a run code:
 the page keeps the trained model for the session."""
@@ -13,8 +13,8 @@ from typing import Any
 
 import bert
 from bert.seq2seq.tasks import Pairs, split_pairs, task_pairs
-from bert.seq2seq.train import TINY, Seq2SeqArgs, train_seq2seq
 from bert.train.events import Event
+from bert.train.seq2seq import TINY, Seq2SeqArgs, train_seq2seq
 
 from ..server.memory import release_memory
 from .spec import SEQ2SEQ, JobSpec

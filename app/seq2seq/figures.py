@@ -9,8 +9,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from bert.seq2seq.train import Seq2SeqEval, Seq2SeqStep
 from bert.train.events import of_type
+from bert.train.seq2seq import Seq2SeqEval, Seq2SeqStep
 
 from ..figures.core import safe_labels
 from ..figures.training import EXTRA_COLOUR, TRAIN_COLOUR, VALID_COLOUR, thin

@@ -12,7 +12,7 @@ import streamlit as st
 from bert.errors import InputError
 from bert.seq2seq.model import decoder_refusal
 from bert.seq2seq.tasks import TASKS, Pairs
-from bert.seq2seq.train import TINY, Seq2SeqArgs
+from bert.train.seq2seq import TINY, Seq2SeqArgs
 
 from ..jobs.backend import job_backend
 from ..jobs.seq2seq_job import seq2seq_spec

@@ -7,8 +7,8 @@ import pandas as pd
 import streamlit as st
 
 from bert.seq2seq.tasks import TASKS, Pairs, read_pairs_csv
-from bert.seq2seq.train import TINY, Seq2SeqArgs, Seq2SeqDone, Seq2SeqEval, Seq2SeqStart, Seq2SeqStep
 from bert.train.events import last as last_event
+from bert.train.seq2seq import TINY, Seq2SeqArgs, Seq2SeqDone, Seq2SeqEval, Seq2SeqStart, Seq2SeqStep
 
 from .. import state
 from ..jobs.worker import stop_message

@@ -30,13 +30,13 @@ from ..bundle import Bundle
 from ..config import BertConfig
 from ..errors import DataError, InputError, TrainingError
 from ..model import BertForPreTraining, init_weights
+from ..seq2seq.bundle import Seq2SeqBundle
+from ..seq2seq.generate import greedy
+from ..seq2seq.model import IGNORE, build_encoder_decoder
+from ..seq2seq.tasks import Pairs
 from ..tokenizer import Tokenizer
-from ..train.events import Done, Error, Eval, Event, Start, TrainStep
-from ..train.optim import adamw, lr_at, set_lr
-from .bundle import Seq2SeqBundle
-from .generate import greedy
-from .model import IGNORE, build_encoder_decoder
-from .tasks import Pairs
+from .events import Done, Error, Eval, Event, Start, TrainStep
+from .optim import adamw, lr_at, set_lr
 
 TINY = "tiny"
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
