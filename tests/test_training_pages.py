@@ -576,6 +576,7 @@ def test_next_word_run_in_the_page_writes_text(at):
     res = at.session_state[ts.PT_RESULTS][-1]
     assert res["name"] == "pretrained-next-word-story-1x64" and res["info"]["args"].objective == "next-word"
     assert {"Next-word top-1", "Most frequent token"} <= {m.label for m in at.metric}
+    assert "left to right" in at.session_state[state.USER_MODELS][res["name"]].notes[0]
     assert "Next-sentence accuracy" not in {m.label for m in at.metric}
     k = f"pt_cont_{res['job_id']}"
     assert at.text_area(key=f"{k}_text").value == "the cat sees the"  # the probe up to its [MASK]

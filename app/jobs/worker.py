@@ -501,6 +501,11 @@ def _pretrained(path, name: str, run: PretrainArgs, corpus_label: str, done: ev.
     bundle = bert.load(path)
     bundle.name = name
     bundle.card = pretrain_card(name, run, corpus_label, done)
+    if run.objective == NEXT_WORD:  # the sidebar shows it under the model wherever it is picked
+        bundle.notes.append(
+            "Trained on the next word, reading left to right: the other pages read it both ways, as BERT, "
+            "which it was not trained for. The Pre-training page's Continue this text reads it as it learned."
+        )
     return bundle
 
 
