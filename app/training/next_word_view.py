@@ -5,14 +5,16 @@ page draws a decoding: a step slider, a layer, the mean over heads, the step out
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from bert.analysis.generate import MAX_NEW, continue_text
 from bert.train.next_word import NEXT_WORD
 from bert.train.pretrain import next_word_probe
 
-from ..seq2seq import figures
+from ..figures.core import safe_labels
 from ..ui import show_figure
 from ..ui.errors import show_errors
 from ..ui.formatting import md_escape
@@ -102,14 +104,7 @@ def _show(cont, bundle, k: str) -> None:
     )
     left.caption("The ten likeliest next tokens at this step, in the distribution it chose from.")
     show_figure.show(
-        figures.attention(
-            attention_matrix(cont, layer),
-            [s.token for s in cont.steps],
-            cont.tokens[:-1],
-            f"causal attention, layer {layer + 1}",
-            t,
-            "read",
-        ),
+        attention_figure(attention_matrix(cont, layer), [s.token for s in cont.steps], cont.tokens[:-1], layer, t),
         "pretrain-continue-attention",
         where=right,
         key=f"{k}_att",
@@ -120,11 +115,29 @@ def _show(cont, bundle, k: str) -> None:
     )
 
 
-def attention_matrix(cont, layer: int):
+def attention_figure(z: np.ndarray, written: list[str], read: list[str], layer: int, upto: int) -> go.Figure:
+    """The steps' attention rows (steps, tokens read) as the Decoder page draws a decoding's: rows
+    after `upto` blank, row `upto` outlined; tokens escaped and made unique (safe_labels)."""
+    z = np.array(z, dtype=float)
+    z[upto + 1 :] = np.nan
+    y, x = safe_labels(written), safe_labels(read)
+    fig = go.Figure(
+        go.Heatmap(
+            z=z, x=x, y=y, colorscale="Blues", zmin=0, zmax=1, hovertemplate="%{y} ← %{x}: %{z:.2f}<extra></extra>"
+        )
+    )
+    fig.add_shape(type="rect", x0=-0.5, x1=len(x) - 0.5, y0=upto - 0.5, y1=upto + 0.5, line=dict(color="#d62728"))
+    fig.update_yaxes(autorange="reversed", title_text="token written", type="category")
+    fig.update_xaxes(title_text="read", type="category", tickangle=-45)
+    fig.update_layout(
+        title=f"causal attention, layer {layer + 1}", height=120 + 26 * len(y), margin=dict(l=10, r=10, t=40, b=10)
+    )
+    return fig
+
+
+def attention_matrix(cont, layer: int) -> np.ndarray:
     """(steps, tokens read before the last step) of one layer, mean over heads: row t is step t's
     attention row, NaN beyond what it read."""
-    import numpy as np
-
     width = len(cont.tokens) - 1
     z = np.full((len(cont.steps), width), np.nan)
     for i, s in enumerate(cont.steps):
