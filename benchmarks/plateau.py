@@ -28,8 +28,14 @@ WORDNET = dict(corpora=["wordnet"])
 # sentences, a 1,000-piece vocabulary trained on them, sequences of 32, no dropout, LR 3e-3.
 DEFAULT = dict(**TINY, **WORDNET, **FAST, vocab="train:1000", batch_size=32, lr=3e-3) | dict(steps=2000, eval_every=25)
 
+# The same page's default with the next-word objective (bert/train/next_word.py): the plateau is
+# then "every next word is the most frequent token", left by the same rule (bert/train/plateau.py)
+# with the probe's guesses after each of its last prefixes.
+NEXT_WORD = DEFAULT | dict(objective="next-word")
+
 RECIPES: dict[str, dict] = {
     "default": DEFAULT,
+    "next-word": NEXT_WORD,
     # the Pre-training page's former defaults: the run that never left the plateau
     "old-default": dict(**TINY, vocab="train:4000", max_seq_length=64, batch_size=16, lr=1e-3, warmup_steps=30),
     "wordnet-s32-v2k-b64-lr2e-3": dict(**TINY, **WORDNET, **FAST, vocab="train:2000", batch_size=64, lr=2e-3),

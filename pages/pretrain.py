@@ -11,6 +11,7 @@ from app.training import session as ts
 from app.training import snapshots
 from app.training.data import builtin_corpus
 from app.training.follow import POLL_S, current_job, live_job
+from app.training.next_word_view import is_next_word
 from app.training.pretrain_view import PAGE, plateau_line, show_result
 from app.training.progress import pretrain_progress, probe_frame
 from app.training.start import check_pretrain_settings, on_start_pretrain
@@ -21,6 +22,7 @@ from app.ui.formatting import md_escape
 from bert.data.corpus.registry import CORPORA
 from bert.train.events import PretrainStart
 from bert.train.events import last as last_event
+from bert.train.next_word import MLM_NSP, NEXT_WORD
 from bert.train.pretrain import PretrainArgs
 
 app.run_through_entry()  # before anything else: see app/__init__.py
@@ -39,13 +41,19 @@ TITLES = {
 }
 ICON_ERR = view.ICON_ERR
 HIDDEN = [64, 128, 256, 384]
+GAME_TITLES = {
+    MLM_NSP: "BERT's two games: fill the gap, does B follow A? (reads both ways)",
+    NEXT_WORD: "The next word: predict each token from those before it (reads left to right, then writes)",
+}
+GAMES = {"pt_objective": list(GAME_TITLES)}
 
 st.title("Pre-training")
 st.markdown(
     "Where does BERT's knowledge come from? From two games played on plain text: **fill the gap** "
     "(15 % of the tokens are hidden and the model guesses them) and **does B follow A?** Here a "
     "small BERT starts from random numbers and plays them on a corpus while you watch: at first it "
-    "guesses the most frequent words (*the*, *,*), then it learns which words fit where."
+    "guesses the most frequent words (*the*, *,*), then it learns which words fit where. Or it plays a third "
+    "game, GPT's: **the next word**, reading left to right, and then it writes."
 )
 view.collect_and_reopen(PAGE)
 
@@ -98,6 +106,8 @@ if corpus is not None:
 D = PretrainArgs(out="")
 # The default run leaves the unigram plateau while the class watches: about 40 s on one thread of a
 # 2-core machine (benchmarks/plateau.py, docs/MODELS.md "Watch it learn"), on WordNet's short sentences.
+# The next-word game on the same settings leaves its plateau at step 100, under a minute on one thread
+# (--recipe next-word; most of it is the vocabulary and the tokenized corpus before the first step).
 defaults = {
     "pt_layers": 2,
     "pt_hidden": 128,
@@ -112,12 +122,14 @@ defaults = {
     "pt_warmup": 100,
     "pt_probe": "the history of the [MASK] is long and [MASK] .",
     "pt_seed": D.seed,
+    "pt_objective": D.objective,
 }
 for k, v in defaults.items():
-    ts.seed(k, v, HIDDEN if k == "pt_hidden" else ["train", "default"] if k == "pt_vocab" else None)
+    ts.seed(k, v, HIDDEN if k == "pt_hidden" else ["train", "default"] if k == "pt_vocab" else GAMES.get(k))
 est = {"ok": True}  # the budget of the settings below (app/jobs/budget.py)
 if corpus is not None:
     st.header("2. Model")
+    st.radio("Game", list(GAME_TITLES), key="pt_objective", format_func=GAME_TITLES.get)
     c1, c2, c3 = st.columns(3)
     c1.number_input("Layers", 1, 6, key="pt_layers")
     c2.selectbox("Hidden size", HIDDEN, key="pt_hidden")
@@ -150,7 +162,12 @@ if corpus is not None:
     c1.number_input("Tokens per sequence", 16, 512, key="pt_seq", step=16)
     c2.number_input("Evaluate every N steps", 5, 5000, key="pt_eval", step=10)
     c3.number_input("Warm-up steps", 0, 5000, key="pt_warmup", step=10)
-    st.text_input("Probe sentence (its [MASK]s are predicted at every evaluation)", key="pt_probe", max_chars=500)
+    st.text_input(
+        "Probe sentence (its [MASK]s are predicted at every evaluation; the next-word game predicts the words "
+        "after its start, up to its first [MASK])",
+        key="pt_probe",
+        max_chars=500,
+    )
     ts.remember(*defaults)
     vocab_n = int(ss.pt_vocab_size) if ss.pt_vocab == "train" else 30522
     est = check_pretrain_settings(
@@ -187,7 +204,7 @@ def live_panel():
         )
     show_figure.show(training_figures.pretrain_curves(job.metrics, steps), "pretrain-live-curves", key="pt_live_curves")
     plateau_line(job.metrics)
-    probes = probe_frame(job.metrics)
+    probes = probe_frame(job.metrics, next_word=is_next_word(args))
     if len(probes):
         st.markdown(f"**Probe:** {md_escape(args.probe)} · top guesses at each evaluation, newest first")
         st.dataframe(probes.iloc[::-1], hide_index=True, width="stretch")

@@ -560,6 +560,60 @@ def test_pretrain_run_in_the_page(at):
 
 
 @pytest.mark.slow
+def test_next_word_run_in_the_page_writes_text(at):
+    """The next-word game through the job runner: its results continue a text step by step, with
+    each step's ten likeliest tokens and its causal attention; bad settings get a message."""
+    at.session_state[ts.PT_UPLOAD] = {"name": "story.txt", "data": story(), "id": "s3"}
+    at.switch_page("pages/pretrain.py").run()
+    at.radio(key="pt_source").set_value("upload").run()
+    at.radio(key="pt_objective").set_value("next-word").run()
+    at.text_input(key="pt_probe").set_value("the cat sees the [MASK] .")
+    set_small_pretraining(at, steps=20, eval_every=10, batch=8)
+    at.button(key="pt_start").click().run()
+    _ok(at)
+    settle(at, ts.PT_JOB)
+    assert not _errors(at), _errors(at)
+    res = at.session_state[ts.PT_RESULTS][-1]
+    assert res["name"] == "pretrained-next-word-story-1x64" and res["info"]["args"].objective == "next-word"
+    assert {"Next-word top-1", "Most frequent token"} <= {m.label for m in at.metric}
+    assert "left to right" in at.session_state[state.USER_MODELS][res["name"]].notes[0]
+    assert "Next-sentence accuracy" not in {m.label for m in at.metric}
+    k = f"pt_cont_{res['job_id']}"
+    assert at.text_area(key=f"{k}_text").value == "the cat sees the"  # the probe up to its [MASK]
+    steps = at.dataframe[-1].value
+    assert list(steps.columns) == ["next token", "probability", "chosen"] and len(steps) == 10
+    assert steps["probability"].is_monotonic_decreasing and (steps["chosen"] == "✓").sum() == 1
+    assert at.slider(key=f"{k}_step").value == 20  # 20 tokens written (the box's default)
+    written = [m.value for m in at.markdown if m.value.startswith("the cat sees the **")]
+    assert written, [m.value for m in at.markdown]
+    # sampling with a seed writes the same text twice
+    at.radio(key=f"{k}_how").set_value("sample").run()
+    first = [m.value for m in at.markdown if m.value.startswith("the cat sees the **")]
+    at.run()
+    assert [m.value for m in at.markdown if m.value.startswith("the cat sees the **")] == first
+    # attention over training was recorded with the causal pattern: nothing above the diagonal
+    ((_, rec),) = at.session_state[SNAPSHOTS].items()
+    assert rec.pattern == "causal" and abs(float(rec.attentions[-1][0, 0, 0, 1:].sum())) < 1e-3
+    # bad input: a message each, never a traceback
+    for key, value, says in (
+        ("temp", 0.0, "temperature must be above 0"),
+        ("temp", -1.0, "temperature must be above 0"),
+        ("topk", 0, "must be 1 or more"),
+    ):
+        at.number_input(key=f"{k}_{key}").set_value(value).run()
+        _ok(at)
+        assert any(says in e for e in _errors(at)), _errors(at)
+        at.number_input(key=f"{k}_{key}").set_value(1.0 if key == "temp" else 5).run()
+    assert not _errors(at), _errors(at)
+    at.text_area(key=f"{k}_text").input("the cat sees the dog. " * 60).run()
+    _ok(at)
+    assert any("too long for this model" in i.value for i in at.info), [i.value for i in at.info]
+    at.text_area(key=f"{k}_text").input("   ").run()
+    _ok(at)
+    assert any("Type the start of a text" in i.value for i in at.info)
+
+
+@pytest.mark.slow
 def test_too_small_text_for_pretraining_is_refused(at):
     at.session_state[ts.PT_UPLOAD] = {"name": "one.txt", "data": b"Just one sentence here.", "id": "s2"}
     at.switch_page("pages/pretrain.py").run()
@@ -655,6 +709,14 @@ def test_pretrain_curves_and_probe_frame():
     assert len(fig.data) == 3 + 4 + 1
     df = probe_frame(ms)
     assert list(df["step"]) == [25, 50] and df.iloc[0]["[MASK] 1"] == "the (20%)  a (10%)"
+    # a next-word run: two panels (loss, top-1 with its baseline), no next-sentence one
+    nw = [pretrain_start(objective="next-word")]
+    nw += [pretrain_step(s, nsp_loss=None, nsp_acc=None) for s in (5, 10)]
+    nw += [pretrain_eval(10, nsp_loss=None, nsp_acc=None, baseline_top1=0.05, probe=[[("a", 0.2)], [("b", 0.1)]])]
+    fig = training_figures.pretrain_curves(nw, total_steps=10)
+    assert [a.text for a in fig.layout.annotations][:2] == ["next-word loss", "next-word accuracy"]
+    assert len(fig.data) == 2 + 3 + 1  # training loss, top-1; validation loss, top-1, top-5; baseline
+    assert list(probe_frame(nw, next_word=True).columns) == ["step", "after all but 1", "after it all"]
 
 
 def test_result_figures_escape_labels():

@@ -235,30 +235,34 @@ def cls_attention(
 
 def pretrain_curves(metrics, total_steps: int | None = None, height: int = 360) -> go.Figure:
     """MLM loss, MLM accuracy (top-1; top-5 on validation) and NSP accuracy: training averages
-    since the last log line (thin) and validation (markers)."""
-    fig = make_subplots(
-        rows=1,
-        cols=3,
-        horizontal_spacing=0.07,
-        subplot_titles=("masked-LM loss", "masked-LM accuracy", "next-sentence accuracy"),
+    since the last log line (thin) and validation (markers). A next-word run (its PretrainStart
+    says so) has two panels: next-word loss and top-1 against the most-frequent-token baseline."""
+    starts = of_type(metrics, PretrainStart)
+    next_word = bool(starts) and starts[-1].objective == "next-word"
+    titles = (
+        ("next-word loss", "next-word accuracy")
+        if next_word
+        else ("masked-LM loss", "masked-LM accuracy", "next-sentence accuracy")
     )
+    fig = make_subplots(rows=1, cols=len(titles), horizontal_spacing=0.07, subplot_titles=titles)
     train = of_type(metrics, PretrainStep)
     evals = of_type(metrics, PretrainEval)
     if train:
-        _pretrain_train_traces(fig, train)
+        _pretrain_train_traces(fig, train, next_word)
     if evals:
-        _pretrain_eval_traces(fig, evals)
-        _plateau_marker(fig, evals, of_type(metrics, PretrainStart))
+        _pretrain_eval_traces(fig, evals, next_word)
+        _plateau_marker(fig, evals, starts)
     if not train and not evals:
-        for col in (1, 2, 3):
+        for col in range(1, len(titles) + 1):
             _placeholder(fig, "waiting for the first steps…" if col == 2 else "", 1, col)
     if total_steps:
         fig.update_xaxes(range=[0, total_steps * 1.02])
     fig.update_xaxes(title="step")
     fig.update_yaxes(rangemode="tozero", row=1, col=1)
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=2)
-    fig.add_hline(y=0.5, line=dict(color="#888888", width=1, dash="dot"), row=1, col=3)
-    fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=3)
+    if not next_word:
+        fig.add_hline(y=0.5, line=dict(color="#888888", width=1, dash="dot"), row=1, col=3)
+        fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=3)
     fig.update_layout(
         height=height, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25), uirevision="keep"
     )
@@ -281,29 +285,36 @@ def _plateau_marker(fig: go.Figure, evals: list[PretrainEval], start: list[Pretr
         )
 
 
-def _pretrain_train_traces(fig: go.Figure, train: list[PretrainStep]) -> None:
+def _pretrain_train_traces(fig: go.Figure, train: list[PretrainStep], next_word: bool = False) -> None:
     """One thin line per panel: the training averages logged (thinned)."""
     steps = [m.step for m in train]
-    for col, key, name in (
-        (1, "mlm_loss", "training MLM loss"),
-        (2, "mlm_acc", "training MLM top-1"),
-        (3, "nsp_acc", "training NSP accuracy"),
-    ):
+    panels = (
+        ((1, "mlm_loss", "training next-word loss"), (2, "mlm_acc", "training next-word top-1"))
+        if next_word
+        else (
+            (1, "mlm_loss", "training MLM loss"),
+            (2, "mlm_acc", "training MLM top-1"),
+            (3, "nsp_acc", "training NSP accuracy"),
+        )
+    )
+    for col, key, name in panels:
         x, y = thin(steps, [finite_float(getattr(m, key)) for m in train])
         line = dict(color=TRAIN_COLOUR, width=1.5)
         _step_curve(fig, x, y, name, "training", line, col=col, legendgroup="train", showlegend=col == 1)
 
 
-def _pretrain_eval_traces(fig: go.Figure, evals: list[PretrainEval]) -> None:
+def _pretrain_eval_traces(fig: go.Figure, evals: list[PretrainEval], next_word: bool = False) -> None:
     """Validation at each evaluation (lines with markers), and the most-frequent-token baseline
-    in the MLM accuracy panel when the evaluations carry it."""
+    in the accuracy panel when the evaluations carry it."""
     steps = [m.step for m in evals]
-    for col, key, name, colour in (
+    panels = [
         (1, "mlm_loss", "validation", VALID_COLOUR),
         (2, "mlm_top1", "validation top-1", VALID_COLOUR),
         (2, "mlm_top5", "validation top-5", EXTRA_COLOUR),
-        (3, "nsp_acc", "validation", VALID_COLOUR),
-    ):
+    ]
+    if not next_word:
+        panels.append((3, "nsp_acc", "validation", VALID_COLOUR))
+    for col, key, name, colour in panels:
         y = [finite_float(getattr(m, key)) for m in evals]
         line = dict(color=colour, width=2.5)
         _step_curve(

@@ -51,6 +51,7 @@ from bert.train.events import last as last_event
 from bert.train.finetune import finetune
 from bert.train.finetune_args import FinetuneArgs
 from bert.train.finetune_eval import evaluate_classifier
+from bert.train.next_word import NEXT_WORD
 from bert.train.pretrain import PretrainArgs, pretrain, torchrun_command
 
 from ..server.memory import release_memory
@@ -457,13 +458,23 @@ def _vocab_words(vocab: str) -> str:
     return f"WordPiece trained on the corpus ({vocab.split(':', 1)[-1]})"
 
 
+def _game(args: PretrainArgs) -> str:
+    """How the card names the objective: nothing for BERT's own two games."""
+    if args.objective == NEXT_WORD:
+        return (
+            " to predict the next word (left to right: the causal attention pattern, no next-sentence game;"
+            " read it causally, as the Pre-training page's continue box does)"
+        )
+    return ""
+
+
 def pretrain_card(name: str, args: PretrainArgs, corpus_label: str, done: ev.PretrainDone) -> str:
     """The model card of a pre-trained model (the fine-tuning backend writes its own)."""
     return "\n".join(
         [
             f"# {name}",
             "",
-            f"A small BERT pre-trained from random weights in BERT Explorer, on {corpus_label}: "
+            f"A small BERT pre-trained from random weights in BERT Explorer{_game(args)}, on {corpus_label}: "
             f"{args.layers} layers, hidden size {args.hidden}, {args.heads} heads, vocabulary "
             f"{_vocab_words(args.vocab)}.",
             "",
@@ -471,7 +482,10 @@ def pretrain_card(name: str, args: PretrainArgs, corpus_label: str, done: ev.Pre
             + (" (stopped early)" if done.stopped else "")
             + f", batch {args.batch_size}, sequences of {args.max_seq_length} tokens, learning rate {args.lr:g}.",
             (
-                f"- Validation: masked-LM top-1 {done.mlm_top1:.3f}, top-5 {done.mlm_top5:.3f}, loss "
+                f"- Validation: next-word top-1 {done.mlm_top1:.3f}, top-5 {done.mlm_top5:.3f}, loss "
+                f"{done.mlm_loss:.3f}."
+                if done.mlm_top1 is not None and args.objective == NEXT_WORD
+                else f"- Validation: masked-LM top-1 {done.mlm_top1:.3f}, top-5 {done.mlm_top5:.3f}, loss "
                 f"{done.mlm_loss:.3f}; next-sentence accuracy {done.nsp_acc:.3f}."
                 if done.mlm_top1 is not None
                 else "- Validation: not measured (stopped before the end)."
@@ -487,6 +501,11 @@ def _pretrained(path, name: str, run: PretrainArgs, corpus_label: str, done: ev.
     bundle = bert.load(path)
     bundle.name = name
     bundle.card = pretrain_card(name, run, corpus_label, done)
+    if run.objective == NEXT_WORD:  # the sidebar shows it under the model wherever it is picked
+        bundle.notes.append(
+            "Trained on the next word, reading left to right: the other pages read it both ways, as BERT, "
+            "which it was not trained for. The Pre-training page's Continue this text reads it as it learned."
+        )
     return bundle
 
 

@@ -1,5 +1,6 @@
 """The Pre-training page's parts: the plateau line and a finished run's results (curves, probe
-table, try it); its Start button is app/training/start.py.
+table, try it; a next-word run's "Continue this text", app/training/next_word_view.py); its Start
+button is app/training/start.py.
 
 The page (pages/pretrain.py) lays them out; what they compute is in app/training/ and bert/.
 """
@@ -11,7 +12,7 @@ import streamlit as st
 from bert.train.events import PretrainEval, PretrainStart, of_type
 from bert.train.events import last as last_event
 from bert.train.plateau import plateau_exit
-from bert.train.pretrain import PretrainArgs
+from bert.train.pretrain import PretrainArgs, next_word_probe
 from bert.train.pretrain_eval import probe_predictions
 
 from ..figures import core, training
@@ -21,6 +22,7 @@ from ..ui.formatting import md_escape
 from ..ui.widgets import SENTENCE_CHARS
 from . import page as view
 from . import session as ts
+from .next_word_view import continue_box, is_next_word
 from .progress import probe_frame
 
 PAGE = view.TrainPage(PRETRAIN, "pt", "pretrain", hf_class="BertForPreTraining")
@@ -32,10 +34,18 @@ def plateau_line(metrics) -> None:
     if not evals:
         return
     first = plateau_exit(evals, start.baseline_token if start else None)
+    next_word = start is not None and start.objective == "next-word"
     if first is None:
         st.caption(
             "Still on the plateau: the guesses are mostly the most frequent token. The run leaves it when its top-1 "
             "is twice that baseline and the probe's guesses differ, three evaluations in a row."
+        )
+    elif next_word:
+        st.success(
+            f"It left the plateau at step {first.step:,}: next-word top-1 {first.mlm_top1:.1%} against "
+            f"{first.baseline_top1:.1%} for always guessing the most frequent token, and its guesses after the "
+            "probe's words now differ from word to word: it has begun to read its left.",
+            icon=":material/trending_up:",
         )
     else:
         st.success(
@@ -72,6 +82,8 @@ def try_it(res: dict) -> None:
 def show_result(res: dict) -> None:
     fin, info, cfg = res["done"], res["info"], res["bundle"].config  # fin: a bert.train.events.PretrainDone
     args: PretrainArgs = info["args"]
+    if is_next_word(args):
+        return show_next_word_result(res)
     view.result_summary(
         PAGE,
         res,
@@ -92,4 +104,34 @@ def show_result(res: dict) -> None:
         st.markdown(f"**Probe:** {md_escape(args.probe)}")
         st.dataframe(probes, hide_index=True, width="stretch")
     try_it(res)
+    view.keep_it(PAGE, res)
+
+
+def show_next_word_result(res: dict) -> None:
+    """A next-word run's results: its scores and curves, the probe table, the continue box."""
+    fin, info, cfg = res["done"], res["info"], res["bundle"].config
+    args: PretrainArgs = info["args"]
+    pct = lambda v: f"{v:.1%}" if v is not None else "–"  # noqa: E731
+    view.result_summary(
+        PAGE,
+        res,
+        [
+            ("Steps", f"{fin.step or 0:,}"),
+            ("Next-word top-1", pct(fin.mlm_top1)),
+            ("Next-word top-5", pct(fin.mlm_top5)),
+            ("Most frequent token", pct(fin.baseline_top1)),
+        ],
+        f"**{md_escape(res['name'])}**: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, "
+        f"{cfg.num_attention_heads} heads, vocabulary {cfg.vocab_size:,}, trained left to right on the next word "
+        f"on {md_escape(info.get('corpus', '?'))}. It is in the sidebar's model list for this session; the other "
+        "pages read it both ways, as BERT, which it was not trained for.",
+        training.pretrain_curves(res["metrics"], args.steps),
+    )
+    plateau_line(res["metrics"])
+    probes = probe_frame(res["metrics"], next_word=True)
+    if len(probes):
+        probe = md_escape(next_word_probe(args.probe))
+        st.markdown(f"**Probe:** the next word after each of the last words of: {probe}")
+        st.dataframe(probes, hide_index=True, width="stretch")
+    continue_box(res)
     view.keep_it(PAGE, res)

@@ -61,15 +61,18 @@ def pretrain_progress(metrics, total_steps: int, log_every: int) -> tuple[float,
     )
 
 
-def probe_frame(metrics, top: int = 3) -> pd.DataFrame:
-    """One row per evaluation: the probe sentence's top guesses for each [MASK]."""
+def probe_frame(metrics, top: int = 3, next_word: bool = False) -> pd.DataFrame:
+    """One row per evaluation: the probe sentence's top guesses for each [MASK], or (`next_word`)
+    for the word after each of its last prefixes, the whole probe last."""
     rows = []
     for m in metrics:
         if not isinstance(m, PretrainEval) or not m.probe:
             continue
         row = {"step": m.step}
+        n = len(m.probe)
         for i, cands in enumerate(m.probe):
-            row[f"[MASK] {i + 1}"] = "  ".join(f"{t} ({p:.0%})" for t, p in cands[:top])
+            name = (f"after all but {n - 1 - i}" if i < n - 1 else "after it all") if next_word else f"[MASK] {i + 1}"
+            row[name] = "  ".join(f"{t} ({p:.0%})" for t, p in cands[:top])
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -15,8 +15,10 @@ import streamlit as st
 import bert
 from bert import settings
 from bert.data.labelled import LabelledData
+from bert.patterns import CAUSAL
 from bert.train.attention_snapshots import AttentionSnapshots
 from bert.train.finetune_args import FinetuneArgs
+from bert.train.next_word import MLM_NSP, NEXT_WORD
 from bert.train.pretrain import PretrainArgs
 
 from ..jobs import budget, saved_runs
@@ -150,7 +152,7 @@ def on_start_pretrain(jm: JobBackend, corpus, corpus_label: str) -> None:
             ss[ts.PT_NOTICE] = ("info", "Your pre-training job is already running.")
             return
         probe = re.sub(r"\[mask\]", "[MASK]", ss.pt_probe or "", flags=re.IGNORECASE)
-        if "[MASK]" not in probe:
+        if "[MASK]" not in probe and ss.get("pt_objective") != NEXT_WORD:  # the next word needs no [MASK]
             probe = PretrainArgs(out="").probe
         vocab = f"train:{int(ss.pt_vocab_size)}" if ss.pt_vocab == "train" else "default"
         steps, every = int(ss.pt_steps), int(ss.pt_eval)
@@ -174,6 +176,7 @@ def on_start_pretrain(jm: JobBackend, corpus, corpus_label: str) -> None:
             seed=int(ss.pt_seed),
             threads=job_threads(),
             probe=probe[:500],
+            objective=ss.get("pt_objective", MLM_NSP),
             device=settings.text("BERT_EXPLORER_DEVICE") or "auto",
             # an upload's tokens live in memory only; a built-in's are cached for all
             cache_tokens=ss.pt_source != ts.UPLOAD and vocab == "default",
@@ -181,14 +184,18 @@ def on_start_pretrain(jm: JobBackend, corpus, corpus_label: str) -> None:
         what = ss.pt_source
         if what == ts.UPLOAD and ss.get(ts.PT_UPLOAD):
             what = safe_filename(ss[ts.PT_UPLOAD]["name"].rsplit(".", 1)[0], "text")
+        recorder = snapshots.recorder("pt", snapshots.PT_PROBE)
+        if recorder is not None and args.objective == NEXT_WORD:
+            recorder.pattern = CAUSAL  # the attention it learns to use
+        game = "-next-word" if args.objective == NEXT_WORD else ""
         try:
             _, new = start_pretrain(
                 args,
                 corpus,
-                f"pretrained-{what}-{args.layers}x{args.hidden}",
+                f"pretrained{game}-{what}-{args.layers}x{args.hidden}",
                 corpus_label,
                 jm,
-                recorder=snapshots.recorder("pt", snapshots.PT_PROBE),
+                recorder=recorder,
             )
         except LimitError as e:
             ss[ts.PT_NOTICE] = ("error", str(e))

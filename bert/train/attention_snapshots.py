@@ -38,6 +38,8 @@ class AttentionSnapshots:
     every: int = 50
     max_snapshots: int = 200  # past this, every other snapshot is dropped and `every` doubles
     max_length: int = 64  # the probe sentence is cut to this many tokens
+    pattern: str = "bidirectional"  # the attention pattern the model trains with (bert/patterns.py):
+    # "causal" for the next-word objective, so the snapshots show the attention it learns
     steps: list[int] = field(default_factory=list)
     attentions: list[np.ndarray] = field(default_factory=list)  # each (L, H, T, T) float16
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -99,7 +101,7 @@ class AttentionSnapshots:
         model.eval()
         try:
             with torch.no_grad():
-                out = encoder(ids, types, output_attentions=True)
+                out = encoder(ids, types, output_attentions=True, attention_pattern=self.pattern)
         finally:
             model.train(was_training)
         att = torch.stack([a[0] for a in out.attentions]).float().cpu().numpy().astype(np.float16)  # (L, H, T, T)
@@ -125,11 +127,14 @@ class AttentionSnapshots:
             "every": self.every,
             "max_snapshots": self.max_snapshots,
             "max_length": self.max_length,
+            "pattern": self.pattern,
         }
 
     @classmethod
     def from_settings(cls, d: dict) -> AttentionSnapshots:
-        return cls.pending(d["sentence"], d["every"], d["max_snapshots"], d["max_length"])
+        rec = cls.pending(d["sentence"], d["every"], d["max_snapshots"], d["max_length"])
+        rec.pattern = d.get("pattern", rec.pattern)
+        return rec
 
     def after(self, step: int) -> dict:
         """The probe's tokens and the snapshots of steps after `step`, as plain data."""

@@ -113,16 +113,18 @@ class PretrainStart(Start):
     parameters: int
     world_size: int
     baseline_token: str  # the most frequent training token: the plateau's guess
+    objective: str | None = _optional()  # "next-word", or absent for BERT's two games (PretrainArgs.objective)
 
 
 class PretrainStep(TrainStep):
-    """Averages over the steps since the last one."""
+    """Averages over the steps since the last one. mlm_*: the word head's (under the next-word
+    objective, its next-word loss and top-1 at every position); nsp_*: None under next-word."""
 
     lr: float
     mlm_loss: float
     mlm_acc: float
-    nsp_loss: float
-    nsp_acc: float
+    nsp_loss: float | None = _optional()
+    nsp_acc: float | None = _optional()
     grad_norm: float
     tokens_per_s: float
     seconds: float  # since the last one
@@ -130,17 +132,19 @@ class PretrainStep(TrainStep):
 
 class PretrainEval(Eval):
     """Masked LM and next sentence on the fixed validation batches (bert.train.pretrain_eval.evaluate),
-    and the probe sentence's guesses."""
+    and the probe sentence's guesses. Under the next-word objective (bert.train.next_word.evaluate)
+    mlm_* score the next word at every position, masked_tokens counts those positions, nsp_* are
+    None and the probe holds the next words after each of the probe's last prefixes."""
 
     mlm_loss: float
     mlm_top1: float
     mlm_top5: float
-    nsp_loss: float
-    nsp_acc: float
     masked_tokens: int
     sequences: int
+    nsp_loss: float | None = _optional()
+    nsp_acc: float | None = _optional()
     baseline_top1: float | None = _optional()  # always the most frequent training token
-    probe: list[list[tuple[str, float]]] = field(default_factory=list)  # per [MASK]: top (word, p)
+    probe: list[list[tuple[str, float]]] = field(default_factory=list)  # per [MASK] or prefix: top (word, p)
 
     def __post_init__(self) -> None:
         self.probe = [[(str(t), float(p)) for t, p in guesses] for guesses in self.probe]

@@ -1,4 +1,6 @@
-"""Pre-training with masked-LM + next-sentence prediction, as a generator of events (bert/train/events.py).
+"""Pre-training, as a generator of events (bert/train/events.py): BERT's two games (masked LM +
+next-sentence prediction, objective "mlm+nsp") or the next word (a causal LM, objective
+"next-word": bert/train/next_word.py; the same model and head, read left to right, no NSP).
 
     for e in pretrain(PretrainArgs(out="runs/x", init="scratch", steps=200)):
         print(e.to_dict())  # {"event": "train", "step": 10, "mlm_loss": ..., "tokens_per_s": ...}
@@ -37,10 +39,12 @@ from ..family import member
 from ..model import BertForPreTraining
 from ..tokenizer import Tokenizer
 from ..tokenizer.vocab import SPECIAL_TOKENS
+from . import next_word
 from .device import DEVICES, autocast, cpu_bundle, resolve_device, to_cpu, to_device
 from .events import Event, PretrainDone, PretrainEval, PretrainStart, PretrainStep, Resumed
 from .examples import PretrainingDataset, token_counts, tokenize_corpus
 from .masking import MLMMasker
+from .next_word import MLM_NSP, NEXT_WORD, OBJECTIVES, PROBE, NextWordDataset, next_word_batch, next_word_forward
 from .optim import adamw, lr_at, set_lr
 from .pretrain_eval import evaluate, fixed_eval_batches, probe_predictions
 
@@ -80,9 +84,19 @@ class PretrainArgs:
     # user's upload, tokenized in memory and never written)
     device: str = field(default="auto", metadata={"choices": DEVICES})  # auto: cuda, else mps, else cpu
     stop_file: str | None = None  # the run stops (keeping its model) once this file exists: Stop under torchrun
+    # "mlm+nsp": BERT's two games; "next-word": predict token t+1 from tokens <= t (causal pattern,
+    # the MLM head at every position, no NSP; bert/train/next_word.py)
+    objective: str = field(default=MLM_NSP, metadata={"choices": OBJECTIVES})
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
+
+
+def next_word_probe(probe: str) -> str:
+    """The next-word objective's probe: the text before its first [MASK] (BERT's probe "the capital
+    of france is [MASK] ." asks the same question left to right), or PROBE when that is empty."""
+    head = probe.split("[MASK]", 1)[0].strip()
+    return head or PROBE
 
 
 # ---- set-up ------------------------------------------------------------------------------------
@@ -256,6 +270,9 @@ class _PretrainRun:
         (from the checkpoint, the given bundle or `initial_bundle`), data and optimizer: yields
         Resumed (when resuming) and PretrainStart (rank 0), then calls on_start and on_step."""
         a = self.args
+        if a.objective not in OBJECTIVES:
+            raise TrainingError(f"objective must be one of {', '.join(OBJECTIVES)}, got {a.objective!r}")
+        self.next_word = a.objective == NEXT_WORD
         if a.threads:
             torch.set_num_threads(a.threads)
         self.rank, self.world = _dist_info()
@@ -284,6 +301,7 @@ class _PretrainRun:
                 parameters=sum(p.numel() for p in self.model.parameters()),
                 world_size=self.world,
                 baseline_token=bundle.tokenizer.ids_to_tokens[self.baseline_id],
+                objective=a.objective if self.next_word else None,  # absent: BERT's two games
             )
         self.step, self.epoch, self.start = state["step"], state["epoch"], state["batch"]
         self.k = self.start  # batches of this epoch done (saved with the checkpoint)
@@ -303,12 +321,21 @@ class _PretrainRun:
                 f"{model.config.max_position_embeddings} positions"
             )
         kw = dict(cls_id=tok.cls_id, sep_id=tok.sep_id, max_seq_length=a.max_seq_length, seed=a.seed)
-        self.train_ds = PretrainingDataset(tokenize_corpus(train_c, tok, cache=a.cache_tokens), **kw)
-        valid_ds = PretrainingDataset(tokenize_corpus(valid_c, tok, cache=a.cache_tokens), **kw)
-        self.masker = MLMMasker.from_tokenizer(tok, a.mlm_probability, a.whole_word)
-        eval_batches = fixed_eval_batches(valid_ds, self.masker, a.eval_sequences, 32)
+        dataset = NextWordDataset if self.next_word else PretrainingDataset
+        self.train_ds = dataset(tokenize_corpus(train_c, tok, cache=a.cache_tokens), **kw)
+        valid_ds = dataset(tokenize_corpus(valid_c, tok, cache=a.cache_tokens), **kw)
+        if self.next_word:  # no masking: every position predicts the next token
+            self.masker, self.pad_id = None, tok.pad_id
+            eval_batches = next_word.fixed_eval_batches(valid_ds, tok.pad_id, a.eval_sequences, 32)
+        else:
+            self.masker = MLMMasker.from_tokenizer(tok, a.mlm_probability, a.whole_word)
+            self.pad_id = self.masker.pad_id
+            eval_batches = fixed_eval_batches(valid_ds, self.masker, a.eval_sequences, 32)
         self.eval_batches = [to_device(b, self.device) for b in eval_batches]
-        self.baseline_id = int(token_counts(self.train_ds.documents, len(tok)).argmax())
+        counts = token_counts(self.train_ds.documents, len(tok))
+        if self.next_word:  # its targets include the [SEP] that ends each document
+            counts[tok.sep_id] += len(self.train_ds.documents)
+        self.baseline_id = int(counts.argmax())
 
     def _optimizer(self, opt_state: dict | None) -> None:
         """The model on its device in training mode (wrapped for DDP), and AdamW (resumed)."""
@@ -332,10 +359,18 @@ class _PretrainRun:
         while self.step < a.steps:
             self.k = self.start
             for batch in self.train_ds.batches(
-                self.epoch, a.batch_size, self.masker, rank=self.rank, world_size=self.world, start=self.start
+                self.epoch,
+                a.batch_size,
+                self.masker,
+                pad_id=self.pad_id,
+                rank=self.rank,
+                world_size=self.world,
+                start=self.start,
             ):
                 if self.step >= a.steps or self._stop_asked():
                     return
+                if self.next_word:
+                    batch = next_word_batch(batch)
                 yield from self.train_step(to_device(batch, self.device))
             self.epoch, self.start = self.epoch + 1, 0
 
@@ -358,13 +393,16 @@ class _PretrainRun:
         set_lr(self.opt, lr)
         torch.manual_seed(a.seed * 7919 + self.step * self.world + self.rank)  # dropout, reproducible
         with autocast(self.device):
-            res = self.net(
-                batch["input_ids"],
-                batch["token_type_ids"],
-                batch["attention_mask"],
-                mlm_labels=batch["mlm_labels"],
-                nsp_labels=batch["nsp_labels"],
-            )
+            if self.next_word:
+                res = next_word_forward(self.net, batch)
+            else:
+                res = self.net(
+                    batch["input_ids"],
+                    batch["token_type_ids"],
+                    batch["attention_mask"],
+                    mlm_labels=batch["mlm_labels"],
+                    nsp_labels=batch["nsp_labels"],
+                )
         if not torch.isfinite(res.loss):
             raise TrainingError(
                 f"the loss became {res.loss.item()} at step {self.step}: the learning "
@@ -394,9 +432,10 @@ class _PretrainRun:
         acc["mlm_loss"] += res.mlm_loss.item()
         acc["mlm_right"] += (res.mlm_logits.argmax(-1) == targets).sum().item()
         acc["mlm_n"] += targets.numel()
-        acc["nsp_loss"] += res.nsp_loss.item()
-        acc["nsp_right"] += (res.nsp_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
-        acc["nsp_n"] += len(batch["nsp_labels"])
+        if res.nsp_loss is not None:  # none under next-word
+            acc["nsp_loss"] += res.nsp_loss.item()
+            acc["nsp_right"] += (res.nsp_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
+            acc["nsp_n"] += len(batch["nsp_labels"])
         acc["k"] += 1
 
     def _after_step(self, lr: float, gnorm: torch.Tensor) -> Iterator[Event]:
@@ -406,12 +445,22 @@ class _PretrainRun:
             yield self._train_event(lr, gnorm)
             self._new_window()
         if step % a.eval_every == 0 or step == a.steps:
-            m = evaluate(self.model, self.eval_batches, self.baseline_id)
-            yield PretrainEval(step=step, **m, probe=probe_predictions(self.bundle, a.probe))
+            yield PretrainEval(step=step, **self._evaluate(), probe=self._probe())
         if a.snapshot_every and step % a.snapshot_every == 0:
             save(cpu_bundle(self.bundle), self.out / "snapshots" / f"step-{step:06d}")
         if step % a.save_every == 0:
             self._save_checkpoint()
+
+    def _evaluate(self) -> dict:
+        """The held-out scores of this run's objective."""
+        score = next_word.evaluate if self.next_word else evaluate
+        return score(self.model, self.eval_batches, self.baseline_id)
+
+    def _probe(self) -> list[list[tuple[str, float]]]:
+        """The probe's top guesses: at each [MASK], or (next-word) after each of its last prefixes."""
+        if self.next_word:
+            return next_word.probe_predictions(self.bundle, next_word_probe(self.args.probe))
+        return probe_predictions(self.bundle, self.args.probe)
 
     def _train_event(self, lr: float, gnorm: torch.Tensor) -> PretrainStep:
         acc, dt = self.acc, time.perf_counter() - self.t0
@@ -421,8 +470,8 @@ class _PretrainRun:
             lr=lr,
             mlm_loss=acc["mlm_loss"] / acc["k"],
             mlm_acc=acc["mlm_right"] / max(acc["mlm_n"], 1),
-            nsp_loss=acc["nsp_loss"] / acc["k"],
-            nsp_acc=acc["nsp_right"] / max(acc["nsp_n"], 1),
+            nsp_loss=None if self.next_word else acc["nsp_loss"] / acc["k"],
+            nsp_acc=None if self.next_word else acc["nsp_right"] / max(acc["nsp_n"], 1),
             grad_norm=float(gnorm),
             tokens_per_s=self.tokens / dt,
             seconds=dt,
@@ -446,7 +495,7 @@ class _PretrainRun:
                 self._save_checkpoint()
             final = self.out / "final"
             save(cpu_bundle(self.bundle), final)
-            m = {} if hurry else evaluate(self.model, self.eval_batches, self.baseline_id)
+            m = {} if hurry else self._evaluate()
             yield PretrainDone(step=self.step, stopped=stopped, path=str(final), **m)
         if self.world > 1:
             dist.barrier()
