@@ -108,7 +108,7 @@ def ask_popover(code: str, key: str) -> None:
         kinds = [k for k in questions.KINDS if k != "writes" or run is not None]  # a decoder the class can compute on
         kind = st.selectbox("Question", kinds, key=KIND, format_func=questions.KINDS.get)
         if run is None:
-            st.caption(md_escape(NO_DECODER))
+            st.caption(NO_DECODER)
         if kind in ("mask", "heads", "left"):
             st.caption(f"On the Masked LM sentence: {md_escape(ss.get(state.MLM_TEXT, state.DEFAULT_MLM_TEXT))}")
         elif kind == "writes":
