@@ -96,7 +96,8 @@ def two_readings(both: mlm.MLMPredictions, left: mlm.MLMPredictions, gap: int = 
     for c, (p, colour) in enumerate(((both, "#1f77b4"), (left, "#ff7f0e")), 1):
         fig.add_trace(probability_bars(p.top_probs[gap], safe_labels(p.top_tokens[gap]), colour), row=1, col=c)
         fig.update_yaxes(autorange="reversed", type="category", row=1, col=c)
-    fig.update_xaxes(title_text="probability", range=[0, 1])
+    top = max(float(both.top_probs[gap].max()), float(left.top_probs[gap].max()), 1e-6)
+    fig.update_xaxes(title_text="probability", range=[0, top * 1.15])  # one scale for both, the bars readable
     fig.update_layout(showlegend=False, height=80 + 34 * len(both.top_tokens[gap]), margin=dict(l=10, r=10, t=40, b=10))
     return fig
 
