@@ -213,3 +213,23 @@ def test_lesson_seven_shows_every_step_with_its_figure_and_checks_answers_on_the
         assert not at.exception
     assert len(at.success) == 2 and all(x.value.startswith("Right.") for x in at.success)
     assert any("2 of 15 questions right" in c.value for c in at.sidebar.caption)
+
+
+@pytest.mark.slow
+def test_a_lesson_seven_link_opens_the_attention_page_with_its_reading():
+    from streamlit.testing.v1 import AppTest
+
+    from app import attention_patterns as patterns
+    from app.lessons.encoders_decoders import BOTH
+
+    b = bert.load("minilm-l6")
+    for step, read, k in ((1, patterns.LEFT, None), (3, patterns.PREFIX, 7)):
+        link = BOTH.steps[step].link(b)
+        at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=180)
+        for name, value in link.query.items():
+            at.query_params[name] = value
+        at.switch_page(link.page).run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.radio(key="att_pattern").value == read
+        if k is not None:
+            assert int(link.query["k"]) == k and at.number_input(key="att_pattern_k").value == k
