@@ -34,6 +34,17 @@ def input_tokens(model, text_a: str, text_b: str | None = None) -> int:
     return len(encode(model.bundle, a, b).ids)
 
 
+def link_params(key: str) -> list:
+    """The pattern in a page's link: `read` (both, left, prefix) and, for a prefix, `k`; a k past
+    the input's end is brought back by pattern_choice with its note."""
+    from .ui import links
+
+    return [
+        links.Param("read", key, "choice", default=BOTH, choices=CHOICES, codes=("both", "left", "prefix")),
+        links.Param("k", f"{key}_k", "int", default=K_DEFAULT, lo=0, hi=4096, label="prefix length"),
+    ]
+
+
 def pattern_choice(n_tokens: int, key: str) -> Pattern:
     """A radio for the pattern and, for a prefix, a number input k in [0, n_tokens] (n_tokens:
     the input's tokens, [CLS] and [SEP] included). Returns "bidirectional", "causal" or k."""

@@ -140,3 +140,42 @@ def differences(a, b) -> str:
         ]
         out.append("segment embeddings: " + " vs ".join(said))
     return "; ".join(out)
+
+
+@dataclass(frozen=True)
+class Relative:
+    """A transformer of another shape than BERT's, described in words only: this app never loads
+    one (its code runs encoders, and a decoder it trains itself on the Decoder on top page), yet
+    a class meets these names everywhere, so the card and Compare say what they changed and why."""
+
+    name: str
+    shape: str  # "decoder only" or "encoder-decoder"
+    reads: str  # which tokens each token may attend to
+    changed: str  # what it changed from BERT, in one line
+    why: str  # what that bought
+    seen_here: str  # where this app shows the same mechanism on its own models
+
+
+RELATIVES = (
+    Relative(
+        "GPT",
+        "decoder only",
+        "left only: each token sees itself and the tokens before it (a causal mask)",
+        "the same stack of layers, but every token reads only its left, trained to guess the NEXT word "
+        "rather than a hidden one",
+        "a model that guesses the next word can write text, one word after another, and every word of "
+        "its training text is a question, not 15 %",
+        "the Attention page's “Left only” reading and the Masked LM page's left-only guesses",
+    ),
+    Relative(
+        "T5 / BART",
+        "encoder-decoder",
+        "the encoder reads the source both ways; the decoder reads its own output left only and looks "
+        "at the encoder's vectors through cross-attention",
+        "a BERT-like encoder with a decoder on top, trained to rewrite a damaged text whole (T5 fills "
+        "dropped spans, BART undoes shuffling and deletions)",
+        "one model for every task that turns a text into a text (translation, summaries, answers), with "
+        "a source read in full before a word is written",
+        "the Decoder on top page, which trains decoder layers on a BERT and shows the cross-attention",
+    ),
+)

@@ -54,6 +54,7 @@ def bertviz_view(model_key: str, text_a: str, text_b, kind: str, layer: int, hea
 with show_errors("the attention maps"):
     model = current_model()
     family_note.attention(model.bundle.config)
+    links.view(*patterns.link_params("att_pattern"))
     pattern = patterns.pattern_choice(patterns.input_tokens(model, text_a, text_b), key="att_pattern")
     an = analyze(model, text_a, text_b, pattern)
     hidden = patterns.hidden_cells(pattern, an.n_tokens)  # (T, T) bool or None

@@ -19,18 +19,10 @@ from app.figures.compare import (
 from app.model_picker import model_picker
 from app.model_sources import FOLDER, LISTED, current_model, model_options, option_for
 from app.training.snapshots import SNAPSHOTS, VIEW_REQUEST
-from app.ui import links, show_figure
+from app.ui import family_note, links, show_figure
 from app.ui.errors import show_errors
 from app.ui.formatting import SENSE_SEP, clean_text, md_escape, sense_lines, sense_text
-from app.ui.widgets import (
-    SENSE_BOX_CHARS,
-    SENTENCE_CHARS,
-    TABLE_ROWS,
-    WORD_CHARS,
-    cap_help,
-    index_slider,
-    mlm_input,
-)
+from app.ui.widgets import SENSE_BOX_CHARS, SENTENCE_CHARS, TABLE_ROWS, WORD_CHARS, cap_help, index_slider, mlm_input
 from bert import InputError
 from bert.analysis.compare import compare_attention
 from bert.analysis.vectors import separation
@@ -81,6 +73,8 @@ if view == VIEWS[0]:
         # B's default: the session's last model, else a built-in (never a large teacher's model unasked)
         others = [o for o in model_options() if o not in (cur, FOLDER) and not o.startswith(LISTED)]
         models["B"] = model_picker(cols[1], "B", others[-1] if others else cur)
+    with st.expander("Decoder-only and encoder-decoder models: what they changed (text only, none is loaded)"):
+        family_note.relatives(compare=True)
     text = mlm_input("Sentence (put [MASK] in it to compare masked-word guesses)")
     if len(models) == 2:
         with show_errors("the comparison"):

@@ -40,7 +40,8 @@ if presenter:
     st.markdown(class_tools.PROJECTOR_CSS, unsafe_allow_html=True)
 else:
     st.markdown(
-        "Six short lessons through BERT, from text to tokens to what its heads learned. Every figure is the "
+        "Seven short lessons through BERT, from text to tokens to what its heads learned, and on to decoders. "
+        "Every figure is the "
         "real model on a prepared input, and every question's answer is worked out on that model. Each step "
         "links to the full page with the same input, to go further."
     )

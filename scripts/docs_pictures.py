@@ -2,8 +2,9 @@
 
 The browser tests already drive the real app on the built-in model and screenshot what they see
 (tests/artifacts/): the pages at 1400x1000, projector mode at 1280x720, a live fine-tuning run, a
-live pre-training run, a lesson, the class board and BERT's family. This runs those tests (CI=true, so a missing
-Chromium fails instead of skipping), then copies each screenshot it took to its place under docs/.
+live pre-training run, a lesson, lesson 7's two readings, the class board and BERT's family. This
+runs those tests (CI=true, so a missing Chromium fails instead of skipping), then copies each
+screenshot it took to its place under docs/.
 A picture whose test did not take it anew is an error: nothing stale is copied.
 
     .venv/bin/python scripts/docs_pictures.py      # or: make docs
@@ -85,6 +86,14 @@ PICTURES = {
             shot,
         )
         for shot in ("class_following.png", "class_answers.png", "class_reveal.png")
+    },
+    **{  # lesson 7: one head read left only, a gap's guesses both ways and left only
+        f"docs/{shot}": (
+            "test_encoders_decoders_browser.py::"
+            "test_a_short_decoder_run_then_lesson_seven_left_only_both_guesses_and_cross_attention",
+            shot,
+        )
+        for shot in ("lesson_left_only.png", "lesson_both_readings.png")
     },
     # BERT's family from the models folder: ELECTRA's replaced-token view, RoBERTa's BPE merges
     "docs/family_electra_replaced.png": (

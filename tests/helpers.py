@@ -500,3 +500,22 @@ def _bpe_or_unigram_folder(kind: str, folder: Path) -> Path:
         model = transformers.AlbertForPreTraining(cfg)
     model.save_pretrained(folder)
     return folder
+
+
+def tiny_seq2seq_run(steps: int = 20) -> dict:
+    """A finished encoder-decoder run as the Decoder page keeps it (app/seq2seq/session.py's
+    RESULT): a few steps of the reversal task on the tiny encoder, long enough to decode with."""
+    from bert.seq2seq.tasks import task_pairs
+    from bert.train.seq2seq import Seq2SeqArgs, train_seq2seq
+
+    args = Seq2SeqArgs(steps=steps, eval_every=10, train_pairs=200, valid_pairs=20)
+    events = list(train_seq2seq(args, *task_pairs("reverse", 200, 20)))
+    return {
+        "bundle": events[-1].bundle,
+        "metrics": events,
+        "status": "done",
+        "error": None,
+        "stop_reason": None,
+        "title": "decoder on Reverse the words",
+        "run": "test-run",
+    }

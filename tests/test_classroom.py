@@ -317,10 +317,10 @@ def test_every_kind_gives_the_models_own_answer_and_a_figure(tiny):
     assert b["answer"] == questions.PIECE_CHOICES[min(len(tiny.tokenizer.tokenize("cats")), 6) - 1]
     b = questions.heads_question(tiny, text, "tiny")
     assert b["answer"] in b["choices"] and len(b["choices"]) == 3
-    for label in questions.lesson_questions():  # all 13, each answered from its choices, its figure drawable
+    for label in questions.lesson_questions():  # all 15, each answered from its choices, its figure drawable
         b = questions.lesson_question(tiny, label, "tiny")
         assert b["answer"] in b["choices"] and (b["figure"] is None or json.loads(b["figure"])["data"]), label
-    assert len(questions.lesson_questions()) == 13
+    assert len(questions.lesson_questions()) == 15
     for kind in ("mask", "look", "follows", "pieces", "heads"):
         made = {
             "mask": lambda: questions.mask_question(tiny, text, "t"),
@@ -343,3 +343,85 @@ def test_kinds_refuse_what_they_cannot_ask(tiny):
             questions.pieces_question(tiny, word, "t")
     with pytest.raises(InputError, match="not in this model"):
         questions.look_question(tiny, "the cat", 9, 0, 0, "t")
+
+
+@pytest.fixture(scope="module")
+def run():
+    from tests.helpers import tiny_seq2seq_run
+
+    return tiny_seq2seq_run()
+
+
+def _ask_answer_reveal(cls, b: dict, right: str, wrong: str) -> None:
+    """Ask `b`, one student answers the model's answer and one another, reveal: each is told right
+    or wrong by the model's answer, and the tally counts both."""
+    c, code, key = cls
+    q = c.ask(code, key, b, now=T0)
+    c.answer(code, q, "s1", right, now=T0)
+    c.answer(code, q, "s2", wrong, now=T0)
+    c.reveal(code, key, q)
+    assert c.class_poll(code, now=T0)["question"]["state"] == "revealed"
+    kept = c.question(q)
+    assert kept["answer"] == b["answer"] and is_right(kept, c.my_answer(q, "s1"))
+    assert not is_right(kept, c.my_answer(q, "s2"))
+    assert sum(c.tally(q, c.class_poll(code, now=T0)["question"]["version"])[0].values()) == 2
+
+
+def test_a_left_to_right_reader_question_is_the_causal_reading_of_the_same_weights(cls, tiny):
+    from bert.analysis.mlm import mlm_topk
+
+    text = "the cat sat on the [MASK] ."
+    b = questions.left_question(tiny, text, "tiny")
+    left = mlm_topk(tiny, text, k=1, attention_pattern="causal").top_tokens[0][0].removeprefix("##")
+    assert b["kind"] == "left" and b["choices"] is None and b["answer"] == left
+    assert json.loads(b["figure"])["data"] and len(json.dumps(b).encode()) < cr.BODY_BYTES
+    _ask_answer_reveal(cls, b, left, "zzz" if left != "zzz" else "yyy")
+    with pytest.raises(InputError, match=r"\[MASK\]"):
+        questions.left_question(tiny, "no mask here", "t")
+
+
+def test_the_decoder_question_is_the_trained_decoders_own_cross_attention(cls, run):
+    dec = run["bundle"]
+    b = questions.writes_question(dec, "cat moon egg", 2, dec.name)
+    tr = dec.trace("cat moon egg")
+    row = tr.cross[-1].mean(0)[1].numpy()
+    assert b["kind"] == "writes" and b["choices"] == questions._choice_labels(tr.source)
+    assert b["answer"] == b["choices"][int(np.argmax(row))] and f"«{tr.outputs[1]}»" in b["prompt"]
+    assert json.loads(b["figure"])["data"] and len(json.dumps(b).encode()) < cr.BODY_BYTES
+    _ask_answer_reveal(cls, b, b["answer"], next(x for x in b["choices"] if x != b["answer"]))
+    T = len(tr.outputs)
+    for word in (0, T + 1):
+        with pytest.raises(InputError, match=f"pick a word from 1 to {T}"):
+            questions.writes_question(dec, "cat moon egg", word, "t")
+    with pytest.raises(InputError, match="Type a source"):
+        questions.writes_question(dec, "  ", 1, "t")
+
+
+@pytest.mark.slow
+def test_the_decoder_question_is_offered_only_once_the_session_trained_one(run):
+    """The teacher's "Ask the class": without a trained encoder-decoder the kind is not in the list
+    and the popover says why; with the session's run it is, on that decoder and source."""
+    from streamlit.testing.v1 import AppTest
+
+    def script():
+        from app.board import question_view
+
+        question_view.ask_popover("CODE", "KEY")
+
+    at = AppTest.from_function(script, default_timeout=60).run()
+    assert not at.exception, [e.value for e in at.exception]
+    label = questions.KINDS["writes"]
+    assert (
+        label not in at.selectbox(key="ask_kind").options
+        and questions.KINDS["left"] in at.selectbox(key="ask_kind").options
+    )
+    assert any("needs an encoder-decoder trained in this session" in c.value for c in at.caption)
+    at.session_state["s2s_result"] = run
+    at.run()
+    assert label in at.selectbox(key="ask_kind").options
+    at.selectbox(key="ask_kind").set_value("writes").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.number_input(key="ask_writing").value == 3
+    from app.ui.formatting import md_escape
+
+    assert any(md_escape(run["bundle"].name) in c.value for c in at.caption)

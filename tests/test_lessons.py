@@ -24,8 +24,15 @@ def bundle(request):
     return bert.load(request.param)
 
 
-def test_six_lessons_of_four_to_eight_steps_and_two_to_four_questions():
-    assert len(LESSONS) == 6 and len({lesson.key for lesson in LESSONS}) == 6
+@pytest.fixture(scope="module")
+def run():
+    from tests.helpers import tiny_seq2seq_run
+
+    return tiny_seq2seq_run()
+
+
+def test_seven_lessons_of_four_to_eight_steps_and_two_to_four_questions():
+    assert len(LESSONS) == 7 and len({lesson.key for lesson in LESSONS}) == 7
     for lesson in LESSONS:
         assert 4 <= len(lesson.steps) <= 8, lesson.key
         assert 2 <= len(lesson.questions) <= 4, lesson.key
@@ -35,12 +42,13 @@ def test_six_lessons_of_four_to_eight_steps_and_two_to_four_questions():
 
 
 @pytest.mark.slow
-def test_every_step_shows_a_real_figure_or_table_and_links_to_an_existing_page(bundle):
+def test_every_step_shows_a_real_figure_or_table_and_links_to_an_existing_page(bundle, run):
     for lesson in LESSONS:
         for s in lesson.steps:
-            out = s.show(bundle)
+            given = run if s.uses == "seq2seq" else bundle
+            out = s.show(given)
             assert out is None or isinstance(out, go.Figure | pd.DataFrame), (lesson.key, s.title)
-            link = s.link(bundle) if callable(s.link) else s.link
+            link = s.link(given) if callable(s.link) else s.link
             if link is not None:
                 assert (ROOT / link.page).exists(), link.page
                 assert all(isinstance(v, str) for v in link.query.values())
@@ -74,6 +82,15 @@ def test_answers_are_computed_from_the_model(bundle):
     l, h = np.unravel_index(int(np.argmax(imp.scores)), imp.scores.shape)
     assert _ask("heads", "ablation", bundle) == f"layer {l + 1}, head {h + 1}"
     assert _ask("finetune", "head", bundle) == f"{2 * bundle.config.hidden_size + 2:,}"
+    from app.lessons.encoders_decoders import GAP, likelihood_change
+
+    left = mlm.mlm_topk(bundle, GAP, k=1, attention_pattern="causal")
+    assert _ask("both", "left", bundle) == left.top_tokens[0][0].removeprefix("##")
+    both = mlm.mlm_topk(bundle, GAP, k=1)
+    word = both.top_tokens[0][0]
+    every = mlm.mlm_topk(bundle, GAP, k=bundle.config.vocab_size, attention_pattern="causal")
+    p_left = every.top_probs[0][every.top_tokens[0].index(word)]
+    assert _ask("both", "loses", bundle) == likelihood_change(float(both.top_probs[0][0]), float(p_left))
 
 
 def test_choices_are_fixed_per_question_and_keep_the_right_one():
@@ -105,12 +122,12 @@ def test_the_lessons_page_steps_questions_progress_and_link():
     good = next(i for i, o in enumerate(options) if o == str(pieces))
     at.radio(key="lq_tokens_pieces").set_value(good).run()
     assert at.success and at.success[0].value.startswith("Right.")
-    assert any("1 of 13 questions right" in c.value for c in at.sidebar.caption)
+    assert any("1 of 15 questions right" in c.value for c in at.sidebar.caption)
     # progress survives a visit to another page and back
     at.switch_page("pages/tokenization.py").run()
     assert not at.exception
     at.switch_page("pages/lessons.py").run()
-    assert not at.exception and any("1 of 13 questions right" in c.value for c in at.sidebar.caption)
+    assert not at.exception and any("1 of 15 questions right" in c.value for c in at.sidebar.caption)
     assert any(c.value.startswith(LESSONS[0].title + ": " + str(len(LESSONS[0].steps))) for c in at.sidebar.caption)
     # a link to the third lesson's second step opens it
     at2 = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=180)
@@ -135,3 +152,84 @@ def test_left_only_step_is_measured_on_the_model_by_clue_side(bundle):
     if bundle.name == "minilm-l6":  # the figures the step's text and docs/MODELS.md quote
         right = t[t["clue"] == "right of the gap"].set_index("reads")["top-1"]
         assert (round(right["both ways"], 2), round(right["left only"], 2)) == (0.71, 0.26)
+
+
+def test_a_probability_left_only_is_told_against_both_ways_by_a_factor_of_two():
+    from app.lessons.encoders_decoders import LIKELY, likelihood_change
+
+    assert likelihood_change(0.10, 0.25) == LIKELY[0]
+    assert likelihood_change(0.10, 0.15) == likelihood_change(0.10, 0.06) == LIKELY[1]
+    assert likelihood_change(0.10, 0.04) == LIKELY[2]
+
+
+@pytest.mark.slow
+def test_the_left_only_step_hides_the_right_of_the_diagonal_of_the_same_head(bundle):
+    from app.lessons.encoders_decoders import BOTH
+
+    both, left = (np.array(s.show(bundle).data[0].z, dtype=float) for s in BOTH.steps[:2])
+    upper = np.triu(np.ones_like(both, dtype=bool), k=1)
+    assert not np.isnan(both).any() and np.isnan(left[upper]).all() and not np.isnan(left[~upper]).any()
+    np.testing.assert_allclose(np.nansum(left, -1), 1, atol=1e-4)  # what it gave to the right now goes left
+
+
+@pytest.mark.slow
+def test_lesson_seven_shows_every_step_with_its_figure_and_checks_answers_on_the_model(run):
+    """On the page: without a trained decoder the cross-attention step says how to get one; with the
+    session's run each of its steps draws a figure; both questions are told right or wrong by the
+    model's own answer."""
+    from streamlit.testing.v1 import AppTest
+
+    from app.lessons.encoders_decoders import BOTH
+    from app.seq2seq import session as s2s
+    from app.ui.formatting import md_escape
+
+    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=180)
+    at.query_params["lesson"] = "both"
+    at.query_params["step"] = "4"
+    at.switch_page("pages/lessons.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.subheader[0].value == "5. " + BOTH.steps[4].title
+    assert any("No encoder-decoder is trained" in i.value for i in at.info)
+    at.session_state[s2s.RESULT] = run
+    at.session_state["lesson_step"] = 0
+    at.run()
+    for i, s in enumerate(BOTH.steps):
+        if i:
+            at.button(key="lesson_next").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.subheader[0].value == f"{i + 1}. {s.title}"
+        assert len(at.get("plotly_chart")) == 1, s.title
+        assert not any("No encoder-decoder" in x.value for x in at.info)
+    at.button(key="lesson_next").click().run()
+    assert any(s.value == "Check yourself" for s in at.subheader)
+    b = bert.load("minilm-l6")
+    for q in BOTH.questions:
+        a = q.ask(b)
+        key = f"lq_both_{q.key}"
+        wrong = next(j for j in range(len(a.choices)) if j != a.answer)
+        at.radio(key=key).set_value(wrong).run()
+        assert any(f"the answer is “{md_escape(a.choices[a.answer])}”" in e.value for e in at.error), q.key
+        at.radio(key=key).set_value(a.answer).run()
+        assert not at.exception
+    assert len(at.success) == 2 and all(x.value.startswith("Right.") for x in at.success)
+    assert any("2 of 15 questions right" in c.value for c in at.sidebar.caption)
+
+
+@pytest.mark.slow
+def test_a_lesson_seven_link_opens_the_attention_page_with_its_reading():
+    from streamlit.testing.v1 import AppTest
+
+    from app import attention_patterns as patterns
+    from app.lessons.encoders_decoders import BOTH
+
+    b = bert.load("minilm-l6")
+    for step, read, k in ((1, patterns.LEFT, None), (3, patterns.PREFIX, 7)):
+        link = BOTH.steps[step].link(b)
+        at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=180)
+        for name, value in link.query.items():
+            at.query_params[name] = value
+        at.switch_page(link.page).run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.radio(key="att_pattern").value == read
+        if k is not None:
+            assert int(link.query["k"]) == k and at.number_input(key="att_pattern_k").value == k

@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.io as pio
 import streamlit as st
 
-from bert import BertExplorerError
+from bert import BertExplorerError, InputError
 
 from .. import state
 from ..model_sources import current_model
@@ -31,6 +31,7 @@ KIND = "ask_kind"
 WORD = "ask_word"
 LESSON = "ask_lesson"
 LAYER, HEAD, FROM = "ask_layer", "ask_head", "ask_from"
+WRITING = "ask_writing"  # the word (1-based) a "writes" question asks about
 SEEN = "ask_seen"  # (question id, state) the page was drawn for
 DISMISSED = "ask_dismissed"  # the revealed question a student put away
 NOTE = "ask_note"
@@ -42,10 +43,14 @@ def _body(kind: str) -> dict:
     from . import questions  # the model's analyses (torch): imported when the teacher asks
 
     ss = st.session_state
+    if kind == "writes":
+        return _writes_body(questions)
     model = current_model()
     b, label = model.bundle, model.label
     if kind == "mask":
         return questions.mask_question(b, ss.get(state.MLM_TEXT, state.DEFAULT_MLM_TEXT), label)
+    if kind == "left":
+        return questions.left_question(b, ss.get(state.MLM_TEXT, state.DEFAULT_MLM_TEXT), label)
     if kind == "look":
         text = ss.get(state.TEXT_A, state.DEFAULT_TEXT_A)
         return questions.look_question(b, text, ss[LAYER] - 1, ss[HEAD] - 1, ss.get(FROM) or 0, label)
@@ -56,6 +61,29 @@ def _body(kind: str) -> dict:
     if kind == "heads":
         return questions.heads_question(b, ss.get(state.MLM_TEXT, state.DEFAULT_MLM_TEXT), label)
     return questions.lesson_question(b, ss[LESSON], label)
+
+
+def decoder_source(run: dict) -> str:
+    """What the class's decoder writes from: the Decoder on top page's source, else the run's first held-out one."""
+    from ..seq2seq import session as s2s
+
+    return (st.session_state.get("s2s_text") or "").strip() or s2s.example_source(run)
+
+
+def _writes_body(questions) -> dict:
+    from ..seq2seq import session as s2s
+
+    run = s2s.trained()
+    if run is None:
+        raise InputError(NO_DECODER)
+    b = run["bundle"]
+    return questions.writes_question(b, decoder_source(run), int(st.session_state.get(WRITING) or 3), b.name)
+
+
+NO_DECODER = (
+    "The decoder question needs an encoder-decoder trained in this session, and there is none yet: train "
+    "one on the Decoder on top page (the defaults take about a minute), and the question is offered here."
+)
 
 
 def _ask(code: str, key: str) -> None:
@@ -74,9 +102,20 @@ def ask_popover(code: str, key: str) -> None:
 
     ss = st.session_state
     with st.popover("Ask the class", icon=":material/quiz:", width="stretch"):
-        kind = st.selectbox("Question", list(questions.KINDS), key=KIND, format_func=questions.KINDS.get)
-        if kind in ("mask", "heads"):
+        from ..seq2seq import session as s2s
+
+        run = s2s.trained()
+        kinds = [k for k in questions.KINDS if k != "writes" or run is not None]  # a decoder the class can compute on
+        kind = st.selectbox("Question", kinds, key=KIND, format_func=questions.KINDS.get)
+        if run is None:
+            st.caption(NO_DECODER)
+        if kind in ("mask", "heads", "left"):
             st.caption(f"On the Masked LM sentence: {md_escape(ss.get(state.MLM_TEXT, state.DEFAULT_MLM_TEXT))}")
+        elif kind == "writes":
+            st.caption(
+                f"On your decoder {md_escape(run['bundle'].name)}, writing from: {md_escape(decoder_source(run))}"
+            )
+            st.number_input("While writing word", 1, 48, key=WRITING, value=3)
         elif kind == "follows":
             st.caption("On the sidebar's sentences A and B.")
         elif kind == "pieces":

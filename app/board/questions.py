@@ -7,10 +7,14 @@ A body: kind, prompt, choices (None: free text), answer (the model's), accept (a
 as the model's), why (one sentence), figure (plotly JSON, or None), model (its label).
 
     mask      which word fills the [MASK]? (free text; the model's top guess)
+    left      which word would a left-to-right reader put in the [MASK]? (free text; the top guess
+              of the same weights read left only, a decoder's mask)
     look      from a token, which token does layer L head H look at most? (the sentence's tokens)
     follows   does B follow A? (yes / no; the NSP head)
     pieces    how many WordPiece pieces is a word? (1-6+; the tokenizer)
     heads     which of these heads, switched off, hurts the masked word most? (three heads)
+    writes    which source token does the decoder look at most while writing word N? (the source's
+              tokens; the encoder-decoder this session trained, its last layer's cross-attention)
     lesson    any of the lessons' model-checked questions (app/lessons/)
 """
 
@@ -23,16 +27,21 @@ from bert import InputError
 from bert.analysis import ablation, mlm
 from bert.analysis.common import bare_word, need_mlm
 from bert.analysis.compare import attentions_of
+from bert.patterns import CAUSAL
 
 from ..figures.core import mlm_topk_bar, nsp_bar, safe_labels, values_bar
 from ..lessons import LESSONS
+from ..lessons.encoders_decoders import two_readings
+from ..seq2seq import figures as s2s_figures
 
 KINDS = {
     "mask": "Which word fills the [MASK]?",
+    "left": "Which word would a left-to-right reader guess here?",
     "look": "Which token does a head look at most?",
     "follows": "Does sentence B follow sentence A?",
     "pieces": "How many pieces is a word?",
     "heads": "Which head, switched off, hurts the masked word most?",
+    "writes": "Which input word does the decoder look at while writing word N?",
     "lesson": "A question from the lessons",
 }
 PIECE_CHOICES = ["1", "2", "3", "4", "5", "6 or more"]
@@ -83,6 +92,57 @@ def mask_question(bundle, text: str, model: str) -> dict:
         + ", ".join(f"«{bare_word(w)}»" for w in words[1:4])
         + ".",
         mlm_topk_bar(words, probs, title="The model's guesses for the [MASK]"),
+        model,
+    )
+
+
+def left_question(bundle, text: str, model: str) -> dict:
+    """The first [MASK] of `text` read left only, each token seeing only itself and its left (a
+    decoder's mask on the same weights): that reading's top guess is the answer."""
+    need_mlm(bundle, "a left-to-right question")
+    if "[MASK]" not in text:
+        raise InputError("Put [MASK] where a word should be guessed (the Masked LM page's sentence).")
+    both = mlm.mlm_topk(bundle, text, k=5)
+    left = mlm.mlm_topk(bundle, text, k=5, attention_pattern=CAUSAL)
+    top, also = bare_word(left.top_tokens[0][0]), bare_word(both.top_tokens[0][0])
+    return _body(
+        "left",
+        f"Reading left only, as a decoder does, which word does the model put in the [MASK]? «{text}»",
+        None,
+        top,
+        f"Left only, never seeing the words after the gap, its first guess is «{top}» ({left.top_probs[0][0]:.0%}); "
+        f"read both ways it guesses «{also}» ({both.top_probs[0][0]:.0%}).",
+        two_readings(both, left),
+        model,
+    )
+
+
+def writes_question(s2s_bundle, source: str, word: int, model: str) -> dict:
+    """Decode `source` with a trained encoder-decoder: while it writes word `word` (1-based), the
+    source token its last decoder layer's cross-attention (mean over heads) weighs most is the answer."""
+    if not source.strip():
+        raise InputError("Type a source on the Decoder on top page for the decoder to write from.")
+    tr = s2s_bundle.trace(source)
+    T = len(tr.outputs)
+    if not 1 <= word <= T:
+        raise InputError(
+            f"For this source the decoder writes {T} token(s), the end mark [SEP] included: pick a word from 1 to {T}."
+        )
+    L = tr.cross.shape[0]
+    cross = tr.cross[L - 1].mean(0).numpy()  # (T, S)
+    row = cross[word - 1]
+    labels = _choice_labels(tr.source)
+    best, wrote = int(row.argmax()), tr.outputs[word - 1]
+    return _body(
+        "writes",
+        f"While writing word {word} («{wrote}»), which source token does the decoder look at most? «{source}»",
+        labels,
+        labels[best],
+        f"Writing «{wrote}», its last layer gives «{labels[best]}» {row[best]:.0%} of its cross-attention "
+        "(mean over heads).",
+        s2s_figures.attention(
+            cross, tr.outputs, tr.source, f"cross-attention, layer {L}, writing word {word}", word - 1, "source token"
+        ),
         model,
     )
 

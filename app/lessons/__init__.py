@@ -1,18 +1,20 @@
-"""Six short lessons that follow the seeds' pipeline, each a few steps with the real model's
+"""Seven short lessons that follow the seeds' pipeline, each a few steps with the real model's
 figures and questions worked out on that model (pages/lessons.py shows them).
 
     lesson.py             Step, Question, Lesson, Link, Asked; choices_with
     tokens_embeddings.py  1. text to tokens; 2. embeddings (token + segment + learned position)
     attention.py          3. attention: heads and their habits, found on the model
     training.py           4. the two pre-training games; 5. fine-tuning; 6. what heads learned
+    encoders_decoders.py  7. encoders, decoders and both: reading both ways, left only, a prefix; cross-attention
     view.py               the Streamlit side: one step, the questions, presenter view, progress
 """
 
 from .attention import ATTENTION
+from .encoders_decoders import BOTH
 from .lesson import Asked, Lesson, Link, Question, Step, choices_with
 from .tokens_embeddings import EMBEDDINGS, TOKENS
 from .training import FINETUNE, GAMES, HEADS
 
-LESSONS = (TOKENS, EMBEDDINGS, ATTENTION, GAMES, FINETUNE, HEADS)
+LESSONS = (TOKENS, EMBEDDINGS, ATTENTION, GAMES, FINETUNE, HEADS, BOTH)
 
 __all__ = ["LESSONS", "Asked", "Lesson", "Link", "Question", "Step", "choices_with"]

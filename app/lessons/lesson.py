@@ -25,6 +25,10 @@ class Step:
     show: Callable  # show(bundle) -> a plotly Figure, a pandas DataFrame, or None
     link: Link | Callable | None = None  # or link(bundle) -> Link, for a head found on the model
     figure_name: str = "lesson"
+    # What show and link are given: "model", the loaded model's bundle; "seq2seq", the encoder-decoder
+    # run this session trained (app/seq2seq/session.py's dict), or None when there is none.
+    uses: str = "model"
+    none_note: str = ""  # said in place of the figure when show gives None
 
 
 @dataclass

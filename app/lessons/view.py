@@ -33,7 +33,8 @@ def by_key(key: str) -> Lesson:
 
 @budget_cached(spinner="Running the model for this step…")
 def step_output(model_key: str, lesson_key: str, step: int, _bundle):
-    """What a step shows on this model (cached per model)."""
+    """What a step shows on this model (cached per model; `_bundle` is what the step uses: a bundle,
+    or a seq2seq run's dict keyed by its run)."""
     s = by_key(lesson_key).steps[step]
     link = s.link(_bundle) if callable(s.link) else s.link
     return s.show(_bundle), link
@@ -52,12 +53,28 @@ def show_output(out, name: str, key: str) -> None:
         st.dataframe(out, hide_index=True, width="stretch")
 
 
+def _output(model, lesson: Lesson, i: int):
+    """(what step i shows, its link) on what the step uses: the loaded model, or the
+    encoder-decoder this session trained (none: no figure, the step's own link)."""
+    s = lesson.steps[i]
+    if s.uses != "seq2seq":
+        return step_output(model.key, lesson.key, i, model.bundle)
+    from ..seq2seq import session as s2s
+
+    run = s2s.trained()
+    if run is None:
+        return None, s.link(None) if callable(s.link) else s.link
+    return step_output(s2s.run_key(run), lesson.key, i, run)
+
+
 def show_step(model, lesson: Lesson, i: int) -> None:
     s = lesson.steps[i]
     st.subheader(f"{i + 1}. {s.title}")
     st.markdown(s.text)
-    out, link = step_output(model.key, lesson.key, i, model.bundle)
+    out, link = _output(model, lesson, i)
     show_output(out, s.figure_name, key=f"lesson_fig_{lesson.key}_{i}")
+    if out is None and s.none_note:
+        st.info(s.none_note, icon=":material/info:")
     if link is not None:
         query = dict(link.query)
         if model.key.startswith("builtin:"):

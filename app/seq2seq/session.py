@@ -7,12 +7,14 @@ only: a session holds one trained encoder-decoder), and the server-side job is f
 
 from __future__ import annotations
 
+import uuid
+
 import streamlit as st
 
 from bert.errors import InputError
 from bert.seq2seq.model import decoder_refusal
-from bert.seq2seq.tasks import TASKS, Pairs
-from bert.train.seq2seq import TINY, Seq2SeqArgs
+from bert.seq2seq.tasks import SAMPLE_SOURCE, TASKS, Pairs
+from bert.train.seq2seq import TINY, Seq2SeqArgs, held_out_source
 
 from ..jobs.backend import job_backend
 from ..jobs.seq2seq_job import seq2seq_spec
@@ -91,7 +93,26 @@ def collect(jm=None) -> dict | None:
         "error": job.error,
         "stop_reason": job.stop_reason,
         "title": job.title,
+        "run": uuid.uuid4().hex,  # names this run in caches: a later run's figures are never this one's
     }
     job.result = None
     st.session_state[RESULT] = res
     return res
+
+
+def trained() -> dict | None:
+    """This session's finished encoder-decoder run (RESULT, with its model), or None: what the
+    lessons and the class questions decode with, since the class can compute only on a run that
+    this session trained."""
+    res = st.session_state.get(RESULT)
+    return res if res and res.get("bundle") is not None else None
+
+
+def example_source(res: dict) -> str:
+    """The run's first held-out source (what it was scored on last), the text to decode first."""
+    return held_out_source(res["metrics"]) or SAMPLE_SOURCE
+
+
+def run_key(res: dict) -> str:
+    """A cache key for this run's figures (a run built by hand, without one, gets its object's id)."""
+    return f"s2s:{res.get('run') or id(res['bundle'])}"

@@ -18,7 +18,7 @@ from ..ui import show_figure
 from ..ui.errors import show_errors
 from ..ui.formatting import md_escape
 from . import figures
-from .session import UPLOAD
+from .session import UPLOAD, example_source
 
 UPLOAD_CHOICE = "upload"
 D = Seq2SeqArgs()
@@ -161,9 +161,8 @@ def result(res: dict) -> None:
     c[3].metric("Parameters", f"{bundle.num_parameters:,}")
     st.caption(f"**{md_escape(bundle.name)}**, trained on {md_escape(res['title'])}.")
     show_figure.show(figures.curves(res["metrics"]), "decoder-curves", key="s2s_curves")
-    ev = last_event(res["metrics"], Seq2SeqEval)
-    examples(ev)
-    decode(bundle, ev.examples[0][0] if ev and ev.examples else "cat moon egg apple")
+    examples(last_event(res["metrics"], Seq2SeqEval))
+    decode(bundle, example_source(res))
 
 
 def decode(bundle, default: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bert.family import MEMBERS, member
+from bert.family import MEMBERS, RELATIVES, member
 from bert.tokenizer.vocab import MASK_TOKEN
 
 from .formatting import md_code
@@ -100,3 +100,24 @@ def card() -> None:
         shown = SHOWN_ON.get(kin.model_type)  # a member with no page of its own has no link
         if shown:
             st.page_link(shown[0], label=shown[1], icon=":material/arrow_forward:")
+    relatives()
+
+
+def relatives(compare: bool = False) -> None:
+    """The decoder-only and encoder-decoder relatives, as text: what each changed from BERT and why,
+    and where this app shows the same mechanism. None is loaded: the text says so, so that a class
+    does not look for a GPT in the model list."""
+    if compare:
+        st.caption(
+            "Other shapes of transformer, described here but never loaded (this app runs encoders, and "
+            "decoders it trains itself):"
+        )
+    else:
+        st.markdown(
+            "**Beyond the encoder.** BERT is the encoder half of the original transformer; GPT kept the "
+            "other half, T5 and BART kept both. This app describes them here but does not load them."
+        )
+    for r in RELATIVES:
+        st.markdown(
+            f"**{r.name}** ({r.shape}): {r.changed}. *Reads:* {r.reads}. *Why:* {r.why}. *See it here:* {r.seen_here}."
+        )

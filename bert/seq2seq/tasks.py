@@ -63,6 +63,7 @@ TASKS = {
     ),
 }
 DEFAULT_TASK = "reverse"
+SAMPLE_SOURCE = "cat moon egg apple"  # a source of the built-in tasks' words, to decode when no other is at hand
 
 
 @dataclass

@@ -100,6 +100,16 @@ class Seq2SeqDone(Done):
     train_seconds: float
 
 
+def held_out_source(metrics) -> str | None:
+    """The first held-out source of a run's latest evaluation (the pair it was scored on last,
+    so one its vocabulary knows), or None when it was never scored."""
+    ev = None
+    for e in metrics:
+        if isinstance(e, Seq2SeqEval):
+            ev = e
+    return ev.examples[0][0] if ev is not None and ev.examples else None
+
+
 def tiny_encoder(pairs: list[Pairs], args: Seq2SeqArgs) -> Bundle:
     """A fresh small BERT (args.hidden/layers/heads) whose vocabulary is the words of `pairs`
     (the MAX_TINY_VOCAB most frequent; others become [UNK]), positions for their longest side."""

@@ -34,11 +34,11 @@ def test_a_lesson_step_a_question_and_progress_across_pages(page, app_url, app_r
     page.wait_for_timeout(1000)
     page.screenshot(path=str(artifacts / "lesson_quiz.png"), full_page=False)
     sidebar = page.locator('[data-testid="stSidebar"]')
-    assert "1 of 13 questions right" in sidebar.inner_text()
+    assert "1 of 15 questions right" in sidebar.inner_text()
 
     page.locator('[data-testid="stSidebarNav"] a', has_text="Tokenization").first.click()
     app_ready(page)
     page.locator('[data-testid="stSidebarNav"] a', has_text="Lessons").first.click()
     app_ready(page)
-    assert "1 of 13 questions right" in sidebar.inner_text()
+    assert "1 of 15 questions right" in sidebar.inner_text()
     page.guard.assert_clean()

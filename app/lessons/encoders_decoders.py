@@ -1,0 +1,222 @@
+"""Lesson 7: encoders, decoders and both. The same weights read both ways (an encoder's, BERT's)
+and left only (a decoder's, GPT's); what a left-to-right reader guesses for a gap; a prefix read
+both ways with the rest left only; and an encoder-decoder's cross-attention, on the run this
+session trained on the Decoder on top page. The head shown is found on the model, not fixed."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from bert.analysis import mlm
+from bert.analysis.common import bare_word, need_mlm
+from bert.analysis.full import analyze
+from bert.patterns import BIDIRECTIONAL, CAUSAL, allowed
+from bert.seq2seq.tasks import SAMPLE_SOURCE
+from bert.train.seq2seq import held_out_source
+
+from ..figures import core
+from ..figures.core import probability_bars, safe_labels
+from ..seq2seq import figures as s2s_figures
+from .lesson import Asked, Lesson, Link, Question, Step, ask, choices_with
+
+SENTENCE = "The keys to the old cabinet were on the kitchen table."
+PROMPT_END = " were"  # the prefix step: the tokens before this word are read both ways
+GAP = "The [MASK] barked at the mailman all morning."  # its clue stands right of the gap
+TOP = 5
+FACTOR = 2  # two probabilities within a factor of 2 are "about as likely": a small guess's points say little
+WRITING = 3  # the encoder-decoder step's question: the word being written (1-based)
+
+
+def _analysis(bundle, pattern=BIDIRECTIONAL):
+    return analyze(bundle, SENTENCE, None, pattern)
+
+
+def right_reader(bundle) -> tuple[int, int, float]:
+    """(layer, head, share) of the head that, reading both ways, gives the most attention to real
+    tokens right of each token (the final [SEP] left out: many heads rest there doing nothing):
+    the head a decoder's mask takes most from."""
+    an = _analysis(bundle)
+    att = an.attentions  # (L, H, T, T)
+    T = att.shape[-1]
+    right = np.triu(np.ones((T, T), dtype=bool), k=1)
+    right[:, T - 1] = False
+    share = (att * right).sum(-1).mean(-1)  # (L, H)
+    lay, h = np.unravel_index(int(np.argmax(share)), share.shape)
+    return int(lay), int(h), float(share[lay, h])
+
+
+def prefix_length(bundle) -> int:
+    """Tokens before PROMPT_END ([CLS] included): the prefix read both ways."""
+    an = _analysis(bundle)
+    at = SENTENCE.index(PROMPT_END) + 1
+    return 1 + sum(1 for (s, e), w in zip(an.offsets, an.word_ids) if w is not None and e <= at)
+
+
+def _map(bundle, pattern, title: str):
+    lay, h, _ = right_reader(bundle)
+    an = _analysis(bundle, pattern)
+    see = allowed(pattern, an.n_tokens)
+    hidden = None if see is None else ~see.numpy()
+    return core.attention_heatmap(
+        an.attentions[lay, h], an.tokens, title=f"{title}: layer {lay + 1}, head {h + 1}", hidden=hidden
+    )
+
+
+def _link(bundle, read: str, label: str, k: int | None = None) -> Link:
+    lay, h, _ = right_reader(bundle)
+    query = {"a": SENTENCE, "layer": str(lay + 1), "head": str(h + 1), "read": read}
+    if k is not None:
+        query["k"] = str(k)
+    return Link("pages/attention.py", label, query)
+
+
+def _both_ways(bundle):
+    return _map(bundle, BIDIRECTIONAL, "both ways")
+
+
+def _left_only(bundle):
+    return _map(bundle, CAUSAL, "left only")
+
+
+def _prefix(bundle):
+    return _map(bundle, prefix_length(bundle), f"prefix of {prefix_length(bundle)}")
+
+
+def guesses(bundle) -> tuple[mlm.MLMPredictions, mlm.MLMPredictions]:
+    """The gap's top guesses read both ways and read left only, on the same weights."""
+    need_mlm(bundle, "This lesson's gap")
+    return mlm.mlm_topk(bundle, GAP, k=TOP), mlm.mlm_topk(bundle, GAP, k=TOP, attention_pattern=CAUSAL)
+
+
+def two_readings(both: mlm.MLMPredictions, left: mlm.MLMPredictions, gap: int = 0) -> go.Figure:
+    """A gap's top guesses read both ways (left) and read left only (right), side by side."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("reads both ways", "reads left only"), horizontal_spacing=0.2)
+    for c, (p, colour) in enumerate(((both, "#1f77b4"), (left, "#ff7f0e")), 1):
+        fig.add_trace(probability_bars(p.top_probs[gap], safe_labels(p.top_tokens[gap]), colour), row=1, col=c)
+        fig.update_yaxes(autorange="reversed", type="category", row=1, col=c)
+    top = max(float(both.top_probs[gap].max()), float(left.top_probs[gap].max()), 1e-6)
+    fig.update_xaxes(title_text="probability", range=[0, top * 1.15])  # one scale for both, the bars readable
+    fig.update_layout(showlegend=False, height=80 + 34 * len(both.top_tokens[gap]), margin=dict(l=10, r=10, t=40, b=10))
+    return fig
+
+
+def guesses_figure(bundle) -> go.Figure | None:
+    """The lesson's gap read both ways and left only (None for a model without an MLM head)."""
+    return two_readings(*guesses(bundle)) if bundle.has_mlm else None
+
+
+def decoding(run) -> tuple[list, list, np.ndarray, int]:
+    """The run's decoding of its first held-out source: (source tokens, written tokens, the last
+    decoder layer's cross-attention (T, S) averaged over heads, its layer count)."""
+    tr = run["bundle"].trace(held_out_source(run["metrics"]) or SAMPLE_SOURCE)
+    L = tr.cross.shape[0]
+    return tr.source, tr.outputs, tr.cross[L - 1].mean(0).numpy(), L
+
+
+def _cross(run):
+    if run is None:
+        return None
+    source, outputs, cross, L = decoding(run)
+    t = min(WRITING, len(outputs)) - 1
+    return s2s_figures.attention(
+        cross, outputs, source, f"cross-attention, layer {L} (mean over heads)", t, "source token"
+    )
+
+
+def _ask_left(bundle) -> Asked:
+    both, left = guesses(bundle)
+    word = bare_word(left.top_tokens[0][0])
+    wrong = [bare_word(w) for w in both.top_tokens[0] + left.top_tokens[0][1:]]
+    return ask(
+        f"Reading left only, which word does the model put in the gap of “{GAP}”?",
+        choices_with(word, wrong, "left-guess"),
+        f"“{word}” ({left.top_probs[0][0]:.0%}): left only it never reads “barked”; both ways it guesses "
+        f"“{bare_word(both.top_tokens[0][0])}” ({both.top_probs[0][0]:.0%}).",
+        guesses_figure(bundle),
+    )
+
+
+LIKELY = ["more than twice as likely", "about as likely (within a factor of 2)", "less than half as likely"]
+
+
+def likelihood_change(p_both: float, p_left: float) -> str:
+    """Which of LIKELY says how p_left compares with p_both."""
+    if p_left > FACTOR * p_both:
+        return LIKELY[0]
+    return LIKELY[2] if p_left * FACTOR < p_both else LIKELY[1]
+
+
+def _ask_loses(bundle) -> Asked:
+    both, _ = guesses(bundle)
+    word, p_both = both.top_tokens[0][0], float(both.top_probs[0][0])
+    every = mlm.mlm_topk(bundle, GAP, k=bundle.config.vocab_size, attention_pattern=CAUSAL)  # every word, ranked
+    p_left = float(every.top_probs[0][every.top_tokens[0].index(word)])
+    return ask(
+        f"Both ways, the model's first guess for the gap of “{GAP}” is “{bare_word(word)}”. Reading left only, "
+        "how likely does it find that word?",
+        (LIKELY, LIKELY.index(likelihood_change(p_both, p_left))),
+        f"{p_both:.1%} both ways; {p_left:.1%} left only, where the words after the gap are hidden.",
+        guesses_figure(bundle),
+    )
+
+
+def _steps() -> tuple[Step, ...]:
+    return (
+        Step(
+            "An encoder reads both ways",
+            "BERT is an encoder: every token sees every other token, left and right. This is the head that, on "
+            "this sentence, looks most to the right of each token.",
+            _both_ways,
+            lambda b: _link(b, "both", "Open this head on the Attention page"),
+            "lesson-both-ways",
+        ),
+        Step(
+            "A decoder reads left only",
+            "A decoder such as GPT hides everything right of each token (the grey triangle), so it can write "
+            "one word after another. Same weights, same head: what it gave to the right now goes to the left.",
+            _left_only,
+            lambda b: _link(b, "left", "Open it read left only on the Attention page"),
+            "lesson-left-only-head",
+        ),
+        Step(
+            "What a left-to-right reader guesses",
+            "In “The [MASK] barked…” the clue comes after the gap. Read both ways the model sees “barked”; read "
+            "left only it sees only “The” and must guess blind.",
+            guesses_figure,
+            Link("pages/masked_lm.py", "Compare both readings on the Masked LM page", {"mask": GAP}),
+            "lesson-left-guesses",
+            none_note="This model is a classifier with no masked-word head: pick a pre-trained model to see "
+            "its guesses.",
+        ),
+        Step(
+            "Both at once: a prefix",
+            "A prefix model reads a prompt both ways and writes the rest left only (T5's prefix variant, UniLM). "
+            "Here the words before “were” see each other; every later token reads left only.",
+            _prefix,
+            lambda b: _link(b, "prefix", "Open it with this prefix on the Attention page", prefix_length(b)),
+            "lesson-prefix",
+        ),
+        Step(
+            "Encoder and decoder: cross-attention",
+            "T5 and BART keep both halves: the encoder reads the source both ways, the decoder writes left only "
+            f"and looks at the source through cross-attention. The outlined row is word {WRITING} being written, "
+            "on the decoder this session trained.",
+            _cross,
+            Link("pages/decoder.py", "Watch it decode on the Decoder on top page"),
+            "lesson-cross-attention",
+            uses="seq2seq",
+            none_note="No encoder-decoder is trained in this session yet: train one on the Decoder on top page "
+            "(the defaults take about a minute), then come back to see its cross-attention here.",
+        ),
+    )
+
+
+BOTH = Lesson(
+    "both",
+    "7. Encoders, decoders and both",
+    "Reading both ways, left only, or both: what BERT, GPT and T5 or BART do with the same parts.",
+    _steps(),
+    (Question("left", _ask_left), Question("loses", _ask_loses)),
+)

@@ -1,0 +1,88 @@
+"""Encoders, decoders and both in a real Chromium, in one session: a tiny encoder-decoder trained
+on the Decoder on top page (a short run) decodes with its cross-attention drawn; then lesson 7
+shows one head read left only (a causal heatmap, hidden cells grey), a gap's top guesses read
+both ways and left only, and that run's cross-attention. Every wait is on a state of the page.
+Screenshots: tests/artifacts/decoder_cross_attention.png, lesson_left_only.png,
+lesson_both_readings.png, lesson_cross_attention.png."""
+
+import pytest
+
+from app.lessons.encoders_decoders import BOTH
+
+pytestmark = pytest.mark.browser
+
+TRAIN_MS = 240_000  # the short run and its result; a bound on the wait, not a time asserted
+
+
+def go(pg, app_ready, title):
+    """Another page through the sidebar: the same session, so the trained run stays."""
+    link = pg.locator('[data-testid="stSidebarNav"] a', has_text=title).first
+    if not link.is_visible():  # the nav shows its first pages until "View more" is pressed
+        pg.locator('[data-testid="stSidebarNav"] button', has_text="View").first.click()
+    link.click()
+    app_ready(pg)
+
+
+def number(pg, app_ready, label, value):
+    box = pg.get_by_label(label, exact=True)
+    box.fill(str(value))
+    box.press("Enter")
+    app_ready(pg)
+
+
+def charts(pg, text):
+    return pg.locator('[data-testid="stMainBlockContainer"] .js-plotly-plot').filter(has_text=text)
+
+
+def shot(pg, heading, path):
+    pg.get_by_role("heading", name=heading).first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    pg.wait_for_timeout(800)  # the scroll settles before the picture
+    pg.screenshot(path=str(path), full_page=False)
+
+
+def next_step(pg, app_ready, i):
+    pg.locator('[data-testid="stButton"] button', has_text="Next").first.click()
+    app_ready(pg)
+    pg.get_by_role("heading", name=f"{i + 1}. {BOTH.steps[i].title}").first.wait_for(timeout=120_000)
+
+
+def test_a_short_decoder_run_then_lesson_seven_left_only_both_guesses_and_cross_attention(
+    page, app_url, app_ready, artifacts
+):
+    page.goto(f"{app_url}/decoder")
+    app_ready(page)
+    page.get_by_text("Model and training settings").first.click()
+    number(page, app_ready, "Training steps", 40)
+    number(page, app_ready, "Score the held-out pairs every … steps", 20)
+    page.get_by_role("button", name="Start training").click()
+    page.get_by_role("heading", name="Watch it decode").first.wait_for(timeout=TRAIN_MS)
+    app_ready(page)
+    charts(page, "cross-attention").first.wait_for(timeout=60_000)
+    assert charts(page, "masked self-attention").count() == 1
+    shot(page, "Watch it decode", artifacts / "decoder_cross_attention.png")
+
+    go(page, app_ready, "Lessons")
+    page.locator('[data-testid="stMainBlockContainer"] [data-testid="stSelectbox"]').first.click()
+    page.get_by_role("option").filter(has_text=BOTH.title).first.click()
+    app_ready(page)
+    page.get_by_role("heading", name=f"1. {BOTH.steps[0].title}").first.wait_for(timeout=120_000)
+    assert charts(page, "both ways").count() == 1
+
+    next_step(page, app_ready, 1)
+    assert charts(page, "left only").count() == 1
+    shot(page, f"2. {BOTH.steps[1].title}", artifacts / "lesson_left_only.png")
+
+    next_step(page, app_ready, 2)
+    both = charts(page, "reads left only")
+    assert both.count() == 1 and "reads both ways" in both.first.inner_text()
+    shot(page, f"3. {BOTH.steps[2].title}", artifacts / "lesson_both_readings.png")
+
+    next_step(page, app_ready, 3)
+    assert charts(page, "prefix of").count() == 1
+
+    next_step(page, app_ready, 4)
+    charts(page, "cross-attention").first.wait_for(timeout=60_000)
+    assert page.get_by_text("No encoder-decoder is trained").count() == 0
+    shot(page, f"5. {BOTH.steps[4].title}", artifacts / "lesson_cross_attention.png")
+    assert page.locator('[data-testid="stException"]').count() == 0
+    page.guard.assert_clean()
