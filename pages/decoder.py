@@ -3,7 +3,7 @@
 import streamlit as st
 
 import app
-from app import state
+from app import state, trained_decoder
 from app.jobs.backend import job_backend
 from app.seq2seq import session as s2s
 from app.seq2seq import view
@@ -103,7 +103,7 @@ if job is not None and job.active:
 
 # --- 4. result -----------------------------------------------------------------------------------
 st.header("4. Result")
-res = ss.get(s2s.RESULT)
+res = ss.get(trained_decoder.RESULT)
 if res is None:
     st.caption("Nothing trained yet in this session.")
 else:

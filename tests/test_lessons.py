@@ -179,8 +179,8 @@ def test_lesson_seven_shows_every_step_with_its_figure_and_checks_answers_on_the
     model's own answer."""
     from streamlit.testing.v1 import AppTest
 
+    from app import trained_decoder
     from app.lessons.encoders_decoders import BOTH
-    from app.seq2seq import session as s2s
     from app.ui.formatting import md_escape
 
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=180)
@@ -190,7 +190,7 @@ def test_lesson_seven_shows_every_step_with_its_figure_and_checks_answers_on_the
     assert not at.exception, [e.value for e in at.exception]
     assert at.subheader[0].value == "5. " + BOTH.steps[4].title
     assert any("No encoder-decoder is trained" in i.value for i in at.info)
-    at.session_state[s2s.RESULT] = run
+    at.session_state[trained_decoder.RESULT] = run
     at.session_state["lesson_step"] = 0
     at.run()
     for i, s in enumerate(BOTH.steps):

@@ -10,7 +10,10 @@ import pytest
 
 pytest.importorskip("streamlit")
 
-from app import state  # noqa: E402
+from app import (
+    state,  # noqa: E402
+    trained_decoder,  # noqa: E402
+)
 from app.seq2seq import session as s2s  # noqa: E402
 from tests.helpers import SPECIALS, started_app  # noqa: E402
 
@@ -55,7 +58,7 @@ def test_a_tiny_run_trains_and_decodes(at):
         at.run()
         _ok(at)
     assert at.session_state[s2s.JOB] is None, "the job did not finish in time"
-    res = at.session_state[s2s.RESULT]
+    res = at.session_state[trained_decoder.RESULT]
     assert res is not None and res["bundle"] is not None
     assert "Held-out exact match" in [m.label for m in at.metric]
     assert "Watch it decode" in [s.value for s in at.subheader]

@@ -65,13 +65,13 @@ def _body(kind: str) -> dict:
 
 def decoder_source(run: dict) -> str:
     """What the class's decoder writes from: the Decoder on top page's source, else the run's first held-out one."""
-    from ..seq2seq import session as s2s
+    from .. import trained_decoder as s2s
 
     return (st.session_state.get("s2s_text") or "").strip() or s2s.example_source(run)
 
 
 def _writes_body(questions) -> dict:
-    from ..seq2seq import session as s2s
+    from .. import trained_decoder as s2s
 
     run = s2s.trained()
     if run is None:
@@ -102,7 +102,7 @@ def ask_popover(code: str, key: str) -> None:
 
     ss = st.session_state
     with st.popover("Ask the class", icon=":material/quiz:", width="stretch"):
-        from ..seq2seq import session as s2s
+        from .. import trained_decoder as s2s
 
         run = s2s.trained()
         kinds = [k for k in questions.KINDS if k != "writes" or run is not None]  # a decoder the class can compute on

@@ -29,10 +29,10 @@ from bert.analysis.common import bare_word, need_mlm
 from bert.analysis.compare import attentions_of
 from bert.patterns import CAUSAL
 
+from ..figures import seq2seq as s2s_figures
 from ..figures.core import mlm_topk_bar, nsp_bar, safe_labels, values_bar
 from ..lessons import LESSONS
 from ..lessons.encoders_decoders import two_readings
-from ..seq2seq import figures as s2s_figures
 
 KINDS = {
     "mask": "Which word fills the [MASK]?",

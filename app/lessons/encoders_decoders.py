@@ -17,8 +17,8 @@ from bert.seq2seq.tasks import SAMPLE_SOURCE
 from bert.train.seq2seq import held_out_source
 
 from ..figures import core
+from ..figures import seq2seq as s2s_figures
 from ..figures.core import probability_bars, safe_labels
-from ..seq2seq import figures as s2s_figures
 from .lesson import Asked, Lesson, Link, Question, Step, ask, choices_with
 
 SENTENCE = "The keys to the old cabinet were on the kitchen table."

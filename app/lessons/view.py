@@ -59,7 +59,7 @@ def _output(model, lesson: Lesson, i: int):
     s = lesson.steps[i]
     if s.uses != "seq2seq":
         return step_output(model.key, lesson.key, i, model.bundle)
-    from ..seq2seq import session as s2s
+    from .. import trained_decoder as s2s
 
     run = s2s.trained()
     if run is None:

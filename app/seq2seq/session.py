@@ -13,20 +13,20 @@ import streamlit as st
 
 from bert.errors import InputError
 from bert.seq2seq.model import decoder_refusal
-from bert.seq2seq.tasks import SAMPLE_SOURCE, TASKS, Pairs
-from bert.train.seq2seq import TINY, Seq2SeqArgs, held_out_source
+from bert.seq2seq.tasks import TASKS, Pairs
+from bert.train.seq2seq import TINY, Seq2SeqArgs
 
 from ..jobs.backend import job_backend
 from ..jobs.seq2seq_job import seq2seq_spec
 from ..model_sources import load_model
 from ..server import new_students
 from ..students import owner, student_key
+from ..trained_decoder import RESULT
 from ..training import session as ts
 from ..training.follow import current_session_id, notice_errors
 from ..training.reports import base_bundle
 
 JOB = "s2s_job_id"  # int | None: the job this session follows
-RESULT = "s2s_result"  # dict | None: the finished run (bundle, metrics, args, status, error, stop_reason)
 NOTICE = "s2s_notice"  # (level, text) | None: a message from a callback, shown once
 UPLOAD = "s2s_upload"  # dict {name, data, id} | None: an uploaded CSV's bytes
 
@@ -98,21 +98,3 @@ def collect(jm=None) -> dict | None:
     job.result = None
     st.session_state[RESULT] = res
     return res
-
-
-def trained() -> dict | None:
-    """This session's finished encoder-decoder run (RESULT, with its model), or None: what the
-    lessons and the class questions decode with, since the class can compute only on a run that
-    this session trained."""
-    res = st.session_state.get(RESULT)
-    return res if res and res.get("bundle") is not None else None
-
-
-def example_source(res: dict) -> str:
-    """The run's first held-out source (what it was scored on last), the text to decode first."""
-    return held_out_source(res["metrics"]) or SAMPLE_SOURCE
-
-
-def run_key(res: dict) -> str:
-    """A cache key for this run's figures (a run built by hand, without one, gets its object's id)."""
-    return f"s2s:{res.get('run') or id(res['bundle'])}"

@@ -11,14 +11,15 @@ from bert.train.events import last as last_event
 from bert.train.seq2seq import TINY, Seq2SeqArgs, Seq2SeqDone, Seq2SeqEval, Seq2SeqStart, Seq2SeqStep
 
 from .. import state
+from ..figures import seq2seq as s2s_figures
 from ..jobs.worker import stop_message
+from ..trained_decoder import example_source
 from ..training import session as ts
 from ..training.progress import fmt_seconds
 from ..ui import show_figure
 from ..ui.errors import show_errors
 from ..ui.formatting import md_escape
-from . import figures
-from .session import UPLOAD, example_source
+from .session import UPLOAD
 
 UPLOAD_CHOICE = "upload"
 D = Seq2SeqArgs()
@@ -139,7 +140,7 @@ def live(job) -> None:
             f"{start.train_pairs:,} training and {start.valid_pairs:,} held-out pairs · vocabulary {start.vocab:,} · "
             f"{start.trainable:,} of {start.parameters:,} parameters trained · " + "; ".join(start.made)
         )
-    show_figure.show(figures.curves(job.metrics, start.steps if start else None), "decoder-live", key="s2s_live")
+    show_figure.show(s2s_figures.curves(job.metrics, start.steps if start else None), "decoder-live", key="s2s_live")
     examples(last_event(job.metrics, Seq2SeqEval))
     stopping = job.stop_event.is_set()
     st.button("Stopping…" if stopping else "Stop (keeps the best model so far)", key="s2s_stop", on_click=job.stop,
@@ -160,7 +161,7 @@ def result(res: dict) -> None:
     c[2].metric("Training time", fmt_seconds(done.train_seconds if done else None))
     c[3].metric("Parameters", f"{bundle.num_parameters:,}")
     st.caption(f"**{md_escape(bundle.name)}**, trained on {md_escape(res['title'])}.")
-    show_figure.show(figures.curves(res["metrics"]), "decoder-curves", key="s2s_curves")
+    show_figure.show(s2s_figures.curves(res["metrics"]), "decoder-curves", key="s2s_curves")
     examples(last_event(res["metrics"], Seq2SeqEval))
     decode(bundle, example_source(res))
 
@@ -189,13 +190,15 @@ def decode(bundle, default: str) -> None:
         cross = tr.cross[layer].mean(0).numpy()  # (T, S): mean over heads
         selfs = tr.selfs[layer].mean(0).numpy()  # (T, T)
         show_figure.show(
-            figures.attention(cross, tr.outputs, tr.source, f"cross-attention, layer {layer + 1}", t, "source token"),
+            s2s_figures.attention(
+                cross, tr.outputs, tr.source, f"cross-attention, layer {layer + 1}", t, "source token"
+            ),
             "decoder-cross",
             where=left,
             key="s2s_cross",
         )
         show_figure.show(
-            figures.attention(selfs, tr.outputs, tr.inputs, f"masked self-attention, layer {layer + 1}", t, "read"),
+            s2s_figures.attention(selfs, tr.outputs, tr.inputs, f"masked self-attention, layer {layer + 1}", t, "read"),
             "decoder-self",
             where=right,
             key="s2s_self",
