@@ -395,7 +395,7 @@ def test_the_answer_box_counts_the_clients_address_and_says_when_to_retry(cache,
     c, code, _, q = classroom_on(board, lambda: 0.0)
     who = {"student": "browser:a", "address": "10.0.0.66"}
     monkeypatch.setattr(question_view, "classroom", lambda: c)
-    monkeypatch.setattr(question_view, "_student", lambda: who["student"])
+    monkeypatch.setattr(question_view, "student_key", lambda: who["student"])
     monkeypatch.setattr(question_view, "client_address", lambda: who["address"])
     ss = question_view.st.session_state
     monkeypatch.setitem(ss, f"{question_view.TYPED}_{q}", "1")  # the radio's choice
