@@ -1,20 +1,21 @@
-"""A page's fragments end with the page: a fragment rerun asked for a page the session has left is
-dropped, once per process (`install()`, from the entry).
+"""A page's fragments end with the page: a fragment rerun asked for a page the session has left
+runs on the page the session is on, or not at all; once per process (`install()`, from the entry).
 
 A browser asks for a fragment's rerun (a `run_every` timer, a widget inside it) tagged with the
 page it shows. When the session leaves that page meanwhile (`st.switch_page`, a follower moved by
 the class panel), Streamlit would still run the request: folded into the pending switch it takes
 the switch's page away (the session lands back on the page it left), or run after the new page
 it starts with the old page's id and the browser clears the new page for it (a follower left on
-an empty page). So a fragment request counts only for the page the session is on or going to:
+an empty page). So:
 
-- the page of the latest run the session started, when that run named its page (a switch, a
-  click in the nav); a run that named none (a first load, resolved from the address by
-  st.navigation) leaves the rule to the page's own fragments;
-- and never over a full run that is waiting: that run redraws every fragment of its own page.
-
-Dropping costs nothing: a fragment of the page now shown asks again on its next tick, and the
-page left has none to draw.
+- a fragment request tagged with another page than the one the session's latest run named (a
+  switch, a click in the nav) is run as that page's: Streamlit runs a fragment only if the page
+  now drawn registered it, so the left page's own fragments (the board's live runs) are skipped,
+  and the app's fragments on every page (the class panel) run on the page the session is on,
+  which is what the browser is told; a latest run that named no page (a first load, resolved
+  from the address by st.navigation) leaves the request as it is;
+- a fragment request never folds into a full run that is waiting for another page: it is
+  dropped, since that run redraws every fragment of its own page.
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ def _session_request(original):
         if client_state is not None and client_state.fragment_id:
             latest = self._client_state.page_script_hash
             if left_page(client_state.page_script_hash, latest, self._pages_manager.main_script_hash):
-                log.debug("dropped a fragment rerun of a page the session left (session %s)", self.id)
-                return
+                log.debug("a fragment rerun of a page the session left runs on its page (session %s)", self.id)
+                client_state.page_script_hash = latest
+                client_state.page_name = ""
         original(self, client_state)
 
     request_rerun.__wrapped__ = original
