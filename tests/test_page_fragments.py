@@ -79,7 +79,7 @@ def session(latest_page: str):
     s = SimpleNamespace(
         id="s1",
         _client_state=SimpleNamespace(page_script_hash=latest_page),
-        _pages_manager=SimpleNamespace(main_script_hash=ENTRY, intended_page_script_hash=latest_page),
+        _pages_manager=SimpleNamespace(main_script_hash=ENTRY),
     )
     return s, reached
 
@@ -105,13 +105,6 @@ def test_a_fragment_request_for_the_page_left_runs_as_the_page_the_session_is_on
         (HOME, "home-panel"),
         (BOARD, ""),
     ]
-
-
-def test_the_page_a_starting_run_named_counts_before_the_browser_is_told():
-    s, reached = session(latest_page=HOME)
-    s._client_state.page_script_hash = BOARD  # the switch's run has started; its message not yet sent
-    request(s, reached, BOARD, "board-live")
-    assert [(c.page_script_hash, c.fragment_id) for c in reached] == [(HOME, "board-live")]
 
 
 def test_after_a_first_load_the_session_lets_every_fragment_through():

@@ -55,10 +55,7 @@ def left_page(asked_page: str, latest_run_page: str, main_script: str) -> bool:
 def _session_request(original):
     def request_rerun(self, client_state):
         if client_state is not None and client_state.fragment_id:
-            # The page the latest run named: set in the script thread as the run starts, before the
-            # browser is told (the client state follows only once that message is sent).
-            intent = self._pages_manager.intended_page_script_hash
-            latest = intent if intent is not None else self._client_state.page_script_hash
+            latest = self._client_state.page_script_hash
             if left_page(client_state.page_script_hash, latest, self._pages_manager.main_script_hash):
                 log.debug("a fragment rerun of a page the session left runs on its page (session %s)", self.id)
                 client_state.page_script_hash = latest
