@@ -145,7 +145,7 @@ def run_fn(fn, stop=None) -> list:
 def finished_result(lr=1e-3, name="tiny-reviews"):
     """(base, result): a tiny model fine-tuned by the app's job on tiny_data, and the result dict
     the Fine-tuning page keeps for a finished run."""
-    from app.jobs.worker import Report
+    from app.jobs.records import Report
     from bert.train.events import Error, FinetuneDone
 
     base = tiny_bundle()

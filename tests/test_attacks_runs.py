@@ -298,8 +298,9 @@ def test_a_refused_save_tells_the_student_and_keeps_the_model(cache, monkeypatch
     import threading
 
     from app.jobs import saved_runs
+    from app.jobs.records import SaveFailed
     from app.jobs.spec import PRETRAIN, JobSpec
-    from app.jobs.worker import SaveFailed, keep_result
+    from app.jobs.worker import keep_result
     from bert.train import events as ev
     from tests.helpers import tiny_bundle
 
@@ -381,8 +382,8 @@ def test_a_finished_jobs_model_is_not_held_by_its_session(cache, session_state):
     from app import model_sources, state, students
     from app.jobs import run_models, saved_runs
     from app.jobs.local import TrainingJobs
+    from app.jobs.records import Saved
     from app.jobs.spec import PRETRAIN
-    from app.jobs.worker import Saved
     from app.training import session as ts
     from app.training.finished import collect
     from bert.errors import BertExplorerError

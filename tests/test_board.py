@@ -277,7 +277,7 @@ def test_a_run_reopened_in_another_browser_is_not_posted_from_the_finetuning_pag
 
     from app import students
     from app.jobs import saved_runs
-    from app.jobs.worker import stored_record
+    from app.jobs.records import stored_record
     from tests.helpers import finished_result
 
     _, res = finished_result()

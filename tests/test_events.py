@@ -136,7 +136,7 @@ def test_finetune_events_and_cli_lines_keep_their_keys(tmp_path, capsys):
 def test_saved_runs_keep_their_format_and_older_ones_still_open():
     """A run's record goes to run.json with its events as dicts (as before typed events) and comes
     back typed; a run.json written before (literal dicts) opens the same way."""
-    from app.jobs.worker import Report, Saved, loaded_record, run_record, stored_record
+    from app.jobs.records import Report, Saved, loaded_record, run_record, stored_record
 
     events = [helpers.finetune_start(2), helpers.finetune_step(1), helpers.finetune_eval(2, accuracy=0.75)]
     events += [helpers.finetune_done(2), Report(seconds=1.0, report={"accuracy": 0.75}), Saved(code="K7QX2M")]

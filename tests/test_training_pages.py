@@ -24,8 +24,9 @@ import bert  # noqa: E402
 from app import state, students
 from app.figures import training as training_figures  # noqa: E402
 from app.jobs.local import TrainingJobs, manager
+from app.jobs.records import Report
 from app.jobs.spec import FINETUNE
-from app.jobs.worker import Report, StopEvent, jobs_dir
+from app.jobs.worker import StopEvent, jobs_dir
 from app.training import session as ts  # noqa: E402
 from app.training.data import class_table, dropped_text, split_data
 from app.training.downloads import model_zip

@@ -12,7 +12,8 @@ import ray
 
 from bert.train import events as ev
 
-from .worker import USER, Report, Saved, SaveFailed
+from .records import Report, Saved, SaveFailed
+from .worker import USER
 
 log = logging.getLogger("bert_explorer")
 

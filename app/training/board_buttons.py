@@ -12,8 +12,8 @@ import streamlit as st
 from ..board.service import JOINED, board_store, enabled
 from ..board.store import NICK_CHARS, BoardError, BoardUnavailable
 from ..board.summary import summary_of
+from ..jobs.records import run_record
 from ..jobs.spec import FINETUNE
-from ..jobs.worker import run_record
 from ..students import student_key
 from ..ui.formatting import md_escape
 from .follow import current_job

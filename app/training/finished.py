@@ -21,9 +21,10 @@ from bert.train.events import last as last_event
 from .. import state
 from ..jobs import saved_runs
 from ..jobs.backend import JobBackend, job_backend
+from ..jobs.records import Saved, SaveFailed, loaded_record, run_record
 from ..jobs.run_models import SavedBundle
 from ..jobs.spec import FINETUNE, PRETRAIN
-from ..jobs.worker import Saved, SaveFailed, loaded_record, run_record, stop_message
+from ..jobs.worker import stop_message
 from ..students import student_key
 from . import session as ts
 from .follow import current_job, job_key, notice_errors
