@@ -14,8 +14,15 @@ from bert.data.corpus.base import Corpus
 from bert.errors import InputError, TrainingError
 from bert.train.events import PretrainDone, PretrainEval, PretrainStart, PretrainStep
 from bert.train.examples import collate
-from bert.train.next_word import NextWordDataset, next_word_batch, next_word_forward, next_word_labels, stream_windows
-from bert.train.pretrain import next_word_probe, pretrain
+from bert.train.next_word import (
+    NextWordDataset,
+    next_word_batch,
+    next_word_forward,
+    next_word_labels,
+    next_word_probe,
+    stream_windows,
+)
+from bert.train.pretrain import pretrain
 from tests.helpers import pretrain_args, tiny_pretrain_bundle
 
 CYCLE = "red green blue cat dog bird runs sits sleeps".split()  # each word has one next word

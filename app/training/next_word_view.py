@@ -11,8 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from bert.analysis.generate import MAX_NEW, continue_text
-from bert.train.next_word import NEXT_WORD
-from bert.train.pretrain import next_word_probe
+from bert.train.next_word import NEXT_WORD, next_word_probe
 
 from ..figures.core import safe_labels
 from ..ui import show_figure

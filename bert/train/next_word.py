@@ -175,3 +175,10 @@ def prompt_ids(bundle: Bundle, text: str, max_tokens: int | None = None) -> tupl
     limit = None if max_tokens is None else max(0, max_tokens - 1)
     enc = bundle.tokenizer.encode(text, max_length=limit, truncation=limit is not None, add_special_tokens=False)
     return [bundle.tokenizer.cls_id, *enc.ids], int(getattr(enc, "num_truncated", 0) or 0)
+
+
+def next_word_probe(probe: str) -> str:
+    """The next-word objective's probe: the text before its first [MASK] (BERT's probe "the capital
+    of france is [MASK] ." asks the same question left to right), or PROBE when that is empty."""
+    head = probe.split("[MASK]", 1)[0].strip()
+    return head or PROBE

@@ -44,7 +44,7 @@ from .device import DEVICES, autocast, cpu_bundle, resolve_device, to_cpu, to_de
 from .events import Event, PretrainDone, PretrainEval, PretrainStart, PretrainStep, Resumed
 from .examples import PretrainingDataset, token_counts, tokenize_corpus
 from .masking import MLMMasker
-from .next_word import MLM_NSP, NEXT_WORD, OBJECTIVES, PROBE, NextWordDataset, next_word_batch, next_word_forward
+from .next_word import MLM_NSP, NEXT_WORD, OBJECTIVES, NextWordDataset, next_word_batch, next_word_forward
 from .optim import adamw, lr_at, set_lr
 from .pretrain_eval import evaluate, fixed_eval_batches, probe_predictions
 
@@ -90,13 +90,6 @@ class PretrainArgs:
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
-
-
-def next_word_probe(probe: str) -> str:
-    """The next-word objective's probe: the text before its first [MASK] (BERT's probe "the capital
-    of france is [MASK] ." asks the same question left to right), or PROBE when that is empty."""
-    head = probe.split("[MASK]", 1)[0].strip()
-    return head or PROBE
 
 
 # ---- set-up ------------------------------------------------------------------------------------
@@ -459,7 +452,7 @@ class _PretrainRun:
     def _probe(self) -> list[list[tuple[str, float]]]:
         """The probe's top guesses: at each [MASK], or (next-word) after each of its last prefixes."""
         if self.next_word:
-            return next_word.probe_predictions(self.bundle, next_word_probe(self.args.probe))
+            return next_word.probe_predictions(self.bundle, next_word.next_word_probe(self.args.probe))
         return probe_predictions(self.bundle, self.args.probe)
 
     def _train_event(self, lr: float, gnorm: torch.Tensor) -> PretrainStep:
