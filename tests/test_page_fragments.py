@@ -1,18 +1,19 @@
 """A page's fragments end with the page (app/server/page_fragments.py), on Streamlit's own request
 objects: a fragment rerun asked for a page the session left never folds into a waiting switch to
-another page, and once the switch has started it runs as the new page's (so only a fragment that
-page registered runs, and the browser is never told of the old page); a fragment of the page the
-session is on runs as asked. The browser
+another page, and when the script thread takes it, it runs as the page drawn last (so only a
+fragment that page registered runs, and the browser is never told of the old page), whenever the
+request arrived; a fragment of the page the session is on runs as asked. The browser
 side (a follower moved off the Class board page never left on an empty page) is
 tests/browser/test_class_follow_board_browser.py."""
 
 from __future__ import annotations
 
+import threading
 from types import SimpleNamespace
 
 import pytest
-from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.runtime.scriptrunner_utils.script_requests import RerunData, ScriptRequests, ScriptRequestType
+from streamlit.runtime.scriptrunner_utils.script_run_context import SCRIPT_RUN_CONTEXT_ATTR_NAME
 
 from app.server import page_fragments
 
@@ -32,13 +33,12 @@ def pending_after(*requests: RerunData) -> RerunData:
     return reqs._rerun_data
 
 
-def test_install_wraps_streamlits_two_request_points_once():
-    from streamlit.runtime.app_session import AppSession
-
+def test_install_wraps_streamlits_three_request_points_once():
     page_fragments.install()  # a second call changes nothing
-    assert AppSession.request_rerun.__wrapped__.__name__ == "request_rerun"
-    assert ScriptRequests._request_rerun_locked.__wrapped__.__name__ == "_request_rerun_locked"
-    assert not hasattr(AppSession.request_rerun.__wrapped__, "__wrapped__")
+    for name in ("_request_rerun_locked", "on_scriptrunner_yield", "on_scriptrunner_ready"):
+        wrapped = getattr(ScriptRequests, name)
+        assert wrapped.__wrapped__.__name__ == name
+        assert not hasattr(wrapped.__wrapped__, "__wrapped__")
 
 
 def test_a_fragment_of_the_page_left_never_takes_the_waiting_switch_away():
@@ -73,41 +73,71 @@ def test_left_page_needs_a_named_latest_page():
     assert not page_fragments.left_page("", HOME, ENTRY)
 
 
-def session(latest_page: str):
-    """What AppSession.request_rerun reads of a session, and what reached Streamlit's own."""
-    reached = []
-    s = SimpleNamespace(
-        id="s1",
-        _client_state=SimpleNamespace(page_script_hash=latest_page),
-        _pages_manager=SimpleNamespace(main_script_hash=ENTRY),
+class ScriptThread:
+    """The script thread's context as the two wrapped take points read it: the pages manager."""
+
+    def __init__(self, drawn_page: str):
+        self.ctx = SimpleNamespace(
+            pages_manager=SimpleNamespace(current_page_script_hash=drawn_page, main_script_hash=ENTRY)
+        )
+
+    def __enter__(self):
+        setattr(threading.current_thread(), SCRIPT_RUN_CONTEXT_ATTR_NAME, self.ctx)
+        return self
+
+    def __exit__(self, *exc):
+        delattr(threading.current_thread(), SCRIPT_RUN_CONTEXT_ATTR_NAME)
+
+
+def taken(drawn_page: str, *requests: RerunData):
+    """What the script thread takes between runs after `requests`, the page drawn last `drawn_page`."""
+    reqs = ScriptRequests()
+    for r in requests:
+        assert reqs.request_rerun(r)
+    with ScriptThread(drawn_page):
+        return reqs.on_scriptrunner_ready()
+
+
+def test_a_fragment_run_queued_for_the_page_left_runs_on_the_page_drawn():
+    # asked while the switch to Home was running, tagged with the board the browser still showed
+    got = taken(HOME, RerunData(page_script_hash=BOARD, fragment_id="board-live"))
+    assert got.type == ScriptRequestType.RERUN
+    assert got.rerun_data.page_script_hash == HOME and got.rerun_data.page_name == ""
+    assert got.rerun_data.fragment_id_queue == ["board-live"]  # Streamlit skips it unless Home registered it
+    # two fragments, the app's class panel among them: both run on Home
+    two = taken(
+        HOME,
+        RerunData(page_script_hash=BOARD, fragment_id="board-live"),
+        RerunData(page_script_hash=BOARD, fragment_id="class-panel"),
     )
-    return s, reached
+    assert two.rerun_data.page_script_hash == HOME
+    assert two.rerun_data.fragment_id_queue == ["board-live", "class-panel"]
 
 
-def request(s, reached, page: str, fragment: str = "") -> None:
-    from streamlit.runtime.app_session import AppSession
-
-    wrapped = page_fragments._session_request(lambda self, cs: reached.append(cs))
-    assert AppSession.request_rerun.__code__ is wrapped.__code__  # the rule under test is the one installed
-    cs = ClientState(page_script_hash=page, fragment_id=fragment)
-    wrapped(s, cs)
-
-
-def test_a_fragment_request_for_the_page_left_runs_as_the_page_the_session_is_on():
-    s, reached = session(latest_page=HOME)  # the switch to Home has started
-    request(s, reached, BOARD, "board-live")  # Streamlit skips it unless Home registered that fragment
-    request(s, reached, BOARD, "class-panel")  # the app's fragment on every page: runs on Home
-    request(s, reached, HOME, "home-panel")
-    request(s, reached, BOARD)  # a full run (a nav click) goes through as asked
-    assert [(c.page_script_hash, c.fragment_id) for c in reached] == [
-        (HOME, "board-live"),
-        (HOME, "class-panel"),
-        (HOME, "home-panel"),
-        (BOARD, ""),
-    ]
+def test_full_runs_and_fragments_of_the_page_drawn_are_taken_as_asked():
+    assert taken(HOME, RerunData(page_script_hash=BOARD)).rerun_data.page_script_hash == BOARD  # a nav click
+    same = taken(HOME, RerunData(page_script_hash=HOME, fragment_id="home-panel"))
+    assert same.rerun_data.page_script_hash == HOME and same.rerun_data.fragment_id_queue == ["home-panel"]
+    # before a first page was drawn (a first load resolves it later) nothing changes
+    assert taken("", RerunData(page_script_hash=BOARD, fragment_id="x")).rerun_data.page_script_hash == BOARD
+    assert taken(ENTRY, RerunData(page_script_hash=BOARD, fragment_id="x")).rerun_data.page_script_hash == BOARD
 
 
-def test_after_a_first_load_the_session_lets_every_fragment_through():
-    s, reached = session(latest_page=ENTRY)
-    request(s, reached, BOARD, "board-live")
-    assert len(reached) == 1
+def test_a_fragment_scoped_rerun_that_preempts_is_readdressed_too():
+    reqs = ScriptRequests()
+    reqs.request_rerun(RerunData(page_script_hash=BOARD, fragment_id="board-live", is_fragment_scoped_rerun=True))
+    with ScriptThread(HOME):
+        got = reqs.on_scriptrunner_yield()  # taken in the middle of a run
+    assert got.rerun_data.page_script_hash == HOME
+    # a plain fragment run does not preempt a run: nothing is taken there
+    calm = ScriptRequests()
+    calm.request_rerun(RerunData(page_script_hash=BOARD, fragment_id="board-live"))
+    with ScriptThread(HOME):
+        assert calm.on_scriptrunner_yield() is None
+
+
+def test_outside_a_script_thread_requests_pass_unchanged():
+    reqs = ScriptRequests()
+    reqs.request_rerun(RerunData(page_script_hash=BOARD, fragment_id="board-live"))
+    assert reqs.on_scriptrunner_ready().rerun_data.page_script_hash == BOARD
+    assert ScriptRequests().on_scriptrunner_ready().type == ScriptRequestType.STOP

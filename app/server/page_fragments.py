@@ -6,20 +6,21 @@ page it shows. When the session leaves that page meanwhile (`st.switch_page`, a 
 the class panel), Streamlit would still run the request: folded into the pending switch it takes
 the switch's page away (the session lands back on the page it left), or run after the new page
 it starts with the old page's id and the browser clears the new page for it (a follower left on
-an empty page). So:
+an empty page). So, at the two points where Streamlit's script thread takes a request:
 
-- a fragment request tagged with another page than the one the session's latest run named (a
-  switch, a click in the nav) is run as that page's: Streamlit runs a fragment only if the page
-  now drawn registered it, so the left page's own fragments (the board's live runs) are skipped,
-  and the app's fragments on every page (the class panel) run on the page the session is on,
-  which is what the browser is told; a latest run that named no page (a first load, resolved
-  from the address by st.navigation) leaves the request as it is;
-- a fragment request never folds into a full run that is waiting for another page: it is
-  dropped, since that run redraws every fragment of its own page.
+- a fragment run is run as the page the session drew last (the page `st.navigation` resolved in
+  its latest run, read in the script thread between runs, so no request can overtake it): a
+  fragment of a page left is then skipped (Streamlit runs a fragment only if a run of the page
+  now drawn registered it), the app's fragments on every page (the class panel) run on that page,
+  and the browser is never told of the page left; before a first page was drawn nothing changes;
+- and where a request is folded into the waiting one: a fragment request never folds into a full
+  run that is waiting for another page: it is dropped, since that run redraws every fragment of
+  its own page.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 
@@ -37,33 +38,50 @@ def install() -> None:
     with _lock:
         if _installed:
             return
-        from streamlit.runtime.app_session import AppSession
         from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequests
 
-        AppSession.request_rerun = _session_request(AppSession.request_rerun)
+        ScriptRequests.on_scriptrunner_yield = _taken_on_page(ScriptRequests.on_scriptrunner_yield)
+        ScriptRequests.on_scriptrunner_ready = _taken_on_page(ScriptRequests.on_scriptrunner_ready)
         ScriptRequests._request_rerun_locked = _folded_request(ScriptRequests._request_rerun_locked)
         _installed = True
 
 
-def left_page(asked_page: str, latest_run_page: str, main_script: str) -> bool:
+def left_page(asked_page: str, drawn_page: str, main_script: str) -> bool:
     """Whether a fragment request tagged `asked_page` is for a page the session has left, the
-    latest run having started on `latest_run_page` ("" or the entry's own id: not named)."""
-    named = bool(latest_run_page) and latest_run_page != main_script
-    return named and bool(asked_page) and asked_page != latest_run_page
+    session having drawn `drawn_page` last ("" or the entry's own id: no page drawn yet)."""
+    named = bool(drawn_page) and drawn_page != main_script
+    return named and bool(asked_page) and asked_page != drawn_page
 
 
-def _session_request(original):
-    def request_rerun(self, client_state):
-        if client_state is not None and client_state.fragment_id:
-            latest = self._client_state.page_script_hash
-            if left_page(client_state.page_script_hash, latest, self._pages_manager.main_script_hash):
-                log.debug("a fragment rerun of a page the session left runs on its page (session %s)", self.id)
-                client_state.page_script_hash = latest
-                client_state.page_name = ""
-        original(self, client_state)
+def on_drawn_page(request, drawn_page: str, main_script: str):
+    """`request` (Streamlit's ScriptRequest, or None) with a fragment run for a page left re-addressed
+    to `drawn_page`; anything else as it is."""
+    from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequest, ScriptRequestType
 
-    request_rerun.__wrapped__ = original
-    return request_rerun
+    if request is None or request.type != ScriptRequestType.RERUN:
+        return request
+    data = request.rerun_data
+    fragment_run = bool(data.fragment_id or data.fragment_id_queue or data.is_fragment_scoped_rerun)
+    if not fragment_run or not left_page(data.page_script_hash, drawn_page, main_script):
+        return request
+    log.debug("a fragment run asked for a page the session left runs on the page drawn")
+    return ScriptRequest(request.type, dataclasses.replace(data, page_script_hash=drawn_page, page_name=""))
+
+
+def _taken_on_page(original):
+    def take(self):
+        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+        request = original(self)
+        ctx = get_script_run_ctx()  # the script thread's: the session's pages manager
+        if ctx is None or ctx.pages_manager is None:
+            return request
+        pages = ctx.pages_manager
+        return on_drawn_page(request, pages.current_page_script_hash, pages.main_script_hash)
+
+    take.__wrapped__ = original
+    take.__name__ = original.__name__
+    return take
 
 
 def _folded_request(original):
