@@ -92,7 +92,7 @@ def board(request, tmp_path, monkeypatch):
 def replica(board):
     """A second store on the `board` fixture's database, with connections of its own: another
     app replica, or the same server after a restart."""
-    from app.board.store import SqliteStore
+    from app.board.sqlite_store import SqliteStore
 
     if isinstance(board, SqliteStore):
         other = SqliteStore(board.path)

@@ -12,7 +12,8 @@ import pytest
 from app.board import store
 from app.board import summary as board_summary
 from app.board.service import JOINED
-from app.board.store import BoardError, SqliteStore
+from app.board.sqlite_store import SqliteStore
+from app.board.store import BoardError
 from app.ui.formatting import md_escape
 from bert.train.finetune_args import FinetuneArgs
 from tests.helpers import finetune_done, finetune_eval, finetune_start, finetune_step

@@ -1,7 +1,7 @@
 """The class board (opt-in, BERT_EXPLORER_BOARD=1): students post their fine-tuning runs under a
 class code and see whose settings worked best.
 
-store.py: the store's interface, its rules and limits, and the SQLite store; postgres.py: the
+store.py: the store's interface, its rules and limits; sqlite_store.py: the SQLite store; postgres.py: the
 PostgreSQL store; service.py: which one this server uses, and whether the board is on;
 summary.py: what a posted run says; charts.py: the board's plotly charts;
 the Fine-tuning page's post and show-live buttons are app/training/board_buttons.py. pages/board.py draws

@@ -12,7 +12,8 @@ from bert import settings
 from bert.data.corpus.fetch import bert_cache_dir
 
 from .classroom import Classroom
-from .store import BoardStore, BoardUnavailable, SqliteStore
+from .sqlite_store import SqliteStore
+from .store import BoardStore, BoardUnavailable
 
 JOINED = "board_code"  # session-state key: the class code this session has joined
 DATABASE_URL = "BERT_EXPLORER_DATABASE_URL"
