@@ -5,8 +5,8 @@ another page and back, 20 moves; after each, every one of three followers shows 
 (its address and its title, the page drawn and settled). Every move is checked before the test
 fails, so its message counts the moves that went wrong.
 
-Its own server (the board is opt-in) with a fresh cache folder. A soak test (`make soak`, about
-3 minutes): not in make test, since under a loaded machine one arrival in 60 can still end empty.
+Its own server (the board is opt-in) with a fresh cache folder. About 3 minutes; a soak test:
+make test runs it once, `make soak` three times in a row.
 """
 
 import time
