@@ -50,7 +50,6 @@ from bert.train.attention_snapshots import AttentionSnapshots
 from bert.train.events import last as last_event
 from bert.train.finetune import finetune
 from bert.train.finetune_eval import evaluate_classifier
-from bert.train.next_word import NEXT_WORD
 from bert.train.pretrain import PretrainArgs, pretrain, torchrun_command
 
 from ..server.memory import release_memory
@@ -368,11 +367,6 @@ def _pretrained(path, name: str, run: PretrainArgs, corpus_label: str, done: ev.
     bundle = bert.load(path)
     bundle.name = name
     bundle.card = pretrain_card(name, run, corpus_label, done)
-    if run.objective == NEXT_WORD:  # the sidebar shows it under the model wherever it is picked
-        bundle.notes.append(
-            "Trained on the next word, reading left to right: the other pages read it both ways, as BERT, "
-            "which it was not trained for. The Pre-training page's Continue this text reads it as it learned."
-        )
     return bundle
 
 
