@@ -301,6 +301,8 @@ def keep_result(spec: JobSpec, events: list[ev.Event], bundle: bert.Bundle, stop
         return Saved(code=spec.code)
     except LimitError as e:  # the disk full of young runs: said as it is
         return SaveFailed(message=str(e))
+    except BertExplorerError as e:  # a model this app cannot write (an encoder-decoder of a family member)
+        return SaveFailed(message=f"This run could not be saved on the server: {e}.")
     except Exception as e:  # noqa: BLE001 - a full disk must not lose the model in memory
         log.exception("saving run %s", spec.code)
         return SaveFailed(
