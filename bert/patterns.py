@@ -11,6 +11,10 @@ The pattern is a rule over positions, not over words: it composes with the paddi
 position may be read only when both allow it) and never hides a token from itself, so no row of
 attention is ever empty.
 
+A model remembers the pattern it was trained on in its config as transformers does for a BERT
+read left to right: `is_decoder` (`trained_pattern`). A next-word model carries it; BERT and its
+family do not, nor a classifier fine-tuned from a next-word model (fine-tuning reads both ways).
+
 Dimension letters: T tokens.
 """
 
@@ -24,6 +28,7 @@ from .errors import InputError
 BIDIRECTIONAL = "bidirectional"
 CAUSAL = "causal"
 NAMED = (BIDIRECTIONAL, CAUSAL)
+TRAINED_LEFT_TO_RIGHT = "is_decoder"  # transformers' config field for a BERT read left to right
 
 Pattern = str | int
 
@@ -73,3 +78,18 @@ def describe(pattern: Pattern) -> str:
     if pattern == CAUSAL:
         return "reads left only (causal, a decoder)"
     return f"prefix of {pattern}: the first {pattern} tokens see each other, the rest read left only"
+
+
+def trained_pattern(config) -> Pattern:
+    """The pattern a model (its BertConfig) was trained to read with: "causal" for a next-word
+    model (its config's is_decoder), "bidirectional" otherwise."""
+    return CAUSAL if config.extra.get(TRAINED_LEFT_TO_RIGHT) else BIDIRECTIONAL
+
+
+def set_trained_pattern(config, pattern: Pattern) -> None:
+    """Mark `config` as trained reading with `pattern` ("causal" or "bidirectional"), for
+    `trained_pattern` and for transformers, which reads is_decoder the same way."""
+    if check_pattern(pattern) == CAUSAL:
+        config.extra[TRAINED_LEFT_TO_RIGHT] = True
+    else:
+        config.extra.pop(TRAINED_LEFT_TO_RIGHT, None)

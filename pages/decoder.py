@@ -103,6 +103,7 @@ if job is not None and job.active:
 
 # --- 4. result -----------------------------------------------------------------------------------
 st.header("4. Result")
+view.reopen_box()
 res = ss.get(trained_decoder.RESULT)
 if res is None:
     st.caption("Nothing trained yet in this session.")

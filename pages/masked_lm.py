@@ -69,6 +69,8 @@ with show_errors("the masked-word predictions"):
             "the sidebar.",
             icon=":material/info:",
         )
+    elif family_note.left_to_right(b, "Filling a gap"):
+        pass  # the note says why
     else:
         if read := what_it_read(b.card):
             st.caption(f"What this model read: {md_escape(read)}")
@@ -153,7 +155,7 @@ with show_errors("the next-sentence prediction"):
     b = model.bundle
     if b.is_classifier or not b.has_mlm:
         st.info("This model is a fine-tuned classifier: it has no next-sentence head any more.", icon=":material/info:")
-    elif family_note.no_next_sentence(b.config):
+    elif family_note.left_to_right(b, "Next-sentence prediction") or family_note.no_next_sentence(b.config):
         pass  # the note says why
     elif not (text_b or "").strip():
         st.info(

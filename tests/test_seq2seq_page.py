@@ -15,7 +15,7 @@ from app import (
     trained_decoder,  # noqa: E402
 )
 from app.seq2seq import session as s2s  # noqa: E402
-from tests.helpers import SPECIALS, started_app  # noqa: E402
+from tests.helpers import SPECIALS, started_app, use_cache  # noqa: E402
 
 PAGE = "pages/decoder.py"
 TIMEOUT = 60
@@ -26,7 +26,8 @@ def _ok(at):
 
 
 @pytest.fixture()
-def at():
+def at(monkeypatch, tmp_path):
+    use_cache(monkeypatch, tmp_path / "cache")  # the runs this file saves: its own
     at = started_app(TIMEOUT)
     at.switch_page(PAGE).run()
     _ok(at)
@@ -48,7 +49,7 @@ def test_page_renders_with_the_default_task(at):
 
 def test_a_tiny_run_trains_and_decodes(at):
     at.number_input(key="s2s_steps").set_value(40)
-    at.number_input(key="s2s_eval").set_value(20)
+    at.number_input(key="s2s_eval").set_value(20).run()  # the Start button's settings are those drawn before it
     at.button(key="s2s_start").click().run()
     _ok(at)
     assert not at.error, [e.value for e in at.error]
@@ -66,6 +67,30 @@ def test_a_tiny_run_trains_and_decodes(at):
     at.text_input(key="s2s_text").set_value("cat <b>moon</b> egg").run()  # typed markup stays text
     _ok(at)
     assert any("Output so far" in m.value for m in at.markdown)
+    # kept under its run code: a fresh session (a refresh, another day) reopens it by that code
+    code = res["code"]
+    assert res["saved"] and any(f"Run code **{code}**" in m.value for m in at.markdown), [m.value for m in at.markdown]
+    fresh = started_app(TIMEOUT)
+    fresh.switch_page(PAGE).run()
+    fresh.text_input(key="s2s_reopen_code").input(code.lower()).run()
+    fresh.button(key="s2s_reopen").click().run()
+    _ok(fresh)
+    again = fresh.session_state[trained_decoder.RESULT]
+    same = again["bundle"].generate(["cat moon egg"]) == res["bundle"].generate(["cat moon egg"])
+    assert again["code"] == code and same
+    assert [m.value for m in fresh.metric] == [m.value for m in at.metric]  # its scores read back
+    assert any(f"Run {code} is open" in i.value for i in fresh.info)
+    assert any("Output so far" in m.value for m in fresh.markdown)
+    # a Pre-training page's box sends it here, and a typed path is only ever a bad code
+    fresh.switch_page("pages/pretrain.py").run()
+    fresh.text_input(key="pt_reopen_code").input(code).run()
+    fresh.button(key="pt_reopen").click().run()
+    _ok(fresh)
+    assert any("reopen it on the Decoder on top page" in e.value for e in fresh.error), [e.value for e in fresh.error]
+    fresh.switch_page(PAGE).run()
+    fresh.text_input(key="s2s_reopen_code").input("../../x").run()
+    fresh.button(key="s2s_reopen").click().run()
+    assert any("A run code is 6 letters" in e.value for e in fresh.error), [e.value for e in fresh.error]
 
 
 @pytest.mark.parametrize(

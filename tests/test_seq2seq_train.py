@@ -73,7 +73,7 @@ def test_the_job_trains_from_a_session_encoder_and_leaves_it_untouched():
     base = tiny_bundle(words=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])
     before = {k: v.clone() for k, v in base.model.state_dict().items()}
     args = Seq2SeqArgs(encoder="session:tiny", steps=30, eval_every=10, train_pairs=200, valid_pairs=20)
-    spec = seq2seq_spec(args, None, title="t")
+    spec = seq2seq_spec("", args, None, title="t")
     from app.jobs.worker import run_job
 
     stop = threading.Event()

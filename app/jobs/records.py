@@ -14,6 +14,10 @@ from bert.train.events import last as last_event
 from bert.train.finetune_args import FinetuneArgs
 from bert.train.next_word import NEXT_WORD
 from bert.train.pretrain import PretrainArgs
+from bert.train.seq2seq import Seq2SeqArgs
+from bert.train.seq2seq import event_from_dict as seq2seq_event
+
+from .spec import PRETRAIN, SEQ2SEQ
 
 
 class Report(ev.Event, event="report"):
@@ -73,22 +77,29 @@ def stored_record(record: dict) -> dict:
     }
 
 
-def _settings(kind: str, d: dict) -> FinetuneArgs | PretrainArgs:
-    """A run's FinetuneArgs / PretrainArgs from run.json (settings it does not know are left out)."""
-    cls = PretrainArgs if kind == "pretrain" else FinetuneArgs
+def read_event(d: dict, kind: str) -> ev.Event:
+    """A run's event dict (run.json, a worker's poll) as the event of its kind's trainer;
+    ValueError for an event that trainer does not write or one missing fields."""
+    if kind == SEQ2SEQ:
+        return seq2seq_event(d)
+    return ev.from_dict(d, ev.PRETRAIN if kind == PRETRAIN else ev.FINETUNE)
+
+
+def _settings(kind: str, d: dict) -> FinetuneArgs | PretrainArgs | Seq2SeqArgs:
+    """A run's settings from run.json (settings it does not know are left out)."""
+    cls = {PRETRAIN: PretrainArgs, SEQ2SEQ: Seq2SeqArgs}.get(kind, FinetuneArgs)
     names = {f.name for f in fields(cls)}
-    required = {"out": ""} if cls is PretrainArgs else {"data": ""}
+    required = {PretrainArgs: {"out": ""}, FinetuneArgs: {"data": ""}}.get(cls, {})
     return cls(**{**required, **{k: v for k, v in d.items() if k in names}})
 
 
 def loaded_record(record: dict) -> dict:
     """A run.json's record with its events (bert.train.events.from_dict) and settings read back; an event
     it cannot read (a run written by another version) is left out. DataError without a readable Done."""
-    trainer = ev.PRETRAIN if record.get("kind") == "pretrain" else ev.FINETUNE
 
     def read(d):
         try:
-            return ev.from_dict(d, trainer)
+            return read_event(d, record.get("kind"))
         except (ValueError, AttributeError):
             return None
 

@@ -10,9 +10,7 @@ from typing import Any
 
 import ray
 
-from bert.train import events as ev
-
-from .records import Report, Saved, SaveFailed
+from .records import Report, Saved, SaveFailed, read_event
 from .worker import USER
 
 log = logging.getLogger("bert_explorer")
@@ -123,4 +121,4 @@ def _event(d: dict[str, Any], kind: str):
         return Saved(code=d["code"])
     if name == SaveFailed.event:
         return SaveFailed(message=d.get("message", ""))
-    return ev.from_dict(d, ev.PRETRAIN if kind == "pretrain" else ev.FINETUNE)
+    return read_event(d, kind)

@@ -83,16 +83,18 @@ class SavedBundle(bert.Bundle):
                 setattr(self, f.name, getattr(parts, f.name))
         self.notes = list(parts.notes)
         self._run = (key, load, estimate)
+        self._kind = type(parts)  # what `loaded` gives back: a Bundle, or an encoder-decoder's
 
     @property
     def model(self):
         return model_of(*self._run)
 
     def loaded(self) -> bert.Bundle:
-        """A plain Bundle holding the model, for one run of a page (the model cannot be let go
-        half way through it); LimitError / DataError, with a message, when it cannot be loaded."""
+        """A plain Bundle (of the saved run's own class) holding the model, for one run of a page
+        (the model cannot be let go half way through it); LimitError / DataError, with a message,
+        when it cannot be loaded."""
         parts = {f.name: getattr(self, f.name) for f in fields(bert.Bundle) if f.name != "model"}
-        return bert.Bundle(model=self.model, **parts)
+        return self._kind(model=self.model, **parts)
 
     def __repr__(self) -> str:
         return f"SavedBundle({self.name!r}, run {self._run[0]!r})"

@@ -164,9 +164,11 @@ def make_room(code: str, student: str | None, size: int, now: float | None = Non
 
 def _shared_run(code: str, folder: Path, record: dict):
     """(key, load, estimate) of a saved run for app/jobs/run_models.py: keyed by its folder and the time
-    it was saved (a code reused after its run went is another run); fp16 on disk, fp32 in memory."""
+    it was saved (a code reused after its run went is another run); fp16 on disk (an encoder-decoder:
+    fp32), fp32 in memory."""
     key = f"{folder.resolve()}@{record.get('saved')}"
-    estimate = 2 * sum(_size(f) for f in (folder / "model").glob("*.safetensors"))
+    half = record.get("kind") != "seq2seq"  # an encoder-decoder is written in transformers' form, fp32
+    estimate = (2 if half else 1) * sum(_size(f) for f in (folder / "model").glob("*.safetensors"))
 
     def load() -> bert.Bundle:
         if not (folder / RECORD).is_file():

@@ -1,8 +1,8 @@
 """The sequence-to-sequence job: an encoder-decoder trained on a built-in toy task or uploaded
 pairs (bert/train/seq2seq.py), as `run_job` runs it for a JobSpec of kind SEQ2SEQ, here or on a
 worker. The spec carries the settings (Seq2SeqArgs as a dict), the encoder's source name and an
-upload's pairs; a built-in task's pairs are made where the job runs. Not kept under a run code:
-the page keeps the trained model for the session."""
+upload's pairs; a built-in task's pairs are made where the job runs. Kept under its run code as
+the other jobs' runs (app/jobs/saved_runs.py): the Decoder page reopens it by that code."""
 
 from __future__ import annotations
 
@@ -29,16 +29,18 @@ def seq2seq_args(d: dict[str, Any]) -> Seq2SeqArgs:
 
 
 def seq2seq_spec(
+    code: str,
     args: Seq2SeqArgs,
     pairs: Pairs | None,
     student: str = "",
     title: str = "",
     info: dict[str, Any] | None = None,
 ) -> JobSpec:
-    """A job of kind SEQ2SEQ: `pairs` an upload (None: the built-in task args.task)."""
+    """A job of kind SEQ2SEQ kept under run `code` ("": not kept): `pairs` an upload (None: the
+    built-in task args.task)."""
     return JobSpec(
         kind=SEQ2SEQ,
-        code="",
+        code=code,
         student=student,
         title=title,
         args=asdict(args),

@@ -50,7 +50,6 @@ from bert.train.attention_snapshots import AttentionSnapshots
 from bert.train.events import last as last_event
 from bert.train.finetune import finetune
 from bert.train.finetune_eval import evaluate_classifier
-from bert.train.next_word import NEXT_WORD
 from bert.train.pretrain import PretrainArgs, pretrain, torchrun_command
 
 from ..server.memory import release_memory
@@ -302,6 +301,8 @@ def keep_result(spec: JobSpec, events: list[ev.Event], bundle: bert.Bundle, stop
         return Saved(code=spec.code)
     except LimitError as e:  # the disk full of young runs: said as it is
         return SaveFailed(message=str(e))
+    except BertExplorerError as e:  # a model this app cannot write (an encoder-decoder of a family member)
+        return SaveFailed(message=f"This run could not be saved on the server: {e}.")
     except Exception as e:  # noqa: BLE001 - a full disk must not lose the model in memory
         log.exception("saving run %s", spec.code)
         return SaveFailed(
@@ -368,11 +369,6 @@ def _pretrained(path, name: str, run: PretrainArgs, corpus_label: str, done: ev.
     bundle = bert.load(path)
     bundle.name = name
     bundle.card = pretrain_card(name, run, corpus_label, done)
-    if run.objective == NEXT_WORD:  # the sidebar shows it under the model wherever it is picked
-        bundle.notes.append(
-            "Trained on the next word, reading left to right: the other pages read it both ways, as BERT, "
-            "which it was not trained for. The Pre-training page's Continue this text reads it as it learned."
-        )
     return bundle
 
 

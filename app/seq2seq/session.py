@@ -2,7 +2,9 @@
 session's owner id (a session never reaches another's job), and keeping what it made.
 
 A finished job's model, curves and settings move into st.session_state under RESULT (the newest
-only: a session holds one trained encoder-decoder), and the server-side job is forgotten.
+only: a session holds one trained encoder-decoder), and the server-side job is forgotten. The run
+is saved under its run code like the other trainings' (app/jobs/saved_runs.py): `reopen` brings it
+back after a refresh or a restart, for a day.
 """
 
 from __future__ import annotations
@@ -11,14 +13,18 @@ import uuid
 
 import streamlit as st
 
-from bert.errors import InputError
+from bert.errors import DataError, InputError
 from bert.seq2seq.model import decoder_refusal
 from bert.seq2seq.tasks import TASKS, Pairs
+from bert.train.events import last as last_event
 from bert.train.seq2seq import TINY, Seq2SeqArgs
 
+from ..jobs import saved_runs
 from ..jobs.backend import job_backend
+from ..jobs.records import Saved, SaveFailed, loaded_record
 from ..jobs.seq2seq_job import seq2seq_spec
-from ..model_sources import load_model
+from ..jobs.spec import KINDS, PRETRAIN, SEQ2SEQ
+from ..model_sources import in_hand, load_model
 from ..server import new_students
 from ..students import owner, student_key
 from ..trained_decoder import RESULT
@@ -62,11 +68,15 @@ def on_start(args: Seq2SeqArgs, pairs: Pairs | None) -> None:
         if base is not None and args.from_encoder and (why := decoder_refusal(base.config)):
             raise InputError(why)
         what = pairs.label if pairs is not None else TASKS[args.task].title
-        spec = seq2seq_spec(args, pairs, student=student_key(), title=f"decoder on {what}", info={"task": what})
+        code = saved_runs.new_code()
+        info = {"task": what, "code": code}
+        spec = seq2seq_spec(code, args, pairs, student=student_key(), title=f"decoder on {what}", info=info)
         new_students.admit(spec.student, new_students.client_address())  # a browser never seen before costs a token
-        job, _ = job_backend().submit_spec(
+        job, new = job_backend().submit_spec(
             owner(), spec, session_id=current_session_id(), base=base, load_base=load_model
         )
+        if new:
+            job.info = {**spec.info}  # its run code, for the result
         ss[JOB] = job.id
 
 
@@ -86,15 +96,58 @@ def collect(jm=None) -> dict | None:
         msg = job.error or ("Stopped before it started: nothing was trained." if job.status == "stopped" else "")
         st.session_state[NOTICE] = ("error" if job.error else "info", msg or "The job ended without a model.")
         return None
+    failed = last_event(job.metrics, SaveFailed)
+    if failed:
+        st.session_state[NOTICE] = ("error", failed.message)
     res = {
-        "bundle": job.result,
+        "bundle": in_hand(job.result),  # a worker's run comes back from the run store: its model loaded here
         "metrics": list(job.metrics),
         "status": job.status,
         "error": job.error,
         "stop_reason": job.stop_reason,
         "title": job.title,
         "run": uuid.uuid4().hex,  # names this run in caches: a later run's figures are never this one's
+        "code": job.info.get("code"),
+        "saved": last_event(job.metrics, Saved) is not None,
+        "finished": job.finished,
     }
     job.result = None
     st.session_state[RESULT] = res
     return res
+
+
+def reopen(text: str) -> dict:
+    """A saved Decoder on top run back in this session (RESULT) from its run code (typed by the
+    student: checked to be exactly 6 letters and digits); InputError / DataError with a message
+    otherwise, and for a code of another page's run."""
+    code = saved_runs.parse_code(text)
+    res = st.session_state.get(RESULT)
+    if res and res.get("code") == code:
+        return res
+    bundle, record = saved_runs.open_run(code)
+    kind = record.get("kind")
+    if kind != SEQ2SEQ:
+        page = "Pre-training" if kind == PRETRAIN else "Fine-tuning"
+        raise DataError(f"Run {code} is a {KINDS.get(kind, 'training')} run: reopen it on the {page} page.")
+    rec = loaded_record(record)
+    res = {
+        "bundle": in_hand(bundle),
+        "metrics": rec["metrics"],
+        "status": rec.get("status"),
+        "error": rec.get("error"),
+        "stop_reason": rec.get("stop_reason"),
+        "title": record.get("name") or bundle.name,
+        "run": uuid.uuid4().hex,
+        "code": code,
+        "saved": True,
+        "finished": record.get("saved"),
+    }
+    st.session_state[RESULT] = res
+    return res
+
+
+def reopen_callback(widget_key: str) -> None:
+    """The "Reopen" button: the run becomes this page's result, or the notice says why not."""
+    with notice_errors(NOTICE, "reopening the run"):
+        res = reopen(st.session_state.get(widget_key, ""))
+        st.session_state[NOTICE] = ("info", f"Run {res['code']} is open: {res['title']}.")

@@ -15,11 +15,12 @@ from ..figures import seq2seq as s2s_figures
 from ..jobs.worker import stop_message
 from ..trained_decoder import example_source
 from ..training import session as ts
+from ..training.finished import run_code_line
 from ..training.progress import fmt_seconds
 from ..ui import show_figure
 from ..ui.errors import show_errors
 from ..ui.formatting import md_escape
-from .session import UPLOAD
+from .session import UPLOAD, reopen_callback
 
 UPLOAD_CHOICE = "upload"
 D = Seq2SeqArgs()
@@ -161,9 +162,25 @@ def result(res: dict) -> None:
     c[2].metric("Training time", fmt_seconds(done.train_seconds if done else None))
     c[3].metric("Parameters", f"{bundle.num_parameters:,}")
     st.caption(f"**{md_escape(bundle.name)}**, trained on {md_escape(res['title'])}.")
+    if line := run_code_line(res):
+        st.markdown(line)
     show_figure.show(s2s_figures.curves(res["metrics"]), "decoder-curves", key="s2s_curves")
     examples(last_event(res["metrics"], Seq2SeqEval))
     decode(bundle, example_source(res))
+
+
+def reopen_box() -> None:
+    """The "Reopen a run" box: a saved Decoder on top run back by its code."""
+    with st.expander("Reopen a run (after a refresh, or from another day's code)"):
+        c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+        c1.text_input(
+            "Run code",
+            key="s2s_reopen_code",
+            max_chars=12,
+            placeholder="e.g. K7QX2M",
+            help="Shown on every run's result; runs are kept for a day.",
+        )
+        c2.button("Reopen", key="s2s_reopen", on_click=reopen_callback, args=("s2s_reopen_code",))
 
 
 def decode(bundle, default: str) -> None:

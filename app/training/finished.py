@@ -23,7 +23,7 @@ from ..jobs import saved_runs
 from ..jobs.backend import JobBackend, job_backend
 from ..jobs.records import Saved, SaveFailed, loaded_record, run_record
 from ..jobs.run_models import SavedBundle
-from ..jobs.spec import FINETUNE, PRETRAIN
+from ..jobs.spec import FINETUNE, PRETRAIN, SEQ2SEQ
 from ..jobs.worker import stop_message
 from ..students import student_key
 from . import session as ts
@@ -131,6 +131,8 @@ def reopen(text: str) -> dict:
                 return res
     bundle, record = saved_runs.open_run(code)
     kind = record.get("kind")
+    if kind == SEQ2SEQ:
+        raise DataError(f"Run {code} is a decoder training run: reopen it on the Decoder on top page.")
     if kind not in (FINETUNE, PRETRAIN):
         raise DataError(f"Run {code} cannot be opened here.")
     res = {**loaded_record(record), "job_id": code, "finished": record.get("saved"), "saved": True, "code": code}

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from bert.analysis.common import left_to_right_refusal
 from bert.family import MEMBERS, RELATIVES, member
 from bert.tokenizer.vocab import MASK_TOKEN
 
-from .formatting import md_code
+from .formatting import md_code, md_escape
 
 
 def embeddings(config) -> None:
@@ -43,6 +44,15 @@ def mask_token(tokenizer) -> None:
             f"This model's own mask token is {md_code(own)}; type {MASK_TOKEN} as everywhere in this app "
             "and it becomes that token."
         )
+
+
+def left_to_right(bundle, what: str) -> bool:
+    """A view that reads both ways with BERT's heads, on a next-word model: its refusal, said why
+    (bert/analysis/common.py, the one rule), and True; False (nothing said) on any other model."""
+    why = left_to_right_refusal(bundle, what)
+    if why:
+        st.info(md_escape(why), icon=":material/arrow_right_alt:")
+    return bool(why)
 
 
 def attention(config) -> None:

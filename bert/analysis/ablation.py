@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .common import class_index, classifier_logits, encode_tensors, mask_positions, run_layers, token_id
+from .common import class_index, classifier_logits, encode_tensors, mask_positions, need_mlm, run_layers, token_id
 from .mlm import MLMPredictions, classifier_probs, mlm_topk
 
 
@@ -80,6 +80,7 @@ def _readout(bundle, enc, position):
     -> (B, V) log-probabilities of the word at the [MASK], or (B, K) class probabilities for a classifier."""
     model = bundle.model
     if bundle.has_mlm:
+        need_mlm(bundle, "Switching heads off on a gap")
         pos = mask_positions(enc, bundle.tokenizer, position)[0]
         what = {"kind": "mlm", "unit": "log-probability", "position": pos}
         return what, lambda h: torch.log_softmax(model.mlm(h[:, pos]).float(), -1)

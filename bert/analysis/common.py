@@ -12,6 +12,7 @@ from torch import Tensor
 
 from ..errors import InputError
 from ..outputs import BertOutput
+from ..patterns import CAUSAL, trained_pattern
 from ..tokenizer.vocab import CLS_TOKEN, PAD_TOKEN, SEP_TOKEN
 
 # The tokens the tokenizer adds around a text or pads with (a typed [MASK] or an [UNK] stands for a word).
@@ -68,11 +69,30 @@ def readonly(t: Tensor | np.ndarray, decimals: int | None = None) -> np.ndarray:
     return a
 
 
+def left_to_right_refusal(bundle, what: str) -> str | None:
+    """Why `what` (a view that reads a text both ways with BERT's heads: a gap's guesses, the
+    next-sentence answer, the cloze set) means nothing on this model, or None when it does: a
+    next-word model's head guesses the token AFTER each position and its next-sentence head was
+    never trained. The one rule every page and analysis asks."""
+    if not bundle.has_mlm or trained_pattern(bundle.config) != CAUSAL:
+        return None
+    return (
+        f"{what} reads a text both ways with BERT's heads, and {bundle.name} was trained on the next word, "
+        "reading left to right: its head guesses the token after each position (not the word in a gap) and "
+        "its next-sentence head was never trained, so the answer would mean nothing. Continue a text with it "
+        "on the Pre-training page, or pick a BERT in the sidebar."
+    )
+
+
 def need_mlm(bundle, what: str) -> None:
+    """A model whose heads fill gaps (and say whether B follows A): not a classifier, not a next-word model."""
     if not bundle.has_mlm:
         raise InputError(
             f"{what} needs a masked-language-model head, and {bundle.name} is a classifier; pick a pre-training model"
         )
+    why = left_to_right_refusal(bundle, what)
+    if why:
+        raise InputError(why)
 
 
 def need_classifier(bundle, what: str) -> None:

@@ -85,6 +85,7 @@ def mlm_topk(
 
 def nsp_probability(bundle, text_a: str, text_b: str) -> float:
     """P(IsNext): the NSP head's belief that B really follows A (index 0, as in Google's BERT)."""
+    need_mlm(bundle, "Next-sentence prediction")
     _, ids, types = encode_tensors(bundle, text_a, text_b)
     with torch.inference_mode():
         out = bundle.model(ids, types)

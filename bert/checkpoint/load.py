@@ -35,6 +35,7 @@ from ..config import BertConfig
 from ..errors import CheckpointError
 from ..family import member
 from ..model import BertForPreTraining, BertForSequenceClassification
+from ..patterns import CAUSAL, trained_pattern
 from ..public import public_path, public_text
 from ..tokenizer.for_folder import tokenizer_for_folder
 from . import hub
@@ -42,6 +43,12 @@ from .builtins import ASSETS, BUILTINS, FORMAT, PUBLISHED, available_builtins, m
 from .hf_names import hf_to_ours
 from .hub import is_hub_id
 from .sizes import check_model_size, encoder_parameters
+
+LEFT_TO_RIGHT_NOTE = (
+    "Trained on the next word, reading left to right: the views that read it both ways with BERT's heads "
+    "(a gap's guesses, next sentence, the cloze set) refuse it, and the others read it both ways unless "
+    "they offer Left only. The Pre-training page's Continue this text reads it as it learned."
+)
 
 # ---- reading ---------------------------------------------------------------------------------
 
@@ -149,6 +156,9 @@ def _load_folder(folder: Path, name: str | None) -> Bundle:
     )
     model = BertForSequenceClassification(config) if classifier else BertForPreTraining(config)
     notes, fresh = _load_state(model, state, unused)
+    left_to_right = trained_pattern(config) == CAUSAL and not classifier
+    if left_to_right:  # what the sidebar says under it wherever it is picked
+        notes.append(LEFT_TO_RIGHT_NOTE)
     model.eval()
     return Bundle(
         model=model,
@@ -158,7 +168,7 @@ def _load_folder(folder: Path, name: str | None) -> Bundle:
         source=where,
         notes=notes,
         mlm_head_trained="mlm." not in fresh,
-        nsp_head_trained="nsp." not in fresh,
+        nsp_head_trained="nsp." not in fresh and not left_to_right,  # the next word has no next-sentence game
         replaced_head_trained=getattr(model, "rtd", None) is not None and "rtd." not in fresh,
     )
 

@@ -44,6 +44,7 @@ from ..dropout import thread_generator
 from ..errors import TrainingError
 from ..family import member
 from ..model import BertForSequenceClassification
+from ..patterns import TRAINED_LEFT_TO_RIGHT
 from .batching import bucket_batches
 from .device import autocast, resolve_device
 from .events import Error, Event, FinetuneDone, FinetuneEval, FinetuneStart, FinetuneStep
@@ -105,9 +106,8 @@ def build_classifier(
         config.classifier_dropout = dropout
     if encoder_dropout is not None:
         config.hidden_dropout_prob = config.attention_probs_dropout_prob = encoder_dropout
-    config.extra = {
-        k: v for k, v in config.extra.items() if k not in ("architecture", "architectures", "label2id", "num_labels")
-    }
+    dropped = ("architecture", "architectures", "label2id", "num_labels", TRAINED_LEFT_TO_RIGHT)  # it reads both ways
+    config.extra = {k: v for k, v in config.extra.items() if k not in dropped}
     with _INIT_LOCK, torch.random.fork_rng():  # another run's start must not draw meanwhile
         torch.manual_seed(seed)
         model = BertForSequenceClassification(config)

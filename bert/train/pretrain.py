@@ -37,6 +37,7 @@ from ..data.corpus.registry import load_corpus, split_corpora
 from ..errors import TrainingError
 from ..family import member
 from ..model import BertForPreTraining
+from ..patterns import BIDIRECTIONAL, CAUSAL, set_trained_pattern
 from ..tokenizer import Tokenizer
 from ..tokenizer.vocab import SPECIAL_TOKENS
 from . import next_word
@@ -282,6 +283,7 @@ class _PretrainRun:
             yield Resumed(step=state["step"])
         elif bundle is None:
             bundle = initial_bundle(a, train_c)
+        set_trained_pattern(bundle.config, CAUSAL if self.next_word else BIDIRECTIONAL)  # saved with it
         self.bundle, self.model = bundle, bundle.model
         self._data(train_c, valid_c)
         self._optimizer(opt_state)

@@ -100,6 +100,22 @@ class Seq2SeqDone(Done):
     train_seconds: float
 
 
+EVENTS = {c.event: c for c in (Seq2SeqStart, Seq2SeqStep, Seq2SeqEval, Seq2SeqDone, Error)}  # by their dicts' names
+
+
+def event_from_dict(d: dict) -> Event:
+    """This trainer's event back from its `to_dict()` (a saved run, a worker's poll), as
+    bert.train.events.from_dict reads the other trainers'; ValueError for another event or one
+    missing fields."""
+    cls = EVENTS.get(d.get("event"))
+    if cls is None:
+        raise ValueError(f"not a seq2seq event: {d.get('event')!r}")
+    try:
+        return cls._from_fields(d)
+    except TypeError as e:  # a required field is missing
+        raise ValueError(f"a seq2seq {cls.event!r} event without {e}") from None
+
+
 def held_out_source(metrics) -> str | None:
     """The first held-out source of a run's latest evaluation (the pair it was scored on last,
     so one its vocabulary knows), or None when it was never scored."""

@@ -1,9 +1,15 @@
-"""Encoders, decoders and both in a real Chromium, in one session: a tiny encoder-decoder trained
-on the Decoder on top page (a short run) decodes with its cross-attention drawn; then lesson 7
+"""Encoders, decoders and both in a real Chromium, in one session: a tiny next-word model trained on
+the Pre-training page (a short run on an uploaded story) to its end, then "Continue this text"
+writes after "The cat sees the" a noun of the story, with its next-token table and causal attention;
+a tiny encoder-decoder trained on the Decoder on top page (a short run) decodes with its
+cross-attention drawn; then lesson 7
 shows one head read left only (a causal heatmap, hidden cells grey), a gap's top guesses read
 both ways and left only, and that run's cross-attention. Every wait is on a state of the page.
-Screenshots: tests/artifacts/decoder_cross_attention.png, lesson_left_only.png,
+Screenshots: tests/artifacts/next_word_continue.png, decoder_cross_attention.png, lesson_left_only.png,
 lesson_both_readings.png, lesson_cross_attention.png."""
+
+import random
+import re
 
 import pytest
 
@@ -11,7 +17,9 @@ from app.lessons.encoders_decoders import BOTH
 
 pytestmark = pytest.mark.browser
 
-TRAIN_MS = 240_000  # the short run and its result; a bound on the wait, not a time asserted
+TRAIN_MS = 240_000  # a short run and its result; a bound on the wait, not a time asserted
+NOUNS = ["cat", "dog", "king", "queen", "river", "city", "teacher", "child", "house", "garden"]
+VERBS = ["sees", "likes", "finds", "builds", "paints", "leaves", "visits", "helps"]
 
 
 def go(pg, app_ready, title):
@@ -46,9 +54,50 @@ def next_step(pg, app_ready, i):
     pg.get_by_role("heading", name=f"{i + 1}. {BOTH.steps[i].title}").first.wait_for(timeout=120_000)
 
 
-def test_a_short_decoder_run_then_lesson_seven_left_only_both_guesses_and_cross_attention(
-    page, app_url, app_ready, artifacts
-):
+def story(folder):
+    """30 documents of 20 sentences "The <noun> <verb> the <noun>.": after "the" always a noun."""
+    r = random.Random(1)
+    sentence = lambda: f"The {r.choice(NOUNS)} {r.choice(VERBS)} the {r.choice(NOUNS)}."  # noqa: E731
+    text = "\n\n".join(" ".join(sentence() for _ in range(20)) for _ in range(30))
+    f = folder / "story.txt"
+    f.write_text(text)
+    return f
+
+
+def next_word_run_writes(pg, app_url, app_ready, artifacts, folder):
+    """A 60-step next-word run on the story to its end, then its continuation of "The cat sees the"."""
+    pg.goto(f"{app_url}/pretrain")
+    app_ready(pg)
+    pg.locator('[data-testid="stRadio"] label', has_text="Upload a .txt").first.click()
+    app_ready(pg)
+    pg.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files(str(story(folder)))
+    pg.locator('[data-testid="stMetric"]', has_text="Documents").filter(has_text="30").first.wait_for(timeout=60_000)
+    app_ready(pg)
+    pg.locator('[data-testid="stRadio"] label', has_text="The next word").first.click()
+    app_ready(pg)
+    for label, value in (("Layers", 1), ("Vocabulary size", 500), ("Steps", 60), ("Evaluate every N steps", 20)):
+        number(pg, app_ready, label, value)
+    for label, value in (("Tokens per sequence", 32), ("Batch size", 8), ("Warm-up steps", 10)):
+        number(pg, app_ready, label, value)
+    pg.get_by_role("button", name="Start pre-training").click()
+    pg.locator('[data-testid="stMetric"]', has_text="Next-word top-1").first.wait_for(timeout=TRAIN_MS)  # the end
+    pg.get_by_role("heading", name="Continue this text").first.wait_for(timeout=60_000)
+    app_ready(pg)
+    box = pg.get_by_label("Text to continue", exact=True)
+    box.fill("The cat sees the")
+    box.press("Control+Enter")
+    app_ready(pg)
+    line = pg.locator('[data-testid="stMarkdown"]').filter(has_text=re.compile("the cat sees the", re.I)).first
+    line.wait_for(timeout=60_000)
+    written = line.locator("strong").first.inner_text().split()
+    assert written and written[0] in NOUNS, written  # after "the" it learned a noun comes
+    assert charts(pg, "causal attention").count() == 1
+    assert pg.get_by_text("The ten likeliest next tokens").count() == 1
+    shot(pg, "Continue this text", artifacts / "next_word_continue.png")
+
+
+def test_a_next_word_run_writes_a_decoder_run_decodes_then_lesson_seven(page, app_url, app_ready, artifacts, tmp_path):
+    next_word_run_writes(page, app_url, app_ready, artifacts, tmp_path)
     page.goto(f"{app_url}/decoder")
     app_ready(page)
     page.get_by_text("Model and training settings").first.click()
