@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.figures.causes import patching_heatmap
+from app.figures.causes import pair_word_scores, paradigm_accuracy_bars, patching_heatmap
 
 ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 TIMEOUT = 120
@@ -27,6 +27,18 @@ def test_patching_heatmap_cells_labels_and_pick():
     shape = fig.layout.shapes[0]
     assert (shape.x0, shape.y0) == (1.5, 0.5), "the picked cell is outlined"
     assert fig.layout.annotations[0].x == 2, "the [MASK]'s column is marked"
+
+
+def test_paradigm_bars_and_a_pair_word_by_word():
+    fig = paradigm_accuracy_bars(["a <i>", "b"], [0.9, 0.4], [20, 20])
+    assert list(fig.data[0].y) == ["a &lt;i&gt;", "b"] and list(fig.data[0].text) == ["90%", "40%"]
+    assert fig.data[0].marker.color[0] != fig.data[0].marker.color[1], "above and below chance in two colours"
+    fig = pair_word_scores(
+        ["the", "dogs", "bark"], [-1.0, -2.0, -3.0], ["the", "dogs", "barks", "<x>"], [-1, -2, -9, -4]
+    )
+    good, bad = fig.data
+    assert list(good.x) == ["the", "dogs", "bark/barks"] and len(bad.x) == 4
+    assert bad.x[3] == "–/&lt;x&gt;" and bad.customdata[3] == "&lt;x&gt;"
 
 
 pytest.importorskip("streamlit")
@@ -94,3 +106,28 @@ def test_patching_bad_pairs_say_why(at):
     at.text_input(key="pt_clean").input(" ".join(["word"] * 70) + " [MASK]").run()
     at.text_input(key="pt_corrupted").input(" ".join(["term"] * 70) + " [MASK]").run()
     _refused(at, "more than the 64")
+
+
+@pytest.mark.slow
+def test_minimal_pairs_paradigm_a_pair_and_typed_pairs(at):
+    at.radio(key="cz_view").set_value("Minimal pairs").run()
+    _ok(at)
+    assert any(m.label == "The model prefers the good sentence" for m in at.metric)
+    assert len(at.dataframe[0].value) == 20
+    at.selectbox(key="mp_builtin_pair").set_value(3).run()
+    _ok(at)
+    at.radio(key="mp_source").set_value("Your pairs").run()
+    _ok(at)
+    assert len(at.dataframe[0].value) == 3
+    at.text_area(key="mp_typed").input("The dog barks. | The dog bark.").run()
+    _ok(at)
+    assert any("add more pairs" in i.value for i in at.info)
+    at.text_area(key="mp_typed").input("The dog barks. The dog bark.").run()
+    _refused(at, "line 1 is not")
+    at.text_area(key="mp_typed").input("The [MASK] barks. | The dog bark.").run()
+    _refused(at, "no [MASK]")
+    long = " ".join(["the old house by the river"] * 9)  # 54 words
+    at.text_area(key="mp_typed").input(f"{long} is big. | {long} are big.").run()
+    _ok(at)
+    at.text_area(key="mp_typed").input("<b>x</b> | [y](javascript:alert(1))").run()
+    _ok(at)

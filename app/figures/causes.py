@@ -71,3 +71,67 @@ def patching_heatmap(
         plot_bgcolor="white",
     )
     return fig
+
+
+GOOD_COLOUR, BAD_COLOUR = "#2ca02c", "#d62728"
+
+
+def paradigm_accuracy_bars(names, accuracies, counts) -> go.Figure:
+    """One bar per paradigm: the share of its pairs where the model scores the good sentence
+    higher; a dashed line at chance (0.5)."""
+    acc = np.asarray(accuracies, dtype=np.float64)
+    labels = [esc(n) for n in names]
+    fig = go.Figure(
+        go.Bar(
+            x=acc,
+            y=labels,
+            orientation="h",
+            marker_color=[GOOD_COLOUR if a >= 0.5 else BAD_COLOUR for a in acc],
+            text=[f"{a:.0%}" for a in acc],
+            textposition="outside",
+            customdata=np.asarray(counts),
+            hovertemplate="%{y}: %{x:.0%} of %{customdata} pairs<extra></extra>",
+        )
+    )
+    fig.add_vline(x=0.5, line_dash="dash", line_color="#888888", annotation_text="chance")
+    fig.update_xaxes(range=[0, 1.1], title="pairs where the good sentence scores higher", tickformat=".0%")
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_layout(height=int(80 + 30 * len(labels)), margin=dict(l=10, r=10, t=30, b=10))
+    return fig
+
+
+def pair_word_scores(good_words, good_scores, bad_words, bad_scores) -> go.Figure:
+    """Each word's log-probability (its pieces summed, each piece masked in turn) in the good and
+    the bad sentence, word by word; the axis reads "good/bad" where the words differ."""
+    n = max(len(good_words), len(bad_words))
+    labels = []
+    for i in range(n):
+        g = good_words[i] if i < len(good_words) else "–"
+        b = bad_words[i] if i < len(bad_words) else "–"
+        labels.append(g if g == b else f"{g}/{b}")
+    labels = safe_labels(labels)
+    fig = go.Figure(
+        [
+            go.Bar(
+                name=name,
+                x=labels[: len(words)],
+                y=np.asarray(scores, dtype=np.float64),
+                marker_color=colour,
+                customdata=[esc(w) for w in words],
+                hovertemplate=f"{name}: %{{customdata}} log P %{{y:.2f}}<extra></extra>",
+            )
+            for name, words, scores, colour in (
+                ("good sentence", good_words, good_scores, GOOD_COLOUR),
+                ("bad sentence", bad_words, bad_scores, BAD_COLOUR),
+            )
+        ]
+    )
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=labels, tickangle=-45)
+    fig.update_yaxes(title="log P(word | the rest)")
+    fig.update_layout(
+        barmode="group",
+        height=380,
+        margin=dict(l=10, r=10, t=30, b=10),
+        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"),
+    )
+    return fig
