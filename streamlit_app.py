@@ -45,6 +45,7 @@ PAGE_TABLE = [
     ("decoder", "Decoder on top", "translate"),
     ("head_patterns", "Head patterns", "grid_view"),
     ("explanations", "Explanations", "insights"),
+    ("causes", "Causes", "science"),
     ("ablation", "Head ablation", "block"),
     ("compare", "Compare", "compare"),
     ("status", "Server status", "monitor_heart"),

@@ -35,6 +35,9 @@ from bert.analysis.ablation import HeadImportance, head_importance, head_mask
 from bert.analysis.compare import ModelOutputs, attentions_of, model_outputs
 from bert.analysis.full import analysis_bytes
 from bert.analysis.heads import HeadPatterns, head_pattern_stats, head_patterns_over, label_heads
+from bert.analysis.paradigms import PARADIGMS
+from bert.analysis.patching import Patching, activation_patching
+from bert.analysis.scoring import PairScores, score_pairs
 from bert.patterns import BIDIRECTIONAL, Pattern
 
 from .current_model import CurrentModel
@@ -364,3 +367,21 @@ def logit_lens(model_key: str, text: str, k: int, _bundle) -> explain.LogitLens:
 @budget_cached(spinner="Switching each head off in turn…")
 def importance(model_key: str, text: str, _bundle) -> HeadImportance:
     return head_importance(_bundle, text)
+
+
+@budget_cached(spinner="Patching every layer and place from one run into the other…")
+def patching(
+    model_key: str, clean: str, corrupted: str, answer: str, foil: str, site: str, _bundle: bert.Bundle
+) -> Patching:
+    return activation_patching(_bundle, clean, corrupted, answer, foil, site)
+
+
+@budget_cached(spinner="Scoring every sentence, one masked word at a time…")
+def pair_scores(model_key: str, pairs: tuple[tuple[str, str], ...], word_level: bool, _bundle) -> PairScores:
+    """Typed pairs; the built-in paradigms through paradigm_scores."""
+    return score_pairs(_bundle, pairs, word_level)
+
+
+@budget_cached(spinner="Scoring the paradigm's pairs, one masked word at a time…")
+def paradigm_scores(model_key: str, name: str, word_level: bool, _bundle) -> PairScores:
+    return score_pairs(_bundle, PARADIGMS[name].pairs, word_level)

@@ -75,7 +75,9 @@ class SelfAttention(nn.Module):
         ctx = torch.matmul(dropout(probs, dropout_p, self.training), v)  # (B, H, Tq, D)
         return ctx, (probs if need_weights else None)
 
-    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False, head_mask: Tensor | None = None):
+    def forward(
+        self, x: Tensor, mask: Tensor | None, need_weights: bool = False, head_mask: Tensor | None = None, edit=None
+    ):
         B, T, C = x.shape
         H, D = self.num_heads, self.head_size
         qkv = self.qkv(x).view(B, T, 3, H, D).permute(2, 0, 3, 1, 4)  # (3, B, H, T, D)
@@ -85,6 +87,8 @@ class SelfAttention(nn.Module):
         ctx, probs = self.attend(q, k, v, mask, need_weights)  # (B, H, T, D)
         if head_mask is not None:
             ctx = ctx * head_mask.view(1, H, 1, 1).to(ctx.dtype)  # switch heads off
+        if edit is not None:
+            ctx = edit("heads", ctx)  # (B, H, T, D): each head's output before the projection
         ctx = ctx.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
         return self.out(ctx), probs, (q, k, v)
 
@@ -103,10 +107,19 @@ class EncoderLayer(nn.Module):
         self.act = _ACT[config.hidden_act]
         self.dropout = Dropout(config.hidden_dropout_prob)
 
-    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False, head_mask: Tensor | None = None):
-        a, probs, qkv = self.attn(x, mask, need_weights, head_mask)
+    def forward(
+        self, x: Tensor, mask: Tensor | None, need_weights: bool = False, head_mask: Tensor | None = None, edit=None
+    ):
+        """edit(site, value) -> value: sees (and may replace) each sub-layer's output, for an
+        intervention without hooks (one call's own, so thread-safe): "heads" (B, H, T, D) before
+        the output projection, "attention" and "ffn" (B, T, C) before their residual add."""
+        a, probs, qkv = self.attn(x, mask, need_weights, head_mask, edit)
+        if edit is not None:
+            a = edit("attention", a)
         x = self.attn_norm(x + self.dropout(a))
         h = self.ffn_out(self.act(self.ffn_in(x)))  # (B, T, C)
+        if edit is not None:
+            h = edit("ffn", h)
         x = self.ffn_norm(x + self.dropout(h))
         return x, probs, qkv
 

@@ -9,6 +9,10 @@ of numpy arrays (no Streamlit here; app.analysis_cache keeps the results).
 - explain:  attention rollout (Abnar & Zuidema 2020) next to gradient saliency (input x
             gradient) with their rank correlation, and the logit lens;
 - ablation: switch heads off and see the prediction change; rank heads by their effect;
+- patching: activation patching (causal tracing) of a masked word between a clean and a
+            corrupted sentence, per layer and token or per head;
+- scoring:  pseudo-log-likelihood of a sentence (token- or word-level) and minimal pairs scored
+            with it; paradigms: the built-in minimal-pair paradigms and typed pairs read;
 - compare:  two models side by side;
 - words:    a word's vector in context (the mean of its pieces) across layers and sentences,
             word order, the same word in several contexts;

@@ -1,0 +1,138 @@
+"""The Causes page's Patching view: a clean and a corrupted sentence, the answer and its foil, a
+site; the share of the answer each patch restores as a heatmap, and one patched run's top-k."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import streamlit as st
+
+from app.analysis_cache import patching
+from app.figures.causes import patching_heatmap
+from app.figures.core import mlm_topk_bar
+from app.ui import show_figure
+from app.ui.formatting import clean_text, md_escape
+from app.ui.widgets import SENTENCE_CHARS, WORD_CHARS
+from bert.analysis.patching import SITES
+
+
+class Pair(NamedTuple):
+    clean: str
+    corrupted: str
+    answer: str
+    foil: str
+
+
+PRESETS = {
+    "Number agreement": Pair(
+        "The keys to the cabinet [MASK] on the table.", "The key to the cabinet [MASK] on the table.", "are", "is"
+    ),
+    "A fact": Pair("The capital of France is [MASK].", "The capital of Italy is [MASK].", "paris", "rome"),
+    "A pronoun": Pair("The boy said that [MASK] was tired.", "The girl said that [MASK] was tired.", "he", "she"),
+}
+KEYS = Pair("pt_clean", "pt_corrupted", "pt_answer", "pt_foil")
+PRESET, SITE = "pt_preset", "pt_site"
+SITE_NAMES = {
+    "residual": "Residual stream (a layer's output at one token)",
+    "attention": "Attention output (at one token)",
+    "ffn": "Feed-forward output (at one token)",
+    "heads": "One head (at every token)",
+}
+
+
+def _load_preset() -> None:
+    for key, value in zip(KEYS, PRESETS[st.session_state[PRESET]], strict=True):
+        st.session_state[key] = value
+
+
+def _pick_from_chart(chart_key: str, pick_key: str, R: int, X: int) -> None:
+    """A click on the map selects a marker of trace 1: x is the column, y the row (0-based)."""
+    for p in (st.session_state.get(chart_key) or {}).get("selection", {}).get("points", []):
+        try:
+            r, c = int(p["y"]), int(p["x"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        if 0 <= r < R and 0 <= c < X:
+            st.session_state[pick_key] = r * X + c
+            return
+
+
+def _strongest(result) -> int:
+    """The flat index of the cell that restores most, the residual's last row left out (there
+    the [MASK] is 1 by construction)."""
+    e = np.array(result.effect, dtype=np.float64)
+    if result.site == "residual":
+        e[-1] = -np.inf
+    return int(np.argmax(e))
+
+
+def _inputs() -> tuple[Pair, str]:
+    st.selectbox("Start from", list(PRESETS), key=PRESET, on_change=_load_preset)
+    for key, value in zip(KEYS, PRESETS[st.session_state[PRESET]], strict=True):
+        st.session_state.setdefault(key, value)
+    c1, c2 = st.columns(2)
+    clean = c1.text_input("Clean sentence: the answer holds", key=KEYS.clean, max_chars=SENTENCE_CHARS)
+    corrupted = c2.text_input(
+        "Corrupted sentence: one change, the same number of tokens", key=KEYS.corrupted, max_chars=SENTENCE_CHARS
+    )
+    c3, c4, c5 = st.columns([1, 1, 2])
+    answer = c3.text_input("Answer (one word)", key=KEYS.answer, max_chars=WORD_CHARS)
+    foil = c4.text_input("Foil (one word)", key=KEYS.foil, max_chars=WORD_CHARS)
+    site = c5.selectbox("Where to patch", SITES, key=SITE, format_func=SITE_NAMES.get)
+    pair = Pair(
+        clean_text(clean, "the clean sentence"),
+        clean_text(corrupted, "the corrupted sentence"),
+        clean_text(answer, "the answer"),
+        clean_text(foil, "the foil"),
+    )
+    return pair, site
+
+
+def render(model) -> None:
+    st.markdown(
+        "Run the model on a **clean** sentence and on a **corrupted** one that changes a single "
+        "word. Then rerun the corrupted sentence again and again, each time putting in *one* "
+        "activation copied from the clean run. Where the copy brings the clean answer back, that "
+        "activation *carries* the information: this is an experiment, not a picture."
+    )
+    pair, site = _inputs()
+    r = patching(model.key, *pair, site, model.bundle)
+    st.markdown(
+        f"Measured: logit(**{md_escape(r.answer)}**) − logit(**{md_escape(r.foil)}**) at the [MASK]: "
+        f"**{r.clean:+.2f}** on the clean sentence, **{r.corrupted:+.2f}** on the corrupted one. "
+        "Each cell: the share of that gap a patch there closes (1 all of it, 0 nothing)."
+    )
+    R, X = r.effect.shape
+    pick_key, chart_key = f"pt_cell_{site}_{R}_{X}", f"pt_map_{site}_{R}_{X}"
+    if pick_key not in st.session_state:
+        st.session_state[pick_key] = _strongest(r)
+    cell = int(st.session_state[pick_key])
+    row, col = divmod(cell, X)
+    where = "tokens" if site != "heads" else "heads"
+    show_figure.show(
+        patching_heatmap(r.effect, r.rows, r.columns, r.position if site != "heads" else None, (row, col)),
+        f"patching-{site}",
+        key=chart_key,
+        caption=f"Patching the {where} layer by layer; the strongest restore is {r.rows[_strongest(r) // X]}, "
+        f"{r.columns[_strongest(r) % X]} ({r.effect.flat[_strongest(r)]:.2f}).",
+        on_select=lambda: _pick_from_chart(chart_key, pick_key, R, X),
+        selection_mode="points",
+    )
+    st.selectbox(
+        "The patched run to show (or click a cell)",
+        list(range(R * X)),
+        key=pick_key,
+        format_func=lambda i: f"{r.rows[i // X]}, {r.columns[i % X]}: {r.effect.flat[i]:.2f} restored",
+    )
+    show_figure.show(
+        mlm_topk_bar(r.top_tokens[row][col], r.top_probs[row, col], f"[MASK], {r.rows[row]} {r.columns[col]} patched"),
+        f"patching-{site}-top",
+        key="pt_top",
+    )
+    st.caption(
+        "Read the heatmap bottom up: low layers restore the answer at the word that changed; "
+        "where the colour moves to the [MASK] column, the information has been moved there. "
+        "The last row is 1 at the [MASK] and 0 elsewhere by construction: only the [MASK]'s "
+        "final vector reaches the word prediction."
+    )

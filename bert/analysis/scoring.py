@@ -1,0 +1,106 @@
+"""Sentences scored by a masked language model: the pseudo-log-likelihood (Salazar et al. 2020),
+and minimal pairs scored with it (the model "prefers" the sentence it scores higher).
+
+PLL(S) = sum over the sentence's tokens t of log P(t | S with t masked); [CLS] and [SEP] are not
+scored. The word-level variant (Kauf & Ivanova 2023, "PLL-word-l2r") also masks the later pieces
+of t's word, so a word split into pieces cannot be guessed from its own other pieces. Each
+sentence runs as one batch of its scored tokens, one masked copy each.
+
+Dimension letters: T tokens, W words, N pairs, V vocabulary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..errors import InputError
+from .common import bare_word, encode_tensors, need_mlm, readonly
+
+MAX_TOKENS = 128  # a sentence runs once per token: 128 copies of 128 tokens at most
+MAX_PAIRS = 500
+
+
+@dataclass
+class SentenceScore:
+    """One sentence's pseudo-log-likelihood, per token and per word."""
+
+    text: str
+    tokens: list[str]
+    scores: np.ndarray  # (T,) log P(token | the rest), NaN at [CLS] and [SEP]
+    words: list[str]  # W words, their pieces joined
+    word_scores: np.ndarray  # (W,) the sums of their pieces' scores
+    total: float  # the PLL: the sum of every scored token's
+    word_level: bool
+
+
+def pseudo_log_likelihood(bundle, sentence: str, word_level: bool = False) -> SentenceScore:
+    """The sentence's PLL (module docstring); word_level masks the word's later pieces too."""
+    need_mlm(bundle, "scoring a sentence")
+    enc, ids, types = encode_tensors(bundle, sentence)
+    tok = bundle.tokenizer
+    if enc.truncated or len(enc.ids) > MAX_TOKENS:
+        raise InputError(
+            f"a sentence to score may have at most {min(MAX_TOKENS, bundle.config.max_tokens)} tokens: "
+            "each one is masked in turn"
+        )
+    if tok.mask_id in enc.ids:
+        raise InputError("a sentence to score has no [MASK]: write it whole, every word is masked in turn")
+    scored = [i for i, s in enumerate(enc.sequence_ids) if s is not None]
+    words = enc.word_ids
+    batch = ids.repeat(len(scored), 1)  # (n, T)
+    for row, i in enumerate(scored):
+        batch[row, i] = tok.mask_id
+        if word_level:
+            later = [j for j in scored if j > i and words[j] == words[i]]
+            batch[row, later] = tok.mask_id
+    where = torch.zeros_like(batch, dtype=torch.bool)
+    where[torch.arange(len(scored)), torch.tensor(scored)] = True  # one predicted place per copy
+    with torch.inference_mode():
+        logits = bundle.model(batch, types.expand_as(batch), mlm_positions=where).mlm_logits  # (n, V)
+        logp = torch.log_softmax(logits.double(), -1)[torch.arange(len(scored)), ids[0, scored]]
+    scores = np.full(len(enc.ids), np.nan)
+    scores[scored] = logp.numpy()
+    order: list[int] = []  # the words in order of their first piece
+    for i in scored:
+        if words[i] not in order:
+            order.append(words[i])
+    pieces = {w: [i for i in scored if words[i] == w] for w in order}
+    return SentenceScore(
+        text=sentence,
+        tokens=list(enc.tokens),
+        scores=readonly(scores),
+        words=["".join(bare_word(enc.tokens[i]) for i in pieces[w]) for w in order],
+        word_scores=readonly([scores[pieces[w]].sum() for w in order]),
+        total=float(logp.sum()),
+        word_level=word_level,
+    )
+
+
+@dataclass
+class PairScores:
+    """Minimal pairs scored: the model is right on a pair when it scores the good sentence higher."""
+
+    good: list[SentenceScore]
+    bad: list[SentenceScore]
+    differences: np.ndarray  # (N,) PLL(good) - PLL(bad)
+    correct: np.ndarray  # (N,) bool
+
+    @property
+    def accuracy(self) -> float:
+        return float(self.correct.mean()) if len(self.correct) else float("nan")
+
+
+def score_pairs(bundle, pairs: Sequence[tuple[str, str]], word_level: bool = False) -> PairScores:
+    """Each (good, bad) pair's two PLLs and whether the good one is higher."""
+    if not pairs:
+        raise InputError("no pairs to score: give at least one line 'good sentence | bad sentence'")
+    if len(pairs) > MAX_PAIRS:
+        raise InputError(f"{len(pairs)} pairs is more than the {MAX_PAIRS} scored at once")
+    good = [pseudo_log_likelihood(bundle, g, word_level) for g, _ in pairs]
+    bad = [pseudo_log_likelihood(bundle, b, word_level) for _, b in pairs]
+    diff = np.array([g.total - b.total for g, b in zip(good, bad, strict=True)])
+    return PairScores(good=good, bad=bad, differences=readonly(diff), correct=diff > 0)

@@ -1,0 +1,133 @@
+"""The Causes page (pages/causes.py, app/causes/) and its figures (app/figures/causes.py): the
+figures on hand-made numbers, then every view through AppTest with the default model, with
+bad inputs each giving a clear message and never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.figures.causes import pair_word_scores, paradigm_accuracy_bars, patching_heatmap
+
+ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
+TIMEOUT = 120
+
+
+def test_patching_heatmap_cells_labels_and_pick():
+    effect = np.array([[0.0, 1.0, 0.0], [0.1, 0.5, 0.2], [0.0, 0.0, 1.0]])
+    fig = patching_heatmap(effect, ["embeddings", "layer 1", "layer 2"], ["<b>", "a/b", "[MASK]"], 2, (1, 2))
+    heat, cells = fig.data[0], fig.data[1]
+    assert np.asarray(heat.z).shape == (3, 3) and heat.zmid == 0
+    assert list(fig.layout.xaxis.ticktext) == ["&lt;b&gt;", "a/b", "[MASK]"]
+    assert list(fig.layout.yaxis.ticktext) == ["embeddings", "layer 1", "layer 2"]
+    cd = np.asarray(cells.customdata)
+    assert cd.shape == (9, 2) and tuple(cd[5]) == (1, 2) and (cells.x[5], cells.y[5]) == (2, 1)
+    shape = fig.layout.shapes[0]
+    assert (shape.x0, shape.y0) == (1.5, 0.5), "the picked cell is outlined"
+    assert fig.layout.annotations[0].x == 2, "the [MASK]'s column is marked"
+
+
+def test_paradigm_bars_and_a_pair_word_by_word():
+    fig = paradigm_accuracy_bars(["a <i>", "b"], [0.9, 0.4], [20, 20])
+    assert list(fig.data[0].y) == ["a &lt;i&gt;", "b"] and list(fig.data[0].text) == ["90%", "40%"]
+    assert fig.data[0].marker.color[0] != fig.data[0].marker.color[1], "above and below chance in two colours"
+    fig = pair_word_scores(
+        ["the", "dogs", "bark"], [-1.0, -2.0, -3.0], ["the", "dogs", "barks", "<x>"], [-1, -2, -9, -4]
+    )
+    good, bad = fig.data
+    assert list(good.x) == ["the", "dogs", "bark/barks"] and len(bad.x) == 4
+    assert bad.x[3] == "–/&lt;x&gt;" and bad.customdata[3] == "&lt;x&gt;"
+
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+
+def _ok(at):
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def _refused(at, *said):
+    """No traceback, and an error box saying all of `said` (read without markdown's escapes)."""
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value.replace("\\", "") for e in at.error]
+    assert any(all(s in e for s in said) for e in errors), (errors, said)
+
+
+@pytest.fixture(scope="module")
+def at():
+    a = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
+    a.run()
+    assert not a.exception
+    a.switch_page("pages/causes.py").run()
+    return a
+
+
+@pytest.mark.slow
+def test_patching_presets_sites_and_a_cell(at):
+    _ok(at)
+    assert [t.value for t in at.title] == ["Causes"]
+    assert at.text_input(key="pt_clean").value.startswith("The keys to the cabinet")
+    assert any("on the clean sentence" in m.value for m in at.markdown)
+    for site in ("attention", "ffn", "heads", "residual"):
+        at.selectbox(key="pt_site").set_value(site).run()
+        _ok(at)
+    pick = at.selectbox(key="pt_cell_residual_7_12")
+    pick.set_value(6 * 12 + 6).run()  # the last layer at the [MASK]: the clean answer, fully
+    _ok(at)
+    assert "layer 6, [MASK]: 1.00 restored" in at.selectbox(key="pt_cell_residual_7_12").format_func(6 * 12 + 6)
+    at.selectbox(key="pt_preset").set_value("A fact").run()
+    _ok(at)
+    assert at.text_input(key="pt_answer").value == "paris"
+    assert any("France" in c.value or "france" in c.value for c in at.caption)
+
+
+@pytest.mark.slow
+def test_patching_bad_pairs_say_why(at):
+    at.selectbox(key="pt_preset").set_value("Number agreement").run()
+    at.text_input(key="pt_corrupted").input("The key to the big cabinet [MASK] on the table.").run()
+    _refused(at, "12 tokens", "13")
+    at.text_input(key="pt_corrupted").input("The key to the cabinet is on the table.").run()
+    _refused(at, "no [MASK]")
+    at.text_input(key="pt_corrupted").input("The key to the cabinet [MASK] on the table.").run()
+    at.text_input(key="pt_answer").input("<b>zzqx</b>").run()
+    _refused(at, "not a single token")
+    at.text_input(key="pt_answer").input("").run()
+    _refused(at, "the answer")
+    at.text_input(key="pt_answer").input("are").run()
+    _ok(at)
+    long = " ".join(["the old house by the river"] * 9)  # 54 words
+    at.text_input(key="pt_clean").input(f"{long} [MASK] here.").run()
+    at.text_input(key="pt_corrupted").input(f"{long} [MASK] there.").run()
+    assert not at.exception
+    at.text_input(key="pt_clean").input(" ".join(["word"] * 70) + " [MASK]").run()
+    at.text_input(key="pt_corrupted").input(" ".join(["term"] * 70) + " [MASK]").run()
+    _refused(at, "more than the 64")
+
+
+@pytest.mark.slow
+def test_minimal_pairs_paradigm_a_pair_and_typed_pairs(at):
+    at.radio(key="cz_view").set_value("Minimal pairs").run()
+    _ok(at)
+    assert any(m.label == "The model prefers the good sentence" for m in at.metric)
+    assert len(at.dataframe[0].value) == 20
+    at.selectbox(key="mp_builtin_pair").set_value(3).run()
+    _ok(at)
+    at.radio(key="mp_source").set_value("Your pairs").run()
+    _ok(at)
+    assert len(at.dataframe[0].value) == 3
+    at.text_area(key="mp_typed").input("The dog barks. | The dog bark.").run()
+    _ok(at)
+    assert any("add more pairs" in i.value for i in at.info)
+    at.text_area(key="mp_typed").input("The dog barks. The dog bark.").run()
+    _refused(at, "line 1 is not")
+    at.text_area(key="mp_typed").input("The [MASK] barks. | The dog bark.").run()
+    _refused(at, "no [MASK]")
+    long = " ".join(["the old house by the river"] * 9)  # 54 words
+    at.text_area(key="mp_typed").input(f"{long} is big. | {long} are big.").run()
+    _ok(at)
+    at.text_area(key="mp_typed").input("<b>x</b> | [y](javascript:alert(1))").run()
+    _ok(at)

@@ -1,0 +1,114 @@
+"""Pseudo-log-likelihood (bert/analysis/scoring.py) against transformers' BertForMaskedLM on the
+same weights, token by token (1e-4), in both variants; minimal pairs and the built-in paradigms;
+typed pairs and their refusals. (minicons, the other reference, is not installed here.)"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import bert
+from bert.analysis.paradigms import PAIRS_EACH, PARADIGMS, parse_pairs
+from bert.analysis.scoring import pseudo_log_likelihood, score_pairs
+from bert.errors import InputError
+from tests.helpers import SPECIALS, minilm_tiny_classifier, tiny_bundle
+
+transformers = pytest.importorskip("transformers")
+
+WORDS = SPECIALS + ["the", "film", "was", "is", "good", "bad", "act", "##or", "##s", "very", "."]
+SENTENCE = "the actors was very good."  # act ##or ##s: one word of three pieces
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    bundle = tiny_bundle(seed=5, words=WORDS)
+    with torch.no_grad():  # larger weights than BERT's start: the scores then differ from token to token
+        for p in bundle.model.parameters():
+            p.add_(0.2 * torch.randn_like(p))
+    folder = bert.export_hf(bundle, tmp_path_factory.mktemp("hf"))
+    theirs = transformers.BertForMaskedLM.from_pretrained(folder, attn_implementation="eager").eval()
+    return bundle, theirs
+
+
+def _hf_scores(theirs, enc, mask_id: int, word_level: bool) -> np.ndarray:
+    """log P(token) with it masked (and, word_level, its word's later pieces), one run per token."""
+    ids = torch.tensor([enc.ids])
+    out = np.full(len(enc.ids), np.nan)
+    for i, s in enumerate(enc.sequence_ids):
+        if s is None:
+            continue
+        masked = ids.clone()
+        masked[0, i] = mask_id
+        if word_level:
+            for j in range(i + 1, len(enc.ids)):
+                if enc.sequence_ids[j] is not None and enc.word_ids[j] == enc.word_ids[i]:
+                    masked[0, j] = mask_id
+        with torch.no_grad():
+            logits = theirs(input_ids=masked).logits[0, i].double()
+        out[i] = float(torch.log_softmax(logits, -1)[enc.ids[i]])
+    return out
+
+
+@pytest.mark.parametrize("word_level", [False, True])
+def test_pll_matches_transformers(pair, word_level):
+    bundle, theirs = pair
+    enc = bundle.tokenizer.encode(SENTENCE)
+    assert enc.tokens[2:5] == ["act", "##or", "##s"]
+    ref = _hf_scores(theirs, enc, bundle.tokenizer.mask_id, word_level)
+    ours = pseudo_log_likelihood(bundle, SENTENCE, word_level)
+    assert np.isnan(ours.scores[0]) and np.isnan(ours.scores[-1]), "[CLS] and [SEP] are not scored"
+    assert np.nanmax(np.abs(ours.scores - ref)) <= 1e-4
+    assert abs(ours.total - np.nansum(ref)) <= 1e-4
+    assert ours.words == ["the", "actors", "was", "very", "good", "."]
+    assert np.allclose(ours.word_scores[1], ref[2:5].sum(), atol=1e-4)
+
+
+def test_word_level_differs_only_on_a_word_of_pieces(pair):
+    bundle, _ = pair
+    tok, word = pseudo_log_likelihood(bundle, SENTENCE), pseudo_log_likelihood(bundle, SENTENCE, word_level=True)
+    differ = np.flatnonzero(np.abs(np.nan_to_num(tok.scores - word.scores)) > 1e-9).tolist()
+    assert differ == [2, 3], "the first two pieces of act##or##s see fewer of their own pieces; the last is the same"
+
+
+def test_pairs_and_refusals(pair):
+    bundle, _ = pair
+    res = score_pairs(bundle, [("the film was good.", "the film is good."), ("the film was bad.", "film the was bad.")])
+    assert res.differences.shape == (2,) and res.correct.dtype == bool
+    assert res.differences[0] == pytest.approx(res.good[0].total - res.bad[0].total)
+    assert res.accuracy == float(res.correct.mean())
+    with pytest.raises(InputError, match="no \\[MASK\\]"):
+        pseudo_log_likelihood(bundle, "the [MASK] was good")
+    with pytest.raises(InputError, match="at most 64 tokens"):
+        pseudo_log_likelihood(bundle, "the film " * 40)
+    with pytest.raises(InputError, match="no pairs"):
+        score_pairs(bundle, [])
+    with pytest.raises(InputError, match="classifier"):
+        pseudo_log_likelihood(minilm_tiny_classifier(), "a film")
+
+
+def test_paradigms_are_minimal_pairs_of_twenty():
+    assert len(PARADIGMS) >= 10
+    for p in PARADIGMS.values():
+        assert len(p.pairs) == PAIRS_EACH == 20, p.name
+        assert len(set(p.pairs)) == len(p.pairs)
+        for good, bad in p.pairs:
+            g, b = good.split(), bad.split()
+            assert len(g) == len(b) and sum(x != y for x, y in zip(g, b)) == 1, (good, bad)
+
+
+def test_parse_pairs_reads_lines_and_names_the_bad_one():
+    assert parse_pairs("# mine\nA cat sleeps. | A cat sleep.\n\n  B | C  \n", 10) == [
+        ("A cat sleeps.", "A cat sleep."),
+        ("B", "C"),
+    ]
+    for text, said in [
+        ("A | B\nno bar here", "line 2 is not"),
+        ("A | B | C", "line 1 is not"),
+        ("A | A", "same sentence twice"),
+        ("", "no pairs yet"),
+        ("A | B\n" * 3, "more than 2 pairs"),
+        ("x" * 1300 + " | y", "longer than 1200"),
+    ]:
+        with pytest.raises(InputError, match=said):
+            parse_pairs(text, 2)
