@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .errors import InputError
-from .tagging import pad_encodings
+from .tagging import pad_inputs
 from .tokenizer.tokenizer import Encoding
 
 MAX_ANSWER_TOKENS = 30
@@ -123,7 +123,7 @@ def answer_question(
     starts, ends = [], []
     for k in range(0, len(ws), 8):
         batch = ws[k : k + 8]
-        out = bundle.model(**pad_encodings([w.enc for w in batch], bundle.tokenizer.pad_id))
+        out = bundle.model(**pad_inputs([(w.enc.ids, w.enc.type_ids) for w in batch], bundle.tokenizer.pad_id))
         for b, w in enumerate(batch):
             T = len(w.enc.ids)
             sl, el = out.start_logits[b, :T], out.end_logits[b, :T]

@@ -65,16 +65,16 @@ def word_labels(enc: Encoding, firsts: list[int | None], tags: list[int]) -> lis
     return labels
 
 
-def pad_encodings(encs: list[Encoding], pad_id: int) -> dict[str, torch.Tensor]:
-    """The model's three inputs for encodings of different lengths, padded to the longest."""
-    T = max(len(e.ids) for e in encs)
-    ids = torch.full((len(encs), T), pad_id, dtype=torch.long)
-    types = torch.zeros((len(encs), T), dtype=torch.long)
-    mask = torch.zeros((len(encs), T), dtype=torch.long)
-    for i, e in enumerate(encs):
-        n = len(e.ids)
-        ids[i, :n] = torch.tensor(e.ids)
-        types[i, :n] = torch.tensor(e.type_ids)
+def pad_inputs(rows: list[tuple[list[int], list[int]]], pad_id: int) -> dict[str, torch.Tensor]:
+    """The model's three inputs for (ids, type ids) rows of different lengths, padded to the longest."""
+    T = max(len(ids) for ids, _ in rows)
+    ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
+    types = torch.zeros((len(rows), T), dtype=torch.long)
+    mask = torch.zeros((len(rows), T), dtype=torch.long)
+    for i, (row, row_types) in enumerate(rows):
+        n = len(row)
+        ids[i, :n] = torch.tensor(row)
+        types[i, :n] = torch.tensor(row_types)
         mask[i, :n] = 1
     return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
 
@@ -99,7 +99,7 @@ def tag_texts(bundle, texts: list[str], batch_size: int = 16) -> list[list[Tagge
                 raise InputError(
                     f"text {i + n + 1} is longer than this model's {limit} tokens: split it into sentences"
                 )
-        probs = bundle.model(**pad_encodings(encs, tok.pad_id)).probs  # (B, T, K)
+        probs = bundle.model(**pad_inputs([(e.ids, e.type_ids) for e in encs], tok.pad_id)).probs  # (B, T, K)
         for text, enc, p in zip(chunk, encs, probs):
             spans = text_words(enc)
             row = []

