@@ -25,6 +25,8 @@ _LAZY = {
     "BertModel": "model",
     "BertForPreTraining": "model",
     "BertForSequenceClassification": "model",
+    "BertForTokenClassification": "task_models",
+    "BertForQuestionAnswering": "task_models",
     "parameter_counts": "model",
 }
 
@@ -33,6 +35,8 @@ __all__ = [
     "BertModel",
     "BertForPreTraining",
     "BertForSequenceClassification",
+    "BertForTokenClassification",
+    "BertForQuestionAnswering",
     "Bundle",
     "Tokenizer",
     "load",

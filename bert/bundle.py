@@ -7,9 +7,13 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .answering import Answer, answer_question
 from .config import BertConfig
 from .errors import InputError
+from .heads import HEADS, Head
 from .model import BertForPreTraining, BertForSequenceClassification, parameter_counts
+from .tagging import TaggedWord, tag_texts
+from .task_models import MODEL_CLASSES, BertForQuestionAnswering, BertForTokenClassification
 from .tokenizer import Tokenizer
 
 
@@ -17,7 +21,7 @@ from .tokenizer import Tokenizer
 class Bundle:
     """A model with its tokenizer and provenance: what `bert.load` returns."""
 
-    model: BertForPreTraining | BertForSequenceClassification
+    model: BertForPreTraining | BertForSequenceClassification | BertForTokenClassification | BertForQuestionAnswering
     tokenizer: Tokenizer
     name: str
     card: str = ""
@@ -34,6 +38,19 @@ class Bundle:
     @property
     def is_classifier(self) -> bool:
         return isinstance(self.model, BertForSequenceClassification)
+
+    @property
+    def is_tagger(self) -> bool:
+        return isinstance(self.model, BertForTokenClassification)
+
+    @property
+    def is_reader(self) -> bool:
+        return isinstance(self.model, BertForQuestionAnswering)
+
+    @property
+    def head(self) -> Head:
+        """Its row of bert/heads.py: which of the four heads the model wears."""
+        return HEADS[next(k for k, cls in MODEL_CLASSES.items() if type(self.model) is cls)]
 
     @property
     def has_mlm(self) -> bool:
@@ -62,6 +79,15 @@ class Bundle:
         if not out:
             return torch.zeros(0, len(self.labels))
         return torch.cat(out)
+
+    def tag(self, texts: list[str], batch_size: int = 16) -> list[list[TaggedWord]]:
+        """Per text, per word: (word, tag, probability) read at the word's first piece (a tagger only)."""
+        return tag_texts(self, texts, batch_size)
+
+    def answer(self, question: str, passage: str, **kw) -> Answer:
+        """The passage's span that answers the question: text, character offsets, score (a reader only;
+        the rule and `kw`: bert/answering.py)."""
+        return answer_question(self, question, passage, **kw)
 
 
 def encode_batch(tokenizer: Tokenizer, texts, max_length: int, texts_b=None) -> dict[str, torch.Tensor]:

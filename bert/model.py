@@ -491,7 +491,8 @@ def parameter_counts(model: nn.Module) -> dict[str, int]:
         counts["NSP head"] = sum(p.numel() for p in model.nsp.parameters())
         if model.rtd is not None:
             counts["replaced-token head"] = sum(p.numel() for p in model.rtd.parameters())
-    elif isinstance(model, BertForSequenceClassification):
-        counts["classifier head"] = sum(p.numel() for p in model.classifier.parameters())
+    for attr, what in (("classifier", "classifier head"), ("qa_outputs", "start/end head")):
+        if isinstance(getattr(model, attr, None), nn.Module):  # a fine-tuning head (bert/heads.py)
+            counts[what] = sum(p.numel() for p in getattr(model, attr).parameters())
     counts["total"] = sum(v for v in counts.values())
     return counts

@@ -68,3 +68,30 @@ class ClassifierOutput:
     @property
     def attentions(self):
         return self.bert.attentions
+
+
+@dataclass
+class TokenClassifierOutput:
+    logits: Tensor  # (B, T, num_labels): one score per tag on every token
+    bert: BertOutput
+    loss: Tensor | None = None
+
+    @property
+    def probs(self) -> Tensor:
+        return torch.softmax(self.logits, dim=-1)
+
+    @property
+    def attentions(self):
+        return self.bert.attentions
+
+
+@dataclass
+class SpanOutput:
+    start_logits: Tensor  # (B, T): how much each token looks like the answer's first token
+    end_logits: Tensor  # (B, T): ... its last token
+    bert: BertOutput
+    loss: Tensor | None = None
+
+    @property
+    def attentions(self):
+        return self.bert.attentions

@@ -364,8 +364,8 @@ def never_built(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("built or read although refused")
 
-    monkeypatch.setattr(bert.checkpoint.load, "BertForPreTraining", boom)
-    monkeypatch.setattr(bert.checkpoint.load, "BertForSequenceClassification", boom)
+    for head in bert.checkpoint.load.MODEL_CLASSES:  # every head's model class
+        monkeypatch.setitem(bert.checkpoint.load.MODEL_CLASSES, head, boom)
     return SimpleNamespace(no_read=lambda: monkeypatch.setattr(bert.checkpoint.load, "read_weights", boom))
 
 

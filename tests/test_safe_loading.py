@@ -223,8 +223,8 @@ def test_config_asking_for_a_huge_model_is_refused_before_building_it(good, monk
     import bert.checkpoint.load
 
     built = []
-    monkeypatch.setattr(bert.checkpoint.load, "BertForPreTraining", lambda *a, **k: built.append(1))
-    monkeypatch.setattr(bert.checkpoint.load, "BertForSequenceClassification", lambda *a, **k: built.append(1))
+    for head in bert.checkpoint.load.MODEL_CLASSES:  # every head's model class
+        monkeypatch.setitem(bert.checkpoint.load.MODEL_CLASSES, head, lambda *a, **k: built.append(1))
     _write_config(good, num_hidden_layers=100_000, hidden_size=4096, num_attention_heads=64, intermediate_size=16384)
     with pytest.raises(CheckpointError, match="over this app's limit|describes an encoder of .* holds only"):
         bert.load(good)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..config import BertConfig
 from ..errors import CheckpointError
+from ..heads import head_of
 from ..public import REPO, public_text
 from .sizes import parameter_breakdown
 
@@ -133,8 +134,6 @@ def summary_from_files(name: str, folder: Path, config: BertConfig, header: dict
     and its card: a classifier as `bert.checkpoint.load.load_folder` decides it, no weights read.
     What loading adds (notes on heads the file lacks) is not known here: notes are empty."""
     keys = set(header) - {"__metadata__"}
-    classifier = bool(config.id2label) and (
-        "classifier.weight" in keys or config.extra.get("architecture") == "classifier"
-    )
-    counts = parameter_breakdown(config, classifier)
-    return ModelSummary(name, config, read_card(folder), (), classifier, counts)
+    head = head_of(config, keys)
+    counts = parameter_breakdown(config, head.key != "pretraining", classes=None if head.labelled else 2)
+    return ModelSummary(name, config, read_card(folder), (), head.key == "classifier", counts)

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 
 def export_hf(bundle: Bundle, out_dir: str | os.PathLike) -> Path:
-    """A folder that `transformers.BertForPreTraining` (or ...ForSequenceClassification)
+    """A folder that transformers' class of the bundle's head (`BertForPreTraining`,
+    `...ForSequenceClassification`, `...ForTokenClassification`, `...ForQuestionAnswering`)
     `.from_pretrained` loads with no missing keys."""
     if not member(bundle.config).hf_export:
         raise CheckpointError(
@@ -39,12 +40,18 @@ def export_hf(bundle: Bundle, out_dir: str | os.PathLike) -> Path:
     tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp"))
     try:
         config = bundle.config
-        hf = ours_to_hf(bundle.model.state_dict(), config)
+        state = bundle.model.state_dict()
+        if not bundle.head.pooler:  # transformers' class of this head has none
+            state = {k: v for k, v in state.items() if not k.startswith("bert.pooler.")}
+        hf = ours_to_hf(state, config)
         save_file(hf, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         d = config.to_dict()
         for k in ("extra", "architecture"):
             d.pop(k, None)
-        d["architectures"] = ["BertForSequenceClassification" if bundle.is_classifier else "BertForPreTraining"]
+        d["architectures"] = [bundle.head.hf_class]
+        if bundle.head.outputs:  # transformers sizes such a head by num_labels (a reader's start and end)
+            d.pop("id2label", None)
+            d["num_labels"] = bundle.head.outputs
         d["tie_word_embeddings"] = True
         atomic_write_text(tmp / "config.json", json.dumps(d, indent=2, sort_keys=True) + "\n")
         bundle.tokenizer.save(tmp / "vocab.txt")

@@ -36,6 +36,7 @@ _TOP = {
     "cls.predictions.transform.LayerNorm": "mlm.norm",
     "cls.seq_relationship": "nsp",
     "classifier": "classifier",
+    "qa_outputs": "qa_outputs",  # a question-answering head's start and end scores
 }
 _TOP.update(
     {

@@ -34,9 +34,11 @@ from ..bundle import Bundle
 from ..config import BertConfig
 from ..errors import CheckpointError
 from ..family import member
-from ..model import BertForPreTraining, BertForSequenceClassification
+from ..heads import head_of
+from ..model import BertForPreTraining
 from ..patterns import CAUSAL, trained_pattern
 from ..public import public_path, public_text
+from ..task_models import MODEL_CLASSES
 from ..tokenizer.for_folder import tokenizer_for_folder
 from . import hub
 from .builtins import ASSETS, BUILTINS, FORMAT, PUBLISHED, available_builtins, minilm_package_dir, read_card
@@ -151,12 +153,10 @@ def _load_folder(folder: Path, name: str | None) -> Bundle:
     # besides the model itself (minilm-l6: peak +180 -> +136 MB while loading).
     ours_format = any(k.startswith(("bert.layers.", "bert.shared_layer.")) for k in raw)
     state, unused = (raw, []) if ours_format else hf_to_ours(raw, config)
-    classifier = bool(config.id2label) and (
-        ("classifier.weight" in state) or config.extra.get("architecture") == "classifier"
-    )
-    model = BertForSequenceClassification(config) if classifier else BertForPreTraining(config)
-    notes, fresh = _load_state(model, state, unused)
-    left_to_right = trained_pattern(config) == CAUSAL and not classifier
+    head = head_of(config, state)
+    model = MODEL_CLASSES[head.key](config)
+    notes, fresh = _load_state(model, state, unused, head.pooler)
+    left_to_right = trained_pattern(config) == CAUSAL and head.key == "pretraining"
     if left_to_right:  # what the sidebar says under it wherever it is picked
         notes.append(LEFT_TO_RIGHT_NOTE)
     model.eval()
@@ -173,9 +173,12 @@ def _load_folder(folder: Path, name: str | None) -> Bundle:
     )
 
 
-def _load_state(model, state: dict[str, torch.Tensor], unused: list[str]) -> tuple[list[str], set[str]]:
-    """Load `state` into `model`; (notes on what the file lacked or had too much of, the prefixes
-    of the parts initialised afresh because the file lacked them: "mlm.", "nsp.", ...)."""
+def _load_state(
+    model, state: dict[str, torch.Tensor], unused: list[str], reads_pooler: bool = True
+) -> tuple[list[str], set[str]]:
+    """Load `state` into `model` (whose head reads the pooler or not); (notes on what the file
+    lacked or had too much of, the prefixes of the parts initialised afresh because the file
+    lacked them: "mlm.", "nsp.", ...)."""
     expected = {k: v for k, v in model.state_dict().items() if k != "mlm.word_embeddings.weight"}
     for k, t in state.items():
         if k in expected and tuple(t.shape) != tuple(expected[k].shape):
@@ -209,6 +212,7 @@ def _load_state(model, state: dict[str, torch.Tensor], unused: list[str]) -> tup
         "rtd.": "no replaced-token head in this checkpoint (an ELECTRA generator): its "
         "replaced-token probabilities are random",
         "classifier": "no classifier head in this checkpoint: freshly initialised",
+        "qa_outputs": "no answer head in this checkpoint: freshly initialised, its answers are random",
     }
     if kin.replaced_token_head:
         groups["mlm."] = (
@@ -219,7 +223,7 @@ def _load_state(model, state: dict[str, torch.Tensor], unused: list[str]) -> tup
         groups["nsp."] = "no sentence-order head in this checkpoint: its order probabilities are random"
     elif not kin.next_sentence:  # said once, as what the model is, not as something missing
         groups["nsp."] = f"{kin.name} has no next-sentence head (it was pre-trained without one)"
-    if not kin.pooler:
+    if not (kin.pooler and reads_pooler):
         del groups["bert.pooler"]
     fresh = {prefix for prefix in groups if any(k.startswith(prefix) for k in missing)}
     if not (kin.next_sentence or kin.sentence_order) and isinstance(model, BertForPreTraining):
@@ -258,7 +262,7 @@ def save(bundle: Bundle, folder: str | os.PathLike, card: str | None = None, hal
             state = {k: v.half() if v.is_floating_point() else v for k, v in state.items()}
         save_file(state, str(tmp / "model.safetensors"), metadata={"format": FORMAT})
         config = bundle.config
-        config.extra["architecture"] = "classifier" if bundle.is_classifier else "pretraining"
+        config.extra["architecture"] = bundle.head.key
         config.extra["do_lower_case"] = bundle.tokenizer.do_lower_case
         config.save(tmp / "config.json")
         bundle.tokenizer.save(tmp)  # its own files: vocab.txt, or vocab.json + merges.txt, or tokenizer.json

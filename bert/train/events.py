@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 PRETRAIN, FINETUNE = "pretrain", "finetune"  # the trainers, as `from_dict` names them
+HEAD = "head"  # the per-token heads' trainer (a tagger, a reader: bert/train/head_train.py)
 
 
 def _optional(default: Any = None) -> Any:
@@ -223,17 +224,63 @@ class FinetuneDone(Done):
     valid_logits: Any = _in_memory()  # the kept model's (N, K) on every validation text, when known
 
 
+# ---- the per-token heads: a tagger, a reader -----------------------------------------------------
+# Scores are dicts named by the task ("accuracy", "f1" for a tagger; "exact_match", "f1" for a reader),
+# so one set of events and one set of curves serves both.
+
+
+class HeadStart(Start):
+    head: str  # bert/heads.py's key: "tagger" or "reader"
+    steps: int
+    train_examples: int  # sentences or questions
+    train_inputs: int  # model inputs made of them (a reader's long passages make several windows)
+    valid_examples: int
+    labels: list[str]  # a tagger's tags ([] for a reader)
+    parameters: int
+    trainable: int
+    prep_seconds: float
+
+
+class HeadStep(TrainStep):
+    loss: float
+    loss_smooth: float
+    lr: float
+    progress: float
+    eta_s: float
+    examples_per_s: float
+
+
+class HeadEval(Eval):
+    epoch: int
+    val_loss: float
+    scores: dict[str, float | None]
+    best: float  # the best so far of the score that picks the kept model
+    eval_seconds: float
+
+
+class HeadDone(Done):
+    step: int
+    steps: int
+    best_step: int
+    error: str | None
+    scores: dict[str, float | None]  # the kept model's on every validation example ({}: never scored)
+    seconds: float
+    train_seconds: float
+    report: dict[str, Any] = field(default_factory=dict)  # what the results view shows (JSON only)
+
+
 # ---- reading back ------------------------------------------------------------------------------
 
 _KINDS: dict[str, dict[str, type[Event]]] = {
     PRETRAIN: {c.event: c for c in (Resumed, PretrainStart, PretrainStep, PretrainEval, PretrainDone, Error)},
     FINETUNE: {c.event: c for c in (FinetuneStart, FinetuneStep, FinetuneEval, FinetuneDone, Error)},
+    HEAD: {c.event: c for c in (HeadStart, HeadStep, HeadEval, HeadDone, Error)},
 }
 
 
 def from_dict(d: dict[str, Any], trainer: str) -> Event:
-    """The event `d` (a `to_dict()`, e.g. from a saved run or a log line) of `trainer` (PRETRAIN or
-    FINETUNE). Keys it does not know are ignored; ValueError for an unknown event or missing fields."""
+    """The event `d` (a `to_dict()`, e.g. from a saved run or a log line) of `trainer` (PRETRAIN,
+    FINETUNE or HEAD). Keys it does not know are ignored; ValueError for an unknown event or missing fields."""
     cls = _KINDS[trainer].get(d.get("event"))
     if cls is None:
         raise ValueError(f"not a {trainer} event: {d.get('event')!r}")

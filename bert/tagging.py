@@ -1,0 +1,110 @@
+"""Tags for every word: a token-classification bundle read at each word's first piece.
+
+A word split into several pieces ("unaffable" -> un ##aff ##able) gets the tag of its FIRST
+piece; the other pieces' scores are never read (in training their labels are -100, ignored by
+the loss). A word is a span of characters: the tokenizer's words (split at spaces and
+punctuation) for a typed text, or the given words of a tagged file, joined by single spaces.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+from .errors import InputError
+from .tokenizer.tokenizer import Encoding
+
+IGNORED = -100  # a label no loss reads: specials, a word's later pieces, padding
+
+
+class TaggedWord(NamedTuple):
+    word: str
+    tag: str
+    prob: float  # the model's probability of that tag at the word's first piece
+
+
+def join_words(words: list[str]) -> tuple[str, list[tuple[int, int]]]:
+    """The words as one text (joined by a space) and each word's (start, end) in it."""
+    spans, pos = [], 0
+    for w in words:
+        spans.append((pos, pos + len(w)))
+        pos += len(w) + 1
+    return " ".join(words), spans
+
+
+def first_pieces(enc: Encoding, spans: list[tuple[int, int]]) -> list[int | None]:
+    """For each word span, the index of its first piece in `enc` (None when the tokenizer made no
+    piece of it, or it was cut by max_length). Pieces of the second text of a pair are not read."""
+    starts = [(s, i) for i, ((s, e), seq) in enumerate(zip(enc.offsets, enc.sequence_ids)) if seq == 0 and e > s]
+    out: list[int | None] = []
+    k = 0
+    for a, b in spans:
+        while k < len(starts) and starts[k][0] < a:
+            k += 1
+        out.append(starts[k][1] if k < len(starts) and starts[k][0] < b else None)
+    return out
+
+
+def text_words(enc: Encoding) -> list[tuple[int, int]]:
+    """The (start, end) of every word of a typed text's encoding: its pieces grouped by word id."""
+    spans: dict[int, list[int]] = {}
+    for (s, e), w, seq in zip(enc.offsets, enc.word_ids, enc.sequence_ids):
+        if seq == 0 and w is not None:
+            span = spans.setdefault(w, [s, e])
+            span[0], span[1] = min(span[0], s), max(span[1], e)
+    return [tuple(spans[w]) for w in sorted(spans)]
+
+
+def word_labels(enc: Encoding, firsts: list[int | None], tags: list[int]) -> list[int]:
+    """One label per token: the word's tag on its first piece, IGNORED everywhere else."""
+    labels = [IGNORED] * len(enc.ids)
+    for pos, tag in zip(firsts, tags):
+        if pos is not None:
+            labels[pos] = tag
+    return labels
+
+
+def pad_inputs(rows: list[tuple[list[int], list[int]]], pad_id: int) -> dict[str, torch.Tensor]:
+    """The model's three inputs for (ids, type ids) rows of different lengths, padded to the longest."""
+    T = max(len(ids) for ids, _ in rows)
+    ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
+    types = torch.zeros((len(rows), T), dtype=torch.long)
+    mask = torch.zeros((len(rows), T), dtype=torch.long)
+    for i, (row, row_types) in enumerate(rows):
+        n = len(row)
+        ids[i, :n] = torch.tensor(row)
+        types[i, :n] = torch.tensor(row_types)
+        mask[i, :n] = 1
+    return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
+
+
+@torch.inference_mode()
+def tag_texts(bundle, texts: list[str], batch_size: int = 16) -> list[list[TaggedWord]]:
+    """Per text, per word: (word as typed, its tag, that tag's probability) at its first piece.
+    A text longer than the model's window is refused (InputError): split it into sentences."""
+    if not bundle.is_tagger:
+        raise InputError(f"{bundle.name} is not a fine-tuned tagger")
+    if isinstance(texts, str):
+        texts = [texts]
+    tok, limit = bundle.tokenizer, bundle.config.max_tokens
+    labels = bundle.labels
+    bundle.model.eval()
+    out: list[list[TaggedWord]] = []
+    for i in range(0, len(texts), batch_size):
+        chunk = texts[i : i + batch_size]
+        encs = [tok.encode(t, max_length=limit) for t in chunk]
+        for n, e in enumerate(encs):
+            if e.truncated:
+                raise InputError(
+                    f"text {i + n + 1} is longer than this model's {limit} tokens: split it into sentences"
+                )
+        probs = bundle.model(**pad_inputs([(e.ids, e.type_ids) for e in encs], tok.pad_id)).probs  # (B, T, K)
+        for text, enc, p in zip(chunk, encs, probs):
+            spans = text_words(enc)
+            row = []
+            for (s, e), pos in zip(spans, first_pieces(enc, spans)):
+                best = int(p[pos].argmax())
+                row.append(TaggedWord(text[s:e], labels[best], float(p[pos, best])))
+            out.append(row)
+    return out

@@ -1,0 +1,93 @@
+"""The two per-token fine-tuning heads (the text's own: `BertForSequenceClassification` in
+bert/model.py), and the model class of each head of bert/heads.py.
+
+- `BertForTokenClassification`: every token's last vector -> dropout -> linear -> one score per
+  tag, (B, T, K). Its loss reads only positions whose label is not -100 (the words' first pieces).
+- `BertForQuestionAnswering`: every token's last vector -> linear -> two scores, the answer's
+  start and end, (B, T) each. Its loss is the mean of the start's and the end's cross-entropy;
+  a position outside the input (a truncated answer) is ignored, as in transformers.
+Both take and give what transformers' classes of the same names do, weights named alike.
+"""
+
+from __future__ import annotations
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .config import BertConfig
+from .dropout import Dropout
+from .errors import InputError
+from .model import BertForPreTraining, BertForSequenceClassification, BertModel, init_weights
+from .outputs import SpanOutput, TokenClassifierOutput
+
+
+class BertForTokenClassification(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        if not config.id2label:
+            raise InputError("a tagger needs tags (config.id2label)")
+        self.config = config
+        self.bert = BertModel(config)
+        p = config.classifier_dropout
+        self.dropout = Dropout(config.hidden_dropout_prob if p is None else p)
+        self.classifier = nn.Linear(config.hidden_size, len(config.id2label))
+        init_weights(self)
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        labels: Tensor | None = None,
+        **kwargs,
+    ) -> TokenClassifierOutput:
+        """labels: (B, T) tag indices, -100 where no tag is read (specials, later pieces, padding)."""
+        out = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
+        logits = self.classifier(self.dropout(out.last_hidden_state))  # (B, T, K)
+        loss = None
+        if labels is not None:
+            flat = labels.reshape(-1)
+            if bool((flat != -100).any()):
+                loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), flat, ignore_index=-100)
+            else:  # nothing to learn in this batch
+                loss = logits.sum() * 0.0
+        return TokenClassifierOutput(logits=logits, bert=out, loss=loss)
+
+
+class BertForQuestionAnswering(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config)
+        self.qa_outputs = nn.Linear(config.hidden_size, 2)  # [start, end]
+        init_weights(self)
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        start_positions: Tensor | None = None,
+        end_positions: Tensor | None = None,
+        **kwargs,
+    ) -> SpanOutput:
+        """start_positions, end_positions: (B,) token indices of the answer (0, [CLS], for none)."""
+        out = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
+        start, end = self.qa_outputs(out.last_hidden_state).unbind(-1)  # (B, T) each
+        loss = None
+        if start_positions is not None and end_positions is not None:
+            T = start.shape[1]  # a position past the input is ignored
+            s = start_positions.view(-1).clamp(0, T)
+            e = end_positions.view(-1).clamp(0, T)
+            loss = (
+                F.cross_entropy(start.float(), s, ignore_index=T) + F.cross_entropy(end.float(), e, ignore_index=T)
+            ) / 2
+        return SpanOutput(start_logits=start, end_logits=end, bert=out, loss=loss)
+
+
+MODEL_CLASSES = {
+    "pretraining": BertForPreTraining,
+    "classifier": BertForSequenceClassification,
+    "tagger": BertForTokenClassification,
+    "reader": BertForQuestionAnswering,
+}

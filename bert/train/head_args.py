@@ -1,0 +1,70 @@
+"""`HeadArgs`: the settings of one per-token fine-tuning run (a tagger or a reader,
+bert/train/head_train.py), checked against the base model before it starts."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..errors import TrainingError
+from ..heads import HEADS
+from .device import DEVICES, resolve_device
+
+TASK_HEADS = ("tagger", "reader")  # bert/heads.py's per-token rows
+
+
+# The tagger's defaults: the built-in part-of-speech run on MiniLM-L6 (benchmarks: quality and time on
+# one core); a reader's run takes longer windows (`for_head`).
+@dataclass
+class HeadArgs:
+    head: str = "tagger"  # "tagger" (label every word) or "reader" (find the answer)
+    data: str = "builtin:brown-pos"  # an uploaded file's name, or "builtin:brown-pos" / "builtin:qa-demo"
+    checkpoint: str = "minilm-l6"
+    name: str | None = None  # the result's display name
+    max_length: int = 64  # tokens per input, special tokens included
+    stride: int = 16  # a reader's passage tokens shared by two consecutive windows
+    batch_size: int = 16
+    lr: float = 1e-4  # the encoder's peak learning rate
+    head_lr_scale: float = 10.0  # the new head learns this many times faster
+    epochs: int = 1
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    clip: float = 1.0
+    freeze_embeddings: bool = True
+    evals: int = 4  # evaluations per epoch (the curves' points)
+    max_train: int | None = 1500  # sentences or questions used at most (a random sample)
+    max_valid: int | None = 300
+    valid_fraction: float = 0.2
+    seed: int = 0
+    threads: int | None = None
+    device: str = field(default="auto", metadata={"choices": DEVICES})
+
+    def check(self, max_positions: int | None = None) -> None:
+        """TrainingError for settings that make no sense."""
+
+        def bad(msg):
+            raise TrainingError(msg)
+
+        if self.head not in TASK_HEADS:
+            bad(f"the head must be one of {', '.join(TASK_HEADS)}, not {self.head!r}")
+        if self.batch_size < 1 or self.epochs < 1 or self.evals < 1:
+            bad("batch size, epochs and evaluations must each be at least 1")
+        if not (math.isfinite(self.lr) and self.lr > 0 and self.head_lr_scale > 0):
+            bad(f"the learning rate must be a positive number, not {self.lr}")
+        if not 0.0 <= self.warmup_ratio < 1.0:
+            bad("the warm-up ratio must lie in [0, 1)")
+        smallest = 48 if self.head == "reader" else 8
+        if self.max_length < smallest:
+            bad(f"max_length must be at least {smallest} tokens for {HEADS[self.head].task!r}")
+        if max_positions is not None and self.max_length > max_positions:
+            bad(f"max_length {self.max_length} is more than the model's {max_positions} positions")
+        if self.head == "reader" and not 0 <= self.stride < self.max_length // 2:
+            bad("the stride must lie between 0 and half the window")
+        resolve_device(self.device)
+
+
+def for_head(head: str, **changes) -> HeadArgs:
+    """The defaults of a head's run: a reader reads windows of 192 tokens over its built-in demo set."""
+    if head == "reader":
+        changes = {"data": "builtin:qa-demo", "max_length": 192, "stride": 64, "lr": 3e-4, **changes}
+    return HeadArgs(head=head, **changes)
