@@ -7,6 +7,7 @@ import streamlit as st
 import app
 from app import attention_patterns as patterns
 from app.analysis_cache import analyze
+from app.export.view_file import Choice
 from app.figures import core
 from app.model_sources import current_model
 from app.ui import family_note, links, show_figure, widgets
@@ -85,10 +86,9 @@ with show_errors("the attention maps"):
     )
     view = st.radio("View", VIEWS, horizontal=True, key="att_view")
 
-    att = an.attentions[layer, head]  # (T, T)
     tokens, keep = an.tokens, list(range(T))
     if hide:
-        att, tokens, keep = hide_specials(att, tokens)
+        tokens, keep = hide_specials(an.attentions[0, 0], tokens)[1:]
     shown_hidden = None if hidden is None else hidden[np.ix_(keep, keep)]
 
     if view == "Heatmap":
@@ -103,11 +103,14 @@ with show_errors("the attention maps"):
                 step=16,
                 key="att_window",
             )
-        sub = att[start : start + WINDOW, start : start + WINDOW]
-        shown = tokens[start : start + WINDOW]
         window = None if hidden is None else shown_hidden[start : start + WINDOW, start : start + WINDOW]
-        fig = core.attention_heatmap(sub, shown, title=f"layer {layer + 1}, head {head + 1}", hidden=window)
-        show_figure.show(fig, f"attention-L{layer + 1}-H{head + 1}", key="att_heatmap")
+        draw = core.head_maps(an.attentions, an.tokens, keep if hide else None, start, WINDOW, hidden=window)
+        show_figure.show(
+            draw(layer, head),
+            f"attention-L{layer + 1}-H{head + 1}",
+            key="att_heatmap",
+            choice=Choice((("Layer", L), ("Head", H)), draw, (layer, head)),  # every head in the saved file
+        )
         st.caption(
             "Each row is one token looking at the others; darker means more attention. "
             "Hover over a cell for its exact weight."
