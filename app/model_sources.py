@@ -184,7 +184,7 @@ def current_model() -> CurrentModel:
     else:
         bundle = load_model(src)
         picked = CurrentModel(bundle, f"{'builtin' if src in BUILTINS else 'path'}:{src}", bundle.name)
-    view_context.note_model(picked.label, picked.bundle.model)  # for the page's saved views
+    view_context.note_model(picked.label, picked.key, picked.bundle.model)  # for the page's saved views
     return picked
 
 

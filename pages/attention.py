@@ -1,5 +1,7 @@
 """Attention: each head's map, all heads at once, Q/K/V with the numbers, and bertviz views."""
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -7,6 +9,7 @@ import streamlit as st
 import app
 from app import attention_patterns as patterns
 from app.analysis_cache import analyze
+from app.export import notebook as nb
 from app.export.view_file import Choice
 from app.figures import core
 from app.model_sources import current_model
@@ -14,6 +17,7 @@ from app.ui import family_note, links, show_figure, widgets
 from app.ui.errors import show_errors
 from app.ui.formatting import attention_walkthrough, hide_specials, token_labels
 from app.ui.widgets import index_slider
+from bert.patterns import BIDIRECTIONAL
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
@@ -110,6 +114,9 @@ with show_errors("the attention maps"):
             f"attention-L{layer + 1}-H{head + 1}",
             key="att_heatmap",
             choice=Choice((("Layer", L), ("Head", H)), draw, (layer, head)),  # every head in the saved file
+            notebook=partial(nb.attention, text_a=an.text_a, text_b=an.text_b, layer=layer, head=head)
+            if pattern == BIDIRECTIONAL  # the notebook reads both ways, as the app's default
+            else None,
         )
         st.caption(
             "Each row is one token looking at the others; darker means more attention. "

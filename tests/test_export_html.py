@@ -133,7 +133,7 @@ def test_every_figure_of_a_page_offers_its_file_with_the_model_and_inputs(monkey
     def spy(real):
         def download_button(*args, **kwargs):
             label, data = args[-2:]  # (self,) label, data: a column's button or the page's
-            if label == "Save this view (HTML)":
+            if label in ("Save this view (HTML)", "Open as a notebook"):
                 offered[kwargs.get("file_name")] = data
             return real(*args, **kwargs)
 
@@ -145,7 +145,7 @@ def test_every_figure_of_a_page_offers_its_file_with_the_model_and_inputs(monkey
     at.session_state[state.TEXT_A] = f"the cat sat {HOSTILE}"
     at.switch_page("pages/attention.py").run()
     assert not at.exception, [e.value for e in at.exception]
-    assert "att_heatmap_html" in {b.key for b in at.get("download_button")}
+    assert {"att_heatmap_html", "att_heatmap_ipynb"} <= {b.key for b in at.get("download_button")}
     text = offered["attention-L1-H1.html"]().decode("utf-8")
     panel = _views(text)["panels"][0]
     assert panel["sizes"] == [6, 12] and len(panel["frames"]) == 72
@@ -153,6 +153,9 @@ def test_every_figure_of_a_page_offers_its_file_with_the_model_and_inputs(monkey
     from app.model_sources import load_model
 
     assert f"<code>{weights_hash(load_model(state.DEFAULT_MODEL).model)}</code>" in text
+    notebook = json.loads(offered["attention-L1-H1.ipynb"]())  # the same model by name, the same sentence
+    code = "".join(line for cell in notebook["cells"] for line in cell["source"])
+    assert "bundle = bert.load('minilm-l6')" in code and repr(f"the cat sat {HOSTILE}") in code
 
 
 def test_head_maps_draw_any_head_as_the_page_draws_the_picked_one():

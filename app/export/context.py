@@ -21,6 +21,7 @@ _lock = threading.Lock()
 class Notes:
     page: str  # the page's script hash
     model_label: str | None = None
+    model_key: str | None = None  # the app's key: "builtin:<name>", "path:<folder>", "session:..."
     model: Any = None  # the torch module, hashed only when a file is asked for
     inputs: dict[str, str] = field(default_factory=dict)
 
@@ -47,11 +48,11 @@ def _mine(create: bool) -> Notes | None:
         return notes
 
 
-def note_model(label: str, model) -> None:
-    """The model this page runs on (its label and torch module)."""
+def note_model(label: str, key: str, model) -> None:
+    """The model this page runs on (its label, the app's key for it and its torch module)."""
     notes = _mine(create=True)
     if notes is not None:
-        notes.model_label, notes.model = label, model
+        notes.model_label, notes.model_key, notes.model = label, key, model
 
 
 def note_input(label: str, text: str) -> None:
