@@ -21,6 +21,7 @@ import functools
 import hashlib
 import html
 import json
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import product
@@ -31,6 +32,10 @@ from ..bertviz.data import script_json
 from .stamp import Stamp
 
 FRAMES_BUDGET = 3_000_000  # bytes of figure JSON for one figure's precomputed choices
+# Files built at once in one process: building holds the interpreter (plotly figures, JSON), so ten
+# students saving together queue here instead of starving every other session's page.
+BUILDS_AT_ONCE = 1
+_building = threading.BoundedSemaphore(BUILDS_AT_ONCE)
 MIME = "text/html"
 SIGNIFICANT = 4  # digits kept of each number a figure plots
 
@@ -182,12 +187,14 @@ h1{font-size:1.4rem;margin:0 0 .3rem}.bx-stamp,.bx-caption,footer{color:#555;fon
 
 def view_html(title: str, panels: Sequence[Panel], stamp: Stamp, config: dict | None = None) -> str:
     """The whole file: `title`, the stamp, each panel's figure (with its menus, caption and any
-    note) and the footer. `config` is plotly's (the modebar), the same for every figure."""
+    note) and the footer. `config` is plotly's (the modebar), the same for every figure. The
+    figures are built one file at a time per process (BUILDS_AT_ONCE)."""
     e = html.escape
     config = {"displaylogo": False, "responsive": True, **(config or {})}
     body, data = [], []
-    for n, panel in enumerate(panels):
-        frames, note = _frames(panel)
+    with _building:
+        built = [_frames(panel) for panel in panels]
+    for n, (panel, (frames, note)) in enumerate(zip(panels, built)):
         data.append(frames)
         body.append(
             f'<section class="bx-panel" id="bx-panel-{n}">{_menus(panel.choice if note is None else None)}'
