@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 PORT ?= 8501
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup setup-dev setup-cluster data browser lint run test test-fast soak bench docs clean
+.PHONY: setup setup-dev setup-cluster data browser lint run test test-fast soak bench docs wheel clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -68,5 +68,11 @@ bench: setup-dev
 docs: setup-dev data browser
 	$(BIN)/python scripts/docs_pictures.py
 
+# The project as one wheel in dist/ (import names bert, app with its figure builders, benchmarks):
+# what a saved view's notebook needs in a fresh venv (`pip install dist/*.whl`).
+wheel: setup-dev
+	$(BIN)/pip wheel -q --no-deps --no-build-isolation -w dist .
+	rm -rf build
+
 clean:
-	rm -rf $(VENV) .cache tests/artifacts
+	rm -rf $(VENV) .cache tests/artifacts build dist

@@ -34,6 +34,7 @@ from bert.public import public_text
 
 from . import state
 from .current_model import CurrentModel
+from .export import context as view_context
 from .server.memory import release_memory
 from .ui.formatting import card_summary, clean_text
 
@@ -179,10 +180,12 @@ def current_model() -> CurrentModel:
             raise CheckpointError(
                 f"your model {name!r} is no longer in this session; switched back to {state.DEFAULT_MODEL}"
             )
-        return CurrentModel(in_hand(models[name]), st.session_state[state.USER_MODEL_IDS][name], f"{name} (yours)")
-    bundle = load_model(src)
-    kind = "builtin" if src in BUILTINS else "path"
-    return CurrentModel(bundle, f"{kind}:{src}", bundle.name)
+        picked = CurrentModel(in_hand(models[name]), st.session_state[state.USER_MODEL_IDS][name], f"{name} (yours)")
+    else:
+        bundle = load_model(src)
+        picked = CurrentModel(bundle, f"{'builtin' if src in BUILTINS else 'path'}:{src}", bundle.name)
+    view_context.note_model(picked.label, picked.key, picked.bundle.model)  # for the page's saved views
+    return picked
 
 
 def in_hand(bundle: bert.Bundle) -> bert.Bundle:

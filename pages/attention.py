@@ -1,5 +1,7 @@
 """Attention: each head's map, all heads at once, Q/K/V with the numbers, and bertviz views."""
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -7,12 +9,15 @@ import streamlit as st
 import app
 from app import attention_patterns as patterns
 from app.analysis_cache import analyze
+from app.export import notebook as nb
+from app.export.view_file import Choice
 from app.figures import core
 from app.model_sources import current_model
 from app.ui import family_note, links, show_figure, widgets
 from app.ui.errors import show_errors
 from app.ui.formatting import attention_walkthrough, hide_specials, token_labels
 from app.ui.widgets import index_slider
+from bert.patterns import BIDIRECTIONAL
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
@@ -85,10 +90,9 @@ with show_errors("the attention maps"):
     )
     view = st.radio("View", VIEWS, horizontal=True, key="att_view")
 
-    att = an.attentions[layer, head]  # (T, T)
     tokens, keep = an.tokens, list(range(T))
     if hide:
-        att, tokens, keep = hide_specials(att, tokens)
+        tokens, keep = hide_specials(an.attentions[0, 0], tokens)[1:]
     shown_hidden = None if hidden is None else hidden[np.ix_(keep, keep)]
 
     if view == "Heatmap":
@@ -103,11 +107,17 @@ with show_errors("the attention maps"):
                 step=16,
                 key="att_window",
             )
-        sub = att[start : start + WINDOW, start : start + WINDOW]
-        shown = tokens[start : start + WINDOW]
         window = None if hidden is None else shown_hidden[start : start + WINDOW, start : start + WINDOW]
-        fig = core.attention_heatmap(sub, shown, title=f"layer {layer + 1}, head {head + 1}", hidden=window)
-        show_figure.show(fig, f"attention-L{layer + 1}-H{head + 1}", key="att_heatmap")
+        draw = core.head_maps(an.attentions, an.tokens, keep if hide else None, start, WINDOW, hidden=window)
+        show_figure.show(
+            draw(layer, head),
+            f"attention-L{layer + 1}-H{head + 1}",
+            key="att_heatmap",
+            choice=Choice((("Layer", L), ("Head", H)), draw, (layer, head)),  # every head in the saved file
+            notebook=partial(nb.attention, text_a=an.text_a, text_b=an.text_b, layer=layer, head=head)
+            if pattern == BIDIRECTIONAL  # the notebook reads both ways, as the app's default
+            else None,
+        )
         st.caption(
             "Each row is one token looking at the others; darker means more attention. "
             "Hover over a cell for its exact weight."

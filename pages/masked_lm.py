@@ -3,12 +3,14 @@
 import random
 import re
 import zlib
+from functools import partial
 
 import streamlit as st
 
 import app
 from app import attention_patterns, state
 from app.analysis_cache import mlm_predict, nsp_probability, replaced_tokens
+from app.export import notebook as nb
 from app.figures import core
 from app.model_sources import current_model
 from app.ui import family_note, links, show_figure, widgets
@@ -136,6 +138,7 @@ with show_errors("the masked-word predictions"):
                         f"masked-lm-bar-{n}",
                         where=c,
                         key=f"mlm_bar_{n}",
+                        notebook=partial(nb.masked_lm, text=text, k=k) if n == 1 else None,  # every gap
                     )
             st.subheader("Both ways or left only?")
             st.markdown(

@@ -5,11 +5,13 @@ The page (pages/finetune.py) lays them out; what they compute is in app/training
 """
 
 import hashlib
+from functools import partial
 
 import streamlit as st
 
 from bert.data.labelled import LabelledData
 
+from ..export.notebook import finetune_report
 from ..figures import training as training_figures
 from ..jobs.spec import FINETUNE
 from ..ui import show_figure
@@ -252,6 +254,16 @@ def show_result(res: dict) -> None:
         f"batch {args.batch_size}, learning rate {args.lr:g}, "
         f"{args.epochs} epoch(s). It is in the sidebar's model list for this session.",
         training_figures.finetune_curves(res["metrics"], fin.steps),
+        notebook=partial(
+            finetune_report,
+            name=res["name"],
+            key=res["key"],
+            events=res["metrics"],
+            report=rep,
+            steps=fin.steps,
+        )
+        if rep
+        else None,
     )
     if rep:
         t1, t2, t3 = st.tabs(["Scores per class", "Confusion matrix", "Most confident mistakes"])

@@ -133,8 +133,11 @@ def stop_button(page: TrainPage, job: JobHandle, label: str, stopping_label: str
     st.button(stopping_label if stopping else label, key=f"{page.prefix}_stop", on_click=job.stop, disabled=stopping)
 
 
-def result_summary(page: TrainPage, res: dict, metrics: list[tuple[str, str]], caption: str, curves: go.Figure) -> None:
-    """A result's head: why it ended early, its run code, a row of metrics, `caption`, its curves."""
+def result_summary(
+    page: TrainPage, res: dict, metrics: list[tuple[str, str]], caption: str, curves: go.Figure, notebook=None
+) -> None:
+    """A result's head: why it ended early, its run code, a row of metrics, `caption`, its curves
+    (with `notebook`, app/ui/show_figure.py's notebook builder for them)."""
     if res["error"]:
         st.error(md_escape(res["error"]), icon=ICON_ERR)
     elif result_status(res):
@@ -145,7 +148,7 @@ def result_summary(page: TrainPage, res: dict, metrics: list[tuple[str, str]], c
         col.metric(label, value)
     st.caption(caption)
     jid = res["job_id"]
-    show_figure.show(curves, f"{page.slug}-curves-{jid}", key=f"{page.prefix}_curves_{jid}")
+    show_figure.show(curves, f"{page.slug}-curves-{jid}", key=f"{page.prefix}_curves_{jid}", notebook=notebook)
 
 
 def keep_it(page: TrainPage, res: dict) -> None:

@@ -8,17 +8,25 @@ a one-line text alternative.
   maps a perceptually uniform scale that colour-blind viewers read too (cividis).
 - Under each figure, a caption says in words what it shows most strongly (`describe`), for
   screen readers and for the back of the room.
+- "Save this view (HTML)" under each figure: one file that opens with no network (app/export),
+  with the model and the inputs the page noted; built on click, off the page's run.
 """
 
 from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
+from ..export import context
+from ..export.notebook import MIME as NOTEBOOK_MIME
+from ..export.notebook import ModelRef
+from ..export.stamp import Stamp, weights_hash
+from ..export.view_file import MIME, Choice, Panel, view_html
 from .formatting import md_escape
 from .links import PROJECTOR
 
@@ -169,15 +177,74 @@ def _plain(text) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", str(text)))
 
 
-def show(fig: go.Figure, name: str, where=None, key: str | None = None, caption: str | None = None, **kwargs):
-    """Draw `fig` with its download named `name`, projector styling if on, and a text alternative
-    (`caption`, else `describe(fig)`). Other keyword arguments go to st.plotly_chart (e.g.
-    on_select); its return value is returned."""
+def show(
+    fig: go.Figure,
+    name: str,
+    where=None,
+    key: str | None = None,
+    caption: str | None = None,
+    choice: Choice | None = None,
+    notebook: Callable[[ModelRef, Stamp], str] | None = None,
+    **kwargs,
+):
+    """Draw `fig` with its download named `name`, projector styling if on, a text alternative
+    (`caption`, else `describe(fig)`) and its "Save this view (HTML)" button (`choice`: the
+    page's layer/head choice, precomputed into the file); with `notebook` (a builder of
+    app/export/notebook.py, its view's inputs bound) an "Open as a notebook" button too. Other
+    keyword arguments go to st.plotly_chart (e.g. on_select); its return value is returned."""
     where = where or st
+    plain = fig
     if projector_on():
         fig = style_for_projector(go.Figure(fig))  # a copy: a cached figure is shared by every session
     event = where.plotly_chart(fig, width="stretch", key=key, config=config(name), **kwargs)
     alt = caption if caption is not None else describe(fig)
     if alt:
         where.caption(f"In words: {md_escape(alt)}")
+    save_buttons(plain, name, where, key, alt, choice, notebook)
     return event
+
+
+def save_buttons(fig: go.Figure, name: str, where, key: str | None, caption: str, choice=None, notebook=None):
+    """The figure's self-contained HTML file (and its notebook), built only when clicked (in a
+    server thread, not the page's run): what the page noted (model, inputs) is read now, the
+    weights hashed then."""
+    notes = context.current()
+    label, model_key, model = (notes.model_label, notes.model_key, notes.model) if notes else (None, None, None)
+    inputs = tuple(notes.inputs.items()) if notes else ()
+    plotly_config = config(name, "png")
+    title = _plain(name.replace("-", " ")).capitalize()
+
+    def stamp() -> Stamp:
+        return Stamp(model=label, weights=weights_hash(model) if model is not None else None, inputs=inputs)
+
+    def build() -> bytes:
+        return view_html(title, [Panel(fig, caption, choice)], stamp(), plotly_config).encode("utf-8")
+
+    def build_notebook() -> bytes:
+        return notebook(ModelRef(model_key, label), stamp()).encode("utf-8")
+
+    where.download_button(
+        "Save this view (HTML)",
+        build,
+        file_name=f"{file_name(name)}.html",
+        mime=MIME,
+        key=f"{key}_html" if key else None,
+        on_click="ignore",
+        icon=":material/download:",
+        type="tertiary",
+        help="One file with this figure, still interactive, the model and your inputs: it opens in any "
+        "browser with no network, to keep or to put on a course page.",
+    )
+    if notebook is not None:
+        where.download_button(
+            "Open as a notebook",
+            build_notebook,
+            file_name=f"{file_name(name)}.ipynb",
+            mime=NOTEBOOK_MIME,
+            key=f"{key}_ipynb" if key else None,
+            on_click="ignore",
+            icon=":material/code:",
+            type="tertiary",
+            help="A Jupyter notebook that computes this view again with the project's own code (bert) and "
+            "draws it with the same figure builders: `pip install` the project folder, then open it.",
+        )

@@ -13,6 +13,7 @@ from bert import InputError, settings
 from bert.tokenizer.vocab import MASK_TOKEN as MASK
 
 from .. import state
+from ..export import context
 from . import links
 from .formatting import md_escape
 
@@ -71,7 +72,9 @@ def _stored_text_box(label: str, widget_key: str, store_key: str, help_text: str
         max_chars=SENTENCE_CHARS,
         help=cap_help(SENTENCE_CHARS, help_text),
     )
-    return cap_text(st.session_state[store_key], what)
+    text = cap_text(st.session_state[store_key], what)
+    context.note_input(label, text)  # for the page's saved views
+    return text
 
 
 def sentence_inputs(

@@ -1,0 +1,2 @@
+"""A view taken home: one self-contained HTML file (view_file), the stamp it carries (stamp), and
+what the page noted for it while it ran (context); a notebook that reproduces it (notebook)."""

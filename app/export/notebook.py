@@ -1,0 +1,205 @@
+"""A view as a Jupyter notebook (.ipynb, format 4) that reproduces it with the project installed
+as a package: cells that load the same model, compute with `bert` and draw with the same
+figure builders the app uses (app.figures), markdown cells with the page's explanation.
+
+Each notebook prints its numbers as one JSON line after NUMBERS (`printed_numbers` reads it back),
+so a test runs it headless and compares them with the app's. Typed text reaches the code cells
+only as Python string literals (repr) and the markdown cells escaped. No streamlit, no nbformat:
+the file is plain JSON in the documented format.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from .stamp import Stamp
+
+NUMBERS = "NUMBERS "  # the line a notebook prints its numbers on, as JSON
+MIME = "application/x-ipynb+json"
+INSTALL = (
+    "Run it where the project is installed as a package: `pip install <the project folder>` "
+    "(or the wheel `make wheel` builds) in a fresh virtual environment, then open this notebook in Jupyter."
+)
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """How a notebook loads the view's model: the app's key ("builtin:<name>", "path:<folder>",
+    "session:...") and its label."""
+
+    key: str | None
+    label: str | None
+
+    def code(self) -> str:
+        kind, _, source = (self.key or "").partition(":")
+        if kind == "builtin":
+            return f"bundle = bert.load({source!r})"
+        if kind == "path":
+            name = PurePath(source).name
+            return (
+                "# a model of the server's models folder: point this at your copy of the folder\n"
+                f"bundle = bert.load(os.path.join(os.environ.get('BERT_EXPLORER_MODELS_DIR', 'models'), {name!r}))"
+            )
+        return (
+            "# the view's model was trained in a session of the app: save it there (its download), unzip it,\n"
+            "# and load its folder here\n"
+            "bundle = bert.load('path/to/the/saved/model/folder')"
+        )
+
+    def note(self) -> str:
+        kind = (self.key or "").partition(":")[0]
+        if kind == "session":
+            return "The model was trained in a session of the app: the first code cell says how to load it."
+        return ""
+
+
+def md_text(text: str) -> str:
+    """Typed text for a markdown cell: HTML and markdown characters escaped, on one line."""
+    text = re.sub(r"\s+", " ", text or "")
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|~])", r"\\\1", text)
+
+
+def _cell(kind: str, source: str) -> dict:
+    lines = source.strip("\n").splitlines(keepends=True)
+    cell = {"cell_type": kind, "metadata": {}, "source": lines}
+    if kind == "code":
+        cell.update(execution_count=None, outputs=[])
+    return cell
+
+
+def _stamp_md(title: str, stamp: Stamp, model: ModelRef, load: bool) -> str:
+    weights = f", weights sha256 `{stamp.weights}`" if stamp.weights else ""
+    inputs = "".join(f"\n- **{md_text(label)}**: {md_text(text)}" for label, text in stamp.inputs if text)
+    model_line = f"Model **{md_text(model.label or '?')}**{weights}. {model.note() if load else ''}".rstrip()
+    return (
+        f"# {md_text(title)}\n\nSaved from BERT Explorer {md_text(stamp.version)} on {stamp.saved}. "
+        f"{model_line}\n{inputs}\n\n{INSTALL}"
+    )
+
+
+def notebook(title: str, stamp: Stamp, model: ModelRef, cells: list[tuple[str, str]], load: bool = True) -> str:
+    """The .ipynb text: the stamp, the imports and (if `load`) the model, then `cells` ((kind,
+    source) with kind "markdown" or "code")."""
+    setup = "import json\nimport os\n\nimport bert\nfrom app.figures import core, training"
+    setup += f"\n\n{model.code()}" if load else ""
+    body = [_cell("markdown", _stamp_md(title, stamp, model, load)), _cell("code", setup)]
+    body += [_cell(kind, source) for kind, source in cells]
+    nb = {
+        "cells": body,
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    for n, cell in enumerate(nb["cells"]):
+        cell["id"] = f"cell-{n}"
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+
+
+def printed_numbers(outputs: list[dict]) -> dict:
+    """The JSON a notebook's cell printed after NUMBERS, from its executed outputs."""
+    for out in outputs:
+        for line in "".join(out.get("text", "")).splitlines():
+            if line.startswith(NUMBERS):
+                return json.loads(line[len(NUMBERS) :])
+    raise ValueError("the cell printed no numbers")
+
+
+ATTENTION_MD = (
+    "In every layer each token builds a new vector by mixing the vectors of all tokens, itself included. "
+    "How much of each it takes is its **attention**: a row of weights that are positive and add up to 1. "
+    "A layer has several **heads**, each with its own weights. Below: one head's map (rows look, columns "
+    "are looked at), then every head at once. Change `layer` and `head` (counted from 1) and run again."
+)
+
+
+def attention(model: ModelRef, stamp: Stamp, text_a: str, text_b: str | None, layer: int, head: int) -> str:
+    """The Attention page: one head's map at `layer`, `head` (0-based) and all heads."""
+    cells = [
+        ("markdown", ATTENTION_MD),
+        (
+            "code",
+            "from bert.analysis import full\n\n"
+            f"text_a = {text_a!r}\ntext_b = {(text_b or None)!r}\n"
+            "an = full.analyze(bundle, text_a, text_b)  # the app's analysis: tokens, attentions (L, H, T, T), ...\n"
+            "an.tokens",
+        ),
+        (
+            "code",
+            f"layer, head = {layer + 1}, {head + 1}\n"
+            "att = an.attentions[layer - 1, head - 1]\n"
+            f"print({NUMBERS!r} + json.dumps({{'tokens': an.tokens, 'attention': att.tolist()}}))\n"
+            "core.attention_heatmap(att, an.tokens, title=f'layer {layer}, head {head}')",
+        ),
+        ("code", "core.attention_grid(an.attentions, selected=(layer - 1, head - 1))"),
+    ]
+    return notebook("Attention", stamp, model, cells)
+
+
+MASKED_LM_MD = (
+    "BERT was pre-trained to fill in hidden words: put `[MASK]` where a word goes and it ranks every word "
+    "of its vocabulary for that place. Below: the top words for each `[MASK]` and their probabilities."
+)
+
+
+def masked_lm(model: ModelRef, stamp: Stamp, text: str, k: int) -> str:
+    """The Masked LM page: the top `k` words for each [MASK] of `text`."""
+    cells = [
+        ("markdown", MASKED_LM_MD),
+        (
+            "code",
+            "from bert.analysis import mlm\n\n"
+            f"text = {text!r}\n"
+            f"pred = mlm.mlm_topk(bundle, text, k={int(k)})\n"
+            f"print({NUMBERS!r} + json.dumps({{'tokens': pred.top_tokens, 'probs': pred.top_probs.tolist()}}))",
+        ),
+        (
+            "code",
+            "for n, position in enumerate(pred.positions):\n"
+            "    core.mlm_topk_bar(pred.top_tokens[n], pred.top_probs[n], f'gap {n + 1} (token {position})').show()",
+        ),
+    ]
+    return notebook("Masked LM", stamp, model, cells)
+
+
+FINETUNE_MD = (
+    "Fine-tuning swaps BERT's pre-training heads for one small classifier and trains the whole model on "
+    "labelled texts. The run's curves (loss on the training batches, accuracy on the held-out texts) and "
+    "its report, as the app kept them; accuracy and macro F1 are worked out again from the confusion matrix."
+)
+
+
+def finetune_report(model: ModelRef, stamp: Stamp, name: str, key: str, events: list, report: dict, steps: int) -> str:
+    """A finished fine-tuning run `name` (its model's key `key`, a session's): its curves from the
+    run's events (bert.train.events, written with to_dict), its report. The page's `model` is not
+    the run's, and the run's model is not needed to draw it: no model is loaded."""
+    written = json.dumps([e.to_dict() for e in events])
+    cells = [
+        ("markdown", FINETUNE_MD + f"\n\nRun **{md_text(name)}**."),
+        (
+            "code",
+            "from bert.train import events as ev\n\n"
+            f"events = [ev.from_dict(e, ev.FINETUNE) for e in json.loads({written!r})]\n"
+            f"training.finetune_curves(events, {int(steps)})",
+        ),
+        (
+            "code",
+            "import numpy as np\n\n"
+            f"report = json.loads({json.dumps(report)!r})\n"
+            "conf = np.array(report['confusion'], dtype=float)  # rows: true class, columns: predicted\n"
+            "accuracy = float(np.trace(conf) / conf.sum())\n"
+            "precision = np.diag(conf) / np.maximum(conf.sum(0), 1)\n"
+            "recall = np.diag(conf) / np.maximum(conf.sum(1), 1)\n"
+            "f1 = np.where(precision + recall > 0, 2 * precision * recall / np.maximum(precision + recall, 1e-12), 0)\n"
+            f"print({NUMBERS!r} + json.dumps({{'accuracy': accuracy, 'macro_f1': float(f1.mean())}}))\n"
+            "training.confusion_matrix(report['confusion'], report['classes'])",
+        ),
+    ]
+    stamp = Stamp(model=name, weights=None, inputs=stamp.inputs, saved=stamp.saved, version=stamp.version)
+    return notebook(f"Fine-tuning run {name}", stamp, ModelRef(key, name), cells, load=False)

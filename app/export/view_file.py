@@ -1,0 +1,221 @@
+"""A view as one self-contained HTML file: it opens from disk with no network and no server.
+
+- plotly.js is inlined once per file, from the installed plotly package (no CDN); every figure
+  stays interactive (hover, zoom, the modebar's PNG).
+- A figure with a choice (a layer and a head) carries one precomputed frame per combination and
+  a menu per axis that redraws it, within FRAMES_BUDGET bytes of figure JSON per figure; past
+  that the file keeps the figure as shown and says so.
+- The stamp (model, a short hash of its weights, the inputs, the date, "made with BERT
+  Explorer <version>") is at the top. Every text in the HTML is escaped (html.escape); the
+  figures travel in one JSON block with `<`, `>`, `&` escaped (script_json), so a typed
+  `</script>` or `<img onerror>` stays text. A Content-Security-Policy lets only the file's own
+  scripts run (by hash) and reach nothing.
+
+No streamlit: app/ui/show_figure.py offers the file, tests and the benchmark build it directly.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import html
+import json
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import product
+
+import plotly.graph_objects as go
+
+from ..bertviz.data import script_json
+from .stamp import Stamp
+
+FRAMES_BUDGET = 3_000_000  # bytes of figure JSON for one figure's precomputed choices
+# Files built at once in one process: building holds the interpreter (plotly figures, JSON), so ten
+# students saving together queue here instead of starving every other session's page.
+BUILDS_AT_ONCE = 1
+_building = threading.BoundedSemaphore(BUILDS_AT_ONCE)
+MIME = "text/html"
+SIGNIFICANT = 4  # digits kept of each number a figure plots
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A figure's choice, precomputed: one figure per combination of the axes' positions.
+
+    axes: (label, count) per menu, e.g. (("Layer", 6), ("Head", 12)); the menus show 1..count.
+    draw: draw(i, j, ...) with one 0-based position per axis -> the figure for it.
+    start: the positions shown first (the page's current choice)."""
+
+    axes: tuple[tuple[str, int], ...]
+    draw: Callable[..., go.Figure]
+    start: tuple[int, ...]
+
+    @property
+    def count(self) -> int:
+        n = 1
+        for _, k in self.axes:
+            n *= k
+        return n
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One figure of a file, with its text alternative and, optionally, its choice."""
+
+    figure: go.Figure
+    caption: str = ""
+    choice: Choice | None = None
+
+
+@functools.cache
+def plotly_js() -> str:
+    """plotly.js as the installed plotly package ships it (minified, ~4.8 MB)."""
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+def _sha256(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+@functools.cache
+def _plotly_hash() -> str:
+    return _sha256(plotly_js())
+
+
+# Draws every panel from the JSON block; a panel's menus pick its frame (row-major over the axes).
+DRAW_JS = """(function () {
+  "use strict";
+  var views = JSON.parse(document.getElementById("bx-views").textContent);
+  views.panels.forEach(function (p, n) {
+    var el = document.getElementById("bx-plot-" + n);
+    var menus = Array.prototype.slice.call(document.querySelectorAll("#bx-panel-" + n + " select"));
+    function draw() {
+      var k = 0;
+      menus.forEach(function (m, a) { k = k * p.sizes[a] + Number(m.value); });
+      var f = p.frames[menus.length ? k : 0];
+      Plotly.react(el, f[0], p.layouts[f[1]], views.config[n]);
+      el.setAttribute("data-frame", String(k));
+    }
+    menus.forEach(function (m) { m.addEventListener("change", draw); });
+    draw();
+  });
+})();"""
+
+
+def _rounded(obj):
+    """Every float in `obj` to SIGNIFICANT digits (hover shows three): a 20-token map's numbers
+    take a third of the bytes."""
+    if isinstance(obj, float):
+        return float(f"{obj:.{SIGNIFICANT}g}")
+    if isinstance(obj, list):
+        return [_rounded(x) for x in obj]
+    if isinstance(obj, dict):
+        return {k: _rounded(v) for k, v in obj.items()}
+    return obj
+
+
+def _figure_json(fig: go.Figure) -> dict:
+    out = json.loads(fig.to_json())
+    out["data"] = _rounded(out.get("data", []))
+    return out
+
+
+def _frames(panel: Panel) -> tuple[dict, str | None]:
+    """The panel's frames and layouts ({sizes, frames: [[data, layout#]], layouts}), and a note
+    when its choice was left out for size."""
+    first = _figure_json(panel.figure)
+    choice = panel.choice
+    if choice is None or choice.count <= 1:
+        return {"sizes": [], "frames": [[first["data"], 0]], "layouts": [first.get("layout", {})]}, None
+    estimate = len(json.dumps(first["data"])) * choice.count
+    if estimate > FRAMES_BUDGET:
+        what = " and ".join(label.lower() for label, _ in choice.axes)
+        note = (
+            f"The {what} choice is left out of this file: its {choice.count:,} figures would take about "
+            f"{estimate / 1e6:.1f} MB (the budget is {FRAMES_BUDGET / 1e6:.0f} MB). It shows the one picked "
+            "in the app; pick another there and save again."
+        )
+        return {"sizes": [], "frames": [[first["data"], 0]], "layouts": [first.get("layout", {})]}, note
+    layouts: dict[str, int] = {}
+    frames = []
+    for pos in product(*(range(k) for _, k in choice.axes)):
+        fig = _figure_json(choice.draw(*pos))
+        key = json.dumps(fig.get("layout", {}), sort_keys=True)
+        frames.append([fig["data"], layouts.setdefault(key, len(layouts))])
+    return {
+        "sizes": [k for _, k in choice.axes],
+        "frames": frames,
+        "layouts": [json.loads(k) for k in layouts],
+    }, None
+
+
+def _menus(choice: Choice | None) -> str:
+    if choice is None or choice.count <= 1:
+        return ""
+    out = []
+    for (label, k), at in zip(choice.axes, choice.start):
+        options = "".join(f'<option value="{i}"{" selected" if i == at else ""}>{i + 1}</option>' for i in range(k))
+        out.append(f"<label>{html.escape(label)} <select>{options}</select></label>")
+    return f'<div class="bx-menus">{" ".join(out)}</div>'
+
+
+def _stamp_html(title: str, stamp: Stamp) -> str:
+    e = html.escape
+    model = ""
+    if stamp.model:
+        weights = f" · weights sha256 <code>{e(stamp.weights)}</code>" if stamp.weights else ""
+        model = f"Model <b>{e(stamp.model)}</b>{weights} · "
+    inputs = "".join(f"<dt>{e(label)}</dt><dd>{e(text)}</dd>" for label, text in stamp.inputs if text)
+    return (
+        f"<header><h1>{e(title)}</h1>"
+        f'<p class="bx-stamp">{model}saved {e(stamp.saved)}</p>'
+        + (f'<dl class="bx-inputs">{inputs}</dl>' if inputs else "")
+        + "</header>"
+    )
+
+
+STYLE = """body{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:1200px;color:#1f2328;padding:0 1rem}
+h1{font-size:1.4rem;margin:0 0 .3rem}.bx-stamp,.bx-caption,footer{color:#555;font-size:.9rem}
+.bx-inputs dt{font-weight:600;margin-top:.4rem}.bx-inputs dd{margin:0 0 0 1rem;white-space:pre-wrap}
+.bx-panel{margin:1.5rem 0}.bx-menus{margin:.5rem 0}.bx-menus select{margin-right:1rem}
+.bx-note{background:#fff8e1;padding:.4rem .6rem;border-radius:4px}"""
+
+
+def view_html(title: str, panels: Sequence[Panel], stamp: Stamp, config: dict | None = None) -> str:
+    """The whole file: `title`, the stamp, each panel's figure (with its menus, caption and any
+    note) and the footer. `config` is plotly's (the modebar), the same for every figure. The
+    figures are built one file at a time per process (BUILDS_AT_ONCE)."""
+    e = html.escape
+    config = {"displaylogo": False, "responsive": True, **(config or {})}
+    body, data = [], []
+    with _building:
+        built = [_frames(panel) for panel in panels]
+    for n, (panel, (frames, note)) in enumerate(zip(panels, built)):
+        data.append(frames)
+        body.append(
+            f'<section class="bx-panel" id="bx-panel-{n}">{_menus(panel.choice if note is None else None)}'
+            f'<div class="bx-plot" id="bx-plot-{n}"></div>'
+            + (f'<p class="bx-caption">In words: {e(panel.caption)}</p>' if panel.caption else "")
+            + (f'<p class="bx-note">{e(note)}</p>' if note else "")
+            + "</section>"
+        )
+    views = script_json({"panels": data, "config": [config] * len(panels)})
+    policy = (
+        f"default-src 'none'; script-src {_plotly_hash()} {_sha256(DRAW_JS)}; "
+        "style-src 'unsafe-inline'; img-src data: blob:; font-src data:"
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{e(policy, quote=False)}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{e(title)}</title><style>{STYLE}</style></head><body>"
+        + _stamp_html(title, stamp)
+        + "".join(body)
+        + f"<footer>made with BERT Explorer {e(stamp.version)}</footer>"
+        + f'<script type="application/json" id="bx-views">{views}</script>'
+        + f"<script>{plotly_js()}</script><script>{DRAW_JS}</script></body></html>\n"
+    )

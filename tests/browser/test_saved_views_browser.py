@@ -1,0 +1,97 @@
+"""Saved views (app/export/view_file.py) opened from disk in Chromium, where every request but
+file: is refused: each page's figure draws, with no console error and no request; the layer and
+head menus redraw the heatmap from the file alone; a typed `<img src=x onerror=alert(1)>` stays
+text. The files are built here with the app's own figure builders, no server."""
+
+from __future__ import annotations
+
+import pytest
+
+import bert
+from app.export.stamp import Stamp, weights_hash
+from app.export.view_file import Choice, Panel, view_html
+from app.figures import core, explain, training
+from bert.analysis import explain as explain_analysis
+from bert.analysis import full, mlm
+from tests.helpers import finished_result
+
+pytestmark = pytest.mark.browser
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+SENTENCE = f"the cat sat on the mat because it was warm . {HOSTILE}"
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """{view: path} of one saved file per page kind, on minilm-l6 (the fine-tuning run: a tiny model)."""
+    b = bert.load("minilm-l6")
+    an = full.analyze(b, SENTENCE)
+    L, H = an.attentions.shape[:2]
+    stamp = Stamp(model=b.name, weights=weights_hash(b.model), inputs=(("Sentence A", SENTENCE),))
+    draw = core.head_maps(an.attentions, an.tokens)
+    masked = mlm.mlm_topk(b, "the cat sat on the [MASK] .", k=5)
+    lens = explain_analysis.logit_lens(b, "paris is the capital of [MASK] .", k=3)
+    _, res = finished_result()
+    views = {
+        "attention": [Panel(draw(2, 3), "a head", Choice((("Layer", L), ("Head", H)), draw, (2, 3)))],
+        "all-heads": [Panel(core.attention_grid(an.attentions, selected=(0, 0)), "all heads")],
+        "masked-lm": [Panel(core.mlm_topk_bar(masked.top_tokens[0], masked.top_probs[0], HOSTILE))],
+        "embeddings": [Panel(core.embedding_parts_heatmaps(an.parts, an.tokens))],
+        "explanations": [Panel(explain.logit_lens_heatmap(lens.top_tokens[0], lens.top_probs[0]))],
+        "finetune-curves": [Panel(training.finetune_curves(res["metrics"]))],
+    }
+    out = tmp_path_factory.mktemp("saved")
+    paths = {}
+    for name, panels in views.items():
+        paths[name] = out / f"{name}.html"
+        paths[name].write_text(view_html(f"{name} {HOSTILE}", panels, stamp), encoding="utf-8")
+    return paths
+
+
+def test_saved_views_draw_offline_and_keep_typed_text_as_text(browser, files):
+    context = browser.new_context(viewport={"width": 1200, "height": 900}, service_workers="block")
+    refused, requests, errors, dialogs = [], [], [], []
+
+    def route(r):
+        if r.request.url.startswith("file:"):
+            r.continue_()
+        else:
+            refused.append(r.request.url)
+            r.abort("blockedbyclient")
+
+    context.route("**/*", route)
+    pg = context.new_page()
+    pg.on("request", lambda req: requests.append(req.url))
+    pg.on("console", lambda m: errors.append(m.text) if m.type in ("error", "warning") else None)
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    try:
+        for name, path in files.items():
+            pg.goto(path.as_uri())
+            pg.wait_for_function(
+                "() => [...document.querySelectorAll('.js-plotly-plot')].every(el => el.data && el.data.length"
+                " && el.querySelector('.main-svg'))",
+                timeout=30_000,
+            )
+            assert pg.locator(".bx-inputs dd").first.inner_text() == SENTENCE, name
+            assert HOSTILE in pg.locator("h1").inner_text(), name
+            assert pg.locator("img").count() == 0, name
+            assert "made with BERT Explorer" in pg.locator("footer").inner_text()
+        # the layer/head menus redraw from the file's own frames: layer 5, head 7
+        pg.goto(files["attention"].as_uri())
+        pg.wait_for_function("() => document.querySelector('#bx-plot-0').data")
+        before = pg.evaluate("() => document.querySelector('#bx-plot-0').layout.title.text")
+        pg.locator("select").nth(0).select_option(index=4)
+        pg.locator("select").nth(1).select_option(index=6)
+        pg.wait_for_function("() => document.querySelector('#bx-plot-0').getAttribute('data-frame') === '54'")
+        after = pg.evaluate("() => document.querySelector('#bx-plot-0').layout.title.text")
+        assert (before, after) == ("layer 3, head 4", "layer 5, head 7")
+        # hover works: plotly answers a hover on the map with a label
+        box = pg.locator("#bx-plot-0 .nsewdrag").first.bounding_box()
+        pg.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        pg.wait_for_selector("#bx-plot-0 .hoverlayer .hovertext", timeout=10_000)
+    finally:
+        context.close()
+    assert not refused, refused
+    assert all(u.startswith("file:") for u in requests), requests
+    assert not errors and not dialogs, (errors, dialogs)

@@ -1,0 +1,170 @@
+"""A view saved as one HTML file (app/export): it reaches nothing outside itself (plotly.js inlined
+once, every script inline, no http(s) address), typed text stays text, a layer/head choice is
+precomputed within its budget, the stamp names the model by a hash of its weights; and every
+figure a page draws through app/ui/show_figure.py offers it, with the page's model and inputs."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from app.export import view_file
+from app.export.stamp import Stamp, app_version, weights_hash
+from app.export.view_file import Choice, Panel, view_html
+from app.figures import core
+from tests.helpers import tiny_bundle
+
+HOSTILE = '<img src=x onerror=alert(1)> </script><script>alert(2)</script> & "quotes"'
+TOKENS = ["[CLS]", "the", "<b>cat</b>", "sat", "[SEP]"]
+
+
+def _atts(L=2, H=3, T=5) -> np.ndarray:  # T: len(TOKENS)
+    a = np.random.default_rng(0).random((L, H, T, T)).astype(np.float32)
+    return a / a.sum(-1, keepdims=True)
+
+
+def _views(text: str) -> dict:
+    """The file's JSON block of figures, read back."""
+    m = re.search(r'<script type="application/json" id="bx-views">(.*?)</script>', text, re.S)
+    assert m, "no figure data"
+    return json.loads(m.group(1))
+
+
+def _array(v) -> np.ndarray:
+    """A plotted array as the file carries it: a list, or plotly's typed array (dtype, base64 bytes, shape)."""
+    if isinstance(v, dict):
+        a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"])
+        return a.reshape([int(n) for n in str(v.get("shape", len(a))).split(",")])
+    return np.asarray(v, dtype=float)
+
+
+def _file(choice: Choice | None = None, inputs=(("Sentence A", HOSTILE),)) -> str:
+    atts = _atts()
+    fig = core.attention_heatmap(atts[0, 0], TOKENS, title="layer 1, head 1")
+    stamp = Stamp(model="tiny <model>", weights="0123456789ab", inputs=inputs)
+    return view_html("Attention L1 H1", [Panel(fig, f"strongest: {HOSTILE}", choice)], stamp)
+
+
+def test_the_file_reaches_nothing_outside_itself():
+    text = _file()
+    scripts = re.findall(r"<script\b[^>]*>", text, re.I)
+    assert scripts == ['<script type="application/json" id="bx-views">', "<script>", "<script>"]
+    assert text.count(view_file.plotly_js()) == 1  # plotly.js once, as the installed package ships it
+    markup = text.replace(view_file.plotly_js(), "")  # its own code names plotly's site (the logo we hide)
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", markup, re.I)
+    assert not re.search(r"https?:", markup, re.I)
+    assert not re.search(r"<(link|iframe|object|embed|img)\b", markup, re.I)
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', text).group(1)
+    assert "default-src 'none'" in policy and "unsafe-eval" not in policy and "connect-src" not in policy
+
+
+def test_typed_text_stays_text():
+    text = _file()
+    assert "<img src=x" not in text and "alert(2)</script>" not in text and "<b>cat" not in text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text  # the inputs and the caption, as text
+    assert "tiny &lt;model&gt;" in text
+    data = _views(text)  # the figure's labels travel as JSON strings, escaped by the figure builders
+    assert data["panels"][0]["frames"][0][0][0]["y"][2] == "&lt;b&gt;cat&lt;/b&gt;"
+
+
+def test_the_stamp_says_model_weights_date_inputs_and_version():
+    text = _file()
+    assert "0123456789ab" in text and "saved 20" in text and "UTC" in text
+    assert f"made with BERT Explorer {app_version()}" in text and app_version() != "unknown"
+    assert "<dt>Sentence A</dt>" in text
+
+
+def test_a_choice_carries_one_frame_per_layer_and_head_and_menus_to_pick_them():
+    atts = _atts()
+    draw = lambda l, h: core.attention_heatmap(atts[l, h], TOKENS, title=f"layer {l + 1}, head {h + 1}")
+    text = _file(Choice((("Layer", 2), ("Head", 3)), draw, (1, 2)))
+    panel = _views(text)["panels"][0]
+    assert panel["sizes"] == [2, 3] and len(panel["frames"]) == 6
+    data, layout_no = panel["frames"][1 * 3 + 2]  # row-major: layer 2, head 3
+    np.testing.assert_allclose(_array(data[0]["z"]), atts[1, 2], atol=1e-6)
+    assert panel["layouts"][layout_no]["title"]["text"] == "layer 2, head 3"
+    assert len(panel["layouts"]) == 6  # titles differ; equal layouts would be kept once
+    assert re.search(r'<label>Layer <select>.*<option value="1" selected>2</option>', text)
+    assert re.search(r'<label>Head <select>.*<option value="2" selected>3</option>', text)
+
+
+def test_a_choice_over_budget_keeps_the_figure_shown_and_says_so(monkeypatch):
+    monkeypatch.setattr(view_file, "FRAMES_BUDGET", 1_000)
+    atts = _atts()
+    drawn = []
+    draw = lambda l, h: drawn.append((l, h)) or core.attention_heatmap(atts[l, h], TOKENS)
+    text = _file(Choice((("Layer", 2), ("Head", 3)), draw, (0, 0)))
+    assert not drawn and "<select>" not in text
+    assert len(_views(text)["panels"][0]["frames"]) == 1
+    assert "The layer and head choice is left out of this file" in text
+
+
+def test_the_weights_hash_follows_the_weights():
+    a, b = tiny_bundle(seed=0), tiny_bundle(seed=0)
+    assert weights_hash(a.model) == weights_hash(b.model)
+    assert re.fullmatch(r"[0-9a-f]{12}", weights_hash(a.model))
+    with torch.no_grad():
+        b.model.bert.embeddings.word_embeddings.weight[0, 0] += 1e-3
+    c = tiny_bundle(seed=0)
+    with torch.no_grad():
+        c.model.bert.embeddings.word_embeddings.weight[0, 0] += 1e-3
+    assert weights_hash(c.model) != weights_hash(a.model)
+    assert weights_hash(tiny_bundle(seed=1).model) != weights_hash(a.model)
+
+
+@pytest.mark.slow
+def test_every_figure_of_a_page_offers_its_file_with_the_model_and_inputs(monkeypatch):
+    """The Attention page in AppTest: its heatmap's button builds a file with the layer/head
+    menus, the model's name and hash and the sentence typed (AppTest has no server to click)."""
+    import streamlit as st
+    from streamlit.delta_generator import DeltaGenerator
+    from streamlit.testing.v1 import AppTest
+
+    from app import state
+    from tests.helpers import ENTRY
+
+    offered = {}
+
+    def spy(real):
+        def download_button(*args, **kwargs):
+            label, data = args[-2:]  # (self,) label, data: a column's button or the page's
+            if label in ("Save this view (HTML)", "Open as a notebook"):
+                offered[kwargs.get("file_name")] = data
+            return real(*args, **kwargs)
+
+        return download_button
+
+    monkeypatch.setattr(DeltaGenerator, "download_button", spy(DeltaGenerator.download_button))
+    monkeypatch.setattr(st, "download_button", spy(st.download_button))
+    at = AppTest.from_file(ENTRY, default_timeout=120)
+    at.session_state[state.TEXT_A] = f"the cat sat {HOSTILE}"
+    at.switch_page("pages/attention.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert {"att_heatmap_html", "att_heatmap_ipynb"} <= {b.key for b in at.get("download_button")}
+    text = offered["attention-L1-H1.html"]().decode("utf-8")
+    panel = _views(text)["panels"][0]
+    assert panel["sizes"] == [6, 12] and len(panel["frames"]) == 72
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text and "<img src=x" not in text
+    from app.model_sources import load_model
+
+    assert f"<code>{weights_hash(load_model(state.DEFAULT_MODEL).model)}</code>" in text
+    notebook = json.loads(offered["attention-L1-H1.ipynb"]())  # the same model by name, the same sentence
+    code = "".join(line for cell in notebook["cells"] for line in cell["source"])
+    assert "bundle = bert.load('minilm-l6')" in code and repr(f"the cat sat {HOSTILE}") in code
+
+
+def test_head_maps_draw_any_head_as_the_page_draws_the_picked_one():
+    from app.ui.formatting import hide_specials
+
+    atts = _atts()
+    for keep in (None, [1, 2, 3]):
+        draw = core.head_maps(atts, TOKENS, keep, start=1, size=2)
+        for layer, head in ((0, 0), (1, 2)):
+            z = _array(_views(view_html("t", [Panel(draw(layer, head))], Stamp()))["panels"][0]["frames"][0][0][0]["z"])
+            full = atts[layer, head] if keep is None else hide_specials(atts[layer, head], TOKENS)[0]
+            np.testing.assert_allclose(z, full[1:3, 1:3], atol=1e-6)

@@ -1,0 +1,103 @@
+"""A view's notebook (app/export/notebook.py) run headless (nbclient, the venv's python3 kernel):
+the Attention, Masked LM and fine-tuning-report notebooks run with no error, draw with the
+app's figure builders, and print the app's numbers for the same inputs (1e-5). Typed text
+reaches them only as string literals and escaped markdown."""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.export import notebook as nb
+from app.export.stamp import Stamp
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE = "<img src=x onerror=alert(1)> ''' \"\"\" \\ # **bold**"
+MINILM = nb.ModelRef("builtin:minilm-l6", "minilm-l6")
+
+
+def _run(text: str, monkeypatch) -> nbformat.NotebookNode:
+    """The notebook validated and executed in a kernel whose imports come from this checkout."""
+    node = nbformat.reads(text, as_version=4)
+    nbformat.validate(node)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("BERT_EXPLORER_TORCH_THREADS", "1")
+    nbclient.NotebookClient(
+        node, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
+    ).execute()
+    return node
+
+
+def _numbers(node) -> dict:
+    for cell in node.cells:
+        if cell.cell_type == "code" and nb.NUMBERS in "".join(cell.source):
+            return nb.printed_numbers(cell.outputs)
+    raise AssertionError("no cell prints numbers")
+
+
+def _figures(node) -> int:
+    return sum("application/vnd.plotly.v1+json" in o.get("data", {}) for c in node.cells for o in c.get("outputs", []))
+
+
+def test_typed_text_is_a_literal_in_code_and_escaped_in_markdown():
+    text = nb.attention(MINILM, Stamp(inputs=(("Sentence A", HOSTILE),)), HOSTILE, None, 0, 0)
+    node = nbformat.reads(text, as_version=4)
+    nbformat.validate(node)
+    code = "".join(node.cells[3].source)
+    (text_a,) = [t.value for t in ast.parse(code).body if isinstance(t, ast.Assign) and t.targets[0].id == "text_a"]
+    assert ast.literal_eval(text_a) == HOSTILE  # a literal: nothing typed runs
+    md = "".join(node.cells[0].source)
+    assert "<img" not in md and "&lt;img src=x onerror=alert\\(1\\)&gt;" in md and "\\*\\*bold\\*\\*" in md
+
+
+def test_a_session_model_gets_a_note_instead_of_a_name():
+    ref = nb.ModelRef("session:mine:3", "mine (yours)")
+    assert "bert.load('path/to/the/saved/model/folder')" in ref.code() and "trained in a session" in ref.note()
+    assert "'tiny'" in nb.ModelRef("path:/srv/models/tiny", "tiny").code()
+    assert "/srv" not in nb.ModelRef("path:/srv/models/tiny", "tiny").code()  # no server path in the file
+
+
+@pytest.mark.slow
+def test_the_attention_and_masked_lm_notebooks_print_the_apps_numbers(monkeypatch):
+    import bert
+    from bert.analysis import full, mlm
+
+    bundle = bert.load("minilm-l6")
+    sentence = "the teacher read the book because she loved it ."
+    an = full.analyze(bundle, sentence)
+    node = _run(nb.attention(MINILM, Stamp(), sentence, None, 3, 5), monkeypatch)
+    got = _numbers(node)
+    assert got["tokens"] == an.tokens
+    np.testing.assert_allclose(np.array(got["attention"]), an.attentions[3, 5], atol=1e-5)
+    assert _figures(node) == 2
+
+    masked = "the capital of france is [MASK] . she [MASK] the book ."
+    pred = mlm.mlm_topk(bundle, masked, k=5)
+    node = _run(nb.masked_lm(MINILM, Stamp(), masked, 5), monkeypatch)
+    got = _numbers(node)
+    assert got["tokens"] == pred.top_tokens
+    np.testing.assert_allclose(np.array(got["probs"]), pred.top_probs, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_the_finetune_report_notebook_redraws_the_run_and_its_numbers(monkeypatch):
+    from tests.helpers import finished_result
+
+    _, res = finished_result()
+    text = nb.finetune_report(
+        MINILM, Stamp(), res["name"], res["key"], res["metrics"], res["report"], res["done"].steps
+    )
+    assert "bert.load" not in text  # the run's curves and report need no model
+    node = _run(text, monkeypatch)
+    got = _numbers(node)
+    assert got["accuracy"] == pytest.approx(res["report"]["accuracy"], abs=1e-5)
+    assert got["macro_f1"] == pytest.approx(res["report"]["macro_f1"], abs=1e-5)
+    assert _figures(node) == 2
