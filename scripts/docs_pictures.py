@@ -8,6 +8,10 @@ screenshot it took to its place under docs/.
 A picture whose test did not take it anew is an error: nothing stale is copied.
 
     .venv/bin/python scripts/docs_pictures.py      # or: make docs
+    .venv/bin/python scripts/docs_pictures.py docs/decoder_cross_attention.png   # one picture (its test)
+
+With DOCS_PICTURES=1 a test may take its picture from a longer run than the suite's (the Decoder
+page's default 1,500-step run, whose cross-attention shows reversal's anti-diagonal).
 """
 
 from __future__ import annotations
@@ -22,6 +26,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
 BROWSER = "tests/browser/"
+
+# Pre-training's next-word run writing, Decoder on top's default run (DOCS_PICTURES=1: its 1,500 steps,
+# reversal's anti-diagonal in the cross-attention), lesson 7
+ENCODERS_DECODERS = (
+    "test_encoders_decoders_browser.py::test_a_next_word_run_writes_a_decoder_run_decodes_then_lesson_seven"
+)
 
 # One picture a page, in the order of the sidebar: docs path -> (the test that takes it, its screenshot).
 PAGE_PICTURES = {
@@ -39,6 +49,7 @@ PAGE_PICTURES = {
     "docs/page_masked_lm.png": ("test_pages_browser.py::test_page_loads_clean[masked_lm]", "page_masked_lm.png"),
     "docs/finetune_live.png": ("test_finetune_browser.py::test_upload_train_watch_stop", "finetune_live.png"),
     "docs/pretrain_live.png": ("test_finetune_browser.py::test_pretrain_live_curves_and_probe", "pretrain_live.png"),
+    "docs/decoder_cross_attention.png": (ENCODERS_DECODERS, "decoder_cross_attention.png"),
     "docs/analysis_head_patterns.png": (
         "test_analysis_browser.py::test_head_patterns_click_a_cell_then_open_it",
         "analysis_head_patterns.png",
@@ -87,13 +98,9 @@ PICTURES = {
         )
         for shot in ("class_following.png", "class_answers.png", "class_reveal.png")
     },
-    **{  # lesson 7: one head read left only, a gap's guesses both ways and left only
-        f"docs/{shot}": (
-            "test_encoders_decoders_browser.py::"
-            "test_a_short_decoder_run_then_lesson_seven_left_only_both_guesses_and_cross_attention",
-            shot,
-        )
-        for shot in ("lesson_left_only.png", "lesson_both_readings.png")
+    **{  # a next-word run writing; lesson 7: one head read left only, a gap's guesses both ways and left only
+        f"docs/{shot}": (ENCODERS_DECODERS, shot)
+        for shot in ("next_word_continue.png", "lesson_left_only.png", "lesson_both_readings.png")
     },
     # BERT's family from the models folder: ELECTRA's replaced-token view, RoBERTa's BPE merges
     "docs/family_electra_replaced.png": (
@@ -111,24 +118,30 @@ def taken_since(shot: Path, started: float) -> bool:
     return shot.is_file() and shot.stat().st_mtime >= started
 
 
-def main() -> int:
-    tests = sorted({BROWSER + test for test, _ in PICTURES.values()})
+def main(only: list[str]) -> int:
+    """Take every picture, or `only` those named (docs/x.png): their tests alone run."""
+    unknown = [p for p in only if p not in PICTURES]
+    if unknown:
+        print(f"not a README picture: {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    pictures = {p: PICTURES[p] for p in only} if only else PICTURES
+    tests = sorted({BROWSER + test for test, _ in pictures.values()})
     started = time.time()
-    env = {**os.environ, "CI": "true"}  # no Chromium is a failure here, not a skip
+    env = {**os.environ, "CI": "true", "DOCS_PICTURES": "1"}  # no Chromium is a failure here, not a skip
     rc = subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], cwd=ROOT, env=env)
     if rc != 0:
         print(f"the browser tests failed (exit {rc}): no picture was copied", file=sys.stderr)
         return rc
-    stale = [shot for _, shot in PICTURES.values() if not taken_since(ARTIFACTS / shot, started)]
+    stale = [shot for _, shot in pictures.values() if not taken_since(ARTIFACTS / shot, started)]
     if stale:
         print(f"not taken by this run: {', '.join(sorted(set(stale)))}", file=sys.stderr)
         return 1
-    for dest, (_, shot) in PICTURES.items():
+    for dest, (_, shot) in pictures.items():
         (ROOT / dest).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(ARTIFACTS / shot, ROOT / dest)
-    print(f"{len(PICTURES)} pictures written under docs/")
+    print(f"{len(pictures)} pictures written under docs/")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

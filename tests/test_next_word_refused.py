@@ -91,3 +91,7 @@ def test_the_masked_lm_page_says_why_instead_of_guessing(next_word):
     at.switch_page("pages/ablation.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert any(WHY in e.value for e in at.error)  # a message, not a traceback
+    for page in ("explanations", "lessons", "attention", "compare"):  # what they cannot show, they say why
+        at.switch_page(f"pages/{page}.py").run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+        assert all(WHY in e.value for e in at.error), (page, [e.value for e in at.error])

@@ -72,7 +72,7 @@ def pt_spec(code: str, student: str, **kw):
     corpus = corpus_from_text("\n\n".join([text] * 6))
     base = dict(out="", init="scratch", vocab="default", layers=1, hidden=32, heads=2, max_seq_length=32)
     more = dict(batch_size=4, steps=6, lr=1e-3, warmup_steps=1, log_every=2, eval_every=3, save_every=3)
-    args = PretrainArgs(**base, **more, eval_sequences=8, threads=1, seed=1, corpora=["upload"], **kw)
+    args = PretrainArgs(**{**base, **more, "eval_sequences": 8, "threads": 1, "seed": 1, "corpora": ["upload"], **kw})
     return pretrain_spec(code, args, corpus, code, "a test text", student=student, info={"code": code}), corpus
 
 
@@ -116,6 +116,36 @@ def test_the_same_jobs_give_the_same_events_metrics_and_attention_on_both_backen
     assert [e.event for e in pjob.metrics if e.event != "saved"] == [e.event for e in plocal]
     assert finals(pjob.metrics) == pytest.approx(finals(plocal), rel=1e-4)
     same_snapshots(there, here)  # the tokens of a vocabulary trained on the worker, too
+
+
+def test_the_next_word_game_and_a_decoder_run_on_the_workers(backend):
+    """A 30-step next-word run on a worker gives the events it gives here and comes back from the
+    run store as a left-to-right model that writes; a 30-step Decoder on top run comes back by its
+    code as an encoder-decoder that decodes (its events read back as that trainer's)."""
+    from app.jobs.seq2seq_job import seq2seq_spec
+    from bert.analysis.generate import continue_text
+    from bert.patterns import CAUSAL, trained_pattern
+    from bert.train.seq2seq import Seq2SeqArgs, Seq2SeqDone, Seq2SeqEval
+
+    nw = dict(objective="next-word", steps=30, eval_every=15, save_every=1000)
+    spec, corpus = pt_spec("RAYNW1", "browser:n", **nw)
+    local = list(run_job(pt_spec("", "z", **nw)[0], threading.Event(), corpus=corpus))
+    job, _ = backend.submit_spec("owner-n", spec)
+    assert backend.wait(job, 180) and job.status == "done", job.error
+    assert [e.event for e in job.metrics if e.event != "saved"] == [e.event for e in local]
+    assert finals(job.metrics) == pytest.approx(finals(local), rel=1e-4)
+    assert [e for e in job.metrics if e.event == "start"][0].objective == "next-word"
+    model = job.result.loaded()
+    assert trained_pattern(model.config) == CAUSAL
+    assert len(continue_text(model, "the cat", n=4).steps) >= 1
+
+    args = Seq2SeqArgs(steps=30, eval_every=15, train_pairs=200, valid_pairs=20, threads=1)
+    sjob, _ = backend.submit_spec("owner-n", seq2seq_spec("RAYS2S", args, None, student="browser:n", title="t"))
+    assert backend.wait(sjob, 180) and sjob.status == "done", sjob.error
+    assert isinstance(sjob.metrics[-2], Seq2SeqDone) and sjob.metrics[-1].event == "saved"
+    assert any(isinstance(e, Seq2SeqEval) for e in sjob.metrics)
+    decoder = sjob.result.loaded()
+    assert decoder.trace("cat moon egg").outputs
 
 
 def test_stop_keeps_and_saves_the_model(backend):

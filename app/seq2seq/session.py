@@ -92,11 +92,12 @@ def collect(jm=None) -> dict | None:
     job.drain()
     st.session_state[JOB] = None
     jm.forget(job)
+    failed = last_event(job.metrics, SaveFailed)  # on a worker, an unsaved run does not come back
     if job.result is None:
-        msg = job.error or ("Stopped before it started: nothing was trained." if job.status == "stopped" else "")
-        st.session_state[NOTICE] = ("error" if job.error else "info", msg or "The job ended without a model.")
+        msg = job.error or (failed and failed.message)
+        msg = msg or ("Stopped before it started: nothing was trained." if job.status == "stopped" else "")
+        st.session_state[NOTICE] = ("error" if job.error or failed else "info", msg or "The job ended without a model.")
         return None
-    failed = last_event(job.metrics, SaveFailed)
     if failed:
         st.session_state[NOTICE] = ("error", failed.message)
     res = {
