@@ -131,3 +131,22 @@ def test_minimal_pairs_paradigm_a_pair_and_typed_pairs(at):
     _ok(at)
     at.text_area(key="mp_typed").input("<b>x</b> | [y](javascript:alert(1))").run()
     _ok(at)
+
+
+@pytest.mark.slow
+def test_probes_train_on_a_button_and_two_models_side_by_side(at):
+    at.radio(key="cz_view").set_value("Probes").run()
+    _ok(at)
+    assert not at.dataframe, "nothing trains before the button"
+    at.select_slider(key="pr_sentences").set_value(60).run()
+    at.selectbox(key="pr_prop").set_value("number").run()
+    at.button(key="pr_run").click().run()
+    _ok(at)
+    table = at.dataframe[0].value
+    assert list(table["vectors"])[:2] == ["embeddings", "layer 1"] and len(table) == 7
+    assert (
+        table["accuracy"].between(0, 1).all() and (table["selectivity"] == table["accuracy"] - table["control"]).all()
+    )
+    at.selectbox(key="pr_beside").set_value("mini-scratch").run()
+    _ok(at)
+    assert set(at.dataframe[0].value["model"]) == {"minilm-l6", "mini-scratch"}

@@ -24,6 +24,10 @@ EXAMPLE = (
 ALL = "mp_all"  # session key: the accuracy of every paradigm was asked for
 
 
+def _ask_all() -> None:
+    st.session_state[ALL] = True
+
+
 def _pairs_table(res) -> pd.DataFrame:
     return pd.DataFrame(
         {
@@ -101,8 +105,8 @@ def render(model) -> None:
         st.caption(f"{PARADIGMS[name].about} {len(PARADIGMS[name].pairs)} pairs written from a template.")
         _results(paradigm_scores(model.key, name, word_level, model.bundle), name, "mp_builtin")
         st.subheader("Every paradigm")
-        if st.button("Score every paradigm", key="mp_all_button") or st.session_state.get(ALL):
-            st.session_state[ALL] = True
+        st.button("Score every paradigm", key="mp_all_button", on_click=_ask_all)
+        if st.session_state.get(ALL):
             _every_paradigm(model, word_level)
         else:
             st.caption(f"{len(PARADIGMS)} paradigms, {sum(len(p.pairs) for p in PARADIGMS.values())} pairs.")

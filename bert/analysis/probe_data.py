@@ -94,8 +94,8 @@ class LabelledWords:
     property: str
 
 
-def brown_words(prop: str, n_sentences: int, path=None) -> LabelledWords:
-    """`n_sentences` Brown sentences of at most MAX_WORDS words with a word labelled, spread
+def brown_words(prop: str, n_sentences: int, path=None, max_words: int = MAX_WORDS) -> LabelledWords:
+    """`n_sentences` Brown sentences of at most `max_words` words with a word labelled, spread
     evenly over the whole corpus (its genres in turn), labelled with `prop` (PROPERTIES)."""
     if prop not in PROPERTIES:
         raise InputError(f"unknown property {prop!r}; properties: {', '.join(PROPERTIES)}")
@@ -103,7 +103,7 @@ def brown_words(prop: str, n_sentences: int, path=None) -> LabelledWords:
         raise InputError("a probe needs at least 2 sentences: some to train on, some to test")
     found = []
     for pairs in tagged_sentences(path or CORPORA["brown"].fetch()):
-        if len(pairs) > MAX_WORDS:
+        if len(pairs) > max_words:
             continue
         tags = [coarse_tag(t) if prop == "pos" else noun_number(t) for _, t in pairs]
         if any(t is not None for t in tags):

@@ -23,7 +23,7 @@ import torch
 
 from ..errors import InputError
 from .common import readonly
-from .probe_data import brown_words, word_vectors
+from .probe_data import MAX_WORDS, brown_words, word_vectors
 
 L2 = 1e-3
 STEPS = 60  # L-BFGS iterations
@@ -126,12 +126,14 @@ def probe_model(
     """Probe every layer of `bundle` for `prop` (probe_data.PROPERTIES) on Brown sentences (from
     the tarball at `path`, default the fetched corpus)."""
     t0 = time.perf_counter()
-    data = brown_words(prop, n_sentences, path)
+    fits = min(MAX_WORDS, (bundle.config.max_tokens - 2) * 2 // 3)  # about 1.5 pieces a word at most
+    data = brown_words(prop, n_sentences, path, fits)
     vectors, kept = word_vectors(bundle, data.sentences)
     labels, types, is_test = [], [], []
-    n_test_from = int(round(len(data.sentences) * (1 - test_share)))
+    n_test_from = int(round(int(kept.sum()) * (1 - test_share)))  # the last kept sentences test
     cols = []  # which word of `vectors` each labelled word is
     col = 0
+    order = np.cumsum(kept) - 1  # each kept sentence's place among the kept
     for s, (words, tags) in enumerate(zip(data.sentences, data.labels, strict=True)):
         if not kept[s]:
             continue
@@ -140,7 +142,7 @@ def probe_model(
                 cols.append(col)
                 labels.append(t)
                 types.append(w.lower())
-                is_test.append(s >= n_test_from)
+                is_test.append(order[s] >= n_test_from)
             col += 1
     curve = probe_layers(vectors[:, cols], labels, types, np.array(is_test), prop, seed)
     curve.seconds = time.perf_counter() - t0
