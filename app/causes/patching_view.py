@@ -3,8 +3,6 @@ site; the share of the answer each patch restores as a heatmap, and one patched 
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 import streamlit as st
 
@@ -14,23 +12,8 @@ from app.figures.core import mlm_topk_bar
 from app.ui import show_figure
 from app.ui.formatting import clean_text, md_escape
 from app.ui.widgets import SENTENCE_CHARS, WORD_CHARS
-from bert.analysis.patching import SITES
+from bert.analysis.patching import PRESETS, SITES, Pair
 
-
-class Pair(NamedTuple):
-    clean: str
-    corrupted: str
-    answer: str
-    foil: str
-
-
-PRESETS = {
-    "Number agreement": Pair(
-        "The keys to the cabinet [MASK] on the table.", "The key to the cabinet [MASK] on the table.", "are", "is"
-    ),
-    "A fact": Pair("The capital of France is [MASK].", "The capital of Italy is [MASK].", "paris", "rome"),
-    "A pronoun": Pair("The boy said that [MASK] was tired.", "The girl said that [MASK] was tired.", "he", "she"),
-}
 KEYS = Pair("pt_clean", "pt_corrupted", "pt_answer", "pt_foil")
 PRESET, SITE = "pt_preset", "pt_site"
 SITE_NAMES = {
