@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.figures.causes import pair_word_scores, paradigm_accuracy_bars, patching_heatmap
+from app.figures.causes import pair_word_scores, paradigm_accuracy_bars, patching_heatmap, probe_curves
+from bert.analysis.probes import ProbeCurve
 
 ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 TIMEOUT = 120
@@ -39,6 +40,23 @@ def test_paradigm_bars_and_a_pair_word_by_word():
     good, bad = fig.data
     assert list(good.x) == ["the", "dogs", "bark/barks"] and len(bad.x) == 4
     assert bad.x[3] == "–/&lt;x&gt;" and bad.customdata[3] == "&lt;x&gt;"
+
+
+def test_probe_curves_two_lines_a_model_and_chance():
+    def curve(acc, ctl):
+        return ProbeCurve("pos", ["embeddings", "layer 1"], np.array(acc), np.array(ctl), 0.2, 0.3, ["A", "B"], 10, 5)
+
+    fig = probe_curves([("<m>", curve([0.8, 0.9], [0.5, 0.4])), ("other", curve([0.6, 0.7], [0.3, 0.3]))])
+    assert [t.name for t in fig.data] == [
+        "&lt;m&gt;: property",
+        "&lt;m&gt;: control task",
+        "other: property",
+        "other: control task",
+    ]
+    assert list(fig.data[0].y) == [0.8, 0.9] and fig.data[1].line.dash == "dash"
+    assert fig.data[0].line.color == fig.data[1].line.color != fig.data[2].line.color
+    assert fig.layout.shapes[0].y0 == 0.2, "chance drawn at the most frequent class's share"
+    assert list(curve([0.8, 0.9], [0.5, 0.4]).selectivity) == pytest.approx([0.3, 0.5])
 
 
 pytest.importorskip("streamlit")
