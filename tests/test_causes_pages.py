@@ -168,3 +168,16 @@ def test_probes_train_on_a_button_and_two_models_side_by_side(at):
     at.selectbox(key="pr_beside").set_value("mini-scratch").run()
     _ok(at)
     assert set(at.dataframe[0].value["model"]) == {"minilm-l6", "mini-scratch"}
+
+
+@pytest.mark.slow
+def test_a_link_reopens_a_typed_pair():
+    at = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
+    at.query_params["clean"] = "The girls near the house [MASK] happy."
+    at.query_params["corrupted"] = "The girl near the house [MASK] happy."
+    at.query_params["site"] = "heads"
+    at.switch_page("pages/causes.py").run()
+    _ok(at)
+    assert at.text_input(key="pt_clean").value == "The girls near the house [MASK] happy."
+    assert at.selectbox(key="pt_site").value == "heads" and at.text_input(key="pt_answer").value == "are"
+    assert dict(at.query_params).get("site") == "heads" and "view" not in dict(at.query_params)

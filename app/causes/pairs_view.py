@@ -8,7 +8,7 @@ import streamlit as st
 
 from app.analysis_cache import pair_scores, paradigm_scores
 from app.figures.causes import pair_word_scores, paradigm_accuracy_bars
-from app.ui import show_figure
+from app.ui import links, show_figure
 from app.ui.formatting import md_escape
 from app.ui.widgets import cap_text, csv_download
 from bert.analysis.paradigms import PAIR_SEP, PARADIGMS, parse_pairs
@@ -91,6 +91,10 @@ def render(model) -> None:
         "each sentence by masking every token in turn and adding up the log-probability it gives the "
         "real token (the *pseudo-log-likelihood*, PLL). It is right on a pair when the good sentence "
         "scores higher: no training, no labels, only what pre-training taught it."
+    )
+    links.view(
+        links.Param("pairs", "mp_source", "choice", default=SOURCES[0], choices=SOURCES, codes=("builtin", "yours")),
+        links.Param("paradigm", "mp_paradigm", "choice", default=next(iter(PARADIGMS)), choices=list(PARADIGMS)),
     )
     c1, c2 = st.columns([2, 1])
     source = c1.radio("Pairs", SOURCES, horizontal=True, key="mp_source")

@@ -9,7 +9,7 @@ import streamlit as st
 from app.analysis_cache import patching
 from app.figures.causes import patching_heatmap
 from app.figures.core import mlm_topk_bar
-from app.ui import show_figure
+from app.ui import links, show_figure
 from app.ui.formatting import clean_text, md_escape
 from app.ui.widgets import SENTENCE_CHARS, WORD_CHARS
 from bert.analysis.patching import PRESETS, SITES, Pair
@@ -50,8 +50,16 @@ def _strongest(result) -> int:
     return int(np.argmax(e))
 
 
+def _link_params() -> list[links.Param]:
+    """The pair and the site in the link; the first preset's values are the defaults (left out)."""
+    first = next(iter(PRESETS.values()))
+    texts = [links.Param(name, key, "text", default=value) for name, key, value in zip(Pair._fields, KEYS, first)]
+    return [*texts, links.Param("site", SITE, "choice", default=SITES[0], choices=SITES)]
+
+
 def _inputs() -> tuple[Pair, str]:
     st.selectbox("Start from", list(PRESETS), key=PRESET, on_change=_load_preset)
+    links.view(*_link_params())
     for key, value in zip(KEYS, PRESETS[st.session_state[PRESET]], strict=True):
         st.session_state.setdefault(key, value)
     c1, c2 = st.columns(2)

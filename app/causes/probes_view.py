@@ -9,7 +9,7 @@ import streamlit as st
 from app.analysis_cache import probe_curve
 from app.figures.causes import probe_curves
 from app.model_sources import model_for
-from app.ui import show_figure
+from app.ui import links, show_figure
 from app.ui.formatting import md_escape
 from app.ui.widgets import csv_download
 from bert.analysis.probe_data import PROPERTIES
@@ -48,6 +48,7 @@ def render(model) -> None:
         "there only memorises words. **Selectivity** (accuracy minus control) is what the layer "
         "knows, not what the probe can learn."
     )
+    links.view(links.Param("property", "pr_prop", "choice", default=next(iter(PROPERTIES)), choices=list(PROPERTIES)))
     c1, c2, c3 = st.columns(3)
     prop = c1.selectbox("Property", list(PROPERTIES), key="pr_prop", format_func=PROPERTIES.get)
     n = c2.select_slider("Brown sentences", SIZES, value=300, key="pr_sentences")
