@@ -15,6 +15,7 @@ from app.ui.widgets import SENTENCE_CHARS, WORD_CHARS
 from bert.analysis.patching import PRESETS, SITES, Pair
 
 KEYS = Pair("pt_clean", "pt_corrupted", "pt_answer", "pt_foil")
+LINK_NAMES = ("clean", "corrupted", "answer", "foil")
 PRESET, SITE = "pt_preset", "pt_site"
 SITE_NAMES = {
     "residual": "Residual stream (a layer's output at one token)",
@@ -53,7 +54,7 @@ def _strongest(result) -> int:
 def _link_params() -> list[links.Param]:
     """The pair and the site in the link; the first preset's values are the defaults (left out)."""
     first = next(iter(PRESETS.values()))
-    texts = [links.Param(name, key, "text", default=value) for name, key, value in zip(Pair._fields, KEYS, first)]
+    texts = [links.Param(name, key, "text", default=value) for name, key, value in zip(LINK_NAMES, KEYS, first)]
     return [*texts, links.Param("site", SITE, "choice", default=SITES[0], choices=SITES)]
 
 
