@@ -97,8 +97,9 @@ def render(model) -> None:
     )
     R, X = r.effect.shape
     pick_key, chart_key = f"pt_cell_{site}_{R}_{X}", f"pt_map_{site}_{R}_{X}"
+    strongest = _strongest(r)
     if pick_key not in st.session_state:
-        st.session_state[pick_key] = _strongest(r)
+        st.session_state[pick_key] = strongest
     cell = int(st.session_state[pick_key])
     row, col = divmod(cell, X)
     where = "tokens" if site != "heads" else "heads"
@@ -106,8 +107,8 @@ def render(model) -> None:
         patching_heatmap(r.effect, r.rows, r.columns, r.position if site != "heads" else None, (row, col)),
         f"patching-{site}",
         key=chart_key,
-        caption=f"Patching the {where} layer by layer; the strongest restore is {r.rows[_strongest(r) // X]}, "
-        f"{r.columns[_strongest(r) % X]} ({r.effect.flat[_strongest(r)]:.2f}).",
+        caption=f"Patching the {where} layer by layer; the strongest restore is {r.rows[strongest // X]}, "
+        f"{r.columns[strongest % X]} ({r.effect.flat[strongest]:.2f}).",
         on_select=lambda: _pick_from_chart(chart_key, pick_key, R, X),
         selection_mode="points",
     )
