@@ -37,6 +37,7 @@ from bert.analysis.full import analysis_bytes
 from bert.analysis.heads import HeadPatterns, head_pattern_stats, head_patterns_over, label_heads
 from bert.analysis.paradigms import PARADIGMS
 from bert.analysis.patching import Patching, activation_patching
+from bert.analysis.probes import ProbeCurve, probe_model
 from bert.analysis.scoring import PairScores, score_pairs
 from bert.patterns import BIDIRECTIONAL, Pattern
 
@@ -385,3 +386,8 @@ def pair_scores(model_key: str, pairs: tuple[tuple[str, str], ...], word_level: 
 @budget_cached(spinner="Scoring the paradigm's pairs, one masked word at a time…")
 def paradigm_scores(model_key: str, name: str, word_level: bool, _bundle) -> PairScores:
     return score_pairs(_bundle, PARADIGMS[name].pairs, word_level)
+
+
+@budget_cached(spinner="Reading Brown sentences through every layer, then training a probe per layer…")
+def probe_curve(model_key: str, prop: str, n_sentences: int, _bundle) -> ProbeCurve:
+    return probe_model(_bundle, prop, n_sentences)

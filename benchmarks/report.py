@@ -34,6 +34,8 @@ ALL_ROWS = [
     "class-30",
     "course-300",
     "load-paste-10",
+    "patch-all-sites",
+    "probe-run",
 ]
 TINY_ROWS = [
     r
@@ -50,6 +52,8 @@ TINY_ROWS = [
         "class-30",
         "course-300",
         "load-paste-10",
+        "patch-all-sites",
+        "probe-run",
     )
 ]
 

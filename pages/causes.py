@@ -3,30 +3,35 @@
 import streamlit as st
 
 import app
-from app.causes import pairs_view, patching_view
+from app.causes import pairs_view, patching_view, probes_view
 from app.model_sources import current_model
 from app.ui import links
 from app.ui.errors import show_errors
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
-VIEWS = ["Patching", "Minimal pairs"]
+VIEWS = ["Patching", "Minimal pairs", "Probes"]
 
 st.title("Causes")
 st.markdown(
     "The other pages show what the model looks at; here you *intervene* and watch what changes. "
     "**Patching** copies one activation from one sentence's run into another's; **Minimal pairs** "
-    "asks which of two near-identical sentences the model finds more likely."
+    "asks which of two near-identical sentences the model finds more likely; **Probes** train a "
+    "small classifier on each layer to find where a word's grammar is written."
 )
-links.view(links.Param("view", "cz_view", "choice", default=VIEWS[0], choices=VIEWS, codes=("patch", "pairs")))
+links.view(
+    links.Param("view", "cz_view", "choice", default=VIEWS[0], choices=VIEWS, codes=("patch", "pairs", "probes"))
+)
 view = st.radio("View", VIEWS, horizontal=True, key="cz_view")
 
 with show_errors("the experiment"):
     model = current_model()
-    if not model.bundle.has_mlm:
+    if view == VIEWS[2]:
+        probes_view.render(model)
+    elif not model.bundle.has_mlm:
         st.info(
-            "These experiments read the masked-word head, and this model is a fine-tuned classifier "
-            "without one. Pick a pre-trained model in the sidebar.",
+            "This experiment reads the masked-word head, and this model is a fine-tuned classifier "
+            "without one. Pick a pre-trained model in the sidebar, or probe its layers (Probes).",
             icon=":material/info:",
         )
     elif view == VIEWS[0]:

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.figures.causes import pair_word_scores, paradigm_accuracy_bars, patching_heatmap
+from app.figures.causes import pair_word_scores, paradigm_accuracy_bars, patching_heatmap, probe_curves
+from bert.analysis.probes import ProbeCurve
 
 ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 TIMEOUT = 120
@@ -39,6 +40,23 @@ def test_paradigm_bars_and_a_pair_word_by_word():
     good, bad = fig.data
     assert list(good.x) == ["the", "dogs", "bark/barks"] and len(bad.x) == 4
     assert bad.x[3] == "–/&lt;x&gt;" and bad.customdata[3] == "&lt;x&gt;"
+
+
+def test_probe_curves_two_lines_a_model_and_chance():
+    def curve(acc, ctl):
+        return ProbeCurve("pos", ["embeddings", "layer 1"], np.array(acc), np.array(ctl), 0.2, 0.3, ["A", "B"], 10, 5)
+
+    fig = probe_curves([("<m>", curve([0.8, 0.9], [0.5, 0.4])), ("other", curve([0.6, 0.7], [0.3, 0.3]))])
+    assert [t.name for t in fig.data] == [
+        "&lt;m&gt;: property",
+        "&lt;m&gt;: control task",
+        "other: property",
+        "other: control task",
+    ]
+    assert list(fig.data[0].y) == [0.8, 0.9] and fig.data[1].line.dash == "dash"
+    assert fig.data[0].line.color == fig.data[1].line.color != fig.data[2].line.color
+    assert fig.layout.shapes[0].y0 == 0.2, "chance drawn at the most frequent class's share"
+    assert list(curve([0.8, 0.9], [0.5, 0.4]).selectivity) == pytest.approx([0.3, 0.5])
 
 
 pytest.importorskip("streamlit")
@@ -131,3 +149,35 @@ def test_minimal_pairs_paradigm_a_pair_and_typed_pairs(at):
     _ok(at)
     at.text_area(key="mp_typed").input("<b>x</b> | [y](javascript:alert(1))").run()
     _ok(at)
+
+
+@pytest.mark.slow
+def test_probes_train_on_a_button_and_two_models_side_by_side(at):
+    at.radio(key="cz_view").set_value("Probes").run()
+    _ok(at)
+    assert not at.dataframe, "nothing trains before the button"
+    at.select_slider(key="pr_sentences").set_value(60).run()
+    at.selectbox(key="pr_prop").set_value("number").run()
+    at.button(key="pr_run").click().run()
+    _ok(at)
+    table = at.dataframe[0].value
+    assert list(table["vectors"])[:2] == ["embeddings", "layer 1"] and len(table) == 7
+    assert (
+        table["accuracy"].between(0, 1).all() and (table["selectivity"] == table["accuracy"] - table["control"]).all()
+    )
+    at.selectbox(key="pr_beside").set_value("mini-scratch").run()
+    _ok(at)
+    assert set(at.dataframe[0].value["model"]) == {"minilm-l6", "mini-scratch"}
+
+
+@pytest.mark.slow
+def test_a_link_reopens_a_typed_pair():
+    at = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
+    at.query_params["clean"] = "The girls near the house [MASK] happy."
+    at.query_params["corrupted"] = "The girl near the house [MASK] happy."
+    at.query_params["site"] = "heads"
+    at.switch_page("pages/causes.py").run()
+    _ok(at)
+    assert at.text_input(key="pt_clean").value == "The girls near the house [MASK] happy."
+    assert at.selectbox(key="pt_site").value == "heads" and at.text_input(key="pt_answer").value == "are"
+    assert dict(at.query_params).get("site") == "heads" and "view" not in dict(at.query_params)

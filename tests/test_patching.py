@@ -9,7 +9,7 @@ import torch
 
 import bert
 from bert.analysis import patching
-from bert.analysis.patching import SITES, activation_patching
+from bert.analysis.patching import PRESETS, SITES, activation_patching
 from bert.errors import InputError
 from tests.helpers import minilm_tiny_classifier, tiny_bundle
 
@@ -187,3 +187,15 @@ def test_patching_refuses_a_site_a_classifier_and_too_many_tokens(pair, monkeypa
         activation_patching(bundle, CLEAN, CORRUPTED, ANSWER, FOIL, "mlp")
     with pytest.raises(InputError, match="classifier"):
         activation_patching(minilm_tiny_classifier(), CLEAN, CORRUPTED, ANSWER, FOIL)
+
+
+def test_the_agreement_preset_on_minilm_moves_from_the_subject_to_the_mask():
+    """What a class sees on the preset: at the embeddings only the changed word (keys/key) carries
+    the answer; by the last layers the [MASK] does; in between both share it."""
+    bundle = bert.load("minilm-l6")
+    r = activation_patching(bundle, *PRESETS["Number agreement"], "residual")
+    subject, mask = r.columns.index("keys/key"), r.position
+    assert r.clean > r.corrupted
+    assert r.effect[0, subject] == pytest.approx(1, abs=1e-4) and r.effect[-1, mask] == pytest.approx(1, abs=1e-4)
+    assert r.effect[1, subject] > 0.5 and r.effect[1, mask] < 0.1, "early: at the subject"
+    assert r.effect[-2, mask] > 0.5 and r.effect[-2, subject] < 0.2, "late: at the [MASK]"

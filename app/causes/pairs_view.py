@@ -8,7 +8,7 @@ import streamlit as st
 
 from app.analysis_cache import pair_scores, paradigm_scores
 from app.figures.causes import pair_word_scores, paradigm_accuracy_bars
-from app.ui import show_figure
+from app.ui import links, show_figure
 from app.ui.formatting import md_escape
 from app.ui.widgets import cap_text, csv_download
 from bert.analysis.paradigms import PAIR_SEP, PARADIGMS, parse_pairs
@@ -22,6 +22,10 @@ EXAMPLE = (
     "The girl who met the boys was happy. | The girl who met the boys were happy."
 )
 ALL = "mp_all"  # session key: the accuracy of every paradigm was asked for
+
+
+def _ask_all() -> None:
+    st.session_state[ALL] = True
 
 
 def _pairs_table(res) -> pd.DataFrame:
@@ -88,6 +92,10 @@ def render(model) -> None:
         "real token (the *pseudo-log-likelihood*, PLL). It is right on a pair when the good sentence "
         "scores higher: no training, no labels, only what pre-training taught it."
     )
+    links.view(
+        links.Param("pairs", "mp_source", "choice", default=SOURCES[0], choices=SOURCES, codes=("builtin", "yours")),
+        links.Param("paradigm", "mp_paradigm", "choice", default=next(iter(PARADIGMS)), choices=list(PARADIGMS)),
+    )
     c1, c2 = st.columns([2, 1])
     source = c1.radio("Pairs", SOURCES, horizontal=True, key="mp_source")
     word_level = c2.checkbox(
@@ -101,8 +109,8 @@ def render(model) -> None:
         st.caption(f"{PARADIGMS[name].about} {len(PARADIGMS[name].pairs)} pairs written from a template.")
         _results(paradigm_scores(model.key, name, word_level, model.bundle), name, "mp_builtin")
         st.subheader("Every paradigm")
-        if st.button("Score every paradigm", key="mp_all_button") or st.session_state.get(ALL):
-            st.session_state[ALL] = True
+        st.button("Score every paradigm", key="mp_all_button", on_click=_ask_all)
+        if st.session_state.get(ALL):
             _every_paradigm(model, word_level)
         else:
             st.caption(f"{len(PARADIGMS)} paradigms, {sum(len(p.pairs) for p in PARADIGMS.values())} pairs.")

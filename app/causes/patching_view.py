@@ -3,35 +3,19 @@ site; the share of the answer each patch restores as a heatmap, and one patched 
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 import streamlit as st
 
 from app.analysis_cache import patching
 from app.figures.causes import patching_heatmap
 from app.figures.core import mlm_topk_bar
-from app.ui import show_figure
+from app.ui import links, show_figure
 from app.ui.formatting import clean_text, md_escape
 from app.ui.widgets import SENTENCE_CHARS, WORD_CHARS
-from bert.analysis.patching import SITES
+from bert.analysis.patching import PRESETS, SITES, Pair
 
-
-class Pair(NamedTuple):
-    clean: str
-    corrupted: str
-    answer: str
-    foil: str
-
-
-PRESETS = {
-    "Number agreement": Pair(
-        "The keys to the cabinet [MASK] on the table.", "The key to the cabinet [MASK] on the table.", "are", "is"
-    ),
-    "A fact": Pair("The capital of France is [MASK].", "The capital of Italy is [MASK].", "paris", "rome"),
-    "A pronoun": Pair("The boy said that [MASK] was tired.", "The girl said that [MASK] was tired.", "he", "she"),
-}
 KEYS = Pair("pt_clean", "pt_corrupted", "pt_answer", "pt_foil")
+LINK_NAMES = ("clean", "corrupted", "answer", "foil")
 PRESET, SITE = "pt_preset", "pt_site"
 SITE_NAMES = {
     "residual": "Residual stream (a layer's output at one token)",
@@ -67,8 +51,16 @@ def _strongest(result) -> int:
     return int(np.argmax(e))
 
 
+def _link_params() -> list[links.Param]:
+    """The pair and the site in the link; the first preset's values are the defaults (left out)."""
+    first = next(iter(PRESETS.values()))
+    texts = [links.Param(name, key, "text", default=value) for name, key, value in zip(LINK_NAMES, KEYS, first)]
+    return [*texts, links.Param("site", SITE, "choice", default=SITES[0], choices=SITES)]
+
+
 def _inputs() -> tuple[Pair, str]:
     st.selectbox("Start from", list(PRESETS), key=PRESET, on_change=_load_preset)
+    links.view(*_link_params())
     for key, value in zip(KEYS, PRESETS[st.session_state[PRESET]], strict=True):
         st.session_state.setdefault(key, value)
     c1, c2 = st.columns(2)
@@ -105,8 +97,9 @@ def render(model) -> None:
     )
     R, X = r.effect.shape
     pick_key, chart_key = f"pt_cell_{site}_{R}_{X}", f"pt_map_{site}_{R}_{X}"
+    strongest = _strongest(r)
     if pick_key not in st.session_state:
-        st.session_state[pick_key] = _strongest(r)
+        st.session_state[pick_key] = strongest
     cell = int(st.session_state[pick_key])
     row, col = divmod(cell, X)
     where = "tokens" if site != "heads" else "heads"
@@ -114,8 +107,8 @@ def render(model) -> None:
         patching_heatmap(r.effect, r.rows, r.columns, r.position if site != "heads" else None, (row, col)),
         f"patching-{site}",
         key=chart_key,
-        caption=f"Patching the {where} layer by layer; the strongest restore is {r.rows[_strongest(r) // X]}, "
-        f"{r.columns[_strongest(r) % X]} ({r.effect.flat[_strongest(r)]:.2f}).",
+        caption=f"Patching the {where} layer by layer; the strongest restore is {r.rows[strongest // X]}, "
+        f"{r.columns[strongest % X]} ({r.effect.flat[strongest]:.2f}).",
         on_select=lambda: _pick_from_chart(chart_key, pick_key, R, X),
         selection_mode="points",
     )

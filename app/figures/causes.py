@@ -135,3 +135,42 @@ def pair_word_scores(good_words, good_scores, bad_words, bad_scores) -> go.Figur
         legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"),
     )
     return fig
+
+
+PROBE_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd")
+
+
+def probe_curves(named_curves) -> go.Figure:
+    """Accuracy per depth (solid) and the control task's (dashed), one colour per model;
+    named_curves: [(model name, ProbeCurve)]. A dotted line at the property's chance (its most
+    frequent class's share)."""
+    fig = go.Figure()
+    for i, (name, c) in enumerate(named_curves):
+        colour = PROBE_COLOURS[i % len(PROBE_COLOURS)]
+        rows = [esc(r) for r in c.rows]
+        for what, values, dash in (("property", c.accuracy, "solid"), ("control task", c.control, "dash")):
+            fig.add_trace(
+                go.Scatter(
+                    x=rows,
+                    y=np.asarray(values, dtype=np.float64),
+                    mode="lines+markers",
+                    name=f"{esc(name)}: {what}",
+                    line=dict(color=colour, dash=dash),
+                    hovertemplate=f"{esc(name)}, %{{x}}: {what} accuracy %{{y:.3f}}<extra></extra>",
+                )
+            )
+    if named_curves:
+        fig.add_hline(
+            y=named_curves[0][1].majority,
+            line_dash="dot",
+            line_color="#888888",
+            annotation_text="chance (most frequent)",
+        )
+    fig.update_yaxes(title="test accuracy", range=[0, 1.02])
+    fig.update_xaxes(title="the vectors probed")
+    fig.update_layout(
+        height=420,
+        margin=dict(l=10, r=10, t=30, b=10),
+        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"),
+    )
+    return fig

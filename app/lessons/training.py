@@ -10,8 +10,11 @@ from bert.analysis.explain import logit_lens
 from bert.analysis.full import analyze
 from bert.analysis.heads import head_patterns_over
 from bert.analysis.mlm import mlm_topk, nsp_probability
+from bert.analysis.patching import PRESETS, activation_patching
+from bert.errors import InputError
 
 from ..figures import core
+from ..figures.causes import patching_heatmap
 from ..figures.explain import logit_lens_heatmap
 from ..figures.heads import importance_heatmap, pattern_map
 from .lesson import Asked, Lesson, Link, Question, Step, ask, choices_with
@@ -227,6 +230,16 @@ def _habits_by_layer(bundle):
     )
 
 
+def _agreement_patched(bundle):
+    """The number-agreement preset patched layer by layer and token by token; None when this
+    model cannot patch it (its tokens do not line up, or its answer does not move)."""
+    try:
+        r = activation_patching(bundle, *PRESETS["Number agreement"], "residual")
+    except InputError:
+        return None
+    return patching_heatmap(r.effect, r.rows, r.columns, r.position, title="share of “are” over “is” restored")
+
+
 def _ask_cls_heads(bundle) -> Asked:
     hp, fig = _patterns(bundle)
     n = hp.counts()["[CLS]"]
@@ -289,6 +302,17 @@ HEADS = Lesson(
             _habits_by_layer,
             Link("pages/head_patterns.py", "Open the Head patterns page", {"on": "probe"}),
             "lesson-habits-by-layer",
+        ),
+        Step(
+            "Copy instead of switching off",
+            "Run “The keys …” and “The key …”, then rerun the second with one vector copied from the first. "
+            "Each cell says how much of the plural answer that copy brings back: low down the subject carries "
+            "it, higher up the [MASK] does.",
+            _agreement_patched,
+            Link("pages/causes.py", "Open the Causes page", {"view": "patch"}),
+            "lesson-patching",
+            none_note="This model cannot patch this pair: its two sentences split into different numbers of "
+            "tokens, or both get the same answer. Try a pair of your own on the Causes page.",
         ),
     ),
     (Question("cls-heads", _ask_cls_heads), Question("ablation", _ask_ablation)),

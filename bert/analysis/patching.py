@@ -22,6 +22,7 @@ B batch (the patched runs of one layer), k top predictions.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -30,6 +31,24 @@ from torch import Tensor
 from ..errors import InputError
 from .common import encode_tensors, mask_positions, need_mlm, readonly, token_id
 
+
+class Pair(NamedTuple):
+    """A pair to patch: the clean sentence, the corrupted one, the answer and its foil."""
+
+    clean: str
+    corrupted: str
+    answer: str
+    foil: str
+
+
+# Pairs a class starts from: where number agreement, a fact, a pronoun's gender travel
+PRESETS = {
+    "Number agreement": Pair(
+        "The keys to the cabinet [MASK] on the table.", "The key to the cabinet [MASK] on the table.", "are", "is"
+    ),
+    "A fact": Pair("The capital of France is [MASK].", "The capital of Italy is [MASK].", "paris", "rome"),
+    "A pronoun": Pair("The boy said that [MASK] was tired.", "The girl said that [MASK] was tired.", "he", "she"),
+}
 SITES = ("residual", "attention", "ffn", "heads")
 MAX_TOKENS = 64  # the patched runs of one layer are one batch of T (or H) copies
 MIN_GAP = 1e-4  # |m_clean - m_corrupted| below this: nothing to restore, the ratio is noise

