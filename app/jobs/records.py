@@ -12,8 +12,11 @@ from bert import DataError
 from bert.train import events as ev
 from bert.train.events import last as last_event
 from bert.train.finetune_args import FinetuneArgs
+from bert.train.head_args import HeadArgs
 from bert.train.next_word import NEXT_WORD
 from bert.train.pretrain import PretrainArgs
+
+from .spec import HEAD, PRETRAIN, trainer_of
 
 
 class Report(ev.Event, event="report"):
@@ -73,18 +76,18 @@ def stored_record(record: dict) -> dict:
     }
 
 
-def _settings(kind: str, d: dict) -> FinetuneArgs | PretrainArgs:
-    """A run's FinetuneArgs / PretrainArgs from run.json (settings it does not know are left out)."""
-    cls = PretrainArgs if kind == "pretrain" else FinetuneArgs
+def _settings(kind: str, d: dict) -> FinetuneArgs | PretrainArgs | HeadArgs:
+    """A run's FinetuneArgs / PretrainArgs / HeadArgs from run.json (settings it does not know are left out)."""
+    cls = {PRETRAIN: PretrainArgs, HEAD: HeadArgs}.get(kind, FinetuneArgs)
     names = {f.name for f in fields(cls)}
-    required = {"out": ""} if cls is PretrainArgs else {"data": ""}
+    required = {PretrainArgs: {"out": ""}, FinetuneArgs: {"data": ""}}.get(cls, {})
     return cls(**{**required, **{k: v for k, v in d.items() if k in names}})
 
 
 def loaded_record(record: dict) -> dict:
     """A run.json's record with its events (bert.train.events.from_dict) and settings read back; an event
     it cannot read (a run written by another version) is left out. DataError without a readable Done."""
-    trainer = ev.PRETRAIN if record.get("kind") == "pretrain" else ev.FINETUNE
+    trainer = trainer_of(record.get("kind"))
 
     def read(d):
         try:

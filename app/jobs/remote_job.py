@@ -13,6 +13,7 @@ import ray
 from bert.train import events as ev
 
 from .records import Report, Saved, SaveFailed
+from .spec import trainer_of
 from .worker import USER
 
 log = logging.getLogger("bert_explorer")
@@ -123,4 +124,4 @@ def _event(d: dict[str, Any], kind: str):
         return Saved(code=d["code"])
     if name == SaveFailed.event:
         return SaveFailed(message=d.get("message", ""))
-    return ev.from_dict(d, ev.PRETRAIN if kind == "pretrain" else ev.FINETUNE)
+    return ev.from_dict(d, trainer_of(kind))
