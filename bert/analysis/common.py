@@ -71,7 +71,8 @@ def readonly(t: Tensor | np.ndarray, decimals: int | None = None) -> np.ndarray:
 def need_mlm(bundle, what: str) -> None:
     if not bundle.has_mlm:
         raise InputError(
-            f"{what} needs a masked-language-model head, and {bundle.name} is a classifier; pick a pre-training model"
+            f"{what} needs a masked-language-model head, and {bundle.name} has none (it was trained to "
+            f"{getattr(getattr(bundle, 'head', None), 'task', 'do another task')}); pick a pre-training model"
         )
 
 
