@@ -98,6 +98,9 @@ def on_start(head: str, data, base_source: str) -> None:
             ss[ts.HD_NOTICE] = ("info", "Your fine-tuning job is already running.")
             return
         base = base_bundle(base_source)
+        if base is None:
+            ss[ts.HD_NOTICE] = ("error", "That model is no longer in this session: pick another one.")
+            return
         max_length = int(ss[f"hd_{head}_max_length"])
         args = for_head(
             head,
