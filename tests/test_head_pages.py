@@ -103,3 +103,24 @@ def test_find_the_answer_refuses_a_bad_file_with_a_message():
     at = _open("reader", b"{not json", "broken.json")
     assert any("is not JSON" in e.value for e in at.error)
     assert at.button(key="hd_start").disabled
+
+
+def test_a_link_opens_the_page_on_its_task_shape():
+    at = started_app(TIMEOUT)
+    at.switch_page("pages/finetune.py")
+    at.query_params["shape"] = "words"
+    at.run()
+    _ok(at)
+    assert at.radio(key="ft_shape").value == "tagger" and "1. Data" in [h.value for h in at.header]
+    assert at.button(key="hd_start") is not None
+
+
+def test_lesson_five_shows_each_heads_scores_fresh_or_trained():
+    from app.lessons.task_heads import FRESH_TAGS, span_scores, tag_scores
+    from tests.helpers import minilm_tiny_classifier
+
+    fresh = tag_scores(minilm_tiny_classifier())  # a fresh head on any encoder: the output's shape
+    assert list(fresh.data[0].x) == FRESH_TAGS and len(fresh.data[0].y) == 8  # the sentence's 8 words
+    spans = span_scores(minilm_tiny_classifier())
+    assert [t.name for t in spans.data] == ["P(start)", "P(end)"]
+    assert abs(sum(spans.data[0].y) - 1) < 1e-4  # a distribution over the passage's tokens

@@ -73,3 +73,18 @@ def span_probs(tokens: list[str], start: list[float], end: list[float], height: 
     fig.update_xaxes(tickvals=x, ticktext=labels, tickangle=-60)
     fig.update_yaxes(range=[0, 1], tickformat=".0%", title="probability")
     return fig
+
+
+def tag_heatmap(tokens: list[str], tags: list[str], probs, height: int | None = None) -> go.Figure:
+    """A tagger's probabilities: one row per token, one column per tag (each row sums to 1)."""
+    rows, cols = safe_labels(tokens), safe_labels(tags)
+    fig = go.Figure(
+        go.Heatmap(
+            z=probs, x=cols, y=rows, colorscale="Blues", zmin=0, zmax=1,
+            hovertemplate="%{y} as %{x}: %{z:.1%}<extra></extra>", colorbar=dict(title="P(tag)", tickformat=".0%"),
+        )
+    )  # fmt: skip
+    fig.update_layout(height=height or int(min(700, 120 + 26 * len(rows))), margin=dict(l=10, r=10, t=30, b=10))
+    fig.update_xaxes(side="top", type="category")
+    fig.update_yaxes(autorange="reversed", type="category")
+    return fig

@@ -23,7 +23,7 @@ from ..jobs.budget import LimitError
 from ..jobs.head_job import BUILTIN
 from ..jobs.spec import HEAD
 from ..students import owner
-from ..ui import show_figure
+from ..ui import links, show_figure
 from ..ui.errors import show_errors
 from ..ui.formatting import md_escape
 from . import page as view
@@ -49,8 +49,14 @@ ABOUT = {
 UPLOAD_KINDS = {"tagger": ["conll", "txt", "tsv", "bio", "iob", "jsonl", "json"], "reader": ["json"]}
 
 
+SHAPE = links.Param(
+    "shape", "ft_shape", "choice", default=CLASSIFY, choices=list(SHAPES), codes=("text", "words", "answer")
+)
+
+
 def task_shape() -> str:
-    """The task shape picker at the top of the Fine-tuning page."""
+    """The task shape picker at the top of the Fine-tuning page (in its link: ?shape=words)."""
+    links.view(SHAPE)
     ts.seed("ft_shape", CLASSIFY, list(SHAPES))
     shape = st.radio("Task shape", list(SHAPES), key="ft_shape", horizontal=True, format_func=SHAPES.get)
     ts.remember("ft_shape")
