@@ -78,7 +78,7 @@ def _data(head: str):
     ts.remember(key)
     if source == "builtin":
         st.caption(
-            "Brown Corpus (1961 American English): 3,000 news sentences, its 87 tags folded into 16 parts of speech."
+            "Brown Corpus (1961 American English): 3,000 press sentences, its 87 tags folded into 16 parts of speech."
             if head == "tagger"
             else "600 questions over 120 short invented biographies, made by this project from templates: "
             "easy, regular text, for seeing the task's shape."
