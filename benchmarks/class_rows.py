@@ -7,6 +7,9 @@ its target, so the ratio says how far under (< 1) or over it the run was.
   benchmarks/plateau.py: the default's settings, objective "next-word"), target 180 s;
 - seq2seq-exact: seconds until the Decoder page's default run reaches exact match 0.9 on its
   held-out pairs (benchmarks/seq2seq_run.py; one torch thread, as a job in the app), target 180 s;
+- tagger-pos, reader-demo: the Fine-tuning page's default runs of "label every word" (Brown parts of
+  speech on minilm-l6) and "find the answer" (the template questions), one torch thread, loaded to
+  scored (benchmarks/head_runs.py), targets 60 s and 120 s, with the quality reached;
 - finetune-run: the 2,000-snippet, one-epoch fine-tuning run of docs/MODELS.md (`python -m bert
   finetune`, the backend's defaults, the bench's threads), target 20 s, with its accuracy;
 - class-30: 30 students' default runs queued at once through the app's job manager
@@ -37,6 +40,8 @@ CLASS_ROWS = [
     "plateau-default",
     "plateau-next-word",
     "seq2seq-exact",
+    "tagger-pos",
+    "reader-demo",
     "finetune-run",
     "class-30",
     "course-300",
@@ -46,6 +51,8 @@ TARGETS = {
     "plateau-default": 180.0,
     "plateau-next-word": 180.0,
     "seq2seq-exact": 180.0,
+    "tagger-pos": 60.0,
+    "reader-demo": 120.0,
     "finetune-run": 20.0,
     "class-30": 10.0,
     "course-300": 10.0,
@@ -85,6 +92,15 @@ def _seq2seq(b: Bench) -> None:
         else f"exact match {r['exact_match']} after 600 s"
     )
     b.add(_row("seq2seq-exact", "Decoder page's default run reaches held-out exact match 0.9", "s", seconds, note))
+
+
+def _head_run(b: Bench, row: str, head: str, what: str) -> None:
+    from . import head_runs
+
+    r = head_runs.measure(head)
+    scores = ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in r["scores"].items() if v is not None)
+    note = f"{scores}; {r['cpu_seconds']:.1f} s of processor, {r['steps']} steps, one thread"
+    b.add(_row(row, what, "s", r["seconds"], note, {**r["scores"], "cpu_seconds": r["cpu_seconds"]}))
 
 
 def _finetune_run(b: Bench) -> None:
@@ -169,6 +185,10 @@ def teaching(b: Bench) -> None:
         _plateau(b, "plateau-next-word", "next-word", " with the next-word game")
     if b.wants("seq2seq-exact"):
         _seq2seq(b)
+    if b.wants("tagger-pos"):
+        _head_run(b, "tagger-pos", "tagger", "Fine-tuning page's default part-of-speech run, loaded to scored")
+    if b.wants("reader-demo"):
+        _head_run(b, "reader-demo", "reader", "Fine-tuning page's default question-answering run, loaded to scored")
     if b.wants("finetune-run"):
         _finetune_run(b)
     if any(p.startswith("class") for p in b.only):

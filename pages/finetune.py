@@ -14,6 +14,7 @@ from app.training.data import builtin_data
 from app.training.finetune_view import PAGE, data_summary, show_result, uploaded_data, validation
 from app.training.finished import results
 from app.training.follow import POLL_S, current_job, live_job
+from app.training.head_view import CLASSIFY, head_page, task_shape
 from app.training.progress import finetune_progress, finetune_start_line
 from app.training.reports import base_bundle
 from app.training.run_size import DEFAULT_SIZE, EVALS_HELP, PAGE_EVALS, RUN_SIZES
@@ -46,6 +47,9 @@ st.markdown(
 )
 board_buttons.push_ended()
 view.collect_and_reopen(PAGE)
+if (shape := task_shape()) != CLASSIFY:  # label every word, or find the answer
+    head_page(shape)
+    st.stop()
 
 # --- 1. data -------------------------------------------------------------------------------------
 st.header("1. Data")

@@ -18,13 +18,16 @@ import pytest
 
 from app.jobs.backend import JobBackend, JobHandle
 from app.jobs.budget import LimitError
+from app.jobs.head_job import head_spec
 from app.jobs.spec import FINETUNE, finetune_spec, pretrain_spec
 from app.jobs.worker import run_job
 from app.model_sources import load_model
 from bert.checkpoint import load as checkpoint
 from bert.data.corpus.base import corpus_from_text
 from bert.data.labelled import stratified_split
+from bert.data.tagged import read_tagged
 from bert.train.attention_snapshots import AttentionSnapshots
+from bert.train.head_args import HeadArgs
 from bert.train.pretrain import PretrainArgs
 from tests.helpers import fast_args, tiny_bundle, tiny_data
 
@@ -176,6 +179,7 @@ def test_stop_keeps_and_saves_the_model(backend):
 SECOND_REPLICA = """
 import json, sys
 from app.jobs.budget import LimitError
+from app.jobs.head_job import head_spec
 from app.jobs.spec import FINETUNE
 from app.jobs import ray_backend
 from app.jobs.spec import JobSpec
@@ -276,3 +280,17 @@ def test_the_course_bench_runs_every_students_default_run_on_the_workers(shared,
     assert res["errors"] == [] and res["done"] == 3 and res["workers"] == 2, res
     assert res["nodes"] == 2 and len(res["run_seconds"]) == 3, res  # two at once, one a worker
     assert 0 < res["run_seconds_mean"] <= 60 * res["minutes_until_last"] and res["runs_per_minute"] > 0, res
+
+
+def test_a_per_token_head_job_runs_on_a_worker_as_it_does_here(backend):
+    """A tagger's job (kind HEAD) on an uploaded CoNLL file: its spec travels to a worker, its events
+    come back read as the head trainer's, the same as in this process, and the run is kept by code."""
+    data = read_tagged(b"".join(f"the O\n{w} B-THING\nwas O\n\n".encode() for w in ("film", "plot") * 8))
+    args = HeadArgs(threads=1, lr=2e-3, epochs=2, evals=1, max_length=16, freeze_embeddings=False)
+    local = list(run_job(head_spec("", BASE, args, data), threading.Event(), load_base=load_model))
+    job, new = backend.submit_spec("owner-h", head_spec("RAYHD1", BASE, args, data, student="browser:h"))
+    assert new and backend.wait(job, 120), job.status
+    assert job.status == "done", job.error
+    assert [e.event for e in job.metrics if e.event != "saved"] == [e.event for e in local]
+    assert job.metrics[-2].scores == pytest.approx(local[-1].scores)  # the HeadDone, before "saved"
+    assert job.result is not None and job.result.is_tagger

@@ -12,12 +12,13 @@ from bert import DataError
 from bert.train import events as ev
 from bert.train.events import last as last_event
 from bert.train.finetune_args import FinetuneArgs
+from bert.train.head_args import HeadArgs
 from bert.train.next_word import NEXT_WORD
 from bert.train.pretrain import PretrainArgs
 from bert.train.seq2seq import Seq2SeqArgs
 from bert.train.seq2seq import event_from_dict as seq2seq_event
 
-from .spec import PRETRAIN, SEQ2SEQ
+from .spec import HEAD, PRETRAIN, SEQ2SEQ, trainer_of
 
 
 class Report(ev.Event, event="report"):
@@ -82,12 +83,12 @@ def read_event(d: dict, kind: str) -> ev.Event:
     ValueError for an event that trainer does not write or one missing fields."""
     if kind == SEQ2SEQ:
         return seq2seq_event(d)
-    return ev.from_dict(d, ev.PRETRAIN if kind == PRETRAIN else ev.FINETUNE)
+    return ev.from_dict(d, trainer_of(kind))
 
 
-def _settings(kind: str, d: dict) -> FinetuneArgs | PretrainArgs | Seq2SeqArgs:
+def _settings(kind: str, d: dict) -> FinetuneArgs | PretrainArgs | Seq2SeqArgs | HeadArgs:
     """A run's settings from run.json (settings it does not know are left out)."""
-    cls = {PRETRAIN: PretrainArgs, SEQ2SEQ: Seq2SeqArgs}.get(kind, FinetuneArgs)
+    cls = {PRETRAIN: PretrainArgs, SEQ2SEQ: Seq2SeqArgs, HEAD: HeadArgs}.get(kind, FinetuneArgs)
     names = {f.name for f in fields(cls)}
     required = {PretrainArgs: {"out": ""}, FinetuneArgs: {"data": ""}}.get(cls, {})
     return cls(**{**required, **{k: v for k, v in d.items() if k in names}})

@@ -13,12 +13,19 @@ from typing import Any
 from bert.data.corpus.base import Corpus
 from bert.data.corpus.registry import CORPORA
 from bert.data.labelled import LabelledData
+from bert.train import events as ev
 from bert.train.finetune_args import FinetuneArgs
 from bert.train.pretrain import PretrainArgs
 
 FINETUNE, PRETRAIN = "finetune", "pretrain"  # the kinds of job
 SEQ2SEQ = "seq2seq"  # an encoder-decoder on pairs (app/jobs/seq2seq_job.py)
-KINDS = {FINETUNE: "fine-tuning", PRETRAIN: "pre-training", SEQ2SEQ: "decoder training"}
+HEAD = "head"  # a per-token head: a tagger or a reader (app/jobs/head_job.py)
+KINDS = {FINETUNE: "fine-tuning", PRETRAIN: "pre-training", SEQ2SEQ: "decoder training", HEAD: "fine-tuning"}
+
+
+def trainer_of(kind: str) -> str:
+    """The trainer whose events a job of `kind` reports (bert.train.events.from_dict's name)."""
+    return {PRETRAIN: ev.PRETRAIN, HEAD: ev.HEAD}.get(kind, ev.FINETUNE)
 
 
 def one_job_message(kind: str, status: str, where: str = "") -> str:
@@ -58,6 +65,7 @@ class JobSpec:
     processes: int = 1  # pre-training under torchrun in this many processes (a GPU actor's GPUs)
     probe: dict[str, Any] | None = None  # attention over training: AttentionSnapshots.settings() (a worker records)
     pairs: dict[str, Any] | None = None  # seq2seq: uploaded pairs (a built-in task is made where the job runs)
+    examples: dict[str, Any] | None = None  # a per-token head: an upload's TaggedData / QAData (else built-in)
 
     def finetune_args(self) -> FinetuneArgs:
         return FinetuneArgs(**self.args)

@@ -55,9 +55,10 @@ from bert.train.pretrain import PretrainArgs, pretrain, torchrun_command
 from ..server.memory import release_memory
 from . import budget, saved_runs
 from .budget import LimitError
+from .head_job import head_events
 from .records import Report, Saved, SaveFailed, pretrain_card, run_record, stored_record
 from .seq2seq_job import seq2seq_events
-from .spec import FINETUNE, SEQ2SEQ, JobSpec
+from .spec import FINETUNE, HEAD, SEQ2SEQ, JobSpec
 
 log = logging.getLogger("bert_explorer")
 
@@ -272,6 +273,8 @@ def run_job(
     events, bundle = [], None
     if spec.kind == FINETUNE:
         trained = _finetune_events(spec, stop, base if base is not None else base_model(spec.base, load_base), recorder)
+    elif spec.kind == HEAD:
+        trained = head_events(spec, stop, base, lambda source: base_model(source, load_base), job_threads())
     elif spec.kind == SEQ2SEQ:
         trained = seq2seq_events(spec, stop, base, lambda source: base_model(source, load_base), job_threads())
     elif spec.processes > 1:

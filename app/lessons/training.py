@@ -18,6 +18,7 @@ from ..figures.causes import patching_heatmap
 from ..figures.explain import logit_lens_heatmap
 from ..figures.heads import importance_heatmap, pattern_map
 from .lesson import Asked, Lesson, Link, Question, Step, ask, choices_with
+from .task_heads import span_scores, tag_scores
 
 GAP = "She opened the [MASK] and walked in."
 TWO_GAPS = "Paris is a city in [MASK], and there [MASK] many people in it."
@@ -186,6 +187,24 @@ FINETUNE = Lesson(
             _cls_reads,
             Link("pages/attention.py", "Open on the Attention page", {"a": FIRST}),
             "lesson-cls-reads",
+        ),
+        Step(
+            "One score per tag, on every word",
+            "To label every word (parts of speech, names), the new head reads every token's vector, not one for the "
+            "text: one score per tag. A word split into pieces is read at its first piece. Below: each word's tag "
+            "probabilities (a fresh head's, random until trained, unless the model was fine-tuned to tag).",
+            tag_scores,
+            Link("pages/finetune.py", "Open “Label every word”", {"shape": "words"}),
+            "lesson-tag-scores",
+        ),
+        Step(
+            "Two scores per token: where the answer starts and ends",
+            "To find an answer in a passage, the question and the passage go in together and the new head gives "
+            "every passage token two scores: how likely the answer starts there, and how likely it ends there. The "
+            "answer is the best span, start before end. Below: a fresh head's probabilities (or a trained reader's).",
+            span_scores,
+            Link("pages/finetune.py", "Open “Find the answer”", {"shape": "answer"}),
+            "lesson-span-scores",
         ),
         Step(
             "Train it, live",

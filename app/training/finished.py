@@ -16,6 +16,7 @@ import streamlit as st
 
 import bert
 from bert import DataError
+from bert.heads import HEADS
 from bert.train.events import last as last_event
 
 from .. import state
@@ -23,7 +24,7 @@ from ..jobs import saved_runs
 from ..jobs.backend import JobBackend, job_backend
 from ..jobs.records import Saved, SaveFailed, loaded_record, run_record
 from ..jobs.run_models import SavedBundle
-from ..jobs.spec import FINETUNE, PRETRAIN, SEQ2SEQ
+from ..jobs.spec import FINETUNE, HEAD, PRETRAIN, SEQ2SEQ
 from ..jobs.worker import stop_message
 from ..students import student_key
 from . import session as ts
@@ -31,14 +32,15 @@ from .follow import current_job, job_key, notice_errors
 from .names import unique_model_name
 
 MAX_MODELS = ts.MAX_MODELS
+TRAINED = (FINETUNE, PRETRAIN, HEAD)  # the kinds of job whose results a session keeps
 
 
 def results_key(kind: str) -> str:
-    return ts.FT_RESULTS if kind == FINETUNE else ts.PT_RESULTS
+    return {FINETUNE: ts.FT_RESULTS, HEAD: ts.HD_RESULTS}.get(kind, ts.PT_RESULTS)
 
 
 def notice_key(kind: str) -> str:
-    return ts.FT_NOTICE if kind == FINETUNE else ts.PT_NOTICE
+    return {FINETUNE: ts.FT_NOTICE, HEAD: ts.HD_NOTICE}.get(kind, ts.PT_NOTICE)
 
 
 def collect(kind: str, jm: JobBackend | None = None) -> dict | None:
@@ -92,7 +94,7 @@ def add_result(kind: str, res: dict, bundle: bert.Bundle, name: str) -> dict:
     st.session_state[results_key(kind)].append(res)
     dropped = []
     while True:
-        everything = [(r, k) for k in (FINETUNE, PRETRAIN) for r in st.session_state[results_key(k)]]
+        everything = [(r, k) for k in TRAINED for r in st.session_state[results_key(k)]]
         if len(everything) <= MAX_MODELS:
             break
         old, k = min(everything, key=lambda rk: rk[0].get("added", 0))
@@ -125,7 +127,7 @@ def reopen(text: str) -> dict:
     exactly 6 letters and digits). InputError / DataError with a message otherwise."""
     ts.init_training()
     code = saved_runs.parse_code(text)
-    for kind in (FINETUNE, PRETRAIN):
+    for kind in TRAINED:
         for res in st.session_state[results_key(kind)]:
             if res.get("code") == code:
                 return res
@@ -133,7 +135,7 @@ def reopen(text: str) -> dict:
     kind = record.get("kind")
     if kind == SEQ2SEQ:
         raise DataError(f"Run {code} is a decoder training run: reopen it on the Decoder on top page.")
-    if kind not in (FINETUNE, PRETRAIN):
+    if kind not in TRAINED:
         raise DataError(f"Run {code} cannot be opened here.")
     res = {**loaded_record(record), "job_id": code, "finished": record.get("saved"), "saved": True, "code": code}
     return add_result(kind, res, bundle, record.get("name") or bundle.name)
@@ -147,12 +149,16 @@ def reopen_callback(kind: str, widget_key: str, select_key: str) -> None:
             st.session_state[select_key] = res["name"]
             st.session_state[notice_key(kind)] = ("info", f"Run {res['code']} is open: {res['name']}.")
         else:
-            other = "Pre-training" if res["kind"] == PRETRAIN else "Fine-tuning"
-            st.session_state[notice_key(kind)] = (
-                "info",
-                f"Run {res['code']} ({res['name']}) is a {other.lower()} run: it is on the {other} "
-                f"page, and in the sidebar's model list.",
-            )
+            st.session_state[notice_key(kind)] = ("info", f"Run {res['code']} ({res['name']}) {_where(res)}.")
+
+
+def _where(res: dict) -> str:
+    """Where a reopened run of another page (or task shape) is shown."""
+    if res["kind"] == HEAD:
+        task = HEADS[res["info"]["args"].head].task
+        return f"is shown on the Fine-tuning page under “{task}”, and is in the sidebar's model list"
+    other = "Pre-training" if res["kind"] == PRETRAIN else "Fine-tuning"
+    return f"is a {other.lower()} run: it is on the {other} page, and in the sidebar's model list"
 
 
 def results(kind: str) -> list[dict]:

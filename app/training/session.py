@@ -26,6 +26,9 @@ FT_PARSED = "ft_parsed"  # dict: (upload id, text col, label col) -> LabelledDat
 PT_PARSED = "pt_parsed"  # dict: upload id -> the corpus made of it | error (one file at a time)
 FT_NOTICE = "ft_notice"  # str | None: a message to show once (e.g. "already running")
 PT_NOTICE = "pt_notice"
+HD_JOB = "hd_job_id"  # the same three for a per-token head's job (a tagger, a reader: the Fine-tuning page)
+HD_RESULTS = "hd_results"
+HD_NOTICE = "hd_notice"
 FREED = "train_freed_uploads"  # dict upload key -> file name: uploads freed when their job started
 UPLOAD = "upload"  # the data-source choice "my own file" on both pages
 UPLOAD_GEN = "train_upload_gen"  # int: part of the upload widgets' keys; +1 resets them
@@ -36,10 +39,10 @@ MAX_MODELS = 3  # finished models a session keeps, both pages together
 def init_training() -> None:
     students.owner()  # this session's owner id, before any job is looked up
     ss = st.session_state
-    for key in (FT_RESULTS, PT_RESULTS):
+    for key in (FT_RESULTS, PT_RESULTS, HD_RESULTS):
         if key not in ss:
             ss[key] = []
-    for key in (FT_JOB, PT_JOB, FT_UPLOAD, FT_VAL_UPLOAD, PT_UPLOAD, FT_NOTICE, PT_NOTICE):
+    for key in (FT_JOB, PT_JOB, HD_JOB, FT_UPLOAD, FT_VAL_UPLOAD, PT_UPLOAD, FT_NOTICE, PT_NOTICE, HD_NOTICE):
         if key not in ss:
             ss[key] = None
     for key in (FT_PARSED, FREED):

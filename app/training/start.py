@@ -18,13 +18,15 @@ from bert.data.labelled import LabelledData
 from bert.patterns import CAUSAL
 from bert.train.attention_snapshots import AttentionSnapshots
 from bert.train.finetune_args import FinetuneArgs
+from bert.train.head_args import HeadArgs
 from bert.train.next_word import MLM_NSP, NEXT_WORD
 from bert.train.pretrain import PretrainArgs
 
 from ..jobs import budget, saved_runs
 from ..jobs.backend import JobBackend, JobHandle, job_backend
 from ..jobs.budget import LimitError
-from ..jobs.spec import FINETUNE, PRETRAIN, JobSpec, finetune_spec, pretrain_spec
+from ..jobs.head_job import head_spec
+from ..jobs.spec import FINETUNE, HEAD, PRETRAIN, JobSpec, finetune_spec, pretrain_spec
 from ..jobs.worker import job_threads
 from ..model_sources import load_model
 from ..server import new_students
@@ -260,6 +262,26 @@ def start_pretrain(
     return _submit(jm, spec, args, name, recorder, corpus=corpus)
 
 
+def start_head(
+    base: bert.Bundle, base_source: str, args: HeadArgs, data, jm: JobBackend | None = None
+) -> tuple[JobHandle, bool]:
+    """Submit (or return the already active) per-token head's job of this session: `data` an upload's
+    TaggedData / QAData, None for the built-in data args.data names. LimitError over a cap."""
+    jm = jm or job_backend()
+    existing = _active(jm, HEAD)
+    if existing is not None:
+        return existing, False
+    args.threads = args.threads or job_threads()
+    args.check(base.config.max_tokens)
+    mb = budget.finetune_mb(base.config, args.batch_size, args.max_length, args.freeze_embeddings, 0, 2)
+    budget.check_step(args.batch_size, args.max_length, mb, "input")
+    code = saved_runs.new_code()
+    title = args.name or f"{base.name}-{args.head}"
+    info = {"base_source": base_source, "base_name": base.name, "code": code, "title": title, "head": args.head}
+    spec = head_spec(code, base_source, args, data, student_key(), title, info)
+    return _submit(jm, spec, args, title, None, base=base)
+
+
 # what the attention snapshots of a kind of job are called
 _SNAPSHOT_NAMES = {FINETUNE: "fine-tuning", PRETRAIN: "pre-training"}
 
@@ -276,7 +298,7 @@ def _active(jm: JobBackend, kind: str) -> JobHandle | None:
 def _submit(
     jm: JobBackend,
     spec: JobSpec,
-    args: FinetuneArgs | PretrainArgs,
+    args: FinetuneArgs | PretrainArgs | HeadArgs,
     label: str,
     recorder: AttentionSnapshots | None,
     base: bert.Bundle | None = None,

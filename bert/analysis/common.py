@@ -88,7 +88,8 @@ def need_mlm(bundle, what: str) -> None:
     """A model whose heads fill gaps (and say whether B follows A): not a classifier, not a next-word model."""
     if not bundle.has_mlm:
         raise InputError(
-            f"{what} needs a masked-language-model head, and {bundle.name} is a classifier; pick a pre-training model"
+            f"{what} needs a masked-language-model head, and {bundle.name} has none (it was trained to "
+            f"{getattr(getattr(bundle, 'head', None), 'task', 'do another task')}); pick a pre-training model"
         )
     why = left_to_right_refusal(bundle, what)
     if why:

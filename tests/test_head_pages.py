@@ -1,0 +1,126 @@
+"""The Fine-tuning page's other task shapes in AppTest: "label every word" and "find the answer",
+each trained on a good upload through to its results (tiny model), and a bad upload refused with a
+message. AppTest cannot upload: the bytes go where the page keeps an upload, as a real one does."""
+
+import json
+import time
+
+import pytest
+
+pytest.importorskip("streamlit")
+
+from app import state  # noqa: E402
+from app.training import session as ts  # noqa: E402
+from bert.data.qa_demo import qa_demo  # noqa: E402
+from tests.helpers import started_app, tiny_bundle  # noqa: E402
+
+TIMEOUT = 60
+CONLL = b"".join(f"the O\n{w} B-THING\nwas O\ngood O\n\n".encode() for w in ("film", "movie", "plot", "story") * 6)
+
+
+def _ok(at):
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def _squad(passages: int = 8) -> bytes:
+    paragraphs = {}
+    for q in qa_demo(passages=passages).questions:
+        qas = paragraphs.setdefault(q.context, [])
+        qas.append(
+            {"id": q.id, "question": q.question, "answers": [{"text": t, "answer_start": s} for t, s in q.answers]}
+        )
+    data = [{"title": "demo", "paragraphs": [{"context": c, "qas": qas} for c, qas in paragraphs.items()]}]
+    return json.dumps({"version": "1.1", "data": data}).encode()
+
+
+def _open(head: str, data: bytes, name: str):
+    at = started_app(TIMEOUT)
+    at.session_state[state.USER_MODELS]["tiny"] = tiny_bundle(name="tiny")
+    at.session_state[state.USER_MODEL_IDS]["tiny"] = "session:tiny:test"
+    at.session_state[f"hd_{head}_upload"] = {"name": name, "data": data, "id": "f1"}
+    at.switch_page("pages/finetune.py").run()
+    at.radio(key="ft_shape").set_value(head).run()
+    at.radio(key=f"hd_{head}_source").set_value(ts.UPLOAD).run()
+    _ok(at)
+    return at
+
+
+def _train(at, head: str, **settings):
+    at.selectbox(key=f"hd_{head}_base").set_value("session:tiny")
+    for k, v in settings.items():
+        at.number_input(key=f"hd_{head}_{k}").set_value(v)
+    at.run()
+    _ok(at)
+    at.button(key="hd_start").click().run()
+    _ok(at)
+    end = time.time() + 120
+    while at.session_state[ts.HD_JOB] is not None and time.time() < end:  # as the live fragment reruns
+        time.sleep(0.3)
+        at.run()
+        _ok(at)
+    assert at.session_state[ts.HD_JOB] is None, "the job did not finish in time"
+    assert not at.error, [e.value for e in at.error]
+    return at.session_state[ts.HD_RESULTS][-1]
+
+
+@pytest.mark.slow
+def test_label_every_word_trains_on_an_upload_and_shows_its_results():
+    at = _open("tagger", CONLL, "things.conll")
+    assert any("24 sentences, 96 words, 2 tags" in s.value for s in at.success)
+    res = _train(at, "tagger", max_length=16, lr=2e-3, epochs=3)
+    assert res["status"] == "done" and res["bundle"].is_tagger and res["code"]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["word accuracy"].endswith("%") and metrics["entity F1"].endswith("%")
+    assert "4. Results" in [h.value for h in at.header]
+    assert {"Per tag", "The worst sentences", "Try it"} <= {s.value for s in at.subheader}
+    at.text_input(key=f"hd_try_{res['job_id']}").set_value("the **film** <b>was</b> good").run()
+    _ok(at)
+    assert not at.error and any("THING" in m.value for m in at.markdown)
+    assert any("\\<" in m.value for m in at.markdown) and not any("<b>" in m.value for m in at.markdown)  # escaped
+
+
+def test_label_every_word_refuses_a_bad_file_with_a_message():
+    at = _open("tagger", b"a O\nb O\n", "one-tag.conll")
+    assert any("one tag only" in e.value for e in at.error)
+    assert at.button(key="hd_start").disabled
+
+
+@pytest.mark.slow
+def test_find_the_answer_trains_on_a_squad_upload_and_answers():
+    at = _open("reader", _squad(), "questions.json")
+    assert any("40 questions over 8 passages" in s.value for s in at.success)
+    res = _train(at, "reader", max_length=64, lr=1e-3, epochs=1)
+    assert res["status"] == "done" and res["bundle"].is_reader
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["exact match"].endswith("%") and metrics["F1"].endswith("%")
+    assert len(at.expander) >= 2  # answered validation questions
+    at.text_input(key=f"hd_question_{res['job_id']}").set_value("Where was Clara born?").run()
+    _ok(at)
+    assert not at.error and any(c.value.startswith("Answer:") for c in at.caption)
+
+
+def test_find_the_answer_refuses_a_bad_file_with_a_message():
+    at = _open("reader", b"{not json", "broken.json")
+    assert any("is not JSON" in e.value for e in at.error)
+    assert at.button(key="hd_start").disabled
+
+
+def test_a_link_opens_the_page_on_its_task_shape():
+    at = started_app(TIMEOUT)
+    at.switch_page("pages/finetune.py")
+    at.query_params["shape"] = "words"
+    at.run()
+    _ok(at)
+    assert at.radio(key="ft_shape").value == "tagger" and "1. Data" in [h.value for h in at.header]
+    assert at.button(key="hd_start") is not None
+
+
+def test_lesson_five_shows_each_heads_scores_fresh_or_trained():
+    from app.lessons.task_heads import FRESH_TAGS, span_scores, tag_scores
+    from tests.helpers import minilm_tiny_classifier
+
+    fresh = tag_scores(minilm_tiny_classifier())  # a fresh head on any encoder: the output's shape
+    assert list(fresh.data[0].x) == FRESH_TAGS and len(fresh.data[0].y) == 8  # the sentence's 8 words
+    spans = span_scores(minilm_tiny_classifier())
+    assert [t.name for t in spans.data] == ["P(start)", "P(end)"]
+    assert abs(sum(spans.data[0].y) - 1) < 1e-4  # a distribution over the passage's tokens
