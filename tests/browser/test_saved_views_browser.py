@@ -49,6 +49,8 @@ def files(tmp_path_factory):
 
 
 def test_saved_views_draw_offline_and_keep_typed_text_as_text(browser, files):
+    # the size budget: the whole model's attention (every head's map; all heads at once) under 5 MB
+    assert files["attention"].stat().st_size < 5e6 and files["all-heads"].stat().st_size < 5e6
     context = browser.new_context(viewport={"width": 1200, "height": 900}, service_workers="block")
     refused, requests, errors, dialogs = [], [], [], []
 
