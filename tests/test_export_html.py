@@ -174,3 +174,13 @@ def test_head_maps_draw_any_head_as_the_page_draws_the_picked_one():
             z = _array(_views(view_html("t", [Panel(draw(layer, head))], Stamp()))["panels"][0]["frames"][0][0][0]["z"])
             full = atts[layer, head] if keep is None else hide_specials(atts[layer, head], TOKENS)[0]
             np.testing.assert_allclose(z, full[1:3, 1:3], atol=1e-6)
+
+
+def test_a_table_view_is_escaped_html_with_no_script():
+    import pandas as pd
+
+    table = pd.DataFrame({"token": ["[CLS]", HOSTILE], "id": [101, 7]})
+    text = view_html("Tokens", [Panel(table=table)], Stamp(inputs=(("Sentence A", HOSTILE),)))
+    assert "<script" not in text and "<img" not in text
+    assert "<td>&lt;img src=x onerror=alert(1)&gt; &lt;/script&gt;" in text and "<td>101</td>" in text
+    assert "default-src 'none'; style-src 'unsafe-inline'" in text

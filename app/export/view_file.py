@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import product
+from typing import Any
 
 import plotly.graph_objects as go
 
@@ -64,11 +65,13 @@ class Choice:
 
 @dataclass(frozen=True)
 class Panel:
-    """One figure of a file, with its text alternative and, optionally, its choice."""
+    """One figure of a file, with its text alternative and, optionally, its choice; or a table
+    (a pandas DataFrame, drawn as an HTML table, every cell escaped) instead of the figure."""
 
-    figure: go.Figure
+    figure: go.Figure | None = None
     caption: str = ""
     choice: Choice | None = None
+    table: Any = None
 
 
 @functools.cache
@@ -102,6 +105,7 @@ DRAW_JS = """(function () {
   function drawAll() {
     var views = JSON.parse(document.getElementById("bx-views").textContent);
     views.panels.forEach(function (p, n) {
+      if (!p.frames.length) return;  // a table
       var el = document.getElementById("bx-plot-" + n);
       var menus = Array.prototype.slice.call(document.querySelectorAll("#bx-panel-" + n + " select"));
       function draw() {
@@ -149,6 +153,8 @@ def _figure_json(fig: go.Figure) -> dict:
 def _frames(panel: Panel) -> tuple[dict, str | None]:
     """The panel's frames and layouts ({sizes, frames: [[data, layout#]], layouts}), and a note
     when its choice was left out for size."""
+    if panel.figure is None:
+        return {"sizes": [], "frames": [], "layouts": []}, None
     first = _figure_json(panel.figure)
     choice = panel.choice
     if choice is None or choice.count <= 1:
@@ -204,7 +210,9 @@ STYLE = """body{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:12
 h1{font-size:1.4rem;margin:0 0 .3rem}.bx-stamp,.bx-caption,footer{color:#555;font-size:.9rem}
 .bx-inputs dt{font-weight:600;margin-top:.4rem}.bx-inputs dd{margin:0 0 0 1rem;white-space:pre-wrap}
 .bx-panel{margin:1.5rem 0}.bx-menus{margin:.5rem 0}.bx-menus select{margin-right:1rem}
-.bx-note{background:#fff8e1;padding:.4rem .6rem;border-radius:4px}"""
+.bx-note{background:#fff8e1;padding:.4rem .6rem;border-radius:4px}
+.bx-table{border-collapse:collapse;font-size:.9rem}
+.bx-table td,.bx-table th{border:1px solid #ddd;padding:.2rem .5rem}"""
 
 
 def view_html(title: str, panels: Sequence[Panel], stamp: Stamp, config: dict | None = None) -> str:
@@ -220,15 +228,23 @@ def view_html(title: str, panels: Sequence[Panel], stamp: Stamp, config: dict | 
         data.append(frames)
         body.append(
             f'<section class="bx-panel" id="bx-panel-{n}">{_menus(panel.choice if note is None else None)}'
-            f'<div class="bx-plot" id="bx-plot-{n}"></div>'
+            + (f'<div class="bx-plot" id="bx-plot-{n}"></div>' if panel.figure is not None else "")
+            + (
+                panel.table.to_html(index=False, escape=True, border=0, classes="bx-table")
+                if panel.table is not None
+                else ""
+            )
             + (f'<p class="bx-caption">In words: {e(panel.caption)}</p>' if panel.caption else "")
             + (f'<p class="bx-note">{e(note)}</p>' if note else "")
             + "</section>"
         )
     views = script_json({"panels": data, "config": [config] * len(panels)})
+    plots = any(panel.figure is not None for panel in panels)  # a file of tables needs no plotly.js
     policy = (
         f"default-src 'none'; script-src {_plotly_hash()} {_sha256(DRAW_JS)}; "
         "style-src 'unsafe-inline'; img-src data: blob:; font-src data:"
+        if plots
+        else "default-src 'none'; style-src 'unsafe-inline'"
     )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -238,7 +254,12 @@ def view_html(title: str, panels: Sequence[Panel], stamp: Stamp, config: dict | 
         + _stamp_html(title, stamp)
         + "".join(body)
         + f"<footer>made with BERT Explorer {e(stamp.version)}</footer>"
-        + f'<script type="application/json" id="bx-views">{views}</script>'
-        + f'<script type="application/gzip;base64" id="bx-plotly">{plotly_packed()}</script>'
-        + f"<script>{DRAW_JS}</script></body></html>\n"
+        + (
+            f'<script type="application/json" id="bx-views">{views}</script>'
+            f'<script type="application/gzip;base64" id="bx-plotly">{plotly_packed()}</script>'
+            f"<script>{DRAW_JS}</script>"
+            if plots
+            else ""
+        )
+        + "</body></html>\n"
     )

@@ -11,8 +11,10 @@ import bert
 from app.export.stamp import Stamp, weights_hash
 from app.export.view_file import Choice, Panel, view_html
 from app.figures import core, explain, training
+from app.ui.formatting import token_table
 from bert.analysis import explain as explain_analysis
 from bert.analysis import full, mlm
+from bert.analysis.common import encode
 from tests.helpers import finished_result
 
 pytestmark = pytest.mark.browser
@@ -23,7 +25,8 @@ SENTENCE = f"the cat sat on the mat because it was warm . {HOSTILE}"
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    """{view: path} of one saved file per page kind, on minilm-l6 (the fine-tuning run: a tiny model)."""
+    """({view: path} of one saved file per page kind, the token table): minilm-l6, the fine-tuning
+    run a tiny model."""
     b = bert.load("minilm-l6")
     an = full.analyze(b, SENTENCE)
     L, H = an.attentions.shape[:2]
@@ -32,7 +35,10 @@ def files(tmp_path_factory):
     masked = mlm.mlm_topk(b, "the cat sat on the [MASK] .", k=5)
     lens = explain_analysis.logit_lens(b, "paris is the capital of [MASK] .", k=3)
     _, res = finished_result()
+    enc = encode(b, SENTENCE)
+    tokens = token_table(enc.tokens, enc.ids, enc.type_ids, enc.offsets, enc.word_ids, enc.sequence_ids, SENTENCE, None)
     views = {
+        "tokenization": [Panel(table=tokens)],
         "attention": [Panel(draw(2, 3), "a head", Choice((("Layer", L), ("Head", H)), draw, (2, 3)))],
         "all-heads": [Panel(core.attention_grid(an.attentions, selected=(0, 0)), "all heads")],
         "masked-lm": [Panel(core.mlm_topk_bar(masked.top_tokens[0], masked.top_probs[0], HOSTILE))],
@@ -45,10 +51,11 @@ def files(tmp_path_factory):
     for name, panels in views.items():
         paths[name] = out / f"{name}.html"
         paths[name].write_text(view_html(f"{name} {HOSTILE}", panels, stamp), encoding="utf-8")
-    return paths
+    return paths, tokens
 
 
 def test_saved_views_draw_offline_and_keep_typed_text_as_text(browser, files):
+    files, tokens = files
     # the size budget: the whole model's attention (every head's map; all heads at once) under 5 MB
     assert files["attention"].stat().st_size < 5e6 and files["all-heads"].stat().st_size < 5e6
     context = browser.new_context(viewport={"width": 1200, "height": 900}, service_workers="block")
@@ -78,6 +85,8 @@ def test_saved_views_draw_offline_and_keep_typed_text_as_text(browser, files):
             assert pg.locator(".bx-inputs dd").first.inner_text() == SENTENCE, name
             assert HOSTILE in pg.locator("h1").inner_text(), name
             assert pg.locator("img").count() == 0, name
+            rows = pg.locator("table.bx-table tbody tr").count()
+            assert rows == (len(tokens) if name == "tokenization" else 0), name
             assert "made with BERT Explorer" in pg.locator("footer").inner_text()
         # the layer/head menus redraw from the file's own frames: layer 5, head 7
         pg.goto(files["attention"].as_uri())
