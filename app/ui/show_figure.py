@@ -218,7 +218,8 @@ def save_buttons(panel: Panel, name: str, where, key: str | None, notebook=None)
     label, model_key, model = (notes.model_label, notes.model_key, notes.model) if notes else (None, None, None)
     inputs = tuple(notes.inputs.items()) if notes else ()
     plotly_config = config(name, "png")
-    title = _plain(name.replace("-", " ")).capitalize()
+    title = _plain(name.replace("-", " "))
+    title = title[:1].upper() + title[1:]  # "attention-L4-H5" -> "Attention L4 H5"
 
     def stamp() -> Stamp:
         return Stamp(model=label, weights=weights_hash(model) if model is not None else None, inputs=inputs)
