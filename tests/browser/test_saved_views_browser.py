@@ -106,3 +106,29 @@ def test_saved_views_draw_offline_and_keep_typed_text_as_text(browser, files):
     assert not refused, refused
     assert all(u.startswith("file:") for u in requests), requests
     assert not errors and not dialogs, (errors, dialogs)
+
+
+def test_a_student_saves_the_attention_view_and_opens_it_at_home(page, page_factory, app_url, app_ready, artifacts):
+    """Save, go home, open: the Attention page's button downloads the file, which opens in a
+    browser that may reach nothing, with the page's head picked and the sentence typed."""
+    from urllib.parse import quote
+
+    page.goto(f"{app_url}/attention?a={quote(SENTENCE)}&layer=2&head=5")
+    app_ready(page)
+    with page.expect_download(timeout=120_000) as dl:
+        page.get_by_role("button", name="Save this view (HTML)").first.click()
+    assert dl.value.suggested_filename == "attention-L2-H5.html"
+    path = artifacts / "saved-attention-L2-H5.html"
+    dl.value.save_as(path)
+    with page.expect_download(timeout=60_000) as nb_dl:
+        page.get_by_role("button", name="Open as a notebook").first.click()
+    assert nb_dl.value.suggested_filename == "attention-L2-H5.ipynb"
+    page.guard.assert_clean()
+    home = page_factory(offline=True)
+    home.goto(path.as_uri())
+    home.wait_for_function("() => document.querySelector('#bx-plot-0') && document.querySelector('#bx-plot-0').data")
+    assert home.evaluate("() => document.querySelector('#bx-plot-0').layout.title.text") == "layer 2, head 5"
+    assert home.locator(".bx-inputs dd").first.inner_text() == SENTENCE
+    assert "minilm-l6" in home.locator(".bx-stamp").inner_text().lower()
+    assert not [u for u in home.guard.requests if not u.startswith("file:")]
+    home.guard.assert_clean()
