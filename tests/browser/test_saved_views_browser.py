@@ -10,7 +10,7 @@ import pytest
 import bert
 from app.export.stamp import Stamp, weights_hash
 from app.export.view_file import Choice, Panel, view_html
-from app.figures import core, explain, training
+from app.figures import compare, core, explain, heads, seq2seq, training
 from app.ui.formatting import token_table
 from bert.analysis import explain as explain_analysis
 from bert.analysis import full, mlm
@@ -45,6 +45,9 @@ def files(tmp_path_factory):
         "embeddings": [Panel(core.embedding_parts_heatmaps(an.parts, an.tokens))],
         "explanations": [Panel(explain.logit_lens_heatmap(lens.top_tokens[0], lens.top_probs[0]))],
         "finetune-curves": [Panel(training.finetune_curves(res["metrics"]))],
+        "ablation": [Panel(heads.importance_heatmap(an.attentions[:, :, 0, 1], target=HOSTILE))],
+        "compare": [Panel(compare.attention_diff_heatmap(an.attentions[0, 0] - an.attentions[1, 1], an.tokens))],
+        "decoder": [Panel(seq2seq.attention(an.attentions[5, 0], an.tokens, an.tokens, HOSTILE))],
     }
     out = tmp_path_factory.mktemp("saved")
     paths = {}
