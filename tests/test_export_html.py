@@ -184,3 +184,38 @@ def test_a_table_view_is_escaped_html_with_no_script():
     assert "<script" not in text and "<img" not in text
     assert "<td>&lt;img src=x onerror=alert(1)&gt; &lt;/script&gt;" in text and "<td>101</td>" in text
     assert "default-src 'none'; style-src 'unsafe-inline'" in text
+
+
+def test_files_are_built_one_at_a_time(monkeypatch):
+    """Ten students saving at once queue for the interpreter instead of starving other pages."""
+    import threading
+
+    entered, crowd, inside, most = threading.Event(), threading.Event(), [0], [0]
+    release = threading.Event()
+    lock = threading.Lock()
+    real = view_file._frames
+
+    def frames(panel):
+        with lock:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+            if inside[0] > 1:
+                crowd.set()
+        entered.set()
+        release.wait(30)
+        with lock:
+            inside[0] -= 1
+        return real(panel)
+
+    monkeypatch.setattr(view_file, "_frames", frames)
+    fig = core.attention_heatmap(_atts()[0, 0], TOKENS)
+    threads = [threading.Thread(target=view_html, args=("t", [Panel(fig)], Stamp())) for _ in range(3)]
+    for t in threads:
+        t.start()
+    assert entered.wait(30)
+    assert not crowd.wait(2)  # a second builder never gets in while the first is inside
+    assert sum(t.is_alive() for t in threads) == 3 and inside[0] == 1
+    release.set()
+    for t in threads:
+        t.join(30)
+    assert most[0] == view_file.BUILDS_AT_ONCE == 1
