@@ -219,3 +219,13 @@ def test_files_are_built_one_at_a_time(monkeypatch):
     for t in threads:
         t.join(30)
     assert most[0] == view_file.BUILDS_AT_ONCE == 1
+
+
+def test_files_of_the_same_view_share_their_frames():
+    atts, drawn = _atts(), []
+    draw = lambda l, h: drawn.append((l, h)) or core.attention_heatmap(atts[l, h], TOKENS)
+    one = _file(Choice((("Layer", 2), ("Head", 3)), draw, (0, 0), key=("same view", 1)))
+    two = _file(Choice((("Layer", 2), ("Head", 3)), draw, (1, 1), key=("same view", 1)))
+    assert len(drawn) == 6 and _views(one)["panels"][0]["frames"] == _views(two)["panels"][0]["frames"]
+    _file(Choice((("Layer", 2), ("Head", 3)), draw, (0, 0), key=("another view", 1)))
+    assert len(drawn) == 12

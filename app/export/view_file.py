@@ -24,7 +24,8 @@ import hashlib
 import html
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from itertools import product
 from typing import Any
@@ -39,6 +40,8 @@ FRAMES_BUDGET = 3_000_000  # bytes of figure JSON for one figure's precomputed c
 # students saving together queue here instead of starving every other session's page.
 BUILDS_AT_ONCE = 1
 _building = threading.BoundedSemaphore(BUILDS_AT_ONCE)
+KEPT_CHOICES = 8  # the latest choices' frames kept, by Choice.key (~0.7 MB each for 20 tokens)
+_kept: OrderedDict = OrderedDict()  # (key, axes) -> frames, used only under _building
 MIME = "text/html"
 SIGNIFICANT = 4  # digits kept of each number a figure plots
 
@@ -49,11 +52,15 @@ class Choice:
 
     axes: (label, count) per menu, e.g. (("Layer", 6), ("Head", 12)); the menus show 1..count.
     draw: draw(i, j, ...) with one 0-based position per axis -> the figure for it.
-    start: the positions shown first (the page's current choice)."""
+    start: the positions shown first (the page's current choice).
+    key: what the frames depend on (model, inputs, settings), hashable, or None: files of the
+        same key share their frames (KEPT_CHOICES of them, the latest), so a class saving the
+        view its teacher leads draws them once."""
 
     axes: tuple[tuple[str, int], ...]
     draw: Callable[..., go.Figure]
     start: tuple[int, ...]
+    key: Hashable | None = None
 
     @property
     def count(self) -> int:
@@ -168,17 +175,22 @@ def _frames(panel: Panel) -> tuple[dict, str | None]:
             "in the app; pick another there and save again."
         )
         return {"sizes": [], "frames": [[first["data"], 0]], "layouts": [first.get("layout", {})]}, note
+    kept = None if choice.key is None else (choice.key, choice.axes)
+    if kept in _kept:
+        _kept.move_to_end(kept)
+        return _kept[kept], None
     layouts: dict[str, int] = {}
     frames = []
     for pos in product(*(range(k) for _, k in choice.axes)):
         fig = _figure_json(choice.draw(*pos))
         key = json.dumps(fig.get("layout", {}), sort_keys=True)
         frames.append([fig["data"], layouts.setdefault(key, len(layouts))])
-    return {
-        "sizes": [k for _, k in choice.axes],
-        "frames": frames,
-        "layouts": [json.loads(k) for k in layouts],
-    }, None
+    out = {"sizes": [k for _, k in choice.axes], "frames": frames, "layouts": [json.loads(k) for k in layouts]}
+    if kept is not None:
+        _kept[kept] = out
+        while len(_kept) > KEPT_CHOICES:
+            _kept.popitem(last=False)
+    return out, None
 
 
 def _menus(choice: Choice | None) -> str:
