@@ -15,9 +15,14 @@ import pytest
 from app.export import notebook as nb
 from app.export.stamp import Stamp
 
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
-pytest.importorskip("ipykernel")
+try:
+    import ipykernel  # noqa: F401
+    import nbclient
+    import nbformat
+except ImportError as e:  # outside CI a venv without the dev requirements skips; in CI it fails
+    if os.environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
+        raise
+    pytest.skip(f"{e.name} is not installed (pip install -r requirements-dev.txt)", allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = "<img src=x onerror=alert(1)> ''' \"\"\" \\ # **bold**"
