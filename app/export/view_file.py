@@ -119,7 +119,8 @@ DRAW_JS = """(function () {
         var k = 0;
         menus.forEach(function (m, a) { k = k * p.sizes[a] + Number(m.value); });
         var f = p.frames[k];
-        Plotly.react(el, f[0], p.layouts[f[1]], views.config[n]);
+        var layout = Object.assign({template: p.template}, p.layouts[f[1]]);
+        Plotly.react(el, f[0], layout, views.config[n]);
         el.setAttribute("data-frame", String(k));
       }
       menus.forEach(function (m) { m.addEventListener("change", draw); });
@@ -158,8 +159,8 @@ def _figure_json(fig: go.Figure) -> dict:
 
 
 def _frames(panel: Panel) -> tuple[dict, str | None]:
-    """The panel's frames and layouts ({sizes, frames: [[data, layout#]], layouts}), and a note
-    when its choice was left out for size."""
+    """The panel's frames and layouts ({sizes, frames: [[data, layout#]], layouts, template}: the
+    layouts' shared plotly template once), and a note when its choice was left out for size."""
     if panel.figure is None:
         return {"sizes": [], "frames": [], "layouts": []}, None
     first = _figure_json(panel.figure)
@@ -181,11 +182,20 @@ def _frames(panel: Panel) -> tuple[dict, str | None]:
         return _kept[kept], None
     layouts: dict[str, int] = {}
     frames = []
+    template = first.get("layout", {}).get("template")  # kept once: ~7 kB a layout
     for pos in product(*(range(k) for _, k in choice.axes)):
         fig = _figure_json(choice.draw(*pos))
-        key = json.dumps(fig.get("layout", {}), sort_keys=True)
+        layout = fig.get("layout", {})
+        if layout.get("template") == template:
+            layout.pop("template", None)
+        key = json.dumps(layout, sort_keys=True)
         frames.append([fig["data"], layouts.setdefault(key, len(layouts))])
-    out = {"sizes": [k for _, k in choice.axes], "frames": frames, "layouts": [json.loads(k) for k in layouts]}
+    out = {
+        "sizes": [k for _, k in choice.axes],
+        "frames": frames,
+        "layouts": [json.loads(k) for k in layouts],
+        "template": template,
+    }
     if kept is not None:
         _kept[kept] = out
         while len(_kept) > KEPT_CHOICES:
