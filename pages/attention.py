@@ -109,11 +109,12 @@ with show_errors("the attention maps"):
             )
         window = None if hidden is None else shown_hidden[start : start + WINDOW, start : start + WINDOW]
         draw = core.head_maps(an.attentions, an.tokens, keep if hide else None, start, WINDOW, hidden=window)
+        same_view = (model.key, an.text_a, an.text_b, pattern, hide, start)  # saved by others: frames shared
         show_figure.show(
             draw(layer, head),
             f"attention-L{layer + 1}-H{head + 1}",
             key="att_heatmap",
-            choice=Choice((("Layer", L), ("Head", H)), draw, (layer, head)),  # every head in the saved file
+            choice=Choice((("Layer", L), ("Head", H)), draw, (layer, head), same_view),  # every head in the file
             notebook=partial(nb.attention, text_a=an.text_a, text_b=an.text_b, layer=layer, head=head)
             if pattern == BIDIRECTIONAL  # the notebook reads both ways, as the app's default
             else None,

@@ -1,10 +1,13 @@
 """Head patterns: what each attention head mostly looks at (after Clark et al. 2019)."""
 
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 
 import app
 from app.analysis_cache import input_patterns, probe_patterns
+from app.export.view_file import Choice
 from app.figures.heads import STAT_NAMES, head_stats_bar, pattern_map
 from app.model_sources import current_model
 from app.ui import links, show_figure, widgets
@@ -123,7 +126,8 @@ with show_errors("the head patterns"):
         if source == SOURCES[1]:
             st.caption("The Attention page shows this head on your own sentence, not on the probe set.")
     with c2:
-        show_figure.show(head_stats_bar(stats, layer, head), "head-patterns-bar", key="hp_bar")
+        heads = Choice((("Layer", L), ("Head", H)), partial(head_stats_bar, stats), (layer, head))  # in the file
+        show_figure.show(head_stats_bar(stats, layer, head), "head-patterns-bar", key="hp_bar", choice=heads)
 
     with st.expander("All heads as a table"):
         rows = [

@@ -5,7 +5,7 @@ import streamlit as st
 
 import app
 from app.model_sources import current_model, max_tokens
-from app.ui import widgets
+from app.ui import show_figure, widgets
 from app.ui.errors import show_errors
 from app.ui.formatting import (
     TRACE_VIEWS,
@@ -86,6 +86,7 @@ with show_errors("the tokens"):
         },
     )
     widgets.csv_download(df, "Download the table (CSV)", "tokens.csv", key="tok_csv")
+    show_figure.save_table(df, "tokens", key="tok_table")
     st.caption(
         "Rows with the same blue or white band are pieces of one word; grey rows are the "
         "special tokens BERT adds; red rows are [UNK]."

@@ -6,6 +6,7 @@ figure a page draws through app/ui/show_figure.py offers it, with the page's mod
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import re
 
@@ -53,9 +54,14 @@ def _file(choice: Choice | None = None, inputs=(("Sentence A", HOSTILE),)) -> st
 def test_the_file_reaches_nothing_outside_itself():
     text = _file()
     scripts = re.findall(r"<script\b[^>]*>", text, re.I)
-    assert scripts == ['<script type="application/json" id="bx-views">', "<script>", "<script>"]
-    assert text.count(view_file.plotly_js()) == 1  # plotly.js once, as the installed package ships it
-    markup = text.replace(view_file.plotly_js(), "")  # its own code names plotly's site (the logo we hide)
+    assert scripts == [
+        '<script type="application/json" id="bx-views">',
+        '<script type="application/gzip;base64" id="bx-plotly">',
+        "<script>",
+    ]
+    packed = re.search(r'id="bx-plotly">([A-Za-z0-9+/=]+)</script>', text).group(1)
+    assert gzip.decompress(base64.b64decode(packed)).decode() == view_file.plotly_js()  # once, as plotly ships it
+    markup = text.replace(packed, "")
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", markup, re.I)
     assert not re.search(r"https?:", markup, re.I)
     assert not re.search(r"<(link|iframe|object|embed|img)\b", markup, re.I)
@@ -168,3 +174,58 @@ def test_head_maps_draw_any_head_as_the_page_draws_the_picked_one():
             z = _array(_views(view_html("t", [Panel(draw(layer, head))], Stamp()))["panels"][0]["frames"][0][0][0]["z"])
             full = atts[layer, head] if keep is None else hide_specials(atts[layer, head], TOKENS)[0]
             np.testing.assert_allclose(z, full[1:3, 1:3], atol=1e-6)
+
+
+def test_a_table_view_is_escaped_html_with_no_script():
+    import pandas as pd
+
+    table = pd.DataFrame({"token": ["[CLS]", HOSTILE], "id": [101, 7]})
+    text = view_html("Tokens", [Panel(table=table)], Stamp(inputs=(("Sentence A", HOSTILE),)))
+    assert "<script" not in text and "<img" not in text
+    assert "<td>&lt;img src=x onerror=alert(1)&gt; &lt;/script&gt;" in text and "<td>101</td>" in text
+    assert "default-src 'none'; style-src 'unsafe-inline'" in text
+
+
+def test_files_are_built_one_at_a_time(monkeypatch):
+    """Ten students saving at once queue for the interpreter instead of starving other pages."""
+    import threading
+
+    entered, crowd, inside, most = threading.Event(), threading.Event(), [0], [0]
+    release = threading.Event()
+    lock = threading.Lock()
+    real = view_file._frames
+
+    def frames(panel):
+        with lock:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+            if inside[0] > 1:
+                crowd.set()
+        entered.set()
+        release.wait(30)
+        with lock:
+            inside[0] -= 1
+        return real(panel)
+
+    monkeypatch.setattr(view_file, "_frames", frames)
+    fig = core.attention_heatmap(_atts()[0, 0], TOKENS)
+    threads = [threading.Thread(target=view_html, args=("t", [Panel(fig)], Stamp())) for _ in range(3)]
+    for t in threads:
+        t.start()
+    assert entered.wait(30)
+    assert not crowd.wait(2)  # a second builder never gets in while the first is inside
+    assert sum(t.is_alive() for t in threads) == 3 and inside[0] == 1
+    release.set()
+    for t in threads:
+        t.join(30)
+    assert most[0] == view_file.BUILDS_AT_ONCE == 1
+
+
+def test_files_of_the_same_view_share_their_frames():
+    atts, drawn = _atts(), []
+    draw = lambda l, h: drawn.append((l, h)) or core.attention_heatmap(atts[l, h], TOKENS)
+    one = _file(Choice((("Layer", 2), ("Head", 3)), draw, (0, 0), key=("same view", 1)))
+    two = _file(Choice((("Layer", 2), ("Head", 3)), draw, (1, 1), key=("same view", 1)))
+    assert len(drawn) == 6 and _views(one)["panels"][0]["frames"] == _views(two)["panels"][0]["frames"]
+    _file(Choice((("Layer", 2), ("Head", 3)), draw, (0, 0), key=("another view", 1)))
+    assert len(drawn) == 12

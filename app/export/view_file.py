@@ -1,7 +1,8 @@
 """A view as one self-contained HTML file: it opens from disk with no network and no server.
 
-- plotly.js is inlined once per file, from the installed plotly package (no CDN); every figure
-  stays interactive (hover, zoom, the modebar's PNG).
+- plotly.js is inlined once per file, from the installed plotly package (no CDN), gzipped (1.9 MB
+  instead of 4.8: the browser unpacks it); every figure stays interactive (hover, zoom, the
+  modebar's PNG).
 - A figure with a choice (a layer and a head) carries one precomputed frame per combination and
   a menu per axis that redraws it, within FRAMES_BUDGET bytes of figure JSON per figure; past
   that the file keeps the figure as shown and says so.
@@ -18,13 +19,16 @@ from __future__ import annotations
 
 import base64
 import functools
+import gzip
 import hashlib
 import html
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from itertools import product
+from typing import Any
 
 import plotly.graph_objects as go
 
@@ -36,6 +40,8 @@ FRAMES_BUDGET = 3_000_000  # bytes of figure JSON for one figure's precomputed c
 # students saving together queue here instead of starving every other session's page.
 BUILDS_AT_ONCE = 1
 _building = threading.BoundedSemaphore(BUILDS_AT_ONCE)
+KEPT_CHOICES = 8  # the latest choices' frames kept, by Choice.key (~0.7 MB each for 20 tokens)
+_kept: OrderedDict = OrderedDict()  # (key, axes) -> frames, used only under _building
 MIME = "text/html"
 SIGNIFICANT = 4  # digits kept of each number a figure plots
 
@@ -46,11 +52,15 @@ class Choice:
 
     axes: (label, count) per menu, e.g. (("Layer", 6), ("Head", 12)); the menus show 1..count.
     draw: draw(i, j, ...) with one 0-based position per axis -> the figure for it.
-    start: the positions shown first (the page's current choice)."""
+    start: the positions shown first (the page's current choice).
+    key: what the frames depend on (model, inputs, settings), hashable, or None: files of the
+        same key share their frames (KEPT_CHOICES of them, the latest), so a class saving the
+        view its teacher leads draws them once."""
 
     axes: tuple[tuple[str, int], ...]
     draw: Callable[..., go.Figure]
     start: tuple[int, ...]
+    key: Hashable | None = None
 
     @property
     def count(self) -> int:
@@ -62,11 +72,13 @@ class Choice:
 
 @dataclass(frozen=True)
 class Panel:
-    """One figure of a file, with its text alternative and, optionally, its choice."""
+    """One figure of a file, with its text alternative and, optionally, its choice; or a table
+    (a pandas DataFrame, drawn as an HTML table, every cell escaped) instead of the figure."""
 
-    figure: go.Figure
+    figure: go.Figure | None = None
     caption: str = ""
     choice: Choice | None = None
+    table: Any = None
 
 
 @functools.cache
@@ -75,6 +87,13 @@ def plotly_js() -> str:
     from plotly.offline import get_plotlyjs
 
     return get_plotlyjs()
+
+
+@functools.cache
+def plotly_packed() -> str:
+    """plotly.js gzipped and in base64 (~1.9 MB): the file unpacks it with the browser's own
+    DecompressionStream and runs it as an inline script its policy names by hash."""
+    return base64.b64encode(gzip.compress(plotly_js().encode("utf-8"), 9, mtime=0)).decode("ascii")
 
 
 def _sha256(text: str) -> str:
@@ -86,22 +105,37 @@ def _plotly_hash() -> str:
     return _sha256(plotly_js())
 
 
-# Draws every panel from the JSON block; a panel's menus pick its frame (row-major over the axes).
+# Unpacks plotly.js, then draws every panel from the JSON block; a panel's menus pick its frame
+# (row-major over the axes).
 DRAW_JS = """(function () {
   "use strict";
-  var views = JSON.parse(document.getElementById("bx-views").textContent);
-  views.panels.forEach(function (p, n) {
-    var el = document.getElementById("bx-plot-" + n);
-    var menus = Array.prototype.slice.call(document.querySelectorAll("#bx-panel-" + n + " select"));
-    function draw() {
-      var k = 0;
-      menus.forEach(function (m, a) { k = k * p.sizes[a] + Number(m.value); });
-      var f = p.frames[menus.length ? k : 0];
-      Plotly.react(el, f[0], p.layouts[f[1]], views.config[n]);
-      el.setAttribute("data-frame", String(k));
-    }
-    menus.forEach(function (m) { m.addEventListener("change", draw); });
-    draw();
+  function drawAll() {
+    var views = JSON.parse(document.getElementById("bx-views").textContent);
+    views.panels.forEach(function (p, n) {
+      if (!p.frames.length) return;  // a table
+      var el = document.getElementById("bx-plot-" + n);
+      var menus = Array.prototype.slice.call(document.querySelectorAll("#bx-panel-" + n + " select"));
+      function draw() {
+        var k = 0;
+        menus.forEach(function (m, a) { k = k * p.sizes[a] + Number(m.value); });
+        var f = p.frames[k];
+        var layout = Object.assign({template: p.template}, p.layouts[f[1]]);
+        Plotly.react(el, f[0], layout, views.config[n]);
+        el.setAttribute("data-frame", String(k));
+      }
+      menus.forEach(function (m) { m.addEventListener("change", draw); });
+      draw();
+    });
+  }
+  var packed = atob(document.getElementById("bx-plotly").textContent);
+  var bytes = new Uint8Array(packed.length);
+  for (var i = 0; i < packed.length; i++) bytes[i] = packed.charCodeAt(i);
+  var unpacked = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  new Response(unpacked).text().then(function (js) {
+    var script = document.createElement("script");
+    script.textContent = js;
+    document.head.appendChild(script);
+    drawAll();
   });
 })();"""
 
@@ -125,8 +159,10 @@ def _figure_json(fig: go.Figure) -> dict:
 
 
 def _frames(panel: Panel) -> tuple[dict, str | None]:
-    """The panel's frames and layouts ({sizes, frames: [[data, layout#]], layouts}), and a note
-    when its choice was left out for size."""
+    """The panel's frames and layouts ({sizes, frames: [[data, layout#]], layouts, template}: the
+    layouts' shared plotly template once), and a note when its choice was left out for size."""
+    if panel.figure is None:
+        return {"sizes": [], "frames": [], "layouts": []}, None
     first = _figure_json(panel.figure)
     choice = panel.choice
     if choice is None or choice.count <= 1:
@@ -140,17 +176,31 @@ def _frames(panel: Panel) -> tuple[dict, str | None]:
             "in the app; pick another there and save again."
         )
         return {"sizes": [], "frames": [[first["data"], 0]], "layouts": [first.get("layout", {})]}, note
+    kept = None if choice.key is None else (choice.key, choice.axes)
+    if kept in _kept:
+        _kept.move_to_end(kept)
+        return _kept[kept], None
     layouts: dict[str, int] = {}
     frames = []
+    template = first.get("layout", {}).get("template")  # kept once: ~7 kB a layout
     for pos in product(*(range(k) for _, k in choice.axes)):
         fig = _figure_json(choice.draw(*pos))
-        key = json.dumps(fig.get("layout", {}), sort_keys=True)
+        layout = fig.get("layout", {})
+        if layout.get("template") == template:
+            layout.pop("template", None)
+        key = json.dumps(layout, sort_keys=True)
         frames.append([fig["data"], layouts.setdefault(key, len(layouts))])
-    return {
+    out = {
         "sizes": [k for _, k in choice.axes],
         "frames": frames,
         "layouts": [json.loads(k) for k in layouts],
-    }, None
+        "template": template,
+    }
+    if kept is not None:
+        _kept[kept] = out
+        while len(_kept) > KEPT_CHOICES:
+            _kept.popitem(last=False)
+    return out, None
 
 
 def _menus(choice: Choice | None) -> str:
@@ -182,7 +232,9 @@ STYLE = """body{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:12
 h1{font-size:1.4rem;margin:0 0 .3rem}.bx-stamp,.bx-caption,footer{color:#555;font-size:.9rem}
 .bx-inputs dt{font-weight:600;margin-top:.4rem}.bx-inputs dd{margin:0 0 0 1rem;white-space:pre-wrap}
 .bx-panel{margin:1.5rem 0}.bx-menus{margin:.5rem 0}.bx-menus select{margin-right:1rem}
-.bx-note{background:#fff8e1;padding:.4rem .6rem;border-radius:4px}"""
+.bx-note{background:#fff8e1;padding:.4rem .6rem;border-radius:4px}
+.bx-table{border-collapse:collapse;font-size:.9rem}
+.bx-table td,.bx-table th{border:1px solid #ddd;padding:.2rem .5rem}"""
 
 
 def view_html(title: str, panels: Sequence[Panel], stamp: Stamp, config: dict | None = None) -> str:
@@ -198,15 +250,23 @@ def view_html(title: str, panels: Sequence[Panel], stamp: Stamp, config: dict | 
         data.append(frames)
         body.append(
             f'<section class="bx-panel" id="bx-panel-{n}">{_menus(panel.choice if note is None else None)}'
-            f'<div class="bx-plot" id="bx-plot-{n}"></div>'
+            + (f'<div class="bx-plot" id="bx-plot-{n}"></div>' if panel.figure is not None else "")
+            + (
+                panel.table.to_html(index=False, escape=True, border=0, classes="bx-table")
+                if panel.table is not None
+                else ""
+            )
             + (f'<p class="bx-caption">In words: {e(panel.caption)}</p>' if panel.caption else "")
             + (f'<p class="bx-note">{e(note)}</p>' if note else "")
             + "</section>"
         )
     views = script_json({"panels": data, "config": [config] * len(panels)})
+    plots = any(panel.figure is not None for panel in panels)  # a file of tables needs no plotly.js
     policy = (
         f"default-src 'none'; script-src {_plotly_hash()} {_sha256(DRAW_JS)}; "
         "style-src 'unsafe-inline'; img-src data: blob:; font-src data:"
+        if plots
+        else "default-src 'none'; style-src 'unsafe-inline'"
     )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -216,6 +276,12 @@ def view_html(title: str, panels: Sequence[Panel], stamp: Stamp, config: dict | 
         + _stamp_html(title, stamp)
         + "".join(body)
         + f"<footer>made with BERT Explorer {e(stamp.version)}</footer>"
-        + f'<script type="application/json" id="bx-views">{views}</script>'
-        + f"<script>{plotly_js()}</script><script>{DRAW_JS}</script></body></html>\n"
+        + (
+            f'<script type="application/json" id="bx-views">{views}</script>'
+            f'<script type="application/gzip;base64" id="bx-plotly">{plotly_packed()}</script>'
+            f"<script>{DRAW_JS}</script>"
+            if plots
+            else ""
+        )
+        + "</body></html>\n"
     )

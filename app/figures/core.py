@@ -105,18 +105,20 @@ def attention_heatmap(
 def head_maps(atts: np.ndarray, tokens, keep=None, start: int = 0, size: int | None = None, hidden=None):
     """draw(layer, head) -> that head's attention_heatmap over the kept tokens' window
     [start, start + size): every head's map as the page draws its picked one, for a saved view's
-    layer and head menus. atts: (L, H, T, T); keep: the token indices kept when [CLS]/[SEP] are
-    hidden (each row then rescaled to sum to 1 over them), None for all; hidden: the window's
-    (size, size) bool cells, as attention_heatmap takes them."""
+    layer and head menus. atts: (L, H, T, T), held by reference (each head is cut when drawn);
+    keep: the token indices kept when [CLS]/[SEP] are hidden (each row then rescaled to sum to 1
+    over them), None for all; hidden: the window's (size, size) bool cells, as attention_heatmap
+    takes them."""
     keep = list(range(len(tokens))) if keep is None else list(keep)
     stop = len(keep) if size is None else start + size
-    rows = np.asarray(atts)[:, :, keep[start:stop]][:, :, :, keep]  # (L, H, window, kept): light for a long text
-    if len(keep) < len(tokens):
-        rows = rows / np.maximum(rows.sum(-1, keepdims=True), 1e-12)
-    rows, shown = rows[:, :, :, start:stop].astype(np.float32), [tokens[j] for j in keep[start:stop]]
+    rescale = len(keep) < len(tokens)
+    rows, shown = keep[start:stop], [tokens[j] for j in keep[start:stop]]
 
     def draw(layer: int, head: int) -> go.Figure:
-        return attention_heatmap(rows[layer, head], shown, title=f"layer {layer + 1}, head {head + 1}", hidden=hidden)
+        m = np.asarray(atts[layer, head], dtype=np.float32)[np.ix_(rows, keep)]
+        if rescale:
+            m = m / np.maximum(m.sum(-1, keepdims=True), 1e-12)
+        return attention_heatmap(m[:, start:stop], shown, title=f"layer {layer + 1}, head {head + 1}", hidden=hidden)
 
     return draw
 

@@ -200,25 +200,32 @@ def show(
     alt = caption if caption is not None else describe(fig)
     if alt:
         where.caption(f"In words: {md_escape(alt)}")
-    save_buttons(plain, name, where, key, alt, choice, notebook)
+    save_buttons(Panel(plain, alt, choice), name, where, key, notebook)
     return event
 
 
-def save_buttons(fig: go.Figure, name: str, where, key: str | None, caption: str, choice=None, notebook=None):
-    """The figure's self-contained HTML file (and its notebook), built only when clicked (in a
+def save_table(table, name: str, where=None, key: str | None = None, caption: str = "") -> None:
+    """ "Save this view (HTML)" for a page whose view is a table (a pandas DataFrame): the same
+    file, the table in it as HTML (every cell escaped), no plotly."""
+    save_buttons(Panel(table=table.copy(), caption=caption), name, where or st, key)
+
+
+def save_buttons(panel: Panel, name: str, where, key: str | None, notebook=None):
+    """The view's self-contained HTML file (and its notebook), built only when clicked (in a
     server thread, not the page's run): what the page noted (model, inputs) is read now, the
     weights hashed then."""
     notes = context.current()
     label, model_key, model = (notes.model_label, notes.model_key, notes.model) if notes else (None, None, None)
     inputs = tuple(notes.inputs.items()) if notes else ()
     plotly_config = config(name, "png")
-    title = _plain(name.replace("-", " ")).capitalize()
+    title = _plain(name.replace("-", " "))
+    title = title[:1].upper() + title[1:]  # "attention-L4-H5" -> "Attention L4 H5"
 
     def stamp() -> Stamp:
         return Stamp(model=label, weights=weights_hash(model) if model is not None else None, inputs=inputs)
 
     def build() -> bytes:
-        return view_html(title, [Panel(fig, caption, choice)], stamp(), plotly_config).encode("utf-8")
+        return view_html(title, [panel], stamp(), plotly_config).encode("utf-8")
 
     def build_notebook() -> bytes:
         return notebook(ModelRef(model_key, label), stamp()).encode("utf-8")
@@ -232,7 +239,7 @@ def save_buttons(fig: go.Figure, name: str, where, key: str | None, caption: str
         on_click="ignore",
         icon=":material/download:",
         type="tertiary",
-        help="One file with this figure, still interactive, the model and your inputs: it opens in any "
+        help="One file with this view (a figure stays interactive), the model and your inputs: it opens in any "
         "browser with no network, to keep or to put on a course page.",
     )
     if notebook is not None:

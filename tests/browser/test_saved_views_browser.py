@@ -10,9 +10,11 @@ import pytest
 import bert
 from app.export.stamp import Stamp, weights_hash
 from app.export.view_file import Choice, Panel, view_html
-from app.figures import core, explain, training
+from app.figures import compare, core, explain, heads, seq2seq, training
+from app.ui.formatting import token_table
 from bert.analysis import explain as explain_analysis
 from bert.analysis import full, mlm
+from bert.analysis.common import encode
 from tests.helpers import finished_result
 
 pytestmark = pytest.mark.browser
@@ -23,7 +25,8 @@ SENTENCE = f"the cat sat on the mat because it was warm . {HOSTILE}"
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    """{view: path} of one saved file per page kind, on minilm-l6 (the fine-tuning run: a tiny model)."""
+    """({view: path} of one saved file per page kind, the token table): minilm-l6, the fine-tuning
+    run a tiny model."""
     b = bert.load("minilm-l6")
     an = full.analyze(b, SENTENCE)
     L, H = an.attentions.shape[:2]
@@ -32,23 +35,32 @@ def files(tmp_path_factory):
     masked = mlm.mlm_topk(b, "the cat sat on the [MASK] .", k=5)
     lens = explain_analysis.logit_lens(b, "paris is the capital of [MASK] .", k=3)
     _, res = finished_result()
+    enc = encode(b, SENTENCE)
+    tokens = token_table(enc.tokens, enc.ids, enc.type_ids, enc.offsets, enc.word_ids, enc.sequence_ids, SENTENCE, None)
     views = {
+        "tokenization": [Panel(table=tokens)],
         "attention": [Panel(draw(2, 3), "a head", Choice((("Layer", L), ("Head", H)), draw, (2, 3)))],
         "all-heads": [Panel(core.attention_grid(an.attentions, selected=(0, 0)), "all heads")],
         "masked-lm": [Panel(core.mlm_topk_bar(masked.top_tokens[0], masked.top_probs[0], HOSTILE))],
         "embeddings": [Panel(core.embedding_parts_heatmaps(an.parts, an.tokens))],
         "explanations": [Panel(explain.logit_lens_heatmap(lens.top_tokens[0], lens.top_probs[0]))],
         "finetune-curves": [Panel(training.finetune_curves(res["metrics"]))],
+        "ablation": [Panel(heads.importance_heatmap(an.attentions[:, :, 0, 1], target=HOSTILE))],
+        "compare": [Panel(compare.attention_diff_heatmap(an.attentions[0, 0] - an.attentions[1, 1], an.tokens))],
+        "decoder": [Panel(seq2seq.attention(an.attentions[5, 0], an.tokens, an.tokens, HOSTILE))],
     }
     out = tmp_path_factory.mktemp("saved")
     paths = {}
     for name, panels in views.items():
         paths[name] = out / f"{name}.html"
         paths[name].write_text(view_html(f"{name} {HOSTILE}", panels, stamp), encoding="utf-8")
-    return paths
+    return paths, tokens
 
 
 def test_saved_views_draw_offline_and_keep_typed_text_as_text(browser, files):
+    files, tokens = files
+    # the size budget: the whole model's attention (every head's map; all heads at once) under 5 MB
+    assert files["attention"].stat().st_size < 5e6 and files["all-heads"].stat().st_size < 5e6
     context = browser.new_context(viewport={"width": 1200, "height": 900}, service_workers="block")
     refused, requests, errors, dialogs = [], [], [], []
 
@@ -76,6 +88,8 @@ def test_saved_views_draw_offline_and_keep_typed_text_as_text(browser, files):
             assert pg.locator(".bx-inputs dd").first.inner_text() == SENTENCE, name
             assert HOSTILE in pg.locator("h1").inner_text(), name
             assert pg.locator("img").count() == 0, name
+            rows = pg.locator("table.bx-table tbody tr").count()
+            assert rows == (len(tokens) if name == "tokenization" else 0), name
             assert "made with BERT Explorer" in pg.locator("footer").inner_text()
         # the layer/head menus redraw from the file's own frames: layer 5, head 7
         pg.goto(files["attention"].as_uri())
@@ -95,3 +109,29 @@ def test_saved_views_draw_offline_and_keep_typed_text_as_text(browser, files):
     assert not refused, refused
     assert all(u.startswith("file:") for u in requests), requests
     assert not errors and not dialogs, (errors, dialogs)
+
+
+def test_a_student_saves_the_attention_view_and_opens_it_at_home(page, page_factory, app_url, app_ready, artifacts):
+    """Save, go home, open: the Attention page's button downloads the file, which opens in a
+    browser that may reach nothing, with the page's head picked and the sentence typed."""
+    from urllib.parse import quote
+
+    page.goto(f"{app_url}/attention?a={quote(SENTENCE)}&layer=2&head=5")
+    app_ready(page)
+    with page.expect_download(timeout=120_000) as dl:
+        page.get_by_role("button", name="Save this view (HTML)").first.click()
+    assert dl.value.suggested_filename == "attention-L2-H5.html"
+    path = artifacts / "saved-attention-L2-H5.html"
+    dl.value.save_as(path)
+    with page.expect_download(timeout=60_000) as nb_dl:
+        page.get_by_role("button", name="Open as a notebook").first.click()
+    assert nb_dl.value.suggested_filename == "attention-L2-H5.ipynb"
+    page.guard.assert_clean()
+    home = page_factory(offline=True)
+    home.goto(path.as_uri())
+    home.wait_for_function("() => document.querySelector('#bx-plot-0') && document.querySelector('#bx-plot-0').data")
+    assert home.evaluate("() => document.querySelector('#bx-plot-0').layout.title.text") == "layer 2, head 5"
+    assert home.locator(".bx-inputs dd").first.inner_text() == SENTENCE
+    assert "minilm-l6" in home.locator(".bx-stamp").inner_text().lower()
+    assert not [u for u in home.guard.requests if not u.startswith("file:")]
+    home.guard.assert_clean()
