@@ -176,6 +176,21 @@ def test_head_maps_draw_any_head_as_the_page_draws_the_picked_one():
             np.testing.assert_allclose(z, full[1:3, 1:3], atol=1e-6)
 
 
+def test_head_maps_keep_no_analysis_alive_and_a_released_one_leaves_the_figure_with_a_note():
+    import gc
+
+    atts = _atts()
+    draw = core.head_maps(atts, TOKENS)
+    shown = draw(0, 1)  # the page's own figure, drawn while the analysis is held
+    del atts
+    gc.collect()
+    with pytest.raises(core.ReleasedError):
+        draw(1, 0)
+    text = view_html("t", [Panel(shown, "", Choice((("Layer", 2), ("Head", 3)), draw, (0, 1)))], Stamp())
+    assert len(_views(text)["panels"][0]["frames"]) == 1 and "<select>" not in text
+    assert "no longer holds them" in text
+
+
 def test_a_table_view_is_escaped_html_with_no_script():
     import pandas as pd
 

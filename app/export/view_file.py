@@ -180,6 +180,14 @@ def _frames(panel: Panel) -> tuple[dict, str | None]:
     if kept in _kept:
         _kept.move_to_end(kept)
         return _kept[kept], None
+    try:
+        return _drawn_frames(choice, first, kept), None
+    except LookupError:  # the page's analysis was released meanwhile (app/figures/core.py head_maps)
+        note = "The other choices are left out of this file: the app no longer holds them. Save again from the page."
+        return {"sizes": [], "frames": [[first["data"], 0]], "layouts": [first.get("layout", {})]}, note
+
+
+def _drawn_frames(choice: Choice, first: dict, kept) -> dict:
     layouts: dict[str, int] = {}
     frames = []
     template = first.get("layout", {}).get("template")  # kept once: ~7 kB a layout
@@ -200,7 +208,7 @@ def _frames(panel: Panel) -> tuple[dict, str | None]:
         _kept[kept] = out
         while len(_kept) > KEPT_CHOICES:
             _kept.popitem(last=False)
-    return out, None
+    return out
 
 
 def _menus(choice: Choice | None) -> str:

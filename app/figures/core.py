@@ -9,6 +9,7 @@ one category ("the" twice must stay two rows).
 from __future__ import annotations
 
 import html
+import weakref
 
 import numpy as np
 import plotly.graph_objects as go
@@ -102,10 +103,16 @@ def attention_heatmap(
     return fig
 
 
+class ReleasedError(LookupError):
+    """head_maps' attention was released (the analysis cache let it go) before a head was drawn."""
+
+
 def head_maps(atts: np.ndarray, tokens, keep=None, start: int = 0, size: int | None = None, hidden=None):
     """draw(layer, head) -> that head's attention_heatmap over the kept tokens' window
     [start, start + size): every head's map as the page draws its picked one, for a saved view's
-    layer and head menus. atts: (L, H, T, T), held by reference (each head is cut when drawn);
+    layer and head menus. atts: (L, H, T, T), held weakly and cut a head at a time when drawn: a
+    page's saved-view button neither keeps the analysis alive past the analysis cache nor draws
+    every head on every run; a head drawn after the cache released it raises ReleasedError.
     keep: the token indices kept when [CLS]/[SEP] are hidden (each row then rescaled to sum to 1
     over them), None for all; hidden: the window's (size, size) bool cells, as attention_heatmap
     takes them."""
@@ -113,9 +120,13 @@ def head_maps(atts: np.ndarray, tokens, keep=None, start: int = 0, size: int | N
     stop = len(keep) if size is None else start + size
     rescale = len(keep) < len(tokens)
     rows, shown = keep[start:stop], [tokens[j] for j in keep[start:stop]]
+    held = weakref.ref(atts)
 
     def draw(layer: int, head: int) -> go.Figure:
-        m = np.asarray(atts[layer, head], dtype=np.float32)[np.ix_(rows, keep)]
+        a = held()
+        if a is None:
+            raise ReleasedError("the analysis behind these maps was released")
+        m = np.array(a[layer, head][rows][:, keep], dtype=np.float32)  # (window, kept): a copy
         if rescale:
             m = m / np.maximum(m.sum(-1, keepdims=True), 1e-12)
         return attention_heatmap(m[:, start:stop], shown, title=f"layer {layer + 1}, head {head + 1}", hidden=hidden)

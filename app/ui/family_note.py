@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bert.analysis.common import left_to_right_refusal
 from bert.family import MEMBERS, RELATIVES, member
 from bert.tokenizer.vocab import MASK_TOKEN
 
@@ -49,6 +48,8 @@ def mask_token(tokenizer) -> None:
 def left_to_right(bundle, what: str) -> bool:
     """A view that reads both ways with BERT's heads, on a next-word model: its refusal, said why
     (bert/analysis/common.py, the one rule), and True; False (nothing said) on any other model."""
+    from bert.analysis.common import left_to_right_refusal  # torch's: Home draws before torch is imported
+
     why = left_to_right_refusal(bundle, what)
     if why:
         st.info(md_escape(why), icon=":material/arrow_right_alt:")
