@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from typing import Any
 
 import bert
@@ -23,15 +23,9 @@ from bert.train.reader_task import ReaderTask
 from bert.train.tagger_task import TaggerTask
 
 from ..server.memory import release_memory
-from .spec import HEAD, JobSpec
+from .spec import HEAD, JobSpec, known_fields
 
 BUILTIN = {"builtin:brown-pos": "Brown Corpus parts of speech", "builtin:qa-demo": "demo questions (templates)"}
-
-
-def head_args(d: dict[str, Any]) -> HeadArgs:
-    """HeadArgs from a dict (settings it does not know are left out)."""
-    names = {f.name for f in fields(HeadArgs)}
-    return HeadArgs(**{k: v for k, v in d.items() if k in names})
 
 
 def head_spec(
@@ -76,7 +70,7 @@ def head_events(
 ) -> Iterator[Event]:
     """The trainer's events. `base` the page's own model where it has it; else `resolve` finds it by
     its source name (app.jobs.worker.base_model). `threads`: torch threads unless the args say."""
-    args = head_args(spec.args)
+    args = known_fields(HeadArgs, spec.args)
     args.threads = args.threads or threads
     data = _data(spec, args)
     if args.head == "tagger":

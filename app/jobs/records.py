@@ -5,7 +5,7 @@ pre-trained run."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, fields, is_dataclass
+from dataclasses import asdict, is_dataclass
 from typing import Any
 
 from bert import DataError
@@ -18,7 +18,7 @@ from bert.train.pretrain import PretrainArgs
 from bert.train.seq2seq import Seq2SeqArgs
 from bert.train.seq2seq import event_from_dict as seq2seq_event
 
-from .spec import HEAD, PRETRAIN, SEQ2SEQ, trainer_of
+from .spec import HEAD, PRETRAIN, SEQ2SEQ, known_fields, trainer_of
 
 
 class Report(ev.Event, event="report"):
@@ -89,9 +89,8 @@ def read_event(d: dict, kind: str) -> ev.Event:
 def _settings(kind: str, d: dict) -> FinetuneArgs | PretrainArgs | Seq2SeqArgs | HeadArgs:
     """A run's settings from run.json (settings it does not know are left out)."""
     cls = {PRETRAIN: PretrainArgs, SEQ2SEQ: Seq2SeqArgs, HEAD: HeadArgs}.get(kind, FinetuneArgs)
-    names = {f.name for f in fields(cls)}
     required = {PretrainArgs: {"out": ""}, FinetuneArgs: {"data": ""}}.get(cls, {})
-    return cls(**{**required, **{k: v for k, v in d.items() if k in names}})
+    return known_fields(cls, {**required, **d})
 
 
 def loaded_record(record: dict) -> dict:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from typing import Any
 
 import bert
@@ -17,15 +17,9 @@ from bert.train.events import Event
 from bert.train.seq2seq import TINY, Seq2SeqArgs, train_seq2seq
 
 from ..server.memory import release_memory
-from .spec import SEQ2SEQ, JobSpec
+from .spec import SEQ2SEQ, JobSpec, known_fields
 
 VALID_FRACTION = 0.1  # of an upload, held out to score it
-
-
-def seq2seq_args(d: dict[str, Any]) -> Seq2SeqArgs:
-    """Seq2SeqArgs from a dict (settings it does not know are left out)."""
-    names = {f.name for f in fields(Seq2SeqArgs)}
-    return Seq2SeqArgs(**{k: v for k, v in d.items() if k in names})
 
 
 def seq2seq_spec(
@@ -59,7 +53,7 @@ def seq2seq_events(
 ) -> Iterator[Event]:
     """The trainer's events. `base` the page's own encoder where it has it; else `resolve` finds it
     by its source name (app.jobs.worker.base_model). `threads`: torch threads unless the args say."""
-    args = seq2seq_args(spec.args)
+    args = known_fields(Seq2SeqArgs, spec.args)
     if spec.pairs:
         train, valid = split_pairs(Pairs(**spec.pairs), VALID_FRACTION, args.seed)
     else:

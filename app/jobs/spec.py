@@ -87,8 +87,13 @@ class JobSpec:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> JobSpec:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})  # keys of a newer version: left out
+        return known_fields(cls, d)
+
+
+def known_fields(cls, d: dict[str, Any]):
+    """The dataclass `cls` from `d`, the keys it does not know left out (written by another version)."""
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in d.items() if k in names})
 
 
 def labelled_fields(data: LabelledData) -> dict[str, Any]:
