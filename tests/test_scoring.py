@@ -1,6 +1,6 @@
 """Pseudo-log-likelihood (bert/analysis/scoring.py) against transformers' BertForMaskedLM on the
-same weights, token by token (1e-4), in both variants; minimal pairs and the built-in paradigms;
-typed pairs and their refusals. (minicons, the other reference, is not installed here.)"""
+same weights, token by token (1e-4), in both variants, and against minicons' MaskedLMScorer loading
+that folder; minimal pairs and the built-in paradigms; typed pairs and their refusals."""
 
 from __future__ import annotations
 
@@ -21,12 +21,18 @@ SENTENCE = "the actors was very good."  # act ##or ##s: one word of three pieces
 
 
 @pytest.fixture(scope="module")
-def pair(tmp_path_factory):
+def saved(tmp_path_factory):
+    """Our bundle and the transformers folder of the same weights."""
     bundle = tiny_bundle(seed=5, words=WORDS)
     with torch.no_grad():  # larger weights than BERT's start: the scores then differ from token to token
         for p in bundle.model.parameters():
             p.add_(0.2 * torch.randn_like(p))
-    folder = bert.export_hf(bundle, tmp_path_factory.mktemp("hf"))
+    return bundle, bert.export_hf(bundle, tmp_path_factory.mktemp("hf"))
+
+
+@pytest.fixture(scope="module")
+def pair(saved):
+    bundle, folder = saved
     theirs = transformers.BertForMaskedLM.from_pretrained(folder, attn_implementation="eager").eval()
     return bundle, theirs
 
@@ -62,6 +68,30 @@ def test_pll_matches_transformers(pair, word_level):
     assert abs(ours.total - np.nansum(ref)) <= 1e-4
     assert ours.words == ["the", "actors", "was", "very", "good", "."]
     assert np.allclose(ours.word_scores[1], ref[2:5].sum(), atol=1e-4)
+
+
+class _MiniconsTokenizer(transformers.BertTokenizer):
+    """The folder's tokenizer with the batch_encode_plus that minicons calls and transformers 5 dropped."""
+
+    def batch_encode_plus(self, texts, **kwargs):
+        return self(texts, **kwargs)
+
+
+@pytest.mark.parametrize("word_level", [False, True])
+def test_pll_matches_minicons(saved, word_level):
+    """minicons reads the local folder (a path: no hub); its "within_word_l2r" is our word level."""
+    scorer_module = pytest.importorskip("minicons.scorer")
+    bundle, folder = saved
+    tokenizer = _MiniconsTokenizer.from_pretrained(folder)
+    scorer = scorer_module.MaskedLMScorer(str(folder), "cpu", tokenizer, local_files_only=True)
+    metric = "within_word_l2r" if word_level else "original"
+    theirs = scorer.token_score([SENTENCE], PLL_metric=metric)[0]  # [(token, log P)] without [CLS]/[SEP]
+    total = scorer.sequence_score([SENTENCE], reduction=lambda x: x.sum(0).item(), PLL_metric=metric)[0]
+    ours = pseudo_log_likelihood(bundle, SENTENCE, word_level)
+    scored = ~np.isnan(ours.scores)
+    assert [t for t, _ in theirs] == [t for t, keep in zip(ours.tokens, scored, strict=True) if keep]
+    assert np.max(np.abs(ours.scores[scored] - np.array([s for _, s in theirs]))) <= 1e-4
+    assert abs(ours.total - total) <= 1e-4
 
 
 def test_word_level_differs_only_on_a_word_of_pieces(pair):
