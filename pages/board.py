@@ -11,7 +11,7 @@ import streamlit as st
 
 import app
 from app.board import charts as board_charts
-from app.board import class_panel
+from app.board import class_panel, pairs_panel
 from app.board.service import JOINED, board_store, enabled
 from app.board.store import CODE_LEN, BoardError, BoardUnavailable, normal_code
 from app.board.summary import SETTING_LABELS, fmt_setting, what_the_best_share
@@ -225,6 +225,7 @@ else:
         with show_errors("the board"):
             live_now(code)
             runs = posted(code)
+            pairs_panel.render(code)
         with st.expander("Remove a run or clear the board (teacher)"):
             st.text_input("The board's key", key=CLEAR_KEY, type="password", max_chars=64)
             if runs:

@@ -54,15 +54,15 @@ LINE_CHARS = 200  # of a live run's progress line
 MAX_POSTS_EACH = 3  # runs one student posts to a board
 MAX_NICKS_EACH = 3  # nicknames one student uses on a board
 LOCK_WAIT_S = 10  # a transaction waits this long for the write lock
-SCHEMA = 3  # SQLite: PRAGMA user_version of the tables below; 1 (no version) is upgraded in place
+SCHEMA = 4  # SQLite: PRAGMA user_version of the tables below; 1 (no version) is upgraded in place
 LEAD_IDLE_S = 20 * 60  # a class's lead ends this long after the teacher's session last wrote it
 LEAD_MAX_S = 4 * 3600  # and this long after it began (app/board/classroom.py)
 READ_CACHED = 32  # boards whose entries are kept read, server-wide (a class polls one)
 LIVE_STATES = ("queued", "running", "done", "stopped", "error")
 UNAVAILABLE = "The class board is unavailable right now (the database cannot be reached); everything else works."
 
-# The class's lead and questions (app/board/classroom.py), in PostgreSQL's words (SQLite's: the
-# id an INTEGER PRIMARY KEY AUTOINCREMENT, REAL for DOUBLE PRECISION).
+# The class's lead and questions (app/board/classroom.py) and minimal pairs (app/board/class_pairs.py),
+# in PostgreSQL's words (SQLite's: the id an INTEGER PRIMARY KEY AUTOINCREMENT, REAL for DOUBLE PRECISION).
 CLASS_TABLES = (
     "CREATE TABLE IF NOT EXISTS lead (code TEXT PRIMARY KEY, page TEXT NOT NULL, view TEXT NOT NULL, "
     "version BIGINT NOT NULL, started DOUBLE PRECISION NOT NULL, updated DOUBLE PRECISION NOT NULL)",
@@ -71,6 +71,8 @@ CLASS_TABLES = (
     "CREATE TABLE IF NOT EXISTS answers (question BIGINT NOT NULL, student TEXT NOT NULL, answer TEXT NOT NULL, "
     "answered DOUBLE PRECISION NOT NULL, changes INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (question, student))",
     "CREATE INDEX IF NOT EXISTS questions_code ON questions (code)",
+    "CREATE TABLE IF NOT EXISTS pairs (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, code TEXT NOT NULL, "
+    "student TEXT NOT NULL, posted DOUBLE PRECISION NOT NULL, good TEXT NOT NULL, bad TEXT NOT NULL)",
 )
 
 log = logging.getLogger("bert_explorer")
@@ -184,6 +186,7 @@ class BoardStore:
         db.execute("DELETE FROM nicknames WHERE code NOT IN (SELECT code FROM boards)")
         db.execute("DELETE FROM questions WHERE asked < ? OR code NOT IN (SELECT code FROM boards)", (cutoff,))
         db.execute("DELETE FROM answers WHERE question NOT IN (SELECT id FROM questions)")
+        db.execute("DELETE FROM pairs WHERE posted < ? OR code NOT IN (SELECT code FROM boards)", (cutoff,))
         db.execute(
             "DELETE FROM lead WHERE updated < ? OR started < ? OR code NOT IN (SELECT code FROM boards)",
             (now - LEAD_IDLE_S, now - LEAD_MAX_S),
@@ -203,7 +206,8 @@ class BoardStore:
             raise BoardError(f"You have used {MAX_NICKS_EACH} nicknames on board {code}: post under one of them.")
         db.execute("INSERT INTO nicknames (code, nick_key, student) VALUES (?, ?, ?)", (code, key, student))
 
-    def _bump(self, db, code: str) -> None:
+    def bump(self, db, code: str) -> None:
+        """Inside a transaction: the board's version moves on (its page redraws)."""
         db.execute("UPDATE boards SET version = version + 1 WHERE code = ?", (code,))
 
     def check_key(self, db, code: str, teacher_key: str) -> str:
@@ -302,7 +306,7 @@ class BoardStore:
                 "INSERT INTO entries (code, nickname, posted, summary, run_hash, student) VALUES (?, ?, ?, ?, ?, ?)",
                 (code, nick, now, summary, run_hash, student),
             )
-            self._bump(db, code)
+            self.bump(db, code)
             return entry_id
 
     def entries(self, code: str, now: float | None = None) -> list[dict]:
@@ -339,13 +343,14 @@ class BoardStore:
         return None if row is None else int(row[0])
 
     def clear(self, code: str, teacher_key: str) -> int:
-        """Remove every entry of the board, its live runs and nicknames (the teacher's key needed);
-        how many entries went."""
+        """Remove every entry of the board, its live runs, nicknames and the class's minimal pairs
+        (the teacher's key needed); how many entries went."""
         with self.transaction() as db:
             code = self.check_key(db, code, teacher_key)
             db.execute("DELETE FROM live WHERE code = ?", (code,))
+            db.execute("DELETE FROM pairs WHERE code = ?", (code,))
             db.execute("DELETE FROM nicknames WHERE code = ?", (code,))
-            self._bump(db, code)
+            self.bump(db, code)
             return db.execute("DELETE FROM entries WHERE code = ?", (code,)).rowcount
 
     def remove(self, code: str, teacher_key: str, entry_id: int) -> bool:
@@ -361,7 +366,7 @@ class BoardStore:
                 return False
             db.execute("DELETE FROM entries WHERE code = ? AND id = ?", (code, int(entry_id)))
             self._release(db, code, row[0], row[1])
-            self._bump(db, code)
+            self.bump(db, code)
             return True
 
     def _release(self, db, code: str, nickname: str, student: str | None) -> None:

@@ -7,7 +7,11 @@ import pandas as pd
 import streamlit as st
 
 from app.analysis_cache import pair_scores, paradigm_scores
+from app.board.class_pairs import PAIRS_A_POST, ClassPairs
+from app.board.service import JOINED, board_store, enabled
+from app.board.store import BoardError
 from app.figures.causes import pair_word_scores, paradigm_accuracy_bars
+from app.students import student_key
 from app.ui import links, show_figure
 from app.ui.formatting import md_escape
 from app.ui.widgets import cap_text, csv_download
@@ -22,10 +26,42 @@ EXAMPLE = (
     "The girl who met the boys was happy. | The girl who met the boys were happy."
 )
 ALL = "mp_all"  # session key: the accuracy of every paradigm was asked for
+POSTED = "mp_posted"  # session key: (kind, message) of the last post to the class board
 
 
 def _ask_all() -> None:
     st.session_state[ALL] = True
+
+
+def _post(code: str, pairs: list[tuple[str, str]]) -> None:
+    """The post button's callback: the outcome is left for the page as (kind, message)."""
+    try:
+        n = ClassPairs(board_store()).post(code, student_key(), pairs)
+    except BoardError as e:
+        st.session_state[POSTED] = ("error", str(e))
+        return
+    said = (
+        f"{n} pair{'s' if n != 1 else ''} posted to board {code}" if n else f"These pairs are on board {code} already"
+    )
+    st.session_state[POSTED] = ("success", f"{said}: the Class board page scores the class's pairs.")
+
+
+def _board_post(pairs: list[tuple[str, str]]) -> None:
+    """The button that posts the typed pairs to the joined class board (only when one is joined)."""
+    code = st.session_state.get(JOINED)
+    if not code or not enabled():
+        return
+    st.button(
+        f"Post these pairs to class board {code}",
+        key="mp_post",
+        icon=":material/send:",
+        on_click=_post,
+        args=(code, pairs),
+        help=f"At most {PAIRS_A_POST} at once; the board shows the sentences, never who posted them.",
+    )
+    note = st.session_state.pop(POSTED, None)
+    if note:
+        (st.error if note[0] == "error" else st.success)(md_escape(note[1]))
 
 
 def _pairs_table(res) -> pd.DataFrame:
@@ -125,3 +161,4 @@ def render(model) -> None:
         pairs = parse_pairs(cap_text(typed, "The pairs", TYPED_CHARS), TYPED_PAIRS)
         st.caption(f"{len(pairs)} pair{'s' if len(pairs) != 1 else ''} read; first: {md_escape(pairs[0][0])}")
         _results(pair_scores(model.key, tuple(pairs), word_level, model.bundle), "yours", "mp_typed_res")
+        _board_post(pairs)

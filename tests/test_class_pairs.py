@@ -1,0 +1,102 @@
+"""The class's minimal pairs on its board (app/board/class_pairs.py, app/board/pairs_panel.py): the
+store's limits on each store, then a student posting typed pairs from the Causes page and the
+Class board page scoring them with the loaded model: each pair's hit or miss, the hit rate, typed
+text shown as text, bad input a clear message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.board import class_pairs
+from app.board.class_pairs import ClassPairs
+from app.board.service import JOINED
+from app.board.store import BoardError
+
+ROOT = Path(__file__).resolve().parent.parent
+HOSTILE = "<img src=x onerror=alert(1)> **bold**"
+DAY = 24 * 3600
+
+
+def test_posts_are_bounded_deduplicated_and_go_with_the_day(board, monkeypatch):
+    code, key = board.new_board()
+    cp = ClassPairs(board)
+    v0 = board.version(code)
+    assert cp.post(code, "ann", [("The dogs bark.", "The dogs barks."), (" The dogs bark. ", "The dogs barks.")]) == 1
+    assert board.version(code) != v0, "a post redraws the board page"
+    assert cp.post(code, "bob", [("The dogs bark.", "The dogs barks."), ("A cat sleeps.", "A cat sleep.")]) == 1
+    assert cp.pairs(code) == [("The dogs bark.", "The dogs barks."), ("A cat sleeps.", "A cat sleep.")]
+    for pairs, said in [
+        ([], "no pairs"),
+        ([("a", "a")], "its own twin"),
+        ([("", "b")], "good sentence is empty"),
+        ([("a" * 201, "b")], "at most 200 characters"),
+        ([("a\nb", "c")], "line break"),
+        ([("a\u202eb", "c")], "control characters"),
+        ([(f"s{i}", f"t{i}") for i in range(11)], "at most 10 pairs at once"),
+    ]:
+        with pytest.raises(BoardError, match=said):
+            cp.post(code, "ann", pairs)
+    with pytest.raises(BoardError, match="no board"):
+        cp.post("ZZZZZZ", "ann", [("a", "b")])
+    assert cp.post(code, "ann", [(f"s{i}", f"t{i}") for i in range(9)]) == 9
+    with pytest.raises(BoardError, match="at most 10 pairs to a board; you have posted 10"):
+        cp.post(code, "ann", [("x", "y")])
+    monkeypatch.setattr(class_pairs, "MAX_PAIRS", 12)
+    with pytest.raises(BoardError, match="holds 11 pairs of at most 12"):
+        cp.post(code, "cy", [("x", "y"), ("u", "v")])
+    assert len(cp.pairs(code)) == 11
+    board.clear(code, key)
+    assert cp.pairs(code) == [], "the teacher's clear takes the pairs too"
+    with board.transaction(write=False) as db:
+        created = float(db.execute("SELECT created FROM boards WHERE code = ?", (code,)).fetchone()[0])
+    cp.post(code, "ann", [("x", "y")], now=created)
+    board.expire(now=created + DAY + 1)
+    with board.transaction(write=False) as db:
+        assert db.execute("SELECT COUNT(*) FROM pairs WHERE code = ?", (code,)).fetchone()[0] == 0
+
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("board", ["sqlite"], indirect=True)
+def test_a_student_posts_typed_pairs_and_the_board_scores_them(board, monkeypatch):
+    monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
+    code, _ = board.new_board()
+    student = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=120)
+    student.run()
+    student.switch_page("pages/causes.py").run()
+    student.radio(key="cz_view").set_value("Minimal pairs").run()
+    student.radio(key="mp_source").set_value("Your pairs").run()
+    assert not student.exception and not [b for b in student.button if b.key == "mp_post"], "no board joined"
+    student.session_state[JOINED] = code
+    student.text_area(key="mp_typed").input(
+        f"The cats sleep on the sofa. | The cats sleeps on the sofa.\n{HOSTILE} | {HOSTILE} no\n"
+        "The keys to the cabinet are here. | The keys to the cabinet is here."
+    ).run()
+    student.button(key="mp_post").click().run()
+    assert not student.exception and any("3 pairs posted" in s.value for s in student.success)
+    student.button(key="mp_post").click().run()
+    assert any("on board" in s.value and "already" in s.value for s in student.success)
+    student.text_area(key="mp_typed").input("\n".join(f"A{i} cat sleeps. | A{i} cat sleep." for i in range(11))).run()
+    student.button(key="mp_post").click().run()
+    assert any("at most 10 pairs at once" in e.value.replace("\\", "") for e in student.error) and not student.exception
+
+    teacher = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=120)
+    teacher.run()
+    teacher.session_state[JOINED] = code
+    teacher.switch_page("pages/board.py").run()
+    assert not teacher.exception, [e.value for e in teacher.exception]
+    table = next(d.value for d in teacher.dataframe if "good sentence" in d.value.columns)
+    assert list(table["good sentence"]) == ["The cats sleep on the sofa.", HOSTILE, "The keys to the cabinet are here."]
+    verdicts = list(table["model"])
+    assert set(verdicts) <= {"hit", "miss"} and verdicts[0] == "hit"
+    assert (table["difference"] > 0).tolist() == [v == "hit" for v in verdicts]
+    (metric,) = [m for m in teacher.metric if "prefers the good sentence" in m.label]
+    hits = verdicts.count("hit")
+    assert metric.value.startswith(f"{hits} of 3 pairs ({hits / 3:.0%})")
+    shown = [m.value for m in teacher.markdown] + [c.value for c in teacher.caption]
+    assert not any("<img" in v for v in shown)
