@@ -425,3 +425,31 @@ def test_the_decoder_question_is_offered_only_once_the_session_trained_one(run):
     from app.ui.formatting import md_escape
 
     assert any(md_escape(run["bundle"].name) in c.value for c in at.caption)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("board", ["sqlite"], indirect=True)
+def test_the_teacher_asks_at_which_layer_the_mask_knows(cls):
+    """ "Ask the class": the patching kind on a preset of the Causes page, worked out on the loaded
+    model (minilm-l6) and opened for the class with the layers as its choices."""
+    from streamlit.testing.v1 import AppTest
+
+    from bert.analysis.patching import PRESETS
+
+    c, code, key = cls
+
+    def script(code, key):
+        from app.board import question_view
+
+        question_view.ask_popover(code, key)
+
+    at = AppTest.from_function(script, args=(code, key), default_timeout=120).run()
+    at.selectbox(key="ask_kind").set_value("knows").run()
+    assert not at.exception and at.selectbox(key="ask_pair").options == list(PRESETS)
+    at.selectbox(key="ask_pair").set_value("Number agreement").run()
+    at.button(key="ask_go").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    q = c.class_poll(code)["question"]
+    kept = c.question(q["id"])
+    assert kept["kind"] == "knows" and kept["choices"][0] == "embeddings" and len(kept["choices"]) == 7
+    assert kept["answer"] in kept["choices"][1:-1] and "«are» rather than «is»" in kept["prompt"]

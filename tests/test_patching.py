@@ -3,6 +3,9 @@ weights, patched with forward hooks one run at a time (1e-4); its identities; it
 
 from __future__ import annotations
 
+import base64
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -189,6 +192,28 @@ def test_patching_refuses_a_site_a_classifier_and_too_many_tokens(pair, monkeypa
         activation_patching(minilm_tiny_classifier(), CLEAN, CORRUPTED, ANSWER, FOIL)
 
 
+def test_the_knows_question_is_the_first_layer_whose_mask_restores_half(pair):
+    """The class question "at which layer does the [MASK] know?": the rule on the patching result,
+    the layers as choices, the [MASK]'s column as the figure; a pair patching refuses, refused."""
+    from app.board import classroom, questions
+
+    bundle, _ = pair
+    b = questions.knows_question(bundle, patching.Pair(CLEAN, CORRUPTED, ANSWER, FOIL), "tiny")
+    r = activation_patching(bundle, CLEAN, CORRUPTED, ANSWER, FOIL, "residual")
+    share = r.effect[:, r.position]
+    first = next(i for i, s in enumerate(share) if s >= questions.KNOWS_SHARE == 0.5)
+    assert b["kind"] == "knows" and b["choices"] == r.rows and b["answer"] == r.rows[first]
+    assert np.allclose(bar_heights(b), share, atol=1e-6) and len(json.dumps(b).encode()) < classroom.BODY_BYTES
+    with pytest.raises(InputError, match="tokens"):
+        questions.knows_question(bundle, patching.Pair(CLEAN, "the film [MASK] good", ANSWER, FOIL), "tiny")
+
+
+def bar_heights(body: dict) -> np.ndarray:
+    """The bars' heights of a body's figure (plotly keeps an array as base64 of its dtype)."""
+    y = json.loads(body["figure"])["data"][0]["y"]
+    return np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"]) if isinstance(y, dict) else np.asarray(y)
+
+
 def test_the_agreement_preset_on_minilm_moves_from_the_subject_to_the_mask():
     """What a class sees on the preset: at the embeddings only the changed word (keys/key) carries
     the answer; by the last layers the [MASK] does; in between both share it."""
@@ -199,3 +224,7 @@ def test_the_agreement_preset_on_minilm_moves_from_the_subject_to_the_mask():
     assert r.effect[0, subject] == pytest.approx(1, abs=1e-4) and r.effect[-1, mask] == pytest.approx(1, abs=1e-4)
     assert r.effect[1, subject] > 0.5 and r.effect[1, mask] < 0.1, "early: at the subject"
     assert r.effect[-2, mask] > 0.5 and r.effect[-2, subject] < 0.2, "late: at the [MASK]"
+    from app.board.questions import knows_question
+
+    knows = knows_question(bundle, PRESETS["Number agreement"], "minilm-l6")["answer"]
+    assert knows not in (r.rows[0], r.rows[-1]), "the [MASK] knows the number mid-network, not only at the end"

@@ -32,6 +32,7 @@ WORD = "ask_word"
 LESSON = "ask_lesson"
 LAYER, HEAD, FROM = "ask_layer", "ask_head", "ask_from"
 WRITING = "ask_writing"  # the word (1-based) a "writes" question asks about
+PAIR = "ask_pair"  # the patching preset a "knows" question is worked out on
 SEEN = "ask_seen"  # (question id, state) the page was drawn for
 DISMISSED = "ask_dismissed"  # the revealed question a student put away
 NOTE = "ask_note"
@@ -60,6 +61,10 @@ def _body(kind: str) -> dict:
         return questions.pieces_question(b, ss.get(WORD, ""), label)
     if kind == "heads":
         return questions.heads_question(b, ss.get(state.MLM_TEXT, state.DEFAULT_MLM_TEXT), label)
+    if kind == "knows":
+        from bert.analysis.patching import PRESETS
+
+        return questions.knows_question(b, PRESETS[ss.get(PAIR) or next(iter(PRESETS))], label)
     return questions.lesson_question(b, ss[LESSON], label)
 
 
@@ -118,6 +123,11 @@ def ask_popover(code: str, key: str) -> None:
             st.number_input("While writing word", 1, 48, key=WRITING, value=3)
         elif kind == "follows":
             st.caption("On the sidebar's sentences A and B.")
+        elif kind == "knows":
+            from bert.analysis.patching import PRESETS
+
+            st.selectbox("On the Causes page's pair", list(PRESETS), key=PAIR)
+            st.caption("Patching the [MASK]'s vector, layer by layer: the first layer restoring half the answer.")
         elif kind == "pieces":
             st.text_input("The word", key=WORD, max_chars=questions.WORD_CHARS, placeholder="e.g. unhappiness")
         elif kind == "look":

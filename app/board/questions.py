@@ -15,6 +15,9 @@ as the model's), why (one sentence), figure (plotly JSON, or None), model (its l
     heads     which of these heads, switched off, hurts the masked word most? (three heads)
     writes    which source token does the decoder look at most while writing word N? (the source's
               tokens; the encoder-decoder this session trained, its last layer's cross-attention)
+    knows     at which layer does the [MASK] know the answer? (the layers; activation patching of
+              a clean/corrupted pair: the first residual row where the clean run's state at the
+              [MASK] alone restores at least KNOWS_SHARE of logit[answer] - logit[foil])
     lesson    any of the lessons' model-checked questions (app/lessons/)
 """
 
@@ -27,6 +30,7 @@ from bert import InputError
 from bert.analysis import ablation, mlm
 from bert.analysis.common import bare_word, need_mlm
 from bert.analysis.compare import attentions_of
+from bert.analysis.patching import Pair, activation_patching
 from bert.patterns import CAUSAL
 
 from ..figures import seq2seq as s2s_figures
@@ -42,12 +46,14 @@ KINDS = {
     "pieces": "How many pieces is a word?",
     "heads": "Which head, switched off, hurts the masked word most?",
     "writes": "Which input word does the decoder look at while writing word N?",
+    "knows": "At which layer does the [MASK] know the answer?",
     "lesson": "A question from the lessons",
 }
 PIECE_CHOICES = ["1", "2", "3", "4", "5", "6 or more"]
 WORD_CHARS = 40
 TABLE_ROWS = 20  # of a lesson's table shown at the reveal
 HEADS_ASKED = 3  # the heads offered in a "heads" question: the one that hurts most and two others
+KNOWS_SHARE = 0.5  # a "knows" question's layer: the first whose [MASK] restores at least this share
 
 
 def _figure(fig) -> str | None:
@@ -241,6 +247,34 @@ def heads_question(bundle, text: str, model: str) -> dict:
             [s for _, _, s in picks],
             title=f"What «{imp.target}» loses with each head off",
             y_title="fall in log-probability",
+        ),
+        model,
+    )
+
+
+def knows_question(bundle, pair: Pair, model: str) -> dict:
+    """Patch the clean run's residual stream into the corrupted run at the [MASK] alone, layer by
+    layer: the first row (the embeddings' output, then layer 1, ...) that restores at least
+    KNOWS_SHARE of the clean answer over the foil is the answer. The last layer restores all of it
+    by construction, so there always is one."""
+    r = activation_patching(bundle, *pair, site="residual")
+    share = r.effect[:, r.position]  # (L+1,)
+    first = int((share >= KNOWS_SHARE).argmax())
+    return _body(
+        "knows",
+        f"At which layer does the [MASK] know «{r.answer}» rather than «{r.foil}»? Clean: «{pair.clean}» "
+        f"Corrupted: «{pair.corrupted}»",
+        list(r.rows),
+        r.rows[first],
+        f"Copying the clean run's vector at the [MASK] into the corrupted run restores {share[first]:.0%} of "
+        f"«{r.answer}» over «{r.foil}» from {r.rows[first]} on"
+        + (f" ({share[first - 1]:.0%} at {r.rows[first - 1]})" if first else "")
+        + f": before it, the answer is still elsewhere in the sentence. (At least {KNOWS_SHARE:.0%} counts.)",
+        values_bar(
+            r.rows,
+            share,
+            title="What the [MASK]'s clean vector restores, layer by layer",
+            y_title="share restored",
         ),
         model,
     )
