@@ -181,3 +181,22 @@ def test_a_link_reopens_a_typed_pair():
     assert at.text_input(key="pt_clean").value == "The girls near the house [MASK] happy."
     assert at.selectbox(key="pt_site").value == "heads" and at.text_input(key="pt_answer").value == "are"
     assert dict(at.query_params).get("site") == "heads" and "view" not in dict(at.query_params)
+
+
+@pytest.mark.slow
+def test_the_lessons_links_reopen_the_pairs_and_probes_views():
+    from app.lessons.training import HEADS, PAIRS_PARADIGM
+
+    pair_link, probe_link = (s.link for s in HEADS.steps[-2:])
+    at = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
+    for name, value in pair_link.query.items():
+        at.query_params[name] = value
+    at.switch_page(pair_link.page).run()
+    _ok(at)
+    assert at.radio(key="cz_view").value == "Minimal pairs" and at.selectbox(key="mp_paradigm").value == PAIRS_PARADIGM
+    at = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
+    for name, value in probe_link.query.items():
+        at.query_params[name] = value
+    at.switch_page(probe_link.page).run()
+    _ok(at)
+    assert at.radio(key="cz_view").value == "Probes" and at.selectbox(key="pr_prop").value == "number"

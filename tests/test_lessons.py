@@ -233,3 +233,23 @@ def test_a_lesson_seven_link_opens_the_attention_page_with_its_reading():
         assert at.radio(key="att_pattern").value == read
         if k is not None:
             assert int(link.query["k"]) == k and at.number_input(key="att_pattern_k").value == k
+
+
+@pytest.mark.slow
+def test_lesson_six_scores_a_minimal_pair_and_probes_every_layer(bundle):
+    """The minimal-pair step draws the pair's own word scores, the verb where they differ; the probe
+    step a noun-number curve and its control over every layer's vectors."""
+    from app.lessons.training import HEADS, PAIR
+    from bert.analysis.scoring import score_pairs
+
+    pair_step, probe_step = HEADS.steps[-2:]
+    fig = pair_step.show(bundle)
+    res = score_pairs(bundle, [PAIR])
+    assert np.allclose(fig.data[0].y, res.good[0].word_scores) and np.allclose(fig.data[1].y, res.bad[0].word_scores)
+    assert "is/are" in list(fig.data[0].x) and pair_step.link.query["view"] == "pairs"
+    fig = probe_step.show(bundle)
+    if fig is None:
+        pytest.skip("the Brown Corpus is not fetched here (make data)")
+    rows = bundle.config.num_hidden_layers + 1
+    assert [len(t.y) for t in fig.data] == [rows, rows] and fig.data[1].line.dash == "dash"
+    assert probe_step.link.query == {"view": "probes", "property": "number"}

@@ -10,4 +10,5 @@ the board.
 The teacher leads, the class answers: classroom.py (the lead and the questions in the same
 store), questions.py (the kinds, worked out on the model), class_panel.py (the sidebar's class
 section, the class panel on every page, following) and question_view.py (asking, answering, the
-live chart and the reveal)."""
+live chart and the reveal). The class's minimal pairs: class_pairs.py (posted from the Causes
+page, kept in the same store) and pairs_panel.py (scored on the Class board page by the loaded model)."""

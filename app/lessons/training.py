@@ -1,5 +1,5 @@
 """Lessons 4, 5 and 6: the two pre-training games, fine-tuning by swapping the head, and what the
-heads learned (patterns, and what happens when one is switched off)."""
+heads learned (patterns, what happens when one is switched off or copied, a minimal pair, probes)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ from bert.analysis.full import analyze
 from bert.analysis.heads import head_patterns_over
 from bert.analysis.mlm import mlm_topk, nsp_probability
 from bert.analysis.patching import PRESETS, activation_patching
-from bert.errors import InputError
+from bert.analysis.probes import probe_model
+from bert.analysis.scoring import score_pairs
+from bert.errors import DataError, InputError
 
 from ..figures import core
-from ..figures.causes import patching_heatmap
+from ..figures.causes import pair_word_scores, patching_heatmap, probe_curves
 from ..figures.explain import logit_lens_heatmap
 from ..figures.heads import importance_heatmap, pattern_map
 from .lesson import Asked, Lesson, Link, Question, Step, ask, choices_with
@@ -26,6 +28,9 @@ FIRST = "The dog ran across the park."
 FOLLOWS = "It chased a red ball."
 RANDOM = "The stock market closed higher on Friday."
 ABLATE = "The capital of France is [MASK]."
+PAIRS_PARADIGM = "agreement across a prepositional phrase"
+PAIR = ("The author near the cabinets is here.", "The author near the cabinets are here.")
+PROBE_SENTENCES = 60  # Brown sentences: a noun-number probe per layer in about 3 s on minilm-l6
 
 
 def _topk_bar(bundle, text: str, gap: int = 0):
@@ -259,6 +264,27 @@ def _agreement_patched(bundle):
     return patching_heatmap(r.effect, r.rows, r.columns, r.position, title="share of “are” over “is” restored")
 
 
+def _pair_word_by_word(bundle):
+    """PAIR's two sentences scored word by word (pseudo-log-likelihood); None when the model
+    cannot score them (no masked-word head)."""
+    try:
+        res = score_pairs(bundle, [PAIR])
+    except InputError:
+        return None
+    g, b = res.good[0], res.bad[0]
+    return pair_word_scores(g.words, g.word_scores, b.words, b.word_scores)
+
+
+def _number_probes(bundle):
+    """A noun-number probe (singular or plural) and its control per layer on PROBE_SENTENCES Brown
+    sentences; None when the corpus is not on this server or the model cannot read the words."""
+    try:
+        curve = probe_model(bundle, "number", PROBE_SENTENCES)
+    except (DataError, InputError):
+        return None
+    return probe_curves([(bundle.name, curve)])
+
+
 def _ask_cls_heads(bundle) -> Asked:
     hp, fig = _patterns(bundle)
     n = hp.counts()["[CLS]"]
@@ -332,6 +358,28 @@ HEADS = Lesson(
             "lesson-patching",
             none_note="This model cannot patch this pair: its two sentences split into different numbers of "
             "tokens, or both get the same answer. Try a pair of your own on the Causes page.",
+        ),
+        Step(
+            "Which sentence sounds right?",
+            "Score a sentence by hiding each word in turn and adding up how likely the model finds the real "
+            f"one (its pseudo-log-likelihood). Here “{PAIR[0]}” meets its twin with “are”: each bar is one "
+            "word's score in each sentence. The verb's bars answer whether the model still knows, past "
+            "“near the cabinets”, that the subject is one author.",
+            _pair_word_by_word,
+            Link("pages/causes.py", "Open Minimal pairs", {"view": "pairs", "paradigm": PAIRS_PARADIGM}),
+            "lesson-minimal-pair",
+            none_note="This model has no masked-word head to score a sentence with: pick a pre-trained model.",
+        ),
+        Step(
+            "Where a noun's number is written",
+            "Train a small linear classifier (a probe) on each layer's word vectors to tell a singular noun "
+            "from a plural one, and a control probe that must learn a random tag for every word. The solid "
+            "line is what each layer's vectors tell; the dashed line is what a probe memorises without them. "
+            "Where the gap between them (selectivity) is widest, the number is written in.",
+            _number_probes,
+            Link("pages/causes.py", "Open Probes", {"view": "probes", "property": "number"}),
+            "lesson-probes",
+            none_note="The Brown Corpus the probes learn from is not on this server: `make data` fetches it.",
         ),
     ),
     (Question("cls-heads", _ask_cls_heads), Question("ablation", _ask_ablation)),
