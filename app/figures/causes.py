@@ -24,7 +24,8 @@ def patching_heatmap(
     """Rows (layers, the lowest at the bottom) x columns (tokens or heads): the share of the clean
     answer a patch there brings back, white at 0, red 1 (restores it), blue below 0. Trace 1 is
     an invisible, clickable marker on every cell whose customdata is (row, column), 0-based;
-    `selected` (row, column) is outlined and `position` (the [MASK]'s column) marked."""
+    `selected` (row, column) is outlined and `position` (the [MASK]'s column) marked. The markers
+    carry the hover text too: a trace that skips hover cannot be clicked."""
     e = np.asarray(effect, dtype=np.float64)
     R, X = e.shape
     x_labels, y_labels = safe_labels(columns), [esc(r) for r in rows]
@@ -37,8 +38,7 @@ def patching_heatmap(
         xgap=1,
         ygap=1,
         colorbar=dict(title="restored", thickness=12),
-        customdata=np.array([[[y_labels[r], x_labels[c]] for c in range(X)] for r in range(R)], dtype=object),
-        hovertemplate="%{customdata[0]}, %{customdata[1]}: %{z:.3f} of the answer restored<extra></extra>",
+        hoverinfo="skip",  # the cells' markers (trace 1) carry the hover and the click
     )
     rr, cc = np.meshgrid(np.arange(R), np.arange(X), indexing="ij")
     invisible = dict(marker=dict(opacity=0))
@@ -50,7 +50,11 @@ def patching_heatmap(
         selected=invisible,
         unselected=invisible,
         customdata=np.stack([rr.ravel(), cc.ravel()], -1),
-        hoverinfo="skip",
+        text=[
+            f"{y_labels[r]}, {x_labels[c]}: {e[r, c]:.3f} of the answer restored"
+            for r, c in zip(rr.ravel(), cc.ravel())
+        ],
+        hovertemplate="%{text}<extra></extra>",
         showlegend=False,
         name="cells",
     )
@@ -69,6 +73,8 @@ def patching_heatmap(
         height=int(min(800, max(320, 34 * R + 190))),
         margin=dict(l=10, r=10, t=60 if title else 20, b=10),
         plot_bgcolor="white",
+        clickmode="event+select",  # a click selects the cell's marker: the page shows that run
+        dragmode=False,
     )
     return fig
 
