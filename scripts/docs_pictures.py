@@ -2,9 +2,9 @@
 
 The browser tests already drive the real app on the built-in model and screenshot what they see
 (tests/artifacts/): the pages at 1400x1000, projector mode at 1280x720, a live fine-tuning run, a
-live pre-training run, a lesson, lesson 7's two readings, the class board and BERT's family. This
-runs those tests (CI=true, so a missing Chromium fails instead of skipping), then copies each
-screenshot it took to its place under docs/.
+live pre-training run, a lesson, lesson 7's two readings, the Causes page's patching, the class
+board and BERT's family. This runs those tests (CI=true, so a missing Chromium fails instead of
+skipping), then copies each screenshot it took to its place under docs/.
 A picture whose test did not take it anew is an error: nothing stale is copied.
 
     .venv/bin/python scripts/docs_pictures.py      # or: make docs
@@ -63,6 +63,10 @@ PAGE_PICTURES = {
         "analysis_ablation.png",
     ),
     "docs/analysis_compare_two.png": ("test_analysis_browser.py::test_views", "analysis_compare_two.png"),
+    "docs/causes_patching.png": (
+        "test_causes_browser.py::test_patching_heatmap_a_clicked_cell_and_a_typed_pair",
+        "causes_patching.png",
+    ),
     "docs/board_live.png": (
         "test_board_browser.py::test_three_students_post_to_one_board_and_it_survives_a_restart",
         "board_live.png",
