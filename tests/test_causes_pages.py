@@ -132,14 +132,18 @@ def test_minimal_pairs_paradigm_a_pair_and_typed_pairs(at):
     _ok(at)
     assert any(m.label == "The model prefers the good sentence" for m in at.metric)
     assert len(at.dataframe[0].value) == 20
-    at.selectbox(key="mp_builtin_pair").set_value(3).run()
+    picker = next(s for s in at.selectbox if s.label == "A pair word by word")
+    picker.set_value(3).run()
     _ok(at)
     at.radio(key="mp_source").set_value("Your pairs").run()
     _ok(at)
     assert len(at.dataframe[0].value) == 3
+    before = next(s for s in at.selectbox if s.label == "A pair word by word")
     at.text_area(key="mp_typed").input("The dog barks. | The dog bark.").run()
     _ok(at)
     assert any("add more pairs" in i.value for i in at.info)
+    after = next(s for s in at.selectbox if s.label == "A pair word by word")
+    assert after.key != before.key and after.options == ["1. The dog barks.  vs  The dog bark."], "a new picker"
     at.text_area(key="mp_typed").input("The dog barks. The dog bark.").run()
     _refused(at, "line 1 is not")
     at.text_area(key="mp_typed").input("The [MASK] barks. | The dog bark.").run()

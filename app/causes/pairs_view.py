@@ -3,6 +3,8 @@ model's pseudo-log-likelihood; accuracy per built-in paradigm, a pair word by wo
 
 from __future__ import annotations
 
+import zlib
+
 import pandas as pd
 import streamlit as st
 
@@ -78,11 +80,14 @@ def _pairs_table(res) -> pd.DataFrame:
 
 
 def _one_pair(res, key: str) -> None:
+    """One pair's words side by side. The picker's key holds the pairs: another set of pairs is
+    another picker (a kept one would go on showing the old pairs' labels)."""
     n = len(res.good)
+    digest = zlib.crc32("\n".join(f"{g.text}|{b.text}" for g, b in zip(res.good, res.bad, strict=True)).encode())
     i = st.selectbox(
         "A pair word by word",
         list(range(n)),
-        key=key,
+        key=f"{key}_{digest:08x}",
         format_func=lambda i: f"{i + 1}. {res.good[i].text}  vs  {res.bad[i].text}",
     )
     g, b = res.good[i], res.bad[i]
