@@ -25,6 +25,7 @@ Rows (`--only` takes comma-separated prefixes of these names, e.g. `--only infer
                                                the peak is reset between stages (clear_refs)
     patch-all-sites, probe-run                 activation patching of one pair at every site, and a
                                                probe run on one thread, against their targets (not --tiny)
+    class-pairs-100                            a full class board's minimal pairs scored (not --tiny)
 
 Every timing is also taken in CPU time of the process (`--clock cpu` makes that the figure the
 rows and targets use; with `--threads 1` it leaves out the time spent waiting for a core on a
@@ -39,7 +40,7 @@ The package, by concern:
     model_rows.py  inference, fine-tuning, pre-training and tokenizer rows
     app_rows.py    the app's analysis, bertviz HTML sizes, `streamlit run` cold start (Chromium)
     memory.py      peak RSS in worker subprocesses
-    causes_rows.py activation patching and a probe run on minilm-l6, against their targets
+    causes_rows.py activation patching, a probe run and a board's pairs on minilm-l6, against targets
     bench.py       `Bench`, the state of one run: selection, rows measured and skipped
     runner.py      one run: the machine, the sections in order
     cli.py         the options; __main__.py runs it

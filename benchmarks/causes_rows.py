@@ -4,7 +4,9 @@ says how far under (< 1) or over it the run was):
 - patch-all-sites: activation patching of the number-agreement preset at every site (residual
   stream, attention, feed-forward, heads), seconds for all four, target 10 s;
 - probe-run: one probe run as the Probes view trains it (part of speech, 300 Brown sentences:
-  the vectors, then a probe and a control per layer) on ONE torch thread, seconds, target 60 s.
+  the vectors, then a probe and a control per layer) on ONE torch thread, seconds, target 60 s;
+- class-pairs-100: a full class board's minimal pairs (MAX_PAIRS, taken from the paradigms)
+  scored as the Class board page scores them, one pair at a time, seconds, target 20 s.
 
 Not in --tiny: a tiny random model has no agreement to restore (patching refuses a pair whose
 answer does not move) and no Brown words in its vocabulary.
@@ -23,8 +25,8 @@ if TYPE_CHECKING:
     from .bench import Bench
     from .models import Setup
 
-CAUSES_ROWS = ["patch-all-sites", "probe-run"]
-TARGETS = {"patch-all-sites": 10.0, "probe-run": 60.0}
+CAUSES_ROWS = ["patch-all-sites", "probe-run", "class-pairs-100"]
+TARGETS = {"patch-all-sites": 10.0, "probe-run": 60.0, "class-pairs-100": 20.0}
 
 
 def _row(name: str, what: str, seconds: float, note: str, extra: dict) -> Row:
@@ -79,14 +81,34 @@ def _probe(b: Bench, setup: Setup) -> None:
     b.add(_row("probe-run", f"{setup.label} part-of-speech probes at every layer", wall, note, extra))
 
 
+def _class_pairs(b: Bench, setup: Setup) -> None:
+    from app.board.class_pairs import MAX_PAIRS
+    from bert.analysis.paradigms import PARADIGMS
+    from bert.analysis.scoring import score_pairs
+
+    pairs = [p for paradigm in PARADIGMS.values() for p in paradigm.pairs][:MAX_PAIRS]
+    score_pairs(setup.bundle, pairs[:2])  # warm-up
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    hits = [bool(score_pairs(setup.bundle, [p]).correct[0]) for p in pairs]
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    note = (
+        f"{len(pairs)} pairs, {1000 * wall / len(pairs):.0f} ms a pair, hit rate {sum(hits) / len(hits):.2f}; "
+        f"{cpu:.1f} s of CPU; {b.args.threads} thread(s)"
+    )
+    extra = {"pairs": len(pairs), "hit_rate": sum(hits) / len(hits), "cpu_s": cpu}
+    b.add(_row("class-pairs-100", f"{setup.label} scoring a full board's minimal pairs", wall, note, extra))
+
+
 def causes(b: Bench, setup: Setup) -> None:
     if not b.wants_any(CAUSES_ROWS):
         return
     if setup.tiny:
         for name in CAUSES_ROWS:
-            b.skip(name, "a tiny random model: nothing to patch, no Brown words")
+            b.skip(name, "a tiny random model: nothing to patch, no Brown words, no English to score")
         return
     if b.wants("patch-all-sites"):
         _patching(b, setup)
     if b.wants("probe-run"):
         _probe(b, setup)
+    if b.wants("class-pairs-100"):
+        _class_pairs(b, setup)

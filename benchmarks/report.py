@@ -38,6 +38,7 @@ ALL_ROWS = [
     "load-paste-10",
     "patch-all-sites",
     "probe-run",
+    "class-pairs-100",
 ]
 TINY_ROWS = [
     r
@@ -58,6 +59,7 @@ TINY_ROWS = [
         "load-paste-10",
         "patch-all-sites",
         "probe-run",
+        "class-pairs-100",
     )
 ]
 
