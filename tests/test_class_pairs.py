@@ -85,13 +85,21 @@ def test_a_student_posts_typed_pairs_and_the_board_scores_them(board, monkeypatc
     student.button(key="mp_post").click().run()
     assert any("at most 10 pairs at once" in e.value.replace("\\", "") for e in student.error) and not student.exception
 
+    ClassPairs(board).post(code, "another browser", [("The [MASK] barks.", "The dog bark.")])  # unscorable
     teacher = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=120)
     teacher.run()
     teacher.session_state[JOINED] = code
     teacher.switch_page("pages/board.py").run()
     assert not teacher.exception, [e.value for e in teacher.exception]
     table = next(d.value for d in teacher.dataframe if "good sentence" in d.value.columns)
-    assert list(table["good sentence"]) == ["The cats sleep on the sofa.", HOSTILE, "The keys to the cabinet are here."]
+    assert list(table["good sentence"]) == [
+        "The cats sleep on the sofa.",
+        HOSTILE,
+        "The keys to the cabinet are here.",
+        "The [MASK] barks.",
+    ]
+    assert table["model"].iloc[3].startswith("not scored: ") and "[MASK]" in table["model"].iloc[3]
+    table = table.iloc[:3]
     verdicts = list(table["model"])
     assert set(verdicts) <= {"hit", "miss"} and verdicts[0] == "hit"
     assert (table["difference"] > 0).tolist() == [v == "hit" for v in verdicts]
