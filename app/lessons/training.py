@@ -30,7 +30,7 @@ RANDOM = "The stock market closed higher on Friday."
 ABLATE = "The capital of France is [MASK]."
 PAIRS_PARADIGM = "agreement across a prepositional phrase"
 PAIR = ("The author near the cabinets is here.", "The author near the cabinets are here.")
-PROBE_SENTENCES = 60  # Brown sentences: a noun-number probe per layer in about 3 s on minilm-l6
+PROBE_SENTENCES = 60  # Brown sentences: noun-number probes at every layer in about 6 s of CPU on minilm-l6
 
 
 def _topk_bar(bundle, text: str, gap: int = 0):
