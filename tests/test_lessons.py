@@ -236,17 +236,26 @@ def test_a_lesson_seven_link_opens_the_attention_page_with_its_reading():
 
 
 @pytest.mark.slow
-def test_lesson_six_scores_a_minimal_pair_and_probes_every_layer(bundle):
-    """The minimal-pair step draws the pair's own word scores, the verb where they differ; the probe
-    step a noun-number curve and its control over every layer's vectors."""
+def test_lesson_six_scores_a_minimal_pair_word_by_word(bundle):
+    """The minimal-pair step draws the pair's own word scores, the verb where they differ."""
     from app.lessons.training import HEADS, PAIR
     from bert.analysis.scoring import score_pairs
 
-    pair_step, probe_step = HEADS.steps[-2:]
+    pair_step = HEADS.steps[-2]
     fig = pair_step.show(bundle)
     res = score_pairs(bundle, [PAIR])
     assert np.allclose(fig.data[0].y, res.good[0].word_scores) and np.allclose(fig.data[1].y, res.bad[0].word_scores)
     assert "is/are" in list(fig.data[0].x) and pair_step.link.query["view"] == "pairs"
+
+
+@pytest.mark.slow
+def test_lesson_six_probes_every_layer_beside_a_control():
+    """The probe step: a noun-number curve and its control over every layer's vectors (on the
+    smaller built-in; the every-step test draws it on both)."""
+    from app.lessons.training import HEADS
+
+    probe_step = HEADS.steps[-1]
+    bundle = bert.load("mini-scratch")
     fig = probe_step.show(bundle)
     if fig is None:
         pytest.skip("the Brown Corpus is not fetched here (make data)")
