@@ -106,15 +106,3 @@ def test_the_finetune_report_notebook_redraws_the_run_and_its_numbers(monkeypatc
     assert got["accuracy"] == pytest.approx(res["report"]["accuracy"], abs=1e-5)
     assert got["macro_f1"] == pytest.approx(res["report"]["macro_f1"], abs=1e-5)
     assert _figures(node) == 2
-
-
-def test_the_distribution_installs_bert_and_the_figure_builders():
-    """`pip install <the project folder>` (or `make wheel`) packages what a notebook imports."""
-    import tomllib
-
-    from setuptools import find_packages
-
-    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    packages = set(find_packages(str(ROOT), include=pyproject["tool"]["setuptools"]["packages"]["find"]["include"]))
-    assert {"bert", "bert.analysis", "bert.train", "app.figures", "app.export"} <= packages
-    assert not {p for p in packages if p.split(".")[0] in ("tests", "pages", "scripts")}
