@@ -85,6 +85,24 @@ def test_the_stamp_says_model_weights_date_inputs_and_version():
     assert "<dt>Sentence A</dt>" in text
 
 
+def test_a_bertviz_view_is_stamped_with_its_scripts_data_and_policy_untouched():
+    from app.bertviz.views import head_view_html
+
+    view = head_view_html(TOKENS, _atts())
+    stamp = Stamp(model="tiny <model>", weights="0123456789ab", inputs=(("Sentence A", HOSTILE),))
+    text = view_file.stamped(view.html, "Bertviz head view", stamp)
+    scripts = lambda doc: re.findall(r"<script\b[^>]*>.*?</script>", doc, re.S)
+    policy = lambda doc: re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', doc).group(1)
+    assert scripts(text) == scripts(view.html) and policy(text) == policy(view.html)  # draws as it did
+    head, body = text.split("<body>")
+    assert "<style>" in head and body.lstrip().startswith('<header class="bx-own"><h1>Bertviz head view</h1>')
+    assert "&lt;img src=x onerror=alert(1)&gt;" in body and "<img src=x" not in text and "tiny &lt;model&gt;" in body
+    assert "0123456789ab" in body and f"made with BERT Explorer {app_version()}</footer>" in body
+    assert body.rstrip().endswith("</html>")
+    with pytest.raises(ValueError):
+        view_file.stamped("<p>not a document</p>", "x", stamp)
+
+
 def test_a_choice_carries_one_frame_per_layer_and_head_and_menus_to_pick_them():
     atts = _atts()
     draw = lambda l, h: core.attention_heatmap(atts[l, h], TOKENS, title=f"layer {l + 1}, head {h + 1}")
@@ -162,6 +180,12 @@ def test_every_figure_of_a_page_offers_its_file_with_the_model_and_inputs(monkey
     notebook = json.loads(offered["attention-L1-H1.ipynb"]())  # the same model by name, the same sentence
     code = "".join(line for cell in notebook["cells"] for line in cell["source"])
     assert "bundle = bert.load('minilm-l6')" in code and repr(f"the cat sat {HOSTILE}") in code
+    at.radio(key="att_view").set_value("bertviz: head view").run()  # bertviz's own document, stamped
+    assert not at.exception, [e.value for e in at.exception]
+    text = offered["bertviz-head-view.html"]().decode("utf-8")
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text.split("</header>")[0] and "<img src=x" not in text
+    assert f"<code>{weights_hash(load_model(state.DEFAULT_MODEL).model)}</code>" in text
+    assert 'id="bertexplorer-data"' in text and "made with BERT Explorer" in text
 
 
 def test_head_maps_draw_any_head_as_the_page_draws_the_picked_one():

@@ -11,6 +11,8 @@
   figures travel in one JSON block with `<`, `>`, `&` escaped (script_json), so a typed
   `</script>` or `<img onerror>` stays text. A Content-Security-Policy lets only the file's own
   scripts run (by hash) and reach nothing.
+- bertviz's views, each already one whole offline document with its own scripts and policy, get
+  the same stamp and footer (`stamped`).
 
 No streamlit: app/ui/show_figure.py offers the file, tests and the benchmark build it directly.
 """
@@ -236,6 +238,10 @@ def _stamp_html(title: str, stamp: Stamp) -> str:
     )
 
 
+def _footer(stamp: Stamp) -> str:
+    return f"<footer>made with BERT Explorer {html.escape(stamp.version)}</footer>"
+
+
 STYLE = """body{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:1200px;color:#1f2328;padding:0 1rem}
 h1{font-size:1.4rem;margin:0 0 .3rem}.bx-stamp,.bx-caption,footer{color:#555;font-size:.9rem}
 .bx-inputs dt{font-weight:600;margin-top:.4rem}.bx-inputs dd{margin:0 0 0 1rem;white-space:pre-wrap}
@@ -283,7 +289,7 @@ def view_html(title: str, panels: Sequence[Panel], stamp: Stamp, config: dict | 
         f"<title>{e(title)}</title><style>{STYLE}</style></head><body>"
         + _stamp_html(title, stamp)
         + "".join(body)
-        + f"<footer>made with BERT Explorer {e(stamp.version)}</footer>"
+        + _footer(stamp)
         + (
             f'<script type="application/json" id="bx-views">{views}</script>'
             f'<script type="application/gzip;base64" id="bx-plotly">{plotly_packed()}</script>'
@@ -293,3 +299,24 @@ def view_html(title: str, panels: Sequence[Panel], stamp: Stamp, config: dict | 
         )
         + "</body></html>\n"
     )
+
+
+# The stamp's look inside a document of another style (bertviz's): its own classes only, the page's
+# colours kept (a dark view stays dark).
+STAMP_STYLE = """.bx-own{font-family:system-ui,sans-serif;margin:.3rem .5rem .8rem}
+.bx-own h1{font-size:1.2rem;margin:0 0 .2rem}.bx-own .bx-stamp,footer.bx-own{opacity:.75;font-size:.85rem}
+.bx-own .bx-inputs dt{font-weight:600;margin-top:.3rem}.bx-own .bx-inputs dd{margin:0 0 0 1rem;white-space:pre-wrap}"""
+
+
+def stamped(document: str, title: str, stamp: Stamp) -> str:
+    """A view that is already one whole offline document (bertviz's views, app/bertviz/views.py) as
+    this file: the stamp at the top of its body, the footer at its end, a style element for them;
+    its scripts, its data and its Content-Security-Policy (which allows inline styles) untouched."""
+    head, sep, rest = document.partition("<body>")
+    body, end, tail = rest.rpartition("</body>")
+    if not sep or not end or "</head>" not in head:
+        raise ValueError("not a whole HTML document")
+    header = _stamp_html(title, stamp).replace("<header>", '<header class="bx-own">', 1)
+    footer = _footer(stamp).replace("<footer>", '<footer class="bx-own">', 1)
+    head = head.replace("</head>", f"<style>{STAMP_STYLE}</style>\n</head>", 1)
+    return f"{head}<body>\n{header}{body}{footer}\n</body>{tail}"
