@@ -188,6 +188,92 @@ def test_every_figure_of_a_page_offers_its_file_with_the_model_and_inputs(monkey
     assert 'id="bertexplorer-data"' in text and "made with BERT Explorer" in text
 
 
+def _menus(text: str) -> list[list[str]]:
+    """Each menu's option names, in the order of the file."""
+    return [re.findall(r"<option[^>]*>([^<]*)</option>", m) for m in re.findall(r"<select>(.*?)</select>", text)]
+
+
+@pytest.mark.slow
+def test_explanations_and_compare_carry_their_choices_in_the_file(monkeypatch):
+    """Explanations (the default sentence's two [MASK]s): rollout vs saliency for each [MASK] and
+    guess, the logit lens for each [MASK]; Compare's one word at every layer; each frame the figure
+    the page draws for that choice."""
+    import streamlit as st
+    from streamlit.delta_generator import DeltaGenerator
+    from streamlit.testing.v1 import AppTest
+
+    from app import state
+    from app.analysis_cache import saliency
+    from app.figures.explain import saliency_bars
+    from app.model_sources import load_model
+    from bert.analysis.mlm import mlm_topk
+    from tests.helpers import ENTRY
+
+    offered = {}
+
+    def spy(real):
+        def download_button(*args, **kwargs):
+            if args[-2] == "Save this view (HTML)":
+                offered[kwargs.get("file_name")] = args[-1]
+            return real(*args, **kwargs)
+
+        return download_button
+
+    monkeypatch.setattr(DeltaGenerator, "download_button", spy(DeltaGenerator.download_button))
+    monkeypatch.setattr(st, "download_button", spy(st.download_button))
+    at = AppTest.from_file(ENTRY, default_timeout=180)
+    at.switch_page("pages/explanations.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    text = offered["explanations-bars.html"]().decode("utf-8")
+    panel = _views(text)["panels"][0]
+    assert panel["sizes"] == [2, 8] and len(panel["frames"]) == 16 and 'class="bx-note"' not in text
+    (masks, guesses) = _menus(text)
+    assert masks[0].startswith("1 (token ") and guesses[:3] == ["1st", "2nd", "3rd"]
+    b = load_model(state.DEFAULT_MODEL)  # the second [MASK]'s third guess, as the page draws it
+    sentence = at.session_state["mlm_text"]
+    pred = mlm_topk(b, sentence, k=8)
+    sal = saliency("a key of this test's own", sentence, pred.positions[1], pred.top_tokens[1][2], b)
+    want = saliency_bars(sal.tokens, sal.rollout, sal.saliency, sal.position)
+    np.testing.assert_allclose(_array(panel["frames"][1 * 8 + 2][0][1]["y"]), want.data[1].y, rtol=1e-3, atol=1e-4)
+    at.radio(key="ex_view").set_value("Logit lens").run()
+    assert not at.exception, [e.value for e in at.exception]
+    for name in ("explanations-lens.html", "explanations-answer.html"):
+        panel = _views(offered[name]().decode("utf-8"))["panels"][0]
+        assert panel["sizes"] == [2] and len(panel["frames"]) == 2, name
+
+    at.switch_page("pages/compare.py").run()
+    at.radio(key="cmp_view").set_value("One word in many sentences").run()
+    assert not at.exception, [e.value for e in at.exception]
+    for name in ("compare-senses-map.html", "compare-senses-sep.html"):
+        text = offered[name]().decode("utf-8")
+        panel = _views(text)["panels"][0]
+        assert panel["sizes"] == [7] and len(panel["frames"]) == 7, name
+        assert _menus(text) == [["0 (embeddings)", "1", "2", "3", "4", "5", "6"]], name
+
+
+def test_compares_choices_draw_what_the_page_draws_and_name_their_options():
+    from app.export import choices
+    from app.figures.compare import attention_diff_heatmap, moved_heatmap
+    from bert.analysis.compare import compare_attention
+
+    aa, ab = _atts(), _atts()[::-1].copy()
+    pick_a, pick_b = choices.two_models(aa, ab, TOKENS, TOKENS, ("A: x", "B: y"), (1, 2))
+    d = compare_attention(aa, ab, TOKENS, TOKENS)
+    pick_d, pick_m = choices.model_difference(aa, ab, TOKENS, d.moved, (1, 2))
+    text = view_html(
+        "Compare", [Panel(pick_d.draw(1, 2), choice=pick_d), Panel(pick_a.draw(1, 2), choice=pick_a)], Stamp()
+    )
+    diff = _views(text)["panels"][0]
+    assert diff["sizes"] == [2, 3] and _menus(text)[:2] == [["1", "2"], ["1", "2", "3"]]
+    for l, h in ((0, 0), (1, 2)):
+        want = attention_diff_heatmap(d.diff[l, h], TOKENS, f"A − B, layer {l + 1}, head {h + 1}")
+        np.testing.assert_allclose(_array(diff["frames"][l * 3 + h][0][0]["z"]), want.data[0].z, atol=1e-3)
+    assert pick_m.draw(1, 2).layout == moved_heatmap(d.moved, (1, 2)).layout  # the picked head boxed
+    del aa  # the analysis let go: the file keeps the figure shown, with a note
+    text = view_html("Compare", [Panel(pick_b.draw(1, 2), choice=pick_a)], Stamp())
+    assert len(_views(text)["panels"][0]["frames"]) == 1 and "no longer holds them" in text
+
+
 def test_head_maps_draw_any_head_as_the_page_draws_the_picked_one():
     from app.ui.formatting import hide_specials
 

@@ -52,17 +52,19 @@ SIGNIFICANT = 4  # digits kept of each number a figure plots
 class Choice:
     """A figure's choice, precomputed: one figure per combination of the axes' positions.
 
-    axes: (label, count) per menu, e.g. (("Layer", 6), ("Head", 12)); the menus show 1..count.
+    axes: (label, count) per menu, e.g. (("Layer", 6), ("Head", 12)); the menus show 1..count or `names`.
     draw: draw(i, j, ...) with one 0-based position per axis -> the figure for it.
     start: the positions shown first (the page's current choice).
     key: what the frames depend on (model, inputs, settings), hashable, or None: files of the
         same key share their frames (KEPT_CHOICES of them, the latest), so a class saving the
-        view its teacher leads draws them once."""
+        view its teacher leads draws them once.
+    names: the options' names of each axis ("0 (embeddings)", a class's label), or None for 1..count."""
 
     axes: tuple[tuple[str, int], ...]
     draw: Callable[..., go.Figure]
     start: tuple[int, ...]
     key: Hashable | None = None
+    names: tuple[tuple[str, ...] | None, ...] = ()  # per axis, its options' names; else 1..count
 
     @property
     def count(self) -> int:
@@ -217,8 +219,10 @@ def _menus(choice: Choice | None) -> str:
     if choice is None or choice.count <= 1:
         return ""
     out = []
-    for (label, k), at in zip(choice.axes, choice.start):
-        options = "".join(f'<option value="{i}"{" selected" if i == at else ""}>{i + 1}</option>' for i in range(k))
+    names = list(choice.names) + [None] * (len(choice.axes) - len(choice.names))
+    for (label, k), at, named in zip(choice.axes, choice.start, names):
+        shown = [html.escape(str(n)) for n in named] if named else [str(i + 1) for i in range(k)]
+        options = "".join(f'<option value="{i}"{" selected" if i == at else ""}>{shown[i]}</option>' for i in range(k))
         out.append(f"<label>{html.escape(label)} <select>{options}</select></label>")
     return f'<div class="bx-menus">{" ".join(out)}</div>'
 
