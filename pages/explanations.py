@@ -1,12 +1,14 @@
 """Explanations: attention rollout next to gradient saliency, and the logit lens."""
 
 import math
+from functools import partial
 
 import streamlit as st
 
 import app
 from app.analysis_cache import logit_lens, mlm_topk, saliency
 from app.export import choices
+from app.export import notebook as nb
 from app.figures.explain import answer_by_layer, logit_lens_heatmap, saliency_bars
 from app.model_sources import current_model
 from app.ui import links, show_figure, widgets
@@ -30,12 +32,13 @@ links.view(links.Param("view", "ex_view", "choice", default=VIEWS[0], choices=VI
 view = st.radio("View", VIEWS, horizontal=True, key="ex_view")
 
 
-def _explain(sal, what: str, choice) -> None:
+def _explain(sal, what: str, choice, notebook=None) -> None:
     show_figure.show(
         saliency_bars(sal.tokens, sal.rollout, sal.saliency, sal.position),
         "explanations-bars",
         key="ex_bars",
         choice=choice,  # the other classes, or [MASK]s and guesses, in the saved file
+        notebook=notebook,
     )
     c1, c2 = st.columns([1, 3])
     rho = sal.correlation
@@ -108,6 +111,7 @@ with show_errors("the explanation"):
                 sal,
                 f"“{word}” at the [MASK]",
                 choices.mask_saliency(model.key, b, text, preds.positions, preds.top_tokens, start),
+                partial(nb.explanations, text=text, mask=m, word=word),
             )
             st.caption("Pick a fine-tuned classifier in the sidebar to explain a class prediction.")
         else:
@@ -120,6 +124,7 @@ with show_errors("the explanation"):
                 "explanations-lens",
                 key="ex_lens",
                 choice=pick_map,
+                notebook=partial(nb.explanations, text=text, mask=m, word=None),
             )
             first = next((l for l, r in enumerate(lens.answer_rank[i]) if r == 1), None)
             where = "the embeddings" if first == 0 else f"layer {first}"

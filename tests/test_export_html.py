@@ -197,7 +197,7 @@ def _menus(text: str) -> list[list[str]]:
 def test_explanations_and_compare_carry_their_choices_in_the_file(monkeypatch):
     """Explanations (the default sentence's two [MASK]s): rollout vs saliency for each [MASK] and
     guess, the logit lens for each [MASK]; Compare's one word at every layer; each frame the figure
-    the page draws for that choice."""
+    the page draws for that choice. Explanations, Tokenization and Embeddings offer their notebooks."""
     import streamlit as st
     from streamlit.delta_generator import DeltaGenerator
     from streamlit.testing.v1 import AppTest
@@ -213,7 +213,7 @@ def test_explanations_and_compare_carry_their_choices_in_the_file(monkeypatch):
 
     def spy(real):
         def download_button(*args, **kwargs):
-            if args[-2] == "Save this view (HTML)":
+            if args[-2] in ("Save this view (HTML)", "Open as a notebook"):
                 offered[kwargs.get("file_name")] = args[-1]
             return real(*args, **kwargs)
 
@@ -240,6 +240,14 @@ def test_explanations_and_compare_carry_their_choices_in_the_file(monkeypatch):
     for name in ("explanations-lens.html", "explanations-answer.html"):
         panel = _views(offered[name]().decode("utf-8"))["panels"][0]
         assert panel["sizes"] == [2] and len(panel["frames"]) == 2, name
+
+    code = "".join(l for c in json.loads(offered["explanations-lens.ipynb"]())["cells"] for l in c["source"])
+    assert repr(sentence) in code and "mask = 1" in code  # the page's [MASK], its top guess
+    for page, name in (("tokenization", "tokens.ipynb"), ("embeddings", "embeddings-token.ipynb")):
+        at.switch_page(f"pages/{page}.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+        code = "".join(l for c in json.loads(offered[name]())["cells"] for l in c["source"])
+        assert "bundle = bert.load('minilm-l6')" in code and repr(state.DEFAULT_TEXT_A) in code, page
 
     at.switch_page("pages/compare.py").run()
     at.radio(key="cmp_view").set_value("One word in many sentences").run()

@@ -106,3 +106,36 @@ def test_the_finetune_report_notebook_redraws_the_run_and_its_numbers(monkeypatc
     assert got["accuracy"] == pytest.approx(res["report"]["accuracy"], abs=1e-5)
     assert got["macro_f1"] == pytest.approx(res["report"]["macro_f1"], abs=1e-5)
     assert _figures(node) == 2
+
+
+@pytest.mark.slow
+def test_the_tokenization_embeddings_and_explanations_notebooks_print_the_apps_numbers(monkeypatch):
+    import bert
+    from bert.analysis import explain, full, mlm
+    from bert.analysis.common import encode
+
+    bundle = bert.load("minilm-l6")
+    a, b = "the teacher read the book .", f"she loved it {HOSTILE}"
+    enc = encode(bundle, a, b)
+    node = _run(nb.tokenization(MINILM, Stamp(), a, b), monkeypatch)
+    assert _numbers(node) == {"tokens": enc.tokens, "ids": [int(i) for i in enc.ids]}
+    assert any("text/html" in o.get("data", {}) for c in node.cells for o in c.get("outputs", []))  # the table
+
+    an = full.analyze(bundle, a, b)
+    node = _run(nb.embeddings(MINILM, Stamp(), a, b, "position", 6), monkeypatch)
+    got = _numbers(node)
+    for part in ("token", "segment", "position", "normed"):
+        np.testing.assert_allclose(got[part], np.linalg.norm(an.parts[part][:6], axis=1), atol=1e-5, rtol=1e-6)
+    assert _figures(node) == 2
+
+    text = "the capital of france is [MASK] . she [MASK] the book ."
+    guesses = mlm.mlm_topk(bundle, text, k=8)
+    word = guesses.top_tokens[1][2]  # the second [MASK]'s third guess, as picked on the page
+    sal = explain.saliency_mlm(bundle, text, position=guesses.positions[1], target=word)
+    lens = explain.logit_lens(bundle, text, k=5)
+    node = _run(nb.explanations(MINILM, Stamp(), text, 1, word), monkeypatch)
+    got = _numbers(node)
+    np.testing.assert_allclose(got["rollout"], sal.rollout, atol=1e-5)
+    np.testing.assert_allclose(got["saliency"], sal.saliency, atol=1e-5)
+    np.testing.assert_allclose(got["lens"], lens.top_probs[lens.positions.index(guesses.positions[1])], atol=1e-5)
+    assert _figures(node) == 3

@@ -205,10 +205,10 @@ def show(
     return event
 
 
-def save_table(table, name: str, where=None, key: str | None = None, caption: str = "") -> None:
+def save_table(table, name: str, where=None, key: str | None = None, caption: str = "", notebook=None) -> None:
     """ "Save this view (HTML)" for a page whose view is a table (a pandas DataFrame): the same
-    file, the table in it as HTML (every cell escaped), no plotly."""
-    save_buttons(Panel(table=table.copy(), caption=caption), name, where or st, key)
+    file, the table in it as HTML (every cell escaped), no plotly; `notebook` as for `show`."""
+    save_buttons(Panel(table=table.copy(), caption=caption), name, where or st, key, notebook)
 
 
 SAVE_HELP = (
