@@ -25,6 +25,8 @@ Rows (`--only` takes comma-separated prefixes of these names, e.g. `--only infer
                                                the peak is reset between stages (clear_refs)
     patch-all-sites, probe-run                 activation patching of one pair at every site, and a
                                                probe run on one thread, against their targets (not --tiny)
+    save-attention-file, save-at-once          a saved view's file (the Attention map with every head) against
+                                               its 5 MB budget; 10 sessions saving it at once (save_views.py)
 
 Every timing is also taken in CPU time of the process (`--clock cpu` makes that the figure the
 rows and targets use; with `--threads 1` it leaves out the time spent waiting for a core on a
@@ -40,6 +42,7 @@ The package, by concern:
     app_rows.py    the app's analysis, bertviz HTML sizes, `streamlit run` cold start (Chromium)
     memory.py      peak RSS in worker subprocesses
     causes_rows.py activation patching and a probe run on minilm-l6, against their targets
+    save_views.py  saved views: each page kind's file size and build time, a class saving at once
     bench.py       `Bench`, the state of one run: selection, rows measured and skipped
     runner.py      one run: the machine, the sections in order
     cli.py         the options; __main__.py runs it

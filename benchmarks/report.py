@@ -38,6 +38,8 @@ ALL_ROWS = [
     "load-paste-10",
     "patch-all-sites",
     "probe-run",
+    "save-attention-file",
+    "save-at-once",
 ]
 TINY_ROWS = [
     r
