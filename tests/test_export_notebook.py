@@ -1,7 +1,7 @@
 """A view's notebook (app/export/notebook.py) run headless (nbclient, the venv's python3 kernel):
-the Attention, Masked LM and fine-tuning-report notebooks run with no error, draw with the
-app's figure builders, and print the app's numbers for the same inputs (1e-5). Typed text
-reaches them only as string literals and escaped markdown."""
+the Attention, Masked LM, fine-tuning-report, Tokenization, Embeddings, Explanations and Patching
+notebooks run with no error, draw with the app's figure builders, and print the app's numbers for
+the same inputs (1e-5). Typed text reaches them only as string literals and escaped markdown."""
 
 from __future__ import annotations
 
@@ -109,10 +109,11 @@ def test_the_finetune_report_notebook_redraws_the_run_and_its_numbers(monkeypatc
 
 
 @pytest.mark.slow
-def test_the_tokenization_embeddings_and_explanations_notebooks_print_the_apps_numbers(monkeypatch):
+def test_the_tokenization_embeddings_explanations_and_patching_notebooks_print_the_apps_numbers(monkeypatch):
     import bert
     from bert.analysis import explain, full, mlm
     from bert.analysis.common import encode
+    from bert.analysis.patching import PRESETS, activation_patching
 
     bundle = bert.load("minilm-l6")
     a, b = "the teacher read the book .", f"she loved it {HOSTILE}"
@@ -139,3 +140,11 @@ def test_the_tokenization_embeddings_and_explanations_notebooks_print_the_apps_n
     np.testing.assert_allclose(got["saliency"], sal.saliency, atol=1e-5)
     np.testing.assert_allclose(got["lens"], lens.top_probs[lens.positions.index(guesses.positions[1])], atol=1e-5)
     assert _figures(node) == 3
+
+    pair = PRESETS["Number agreement"]
+    r = activation_patching(bundle, *pair, "attention")
+    node = _run(nb.patching(MINILM, Stamp(), *pair, "attention"), monkeypatch)
+    got = _numbers(node)
+    assert (got["rows"], got["columns"]) == (r.rows, r.columns)
+    np.testing.assert_allclose(got["effect"], r.effect, atol=1e-5)
+    assert _figures(node) == 1

@@ -297,3 +297,30 @@ def explanations(model: ModelRef, stamp: Stamp, text: str, mask: int, word: str 
         ("code", "figures.answer_by_layer(lens.answer_prob[i], lens.answer_rank[i], answer)"),
     ]
     return notebook("Explanations", stamp, model, cells)
+
+
+PATCHING_MD = (
+    "Run the model on a **clean** sentence and on a **corrupted** one that changes a single word. Then rerun "
+    "the corrupted sentence again and again, each time putting in *one* activation copied from the clean run. "
+    "Where the copy brings the clean answer back, that activation *carries* the information. Each cell: the "
+    "share of the gap logit(answer) − logit(foil) at the [MASK] that a patch there closes (1 all of it, 0 "
+    "nothing). `site` is `'residual'`, `'attention'`, `'ffn'` or `'heads'`."
+)
+
+
+def patching(model: ModelRef, stamp: Stamp, clean: str, corrupted: str, answer: str, foil: str, site: str) -> str:
+    """The Causes page's Patching view: every place of `site` patched from `clean` into `corrupted`."""
+    cells = [
+        ("markdown", PATCHING_MD),
+        (
+            "code",
+            "from app.figures.causes import patching_heatmap\n"
+            "from bert.analysis.patching import activation_patching\n\n"
+            f"clean, corrupted = {clean!r}, {corrupted!r}\nanswer, foil = {answer!r}, {foil!r}\nsite = {site!r}\n"
+            "r = activation_patching(bundle, clean, corrupted, answer, foil, site)\n"
+            "print(f'logit({r.answer}) - logit({r.foil}): {r.clean:+.2f} clean, {r.corrupted:+.2f} corrupted')\n"
+            f"print({NUMBERS!r} + json.dumps({{'effect': r.effect.tolist(), 'rows': r.rows, 'columns': r.columns}}))\n"
+            "patching_heatmap(r.effect, r.rows, r.columns, r.position if site != 'heads' else None)",
+        ),
+    ]
+    return notebook("Patching", stamp, model, cells)
