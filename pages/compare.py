@@ -229,6 +229,10 @@ else:
             layer = index_slider(c1, "Layer", L, key="snap_layer")
             head = index_slider(c2, "Head", H, key="snap_head")
             left, right = st.columns(2)
+            held_steps, snaps = rec.held()  # every step, layer and head in the saved files
+            picks = [None] * 3
+            if held_steps == list(steps):  # else a snapshot came or went meanwhile: the files keep what is shown
+                picks = choices.training_snapshots(held_steps, snaps, rec.tokens, (i, layer, head))
             show_figure.show(
                 core.attention_heatmap(
                     atts[i, layer, head], rec.tokens, title=f"step {steps[i]}, layer {layer + 1}, head {head + 1}"
@@ -236,13 +240,18 @@ else:
                 "compare-snapshots-att",
                 where=left,
                 key="snap_att",
+                choice=picks[0],
             )
             show_figure.show(
                 moved_heatmap(change[i], (layer, head), "moved since the first snapshot"),
                 "compare-snapshots-moved",
                 where=right,
                 key="snap_moved",
+                choice=picks[1],
             )
             show_figure.show(
-                change_over_training(steps, change, (layer, head), i), "compare-snapshots-line", key="snap_line"
+                change_over_training(steps, change, (layer, head), i),
+                "compare-snapshots-line",
+                key="snap_line",
+                choice=picks[2],
             )

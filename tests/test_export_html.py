@@ -282,6 +282,27 @@ def test_compares_choices_draw_what_the_page_draws_and_name_their_options():
     assert len(_views(text)["panels"][0]["frames"]) == 1 and "no longer holds them" in text
 
 
+def test_a_training_runs_snapshots_carry_every_step_layer_and_head_within_the_budget(monkeypatch):
+    from app.export import choices
+    from app.figures.compare import change_over_training
+    from bert.train.attention_snapshots import AttentionSnapshots
+
+    steps, snaps = [0, 10, 20], [a.astype(np.float16) for a in (_atts(), _atts()[::-1], _atts()[:, ::-1])]
+    att, moved, line = choices.training_snapshots(steps, snaps, TOKENS, (2, 1, 0))
+    text = view_html(
+        "Snapshots", [Panel(att.draw(2, 1, 0), choice=att), Panel(moved.draw(2, 1, 0), choice=moved)], Stamp()
+    )
+    maps, moves = _views(text)["panels"]
+    assert maps["sizes"] == [3, 2, 3] and len(maps["frames"]) == 18 and _menus(text)[0] == ["0", "10", "20"]
+    np.testing.assert_allclose(_array(maps["frames"][2 * 6 + 1 * 3 + 0][0][0]["z"]), snaps[2][1, 0], atol=1e-3)
+    change = AttentionSnapshots.change_since_start(np.stack(snaps))  # what the page draws
+    np.testing.assert_allclose(_array(moves["frames"][1 * 6][0][0]["z"]), change[1], atol=1e-3)
+    assert line.draw(1, 0, 2).to_json() == change_over_training(steps, change, (0, 2), 1).to_json()
+    monkeypatch.setattr(view_file, "FRAMES_BUDGET", 10_000)  # a long run: the file says what it left out
+    text = view_html("Snapshots", [Panel(att.draw(2, 1, 0), choice=att)], Stamp())
+    assert "The step and layer and head choice is left out of this file" in text
+
+
 def test_head_maps_draw_any_head_as_the_page_draws_the_picked_one():
     from app.ui.formatting import hide_specials
 

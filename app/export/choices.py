@@ -16,7 +16,13 @@ from collections.abc import Callable
 import numpy as np
 import plotly.graph_objects as go
 
-from ..figures.compare import attention_diff_heatmap, moved_heatmap, sense_scatter, separation_line
+from ..figures.compare import (
+    attention_diff_heatmap,
+    change_over_training,
+    moved_heatmap,
+    sense_scatter,
+    separation_line,
+)
 from ..figures.core import ReleasedError, attention_heatmap
 from ..figures.explain import answer_by_layer, logit_lens_heatmap, saliency_bars
 from .view_file import Choice
@@ -131,3 +137,32 @@ def word_senses(word_map, senses: list[str], sentences: list[str], word: str, la
         separations = np.array(separations)
         draws["separation"] = lambda l: separation_line(separations, l)
     return {name: Choice((("Layer", count),), draw, (layer,), None, names) for name, draw in draws.items()}
+
+
+def training_snapshots(steps: list[int], snaps: list, tokens: list[str], start: tuple[int, int, int]) -> tuple:
+    """(map, moved, line): Choices over (Step, Layer, Head) of a training run's recorded attention
+    (`snaps`: the recorder's own (L, H, T, T) arrays, kept by reference, small), as the page draws
+    them: the head's map at that step, every head's share moved since the first snapshot, and
+    the change over training with the step and the head marked."""
+    L, H = snaps[0].shape[:2]
+    first = np.asarray(snaps[0], np.float32)
+
+    def moved(i: int) -> np.ndarray:  # (L, H), as AttentionSnapshots.change_since_start
+        return 0.5 * np.abs(np.asarray(snaps[i], np.float32) - first).sum(-1).mean(-1)
+
+    def att(i: int, l: int, h: int) -> go.Figure:
+        title = f"step {steps[i]}, layer {l + 1}, head {h + 1}"
+        return attention_heatmap(np.asarray(snaps[i][l, h], np.float32), tokens, title=title)
+
+    change = None
+
+    def line(i: int, l: int, h: int) -> go.Figure:
+        nonlocal change
+        if change is None:
+            change = np.stack([moved(s) for s in range(len(snaps))])  # (S, L, H), once per file
+        return change_over_training(steps, change, (l, h), i)
+
+    axes = (("Step", len(steps)), ("Layer", L), ("Head", H))
+    names = (tuple(str(s) for s in steps), None, None)
+    draw_moved = lambda i, l, h: moved_heatmap(moved(i), (l, h), "moved since the first snapshot")
+    return tuple(Choice(axes, draw, start, None, names) for draw in (att, draw_moved, line))
