@@ -27,8 +27,13 @@ ROOT = Path(__file__).resolve().parents[1]
 NOT_COPIED = (".git", ".venv", ".cache", "runs", "models", "build", "dist", "*.egg-info", "__pycache__", "artifacts")
 WHERE = "BERT_FROM "  # the line the kernel prints where bert and its assets came from
 
-pytest.importorskip("nbclient")
-pytest.importorskip("ipykernel")
+try:
+    import ipykernel  # noqa: F401
+    import nbclient  # noqa: F401
+except ImportError as e:  # outside CI a venv without the dev requirements skips; in CI it fails
+    if os.environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
+        raise
+    pytest.skip(f"{e.name} is not installed (pip install -r requirements-dev.txt)", allow_module_level=True)
 
 
 def _wheel(tmp: Path) -> Path:
