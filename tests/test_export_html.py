@@ -282,6 +282,22 @@ def test_compares_choices_draw_what_the_page_draws_and_name_their_options():
     assert len(_views(text)["panels"][0]["frames"]) == 1 and "no longer holds them" in text
 
 
+def test_a_classifiers_explanation_carries_every_class_named():
+    from app.export import choices
+    from bert.analysis.explain import saliency_classifier
+    from tests.helpers import minilm_tiny_classifier
+
+    b = minilm_tiny_classifier()
+    text = f"the film was long {HOSTILE}"
+    pick = choices.class_saliency("tiny-clf of this test", b, text, b.labels, 1)
+    html_text = view_html("Explanations", [Panel(pick.draw(1), choice=pick)], Stamp())
+    panel = _views(html_text)["panels"][0]
+    assert panel["sizes"] == [2] and _menus(html_text) == [["negative", "positive"]]
+    for c in (0, 1):
+        want = saliency_classifier(b, text, class_index=c).saliency
+        np.testing.assert_allclose(_array(panel["frames"][c][0][1]["y"]), want, rtol=1e-3, atol=1e-4)
+
+
 def test_a_training_runs_snapshots_carry_every_step_layer_and_head_within_the_budget(monkeypatch):
     from app.export import choices
     from app.figures.compare import change_over_training
