@@ -39,6 +39,8 @@ ALL_ROWS = [
     "patch-all-sites",
     "probe-run",
     "class-pairs-100",
+    "save-attention-file",
+    "save-at-once",
 ]
 TINY_ROWS = [
     r

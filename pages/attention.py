@@ -221,16 +221,11 @@ with show_errors("the attention maps"):
         if v.capped_message:
             st.info(v.capped_message, icon=":material/compress:")
         st.iframe(v.html, height=int(min(max(v.height, 300), 4000)), alt=f"bertviz {kind} view of the attention")
-        st.download_button(
-            "Download as standalone HTML",
+        show_figure.save_document(
             v.html,
-            file_name=f"bertviz-{kind}-view.html",
-            mime="text/html",
-            icon=":material/download:",
-            key=f"att_bv_html_{kind}",
-            on_click="ignore",
-            help="One file with the view and its data: it opens in any browser, offline. The view's own "
-            "“Save as SVG” button saves what is on screen as an image.",
+            f"bertviz-{kind}-view",
+            key=f"att_bv_{kind}",
+            help=f"{show_figure.SAVE_HELP} The view's own “Save as SVG” button saves what is on screen as an image.",
         )
         st.caption(
             {

@@ -7,6 +7,7 @@ import streamlit as st
 import app
 from app import state
 from app.analysis_cache import attentions, outputs, word_map
+from app.export import choices
 from app.figures import core
 from app.figures.compare import (
     attention_diff_heatmap,
@@ -101,32 +102,30 @@ if view == VIEWS[0]:
             layer = index_slider(c1, "Layer", min(La, Lb), key="cmp_layer")
             head = index_slider(c2, "Head", min(Ha, Hb), key="cmp_head")
             left, right = st.columns(2)
-            show_figure.show(
-                core.attention_heatmap(aa[layer, head], ta, title=f"A: {html.escape(ma.label)}"),
-                "compare-att-a",
-                where=left,
-                key="cmp_att_a",
-            )
-            show_figure.show(
-                core.attention_heatmap(ab[layer, head], tb, title=f"B: {html.escape(mb.label)}"),
-                "compare-att-b",
-                where=right,
-                key="cmp_att_b",
-            )
+            titles = f"A: {html.escape(ma.label)}", f"B: {html.escape(mb.label)}"
+            pick_a, pick_b = choices.two_models(aa, ab, ta, tb, titles, (layer, head))  # in the saved files
+            show_figure.show(pick_a.draw(layer, head), "compare-att-a", where=left, key="cmp_att_a", choice=pick_a)
+            show_figure.show(pick_b.draw(layer, head), "compare-att-b", where=right, key="cmp_att_b", choice=pick_b)
             if (La, Ha) == (Lb, Hb) and not same:
                 try:
                     d = compare_attention(aa, ab, ta, tb)
                 except InputError as e:
                     st.info(md_escape(str(e)), icon=":material/info:")
                 else:
+                    pick_d, pick_m = choices.model_difference(aa, ab, ta, d.moved, (layer, head))
                     show_figure.show(
                         attention_diff_heatmap(d.diff[layer, head], ta, f"A − B, layer {layer + 1}, head {head + 1}"),
                         "compare-diff",
                         where=left,
                         key="cmp_diff",
+                        choice=pick_d,
                     )
                     show_figure.show(
-                        moved_heatmap(d.moved, (layer, head)), "compare-moved", where=right, key="cmp_moved"
+                        moved_heatmap(d.moved, (layer, head)),
+                        "compare-moved",
+                        where=right,
+                        key="cmp_moved",
+                        choice=pick_m,
                     )
                     st.caption(
                         "Right: for every head, the share of attention that goes somewhere else "
@@ -177,12 +176,18 @@ elif view == VIEWS[1]:
             )
         res = word_map(model.key, tuple(sents), clean_text(word, "the shared word"), model.bundle)
         layer = st.slider("Layer (0 = embeddings)", 0, L, L, key=f"sense_layer_{L}")
+        sep = separation(res.vectors, senses) if len(set(senses)) >= 2 else None
+        picks = choices.word_senses(res, senses, sents, word, layer, sep)  # every layer in the saved files
         show_figure.show(
-            sense_scatter(res.coords[layer], senses, sents, word, layer), "compare-senses-map", key="sense_map"
+            sense_scatter(res.coords[layer], senses, sents, word, layer),
+            "compare-senses-map",
+            key="sense_map",
+            choice=picks["map"],
         )
-        if len(set(senses)) >= 2:
-            sep = separation(res.vectors, senses)
-            show_figure.show(separation_line(sep, layer), "compare-senses-sep", key="sense_sep")
+        if sep is not None:
+            show_figure.show(
+                separation_line(sep, layer), "compare-senses-sep", key="sense_sep", choice=picks["separation"]
+            )
             st.caption(
                 "Separation is 1 when every sentence is much closer to those of its own sense "
                 "than to the others, 0 when the senses overlap (mean silhouette of cosine distances)."
@@ -224,6 +229,10 @@ else:
             layer = index_slider(c1, "Layer", L, key="snap_layer")
             head = index_slider(c2, "Head", H, key="snap_head")
             left, right = st.columns(2)
+            held_steps, snaps = rec.held()  # every step, layer and head in the saved files
+            picks = [None] * 3
+            if held_steps == list(steps):  # else a snapshot came or went meanwhile: the files keep what is shown
+                picks = choices.training_snapshots(held_steps, snaps, rec.tokens, (i, layer, head))
             show_figure.show(
                 core.attention_heatmap(
                     atts[i, layer, head], rec.tokens, title=f"step {steps[i]}, layer {layer + 1}, head {head + 1}"
@@ -231,13 +240,18 @@ else:
                 "compare-snapshots-att",
                 where=left,
                 key="snap_att",
+                choice=picks[0],
             )
             show_figure.show(
                 moved_heatmap(change[i], (layer, head), "moved since the first snapshot"),
                 "compare-snapshots-moved",
                 where=right,
                 key="snap_moved",
+                choice=picks[1],
             )
             show_figure.show(
-                change_over_training(steps, change, (layer, head), i), "compare-snapshots-line", key="snap_line"
+                change_over_training(steps, change, (layer, head), i),
+                "compare-snapshots-line",
+                key="snap_line",
+                choice=picks[2],
             )

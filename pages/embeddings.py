@@ -1,5 +1,7 @@
 """Embeddings: word + segment + position, the learned position table, word order, context."""
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -7,6 +9,7 @@ import streamlit as st
 import app
 from app import state
 from app.analysis_cache import analyze, position_table, same_word, word_order
+from app.export import notebook as nb
 from app.figures import core
 from app.model_sources import current_model
 from app.ui import family_note, links, show_figure, widgets
@@ -47,7 +50,10 @@ with show_errors("the embedding parts"):
     if an.n_tokens > MAX_ROWS:
         st.caption(f"Showing the first {MAX_ROWS} of {an.n_tokens} tokens.")
     show_figure.show(
-        core.embedding_part_heatmap(an.parts[part][:n], an.tokens[:n], part), f"embeddings-{part}", key="emb_heat"
+        core.embedding_part_heatmap(an.parts[part][:n], an.tokens[:n], part),
+        f"embeddings-{part}",
+        key="emb_heat",
+        notebook=partial(nb.embeddings, text_a=an.text_a, text_b=an.text_b, part=part, rows=n),
     )
     table = pd.DataFrame(an.parts[part][:n], columns=[f"dim {d}" for d in range(an.parts[part].shape[1])])
     table.insert(0, "token", an.tokens[:n])

@@ -1,11 +1,14 @@
 """Explanations: attention rollout next to gradient saliency, and the logit lens."""
 
 import math
+from functools import partial
 
 import streamlit as st
 
 import app
 from app.analysis_cache import logit_lens, mlm_topk, saliency
+from app.export import choices
+from app.export import notebook as nb
 from app.figures.explain import answer_by_layer, logit_lens_heatmap, saliency_bars
 from app.model_sources import current_model
 from app.ui import links, show_figure, widgets
@@ -29,9 +32,13 @@ links.view(links.Param("view", "ex_view", "choice", default=VIEWS[0], choices=VI
 view = st.radio("View", VIEWS, horizontal=True, key="ex_view")
 
 
-def _explain(sal, what: str) -> None:
+def _explain(sal, what: str, choice, notebook=None) -> None:
     show_figure.show(
-        saliency_bars(sal.tokens, sal.rollout, sal.saliency, sal.position), "explanations-bars", key="ex_bars"
+        saliency_bars(sal.tokens, sal.rollout, sal.saliency, sal.position),
+        "explanations-bars",
+        key="ex_bars",
+        choice=choice,  # the other classes, or [MASK]s and guesses, in the saved file
+        notebook=notebook,
     )
     c1, c2 = st.columns([1, 3])
     rho = sal.correlation
@@ -68,7 +75,8 @@ with show_errors("the explanation"):
                 format_func=lambda i: "the predicted class" if i is None else b.labels[i],
             )
             sal = saliency(model.key, text, None, cls, b)
-            _explain(sal, f"class “{sal.target}”")
+            start = b.labels.index(sal.target) if sal.target in b.labels else 0
+            _explain(sal, f"class “{sal.target}”", choices.class_saliency(model.key, b, text, b.labels, start))
     else:
         if mlm_untrained(b):
             st.warning(
@@ -98,14 +106,25 @@ with show_errors("the explanation"):
                 help="By default the model's top guess; pick another to ask what speaks for it.",
             )
             sal = saliency(model.key, text, pos, word, b)
-            _explain(sal, f"“{word}” at the [MASK]")
+            start = (m, preds.top_tokens[m].index(word))
+            _explain(
+                sal,
+                f"“{word}” at the [MASK]",
+                choices.mask_saliency(model.key, b, text, preds.positions, preds.top_tokens, start),
+                partial(nb.explanations, text=text, mask=m, word=word),
+            )
             st.caption("Pick a fine-tuned classifier in the sidebar to explain a class prediction.")
         else:
             lens = logit_lens(model.key, text, 5, b)
             i = lens.positions.index(pos)
             answer = lens.top_tokens[i][-1][0]
+            pick_map, pick_line = choices.lens_views(lens, preds.positions, m)  # every [MASK] in the saved files
             show_figure.show(
-                logit_lens_heatmap(lens.top_tokens[i], lens.top_probs[i], answer), "explanations-lens", key="ex_lens"
+                logit_lens_heatmap(lens.top_tokens[i], lens.top_probs[i], answer),
+                "explanations-lens",
+                key="ex_lens",
+                choice=pick_map,
+                notebook=partial(nb.explanations, text=text, mask=m, word=None),
             )
             first = next((l for l, r in enumerate(lens.answer_rank[i]) if r == 1), None)
             where = "the embeddings" if first == 0 else f"layer {first}"
@@ -115,6 +134,7 @@ with show_errors("the explanation"):
                 answer_by_layer(lens.answer_prob[i], lens.answer_rank[i], answer),
                 "explanations-answer",
                 key="ex_answer",
+                choice=pick_line,
             )
             st.caption(
                 "Each row applies the model's own masked-word head to the hidden state after "

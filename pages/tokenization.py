@@ -1,9 +1,12 @@
 """Tokenization: text -> tokens (WordPiece, or the family's BPE and Unigram) -> ids, with segments,
 positions and spans."""
 
+from functools import partial
+
 import streamlit as st
 
 import app
+from app.export import notebook as nb
 from app.model_sources import current_model, max_tokens
 from app.ui import show_figure, widgets
 from app.ui.errors import show_errors
@@ -86,7 +89,7 @@ with show_errors("the tokens"):
         },
     )
     widgets.csv_download(df, "Download the table (CSV)", "tokens.csv", key="tok_csv")
-    show_figure.save_table(df, "tokens", key="tok_table")
+    show_figure.save_table(df, "tokens", key="tok_table", notebook=partial(nb.tokenization, text_a=a, text_b=b))
     st.caption(
         "Rows with the same blue or white band are pieces of one word; grey rows are the "
         "special tokens BERT adds; red rows are [UNK]."

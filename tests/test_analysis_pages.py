@@ -323,6 +323,9 @@ def test_attention_snapshots_record_every_n_and_measure_change():
     assert change[-1, 1].mean() > 0 and np.all(change[:, 0] < 1e-3), "only layer 2's weights changed"
     fig = change_over_training(steps, change, selected=(0, 0), step_index=2)
     assert len(fig.data) == 3 and list(fig.data[0].x) == steps
+    held_steps, held = rec.held()  # the same snapshots, not copied (a saved view's frames read them)
+    assert held_steps == steps and all(h is a for h, a in zip(held, rec.attentions))
+    np.testing.assert_allclose(np.stack(held).astype(np.float32), atts)
     # past max_snapshots: thinned, the first kept, `every` doubled
     from bert.train.attention_snapshots import AttentionSnapshots
 

@@ -85,6 +85,24 @@ def test_the_stamp_says_model_weights_date_inputs_and_version():
     assert "<dt>Sentence A</dt>" in text
 
 
+def test_a_bertviz_view_is_stamped_with_its_scripts_data_and_policy_untouched():
+    from app.bertviz.views import head_view_html
+
+    view = head_view_html(TOKENS, _atts())
+    stamp = Stamp(model="tiny <model>", weights="0123456789ab", inputs=(("Sentence A", HOSTILE),))
+    text = view_file.stamped(view.html, "Bertviz head view", stamp)
+    scripts = lambda doc: re.findall(r"<script\b[^>]*>.*?</script>", doc, re.S)
+    policy = lambda doc: re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', doc).group(1)
+    assert scripts(text) == scripts(view.html) and policy(text) == policy(view.html)  # draws as it did
+    head, body = text.split("<body>")
+    assert "<style>" in head and body.lstrip().startswith('<header class="bx-own"><h1>Bertviz head view</h1>')
+    assert "&lt;img src=x onerror=alert(1)&gt;" in body and "<img src=x" not in text and "tiny &lt;model&gt;" in body
+    assert "0123456789ab" in body and f"made with BERT Explorer {app_version()}</footer>" in body
+    assert body.rstrip().endswith("</html>")
+    with pytest.raises(ValueError):
+        view_file.stamped("<p>not a document</p>", "x", stamp)
+
+
 def test_a_choice_carries_one_frame_per_layer_and_head_and_menus_to_pick_them():
     atts = _atts()
     draw = lambda l, h: core.attention_heatmap(atts[l, h], TOKENS, title=f"layer {l + 1}, head {h + 1}")
@@ -162,6 +180,143 @@ def test_every_figure_of_a_page_offers_its_file_with_the_model_and_inputs(monkey
     notebook = json.loads(offered["attention-L1-H1.ipynb"]())  # the same model by name, the same sentence
     code = "".join(line for cell in notebook["cells"] for line in cell["source"])
     assert "bundle = bert.load('minilm-l6')" in code and repr(f"the cat sat {HOSTILE}") in code
+    at.radio(key="att_view").set_value("bertviz: head view").run()  # bertviz's own document, stamped
+    assert not at.exception, [e.value for e in at.exception]
+    text = offered["bertviz-head-view.html"]().decode("utf-8")
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text.split("</header>")[0] and "<img src=x" not in text
+    assert f"<code>{weights_hash(load_model(state.DEFAULT_MODEL).model)}</code>" in text
+    assert 'id="bertexplorer-data"' in text and "made with BERT Explorer" in text
+
+
+def _menus(text: str) -> list[list[str]]:
+    """Each menu's option names, in the order of the file."""
+    return [re.findall(r"<option[^>]*>([^<]*)</option>", m) for m in re.findall(r"<select>(.*?)</select>", text)]
+
+
+@pytest.mark.slow
+def test_explanations_and_compare_carry_their_choices_in_the_file(monkeypatch):
+    """Explanations (the default sentence's two [MASK]s): rollout vs saliency for each [MASK] and
+    guess, the logit lens for each [MASK]; Compare's one word at every layer; each frame the figure
+    the page draws for that choice. Explanations, Tokenization and Embeddings offer their notebooks."""
+    import streamlit as st
+    from streamlit.delta_generator import DeltaGenerator
+    from streamlit.testing.v1 import AppTest
+
+    from app import state
+    from app.analysis_cache import saliency
+    from app.figures.explain import saliency_bars
+    from app.model_sources import load_model
+    from bert.analysis.mlm import mlm_topk
+    from tests.helpers import ENTRY
+
+    offered = {}
+
+    def spy(real):
+        def download_button(*args, **kwargs):
+            if args[-2] in ("Save this view (HTML)", "Open as a notebook"):
+                offered[kwargs.get("file_name")] = args[-1]
+            return real(*args, **kwargs)
+
+        return download_button
+
+    monkeypatch.setattr(DeltaGenerator, "download_button", spy(DeltaGenerator.download_button))
+    monkeypatch.setattr(st, "download_button", spy(st.download_button))
+    at = AppTest.from_file(ENTRY, default_timeout=180)
+    at.switch_page("pages/explanations.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    text = offered["explanations-bars.html"]().decode("utf-8")
+    panel = _views(text)["panels"][0]
+    assert panel["sizes"] == [2, 8] and len(panel["frames"]) == 16 and 'class="bx-note"' not in text
+    (masks, guesses) = _menus(text)
+    assert masks[0].startswith("1 (token ") and guesses[:3] == ["1st", "2nd", "3rd"]
+    b = load_model(state.DEFAULT_MODEL)  # the second [MASK]'s third guess, as the page draws it
+    sentence = at.session_state["mlm_text"]
+    pred = mlm_topk(b, sentence, k=8)
+    sal = saliency("a key of this test's own", sentence, pred.positions[1], pred.top_tokens[1][2], b)
+    want = saliency_bars(sal.tokens, sal.rollout, sal.saliency, sal.position)
+    np.testing.assert_allclose(_array(panel["frames"][1 * 8 + 2][0][1]["y"]), want.data[1].y, rtol=1e-3, atol=1e-4)
+    at.radio(key="ex_view").set_value("Logit lens").run()
+    assert not at.exception, [e.value for e in at.exception]
+    for name in ("explanations-lens.html", "explanations-answer.html"):
+        panel = _views(offered[name]().decode("utf-8"))["panels"][0]
+        assert panel["sizes"] == [2] and len(panel["frames"]) == 2, name
+
+    code = "".join(l for c in json.loads(offered["explanations-lens.ipynb"]())["cells"] for l in c["source"])
+    assert repr(sentence) in code and "mask = 1" in code  # the page's [MASK], its top guess
+    for page, name in (("tokenization", "tokens.ipynb"), ("embeddings", "embeddings-token.ipynb")):
+        at.switch_page(f"pages/{page}.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+        code = "".join(l for c in json.loads(offered[name]())["cells"] for l in c["source"])
+        assert "bundle = bert.load('minilm-l6')" in code and repr(state.DEFAULT_TEXT_A) in code, page
+
+    at.switch_page("pages/compare.py").run()
+    at.radio(key="cmp_view").set_value("One word in many sentences").run()
+    assert not at.exception, [e.value for e in at.exception]
+    for name in ("compare-senses-map.html", "compare-senses-sep.html"):
+        text = offered[name]().decode("utf-8")
+        panel = _views(text)["panels"][0]
+        assert panel["sizes"] == [7] and len(panel["frames"]) == 7, name
+        assert _menus(text) == [["0 (embeddings)", "1", "2", "3", "4", "5", "6"]], name
+
+
+def test_compares_choices_draw_what_the_page_draws_and_name_their_options():
+    from app.export import choices
+    from app.figures.compare import attention_diff_heatmap, moved_heatmap
+    from bert.analysis.compare import compare_attention
+
+    aa, ab = _atts(), _atts()[::-1].copy()
+    pick_a, pick_b = choices.two_models(aa, ab, TOKENS, TOKENS, ("A: x", "B: y"), (1, 2))
+    d = compare_attention(aa, ab, TOKENS, TOKENS)
+    pick_d, pick_m = choices.model_difference(aa, ab, TOKENS, d.moved, (1, 2))
+    text = view_html(
+        "Compare", [Panel(pick_d.draw(1, 2), choice=pick_d), Panel(pick_a.draw(1, 2), choice=pick_a)], Stamp()
+    )
+    diff = _views(text)["panels"][0]
+    assert diff["sizes"] == [2, 3] and _menus(text)[:2] == [["1", "2"], ["1", "2", "3"]]
+    for l, h in ((0, 0), (1, 2)):
+        want = attention_diff_heatmap(d.diff[l, h], TOKENS, f"A − B, layer {l + 1}, head {h + 1}")
+        np.testing.assert_allclose(_array(diff["frames"][l * 3 + h][0][0]["z"]), want.data[0].z, atol=1e-3)
+    assert pick_m.draw(1, 2).layout == moved_heatmap(d.moved, (1, 2)).layout  # the picked head boxed
+    del aa  # the analysis let go: the file keeps the figure shown, with a note
+    text = view_html("Compare", [Panel(pick_b.draw(1, 2), choice=pick_a)], Stamp())
+    assert len(_views(text)["panels"][0]["frames"]) == 1 and "no longer holds them" in text
+
+
+def test_a_classifiers_explanation_carries_every_class_named():
+    from app.export import choices
+    from bert.analysis.explain import saliency_classifier
+    from tests.helpers import minilm_tiny_classifier
+
+    b = minilm_tiny_classifier()
+    text = f"the film was long {HOSTILE}"
+    pick = choices.class_saliency("tiny-clf of this test", b, text, b.labels, 1)
+    html_text = view_html("Explanations", [Panel(pick.draw(1), choice=pick)], Stamp())
+    panel = _views(html_text)["panels"][0]
+    assert panel["sizes"] == [2] and _menus(html_text) == [["negative", "positive"]]
+    for c in (0, 1):
+        want = saliency_classifier(b, text, class_index=c).saliency
+        np.testing.assert_allclose(_array(panel["frames"][c][0][1]["y"]), want, rtol=1e-3, atol=1e-4)
+
+
+def test_a_training_runs_snapshots_carry_every_step_layer_and_head_within_the_budget(monkeypatch):
+    from app.export import choices
+    from app.figures.compare import change_over_training
+    from bert.train.attention_snapshots import AttentionSnapshots
+
+    steps, snaps = [0, 10, 20], [a.astype(np.float16) for a in (_atts(), _atts()[::-1], _atts()[:, ::-1])]
+    att, moved, line = choices.training_snapshots(steps, snaps, TOKENS, (2, 1, 0))
+    text = view_html(
+        "Snapshots", [Panel(att.draw(2, 1, 0), choice=att), Panel(moved.draw(2, 1, 0), choice=moved)], Stamp()
+    )
+    maps, moves = _views(text)["panels"]
+    assert maps["sizes"] == [3, 2, 3] and len(maps["frames"]) == 18 and _menus(text)[0] == ["0", "10", "20"]
+    np.testing.assert_allclose(_array(maps["frames"][2 * 6 + 1 * 3 + 0][0][0]["z"]), snaps[2][1, 0], atol=1e-3)
+    change = AttentionSnapshots.change_since_start(np.stack(snaps))  # what the page draws
+    np.testing.assert_allclose(_array(moves["frames"][1 * 6][0][0]["z"]), change[1], atol=1e-3)
+    assert line.draw(1, 0, 2).to_json() == change_over_training(steps, change, (0, 2), 1).to_json()
+    monkeypatch.setattr(view_file, "FRAMES_BUDGET", 10_000)  # a long run: the file says what it left out
+    text = view_html("Snapshots", [Panel(att.draw(2, 1, 0), choice=att)], Stamp())
+    assert "The step and layer and head choice is left out of this file" in text
 
 
 def test_head_maps_draw_any_head_as_the_page_draws_the_picked_one():

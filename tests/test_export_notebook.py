@@ -1,7 +1,7 @@
 """A view's notebook (app/export/notebook.py) run headless (nbclient, the venv's python3 kernel):
-the Attention, Masked LM and fine-tuning-report notebooks run with no error, draw with the
-app's figure builders, and print the app's numbers for the same inputs (1e-5). Typed text
-reaches them only as string literals and escaped markdown."""
+the Attention, Masked LM, fine-tuning-report, Tokenization, Embeddings, Explanations and Patching
+notebooks run with no error, draw with the app's figure builders, and print the app's numbers for
+the same inputs (1e-5). Typed text reaches them only as string literals and escaped markdown."""
 
 from __future__ import annotations
 
@@ -108,13 +108,43 @@ def test_the_finetune_report_notebook_redraws_the_run_and_its_numbers(monkeypatc
     assert _figures(node) == 2
 
 
-def test_the_distribution_installs_bert_and_the_figure_builders():
-    """`pip install <the project folder>` (or `make wheel`) packages what a notebook imports."""
-    import tomllib
+@pytest.mark.slow
+def test_the_tokenization_embeddings_explanations_and_patching_notebooks_print_the_apps_numbers(monkeypatch):
+    import bert
+    from bert.analysis import explain, full, mlm
+    from bert.analysis.common import encode
+    from bert.analysis.patching import PRESETS, activation_patching
 
-    from setuptools import find_packages
+    bundle = bert.load("minilm-l6")
+    a, b = "the teacher read the book .", f"she loved it {HOSTILE}"
+    enc = encode(bundle, a, b)
+    node = _run(nb.tokenization(MINILM, Stamp(), a, b), monkeypatch)
+    assert _numbers(node) == {"tokens": enc.tokens, "ids": [int(i) for i in enc.ids]}
+    assert any("text/html" in o.get("data", {}) for c in node.cells for o in c.get("outputs", []))  # the table
 
-    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    packages = set(find_packages(str(ROOT), include=pyproject["tool"]["setuptools"]["packages"]["find"]["include"]))
-    assert {"bert", "bert.analysis", "bert.train", "app.figures", "app.export"} <= packages
-    assert not {p for p in packages if p.split(".")[0] in ("tests", "pages", "scripts")}
+    an = full.analyze(bundle, a, b)
+    node = _run(nb.embeddings(MINILM, Stamp(), a, b, "position", 6), monkeypatch)
+    got = _numbers(node)
+    for part in ("token", "segment", "position", "normed"):
+        np.testing.assert_allclose(got[part], np.linalg.norm(an.parts[part][:6], axis=1), atol=1e-5, rtol=1e-6)
+    assert _figures(node) == 2
+
+    text = "the capital of france is [MASK] . she [MASK] the book ."
+    guesses = mlm.mlm_topk(bundle, text, k=8)
+    word = guesses.top_tokens[1][2]  # the second [MASK]'s third guess, as picked on the page
+    sal = explain.saliency_mlm(bundle, text, position=guesses.positions[1], target=word)
+    lens = explain.logit_lens(bundle, text, k=5)
+    node = _run(nb.explanations(MINILM, Stamp(), text, 1, word), monkeypatch)
+    got = _numbers(node)
+    np.testing.assert_allclose(got["rollout"], sal.rollout, atol=1e-5)
+    np.testing.assert_allclose(got["saliency"], sal.saliency, atol=1e-5)
+    np.testing.assert_allclose(got["lens"], lens.top_probs[lens.positions.index(guesses.positions[1])], atol=1e-5)
+    assert _figures(node) == 3
+
+    pair = PRESETS["Number agreement"]
+    r = activation_patching(bundle, *pair, "attention")
+    node = _run(nb.patching(MINILM, Stamp(), *pair, "attention"), monkeypatch)
+    got = _numbers(node)
+    assert (got["rows"], got["columns"]) == (r.rows, r.columns)
+    np.testing.assert_allclose(got["effect"], r.effect, atol=1e-5)
+    assert _figures(node) == 1

@@ -3,10 +3,13 @@ site; the share of the answer each patch restores as a heatmap, and one patched 
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import streamlit as st
 
 from app.analysis_cache import patching
+from app.export import notebook as nb
 from app.figures.causes import patching_heatmap
 from app.figures.core import mlm_topk_bar
 from app.ui import links, show_figure
@@ -111,6 +114,9 @@ def render(model) -> None:
         f"{r.columns[strongest % X]} ({r.effect.flat[strongest]:.2f}).",
         on_select=lambda: _pick_from_chart(chart_key, pick_key, R, X),
         selection_mode="points",
+        notebook=partial(
+            nb.patching, clean=pair.clean, corrupted=pair.corrupted, answer=pair.answer, foil=pair.foil, site=site
+        ),
     )
     st.selectbox(
         "The patched run to show (or click a cell)",

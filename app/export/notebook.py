@@ -203,3 +203,124 @@ def finetune_report(model: ModelRef, stamp: Stamp, name: str, key: str, events: 
     ]
     stamp = Stamp(model=name, weights=None, inputs=stamp.inputs, saved=stamp.saved, version=stamp.version)
     return notebook(f"Fine-tuning run {name}", stamp, ModelRef(key, name), cells, load=False)
+
+
+TOKENIZATION_MD = (
+    "BERT never sees letters or whole words: it sees **tokens** from a fixed vocabulary. A word the vocabulary "
+    "knows stays whole; a rarer word is cut into pieces, and every piece after the first starts with `##`. Each "
+    "token becomes an **id**, the row of the embedding table the model looks up. Below: the page's table, one "
+    "row per token."
+)
+
+
+def tokenization(model: ModelRef, stamp: Stamp, text_a: str, text_b: str | None) -> str:
+    """The Tokenization page: the token table of `text_a` (and `text_b`)."""
+    cells = [
+        ("markdown", TOKENIZATION_MD),
+        (
+            "code",
+            "from app.ui.formatting import token_table\nfrom bert.analysis.common import encode\n\n"
+            f"text_a = {text_a!r}\ntext_b = {(text_b or None)!r}\n"
+            "enc = encode(bundle, text_a, text_b)\n"
+            f"print({NUMBERS!r} + json.dumps({{'tokens': enc.tokens, 'ids': [int(i) for i in enc.ids]}}))\n"
+            "token_table(enc.tokens, enc.ids, enc.type_ids, enc.offsets, enc.word_ids, enc.sequence_ids, text_a, "
+            "text_b, unk_token=bundle.tokenizer.unk_token)",
+        ),
+    ]
+    return notebook("Tokenization", stamp, model, cells)
+
+
+EMBEDDINGS_MD = (
+    "Before any attention, each token gets a starting vector: BERT **adds three learned vectors**, one for the "
+    "token itself, one for its segment (sentence A or B) and one for its **position**, then normalises the sum "
+    "(LayerNorm). Below: one part for every token (rows) and dimension (columns), then each part's length per "
+    "token. Change `part` to `'token'`, `'segment'`, `'position'`, `'sum'` or `'normed'` and run again."
+)
+
+
+def embeddings(model: ModelRef, stamp: Stamp, text_a: str, text_b: str | None, part: str, rows: int) -> str:
+    """The Embeddings page: one part of the embeddings (`part`) for the first `rows` tokens, and the
+    parts' norms."""
+    cells = [
+        ("markdown", EMBEDDINGS_MD),
+        (
+            "code",
+            "import numpy as np\n\nfrom bert.analysis import full\n\n"
+            f"text_a = {text_a!r}\ntext_b = {(text_b or None)!r}\n"
+            f"part, n = {part!r}, {int(rows)}\n"
+            "an = full.analyze(bundle, text_a, text_b)  # an.parts: {part: (T, hidden)}\n"
+            "core.embedding_part_heatmap(an.parts[part][:n], an.tokens[:n], part)",
+        ),
+        (
+            "code",
+            "norms = {k: np.linalg.norm(an.parts[k][:n], axis=1) for k in ('token', 'segment', 'position', 'normed')}\n"
+            f"print({NUMBERS!r} + json.dumps({{k: v.tolist() for k, v in norms.items()}}))\n"
+            "core.norms_bar(norms, an.tokens[:n])",
+        ),
+    ]
+    return notebook("Embeddings", stamp, model, cells)
+
+
+EXPLANATIONS_MD = (
+    "Which words did the model use for its answer? **Attention rollout** follows the attention weights through "
+    "every layer (with the residual path that skips each one); **saliency** asks the gradient how much the answer "
+    "would change if a word's vector changed a little. The **logit lens** reads the model's guess after every "
+    "layer, to see at which depth the answer appears."
+)
+
+
+def explanations(model: ModelRef, stamp: Stamp, text: str, mask: int, word: str | None) -> str:
+    """The Explanations page for a masked-word model: rollout vs saliency for `word` (None: the top
+    guess) at the `mask`-th [MASK] (0-based) of `text`, and the logit lens there."""
+    cells = [
+        ("markdown", EXPLANATIONS_MD),
+        (
+            "code",
+            "from app.figures import explain as figures\nfrom bert.analysis import explain, mlm\n\n"
+            f"text = {text!r}\nmask = {int(mask) + 1}  # which [MASK], counted from 1\n"
+            "guesses = mlm.mlm_topk(bundle, text, k=8)\n"
+            "position = guesses.positions[mask - 1]\n"
+            f"word = {word!r} or guesses.top_tokens[mask - 1][0]\n"
+            "sal = explain.saliency_mlm(bundle, text, position=position, target=word)\n"
+            "print(f'rank correlation of rollout and saliency (Spearman): {sal.correlation:+.2f}')\n"
+            "figures.saliency_bars(sal.tokens, sal.rollout, sal.saliency, sal.position, f'“{word}” at the [MASK]')",
+        ),
+        (
+            "code",
+            "lens = explain.logit_lens(bundle, text, k=5)\n"
+            "i = lens.positions.index(position)\n"
+            "answer = lens.top_tokens[i][-1][0]\n"
+            f"print({NUMBERS!r} + json.dumps({{'rollout': sal.rollout.tolist(), 'saliency': sal.saliency.tolist(), "
+            "'lens': lens.top_probs[i].tolist(), 'answer': answer}))\n"
+            "figures.logit_lens_heatmap(lens.top_tokens[i], lens.top_probs[i], answer)",
+        ),
+        ("code", "figures.answer_by_layer(lens.answer_prob[i], lens.answer_rank[i], answer)"),
+    ]
+    return notebook("Explanations", stamp, model, cells)
+
+
+PATCHING_MD = (
+    "Run the model on a **clean** sentence and on a **corrupted** one that changes a single word. Then rerun "
+    "the corrupted sentence again and again, each time putting in *one* activation copied from the clean run. "
+    "Where the copy brings the clean answer back, that activation *carries* the information. Each cell: the "
+    "share of the gap logit(answer) − logit(foil) at the [MASK] that a patch there closes (1 all of it, 0 "
+    "nothing). `site` is `'residual'`, `'attention'`, `'ffn'` or `'heads'`."
+)
+
+
+def patching(model: ModelRef, stamp: Stamp, clean: str, corrupted: str, answer: str, foil: str, site: str) -> str:
+    """The Causes page's Patching view: every place of `site` patched from `clean` into `corrupted`."""
+    cells = [
+        ("markdown", PATCHING_MD),
+        (
+            "code",
+            "from app.figures.causes import patching_heatmap\n"
+            "from bert.analysis.patching import activation_patching\n\n"
+            f"clean, corrupted = {clean!r}, {corrupted!r}\nanswer, foil = {answer!r}, {foil!r}\nsite = {site!r}\n"
+            "r = activation_patching(bundle, clean, corrupted, answer, foil, site)\n"
+            "print(f'logit({r.answer}) - logit({r.foil}): {r.clean:+.2f} clean, {r.corrupted:+.2f} corrupted')\n"
+            f"print({NUMBERS!r} + json.dumps({{'effect': r.effect.tolist(), 'rows': r.rows, 'columns': r.columns}}))\n"
+            "patching_heatmap(r.effect, r.rows, r.columns, r.position if site != 'heads' else None)",
+        ),
+    ]
+    return notebook("Patching", stamp, model, cells)

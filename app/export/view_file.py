@@ -11,6 +11,8 @@
   figures travel in one JSON block with `<`, `>`, `&` escaped (script_json), so a typed
   `</script>` or `<img onerror>` stays text. A Content-Security-Policy lets only the file's own
   scripts run (by hash) and reach nothing.
+- bertviz's views, each already one whole offline document with its own scripts and policy, get
+  the same stamp and footer (`stamped`).
 
 No streamlit: app/ui/show_figure.py offers the file, tests and the benchmark build it directly.
 """
@@ -50,17 +52,19 @@ SIGNIFICANT = 4  # digits kept of each number a figure plots
 class Choice:
     """A figure's choice, precomputed: one figure per combination of the axes' positions.
 
-    axes: (label, count) per menu, e.g. (("Layer", 6), ("Head", 12)); the menus show 1..count.
+    axes: (label, count) per menu, e.g. (("Layer", 6), ("Head", 12)); the menus show 1..count or `names`.
     draw: draw(i, j, ...) with one 0-based position per axis -> the figure for it.
     start: the positions shown first (the page's current choice).
     key: what the frames depend on (model, inputs, settings), hashable, or None: files of the
         same key share their frames (KEPT_CHOICES of them, the latest), so a class saving the
-        view its teacher leads draws them once."""
+        view its teacher leads draws them once.
+    names: the options' names of each axis ("0 (embeddings)", a class's label), or None for 1..count."""
 
     axes: tuple[tuple[str, int], ...]
     draw: Callable[..., go.Figure]
     start: tuple[int, ...]
     key: Hashable | None = None
+    names: tuple[tuple[str, ...] | None, ...] = ()  # per axis, its options' names; else 1..count
 
     @property
     def count(self) -> int:
@@ -215,8 +219,10 @@ def _menus(choice: Choice | None) -> str:
     if choice is None or choice.count <= 1:
         return ""
     out = []
-    for (label, k), at in zip(choice.axes, choice.start):
-        options = "".join(f'<option value="{i}"{" selected" if i == at else ""}>{i + 1}</option>' for i in range(k))
+    names = list(choice.names) + [None] * (len(choice.axes) - len(choice.names))
+    for (label, k), at, named in zip(choice.axes, choice.start, names):
+        shown = [html.escape(str(n)) for n in named] if named else [str(i + 1) for i in range(k)]
+        options = "".join(f'<option value="{i}"{" selected" if i == at else ""}>{shown[i]}</option>' for i in range(k))
         out.append(f"<label>{html.escape(label)} <select>{options}</select></label>")
     return f'<div class="bx-menus">{" ".join(out)}</div>'
 
@@ -234,6 +240,10 @@ def _stamp_html(title: str, stamp: Stamp) -> str:
         + (f'<dl class="bx-inputs">{inputs}</dl>' if inputs else "")
         + "</header>"
     )
+
+
+def _footer(stamp: Stamp) -> str:
+    return f"<footer>made with BERT Explorer {html.escape(stamp.version)}</footer>"
 
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:1200px;color:#1f2328;padding:0 1rem}
@@ -283,7 +293,7 @@ def view_html(title: str, panels: Sequence[Panel], stamp: Stamp, config: dict | 
         f"<title>{e(title)}</title><style>{STYLE}</style></head><body>"
         + _stamp_html(title, stamp)
         + "".join(body)
-        + f"<footer>made with BERT Explorer {e(stamp.version)}</footer>"
+        + _footer(stamp)
         + (
             f'<script type="application/json" id="bx-views">{views}</script>'
             f'<script type="application/gzip;base64" id="bx-plotly">{plotly_packed()}</script>'
@@ -293,3 +303,24 @@ def view_html(title: str, panels: Sequence[Panel], stamp: Stamp, config: dict | 
         )
         + "</body></html>\n"
     )
+
+
+# The stamp's look inside a document of another style (bertviz's): its own classes only, the page's
+# colours kept (a dark view stays dark).
+STAMP_STYLE = """.bx-own{font-family:system-ui,sans-serif;margin:.3rem .5rem .8rem}
+.bx-own h1{font-size:1.2rem;margin:0 0 .2rem}.bx-own .bx-stamp,footer.bx-own{opacity:.75;font-size:.85rem}
+.bx-own .bx-inputs dt{font-weight:600;margin-top:.3rem}.bx-own .bx-inputs dd{margin:0 0 0 1rem;white-space:pre-wrap}"""
+
+
+def stamped(document: str, title: str, stamp: Stamp) -> str:
+    """A view that is already one whole offline document (bertviz's views, app/bertviz/views.py) as
+    this file: the stamp at the top of its body, the footer at its end, a style element for them;
+    its scripts, its data and its Content-Security-Policy (which allows inline styles) untouched."""
+    head, sep, rest = document.partition("<body>")
+    body, end, tail = rest.rpartition("</body>")
+    if not sep or not end or "</head>" not in head:
+        raise ValueError("not a whole HTML document")
+    header = _stamp_html(title, stamp).replace("<header>", '<header class="bx-own">', 1)
+    footer = _footer(stamp).replace("<footer>", '<footer class="bx-own">', 1)
+    head = head.replace("</head>", f"<style>{STAMP_STYLE}</style>\n</head>", 1)
+    return f"{head}<body>\n{header}{body}{footer}\n</body>{tail}"

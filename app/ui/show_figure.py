@@ -8,8 +8,9 @@ a one-line text alternative.
   maps a perceptually uniform scale that colour-blind viewers read too (cividis).
 - Under each figure, a caption says in words what it shows most strongly (`describe`), for
   screen readers and for the back of the room.
-- "Save this view (HTML)" under each figure: one file that opens with no network (app/export),
-  with the model and the inputs the page noted; built on click, off the page's run.
+- "Save this view (HTML)" under each figure (and each bertviz view, `save_document`): one file that
+  opens with no network (app/export), with the model and the inputs the page noted; built on
+  click, off the page's run.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ..export import context
 from ..export.notebook import MIME as NOTEBOOK_MIME
 from ..export.notebook import ModelRef
 from ..export.stamp import Stamp, weights_hash
-from ..export.view_file import MIME, Choice, Panel, view_html
+from ..export.view_file import MIME, Choice, Panel, stamped, view_html
 from .formatting import md_escape
 from .links import PROJECTOR
 
@@ -204,31 +205,65 @@ def show(
     return event
 
 
-def save_table(table, name: str, where=None, key: str | None = None, caption: str = "") -> None:
+def save_table(table, name: str, where=None, key: str | None = None, caption: str = "", notebook=None) -> None:
     """ "Save this view (HTML)" for a page whose view is a table (a pandas DataFrame): the same
-    file, the table in it as HTML (every cell escaped), no plotly."""
-    save_buttons(Panel(table=table.copy(), caption=caption), name, where or st, key)
+    file, the table in it as HTML (every cell escaped), no plotly; `notebook` as for `show`."""
+    save_buttons(Panel(table=table.copy(), caption=caption), name, where or st, key, notebook)
+
+
+SAVE_HELP = (
+    "One file with this view (a figure stays interactive), the model and your inputs: it opens in any "
+    "browser with no network, to keep or to put on a course page."
+)
+
+
+def _noted(name: str) -> tuple[str, ModelRef, Callable[[], Stamp]]:
+    """The file's title from the view's `name` ("attention-L4-H5" -> "Attention L4 H5"), the model
+    the page noted and the stamp's maker: the notes are read now, the weights hashed when called."""
+    notes = context.current()
+    label, model_key, model = (notes.model_label, notes.model_key, notes.model) if notes else (None, None, None)
+    inputs = tuple(notes.inputs.items()) if notes else ()
+    title = _plain(name.replace("-", " "))
+
+    def stamp() -> Stamp:
+        return Stamp(model=label, weights=weights_hash(model) if model is not None else None, inputs=inputs)
+
+    return title[:1].upper() + title[1:], ModelRef(model_key, label), stamp
+
+
+def save_document(document: str, name: str, where=None, key: str | None = None, help: str = SAVE_HELP) -> None:
+    """ "Save this view (HTML)" for a view that is already one whole offline document (bertviz's):
+    the same stamp and footer as every saved view (view_file.stamped), added when clicked."""
+    title, _, stamp = _noted(name)
+
+    def build() -> bytes:
+        return stamped(document, title, stamp()).encode("utf-8")
+
+    (where or st).download_button(
+        "Save this view (HTML)",
+        build,
+        file_name=f"{file_name(name)}.html",
+        mime=MIME,
+        key=f"{key}_html" if key else None,
+        on_click="ignore",
+        icon=":material/download:",
+        type="tertiary",
+        help=help,
+    )
 
 
 def save_buttons(panel: Panel, name: str, where, key: str | None, notebook=None):
     """The view's self-contained HTML file (and its notebook), built only when clicked (in a
     server thread, not the page's run): what the page noted (model, inputs) is read now, the
     weights hashed then."""
-    notes = context.current()
-    label, model_key, model = (notes.model_label, notes.model_key, notes.model) if notes else (None, None, None)
-    inputs = tuple(notes.inputs.items()) if notes else ()
+    title, ref, stamp = _noted(name)
     plotly_config = config(name, "png")
-    title = _plain(name.replace("-", " "))
-    title = title[:1].upper() + title[1:]  # "attention-L4-H5" -> "Attention L4 H5"
-
-    def stamp() -> Stamp:
-        return Stamp(model=label, weights=weights_hash(model) if model is not None else None, inputs=inputs)
 
     def build() -> bytes:
         return view_html(title, [panel], stamp(), plotly_config).encode("utf-8")
 
     def build_notebook() -> bytes:
-        return notebook(ModelRef(model_key, label), stamp()).encode("utf-8")
+        return notebook(ref, stamp()).encode("utf-8")
 
     where.download_button(
         "Save this view (HTML)",
@@ -239,8 +274,7 @@ def save_buttons(panel: Panel, name: str, where, key: str | None, notebook=None)
         on_click="ignore",
         icon=":material/download:",
         type="tertiary",
-        help="One file with this view (a figure stays interactive), the model and your inputs: it opens in any "
-        "browser with no network, to keep or to put on a course page.",
+        help=SAVE_HELP,
     )
     if notebook is not None:
         where.download_button(

@@ -17,11 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..checkpoint.builtins import ASSETS
 from ..errors import DataError
 from ..patterns import BIDIRECTIONAL, Pattern
 from ..tokenizer.vocab import SPECIAL_TOKENS
 
-CLOZE_PATH = Path(__file__).resolve().parent.parent.parent / "assets" / "eval" / "everyday_cloze.tsv"
+CLOZE_PATH = ASSETS / "eval" / "everyday_cloze.tsv"
 
 
 @dataclass(frozen=True)

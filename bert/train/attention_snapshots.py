@@ -167,6 +167,12 @@ class AttentionSnapshots:
             return [], np.zeros((0,))
         return steps, np.stack(atts).astype(np.float32)
 
+    def held(self) -> tuple[list[int], list[np.ndarray]]:
+        """The steps and the snapshots themselves ((L, H, T, T) float16 each, not copied: read them,
+        never write), as one consistent pair."""
+        with self._lock:
+            return list(self.steps), list(self.attentions)
+
     @staticmethod
     def change_since_start(attentions: np.ndarray) -> np.ndarray:
         """(S, L, H, T, T) -> (S, L, H): per head, the share of attention that moved since the

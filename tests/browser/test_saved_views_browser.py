@@ -1,16 +1,18 @@
 """Saved views (app/export/view_file.py) opened from disk in Chromium, where every request but
 file: is refused: each page's figure draws, with no console error and no request; the layer and
-head menus redraw the heatmap from the file alone; a typed `<img src=x onerror=alert(1)>` stays
-text. The files are built here with the app's own figure builders, no server."""
+head menus redraw the heatmap from the file alone, Explanations' named [MASK] menu its logit lens;
+a typed `<img src=x onerror=alert(1)>` stays text. The files are built here with the app's own
+figure builders, no server."""
 
 from __future__ import annotations
 
 import pytest
 
 import bert
+from app.export import choices
 from app.export.stamp import Stamp, weights_hash
 from app.export.view_file import Choice, Panel, view_html
-from app.figures import compare, core, explain, heads, seq2seq, training
+from app.figures import compare, core, heads, seq2seq, training
 from app.ui.formatting import token_table
 from bert.analysis import explain as explain_analysis
 from bert.analysis import full, mlm
@@ -33,7 +35,8 @@ def files(tmp_path_factory):
     stamp = Stamp(model=b.name, weights=weights_hash(b.model), inputs=(("Sentence A", SENTENCE),))
     draw = core.head_maps(an.attentions, an.tokens)
     masked = mlm.mlm_topk(b, "the cat sat on the [MASK] .", k=5)
-    lens = explain_analysis.logit_lens(b, "paris is the capital of [MASK] .", k=3)
+    lens = explain_analysis.logit_lens(b, "paris is the [MASK] of [MASK] .", k=3)
+    lens_map = choices.lens_views(lens, lens.positions, 0)[0]  # a menu per [MASK], named
     _, res = finished_result()
     enc = encode(b, SENTENCE)
     tokens = token_table(enc.tokens, enc.ids, enc.type_ids, enc.offsets, enc.word_ids, enc.sequence_ids, SENTENCE, None)
@@ -43,7 +46,7 @@ def files(tmp_path_factory):
         "all-heads": [Panel(core.attention_grid(an.attentions, selected=(0, 0)), "all heads")],
         "masked-lm": [Panel(core.mlm_topk_bar(masked.top_tokens[0], masked.top_probs[0], HOSTILE))],
         "embeddings": [Panel(core.embedding_parts_heatmaps(an.parts, an.tokens))],
-        "explanations": [Panel(explain.logit_lens_heatmap(lens.top_tokens[0], lens.top_probs[0]))],
+        "explanations": [Panel(lens_map.draw(0), choice=lens_map)],
         "finetune-curves": [Panel(training.finetune_curves(res["metrics"]))],
         "ablation": [Panel(heads.importance_heatmap(an.attentions[:, :, 0, 1], target=HOSTILE))],
         "compare": [Panel(compare.attention_diff_heatmap(an.attentions[0, 0] - an.attentions[1, 1], an.tokens))],
@@ -100,6 +103,15 @@ def test_saved_views_draw_offline_and_keep_typed_text_as_text(browser, files):
         pg.wait_for_function("() => document.querySelector('#bx-plot-0').getAttribute('data-frame') === '54'")
         after = pg.evaluate("() => document.querySelector('#bx-plot-0').layout.title.text")
         assert (before, after) == ("layer 3, head 4", "layer 5, head 7")
+        # Explanations' [MASK] menu, its options named, redraws the logit lens for the second [MASK]
+        pg.goto(files["explanations"].as_uri())
+        pg.wait_for_function("() => document.querySelector('#bx-plot-0').data")
+        assert pg.locator("select option").all_inner_texts() == [f"{n + 1} (token {p})" for n, p in enumerate((4, 6))]
+        pg.locator("select").select_option(index=1)
+        pg.wait_for_function("() => document.querySelector('#bx-plot-0').getAttribute('data-frame') === '1'")
+        assert pg.evaluate("() => document.querySelector('#bx-plot-0').layout.title.text") == "[MASK] 2 (token 6)"
+        pg.goto(files["attention"].as_uri())
+        pg.wait_for_function("() => document.querySelector('#bx-plot-0').data")
         # hover works: plotly answers a hover on the map with a label
         box = pg.locator("#bx-plot-0 .nsewdrag").first.bounding_box()
         pg.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)

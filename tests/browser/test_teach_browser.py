@@ -1,5 +1,5 @@
 """Teaching from the app in Chromium: a link reopens the same view in another browser, figures
-download as PNG (3x) and SVG, bertviz views save as SVG and as standalone HTML that works offline,
+download as PNG (3x) and SVG, bertviz views save as SVG and as a stamped HTML file that works offline,
 and projector mode is large enough for the back of a room (screenshots at 1280x720)."""
 
 import re
@@ -150,15 +150,18 @@ def test_bertviz_saves_svg_and_standalone_html_that_works_offline(page, page_fac
     assert len(root.findall(f".//{ns}line")) > 0 and "teacher" in text  # the lines and the tokens
     (artifacts / "bertviz-head-view.svg").write_text(text, encoding="utf-8")
     with page.expect_download() as dl:
-        page.get_by_role("button", name="Download as standalone HTML").click()
+        page.get_by_role("button", name="Save this view (HTML)").click()
     assert dl.value.suggested_filename == "bertviz-head-view.html"
     html_path = artifacts / "bertviz-head-view.html"
     dl.value.save_as(html_path)
-    # opened from disk in a browser that may reach nothing at all: it still draws its lines
+    # opened from disk in a browser that may reach nothing at all: it still draws its lines, stamped
     offline = page_factory(offline=True)
     offline.goto(html_path.as_uri())
     offline.locator("#vis svg #attention line").first.wait_for(state="attached", timeout=30_000)
     assert offline.locator("#vis svg #attention line").count() > 0
+    assert "minilm-l6" in offline.locator(".bx-stamp").inner_text() and "weights sha256" in offline.content()
+    assert offline.locator(".bx-inputs dd").first.inner_text() == SENTENCE
+    assert "made with BERT Explorer" in offline.locator("footer").inner_text()
     assert not [u for u in offline.guard.requests if not u.startswith(("file:", "data:", "blob:"))]
     page.guard.assert_clean()
 
