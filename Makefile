@@ -19,7 +19,7 @@ $(VENV)/.app-installed: requirements.txt requirements-nodeps.txt | $(BIN)/python
 
 # The repository itself, editable and without re-resolving its dependencies (the lines above pin
 # them): scripts/ and `python -m benchmarks` then import bert, app and benchmarks from anywhere.
-$(VENV)/.dev-installed: requirements-dev.txt pyproject.toml $(VENV)/.app-installed
+$(VENV)/.dev-installed: requirements-dev.txt pyproject.toml setup.py $(VENV)/.app-installed
 	$(BIN)/pip install -q -r requirements-dev.txt
 	$(BIN)/pip install -q --no-deps -e .
 	touch $@
