@@ -1,10 +1,13 @@
 """The Fine-tuning page's other task shapes in AppTest: "label every word" and "find the answer",
-each trained on a good upload through to its results (tiny model), and a bad upload refused with a
-message. AppTest cannot upload: the bytes go where the page keeps an upload, as a real one does."""
+each trained on a good upload through to its results (tiny model; a picked word's attention in the
+tagger's try-it box), and a bad upload refused with a message. AppTest cannot upload: the bytes go
+where the page keeps an upload, as a real one does."""
 
+import base64
 import json
 import time
 
+import numpy as np
 import pytest
 
 pytest.importorskip("streamlit")
@@ -12,6 +15,7 @@ pytest.importorskip("streamlit")
 from app import state  # noqa: E402
 from app.training import session as ts  # noqa: E402
 from bert.data.qa_demo import qa_demo  # noqa: E402
+from bert.tagging import word_attention  # noqa: E402
 from tests.helpers import started_app, tiny_bundle  # noqa: E402
 
 TIMEOUT = 60
@@ -77,6 +81,18 @@ def test_label_every_word_trains_on_an_upload_and_shows_its_results():
     _ok(at)
     assert not at.error and any("THING" in m.value for m in at.markdown)
     assert any("\\<" in m.value for m in at.markdown) and not any("<b>" in m.value for m in at.markdown)  # escaped
+    words = at.selectbox(key=f"hd_att_word_{res['job_id']}_15")  # the * * film * * < b > was < / b > good
+    assert words.options[3] == "film (4)" and at.selectbox(key=f"hd_att_head_{res['job_id']}").value == -1
+    words.set_value(3)
+    at.selectbox(key=f"hd_att_head_{res['job_id']}").set_value(1).run()
+    _ok(at)
+    (chart,) = [json.loads(c.proto.spec) for c in at.get("plotly_chart") if "looks" in c.proto.spec]
+    assert chart["layout"]["title"]["text"] == "Where «film» looks: layer 2, head 2"  # the last layer by default
+    y = chart["data"][0]["y"]  # plotly's typed-array encoding
+    y = np.frombuffer(base64.b64decode(y["bdata"]), y["dtype"])
+    assert len(chart["data"][0]["x"]) == len(y) == 17 and abs(y.sum() - 1) < 1e-4  # [CLS], 15 words, [SEP]
+    want = word_attention(res["bundle"], "the **film** <b>was</b> good").weights[1, 1, 3]
+    assert np.abs(y - want.numpy()).max() < 1e-5
 
 
 def test_label_every_word_refuses_a_bad_file_with_a_message():

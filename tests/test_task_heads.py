@@ -12,7 +12,7 @@ import torch
 import bert
 from bert.answering import MAX_ANSWER_TOKENS, best_span, windows
 from bert.checkpoint.builtins import minilm_package_dir
-from bert.tagging import first_pieces, join_words, word_labels
+from bert.tagging import first_pieces, join_words, word_attention, word_labels
 from tests.helpers import TINY_SIZES
 
 transformers = pytest.importorskip("transformers")
@@ -101,6 +101,29 @@ def test_tag_equals_the_token_classification_pipeline_at_each_words_first_piece(
             assert by_start[s]["entity"] == tag, word
             assert abs(by_start[s]["score"] - prob) <= 1e-4, word
     assert [w.word for w in tagged[1]][:2] == ["unaffable", "tokenization"]  # several pieces, one word
+
+
+def test_word_attention_reads_transformers_attention_from_each_words_first_piece(tagger):
+    folder, _, tok = tagger
+    ours = bert.load(str(folder))
+    theirs = transformers.AutoModelForTokenClassification.from_pretrained(folder, attn_implementation="eager").eval()
+    text = TEXTS[1]  # words of several pieces and punctuation
+    wa = word_attention(ours, text)
+    assert wa.words == [w.word for w in ours.tag([text])[0]] and wa.labels == ["[CLS]", *wa.words, "[SEP]"]
+    enc = _hf_encode(tok, [text])
+    with torch.no_grad():
+        att = torch.stack(theirs(**enc, output_attentions=True).attentions, 1)[0]  # (L, H, T, T)
+    word_ids = enc.word_ids(0)
+    pieces = [[i for i, w in enumerate(word_ids) if w == n] for n in sorted({w for w in word_ids if w is not None})]
+    L, H, T, _ = att.shape
+    assert wa.weights.shape == (L, H, len(wa.words), len(wa.words) + 2) and len(pieces) == len(wa.words)
+    for k, own in enumerate(pieces):  # from the word's first piece to [CLS], each word's pieces summed, [SEP]
+        row = att[:, :, own[0]]  # (L, H, T)
+        want = torch.stack([row[..., 0], *(row[..., p].sum(-1) for p in pieces), row[..., T - 1]], -1)
+        assert (wa.weights[:, :, k] - want).abs().max().item() <= 1e-5
+    assert torch.allclose(wa.weights.sum(-1), torch.ones(L, H, len(wa.words)), atol=1e-5)
+    with pytest.raises(bert.InputError):
+        word_attention(ours, "   ")
 
 
 def test_labels_sit_on_each_words_first_piece_only():
