@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("streamlit")
 
 from app import state  # noqa: E402
+from app.board.service import JOINED  # noqa: E402
 from app.training import session as ts  # noqa: E402
 from bert.data.qa_demo import qa_demo  # noqa: E402
 from bert.tagging import word_attention  # noqa: E402
@@ -68,7 +69,8 @@ def _train(at, head: str, **settings):
 
 
 @pytest.mark.slow
-def test_label_every_word_trains_on_an_upload_and_shows_its_results():
+@pytest.mark.parametrize("board", ["sqlite"], indirect=True)
+def test_label_every_word_trains_on_an_upload_and_shows_its_results(board, monkeypatch):
     at = _open("tagger", CONLL, "things.conll")
     assert any("24 sentences, 96 words, 2 tags" in s.value for s in at.success)
     res = _train(at, "tagger", max_length=16, lr=2e-3, epochs=3)
@@ -93,6 +95,18 @@ def test_label_every_word_trains_on_an_upload_and_shows_its_results():
     assert len(chart["data"][0]["x"]) == len(y) == 17 and abs(y.sum() - 1) < 1e-4  # [CLS], 15 words, [SEP]
     want = word_attention(res["bundle"], "the **film** <b>was</b> good").weights[1, 1, 3]
     assert np.abs(y - want.numpy()).max() < 1e-5
+    monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")  # posted to the class board like a classifier's run
+    code, _ = board.new_board()
+    at.session_state[JOINED] = code
+    at.run()
+    at.text_input(key="ft_board_nick").input("Ada").run()
+    at.button(key=f"ft_board_post_{res['job_id']}").click().run()
+    _ok(at)
+    assert any("Posted to board" in s.value for s in at.success)
+    (e,) = board.entries(code)
+    assert e["task"] == "tagger" and e["nickname"] == "Ada" and e["pooling"] is None
+    assert e["accuracy"] == res["done"].scores["accuracy"] and e["other_score"] == res["done"].scores["f1"]
+    assert e["val_accuracy"] and e["train_loss"]
 
 
 def test_label_every_word_refuses_a_bad_file_with_a_message():

@@ -73,7 +73,7 @@ def board_post(res: dict) -> None:
     st.subheader(f"Class board {code}")
     _nickname_and_button(
         POST_NICK,
-        "Shown to the class with this run's settings, accuracy and curves (never your data).",
+        "Shown to the class with this run's settings, scores and curves (never your data).",
         "Post this run to the class board",
         f"ft_board_post_{res['job_id']}",
         lambda: _post(code, res),
