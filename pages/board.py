@@ -163,7 +163,8 @@ def live_now(code: str) -> None:
         return
     st.subheader("Live now")
     for r in runs:
-        acc = "" if r["accuracy"] is None or r["state"] != "done" else f" · accuracy {100 * r['accuracy']:.1f} %"
+        main = TASK_SCORES[r["task"]][0]
+        acc = "" if r["accuracy"] is None or r["state"] != "done" else f" · {main} {100 * r['accuracy']:.1f} %"
         st.markdown(f"**{md_escape(r['nickname'])}** · {LIVE_STATES[r['state']]}{acc}")
         st.progress(r["progress"], text=md_escape(r["line"]) or None)
         show_figure.show(board_charts.live_figure(r), f"board-live-{r['id']}", key=f"board_live_{r['id']}")

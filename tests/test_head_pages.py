@@ -154,3 +154,57 @@ def test_lesson_five_shows_each_heads_scores_fresh_or_trained():
     spans = span_scores(minilm_tiny_classifier())
     assert [t.name for t in spans.data] == ["P(start)", "P(end)"]
     assert abs(sum(spans.data[0].y) - 1) < 1e-4  # a distribution over the passage's tokens
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("board", ["sqlite"], indirect=True)
+def test_a_tagger_run_shown_live_on_the_class_board(board, monkeypatch):
+    """A running tagger's job shown live: the board draws its word accuracy so far, and its last
+    state (stopped, with the kept model's scores) is written when it ends."""
+    from app import students
+    from app.jobs.head_job import head_spec
+    from app.jobs.local import manager
+    from app.jobs.spec import HEAD
+    from app.jobs.worker import run_job
+    from app.training import board_buttons
+    from bert.data.tagged import read_tagged
+    from bert.train.events import HeadEval, of_type
+    from bert.train.head_args import HeadArgs
+
+    monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
+    code, _ = board.new_board()
+    at = started_app(TIMEOUT)
+    at.session_state[JOINED] = code
+    at.switch_page("pages/finetune.py").run()
+    at.radio(key="ft_shape").set_value("tagger").run()
+    args = HeadArgs(threads=1, lr=2e-3, epochs=500, evals=2, max_length=16, freeze_embeddings=False)
+    spec = head_spec("", "tiny", args, read_tagged(CONLL, "things.conll"), title="live")
+    jm = manager()
+    base = tiny_bundle(name="tiny")
+    job, _ = jm.submit_for(at.session_state[students.OWNER], HEAD, lambda stop: run_job(spec, stop, base=base), "live")
+    job.info = {"base_name": "tiny", "args": args, "code": "ABCDEF", "head": "tagger"}  # as start_head does
+    try:
+        at.session_state[ts.HD_JOB] = job.id
+        deadline = time.time() + TIMEOUT
+        while len(of_type(job.metrics, HeadEval)) < 2 and time.time() < deadline:
+            at.run()
+            time.sleep(0.3)
+        at.text_input(key=board_buttons.LIVE_NICK).input("Ada").run()
+        at.button(key="ft_board_go_live").click().run()
+        _ok(at)
+        assert any("live on board" in s.value for s in at.success)
+        (r,) = board.live_runs(code)
+        assert r["task"] == "tagger" and r["state"] == "running" and r["val_accuracy"] and r["line"].startswith("step")
+        viewer = started_app(TIMEOUT)  # another student, on the board
+        viewer.session_state[JOINED] = code
+        viewer.switch_page("pages/board.py").run()
+        _ok(viewer)
+        chart = json.loads(next(e for e in viewer.main if getattr(e, "type", "") == "plotly_chart").proto.spec)
+        assert chart["layout"]["yaxis2"]["title"]["text"] == "word accuracy"
+        assert chart["data"][1]["name"] == "validation word accuracy"
+    finally:
+        job.stop()
+        jm.wait(job, 30)
+    at.run()
+    (r,) = board.live_runs(code)
+    assert r["state"] == "stopped" and r["progress"] == 1.0 and r["accuracy"] is not None

@@ -85,8 +85,10 @@ def live_figure(run: dict) -> go.Figure:
 
 
 def live_curves(run: dict) -> go.Figure:
-    """One live run: its training loss (left axis) and validation accuracy (right) so far."""
+    """One live run: its training loss (left axis) and validation curve (right: its task's main
+    score) so far."""
     (name,) = safe_labels([run["nickname"]])
+    label = TASK_SCORES[run.get("task", "classifier")][0]
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     loss, acc = run["train_loss"], run["val_accuracy"]
     fig.add_trace(
@@ -94,12 +96,12 @@ def live_curves(run: dict) -> go.Figure:
         secondary_y=False,
     )
     fig.add_trace(
-        go.Scatter(x=[p[0] for p in acc], y=[p[1] for p in acc], mode="lines+markers", name="validation accuracy"),
+        go.Scatter(x=[p[0] for p in acc], y=[p[1] for p in acc], mode="lines+markers", name=f"validation {label}"),
         secondary_y=True,
     )
     fig.update_xaxes(title="step")
     fig.update_yaxes(title="loss", rangemode="tozero", secondary_y=False)
-    fig.update_yaxes(title="accuracy", range=[0, 1.02], tickformat=".0%", dtick=0.25, secondary_y=True, showgrid=False)
+    fig.update_yaxes(title=label, range=[0, 1.02], tickformat=".0%", dtick=0.25, secondary_y=True, showgrid=False)
     return _layout(fig, f"{name}'s run, live", 360)
 
 
