@@ -202,8 +202,10 @@ def posted(code: str) -> list[dict]:
         if task != "classifier" or len(group) < len(runs):  # runs of several tasks: each its own table
             st.markdown(f"**{HEADS[task].task.capitalize()}**: {len(group)} run(s)")
         st.dataframe(table(group), hide_index=True, width="stretch")
-        key = "board_curves" if task == "classifier" else f"board_curves_{task}"
-        show_figure.show(board_charts.posted_figure(code, drawn, group), f"board-{code}-{task}", key=key)
+        tail = "" if task == "classifier" else f"_{task}"  # a classifier's chart keeps the names it had
+        show_figure.show(
+            board_charts.posted_figure(code, drawn, group), f"board-{code}{tail}", key=f"board_curves{tail}"
+        )
         share = what_the_best_share(group)
         if share:
             st.markdown("**What the best runs share**\n\n" + "\n".join(f"- {md_escape(s)}" for s in share))
