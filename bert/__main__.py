@@ -1,8 +1,13 @@
 """Command line: `python -m bert pretrain ...`, `python -m bert finetune ...`, `python -m bert fetch`,
-`python -m bert get MODEL_ID` (a BERT from the Hugging Face Hub into the models folder, bert/checkpoint/hub_get.py).
+`python -m bert get MODEL_ID` (a BERT from the Hugging Face Hub into the models folder, bert/checkpoint/hub_get.py),
+`python -m bert tag MODEL SENTENCE...` and `python -m bert answer MODEL -q QUESTION -p PASSAGE` (a
+fine-tuned tagger's or reader's folder, or a built-in name).
 
 Training commands print one JSON line per event (bert/train/events.py); `--device auto|cpu|cuda|mps`
-picks where they train (bert/train/device.py).
+picks where they train (bert/train/device.py). `tag` prints each word as `word TAB tag TAB
+probability`, a blank line after each sentence (the CoNLL form a tagged upload has), or with
+--json one JSON line per sentence; `answer` one JSON line: the span's text, its character offsets
+in the passage, its score (start + end logit) and probability (bert/answering.py's rule).
 """
 
 from __future__ import annotations
@@ -50,6 +55,50 @@ def _add_get(sub) -> None:
     g.add_argument("--name", default=None, help="the folder's name in the models folder (default: the id's last part)")
 
 
+def _add_heads(sub) -> None:
+    from .answering import MAX_ANSWER_TOKENS, STRIDE, WINDOW
+
+    model = "a fine-tuned model's folder (ours or transformers'), or a built-in name"
+    t = sub.add_parser("tag", help="tag every word of sentences with a fine-tuned tagger")
+    t.add_argument("model", help=model)
+    t.add_argument("sentences", nargs="+", help="the sentences ('-': one a line from standard input)")
+    t.add_argument("--json", action="store_true", help="one JSON line per sentence instead of word TAB tag TAB prob")
+    a = sub.add_parser("answer", help="find the answer to a question in a passage with a fine-tuned reader")
+    a.add_argument("model", help=model)
+    a.add_argument("-q", "--question", required=True)
+    a.add_argument("-p", "--passage", required=True, help="the passage ('-': read from standard input)")
+    a.add_argument("--max-length", type=int, default=WINDOW, help="tokens in one window")
+    a.add_argument("--stride", type=int, default=STRIDE, help="passage tokens two windows share")
+    a.add_argument("--max-answer-tokens", type=int, default=MAX_ANSWER_TOKENS)
+    a.add_argument("--allow-none", action="store_true", help='answer "" when no span beats [CLS] (SQuAD 2.0)')
+
+
+def _tag(args: dict) -> None:
+    from .checkpoint.load import load
+
+    sentences = args["sentences"]
+    if sentences == ["-"]:
+        sentences = [line.strip() for line in sys.stdin if line.strip()]
+    bundle = load(args["model"], allow_hub=False)
+    for text, words in zip(sentences, bundle.tag(sentences)):
+        if args["json"]:
+            print(json.dumps({"sentence": text, "words": [[w.word, w.tag, round(w.prob, 6)] for w in words]}))
+        else:
+            print("".join(f"{w.word}\t{w.tag}\t{w.prob:.4f}\n" for w in words))
+
+
+def _answer(args: dict) -> None:
+    from .checkpoint.load import load
+
+    passage = sys.stdin.read() if args["passage"] == "-" else args["passage"]
+    bundle = load(args["model"], allow_hub=False)
+    a = bundle.answer(
+        args["question"], passage, max_length=args["max_length"], stride=args["stride"],
+        max_answer_tokens=args["max_answer_tokens"], allow_none=args["allow_none"],
+    )  # fmt: skip
+    print(json.dumps({"answer": a.text, "start": a.start, "end": a.end, "score": a.score, "prob": a.prob}))
+
+
 def main(argv: list[str] | None = None) -> int:
     from .errors import BertExplorerError
 
@@ -69,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         _add_dataclass_args(f, FinetuneArgs)
         sub.add_parser("fetch", help="fetch the corpora and data sets into the cache")
         _add_get(sub)
+        _add_heads(sub)
     args = vars(parser.parse_args(argv))
     command = args.pop("command")
     try:
@@ -88,6 +138,10 @@ def main(argv: list[str] | None = None) -> int:
             from .data.corpus.cli import main as corpus_main
 
             return corpus_main([])
+        elif command == "tag":
+            _tag(args)
+        elif command == "answer":
+            _answer(args)
         elif command == "get":
             from .checkpoint.hub_get import get_model
             from .checkpoint.models_folder import models_dir

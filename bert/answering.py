@@ -117,6 +117,8 @@ def answer_question(
     and end probabilities over its tokens."""
     if not bundle.is_reader:
         raise InputError(f"{bundle.name} is not a question-answering model")
+    if stride < 0 or max_answer_tokens < 1:
+        raise InputError("the stride must be at least 0 and an answer at least 1 token long")
     ws = windows(bundle.tokenizer, question, passage, min(max_length, bundle.config.max_tokens), stride)
     bundle.model.eval()
     best, none_score = None, float("-inf")

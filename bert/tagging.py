@@ -3,7 +3,8 @@
 A word split into several pieces ("unaffable" -> un ##aff ##able) gets the tag of its FIRST
 piece; the other pieces' scores are never read (in training their labels are -100, ignored by
 the loss). A word is a span of characters: the tokenizer's words (split at spaces and
-punctuation) for a typed text, or the given words of a tagged file, joined by single spaces.
+punctuation) for a typed text, or the given words of a tagged file, joined by single spaces. A
+word's attention is read from its first piece too, to the sum of each word's pieces.
 """
 
 from __future__ import annotations
@@ -79,6 +80,13 @@ def pad_inputs(rows: list[tuple[list[int], list[int]]], pad_id: int) -> dict[str
     return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
 
 
+def _encode_whole(tok, text: str, limit: int, number: int = 1) -> Encoding:
+    enc = tok.encode(text, max_length=limit)
+    if enc.truncated:
+        raise InputError(f"text {number} is longer than this model's {limit} tokens: split it into sentences")
+    return enc
+
+
 @torch.inference_mode()
 def tag_texts(bundle, texts: list[str], batch_size: int = 16) -> list[list[TaggedWord]]:
     """Per text, per word: (word as typed, its tag, that tag's probability) at its first piece.
@@ -93,12 +101,7 @@ def tag_texts(bundle, texts: list[str], batch_size: int = 16) -> list[list[Tagge
     out: list[list[TaggedWord]] = []
     for i in range(0, len(texts), batch_size):
         chunk = texts[i : i + batch_size]
-        encs = [tok.encode(t, max_length=limit) for t in chunk]
-        for n, e in enumerate(encs):
-            if e.truncated:
-                raise InputError(
-                    f"text {i + n + 1} is longer than this model's {limit} tokens: split it into sentences"
-                )
+        encs = [_encode_whole(tok, t, limit, i + n + 1) for n, t in enumerate(chunk)]
         probs = bundle.model(**pad_inputs([(e.ids, e.type_ids) for e in encs], tok.pad_id)).probs  # (B, T, K)
         for text, enc, p in zip(chunk, encs, probs):
             spans = text_words(enc)
@@ -108,3 +111,30 @@ def tag_texts(bundle, texts: list[str], batch_size: int = 16) -> list[list[Tagge
                 row.append(TaggedWord(text[s:e], labels[best], float(p[pos, best])))
             out.append(row)
     return out
+
+
+class WordAttention(NamedTuple):
+    words: list[str]  # the text's words as typed
+    labels: list[str]  # what a word looks at: "[CLS]", the words, "[SEP]"
+    weights: torch.Tensor  # (L, H, W, W + 2): row w from word w's first piece; rows sum to 1
+
+
+@torch.inference_mode()
+def word_attention(bundle, text: str) -> WordAttention:
+    """Every head's attention of a typed text read by word: FROM each word's first piece (where its
+    tag is read) TO [CLS], each word (the sum over its pieces) and [SEP]."""
+    tok = bundle.tokenizer
+    enc = _encode_whole(tok, text, bundle.config.max_tokens)
+    spans = text_words(enc)
+    firsts = first_pieces(enc, spans)
+    if not spans or None in firsts:
+        raise InputError("type a sentence with at least one word")
+    rank = {w: k for k, w in enumerate(sorted({w for w, q in zip(enc.word_ids, enc.sequence_ids) if q == 0}))}
+    group = torch.zeros(len(enc.ids), len(spans) + 2)  # (T, W + 2): which column each token adds to
+    for i, (w, seq) in enumerate(zip(enc.word_ids, enc.sequence_ids)):
+        group[i, 1 + rank[w] if seq == 0 else (0 if i == 0 else len(spans) + 1)] = 1.0
+    bundle.model.eval()
+    out = bundle.model.bert(**pad_inputs([(enc.ids, enc.type_ids)], tok.pad_id), output_attentions=True)
+    att = torch.stack(out.attentions, 1)[0].float()  # (L, H, T, T)
+    weights = att[:, :, firsts, :] @ group
+    return WordAttention([text[s:e] for s, e in spans], ["[CLS]", *(text[s:e] for s, e in spans), "[SEP]"], weights)

@@ -14,11 +14,12 @@ from app.board import charts as board_charts
 from app.board import class_panel, pairs_panel
 from app.board.service import JOINED, board_store, enabled
 from app.board.store import CODE_LEN, BoardError, BoardUnavailable, normal_code
-from app.board.summary import SETTING_LABELS, fmt_setting, what_the_best_share
+from app.board.summary import SETTING_LABELS, TASK_SCORES, fmt_setting, what_the_best_share
 from app.server import teacher
 from app.ui import show_figure
 from app.ui.errors import show_errors
 from app.ui.formatting import md_escape
+from bert.heads import HEADS
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
@@ -109,21 +110,31 @@ def remove(code: str, names: dict[int, str]) -> None:
 
 
 def table(runs: list[dict]) -> pd.DataFrame:
+    """Runs of one task, the best first: their scores, and the settings any of them has."""
+    main, other = TASK_SCORES[runs[0]["task"]] if runs else TASK_SCORES["classifier"]
+    keys = [k for k in SETTING_LABELS if any(r.get(k) is not None for r in runs)]
     rows = [
         {
             "nickname": r["nickname"],
-            "accuracy %": None if r["accuracy"] is None else round(100 * r["accuracy"], 1),
-            **{label: fmt_setting(k, r.get(k)) for k, label in SETTING_LABELS.items()},
+            f"{main} %": _pct(r["accuracy"]),
+            **({f"{other} %": _pct(r["other_score"])} if other else {}),
+            **{SETTING_LABELS[k]: fmt_setting(k, r.get(k)) for k in keys},
             "posted": time.strftime("%H:%M", time.localtime(r["posted"])),
         }
         for r in runs
     ]
     df = pd.DataFrame(rows)
-    return df.sort_values("accuracy %", ascending=False, na_position="last") if len(df) else df
+    return df.sort_values(f"{main} %", ascending=False, na_position="last") if len(df) else df
+
+
+def _pct(v: float | None) -> float | None:
+    return None if v is None else round(100 * v, 1)
 
 
 def entry_name(r: dict) -> str:
-    acc = "no accuracy" if r["accuracy"] is None else f"{100 * r['accuracy']:.1f} %"
+    main = TASK_SCORES[r["task"]][0]
+    named = "" if r["task"] == "classifier" else f"{main} "  # another task's score says what it is
+    acc = f"no {main}" if r["accuracy"] is None else f"{named}{100 * r['accuracy']:.1f} %"
     return f"{r['nickname']} · {acc} · posted {time.strftime('%H:%M', time.localtime(r['posted']))}"
 
 
@@ -152,7 +163,8 @@ def live_now(code: str) -> None:
         return
     st.subheader("Live now")
     for r in runs:
-        acc = "" if r["accuracy"] is None or r["state"] != "done" else f" · accuracy {100 * r['accuracy']:.1f} %"
+        main = TASK_SCORES[r["task"]][0]
+        acc = "" if r["accuracy"] is None or r["state"] != "done" else f" · {main} {100 * r['accuracy']:.1f} %"
         st.markdown(f"**{md_escape(r['nickname'])}** · {LIVE_STATES[r['state']]}{acc}")
         st.progress(r["progress"], text=md_escape(r["line"]) or None)
         show_figure.show(board_charts.live_figure(r), f"board-live-{r['id']}", key=f"board_live_{r['id']}")
@@ -185,11 +197,18 @@ def posted(code: str) -> list[dict]:
         st.info("No runs posted yet: fine-tune a model, then post it from the Fine-tuning page's results.")
         return runs
     st.subheader(f"{len(runs)} run(s) posted")
-    st.dataframe(table(runs), hide_index=True, width="stretch")
-    show_figure.show(board_charts.posted_figure(code, drawn, runs), f"board-{code}", key="board_curves")
-    share = what_the_best_share(runs)
-    if share:
-        st.markdown("**What the best runs share**\n\n" + "\n".join(f"- {md_escape(s)}" for s in share))
+    groups = {t: [r for r in runs if r["task"] == t] for t in TASK_SCORES}
+    for task, group in ((t, g) for t, g in groups.items() if g):
+        if task != "classifier" or len(group) < len(runs):  # runs of several tasks: each its own table
+            st.markdown(f"**{HEADS[task].task.capitalize()}**: {len(group)} run(s)")
+        st.dataframe(table(group), hide_index=True, width="stretch")
+        tail = "" if task == "classifier" else f"_{task}"  # a classifier's chart keeps the names it had
+        show_figure.show(
+            board_charts.posted_figure(code, drawn, group), f"board-{code}{tail}", key=f"board_curves{tail}"
+        )
+        share = what_the_best_share(group)
+        if share:
+            st.markdown("**What the best runs share**\n\n" + "\n".join(f"- {md_escape(s)}" for s in share))
     return runs
 
 
@@ -202,7 +221,7 @@ if not enabled():
 else:
     st.caption(
         "Post your fine-tuning runs under a class code and see whose settings worked best. Only the settings, "
-        "the accuracy and the curves are posted, never your data; a board lasts a day."
+        "the scores and the curves are posted, never your data; a board lasts a day."
     )
     note = st.session_state.pop(NOTE, None)
     if note:

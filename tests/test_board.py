@@ -124,6 +124,64 @@ def test_summary_of_never_holds_texts():
     assert s["val_accuracy"] == [[10, 0.8], [20, 0.9]] and len(s["train_loss"]) == board_summary.MAX_POINTS
 
 
+def _head_res(head: str, scores: dict, evals: list[dict]) -> dict:
+    """A finished per-token run's result dict: its settings, steps, evaluations and Done."""
+    from bert.train.events import HeadDone, HeadEval, HeadStep
+    from bert.train.head_args import for_head
+
+    steps = [HeadStep(step=s, epoch=0, loss=1 / s, loss_smooth=1 / s, lr=1e-4, progress=s / 30, eta_s=1.0,
+                      examples_per_s=9.0) for s in range(1, 31)]  # fmt: skip
+    evs = [HeadEval(step=10 * (k + 1), epoch=0, val_loss=0.5, scores=e, best=0.0, eval_seconds=1.0)
+           for k, e in enumerate(evals)]  # fmt: skip
+    done = HeadDone(stopped=False, step=30, steps=30, best_step=30, error=None, scores=scores, seconds=9.0,
+                    train_seconds=8.0, report={"worst": [{"words": ["my", "secret"]}]})  # fmt: skip
+    args = for_head(head, data="/tmp/uploads/my-texts.json" if head == "reader" else "builtin:brown-pos")
+    return {"info": {"base_name": "minilm-l6", "args": args}, "done": done, "metrics": [*steps, *evs]}
+
+
+def test_a_head_runs_summary_posts_its_own_scores_as_fractions():
+    tagger = _head_res("tagger", {"accuracy": 0.9, "f1": None}, [{"accuracy": 0.5, "f1": None}, {"accuracy": 0.9}])
+    s = board_summary.summary_of(tagger)
+    assert s["task"] == "tagger" and s["dataset"] == "brown-pos" and s["pooling"] is None and s["lr"] == 1e-4
+    assert s["accuracy"] == 0.9 and s["other_score"] is None  # part of speech: no entities
+    assert s["val_accuracy"] == [[10, 0.5], [20, 0.9]] and len(s["train_loss"]) == 30
+    reader = _head_res("reader", {"exact_match": 50.0, "f1": 75.0}, [{"exact_match": 40.0, "f1": 60.0}])
+    s = board_summary.summary_of(reader)  # the trainer's percent, posted as fractions
+    assert s["task"] == "reader" and s["dataset"] == "my-texts.json" and s["max_length"] == 192
+    assert s["accuracy"] == 0.75 and s["other_score"] == 0.5 and s["val_accuracy"] == [[10, 0.6]]
+    assert "secret" not in json.dumps(s)
+    assert board_summary.clean_summary({"task": "<b>x</b>"})["task"] == "classifier"  # an unknown task: none
+    assert board_summary.clean_summary(run_summary())["task"] == "classifier"  # posts from before tasks
+
+
+@SQLITE_ONLY
+def test_page_draws_each_tasks_runs_in_a_table_and_chart_of_its_own(board, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
+    code, _ = board.new_board()
+    post(board, code, "Cy", run_summary(0.7))
+    for nick, res in (
+        ("Ada", _head_res("tagger", {"accuracy": 0.8, "f1": 0.6}, [{"accuracy": 0.8, "f1": 0.6}])),
+        ("Bo", _head_res("reader", {"exact_match": 50.0, "f1": 75.0}, [{"exact_match": 50.0, "f1": 75.0}])),
+    ):
+        post(board, code, nick, board_summary.summary_of(res))
+    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    at.run()
+    at.session_state[JOINED] = code
+    at.switch_page("pages/board.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    tables = [t.value for t in at.dataframe]
+    assert [list(t["nickname"]) for t in tables] == [["Cy"], ["Ada"], ["Bo"]]
+    assert list(tables[0].columns[:2]) == ["nickname", "accuracy %"] and "pooling" in tables[0].columns
+    assert list(tables[1].columns[1:3]) == ["word accuracy %", "entity F1 %"] and "pooling" not in tables[1]
+    assert list(tables[2].iloc[0][["F1 %", "exact match %"]]) == [75.0, 50.0]
+    shown = [m.value for m in at.markdown]
+    assert any(v.startswith("**Label every word**") for v in shown) and any("**Find the answer**" in v for v in shown)
+    charts = [json.loads(e.proto.spec) for e in at.main if getattr(e, "type", "") == "plotly_chart"]
+    assert [c["layout"]["yaxis"]["title"]["text"] for c in charts] == ["accuracy", "word accuracy", "F1"]
+
+
 def test_what_the_best_share():
     runs = [
         {"nickname": "a", **run_summary(0.9, lr=2e-4, pooling="mean", batch=16)},

@@ -1,18 +1,30 @@
 """The per-token heads as jobs: a JobSpec of kind HEAD (its wire form too) runs the tagger's or the
-reader's fine-tuning through run_job, the run is saved under its code and reopens with its events."""
+reader's fine-tuning through run_job, the run is saved under its code and reopens with its events;
+its memory estimate (app/jobs/budget.py's rule for a per-token head) against a measured peak."""
 
+import json
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
-from app.jobs import saved_runs
+import pytest
+
+from app.jobs import budget, saved_runs
 from app.jobs.head_job import head_spec
 from app.jobs.records import Saved, loaded_record
 from app.jobs.spec import HEAD, JobSpec
 from app.jobs.worker import run_job
+from app.training.start import head_scores
+from bert.data.brown_pos import POS_TAGS
 from bert.data.qa_demo import qa_demo
 from bert.data.tagged import read_tagged
 from bert.train import events as ev
 from bert.train.head_args import HeadArgs, for_head
-from tests.helpers import tiny_bundle, use_cache
+from tests.helpers import REVIEW_WORDS, tiny_bundle, tiny_config, use_cache
+
+ROOT = Path(__file__).resolve().parent.parent
 
 CONLL = b"".join(f"the O\n{w} B-THING\nwas O\ngood O\n\n".encode() for w in ("film", "movie", "plot", "story") * 6)
 
@@ -49,3 +61,60 @@ def test_a_reader_job_carries_its_uploaded_questions(tmp_path, monkeypatch):
     done = events[-1]
     assert isinstance(done, ev.HeadDone) and done.bundle.is_reader and set(done.scores) == {"exact_match", "f1"}
     assert events[0].train_examples == 30 and events[0].valid_examples == 4  # split by passage: 2 of 8 held out
+
+
+def test_a_head_runs_memory_estimate_adds_its_scores_at_every_token():
+    cfg = tiny_config(30522, hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536)
+    tagger, reader = budget.head_mb(cfg, 16, 64, 40), budget.head_mb(cfg, 16, 128, 2)
+    # the rule: TOKEN_SCORES floats per score at every token, and the head's weights with AdamW's state
+    more = budget.head_mb(cfg, 16, 64, 400) - tagger
+    want = (16 * 64 * 360 * budget.TOKEN_SCORES + (1 + budget.OPTIMIZER) * 385 * 360) * 4 / 2**20
+    assert abs(more - want) <= 1
+    assert tagger < reader  # a reader's longer windows, not its 2 scores, make it the bigger run
+    assert 0 <= budget.finetune_mb(cfg, 16, 64) - budget.head_mb(cfg, 16, 64, 2) <= 3  # less the pooler's training
+    assert head_scores(HeadArgs(), None) == len(POS_TAGS) and head_scores(for_head("reader"), None) == 2
+    assert head_scores(HeadArgs(), read_tagged(CONLL, "things.conll")) == 2
+
+
+# a tagger's run of 4 layers x 256 (random, 20 words): 16 x 128 tokens a step, 40 tags, 6 steps; VmHWM
+# over what was there before the run, in a fresh interpreter
+MEASURE = """
+import gc, json, random
+from bert.data.tagged import TaggedData, split_tagged
+from bert.train.head_args import HeadArgs
+from bert.train.head_train import train_head
+from bert.train.tagger_task import TaggerTask
+from tests.helpers import REVIEW_WORDS, tiny_bundle, tiny_config
+
+def hwm():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM")) / 1024
+
+cfg = tiny_config(len(REVIEW_WORDS), hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                  intermediate_size=1024, max_position_embeddings=128)
+r = random.Random(0)
+sentences = [[r.choice(REVIEW_WORDS[5:]) for _ in range(128)] for _ in range(128)]
+data = TaggedData(sentences, [[r.randrange(40) for _ in s] for s in sentences], [f"T{k}" for k in range(40)])
+args = HeadArgs(threads=1, batch_size=16, max_length=128, epochs=1, evals=1, max_valid=16)
+task = TaggerTask(*split_tagged(data, 0.25), args)
+base = tiny_bundle(config=cfg)
+gc.collect()
+before = hwm()
+done = list(train_head(base, task, args))[-1]
+print(json.dumps({"peak_mb": hwm() - before, "steps": done.steps, "error": done.error}))
+"""
+
+
+@pytest.mark.slow
+def test_a_taggers_memory_estimate_is_near_its_measured_peak():
+    out = subprocess.run(
+        [sys.executable, "-c", MEASURE], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["error"] is None and got["steps"] == 6
+    cfg = tiny_config(len(REVIEW_WORDS), hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                      intermediate_size=1024, max_position_embeddings=128)  # fmt: skip
+    estimate = budget.head_mb(cfg, 16, 128, 40)
+    assert 0.7 * estimate <= got["peak_mb"] <= 1.5 * estimate, (got, estimate)  # measured: 493 MB vs 405

@@ -1,17 +1,22 @@
 """The Fine-tuning page's other task shapes in AppTest: "label every word" and "find the answer",
-each trained on a good upload through to its results (tiny model), and a bad upload refused with a
-message. AppTest cannot upload: the bytes go where the page keeps an upload, as a real one does."""
+each trained on a good upload through to its results (tiny model; a picked word's attention in the
+tagger's try-it box), and a bad upload refused with a message. AppTest cannot upload: the bytes go
+where the page keeps an upload, as a real one does."""
 
+import base64
 import json
 import time
 
+import numpy as np
 import pytest
 
 pytest.importorskip("streamlit")
 
 from app import state  # noqa: E402
+from app.board.service import JOINED  # noqa: E402
 from app.training import session as ts  # noqa: E402
 from bert.data.qa_demo import qa_demo  # noqa: E402
+from bert.tagging import word_attention  # noqa: E402
 from tests.helpers import started_app, tiny_bundle  # noqa: E402
 
 TIMEOUT = 60
@@ -64,7 +69,8 @@ def _train(at, head: str, **settings):
 
 
 @pytest.mark.slow
-def test_label_every_word_trains_on_an_upload_and_shows_its_results():
+@pytest.mark.parametrize("board", ["sqlite"], indirect=True)
+def test_label_every_word_trains_on_an_upload_and_shows_its_results(board, monkeypatch):
     at = _open("tagger", CONLL, "things.conll")
     assert any("24 sentences, 96 words, 2 tags" in s.value for s in at.success)
     res = _train(at, "tagger", max_length=16, lr=2e-3, epochs=3)
@@ -77,6 +83,30 @@ def test_label_every_word_trains_on_an_upload_and_shows_its_results():
     _ok(at)
     assert not at.error and any("THING" in m.value for m in at.markdown)
     assert any("\\<" in m.value for m in at.markdown) and not any("<b>" in m.value for m in at.markdown)  # escaped
+    words = at.selectbox(key=f"hd_att_word_{res['job_id']}_15")  # the * * film * * < b > was < / b > good
+    assert words.options[3] == "film (4)" and at.selectbox(key=f"hd_att_head_{res['job_id']}").value == -1
+    words.set_value(3)
+    at.selectbox(key=f"hd_att_head_{res['job_id']}").set_value(1).run()
+    _ok(at)
+    (chart,) = [json.loads(c.proto.spec) for c in at.get("plotly_chart") if "looks" in c.proto.spec]
+    assert chart["layout"]["title"]["text"] == "Where «film» looks: layer 2, head 2"  # the last layer by default
+    y = chart["data"][0]["y"]  # plotly's typed-array encoding
+    y = np.frombuffer(base64.b64decode(y["bdata"]), y["dtype"])
+    assert len(chart["data"][0]["x"]) == len(y) == 17 and abs(y.sum() - 1) < 1e-4  # [CLS], 15 words, [SEP]
+    want = word_attention(res["bundle"], "the **film** <b>was</b> good").weights[1, 1, 3]
+    assert np.abs(y - want.numpy()).max() < 1e-5
+    monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")  # posted to the class board like a classifier's run
+    code, _ = board.new_board()
+    at.session_state[JOINED] = code
+    at.run()
+    at.text_input(key="ft_board_nick").input("Ada").run()
+    at.button(key=f"ft_board_post_{res['job_id']}").click().run()
+    _ok(at)
+    assert any("Posted to board" in s.value for s in at.success)
+    (e,) = board.entries(code)
+    assert e["task"] == "tagger" and e["nickname"] == "Ada" and e["pooling"] is None
+    assert e["accuracy"] == res["done"].scores["accuracy"] and e["other_score"] == res["done"].scores["f1"]
+    assert e["val_accuracy"] and e["train_loss"]
 
 
 def test_label_every_word_refuses_a_bad_file_with_a_message():
@@ -124,3 +154,57 @@ def test_lesson_five_shows_each_heads_scores_fresh_or_trained():
     spans = span_scores(minilm_tiny_classifier())
     assert [t.name for t in spans.data] == ["P(start)", "P(end)"]
     assert abs(sum(spans.data[0].y) - 1) < 1e-4  # a distribution over the passage's tokens
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("board", ["sqlite"], indirect=True)
+def test_a_tagger_run_shown_live_on_the_class_board(board, monkeypatch):
+    """A running tagger's job shown live: the board draws its word accuracy so far, and its last
+    state (stopped, with the kept model's scores) is written when it ends."""
+    from app import students
+    from app.jobs.head_job import head_spec
+    from app.jobs.local import manager
+    from app.jobs.spec import HEAD
+    from app.jobs.worker import run_job
+    from app.training import board_buttons
+    from bert.data.tagged import read_tagged
+    from bert.train.events import HeadEval, of_type
+    from bert.train.head_args import HeadArgs
+
+    monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
+    code, _ = board.new_board()
+    at = started_app(TIMEOUT)
+    at.session_state[JOINED] = code
+    at.switch_page("pages/finetune.py").run()
+    at.radio(key="ft_shape").set_value("tagger").run()
+    args = HeadArgs(threads=1, lr=2e-3, epochs=500, evals=2, max_length=16, freeze_embeddings=False)
+    spec = head_spec("", "tiny", args, read_tagged(CONLL, "things.conll"), title="live")
+    jm = manager()
+    base = tiny_bundle(name="tiny")
+    job, _ = jm.submit_for(at.session_state[students.OWNER], HEAD, lambda stop: run_job(spec, stop, base=base), "live")
+    job.info = {"base_name": "tiny", "args": args, "code": "ABCDEF", "head": "tagger"}  # as start_head does
+    try:
+        at.session_state[ts.HD_JOB] = job.id
+        deadline = time.time() + TIMEOUT
+        while len(of_type(job.metrics, HeadEval)) < 2 and time.time() < deadline:
+            at.run()
+            time.sleep(0.3)
+        at.text_input(key=board_buttons.LIVE_NICK).input("Ada").run()
+        at.button(key="ft_board_go_live").click().run()
+        _ok(at)
+        assert any("live on board" in s.value for s in at.success)
+        (r,) = board.live_runs(code)
+        assert r["task"] == "tagger" and r["state"] == "running" and r["val_accuracy"] and r["line"].startswith("step")
+        viewer = started_app(TIMEOUT)  # another student, on the board
+        viewer.session_state[JOINED] = code
+        viewer.switch_page("pages/board.py").run()
+        _ok(viewer)
+        chart = json.loads(next(e for e in viewer.main if getattr(e, "type", "") == "plotly_chart").proto.spec)
+        assert chart["layout"]["yaxis2"]["title"]["text"] == "word accuracy"
+        assert chart["data"][1]["name"] == "validation word accuracy"
+    finally:
+        job.stop()
+        jm.wait(job, 30)
+    at.run()
+    (r,) = board.live_runs(code)
+    assert r["state"] == "stopped" and r["progress"] == 1.0 and r["accuracy"] is not None

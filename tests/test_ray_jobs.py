@@ -25,9 +25,10 @@ from app.model_sources import load_model
 from bert.checkpoint import load as checkpoint
 from bert.data.corpus.base import corpus_from_text
 from bert.data.labelled import stratified_split
+from bert.data.qa_demo import qa_demo
 from bert.data.tagged import read_tagged
 from bert.train.attention_snapshots import AttentionSnapshots
-from bert.train.head_args import HeadArgs
+from bert.train.head_args import HeadArgs, for_head
 from bert.train.pretrain import PretrainArgs
 from tests.helpers import fast_args, tiny_bundle, tiny_data
 
@@ -294,3 +295,22 @@ def test_a_per_token_head_job_runs_on_a_worker_as_it_does_here(backend):
     assert [e.event for e in job.metrics if e.event != "saved"] == [e.event for e in local]
     assert job.metrics[-2].scores == pytest.approx(local[-1].scores)  # the HeadDone, before "saved"
     assert job.result is not None and job.result.is_tagger
+
+
+def test_a_reader_job_runs_on_a_worker_as_it_does_here(backend):
+    """A reader's job (kind HEAD) on a few questions sent with it: its windows are made on the worker,
+    its events come back read as the head trainer's with the same exact match and F1 as in this
+    process, and the run is kept by code."""
+    from app.jobs import saved_runs
+
+    data = qa_demo(passages=4)
+    args = for_head("reader", threads=1, epochs=1, evals=1, max_length=48, stride=8, max_valid=3)
+    local = list(run_job(head_spec("", BASE, args, data), threading.Event(), load_base=load_model))
+    job, new = backend.submit_spec("owner-r", head_spec("RAYRD1", BASE, args, data, student="browser:r"))
+    assert new and backend.wait(job, 120), job.status
+    assert job.status == "done", job.error
+    assert [e.event for e in job.metrics if e.event != "saved"] == [e.event for e in local]
+    assert set(local[-1].scores) == {"exact_match", "f1"}
+    assert job.metrics[-2].scores == pytest.approx(local[-1].scores)  # the HeadDone, before "saved"
+    assert job.result is not None and job.result.is_reader
+    assert saved_runs.is_saved("RAYRD1")

@@ -1,17 +1,18 @@
 """The per-token heads against transformers on the same weights: a tagger (BertForTokenClassification)
 and a reader (BertForQuestionAnswering) loaded from transformers' folders, exported back, and read
 as words (`tag`, equal to pipeline("token-classification") at each word's first piece) and spans
-(`answer`, SQuAD's rule)."""
+(`answer`, SQuAD's rule; the same span as pipeline("question-answering") in every window)."""
 
 import shutil
 
+import numpy as np
 import pytest
 import torch
 
 import bert
 from bert.answering import MAX_ANSWER_TOKENS, best_span, windows
 from bert.checkpoint.builtins import minilm_package_dir
-from bert.tagging import first_pieces, join_words, word_labels
+from bert.tagging import first_pieces, join_words, word_attention, word_labels
 from tests.helpers import TINY_SIZES
 
 transformers = pytest.importorskip("transformers")
@@ -102,6 +103,29 @@ def test_tag_equals_the_token_classification_pipeline_at_each_words_first_piece(
     assert [w.word for w in tagged[1]][:2] == ["unaffable", "tokenization"]  # several pieces, one word
 
 
+def test_word_attention_reads_transformers_attention_from_each_words_first_piece(tagger):
+    folder, _, tok = tagger
+    ours = bert.load(str(folder))
+    theirs = transformers.AutoModelForTokenClassification.from_pretrained(folder, attn_implementation="eager").eval()
+    text = TEXTS[1]  # words of several pieces and punctuation
+    wa = word_attention(ours, text)
+    assert wa.words == [w.word for w in ours.tag([text])[0]] and wa.labels == ["[CLS]", *wa.words, "[SEP]"]
+    enc = _hf_encode(tok, [text])
+    with torch.no_grad():
+        att = torch.stack(theirs(**enc, output_attentions=True).attentions, 1)[0]  # (L, H, T, T)
+    word_ids = enc.word_ids(0)
+    pieces = [[i for i, w in enumerate(word_ids) if w == n] for n in sorted({w for w in word_ids if w is not None})]
+    L, H, T, _ = att.shape
+    assert wa.weights.shape == (L, H, len(wa.words), len(wa.words) + 2) and len(pieces) == len(wa.words)
+    for k, own in enumerate(pieces):  # from the word's first piece to [CLS], each word's pieces summed, [SEP]
+        row = att[:, :, own[0]]  # (L, H, T)
+        want = torch.stack([row[..., 0], *(row[..., p].sum(-1) for p in pieces), row[..., T - 1]], -1)
+        assert (wa.weights[:, :, k] - want).abs().max().item() <= 1e-5
+    assert torch.allclose(wa.weights.sum(-1), torch.ones(L, H, len(wa.words)), atol=1e-5)
+    with pytest.raises(bert.InputError):
+        word_attention(ours, "   ")
+
+
 def test_labels_sit_on_each_words_first_piece_only():
     tok = bert.Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
     words = ["unaffable", "Babbage", ",", "U.S.", "ok"]
@@ -188,3 +212,78 @@ def test_best_span_never_ends_before_it_starts_nor_runs_past_the_limit():
     assert (i, j) == (w.context_start, w.context_start + 2)
     start[0] = end[0] = 50.0  # [CLS] is never an answer's token
     assert best_span(start, end, w)[0] >= w.context_start
+
+
+# (question, passage, window, stride): two passages in one window, one read in several windows
+QA_CASES = [
+    (QUESTION, "Ada Lovelace met Charles Babbage in London in 1833, at a party.", 128, 32),
+    ("When was the tower finished?", "The Eiffel Tower stands in Paris; it was finished in 1889 for a fair.", 128, 32),
+    (
+        "Who wrote the first program?",
+        "Charles Babbage designed the Analytical Engine, a mechanical computer, in 1837. Ada Lovelace "
+        "translated a paper about it and added notes; one of them holds what is called the first program, "
+        "a way to compute Bernoulli numbers. The engine itself was never built in his lifetime, but a part "
+        "of it was assembled by his son Henry after his death in 1871.",
+        48,
+        12,
+    ),
+]
+
+
+def _pipeline_spans(model, tok, question, passage, window, stride):
+    """Per window, the (start char, end char, score) of pipeline("question-answering")'s answer, by
+    that pipeline's steps as transformers 4 ran them (transformers 5 removed the task; its span
+    decoder stays, used here): windows by the tokenizer's stride, logits by transformers' model,
+    then select_starts_ends with top_k 1, max_answer_len ours, and align_to_words off (character
+    offsets of the span's own tokens, as ours are)."""
+    from transformers.pipelines.document_question_answering import select_starts_ends
+
+    enc = tok(
+        question, passage, truncation="only_second", max_length=window, stride=stride, padding="longest",
+        return_overflowing_tokens=True, return_offsets_mapping=True, return_tensors="pt",
+    )  # fmt: skip
+    with torch.no_grad():
+        out = model(
+            input_ids=enc["input_ids"], token_type_ids=enc["token_type_ids"], attention_mask=enc["attention_mask"]
+        )
+    spans = []
+    for k in range(len(enc["input_ids"])):
+        p_mask = np.array([s != 1 for s in enc.sequence_ids(k)], dtype=int)
+        p_mask[0] = 0  # [CLS] takes part in the softmax, as in the pipeline
+        s, e, score, _ = select_starts_ends(
+            out.start_logits[k : k + 1].numpy(), out.end_logits[k : k + 1].numpy(), p_mask,
+            enc["attention_mask"][k : k + 1].numpy(), max_answer_len=MAX_ANSWER_TOKENS,
+        )  # fmt: skip
+        offsets = enc["offset_mapping"][k]
+        spans.append((int(offsets[s[0]][0]), int(offsets[e[0]][1]), float(score[0])))
+    return enc, spans
+
+
+@pytest.mark.parametrize("question, passage, window, stride", QA_CASES)
+def test_answer_picks_the_question_answering_pipelines_span(reader, question, passage, window, stride):
+    """Same windows, same best span in every window. Two rules differ, by design: the pipeline
+    scores a span P(start) P(end) with softmaxes over the window's passage tokens and [CLS] (ours:
+    `prob`, over all the window's tokens; `score`, the logit sum) and picks the window of the best
+    such product; ours picks the best logit sum, SQuAD's BERT rule. Its max_answer_len is 15 by
+    default (ours 30) and it widens a span to whole words by default."""
+    folder, theirs, tok = reader
+    ours = bert.load(str(folder))
+    a = ours.answer(question, passage, max_length=window, stride=stride)
+    enc, spans = _pipeline_spans(theirs, tok, question, passage, window, stride)
+    assert [w.enc.ids for w in a.windows] == [[i for i, m in zip(r, ms) if m] for r, ms in zip(
+        enc["input_ids"].tolist(), enc["attention_mask"].tolist())]  # fmt: skip
+    assert (len(a.windows) > 1) == (passage == QA_CASES[-1][1])
+    logit_sums = []
+    for k, w in enumerate(a.windows):
+        with torch.no_grad():
+            out = ours.model(**_one_window(w))
+        i, j, score = best_span(out.start_logits[0], out.end_logits[0], w)
+        assert w.char_span(i, j) == spans[k][:2], k  # the pipeline's span in this window
+        logit_sums.append(score)
+        keep = torch.tensor([seq == 1 for seq in w.enc.sequence_ids])
+        keep[0] = True  # renormalised over the pipeline's tokens, our probabilities give its score
+        ps, pe = a.start_probs[k], a.end_probs[k]
+        assert float(ps[i] / ps[keep].sum() * pe[j] / pe[keep].sum()) == pytest.approx(spans[k][2], rel=1e-3)
+    best = max(range(len(spans)), key=lambda k: logit_sums[k])
+    assert (a.start, a.end, a.text) == (*spans[best][:2], passage[spans[best][0] : spans[best][1]])
+    assert a.score == pytest.approx(logit_sums[best], abs=1e-4)

@@ -1,7 +1,9 @@
 """The scores of the two per-token heads, by their reference definitions: entity F1 as seqeval
-counts it (hand cases worked out by its rules; against seqeval itself where it is installed) and
-SQuAD's exact match and F1 (hand cases of the official evaluation's normalisation and counting)."""
+counts it (hand cases worked out by its rules; against seqeval itself on IOB2/IOBES edge cases
+and random tags) and SQuAD's exact match and F1 (hand cases of the official evaluation's
+normalisation and counting)."""
 
+import os
 import random
 
 import pytest
@@ -30,15 +32,61 @@ def test_entity_f1_on_seqevals_own_example():
     assert entity_scores([["O"]], [["O"]]) == {"precision": 0.0, "recall": 0.0, "f1": 0.0}
 
 
+def _seqeval():
+    """seqeval's metrics module (a dev requirement): skipped without it, failed without it in CI."""
+    try:
+        from seqeval.metrics import sequence_labeling
+    except ImportError:
+        if os.environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
+            raise
+        pytest.skip("seqeval is not installed (pip install -r requirements-dev.txt)")
+    return sequence_labeling
+
+
+# (gold, predicted) sentences: IOB2's edge cases (an I- with no B-, a type change inside a run, an
+# I- right after O), IOBES's E- and S- (alone, after each other, after another type), empty ones
+EDGE_PAIRS = [
+    (["B-PER", "I-PER", "O"], ["I-PER", "I-PER", "O"]),  # an I- opening a sentence starts an entity
+    (["O", "B-LOC", "I-LOC"], ["O", "I-LOC", "I-LOC"]),  # an I- after O too: the same span
+    (["B-PER", "I-PER", "I-PER"], ["B-PER", "I-LOC", "I-LOC"]),  # a type change splits the run
+    (["B-ORG", "B-ORG", "O"], ["B-ORG", "I-ORG", "O"]),  # two one-word entities, or one of two words
+    (["O", "I-LOC", "B-LOC", "I-PER"], ["O", "B-LOC", "B-LOC", "B-PER"]),
+    (["S-PER", "B-LOC", "E-LOC", "I-LOC"], ["S-PER", "B-LOC", "I-LOC", "E-LOC"]),
+    (["E-PER", "E-PER"], ["B-PER", "E-PER"]),  # an E- alone is a one-word entity
+    (["B-PER", "E-LOC"], ["S-PER", "S-LOC"]),
+    (["B-PER", "O", "I-PER"], ["B-PER", "I-PER", "I-PER"]),
+    (["O", "O"], ["B-MISC", "O"]),  # a predicted entity where there is none
+    (["B-MISC"], ["O"]),  # a missed one
+    (["I-PER"], ["I-PER"]),
+]
+
+
+def test_entities_and_entity_scores_equal_seqevals_on_edge_cases():
+    sl = _seqeval()
+    for tags in {tuple(t) for pair in EDGE_PAIRS for t in pair}:
+        assert entities(list(tags)) == sl.get_entities(list(tags)), tags
+    gold, pred = [g for g, _ in EDGE_PAIRS], [p for _, p in EDGE_PAIRS]
+    ours = entity_scores(gold, pred)
+    assert 0 < ours["f1"] < 1  # some right, some wrong: the comparison means something
+    assert ours["precision"] == pytest.approx(sl.precision_score(gold, pred), abs=1e-12)
+    assert ours["recall"] == pytest.approx(sl.recall_score(gold, pred), abs=1e-12)
+    assert ours["f1"] == pytest.approx(sl.f1_score(gold, pred), abs=1e-12)
+    for k in range(len(EDGE_PAIRS)):  # and sentence by sentence (where seqeval's score is defined)
+        g, p = gold[k : k + 1], pred[k : k + 1]
+        if sl.get_entities(g[0]) and sl.get_entities(p[0]):
+            assert entity_scores(g, p)["f1"] == pytest.approx(sl.f1_score(g, p), abs=1e-12), EDGE_PAIRS[k]
+
+
 def test_entity_f1_equals_seqeval_on_random_tags():
-    seqeval = pytest.importorskip("seqeval.metrics")
+    sl = _seqeval()
     rng = random.Random(0)
     tags = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "E-LOC", "S-ORG"]
     gold = [[rng.choice(tags) for _ in range(rng.randint(1, 12))] for _ in range(200)]
     pred = [[t if rng.random() < 0.7 else rng.choice(tags) for t in s] for s in gold]
     ours = entity_scores(gold, pred)
-    assert ours["f1"] == pytest.approx(seqeval.f1_score(gold, pred), abs=1e-9)
-    assert ours["precision"] == pytest.approx(seqeval.precision_score(gold, pred), abs=1e-9)
+    assert ours["f1"] == pytest.approx(sl.f1_score(gold, pred), abs=1e-9)
+    assert ours["precision"] == pytest.approx(sl.precision_score(gold, pred), abs=1e-9)
+    assert ours["recall"] == pytest.approx(sl.recall_score(gold, pred), abs=1e-9)
 
 
 def test_tag_report_counts_words_per_tag():

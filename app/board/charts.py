@@ -16,6 +16,7 @@ from plotly.subplots import make_subplots
 
 from ..figures.core import safe_labels
 from .classroom import normal_answer
+from .summary import TASK_SCORES
 
 DRAWN_POINTS = 40  # per posted curve: 200 runs x 40 points is what a projector shows
 MARKERS_UP_TO = 20  # runs drawn with markers; more are lines only
@@ -42,7 +43,9 @@ def thinned(points: list, n: int = DRAWN_POINTS) -> tuple[list, list]:
 
 
 def posted_curves(runs: list[dict]) -> go.Figure:
-    """The validation accuracy of every posted run, one line each."""
+    """The validation curve of every posted run, one line each: runs of one task, their main score
+    (a classifier's accuracy, a tagger's word accuracy, a reader's F1)."""
+    label = TASK_SCORES[runs[0].get("task", "classifier") if runs else "classifier"][0]
     mode = "lines+markers" if len(runs) <= MARKERS_UP_TO else "lines"
     traces = []
     for name, r in zip(safe_labels([r["nickname"] for r in runs]), runs):
@@ -50,8 +53,8 @@ def posted_curves(runs: list[dict]) -> go.Figure:
         traces.append(go.Scatter(x=x, y=y, mode=mode, name=name))
     fig = go.Figure(traces)
     fig.update_xaxes(title="step")
-    fig.update_yaxes(title="accuracy", range=[0, 1.02], tickformat=".0%")
-    return _layout(fig, "validation accuracy of every posted run", 420)
+    fig.update_yaxes(title=label, range=[0, 1.02], tickformat=".0%")
+    return _layout(fig, f"validation {label} of every posted run", 420)
 
 
 def _shared(key: tuple, build) -> go.Figure:
@@ -71,8 +74,9 @@ def _shared(key: tuple, build) -> go.Figure:
 
 
 def posted_figure(code: str, version: int | None, runs: list[dict]) -> go.Figure:
-    """`posted_curves(runs)` of board `code` at `version` (runs: its entries then), built once."""
-    return _shared(("posted", code, version), lambda: posted_curves(runs))
+    """`posted_curves(runs)` of board `code` at `version` (runs: its entries of one task then), built once."""
+    task = runs[0].get("task", "classifier") if runs else "classifier"
+    return _shared(("posted", code, version, task), lambda: posted_curves(runs))
 
 
 def live_figure(run: dict) -> go.Figure:
@@ -81,8 +85,10 @@ def live_figure(run: dict) -> go.Figure:
 
 
 def live_curves(run: dict) -> go.Figure:
-    """One live run: its training loss (left axis) and validation accuracy (right) so far."""
+    """One live run: its training loss (left axis) and validation curve (right: its task's main
+    score) so far."""
     (name,) = safe_labels([run["nickname"]])
+    label = TASK_SCORES[run.get("task", "classifier")][0]
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     loss, acc = run["train_loss"], run["val_accuracy"]
     fig.add_trace(
@@ -90,12 +96,12 @@ def live_curves(run: dict) -> go.Figure:
         secondary_y=False,
     )
     fig.add_trace(
-        go.Scatter(x=[p[0] for p in acc], y=[p[1] for p in acc], mode="lines+markers", name="validation accuracy"),
+        go.Scatter(x=[p[0] for p in acc], y=[p[1] for p in acc], mode="lines+markers", name=f"validation {label}"),
         secondary_y=True,
     )
     fig.update_xaxes(title="step")
     fig.update_yaxes(title="loss", rangemode="tozero", secondary_y=False)
-    fig.update_yaxes(title="accuracy", range=[0, 1.02], tickformat=".0%", dtick=0.25, secondary_y=True, showgrid=False)
+    fig.update_yaxes(title=label, range=[0, 1.02], tickformat=".0%", dtick=0.25, secondary_y=True, showgrid=False)
     return _layout(fig, f"{name}'s run, live", 360)
 
 

@@ -3,7 +3,7 @@ its two implementations: app/board/sqlite_store.py (the default) and app/board/p
 
 Students post their fine-tuning runs' settings and curves under a class code, and everyone sees
 whose settings worked best. Boards and entries last a day (`expire`). What is stored is bounded
-and never holds the data or its texts: the settings, the final accuracy and two thinned curves
+and never holds the data or its texts: the settings, the final scores and two thinned curves
 (app/board/summary.py). No streamlit here: pages/board.py draws it, app/training/board_buttons.py
 has the post button.
 

@@ -1,6 +1,10 @@
-"""What a run posted to the class board says: its settings, final accuracy and two thinned curves,
-nothing of its data but the data set's name (`summary_of`), kept to known fields of the right kinds
-and sizes (`clean_summary`), and what the best runs share."""
+"""What a run posted to the class board says: its task, settings, final scores and two thinned
+curves, nothing of its data but the data set's name (`summary_of`), kept to known fields of the
+right kinds and sizes (`clean_summary`), and what the best runs share.
+
+A run's scores are fractions: its MAIN score ("accuracy", the name a classifier's posts have always
+had) sorts the board and draws its validation curve, its OTHER one is shown beside it
+(TASK_SCORES: a tagger's word accuracy and entity F1, a reader's F1 and exact match)."""
 
 from __future__ import annotations
 
@@ -8,7 +12,8 @@ import json
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
-from bert.train.events import FinetuneEval, FinetuneStep, of_type
+from bert.train.events import FinetuneEval, FinetuneStep, HeadEval, HeadStep, of_type
+from bert.train.head_args import HeadArgs
 
 if TYPE_CHECKING:
     from bert.train.finetune_args import FinetuneArgs
@@ -17,6 +22,13 @@ from ..ui.formatting import finite_float
 
 MAX_POINTS = 200  # per curve
 TEXT_CHARS = 80  # of a model or data set name
+
+# per task (bert/heads.py's keys): the labels of its (main, other) score; a post names no task: a classifier's
+TASK_SCORES = {
+    "classifier": ("accuracy", None),
+    "tagger": ("word accuracy", "entity F1"),
+    "reader": ("F1", "exact match"),
+}
 
 # the posted settings: key, label in the table and in "what the best runs share"
 SETTING_LABELS = {
@@ -53,6 +65,7 @@ def clean_summary(s: dict) -> dict:
     """Only the known fields, of the right kinds and sizes."""
     s = s if isinstance(s, dict) else {}
     out = {
+        "task": s.get("task") if s.get("task") in TASK_SCORES else "classifier",
         "base_model": _text(s.get("base_model")),
         "lr": finite_float(s.get("lr")),
         "batch_size": finite_float(s.get("batch_size")),
@@ -61,6 +74,7 @@ def clean_summary(s: dict) -> dict:
         "max_length": finite_float(s.get("max_length")),
         "dataset": _text(s.get("dataset")),
         "accuracy": finite_float(s.get("accuracy")),
+        "other_score": finite_float(s.get("other_score")),
         "val_accuracy": _thin(s.get("val_accuracy")),
         "train_loss": _thin(s.get("train_loss")),
     }
@@ -70,29 +84,56 @@ def clean_summary(s: dict) -> dict:
     return out
 
 
+def _dataset(data) -> str | None:
+    data = str(data or "")
+    return PurePath(data.replace("\\", "/")).name.replace("builtin:", "") if data else None
+
+
 def summary_of(res: dict) -> dict:
-    """The posted summary of a fine-tuning result dict (app/training): settings, accuracy and the
-    curves. Nothing from the data but its name."""
+    """The posted summary of a fine-tuning result dict (app/training), a classifier's or a per-token
+    head's: settings, scores and the curves. Nothing from the data but its name."""
     info = res.get("info") or {}
-    args: FinetuneArgs = info["args"]
+    args: FinetuneArgs | HeadArgs = info["args"]
+    metrics = res.get("metrics") or []
+    settings = {
+        "base_model": info.get("base_name") or args.checkpoint,
+        "lr": args.lr,
+        "batch_size": args.batch_size,
+        "epochs": args.epochs,
+        "max_length": args.max_length,
+        "dataset": _dataset(args.data),
+        "train_loss": [(m.step, m.loss) for m in of_type(metrics, (HeadStep, FinetuneStep))],
+    }
+    if isinstance(args, HeadArgs):
+        return clean_summary({**settings, **_head_scores(args.head, res.get("done"), metrics)})
     fin = res.get("done")
     acc = (res.get("report") or {}).get("accuracy", fin.accuracy if fin is not None else None)
-    metrics = res.get("metrics") or []
-    data = str(args.data or "")
     return clean_summary(
         {
-            "base_model": info.get("base_name") or args.checkpoint,
-            "lr": args.lr,
-            "batch_size": args.batch_size,
-            "epochs": args.epochs,
+            **settings,
             "pooling": args.pooling,
-            "max_length": args.max_length,
-            "dataset": PurePath(data.replace("\\", "/")).name.replace("builtin:", "") if data else None,
             "accuracy": acc,
             "val_accuracy": [(m.step, m.accuracy) for m in of_type(metrics, FinetuneEval)],
-            "train_loss": [(m.step, m.loss) for m in of_type(metrics, FinetuneStep)],
         }
     )
+
+
+def _head_scores(head: str, done, metrics) -> dict:
+    """A tagger's word accuracy (main) and entity F1, a reader's F1 (main) and exact match (the
+    trainer's percent made fractions), and the main one's validation curve."""
+    main, other, scale = ("accuracy", "f1", 1.0) if head == "tagger" else ("f1", "exact_match", 0.01)
+
+    def frac(v):
+        v = finite_float(v)
+        return None if v is None else v * scale
+
+    scores = (done.scores if done is not None else None) or {}
+    return {
+        "task": head,
+        "accuracy": frac(scores.get(main)),
+        "other_score": frac(scores.get(other)),
+        "val_accuracy": [(e.step, frac(e.scores.get(main))) for e in of_type(metrics, HeadEval)],
+    }
 
 
 def fmt_setting(key: str, value) -> str:

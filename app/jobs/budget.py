@@ -58,23 +58,38 @@ def max_disk_mb() -> int:
 # temporaries of its batched update (OPTIMIZER floats). Plus FIXED_MB of allocator and autograd
 # overhead. Against VmHWM in a subprocess (fine-tuning minilm 16x64, 16x128, 4x512; pre-training
 # 2 layers x 128 to 6 x 384, vocabularies of 4,000 and 30,522) the estimate is within 8 %.
+#
+# A per-token head (a tagger's one score per tag, a reader's two) keeps TOKEN_SCORES floats per
+# score at EVERY token (its logits, their log-softmax in the loss, the logits' gradient): tokens x
+# tags x 3 for a tagger, tokens x 2 x 3 for a reader; its encoder is fine-tuning's, the pooler held
+# but never trained.
 ACT_HIDDEN = 26
 ACT_ATTENTION = 2.2
 MLM_LOGITS = 3
 MASKED = 0.15
+TOKEN_SCORES = 3
 OPTIMIZER = 4
 FIXED_MB = 100
 
 
 def training_mb(
-    layers: int, hidden: int, heads: int, batch: int, seq_len: int, params: int, trainable: int, vocab: int = 0
+    layers: int,
+    hidden: int,
+    heads: int,
+    batch: int,
+    seq_len: int,
+    params: int,
+    trainable: int,
+    vocab: int = 0,
+    scores: int = 0,
 ) -> int:
     """About how many MB one job takes while it trains: its copy of the weights, the gradients and
-    AdamW's two moments of the trainable ones, and a step's activations (`vocab`: with an MLM head)."""
+    AdamW's two moments of the trainable ones, and a step's activations (`vocab`: with an MLM head;
+    `scores`: a per-token head's scores at every token)."""
     tokens = batch * seq_len
     full_layers = layers - (1 - MASKED) if vocab else layers
     acts = tokens * full_layers * (ACT_HIDDEN * hidden + ACT_ATTENTION * heads * seq_len)
-    acts += tokens * MASKED * MLM_LOGITS * vocab
+    acts += tokens * MASKED * MLM_LOGITS * vocab + tokens * TOKEN_SCORES * scores
     return int(round(FIXED_MB + (params + OPTIMIZER * trainable + acts) * 4 / 2**20))
 
 
@@ -113,6 +128,15 @@ def finetune_mb(
     frozen = embedding_parameters(config) if freeze_embeddings or freeze_layers > 0 else 0
     frozen += min(freeze_layers, L) * layer_parameters(config)
     return training_mb(L, config.hidden_size, config.num_attention_heads, batch, max_length, total, total - frozen)
+
+
+def head_mb(config, batch: int, max_length: int, scores: int, freeze_embeddings: bool = True) -> int:
+    """training_mb of fine-tuning a per-token head of `scores` outputs per token (a tagger's tags, a
+    reader's 2) on a model of `config`."""
+    L, C = config.num_hidden_layers, config.hidden_size
+    total = model_parameters(config, classifier=True, classes=scores)  # the pooler too: it is held
+    trained = total - (C * C + C) - (embedding_parameters(config) if freeze_embeddings else 0)
+    return training_mb(L, C, config.num_attention_heads, batch, max_length, total, trained, scores=scores)
 
 
 def pretrain_mb(layers: int, hidden: int, heads: int, vocab: int, batch: int, seq_len: int) -> int:

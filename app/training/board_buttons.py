@@ -1,7 +1,7 @@
 """The class board's widgets on the Fine-tuning page (app/board/store.py is the store): post a finished
-run, or show a run live on the board while it trains, so a class can watch one run instead of
-queueing thirty. Only when the board is on (BERT_EXPLORER_BOARD=1) and this session has joined a
-board on the Class board page."""
+run (a classifier's or a per-token head's), or show a run live on the board while it trains, so a
+class can watch one run instead of queueing thirty. Only when the board is on
+(BERT_EXPLORER_BOARD=1) and this session has joined a board on the Class board page."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from ..board.service import JOINED, board_store, enabled
 from ..board.store import NICK_CHARS, BoardError, BoardUnavailable
 from ..board.summary import summary_of
 from ..jobs.records import run_record
-from ..jobs.spec import FINETUNE
+from ..jobs.spec import FINETUNE, HEAD
 from ..students import student_key
 from ..ui.formatting import md_escape
 from .follow import current_job
-from .progress import finetune_progress
+from .progress import finetune_progress, head_progress
 
 ICON_ERR = ":material/error:"
 POST_NICK = "ft_board_nick"
@@ -73,7 +73,7 @@ def board_post(res: dict) -> None:
     st.subheader(f"Class board {code}")
     _nickname_and_button(
         POST_NICK,
-        "Shown to the class with this run's settings, accuracy and curves (never your data).",
+        "Shown to the class with this run's settings, scores and curves (never your data).",
         "Post this run to the class board",
         f"ft_board_post_{res['job_id']}",
         lambda: _post(code, res),
@@ -89,8 +89,8 @@ def push_live(job, force: bool = False) -> None:
     now = time.time()
     if job.active and not force and now - share["at"] < WRITE_EVERY_S:
         return
-    res = run_record(FINETUNE, job.metrics, job.info, job.status, job.error, job.stop_reason)
-    frac, line = finetune_progress(job.metrics)
+    res = run_record(job.kind, job.metrics, job.info, job.status, job.error, job.stop_reason)
+    frac, line = (head_progress if job.kind == HEAD else finetune_progress)(job.metrics)
     try:
         kept = board_store().update_live(
             share["code"],
@@ -112,11 +112,12 @@ def push_live(job, force: bool = False) -> None:
 
 def push_ended() -> None:
     """Before the page collects a finished job: its last state on the board, if shown live (the
-    live panel may not have polled since it ended)."""
-    job = current_job(FINETUNE)
-    if job is not None and not job.active:
-        job.drain()
-        push_live(job, force=True)
+    live panel may not have polled since it ended). A per-token head's job only when one is shown live."""
+    for kind in (FINETUNE, HEAD) if st.session_state.get(LIVE) else (FINETUNE,):
+        job = current_job(kind)
+        if job is not None and not job.active:
+            job.drain()
+            push_live(job, force=True)
 
 
 def _go_live(code: str, job) -> None:

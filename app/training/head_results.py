@@ -1,18 +1,21 @@
 """A per-token head's finished run on the Fine-tuning page: its scores and curves, then for a tagger
 the per-tag precision and recall, the confusion matrix, the worst sentences and a try-it box that
-colours each word by its tag; for a reader the answered validation questions (the predicted span
-marked in its passage, the gold answer beside it, the start and end probabilities of every token)
-and a try-it box for a typed passage and question. Everything typed or uploaded is escaped."""
+colours each word by its tag and shows where a picked word looks; for a reader the answered
+validation questions (the predicted span marked in its passage, the gold answer beside it, the
+start and end probabilities of every token) and a try-it box for a typed passage and question.
+Everything typed or uploaded is escaped."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
+from bert.tagging import word_attention
 from bert.train.events import HeadStart
 from bert.train.events import last as last_event
 
 from ..figures import training as training_figures
+from ..figures.core import esc, values_bar
 from ..figures.task_heads import head_curves, span_probs
 from ..jobs.spec import HEAD
 from ..ui import show_figure
@@ -106,6 +109,33 @@ def _tagger_views(res: dict) -> None:
             pd.DataFrame(words, columns=["word", "tag", "prob"]), hide_index=True,
             column_config={"prob": st.column_config.NumberColumn("probability", format="percent")},
         )  # fmt: skip
+        _word_attention(b, clean_text(text), res["job_id"])
+
+
+def _word_attention(b, text: str, job_id: str) -> None:
+    """Where one picked word of the typed sentence looks: a layer's head, or the mean of its heads."""
+    wa = word_attention(b, text)
+    L, H = wa.weights.shape[:2]
+    st.markdown("**Where a word looks.** Pick a word of the sentence: its attention over the sentence.")
+    pick, lay, head = st.columns(3)
+    n = len(wa.words)
+    k = pick.selectbox(
+        "Word", range(n), format_func=lambda i: f"{wa.words[i]} ({i + 1})", key=f"hd_att_word_{job_id}_{n}"
+    )
+    layer = lay.selectbox(
+        "Layer", range(L), index=L - 1, format_func=lambda i: f"layer {i + 1}", key=f"hd_att_layer_{job_id}"
+    )
+    h = head.selectbox("Head", [-1, *range(H)], key=f"hd_att_head_{job_id}",
+                       format_func=lambda i: f"head {i + 1}" if i >= 0 else "mean of its heads")  # fmt: skip
+    row = (wa.weights[layer].mean(0) if h < 0 else wa.weights[layer, h])[k]
+    which = f"head {h + 1}" if h >= 0 else "mean of its heads"
+    fig = values_bar(wa.labels, row.tolist(), title=esc(f"Where «{wa.words[k]}» looks: layer {layer + 1}, {which}"),
+                     y_title="attention", range_y=[0, 1])  # fmt: skip
+    show_figure.show(fig, f"heads-word-attention-{job_id}", key=f"hd_att_fig_{job_id}")
+    st.caption(
+        "Read from the word's first piece, where its tag is read; a word of several pieces gets the sum of "
+        "its pieces' attention. The bars sum to 1."
+    )
 
 
 def _marked(context: str, a: int, b: int) -> str:

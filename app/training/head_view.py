@@ -12,7 +12,7 @@ from bert.checkpoint.builtins import available_builtins
 from bert.data.squad import read_squad
 from bert.data.tagged import read_tagged
 from bert.heads import HEADS
-from bert.train.events import HeadStart, HeadStep
+from bert.train.events import HeadStart
 from bert.train.events import last as last_event
 from bert.train.head_args import for_head
 
@@ -26,11 +26,13 @@ from ..students import owner
 from ..ui import links, show_figure
 from ..ui.errors import show_errors
 from ..ui.formatting import md_escape
+from . import board_buttons
 from . import page as view
 from . import session as ts
 from .finished import collect
 from .follow import POLL_S, current_job, live_job, notice_errors
 from .head_results import PAGE, show_head_result
+from .progress import head_progress
 from .reports import base_bundle
 from .start import start_head
 from .uploads import remember_upload
@@ -182,9 +184,9 @@ def _live_panel() -> None:
     job = live_job(HEAD)
     if job is None:
         return
-    step = last_event(job.metrics, HeadStep)
+    board_buttons.push_live(job)  # a run shown live on the class board (its end: push_ended)
     start = last_event(job.metrics, HeadStart)
-    line = f"step {step.step} of {start.steps}" if step and start else "preparing the data…"
-    view.live_progress(job, job_backend(), step.progress if step else 0.0, line)
+    view.live_progress(job, job_backend(), *head_progress(job.metrics))
     show_figure.show(head_curves(job.metrics, start.steps if start else None), "heads-live-curves", key="hd_live")
     view.stop_button(PAGE, job, "Stop (keeps the best model so far)", "Stopping… (the best model so far is kept)")
+    board_buttons.live_share(job)

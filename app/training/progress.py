@@ -6,7 +6,17 @@ import math
 
 import pandas as pd
 
-from bert.train.events import FinetuneDone, FinetuneStart, FinetuneStep, PretrainEval, PretrainStart, PretrainStep
+from bert.train.events import (
+    FinetuneDone,
+    FinetuneStart,
+    FinetuneStep,
+    HeadDone,
+    HeadStart,
+    HeadStep,
+    PretrainEval,
+    PretrainStart,
+    PretrainStep,
+)
 from bert.train.events import last as last_event  # the latest event of a class (the pages' name for it)
 
 
@@ -43,6 +53,18 @@ def finetune_progress(metrics) -> tuple[float, str]:
     return frac, (
         f"Step {tr.step:,} of {total:,} · {tr.examples_per_s:.1f} examples/s · about {fmt_seconds(tr.eta_s)} left"
     )
+
+
+def head_progress(metrics) -> tuple[float, str]:
+    """(fraction done, one line) of a per-token head's run for the progress bar."""
+    start, step, done = last_event(metrics, HeadStart), last_event(metrics, HeadStep), last_event(metrics, HeadDone)
+    if start is None:
+        return 0.0, "preparing the data…"
+    if done is not None:
+        return 1.0, f"{'Stopped' if done.stopped else 'Finished'} at step {done.step:,} of {start.steps:,}"
+    if step is None:
+        return 0.0, f"step 0 of {start.steps:,}: the first batch is running…"
+    return float(min(max(step.progress, 0.0), 1.0)), f"step {step.step:,} of {start.steps:,}"
 
 
 def pretrain_progress(metrics, total_steps: int, log_every: int) -> tuple[float, str]:

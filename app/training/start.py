@@ -14,6 +14,7 @@ import streamlit as st
 
 import bert
 from bert import settings
+from bert.data.brown_pos import POS_TAGS
 from bert.data.labelled import LabelledData
 from bert.patterns import CAUSAL
 from bert.train.attention_snapshots import AttentionSnapshots
@@ -262,6 +263,13 @@ def start_pretrain(
     return _submit(jm, spec, args, name, recorder, corpus=corpus)
 
 
+def head_scores(args: HeadArgs, data) -> int:
+    """Scores per token of the head `args` trains: a reader's 2, a tagger's one per tag of its data."""
+    if args.head == "reader":
+        return 2
+    return len(data.tag_names) if data is not None else len(POS_TAGS)
+
+
 def start_head(
     base: bert.Bundle, base_source: str, args: HeadArgs, data, jm: JobBackend | None = None
 ) -> tuple[JobHandle, bool]:
@@ -273,7 +281,7 @@ def start_head(
         return existing, False
     args.threads = args.threads or job_threads()
     args.check(base.config.max_tokens)
-    mb = budget.finetune_mb(base.config, args.batch_size, args.max_length, args.freeze_embeddings, 0, 2)
+    mb = budget.head_mb(base.config, args.batch_size, args.max_length, head_scores(args, data), args.freeze_embeddings)
     budget.check_step(args.batch_size, args.max_length, mb, "input")
     code = saved_runs.new_code()
     title = args.name or f"{base.name}-{args.head}"

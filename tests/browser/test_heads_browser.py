@@ -1,6 +1,7 @@
 """The Fine-tuning page's per-token shapes in a real Chromium, in one browser session: "Label every
-word" on an uploaded CoNLL file, then "Find the answer" on an uploaded SQuAD file, each trained to
-its results. Screenshots: tests/artifacts/heads_tagger.png, tests/artifacts/heads_reader.png.
+word" on an uploaded CoNLL file (a word picked in the try-it box: where it looks), then "Find the
+answer" on an uploaded SQuAD file, each trained to its results. Screenshots: tests/artifacts/
+heads_tagger.png, heads_word_attention.png, heads_reader.png.
 
 Kept small for a 2-core machine: 40 tagged sentences and 40 questions over 8 passages, the pages'
 default base model (minilm-l6), short windows; the jobs train on one torch thread, waited for generously.
@@ -74,6 +75,17 @@ def test_label_every_word_and_find_the_answer_on_uploads(page, app_url, app_read
     page.get_by_role("heading", name="4. Results").first.evaluate("e => e.scrollIntoView({block: 'start'})")
     page.wait_for_timeout(1000)
     page.screenshot(path=str(artifacts / "heads_tagger.png"), full_page=False)
+    box = main.locator('[data-testid="stSelectbox"]').filter(has_text="Word").get_by_role("combobox")
+    box.click()  # the try-it box's word picker: typing narrows its list to the word
+    box.press_sequentially("dog")
+    page.get_by_role("option").filter(has_text="dog (7)").first.click()
+    app_ready(page)
+    looks = main.locator(".js-plotly-plot").filter(has_text="Where «dog» looks")
+    looks.first.wait_for(timeout=60_000)
+    assert looks.count() == 1 and "mean of its heads" in looks.first.inner_text()
+    looks.first.evaluate("e => e.scrollIntoView({block: 'center'})")
+    page.wait_for_timeout(800)
+    page.screenshot(path=str(artifacts / "heads_word_attention.png"), full_page=False)
 
     _train(page, app_ready, "Find the answer", squad, 64, "Start: find the answer")
     assert "%" in main.locator('[data-testid="stMetric"]', has_text="exact match").inner_text()
