@@ -58,15 +58,15 @@ PAGE_PICTURES = {
         "test_analysis_browser.py::test_views",
         "analysis_explanations_rollout.png",
     ),
+    "docs/causes_patching.png": (
+        "test_causes_browser.py::test_patching_heatmap_a_clicked_cell_and_a_typed_pair",
+        "causes_patching.png",
+    ),
     "docs/analysis_ablation.png": (
         "test_analysis_browser.py::test_ablation_switch_off_the_top_heads",
         "analysis_ablation.png",
     ),
     "docs/analysis_compare_two.png": ("test_analysis_browser.py::test_views", "analysis_compare_two.png"),
-    "docs/causes_patching.png": (
-        "test_causes_browser.py::test_patching_heatmap_a_clicked_cell_and_a_typed_pair",
-        "causes_patching.png",
-    ),
     "docs/board_live.png": (
         "test_board_browser.py::test_three_students_post_to_one_board_and_it_survives_a_restart",
         "board_live.png",
