@@ -1,12 +1,14 @@
 """Head ablation: switch attention heads off and watch the prediction change."""
 
 import math
+from functools import partial
 
 import pandas as pd
 import streamlit as st
 
 import app
 from app.analysis_cache import class_probs, importance, mlm_topk, off_key
+from app.export.analysis_notebooks import ablation as ablation_notebook
 from app.figures.heads import class_probs_before_after, importance_heatmap, topk_before_after
 from app.model_sources import current_model
 from app.server.rate_limit import wait_seconds
@@ -79,9 +81,12 @@ def _ablation(model, text: str, off: tuple) -> None:
     )
 
     st.subheader("Before and after")
+    notebook = partial(ablation_notebook, text=text, off=off, k=K)
     if b.is_classifier:
         before, after = class_probs(model.key, text, (), b), class_probs(model.key, text, off, b)
-        show_figure.show(class_probs_before_after(b.labels, before, after), "ablation-cls", key="abl_cls")
+        show_figure.show(
+            class_probs_before_after(b.labels, before, after), "ablation-cls", key="abl_cls", notebook=notebook
+        )
     else:
         full, cut = mlm_topk(model.key, text, K, (), b), mlm_topk(model.key, text, K, off, b)
         for i, pos in enumerate(full.positions):
@@ -92,6 +97,7 @@ def _ablation(model, text: str, off: tuple) -> None:
                 ),
                 f"ablation-mlm-{i}",
                 key=f"abl_mlm_{i}",
+                notebook=notebook if i == 0 else None,  # every [MASK] and the ranking
             )
             if i >= 4:
                 st.caption(f"Showing the first 5 of {len(full.positions)} masks.")

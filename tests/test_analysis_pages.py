@@ -225,6 +225,7 @@ def test_ablation_buttons_and_ranking(at):
     _ok(at)
     assert len(at.session_state["abl_off"]) == 5
     assert any("5 of 72 heads switched off" in c.value for c in at.caption)
+    assert "abl_mlm_0_ipynb" in {b.key for b in at.get("download_button")}  # "Open as a notebook"
     at.button(key="abl_all_on").click().run()
     _ok(at)
     assert at.session_state["abl_off"] == []

@@ -148,3 +148,49 @@ def test_the_tokenization_embeddings_explanations_and_patching_notebooks_print_t
     assert (got["rows"], got["columns"]) == (r.rows, r.columns)
     np.testing.assert_allclose(got["effect"], r.effect, atol=1e-5)
     assert _figures(node) == 1
+
+
+@pytest.mark.slow
+def test_the_ablation_head_patterns_and_compare_notebooks_print_the_apps_numbers(monkeypatch):
+    import bert
+    from app.export import analysis_notebooks as anb
+    from bert.analysis import full, mlm
+    from bert.analysis.ablation import head_importance, head_mask
+    from bert.analysis.compare import attentions_of, compare_attention, model_outputs
+    from bert.analysis.heads import head_pattern_stats, label_heads
+
+    bundle = bert.load("minilm-l6")
+    text, off = "the capital of france is [MASK] .", [(0, 3), (2, 5), (5, 11)]
+    full_, cut = mlm.mlm_topk(bundle, text, k=5), mlm.mlm_topk(bundle, text, k=5, head_mask=head_mask(6, 12, off))
+    imp = head_importance(bundle, text)
+    node = _run(anb.ablation(MINILM, Stamp(), text, off, 5), monkeypatch)
+    got = _numbers(node)
+    assert (got["before_tokens"], got["after_tokens"]) == (full_.top_tokens, cut.top_tokens)
+    np.testing.assert_allclose(got["before"], full_.top_probs, atol=1e-5)
+    np.testing.assert_allclose(got["after"], cut.top_probs, atol=1e-5)
+    np.testing.assert_allclose(got["importance"], imp.scores, atol=1e-5)
+    assert _figures(node) == 2
+
+    a, b = "the teacher read the book .", f"she loved it {HOSTILE}"
+    an = full.analyze(bundle, a, b)
+    stats = head_pattern_stats(an.attentions, an.tokens)
+    node = _run(anb.head_patterns(MINILM, Stamp(), a, b, False, 2, 7), monkeypatch)
+    got = _numbers(node)
+    assert got.pop("labels") == label_heads(stats).tolist()
+    for name, value in got.items():
+        np.testing.assert_allclose(value, stats[name], atol=1e-5)
+    assert _figures(node) == 2
+
+    other = bert.load("all-minilm-l6-v2")
+    ref_b = nb.ModelRef("builtin:all-minilm-l6-v2", "all-minilm-l6-v2")
+    (ta, aa), (tb, ab) = attentions_of(bundle, text), attentions_of(other, text)
+    node = _run(anb.compare_models(MINILM, Stamp(), text, 4, 1, MINILM, ref_b, 5), monkeypatch)
+    got = _numbers(node)
+    np.testing.assert_allclose(got["a"], aa[4, 1], atol=1e-5)
+    np.testing.assert_allclose(got["b"], ab[4, 1], atol=1e-5)
+    np.testing.assert_allclose(got["moved"], compare_attention(aa, ab, ta, tb).moved, atol=1e-5)
+    out = model_outputs(bundle, text, 5)
+    assert got["a_tokens"] == out.mlm.top_tokens
+    np.testing.assert_allclose(got["a_probs"], out.mlm.top_probs, atol=1e-5)
+    assert np.array(got["b_probs"]).shape == (1, 5)  # B's masked-word head is freshly initialised: its own draw
+    assert _figures(node) == 6

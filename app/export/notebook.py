@@ -33,20 +33,21 @@ class ModelRef:
     key: str | None
     label: str | None
 
-    def code(self) -> str:
+    def code(self, name: str = "bundle") -> str:
+        """The line(s) that load the model into the variable `name`."""
         kind, _, source = (self.key or "").partition(":")
         if kind == "builtin":
-            return f"bundle = bert.load({source!r})"
+            return f"{name} = bert.load({source!r})"
         if kind == "path":
-            name = PurePath(source).name
+            folder = PurePath(source).name
             return (
                 "# a model of the server's models folder: point this at your copy of the folder\n"
-                f"bundle = bert.load(os.path.join(os.environ.get('BERT_EXPLORER_MODELS_DIR', 'models'), {name!r}))"
+                f"{name} = bert.load(os.path.join(os.environ.get('BERT_EXPLORER_MODELS_DIR', 'models'), {folder!r}))"
             )
         return (
             "# the view's model was trained in a session of the app: save it there (its download), unzip it,\n"
             "# and load its folder here\n"
-            "bundle = bert.load('path/to/the/saved/model/folder')"
+            f"{name} = bert.load('path/to/the/saved/model/folder')"
         )
 
     def note(self) -> str:
