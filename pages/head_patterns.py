@@ -7,6 +7,7 @@ import streamlit as st
 
 import app
 from app.analysis_cache import input_patterns, probe_patterns
+from app.export.analysis_notebooks import head_patterns as head_patterns_notebook
 from app.export.view_file import Choice
 from app.figures.heads import STAT_NAMES, head_stats_bar, pattern_map
 from app.model_sources import current_model
@@ -67,6 +68,7 @@ with show_errors("the head patterns"):
     )
     if source == SOURCES[0]:
         stats, labels, an = input_patterns(model, text_a, text_b)
+        measured = {"text_a": an.text_a, "text_b": an.text_b, "probe": False}
         if an.truncated:
             st.warning(
                 f"The input was cut at the model's maximum of {an.max_length} tokens.", icon=":material/content_cut:"
@@ -74,6 +76,7 @@ with show_errors("the head patterns"):
     else:
         hp = probe_patterns(model.key, model.bundle)
         stats, labels = hp.stats, hp.labels
+        measured = {"text_a": "", "text_b": None, "probe": True}
         with st.expander(f"The {len(hp.sentences)} probe sentences"):
             st.markdown("\n".join(f"1. {md_escape(s)}" for s in probe_sentences()))
     L, H = labels.shape
@@ -87,6 +90,7 @@ with show_errors("the head patterns"):
         + ", ".join(f"{int((labels == lab).sum())} {lab}" for lab in LABELS if (labels == lab).any()),
         on_select=lambda: _pick_from_chart(chart_key, pick_key, L, H),
         selection_mode="points",
+        notebook=partial(head_patterns_notebook, **measured, layer=pick // H, head=pick % H),
     )
     st.caption(
         f"A head gets a pattern's name when it puts at least {PATTERN_THRESHOLD:.0%} of its "

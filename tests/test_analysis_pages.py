@@ -181,6 +181,7 @@ def test_head_patterns_input_probe_and_open_on_attention(at):
     _ok(at)
     at.selectbox(key="hp_head_6_12").set_value(3 * 12 + 4).run()  # layer 4, head 5
     _ok(at)
+    assert "hp_map_6_12_ipynb" in {b.key for b in at.get("download_button")}  # "Open as a notebook"
     at.button(key="hp_open").click().run()  # lands on the Attention page
     _ok(at)
     assert [t.value for t in at.title] == ["Attention"]
