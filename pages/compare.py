@@ -1,6 +1,7 @@
 """Compare: two models on the same input, and one word across many sentences."""
 
 import html
+from functools import partial
 
 import streamlit as st
 
@@ -8,6 +9,8 @@ import app
 from app import state
 from app.analysis_cache import attentions, outputs, word_map
 from app.export import choices
+from app.export.analysis_notebooks import compare_models
+from app.export.notebook import ModelRef
 from app.figures import core
 from app.figures.compare import (
     attention_diff_heatmap,
@@ -104,7 +107,11 @@ if view == VIEWS[0]:
             left, right = st.columns(2)
             titles = f"A: {html.escape(ma.label)}", f"B: {html.escape(mb.label)}"
             pick_a, pick_b = choices.two_models(aa, ab, ta, tb, titles, (layer, head))  # in the saved files
-            show_figure.show(pick_a.draw(layer, head), "compare-att-a", where=left, key="cmp_att_a", choice=pick_a)
+            refs = {"a": ModelRef(ma.key, ma.label), "b": ModelRef(mb.key, mb.label)}
+            notebook = partial(compare_models, text=text, layer=layer, head=head, k=K, **refs)
+            show_figure.show(
+                pick_a.draw(layer, head), "compare-att-a", where=left, key="cmp_att_a", choice=pick_a, notebook=notebook
+            )
             show_figure.show(pick_b.draw(layer, head), "compare-att-b", where=right, key="cmp_att_b", choice=pick_b)
             if (La, Ha) == (Lb, Hb) and not same:
                 try:

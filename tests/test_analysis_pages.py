@@ -238,6 +238,7 @@ def test_compare_two_models_and_word_map(at):
     _ok(at)
     at.slider(key="cmp_layer").set_value(3).run()
     _ok(at)
+    assert "cmp_att_a_ipynb" in {b.key for b in at.get("download_button")}  # "Open as a notebook"
     at.radio(key="cmp_view").set_value("One word in many sentences").run()
     _ok(at)
     at.slider(key="sense_layer_6").set_value(0).run()

@@ -151,7 +151,12 @@ def compare_models(
     cells = [
         (
             "markdown",
-            " ".join([COMPARE_MD, a.note().replace("The model", "Model A"), b.note().replace("The model", "Model B")]),
+            " ".join(
+                filter(
+                    None,
+                    [COMPARE_MD, a.note().replace("The model", "Model A"), b.note().replace("The model", "Model B")],
+                )
+            ),
         ),
         (
             "code",
