@@ -1,7 +1,8 @@
-"""A view's notebook (app/export/notebook.py) run headless (nbclient, the venv's python3 kernel):
-the Attention, Masked LM, fine-tuning-report, Tokenization, Embeddings, Explanations and Patching
-notebooks run with no error, draw with the app's figure builders, and print the app's numbers for
-the same inputs (1e-5). Typed text reaches them only as string literals and escaped markdown."""
+"""A view's notebook (app/export/notebook.py, analysis_notebooks.py) run headless (nbclient, the
+venv's python3 kernel): the Attention, Masked LM, fine-tuning-report, Tokenization, Embeddings,
+Explanations, Patching, Head ablation, Head patterns and Compare notebooks run with no error, draw
+with the app's figure builders, and print the app's numbers for the same inputs (1e-5). Typed text
+reaches them only as string literals and escaped markdown."""
 
 from __future__ import annotations
 
