@@ -71,6 +71,21 @@ def test_a_session_model_gets_a_note_instead_of_a_name():
     assert "/srv" not in nb.ModelRef("path:/srv/models/tiny", "tiny").code()  # no server path in the file
 
 
+def test_compares_notebook_loads_both_models_and_draws_no_difference_of_a_model_with_itself():
+    from app.export.analysis_notebooks import compare_models
+
+    mine = nb.ModelRef("session:mine:3", "mine (yours)")
+    node = nbformat.reads(compare_models(MINILM, Stamp(), "a [MASK] .", 0, 0, mine, MINILM, 5), as_version=4)
+    nbformat.validate(node)
+    code = "".join("".join(c.source) for c in node.cells if c.cell_type == "code")
+    assert (
+        "bundle_a = bert.load('path/to/the/saved/model/folder')" in code and "bundle_b = bert.load('minilm-l6')" in code
+    )
+    assert "same_model = False" in code and "Model A was trained in a session" in "".join(node.cells[2].source)
+    same = compare_models(MINILM, Stamp(), "a [MASK] .", 0, 0, MINILM, MINILM, 5)
+    assert "same_model = True" in same
+
+
 @pytest.mark.slow
 def test_the_attention_and_masked_lm_notebooks_print_the_apps_numbers(monkeypatch):
     import bert

@@ -173,13 +173,14 @@ def compare_models(
         ),
         (
             "code",
-            "if aa.shape[:2] == ab.shape[:2] and ta == tb:  # else no difference map: the maps do not line up\n"
+            f"same_model = {a.key is not None and a.key == b.key}  # then the page draws no difference\n"
+            "if aa.shape[:2] == ab.shape[:2] and ta == tb and not same_model:  # else the maps do not line up\n"
             "    d = compare_attention(aa, ab, ta, tb)\n"
             "    numbers['moved'] = d.moved.tolist()\n"
             "    attention_diff_heatmap(d.diff[layer - 1, head - 1], ta, f'A − B, layer {layer}, head {head}').show()\n"
             "    moved_heatmap(d.moved, (layer - 1, head - 1)).show()\n"
             "else:\n"
-            "    print('The models differ in shape or in tokens: there is no difference map.')",
+            "    print('The same model twice, or models that differ in shape or tokens: no difference map.')",
         ),
         (
             "code",
