@@ -13,10 +13,10 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from bert.train.events import FinetuneEval, FinetuneStep, HeadEval, HeadStep, of_type
-from bert.train.head_args import HeadArgs
 
 if TYPE_CHECKING:
     from bert.train.finetune_args import FinetuneArgs
+    from bert.train.head_args import HeadArgs
 
 from ..ui.formatting import finite_float
 
@@ -92,6 +92,8 @@ def _dataset(data) -> str | None:
 def summary_of(res: dict) -> dict:
     """The posted summary of a fine-tuning result dict (app/training), a classifier's or a per-token
     head's: settings, scores and the curves. Nothing from the data but its name."""
+    from bert.train.head_args import HeadArgs  # here, not at import: it imports torch, and Home draws before any
+
     info = res.get("info") or {}
     args: FinetuneArgs | HeadArgs = info["args"]
     metrics = res.get("metrics") or []
