@@ -4,9 +4,6 @@ teacher key, app/server/teacher.py), students join it by its class code and see 
 The posted runs are redrawn only when they change (`watch` polls the board's version). The board's
 database down, the page says so and redraws when it is back; the other pages never use it."""
 
-import time
-
-import pandas as pd
 import streamlit as st
 
 import app
@@ -14,7 +11,7 @@ from app.board import charts as board_charts
 from app.board import class_panel, pairs_panel
 from app.board.service import JOINED, board_store, enabled
 from app.board.store import CODE_LEN, BoardError, BoardUnavailable, normal_code
-from app.board.summary import SETTING_LABELS, TASK_SCORES, fmt_setting, what_the_best_share
+from app.board.summary import TASK_SCORES, entry_name, runs_table, what_the_best_share
 from app.server import teacher
 from app.ui import show_figure
 from app.ui.errors import show_errors
@@ -109,35 +106,6 @@ def remove(code: str, names: dict[int, str]) -> None:
     st.session_state[NOTE] = ("info", f"{what} is removed." if gone else f"{what} was removed already.")
 
 
-def table(runs: list[dict]) -> pd.DataFrame:
-    """Runs of one task, the best first: their scores, and the settings any of them has."""
-    main, other = TASK_SCORES[runs[0]["task"]] if runs else TASK_SCORES["classifier"]
-    keys = [k for k in SETTING_LABELS if any(r.get(k) is not None for r in runs)]
-    rows = [
-        {
-            "nickname": r["nickname"],
-            f"{main} %": _pct(r["accuracy"]),
-            **({f"{other} %": _pct(r["other_score"])} if other else {}),
-            **{SETTING_LABELS[k]: fmt_setting(k, r.get(k)) for k in keys},
-            "posted": time.strftime("%H:%M", time.localtime(r["posted"])),
-        }
-        for r in runs
-    ]
-    df = pd.DataFrame(rows)
-    return df.sort_values(f"{main} %", ascending=False, na_position="last") if len(df) else df
-
-
-def _pct(v: float | None) -> float | None:
-    return None if v is None else round(100 * v, 1)
-
-
-def entry_name(r: dict) -> str:
-    main = TASK_SCORES[r["task"]][0]
-    named = "" if r["task"] == "classifier" else f"{main} "  # another task's score says what it is
-    acc = f"no {main}" if r["accuracy"] is None else f"{named}{100 * r['accuracy']:.1f} %"
-    return f"{r['nickname']} · {acc} · posted {time.strftime('%H:%M', time.localtime(r['posted']))}"
-
-
 LIVE_STATES = {
     "queued": "waiting for a free slot",
     "running": "training",
@@ -201,7 +169,7 @@ def posted(code: str) -> list[dict]:
     for task, group in ((t, g) for t, g in groups.items() if g):
         if task != "classifier" or len(group) < len(runs):  # runs of several tasks: each its own table
             st.markdown(f"**{HEADS[task].task.capitalize()}**: {len(group)} run(s)")
-        st.dataframe(table(group), hide_index=True, width="stretch")
+        st.dataframe(runs_table(group), hide_index=True, width="stretch")
         tail = "" if task == "classifier" else f"_{task}"  # a classifier's chart keeps the names it had
         show_figure.show(
             board_charts.posted_figure(code, drawn, group), f"board-{code}{tail}", key=f"board_curves{tail}"

@@ -9,12 +9,15 @@ had) sorts the board and draws its validation curve, its OTHER one is shown besi
 from __future__ import annotations
 
 import json
+import time
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from bert.train.events import FinetuneEval, FinetuneStep, HeadEval, HeadStep, of_type
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from bert.train.finetune_args import FinetuneArgs
     from bert.train.head_args import HeadArgs
 
@@ -159,3 +162,36 @@ def what_the_best_share(entries: list[dict], top: int = 3) -> list[str]:
         if len(values) == 1 and best[0].get(key) is not None:
             lines.append(f"{label}: {fmt_setting(key, best[0][key])}")
     return lines
+
+
+def runs_table(runs: list[dict]) -> pd.DataFrame:
+    """The Class board's table of one task's posted runs, the best first: their scores, and the
+    settings any of them has."""
+    import pandas as pd  # here: the board's store imports this module, and a page's start needs no pandas
+
+    main, other = TASK_SCORES[runs[0]["task"]] if runs else TASK_SCORES["classifier"]
+    keys = [k for k in SETTING_LABELS if any(r.get(k) is not None for r in runs)]
+    rows = [
+        {
+            "nickname": r["nickname"],
+            f"{main} %": _pct(r["accuracy"]),
+            **({f"{other} %": _pct(r["other_score"])} if other else {}),
+            **{SETTING_LABELS[k]: fmt_setting(k, r.get(k)) for k in keys},
+            "posted": time.strftime("%H:%M", time.localtime(r["posted"])),
+        }
+        for r in runs
+    ]
+    df = pd.DataFrame(rows)
+    return df.sort_values(f"{main} %", ascending=False, na_position="last") if len(df) else df
+
+
+def _pct(v: float | None) -> float | None:
+    return None if v is None else round(100 * v, 1)
+
+
+def entry_name(r: dict) -> str:
+    """A posted run in one line, as the teacher's remove menu names it."""
+    main = TASK_SCORES[r["task"]][0]
+    named = "" if r["task"] == "classifier" else f"{main} "  # another task's score says what it is
+    acc = f"no {main}" if r["accuracy"] is None else f"{named}{100 * r['accuracy']:.1f} %"
+    return f"{r['nickname']} · {acc} · posted {time.strftime('%H:%M', time.localtime(r['posted']))}"
