@@ -231,15 +231,9 @@ def _noted(name: str) -> tuple[str, ModelRef, Callable[[], Stamp]]:
     return title[:1].upper() + title[1:], ModelRef(model_key, label), stamp
 
 
-def save_document(document: str, name: str, where=None, key: str | None = None, help: str = SAVE_HELP) -> None:
-    """ "Save this view (HTML)" for a view that is already one whole offline document (bertviz's):
-    the same stamp and footer as every saved view (view_file.stamped), added when clicked."""
-    title, _, stamp = _noted(name)
-
-    def build() -> bytes:
-        return stamped(document, title, stamp()).encode("utf-8")
-
-    (where or st).download_button(
+def _html_button(where, build, name: str, key: str | None, help: str) -> None:
+    """The one "Save this view (HTML)" button: `build` runs only when clicked."""
+    where.download_button(
         "Save this view (HTML)",
         build,
         file_name=f"{file_name(name)}.html",
@@ -250,6 +244,17 @@ def save_document(document: str, name: str, where=None, key: str | None = None, 
         type="tertiary",
         help=help,
     )
+
+
+def save_document(document: str, name: str, where=None, key: str | None = None, help: str = SAVE_HELP) -> None:
+    """ "Save this view (HTML)" for a view that is already one whole offline document (bertviz's):
+    the same stamp and footer as every saved view (view_file.stamped), added when clicked."""
+    title, _, stamp = _noted(name)
+
+    def build() -> bytes:
+        return stamped(document, title, stamp()).encode("utf-8")
+
+    _html_button(where or st, build, name, key, help)
 
 
 def save_buttons(panel: Panel, name: str, where, key: str | None, notebook=None):
@@ -265,17 +270,7 @@ def save_buttons(panel: Panel, name: str, where, key: str | None, notebook=None)
     def build_notebook() -> bytes:
         return notebook(ref, stamp()).encode("utf-8")
 
-    where.download_button(
-        "Save this view (HTML)",
-        build,
-        file_name=f"{file_name(name)}.html",
-        mime=MIME,
-        key=f"{key}_html" if key else None,
-        on_click="ignore",
-        icon=":material/download:",
-        type="tertiary",
-        help=SAVE_HELP,
-    )
+    _html_button(where, build, name, key, SAVE_HELP)
     if notebook is not None:
         where.download_button(
             "Open as a notebook",
