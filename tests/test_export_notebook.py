@@ -184,7 +184,9 @@ def test_the_ablation_head_patterns_and_compare_notebooks_print_the_apps_numbers
     assert (got["before_tokens"], got["after_tokens"]) == (full_.top_tokens, cut.top_tokens)
     np.testing.assert_allclose(got["before"], full_.top_probs, atol=1e-5)
     np.testing.assert_allclose(got["after"], cut.top_probs, atol=1e-5)
-    np.testing.assert_allclose(got["importance"], imp.scores, atol=1e-5)
+    # a gradient summed over every weight of a head: float32 sums in another order (the kernel's
+    # threads) agree to about 1e-5 of the score, not to 1e-5 absolute
+    np.testing.assert_allclose(got["importance"], imp.scores, rtol=1e-4, atol=1e-5)
     assert _figures(node) == 2
 
     a, b = "the teacher read the book .", f"she loved it {HOSTILE}"

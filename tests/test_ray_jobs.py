@@ -152,7 +152,7 @@ def test_the_next_word_game_and_a_decoder_run_on_the_workers(backend):
     assert decoder.trace("cat moon egg").outputs
 
 
-def test_stop_keeps_and_saves_the_model(backend):
+def test_stop_keeps_and_saves_the_model(backend, monkeypatch):
     from app.jobs import saved_runs
 
     job, _ = backend.submit_spec("o", ft_spec("RAYSTP", "browser:s", epochs=400))
@@ -165,10 +165,26 @@ def test_stop_keeps_and_saves_the_model(backend):
     assert state == "running" and events[0]["event"] == "start"
     assert backend.counts()["running"] >= 1
     backend.heartbeat(["RAYSTP"])
+    import ray
+
+    from app.jobs.ray_actors import NAMESPACE
+
+    held = ray.get_actor("RAYSTP", namespace=NAMESPACE)  # a handle a poll took just before the actor went
     backend.stop("RAYSTP")
     assert backend.wait(job, 60) and job.status == "stopped"
     assert backend.find("browser:s", FINETUNE) is None
     assert backend.poll("RAYSTP")[1] == "stopped"
+    deadline = time.time() + 60  # its follower has every event: the actor is let go
+    while time.time() < deadline:
+        try:
+            ray.get(held.poll.remote(0), timeout=10)
+        except ray.exceptions.RayActorError:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail("the stopped job's actor was not let go")
+    monkeypatch.setattr(ray, "get_actor", lambda *a, **k: held)  # the poll that races the let-go
+    assert backend.poll("RAYSTP")[1] == "stopped"  # its end state, not "lost"
     assert any(e.event == "saved" for e in job.metrics), (
         [e.event for e in job.metrics][-5:],
         job.error,

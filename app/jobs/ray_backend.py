@@ -220,8 +220,9 @@ class RayJobs:
             return [], "queued"
         except ray.exceptions.ActorUnavailableError:  # for now: its node is late, or going; asked again next time
             return [], ask(self.registry.state_of.remote(code)) or "running"
-        except ray.exceptions.RayActorError:
-            return [], LOST
+        except ray.exceptions.RayActorError:  # let go once collected (its end state is kept), or died with its node
+            state = ask(self.registry.state_of.remote(code))
+            return [], state if state not in (None, "queued", "running") else LOST
         return out["events"], out["state"]
 
     def stop(self, code: str, reason: str = USER) -> None:
