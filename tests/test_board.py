@@ -147,7 +147,7 @@ def test_a_head_runs_summary_posts_its_own_scores_as_fractions():
     assert s["val_accuracy"] == [[10, 0.5], [20, 0.9]] and len(s["train_loss"]) == 30
     reader = _head_res("reader", {"exact_match": 50.0, "f1": 75.0}, [{"exact_match": 40.0, "f1": 60.0}])
     s = board_summary.summary_of(reader)  # the trainer's percent, posted as fractions
-    assert s["task"] == "reader" and s["dataset"] == "my-texts.json" and s["max_length"] == 192
+    assert s["task"] == "reader" and s["dataset"] == "my-texts.json" and s["max_length"] == 96
     assert s["accuracy"] == 0.75 and s["other_score"] == 0.5 and s["val_accuracy"] == [[10, 0.6]]
     assert "secret" not in json.dumps(s)
     assert board_summary.clean_summary({"task": "<b>x</b>"})["task"] == "classifier"  # an unknown task: none

@@ -9,11 +9,12 @@ The caps are set by whoever runs the server (bert/settings.py; docs/SETTINGS.md)
     BERT_EXPLORER_MAX_DISK_MB       saved runs + job folders + tokenized files       (default 2,000)
 
 Measured on the 2-core server (one torch thread, fine-tuning all-minilm-l6-v2, embeddings frozen;
-peak memory VmHWM in a subprocess): 16 x 64 tokens 0.75 s a step; 16 x 128 (2,048 tokens)
-2.1 s and +640 MB; 4 x 512 (2,048) 3.3 s and +1,080 MB; 64 x 128 (8,192) 10.4 s and +2.2 GB;
-16 x 512 (8,192) 17 s and +4.0 GB. Hence 2,048 tokens a step: a Stop (or a closed tab) is
+peak memory VmHWM in a subprocess once a run has settled): 16 x 64 tokens 0.75 s a step and
++0.6 GB; 16 x 128 (2,048 tokens) 2.1 s and +1.1 GB; 4 x 512 (2,048) 3.3 s and +1.6 GB; 64 x 128
+(8,192) 10.4 s; 16 x 512 (8,192) 17 s. Hence 2,048 tokens a step: a Stop (or a closed tab) is
 obeyed between steps, so a step must stay well under the 10 s the page promises, and 8,192
-tokens would take 2-4 GB of a class server (Community Cloud gives 1 GB in all).
+tokens would take several GB of a class server (Community Cloud gives 1 GB in all). At the
+default 1,024 MB a job, a model of all-minilm's size fine-tunes 16 x 64 tokens a step, or 8 x 128.
 """
 
 from __future__ import annotations
@@ -51,25 +52,30 @@ def max_disk_mb() -> int:
 
 # ---- memory of a training step -------------------------------------------------------------------
 # Floats kept for the backward pass, per token and layer: ACT_HIDDEN x hidden size (q, k, v, the
-# feed-forward's 4x wide input and output, layer norms, dropout masks) + ACT_ATTENTION x heads x
-# sequence length (masked attention runs on the (T, T) scores); the MLM head keeps MLM_LOGITS
-# floats per vocabulary word at each masked position, and pre-training runs the last layer at
-# those positions only. Per trainable weight: the weight's gradient, AdamW's two moments and the
-# temporaries of its batched update (OPTIMIZER floats). Plus FIXED_MB of allocator and autograd
-# overhead. Against VmHWM in a subprocess (fine-tuning minilm 16x64, 16x128, 4x512; pre-training
-# 2 layers x 128 to 6 x 384, vocabularies of 4,000 and 30,522) the estimate is within 8 %.
+# feed-forward's 4x wide input and output, layer norms, dropout masks, and what the allocator keeps
+# of earlier steps' activations) + ACT_ATTENTION x heads x sequence length (masked attention runs on
+# the (T, T) scores); the MLM head keeps MLM_LOGITS floats per vocabulary word at each masked
+# position, and pre-training runs the last layer at those positions only. Per trainable weight: the
+# weight's gradient, AdamW's two moments and the temporaries of its batched update (OPTIMIZER
+# floats). Plus FIXED_MB of allocator and autograd overhead. The peak is a run's steady state, not
+# its first step's: the allocator keeps more of a step's freed activations for a few steps, then
+# levels off. Against VmHWM in a subprocess after 7 steps of full-length batches (`python -m
+# benchmarks.memory_estimate`: fine-tuning 6 layers x 384 at 16 x 64, 16 x 128 and 4 x 512, and
+# 4 x 256 at 16 x 128) the estimate is between 1 % under and 11 % over.
 #
 # A per-token head (a tagger's one score per tag, a reader's two) keeps TOKEN_SCORES floats per
 # score at EVERY token (its logits, their log-softmax in the loss, the logits' gradient): tokens x
 # tags x 3 for a tagger, tokens x 2 x 3 for a reader; its encoder is fine-tuning's, the pooler held
-# but never trained.
-ACT_HIDDEN = 26
-ACT_ATTENTION = 2.2
+# but never trained, and its runs settle HEAD_ACTIVATIONS times higher than a classifier's on the
+# same batches.
+ACT_HIDDEN = 36
+ACT_ATTENTION = 2.4
 MLM_LOGITS = 3
 MASKED = 0.15
 TOKEN_SCORES = 3
+HEAD_ACTIVATIONS = 1.15
 OPTIMIZER = 4
-FIXED_MB = 100
+FIXED_MB = 60
 
 
 def training_mb(
@@ -89,7 +95,9 @@ def training_mb(
     tokens = batch * seq_len
     full_layers = layers - (1 - MASKED) if vocab else layers
     acts = tokens * full_layers * (ACT_HIDDEN * hidden + ACT_ATTENTION * heads * seq_len)
-    acts += tokens * MASKED * MLM_LOGITS * vocab + tokens * TOKEN_SCORES * scores
+    if scores:
+        acts = acts * HEAD_ACTIVATIONS + tokens * TOKEN_SCORES * scores
+    acts += tokens * MASKED * MLM_LOGITS * vocab
     return int(round(FIXED_MB + (params + OPTIMIZER * trainable + acts) * 4 / 2**20))
 
 

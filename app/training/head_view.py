@@ -34,7 +34,7 @@ from .follow import POLL_S, current_job, live_job, notice_errors
 from .head_results import PAGE, show_head_result
 from .progress import head_progress
 from .reports import base_bundle
-from .start import start_head
+from .start import check_head_settings, start_head
 from .uploads import remember_upload
 
 CLASSIFY = "classify"
@@ -98,6 +98,21 @@ def _data(head: str):
     return data
 
 
+def _args(head: str, base_source: str):
+    """The run's HeadArgs from the page's settings."""
+    ss = st.session_state
+    max_length = int(ss[f"hd_{head}_max_length"])
+    return for_head(
+        head,
+        checkpoint=base_source,
+        max_length=max_length,
+        stride=min(for_head(head).stride, max_length // 4),  # a shorter window shares less
+        lr=float(ss[f"hd_{head}_lr"]),
+        epochs=int(ss[f"hd_{head}_epochs"]),
+        max_train=int(ss[f"hd_{head}_max_train"]),
+    )
+
+
 def on_start(head: str, data, base_source: str) -> None:
     """Start button callback."""
     ss = st.session_state
@@ -109,16 +124,7 @@ def on_start(head: str, data, base_source: str) -> None:
         if base is None:
             ss[ts.HD_NOTICE] = ("error", "That model is no longer in this session: pick another one.")
             return
-        max_length = int(ss[f"hd_{head}_max_length"])
-        args = for_head(
-            head,
-            checkpoint=base_source,
-            max_length=max_length,
-            stride=min(for_head(head).stride, max_length // 4),  # a shorter window shares less
-            lr=float(ss[f"hd_{head}_lr"]),
-            epochs=int(ss[f"hd_{head}_epochs"]),
-            max_train=int(ss[f"hd_{head}_max_train"]),
-        )
+        args = _args(head, base_source)
         if data is not None:
             args.data = data.source
         try:
@@ -126,6 +132,19 @@ def on_start(head: str, data, base_source: str) -> None:
             ss[ts.HD_NOTICE] = None
         except LimitError as e:
             ss[ts.HD_NOTICE] = ("error", str(e))
+
+
+def _fits(head: str, data, base_source: str) -> bool:
+    """The budget line under the settings (steps, memory, minutes), or what is over a cap: False then."""
+    base = base_bundle(base_source)
+    if base is None:
+        return False
+    est = check_head_settings(base, _args(head, base_source), data or None)
+    if est["ok"]:
+        st.caption(est["line"])
+    else:
+        st.error(md_escape(est["line"]), icon=view.ICON_ERR)
+    return est["ok"]
 
 
 def _settings(head: str) -> str:
@@ -163,6 +182,7 @@ def head_page(head: str) -> None:
         data = _data(head)
     st.header("2. Settings")
     base_source = _settings(head)
+    fits = _fits(head, data, base_source)
     st.header("3. Train")
     jm = job_backend()
     job = current_job(HEAD, jm)
@@ -173,7 +193,7 @@ def head_page(head: str) -> None:
         f"Start: {HEADS[head].task}",
         on_start,
         (head, data or None, base_source),
-        data is False or (job is not None and job.active),
+        data is False or not fits or (job is not None and job.active),
     )
     if job is not None and job.active:
         st.fragment(run_every=POLL_S)(_live_panel)()

@@ -270,6 +270,18 @@ def head_scores(args: HeadArgs, data) -> int:
     return len(data.tag_names) if data is not None else len(POS_TAGS)
 
 
+def check_head(base: bert.Bundle, args: HeadArgs, data) -> int:
+    """The memory estimate of this per-token head's job (MB); LimitError if it is over a cap."""
+    mb = budget.head_mb(base.config, args.batch_size, args.max_length, head_scores(args, data), args.freeze_embeddings)
+    budget.check_step(args.batch_size, args.max_length, mb, "input")
+    return mb
+
+
+def check_head_settings(base: bert.Bundle, args: HeadArgs, data) -> dict:
+    mb = budget.head_mb(base.config, args.batch_size, args.max_length, head_scores(args, data), args.freeze_embeddings)
+    return _budget_view(args.batch_size, args.max_length, mb, "input")
+
+
 def start_head(
     base: bert.Bundle, base_source: str, args: HeadArgs, data, jm: JobBackend | None = None
 ) -> tuple[JobHandle, bool]:
@@ -281,8 +293,7 @@ def start_head(
         return existing, False
     args.threads = args.threads or job_threads()
     args.check(base.config.max_tokens)
-    mb = budget.head_mb(base.config, args.batch_size, args.max_length, head_scores(args, data), args.freeze_embeddings)
-    budget.check_step(args.batch_size, args.max_length, mb, "input")
+    check_head(base, args, data)
     code = saved_runs.new_code()
     title = args.name or f"{base.name}-{args.head}"
     info = {"base_source": base_source, "base_name": base.name, "code": code, "title": title, "head": args.head}
