@@ -56,17 +56,111 @@ def test_the_word_notebook_prints_the_apps_map_and_separation(monkeypatch):
     assert nbr.figures(node) == 2
 
 
-@pytest.mark.slow
-def test_the_pages_offer_their_notebooks_with_their_inputs(monkeypatch):
-    """In AppTest (no server to click): Compare's "One word in many sentences" offers its notebook,
-    built from the page's word, sentences, senses and layer."""
+def _pretrain_args(**kw):
+    from bert.train.pretrain import PretrainArgs
 
+    base = dict(out="", init="scratch", vocab="train:120", layers=1, hidden=32, heads=2, max_seq_length=32)
+    base.update(batch_size=4, steps=6, lr=1e-3, warmup_steps=1, log_every=2, eval_every=3, save_every=100)
+    base.update(eval_sequences=8, threads=1, cache_tokens=False, probe=f"the [MASK] sits on the [MASK] . {HOSTILE}")
+    return PretrainArgs(**{**base, **kw})
+
+
+def _code(node) -> list[str]:
+    return ["".join(c.source) for c in node.cells if c.cell_type == "code"]
+
+
+@pytest.mark.parametrize("objective", ["mlm+nsp", "next-word"])
+def test_a_pretraining_notebook_without_the_downloaded_model_says_how_to_load_it(objective, capsys):
+    """The cells after the report run as they are (the folder not yet set) and only say so."""
+    import bert
+    from app.export.notebook import SAVED_MODEL
+    from app.export.training_notebooks import pretrain_report
+    from bert.train.events import PretrainDone
+    from bert.train.next_word import next_word_probe
+    from tests.helpers import pretrain_eval, pretrain_start
+
+    args = _pretrain_args(objective=objective)
+    events = [pretrain_start(), pretrain_eval(3, probe=[[("the", 0.5)]])]
+    node = nbr.read(pretrain_report(MINILM, Stamp(), HOSTILE, "session:x", events, PretrainDone(stopped=False), args))
+    *_, load, try_it = _code(node)
+    assert f"folder = {SAVED_MODEL!r}" in load and "bert.load" not in "".join(_code(node)[:-2])
+    text = next_word_probe(args.probe) if objective == "next-word" else args.probe
+    assert (
+        f"text = next_word_probe({args.probe!r})" in try_it
+        if objective == "next-word"
+        else f"text = {text!r}" in try_it
+    )
+    exec(load + "\n" + try_it, {"bert": bert, "os": __import__("os"), "json": __import__("json")})
+    assert "No model loaded yet: set `folder` above" in capsys.readouterr().out
+    assert "<img" not in "".join(node.cells[2].source)  # the run's name, escaped
+
+
+@pytest.fixture(scope="module")
+def pretrain_run() -> dict:
+    """A finished six-step pre-training run as the page keeps it: the app's job on tiny_corpus, its
+    record (run_record) with the model, name and key the session gives it."""
+    from app.jobs.records import run_record
+    from app.jobs.worker import StopEvent
+    from tests.helpers import pretrain_fn, run_fn, tiny_corpus
+
+    args = _pretrain_args()
+    events = run_fn(pretrain_fn(args, tiny_corpus(), "tiny-pre", "tiny"), StopEvent(job_id=4343))
+    res = run_record("pretrain", events, {"args": args, "corpus": "tiny"}, "done", None, None)
+    res.update(job_id=4343, finished=0.0, code=None, saved=False, bundle=res["done"].bundle, name="tiny-pre")
+    return {**res, "key": "session:tiny-pre", "added": 0.0}
+
+
+@pytest.mark.slow
+def test_a_finished_pretraining_runs_notebook_redraws_it_and_tries_its_downloaded_model(
+    pretrain_run, monkeypatch, tmp_path
+):
+    """The run's notebook run with `folder` set to its unzipped download: the curves, the final
+    scores, the plateau step and the probe's guesses equal the app's."""
+    import io
+    import zipfile
+
+    from app.export.notebook import SAVED_MODEL
+    from app.export.training_notebooks import pretrain_report
+    from app.training.downloads import model_zip
+    from app.training.names import safe_filename
+    from bert.train.events import PretrainEval, PretrainStart, last, of_type
+    from bert.train.plateau import plateau_exit
+    from bert.train.pretrain_eval import probe_predictions
+
+    res = pretrain_run
+    args, done, bundle = res["info"]["args"], res["done"], res["bundle"]
+    with zipfile.ZipFile(io.BytesIO(model_zip(bundle, "tiny-pre"))) as z:  # "Download (BERT Explorer format)"
+        z.extractall(tmp_path)
+    text = pretrain_report(MINILM, Stamp(), "tiny-pre", res["key"], res["metrics"], done, args)
+    node = nbr.run(text.replace(repr(SAVED_MODEL), repr(str(tmp_path / safe_filename("tiny-pre")))), monkeypatch)
+    got = nbr.numbers(node)
+    assert done.step == 6 and None not in (done.mlm_top1, done.mlm_top5, done.nsp_acc)
+    assert (got["step"], got["top1"], got["top5"], got["nsp_acc"]) == (6, done.mlm_top1, done.mlm_top5, done.nsp_acc)
+    evals, start = of_type(res["metrics"], PretrainEval), last(res["metrics"], PretrainStart)
+    left = plateau_exit(evals, start.baseline_token)
+    assert got["left_plateau_at"] == (left.step if left else None) and len(evals) == 2
+    want = probe_predictions(bundle, args.probe, k=5)
+    assert [[t for t, _ in g] for g in got["guesses"]] == [[t for t, _ in g] for g in want] and len(want) == 2
+    # the page shows the guesses rounded to 4 decimals: a last digit may round the other way
+    np.testing.assert_allclose(
+        [[p for _, p in g] for g in got["guesses"]], [[p for _, p in g] for g in want], atol=1e-4
+    )
+    assert nbr.figures(node) == 1 + 2  # the curves, one bar chart a [MASK]
+
+
+@pytest.mark.slow
+def test_the_pages_offer_their_notebooks_with_their_inputs(pretrain_run, monkeypatch):
+    """In AppTest (no server to click): Compare's "One word in many sentences" offers its notebook,
+    built from the page's word, sentences, senses and layer; a finished pre-training run offers its
+    report, with its events and its model to load from its download."""
     import streamlit as st
     from streamlit.delta_generator import DeltaGenerator
     from streamlit.testing.v1 import AppTest
 
+    from app.export.notebook import SAVED_MODEL
+    from app.training import session as ts
     from bert.analysis.words import sense_examples
-    from tests.helpers import ENTRY
+    from tests.helpers import ENTRY, select_session_model
 
     offered = {}
 
@@ -90,3 +184,12 @@ def test_the_pages_offer_their_notebooks_with_their_inputs(monkeypatch):
     assert (_assigned(node, "word"), _assigned(node, "sentences")) == (word, sentences)
     assert (_assigned(node, "senses"), _assigned(node, "layer")) == (senses, 2)
     assert "bundle = bert.load('minilm-l6')" in "".join(node.cells[1].source)
+
+    select_session_model(at, "tiny-pre", pretrain_run["bundle"])
+    at.session_state[ts.PT_RESULTS] = [pretrain_run]
+    at.switch_page("pages/pretrain.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    node = nbr.read(offered["pt_curves_4343_ipynb"]().decode("utf-8"))
+    code = _code(node)
+    assert _assigned(node, "folder") == SAVED_MODEL and "pretrain_curves(events, 6)" in code[1]
+    assert len(code[1]) > 1000 and _assigned(node, "text") == pretrain_run["info"]["args"].probe
