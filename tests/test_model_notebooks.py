@@ -1,6 +1,8 @@
-"""The notebooks of Compare's "One word in many sentences" (app/export/model_notebooks.py) run
+"""The notebooks of Compare's "One word in many sentences" (app/export/model_notebooks.py), of a
+finished pre-training run and of the Decoder page's decoding (app/export/training_notebooks.py) run
 headless in the venv's kernel with no error, draw with the app's figure builders and print the
-app's numbers for the same inputs (1e-5). Typed text reaches them only as string literals."""
+app's numbers for the same inputs (1e-5); the pages offer them with their inputs. Typed text
+reaches them only as string literals and escaped markdown."""
 
 from __future__ import annotations
 
@@ -148,16 +150,55 @@ def test_a_finished_pretraining_runs_notebook_redraws_it_and_tries_its_downloade
     assert nbr.figures(node) == 1 + 2  # the curves, one bar chart a [MASK]
 
 
+@pytest.fixture(scope="module")
+def decoder_run() -> dict:
+    """A finished encoder-decoder run as the Decoder page keeps it (tests/helpers.py), saved under a run code."""
+    from tests.helpers import tiny_seq2seq_run
+
+    return {**tiny_seq2seq_run(), "code": "K7QX2M", "saved": True}
+
+
 @pytest.mark.slow
-def test_the_pages_offer_their_notebooks_with_their_inputs(pretrain_run, monkeypatch):
+def test_the_decoding_notebook_redraws_the_pages_decoding_from_its_numbers(decoder_run, monkeypatch):
+    """The run's model has no download: the notebook carries the decoding the page computed
+    (outputs, probabilities, attention within 1e-6) and its curves, and draws them with the page's
+    builders; the run code says where the run reopens."""
+    from app.export.training_notebooks import decoding
+    from app.trained_decoder import example_source
+    from bert.train.events import last
+    from bert.train.seq2seq import Seq2SeqDone
+
+    bundle, text = decoder_run["bundle"], example_source(decoder_run)
+    tr = bundle.trace(text)
+    L, T = tr.cross.shape[0], len(tr.outputs)
+    assert T > 1 and L == 2
+    nb_text = decoding(
+        MINILM, Stamp(), bundle.name, "Reverse <b>", "K7QX2M", decoder_run["metrics"], text, tr, T - 2, 1
+    )
+    assert len(nb_text.encode()) < 200_000 and "K7QX2M" in nb_text and "<b>" not in nb_text
+    node = nbr.run(nb_text, monkeypatch)
+    got = nbr.numbers(node)
+    done = last(decoder_run["metrics"], Seq2SeqDone)
+    assert (got["exact_match"], got["best_step"]) == (done.exact_match, done.best_step)
+    assert got["outputs"] == tr.outputs
+    np.testing.assert_allclose(got["probs"], tr.probs, atol=1e-5)
+    np.testing.assert_allclose(got["cross"], tr.cross[1].mean(0).numpy(), atol=1e-5)
+    np.testing.assert_allclose(got["self"], tr.selfs[1].mean(0).numpy(), atol=1e-5)
+    assert nbr.figures(node) == 3  # the curves, the cross- and the self-attention
+    assert f"Step {T - 1}: it read {tr.inputs[T - 2]} and wrote {tr.outputs[T - 2]}" in nbr.printed(node)
+
+
+@pytest.mark.slow
+def test_the_pages_offer_their_notebooks_with_their_inputs(pretrain_run, decoder_run, monkeypatch):
     """In AppTest (no server to click): Compare's "One word in many sentences" offers its notebook,
     built from the page's word, sentences, senses and layer; a finished pre-training run offers its
-    report, with its events and its model to load from its download."""
+    report, with its events and its model to load from its download; the Decoder page its decoding."""
     import streamlit as st
     from streamlit.delta_generator import DeltaGenerator
     from streamlit.testing.v1 import AppTest
 
     from app.export.notebook import SAVED_MODEL
+    from app.trained_decoder import RESULT, example_source
     from app.training import session as ts
     from bert.analysis.words import sense_examples
     from tests.helpers import ENTRY, select_session_model
@@ -193,3 +234,9 @@ def test_the_pages_offer_their_notebooks_with_their_inputs(pretrain_run, monkeyp
     code = _code(node)
     assert _assigned(node, "folder") == SAVED_MODEL and "pretrain_curves(events, 6)" in code[1]
     assert len(code[1]) > 1000 and _assigned(node, "text") == pretrain_run["info"]["args"].probe
+
+    at.session_state[RESULT] = decoder_run
+    at.switch_page("pages/decoder.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    node = nbr.read(offered["s2s_cross_ipynb"]().decode("utf-8"))
+    assert _assigned(node, "text") == example_source(decoder_run) and "K7QX2M" in "".join(node.cells[3].source)

@@ -1,16 +1,20 @@
 """Notebooks of a finished training run, built like app/export/notebook.py's fine-tuning report:
-the run's curves redrawn from its recorded events (bert.train.events, written with to_dict) by the
-page's figure builder, its final numbers printed after NUMBERS, and its model loaded where it can
-be: a session's model is loaded from the folder its download unzips to, once the user points the
-notebook at it; until then those cells say so. Typed text reaches the code cells only as Python
-string literals (repr)."""
+the run's curves redrawn from its recorded events (written with to_dict) by the page's figure
+builder, its final numbers printed after NUMBERS, and its model loaded where it can be. A
+pre-training run's model (a session's) is loaded from the folder its download unzips to, once the
+user points the notebook at it; until then those cells say so. The Decoder page offers no download:
+its decoding's numbers travel in the notebook instead. Typed text reaches the code cells only as
+Python string literals (repr)."""
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from bert.train.next_word import NEXT_WORD
 from bert.train.pretrain import PretrainArgs
+from bert.train.seq2seq import EVENTS
 
 from .notebook import NUMBERS, SAVED_MODEL, ModelRef, md_text, notebook
 from .stamp import Stamp
@@ -103,3 +107,89 @@ def pretrain_report(model: ModelRef, stamp: Stamp, name: str, key: str, events: 
     ]
     stamp = Stamp(model=name, weights=None, inputs=stamp.inputs, saved=stamp.saved, version=stamp.version)
     return notebook(f"Pre-training run {name}", stamp, ModelRef(key, name), cells, load=False)
+
+
+DECODER_MD = (
+    "BERT only *reads*. To *write* a sequence, decoder layers sit on top: each looks back at what it has written "
+    "so far (masked self-attention), then at the encoder's vectors of the source (**cross-attention**), then "
+    "thinks (feed-forward). It writes greedily: at every step the likeliest next token, until `[SEP]`. Below: the "
+    "run's curves (training loss; held-out exact match and token accuracy), then its decoding of the source, one "
+    "row a step: where that step looked in the source, and in what it had written (mean over heads). Change "
+    "`step` and `layer` (counted from 1) and run again."
+)
+DECODER_MODEL_MD = (
+    "The model was trained in a session of the app and the page offers no download of it: this notebook carries "
+    "the decoding's numbers as the page computed them (attention rounded to {digits} decimals){reopen}."
+)
+DIGITS = 6  # decimals of the attention a decoding notebook carries: within 1e-6, a fraction of the size
+
+
+def _rounded(x) -> list:
+    return np.round(np.asarray(x, dtype=np.float64), DIGITS).tolist()
+
+
+def decoding(
+    model: ModelRef,
+    stamp: Stamp,
+    name: str,
+    title: str,
+    code: str | None,
+    events: list,
+    text: str,
+    trace,
+    step: int,
+    layer: int,
+) -> str:
+    """The Decoder page's "Watch it decode" for run `name` (trained on `title`; `code` its run code
+    when it was saved): its curves from the run's `events` (bert.train.seq2seq's), and `trace` (a
+    bert.seq2seq.generate.Trace of `text`) at `step` and `layer` (0-based), its attention carried
+    as numbers (mean over heads, every layer): the run's model is a session's, with no download."""
+    kept = [e for e in events if isinstance(e, tuple(EVENTS.values()))]
+    cross = trace.cross.float().mean(1).numpy()  # (L, T, S)
+    selfs = trace.selfs.float().mean(1).numpy()  # (L, T, T)
+    reopen = (
+        f"; the run itself reopens on the Decoder page with its run code **{md_text(code)}** (for a day)"
+        if code
+        else ""
+    )
+    cells = [
+        ("markdown", DECODER_MD + f"\n\nRun **{md_text(name)}**, trained on {md_text(title)}."),
+        ("markdown", DECODER_MODEL_MD.format(digits=DIGITS, reopen=reopen)),
+        (
+            "code",
+            "from app.figures import seq2seq as s2s_figures\nfrom bert.train.events import last\n"
+            "from bert.train.seq2seq import Seq2SeqDone, event_from_dict\n\n"
+            f"events = [event_from_dict(e) for e in json.loads({json.dumps([e.to_dict() for e in kept])!r})]\n"
+            "done = last(events, Seq2SeqDone)\n"
+            "if done is not None:\n"
+            "    print(f'held-out exact match {done.exact_match:.0%}, kept model of step {done.best_step:,}')\n"
+            f"    print({NUMBERS!r} + json.dumps({{'exact_match': done.exact_match, 'best_step': done.best_step}}))\n"
+            "s2s_figures.curves(events)",
+        ),
+        (
+            "code",
+            "import numpy as np\n\n"
+            f"text = {text!r}  # the source typed on the page\n"
+            f"source = {list(trace.source)!r}  # the encoder's tokens\n"
+            f"inputs = {list(trace.inputs)!r}  # what the decoder read at each step\n"
+            f"outputs = {list(trace.outputs)!r}  # what it wrote at each step\n"
+            f"probs = {[float(p) for p in trace.probs]!r}  # the probability of each written token\n"
+            f"cross = np.array(json.loads({json.dumps(_rounded(cross))!r}))  # (layers, steps, source tokens)\n"
+            f"selfs = np.array(json.loads({json.dumps(_rounded(selfs))!r}))  # (layers, steps, steps)\n"
+            f"step, layer = {int(step) + 1}, {int(layer) + 1}\n"
+            "t = step - 1\n"
+            "print(f'Step {step}: it read {inputs[t]} and wrote {outputs[t]} (p = {probs[t]:.2f}). '\n"
+            "      f'Output so far: {\" \".join(outputs[:step])}')\n"
+            f"print({NUMBERS!r} + json.dumps({{'outputs': outputs, 'probs': probs, 'cross': cross[layer - 1].tolist(), "
+            "'self': selfs[layer - 1].tolist()}))\n"
+            "s2s_figures.attention(cross[layer - 1], outputs, source, f'cross-attention, layer {layer}', t,\n"
+            "                      'source token')",
+        ),
+        (
+            "code",
+            "s2s_figures.attention(selfs[layer - 1], outputs, inputs, f'masked self-attention, layer {layer}', t,\n"
+            "                      'read')",
+        ),
+    ]
+    stamp = Stamp(model=name, weights=None, inputs=stamp.inputs, saved=stamp.saved, version=stamp.version)
+    return notebook(f"Decoding with {name}", stamp, ModelRef(None, name), cells, load=False)
