@@ -150,6 +150,41 @@ def test_a_finished_pretraining_runs_notebook_redraws_it_and_tries_its_downloade
     assert nbr.figures(node) == 1 + 2  # the curves, one bar chart a [MASK]
 
 
+@pytest.mark.slow
+def test_a_next_word_runs_notebook_continues_its_probe_with_its_downloaded_model(tmp_path, capsys):
+    """A next-word run's "Try it" cells, `folder` set to its unzipped download (run here, not in a
+    kernel: the report cells are the MLM run's): the same greedy continuation as the app's."""
+    import io
+    import json
+    import os
+    import zipfile
+
+    import bert
+    from app.export.notebook import NUMBERS, SAVED_MODEL
+    from app.export.training_notebooks import pretrain_report
+    from app.jobs.worker import StopEvent
+    from app.training.downloads import model_zip
+    from bert.analysis.generate import continue_text
+    from bert.train.events import PretrainDone, last
+    from bert.train.next_word import next_word_probe
+    from tests.helpers import pretrain_fn, run_fn, tiny_corpus
+
+    args = _pretrain_args(objective="next-word")
+    events = run_fn(pretrain_fn(args, tiny_corpus(), "tiny-next", "tiny"), StopEvent(job_id=4344))
+    done = last(events, PretrainDone)
+    with zipfile.ZipFile(io.BytesIO(model_zip(done.bundle, "tiny-next"))) as z:
+        z.extractall(tmp_path)
+    node = nbr.read(pretrain_report(MINILM, Stamp(), "tiny-next", "session:tiny-next", events, done, args))
+    *_, load, try_it = _code(node)
+    load = load.replace(repr(SAVED_MODEL), repr(str(tmp_path / "tiny-next")))
+    exec(load + "\n" + try_it, {"bert": bert, "os": os, "json": json})
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith(NUMBERS))
+    got = json.loads(line[len(NUMBERS) :])
+    want = continue_text(done.bundle, next_word_probe(args.probe), 20)
+    assert got["written"] == [s.token for s in want.steps] and got["written"]
+    np.testing.assert_allclose(got["probs"], [s.prob for s in want.steps], atol=1e-5)
+
+
 @pytest.fixture(scope="module")
 def decoder_run() -> dict:
     """A finished encoder-decoder run as the Decoder page keeps it (tests/helpers.py), saved under a run code."""
