@@ -10,6 +10,7 @@ from app import state
 from app.analysis_cache import attentions, outputs, word_map
 from app.export import choices
 from app.export.analysis_notebooks import compare_models
+from app.export.model_notebooks import word_in_sentences
 from app.export.notebook import ModelRef
 from app.figures import core
 from app.figures.compare import (
@@ -181,7 +182,8 @@ elif view == VIEWS[1]:
                 "are left out. Delete some lines to bring others in.",
                 icon=":material/content_cut:",
             )
-        res = word_map(model.key, tuple(sents), clean_text(word, "the shared word"), model.bundle)
+        word = clean_text(word, "the shared word")
+        res = word_map(model.key, tuple(sents), word, model.bundle)
         layer = st.slider("Layer (0 = embeddings)", 0, L, L, key=f"sense_layer_{L}")
         sep = separation(res.vectors, senses) if len(set(senses)) >= 2 else None
         picks = choices.word_senses(res, senses, sents, word, layer, sep)  # every layer in the saved files
@@ -190,6 +192,7 @@ elif view == VIEWS[1]:
             "compare-senses-map",
             key="sense_map",
             choice=picks["map"],
+            notebook=partial(word_in_sentences, word=word, sentences=sents, senses=senses, layer=layer),
         )
         if sep is not None:
             show_figure.show(

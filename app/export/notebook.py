@@ -23,6 +23,7 @@ INSTALL = (
     "Run it where the project is installed as a package: `pip install <the project folder>` "
     "(or the wheel `make wheel` builds) in a fresh virtual environment, then open this notebook in Jupyter."
 )
+SAVED_MODEL = "path/to/the/saved/model/folder"  # where a notebook loads a session's model from: the user edits it
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class ModelRef:
         return (
             "# the view's model was trained in a session of the app: save it there (its download), unzip it,\n"
             "# and load its folder here\n"
-            f"{name} = bert.load('path/to/the/saved/model/folder')"
+            f"{name} = bert.load({SAVED_MODEL!r})"
         )
 
     def note(self) -> str:

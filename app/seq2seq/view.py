@@ -3,6 +3,8 @@ panel, and a trained model's results with its step-by-step decoding."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 
@@ -11,6 +13,7 @@ from bert.train.events import last as last_event
 from bert.train.seq2seq import TINY, Seq2SeqArgs, Seq2SeqDone, Seq2SeqEval, Seq2SeqStart, Seq2SeqStep
 
 from .. import state
+from ..export.training_notebooks import decoding
 from ..figures import seq2seq as s2s_figures
 from ..jobs.worker import stop_message
 from ..trained_decoder import example_source
@@ -166,7 +169,7 @@ def result(res: dict) -> None:
         st.markdown(line)
     show_figure.show(s2s_figures.curves(res["metrics"]), "decoder-curves", key="s2s_curves")
     examples(last_event(res["metrics"], Seq2SeqEval))
-    decode(bundle, example_source(res))
+    decode(res)
 
 
 def reopen_box() -> None:
@@ -183,9 +186,11 @@ def reopen_box() -> None:
         c2.button("Reopen", key="s2s_reopen", on_click=reopen_callback, args=("s2s_reopen_code",))
 
 
-def decode(bundle, default: str) -> None:
+def decode(res: dict) -> None:
+    """The run's decoding of a typed source (its first held-out one at first), step by step."""
+    bundle = res["bundle"]
     st.subheader("Watch it decode")
-    ts.seed("s2s_text", default)
+    ts.seed("s2s_text", example_source(res))
     text = st.text_input("A source to decode", key="s2s_text", max_chars=TEXT_CHARS)
     if not text.strip():
         st.info("Type a source to watch the decoder write its output step by step.")
@@ -213,6 +218,17 @@ def decode(bundle, default: str) -> None:
             "decoder-cross",
             where=left,
             key="s2s_cross",
+            notebook=partial(
+                decoding,
+                name=bundle.name,
+                title=res["title"],
+                code=res.get("code") if res.get("saved") else None,
+                events=res["metrics"],
+                text=text,
+                trace=tr,
+                step=t,
+                layer=layer,
+            ),
         )
         show_figure.show(
             s2s_figures.attention(selfs, tr.outputs, tr.inputs, f"masked self-attention, layer {layer + 1}", t, "read"),

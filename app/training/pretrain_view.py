@@ -6,6 +6,7 @@ The page (pages/pretrain.py) lays them out; what they compute is in app/training
 """
 
 import re
+from functools import partial
 
 import streamlit as st
 
@@ -16,6 +17,7 @@ from bert.train.plateau import plateau_exit
 from bert.train.pretrain import PretrainArgs
 from bert.train.pretrain_eval import probe_predictions
 
+from ..export.training_notebooks import pretrain_report
 from ..figures import core, training
 from ..jobs.spec import PRETRAIN
 from ..ui import show_figure
@@ -80,6 +82,18 @@ def try_it(res: dict) -> None:
         )
 
 
+def report_notebook(res: dict) -> partial:
+    """The run's "Open as a notebook": its curves, final scores and probe table, and "Try it" on its model."""
+    return partial(
+        pretrain_report,
+        name=res["name"],
+        key=res["key"],
+        events=res["metrics"],
+        done=res["done"],
+        args=res["info"]["args"],
+    )
+
+
 def show_result(res: dict) -> None:
     fin, info, cfg = res["done"], res["info"], res["bundle"].config  # fin: a bert.train.events.PretrainDone
     args: PretrainArgs = info["args"]
@@ -98,6 +112,7 @@ def show_result(res: dict) -> None:
         f"{cfg.num_attention_heads} heads, vocabulary {cfg.vocab_size:,}, trained on "
         f"{md_escape(info.get('corpus', '?'))}. It is in the sidebar's model list for this session.",
         training.pretrain_curves(res["metrics"], args.steps),
+        notebook=report_notebook(res),
     )
     plateau_line(res["metrics"])
     probes = probe_frame(res["metrics"])
@@ -127,6 +142,7 @@ def show_next_word_result(res: dict) -> None:
         f"on {md_escape(info.get('corpus', '?'))}. It is in the sidebar's model list for this session; the views "
         "that read both ways with BERT's heads (a gap's guesses, next sentence) refuse it.",
         training.pretrain_curves(res["metrics"], args.steps),
+        notebook=report_notebook(res),
     )
     plateau_line(res["metrics"])
     probes = probe_frame(res["metrics"], next_word=True)

@@ -1,0 +1,51 @@
+"""Notebooks of the views that read a model's vectors across inputs (Compare's "One word in many
+sentences"), built like those of app/export/notebook.py: the same model and inputs, cells that
+compute with `bert` and draw with the page's figure builders, the page's explanation, its numbers
+printed after NUMBERS. Typed text reaches the code cells only as Python string literals (repr)."""
+
+from __future__ import annotations
+
+from .notebook import NUMBERS, ModelRef, notebook
+from .stamp import Stamp
+
+WORD_SENSES_MD = (
+    "The same word means different things in different sentences. Its starting vector (layer 0) is the same "
+    "wherever it appears, apart from its position; each layer mixes in more of the context. Below: the word's "
+    "vector in every sentence (the mean of its pieces), flattened to 2-D by PCA at each layer separately, one "
+    "point a sentence coloured by its sense. **Separation** is 1 when every sentence is much closer to those of "
+    "its own sense than to the others, 0 when the senses overlap (mean silhouette of cosine distances). Change "
+    "`layer` (0 = the embeddings) and run again to watch the senses pull apart."
+)
+
+
+def word_in_sentences(
+    model: ModelRef, stamp: Stamp, word: str, sentences: list[str], senses: list[str], layer: int
+) -> str:
+    """Compare's "One word in many sentences": `word` in each of `sentences` (with its sense, "" for
+    none), mapped at `layer` (0 = embeddings), and the senses' separation at every layer."""
+    cells = [
+        ("markdown", WORD_SENSES_MD),
+        (
+            "code",
+            "from app.figures.compare import sense_scatter, separation_line\n"
+            "from bert.analysis.vectors import separation\n"
+            "from bert.analysis.words import word_map\n\n"
+            f"word = {word!r}\n"
+            f"sentences = {list(sentences)!r}\n"
+            f"senses = {list(senses)!r}  # one a sentence ('' for none): the colours and the separation\n"
+            f"layer = {int(layer)}  # 0 = the embeddings\n"
+            "res = word_map(bundle, sentences, word)  # vectors (L+1, N, C); coords (L+1, N, 2): PCA of each layer\n"
+            "sense_scatter(res.coords[layer], senses, sentences, word, layer)",
+        ),
+        (
+            "code",
+            "sep = separation(res.vectors, senses) if len(set(senses)) >= 2 else None  # one score a layer\n"
+            f"print({NUMBERS!r} + json.dumps({{'coords': res.coords.tolist(), "
+            "'separation': None if sep is None else sep.tolist()}))\n"
+            "if sep is not None:\n"
+            "    separation_line(sep, layer).show()\n"
+            "else:\n"
+            "    print('Write a sense next to each sentence (at least two different ones) to measure the separation.')",
+        ),
+    ]
+    return notebook("One word in many sentences", stamp, model, cells)

@@ -1,0 +1,195 @@
+"""Notebooks of a finished training run, built like app/export/notebook.py's fine-tuning report:
+the run's curves redrawn from its recorded events (written with to_dict) by the page's figure
+builder, its final numbers printed after NUMBERS, and its model loaded where it can be. A
+pre-training run's model (a session's) is loaded from the folder its download unzips to, once the
+user points the notebook at it; until then those cells say so. The Decoder page offers no download:
+its decoding's numbers travel in the notebook instead. Typed text reaches the code cells only as
+Python string literals (repr)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from bert.train.next_word import NEXT_WORD
+from bert.train.pretrain import PretrainArgs
+from bert.train.seq2seq import EVENTS
+
+from .notebook import NUMBERS, SAVED_MODEL, ModelRef, md_text, notebook
+from .stamp import Stamp
+
+PRETRAIN_MD = (
+    "Pre-training teaches a model language from plain text with two games: guess the hidden words (**masked "
+    "LM**) and tell whether sentence B really followed sentence A (**next sentence**). A model started from "
+    "random weights first guesses the most frequent token everywhere (the *plateau*), then begins to use the "
+    "words around each gap. The run's curves (training averages thin, held-out evaluations with markers), its "
+    "final scores and the probe sentence's guesses at every evaluation, as the app recorded them."
+)
+NEXT_WORD_MD = (
+    "This run pre-trained the model **left to right on the next word**: each token sees only the tokens before "
+    "it and guesses the one after. It first guesses the most frequent token everywhere (the *plateau*), then "
+    "begins to read its left. The run's curves (training averages thin, held-out evaluations with markers), its "
+    "final scores and the probe's next words at every evaluation, as the app recorded them."
+)
+MODEL_MD = (
+    "**Try it** needs the run's model. It lives in the app's session: on the page, under *Keep it*, "
+    "*Download (BERT Explorer format, .zip)*, unzip it, set `folder` below to the unzipped folder and run the "
+    "cells below again. Until then they only say so."
+)
+
+
+def _load(ref: ModelRef) -> tuple[tuple[str, str], ...]:
+    """The cells that set `bundle`: the run's model, or None while a session's model is not downloaded."""
+    if (ref.key or "").partition(":")[0] in ("builtin", "path"):
+        return (("code", ref.code()),)
+    code = f"folder = {SAVED_MODEL!r}  # the unzipped download\n"
+    code += "bundle = bert.load(folder) if os.path.isdir(folder) else None"
+    return ("markdown", MODEL_MD), ("code", code)
+
+
+def _try_it(args: PretrainArgs) -> str:
+    none = (
+        "if bundle is None:\n    print('No model loaded yet: set `folder` above, then run these cells again.')\nelse:\n"
+    )
+    if args.objective == NEXT_WORD:
+        return (
+            "from bert.analysis.generate import continue_text\nfrom bert.train.next_word import next_word_probe\n\n"
+            f"text = next_word_probe({args.probe!r})  # the probe's words before its first [MASK]\n"
+            + none
+            + "    cont = continue_text(bundle, text, 20)  # greedy: the likeliest token at every step\n"
+            "    print(bundle.tokenizer.decode(cont.prompt_ids), '→', bundle.tokenizer.decode([s.token_id for s in "
+            "cont.steps]))\n"
+            f"    print({NUMBERS!r} + json.dumps({{'written': [s.token for s in cont.steps], "
+            "'probs': [s.prob for s in cont.steps]}))"
+        )
+    return (
+        "from bert.train.pretrain_eval import probe_predictions\n\n"
+        f"text = {args.probe!r}  # a sentence with [MASK]\n"
+        + none
+        + "    guesses = probe_predictions(bundle, text, k=5)  # each [MASK]'s top (word, probability)\n"
+        f"    print({NUMBERS!r} + json.dumps({{'guesses': guesses}}))\n"
+        "    for i, cands in enumerate(guesses[:6]):\n"
+        "        core.mlm_topk_bar([t for t, _ in cands], [p for _, p in cands], f'[MASK] {i + 1}').show()"
+    )
+
+
+def pretrain_report(model: ModelRef, stamp: Stamp, name: str, key: str, events: list, done, args: PretrainArgs) -> str:
+    """A finished pre-training run `name` (its model's key `key`, a session's): its curves from
+    the run's `events`, its final scores (`done`, its PretrainDone), when it left the plateau, the
+    probe table, and the page's "Try it" on the run's model (`args`: its PretrainArgs). The page's
+    `model` is not the run's: no model is loaded before the last cells."""
+    next_word = args.objective == NEXT_WORD
+    written = json.dumps([e.to_dict() for e in events])
+    cells = [
+        ("markdown", (NEXT_WORD_MD if next_word else PRETRAIN_MD) + f"\n\nRun **{md_text(name)}**."),
+        (
+            "code",
+            "from bert.train import events as ev\n\n"
+            f"events = [ev.from_dict(e, ev.PRETRAIN) for e in json.loads({written!r})]\n"
+            f"training.pretrain_curves(events, {int(args.steps)})",
+        ),
+        (
+            "code",
+            "from app.training.progress import probe_frame\nfrom bert.train.plateau import plateau_exit\n\n"
+            f"done = ev.from_dict(json.loads({json.dumps(done.to_dict())!r}), ev.PRETRAIN)  # its final scores\n"
+            "start = ev.last(events, ev.PretrainStart)\n"
+            "left = plateau_exit(ev.of_type(events, ev.PretrainEval), start.baseline_token if start else None)\n"
+            "print(f'{done.step or 0:,} steps; left the plateau at step {left.step:,}' if left else\n"
+            "      f'{done.step or 0:,} steps; still on the plateau')\n"
+            f"print({NUMBERS!r} + json.dumps({{'step': done.step, 'top1': done.mlm_top1, 'top5': done.mlm_top5, "
+            "'nsp_acc': done.nsp_acc, 'baseline_top1': done.baseline_top1, "
+            "'left_plateau_at': left.step if left else None}))\n"
+            f"probe_frame(events, next_word={next_word})  # the probe's top guesses at every evaluation",
+        ),
+        *_load(ModelRef(key, name)),
+        ("code", _try_it(args)),
+    ]
+    stamp = Stamp(model=name, weights=None, inputs=stamp.inputs, saved=stamp.saved, version=stamp.version)
+    return notebook(f"Pre-training run {name}", stamp, ModelRef(key, name), cells, load=False)
+
+
+DECODER_MD = (
+    "BERT only *reads*. To *write* a sequence, decoder layers sit on top: each looks back at what it has written "
+    "so far (masked self-attention), then at the encoder's vectors of the source (**cross-attention**), then "
+    "thinks (feed-forward). It writes greedily: at every step the likeliest next token, until `[SEP]`. Below: the "
+    "run's curves (training loss; held-out exact match and token accuracy), then its decoding of the source, one "
+    "row a step: where that step looked in the source, and in what it had written (mean over heads). Change "
+    "`step` and `layer` (counted from 1) and run again."
+)
+DECODER_MODEL_MD = (
+    "The model was trained in a session of the app and the page offers no download of it: this notebook carries "
+    "the decoding's numbers as the page computed them (attention rounded to {digits} decimals){reopen}."
+)
+DIGITS = 6  # decimals of the attention a decoding notebook carries: within 1e-6, a fraction of the size
+
+
+def _rounded(x) -> list:
+    return np.round(np.asarray(x, dtype=np.float64), DIGITS).tolist()
+
+
+def decoding(
+    model: ModelRef,
+    stamp: Stamp,
+    name: str,
+    title: str,
+    code: str | None,
+    events: list,
+    text: str,
+    trace,
+    step: int,
+    layer: int,
+) -> str:
+    """The Decoder page's "Watch it decode" for run `name` (trained on `title`; `code` its run code
+    when it was saved): its curves from the run's `events` (bert.train.seq2seq's), and `trace` (a
+    bert.seq2seq.generate.Trace of `text`) at `step` and `layer` (0-based), its attention carried
+    as numbers (mean over heads, every layer): the run's model is a session's, with no download."""
+    kept = [e for e in events if isinstance(e, tuple(EVENTS.values()))]
+    cross = trace.cross.float().mean(1).numpy()  # (L, T, S)
+    selfs = trace.selfs.float().mean(1).numpy()  # (L, T, T)
+    reopen = (
+        f"; the run itself reopens on the Decoder page with its run code **{md_text(code)}** (for a day)"
+        if code
+        else ""
+    )
+    cells = [
+        ("markdown", DECODER_MD + f"\n\nRun **{md_text(name)}**, trained on {md_text(title)}."),
+        ("markdown", DECODER_MODEL_MD.format(digits=DIGITS, reopen=reopen)),
+        (
+            "code",
+            "from app.figures import seq2seq as s2s_figures\nfrom bert.train.events import last\n"
+            "from bert.train.seq2seq import Seq2SeqDone, event_from_dict\n\n"
+            f"events = [event_from_dict(e) for e in json.loads({json.dumps([e.to_dict() for e in kept])!r})]\n"
+            "done = last(events, Seq2SeqDone)\n"
+            "if done is not None:\n"
+            "    print(f'held-out exact match {done.exact_match:.0%}, kept model of step {done.best_step:,}')\n"
+            f"    print({NUMBERS!r} + json.dumps({{'exact_match': done.exact_match, 'best_step': done.best_step}}))\n"
+            "s2s_figures.curves(events)",
+        ),
+        (
+            "code",
+            "import numpy as np\n\n"
+            f"text = {text!r}  # the source typed on the page\n"
+            f"source = {list(trace.source)!r}  # the encoder's tokens\n"
+            f"inputs = {list(trace.inputs)!r}  # what the decoder read at each step\n"
+            f"outputs = {list(trace.outputs)!r}  # what it wrote at each step\n"
+            f"probs = {[float(p) for p in trace.probs]!r}  # the probability of each written token\n"
+            f"cross = np.array(json.loads({json.dumps(_rounded(cross))!r}))  # (layers, steps, source tokens)\n"
+            f"selfs = np.array(json.loads({json.dumps(_rounded(selfs))!r}))  # (layers, steps, steps)\n"
+            f"step, layer = {int(step) + 1}, {int(layer) + 1}\n"
+            "t = step - 1\n"
+            "print(f'Step {step}: it read {inputs[t]} and wrote {outputs[t]} (p = {probs[t]:.2f}). '\n"
+            "      f'Output so far: {\" \".join(outputs[:step])}')\n"
+            f"print({NUMBERS!r} + json.dumps({{'outputs': outputs, 'probs': probs, 'cross': cross[layer - 1].tolist(), "
+            "'self': selfs[layer - 1].tolist()}))\n"
+            "s2s_figures.attention(cross[layer - 1], outputs, source, f'cross-attention, layer {layer}', t,\n"
+            "                      'source token')",
+        ),
+        (
+            "code",
+            "s2s_figures.attention(selfs[layer - 1], outputs, inputs, f'masked self-attention, layer {layer}', t,\n"
+            "                      'read')",
+        ),
+    ]
+    stamp = Stamp(model=name, weights=None, inputs=stamp.inputs, saved=stamp.saved, version=stamp.version)
+    return notebook(f"Decoding with {name}", stamp, ModelRef(None, name), cells, load=False)

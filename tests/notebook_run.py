@@ -1,0 +1,65 @@
+"""A view's notebook (app/export/) run headless in the venv's python3 kernel, its imports from this
+checkout, and what it left: the numbers it printed after NUMBERS, the plotly figures it drew."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def require_kernel() -> None:
+    """Skip the calling test module where the dev requirements (nbclient, nbformat, ipykernel) are
+    missing; in CI, fail instead."""
+    try:
+        import ipykernel  # noqa: F401
+        import nbclient  # noqa: F401
+        import nbformat  # noqa: F401
+    except ImportError as e:
+        if os.environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
+            raise
+        pytest.skip(f"{e.name} is not installed (pip install -r requirements-dev.txt)", allow_module_level=True)
+
+
+def read(text: str):
+    """The notebook's text parsed and validated against the nbformat 4 schema."""
+    import nbformat
+
+    node = nbformat.reads(text, as_version=4)
+    nbformat.validate(node)
+    return node
+
+
+def run(text: str, monkeypatch):
+    """The notebook validated and executed (one torch thread, cells up to 300 s)."""
+    import nbclient
+
+    node = read(text)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("BERT_EXPLORER_TORCH_THREADS", "1")
+    nbclient.NotebookClient(
+        node, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
+    ).execute()
+    return node
+
+
+def numbers(node) -> dict:
+    """What the notebook's cells that print NUMBERS printed, merged in the order of the cells."""
+    from app.export.notebook import NUMBERS, printed_numbers
+
+    found = [printed_numbers(c.outputs) for c in node.cells if c.cell_type == "code" and NUMBERS in "".join(c.source)]
+    assert found, "no cell prints numbers"
+    return {k: v for d in found for k, v in d.items()}
+
+
+def figures(node) -> int:
+    """How many plotly figures the executed notebook drew."""
+    return sum("application/vnd.plotly.v1+json" in o.get("data", {}) for c in node.cells for o in c.get("outputs", []))
+
+
+def printed(node) -> str:
+    """Everything the executed notebook's cells printed."""
+    return "".join("".join(o.get("text", "")) for c in node.cells for o in c.get("outputs", []))
