@@ -135,6 +135,20 @@ def test_find_the_answer_refuses_a_bad_file_with_a_message():
     assert at.button(key="hd_start").disabled
 
 
+def test_each_shape_shows_its_budget_and_keeps_start_off_over_a_cap():
+    at = started_app(TIMEOUT)
+    at.switch_page("pages/finetune.py").run()
+    for head in ("tagger", "reader"):
+        at.radio(key="ft_shape").set_value(head).run()
+        _ok(at)
+        assert any("MB of memory" in c.value for c in at.caption), [c.value for c in at.caption]
+        assert not at.error and not at.button(key="hd_start").disabled  # the defaults fit
+        at.number_input(key=f"hd_{head}_max_length").set_value(512).run()
+        _ok(at)
+        assert any("Too big for this server" in e.value for e in at.error), [e.value for e in at.error]
+        assert at.button(key="hd_start").disabled
+
+
 def test_a_link_opens_the_page_on_its_task_shape():
     at = started_app(TIMEOUT)
     at.switch_page("pages/finetune.py")
