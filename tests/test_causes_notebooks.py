@@ -86,3 +86,81 @@ def test_the_minimal_pairs_notebooks_print_the_apps_scores(tmp_path, monkeypatch
     for printed, s in zip(got["differences"], every, strict=True):
         np.testing.assert_allclose(printed, s.differences, atol=1e-5)
     assert figures(node) == 1
+
+
+CONLL = b"".join(f"the O\n{w} B-THING\nwas O\ngood O\n\n".encode() for w in ("film", "movie", "plot", "story") * 6)
+
+
+def _head_run(head: str, data, tmp_path, monkeypatch, **args):
+    """A tiny model's finished `head` run through the app's job: its events and its HeadDone."""
+    import threading
+
+    from app.jobs.head_job import head_spec
+    from app.jobs.worker import run_job
+    from bert.train import events as ev
+    from bert.train.head_args import for_head
+    from tests.helpers import tiny_bundle, use_cache
+
+    use_cache(monkeypatch, tmp_path / "cache")
+    spec = head_spec("", "tiny", for_head(head, threads=1, evals=1, **args), data)
+    events = list(run_job(spec, threading.Event(), base=tiny_bundle()))
+    return events, next(e for e in events if isinstance(e, ev.HeadDone))
+
+
+def test_a_session_runs_notebook_says_how_to_load_its_download_and_keeps_typed_text_a_literal():
+    from app.export.head_notebooks import reader_report, tagger_report
+
+    report = {"tags": ["O", "B-X"], "confusion": [[3, 1], [0, 2]]}
+    text = tagger_report(MINILM, Stamp(), "mine", "session:mine", [], {"accuracy": 0.8}, report, 10, HOSTILE)
+    node = nbformat.reads(text, as_version=4)
+    nbformat.validate(node)
+    code = "".join(node.cells[6].source)
+    assert "tagger = bert.load('path/to/the/saved/model/folder')" in code and _assigned(code, "sentence") == HOSTILE
+    assert "download it there" in "".join(node.cells[5].source)
+    assert "bert.load" not in "".join(node.cells[1].source) + "".join(node.cells[2].source)  # curves need no model
+    text = reader_report(MINILM, Stamp(), "r", "session:r", [], {}, {}, 10, HOSTILE, f"{HOSTILE} passage")
+    code = "".join(nbformat.reads(text, as_version=4).cells[6].source)
+    assert _assigned(code, "question") == HOSTILE and _assigned(code, "passage") == f"{HOSTILE} passage"
+
+
+@pytest.mark.slow
+def test_a_finished_tagger_and_reader_runs_notebooks_print_their_scores_and_tag_and_answer(tmp_path, monkeypatch):
+    from app.export.head_notebooks import reader_report, tagger_report
+    from bert.data.qa_demo import qa_demo
+    from bert.data.tagged import read_tagged
+
+    events, done = _head_run(
+        "tagger", read_tagged(CONLL, "things.conll"), tmp_path, monkeypatch, lr=2e-3, epochs=2, max_length=16
+    )
+    ref = in_models_folder(done.bundle, "things", tmp_path / "models", monkeypatch)
+    sentence = "the film was good"
+    text = tagger_report(MINILM, Stamp(), "things", ref.key, events, done.scores, done.report, done.steps, sentence)
+    node = run_notebook(text, monkeypatch)
+    report, tagged = all_numbers(node)
+    r = done.report
+    assert report["scores"] == done.scores and report["accuracy"] == pytest.approx(r["accuracy"], abs=1e-12)
+    np.testing.assert_allclose(report["precision"], [r["precision"][t] for t in r["tags"]], atol=1e-12)
+    np.testing.assert_allclose(report["recall"], [r["recall"][t] for t in r["tags"]], atol=1e-12)
+    want = done.bundle.tag([sentence])[0]
+    assert (tagged["words"], tagged["tags"]) == ([w.word for w in want], [w.tag for w in want])
+    np.testing.assert_allclose(tagged["probs"], [w.prob for w in want], atol=1e-5)
+    assert figures(node) == 3  # the curves, the confusion matrix, where the first word looks
+
+    qa = qa_demo(passages=8)
+    events, done = _head_run("reader", qa, tmp_path, monkeypatch, epochs=1, max_length=64, stride=16, max_valid=4)
+    ref = in_models_folder(done.bundle, "reads", tmp_path / "models", monkeypatch)
+    q = qa.questions[0]
+    text = reader_report(
+        MINILM, Stamp(), "reads", ref.key, events, done.scores, done.report, done.steps, q.question, q.context
+    )
+    node = run_notebook(text, monkeypatch)
+    scores, answered = all_numbers(node)
+    assert scores["scores"] == done.scores
+    assert scores["predicted"] == [ex["predicted"][0] for ex in done.report["examples"]]
+    ans = done.bundle.answer(q.question, q.context)
+    assert (answered["text"], answered["start"], answered["end"]) == (ans.text, ans.start, ans.end)
+    w = ans.windows[ans.window]
+    lo, hi = w.context_start, w.context_start + w.n
+    np.testing.assert_allclose(answered["start_probs"], ans.start_probs[ans.window][lo:hi], atol=1e-5)
+    np.testing.assert_allclose(answered["end_probs"], ans.end_probs[ans.window][lo:hi], atol=1e-5)
+    assert figures(node) == 3  # the curves, the first answered question, the typed one
