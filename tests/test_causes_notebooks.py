@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import os
+import random
 
 import numpy as np
 import pytest
@@ -24,10 +25,28 @@ except ImportError as e:  # outside CI a venv without the dev requirements skips
         raise
     pytest.skip(f"{e.name} is not installed (pip install -r requirements-dev.txt)", allow_module_level=True)
 
-from tests.notebook_kernel import all_numbers, figures, in_models_folder, minilm_tiny_mlm, run_notebook  # noqa: E402
+from tests.notebook_kernel import (  # noqa: E402
+    all_numbers,
+    brown_like_cache,
+    figures,
+    in_models_folder,
+    minilm_tiny_mlm,
+    run_notebook,
+)
 
 HOSTILE = "<img src=x onerror=alert(1)> ''' \"\"\" \\ # **bold**"
 MINILM = ModelRef("builtin:minilm-l6", "minilm-l6")
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """The app's side on one torch thread, as the kernel's (tests/notebook_kernel.py)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def _assigned(code: str, name: str):
@@ -164,3 +183,42 @@ def test_a_finished_tagger_and_reader_runs_notebooks_print_their_scores_and_tag_
     np.testing.assert_allclose(answered["start_probs"], ans.start_probs[ans.window][lo:hi], atol=1e-5)
     np.testing.assert_allclose(answered["end_probs"], ans.end_probs[ans.window][lo:hi], atol=1e-5)
     assert figures(node) == 3  # the curves, the first answered question, the typed one
+
+
+def _brown(n: int = 60, seed: int = 0) -> list[str]:
+    """`n` word/tag sentences (Brown's tags) drawn from a template; "fox", "lamp", "happy"... are
+    [UNK] to the tiny models, so the control task's random tags cannot all be memorised."""
+    rng = random.Random(seed)
+    slots = (
+        ["the/at", "a/at"],
+        ["big/jj", "small/jj", "red/jj", "happy/jj", "old/jj"],
+        ["cat/nn", "dog/nn", "bird/nn", "fox/nn", "lamp/nn", "birds/nns"],
+        ["sits/vbz", "runs/vbz", "sleeps/vbz", "waits/vbz"],
+        ["on/in", "under/in", "near/in"],
+        ["the/at", "a/at"],
+        ["cat/nn", "dog/nn", "fox/nn", "lamp/nn"],
+        ["./."],
+    )
+    return [" ".join(rng.choice(words) for words in slots) for _ in range(n)]
+
+
+@pytest.mark.slow
+def test_the_probes_notebook_trains_the_pages_probes_beside_a_second_model(tmp_path, monkeypatch):
+    from bert.analysis.probes import probe_model
+    from tests.helpers import tiny_pretrain_bundle
+
+    brown_like_cache(tmp_path / "cache", _brown(), monkeypatch)
+    first, second = tiny_pretrain_bundle(), tiny_pretrain_bundle(hidden=48, layers=3, seed=1)
+    ref = in_models_folder(first, "tiny-a", tmp_path / "models", monkeypatch)
+    beside = in_models_folder(second, "tiny-b", tmp_path / "models", monkeypatch)
+    n = 60  # the page's smallest choice
+    want = [probe_model(first, "pos", n), probe_model(second, "pos", n)]
+    node = run_notebook(cnb.probes(ref, Stamp(), "pos", n, beside), monkeypatch)
+    (got,) = all_numbers(node)
+    assert len(got) == 2
+    for printed, c in zip(got, want, strict=True):
+        assert (printed["rows"], printed["classes"]) == (c.rows, c.classes)
+        assert (printed["n_train"], printed["n_test"], printed["majority"]) == (c.n_train, c.n_test, c.majority)
+        np.testing.assert_allclose(printed["accuracy"], c.accuracy, atol=1e-5)
+        np.testing.assert_allclose(printed["control"], c.control, atol=1e-5)
+    assert want[0].control.min() < 1 and len(got[1]["rows"]) == 4 and figures(node) == 1
