@@ -151,6 +151,11 @@ def test_a_finished_tagger_and_reader_runs_notebooks_print_their_scores_and_tag_
     events, done = _head_run(
         "tagger", read_tagged(CONLL, "things.conll"), tmp_path, monkeypatch, lr=2e-3, epochs=2, max_length=16
     )
+    from app.training.head_results import TRY_SENTENCE, notebook_of
+
+    res = {"done": done, "job_id": "j1", "name": "things", "key": "session:things:1", "metrics": events}
+    offered = notebook_of({**res, "bundle": done.bundle})(MINILM, Stamp())  # the page's, the try-it box untouched
+    assert f"sentence = {TRY_SENTENCE!r}" in offered and "bert.load('path/to/the/saved/model/folder')" in offered
     ref = in_models_folder(done.bundle, "things", tmp_path / "models", monkeypatch)
     sentence = "the film was good"
     text = tagger_report(MINILM, Stamp(), "things", ref.key, events, done.scores, done.report, done.steps, sentence)
@@ -222,3 +227,52 @@ def test_the_probes_notebook_trains_the_pages_probes_beside_a_second_model(tmp_p
         np.testing.assert_allclose(printed["accuracy"], c.accuracy, atol=1e-5)
         np.testing.assert_allclose(printed["control"], c.control, atol=1e-5)
     assert want[0].control.min() < 1 and len(got[1]["rows"]) == 4 and figures(node) == 1
+
+
+@pytest.mark.slow
+def test_the_causes_page_offers_the_pairs_and_probes_notebooks_of_what_it_shows(monkeypatch):
+    """AppTest has no server to click: the page's download buttons are spied on, and the offered
+    notebooks are built as a click would build them."""
+    import json
+
+    import streamlit as st
+    from streamlit.delta_generator import DeltaGenerator
+    from streamlit.testing.v1 import AppTest
+
+    from tests.helpers import ENTRY
+
+    offered = {}
+
+    def spy(real):
+        def download_button(*args, **kwargs):
+            if args[-2] == "Open as a notebook":
+                offered[kwargs.get("file_name")] = args[-1]
+            return real(*args, **kwargs)
+
+        return download_button
+
+    def code(name: str) -> str:
+        return "".join(line for cell in json.loads(offered.pop(name)())["cells"] for line in cell["source"])
+
+    monkeypatch.setattr(DeltaGenerator, "download_button", spy(DeltaGenerator.download_button))
+    monkeypatch.setattr(st, "download_button", spy(st.download_button))
+    at = AppTest.from_file(ENTRY, default_timeout=180)
+    at.session_state["mp_source"] = "Your pairs"  # no built-in paradigm scored on the way
+    at.session_state["mp_typed"] = f"The cats sleep. | The cats sleeps.\nShe left. | She leaved. {HOSTILE}"
+    at.switch_page("pages/causes.py").run()
+    at.radio(key="cz_view").set_value("Minimal pairs").run()
+    at.checkbox(key="mp_word").check().run()
+    next(s for s in at.selectbox if s.label == "A pair word by word").set_value(1).run()
+    assert not at.exception, [e.value for e in at.exception]
+    pairs = code("minimal-pair-words.ipynb")
+    assert "bundle = bert.load('minilm-l6')" in pairs and "word_level = True" in pairs and "pick = 2" in pairs
+    assert f"({'She left.'!r}, {f'She leaved. {HOSTILE}'!r})," in pairs  # the typed pair, a literal
+
+    at.radio(key="cz_view").set_value("Probes").run()
+    at.select_slider(key="pr_sentences").set_value(60).run()
+    at.selectbox(key="pr_prop").set_value("number").run()
+    at.selectbox(key="pr_beside").set_value("mini-scratch").run()
+    at.button(key="pr_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    probes = code("probes-number.ipynb")
+    assert "prop, n_sentences = 'number', 60" in probes and "other = bert.load('mini-scratch')" in probes

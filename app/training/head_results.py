@@ -53,13 +53,13 @@ def show_head_result(res: dict) -> None:
         if start
         else "."
     )
-    view.result_summary(PAGE, res, metrics, caption, head_curves(res["metrics"], done.steps), _notebook(res))
+    view.result_summary(PAGE, res, metrics, caption, head_curves(res["metrics"], done.steps), notebook_of(res))
     with show_errors("the results"):
         (_tagger_views if b.is_tagger else _reader_views)(res)
     view.keep_it(PAGE, res)
 
 
-def _notebook(res: dict):
+def notebook_of(res: dict):
     """The run's notebook builder, its try-it input as typed so far (the box is drawn below);
     None for a run never scored."""
     done, jid, ss = res["done"], res["job_id"], st.session_state
