@@ -26,7 +26,6 @@ READER_MD = (
     "training batches, exact match and F1 on the held-out questions) and its answered questions as the app "
     "kept them."
 )
-TRY_MD = "**Try it** with the run's model"
 
 
 def _curves(events, steps: int) -> str:
@@ -39,14 +38,15 @@ def _curves(events, steps: int) -> str:
     )
 
 
-def _try_md(run: ModelRef) -> str:
+def _try_md(run: ModelRef, what: str) -> str:
+    """The try-it cells' heading: `what` they show, and for a session's model how to load it."""
     note = (
         " The model was trained in a session of the app: download it there (*Keep it*, BERT Explorer "
         "format), unzip it and point the next cell at its folder."
         if run.note()
         else ""
     )
-    return f"{TRY_MD}.{note}"
+    return f"**Try it** with the run's model: {what}.{note}"
 
 
 def _head_notebook(title: str, stamp: Stamp, run: ModelRef, cells: list[tuple[str, str]]) -> str:
@@ -81,7 +81,7 @@ def tagger_report(
             "training.confusion_matrix(report['confusion'], tags).show()\n"
             "pd.DataFrame({'tag': tags, 'precision': precision, 'recall': recall, 'words in validation': conf.sum(1)})",
         ),
-        ("markdown", _try_md(run) + ": each word's tag and its probability, and where a word looks."),
+        ("markdown", _try_md(run, "each word's tag and its probability, and where the first word looks")),
         (
             "code",
             f"{run.code('tagger')}\n\nfrom bert.tagging import word_attention\n\n"
@@ -139,7 +139,7 @@ def reader_report(
             "              'exact match': [ex['exact_match'] for ex in examples],\n"
             "              'F1': [ex['f1'] for ex in examples]})",
         ),
-        ("markdown", _try_md(run) + ": the span of the passage that answers the question."),
+        ("markdown", _try_md(run, "the span of the passage that answers the question")),
         (
             "code",
             f"{run.code('reader')}\n\n"
