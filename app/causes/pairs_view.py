@@ -4,6 +4,7 @@ model's pseudo-log-likelihood; accuracy per built-in paradigm, a pair word by wo
 from __future__ import annotations
 
 import zlib
+from functools import partial
 
 import pandas as pd
 import streamlit as st
@@ -12,6 +13,7 @@ from app.analysis_cache import pair_scores, paradigm_scores
 from app.board.class_pairs import PAIRS_A_POST, ClassPairs
 from app.board.service import JOINED, board_store, enabled
 from app.board.store import BoardError
+from app.export.causes_notebooks import every_paradigm, minimal_pairs
 from app.figures.causes import pair_word_scores, paradigm_accuracy_bars
 from app.students import student_key
 from app.ui import links, show_figure
@@ -79,9 +81,10 @@ def _pairs_table(res) -> pd.DataFrame:
     )
 
 
-def _one_pair(res, key: str) -> None:
+def _one_pair(res, key: str, notebook) -> None:
     """One pair's words side by side. The picker's key holds the pairs: another set of pairs is
-    another picker (a kept one would go on showing the old pairs' labels)."""
+    another picker (a kept one would go on showing the old pairs' labels). `notebook`: the view's
+    notebook builder, all but the picked pair bound."""
     n = len(res.good)
     digest = zlib.crc32("\n".join(f"{g.text}|{b.text}" for g, b in zip(res.good, res.bad, strict=True)).encode())
     i = st.selectbox(
@@ -97,10 +100,11 @@ def _one_pair(res, key: str) -> None:
         key=f"{key}_fig",
         caption=f"Good sentence {g.total:.2f}, bad sentence {b.total:.2f}: the model "
         f"{'prefers the good one' if res.correct[i] else 'prefers the bad one'} by {abs(res.differences[i]):.2f}.",
+        notebook=partial(notebook, pick=i),
     )
 
 
-def _results(res, name: str, key: str) -> None:
+def _results(res, name: str, key: str, notebook) -> None:
     right = int(res.correct.sum())
     st.metric("The model prefers the good sentence", f"{right} of {len(res.correct)} pairs ({res.accuracy:.0%})")
     if len(res.correct) == 1:
@@ -113,7 +117,7 @@ def _results(res, name: str, key: str) -> None:
         column_config={c: st.column_config.NumberColumn(format="%.2f") for c in ("PLL good", "PLL bad", "difference")},
     )
     csv_download(table, "Download the pairs (CSV)", f"minimal-pairs-{name}.csv", key=f"{key}_csv")
-    _one_pair(res, f"{key}_pair")
+    _one_pair(res, f"{key}_pair", notebook)
 
 
 def _every_paradigm(model, word_level: bool) -> None:
@@ -123,6 +127,7 @@ def _every_paradigm(model, word_level: bool) -> None:
         paradigm_accuracy_bars(names, [s.accuracy for s in scores], [len(s.correct) for s in scores]),
         "minimal-pairs-paradigms",
         key="mp_all_fig",
+        notebook=partial(every_paradigm, word_level=word_level),
     )
 
 
@@ -148,7 +153,12 @@ def render(model) -> None:
     if source == SOURCES[0]:
         name = st.selectbox("Paradigm", list(PARADIGMS), key="mp_paradigm")
         st.caption(f"{PARADIGMS[name].about} {len(PARADIGMS[name].pairs)} pairs written from a template.")
-        _results(paradigm_scores(model.key, name, word_level, model.bundle), name, "mp_builtin")
+        _results(
+            paradigm_scores(model.key, name, word_level, model.bundle),
+            name,
+            "mp_builtin",
+            partial(minimal_pairs, paradigm=name, pairs=None, word_level=word_level),
+        )
         st.subheader("Every paradigm")
         st.button("Score every paradigm", key="mp_all_button", on_click=_ask_all)
         if st.session_state.get(ALL):
@@ -165,5 +175,10 @@ def render(model) -> None:
         )
         pairs = parse_pairs(cap_text(typed, "The pairs", TYPED_CHARS), TYPED_PAIRS)
         st.caption(f"{len(pairs)} pair{'s' if len(pairs) != 1 else ''} read; first: {md_escape(pairs[0][0])}")
-        _results(pair_scores(model.key, tuple(pairs), word_level, model.bundle), "yours", "mp_typed_res")
+        _results(
+            pair_scores(model.key, tuple(pairs), word_level, model.bundle),
+            "yours",
+            "mp_typed_res",
+            partial(minimal_pairs, paradigm=None, pairs=pairs, word_level=word_level),
+        )
         _board_post(pairs)

@@ -3,10 +3,14 @@ property of Brown's words, beside a control task; one model or two side by side.
 
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 
 from app.analysis_cache import probe_curve
+from app.export.causes_notebooks import probes
+from app.export.notebook import ModelRef
 from app.figures.causes import probe_curves
 from app.model_sources import model_for
 from app.ui import links, show_figure
@@ -68,6 +72,12 @@ def render(model) -> None:
         key="pr_fig",
         caption=f"{named[0][0]}: the most selective vectors are {first.rows[best]} "
         f"(accuracy {first.accuracy[best]:.2f}, control {first.control[best]:.2f}).",
+        notebook=partial(
+            probes,
+            prop=prop,
+            n_sentences=n,
+            beside=ModelRef(models[1].key, models[1].bundle.name) if len(models) > 1 else None,
+        ),
     )
     st.caption(
         f"{first.n_train} words to train on, {first.n_test} to test on (other sentences), "

@@ -7,6 +7,8 @@ Everything typed or uploaded is escaped."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 
@@ -14,6 +16,7 @@ from bert.tagging import word_attention
 from bert.train.events import HeadStart
 from bert.train.events import last as last_event
 
+from ..export.head_notebooks import reader_report, tagger_report
 from ..figures import training as training_figures
 from ..figures.core import esc, values_bar
 from ..figures.task_heads import head_curves, span_probs
@@ -50,10 +53,28 @@ def show_head_result(res: dict) -> None:
         if start
         else "."
     )
-    view.result_summary(PAGE, res, metrics, caption, head_curves(res["metrics"], done.steps))
+    view.result_summary(PAGE, res, metrics, caption, head_curves(res["metrics"], done.steps), notebook_of(res))
     with show_errors("the results"):
         (_tagger_views if b.is_tagger else _reader_views)(res)
     view.keep_it(PAGE, res)
+
+
+def notebook_of(res: dict):
+    """The run's notebook builder, its try-it input as typed so far (the box is drawn below);
+    None for a run never scored."""
+    done, jid, ss = res["done"], res["job_id"], st.session_state
+    if not done.report:
+        return None
+    run = dict(name=res["name"], key=res["key"], events=res["metrics"], scores=done.scores or {}, steps=done.steps)
+    if res["bundle"].is_tagger:
+        return partial(tagger_report, **run, report=done.report, sentence=ss.get(f"hd_try_{jid}", TRY_SENTENCE).strip())
+    return partial(
+        reader_report,
+        **run,
+        report=done.report,
+        question=ss.get(f"hd_question_{jid}", TRY_QUESTION).strip(),
+        passage=ss.get(f"hd_passage_{jid}", TRY_PASSAGE).strip(),
+    )
 
 
 def _tag_colours(tags: list[str]) -> dict[str, str]:
