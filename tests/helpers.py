@@ -65,6 +65,17 @@ def tiny_pretrain_bundle(hidden: int = 32, layers: int = 2, seed: int = 0) -> be
     return tiny_bundle(seed, "tiny", PRETRAIN_VOCAB, config)
 
 
+def minilm_tiny_mlm() -> bert.Bundle:
+    """A random 2-layer masked-word model (TINY_SIZES, torch seed 0) on all-MiniLM-L6-v2's
+    vocabulary: the pages' computations at a fraction of MiniLM's cost."""
+    from bert.checkpoint.builtins import minilm_package_dir
+
+    torch.manual_seed(0)
+    tok = bert.Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
+    model = BertForPreTraining(tiny_config(len(tok), max_position_embeddings=512)).eval()
+    return bert.Bundle(model=model, tokenizer=tok, name="tiny-mlm")
+
+
 def minilm_tiny_classifier() -> bert.Bundle:
     """A random 2-layer ("tiny-clf") negative/positive classifier on all-MiniLM-L6-v2's vocabulary."""
     from bert.checkpoint.builtins import minilm_package_dir

@@ -34,23 +34,31 @@ def read(text: str):
 
 
 def run(text: str, monkeypatch):
-    """The notebook validated and executed (one torch thread, cells up to 300 s)."""
+    """The notebook validated and executed (cells up to 300 s). The kernel inherits this process's
+    environment (with `monkeypatch`'s changes), imports from this checkout and runs torch on one
+    thread: two threads on a busy two-core machine wait on each other."""
     import nbclient
 
     node = read(text)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("BERT_EXPLORER_TORCH_THREADS", "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     nbclient.NotebookClient(
         node, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
     ).execute()
     return node
 
 
-def numbers(node) -> dict:
-    """What the notebook's cells that print NUMBERS printed, merged in the order of the cells."""
+def all_numbers(node) -> list[dict]:
+    """What each cell that prints NUMBERS printed, in the order of the cells."""
     from app.export.notebook import NUMBERS, printed_numbers
 
-    found = [printed_numbers(c.outputs) for c in node.cells if c.cell_type == "code" and NUMBERS in "".join(c.source)]
+    return [printed_numbers(c.outputs) for c in node.cells if c.cell_type == "code" and NUMBERS in "".join(c.source)]
+
+
+def numbers(node) -> dict:
+    """What the notebook's cells that print NUMBERS printed, merged in the order of the cells."""
+    found = all_numbers(node)
     assert found, "no cell prints numbers"
     return {k: v for d in found for k, v in d.items()}
 
@@ -63,3 +71,8 @@ def figures(node) -> int:
 def printed(node) -> str:
     """Everything the executed notebook's cells printed."""
     return "".join("".join(o.get("text", "")) for c in node.cells for o in c.get("outputs", []))
+
+
+def code_of(node) -> str:
+    """The notebook's code, every code cell's source in order."""
+    return "".join("".join(c.source) for c in node.cells if c.cell_type == "code")

