@@ -60,8 +60,8 @@ def max_disk_mb() -> int:
 # floats). Plus FIXED_MB of allocator and autograd overhead. The peak is a run's steady state, not
 # its first step's: the allocator keeps more of a step's freed activations for a few steps, then
 # levels off. Against VmHWM in a subprocess after 7 steps of full-length batches (`python -m
-# benchmarks.memory_estimate`: fine-tuning 6 layers x 384 at 16 x 64, 16 x 128 and 4 x 512, and
-# 4 x 256 at 16 x 128) the estimate is between 1 % under and 11 % over.
+# benchmarks.memory_estimate`: a classifier and a tagger of 6 layers x 384 at 16 x 64, 16 x 128 and
+# 4 x 512, and of 4 x 256 at 16 x 128) the estimate is between 3 % under and 8 % over.
 #
 # A per-token head (a tagger's one score per tag, a reader's two) keeps TOKEN_SCORES floats per
 # score at EVERY token (its logits, their log-softmax in the loss, the logits' gradient): tokens x
