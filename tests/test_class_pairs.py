@@ -108,3 +108,28 @@ def test_a_student_posts_typed_pairs_and_the_board_scores_them(board, monkeypatc
     assert metric.value.startswith(f"{hits} of 3 pairs ({hits / 3:.0%})")
     shown = [m.value for m in teacher.markdown] + [c.value for c in teacher.caption]
     assert not any("<img" in v for v in shown)
+
+
+def test_the_prefers_question_answers_with_the_sentence_the_model_scores_higher():
+    """ "Which of two sentences does the model find more likely?": a built-in pair scored by
+    pseudo-log-likelihood; the model's answer is its higher sentence, whether or not it is the
+    grammatical one, and the choices' order gives nothing away."""
+    from app.board.questions import prefers_question
+    from bert import InputError
+    from bert.analysis.paradigms import PARADIGMS
+    from bert.analysis.scoring import pseudo_log_likelihood
+    from tests.helpers import minilm_tiny_classifier, minilm_tiny_mlm
+
+    bundle = minilm_tiny_mlm()
+    for name in list(PARADIGMS)[:4]:
+        good, bad = PARADIGMS[name].pairs[2]
+        q = prefers_question(bundle, name, 3, "tiny")
+        higher = max((good, bad), key=lambda s: pseudo_log_likelihood(bundle, s).total)
+        assert q["kind"] == "prefers" and q["choices"] == sorted([good, bad]) and q["answer"] == higher
+        assert name in q["prompt"] and PARADIGMS[name].about in q["why"] and q["figure"]
+        assert ("not the grammatical one" in q["why"]) == (higher == bad)
+    for name, number in [("no such rule", 1), (next(iter(PARADIGMS)), 0), (next(iter(PARADIGMS)), 21)]:
+        with pytest.raises(InputError):
+            prefers_question(bundle, name, number, "tiny")
+    with pytest.raises(InputError):  # a classifier has no masked-word head to score with
+        prefers_question(minilm_tiny_classifier(), next(iter(PARADIGMS)), 1, "tiny")

@@ -453,3 +453,33 @@ def test_the_teacher_asks_at_which_layer_the_mask_knows(cls):
     kept = c.question(q["id"])
     assert kept["kind"] == "knows" and kept["choices"][0] == "embeddings" and len(kept["choices"]) == 7
     assert kept["answer"] in kept["choices"][1:-1] and "«are» rather than «is»" in kept["prompt"]
+
+
+@pytest.mark.parametrize("board", ["sqlite"], indirect=True)
+def test_the_teacher_asks_which_sentence_the_model_prefers(cls):
+    """ "Ask the class": a built-in minimal pair picked by paradigm and number, scored on the
+    loaded model (minilm-l6), opened with both sentences as the choices."""
+    from streamlit.testing.v1 import AppTest
+
+    from app.ui.formatting import md_escape
+    from bert.analysis.paradigms import PARADIGMS
+
+    c, code, key = cls
+
+    def script(code, key):
+        from app.board import question_view
+
+        question_view.ask_popover(code, key)
+
+    at = AppTest.from_function(script, args=(code, key), default_timeout=120).run()
+    at.selectbox(key="ask_kind").set_value("prefers").run()
+    name = list(PARADIGMS)[1]
+    at.selectbox(key="ask_paradigm").set_value(name).run()
+    at.number_input(key="ask_pair_number").set_value(2).run()
+    good, bad = PARADIGMS[name].pairs[1]
+    shown = [cap.value for cap in at.caption]
+    assert not at.exception and any(md_escape(good) in v and md_escape(bad) in v for v in shown), shown
+    at.button(key="ask_go").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    kept = c.question(c.class_poll(code)["question"]["id"])
+    assert kept["kind"] == "prefers" and kept["choices"] == sorted([good, bad]) and kept["answer"] in (good, bad)

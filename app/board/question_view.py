@@ -33,6 +33,7 @@ LESSON = "ask_lesson"
 LAYER, HEAD, FROM = "ask_layer", "ask_head", "ask_from"
 WRITING = "ask_writing"  # the word (1-based) a "writes" question asks about
 PAIR = "ask_pair"  # the patching preset a "knows" question is worked out on
+PARADIGM, PAIR_NUMBER = "ask_paradigm", "ask_pair_number"  # the minimal pair a "prefers" question scores
 SEEN = "ask_seen"  # (question id, state) the page was drawn for
 DISMISSED = "ask_dismissed"  # the revealed question a student put away
 NOTE = "ask_note"
@@ -65,6 +66,9 @@ def _body(kind: str) -> dict:
         from bert.analysis.patching import PRESETS
 
         return questions.knows_question(b, PRESETS[ss.get(PAIR) or next(iter(PRESETS))], label)
+    if kind == "prefers":
+        paradigm = ss.get(PARADIGM) or next(iter(questions.PARADIGMS))
+        return questions.prefers_question(b, paradigm, int(ss.get(PAIR_NUMBER) or 1), label)
     return questions.lesson_question(b, ss[LESSON], label)
 
 
@@ -128,6 +132,12 @@ def ask_popover(code: str, key: str) -> None:
 
             st.selectbox("On the Causes page's pair", list(PRESETS), key=PAIR)
             st.caption("Patching the [MASK]'s vector, layer by layer: the first layer restoring half the answer.")
+        elif kind == "prefers":
+            paradigm = st.selectbox("Minimal pairs of", list(questions.PARADIGMS), key=PARADIGM)
+            pairs = questions.PARADIGMS[paradigm].pairs
+            number = st.number_input("Pair", 1, len(pairs), key=PAIR_NUMBER, value=1)
+            both = " / ".join(sorted(pairs[number - 1]))
+            st.caption(f"The class sees both, in alphabetical order: {md_escape(both)}")
         elif kind == "pieces":
             st.text_input("The word", key=WORD, max_chars=questions.WORD_CHARS, placeholder="e.g. unhappiness")
         elif kind == "look":

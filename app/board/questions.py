@@ -18,6 +18,9 @@ as the model's), why (one sentence), figure (plotly JSON, or None), model (its l
     knows     at which layer does the [MASK] know the answer? (the layers; activation patching of
               a clean/corrupted pair: the first residual row where the clean run's state at the
               [MASK] alone restores at least KNOWS_SHARE of logit[answer] - logit[foil])
+    prefers   which of two sentences does the model find more likely? (the two sentences of a
+              built-in minimal pair, in alphabetical order; the higher pseudo-log-likelihood, which
+              the reveal compares with the grammatical one)
     lesson    any of the lessons' model-checked questions (app/lessons/)
 """
 
@@ -30,10 +33,13 @@ from bert import InputError
 from bert.analysis import ablation, mlm
 from bert.analysis.common import bare_word, need_mlm
 from bert.analysis.compare import attentions_of
+from bert.analysis.paradigms import PARADIGMS
 from bert.analysis.patching import Pair, activation_patching
+from bert.analysis.scoring import score_pairs
 from bert.patterns import CAUSAL
 
 from ..figures import seq2seq as s2s_figures
+from ..figures.causes import pair_word_scores
 from ..figures.core import mlm_topk_bar, nsp_bar, safe_labels, values_bar
 from ..lessons import LESSONS
 from ..lessons.encoders_decoders import two_readings
@@ -47,6 +53,7 @@ KINDS = {
     "heads": "Which head, switched off, hurts the masked word most?",
     "writes": "Which input word does the decoder look at while writing word N?",
     "knows": "At which layer does the [MASK] know the answer?",
+    "prefers": "Which of two sentences does the model find more likely?",
     "lesson": "A question from the lessons",
 }
 PIECE_CHOICES = ["1", "2", "3", "4", "5", "6 or more"]
@@ -276,6 +283,33 @@ def knows_question(bundle, pair: Pair, model: str) -> dict:
             title="What the [MASK]'s clean vector restores, layer by layer",
             y_title="share restored",
         ),
+        model,
+    )
+
+
+def prefers_question(bundle, paradigm: str, number: int, model: str) -> dict:
+    """Pair `number` (1-based) of a built-in paradigm, both sentences scored by pseudo-log-likelihood
+    (each token masked in turn): the model's answer is the sentence it scores higher, grammatical or
+    not; the choices come in alphabetical order, so their order gives nothing away."""
+    if paradigm not in PARADIGMS:
+        raise InputError(f"no paradigm called {paradigm!r}: pick one of {', '.join(PARADIGMS)}")
+    pairs = PARADIGMS[paradigm].pairs
+    if not 1 <= number <= len(pairs):
+        raise InputError(f"the paradigm {paradigm!r} has pairs 1 to {len(pairs)}, not {number}")
+    good, bad = pairs[number - 1]
+    scored = score_pairs(bundle, [(good, bad)])
+    g, b = scored.good[0], scored.bad[0]
+    preferred = good if scored.correct[0] else bad
+    verdict = "the grammatical one" if preferred == good else f"not the grammatical one, «{good}»"
+    return _body(
+        "prefers",
+        f"Which sentence does the model find more likely? ({paradigm})",
+        sorted([good, bad]),
+        preferred,
+        f"With each token masked in turn, the model's log-probabilities add up to {g.total:.2f} for «{good}» "
+        f"and {b.total:.2f} for «{bad}»: it prefers «{preferred}», {verdict}. "
+        f"The rule: {PARADIGMS[paradigm].about}",
+        pair_word_scores(g.words, g.word_scores, b.words, b.word_scores),
         model,
     )
 
