@@ -530,3 +530,28 @@ def tiny_seq2seq_run(steps: int = 20) -> dict:
         "title": "decoder on Reverse the words",
         "run": "test-run",
     }
+
+
+SAVE_LABELS = ("Save this view (HTML)", "Open as a notebook")
+
+
+def offered_downloads(monkeypatch, labels: tuple[str, ...] = SAVE_LABELS, by: str = "file_name") -> dict:
+    """AppTest has no server to click: the download buttons with these `labels` the pages draw from
+    now on, {the button's `by` keyword (file_name or key): its builder, called as a click would}."""
+    import streamlit as st
+    from streamlit.delta_generator import DeltaGenerator
+
+    offered = {}
+
+    def spy(real):
+        def download_button(*args, **kwargs):
+            label, data = args[-2:]  # (self,) label, data: a column's button or the page's
+            if label in labels:
+                offered[kwargs.get(by)] = data
+            return real(*args, **kwargs)
+
+        return download_button
+
+    monkeypatch.setattr(DeltaGenerator, "download_button", spy(DeltaGenerator.download_button))
+    monkeypatch.setattr(st, "download_button", spy(st.download_button))
+    return offered

@@ -249,27 +249,14 @@ def test_the_causes_page_offers_the_pairs_and_probes_notebooks_of_what_it_shows(
     notebooks are built as a click would build them."""
     import json
 
-    import streamlit as st
-    from streamlit.delta_generator import DeltaGenerator
     from streamlit.testing.v1 import AppTest
 
-    from tests.helpers import ENTRY
-
-    offered = {}
-
-    def spy(real):
-        def download_button(*args, **kwargs):
-            if args[-2] == "Open as a notebook":
-                offered[kwargs.get("file_name")] = args[-1]
-            return real(*args, **kwargs)
-
-        return download_button
+    from tests.helpers import ENTRY, offered_downloads
 
     def code(name: str) -> str:
         return "".join(line for cell in json.loads(offered.pop(name)())["cells"] for line in cell["source"])
 
-    monkeypatch.setattr(DeltaGenerator, "download_button", spy(DeltaGenerator.download_button))
-    monkeypatch.setattr(st, "download_button", spy(st.download_button))
+    offered = offered_downloads(monkeypatch, ("Open as a notebook",))
     at = AppTest.from_file(ENTRY, default_timeout=180)
     at.session_state["mp_source"] = "Your pairs"  # no built-in paradigm scored on the way
     at.session_state["mp_typed"] = f"The cats sleep. | The cats sleeps.\nShe left. | She leaved. {HOSTILE}"

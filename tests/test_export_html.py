@@ -145,26 +145,12 @@ def test_the_weights_hash_follows_the_weights():
 def test_every_figure_of_a_page_offers_its_file_with_the_model_and_inputs(monkeypatch):
     """The Attention page in AppTest: its heatmap's button builds a file with the layer/head
     menus, the model's name and hash and the sentence typed (AppTest has no server to click)."""
-    import streamlit as st
-    from streamlit.delta_generator import DeltaGenerator
     from streamlit.testing.v1 import AppTest
 
     from app import state
-    from tests.helpers import ENTRY
+    from tests.helpers import ENTRY, offered_downloads
 
-    offered = {}
-
-    def spy(real):
-        def download_button(*args, **kwargs):
-            label, data = args[-2:]  # (self,) label, data: a column's button or the page's
-            if label in ("Save this view (HTML)", "Open as a notebook"):
-                offered[kwargs.get("file_name")] = data
-            return real(*args, **kwargs)
-
-        return download_button
-
-    monkeypatch.setattr(DeltaGenerator, "download_button", spy(DeltaGenerator.download_button))
-    monkeypatch.setattr(st, "download_button", spy(st.download_button))
+    offered = offered_downloads(monkeypatch)
     at = AppTest.from_file(ENTRY, default_timeout=120)
     at.session_state[state.TEXT_A] = f"the cat sat {HOSTILE}"
     at.switch_page("pages/attention.py").run()
@@ -198,8 +184,6 @@ def test_explanations_and_compare_carry_their_choices_in_the_file(monkeypatch):
     """Explanations (the default sentence's two [MASK]s): rollout vs saliency for each [MASK] and
     guess, the logit lens for each [MASK]; Compare's one word at every layer; each frame the figure
     the page draws for that choice. Explanations, Tokenization and Embeddings offer their notebooks."""
-    import streamlit as st
-    from streamlit.delta_generator import DeltaGenerator
     from streamlit.testing.v1 import AppTest
 
     from app import state
@@ -207,20 +191,9 @@ def test_explanations_and_compare_carry_their_choices_in_the_file(monkeypatch):
     from app.figures.explain import saliency_bars
     from app.model_sources import load_model
     from bert.analysis.mlm import mlm_topk
-    from tests.helpers import ENTRY
+    from tests.helpers import ENTRY, offered_downloads
 
-    offered = {}
-
-    def spy(real):
-        def download_button(*args, **kwargs):
-            if args[-2] in ("Save this view (HTML)", "Open as a notebook"):
-                offered[kwargs.get("file_name")] = args[-1]
-            return real(*args, **kwargs)
-
-        return download_button
-
-    monkeypatch.setattr(DeltaGenerator, "download_button", spy(DeltaGenerator.download_button))
-    monkeypatch.setattr(st, "download_button", spy(st.download_button))
+    offered = offered_downloads(monkeypatch)
     at = AppTest.from_file(ENTRY, default_timeout=180)
     at.switch_page("pages/explanations.py").run()
     assert not at.exception, [e.value for e in at.exception]

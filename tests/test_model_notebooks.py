@@ -228,28 +228,15 @@ def test_the_pages_offer_their_notebooks_with_their_inputs(pretrain_run, decoder
     """In AppTest (no server to click): Compare's "One word in many sentences" offers its notebook,
     built from the page's word, sentences, senses and layer; a finished pre-training run offers its
     report, with its events and its model to load from its download; the Decoder page its decoding."""
-    import streamlit as st
-    from streamlit.delta_generator import DeltaGenerator
     from streamlit.testing.v1 import AppTest
 
     from app.export.notebook import SAVED_MODEL
     from app.trained_decoder import RESULT, example_source
     from app.training import session as ts
     from bert.analysis.words import sense_examples
-    from tests.helpers import ENTRY, select_session_model
+    from tests.helpers import ENTRY, offered_downloads, select_session_model
 
-    offered = {}
-
-    def spy(real):
-        def download_button(*args, **kwargs):
-            if args[-2] == "Open as a notebook":
-                offered[kwargs.get("key")] = args[-1]
-            return real(*args, **kwargs)
-
-        return download_button
-
-    monkeypatch.setattr(DeltaGenerator, "download_button", spy(DeltaGenerator.download_button))
-    monkeypatch.setattr(st, "download_button", spy(st.download_button))
+    offered = offered_downloads(monkeypatch, ("Open as a notebook",), by="key")
     at = AppTest.from_file(ENTRY, default_timeout=180)
     at.switch_page("pages/compare.py").run()
     at.radio(key="cmp_view").set_value("One word in many sentences").run()

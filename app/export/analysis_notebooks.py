@@ -9,7 +9,7 @@ import html
 
 from bert.analysis.heads import BROAD_ENTROPY, PATTERN_THRESHOLD
 
-from .notebook import NUMBERS, ModelRef, notebook
+from .notebook import NUMBERS, ModelRef, notebook, notebook_without_model
 from .stamp import Stamp
 
 ABLATION_MASKS = 5  # [MASK]s drawn, as the page draws them
@@ -200,5 +200,4 @@ def compare_models(
         ),
     ]
     both = ModelRef(None, f"A: {a.label or '?'}, B: {b.label or '?'}")
-    stamp = Stamp(model=both.label, weights=None, inputs=stamp.inputs, saved=stamp.saved, version=stamp.version)
-    return notebook("Compare two models", stamp, both, cells, load=False)
+    return notebook_without_model("Compare two models", stamp, both, cells)

@@ -11,7 +11,7 @@ import json
 
 from bert.train.events import HeadEval, HeadStart, HeadStep
 
-from .notebook import NUMBERS, ModelRef, md_text, notebook
+from .notebook import CONFUSION_SCORES, NUMBERS, ModelRef, md_text, notebook_without_model
 from .stamp import Stamp
 
 TAGGER_MD = (
@@ -49,11 +49,6 @@ def _try_md(run: ModelRef, what: str) -> str:
     return f"**Try it** with the run's model: {what}.{note}"
 
 
-def _head_notebook(title: str, stamp: Stamp, run: ModelRef, cells: list[tuple[str, str]]) -> str:
-    stamp = Stamp(model=run.label, weights=None, inputs=stamp.inputs, saved=stamp.saved, version=stamp.version)
-    return notebook(title, stamp, run, cells, load=False)
-
-
 def tagger_report(
     model: ModelRef, stamp: Stamp, name: str, key: str, events, scores: dict, report: dict, steps: int, sentence: str
 ) -> str:
@@ -70,11 +65,8 @@ def tagger_report(
             f"scores = json.loads({json.dumps(scores)!r})  # the kept model's, on every validation sentence\n"
             f"report = json.loads({json.dumps(report)!r})\n"
             "tags = report['tags']\n"
-            "conf = np.array(report['confusion'], dtype=float)  # rows: gold tag, columns: predicted\n"
-            "accuracy = float(np.trace(conf) / conf.sum())\n"
-            "precision = np.diag(conf) / np.maximum(conf.sum(0), 1)\n"
-            "recall = np.diag(conf) / np.maximum(conf.sum(1), 1)\n"
-            "entity = f\", entity F1 {scores['f1']:.1%}\" if scores.get('f1') is not None else ''\n"
+            + CONFUSION_SCORES
+            + "entity = f\", entity F1 {scores['f1']:.1%}\" if scores.get('f1') is not None else ''\n"
             "print(f'word accuracy {accuracy:.1%}{entity}')\n"
             f"print({NUMBERS!r} + json.dumps({{'scores': scores, 'accuracy': accuracy, "
             "'precision': precision.tolist(), 'recall': recall.tolist()}))\n"
@@ -101,7 +93,7 @@ def tagger_report(
             "values_bar(wa.labels, row.tolist(), title=title, y_title='attention', range_y=[0, 1])",
         ),
     ]
-    return _head_notebook(f"Tagger run {name}", stamp, run, cells)
+    return notebook_without_model(f"Tagger run {name}", stamp, run, cells)
 
 
 def reader_report(
@@ -154,4 +146,4 @@ def reader_report(
             "span_probs(w.enc.tokens[lo:hi], start, end)",
         ),
     ]
-    return _head_notebook(f"Reader run {name}", stamp, run, cells)
+    return notebook_without_model(f"Reader run {name}", stamp, run, cells)

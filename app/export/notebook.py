@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePath
 
 from .stamp import Stamp
@@ -102,6 +102,21 @@ def notebook(title: str, stamp: Stamp, model: ModelRef, cells: list[tuple[str, s
     for n, cell in enumerate(nb["cells"]):
         cell["id"] = f"cell-{n}"
     return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+
+
+def notebook_without_model(title: str, stamp: Stamp, ref: ModelRef, cells: list[tuple[str, str]]) -> str:
+    """A notebook whose own cells load what they need (a run's records and model, or two models):
+    stamped with `ref`'s label and no weights hash, since the model on the page is not the one it
+    shows; no model loaded before the cells."""
+    return notebook(title, replace(stamp, model=ref.label, weights=None), ref, cells, load=False)
+
+
+CONFUSION_SCORES = (  # notebook code: `report['confusion']` read as its accuracy and each label's precision and recall
+    "conf = np.array(report['confusion'], dtype=float)  # rows: the true label, columns: the predicted\n"
+    "accuracy = float(np.trace(conf) / conf.sum())\n"
+    "precision = np.diag(conf) / np.maximum(conf.sum(0), 1)\n"
+    "recall = np.diag(conf) / np.maximum(conf.sum(1), 1)\n"
+)
 
 
 def printed_numbers(outputs: list[dict]) -> dict:
@@ -194,17 +209,14 @@ def finetune_report(model: ModelRef, stamp: Stamp, name: str, key: str, events: 
             "code",
             "import numpy as np\n\n"
             f"report = json.loads({json.dumps(report)!r})\n"
-            "conf = np.array(report['confusion'], dtype=float)  # rows: true class, columns: predicted\n"
-            "accuracy = float(np.trace(conf) / conf.sum())\n"
-            "precision = np.diag(conf) / np.maximum(conf.sum(0), 1)\n"
-            "recall = np.diag(conf) / np.maximum(conf.sum(1), 1)\n"
-            "f1 = np.where(precision + recall > 0, 2 * precision * recall / np.maximum(precision + recall, 1e-12), 0)\n"
+            + CONFUSION_SCORES
+            + "f1 = np.where(precision + recall > 0,\n"
+            "              2 * precision * recall / np.maximum(precision + recall, 1e-12), 0)\n"
             f"print({NUMBERS!r} + json.dumps({{'accuracy': accuracy, 'macro_f1': float(f1.mean())}}))\n"
             "training.confusion_matrix(report['confusion'], report['classes'])",
         ),
     ]
-    stamp = Stamp(model=name, weights=None, inputs=stamp.inputs, saved=stamp.saved, version=stamp.version)
-    return notebook(f"Fine-tuning run {name}", stamp, ModelRef(key, name), cells, load=False)
+    return notebook_without_model(f"Fine-tuning run {name}", stamp, ModelRef(key, name), cells)
 
 
 TOKENIZATION_MD = (

@@ -16,7 +16,7 @@ from bert.train.next_word import NEXT_WORD
 from bert.train.pretrain import PretrainArgs
 from bert.train.seq2seq import EVENTS
 
-from .notebook import NUMBERS, SAVED_MODEL, ModelRef, md_text, notebook
+from .notebook import NUMBERS, SAVED_MODEL, ModelRef, md_text, notebook_without_model
 from .stamp import Stamp
 
 PRETRAIN_MD = (
@@ -105,8 +105,7 @@ def pretrain_report(model: ModelRef, stamp: Stamp, name: str, key: str, events: 
         *_load(ModelRef(key, name)),
         ("code", _try_it(args)),
     ]
-    stamp = Stamp(model=name, weights=None, inputs=stamp.inputs, saved=stamp.saved, version=stamp.version)
-    return notebook(f"Pre-training run {name}", stamp, ModelRef(key, name), cells, load=False)
+    return notebook_without_model(f"Pre-training run {name}", stamp, ModelRef(key, name), cells)
 
 
 DECODER_MD = (
@@ -191,5 +190,4 @@ def decoding(
             "                      'read')",
         ),
     ]
-    stamp = Stamp(model=name, weights=None, inputs=stamp.inputs, saved=stamp.saved, version=stamp.version)
-    return notebook(f"Decoding with {name}", stamp, ModelRef(None, name), cells, load=False)
+    return notebook_without_model(f"Decoding with {name}", stamp, ModelRef(None, name), cells)
