@@ -135,16 +135,20 @@ def on_start(head: str, data, base_source: str) -> None:
 
 
 def _fits(head: str, data, base_source: str) -> bool:
-    """The budget line under the settings (steps, memory, minutes), or what is over a cap: False then."""
-    base = base_bundle(base_source)
-    if base is None:
-        return False
-    est = check_head_settings(base, _args(head, base_source), data or None)
-    if est["ok"]:
-        st.caption(est["line"])
-    else:
-        st.error(md_escape(est["line"]), icon=view.ICON_ERR)
-    return est["ok"]
+    """The budget line under the settings (steps, memory, minutes), or what is over a cap, or why
+    the base model cannot be read: False then."""
+    fits = False
+    with show_errors("the model"):
+        base = base_bundle(base_source)
+        if base is None:
+            return False
+        est = check_head_settings(base, _args(head, base_source), data or None)
+        if est["ok"]:
+            st.caption(est["line"])
+        else:
+            st.error(md_escape(est["line"]), icon=view.ICON_ERR)
+        fits = est["ok"]
+    return fits
 
 
 def _settings(head: str) -> str:
