@@ -9,7 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.causes.patching_view import baseline_warnings, patched_line, prefers
 from app.figures.causes import pair_word_scores, paradigm_accuracy_bars, patching_heatmap, probe_curves
+from app.ui.formatting import md_escape
+from bert.analysis.patching import Patching
 from bert.analysis.probes import ProbeCurve
 
 ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
@@ -28,6 +31,39 @@ def test_patching_heatmap_cells_labels_and_pick():
     shape = fig.layout.shapes[0]
     assert (shape.x0, shape.y0) == (1.5, 0.5), "the picked cell is outlined"
     assert fig.layout.annotations[0].x == 2, "the [MASK]'s column is marked"
+
+
+def _patching(clean: float, corrupted: float, patched) -> Patching:
+    """A residual patching of hand-made numbers: 2 rows, 3 places, the [MASK] last."""
+    patched = np.asarray(patched, dtype=np.float64)
+    toks = ["[CLS]", "boxes", "[MASK]"]
+    return Patching(
+        "residual", toks, ["[CLS]", "box", "[MASK]"], 2, "are", "is", clean, corrupted,
+        (patched - corrupted) / (clean - corrupted), patched, np.zeros((2, 3, 1)), np.zeros((2, 3, 1)),
+        [[["x"]] * 3] * 2, ["embeddings", "layer 1"], ["[CLS]", "boxes/box", "[MASK]"],
+    )  # fmt: skip
+
+
+def test_patching_says_when_the_clean_run_does_not_prefer_the_answer_or_the_corrupted_the_foil():
+    fine = _patching(2.0, -1.0, [[-1.0, 2.0, -1.0], [-1.0, 0.5, 1.5]])
+    assert baseline_warnings(fine) == []
+    assert prefers(1.5, "are", "is") == "ranks **are** above **is** (+1.50)"
+    assert prefers(-0.25, "are", "is") == "ranks **is** above **are** (-0.25)"
+    assert prefers(1.0, "are", "<b>is") == f"ranks **are** above **{md_escape('<b>is')}** (+1.00)", "typed: escaped"
+    # the issue's pair: the clean sentence already prefers the foil, by -0.25
+    boxes = _patching(-0.25, -4.26, [[-4.26, -0.25, -4.26], [-4.26, -4.0, -0.25]])
+    (said,) = baseline_warnings(boxes)
+    assert said.startswith("The clean sentence does not prefer **are**: it already ranks **is** above **are** (-0.25).")
+    # restored in full, and still the foil first: the ranking says so beside the share
+    line = patched_line(boxes, 1, 2)
+    assert "1.00 of the gap restored" in line and "ranks **is** above **are** (-0.25), as the clean run does" in line
+    assert "ranks **are** above" in patched_line(fine, 1, 2) and "as the clean run does" in patched_line(fine, 1, 2)
+    assert "unlike the clean run" in patched_line(fine, 1, 0)
+    both = _patching(-0.5, 0.5, [[0.5, -0.5, 0.5], [0.5, 0.5, -0.5]])
+    assert [w.split(":")[0] for w in baseline_warnings(both)] == [
+        "The clean sentence does not prefer **are**",
+        "The corrupted sentence does not prefer **is**",
+    ]
 
 
 def test_paradigm_bars_and_a_pair_word_by_word():
@@ -107,6 +143,9 @@ def test_patching_presets_sites_and_a_cell(at):
 def test_patching_bad_pairs_say_why(at):
     at.selectbox(key="pt_preset").set_value("Number agreement").run()
     at.text_input(key="pt_corrupted").input("The key to the big cabinet [MASK] on the table.").run()
+    assert not at.error and not at.exception, "one box edited: the other is still to come"
+    assert any("Now edit the clean sentence to match" in i.value and "the corrupted one 13" in i.value for i in at.info)
+    at.text_input(key="pt_clean").input("The keys to this cabinet [MASK] on the table.").run()
     _refused(at, "12 tokens", "13")
     at.text_input(key="pt_corrupted").input("The key to the cabinet is on the table.").run()
     _refused(at, "no [MASK]")
@@ -124,6 +163,30 @@ def test_patching_bad_pairs_say_why(at):
     at.text_input(key="pt_clean").input(" ".join(["word"] * 70) + " [MASK]").run()
     at.text_input(key="pt_corrupted").input(" ".join(["term"] * 70) + " [MASK]").run()
     _refused(at, "more than the 64")
+
+
+@pytest.mark.slow
+def test_patching_a_pair_whose_clean_run_prefers_the_foil_says_so(at):
+    """The issue's pair: 'The boxes on the shelf [MASK] very heavy.' already prefers 'is' on the
+    default model; the page says so, and the fully restoring cell's run still ranks 'is' first."""
+    at.selectbox(key="pt_preset").set_value("Number agreement").run()
+    at.selectbox(key="pt_site").set_value("residual").run()
+    at.text_input(key="pt_clean").input("The boxes on the shelf [MASK] very heavy.").run()
+    assert not at.error and any("Now edit the corrupted sentence to match" in i.value for i in at.info)
+    at.text_input(key="pt_corrupted").input("The box on the shelf [MASK] very heavy.").run()
+    _ok(at)
+    assert any(
+        w.value.startswith("The clean sentence does not prefer **are**: it already ranks **is**") for w in at.warning
+    )
+    last = 6 * 11 + 6  # the last layer at the [MASK]
+    at.selectbox(key="pt_cell_residual_7_11").set_value(last).run()
+    _ok(at)
+    assert (
+        at.selectbox(key="pt_cell_residual_7_11")
+        .format_func(last)
+        .startswith("layer 6, [MASK]: 1.00 restored, is first (-0.")
+    )
+    assert any("1.00 of the gap restored; this run ranks **is** above **are**" in m.value for m in at.markdown)
 
 
 @pytest.mark.slow
