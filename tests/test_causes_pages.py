@@ -9,11 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.causes.pairs_view import chart_vs_total
 from app.causes.patching_view import baseline_warnings, patched_line, prefers
 from app.figures.causes import pair_word_scores, paradigm_accuracy_bars, patching_heatmap, probe_curves
 from app.ui.formatting import md_escape
 from bert.analysis.patching import Patching
 from bert.analysis.probes import ProbeCurve
+from bert.analysis.scoring import SentenceScore
 
 ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 TIMEOUT = 120
@@ -64,6 +66,30 @@ def test_patching_says_when_the_clean_run_does_not_prefer_the_answer_or_the_corr
         "The clean sentence does not prefer **are**",
         "The corrupted sentence does not prefer **is**",
     ]
+
+
+def _scored(words: list[str], scores: list[float]) -> SentenceScore:
+    return SentenceScore(" ".join(words), words, np.array(scores), words, np.array(scores), sum(scores), False)
+
+
+def test_a_pair_whose_differing_word_and_total_disagree_says_why_in_one_sentence():
+    good = _scored(["the", "girl", "who", "met", "the", "boys", "was", "happy"], [-1, -2, -1, -2, -1, -4, -2.0, -1])
+    bad = _scored(["the", "girl", "who", "met", "the", "boys", "were", "happy"], [-1, -2, -1, -2, -1, -1, -2.5, -1])
+    said = chart_vs_total(good, bad)
+    assert said == (
+        "The words that differ («was» -2.00 vs «were» -2.50) favour the good sentence by 0.50, but the words both "
+        "share score 3.00 higher in the bad one (most of all «boys»: -4.00 in the good, -1.00 in the bad), so the "
+        "total favours the bad sentence by 2.50."
+    )
+    assert said.count(". ") == 0, "one sentence"
+    agree = _scored(["the", "girl", "who", "met", "the", "boys", "was", "happy"], [-1, -2, -1, -2, -1, -1, -2.0, -1])
+    assert chart_vs_total(agree, bad) == "", "both favour the good sentence: nothing to explain"
+    # a word only one sentence has: the other side reads "nothing"
+    never = _scored(["she", "has", "never", "been", "there"], [-1, -1, -3.0, -1, -1])
+    ever = _scored(["she", "has", "been", "there"], [-2, -2, -2, -2])
+    assert chart_vs_total(never, ever).startswith(
+        "The words that differ («never» -3.00 vs nothing (0)) favour the bad sentence by 3.00, but"
+    )
 
 
 def test_paradigm_bars_and_a_pair_word_by_word():
@@ -207,6 +233,13 @@ def test_minimal_pairs_paradigm_a_pair_and_typed_pairs(at):
     assert any("add more pairs" in i.value for i in at.info)
     after = next(s for s in at.selectbox if s.label == "A pair word by word")
     assert after.key != before.key and after.options == ["1. The dog barks.  vs  The dog bark."], "a new picker"
+    # the default model: 'was' beats 'were', the shared words the other way; the caption says why
+    at.text_area(key="mp_typed").input("The girl who met the boys was happy. | The girl who met the boys were happy.")
+    at.run()
+    _ok(at)
+    said = [c.value.replace("\\", "") for c in at.caption if "The words that differ" in c.value]
+    assert said and "(«was» " in said[0] and "favour the good sentence by" in said[0], said
+    assert "so the total favours the bad sentence by" in said[0]
     at.text_area(key="mp_typed").input("The dog barks. The dog bark.").run()
     _refused(at, "line 1 is not")
     at.text_area(key="mp_typed").input("The [MASK] barks. | The dog bark.").run()
