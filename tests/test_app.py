@@ -160,6 +160,7 @@ def test_masked_lm_no_mask_and_ten_masks(app):
     _ok(app)
     read = [c.value.replace("\\", "") for c in app.caption if c.value.startswith("What this model read:")]
     assert read and "M words of English" in read[0] and "BERT-base read 3.3 B words" in read[0]
+    assert "`" not in read[0] and "previous minilm-l6 (the" in read[0], "the card's code marks are not shown"
     app.text_area(key=state.W_MLM_TEXT).input("no gap in this sentence").run()
     _ok(app)
     assert any("[MASK]" in i.value for i in app.info)
