@@ -31,16 +31,20 @@ from app.training import session as ts  # noqa: E402
 from app.training.data import class_table, dropped_text, split_data
 from app.training.downloads import model_zip
 from app.training.names import display_name, safe_filename
+from app.training.next_word_view import continued_text
 from app.training.progress import finetune_progress, fmt_seconds, pretrain_progress, probe_frame
 from app.training.reports import cls_attention
 from app.training.run_size import DEFAULT_SIZE, EVAL_SAMPLE, PAGE_EVALS, RUN_SIZES, eval_every_for, page_finetune_args
 from app.training.snapshots import SNAPSHOTS  # noqa: E402
 from app.training.start import few_steps_message
+from app.ui.formatting import md_escape
 from bert.data.labelled import read_labelled, stratified_split  # noqa: E402
+from bert.tokenizer.tokenizer import Tokenizer  # noqa: E402
 from bert.train.events import Error, FinetuneDone, PretrainDone, PretrainStart  # noqa: E402
 from bert.train.pretrain import PretrainArgs, pretrain
 from tests.helpers import (  # noqa: E402
     REVIEW_WORDS,
+    SPECIALS,
     fast_args,
     finetune_done,
     finetune_eval,
@@ -763,3 +767,11 @@ def test_a_tiny_upload_gets_a_hint_with_enough_epochs():
     assert few_steps_message(1600, 2000, 16, 1) is None  # the built-in default: 100 steps
     assert few_steps_message(5, 2000, 16, 1).startswith("Only about 1 training step(s)")
     assert "try 20 epochs" in few_steps_message(5, 2000, 16, 1)  # capped at the page's maximum
+
+
+def test_continued_text_joins_a_written_piece_to_the_word_it_continues():
+    tok = Tokenizer(SPECIALS + ["the", "cat", "##re", "is", "<b>"])
+    ids = tok.convert_tokens_to_ids
+    assert continued_text(tok, ids(["the"]), ids(["##re", "is"])) == "the**re is**"  # not "the ##re"
+    assert continued_text(tok, ids(["the"]), ids(["cat", "##re"])) == "the **catre**"
+    assert continued_text(tok, ids(["<b>"]), ids(["cat"])) == f"{md_escape('<b>')} **cat**", "escaped"
