@@ -17,7 +17,14 @@ from app.training.follow import POLL_S, current_job, live_job
 from app.training.head_view import CLASSIFY, head_page, task_shape
 from app.training.progress import finetune_progress, finetune_start_line
 from app.training.reports import base_bundle
-from app.training.run_size import DEFAULT_SIZE, EVALS_HELP, PAGE_EVALS, RUN_SIZES
+from app.training.run_size import (
+    DEFAULT_SIZE,
+    EVALS_HELP,
+    PAGE_EVALS,
+    RUN_SIZES,
+    speed_key,
+    training_time_line,
+)
 from app.training.start import check_finetune_settings, default_finetune_base, few_steps_message, on_start_finetune
 from app.ui import show_figure
 from app.ui.errors import show_errors
@@ -103,7 +110,7 @@ base = None
 if data is not None:
     st.header("3. Settings")
     view.run_size_picker()
-    with st.expander("Model and training settings (the defaults give a good model in about half a minute)"):
+    with st.expander("Model and training settings"):
         c1, c2, c3 = st.columns(3)
         base_src = c1.selectbox(
             "Start from",
@@ -182,6 +189,13 @@ if data is not None:
         n_train = len(data) if valid_file is not None else int(len(data) * (1 - valid_fraction))
         if hint := few_steps_message(n_train, int(ss.ft_max_train), int(ss.ft_batch), int(ss.ft_epochs)):
             st.info(hint, icon=":material/lightbulb:")
+        st.caption(
+            training_time_line(
+                speed_key(ss.ft_base, ss.ft_batch, ss.ft_max_length, ss.ft_freeze_layers, ss.ft_freeze_emb),
+                min(n_train, int(ss.ft_max_train)),
+                int(ss.ft_epochs),
+            )
+        )
     snapshots.settings("ft", snapshots.FT_PROBE, default_every=5)
 
 # --- 4. train --------------------------------------------------------------------------------------

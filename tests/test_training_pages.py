@@ -27,6 +27,7 @@ from app.jobs.local import TrainingJobs, manager
 from app.jobs.records import Report
 from app.jobs.spec import FINETUNE
 from app.jobs.worker import StopEvent, jobs_dir
+from app.training import run_size
 from app.training import session as ts  # noqa: E402
 from app.training.data import class_table, dropped_text, split_data
 from app.training.downloads import model_zip
@@ -219,7 +220,8 @@ def test_helpers_parse_upload_memo_and_split():
 
 
 @pytest.mark.slow
-def test_finetune_run_in_the_page_registers_the_model(at):
+def test_finetune_run_in_the_page_registers_the_model(at, monkeypatch):
+    monkeypatch.setattr(run_size, "_measured", type(run_size._measured)())  # no run measured on this server yet
     src = with_tiny_model(at)
     open_upload(at, reviews_csv(200))
     at.selectbox(key="ft_base").set_value(src)
@@ -227,6 +229,8 @@ def test_finetune_run_in_the_page_registers_the_model(at):
     at.number_input(key="ft_epochs").set_value(3)
     at.number_input(key="ft_lr").set_value(1e-3).run()
     _ok(at)
+    assert any(c.value.startswith("No run like this one has finished on this server yet") for c in at.caption)
+    assert not any("half a minute" in e.label for e in at.expander), "no time promised from another machine"
     at.button(key="ft_start").click().run()
     _ok(at)
     assert at.session_state[ts.FT_JOB] is not None or at.session_state[ts.FT_RESULTS]
@@ -234,6 +238,15 @@ def test_finetune_run_in_the_page_registers_the_model(at):
     assert not _errors(at), _errors(at)
     res = at.session_state[ts.FT_RESULTS][-1]
     assert res["status"] == "done" and res["report"]["accuracy"] > 0.8
+    # the next run like it: a time from this run's measured speed (160 texts, 3 epochs)
+    speed = res["done"].examples_per_s
+    open_upload(at, reviews_csv(200), fid="f2")  # the same settings again
+    at.selectbox(key="ft_base").set_value(src)
+    at.number_input(key="ft_freeze_layers").set_value(0)
+    at.number_input(key="ft_epochs").set_value(3).run()
+    said = [c.value for c in at.caption if c.value.startswith("The last run like this one on this server")]
+    want = f"trained {speed:.1f} texts a second: 160 texts × 3 epochs is about {fmt_seconds(480 / speed)}"
+    assert said and want in said[0], [c.value for c in at.caption]
     assert res["name"] in at.session_state[state.USER_MODELS]  # selectable on the other pages
     assert res["bundle"].is_classifier and res["bundle"].labels == ["neg", "pos"]
     # attention over training: recorded every 5 steps from step 0, replayed on the Compare page
@@ -274,6 +287,23 @@ def test_run_size_quick_by_default_full_on_request(at):
     assert at.number_input(key="ft_max_valid").value == full.max_valid
     assert at.number_input(key="ft_freeze_layers").value == full.freeze_layers == 0
     assert any(c.value == full.note for c in at.caption)
+
+
+def test_a_time_before_start_comes_from_this_servers_measured_speed(monkeypatch):
+    monkeypatch.setattr(run_size, "_measured", type(run_size._measured)())
+    monkeypatch.setattr(run_size, "MAX_MEASURED", 2)
+    key = run_size.speed_key("minilm-l6", 16, 128, 2, False)
+    assert run_size.training_time_line(key, 1000, 1).startswith("No run like this one has finished on this server")
+    run_size.record_speed(key, 20.0)
+    assert run_size.training_time_line(key, 1000, 3) == (
+        "The last run like this one on this server trained 20.0 texts a second: 1,000 texts × 3 epochs is about "
+        "2 min 30 s of training steps, plus the checks on the validation texts (more when other runs share the server)."
+    )
+    assert run_size.measured_speed(run_size.speed_key("minilm-l6", 32, 128, 2, False)) is None, "another batch"
+    run_size.record_speed(run_size.speed_key("a", 1, 1, 0, False), 1.0)
+    run_size.record_speed(run_size.speed_key("b", 1, 1, 0, False), 1.0)
+    assert run_size.measured_speed(key) is None, "the oldest forgotten past MAX_MEASURED"
+    assert all("half a minute" not in size.note for size in RUN_SIZES.values())
 
 
 def test_page_run_arguments_give_ten_points_an_epoch_on_a_sample():
