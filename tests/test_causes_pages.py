@@ -33,6 +33,9 @@ def test_patching_heatmap_cells_labels_and_pick():
     shape = fig.layout.shapes[0]
     assert (shape.x0, shape.y0) == (1.5, 0.5), "the picked cell is outlined"
     assert fig.layout.annotations[0].x == 2, "the [MASK]'s column is marked"
+    m = np.array([[-1.0, 2.0, -1.0], [-0.5, 0.5, 1.0], [-1.0, -1.0, 2.0]])
+    ranked = patching_heatmap(effect, ["e", "1", "2"], ["a", "b", "c"], ranking=(m, "are", "<is>")).data[1].text
+    assert ranked[1].endswith("restored; are first (+2.00)") and ranked[3].endswith("; &lt;is&gt; first (-0.50)")
 
 
 def _patching(clean: float, corrupted: float, patched) -> Patching:

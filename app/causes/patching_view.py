@@ -188,7 +188,14 @@ def render(model) -> None:
     row, col = divmod(cell, X)
     where = "tokens" if site != "heads" else "heads"
     show_figure.show(
-        patching_heatmap(r.effect, r.rows, r.columns, r.position if site != "heads" else None, (row, col)),
+        patching_heatmap(
+            r.effect,
+            r.rows,
+            r.columns,
+            r.position if site != "heads" else None,
+            (row, col),
+            ranking=(r.patched, r.answer, r.foil),
+        ),
         f"patching-{site}",
         key=chart_key,
         caption=f"Patching the {where} layer by layer; the strongest restore is {r.rows[strongest // X]}, "
