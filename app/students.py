@@ -17,8 +17,11 @@ what is stored or shown to others is the key (a hash) and a nickname."""
 from __future__ import annotations
 
 import hashlib
+import json
 import time
+import urllib.request
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import streamlit as st
@@ -78,10 +81,58 @@ def user_id(issuer: str, subject: str) -> str:
 
 def signin_on() -> bool:
     """Sign-in through the school is configured: secrets.toml has an `[auth]` section."""
+    return bool(auth_section())
+
+
+def auth_section() -> Mapping:
+    """secrets.toml's `[auth]` section, {} when there is none."""
     try:
-        return bool(st.secrets.load_if_toml_exists() and st.secrets.get("auth"))
-    except Exception:  # noqa: BLE001 - an unreadable secrets file is "off"; st.login would say why
-        return False
+        return st.secrets.get("auth") or {} if st.secrets.load_if_toml_exists() else {}
+    except Exception:  # noqa: BLE001 - an unreadable secrets file is "off"
+        return {}
+
+
+SERVER_KEYS = ("redirect_uri", "cookie_secret")  # [auth] itself
+PROVIDER_KEYS = ("client_id", "client_secret", "server_metadata_url")  # [auth] or [auth.default]
+MIN_COOKIE_SECRET = 16  # characters: the identity cookie is signed with it
+
+
+def auth_value(auth: Mapping, key: str) -> str:
+    """A key of the `[auth]` section, or (PROVIDER_KEYS) of its `[auth.default]`; '' when neither."""
+    default = auth.get("default") if key in PROVIDER_KEYS else None
+    value = auth.get(key) or (default.get(key) if isinstance(default, Mapping) else None)
+    return str(value or "").strip()
+
+
+def auth_problem(auth: Mapping) -> str:
+    """What stops `st.login` with this `[auth]` section, naming the setting; '' when nothing does."""
+    try:
+        import authlib  # noqa: F401 - st.login's OpenID Connect client
+    except ImportError:
+        return "Sign-in needs Authlib on the server: pip install -r requirements.txt."
+    missing = [k for k in SERVER_KEYS + PROVIDER_KEYS if not auth_value(auth, k)]
+    if missing:
+        return f"secrets.toml [auth] has no {', '.join(missing)}: sign-in cannot start (docs/DEPLOY.md)."
+    if not auth_value(auth, "redirect_uri").rstrip("/").endswith("/oauth2callback"):
+        return "secrets.toml [auth] redirect_uri must be this server's address ending in /oauth2callback."
+    if len(auth_value(auth, "cookie_secret")) < MIN_COOKIE_SECRET:
+        return f"secrets.toml [auth] cookie_secret is shorter than {MIN_COOKIE_SECRET} characters."
+    return ""
+
+
+def provider_problem(metadata_url: str, timeout_s: float = 5.0) -> str:
+    """'' when the provider's discovery document at `metadata_url` answers with the endpoints a
+    sign-in needs; else what is wrong, naming the setting (asked on the Sign in click, not each run)."""
+    where = f"the sign-in provider (secrets.toml [auth] server_metadata_url = {metadata_url})"
+    try:
+        with urllib.request.urlopen(metadata_url, timeout=timeout_s) as r:  # noqa: S310 - the server's own setting
+            doc = json.loads(r.read(1_000_000))
+    except (OSError, ValueError) as e:
+        return f"Signing in is not possible now: {where} does not answer ({type(e).__name__})."
+    need = ("issuer", "authorization_endpoint", "token_endpoint", "jwks_uri")
+    if not isinstance(doc, dict) or not all(isinstance(doc.get(k), str) for k in need):
+        return f"Signing in is not possible now: {where} is not an OpenID Connect discovery document."
+    return ""
 
 
 def _listed(name: str) -> set[str]:

@@ -3,9 +3,16 @@ same in every browser; a listed email or group makes a teacher; an old sign-in i
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
+import pytest
+
 from app import students
+from app.board.service import JOINED
 from app.students import ANONYMOUS, SIGNED_IN, signed_in, teacher_by_claims, user_id
 
+ROOT = Path(__file__).resolve().parent.parent
 NOW = 1_900_000_000.0
 ALICE = {
     "is_logged_in": True,
@@ -61,3 +68,65 @@ def test_sign_in_is_off_without_an_auth_section_and_then_everyone_is_anonymous()
     assert not students.signin_on()
     who = students.identity()
     assert who.via == ANONYMOUS and not who.teacher and who.key.startswith(("browser:", "session:"))
+
+
+AUTH = {
+    "redirect_uri": "http://127.0.0.1:8501/oauth2callback",
+    "cookie_secret": "a cookie secret of the test",
+    "client_id": "bert-explorer",
+    "client_secret": "a client secret",
+    "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration",  # nothing listens there
+}
+
+
+def shown(element) -> str:
+    """An element's text as the reader sees it (Markdown's escapes taken out)."""
+    return element.value.replace("\\", "")
+
+
+def board_page(monkeypatch, user: dict | None, auth: dict = AUTH):
+    """The Class board page with sign-in configured (`auth` as secrets.toml's [auth]) and `user`
+    as st.user (None: nobody signed in)."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
+    monkeypatch.delenv("BERT_EXPLORER_TEACHER_KEY", raising=False)
+    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    at.secrets["auth"] = auth
+    if user is not None:
+        at.user = {"is_logged_in": True, **user}
+    at.run()
+    at.switch_page("pages/board.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("board", ["sqlite"], indirect=True)
+def test_on_the_board_a_listed_teacher_starts_a_board_and_a_signed_in_student_cannot(board, monkeypatch):
+    monkeypatch.setenv("BERT_EXPLORER_TEACHER_GROUPS", "staff")
+    claims = {**ALICE, "iat": time.time() - 60}
+    at = board_page(monkeypatch, {**claims, "groups": ["staff"]})
+    assert any("Signed in as Alice Liddell (teacher)." in c.value for c in at.sidebar.caption)
+    at.button(key="board_start").click().run()
+    code = at.session_state[JOINED]
+    assert not at.exception and board.exists(code)
+
+    at = board_page(monkeypatch, {**claims, "groups": ["pupils"]})
+    assert any("settings do not list you" in i.value for i in at.info)
+    assert not [b for b in at.button if b.key == "board_start"]
+    assert not [t for t in at.text_input if t.key == "teacher_key_typed"]  # no key set: no box either
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("board", ["sqlite"], indirect=True)
+def test_a_misconfigured_sign_in_says_which_setting_and_never_a_traceback(board, monkeypatch):
+    at = board_page(monkeypatch, None, {k: v for k, v in AUTH.items() if k != "client_secret"})
+    assert any("secrets.toml [auth] has no client_secret" in shown(e) for e in at.sidebar.error)
+    at = board_page(monkeypatch, None)  # complete, but the provider does not answer
+    assert not at.sidebar.error
+    at.sidebar.button(key="signin_in").click().run()
+    assert not at.exception
+    (err,) = at.sidebar.error
+    assert "does not answer" in shown(err) and "server_metadata_url" in shown(err)
+    assert at.sidebar.button(key="signin_in")  # still there: try again once the provider is back
