@@ -14,6 +14,7 @@ configured by a secrets.toml of the test's own (STREAMLIT_SECRETS_FILES), as doc
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import time
 
@@ -49,32 +50,38 @@ def provider():
     thread.join(timeout=10)
 
 
-@pytest.fixture(scope="module")
-def signin_app(provider, tmp_path_factory, artifacts):
-    """The app with sign-in on: the provider above, the teacher group `staff`, the class board on."""
-    pytest.importorskip("authlib", reason="pip install -r requirements.txt (Authlib: st.login)")
-    tmp = tmp_path_factory.mktemp("signin")
-    port = server.free_port()
-    url = f"http://{server.HOST}:{port}"
-    secrets = tmp / "secrets.toml"
+def signin_env(folder, provider: str, public_url: str) -> dict[str, str]:
+    """The environment of an app (or of each replica) with sign-in on: its secrets.toml in `folder`
+    (redirect URI at `public_url`, what the browser opens), the provider above, the teacher group
+    `staff`, the class board on."""
+    secrets = folder / "secrets.toml"
     secrets.write_text(
         "[auth]\n"
-        f'redirect_uri = "{url}/oauth2callback"\n'
+        f'redirect_uri = "{public_url}/oauth2callback"\n'
         f'cookie_secret = "{COOKIE_SECRET}"\n'
         'client_id = "bert-explorer"\n'
         'client_secret = "a client secret"\n'
         f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n'
     )
-    env = {
+    return {
         "STREAMLIT_SECRETS_FILES": str(secrets),
         "BERT_EXPLORER_BOARD": "1",
-        "BERT_EXPLORER_CACHE": str(link_built_data(tmp / "cache")),
+        "BERT_EXPLORER_CACHE": str(link_built_data(folder / "cache")),
         "BERT_EXPLORER_TEACHER_GROUPS": "staff",
         "BERT_EXPLORER_SIGNIN_HOURS": "2",
         "BERT_EXPLORER_TEACHER_KEY": "",  # the claim alone makes the teacher, whatever the runner set
     }
+
+
+@pytest.fixture(scope="module")
+def signin_app(provider, tmp_path_factory, artifacts):
+    """The app with sign-in on (signin_env) and its log."""
+    pytest.importorskip("authlib", reason="pip install -r requirements.txt (Authlib: st.login)")
+    tmp = tmp_path_factory.mktemp("signin")
+    port = server.free_port()
+    url = f"http://{server.HOST}:{port}"
     log = artifacts / "signin_server.log"
-    proc = server.start_server(port, log, env)
+    proc = server.start_server(port, log, signin_env(tmp, provider, url))
     try:
         server.wait_healthy(proc, url)
         yield url, log
@@ -177,3 +184,50 @@ def test_a_forged_cookie_a_forged_callback_and_an_old_sign_in_are_refused(signin
     assert "_streamlit_user" not in {c["name"] for c in forged.context.cookies()}
     for pg in (*pages.values(), forged):
         pg.guard.assert_clean()
+
+
+@pytest.mark.skipif(shutil.which("haproxy") is None, reason="HAProxy is not installed (make setup-cluster)")
+def test_sign_in_through_two_replicas_behind_haproxy_even_when_the_callback_reaches_the_other(
+    provider, tmp_path_factory, page_factory, app_ready
+):
+    """Streamlit keeps the sign-in's state (Authlib's state and nonce) in a cookie signed with
+    `[auth] cookie_secret`, not in the process: with one secret in every replica, the provider's
+    callback may reach either replica (deploy/haproxy.cfg keeps a browser on one anyway)."""
+    pytest.importorskip("authlib", reason="pip install -r requirements.txt (Authlib: st.login)")
+    tmp = tmp_path_factory.mktemp("signin_replicas")
+    ports, port = [server.free_port(), server.free_port()], server.free_port()
+    url = f"http://{server.HOST}:{port}"
+    procs = []
+    try:
+        for i, p in enumerate(ports, 1):
+            folder = tmp / f"r{i}"
+            folder.mkdir()
+            procs.append(server.start_server(p, tmp / f"replica{i}.log", signin_env(folder, provider, url)))
+        for proc, p in zip(procs, ports):
+            server.wait_healthy(proc, f"http://{server.HOST}:{p}")
+        procs.append(server.start_proxy(port, ports, tmp))
+        server.wait_healthy(procs[-1], url)
+
+        answered = {}  # path -> the replica that answered it
+        pg = page_factory()
+        pg.on("response", lambda r: answered.update({r.url.split("?")[0]: r.headers.get("x-replica")}))
+        pg.goto(url)
+        app_ready(pg)
+        pg.get_by_role("button", name=SIGN_IN).click()
+        pg.wait_for_url(f"{provider}/**")
+        first = answered[f"{url}/auth/login"]
+        other = {"r1": "r2", "r2": "r1"}[first]
+        pg.context.add_cookies([{"name": "SERVERID", "value": other, "url": url}])  # as if the proxy moved it
+        pg.locator("button[name='sub'][value='tess']").click()
+        pg.wait_for_url(f"{url}/")
+        app_ready(pg)
+        assert answered[f"{url}/oauth2callback"] == other != first
+        pg.get_by_test_id("stSidebar").get_by_text("Signed in as Tess Teacher (teacher).").wait_for()
+        pg.goto(f"{url}/board")
+        app_ready(pg)
+        pg.get_by_role("button", name="Start a board").click()
+        pg.get_by_text("Class code:").wait_for()
+        pg.guard.assert_clean()
+    finally:
+        for proc in reversed(procs):
+            server.stop_server(proc)
