@@ -1,6 +1,9 @@
 """Who is using this session: the one place every feature that counts, remembers or trusts people
 asks (one job each, a class question's answers, a post on the board, the teacher's powers).
 
+- Launched from the course (LTI 1.3, app/lti/): the platform's user, told by issuer + subject
+  (hashed); a teacher by the launch's Instructor role.
+
 - Signed in through the school (OpenID Connect, `st.login`; on when `.streamlit/secrets.toml` has an
   `[auth]` section, docs/DEPLOY.md): the provider's user, told by issuer + subject (hashed), the same
   in every browser they sign in from. A sign-in counts for BERT_EXPLORER_SIGNIN_HOURS after the
@@ -29,7 +32,8 @@ import streamlit as st
 from bert import settings
 
 OWNER = "train_owner"  # str: this session's owner id for app.jobs (never shown)
-ANONYMOUS, SIGNED_IN = "anonymous", "signed in"
+LAUNCHED = "lti_launched"  # dict: the identity an LTI launch gave this session (app/lti/arrive.py)
+ANONYMOUS, SIGNED_IN, LAUNCHED_FROM_COURSE = "anonymous", "signed in", "launched from the course"
 
 
 @dataclass(frozen=True)
@@ -39,11 +43,11 @@ class Identity:
     nickname claim, offered as the board nickname (what classmates see)."""
 
     key: str
-    via: str = ANONYMOUS  # ANONYMOUS or SIGNED_IN
+    via: str = ANONYMOUS  # ANONYMOUS, SIGNED_IN or LAUNCHED_FROM_COURSE
     name: str = ""
     email: str = ""
     nickname: str = ""
-    teacher: bool = False  # by a listed claim (the teacher key is app/server/teacher.py's)
+    teacher: bool = False  # by a listed claim or the LTI Instructor role (the key: app/server/teacher.py)
     expired: bool = False  # a sign-in older than BERT_EXPLORER_SIGNIN_HOURS: anonymous again
 
 
@@ -191,8 +195,17 @@ def anonymous_key() -> str:
     return f"browser:{bid}" if bid else f"session:{owner()}"
 
 
+def launched(issuer: str, subject: str, name: str, email: str, teacher: bool) -> Identity:
+    """The identity an accepted LTI launch gives (its platform's user; a teacher by the role)."""
+    return Identity(f"user:{user_id(issuer, subject)}", LAUNCHED_FROM_COURSE, name, email, "", teacher)
+
+
 def identity() -> Identity:
-    """Who this session is: the signed-in user while their sign-in counts, else anonymous."""
+    """Who this session is: the user its LTI launch named, else the signed-in user while their
+    sign-in counts, else anonymous."""
+    course = st.session_state.get(LAUNCHED)
+    if isinstance(course, dict):
+        return launched(**course)
     if signin_on():
         claims = st.user.to_dict()
         if claims.get("is_logged_in"):

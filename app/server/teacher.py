@@ -63,7 +63,13 @@ def gate(what: str) -> bool:
     (once per session)."""
     if is_teacher():
         return True
-    if students.identity().via == students.SIGNED_IN:
+    via = students.identity().via
+    if via == students.LAUNCHED_FROM_COURSE:
+        st.info(
+            f"{what} is for the course's instructors" + (": the teacher key opens it too." if server_key() else "."),
+            icon=":material/lock:",
+        )
+    elif via == students.SIGNED_IN:
         st.info(
             f"{what} is for the teacher, and this server's settings do not list you as one "
             "(BERT_EXPLORER_TEACHER_EMAILS or BERT_EXPLORER_TEACHER_GROUPS)"

@@ -25,9 +25,9 @@ def _sign_in() -> None:
 
 def render() -> None:
     """Draw the sign-in line (inside `with st.sidebar`); nothing when sign-in is off."""
-    if not students.signin_on():
-        return
     who = students.identity()
+    if not students.signin_on() or who.via == students.LAUNCHED_FROM_COURSE:
+        return
     if who.via == students.SIGNED_IN:
         shown = "" if st.session_state.get(links.PROJECTOR) else (who.name or who.email)
         role = " (teacher)" if who.teacher else ""
