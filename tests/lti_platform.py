@@ -2,8 +2,9 @@
 more): its own RSA key and key set, the OpenID Connect authorization endpoint that answers the
 tool's login with a signed id_token posted to the tool's launch URL, a start link per prepared
 launch (third-party initiated login), and a deep linking return endpoint that checks the tool's
-signed response against the tool's own key set. And the app as the tool (`streamlit run
-lti_app.py`) with a secrets.toml that registers this platform."""
+signed response against the tool's own key set, and Assignment and Grade Services (a token for
+the tool's signed client assertion, a gradebook column that takes scores with that token). And the
+app as the tool (`streamlit run lti_app.py`) with a secrets.toml that registers this platform."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ from benchmarks import server
 
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 DL = "https://purl.imsglobal.org/spec/lti-dl/claim/"
+AGS = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
 INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
 LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
 CLIENT_ID = "bert-explorer-tool"
@@ -41,6 +44,8 @@ class Platform:
         self.key = RSAKey.generate_key(2048, private=True, parameters={"kid": "platform-key-1"})
         self.launches: dict[str, dict] = {}
         self.placed: list[dict] = []
+        self.scores: list[dict] = []  # what the gradebook column received
+        self.tokens: set[str] = set()
         self.tool_url = ""
         self.srv = make_server(server.HOST, 0, self.wsgi, threaded=True)
         self.url = f"http://{server.HOST}:{self.srv.server_port}"
@@ -74,6 +79,7 @@ class Platform:
             LTI + "roles": roles,
             LTI + "context": COURSE,
             LTI + "resource_link": {"id": "link-1"},
+            AGS: {"scope": [SCORE_SCOPE], "lineitem": f"{self.url}/lineitems/1"},
         }
         if kind == "LtiDeepLinkingRequest":
             c[DL + "deep_linking_settings"] = {
@@ -113,6 +119,10 @@ class Platform:
             resp = self.authorize(req)
         elif req.path == "/deep-link-return" and req.method == "POST":
             resp = self.deep_link_return(req)
+        elif req.path == "/token" and req.method == "POST":
+            resp = self.token(req)
+        elif req.path == "/lineitems/1/scores" and req.method == "POST":
+            resp = self.score(req)
         else:
             resp = Response("not found", status=404)
         return resp(environ, start_response)
@@ -138,10 +148,34 @@ class Platform:
         )
         return Response(f"<!doctype html><html><body>{body}</body></html>", mimetype="text/html")
 
-    def deep_link_return(self, req: Request) -> Response:
+    def tool_keys(self) -> KeySet:
         with urllib.request.urlopen(f"{self.tool_url}/lti/jwks", timeout=10) as r:
-            tool_keys = KeySet.import_key_set(json.loads(r.read()))
-        token = jwt.decode(req.form["JWT"], tool_keys, algorithms=["RS256"])
+            return KeySet.import_key_set(json.loads(r.read()))
+
+    def token(self, req: Request) -> Response:
+        """The client credentials grant: the tool's assertion checked against its key set."""
+        f = req.form
+        if f.get("grant_type") != "client_credentials" or f.get("scope") != SCORE_SCOPE:
+            return Response("bad grant", status=400)
+        c = jwt.decode(f["client_assertion"], self.tool_keys(), algorithms=["RS256"]).claims
+        if (c.get("iss"), c.get("sub"), c.get("aud")) != (CLIENT_ID, CLIENT_ID, f"{self.url}/token"):
+            return Response("bad client assertion", status=401)
+        token = f"access-{len(self.tokens)}"
+        self.tokens.add(token)
+        body = {"access_token": token, "token_type": "Bearer", "expires_in": 3600, "scope": SCORE_SCOPE}
+        return Response(json.dumps(body), mimetype="application/json")
+
+    def score(self, req: Request) -> Response:
+        auth = req.headers.get("Authorization", "")
+        if auth.removeprefix("Bearer ") not in self.tokens:
+            return Response("no valid token", status=401)
+        if req.mimetype != "application/vnd.ims.lis.v1.score+json":
+            return Response("not a score", status=415)
+        self.scores.append(json.loads(req.get_data()))
+        return Response("", status=204)
+
+    def deep_link_return(self, req: Request) -> Response:
+        token = jwt.decode(req.form["JWT"], self.tool_keys(), algorithms=["RS256"])
         c = token.claims
         ok = (
             c.get("iss") == CLIENT_ID
@@ -172,6 +206,7 @@ def tool_secrets(folder: Path, platform: Platform) -> Path:
         f'deployment_ids = ["{DEPLOYMENT}"]\n'
         f'auth_login_url = "{platform.url}/auth"\n'
         f'key_set_url = "{platform.url}/jwks"\n'
+        f'auth_token_url = "{platform.url}/token"\n'
     )
     return secrets
 

@@ -7,6 +7,7 @@ launch leaves a token with which the session places a view in the course (`placi
 from __future__ import annotations
 
 import base64
+import time
 
 import streamlit as st
 
@@ -19,6 +20,7 @@ from .routes import IDENTITY_COOKIE, TICKET
 
 NOTE = "lti_note"  # (kind, message) about the launch, shown once
 PLACING = "lti_placing"  # the deep-link token of an instructor placing a view, until placed
+GRADED = "lti_graded"  # the instructor's launch with a gradebook column (scores go there)
 
 
 def course_board(launch: tool.Launch) -> tuple[str, str]:
@@ -82,6 +84,11 @@ def arrive() -> None:
         _remembered()
         return
     st.session_state[students.LAUNCHED] = {f: getattr(launch, f) for f in tool.IDENTITY_FIELDS}
+    if launch.lineitem:
+        if launch.teacher:
+            st.session_state[GRADED] = launch
+        else:  # where the teacher's "send scores" finds this student's column
+            tool.GRADEBOOK.put(students.launched(**st.session_state[students.LAUNCHED]).key, launch, time.time())
     if launch.kind == tool.DEEP_LINKING:
         if launch.teacher:
             st.session_state[PLACING] = tool.deep_link_token(launch)

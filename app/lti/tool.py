@@ -44,6 +44,8 @@ from joserfc.jwk import KeySet, RSAKey
 
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 DL = "https://purl.imsglobal.org/spec/lti-dl/claim/"
+AGS = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
 RESOURCE_LINK, DEEP_LINKING = "LtiResourceLinkRequest", "LtiDeepLinkingRequest"
 TEACHER_ROLES = {
     "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor",
@@ -67,6 +69,7 @@ class Platform:
     deployment_ids: tuple[str, ...]
     auth_login_url: str
     key_set_url: str
+    auth_token_url: str = ""  # Assignment and Grade Services: where the tool gets its access token
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,7 @@ class Launch:
     deep_link_return_url: str = ""
     deep_link_data: str = ""
     target: str = ""  # the target_link_uri the platform launched
+    lineitem: str = ""  # the gradebook column of the launched link, when the platform lets scores in
 
 
 @dataclass
@@ -110,10 +114,13 @@ class _Pending:
             until, value = self.items.pop(key, (0.0, None))
         return value if until >= now else None
 
-    def seen(self, key: str, now: float) -> bool:
+    def get(self, key: str, now: float) -> object | None:
         with self.lock:
-            until, _ = self.items.get(key, (0.0, None))
-        return until >= now
+            until, value = self.items.get(key, (0.0, None))
+        return value if until >= now else None
+
+    def seen(self, key: str, now: float) -> bool:
+        return self.get(key, now) is not None
 
 
 LOGINS = _Pending(LOGIN_TTL_S)  # state -> (platform issuer, client id, nonce, target)
@@ -147,6 +154,7 @@ def platforms() -> list[Platform]:
                     deployment_ids=tuple(str(d) for d in ([ids] if isinstance(ids, str) else ids)),
                     auth_login_url=str(p["auth_login_url"]),
                     key_set_url=str(p["key_set_url"]),
+                    auth_token_url=str(p.get("auth_token_url") or ""),
                 )
             )
         except (KeyError, TypeError, AttributeError):
@@ -308,6 +316,8 @@ def launch(id_token: str, state: str, browser_state: str | None, now: float | No
         return v.strip()[:200] if isinstance(v, str) else ""
 
     claimed_target = c.get(LTI + "target_link_uri")  # the item launched (a placed view), else the login's
+    ags = c.get(AGS) if isinstance(c.get(AGS), dict) else {}
+    scopes = ags.get("scope") if isinstance(ags.get("scope"), list) else []
 
     return Launch(
         kind=kind,
@@ -323,6 +333,7 @@ def launch(id_token: str, state: str, browser_state: str | None, now: float | No
         deep_link_return_url=text(dl.get("deep_link_return_url")) if kind == DEEP_LINKING else "",
         deep_link_data=dl.get("data") if isinstance(dl.get("data"), str) else "",
         target=claimed_target if isinstance(claimed_target, str) and claimed_target else str(target),
+        lineitem=text(ags.get("lineitem")) if SCORE_SCOPE in scopes else "",
     )
 
 
@@ -400,3 +411,82 @@ def identity_from_cookie(value: str | None, now: float | None = None) -> dict | 
     out = {f: body.get(f) for f in IDENTITY_FIELDS}
     ok = all(isinstance(out[f], str) for f in IDENTITY_FIELDS[:4]) and isinstance(out["teacher"], bool)
     return out if ok else None
+
+
+class GradebookError(Exception):
+    """Scores could not be sent; the message says why, naming the setting when it is one."""
+
+
+GRADEBOOK = _Pending(24 * 3600)  # a student's key -> their latest Launch with a gradebook column
+
+
+def _post(url: str, data: bytes, headers: dict[str, str]) -> dict:
+    req = urllib.request.Request(url, data=data, headers=headers, method="POST")
+    with urllib.request.urlopen(req, timeout=20) as r:  # noqa: S310 - the platform's own endpoints
+        body = r.read(1_000_000)
+    return json.loads(body) if body.strip() else {}
+
+
+def access_token(platform: Platform, now: float | None = None) -> str:
+    """An access token for scores: the client credentials grant with the tool's signed assertion."""
+    if not platform.auth_token_url:
+        raise GradebookError("secrets.toml [[lti.platforms]] has no auth_token_url: scores cannot be sent.")
+    now = time.time() if now is None else now
+    key = tool_key()
+    assertion = jwt.encode(
+        {"alg": "RS256", "kid": key.kid},
+        {
+            "iss": platform.client_id,
+            "sub": platform.client_id,
+            "aud": platform.auth_token_url,
+            "iat": int(now),
+            "exp": int(now) + 300,
+            "jti": secrets.token_urlsafe(16),
+        },
+        key,
+    )
+    form = {
+        "grant_type": "client_credentials",
+        "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+        "client_assertion": assertion,
+        "scope": SCORE_SCOPE,
+    }
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    try:
+        got = _post(platform.auth_token_url, urlencode(form).encode(), headers)
+    except (OSError, ValueError) as e:
+        raise GradebookError(f"The platform's token endpoint refused or did not answer ({type(e).__name__}).") from e
+    if not isinstance(got.get("access_token"), str):
+        raise GradebookError("The platform's token endpoint gave no access token.")
+    return got["access_token"]
+
+
+def post_scores(scores: list[tuple[Launch, float, float]], now: float | None = None) -> int:
+    """Send each (student's launch, score given, score maximum) to their gradebook column; how many."""
+    now = time.time() if now is None else now
+    tokens: dict[tuple[str, str], str] = {}
+    sent = 0
+    for who, given, maximum in scores:
+        try:
+            platform = _platform(who.issuer, who.client_id)
+        except LaunchRefused as e:
+            raise GradebookError(str(e)) from e
+        token = tokens.get((platform.issuer, platform.client_id)) or access_token(platform, now)
+        tokens[(platform.issuer, platform.client_id)] = token
+        score = {
+            "userId": who.subject,
+            "scoreGiven": given,
+            "scoreMaximum": maximum,
+            "activityProgress": "Completed",
+            "gradingProgress": "FullyGraded",
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+        }
+        path, _, query = who.lineitem.partition("?")
+        url = f"{path.rstrip('/')}/scores" + (f"?{query}" if query else "")
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/vnd.ims.lis.v1.score+json"}
+        try:
+            _post(url, json.dumps(score).encode(), headers)
+        except (OSError, ValueError) as e:
+            raise GradebookError(f"The gradebook refused a score or did not answer ({type(e).__name__}).") from e
+        sent += 1
+    return sent

@@ -4,16 +4,51 @@ placing a link (deep linking) the button that places the view on screen in the c
 
 from __future__ import annotations
 
+import time
 from urllib.parse import urlencode, urlsplit
 
 import streamlit as st
 
 from .. import students
+from ..board import class_panel
+from ..board.service import JOINED, classroom
+from ..board.store import BoardError
 from ..ui import links
 from ..ui.formatting import md_escape
-from .arrive import NOTE, PLACING
+from . import tool
+from .arrive import GRADED, NOTE, PLACING
 
 TITLE = "lti_place_title"
+SENT = "lti_scores_sent"  # (kind, message) of the last "send scores" click
+
+
+def send_scores() -> None:
+    """The class questions' scores of today, for each student launched into this course with a
+    gradebook column: right answers / questions asked, to the column of the instructor's link."""
+    mine = st.session_state.get(GRADED)
+    teaching = st.session_state.get(class_panel.TEACHER)
+    if not isinstance(mine, tool.Launch) or not teaching or teaching[0] != st.session_state.get(JOINED):
+        st.session_state[SENT] = ("error", "Open your course's class board from the course first.")
+        return
+    try:
+        asked, right = classroom().scores(*teaching)
+        if not asked:
+            raise tool.GradebookError("No class question was asked today: there is nothing to send.")
+        now = time.time()
+        launches = ((tool.GRADEBOOK.get(key, now), n) for key, n in right.items())
+        due = [
+            (who, float(n), float(asked))
+            for who, n in launches
+            if isinstance(who, tool.Launch) and (who.issuer, who.lineitem) == (mine.issuer, mine.lineitem)
+        ]
+        sent = tool.post_scores(due, now)
+    except (tool.GradebookError, BoardError) as e:
+        st.session_state[SENT] = ("error", str(e))
+        return
+    st.session_state[SENT] = (
+        "success",
+        f"Sent {sent} student(s)' scores ({asked} question(s) today) to the gradebook.",
+    )
 
 
 def render() -> None:
@@ -27,6 +62,17 @@ def render() -> None:
     shown = "" if st.session_state.get(links.PROJECTOR) else who.name
     role = " (teacher)" if who.teacher else ""
     st.caption(f"From your course{' as ' + md_escape(shown) if shown else ''}{role}.")
+    if who.teacher and isinstance(st.session_state.get(GRADED), tool.Launch):
+        st.button(
+            "Send today's class-question scores to the gradebook",
+            key="lti_send_scores",
+            icon=":material/grading:",
+            on_click=send_scores,
+            help="Each student launched from this course gets their right answers out of the questions asked today.",
+        )
+        sent = st.session_state.pop(SENT, None)
+        if sent:
+            (st.error if sent[0] == "error" else st.success)(md_escape(sent[1]))
     token = st.session_state.get(PLACING)
     if token and who.teacher:
         st.markdown("**Place a view in your course**")

@@ -4,7 +4,9 @@
 - the instructor's launch (platform link -> /lti/login -> the platform's authorization -> the
   form-posted id_token at /lti/launch) opens the course's class board, as its teacher;
 - a student's launch opens the same board with their own name in their sidebar, not the teacher's
-  powers; the launch's address, opened again, gives nothing;
+  powers; the class questions' scores the instructor sends reach the platform's gradebook column
+  (Assignment and Grade Services: a token for the tool's signed assertion); a reload keeps the
+  student (the launch's signed cookie); the launch's address, opened again, gives nothing;
 - the instructor's deep linking launch places the view on screen in the course: the platform
   receives the tool's signed response and checks it against the tool's key set.
 """
@@ -18,7 +20,7 @@ import pytest
 from benchmarks import server
 from tests.browser.class_steps import go
 from tests.helpers import link_built_data
-from tests.lti_platform import INSTRUCTOR, LEARNER, Platform, start_tool
+from tests.lti_platform import CLIENT_ID, COURSE, DEPLOYMENT, INSTRUCTOR, LEARNER, Platform, start_tool
 
 pytestmark = pytest.mark.browser
 
@@ -39,7 +41,7 @@ def lti(tmp_path_factory, artifacts):
         "BERT_EXPLORER_TEACHER_KEY": "",
     }
     proc, url = start_tool(folder, platform, env, artifacts / "lti_server.log")
-    yield platform, url
+    yield platform, url, folder
     server.stop_server(proc)
     platform.stop()
 
@@ -54,8 +56,10 @@ def launch(pg, platform: Platform, url: str, name: str, app_ready) -> str:
     return opened[0]
 
 
-def test_a_launch_opens_the_courses_board_the_instructor_teaches_and_a_student_joins(lti, page_factory, app_ready):
-    platform, url = lti
+def test_a_launch_opens_the_courses_board_the_instructor_teaches_and_a_student_joins_and_is_graded(
+    lti, page_factory, app_ready, monkeypatch
+):
+    platform, url, folder = lti
     ina = page_factory()
     launch(ina, platform, url, "ina", app_ready)
     ina.get_by_test_id("stSidebar").get_by_text("From your course as Ina Instructor (teacher).").wait_for()
@@ -74,6 +78,27 @@ def test_a_launch_opens_the_courses_board_the_instructor_teaches_and_a_student_j
     stu.get_by_text("Starting a board is for the course's instructors.").wait_for()
     assert stu.get_by_role("button", name="Start a board").count() == 0
 
+    # the class answers a question (written to the board's store as the pages do), then the
+    # instructor sends today's scores: the platform's gradebook column gets Stu's, by her subject
+    from app.board.classroom import Classroom
+    from app.board.sqlite_store import SqliteStore
+    from app.lti import arrive, tool
+    from app.students import user_id
+
+    monkeypatch.setattr(tool, "section", lambda: {"private_key_file": str(folder / "tool-key.pem")})
+    course = tool.Launch(tool.RESOURCE_LINK, platform.url, CLIENT_ID, DEPLOYMENT, "", "", "", True, COURSE["id"], "")
+    assert arrive.course_board(course)[0] == code
+    room = Classroom(SqliteStore(folder / "cache" / "board" / "board.sqlite"))
+    body = {"kind": "mask", "prompt": "Paris is in [MASK].", "choices": None, "answer": "france", "accept": ["france"]}
+    qid = room.ask(code, arrive.course_board(course)[1], {**body, "why": "", "figure": None, "model": "minilm-l6"})
+    room.answer(code, qid, f"user:{user_id(platform.url, 'stu-student')}", "France")
+    room.answer(code, qid, "browser:someone-not-launched", "spain")  # no gradebook column: not sent
+    ina.get_by_test_id("stSidebar").get_by_role("button", name="Send today's class-question scores").click()
+    ina.get_by_text("Sent 1 student(s)' scores (1 question(s) today) to the gradebook.").wait_for()
+    (score,) = platform.scores
+    assert (score["userId"], score["scoreGiven"], score["scoreMaximum"]) == ("stu-student", 1.0, 1.0)
+    assert score["activityProgress"] == "Completed" and score["gradingProgress"] == "FullyGraded"
+
     stu.reload()  # a new session of the launched browser: still Stu, by the launch's signed cookie
     app_ready(stu)
     stu.get_by_test_id("stSidebar").get_by_text("From your course as Stu Student.").wait_for()
@@ -88,7 +113,7 @@ def test_a_launch_opens_the_courses_board_the_instructor_teaches_and_a_student_j
 
 
 def test_deep_linking_places_the_view_on_screen_in_the_course(lti, page_factory, app_ready):
-    platform, url = lti
+    platform, url, _ = lti
     ina = page_factory()
     launch(ina, platform, url, "ina-place", app_ready)
     go(ina, "Tokenization")  # the view to place, chosen in the launched session
