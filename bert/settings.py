@@ -137,7 +137,7 @@ SETTINGS = {
         Setting(
             "BERT_EXPLORER_SIGNIN_HOURS",
             12,
-            "hours a sign-in counts after the provider issued it; then the user signs in again",
+            "hours a sign-in (or a launch from the course) counts; then the user signs in (or launches) again",
         ),
     ]
 }

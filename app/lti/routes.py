@@ -21,6 +21,7 @@ from starlette.routing import Route
 
 from bert import settings
 
+from ..board.service import enabled as board_enabled
 from . import tool
 
 STATE_COOKIE = "bert_explorer_lti_state"
@@ -81,8 +82,6 @@ async def login(request: Request) -> Response:
 def landing(request: Request, accepted: tool.Launch, ticket: str) -> str:
     """Where an accepted launch opens: the target the platform launched when it is a view of this
     app (a placed link), else the class board (the home page when the board is off)."""
-    from app.board.service import enabled as board_on  # the board's setting, read when used
-
     ours = urlsplit(base_url(request))
     target = urlsplit(accepted.target)
     if accepted.kind == tool.RESOURCE_LINK and (target.scheme, target.netloc) == (ours.scheme, ours.netloc):
@@ -91,7 +90,7 @@ def landing(request: Request, accepted: tool.Launch, ticket: str) -> str:
     else:
         path, query = "", ""
     if not path:
-        path = "/board" if board_on() and accepted.course else "/"
+        path = "/board" if board_enabled() and accepted.course else "/"
     query = "&".join(q for q in (query, urlencode({TICKET: ticket})) if q)
     return f"{ours.path.rstrip('/')}{path}?{query}"
 

@@ -57,7 +57,7 @@ def launch(pg, platform: Platform, url: str, name: str, app_ready) -> str:
 
 
 def test_a_launch_opens_the_courses_board_the_instructor_teaches_and_a_student_joins_and_is_graded(
-    lti, page_factory, app_ready, monkeypatch
+    lti, page_factory, app_ready, monkeypatch, artifacts
 ):
     platform, url, folder = lti
     ina = page_factory()
@@ -110,6 +110,9 @@ def test_a_launch_opens_the_courses_board_the_instructor_teaches_and_a_student_j
     assert again.get_by_text("Stu Student").count() == 0
     for pg in (ina, stu, again):
         pg.guard.assert_clean()
+    log = (artifacts / "lti_server.log").read_text(errors="replace")
+    for private in ("Ina Instructor", "Stu Student", "stu-student@school.example", "ina-instructor@school.example"):
+        assert private not in log, f"{private!r} in the server log"
 
 
 def test_deep_linking_places_the_view_on_screen_in_the_course(lti, page_factory, app_ready):
