@@ -1,9 +1,9 @@
 """The teacher of a server: a signed-in user the settings list (app/students.py: by email or group
-claim), or whoever types its teacher key (BERT_EXPLORER_TEACHER_KEY, set by the person running it).
-The key is typed once per session; the session keeps only its hash, compared with
-hmac.compare_digest. With no listed user signed in and the key unset (or shorter than MIN_CHARS),
-nobody is the teacher: the pages that need one (starting a class board, the Server status page)
-say how to set it.
+claim), a user launched from a course as its Instructor (app/lti/), or whoever types its teacher
+key (BERT_EXPLORER_TEACHER_KEY, set by the person running it). The key is typed once per session;
+the session keeps only its hash, compared with hmac.compare_digest. With no such user and the key
+unset (or shorter than MIN_CHARS), nobody is the teacher: the pages that need one (starting a class
+board, the Server status page) say how to set it.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ def key_matches(typed: str | None) -> bool:
 
 
 def is_teacher() -> bool:
-    """This session's signed-in user is a listed teacher, or it typed the server's (current) key."""
+    """This session's user is a listed teacher or a course's instructor, or it typed the server's
+    (current) key."""
     if students.identity().teacher:
         return True
     key = server_key()
