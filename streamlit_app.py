@@ -61,6 +61,7 @@ page = st.navigation(list(PAGES.values()))
 page_name = next(name for name, p in PAGES.items() if p is page)
 sidebar.render()
 class_tools.apply_projector_css()
+class_tools.projector_bar()
 for note in link_notes:
     st.info(note, icon=":material/link:")
 with show_errors("the class panel"):

@@ -29,6 +29,7 @@ from bert.checkpoint.builtins import what_it_read
 app.run_through_entry()  # before anything else: see app/__init__.py
 
 COLS = 3
+MODES = ["Type [MASK] in a sentence", "Pick words of sentence A to mask"]
 
 st.title("Masked LM & next sentence")
 st.markdown(
@@ -37,13 +38,18 @@ st.markdown(
     "**Does B follow A?**: given two sentences, say whether the second really came next in the text "
     "or was picked at random."
 )
-text_a, text_b = widgets.sentence_inputs(pair=True)
 
 
 def _random_b() -> None:
     current = st.session_state.get(state.TEXT_B, "")
     choices = [s for s in RANDOM_SENTENCES if s != current]
     state.set_text(state.TEXT_B, random.choice(choices))
+
+
+def _fill_sentence_a() -> None:
+    """Sentence A's [MASK]s to the gap box (a [MASK] typed in Sentence A is filled there)."""
+    state.set_text(state.MLM_TEXT, st.session_state.get(state.TEXT_A, ""))
+    st.session_state["mlm_mode"] = MODES[0]
 
 
 def _filled_text(tokens, is_pred) -> str:
@@ -84,7 +90,7 @@ with show_errors("the masked-word predictions"):
                 "real guesses.",
                 icon=":material/warning:",
             )
-        modes = ["Type [MASK] in a sentence", "Pick words of sentence A to mask"]
+        modes = MODES
         links.view(
             links.Param("how", "mlm_mode", "choice", default=modes[0], choices=modes, codes=("type", "pick")),
             links.Param("k", "mlm_k", "int", default=5, lo=1, hi=20, label="candidates per gap"),
@@ -98,7 +104,8 @@ with show_errors("the masked-word predictions"):
         if mode.startswith("Type"):
             text = widgets.mlm_input()
         else:
-            a = clean_text(text_a, "sentence A")
+            st.caption("The words of Sentence A, whose box is under “Does B follow A?” below.")
+            a = clean_text(st.session_state.get(state.TEXT_A), "sentence A")
             words = [w for w in b.tokenizer.words_with_offsets(a) if w[0].strip()][:300]  # RoBERTa: spaces are words
             chosen = st.multiselect(
                 "Words to hide",
@@ -152,6 +159,16 @@ st.markdown(
     "The model reads `[CLS] A [SEP] B [SEP]` and its small NSP head, reading the `[CLS]` "
     "vector, gives the probability that B is A's real continuation."
 )
+text_a, text_b = widgets.sentence_inputs(pair=True)  # below the gap's box: that box is the page's first
+if count_masks(text_a):
+    st.info(
+        "Sentence A has a [MASK]: gaps are filled in the box at the top of the page, not here (the "
+        "next-sentence game reads [MASK] as a word like any other).",
+        icon=":material/arrow_upward:",
+    )
+    st.button(
+        "Fill Sentence A's gaps at the top", on_click=_fill_sentence_a, icon=":material/edit_note:", key="mlm_from_a"
+    )
 st.button("Random sentence B", on_click=_random_b, icon=":material/casino:", key="nsp_random")
 with show_errors("the next-sentence prediction"):
     model = current_model()

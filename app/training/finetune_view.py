@@ -96,7 +96,9 @@ def data_summary(data: LabelledData) -> None:
     )
     for note in data.notes:
         st.info(md_escape(note), icon=":material/info:")
-    left, right = st.columns([3, 2])
+    left, right = st.expander("First rows and texts per class", icon=":material/table:").columns(
+        [3, 2]
+    )  # folded: Start stays near
     if data.preview is not None:
         left.dataframe(data.preview, hide_index=True, width="stretch", height=280)
     show_figure.show(
