@@ -28,7 +28,7 @@ from bert.checkpoint.builtins import what_it_read
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
-COLS = 3
+COLS = 2  # gaps a row, beside the box
 MODES = ["Type [MASK] in a sentence", "Pick words of sentence A to mask"]
 
 st.title("Masked LM & next sentence")
@@ -95,58 +95,65 @@ with show_errors("the masked-word predictions"):
             links.Param("how", "mlm_mode", "choice", default=modes[0], choices=modes, codes=("type", "pick")),
             links.Param("k", "mlm_k", "int", default=5, lo=1, hi=20, label="candidates per gap"),
         )
-        mode = st.radio(
+        controls, result = st.columns([1, 2], gap="medium")  # the guesses beside their box: one screen
+        mode = controls.radio(
             "How to mask",
             modes,
             horizontal=True,
             key="mlm_mode",
         )
         if mode.startswith("Type"):
-            text = widgets.mlm_input()
+            with controls:
+                text = widgets.mlm_input()
         else:
-            st.caption("The words of Sentence A, whose box is under “Does B follow A?” below.")
-            a = clean_text(st.session_state.get(state.TEXT_A), "sentence A")
-            words = [w for w in b.tokenizer.words_with_offsets(a) if w[0].strip()][:300]  # RoBERTa: spaces are words
-            chosen = st.multiselect(
-                "Words to hide",
-                list(range(len(words))),
-                key=f"mlm_pick_{zlib.crc32(a.encode())}",
-                format_func=lambda i: f"{words[i][0]} (word {i + 1})",
-                default=[state.default_pick(words)] if words else [],
-            )
-            text = mask_words(a, words, chosen)
-            st.code(text, language=None, wrap_lines=True)
+            with controls:
+                st.caption("The words of Sentence A, whose box is under “Does B follow A?” below.")
+                a = clean_text(st.session_state.get(state.TEXT_A), "sentence A")
+                words = b.tokenizer.words_with_offsets(a)
+                words = [w for w in words if w[0].strip()][:300]  # RoBERTa: spaces are words
+                chosen = st.multiselect(
+                    "Words to hide",
+                    list(range(len(words))),
+                    key=f"mlm_pick_{zlib.crc32(a.encode())}",
+                    format_func=lambda i: f"{words[i][0]} (word {i + 1})",
+                    default=[state.default_pick(words)] if words else [],
+                )
+                text = mask_words(a, words, chosen)
+                st.code(text, language=None, wrap_lines=True)
         text = re.sub(r"\[mask\]", "[MASK]", text or "", flags=re.IGNORECASE)
         st.session_state.setdefault("mlm_k", 5)
-        k = st.slider("Candidates per gap", 1, 20, key="mlm_k")
+        k = controls.slider("Candidates per gap", 1, 20, key="mlm_k")
         clean_text(text, "a sentence")
         if count_masks(text) == 0:
-            st.info(f"Put [MASK] where a word is missing, for example: “{state.HINT_MLM_TEXT}”", icon=":material/info:")
+            controls.info(
+                f"Put [MASK] where a word is missing, for example: “{state.HINT_MLM_TEXT}”", icon=":material/info:"
+            )
         else:
             res = mlm_predict(model.key, text, k, b)
-            if res["truncated"]:
-                st.warning(
-                    "The sentence was cut at the model's maximum length; gaps after the cut are not predicted.",
-                    icon=":material/content_cut:",
-                )
-            st.markdown("**Best guess for every gap:**")
-            st.code(_filled_text(res["filled_tokens"], res["filled_is_pred"]), language=None, wrap_lines=True)
-            preds = res["predictions"]
-            if len(preds) > 1:
-                st.caption(
-                    f"{len(preds)} gaps are guessed at the same time, each on its own: a gap "
-                    "cannot see what was guessed for the others, so many gaps make each guess harder."
-                )
-            for row in range(0, len(preds), COLS):
-                cols = st.columns(COLS)
-                for n, (c, p) in enumerate(zip(cols, preds[row : row + COLS]), start=row + 1):
-                    show_figure.show(
-                        core.mlm_topk_bar(p["tokens"], p["probs"], f"gap {n} (token {p['position']})"),
-                        f"masked-lm-bar-{n}",
-                        where=c,
-                        key=f"mlm_bar_{n}",
-                        notebook=partial(nb.masked_lm, text=text, k=k) if n == 1 else None,  # every gap
+            with result:
+                if res["truncated"]:
+                    st.warning(
+                        "The sentence was cut at the model's maximum length; gaps after the cut are not predicted.",
+                        icon=":material/content_cut:",
                     )
+                st.markdown("**Best guess for every gap:**")
+                st.code(_filled_text(res["filled_tokens"], res["filled_is_pred"]), language=None, wrap_lines=True)
+                preds = res["predictions"]
+                if len(preds) > 1:
+                    st.caption(
+                        f"{len(preds)} gaps are guessed at the same time, each on its own: a gap "
+                        "cannot see what was guessed for the others, so many gaps make each guess harder."
+                    )
+                for row in range(0, len(preds), COLS):
+                    cols = st.columns(COLS)
+                    for n, (c, p) in enumerate(zip(cols, preds[row : row + COLS]), start=row + 1):
+                        show_figure.show(
+                            core.mlm_topk_bar(p["tokens"], p["probs"], f"gap {n} (token {p['position']})"),
+                            f"masked-lm-bar-{n}",
+                            where=c,
+                            key=f"mlm_bar_{n}",
+                            notebook=partial(nb.masked_lm, text=text, k=k) if n == 1 else None,  # every gap
+                        )
             st.subheader("Both ways or left only?")
             st.markdown(
                 "The same weights can read like an encoder (every token sees every token) or like a "

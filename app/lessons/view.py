@@ -46,11 +46,17 @@ def asked(model_key: str, lesson_key: str, question: str, _bundle) -> Asked:
     return q.ask(_bundle)
 
 
-def show_output(out, name: str, key: str) -> None:
+PRESENTER_HEIGHT = 330  # px of a step's figure or table in presenter view: a step fits 1280x720
+
+
+def show_output(out, name: str, key: str, height: int | None = None) -> None:
+    """A step's figure or table (`height`: at most this tall, in px)."""
     if isinstance(out, go.Figure):
+        if height is not None and (out.layout.height or 450) > height:
+            out = go.Figure(out).update_layout(height=height)  # a copy: the cached figure is shared
         show_figure.show(out, name, key=key)
     elif isinstance(out, pd.DataFrame):
-        st.dataframe(out, hide_index=True, width="stretch")
+        st.dataframe(out, hide_index=True, width="stretch", **({"height": height} if height else {}))
 
 
 def _output(model, lesson: Lesson, i: int):
@@ -76,7 +82,7 @@ def show_step(model, lesson: Lesson, i: int, beside: bool = False) -> None:
     words.markdown(s.text)
     out, link = _output(model, lesson, i)
     with shown:
-        show_output(out, s.figure_name, key=f"lesson_fig_{lesson.key}_{i}")
+        show_output(out, s.figure_name, key=f"lesson_fig_{lesson.key}_{i}", height=PRESENTER_HEIGHT if beside else None)
     if out is None and s.none_note:
         words.info(s.none_note, icon=":material/info:")
     if link is not None:

@@ -38,7 +38,7 @@ from .data import split_data
 from .follow import current_session_id, job_key, notice_errors
 from .names import safe_filename
 from .run_size import MIN_STEPS, floored_epochs, page_finetune_args
-from .uploads import free_uploads
+from .uploads import free_uploads, let_go_of_uploaders
 
 
 def default_finetune_base() -> str:
@@ -146,8 +146,8 @@ def on_start_finetune(
             return
         if new:
             ss[ts.FT_NOTICE] = None
-            used = ((ts.FT_UPLOAD, ss.ft_source == ts.UPLOAD), (ts.FT_VAL_UPLOAD, mode == "upload"))
-            free_uploads(*[key for key, on in used if on])
+            if ss.ft_source == ts.UPLOAD or mode == "upload":
+                let_go_of_uploaders()  # the files stay in the session for another run, until removed
 
 
 def on_start_pretrain(jm: JobBackend, corpus, corpus_label: str) -> None:

@@ -42,10 +42,7 @@ def projector_bar() -> None:
     if not show_figure.projector_on():
         return
     c1, c2 = st.columns([3, 1], vertical_alignment="center")
-    c1.caption(
-        "Projector mode. The arrow at the top left opens the sidebar: pages, the model, the class "
-        "(ask, lead) and this mode's switch."
-    )
+    c1.caption("Projector mode: the arrow at the top left opens the sidebar (pages, model, class).")
     c2.button(
         "Leave projector mode", icon=":material/close_fullscreen:", on_click=_leave_projector, key="leave_projector"
     )
