@@ -90,10 +90,9 @@ with show_errors("the attention maps"):
         "have nothing better to do. Hiding them (and rescaling each row to "
         "sum to 1) shows what is left between real words.",
     )
-    view = controls.radio("View", VIEWS, key="att_view")
+    view = controls.radio("View", VIEWS, horizontal=True, key="att_view")
     with controls.expander("Find a head", icon=":material/search:"):
         find_a_head(an, f"att_layer_{L}", f"att_head_{H}")
-    controls.markdown(INTRO)
 
     tokens, keep = an.tokens, list(range(T))
     if hide:
@@ -242,3 +241,5 @@ with show_errors("the attention maps"):
                 "their product and the softmax; click + to expand.",
             }[kind]
         )
+
+st.markdown(INTRO)  # below the map: on a phone the controls and the map come first

@@ -52,6 +52,12 @@ def _fill_sentence_a() -> None:
     st.session_state["mlm_mode"] = MODES[0]
 
 
+def what_it_read_caption(where, bundle) -> None:
+    """What the model read, under its guesses (the box and its result come first)."""
+    if read := what_it_read(bundle.card):
+        where.caption(f"What this model read: {md_escape(read)}")
+
+
 def _filled_text(tokens, is_pred) -> str:
     """Tokens back to text, with each guessed token in « » and ## pieces glued on."""
     out = []
@@ -80,8 +86,6 @@ with show_errors("the masked-word predictions"):
     elif family_note.left_to_right(b, "Filling a gap"):
         pass  # the note says why
     else:
-        if read := what_it_read(b.card):
-            st.caption(f"What this model read: {md_escape(read)}")
         family_note.mask_token(b.tokenizer)
         if mlm_untrained(b):
             st.warning(
@@ -128,6 +132,7 @@ with show_errors("the masked-word predictions"):
             controls.info(
                 f"Put [MASK] where a word is missing, for example: “{state.HINT_MLM_TEXT}”", icon=":material/info:"
             )
+            what_it_read_caption(result, b)
         else:
             res = mlm_predict(model.key, text, k, b)
             with result:
@@ -154,6 +159,7 @@ with show_errors("the masked-word predictions"):
                             key=f"mlm_bar_{n}",
                             notebook=partial(nb.masked_lm, text=text, k=k) if n == 1 else None,  # every gap
                         )
+            what_it_read_caption(result, b)
             st.subheader("Both ways or left only?")
             st.markdown(
                 "The same weights can read like an encoder (every token sees every token) or like a "
