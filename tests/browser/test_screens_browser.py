@@ -25,9 +25,9 @@ def on_screen(pg, *boxes) -> bool:
     """Every box lies inside the viewport (to a pixel: a box scrolled to the top may start at -0.4)."""
     size = pg.viewport_size
     return all(
-        b["y"] >= 0
+        b["y"] >= -1
         and b["y"] + b["height"] <= size["height"] + 1
-        and b["x"] >= 0
+        and b["x"] >= -1
         and b["x"] + b["width"] <= size["width"] + 1
         for b in boxes
     )
