@@ -51,7 +51,7 @@ if (shape := task_shape()) != CLASSIFY:  # label every word, or find the answer
     head_page(shape)
     st.stop()
 
-setup, train = st.columns([3, 2], gap="large")  # Start and its live curves beside the data and settings
+setup, train = st.columns([1, 1], gap="large")  # Start and its live curves beside the data and settings
 with setup:
     # --- 1. data -------------------------------------------------------------------------------------
     st.header("1. Data")

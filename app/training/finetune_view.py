@@ -45,7 +45,7 @@ def labelled_upload(store_key: str, label: str, widget: str) -> dict | None:
 
 def kept_file(key: str, up: dict) -> None:
     """The file kept under `key`: its name and size, and the button that removes it."""
-    c1, c2 = st.columns([3, 1], vertical_alignment="center")
+    c1, c2 = st.columns([2, 1], vertical_alignment="center")
     c1.caption(
         f"File: **{md_escape(up['name'])}** ({len(up['data']):,} bytes). It stays in this session, "
         "on other pages and after a run, until you remove it."
