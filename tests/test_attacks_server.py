@@ -304,7 +304,7 @@ def test_a_file_the_session_keeps_counts_until_released_or_the_tab_closes(monkey
     assert guard.held()["s"] == (1, 100)
     guard.keep("s", "ft_val_upload", "valid", 50)
     assert _put(mgr, "s", "third", 10) == 429  # two kept files: the tab's cap
-    guard.release("s", "ft_val_upload")  # "Remove this file"
+    guard.release("s", "ft_val_upload")  # "Remove file"
     assert _put(mgr, "s", "third", 10) == 204
     alive["s"] = False  # the tab closed: its kept copies stop counting after DISCONNECTED_S
     guard.sweep()

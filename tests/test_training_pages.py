@@ -781,7 +781,7 @@ def test_a_tiny_upload_gets_a_hint_with_enough_epochs():
 def test_a_40_row_upload_trains_30_steps_and_the_file_stays_until_removed(at):
     """At the defaults with half held out, 40 rows make 2 steps an epoch: the run trains 15 epochs,
     the page says so, and the file is still there after Start (for a run with other settings)
-    until "Remove this file"."""
+    until "Remove file"."""
     src = with_tiny_model(at)
     open_upload(at, reviews_csv(40), "small.csv")
     at.selectbox(key="ft_base").set_value(src)

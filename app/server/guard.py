@@ -183,7 +183,7 @@ class UploadGuard:
             raise UploadRefused(
                 f"This tab already holds {n} uploaded file(s), {b / MB:,.1f} MB (at most "
                 f"{caps['session_files']} files, {caps['session_bytes'] / MB:,.0f} MB a tab). "
-                "Remove a file first (its uploader's ✕, or “Remove this file”)."
+                "Remove a file first (its uploader's ✕, or “Remove file”)."
             )
         if total_n + more > caps["files"] or total_b + size > caps["bytes"]:
             raise UploadRefused(

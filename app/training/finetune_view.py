@@ -50,7 +50,7 @@ def kept_file(key: str, up: dict) -> None:
         f"File: **{md_escape(up['name'])}** ({len(up['data']):,} bytes). It stays in this session, "
         "on other pages and after a run, until you remove it."
     )
-    c2.button("Remove this file", key=f"{key}_remove", on_click=remove_upload, args=(key,), icon=":material/delete:")
+    c2.button("Remove file", key=f"{key}_remove", on_click=remove_upload, args=(key,), icon=":material/delete:")
 
 
 def uploaded_data() -> LabelledData | None:
