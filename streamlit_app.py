@@ -67,6 +67,7 @@ with st.sidebar:
     lti_view.render()  # launched from the course (LTI 1.3)
     signin.render()  # sign-in through the school, when secrets.toml configures it
 class_tools.apply_projector_css()
+class_tools.projector_bar()
 for note in link_notes:
     st.info(note, icon=":material/link:")
 with show_errors("the class panel"):

@@ -35,7 +35,15 @@ from app.training.names import display_name, safe_filename
 from app.training.next_word_view import continued_text
 from app.training.progress import finetune_progress, fmt_seconds, pretrain_progress, probe_frame
 from app.training.reports import cls_attention
-from app.training.run_size import DEFAULT_SIZE, EVAL_SAMPLE, PAGE_EVALS, RUN_SIZES, eval_every_for, page_finetune_args
+from app.training.run_size import (
+    DEFAULT_SIZE,
+    EVAL_SAMPLE,
+    PAGE_EVALS,
+    RUN_SIZES,
+    eval_every_for,
+    floored_epochs,
+    page_finetune_args,
+)
 from app.training.snapshots import SNAPSHOTS  # noqa: E402
 from app.training.start import few_steps_message
 from app.ui.formatting import md_escape
@@ -791,12 +799,41 @@ def test_progress_lines():
 
 
 def test_a_tiny_upload_gets_a_hint_with_enough_epochs():
-    """40 rows, 20 % held out, batch 16, 1 epoch: 2 steps; the page suggests 15 epochs (30 steps)."""
-    msg = few_steps_message(32, 2000, 16, 1)
+    """40 rows, 20 % held out, batch 16, 1 epoch: 2 steps; with the floor off the page suggests 15
+    epochs (30 steps), with it on (the default) it says the run trains them."""
+    msg = few_steps_message(32, 2000, 16, 1, floor=False)
     assert msg and "Only about 2 training step(s)" in msg and "try 15 epochs (about 30 steps)" in msg
-    assert few_steps_message(1600, 2000, 16, 1) is None  # the built-in default: 100 steps
-    assert few_steps_message(5, 2000, 16, 1).startswith("Only about 1 training step(s)")
-    assert "try 20 epochs" in few_steps_message(5, 2000, 16, 1)  # capped at the page's maximum
+    assert few_steps_message(1600, 2000, 16, 1, floor=False) is None  # the built-in default: 100 steps
+    assert few_steps_message(1600, 2000, 16, 1, floor=True) is None
+    assert few_steps_message(5, 2000, 16, 1, floor=False).startswith("Only about 1 training step(s)")
+    assert "try 20 epochs" in few_steps_message(5, 2000, 16, 1, floor=False)  # capped at the page's maximum
+    assert "this run trains 15 epochs (about 30 steps) instead of 1" in few_steps_message(32, 2000, 16, 1, floor=True)
+    assert floored_epochs(20, 16, 1) == 15 and floored_epochs(20, 16, 18) == 18 and floored_epochs(5, 16, 1) == 20
+    assert floored_epochs(1600, 16, 1) == 1
+
+
+def test_a_40_row_upload_trains_30_steps_and_the_file_stays_until_removed(at):
+    """At the defaults with half held out, 40 rows make 2 steps an epoch: the run trains 15 epochs,
+    the page says so, and the file is still there after Start (for a run with other settings)
+    until "Remove file"."""
+    src = with_tiny_model(at)
+    open_upload(at, reviews_csv(40), "small.csv")
+    at.selectbox(key="ft_base").set_value(src)
+    at.number_input(key="ft_freeze_layers").set_value(0)
+    at.slider(key="ft_valid_frac").set_value(0.5).run()
+    _ok(at)
+    assert any("this run trains 15 epochs (about 30 steps) instead of 1" in i.value for i in at.info)
+    at.button(key="ft_start").click().run()
+    _ok(at)
+    settle(at, ts.FT_JOB)
+    res = at.session_state[ts.FT_RESULTS][-1]
+    assert res["info"]["args"].epochs == 15 and res["done"].steps == 30
+    assert at.session_state[ts.FT_UPLOAD]["name"] == "small.csv"  # kept for the next run
+    assert any("small" in c.value and "until you remove it" in c.value for c in at.caption)
+    at.button(key=f"{ts.FT_UPLOAD}_remove").click().run()
+    _ok(at)
+    assert at.session_state[ts.FT_UPLOAD] is None
+    assert any("Upload a file with a text column" in i.value for i in at.info)
 
 
 def test_continued_text_joins_a_written_piece_to_the_word_it_continues():

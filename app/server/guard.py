@@ -7,10 +7,10 @@
   before the file is kept. The sessions of one client address (a session's websocket peer: IPv4,
   or an IPv6 /64, as app/server/new_students.py counts) hold at most 20 of the server's 60 files
   and 125 of its 250 MB (the defaults), so one machine opening many sessions never fills the
-  server's caps for everyone else; a class behind one router shares that (a training page's
-  files go when its job starts). A file no widget asked for within `UNCLAIMED_S` is dropped, and
-  a session's files `DISCONNECTED_S` after its socket closed (the training pages keep their own
-  copy of an upload).
+  server's caps for everyone else; a class behind one router shares that. The copy of an upload
+  a training page keeps in its session (`keep`: a Fine-tuning file stays until its student
+  removes it) counts as the session's too. A file no widget asked for within `UNCLAIMED_S` is
+  dropped, and a session's files and kept copies `DISCONNECTED_S` after its socket closed.
 
 Incoming widget state is bounded by Streamlit's `server.maxWidgetStateSize` (.streamlit/config.toml),
 not by `server.maxMessageSize`, which caps outgoing messages too.
@@ -129,16 +129,38 @@ class UploadGuard:
         self._put_at: dict[tuple[str, str], float] = {}  # (session, file) -> when it arrived
         self._claimed: set[tuple[str, str]] = set()
         self._gone_since: dict[str, float] = {}  # session -> first seen disconnected
+        self._kept: dict[str, dict[str, tuple[str, int]]] = {}  # session -> slot -> (file id, bytes): `keep`
         mgr.add_file = self.add_file
         mgr.get_files = self.get_files
 
     def held(self) -> dict[str, tuple[int, int]]:
-        """session -> (files, bytes) held now."""
+        """session -> (files, bytes) held now: the uploaders' files, and the copies a session keeps
+        (`keep`) of files its uploaders no longer hold."""
         out = {}
         for sid, files in list(self.mgr.file_storage.items()):
             recs = list(files.values())
             out[sid] = (len(recs), sum(len(r.data) for r in recs))
+        for sid, slots in list(self._kept.items()):
+            in_uploader = self.mgr.file_storage.get(sid, {})
+            extra = [size for fid, size in list(slots.values()) if fid not in in_uploader]
+            if extra:
+                n, b = out.get(sid, (0, 0))
+                out[sid] = (n + len(extra), b + sum(extra))
         return out
+
+    def keep(self, session_id: str, slot: str, file_id: str, size: int) -> None:
+        """A session keeps its own copy of an uploaded file in `slot` (the training pages: the file
+        stays until the student removes it): it counts against the caps as the session's, until
+        `release` or the session closes. A slot holds one file: a new one replaces the old."""
+        with self._lock:
+            self._kept.setdefault(session_id, {})[slot] = (file_id, int(size))
+
+    def release(self, session_id: str, slot: str) -> None:
+        with self._lock:
+            slots = self._kept.get(session_id, {})
+            slots.pop(slot, None)
+            if not slots:
+                self._kept.pop(session_id, None)
 
     def address_of(self, session_id: str) -> str | None:
         """The address key of `session_id`'s client, looked up while the session is connected
@@ -161,7 +183,7 @@ class UploadGuard:
             raise UploadRefused(
                 f"This tab already holds {n} uploaded file(s), {b / MB:,.1f} MB (at most "
                 f"{caps['session_files']} files, {caps['session_bytes'] / MB:,.0f} MB a tab). "
-                "Remove a file from an uploader first."
+                "Remove a file first (its uploader's ✕, or “Remove file”)."
             )
         if total_n + more > caps["files"] or total_b + size > caps["bytes"]:
             raise UploadRefused(
@@ -203,12 +225,19 @@ class UploadGuard:
         now = self._clock()
         freed = 0
         with self._lock:
+            for sid in [s for s in self._kept if s not in self.mgr.file_storage]:  # kept copies only
+                if self._alive(sid) is False:
+                    since = self._gone_since.setdefault(sid, now)
+                    if now - since >= DISCONNECTED_S:
+                        freed += len(self._kept.pop(sid))
+                        self._gone_since.pop(sid, None)
             for sid, files in list(self.mgr.file_storage.items()):
                 if self._alive(sid) is False:
                     since = self._gone_since.setdefault(sid, now)
                     if now - since >= DISCONNECTED_S:
                         freed += len(files)
                         self.mgr.remove_session_files(sid)
+                        freed += len(self._kept.pop(sid, {}))
                         self._gone_since.pop(sid, None)
                     continue
                 self._gone_since.pop(sid, None)
@@ -220,8 +249,12 @@ class UploadGuard:
             live = {(sid, fid) for sid, files in list(self.mgr.file_storage.items()) for fid in list(files)}
             self._put_at = {k: t for k, t in self._put_at.items() if k in live}
             self._claimed &= live
-            self._gone_since = {s: t for s, t in self._gone_since.items() if s in self.mgr.file_storage}
-            self._address_of = {s: a for s, a in self._address_of.items() if self.mgr.file_storage.get(s)}
+            self._gone_since = {
+                s: t for s, t in self._gone_since.items() if s in self.mgr.file_storage or s in self._kept
+            }
+            self._address_of = {
+                s: a for s, a in self._address_of.items() if self.mgr.file_storage.get(s) or s in self._kept
+            }
         if freed:
             log.info("freed %d uploaded file(s) nobody uses", freed)
         return freed

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable
 
 import streamlit as st
 
@@ -48,20 +49,24 @@ def is_teacher() -> bool:
     return bool(key) and isinstance(proven, str) and hmac.compare_digest(proven, _digest(key))
 
 
-def _unlock() -> None:
+WRONG = "That is not this server's teacher key."
+
+
+def _unlock(misplaced: Callable[[str], str | None] | None = None) -> None:
     typed = st.session_state.get(TYPED, "")
     st.session_state[TYPED] = ""  # the box empties: the key is not kept
     if key_matches(typed):
         st.session_state[PROVEN] = _digest(server_key())
     else:
         st.session_state[PROVEN] = None
-        st.session_state[TYPED + "_wrong"] = True
+        st.session_state[TYPED + "_wrong"] = (misplaced(typed) if misplaced else None) or WRONG
 
 
-def gate(what: str) -> bool:
+def gate(what: str, misplaced: Callable[[str], str | None] | None = None) -> bool:
     """True for the teacher; else one line saying `what` is for the teacher (to a signed-in user:
     that the settings do not list them) and, when the server has a teacher key, a box to type it
-    (once per session)."""
+    (once per session). `misplaced(typed)`: the message for something typed in the key's box that
+    belongs in another box (a class code), or None."""
     if is_teacher():
         return True
     via = students.identity().via
@@ -87,8 +92,8 @@ def gate(what: str) -> bool:
         st.info(f"{what} is for the teacher: type the server's teacher key.", icon=":material/lock:")
     if not server_key():
         return False
-    if st.session_state.pop(TYPED + "_wrong", False):
-        st.error("That is not this server's teacher key.", icon=":material/error:")
+    if wrong := st.session_state.pop(TYPED + "_wrong", None):
+        st.error(wrong if isinstance(wrong, str) else WRONG, icon=":material/error:")
     st.text_input("Teacher key", key=TYPED, type="password", max_chars=200)
-    st.button("Unlock", key="teacher_unlock", on_click=_unlock)
+    st.button("Unlock", key="teacher_unlock", on_click=_unlock, args=(misplaced,))
     return False

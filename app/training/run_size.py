@@ -14,6 +14,8 @@ from bert.train.finetune_args import FinetuneArgs
 from .progress import fmt_seconds
 
 VALID_FRACTION = 0.2  # of a data set without a validation file
+MIN_STEPS = 30  # a run trains at least this many steps unless the student turns the floor off
+MAX_EPOCHS = 20  # the Epochs box's maximum
 PAGE_EVALS = 10  # evaluations per epoch: points on the validation curve
 EVAL_SAMPLE = 100  # the validation texts each mid-run point of the curve scores (the last one: all)
 EVALS_HELP = (
@@ -53,6 +55,14 @@ RUN_SIZES = {
     ),
 }
 DEFAULT_SIZE = "quick"
+
+
+def floored_epochs(n_train: int, batch: int, epochs: int) -> int:
+    """The epochs a run of `n_train` texts in batches of `batch` trains for at least MIN_STEPS
+    steps (a 40-row file, half held out: 2 steps an epoch, so 15 epochs), never fewer than
+    `epochs` nor more than MAX_EPOCHS."""
+    per_epoch = -(-max(1, n_train) // max(1, batch))
+    return max(epochs, min(MAX_EPOCHS, -(-MIN_STEPS // per_epoch)))
 
 
 def eval_every_for(steps_per_epoch: int, evals: int) -> int:

@@ -1,8 +1,11 @@
-"""Uploaded files of the training pages: kept in the session, parsed once, freed when a job starts.
+"""Uploaded files of the training pages: kept in the session, parsed once.
 
 An st.file_uploader forgets its value when another page runs, so the bytes are copied into
-st.session_state (`remember_upload`) and parsed copies are memoised per file. Once a job has
-its data, `free_uploads` drops all of it: the job holds the texts it needs.
+st.session_state (`remember_upload`) and parsed copies are memoised per file; the copy counts
+against the upload caps as the session's (app/server/guard.py `keep`). A Fine-tuning file stays
+until the student removes it (`remove_upload`), so a second run with more epochs needs no second
+upload; when its job starts only the uploader lets go (`let_go_of_uploaders`: Streamlit's own copy
+goes). A Pre-training file is dropped when its job starts (`free_uploads`): the job holds it.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ import streamlit as st
 from bert import BertExplorerError, DataError
 from bert.data.labelled import LabelledData, file_columns, read_labelled
 
+from ..server.guard import upload_guard
 from . import session as ts
+from .follow import current_session_id
 from .names import safe_filename
 
 MIN_DOCUMENTS = 2
@@ -31,7 +36,35 @@ def remember_upload(key: str, uploaded) -> dict | None:
         cur = ss.get(key)
         if not cur or cur.get("id") != fid:
             ss[key] = {"name": os.path.basename(str(uploaded.name)) or "upload", "data": uploaded.getvalue(), "id": fid}
+            _count(key, ss[key])
     return ss.get(key)
+
+
+def _count(key: str, upload: dict | None) -> None:
+    """The upload guard counts the session's copy in slot `key` (None: the slot is empty)."""
+    guard, sid = upload_guard(), current_session_id()
+    if guard is None or sid is None:
+        return  # no server (AppTest, scripts): nothing to count against
+    if upload:
+        guard.keep(sid, key, str(upload["id"]), len(upload["data"]))
+    else:
+        guard.release(sid, key)
+
+
+def let_go_of_uploaders() -> None:
+    """Reset the upload widgets (Streamlit then frees its own copy of their files); the copies the
+    session keeps stay."""
+    ss = st.session_state
+    ss[ts.UPLOAD_GEN] = ss.get(ts.UPLOAD_GEN, 0) + 1
+
+
+def remove_upload(key: str) -> None:
+    """The student removes the file kept under `key` (its bytes and parsed copies go)."""
+    ss = st.session_state
+    ss[key] = None
+    _count(key, None)
+    ss[ts.FT_PARSED] = {}
+    let_go_of_uploaders()
 
 
 def parse_upload(
@@ -113,7 +146,8 @@ def free_uploads(*keys: str) -> None:
         up = ss.get(key)
         if up:
             ss[key] = None
+            _count(key, None)
             ss.setdefault(ts.FREED, {})[key] = up["name"]
     ss[ts.FT_PARSED] = {}
     ss.pop(ts.PT_PARSED, None)
-    ss[ts.UPLOAD_GEN] = ss.get(ts.UPLOAD_GEN, 0) + 1
+    let_go_of_uploaders()
