@@ -51,7 +51,7 @@ lint: setup-dev
 	$(BIN)/ruff format --check .
 
 test: setup-dev setup-cluster lint data browser
-	bash scripts/isolated.sh $(BIN)/python -m pytest -q -ra
+	bash scripts/isolated.sh $(BIN)/python -m pytest -q -ra --durations=25
 
 # The browser scenarios that once lost a rare race (the class following its teacher on and off
 # the Class board page), three times in a row: make test runs each once.
