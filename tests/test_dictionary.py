@@ -165,3 +165,75 @@ def test_bad_requests_are_refused_with_why(monkeypatch):
     )
     with pytest.raises(InputError, match="masked-language-model head"):
         D.gather_activations(clf, 1, TEXTS)
+
+
+@pytest.fixture(scope="module")
+def trained():
+    b = tiny_bundle()
+    done = list(D.train_dictionary(b, 1, TEXTS * 4, 48, 6, 40))[-1]
+    return b, done.dictionary
+
+
+def test_a_feature_card_reads_the_held_out_text(trained):
+    b, d = trained
+    acts = D.gather_activations(b, 1, TEXTS)
+    codes = D.encode_all(d, acts)
+    f = d.sae.encode(acts.vectors)  # (N, F): the card must agree with encoding every vector
+    feature = int((f > 0).sum(0).argmax())
+    card = D.feature_card(b, d, acts, codes, feature, n_contexts=3, n_tokens=4)
+    assert card.fires == int((f[:, feature] > 0).sum()) and card.frequency == card.fires / len(acts.vectors)
+    strongest = f[:, feature].argmax()
+    top = card.contexts[0]
+    assert top.activation == pytest.approx(float(f[strongest, feature]), rel=1e-5)
+    assert top.tokens[top.position] == acts.tokens[acts.text_index[strongest]][acts.position[strongest]]
+    assert [c.activation for c in card.contexts] == sorted((c.activation for c in card.contexts), reverse=True)
+    assert int(card.histogram[0].sum()) == card.fires
+    assert len(card.promoted) == 4 and card.promoted[0][1] >= card.promoted[-1][1] > card.suppressed[0][1]
+    with pytest.raises(InputError, match="feature must be one of 0..47"):
+        D.feature_card(b, d, acts, codes, 48)
+
+
+def test_a_typed_text_shows_each_tokens_strongest_features(trained):
+    b, d = trained
+    tf = D.text_features(b, d, "the film was good", k=3)
+    assert tf.tokens[0] == "[CLS]" and sorted(tf.features) == [1, 2, 3, 4]
+    for feats in tf.features.values():
+        assert len(feats) <= 3 and [v for _, v in feats] == sorted((v for _, v in feats), reverse=True)
+
+
+def test_steering_with_a_feature_at_its_own_value_changes_nothing(trained):
+    b, d = trained
+    text = "the film was [MASK] and good"
+    tf = D.text_features(b, d, text, k=1)
+    feature, own = tf.features[2][0]
+    s = D.steer(b, d, text, feature, own, positions=[2])
+    assert s.was == [pytest.approx(own)] and s.masks == [4]
+    assert s.after == s.before
+
+
+def test_zeroing_a_feature_takes_away_its_term(trained):
+    b, d = trained
+    x = D.gather_activations(b, 1, ["the film was good"]).vectors  # (4, C)
+    f = d.sae.encode(x)
+    feature = int(f[1].argmax())
+    edited = D.steered_state(d.sae, x, feature, [1], 0.0)
+    x_hat = d.sae.decode(f)
+    # the edited vector = its reconstruction without the feature's term + the reconstruction's error
+    want = x_hat[1] - f[1, feature] * d.sae.W_dec[:, feature] + (x[1] - x_hat[1])
+    torch.testing.assert_close(edited[1], want, atol=1e-5, rtol=0)
+    torch.testing.assert_close(edited[[0, 2, 3]], x[[0, 2, 3]])
+    s = D.steer(b, d, "the film was [MASK]", feature, 50.0)
+    assert s.after != s.before
+
+
+def test_steering_refuses_what_it_cannot_do(trained):
+    b, d = trained
+    with pytest.raises(InputError, match=r"no \[MASK\]"):
+        D.steer(b, d, "the film was good", 0)
+    with pytest.raises(InputError, match="word pieces"):
+        D.steer(b, d, "the film was [MASK]", 0, positions=[0])
+    with pytest.raises(InputError, match="between"):
+        D.steer(b, d, "the film was [MASK]", 0, float("nan"))
+    other = tiny_bundle(config=tiny_config(len(REVIEW_WORDS), hidden_size=16, num_attention_heads=2))
+    with pytest.raises(InputError, match="train one on this model"):
+        D.steer(other, d, "the film was [MASK]", 0)

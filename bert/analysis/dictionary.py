@@ -41,7 +41,7 @@ from torch import Tensor, nn
 from .. import settings
 from ..bundle import Bundle
 from ..errors import InputError
-from .common import need_mlm, run_layers
+from .common import encode, mask_positions, need_mlm, run_layers
 
 MASK_SHARE = 0.15  # the share of a held-out text's word pieces masked for the splice cost (at least one)
 LEARNING_RATE = 1e-3
@@ -551,3 +551,215 @@ def dictionary_quality(bundle: Bundle, dictionary: Dictionary, held_out: Activat
             tokens=len(held_out.vectors),
             splice=splice_cost(bundle, dictionary, texts),
         )
+
+
+# ---- feature cards ------------------------------------------------------------------------------------
+
+CONTEXT_TOKENS = 12  # tokens shown each side of a context's token
+
+
+@dataclass
+class Codes:
+    """Every held-out token's active features: indices and values (N, k), from `encode_all`."""
+
+    indices: Tensor
+    values: Tensor
+
+
+def encode_all(dictionary: Dictionary, acts: Activations, batch: int = 4096) -> Codes:
+    """The dictionary's active features at every vector of `acts` (one encoding, then a card is a lookup)."""
+    idx, val = [], []
+    with torch.inference_mode():
+        for b in range(0, len(acts.vectors), batch):
+            top = dictionary.sae.pre_activations(acts.vectors[b : b + batch]).topk(dictionary.k, dim=-1)
+            idx.append(top.indices)
+            val.append(top.values.relu())
+    return Codes(torch.cat(idx), torch.cat(val))
+
+
+@dataclass
+class Context:
+    """A held-out text around a token the feature fires on: tokens, the token's place among them."""
+
+    tokens: list[str]
+    position: int
+    activation: float
+
+
+@dataclass
+class FeatureCard:
+    feature: int
+    frequency: float  # the share of held-out tokens it is active on
+    fires: int  # ... how many
+    tokens: int  # held-out tokens
+    mean_activation: float  # when active (0 when never)
+    contexts: list[Context]  # the strongest first
+    promoted: list[tuple[str, float]]  # the tokens its direction raises most in the masked-word head, logit change
+    suppressed: list[tuple[str, float]]  # ... lowers most
+    histogram: tuple[np.ndarray, np.ndarray]  # (counts, edges) of its activations when active
+
+
+def check_feature(dictionary: Dictionary, feature) -> int:
+    F = dictionary.n_features
+    if isinstance(feature, bool) or not isinstance(feature, (int, np.integer)) or not 0 <= int(feature) < F:
+        raise InputError(f"feature must be one of 0..{F - 1} (the dictionary has {F}), got {feature!r}")
+    return int(feature)
+
+
+def _readable(token: str) -> bool:
+    return not (token.startswith("[") and token.endswith("]"))  # [PAD], [unused12], ...
+
+
+def head_effect(bundle: Bundle, dictionary: Dictionary, feature: int, scale: float, k: int = 10):
+    """(promoted, suppressed): the tokens whose masked-word logit rises / falls most when the
+    feature's direction times `scale` is added to the dictionary's centre b_dec, read by the
+    masked-word head as the logit lens reads a middle layer."""
+    need_mlm(bundle, "a feature's tokens")
+    sae = dictionary.sae
+    with torch.inference_mode():
+        centre = sae.b_dec[None]  # (1, C)
+        moved = centre + scale * sae.W_dec[:, feature][None]
+        delta = (bundle.model.mlm(moved) - bundle.model.mlm(centre))[0].float()  # (V,)
+    toks = bundle.tokenizer.convert_ids_to_tokens(list(range(len(delta))))
+    order = delta.argsort(descending=True).tolist()
+    readable = [i for i in order if _readable(toks[i])]
+    return (
+        [(toks[i], float(delta[i])) for i in readable[:k]],
+        [(toks[i], float(delta[i])) for i in readable[::-1][:k]],
+    )
+
+
+def feature_card(
+    bundle: Bundle,
+    dictionary: Dictionary,
+    acts: Activations,
+    codes: Codes,
+    feature: int,
+    n_contexts: int = 8,
+    n_tokens: int = 10,
+    bins: int = 20,
+) -> FeatureCard:
+    """One feature on held-out text (`acts`, `codes`): where it fires most, how often, its
+    activations' histogram, and the tokens its direction promotes and suppresses."""
+    feature = check_feature(dictionary, feature)
+    hit = (codes.indices == feature) & (codes.values > 0)  # (N, k): at most one per row
+    rows = hit.any(1).nonzero()[:, 0]
+    values = (codes.values * hit).sum(1)[rows]
+    mean = float(values.mean()) if len(rows) else 0.0
+    contexts = []
+    for j in values.argsort(descending=True)[:n_contexts].tolist():
+        r = int(rows[j])
+        toks, p = acts.tokens[int(acts.text_index[r])], int(acts.position[r])
+        lo = max(0, p - CONTEXT_TOKENS)
+        contexts.append(Context(toks[lo : p + CONTEXT_TOKENS + 1], p - lo, float(values[j])))
+    counts, edges = np.histogram(values.numpy(), bins=bins) if len(rows) else (np.zeros(0), np.zeros(0))
+    promoted, suppressed = head_effect(bundle, dictionary, feature, mean or 1.0, n_tokens)
+    return FeatureCard(
+        feature=feature,
+        frequency=len(rows) / max(1, len(codes.indices)),
+        fires=len(rows),
+        tokens=len(codes.indices),
+        mean_activation=mean,
+        contexts=contexts,
+        promoted=promoted,
+        suppressed=suppressed,
+        histogram=(counts, edges),
+    )
+
+
+@dataclass
+class TokenFeatures:
+    """A typed text's tokens and, at each word piece, its strongest features (feature, activation)."""
+
+    tokens: list[str]
+    features: dict[int, list[tuple[int, float]]]  # position -> strongest first
+
+
+def text_features(bundle: Bundle, dictionary: Dictionary, text: str, k: int = 3) -> TokenFeatures:
+    """Every word piece of `text` with its `k` strongest active features."""
+    need_mlm(bundle, "a text's features")
+    check_same_model(bundle, dictionary)
+    enc = encode(bundle, text)
+    ids, types = torch.tensor([enc.ids]), torch.tensor([enc.type_ids])
+    out = {}
+    with torch.inference_mode():
+        f = dictionary.sae.encode(state_after(bundle, ids, types, dictionary.layer)[0].float())  # (T, F)
+        top = f.topk(min(k, dictionary.k), dim=-1)
+    for p in _word_positions(enc):
+        out[p] = [(int(i), float(v)) for i, v in zip(top.indices[p], top.values[p], strict=True) if v > 0]
+    return TokenFeatures(list(enc.tokens), out)
+
+
+# ---- steering -----------------------------------------------------------------------------------------
+
+MAX_CLAMP = 1000.0  # the largest |value| a feature may be clamped to
+
+
+def steered_state(sae: SparseDictionary, x: Tensor, feature: int, positions: list[int], value: float) -> Tensor:
+    """x (T, C) with the feature's activation set to `value` at `positions`: x + (value - f) d,
+    the rest of the vector (other features, the reconstruction's error) left as it was."""
+    x = x.clone()
+    f = sae.encode(x[positions].float())[:, feature]  # (P,)
+    x[positions] += ((value - f)[:, None] * sae.W_dec[:, feature][None]).to(x.dtype)
+    return x
+
+
+@dataclass
+class Steering:
+    tokens: list[str]
+    feature: int
+    value: float
+    positions: list[int]  # where it was set
+    was: list[float]  # its activation there before
+    masks: list[int]  # the [MASK]s read
+    before: list[list[tuple[str, float]]]  # per [MASK]: top (token, probability)
+    after: list[list[tuple[str, float]]]
+
+
+def steer(
+    bundle: Bundle,
+    dictionary: Dictionary,
+    text: str,
+    feature: int,
+    value: float = 0.0,
+    positions: list[int] | None = None,
+    k: int = 5,
+) -> Steering:
+    """The [MASK] guesses of `text` before and after setting `feature` to `value` (0: off) at
+    `positions` (token indices; default every word piece), the rest of the model run from the
+    edited state."""
+    need_mlm(bundle, "steering")
+    check_same_model(bundle, dictionary)
+    feature = check_feature(dictionary, feature)
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"the value to set must be a number, got {value!r}") from None
+    if not np.isfinite(value) or abs(value) > MAX_CLAMP:
+        raise InputError(f"the value to set must be a number between -{MAX_CLAMP:g} and {MAX_CLAMP:g}, got {value}")
+    enc = encode(bundle, text)
+    masks = mask_positions(enc, bundle.tokenizer)
+    words = _word_positions(enc)
+    if positions is None:
+        positions = words
+    positions = sorted({int(p) for p in positions})
+    if not positions or any(p not in words for p in positions):
+        raise InputError(f"the tokens to steer must be among the text's word pieces, {words[0]}..{words[-1]}")
+    ids, types = torch.tensor([enc.ids]), torch.tensor([enc.type_ids])
+    tok = bundle.tokenizer
+    with torch.inference_mode():
+        x = state_after(bundle, ids, types, dictionary.layer)  # (1, T, C)
+        was = dictionary.sae.encode(x[0, positions].float())[:, feature]
+        edited = steered_state(dictionary.sae, x[0], feature, positions, value)[None]
+        probs = torch.softmax(
+            bundle.model.mlm(finish_run(bundle, torch.cat([x, edited]), dictionary.layer)[:, masks]).float(), -1
+        )  # (2, P, V)
+        top = probs.topk(k, dim=-1)
+
+    def words_of(r: int):
+        return [
+            list(zip(tok.convert_ids_to_tokens(i.tolist()), p.tolist(), strict=True))
+            for i, p in zip(top.indices[r], top.values[r], strict=True)
+        ]
+
+    return Steering(list(enc.tokens), feature, value, positions, was.tolist(), masks, words_of(0), words_of(1))
