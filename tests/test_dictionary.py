@@ -11,6 +11,7 @@ import torch
 
 import bert
 from bert.analysis import dictionary as D
+from bert.analysis.cloze import ClozeItem
 from bert.errors import InputError
 from bert.model import BertForSequenceClassification
 from tests.helpers import REVIEW_WORDS, tiny_bundle, tiny_config
@@ -113,6 +114,9 @@ def test_a_perfect_reconstruction_splices_without_changing_a_guess():
     d = _perfect(b)
     s = D.splice_cost(b, d, TEXTS * 3)
     assert s.agreement == 1.0 and (s.top1, s.top5) == (s.spliced_top1, s.spliced_top5)
+    items = [ClozeItem("sense", "the film was [MASK]", ("good", "bad")), ClozeItem("sense", "a [MASK] plot", ("bad",))]
+    c = D.cloze_splice(b, d, items)
+    assert c.masked == 2 and c.agreement == 1.0 and (c.top1, c.top5) == (c.spliced_top1, c.spliced_top5)
     with torch.no_grad():
         d.sae.W_dec.zero_()  # now every word piece's vector is replaced by b_dec = 0
     assert D.splice_cost(b, d, TEXTS * 3).agreement < 1.0
@@ -124,7 +128,8 @@ def test_quality_of_a_trained_dictionary_on_held_out_text():
     done = events[-1]
     assert isinstance(done, D.DictionaryDone) and not done.stopped
     assert [e.step for e in events[:-1]] == [20, 40]
-    q = D.dictionary_quality(b, done.dictionary, D.gather_activations(b, 2, TEXTS), TEXTS)
+    held = D.gather_activations(b, 2, TEXTS)
+    q = D.dictionary_quality(b, done.dictionary, held, TEXTS)
     assert 0.5 < q.variance_explained <= 1.0 and q.l0 <= 8 and 0 <= q.dead < 64
     assert q.splice.masked >= len(TEXTS)
 

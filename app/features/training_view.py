@@ -154,6 +154,8 @@ def quality_table(run: FeaturesRun) -> pd.DataFrame:
             "masked-word top-1: model → spliced": f"{s.top1:.3f} → {s.spliced_top1:.3f}",
             "masked-word top-5: model → spliced": f"{s.top5:.3f} → {s.spliced_top5:.3f}",
             "spliced first guess = the model's": f"{s.agreement:.1%}",
+            "everyday cloze top-1: model → spliced": f"{q.cloze.top1:.3f} → {q.cloze.spliced_top1:.3f}",
+            "everyday cloze top-5: model → spliced": f"{q.cloze.top5:.3f} → {q.cloze.spliced_top5:.3f}",
             "trained on": f"{d.tokens:,} word pieces of {d.texts:,} sentences, {d.steps} steps",
             "seconds": f"{d.seconds:.0f}",
         }

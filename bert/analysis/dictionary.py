@@ -22,7 +22,7 @@ shared model.
 Quality: the fraction of variance explained (1 - |x - x̂|² / |x - mean|² summed over the held-out
 tokens), L0 (mean active features a token), dead features (active on no held-out token), and the
 splice cost: masked-word top-1 / top-5 on held-out text with the layer's output replaced by its
-reconstruction, against the same masks unspliced.
+reconstruction, against the same masks unspliced, and the same on the everyday cloze set.
 
 Dimension letters: N tokens, C hidden size, F features, k active features a token, T tokens of a
 text, B texts of one length, V vocabulary.
@@ -41,6 +41,7 @@ from torch import Tensor, nn
 from .. import settings
 from ..bundle import Bundle
 from ..errors import InputError
+from ..tokenizer.vocab import SPECIAL_TOKENS
 from .common import encode, mask_positions, need_mlm, run_layers
 
 MASK_SHARE = 0.15  # the share of a held-out text's word pieces masked for the splice cost (at least one)
@@ -84,11 +85,16 @@ class SparseDictionary(nn.Module):
 
     def encode(self, x: Tensor) -> Tensor:
         """f (N, F): the k largest pre-activations of each token, through a ReLU; the rest 0."""
-        top = self.pre_activations(x).topk(self.k, dim=-1)
-        return torch.zeros(*x.shape[:-1], self.n_features, dtype=x.dtype).scatter(-1, top.indices, top.values.relu())
+        indices, values = self.active(x)
+        return torch.zeros(*x.shape[:-1], self.n_features, dtype=x.dtype).scatter(-1, indices, values)
 
     def decode(self, f: Tensor) -> Tensor:
         return self.b_dec + f @ self.W_dec.t()  # (N, C)
+
+    def active(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """(indices, values) (N, k) of each token's k kept features (values after the ReLU)."""
+        top = self.pre_activations(x).topk(self.k, dim=-1)
+        return top.indices, top.values.relu()
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
         f = self.encode(x)
@@ -466,7 +472,8 @@ class Quality:
     dead: int
     n_features: int
     tokens: int
-    splice: Splice
+    splice: Splice  # on the held-out text
+    cloze: Splice  # on the everyday cloze set
 
     @property
     def dead_share(self) -> float:
@@ -482,40 +489,81 @@ def _spliced(sae: SparseDictionary, x: Tensor, encs, part) -> Tensor:
     return x
 
 
+def _guesses(bundle: Bundle, dictionary: Dictionary, encs, where: list[list[int]], k: int, batch: int):
+    """For every text's positions `where[i]`, in text order: the top-k token ids there (P, k),
+    unspliced and spliced."""
+    out: list[tuple[int, int, Tensor, Tensor]] = []  # (text, place among its positions, plain, spliced)
+    k = min(k, bundle.config.vocab_size)
+    with torch.inference_mode():
+        for part, ids, types in _batches(encs, batch):
+            x = state_after(bundle, ids, types, dictionary.layer)
+            rows = [(r, p) for r, i in enumerate(part) for p in where[i]]
+            r_idx, p_idx = torch.tensor([r for r, _ in rows]), torch.tensor([p for _, p in rows])
+            tops = [
+                bundle.model.mlm(finish_run(bundle, start, dictionary.layer)[r_idx, p_idx]).topk(k, -1).indices
+                for start in (x, _spliced(dictionary.sae, x, encs, part))
+            ]
+            places = [(part[r], where[part[r]].index(p)) for r, p in rows]
+            out += [(i, j, tops[0][n], tops[1][n]) for n, (i, j) in enumerate(places)]
+    out.sort(key=lambda t: (t[0], t[1]))
+    return torch.stack([t[2] for t in out]), torch.stack([t[3] for t in out])
+
+
+def _splice(hits_plain: np.ndarray, hits_spliced: np.ndarray, first_same: np.ndarray) -> Splice:
+    """From per-mask (top-1, top-5) hits (P, 2) and whether the first guesses agree (P,)."""
+    return Splice(len(first_same), *hits_plain.mean(0), *hits_spliced.mean(0), float(first_same.mean()))
+
+
 def splice_cost(bundle: Bundle, dictionary: Dictionary, texts: list[str], seed: int = 0, batch: int = 32) -> Splice:
     """Masked-word top-1 / top-5 on `texts` (held-out), MASK_SHARE of each text's word pieces
     masked (chosen by `seed`), unspliced and spliced."""
     need_mlm(bundle, "the splice cost")
     check_same_model(bundle, dictionary)
     tok, rng = bundle.tokenizer, np.random.default_rng(seed)
-    encs, targets = [], []
+    encs, where, want = [], [], []
     for e in _encodings(bundle, texts):
         words = _word_positions(e)
         n = max(1, int(round(MASK_SHARE * len(words))))
-        where = sorted(rng.choice(words, size=n, replace=False).tolist())
-        targets.append({p: e.ids[p] for p in where})
+        chosen = sorted(rng.choice(words, size=n, replace=False).tolist())
+        where.append(chosen)
+        want += [e.ids[p] for p in chosen]
         ids = list(e.ids)
-        for p in where:
+        for p in chosen:
             ids[p] = tok.mask_id
         encs.append(_Masked(ids, e.type_ids, e.sequence_ids))
-    hits = np.zeros((2, 2))  # (unspliced, spliced) x (top-1, top-5)
-    n_masked = same = 0
-    with torch.inference_mode():
-        for part, ids, types in _batches(encs, batch):
-            x = state_after(bundle, ids, types, dictionary.layer)
-            rows = [(r, p) for r, i in enumerate(part) for p in targets[i]]
-            r_idx, p_idx = torch.tensor([r for r, _ in rows]), torch.tensor([p for _, p in rows])
-            want = torch.tensor([targets[part[r]][p] for r, p in rows])
-            firsts = []
-            for j, start in enumerate((x, _spliced(dictionary.sae, x, encs, part))):
-                top = bundle.model.mlm(finish_run(bundle, start, dictionary.layer)[r_idx, p_idx]).topk(5, -1).indices
-                hits[j, 0] += float((top[:, 0] == want).sum())
-                hits[j, 1] += float((top == want[:, None]).any(1).sum())
-                firsts.append(top[:, 0])
-            same += int((firsts[0] == firsts[1]).sum())
-            n_masked += len(rows)
-    rate = hits / max(1, n_masked)
-    return Splice(n_masked, *(float(v) for v in rate.ravel()), same / max(1, n_masked))
+    plain, spliced = _guesses(bundle, dictionary, encs, where, 5, batch)
+    want_t = torch.tensor(want)[:, None]
+
+    def hits(top: Tensor) -> np.ndarray:
+        return torch.stack([top[:, 0] == want_t[:, 0], (top == want_t).any(1)], 1).float().numpy()
+
+    return _splice(hits(plain), hits(spliced), (plain[:, 0] == spliced[:, 0]).float().numpy())
+
+
+def cloze_splice(bundle: Bundle, dictionary: Dictionary, items=None, batch: int = 32) -> Splice:
+    """The everyday cloze set (cloze.py: an item counts when an accepted answer is among the
+    first words guessed, punctuation and special tokens skipped), unspliced and spliced."""
+    from .cloze import load_cloze, words_only
+
+    need_mlm(bundle, "the splice cost")
+    check_same_model(bundle, dictionary)
+    items = load_cloze() if items is None else items
+    tok = bundle.tokenizer
+    encs = [encode(bundle, it.sentence) for it in items]
+    where = [mask_positions(e, tok)[:1] for e in encs]
+    specials = set(getattr(tok, "special_tokens", SPECIAL_TOKENS))
+    plain, spliced = _guesses(bundle, dictionary, encs, where, 25, batch)
+    hit, firsts = [], []
+    for it, p, s in zip(items, plain, spliced, strict=True):
+        row = []
+        for top in (p, s):
+            toks = tok.convert_ids_to_tokens(top.tolist())
+            words = [toks[i] for i in words_only(toks, specials)][:5]
+            row.append([bool(words) and words[0] in it.answers, any(w in it.answers for w in words)])
+            firsts.append(words[0] if words else "")
+        hit.append(row)
+    h = np.array(hit, dtype=np.float64)  # (P, 2 runs, 2)
+    return _splice(h[:, 0], h[:, 1], np.array(firsts[0::2]) == np.array(firsts[1::2]))
 
 
 @dataclass
@@ -537,7 +585,7 @@ def check_same_model(bundle: Bundle, dictionary: Dictionary) -> None:
 
 def dictionary_quality(bundle: Bundle, dictionary: Dictionary, held_out: Activations, texts: list[str]) -> Quality:
     """Variance explained, L0 and dead features on `held_out` (gather_activations of held-out text
-    at the dictionary's layer), and the splice cost on `texts` (held-out text)."""
+    at the dictionary's layer), and the splice cost on `texts` (held-out text) and on the everyday cloze set."""
     if held_out.layer != dictionary.layer:
         raise InputError(f"the held-out vectors are of layer {held_out.layer}, the dictionary of {dictionary.layer}")
     with torch.inference_mode():
@@ -550,6 +598,7 @@ def dictionary_quality(bundle: Bundle, dictionary: Dictionary, held_out: Activat
             n_features=dictionary.n_features,
             tokens=len(held_out.vectors),
             splice=splice_cost(bundle, dictionary, texts),
+            cloze=cloze_splice(bundle, dictionary),
         )
 
 
@@ -600,9 +649,9 @@ class FeatureCard:
 
 
 def check_feature(dictionary: Dictionary, feature) -> int:
-    F = dictionary.n_features
-    if isinstance(feature, bool) or not isinstance(feature, (int, np.integer)) or not 0 <= int(feature) < F:
-        raise InputError(f"feature must be one of 0..{F - 1} (the dictionary has {F}), got {feature!r}")
+    n = dictionary.n_features
+    if isinstance(feature, bool) or not isinstance(feature, (int, np.integer)) or not 0 <= int(feature) < n:
+        raise InputError(f"feature must be one of 0..{n - 1} (the dictionary has {n}), got {feature!r}")
     return int(feature)
 
 
