@@ -242,3 +242,18 @@ def test_steering_refuses_what_it_cannot_do(trained):
     other = tiny_bundle(config=tiny_config(len(REVIEW_WORDS), hidden_size=16, num_attention_heads=2))
     with pytest.raises(InputError, match="train one on this model"):
         D.steer(other, d, "the film was [MASK]", 0)
+
+
+def test_training_text_and_held_out_text_come_from_different_documents():
+    from bert.data.corpus.fetch import bert_cache_dir
+    from bert.train.pretrain import PretrainArgs, training_split
+
+    if not all((bert_cache_dir() / "corpora" / f"{c}.jsonl").is_file() for c in D.CORPORA):
+        pytest.skip("the corpora are not built here (`make data`)")
+    train, held = D.corpus_texts(300, 100, seed=1)
+    assert len(train) == 300 and len(held) == 100 and len(set(train)) == 300
+    kept_in, held_out = training_split(PretrainArgs(out="", corpora=list(D.CORPORA)))
+    held_docs = {s for doc in held_out.documents for s in doc}
+    train_docs = {s for doc in kept_in.documents for s in doc}
+    assert set(held) <= held_docs and set(train) <= train_docs
+    assert D.corpus_texts(300, 100, seed=1) == (train, held)
