@@ -11,7 +11,7 @@ import pytest
 from app.figures.features import activation_histogram, training_curves
 from bert.analysis.dictionary import DictionaryStep
 from bert.data.corpus.fetch import bert_cache_dir
-from tests.helpers import minilm_tiny_mlm, select_session_model, started_app
+from tests.helpers import minilm_tiny_classifier, minilm_tiny_mlm, select_session_model, started_app
 
 TIMEOUT = 300
 
@@ -70,3 +70,13 @@ def test_train_beside_the_control_then_read_and_steer(monkeypatch):
     at.number_input(key="ft_steer_value").set_value(40.0).run()
     _ok(at)
     assert any("[MASK] at token 3" in m.value for m in at.markdown)
+
+
+@pytest.mark.slow
+def test_a_classifier_is_told_why_the_page_needs_a_masked_word_head():
+    at = started_app(TIMEOUT)
+    select_session_model(at, "tiny-clf", minilm_tiny_classifier())
+    at.switch_page("pages/features.py").run()
+    _ok(at)
+    assert any("masked-word head" in i.value for i in at.info)
+    assert "ft_train" not in [b.key for b in at.button], "nothing to train"

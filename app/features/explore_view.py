@@ -4,6 +4,8 @@ strongest features, and steering (a feature set to a value, or zeroed, at chosen
 
 from __future__ import annotations
 
+import zlib
+
 import pandas as pd
 import streamlit as st
 
@@ -109,7 +111,7 @@ def steering(run: FeaturesRun) -> None:
         "At the tokens (none chosen: every word piece)",
         words,
         format_func=lambda i: f"{i}: {tokens[i]}",
-        key="ft_steer_at",
+        key=f"ft_steer_at_{zlib.crc32(text.encode())}",  # a new text: a new choice (old indices may not exist)
     )
     s = dic.steer(t.bundle, d, text, feature, value, positions=where or None)
     active = [(p, v) for p, v in zip(s.positions, s.was, strict=True) if v > 0]
