@@ -45,7 +45,7 @@ from ..tokenizer.vocab import SPECIAL_TOKENS
 from .common import encode, mask_positions, need_mlm, run_layers
 
 MASK_SHARE = 0.15  # the share of a held-out text's word pieces masked for the splice cost (at least one)
-LEARNING_RATE = 1e-3
+LEARNING_RATE = 3e-3  # Adam: large enough for a few hundred steps, small enough that few features die
 BATCH = 1024  # tokens a training step
 
 
