@@ -132,6 +132,7 @@ def test_quality_of_a_trained_dictionary_on_held_out_text():
     q = D.dictionary_quality(b, done.dictionary, held, TEXTS)
     assert 0.5 < q.variance_explained <= 1.0 and q.l0 <= 8 and 0 <= q.dead < 64
     assert q.splice.masked >= len(TEXTS)
+    assert all(type(v) is float for v in (q.splice.top1, q.splice.spliced_top5, q.cloze.top1, q.cloze.agreement))
 
 
 def test_the_control_has_the_shape_and_not_the_weights():

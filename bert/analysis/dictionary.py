@@ -511,7 +511,8 @@ def _guesses(bundle: Bundle, dictionary: Dictionary, encs, where: list[list[int]
 
 def _splice(hits_plain: np.ndarray, hits_spliced: np.ndarray, first_same: np.ndarray) -> Splice:
     """From per-mask (top-1, top-5) hits (P, 2) and whether the first guesses agree (P,)."""
-    return Splice(len(first_same), *hits_plain.mean(0), *hits_spliced.mean(0), float(first_same.mean()))
+    rates = [float(v) for v in (*hits_plain.mean(0), *hits_spliced.mean(0))]
+    return Splice(len(first_same), *rates, float(first_same.mean()))
 
 
 def splice_cost(bundle: Bundle, dictionary: Dictionary, texts: list[str], seed: int = 0, batch: int = 32) -> Splice:
