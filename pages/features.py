@@ -13,8 +13,8 @@ app.run_through_entry()  # before anything else: see app/__init__.py
 st.title("Features, not neurons")
 st.markdown(
     "A layer's vector mixes many things at once, so one number of it (a neuron) rarely means one "
-    "thing. A **dictionary of features** (a sparse autoencoder) learns many more directions than the "
-    "vector has numbers, and writes each token's vector as a few of them added up: each direction is "
+    "thing. A **dictionary of features** (a sparse autoencoder) learns a set of directions (usually "
+    "more than the vector has numbers) and writes each token's vector as a few of them added up: each direction is "
     "a *feature*, and a token's features are the few it is made of. Train one on a layer, then read "
     "a feature's card, find the features of your sentence, or turn one up or off and watch the "
     "[MASK] guesses change. The **control** beside it is the same recipe on this model's shape with "
