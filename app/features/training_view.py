@@ -21,8 +21,10 @@ import bert
 from app.current_model import CurrentModel
 from app.figures.features import training_curves
 from app.server.analysis_gate import ANALYSES, busy_notice
+from app.training.data import not_on_server
 from app.ui import show_figure
 from bert.analysis import dictionary as dic
+from bert.data.corpus.base import CorpusError
 
 RUN = "ft_run"  # session key: the last FeaturesRun
 ASKED = "ft_asked"  # session key: Train was pressed (a callback: the press survives the page's rerun)
@@ -65,6 +67,20 @@ def _ask() -> None:
     st.session_state[ASKED] = True
 
 
+@st.cache_resource(max_entries=len(SENTENCES), show_spinner="Reading the corpora…")
+def _sentences(n_train: int, n_held_out: int) -> tuple[list[str], list[str]]:
+    return dic.corpus_texts(n_train, n_held_out)
+
+
+def corpus_sentences(n_train: int, n_held_out: int) -> tuple[list[str], list[str]]:
+    """The held-in and held-out sentences (bert.analysis.dictionary.corpus_texts), read once for
+    every session; corpora this server has not fetched get one plain message."""
+    try:
+        return _sentences(n_train, n_held_out)
+    except CorpusError:
+        raise CorpusError(not_on_server("+".join(dic.CORPORA))) from None
+
+
 def settings_form(model: CurrentModel) -> dict | None:
     """The dictionary's settings; the request (a dict) when Train was pressed, else None."""
     caps = dic.caps()
@@ -103,7 +119,7 @@ def settings_form(model: CurrentModel) -> dict | None:
 def train(model: CurrentModel, ask: dict) -> FeaturesRun:
     """Train (and the control), drawing the curves as they come; in a place for analyses."""
     t0 = time.perf_counter()
-    texts, held = dic.corpus_texts(ask["sentences"], HELD_OUT)
+    texts, held = corpus_sentences(ask["sentences"], HELD_OUT)
     names = [(TRAINED, model.bundle)]
     if ask["control"]:
         names.append((CONTROL, control_model(model.key, model.bundle)))
