@@ -12,6 +12,7 @@ import streamlit as st
 from app.figures.features import activation_histogram
 from app.ui import show_figure
 from app.ui.formatting import clean_text, md_escape
+from app.ui.widgets import SENTENCE_CHARS, cap_help, cap_text
 from bert.analysis import dictionary as dic
 
 from .training_view import FeaturesRun, Trained
@@ -83,7 +84,14 @@ def card(run: FeaturesRun) -> None:
 
 def sentence(run: FeaturesRun) -> None:
     t = _pick(run, "ft_sentence_of")
-    text = clean_text(st.text_input("A sentence", "The cat sat on the mat.", key="ft_sentence"), "the sentence")
+    typed = st.text_input(
+        "A sentence",
+        "The cat sat on the mat.",
+        key="ft_sentence",
+        max_chars=SENTENCE_CHARS,
+        help=cap_help(SENTENCE_CHARS),
+    )
+    text = clean_text(cap_text(typed, "The sentence"), "the sentence")
     tf = dic.text_features(t.bundle, t.dictionary, text, k=3)
     rows = []
     for p, feats in tf.features.items():
@@ -101,7 +109,14 @@ def sentence(run: FeaturesRun) -> None:
 def steering(run: FeaturesRun) -> None:
     t = _pick(run, "ft_steer_of")
     d = t.dictionary
-    text = clean_text(st.text_input("A sentence with [MASK]", STEER_TEXT, key="ft_steer_text"), "the sentence")
+    typed = st.text_input(
+        "A sentence with [MASK]",
+        STEER_TEXT,
+        key="ft_steer_text",
+        max_chars=SENTENCE_CHARS,
+        help=cap_help(SENTENCE_CHARS),
+    )
+    text = clean_text(cap_text(typed, "The sentence"), "the sentence")
     tokens = list(t.bundle.tokenizer.encode(text, max_length=t.bundle.config.max_tokens).tokens)
     words = list(range(1, len(tokens) - 1))
     c1, c2, c3 = st.columns([1, 1, 3])
