@@ -47,10 +47,10 @@ def test_train_beside_the_control_then_read_and_steer(monkeypatch):
     _ok(at)
     assert [t.value for t in at.title] == ["Features, not neurons"]
     at.number_input(key="ft_layer").set_value(2)
-    at.select_slider(key="ft_features").set_value(256)
-    at.select_slider(key="ft_k").set_value(8)
-    at.slider(key="ft_steps").set_value(50)
-    at.select_slider(key="ft_sentences").set_value(250)
+    at.selectbox(key="ft_features").set_value(256)
+    at.selectbox(key="ft_k").set_value(8)
+    at.number_input(key="ft_steps").set_value(50)
+    at.number_input(key="ft_sentences").set_value(250)
     at.button(key="ft_train").click().run()
     _ok(at)
     table = at.table[0].value
@@ -80,3 +80,17 @@ def test_a_classifier_is_told_why_the_page_needs_a_masked_word_head():
     _ok(at)
     assert any("masked-word head" in i.value for i in at.info)
     assert "ft_train" not in [b.key for b in at.button], "nothing to train"
+
+
+@pytest.mark.slow
+def test_the_settings_fit_the_servers_caps(monkeypatch):
+    monkeypatch.setenv("BERT_EXPLORER_DICT_MAX_FEATURES", "100")
+    monkeypatch.setenv("BERT_EXPLORER_DICT_MAX_STEPS", "5")
+    monkeypatch.setenv("BERT_EXPLORER_DICT_MAX_TEXTS", "40")
+    at = started_app(TIMEOUT)
+    select_session_model(at, "tiny-mlm", minilm_tiny_mlm())
+    at.switch_page("pages/features.py").run()
+    _ok(at)
+    assert at.selectbox(key="ft_features").options == ["100"]
+    assert at.number_input(key="ft_steps").value == 5
+    assert at.number_input(key="ft_sentences").value == 40

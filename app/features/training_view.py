@@ -31,7 +31,6 @@ ASKED = "ft_asked"  # session key: Train was pressed (a callback: the press surv
 HELD_OUT = 300  # held-out sentences the quality and the cards read
 FEATURES = [256, 512, 1024, 2048, 4096]
 SPARSITY = [8, 16, 32, 64]
-SENTENCES = [250, 500, 1000, 1500, 2000]
 DEFAULTS = dict(features=1024, sparsity=32, steps=200, sentences=1500)
 TRAINED, CONTROL = "this model", "random-weights control"
 
@@ -63,11 +62,15 @@ def control_model(model_key: str, _bundle: bert.Bundle) -> bert.Bundle:
     return dic.random_control(_bundle, seed=0)
 
 
+def _nearest(options: list[int], value: int) -> int:
+    return min(range(len(options)), key=lambda i: abs(options[i] - value))
+
+
 def _ask() -> None:
     st.session_state[ASKED] = True
 
 
-@st.cache_resource(max_entries=len(SENTENCES), show_spinner="Reading the corpora…")
+@st.cache_resource(max_entries=4, show_spinner="Reading the corpora…")
 def _sentences(n_train: int, n_held_out: int) -> tuple[list[str], list[str]]:
     return dic.corpus_texts(n_train, n_held_out)
 
@@ -88,14 +91,23 @@ def settings_form(model: CurrentModel) -> dict | None:
     c1, c2, c3, c4, c5 = st.columns(5)
     layer = c1.number_input("Layer", 1, L, value=max(1, L // 2), key="ft_layer", help="the state leaving this layer")
     feats = [f for f in FEATURES if f <= caps["features"]] or [caps["features"]]
-    n_features = c2.select_slider("Features", feats, value=min(DEFAULTS["features"], feats[-1]), key="ft_features")
-    sparsity = c3.select_slider(
-        "Active a token (k)", SPARSITY, value=DEFAULTS["sparsity"], key="ft_k", help="TopK: exactly k features a token"
+    n_features = c2.selectbox("Features", feats, index=_nearest(feats, DEFAULTS["features"]), key="ft_features")
+    sparsity = c3.selectbox(
+        "Active a token (k)",
+        SPARSITY,
+        index=SPARSITY.index(DEFAULTS["sparsity"]),
+        key="ft_k",
+        help="TopK: exactly k features a token",
     )
-    steps = c4.slider("Steps", 50, caps["steps"], min(DEFAULTS["steps"], caps["steps"]), 50, key="ft_steps")
-    sizes = [s for s in SENTENCES if s <= caps["texts"]] or [caps["texts"]]
-    sentences = c5.select_slider(
-        "Sentences", sizes, value=min(DEFAULTS["sentences"], sizes[-1]), key="ft_sentences", help="held-in text"
+    steps = c4.number_input("Steps", 1, caps["steps"], min(DEFAULTS["steps"], caps["steps"]), 50, key="ft_steps")
+    sentences = c5.number_input(
+        "Sentences",
+        1,
+        caps["texts"],
+        min(DEFAULTS["sentences"], caps["texts"]),
+        250,
+        key="ft_sentences",
+        help="held-in text",
     )
     control = st.checkbox(f"Train the same dictionary on a {CONTROL} beside it", value=True, key="ft_control")
     st.caption(
