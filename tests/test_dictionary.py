@@ -258,3 +258,18 @@ def test_training_text_and_held_out_text_come_from_different_documents():
     train_docs = {s for doc in kept_in.documents for s in doc}
     assert set(held) <= held_docs and set(train) <= train_docs
     assert D.corpus_texts(300, 100, seed=1) == (train, held)
+
+
+def test_training_reads_every_other_text_with_some_pieces_masked():
+    b = tiny_bundle()
+    plain = D.gather_activations(b, 1, TEXTS)
+    mixed = D.gather_activations(b, 1, TEXTS, masked=True, seed=2)
+    assert len(plain.vectors) == len(mixed.vectors)
+    for s, (p, m) in enumerate(zip(plain.tokens, mixed.tokens, strict=True)):
+        changed = [t for t, u in zip(p, m, strict=True) if t != u]
+        if s % 2:
+            assert changed and set(m) - set(p) == {"[MASK]"}
+        else:
+            assert not changed
+    first = plain.text_index == 0
+    torch.testing.assert_close(mixed.vectors[first], plain.vectors[first])

@@ -15,7 +15,9 @@ off or positive. The encoder starts as the decoder's transpose and b_dec as the 
 Vectors: the state leaving encoder layer `layer` (1..L) at every token of the text, [CLS] and
 [SEP] left out (their states are few and far from the rest; the dictionary never sees them, and
 splicing leaves them as they were). The model runs part-way by hand (common.run_layers) on batches
-of texts of the same token length, so no padding and no mask. Splicing and steering run the rest
+of texts of the same token length, so no padding and no mask. Training reads every other text
+with some word pieces masked, as the masked-word task shows text to the model, so the [MASK]s
+the splice cost and steering read are vectors it knows. Splicing and steering run the rest
 of the layers from the edited state, as activation patching does (patching.py): no hooks on the
 shared model.
 
@@ -179,11 +181,40 @@ def _encodings(bundle: Bundle, texts: list[str]):
     return encs
 
 
+@dataclass
+class _Masked:
+    """An encoding's ids with some masked (what _batches reads)."""
+
+    ids: list[int]
+    type_ids: list[int]
+    sequence_ids: list
+
+
+def _mask_some(enc, mask_id: int, rng: np.random.Generator) -> tuple[_Masked, list[int]]:
+    """`enc` with MASK_SHARE of its word pieces (at least one) replaced by [MASK], and where."""
+    words = _word_positions(enc)
+    n = max(1, int(round(MASK_SHARE * len(words))))
+    chosen = sorted(rng.choice(words, size=n, replace=False).tolist())
+    ids = list(enc.ids)
+    for p in chosen:
+        ids[p] = mask_id
+    return _Masked(ids, enc.type_ids, enc.sequence_ids), chosen
+
+
 def gather_activations(
-    bundle: Bundle, layer: int, texts: list[str], max_tokens: int | None = None, batch: int = 32
+    bundle: Bundle,
+    layer: int,
+    texts: list[str],
+    max_tokens: int | None = None,
+    batch: int = 32,
+    masked: bool = False,
+    seed: int = 0,
 ) -> Activations:
     """The vectors leaving `layer` at the word pieces of `texts`, read in order until `max_tokens`
-    (default: the server's cap) word pieces are in; `capped` says when the cap stopped it."""
+    (default: the server's cap) word pieces are in; `capped` says when the cap stopped it.
+    `masked`: every other text (the 2nd, 4th, ...) is read with MASK_SHARE of its word pieces
+    masked (chosen by `seed`), as the masked-word task shows text to the model: a dictionary
+    trained so reconstructs the [MASK]s the splice cost and steering read, too."""
     need_mlm(bundle, "a dictionary of features")
     layer = check_layer(bundle, layer)
     cap = caps()["tokens"] if max_tokens is None else int(max_tokens)
@@ -195,6 +226,9 @@ def gather_activations(
             break
         encs.append(e)
         total += n
+    if masked:
+        rng = np.random.default_rng(seed)
+        encs = [_mask_some(e, bundle.tokenizer.mask_id, rng)[0] if i % 2 else e for i, e in enumerate(encs)]
     vectors, text_index, position = [], [], []
     with torch.inference_mode():
         for part, ids, types in _batches(encs, batch):
@@ -210,7 +244,7 @@ def gather_activations(
         vectors=torch.cat(vectors)[torch.as_tensor(order)].contiguous(),
         text_index=np.array(text_index)[order],
         position=np.array(position)[order],
-        tokens=[list(e.tokens) for e in encs],
+        tokens=[bundle.tokenizer.convert_ids_to_tokens(list(e.ids)) for e in encs],
         texts_read=len(encs),
         texts_given=len(all_encs),
         capped=len(encs) < len(all_encs),
@@ -382,9 +416,10 @@ def train_dictionary(
     batch: int = BATCH,
     log_every: int = 10,
 ) -> Iterator[DictionaryStep | DictionaryDone]:
-    """Gather `layer`'s vectors of `texts` (held-in text: the caller keeps its held-out text out),
-    then train a dictionary of `n_features` with `sparsity` active a token for `steps` steps:
-    DictionaryStep events, then DictionaryDone. Refuses (InputError) a request over the server's
+    """Gather `layer`'s vectors of `texts` (held-in text: the caller keeps its held-out text out;
+    every other text with some of its word pieces masked, see gather_activations), then train a
+    dictionary of `n_features` with `sparsity` active a token for `steps` steps: DictionaryStep
+    events, then DictionaryDone. Refuses (InputError) a request over the server's
     caps before reading anything."""
     n_features, k, steps = check_request(n_features, sparsity, steps)
     cap = caps()
@@ -394,7 +429,7 @@ def train_dictionary(
             "BERT_EXPLORER_DICT_MAX_TEXTS): give fewer"
         )
     t0 = time.perf_counter()
-    acts = gather_activations(bundle, layer, texts, max_tokens)
+    acts = gather_activations(bundle, layer, texts, max_tokens, masked=True, seed=seed)
     curve: list[DictionaryStep] = []
     sae = None
     for m in fit_dictionary(acts.vectors, n_features, k, steps, seed, batch=batch, log_every=log_every, stop=stop):
@@ -523,15 +558,10 @@ def splice_cost(bundle: Bundle, dictionary: Dictionary, texts: list[str], seed: 
     tok, rng = bundle.tokenizer, np.random.default_rng(seed)
     encs, where, want = [], [], []
     for e in _encodings(bundle, texts):
-        words = _word_positions(e)
-        n = max(1, int(round(MASK_SHARE * len(words))))
-        chosen = sorted(rng.choice(words, size=n, replace=False).tolist())
+        m, chosen = _mask_some(e, tok.mask_id, rng)
+        encs.append(m)
         where.append(chosen)
         want += [e.ids[p] for p in chosen]
-        ids = list(e.ids)
-        for p in chosen:
-            ids[p] = tok.mask_id
-        encs.append(_Masked(ids, e.type_ids, e.sequence_ids))
     plain, spliced = _guesses(bundle, dictionary, encs, where, 5, batch)
     want_t = torch.tensor(want)[:, None]
 
@@ -565,15 +595,6 @@ def cloze_splice(bundle: Bundle, dictionary: Dictionary, items=None, batch: int 
         hit.append(row)
     h = np.array(hit, dtype=np.float64)  # (P, 2 runs, 2)
     return _splice(h[:, 0], h[:, 1], np.array(firsts[0::2]) == np.array(firsts[1::2]))
-
-
-@dataclass
-class _Masked:
-    """An encoding's ids with some masked (what _batches reads)."""
-
-    ids: list[int]
-    type_ids: list[int]
-    sequence_ids: list
 
 
 def check_same_model(bundle: Bundle, dictionary: Dictionary) -> None:
