@@ -49,6 +49,7 @@ PAGE_TABLE = [
     ("head_patterns", "Head patterns", "grid_view"),
     ("explanations", "Explanations", "insights"),
     ("causes", "Causes", "science"),
+    ("features", "Features", "category"),
     ("ablation", "Head ablation", "block"),
     ("compare", "Compare", "compare"),
     ("status", "Server status", "monitor_heart"),

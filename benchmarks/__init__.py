@@ -26,6 +26,8 @@ Rows (`--only` takes comma-separated prefixes of these names, e.g. `--only infer
     patch-all-sites, probe-run                 activation patching of one pair at every site, and a
                                                probe run on one thread, against their targets (not --tiny)
     class-pairs-100                            a full class board's minimal pairs scored (not --tiny)
+    dictionary-run                             the Features page's default dictionary and its quality on
+                                               one thread, the control beside it (not --tiny)
     save-attention-file, save-at-once          a saved view's file (the Attention map with every head) against
                                                its 5 MB budget; 10 sessions saving it at once (save_views.py)
 
@@ -43,6 +45,7 @@ The package, by concern:
     app_rows.py    the app's analysis, bertviz HTML sizes, `streamlit run` cold start (Chromium)
     memory.py      peak RSS in worker subprocesses
     causes_rows.py activation patching, a probe run and a board's pairs on minilm-l6, against targets
+    features_rows.py the Features page's default dictionary on minilm-l6, against its target
     save_views.py  saved views: each page kind's file size and build time, a class saving at once
     bench.py       `Bench`, the state of one run: selection, rows measured and skipped
     runner.py      one run: the machine, the sections in order

@@ -39,6 +39,7 @@ ALL_ROWS = [
     "patch-all-sites",
     "probe-run",
     "class-pairs-100",
+    "dictionary-run",
     "save-attention-file",
     "save-at-once",
 ]
@@ -62,6 +63,7 @@ TINY_ROWS = [
         "patch-all-sites",
         "probe-run",
         "class-pairs-100",
+        "dictionary-run",
     )
 ]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from . import app_rows, causes_rows, class_rows, memory, model_rows, save_views
+from . import app_rows, causes_rows, class_rows, features_rows, memory, model_rows, save_views
 from .bench import Bench
 from .models import build_setup, hf
 from .report import header
@@ -75,6 +75,7 @@ def run(b: Bench) -> dict:
             ("memory", lambda: memory.memory(b, setup)),
             ("teaching", lambda: class_rows.teaching(b)),
             ("causes", lambda: causes_rows.causes(b, setup)),
+            ("features", lambda: features_rows.features(b, setup)),
             ("saved views", lambda: save_views.rows(b, setup)),
         ):
             t0 = time.perf_counter()

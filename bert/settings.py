@@ -63,6 +63,18 @@ SETTINGS = {
         Setting(
             "BERT_EXPLORER_MAX_ANALYSES", 2, 'analyses computed at once, server-wide; others wait ("Busy: N ahead")'
         ),
+        Setting("BERT_EXPLORER_DICT_MAX_TEXTS", 2000, "sentences one dictionary of features reads (Features page)"),
+        Setting(
+            "BERT_EXPLORER_DICT_MAX_TOKENS",
+            30000,
+            "word pieces one dictionary of features trains on; more are left out",
+        ),
+        Setting(
+            "BERT_EXPLORER_DICT_MAX_FEATURES", 4096, "features of one dictionary (its memory: features x hidden x 4)"
+        ),
+        Setting(
+            "BERT_EXPLORER_DICT_MAX_STEPS", 1000, "training steps of one dictionary of features (1,024 tokens a step)"
+        ),
         Setting("BERT_EXPLORER_ABLATION_TOKENS", 128, "tokens of the text Head ablation reads (the rest is left out)"),
         Setting("BERT_EXPLORER_ABLATIONS_PER_MINUTE", 6, "new texts one session may rank on Head ablation a minute"),
         Setting("BERT_EXPLORER_MAX_DISK_MB", 2000, "saved runs + job folders + tokenized files on disk, MB"),

@@ -15,6 +15,8 @@ of numpy arrays (no Streamlit here; app.analysis_cache keeps the results).
             with it; paradigms: the built-in minimal-pair paradigms and typed pairs read;
 - probes:   linear probes per layer with a control task (accuracy and selectivity); probe_data:
             Brown words with a property from their tags, and their vectors at every layer;
+- dictionary: a dictionary of features (a sparse autoencoder) on one layer, beside the same
+            recipe on random weights; its quality, feature cards and steering;
 - compare:  two models side by side;
 - words:    a word's vector in context (the mean of its pieces) across layers and sentences,
             word order, the same word in several contexts;

@@ -68,7 +68,7 @@ def load_cloze(path: str | Path = CLOZE_PATH) -> list[ClozeItem]:
     return items
 
 
-def _words_only(tokens: list[str], specials: set[str]) -> list[int]:
+def words_only(tokens: list[str], specials: set[str]) -> list[int]:
     return [
         i for i, t in enumerate(tokens) if t not in specials and not t.startswith("##") and any(c.isalnum() for c in t)
     ]
@@ -99,7 +99,7 @@ def evaluate_cloze(
         for it in items:
             p = mlm_topk(bundle, it.sentence, k=k + 20, attention_pattern=attention_pattern)
             toks = p.top_tokens[0]
-            words = [toks[i] for i in _words_only(toks, specials)][:k]
+            words = [toks[i] for i in words_only(toks, specials)][:k]
             preds.append(words)
             h1 = bool(words) and words[0] in it.answers
             h5 = any(w in it.answers for w in words)

@@ -24,6 +24,7 @@ PAGES = {
     "head_patterns": "/head_patterns",
     "explanations": "/explanations",
     "ablation": "/ablation",
+    "features": "/features",
     "compare": "/compare",
 }
 BERTVIZ_VIEWS = {"head": "bertviz: head view", "model": "bertviz: model view", "neuron": "bertviz: neuron view"}

@@ -1,0 +1,147 @@
+"""The Features page's reading of a trained dictionary: one feature's card, a typed sentence's
+strongest features, and steering (a feature set to a value, or zeroed, at chosen tokens, the
+[MASK] guesses before and after). The dictionary is the model's or the control's."""
+
+from __future__ import annotations
+
+import zlib
+
+import pandas as pd
+import streamlit as st
+
+from app.figures.features import activation_histogram
+from app.ui import show_figure
+from app.ui.formatting import clean_text, md_escape
+from app.ui.widgets import SENTENCE_CHARS, cap_help, cap_text
+from bert.analysis import dictionary as dic
+
+from .training_view import FeaturesRun, Trained
+
+FEATURE = "ft_feature"  # widget key: the feature a card shows (the sentence view may set it)
+STEER_TEXT = "The capital of France is [MASK]."
+
+
+def _joined(tokens: list[str]) -> str:
+    """Word pieces as text ("play ##ing" -> "playing")."""
+    return " ".join(tokens).replace(" ##", "")
+
+
+def _pick(run: FeaturesRun, key: str) -> Trained:
+    names = list(run.dictionaries)
+    if len(names) == 1:
+        return run.dictionaries[names[0]]
+    return run.dictionaries[st.radio("Dictionary", names, horizontal=True, key=key)]
+
+
+def card(run: FeaturesRun) -> None:
+    t = _pick(run, "ft_card_of")
+    d = t.dictionary
+    feature = int(st.number_input("Feature", 0, d.n_features - 1, key=FEATURE))
+    c = dic.feature_card(t.bundle, d, t.held_out, t.codes, feature)
+    st.markdown(
+        f"**Feature {feature}** is active on **{c.fires:,}** of {c.tokens:,} held-out word pieces "
+        f"({c.frequency:.2%}), {c.mean_activation:.2f} on average when it is."
+    )
+    if not c.fires:
+        st.info("It is active on none of the held-out text (a dead feature).", icon=":material/info:")
+    left, right = st.columns([3, 2])
+    with left:
+        st.markdown("**Where it is strongest** (held-out text; the token in the middle column)")
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "before": [_joined(x.tokens[: x.position]) for x in c.contexts],
+                    "token": [x.tokens[x.position] for x in c.contexts],
+                    "after": [_joined(x.tokens[x.position + 1 :]) for x in c.contexts],
+                    "activation": [round(x.activation, 3) for x in c.contexts],
+                }
+            ),
+            hide_index=True,
+            width="stretch",
+        )
+        if c.fires:
+            show_figure.show(activation_histogram(*c.histogram, feature), f"feature_{feature}_histogram", key="ft_hist")
+    with right:
+        st.markdown("**What its direction does to the masked-word head** (logit change)")
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "promotes": [w for w, _ in c.promoted],
+                    "+": [round(v, 2) for _, v in c.promoted],
+                    "suppresses": [w for w, _ in c.suppressed],
+                    "−": [round(v, 2) for _, v in c.suppressed],
+                }
+            ),
+            hide_index=True,
+            width="stretch",
+        )
+        st.caption(
+            f"The head reads the dictionary's centre plus the feature's direction times "
+            f"{c.mean_activation or 1.0:.2f} (its mean activation), against the centre alone, as the logit "
+            f"lens reads a middle layer."
+        )
+
+
+def sentence(run: FeaturesRun) -> None:
+    t = _pick(run, "ft_sentence_of")
+    typed = st.text_input(
+        "A sentence",
+        "The cat sat on the mat.",
+        key="ft_sentence",
+        max_chars=SENTENCE_CHARS,
+        help=cap_help(SENTENCE_CHARS),
+    )
+    text = clean_text(cap_text(typed, "The sentence"), "the sentence")
+    tf = dic.text_features(t.bundle, t.dictionary, text, k=3)
+    rows = []
+    for p, feats in tf.features.items():
+        row = {"token": tf.tokens[p]}
+        for i, (f, v) in enumerate(feats, 1):
+            row[f"feature {i}"] = f
+            row[f"activation {i}"] = round(v, 2)
+        rows.append(row)
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    st.caption(
+        "Each word piece's three strongest features. Type a feature's number in the Feature card tab to read it."
+    )
+
+
+def steering(run: FeaturesRun) -> None:
+    t = _pick(run, "ft_steer_of")
+    d = t.dictionary
+    typed = st.text_input(
+        "A sentence with [MASK]",
+        STEER_TEXT,
+        key="ft_steer_text",
+        max_chars=SENTENCE_CHARS,
+        help=cap_help(SENTENCE_CHARS),
+    )
+    text = clean_text(cap_text(typed, "The sentence"), "the sentence")
+    tokens = list(t.bundle.tokenizer.encode(text, max_length=t.bundle.config.max_tokens).tokens)
+    words = list(range(1, len(tokens) - 1))
+    c1, c2, c3 = st.columns([1, 1, 3])
+    feature = int(c1.number_input("Feature", 0, d.n_features - 1, key="ft_steer_feature"))
+    value = float(c2.number_input("Set it to", -dic.MAX_CLAMP, dic.MAX_CLAMP, 0.0, key="ft_steer_value"))
+    where = c3.multiselect(
+        "At the tokens (none chosen: every word piece)",
+        words,
+        format_func=lambda i: f"{i}: {tokens[i]}",
+        key=f"ft_steer_at_{zlib.crc32(text.encode())}",  # a new text: a new choice (old indices may not exist)
+    )
+    s = dic.steer(t.bundle, d, text, feature, value, positions=where or None)
+    active = [(p, v) for p, v in zip(s.positions, s.was, strict=True) if v > 0]
+    said = ", ".join(f"{v:.2f} at *{md_escape(s.tokens[p])}*" for p, v in active) or "not active at these tokens"
+    st.markdown(f"Feature {feature} was {said}; set to {value:g} at {len(s.positions)} token(s).")
+    for n, m in enumerate(s.masks):
+        st.markdown(f"**[MASK] at token {m}**")
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "before": [w for w, _ in s.before[n]],
+                    "p before": [round(p, 3) for _, p in s.before[n]],
+                    "after": [w for w, _ in s.after[n]],
+                    "p after": [round(p, 3) for _, p in s.after[n]],
+                }
+            ),
+            hide_index=True,
+        )

@@ -1,0 +1,96 @@
+"""The Features page (pages/features.py, app/features/) and its figures (app/figures/features.py):
+the figures on hand-made numbers, then the page through AppTest on a tiny masked-word model with
+MiniLM's vocabulary: training beside the control, the quality table, a card, a sentence's
+features, steering, and bad input said clearly, never a traceback."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.figures.features import activation_histogram, training_curves
+from bert.analysis.dictionary import DictionaryStep
+from bert.data.corpus.fetch import bert_cache_dir
+from tests.helpers import minilm_tiny_classifier, minilm_tiny_mlm, select_session_model, started_app
+
+TIMEOUT = 300
+
+
+def test_training_curves_and_the_histogram():
+    steps = [DictionaryStep(step=s, steps=20, variance_explained=s / 20, l0=4, dead=0.5, seconds=1) for s in (10, 20)]
+    fig = training_curves([("<m>", steps), ("control", steps[:1])])
+    assert [t.name for t in fig.data] == [
+        "&lt;m&gt;: variance explained",
+        "&lt;m&gt;: dead features",
+        "control: variance explained",
+        "control: dead features",
+    ]
+    assert list(fig.data[0].y) == [0.5, 1.0] and fig.data[1].line.dash == "dot"
+    assert fig.data[0].line.color != fig.data[2].line.color
+    fig = activation_histogram(np.array([2, 3]), np.array([0.0, 1.0, 2.0]), 7)
+    assert list(fig.data[0].x) == [0.5, 1.5] and list(fig.data[0].y) == [2, 3]
+
+
+def _ok(at):
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+@pytest.mark.slow
+def test_train_beside_the_control_then_read_and_steer(monkeypatch):
+    if not (bert_cache_dir() / "corpora" / "brown.jsonl").is_file():
+        pytest.skip("the corpora are not built here (`make data`)")
+    monkeypatch.setenv("BERT_EXPLORER_DICT_MAX_TOKENS", "3000")
+    at = started_app(TIMEOUT)
+    select_session_model(at, "tiny-mlm", minilm_tiny_mlm())
+    at.switch_page("pages/features.py").run()
+    _ok(at)
+    assert [t.value for t in at.title] == ["Features, not neurons"]
+    at.number_input(key="ft_layer").set_value(2)
+    at.selectbox(key="ft_features").set_value(256)
+    at.selectbox(key="ft_k").set_value(8)
+    at.number_input(key="ft_steps").set_value(50)
+    at.number_input(key="ft_sentences").set_value(250)
+    at.button(key="ft_train").click().run()
+    _ok(at)
+    table = at.table[0].value
+    assert list(table.columns) == ["this model", "random-weights control"]
+    assert table.loc["L0: features active a token"].tolist() == ["8.0", "8.0"]
+    assert any("at most 3,000 word pieces" in i.value for i in at.info), "the token cap is said"
+    assert any("Feature 0" in m.value for m in at.markdown)
+    at.number_input(key="ft_feature").set_value(5).run()
+    _ok(at)
+    assert any("Feature 5" in m.value for m in at.markdown)
+    at.text_input(key="ft_sentence").input("<b>cats</b> purr").run()
+    _ok(at)
+    at.text_input(key="ft_steer_text").input("no gap here").run()
+    assert not at.exception
+    assert any("no [MASK]" in e.value.replace("\\", "") for e in at.error)
+    at.text_input(key="ft_steer_text").input("The cat [MASK] on the mat.").run()
+    at.number_input(key="ft_steer_value").set_value(40.0).run()
+    _ok(at)
+    assert any("[MASK] at token 3" in m.value for m in at.markdown)
+
+
+@pytest.mark.slow
+def test_a_classifier_is_told_why_the_page_needs_a_masked_word_head():
+    at = started_app(TIMEOUT)
+    select_session_model(at, "tiny-clf", minilm_tiny_classifier())
+    at.switch_page("pages/features.py").run()
+    _ok(at)
+    assert any("masked-word head" in i.value for i in at.info)
+    assert "ft_train" not in [b.key for b in at.button], "nothing to train"
+
+
+@pytest.mark.slow
+def test_the_settings_fit_the_servers_caps(monkeypatch):
+    monkeypatch.setenv("BERT_EXPLORER_DICT_MAX_FEATURES", "100")
+    monkeypatch.setenv("BERT_EXPLORER_DICT_MAX_STEPS", "5")
+    monkeypatch.setenv("BERT_EXPLORER_DICT_MAX_TEXTS", "40")
+    at = started_app(TIMEOUT)
+    select_session_model(at, "tiny-mlm", minilm_tiny_mlm())
+    at.switch_page("pages/features.py").run()
+    _ok(at)
+    assert at.selectbox(key="ft_features").options == ["100"]
+    assert at.number_input(key="ft_steps").value == 5
+    assert at.number_input(key="ft_sentences").value == 40
