@@ -345,3 +345,51 @@ def test_new_students_take_tokens_known_ones_do_not(monkeypatch):
     ns.admit("c", "10.0.0.1")  # one token back after EVERY_S
     with pytest.raises(TooManyNewStudents):
         ns.admit("f", "10.0.0.1")
+
+
+def test_a_pages_copy_of_an_upload_counts_after_its_uploader_is_cleared(monkeypatch):
+    """Three tabs of one machine each upload a file, the page keeps its copy, the uploader is
+    cleared: the copies still count, so the third is over the address's bytes."""
+    monkeypatch.setenv("BERT_EXPLORER_UPLOAD_MB_PER_ADDRESS", "5")
+    alive = {"a": True, "b": True, "c": True}
+    mgr, guard, now = _guard(alive, dict.fromkeys(alive, "10.0.0.66"))
+    statuses = []
+    for sid in alive:
+        statuses.append(_put(mgr, sid, "big", 2 * MB))
+        if statuses[-1] == 204:
+            guard.keep(sid, "hd_reader_upload", "big", 2 * MB)  # the page copies the bytes
+            mgr.remove_file(sid, "big")  # and the student clears the uploader
+    assert statuses == [204, 204, 429]
+    assert guard.held()["a"] == (1, 2 * MB)
+    guard.release("a", "hd_reader_upload")  # its job started: the page let the copy go
+    assert _put(mgr, "c", "big", 2 * MB) == 204
+    alive["b"] = False  # a closed tab's copy counts until the sweep after DISCONNECTED_S
+    guard.sweep()
+    assert guard.held()["b"] == (1, 2 * MB)
+    now[0] = DISCONNECTED_S
+    guard.sweep()
+    assert guard.held().get("b", (0, 0)) == (0, 0)
+
+
+def test_the_training_pages_register_their_copy_of_an_upload(monkeypatch):
+    import streamlit as st
+
+    from app.training import uploads
+
+    mgr, guard, _ = _guard({"s": True})
+    monkeypatch.setattr(uploads, "upload_guard", lambda: guard)
+    monkeypatch.setattr(uploads, "current_session_id", lambda: "s")
+
+    class Upload:
+        name, size, file_id = "q.json", 3, "f1"
+
+        def getvalue(self):
+            return b"abc"
+
+    st.session_state.clear()
+    uploads.remember_upload("hd_reader_upload", Upload())
+    assert guard.held() == {"s": (1, 3)}  # the uploader's file is gone from the manager; the copy counts
+    assert uploads.remember_upload("hd_reader_upload", None)["data"] == b"abc"  # a cleared uploader
+    assert guard.held() == {"s": (1, 3)}
+    uploads.free_uploads("hd_reader_upload")
+    assert guard.held() == {}

@@ -9,8 +9,9 @@
   and 125 of its 250 MB (the defaults), so one machine opening many sessions never fills the
   server's caps for everyone else; a class behind one router shares that (a training page's
   files go when its job starts). A file no widget asked for within `UNCLAIMED_S` is dropped, and
-  a session's files `DISCONNECTED_S` after its socket closed (the training pages keep their own
-  copy of an upload).
+  a session's files `DISCONNECTED_S` after its socket closed. The training pages keep their own
+  copy of an upload (`keep`): it counts for its session and address as a file does, also after
+  its uploader was cleared, until the page lets it go (`release`) or the session closes.
 
 Incoming widget state is bounded by Streamlit's `server.maxWidgetStateSize` (.streamlit/config.toml),
 not by `server.maxMessageSize`, which caps outgoing messages too.
@@ -129,16 +130,37 @@ class UploadGuard:
         self._put_at: dict[tuple[str, str], float] = {}  # (session, file) -> when it arrived
         self._claimed: set[tuple[str, str]] = set()
         self._gone_since: dict[str, float] = {}  # session -> first seen disconnected
+        self._kept: dict[str, dict[str, tuple[str, int]]] = {}  # session -> page key -> (file id, bytes)
         mgr.add_file = self.add_file
         mgr.get_files = self.get_files
 
     def held(self) -> dict[str, tuple[int, int]]:
         """session -> (files, bytes) held now."""
         out = {}
-        for sid, files in list(self.mgr.file_storage.items()):
+        storage = self.mgr.file_storage
+        for sid, files in list(storage.items()):
             recs = list(files.values())
             out[sid] = (len(recs), sum(len(r.data) for r in recs))
+        for sid, kept in list(self._kept.items()):
+            files = storage.get(sid, {})
+            extra = [size for fid, size in list(kept.values()) if fid not in files]  # a page's copy of a gone file
+            n, b = out.get(sid, (0, 0))
+            out[sid] = (n + len(extra), b + sum(extra))
         return out
+
+    def keep(self, session_id: str, key: str, file_id: str, size: int) -> None:
+        """A page of `session_id` holds a copy of an upload under `key` (replacing what it held there)."""
+        self.address_of(session_id)  # looked up now, while the session is connected
+        with self._lock:
+            self._kept.setdefault(session_id, {})[key] = (file_id, size)
+
+    def release(self, session_id: str, key: str) -> None:
+        """The page's copy under `key` is gone."""
+        with self._lock:
+            kept = self._kept.get(session_id, {})
+            kept.pop(key, None)
+            if not kept:
+                self._kept.pop(session_id, None)
 
     def address_of(self, session_id: str) -> str | None:
         """The address key of `session_id`'s client, looked up while the session is connected
@@ -203,12 +225,15 @@ class UploadGuard:
         now = self._clock()
         freed = 0
         with self._lock:
-            for sid, files in list(self.mgr.file_storage.items()):
+            for sid in {*self.mgr.file_storage, *self._kept}:
+                files = self.mgr.file_storage.get(sid, {})
                 if self._alive(sid) is False:
                     since = self._gone_since.setdefault(sid, now)
                     if now - since >= DISCONNECTED_S:
                         freed += len(files)
-                        self.mgr.remove_session_files(sid)
+                        if files:
+                            self.mgr.remove_session_files(sid)
+                        self._kept.pop(sid, None)
                         self._gone_since.pop(sid, None)
                     continue
                 self._gone_since.pop(sid, None)
@@ -220,8 +245,10 @@ class UploadGuard:
             live = {(sid, fid) for sid, files in list(self.mgr.file_storage.items()) for fid in list(files)}
             self._put_at = {k: t for k, t in self._put_at.items() if k in live}
             self._claimed &= live
-            self._gone_since = {s: t for s, t in self._gone_since.items() if s in self.mgr.file_storage}
-            self._address_of = {s: a for s, a in self._address_of.items() if self.mgr.file_storage.get(s)}
+            known = {*self.mgr.file_storage, *self._kept}
+            holding = {s for s, files in self.mgr.file_storage.items() if files} | set(self._kept)
+            self._gone_since = {s: t for s, t in self._gone_since.items() if s in known}
+            self._address_of = {s: a for s, a in self._address_of.items() if s in holding}
         if freed:
             log.info("freed %d uploaded file(s) nobody uses", freed)
         return freed

@@ -1,13 +1,17 @@
 """Uploaded files of the training pages: kept in the session, parsed once, freed when a job starts.
 
 An st.file_uploader forgets its value when another page runs, so the bytes are copied into
-st.session_state (`remember_upload`) and parsed copies are memoised per file. Once a job has
-its data, `free_uploads` drops all of it: the job holds the texts it needs.
+st.session_state (`remember_upload`), and that copy counts against the upload caps as the file
+did (app/server/guard.py: `keep`), also once its uploader is cleared. Parsed copies are memoised
+per file's content (`read_upload`, `parse_upload`): a rerun never reads a file again. Once a job
+has its data, `free_uploads` drops all of it: the job holds the texts it needs.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import streamlit as st
@@ -15,7 +19,9 @@ import streamlit as st
 from bert import BertExplorerError, DataError
 from bert.data.labelled import LabelledData, file_columns, read_labelled
 
+from ..server.guard import upload_guard
 from . import session as ts
+from .follow import current_session_id
 from .names import safe_filename
 
 MIN_DOCUMENTS = 2
@@ -30,8 +36,40 @@ def remember_upload(key: str, uploaded) -> dict | None:
         fid = getattr(uploaded, "file_id", None) or f"{uploaded.name}:{uploaded.size}"
         cur = ss.get(key)
         if not cur or cur.get("id") != fid:
-            ss[key] = {"name": os.path.basename(str(uploaded.name)) or "upload", "data": uploaded.getvalue(), "id": fid}
+            data = uploaded.getvalue()
+            name = os.path.basename(str(uploaded.name)) or "upload"
+            ss[key] = {"name": name, "data": data, "id": fid, "hash": hashlib.sha256(data).hexdigest()}
+            _guard_keeps(key, ss[key])
     return ss.get(key)
+
+
+def _guard_keeps(key: str, upload: dict | None) -> None:
+    """Tell the upload guard what this session holds under `key` (None: nothing any more)."""
+    guard, sid = upload_guard(), current_session_id()
+    if guard is None or sid is None:
+        return
+    if upload is None:
+        guard.release(sid, key)
+    else:
+        guard.keep(sid, key, upload["id"], len(upload["data"]))
+
+
+def read_upload(key: str, upload: dict, reader: Callable[[bytes, str], object]):
+    """``reader(bytes, name)`` of a stored upload, memoised in this session per (reader, content,
+    name) under `key` (one file a key: a new one replaces the old). Data errors are memoised too."""
+    memo = st.session_state.setdefault(ts.UPLOAD_PARSED, {})
+    digest = upload.get("hash") or upload.setdefault("hash", hashlib.sha256(upload["data"]).hexdigest())
+    want = (getattr(reader, "__qualname__", repr(reader)), digest, upload["name"])
+    hit = memo.get(key)
+    if hit is None or hit[0] != want:
+        try:
+            value = reader(upload["data"], upload["name"])
+        except BertExplorerError as e:
+            value = e
+        hit = memo[key] = (want, value)
+    if isinstance(hit[1], BertExplorerError):
+        raise hit[1]
+    return hit[1]
 
 
 def parse_upload(
@@ -114,6 +152,8 @@ def free_uploads(*keys: str) -> None:
         if up:
             ss[key] = None
             ss.setdefault(ts.FREED, {})[key] = up["name"]
+            _guard_keeps(key, None)
+        ss.get(ts.UPLOAD_PARSED, {}).pop(key, None)
     ss[ts.FT_PARSED] = {}
     ss.pop(ts.PT_PARSED, None)
     ss[ts.UPLOAD_GEN] = ss.get(ts.UPLOAD_GEN, 0) + 1
