@@ -8,6 +8,8 @@
    message cost a bounded processor time (subprocess) and only 50 are read.
 3. Head ablation reads the first BERT_EXPLORER_ABLATION_TOKENS tokens and ranks at most
    BERT_EXPLORER_ABLATIONS_PER_MINUTE new texts a minute per session, saying so.
+4. "Continue this text" and "Watch it decode" are computed once per input (reruns and slider moves
+   read the kept result) and in one of the analysis places, waiting as every analysis does.
 """
 
 from __future__ import annotations
@@ -439,3 +441,81 @@ def test_ablation_heads_switch_off_and_on_from_their_rows(ablation_app):
     assert any(c.value.startswith("1 of 8 heads switched off") for c in at.caption)
     at.button(key="abl_all_on").click().run()
     assert at.session_state["abl_off"] == [] and all(p.value == [0, 1, 2, 3] for p in at.pills)
+
+
+# ---- 4. writing: "Continue this text" and "Watch it decode" ----------------------------------------
+
+
+def _continue_script():
+    import streamlit as st
+
+    from app.training.next_word_view import continue_box
+
+    continue_box(st.session_state["res"])
+
+
+def _decode_script():
+    import streamlit as st
+
+    from app.seq2seq.view import decode
+
+    decode(st.session_state["res"])
+
+
+@pytest.fixture(scope="module")
+def written_runs():
+    from types import SimpleNamespace
+
+    from tests.helpers import tiny_pretrain_bundle, tiny_seq2seq_run
+
+    next_word = {"bundle": tiny_pretrain_bundle(), "job_id": 1, "info": {"args": SimpleNamespace(probe="the cat")}}
+    return {"continue": (_continue_script, next_word), "decode": (_decode_script, tiny_seq2seq_run())}
+
+
+@pytest.mark.parametrize("box", ["continue", "decode"])
+def test_writing_is_computed_once_per_input_and_in_an_analysis_place(box, written_runs, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    import app.analysis_cache as ac
+
+    monkeypatch.setenv("BERT_EXPLORER_MAX_ANALYSES", "1")
+    script, res = written_runs[box]
+    res = {**res, "run": f"test-{box}-{time.time()}"}  # a run the cache has not seen
+    calls, in_place = [], []
+    real = ac.continue_text if box == "continue" else type(res["bundle"]).trace
+
+    def counting(*args, **kwargs):
+        calls.append(args[1])
+        in_place.append(gate.ANALYSES.running)
+        return real(*args, **kwargs)
+
+    if box == "continue":
+        monkeypatch.setattr(ac, "continue_text", counting)
+    else:
+        monkeypatch.setattr(type(res["bundle"]), "trace", counting)
+    at = AppTest.from_function(script, default_timeout=60)
+    at.session_state["res"] = res
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]
+    layer = "pt_cont_1_layer" if box == "continue" else "s2s_layer"
+    at.selectbox(key=layer).set_value(1).run()  # another layer picked: the same writing, another view of it
+    at.run()
+    assert not at.exception
+    assert len(calls) == 1 and in_place == [1], (calls, in_place)
+
+    holding, release = threading.Event(), threading.Event()
+
+    def classmate():
+        with gate.ANALYSES.place():
+            holding.set()
+            release.wait(10)
+
+    other = threading.Thread(target=classmate)
+    other.start()
+    holding.wait(10)
+    said = []
+    monkeypatch.setattr(gate, "busy_text", lambda ahead: said.append(ahead) or release.set() or "Busy")
+    key = "pt_cont_1_text" if box == "continue" else "s2s_text"
+    (at.text_area if box == "continue" else at.text_input)(key=key).input("the dog").run()  # a new input waits
+    other.join(10)
+    assert said == [1] and len(calls) == 2 and not at.exception

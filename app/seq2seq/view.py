@@ -13,6 +13,7 @@ from bert.train.events import last as last_event
 from bert.train.seq2seq import TINY, Seq2SeqArgs, Seq2SeqDone, Seq2SeqEval, Seq2SeqStart, Seq2SeqStep
 
 from .. import state
+from ..analysis_cache import decoder_trace, run_key
 from ..export.training_notebooks import decoding
 from ..figures import seq2seq as s2s_figures
 from ..jobs.worker import stop_message
@@ -194,7 +195,7 @@ def decode(res: dict) -> None:
         st.info("Type a source to watch the decoder write its output step by step.")
         return
     with show_errors("the decoding"):
-        tr = bundle.trace(text)
+        tr = decoder_trace(run_key(res), text, bundle)
         T, L = len(tr.outputs), tr.cross.shape[0]
         if "[UNK]" in tr.source:
             st.info("Some words are not in this model's vocabulary: they reach it as [UNK].")
