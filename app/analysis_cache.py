@@ -40,7 +40,7 @@ from bert.analysis.heads import HeadPatterns, head_pattern_stats, head_patterns_
 from bert.analysis.paradigms import PARADIGMS
 from bert.analysis.patching import Patching, activation_patching
 from bert.analysis.probes import ProbeCurve, probe_model
-from bert.analysis.scoring import PairScores, score_pairs
+from bert.analysis.scoring import PairScores, score_pairs, scoring_peak_bytes, sentence_tokens
 from bert.patterns import BIDIRECTIONAL, Pattern
 
 from .current_model import CurrentModel
@@ -379,7 +379,12 @@ def patching(
     return activation_patching(_bundle, clean, corrupted, answer, foil, site)
 
 
-@budget_cached(spinner="Scoring every sentence, one masked word at a time…")
+def _pairs_peak(model_key: str, pairs: tuple[tuple[str, str], ...], word_level: bool, _bundle) -> int:
+    longest = max((sentence_tokens(_bundle.tokenizer, s) for pair in pairs for s in pair), default=0)
+    return scoring_peak_bytes(_bundle.config, longest)  # one sentence at a time
+
+
+@budget_cached(spinner="Scoring every sentence, one masked word at a time…", peak_bytes=_pairs_peak)
 def pair_scores(model_key: str, pairs: tuple[tuple[str, str], ...], word_level: bool, _bundle) -> PairScores:
     """Typed pairs; the built-in paradigms through paradigm_scores."""
     return score_pairs(_bundle, pairs, word_level)

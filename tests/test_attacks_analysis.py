@@ -10,6 +10,9 @@
    BERT_EXPLORER_ABLATIONS_PER_MINUTE new texts a minute per session, saying so.
 4. "Continue this text" and "Watch it decode" are computed once per input (reruns and slider moves
    read the kept result) and in one of the analysis places, waiting as every analysis does.
+5. Typed minimal pairs score at most BERT_EXPLORER_PAIR_TOKENS tokens a click (the first pairs
+   that fit, saying so), at most BERT_EXPLORER_PAIRS_PER_MINUTE new sets a minute per session, with
+   the scoring's peak memory reserved in the analysis budget while it runs.
 """
 
 from __future__ import annotations
@@ -519,3 +522,74 @@ def test_writing_is_computed_once_per_input_and_in_an_analysis_place(box, writte
     (at.text_area if box == "continue" else at.text_input)(key=key).input("the dog").run()  # a new input waits
     other.join(10)
     assert said == [1] and len(calls) == 2 and not at.exception
+
+
+# ---- 5. typed minimal pairs ------------------------------------------------------------------------
+
+
+def _pairs_script():
+    import streamlit as st
+
+    from app.causes.pairs_view import render
+
+    render(st.session_state["model"])
+
+
+@pytest.fixture()
+def pairs_app(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    import app.analysis_cache as ac
+    from app.current_model import CurrentModel
+    from tests.helpers import minilm_tiny_mlm
+
+    scored, reserved = [], []
+    real = ac.score_pairs
+
+    def recording(bundle, pairs, word_level=False):
+        scored.append(list(pairs))
+        reserved.append(ac.budget_cache().reserved)
+        return real(bundle, pairs, word_level)
+
+    monkeypatch.setattr(ac, "score_pairs", recording)
+    at = AppTest.from_function(_pairs_script, default_timeout=60)
+    at.session_state["model"] = CurrentModel(minilm_tiny_mlm(), f"test:pairs:{time.time()}", "tiny")
+    at.session_state["mp_source"] = "Your pairs"
+    return at, scored, reserved
+
+
+def test_typed_pairs_score_a_bounded_number_of_tokens_with_their_memory_reserved(pairs_app):
+    from bert import settings
+    from bert.analysis.scoring import scoring_peak_bytes, sentence_tokens
+
+    at, scored, reserved = pairs_app
+    long = " ".join(["the old house by the river"] * 6)  # 36 words: about 80 tokens a pair
+    at.session_state["mp_typed"] = "\n".join(f"{long} is {i}. | {long} are {i}." for i in range(50))
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]
+    budget = settings.whole("BERT_EXPLORER_PAIR_TOKENS")
+    ((pairs,),) = [scored]
+    tok = at.session_state["model"].bundle.tokenizer
+    tokens = sum(sentence_tokens(tok, s) for pair in pairs for s in pair)
+    assert 0 < len(pairs) < 50 and budget - 90 < tokens <= budget, (len(pairs), tokens)
+    said = [i.value for i in at.info if "at most" in i.value]
+    assert said and f"The first {len(pairs)} pairs" in said[0] and "50 pairs" in said[0], said
+    assert len(at.dataframe[0].value) == len(pairs)
+    longest = max(sentence_tokens(tok, s) for pair in pairs for s in pair)
+    assert reserved == [scoring_peak_bytes(at.session_state["model"].bundle.config, longest)] and reserved[0] > 0
+
+
+def test_typed_pairs_score_a_few_new_sets_a_minute_per_session(pairs_app, monkeypatch):
+    monkeypatch.setenv("BERT_EXPLORER_PAIRS_PER_MINUTE", "2")
+    at, scored, _ = pairs_app
+    for i in range(2):
+        at.session_state["mp_typed"] = f"The cat {i} sleeps. | The cat {i} sleep."
+        at.run()
+        assert not at.warning and at.dataframe
+    at.session_state["mp_typed"] = "The dogs bark. | The dogs barks."
+    at.run()
+    said = [w.value for w in at.warning if "Try again in" in w.value]
+    assert said and "2 new sets of pairs" in said[0] and not at.dataframe and len(scored) == 2
+    at.session_state["mp_typed"] = "The cat 0 sleeps. | The cat 0 sleep."  # scored lately: free to show again
+    at.run()
+    assert not at.warning and at.dataframe and len(scored) == 2

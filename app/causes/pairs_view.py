@@ -15,11 +15,14 @@ from app.board.service import JOINED, board_store, enabled
 from app.board.store import BoardError
 from app.export.causes_notebooks import every_paradigm, minimal_pairs
 from app.figures.causes import pair_word_scores, paradigm_accuracy_bars
+from app.server.rate_limit import within_rate
 from app.students import student_key
 from app.ui import links, show_figure
 from app.ui.formatting import md_escape
 from app.ui.widgets import cap_text, csv_download
+from bert import settings
 from bert.analysis.paradigms import PAIR_SEP, PARADIGMS, parse_pairs
+from bert.analysis.scoring import pairs_within
 
 SOURCES = ["Built-in paradigms", "Your pairs"]
 TYPED_PAIRS = 50
@@ -66,6 +69,37 @@ def _board_post(pairs: list[tuple[str, str]]) -> None:
     note = st.session_state.pop(POSTED, None)
     if note:
         (st.error if note[0] == "error" else st.success)(md_escape(note[1]))
+
+
+def _within_budget(model, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The first pairs within BERT_EXPLORER_PAIR_TOKENS scored tokens, saying what is left out."""
+    budget = settings.whole("BERT_EXPLORER_PAIR_TOKENS")
+    kept, used, asked = pairs_within(model.bundle.tokenizer, pairs, budget)
+    if len(kept) < len(pairs):
+        st.info(
+            f"Your {len(pairs)} pairs have {asked:,} tokens to score, and each token is one run of the model on "
+            f"its sentence: this server scores at most {budget:,} tokens in one go. "
+            + (
+                f"The first {len(kept)} pairs ({used:,} tokens) are scored; shorten or remove pairs to score the rest."
+                if kept
+                else "Shorten the first pair's sentences."
+            ),
+            icon=":material/content_cut:",
+        )
+    return kept
+
+
+def _may_score(model, pairs: list[tuple[str, str]], word_level: bool) -> bool:
+    """The per-minute rule of this session's new sets of pairs; a message and a retry button when over."""
+    return within_rate(
+        "pairs",
+        (model.key, tuple(pairs), word_level),
+        settings.whole("BERT_EXPLORER_PAIRS_PER_MINUTE"),
+        "new sets of pairs",
+        "scoring runs the model once per token",
+        "Score them",
+        "mp_retry",
+    )
 
 
 def _pairs_table(res) -> pd.DataFrame:
@@ -175,10 +209,12 @@ def render(model) -> None:
         )
         pairs = parse_pairs(cap_text(typed, "The pairs", TYPED_CHARS), TYPED_PAIRS)
         st.caption(f"{len(pairs)} pair{'s' if len(pairs) != 1 else ''} read; first: {md_escape(pairs[0][0])}")
-        _results(
-            pair_scores(model.key, tuple(pairs), word_level, model.bundle),
-            "yours",
-            "mp_typed_res",
-            partial(minimal_pairs, paradigm=None, pairs=pairs, word_level=word_level),
-        )
+        scored = _within_budget(model, pairs)
+        if scored and _may_score(model, scored, word_level):
+            _results(
+                pair_scores(model.key, tuple(scored), word_level, model.bundle),
+                "yours",
+                "mp_typed_res",
+                partial(minimal_pairs, paradigm=None, pairs=scored, word_level=word_level),
+            )
         _board_post(pairs)
