@@ -10,11 +10,12 @@ import pandas as pd
 import streamlit as st
 
 from app.analysis_cache import pair_scores, paradigm_scores
-from app.board.class_pairs import PAIRS_A_POST, ClassPairs
+from app.board.class_pairs import PAIRS_A_POST, POSTED_TOKENS, ClassPairs
 from app.board.service import JOINED, board_store, enabled
 from app.board.store import BoardError
 from app.export.causes_notebooks import every_paradigm, minimal_pairs
 from app.figures.causes import pair_word_scores, paradigm_accuracy_bars
+from app.server.new_students import address_key, client_address
 from app.server.rate_limit import within_rate
 from app.students import student_key
 from app.ui import links, show_figure
@@ -22,7 +23,7 @@ from app.ui.formatting import md_escape
 from app.ui.widgets import cap_text, csv_download
 from bert import settings
 from bert.analysis.paradigms import PAIR_SEP, PARADIGMS, parse_pairs
-from bert.analysis.scoring import pairs_within
+from bert.analysis.scoring import MAX_TOKENS, pairs_within, sentence_tokens
 
 SOURCES = ["Built-in paradigms", "Your pairs"]
 TYPED_PAIRS = 50
@@ -40,10 +41,17 @@ def _ask_all() -> None:
     st.session_state[ALL] = True
 
 
-def _post(code: str, pairs: list[tuple[str, str]]) -> None:
+def _post(code: str, pairs: list[tuple[str, str]], tokenizer) -> None:
     """The post button's callback: the outcome is left for the page as (kind, message)."""
     try:
-        n = ClassPairs(board_store()).post(code, student_key(), pairs)
+        for s in (s for pair in pairs for s in pair):
+            if (n := sentence_tokens(tokenizer, s)) > POSTED_TOKENS:
+                raise BoardError(
+                    f"A sentence posted to the board is at most {POSTED_TOKENS} tokens (the board scores every "
+                    f"pair): «{s[:60]}» is {n}{'+' if n > MAX_TOKENS else ''}."
+                )
+        ip = client_address()
+        n = ClassPairs(board_store()).post(code, student_key(), pairs, address=None if ip is None else address_key(ip))
     except BoardError as e:
         st.session_state[POSTED] = ("error", str(e))
         return
@@ -53,7 +61,7 @@ def _post(code: str, pairs: list[tuple[str, str]]) -> None:
     st.session_state[POSTED] = ("success", f"{said}: the Class board page scores the class's pairs.")
 
 
-def _board_post(pairs: list[tuple[str, str]]) -> None:
+def _board_post(pairs: list[tuple[str, str]], tokenizer) -> None:
     """The button that posts the typed pairs to the joined class board (only when one is joined)."""
     code = st.session_state.get(JOINED)
     if not code or not enabled():
@@ -63,7 +71,7 @@ def _board_post(pairs: list[tuple[str, str]]) -> None:
         key="mp_post",
         icon=":material/send:",
         on_click=_post,
-        args=(code, pairs),
+        args=(code, pairs, tokenizer),
         help=f"At most {PAIRS_A_POST} at once; the board shows the sentences, never who posted them.",
     )
     note = st.session_state.pop(POSTED, None)
@@ -217,4 +225,4 @@ def render(model) -> None:
                 "mp_typed_res",
                 partial(minimal_pairs, paradigm=None, pairs=scored, word_level=word_level),
             )
-        _board_post(pairs)
+        _board_post(pairs, model.bundle.tokenizer)
