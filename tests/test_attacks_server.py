@@ -393,3 +393,70 @@ def test_the_training_pages_register_their_copy_of_an_upload(monkeypatch):
     assert guard.held() == {"s": (1, 3)}
     uploads.free_uploads("hd_reader_upload")
     assert guard.held() == {}
+
+
+# --- a class behind one router --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("board", ["sqlite"], indirect=True)
+def test_a_class_of_30_behind_one_router_uploads_starts_and_answers_once_declared(board):
+    """30 browsers of one address: each uploads a file, starts a job, answers the question. Before
+    the teacher declares the class, the per-address rules refuse some; after, every one is served,
+    and one machine is still bounded: a tab's own caps, the server's caps, the burst past the class."""
+    from app.board.classroom import Classroom
+    from app.board.store import BoardError
+    from app.server import shared_network
+    from app.server.new_students import NewStudents
+
+    router, size = "10.0.0.66", 30
+    browsers = [f"s{i}" for i in range(size)]
+    alive = dict.fromkeys(browsers, True)
+
+    def day(declared: bool):
+        shared_network.undeclare(address_key(router))
+        if declared:
+            shared_network.declare(address_key(router), size)
+        mgr, _, _ = _guard(alive, dict.fromkeys(browsers, router))
+        uploads = [_put(mgr, sid, "train.csv", MB) for sid in browsers]
+        jobs = NewStudents(clock=lambda: 0.0)
+        starts = [jobs.wait(sid, router) for sid in browsers]
+        code, key = board.new_board()
+        c = Classroom(board, NewStudents("BERT_EXPLORER_NEW_ANSWERERS_BURST", "BERT_EXPLORER_NEW_ANSWERER_EVERY_S"))
+        q = c.ask(code, key, {"kind": "pieces", "prompt": "Which word?", "choices": None, "answer": "are",
+                              "accept": ["are"], "why": "", "figure": None})  # fmt: skip
+        answers = 0
+        for sid in browsers:
+            try:
+                c.answer(code, q, sid, "are", address=router)
+                answers += 1
+            except BoardError:
+                pass
+        return mgr, jobs, uploads, starts, answers
+
+    try:
+        _, _, uploads, starts, answers = day(declared=False)
+        assert uploads.count(204) == 20 and sum(w == 0 for w in starts) == 4 and answers == size  # before
+        mgr, jobs, uploads, starts, answers = day(declared=True)
+        assert uploads == [204] * size and starts == [0.0] * size and answers == size, (uploads, starts)
+        # still bounded: one tab holds its own 4 files; the address never more than the server's 60
+        assert [_put(mgr, "s0", f"more{j}", 1) for j in range(4)] == [204, 204, 204, 429]
+        assert sum(_put(mgr, sid, "second.csv", 1) == 204 for sid in browsers) == 60 - size - 3
+        assert jobs.wait("script-cookie", router) > 0, "a 31st new browser waits for the rate"
+    finally:
+        shared_network.undeclare(address_key(router))
+
+
+def test_a_declaration_is_for_a_few_hours_and_a_bounded_class():
+    from app.server import shared_network
+
+    key = address_key("10.9.8.7")
+    try:
+        assert shared_network.declare(key, 10_000, now=0.0) == shared_network.MAX_CLASS
+        assert shared_network.declared(key, now=shared_network.DECLARED_S - 1) == (
+            shared_network.MAX_CLASS,
+            shared_network.DECLARED_S,
+        )
+        assert shared_network.declared(key, now=shared_network.DECLARED_S) is None
+        assert shared_network.class_size(key) == 1
+    finally:
+        shared_network.undeclare(key)

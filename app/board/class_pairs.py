@@ -6,8 +6,8 @@ A pair is two sentences of 1-SENTENCE_CHARS characters on one line each (no cont
 characters), different from each other, of at most POSTED_TOKENS tokens each (the poster's page
 counts them with its model's tokenizer; the board leaves a longer one unscored under another).
 Limits: PAIRS_A_POST in one post, PAIRS_EACH a student on a board (the browser key of the job
-limit), `address_cap` from one client address (PAIRS_PER_ADDRESS unless the teacher declared
-that the class shares one address), MAX_PAIRS a board; a pair
+limit), `address_cap` from one client address (PAIRS_PER_ADDRESS; PAIRS_EACH a student of a class
+whose teacher declared that it shares one network, app/server/shared_network.py), MAX_PAIRS a board; a pair
 already on the board is not posted twice. The pairs name no student: the board shows the
 sentences only, and keeps the address as a hash. Posting bumps the board's version, so the
 Class board page redraws; the board's key clears them (with the board's runs, `BoardStore.clear`)

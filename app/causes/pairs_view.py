@@ -10,13 +10,14 @@ import pandas as pd
 import streamlit as st
 
 from app.analysis_cache import pair_scores, paradigm_scores
-from app.board.class_pairs import PAIRS_A_POST, POSTED_TOKENS, ClassPairs
+from app.board.class_pairs import PAIRS_A_POST, PAIRS_EACH, PAIRS_PER_ADDRESS, POSTED_TOKENS, ClassPairs
 from app.board.service import JOINED, board_store, enabled
 from app.board.store import BoardError
 from app.export.causes_notebooks import every_paradigm, minimal_pairs
 from app.figures.causes import pair_word_scores, paradigm_accuracy_bars
 from app.server.new_students import address_key, client_address
 from app.server.rate_limit import within_rate
+from app.server.shared_network import class_size
 from app.students import student_key
 from app.ui import links, show_figure
 from app.ui.formatting import md_escape
@@ -51,7 +52,9 @@ def _post(code: str, pairs: list[tuple[str, str]], tokenizer) -> None:
                     f"pair): «{s[:60]}» is {n}{'+' if n > MAX_TOKENS else ''}."
                 )
         ip = client_address()
-        n = ClassPairs(board_store()).post(code, student_key(), pairs, address=None if ip is None else address_key(ip))
+        where = None if ip is None else address_key(ip)
+        cap = max(PAIRS_PER_ADDRESS, class_size(where) * PAIRS_EACH)  # a declared class: each student's share
+        n = ClassPairs(board_store()).post(code, student_key(), pairs, address=where, address_cap=cap)
     except BoardError as e:
         st.session_state[POSTED] = ("error", str(e))
         return
