@@ -460,3 +460,36 @@ def test_a_declaration_is_for_a_few_hours_and_a_bounded_class():
         assert shared_network.class_size(key) == 1
     finally:
         shared_network.undeclare(key)
+
+
+@pytest.mark.parametrize("board", ["sqlite"], indirect=True)
+def test_the_teacher_declares_the_class_network_and_a_student_cannot(board, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from app.board import class_panel
+    from app.board.service import JOINED
+    from app.server import shared_network
+    from tests.helpers import ENTRY
+
+    monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
+    monkeypatch.setattr(class_panel, "client_address", lambda: "10.0.0.66")
+    code, key = board.new_board()
+    try:
+        student = AppTest.from_file(ENTRY, default_timeout=120)
+        student.run()
+        student.session_state[JOINED] = code
+        student.run()
+        assert not student.exception and not [b for b in student.button if b.key == "class_declare"]
+        teacher = AppTest.from_file(ENTRY, default_timeout=120)
+        teacher.run()
+        teacher.session_state[JOINED] = code
+        teacher.session_state[class_panel.TEACHER] = (code, key)
+        teacher.run()
+        teacher.number_input(key=class_panel.CLASS_SIZE).set_value(28)
+        teacher.button(key="class_declare").click().run()
+        assert not teacher.exception and shared_network.declared("10.0.0.66")[0] == 28
+        assert any("counts as a class of 28" in c.value for c in teacher.caption)
+        teacher.button(key="class_undeclare").click().run()
+        assert shared_network.declared("10.0.0.66") is None
+    finally:
+        shared_network.undeclare("10.0.0.66")
