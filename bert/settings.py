@@ -67,8 +67,8 @@ SETTINGS = {
         Setting("BERT_EXPLORER_ABLATIONS_PER_MINUTE", 6, "new texts one session may rank on Head ablation a minute"),
         Setting(
             "BERT_EXPLORER_PAIR_TOKENS",
-            1000,
-            "tokens typed minimal pairs may score in one go (each is one masked copy of its sentence run)",
+            33_000,
+            "tokens the model may read to score typed minimal pairs in one go (a sentence of T tokens: T x T)",
         ),
         Setting("BERT_EXPLORER_PAIRS_PER_MINUTE", 6, "new sets of typed minimal pairs one session may score a minute"),
         Setting("BERT_EXPLORER_MAX_DISK_MB", 2000, "saved runs + job folders + tokenized files on disk, MB"),

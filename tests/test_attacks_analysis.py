@@ -10,8 +10,8 @@
    BERT_EXPLORER_ABLATIONS_PER_MINUTE new texts a minute per session, saying so.
 4. "Continue this text" and "Watch it decode" are computed once per input (reruns and slider moves
    read the kept result) and in one of the analysis places, waiting as every analysis does.
-5. Typed minimal pairs score at most BERT_EXPLORER_PAIR_TOKENS tokens a click (the first pairs
-   that fit, saying so), at most BERT_EXPLORER_PAIRS_PER_MINUTE new sets a minute per session, with
+5. Typed minimal pairs read at most BERT_EXPLORER_PAIR_TOKENS tokens a click (a sentence of T tokens
+   is read T times; the first pairs that fit, saying so), at most BERT_EXPLORER_PAIRS_PER_MINUTE new sets a minute per session, with
    the scoring's peak memory reserved in the analysis budget while it runs.
 """
 
@@ -563,15 +563,15 @@ def test_typed_pairs_score_a_bounded_number_of_tokens_with_their_memory_reserved
     from bert.analysis.scoring import scoring_peak_bytes, sentence_tokens
 
     at, scored, reserved = pairs_app
-    long = " ".join(["the old house by the river"] * 6)  # 36 words: about 80 tokens a pair
+    long = " ".join(["the old house by the river"] * 6)  # 36 words: about 3,000 tokens read a pair
     at.session_state["mp_typed"] = "\n".join(f"{long} is {i}. | {long} are {i}." for i in range(50))
     at.run()
     assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]
     budget = settings.whole("BERT_EXPLORER_PAIR_TOKENS")
     ((pairs,),) = [scored]
     tok = at.session_state["model"].bundle.tokenizer
-    tokens = sum(sentence_tokens(tok, s) for pair in pairs for s in pair)
-    assert 0 < len(pairs) < 50 and budget - 90 < tokens <= budget, (len(pairs), tokens)
+    tokens = sum(sentence_tokens(tok, s) ** 2 for pair in pairs for s in pair)
+    assert 0 < len(pairs) < 50 and budget - 3500 < tokens <= budget, (len(pairs), tokens)
     said = [i.value for i in at.info if "at most" in i.value]
     assert said and f"The first {len(pairs)} pairs" in said[0] and "50 pairs" in said[0], said
     assert len(at.dataframe[0].value) == len(pairs)

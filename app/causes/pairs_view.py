@@ -83,13 +83,13 @@ def _board_post(pairs: list[tuple[str, str]], tokenizer) -> None:
 
 
 def _within_budget(model, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The first pairs within BERT_EXPLORER_PAIR_TOKENS scored tokens, saying what is left out."""
+    """The first pairs whose scoring reads at most BERT_EXPLORER_PAIR_TOKENS tokens, saying what is left out."""
     budget = settings.whole("BERT_EXPLORER_PAIR_TOKENS")
     kept, used, asked = pairs_within(model.bundle.tokenizer, pairs, budget)
     if len(kept) < len(pairs):
         st.info(
-            f"Your {len(pairs)} pairs have {asked:,} tokens to score, and each token is one run of the model on "
-            f"its sentence: this server scores at most {budget:,} tokens in one go. "
+            f"Scoring your {len(pairs)} pairs would make the model read {asked:,} tokens (a sentence is read once "
+            f"for each of its tokens, masked in turn): this server reads at most {budget:,} in one go. "
             + (
                 f"The first {len(kept)} pairs ({used:,} tokens) are scored; shorten or remove pairs to score the rest."
                 if kept

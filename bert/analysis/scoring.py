@@ -87,11 +87,12 @@ def sentence_tokens(tokenizer, sentence: str) -> int:
 
 
 def pairs_within(tokenizer, pairs: Sequence[tuple[str, str]], budget: int) -> tuple[list[tuple[str, str]], int, int]:
-    """(the first pairs whose sentences' scored tokens add up to at most `budget`, their tokens,
-    the tokens of all the pairs). Each scored token is one masked copy of its sentence run."""
+    """(the first pairs whose scoring reads at most `budget` tokens, the tokens they read, the tokens
+    all the pairs would read). A sentence of T scored tokens runs T masked copies of itself: it
+    reads T * T tokens, which is what its scoring costs."""
     kept, used, asked = [], 0, 0
     for good, bad in pairs:
-        n = sentence_tokens(tokenizer, good) + sentence_tokens(tokenizer, bad)
+        n = sentence_tokens(tokenizer, good) ** 2 + sentence_tokens(tokenizer, bad) ** 2
         asked += n
         if asked <= budget:  # a prefix: once one pair is over, every later one is too
             kept.append((good, bad))
