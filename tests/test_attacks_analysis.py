@@ -11,8 +11,8 @@
 4. "Continue this text" and "Watch it decode" are computed once per input (reruns and slider moves
    read the kept result) and in one of the analysis places, waiting as every analysis does.
 5. Typed minimal pairs read at most BERT_EXPLORER_PAIR_TOKENS tokens a click (a sentence of T tokens
-   is read T times; the first pairs that fit, saying so), at most BERT_EXPLORER_PAIRS_PER_MINUTE new sets a minute per session, with
-   the scoring's peak memory reserved in the analysis budget while it runs.
+   is read T times; the first pairs that fit, saying so), at most BERT_EXPLORER_PAIRS_PER_MINUTE new
+   sets a minute per session, with the scoring's peak memory reserved in the analysis budget.
 """
 
 from __future__ import annotations
