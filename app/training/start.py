@@ -22,6 +22,7 @@ from bert.train.finetune_args import FinetuneArgs
 from bert.train.head_args import HeadArgs
 from bert.train.next_word import MLM_NSP, NEXT_WORD
 from bert.train.pretrain import PretrainArgs
+from bert.train.reader_task import MAX_WINDOWS, count_windows, too_many_windows
 
 from ..jobs import budget, saved_runs
 from ..jobs.backend import JobBackend, JobHandle, job_backend
@@ -271,9 +272,15 @@ def head_scores(args: HeadArgs, data) -> int:
 
 
 def check_head(base: bert.Bundle, args: HeadArgs, data) -> int:
-    """The memory estimate of this per-token head's job (MB); LimitError if it is over a cap."""
+    """The memory estimate of this per-token head's job (MB); LimitError if it is over a cap (a
+    reader's upload: also the windows its questions make, as many as the run uses)."""
     mb = budget.head_mb(base.config, args.batch_size, args.max_length, head_scores(args, data), args.freeze_embeddings)
     budget.check_step(args.batch_size, args.max_length, mb, "input")
+    if args.head == "reader" and data is not None:
+        n = count_windows(base.tokenizer, data, args.max_length, args.stride)
+        used = n if args.max_train is None else n * min(1.0, args.max_train / max(len(data), 1))
+        if used > MAX_WINDOWS:
+            raise budget.LimitError("Too big for this server: " + too_many_windows(int(used), args.max_length) + ".")
     return mb
 
 
