@@ -65,7 +65,13 @@ def check_finetune(base: bert.Bundle, args: FinetuneArgs, classes: int = 2) -> i
 def check_pretrain(args: PretrainArgs) -> int:
     """The memory estimate of this pre-training job (MB); LimitError if it is over a cap."""
     mb = budget.pretrain_mb(
-        args.layers, args.hidden, args.heads, vocab_size(args), args.batch_size, args.max_seq_length
+        args.layers,
+        args.hidden,
+        args.heads,
+        vocab_size(args),
+        args.batch_size,
+        args.max_seq_length,
+        next_word=args.objective == NEXT_WORD,
     )
     budget.check_step(args.batch_size, args.max_seq_length, mb, "sequence")
     return mb
@@ -87,8 +93,11 @@ def check_finetune_settings(
     return _budget_view(batch, max_length, mb, "text")
 
 
-def check_pretrain_settings(layers: int, hidden: int, heads: int, vocab: int, batch: int, seq_len: int) -> dict:
-    return _budget_view(batch, seq_len, budget.pretrain_mb(layers, hidden, heads, vocab, batch, seq_len), "sequence")
+def check_pretrain_settings(
+    layers: int, hidden: int, heads: int, vocab: int, batch: int, seq_len: int, next_word: bool = False
+) -> dict:
+    mb = budget.pretrain_mb(layers, hidden, heads, vocab, batch, seq_len, next_word)
+    return _budget_view(batch, seq_len, mb, "sequence")
 
 
 # ---- the Start buttons' callbacks (a callback survives the rerun a page may do first) -------------
