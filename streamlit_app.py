@@ -6,9 +6,11 @@ from app import sidebar, state
 from app.board import class_panel
 from app.board import service as board_service
 from app.jobs import backend
+from app.lti import arrive as lti_arrive
+from app.lti import view as lti_view
 from app.server import guard, memory, page_fragments
 from app.sidebar import app_icon
-from app.ui import class_tools, links
+from app.ui import class_tools, links, signin
 from app.ui.errors import show_errors
 
 guard.install()  # once per process: no client clears the caches; uploads capped
@@ -29,6 +31,7 @@ refused = backend.ready()  # ray mode: the cluster answers and its workers see o
 if refused:
     st.error(f"This server cannot start: {refused}", icon=":material/error:")
     st.stop()
+lti_arrive.arrive()  # a launch from the course: its user and the course's board, before the links
 link_notes = links.arrive()  # a link's model, sentences and projector mode, before anything is drawn
 
 # Every page: its file under pages/, title and Material icon. Home is the default; the class
@@ -60,7 +63,11 @@ PAGES = {
 page = st.navigation(list(PAGES.values()))
 page_name = next(name for name, p in PAGES.items() if p is page)
 sidebar.render()
+with st.sidebar:
+    lti_view.render()  # launched from the course (LTI 1.3)
+    signin.render()  # sign-in through the school, when secrets.toml configures it
 class_tools.apply_projector_css()
+class_tools.projector_bar()
 for note in link_notes:
     st.info(note, icon=":material/link:")
 with show_errors("the class panel"):

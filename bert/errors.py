@@ -28,3 +28,12 @@ class TrainingError(BertExplorerError):
 class HubUnreachable(CheckpointError):
     """The Hugging Face Hub did not answer (no network, a firewall, a wrong HF_ENDPOINT):
     nothing was downloaded."""
+
+
+class TokenCountMismatch(InputError):
+    """Two sentences that must line up token for token (a patching pair) have different lengths:
+    `counts` is (first's tokens, second's tokens)."""
+
+    def __init__(self, message: str, counts: tuple[int, int]):
+        super().__init__(message)
+        self.counts = counts

@@ -128,6 +128,23 @@ SETTINGS = {
             "the teacher's key (12+ characters), typed once a session to start a class board or see the "
             "Server status page; unset: nobody can",
         ),
+        # signed in through the school (app/students.py; on when .streamlit/secrets.toml has [auth])
+        Setting(
+            "BERT_EXPLORER_TEACHER_EMAILS",
+            "",
+            "signed-in users who are the teacher, by verified email (comma-separated)",
+        ),
+        Setting(
+            "BERT_EXPLORER_TEACHER_GROUPS",
+            "",
+            "signed-in users who are the teacher, by a group in their group claim (comma-separated)",
+        ),
+        Setting("BERT_EXPLORER_GROUPS_CLAIM", "groups", "the ID token's claim that lists a user's groups"),
+        Setting(
+            "BERT_EXPLORER_SIGNIN_HOURS",
+            12,
+            "hours a sign-in (or a launch from the course) counts; then the user signs in (or launches) again",
+        ),
     ]
 }
 

@@ -12,6 +12,7 @@ from app.analysis_cache import analyze
 from app.export import notebook as nb
 from app.export.view_file import Choice
 from app.figures import core
+from app.find_head import find_a_head
 from app.model_sources import current_model
 from app.ui import family_note, links, show_figure, widgets
 from app.ui.errors import show_errors
@@ -33,7 +34,7 @@ VIEWS = [
 VIEW_CODES = ("map", "heads", "qkv", "bv-head", "bv-model", "bv-neuron")  # in links
 
 st.title("Attention")
-st.markdown(
+INTRO = (
     "In every layer each token builds a new vector by mixing the vectors of all tokens, itself "
     "included. How much of each it takes is its **attention**: a row of weights that are positive "
     "and add up to 1. A layer has several **heads**, each with its own weights, so one head can "
@@ -60,7 +61,9 @@ with show_errors("the attention maps"):
     model = current_model()
     family_note.attention(model.bundle.config)
     links.view(*patterns.link_params("att_pattern"))
-    pattern = patterns.pattern_choice(patterns.input_tokens(model, text_a, text_b), key="att_pattern")
+    controls, result = st.columns([1, 2], gap="medium")  # the map beside its controls: one screen at 1366x768
+    with controls:
+        pattern = patterns.pattern_choice(patterns.input_tokens(model, text_a, text_b), key="att_pattern")
     an = analyze(model, text_a, text_b, pattern)
     hidden = patterns.hidden_cells(pattern, an.n_tokens)  # (T, T) bool or None
     L, H, T = an.attentions.shape[0], an.attentions.shape[1], an.n_tokens
@@ -78,17 +81,18 @@ with show_errors("the attention maps"):
         links.Param("view", "att_view", "choice", default=VIEWS[0], choices=VIEWS, codes=VIEW_CODES),
     ]
     links.view(*view_params)
-    c1, c2, c3 = st.columns([1, 1, 1])
-    layer = index_slider(c1, "Layer", L, key=f"att_layer_{L}")
-    head = index_slider(c2, "Head", H, key=f"att_head_{H}")
-    hide = c3.checkbox(
+    layer = index_slider(controls, "Layer", L, key=f"att_layer_{L}")
+    head = index_slider(controls, "Head", H, key=f"att_head_{H}")
+    hide = controls.checkbox(
         "Hide [CLS] and [SEP]",
         key="att_hide",
         help="Many heads park most of their attention on [CLS] or [SEP] when they "
         "have nothing better to do. Hiding them (and rescaling each row to "
         "sum to 1) shows what is left between real words.",
     )
-    view = st.radio("View", VIEWS, horizontal=True, key="att_view")
+    view = controls.radio("View", VIEWS, horizontal=True, key="att_view")
+    with controls.expander("Find a head", icon=":material/search:"):
+        find_a_head(an, f"att_layer_{L}", f"att_head_{H}")
 
     tokens, keep = an.tokens, list(range(T))
     if hide:
@@ -113,13 +117,14 @@ with show_errors("the attention maps"):
         show_figure.show(
             draw(layer, head),
             f"attention-L{layer + 1}-H{head + 1}",
+            where=result,
             key="att_heatmap",
             choice=Choice((("Layer", L), ("Head", H)), draw, (layer, head), same_view),  # every head in the file
             notebook=partial(nb.attention, text_a=an.text_a, text_b=an.text_b, layer=layer, head=head)
             if pattern == BIDIRECTIONAL  # the notebook reads both ways, as the app's default
             else None,
         )
-        st.caption(
+        result.caption(
             "Each row is one token looking at the others; darker means more attention. "
             "Hover over a cell for its exact weight."
             + (" Rows are rescaled to sum to 1 without the hidden tokens." if hide else "")
@@ -132,8 +137,8 @@ with show_errors("the attention maps"):
             grid_atts = grid_atts[:, :, keep][:, :, :, keep]
             grid_atts = grid_atts / np.maximum(grid_atts.sum(-1, keepdims=True), 1e-12)
         grid = core.attention_grid(grid_atts, selected=(layer, head), hidden=shown_hidden)
-        show_figure.show(grid, "attention-all-heads", key="att_grid")
-        st.caption(
+        show_figure.show(grid, "attention-all-heads", where=result, key="att_grid")
+        result.caption(
             f"Every head of every layer ({L} × {H}), same colour scale (0 to 1); the red box "
             "is the head picked above. Early layers often look at neighbours (stripes next to "
             "the diagonal); some heads look mostly at [CLS] or [SEP] (one dark column)."
@@ -236,3 +241,5 @@ with show_errors("the attention maps"):
                 "their product and the softmax; click + to expand.",
             }[kind]
         )
+
+st.markdown(INTRO)  # below the map: on a phone the controls and the map come first

@@ -60,6 +60,15 @@ def join() -> None:
     st.session_state[JOINED] = code
 
 
+def class_code_typed(typed: str) -> str | None:
+    """The message for a class code typed in the teacher key's box; None for anything else."""
+    try:
+        normal_code(typed)
+    except BoardError:
+        return None
+    return "That looks like a class code, not the teacher key: type it in the Class code box instead."
+
+
 def leave() -> None:
     st.session_state.pop(JOINED, None)
 
@@ -199,12 +208,12 @@ else:
     if created and created[0] == code:
         started(*created)
     with st.expander("Start or join a board", expanded=not code):
-        c1, c2 = st.columns(2)
-        with c1:
-            if teacher.gate("Starting a board"):
+        c1, c2 = st.columns(2)  # the students' box first: on a phone the columns stack
+        c1.text_input("Class code", key=JOIN_KEY, max_chars=CODE_LEN, placeholder="e.g. K7QX2M")
+        c1.button("Join a board", key="board_join", on_click=join)
+        with c2:
+            if teacher.gate("Starting a board", misplaced=class_code_typed):
                 st.button("Start a board", key="board_start", on_click=start, help="A new class code.")
-        c2.text_input("Class code", key=JOIN_KEY, max_chars=CODE_LEN, placeholder="e.g. K7QX2M")
-        c2.button("Join a board", key="board_join", on_click=join)
     if code:
         st.header(f"Board {code}")
         st.button("Leave this board", key="board_leave", on_click=leave)

@@ -17,7 +17,16 @@ from app.training.follow import POLL_S, current_job, live_job
 from app.training.head_view import CLASSIFY, head_page, task_shape
 from app.training.progress import finetune_progress, finetune_start_line
 from app.training.reports import base_bundle
-from app.training.run_size import DEFAULT_SIZE, EVALS_HELP, PAGE_EVALS, RUN_SIZES
+from app.training.run_size import (
+    DEFAULT_SIZE,
+    EVALS_HELP,
+    MIN_STEPS,
+    PAGE_EVALS,
+    RUN_SIZES,
+    floored_epochs,
+    speed_key,
+    training_time_line,
+)
 from app.training.start import check_finetune_settings, default_finetune_base, few_steps_message, on_start_finetune
 from app.ui import show_figure
 from app.ui.errors import show_errors
@@ -51,154 +60,157 @@ if (shape := task_shape()) != CLASSIFY:  # label every word, or find the answer
     head_page(shape)
     st.stop()
 
-# --- 1. data -------------------------------------------------------------------------------------
-st.header("1. Data")
-ts.seed("ft_source", SOURCES[0], SOURCES)
-source = st.radio(
-    "Data",
-    SOURCES,
-    key="ft_source",
-    horizontal=True,
-    label_visibility="collapsed",
-    format_func=lambda s: "Upload a file" if s == ts.UPLOAD else available_datasets()[s],
-)
-data = None
-with show_errors("the data"):
-    data = uploaded_data() if source == ts.UPLOAD else builtin_data(source)
+setup, train = st.columns([1, 1], gap="large")  # Start and its live curves beside the data and settings
+with setup:
+    # --- 1. data -------------------------------------------------------------------------------------
+    st.header("1. Data")
+    ts.seed("ft_source", SOURCES[0], SOURCES)
+    source = st.radio(
+        "Data",
+        SOURCES,
+        key="ft_source",
+        horizontal=True,
+        label_visibility="collapsed",
+        format_func=lambda s: "Upload a file" if s == ts.UPLOAD else available_datasets()[s],
+    )
+    data = None
+    with show_errors("the data"):
+        data = uploaded_data() if source == ts.UPLOAD else builtin_data(source)
 
-if data is not None:
-    data_summary(data)
+    if data is not None:
+        data_summary(data)
 
-# --- 2. validation -------------------------------------------------------------------------------
-mode, valid_fraction, valid_file = "split", 0.2, None
-if data is not None:
-    st.header("2. Validation data")
-    mode, valid_fraction, valid_file = validation(data)
+    # --- 2. validation -------------------------------------------------------------------------------
+    mode, valid_fraction, valid_file = "split", 0.2, None
+    if data is not None:
+        st.header("2. Validation data")
+        mode, valid_fraction, valid_file = validation(data)
 
-# --- 3. settings ---------------------------------------------------------------------------------
-sources = list(available_builtins()) + [state.session_key(n) for n in state.user_models()]
-picked = st.session_state.get(state.MODEL_SOURCE, state.DEFAULT_MODEL)
-if picked not in sources:
-    sources.append(picked)  # a folder loaded in the sidebar
-defaults = {
-    "ft_base": default_finetune_base(),
-    "ft_pooling": D.pooling,
-    "ft_freeze_emb": D.freeze_embeddings,
-    "ft_freeze_layers": RUN_SIZES[DEFAULT_SIZE].freeze_layers,
-    "ft_max_length": D.max_length,
-    "ft_batch": D.batch_size,
-    "ft_lr": D.lr,
-    "ft_epochs": D.epochs,
-    "ft_warmup": D.warmup_ratio,
-    "ft_seed": D.seed,
-    "ft_max_train": RUN_SIZES[DEFAULT_SIZE].max_train,
-    "ft_max_valid": RUN_SIZES[DEFAULT_SIZE].max_valid,
-    "ft_evals": PAGE_EVALS,
-    "ft_size": DEFAULT_SIZE,
-}
-choices = {"ft_base": sources, "ft_pooling": POOLINGS, "ft_size": list(RUN_SIZES)}
-for k, v in defaults.items():
-    ts.seed(k, v, choices.get(k))
-base = None
-if data is not None:
-    st.header("3. Settings")
-    view.run_size_picker()
-    with st.expander("Model and training settings (the defaults give a good model in about half a minute)"):
-        c1, c2, c3 = st.columns(3)
-        base_src = c1.selectbox(
-            "Start from",
-            sources,
-            key="ft_base",
-            format_func=lambda s: f"{name} (your model)" if (name := state.session_model_name(s)) is not None else s,
-        )
-        with show_errors("the base model"):
-            base = base_bundle(base_src)
-            if base is None:
-                st.error("That model is no longer in this session.", icon=ICON_ERR)
-        n_layers = base.config.num_hidden_layers if base else 12
-        max_pos = base.config.max_tokens if base else 512
-        ss["ft_freeze_layers"] = min(ss["ft_freeze_layers"], n_layers)  # fit the chosen model
-        ss["ft_max_length"] = min(ss["ft_max_length"], max_pos)
-        c2.selectbox(
-            "Pooling",
-            POOLINGS,
-            key="ft_pooling",
-            help="How the texts' token vectors become one: the [CLS] vector, or the mean or maximum over all tokens.",
-        )
-        c3.number_input(
-            "Max tokens per text",
-            8,
-            max_pos,
-            key="ft_max_length",
-            step=16,
-            help="Longer texts are cut; shorter is faster.",
-        )
-        c1.number_input(
-            "Learning rate",
-            min_value=1e-7,
-            max_value=100.0,
-            key="ft_lr",
-            step=1e-5,
-            format="%.1e",
-            help="Peak learning rate of the encoder; the new head learns "
-            f"{D.head_lr_scale:g}x faster. Too high and the loss explodes.",
-        )
-        c2.number_input("Batch size", 1, 256, key="ft_batch")
-        c3.number_input("Epochs", 1, 20, key="ft_epochs")
-        c1.number_input("Warm-up (share of steps)", 0.0, 0.9, key="ft_warmup", step=0.05)
-        c2.number_input("Evaluations per epoch", 1, 20, key="ft_evals", help=EVALS_HELP)
-        c3.number_input("Seed", 0, 1_000_000, key="ft_seed")
-        c1.number_input(
-            "Use at most this many training texts",
-            10,
-            200_000,
-            key="ft_max_train",
-            step=500,
-            help="A stratified sample; more texts learn better but take longer.",
-        )
-        c2.number_input("…and validation texts", 10, 100_000, key="ft_max_valid", step=500)
-        c3.number_input("Freeze the lowest N layers", 0, n_layers, key="ft_freeze_layers")
-        if base is not None and member(base.config).shared_layers and 0 < ss["ft_freeze_layers"] < n_layers:
-            c3.caption(
-                f"{member(base.config).name}'s layers share one set of weights: they stay as they are only when "
-                "all are frozen."
+    # --- 3. settings ---------------------------------------------------------------------------------
+    sources = list(available_builtins()) + [state.session_key(n) for n in state.user_models()]
+    picked = st.session_state.get(state.MODEL_SOURCE, state.DEFAULT_MODEL)
+    if picked not in sources:
+        sources.append(picked)  # a folder loaded in the sidebar
+    defaults = {
+        "ft_base": default_finetune_base(),
+        "ft_pooling": D.pooling,
+        "ft_freeze_emb": D.freeze_embeddings,
+        "ft_freeze_layers": RUN_SIZES[DEFAULT_SIZE].freeze_layers,
+        "ft_max_length": D.max_length,
+        "ft_batch": D.batch_size,
+        "ft_lr": D.lr,
+        "ft_epochs": D.epochs,
+        "ft_warmup": D.warmup_ratio,
+        "ft_seed": D.seed,
+        "ft_max_train": RUN_SIZES[DEFAULT_SIZE].max_train,
+        "ft_max_valid": RUN_SIZES[DEFAULT_SIZE].max_valid,
+        "ft_evals": PAGE_EVALS,
+        "ft_size": DEFAULT_SIZE,
+        "ft_step_floor": True,
+    }
+    choices = {"ft_base": sources, "ft_pooling": POOLINGS, "ft_size": list(RUN_SIZES)}
+    for k, v in defaults.items():
+        ts.seed(k, v, choices.get(k))
+    base = None
+    if data is not None:
+        st.header("3. Settings")
+        view.run_size_picker()
+        with st.expander("Model and training settings"):
+            c1, c2, c3 = st.columns(3)
+            base_src = c1.selectbox(
+                "Start from",
+                sources,
+                key="ft_base",
+                format_func=lambda s: (
+                    f"{name} (your model)" if (name := state.session_model_name(s)) is not None else s
+                ),
             )
-        c1.checkbox("Freeze the embeddings", key="ft_freeze_emb")
-    ts.remember(*defaults)
-    if base is not None:
-        est = check_finetune_settings(
-            base,
-            int(ss.ft_batch),
-            int(ss.ft_max_length),
-            bool(ss.ft_freeze_emb),
-            int(ss.ft_freeze_layers),
-            len(data.classes),
-        )
-        if est["ok"]:
-            st.caption(est["line"])
-        else:
-            st.error(md_escape(est["line"]), icon=ICON_ERR)
-            base = None  # Start stays off until the settings fit
-        n_train = len(data) if valid_file is not None else int(len(data) * (1 - valid_fraction))
-        if hint := few_steps_message(n_train, int(ss.ft_max_train), int(ss.ft_batch), int(ss.ft_epochs)):
-            st.info(hint, icon=":material/lightbulb:")
-    snapshots.settings("ft", snapshots.FT_PROBE, default_every=5)
-
-# --- 4. train --------------------------------------------------------------------------------------
-st.header("4. Train")
-jm = job_backend()
-job = current_job(FINETUNE, jm)
-view.notice(PAGE)
-view.start_button(
-    PAGE,
-    jm,
-    "Start fine-tuning",
-    on_start_finetune,
-    (jm, data, valid_file, valid_fraction, base, mode),
-    data is None or base is None or (job is not None and job.active),
-    help="One job per session at a time; others on this server may be queued before you.",
-)
-job = current_job(FINETUNE, jm)
+            with show_errors("the base model"):
+                base = base_bundle(base_src)
+                if base is None:
+                    st.error("That model is no longer in this session.", icon=ICON_ERR)
+            n_layers = base.config.num_hidden_layers if base else 12
+            max_pos = base.config.max_tokens if base else 512
+            ss["ft_freeze_layers"] = min(ss["ft_freeze_layers"], n_layers)  # fit the chosen model
+            ss["ft_max_length"] = min(ss["ft_max_length"], max_pos)
+            c2.selectbox(
+                "Pooling",
+                POOLINGS,
+                key="ft_pooling",
+                help="How the texts' token vectors become one: the [CLS] vector, or the mean or maximum "
+                "over all tokens.",
+            )
+            c3.number_input(
+                "Max tokens per text",
+                8,
+                max_pos,
+                key="ft_max_length",
+                step=16,
+                help="Longer texts are cut; shorter is faster.",
+            )
+            c1.number_input(
+                "Learning rate",
+                min_value=1e-7,
+                max_value=100.0,
+                key="ft_lr",
+                step=1e-5,
+                format="%.1e",
+                help="Peak learning rate of the encoder; the new head learns "
+                f"{D.head_lr_scale:g}x faster. Too high and the loss explodes.",
+            )
+            c2.number_input("Batch size", 1, 256, key="ft_batch")
+            c3.number_input("Epochs", 1, 20, key="ft_epochs")
+            c1.number_input("Warm-up (share of steps)", 0.0, 0.9, key="ft_warmup", step=0.05)
+            c2.number_input("Evaluations per epoch", 1, 20, key="ft_evals", help=EVALS_HELP)
+            c3.number_input("Seed", 0, 1_000_000, key="ft_seed")
+            c1.number_input(
+                "Use at most this many training texts",
+                10,
+                200_000,
+                key="ft_max_train",
+                step=500,
+                help="A stratified sample; more texts learn better but take longer.",
+            )
+            c2.number_input("…and validation texts", 10, 100_000, key="ft_max_valid", step=500)
+            c3.number_input("Freeze the lowest N layers", 0, n_layers, key="ft_freeze_layers")
+            if base is not None and member(base.config).shared_layers and 0 < ss["ft_freeze_layers"] < n_layers:
+                c3.caption(
+                    f"{member(base.config).name}'s layers share one set of weights: they stay as they are only when "
+                    "all are frozen."
+                )
+            c1.checkbox("Freeze the embeddings", key="ft_freeze_emb")
+        ts.remember(*defaults)
+        if base is not None:
+            est = check_finetune_settings(
+                base,
+                int(ss.ft_batch),
+                int(ss.ft_max_length),
+                bool(ss.ft_freeze_emb),
+                int(ss.ft_freeze_layers),
+                len(data.classes),
+            )
+            if est["ok"]:
+                st.caption(est["line"])
+            else:
+                st.error(md_escape(est["line"]), icon=ICON_ERR)
+                base = None  # Start stays off until the settings fit
+            n_train = len(data) if valid_file is not None else int(len(data) * (1 - valid_fraction))
+            few = (n_train, int(ss.ft_max_train), int(ss.ft_batch), int(ss.ft_epochs))
+            if hint := few_steps_message(*few, floor=bool(ss.ft_step_floor)):
+                st.info(hint, icon=":material/lightbulb:")
+                st.checkbox(f"At least {MIN_STEPS} training steps (more epochs for a small file)", key="ft_step_floor")
+            n_used = min(n_train, int(ss.ft_max_train))
+            epochs = int(ss.ft_epochs)
+            if ss.ft_step_floor:
+                epochs = floored_epochs(n_used, int(ss.ft_batch), epochs)
+            st.caption(
+                training_time_line(
+                    speed_key(ss.ft_base, ss.ft_batch, ss.ft_max_length, ss.ft_freeze_layers, ss.ft_freeze_emb),
+                    n_used,
+                    epochs,
+                )
+            )
+        snapshots.settings("ft", snapshots.FT_PROBE, default_every=5)
 
 
 def live_panel():
@@ -219,12 +231,29 @@ def live_panel():
     board_buttons.live_share(job)
 
 
-if job is not None and job.active:
-    st.fragment(run_every=POLL_S)(live_panel)()
-elif not results(FINETUNE):
-    st.caption("Nothing trained yet in this session.")
-if snapshots.recorded("fine-tuning"):
-    snapshots.replay_button("ft_replay")
+with train:
+    # --- 4. train --------------------------------------------------------------------------------------
+    st.header("4. Train")
+    jm = job_backend()
+    job = current_job(FINETUNE, jm)
+    view.notice(PAGE)
+    view.start_button(
+        PAGE,
+        jm,
+        "Start fine-tuning",
+        on_start_finetune,
+        (jm, data, valid_file, valid_fraction, base, mode),
+        data is None or base is None or (job is not None and job.active),
+        help="One job per session at a time; others on this server may be queued before you.",
+    )
+    job = current_job(FINETUNE, jm)
+
+    if job is not None and job.active:
+        st.fragment(run_every=POLL_S)(live_panel)()
+    elif not results(FINETUNE):
+        st.caption("Nothing trained yet in this session.")
+    if snapshots.recorded("fine-tuning"):
+        snapshots.replay_button("ft_replay")
 
 
 # --- 5. results ----------------------------------------------------------------------------------

@@ -28,7 +28,8 @@ from bert.checkpoint.builtins import what_it_read
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
-COLS = 3
+COLS = 2  # gaps a row, beside the box
+MODES = ["Type [MASK] in a sentence", "Pick words of sentence A to mask"]
 
 st.title("Masked LM & next sentence")
 st.markdown(
@@ -37,13 +38,24 @@ st.markdown(
     "**Does B follow A?**: given two sentences, say whether the second really came next in the text "
     "or was picked at random."
 )
-text_a, text_b = widgets.sentence_inputs(pair=True)
 
 
 def _random_b() -> None:
     current = st.session_state.get(state.TEXT_B, "")
     choices = [s for s in RANDOM_SENTENCES if s != current]
     state.set_text(state.TEXT_B, random.choice(choices))
+
+
+def _fill_sentence_a() -> None:
+    """Sentence A's [MASK]s to the gap box (a [MASK] typed in Sentence A is filled there)."""
+    state.set_text(state.MLM_TEXT, st.session_state.get(state.TEXT_A, ""))
+    st.session_state["mlm_mode"] = MODES[0]
+
+
+def what_it_read_caption(where, bundle) -> None:
+    """What the model read, under its guesses (the box and its result come first)."""
+    if read := what_it_read(bundle.card):
+        where.caption(f"What this model read: {md_escape(read)}")
 
 
 def _filled_text(tokens, is_pred) -> str:
@@ -74,8 +86,6 @@ with show_errors("the masked-word predictions"):
     elif family_note.left_to_right(b, "Filling a gap"):
         pass  # the note says why
     else:
-        if read := what_it_read(b.card):
-            st.caption(f"What this model read: {md_escape(read)}")
         family_note.mask_token(b.tokenizer)
         if mlm_untrained(b):
             st.warning(
@@ -84,62 +94,72 @@ with show_errors("the masked-word predictions"):
                 "real guesses.",
                 icon=":material/warning:",
             )
-        modes = ["Type [MASK] in a sentence", "Pick words of sentence A to mask"]
+        modes = MODES
         links.view(
             links.Param("how", "mlm_mode", "choice", default=modes[0], choices=modes, codes=("type", "pick")),
             links.Param("k", "mlm_k", "int", default=5, lo=1, hi=20, label="candidates per gap"),
         )
-        mode = st.radio(
+        controls, result = st.columns([1, 2], gap="medium")  # the guesses beside their box: one screen
+        mode = controls.radio(
             "How to mask",
             modes,
             horizontal=True,
             key="mlm_mode",
         )
         if mode.startswith("Type"):
-            text = widgets.mlm_input()
+            with controls:
+                text = widgets.mlm_input()
         else:
-            a = clean_text(text_a, "sentence A")
-            words = [w for w in b.tokenizer.words_with_offsets(a) if w[0].strip()][:300]  # RoBERTa: spaces are words
-            chosen = st.multiselect(
-                "Words to hide",
-                list(range(len(words))),
-                key=f"mlm_pick_{zlib.crc32(a.encode())}",
-                format_func=lambda i: f"{words[i][0]} (word {i + 1})",
-                default=[state.default_pick(words)] if words else [],
-            )
-            text = mask_words(a, words, chosen)
-            st.code(text, language=None, wrap_lines=True)
+            with controls:
+                st.caption("The words of Sentence A, whose box is under “Does B follow A?” below.")
+                a = clean_text(st.session_state.get(state.TEXT_A), "sentence A")
+                words = b.tokenizer.words_with_offsets(a)
+                words = [w for w in words if w[0].strip()][:300]  # RoBERTa: spaces are words
+                chosen = st.multiselect(
+                    "Words to hide",
+                    list(range(len(words))),
+                    key=f"mlm_pick_{zlib.crc32(a.encode())}",
+                    format_func=lambda i: f"{words[i][0]} (word {i + 1})",
+                    default=[state.default_pick(words)] if words else [],
+                )
+                text = mask_words(a, words, chosen)
+                st.code(text, language=None, wrap_lines=True)
         text = re.sub(r"\[mask\]", "[MASK]", text or "", flags=re.IGNORECASE)
         st.session_state.setdefault("mlm_k", 5)
-        k = st.slider("Candidates per gap", 1, 20, key="mlm_k")
+        k = controls.slider("Candidates per gap", 1, 20, key="mlm_k")
         clean_text(text, "a sentence")
         if count_masks(text) == 0:
-            st.info(f"Put [MASK] where a word is missing, for example: “{state.HINT_MLM_TEXT}”", icon=":material/info:")
+            controls.info(
+                f"Put [MASK] where a word is missing, for example: “{state.HINT_MLM_TEXT}”", icon=":material/info:"
+            )
+            what_it_read_caption(result, b)
         else:
             res = mlm_predict(model.key, text, k, b)
-            if res["truncated"]:
-                st.warning(
-                    "The sentence was cut at the model's maximum length; gaps after the cut are not predicted.",
-                    icon=":material/content_cut:",
-                )
-            st.markdown("**Best guess for every gap:**")
-            st.code(_filled_text(res["filled_tokens"], res["filled_is_pred"]), language=None, wrap_lines=True)
-            preds = res["predictions"]
-            if len(preds) > 1:
-                st.caption(
-                    f"{len(preds)} gaps are guessed at the same time, each on its own: a gap "
-                    "cannot see what was guessed for the others, so many gaps make each guess harder."
-                )
-            for row in range(0, len(preds), COLS):
-                cols = st.columns(COLS)
-                for n, (c, p) in enumerate(zip(cols, preds[row : row + COLS]), start=row + 1):
-                    show_figure.show(
-                        core.mlm_topk_bar(p["tokens"], p["probs"], f"gap {n} (token {p['position']})"),
-                        f"masked-lm-bar-{n}",
-                        where=c,
-                        key=f"mlm_bar_{n}",
-                        notebook=partial(nb.masked_lm, text=text, k=k) if n == 1 else None,  # every gap
+            with result:
+                if res["truncated"]:
+                    st.warning(
+                        "The sentence was cut at the model's maximum length; gaps after the cut are not predicted.",
+                        icon=":material/content_cut:",
                     )
+                st.markdown("**Best guess for every gap:**")
+                st.code(_filled_text(res["filled_tokens"], res["filled_is_pred"]), language=None, wrap_lines=True)
+                preds = res["predictions"]
+                if len(preds) > 1:
+                    st.caption(
+                        f"{len(preds)} gaps are guessed at the same time, each on its own: a gap "
+                        "cannot see what was guessed for the others, so many gaps make each guess harder."
+                    )
+                for row in range(0, len(preds), COLS):
+                    cols = st.columns(COLS)
+                    for n, (c, p) in enumerate(zip(cols, preds[row : row + COLS]), start=row + 1):
+                        show_figure.show(
+                            core.mlm_topk_bar(p["tokens"], p["probs"], f"gap {n} (token {p['position']})"),
+                            f"masked-lm-bar-{n}",
+                            where=c,
+                            key=f"mlm_bar_{n}",
+                            notebook=partial(nb.masked_lm, text=text, k=k) if n == 1 else None,  # every gap
+                        )
+            what_it_read_caption(result, b)
             st.subheader("Both ways or left only?")
             st.markdown(
                 "The same weights can read like an encoder (every token sees every token) or like a "
@@ -152,6 +172,16 @@ st.markdown(
     "The model reads `[CLS] A [SEP] B [SEP]` and its small NSP head, reading the `[CLS]` "
     "vector, gives the probability that B is A's real continuation."
 )
+text_a, text_b = widgets.sentence_inputs(pair=True)  # below the gap's box: that box is the page's first
+if count_masks(text_a):
+    st.info(
+        "Sentence A has a [MASK]: gaps are filled in the box at the top of the page, not here (the "
+        "next-sentence game reads [MASK] as a word like any other).",
+        icon=":material/arrow_upward:",
+    )
+    st.button(
+        "Fill Sentence A's gaps at the top", on_click=_fill_sentence_a, icon=":material/edit_note:", key="mlm_from_a"
+    )
 st.button("Random sentence B", on_click=_random_b, icon=":material/casino:", key="nsp_random")
 with show_errors("the next-sentence prediction"):
     model = current_model()

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import bert
-from bert.analysis import ablation, common, compare, explain, heads, mlm, vectors, words
+from bert.analysis import ablation, common, compare, explain, full, heads, mlm, vectors, words
 from bert.bundle import Bundle
 from bert.config import BertConfig
 from bert.model import BertForSequenceClassification
@@ -128,6 +128,39 @@ def test_head_patterns_over_probe_set(tiny):
         per.append(heads.head_pattern_stats(att, tokens))
     for k in hp.stats:
         np.testing.assert_allclose(hp.stats[k], (per[0][k] + per[1][k]) / 2, atol=1e-5)
+
+
+def test_find_a_head_ranks_heads_by_the_word_to_word_weight(tiny):
+    """A word's pieces are one word; a head's weight from word to word is the target's pieces
+    summed, averaged over the source's pieces; the heads come largest first."""
+    an = full.analyze(tiny, "the cats sat by the river")
+    words = heads.input_words(an.tokens, an.word_ids, an.sequence_ids)
+    assert [w.text for w in words] == ["[CLS]", "the", "cats", "sat", "by", "the", "river", "[SEP]"]
+    cats, river = words[2], words[6]
+    assert len(cats.positions) == 2  # cat ##s
+    a = an.attentions  # (L, H, T, T)
+    ranked = heads.heads_by_link(a, cats.positions, river.positions, top=8)
+    by_hand = {
+        (l, h): np.mean([a[l, h, i, river.positions[0]] for i in cats.positions])
+        for l in range(a.shape[0])
+        for h in range(a.shape[1])
+    }
+    assert [(l, h) for l, h, _ in ranked] == sorted(by_hand, key=lambda lh: -by_hand[lh])
+    for l, h, w in ranked:
+        assert w == pytest.approx(by_hand[l, h], abs=1e-6)
+    # the other way round reads other rows: the weight from river to cats sums both pieces
+    back = heads.link_weights(a, river.positions, cats.positions)
+    np.testing.assert_allclose(back, a[:, :, river.positions[0]][..., list(cats.positions)].sum(-1), atol=1e-6)
+
+
+def test_find_a_head_on_a_hand_made_map():
+    """One head of four sends word 2 to word 5: it comes first, with its weight."""
+    att = np.tile(pattern("self"), (2, 2, 1, 1))
+    att[1, 0, 2] = 0.0
+    att[1, 0, 2, 5] = 1.0
+    assert heads.heads_by_link(att, [2], [5], top=2) == [(1, 0, 1.0), (0, 0, 0.0)]
+    with pytest.raises(bert.InputError):
+        heads.heads_by_link(att, [2], [T])
 
 
 # ---- 2. rollout, saliency, spearman ----------------------------------------------------------

@@ -6,6 +6,8 @@ Plotly charts and iframes are UnknownElements here: their content is checked in 
 and in the browser tests.
 """
 
+import re
+
 import pytest
 
 pytest.importorskip("streamlit")
@@ -160,6 +162,7 @@ def test_masked_lm_no_mask_and_ten_masks(app):
     _ok(app)
     read = [c.value.replace("\\", "") for c in app.caption if c.value.startswith("What this model read:")]
     assert read and "M words of English" in read[0] and "BERT-base read 3.3 B words" in read[0]
+    assert "`" not in read[0] and "previous minilm-l6 (the" in read[0], "the card's code marks are not shown"
     app.text_area(key=state.W_MLM_TEXT).input("no gap in this sentence").run()
     _ok(app)
     assert any("[MASK]" in i.value for i in app.info)
@@ -172,6 +175,38 @@ def test_masked_lm_no_mask_and_ten_masks(app):
     app.radio(key="mlm_mode").set_value("Pick words of sentence A to mask").run()
     _ok(app)
     assert any("[MASK]" in c.value for c in app.code)
+
+
+def test_attention_find_a_head_lists_heads_by_weight_and_shows_the_one_clicked(app):
+    app.switch_page("pages/attention.py").run()
+    _ok(app)
+    assert app.selectbox(key=next(s.key for s in app.selectbox if s.key.startswith("fh_from_"))).value is not None
+    listed = [b for b in app.button if (b.key or "").startswith("fh_")]
+    found = [re.fullmatch(r"Layer (\d+), head (\d+): ([\d.]+)", b.label) for b in listed]
+    assert len(listed) == 5 and all(found)
+    weights = [float(m.group(3)) for m in found]
+    assert weights == sorted(weights, reverse=True)
+    listed[2].click().run()
+    _ok(app)
+    sliders = {s.label: s.value for s in app.slider}
+    assert (sliders["Layer"], sliders["Head"]) == (int(found[2].group(1)), int(found[2].group(2)))
+
+
+def test_masked_lm_puts_the_mask_box_first_and_fills_a_mask_typed_in_sentence_a(app):
+    """The [MASK] box is the page's first text box; a [MASK] typed in Sentence A (the next-sentence
+    box) is not silently ignored: the page says where gaps are filled and its button takes it there."""
+    app.switch_page("pages/masked_lm.py").run()
+    _ok(app)
+    assert [t.key for t in app.text_area][:3] == [state.W_MLM_TEXT, state.W_TEXT_A, state.W_TEXT_B]
+    assert not [b for b in app.button if b.key == "mlm_from_a"]
+    typed = "The [MASK] barked at the mailman."
+    app.text_area(key=state.W_TEXT_A).input(typed).run()
+    _ok(app)
+    assert any("Sentence A has a [MASK]" in i.value for i in app.info)
+    app.button(key="mlm_from_a").click().run()
+    _ok(app)
+    assert app.text_area(key=state.W_MLM_TEXT).value == typed
+    assert [c.value for c in app.code if "«" in c.value][0].startswith("the «")
 
 
 @pytest.mark.slow

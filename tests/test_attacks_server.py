@@ -291,6 +291,28 @@ def test_caps_count_files_and_bytes(monkeypatch):
         guard.check("s", "a", MB)
 
 
+def test_a_file_the_session_keeps_counts_until_released_or_the_tab_closes(monkeypatch):
+    """The Fine-tuning page keeps its file after the uploader lets go: that copy counts against the
+    session's caps (once, not again while the uploader still holds the same file)."""
+    monkeypatch.setenv("BERT_EXPLORER_UPLOAD_FILES_PER_SESSION", "2")
+    alive = {"s": True}
+    mgr, guard, now = _guard(alive)
+    assert _put(mgr, "s", "train", 100) == 204
+    guard.keep("s", "ft_upload", "train", 100)
+    assert guard.held()["s"] == (1, 100)  # the uploader's file and the kept copy: one file
+    mgr.remove_session_files("s")  # the uploader let go (a new widget after Start)
+    assert guard.held()["s"] == (1, 100)
+    guard.keep("s", "ft_val_upload", "valid", 50)
+    assert _put(mgr, "s", "third", 10) == 429  # two kept files: the tab's cap
+    guard.release("s", "ft_val_upload")  # "Remove file"
+    assert _put(mgr, "s", "third", 10) == 204
+    alive["s"] = False  # the tab closed: its kept copies stop counting after DISCONNECTED_S
+    guard.sweep()
+    now[0] = DISCONNECTED_S
+    guard.sweep()
+    assert guard.held() == {}
+
+
 def test_one_address_holds_at_most_its_share_of_uploads_and_a_classmate_still_uploads():
     script = {f"s{i}": "10.0.0.66" for i in range(15)}  # 15 sessions of one machine, 4 tiny files each
     alive = dict.fromkeys([*script, "classmate", "local"], True)

@@ -254,6 +254,30 @@ def test_post_button_on_the_finetuning_results(board, monkeypatch):
     assert any("posted once" in e.value for e in at.error) and len(board.entries(code)) == 1
 
 
+@SQLITE_ONLY
+def test_class_code_box_first_and_a_code_typed_as_the_key_is_sent_there(board, monkeypatch):
+    """A phone stacks the columns: the students' Class code box comes before the teacher key's;
+    a class code typed in the key's box gets a message that says where it goes."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("BERT_EXPLORER_TEACHER_KEY", TEACHER_KEY)
+    monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
+    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/board.py").run()
+    boxes = [t.key for t in at.text_input]
+    assert boxes.index("board_join_code") < boxes.index("teacher_key_typed")
+    at.text_input(key="teacher_key_typed").input(" k7qx2m ").run()
+    at.button(key="teacher_unlock").click().run()
+    assert [e.value for e in at.error] == [
+        "That looks like a class code, not the teacher key: type it in the Class code box instead."
+    ]
+    at.text_input(key="teacher_key_typed").input("not the key at all").run()
+    at.button(key="teacher_unlock").click().run()
+    assert [e.value for e in at.error] == ["That is not this server's teacher key."]
+    assert not [b for b in at.button if b.key == "board_start"]
+
+
 @pytest.mark.slow
 @SQLITE_ONLY
 def test_page_start_join_and_clear(board, monkeypatch):

@@ -111,6 +111,6 @@ def test_the_parameter_breakdown_from_the_config_is_the_models():
 
 
 def test_what_it_read_is_the_cards_line():
-    card = "# m\n\nA model.\n\n- **What it read:** 2 M words of English; BERT-base read 3.3 B words.\n\nMore."
-    assert what_it_read(card) == "2 M words of English; BERT-base read 3.3 B words."
+    card = "# m\n\nA model.\n\n- **What it read:** 2 M words of English from `minilm-l6`; BERT-base read 3.3 B words.\n"
+    assert what_it_read(card) == "2 M words of English from minilm-l6; BERT-base read 3.3 B words.", "plain text"
     assert what_it_read("# m\n\nno such line\n") == what_it_read("") == ""

@@ -9,8 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.causes.pairs_view import chart_vs_total
+from app.causes.patching_view import baseline_warnings, patched_line, prefers
 from app.figures.causes import pair_word_scores, paradigm_accuracy_bars, patching_heatmap, probe_curves
+from app.ui.formatting import md_escape
+from bert.analysis.patching import Patching
 from bert.analysis.probes import ProbeCurve
+from bert.analysis.scoring import SentenceScore
 
 ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 TIMEOUT = 120
@@ -28,6 +33,66 @@ def test_patching_heatmap_cells_labels_and_pick():
     shape = fig.layout.shapes[0]
     assert (shape.x0, shape.y0) == (1.5, 0.5), "the picked cell is outlined"
     assert fig.layout.annotations[0].x == 2, "the [MASK]'s column is marked"
+    m = np.array([[-1.0, 2.0, -1.0], [-0.5, 0.5, 1.0], [-1.0, -1.0, 2.0]])
+    ranked = patching_heatmap(effect, ["e", "1", "2"], ["a", "b", "c"], ranking=(m, "are", "<is>")).data[1].text
+    assert ranked[1].endswith("restored; are first (+2.00)") and ranked[3].endswith("; &lt;is&gt; first (-0.50)")
+
+
+def _patching(clean: float, corrupted: float, patched) -> Patching:
+    """A residual patching of hand-made numbers: 2 rows, 3 places, the [MASK] last."""
+    patched = np.asarray(patched, dtype=np.float64)
+    toks = ["[CLS]", "boxes", "[MASK]"]
+    return Patching(
+        "residual", toks, ["[CLS]", "box", "[MASK]"], 2, "are", "is", clean, corrupted,
+        (patched - corrupted) / (clean - corrupted), patched, np.zeros((2, 3, 1)), np.zeros((2, 3, 1)),
+        [[["x"]] * 3] * 2, ["embeddings", "layer 1"], ["[CLS]", "boxes/box", "[MASK]"],
+    )  # fmt: skip
+
+
+def test_patching_says_when_the_clean_run_does_not_prefer_the_answer_or_the_corrupted_the_foil():
+    fine = _patching(2.0, -1.0, [[-1.0, 2.0, -1.0], [-1.0, 0.5, 1.5]])
+    assert baseline_warnings(fine) == []
+    assert prefers(1.5, "are", "is") == "ranks **are** above **is** (+1.50)"
+    assert prefers(-0.25, "are", "is") == "ranks **is** above **are** (-0.25)"
+    assert prefers(1.0, "are", "<b>is") == f"ranks **are** above **{md_escape('<b>is')}** (+1.00)", "typed: escaped"
+    # the issue's pair: the clean sentence already prefers the foil, by -0.25
+    boxes = _patching(-0.25, -4.26, [[-4.26, -0.25, -4.26], [-4.26, -4.0, -0.25]])
+    (said,) = baseline_warnings(boxes)
+    assert said.startswith("The clean sentence does not prefer **are**: it already ranks **is** above **are** (-0.25).")
+    # restored in full, and still the foil first: the ranking says so beside the share
+    line = patched_line(boxes, 1, 2)
+    assert "1.00 of the gap restored" in line and "ranks **is** above **are** (-0.25), as the clean run does" in line
+    assert "ranks **are** above" in patched_line(fine, 1, 2) and "as the clean run does" in patched_line(fine, 1, 2)
+    assert "unlike the clean run" in patched_line(fine, 1, 0)
+    both = _patching(-0.5, 0.5, [[0.5, -0.5, 0.5], [0.5, 0.5, -0.5]])
+    assert [w.split(":")[0] for w in baseline_warnings(both)] == [
+        "The clean sentence does not prefer **are**",
+        "The corrupted sentence does not prefer **is**",
+    ]
+
+
+def _scored(words: list[str], scores: list[float]) -> SentenceScore:
+    return SentenceScore(" ".join(words), words, np.array(scores), words, np.array(scores), sum(scores), False)
+
+
+def test_a_pair_whose_differing_word_and_total_disagree_says_why_in_one_sentence():
+    good = _scored(["the", "girl", "who", "met", "the", "boys", "was", "happy"], [-1, -2, -1, -2, -1, -4, -2.0, -1])
+    bad = _scored(["the", "girl", "who", "met", "the", "boys", "were", "happy"], [-1, -2, -1, -2, -1, -1, -2.5, -1])
+    said = chart_vs_total(good, bad)
+    assert said == (
+        "The words that differ («was» -2.00 vs «were» -2.50) favour the good sentence by 0.50, but the words both "
+        "share score 3.00 higher in the bad one (most of all «boys»: -4.00 in the good, -1.00 in the bad), so the "
+        "total favours the bad sentence by 2.50."
+    )
+    assert said.count(". ") == 0, "one sentence"
+    agree = _scored(["the", "girl", "who", "met", "the", "boys", "was", "happy"], [-1, -2, -1, -2, -1, -1, -2.0, -1])
+    assert chart_vs_total(agree, bad) == "", "both favour the good sentence: nothing to explain"
+    # a word only one sentence has: the other side reads "nothing"
+    never = _scored(["she", "has", "never", "been", "there"], [-1, -1, -3.0, -1, -1])
+    ever = _scored(["she", "has", "been", "there"], [-2, -2, -2, -2])
+    assert chart_vs_total(never, ever).startswith(
+        "The words that differ («never» -3.00 vs nothing (0)) favour the bad sentence by 3.00, but"
+    )
 
 
 def test_paradigm_bars_and_a_pair_word_by_word():
@@ -107,6 +172,9 @@ def test_patching_presets_sites_and_a_cell(at):
 def test_patching_bad_pairs_say_why(at):
     at.selectbox(key="pt_preset").set_value("Number agreement").run()
     at.text_input(key="pt_corrupted").input("The key to the big cabinet [MASK] on the table.").run()
+    assert not at.error and not at.exception, "one box edited: the other is still to come"
+    assert any("Now edit the clean sentence to match" in i.value and "the corrupted one 13" in i.value for i in at.info)
+    at.text_input(key="pt_clean").input("The keys to this cabinet [MASK] on the table.").run()
     _refused(at, "12 tokens", "13")
     at.text_input(key="pt_corrupted").input("The key to the cabinet is on the table.").run()
     _refused(at, "no [MASK]")
@@ -127,6 +195,30 @@ def test_patching_bad_pairs_say_why(at):
 
 
 @pytest.mark.slow
+def test_patching_a_pair_whose_clean_run_prefers_the_foil_says_so(at):
+    """The issue's pair: 'The boxes on the shelf [MASK] very heavy.' already prefers 'is' on the
+    default model; the page says so, and the fully restoring cell's run still ranks 'is' first."""
+    at.selectbox(key="pt_preset").set_value("Number agreement").run()
+    at.selectbox(key="pt_site").set_value("residual").run()
+    at.text_input(key="pt_clean").input("The boxes on the shelf [MASK] very heavy.").run()
+    assert not at.error and any("Now edit the corrupted sentence to match" in i.value for i in at.info)
+    at.text_input(key="pt_corrupted").input("The box on the shelf [MASK] very heavy.").run()
+    _ok(at)
+    assert any(
+        w.value.startswith("The clean sentence does not prefer **are**: it already ranks **is**") for w in at.warning
+    )
+    last = 6 * 11 + 6  # the last layer at the [MASK]
+    at.selectbox(key="pt_cell_residual_7_11").set_value(last).run()
+    _ok(at)
+    assert (
+        at.selectbox(key="pt_cell_residual_7_11")
+        .format_func(last)
+        .startswith("layer 6, [MASK]: 1.00 restored, is first (-0.")
+    )
+    assert any("1.00 of the gap restored; this run ranks **is** above **are**" in m.value for m in at.markdown)
+
+
+@pytest.mark.slow
 def test_minimal_pairs_paradigm_a_pair_and_typed_pairs(at):
     at.radio(key="cz_view").set_value("Minimal pairs").run()
     _ok(at)
@@ -144,6 +236,13 @@ def test_minimal_pairs_paradigm_a_pair_and_typed_pairs(at):
     assert any("add more pairs" in i.value for i in at.info)
     after = next(s for s in at.selectbox if s.label == "A pair word by word")
     assert after.key != before.key and after.options == ["1. The dog barks.  vs  The dog bark."], "a new picker"
+    # the default model: 'was' beats 'were', the shared words the other way; the caption says why
+    at.text_area(key="mp_typed").input("The girl who met the boys was happy. | The girl who met the boys were happy.")
+    at.run()
+    _ok(at)
+    said = [c.value.replace("\\", "") for c in at.caption if "The words that differ" in c.value]
+    assert said and "(«was» " in said[0] and "favour the good sentence by" in said[0], said
+    assert "so the total favours the bad sentence by" in said[0]
     at.text_area(key="mp_typed").input("The dog barks. The dog bark.").run()
     _refused(at, "line 1 is not")
     at.text_area(key="mp_typed").input("The [MASK] barks. | The dog bark.").run()

@@ -272,6 +272,22 @@ def test_the_teachers_csv_numbers_students_and_a_restart_keeps_it_all(cls, repli
         again.answers_table(code, "wrong")
 
 
+def test_the_gradebooks_scores_count_each_students_right_answers_of_the_days_questions(cls, board):
+    c, code, key = cls
+    q1 = c.ask(code, key, body(answer="are"), now=T0)
+    c.answer(code, q1, "user:ann", "are", now=T0)
+    c.answer(code, q1, "user:bob", "is", now=T0)
+    c.reveal(code, key, q1)
+    q2 = c.ask(code, key, body(answer="were"), now=T0 + 10)
+    c.answer(code, q2, "user:ann", "were", now=T0 + 10)
+    assert c.scores(code, key) == (2, {"user:ann": 2, "user:bob": 0})
+    other, other_key = board.new_board(now=T0)  # another class's questions are not this one's
+    c.ask(other, other_key, body(), now=T0)
+    assert c.scores(code, key) == (2, {"user:ann": 2, "user:bob": 0})
+    with pytest.raises(BoardError, match="teacher key"):
+        c.scores(code, "wrong")
+
+
 def test_questions_and_leads_go_with_the_day(cls):
     c, code, key = cls
     q = c.ask(code, key, body(), now=T0)

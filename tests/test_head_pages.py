@@ -15,12 +15,14 @@ pytest.importorskip("streamlit")
 from app import state  # noqa: E402
 from app.board.service import JOINED  # noqa: E402
 from app.training import session as ts  # noqa: E402
+from app.training.head_results import NOT_ENTITIES, head_scores  # noqa: E402
 from bert.data.qa_demo import qa_demo  # noqa: E402
 from bert.tagging import word_attention  # noqa: E402
 from tests.helpers import started_app, tiny_bundle  # noqa: E402
 
 TIMEOUT = 60
 CONLL = b"".join(f"the O\n{w} B-THING\nwas O\ngood O\n\n".encode() for w in ("film", "movie", "plot", "story") * 6)
+POS = b"".join(f"the DT\n{w} NN\nwas VBD\ngood JJ\n\n".encode() for w in ("film", "movie", "plot", "story") * 6)
 
 
 def _ok(at):
@@ -107,6 +109,25 @@ def test_label_every_word_trains_on_an_upload_and_shows_its_results(board, monke
     assert e["task"] == "tagger" and e["nickname"] == "Ada" and e["pooling"] is None
     assert e["accuracy"] == res["done"].scores["accuracy"] and e["other_score"] == res["done"].scores["f1"]
     assert e["val_accuracy"] and e["train_loss"]
+
+
+def test_entity_f1_only_for_entity_tags_and_said_why_otherwise():
+    scores = {"accuracy": 0.9, "f1": None}
+    metrics, note = head_scores(True, scores, ["DT", "NN", "VBD"])
+    assert [m for m, _ in metrics] == ["word accuracy"] and note == NOT_ENTITIES and "B-PER" in note
+    metrics, note = head_scores(True, {"accuracy": 0.9, "f1": 0.5}, ["O", "B-PER", "I-PER"])
+    assert metrics == [("word accuracy", "90.0 %"), ("entity F1", "50.0 %")] and note == ""
+    assert [m for m, _ in head_scores(False, {"f1": 80.0}, [])[0]] == ["exact match", "F1"]
+
+
+@pytest.mark.slow
+def test_a_part_of_speech_tagger_shows_no_entity_f1_and_says_why():
+    at = _open("tagger", POS, "pos.conll")
+    res = _train(at, "tagger", max_length=16, lr=2e-3, epochs=1)
+    assert res["status"] == "done" and res["done"].scores["f1"] is None
+    labels = [m.label for m in at.metric]
+    assert "word accuracy" in labels and "entity F1" not in labels
+    assert any(NOT_ENTITIES in c.value.replace("\\", "") for c in at.caption)
 
 
 def test_label_every_word_refuses_a_bad_file_with_a_message():

@@ -10,7 +10,7 @@ import torch
 
 import bert
 from bert.analysis.paradigms import PAIRS_EACH, PARADIGMS, parse_pairs
-from bert.analysis.scoring import pseudo_log_likelihood, score_pairs
+from bert.analysis.scoring import pseudo_log_likelihood, score_pairs, split_pair
 from bert.errors import InputError
 from tests.helpers import SPECIALS, minilm_tiny_classifier, tiny_bundle
 
@@ -115,6 +115,19 @@ def test_pairs_and_refusals(pair):
         score_pairs(bundle, [])
     with pytest.raises(InputError, match="masked-language-model head, and .* has none"):
         pseudo_log_likelihood(minilm_tiny_classifier(), "a film")
+
+
+def test_a_pairs_difference_splits_into_its_differing_and_its_shared_words(pair):
+    bundle, _ = pair
+    good, bad = (pseudo_log_likelihood(bundle, t) for t in ("the actors was very good.", "the film is good."))
+    split = split_pair(good, bad)
+    assert [w for w, _ in split.good_words] == ["actors", "was", "very"] and [w for w, _ in split.bad_words] == [
+        "film",
+        "is",
+    ]
+    assert [w for w, _, _ in split.shared_words] == ["the", "good", "."]
+    assert split.shared_words[1] == ("good", good.word_scores[4], bad.word_scores[3])
+    assert split.changed + split.shared == pytest.approx(good.total - bad.total, abs=1e-4)  # word scores: float32
 
 
 def test_paradigms_are_minimal_pairs_of_twenty():

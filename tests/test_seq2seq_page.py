@@ -67,6 +67,13 @@ def test_a_tiny_run_trains_and_decodes(at):
     at.text_input(key="s2s_text").set_value("cat <b>moon</b> egg").run()  # typed markup stays text
     _ok(at)
     assert any("Output so far" in m.value for m in at.markdown)
+    at.text_input(key="s2s_text").set_value("cat zebra egg").run()  # a word the task never had
+    _ok(at)
+    said = [w.value for w in at.warning if "Not in this model's vocabulary" in w.value]
+    assert said and "**zebra**" in said[0] and "**cat**" not in said[0] and "It knows" in said[0]
+    assert any(e.label.endswith("words it knows") for e in at.expander)
+    listed = [m.value for m in at.markdown if m.value.startswith("apple, ")]
+    assert listed and "moon" in listed[0].split(", ") and "zebra" not in listed[0]
     # kept under its run code: a fresh session (a refresh, another day) reopens it by that code
     code = res["code"]
     assert res["saved"] and any(f"Run code **{code}**" in m.value for m in at.markdown), [m.value for m in at.markdown]

@@ -66,6 +66,8 @@ def test_a_tiny_encoder_decoder_learns_the_reversal():
     T, S = len(tr.outputs), len(tr.source)
     assert tr.cross.shape[2:] == (T, S) and tr.selfs.shape[2:] == (T, T)
     assert float(torch.triu(tr.selfs, 1).abs().max()) == 0.0  # causal: no step sees a later one
+    assert tr.unknown == []
+    assert done.bundle.trace(f"{src} Zebra ! zebra").unknown == ["Zebra", "!", "zebra"]  # each once, in order
 
 
 def test_the_job_trains_from_a_session_encoder_and_leaves_it_untouched():

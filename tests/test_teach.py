@@ -7,6 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from app import state as S
 from app.figures import core
+from app.figures.task_heads import span_probs
 from app.ui import links, show_figure
 
 ENTRY = str(__import__("pathlib").Path(__file__).resolve().parent.parent / "streamlit_app.py")
@@ -124,6 +125,9 @@ def test_text_alternatives_say_what_is_strongest():
     assert "largest: door (0.6)" in show_figure.describe(bar)
     sim = go.Figure(go.Heatmap(z=[[1.0, 0.3], [0.3, 1.0]], x=["a", "b"], y=["a", "b"]))
     assert "a → b (0.30)" in show_figure.describe(sim) or "b → a (0.30)" in show_figure.describe(sim)  # not itself
+    # a reader's span: bars at token numbers, named by their ticks; the first of two series named
+    span = span_probs(["clara", "was", "born", "in", "porto"], [0.1, 0.0, 0.0, 0.0, 0.9], [0.0, 0.0, 0.0, 0.1, 0.8])
+    assert show_figure.describe(span) == "largest P(start): porto (0.9)"
     hostile = core.mlm_topk_bar(["<img src=x>", "b"], np.array([0.9, 0.1]))
     assert "<img src=x>" in show_figure.describe(hostile)  # shown as text; the caption escapes markdown
 

@@ -27,20 +27,33 @@ from app.jobs.local import TrainingJobs, manager
 from app.jobs.records import Report
 from app.jobs.spec import FINETUNE
 from app.jobs.worker import StopEvent, jobs_dir
+from app.training import run_size
 from app.training import session as ts  # noqa: E402
 from app.training.data import class_table, dropped_text, split_data
 from app.training.downloads import model_zip
 from app.training.names import display_name, safe_filename
+from app.training.next_word_view import continued_text
 from app.training.progress import finetune_progress, fmt_seconds, pretrain_progress, probe_frame
 from app.training.reports import cls_attention
-from app.training.run_size import DEFAULT_SIZE, EVAL_SAMPLE, PAGE_EVALS, RUN_SIZES, eval_every_for, page_finetune_args
+from app.training.run_size import (
+    DEFAULT_SIZE,
+    EVAL_SAMPLE,
+    PAGE_EVALS,
+    RUN_SIZES,
+    eval_every_for,
+    floored_epochs,
+    page_finetune_args,
+)
 from app.training.snapshots import SNAPSHOTS  # noqa: E402
 from app.training.start import few_steps_message
+from app.ui.formatting import md_escape
 from bert.data.labelled import read_labelled, stratified_split  # noqa: E402
+from bert.tokenizer.tokenizer import Tokenizer  # noqa: E402
 from bert.train.events import Error, FinetuneDone, PretrainDone, PretrainStart  # noqa: E402
 from bert.train.pretrain import PretrainArgs, pretrain
 from tests.helpers import (  # noqa: E402
     REVIEW_WORDS,
+    SPECIALS,
     fast_args,
     finetune_done,
     finetune_eval,
@@ -215,7 +228,8 @@ def test_helpers_parse_upload_memo_and_split():
 
 
 @pytest.mark.slow
-def test_finetune_run_in_the_page_registers_the_model(at):
+def test_finetune_run_in_the_page_registers_the_model(at, monkeypatch):
+    monkeypatch.setattr(run_size, "_measured", type(run_size._measured)())  # no run measured on this server yet
     src = with_tiny_model(at)
     open_upload(at, reviews_csv(200))
     at.selectbox(key="ft_base").set_value(src)
@@ -223,6 +237,8 @@ def test_finetune_run_in_the_page_registers_the_model(at):
     at.number_input(key="ft_epochs").set_value(3)
     at.number_input(key="ft_lr").set_value(1e-3).run()
     _ok(at)
+    assert any(c.value.startswith("No run like this one has finished on this server yet") for c in at.caption)
+    assert not any("half a minute" in e.label for e in at.expander), "no time promised from another machine"
     at.button(key="ft_start").click().run()
     _ok(at)
     assert at.session_state[ts.FT_JOB] is not None or at.session_state[ts.FT_RESULTS]
@@ -230,6 +246,15 @@ def test_finetune_run_in_the_page_registers_the_model(at):
     assert not _errors(at), _errors(at)
     res = at.session_state[ts.FT_RESULTS][-1]
     assert res["status"] == "done" and res["report"]["accuracy"] > 0.8
+    # the next run like it: a time from this run's measured speed (160 texts, 3 epochs)
+    speed = res["done"].examples_per_s
+    open_upload(at, reviews_csv(200), fid="f2")  # the same settings again
+    at.selectbox(key="ft_base").set_value(src)
+    at.number_input(key="ft_freeze_layers").set_value(0)
+    at.number_input(key="ft_epochs").set_value(3).run()
+    said = [c.value for c in at.caption if c.value.startswith("The last run like this one on this server")]
+    want = f"trained {speed:.1f} texts a second: 160 texts × 3 epochs is about {fmt_seconds(480 / speed)}"
+    assert said and want in said[0], [c.value for c in at.caption]
     assert res["name"] in at.session_state[state.USER_MODELS]  # selectable on the other pages
     assert res["bundle"].is_classifier and res["bundle"].labels == ["neg", "pos"]
     # attention over training: recorded every 5 steps from step 0, replayed on the Compare page
@@ -270,6 +295,23 @@ def test_run_size_quick_by_default_full_on_request(at):
     assert at.number_input(key="ft_max_valid").value == full.max_valid
     assert at.number_input(key="ft_freeze_layers").value == full.freeze_layers == 0
     assert any(c.value == full.note for c in at.caption)
+
+
+def test_a_time_before_start_comes_from_this_servers_measured_speed(monkeypatch):
+    monkeypatch.setattr(run_size, "_measured", type(run_size._measured)())
+    monkeypatch.setattr(run_size, "MAX_MEASURED", 2)
+    key = run_size.speed_key("minilm-l6", 16, 128, 2, False)
+    assert run_size.training_time_line(key, 1000, 1).startswith("No run like this one has finished on this server")
+    run_size.record_speed(key, 20.0)
+    assert run_size.training_time_line(key, 1000, 3) == (
+        "The last run like this one on this server trained 20.0 texts a second: 1,000 texts × 3 epochs is about "
+        "2 min 30 s of training steps, plus the checks on the validation texts (more when other runs share the server)."
+    )
+    assert run_size.measured_speed(run_size.speed_key("minilm-l6", 32, 128, 2, False)) is None, "another batch"
+    run_size.record_speed(run_size.speed_key("a", 1, 1, 0, False), 1.0)
+    run_size.record_speed(run_size.speed_key("b", 1, 1, 0, False), 1.0)
+    assert run_size.measured_speed(key) is None, "the oldest forgotten past MAX_MEASURED"
+    assert all("half a minute" not in size.note for size in RUN_SIZES.values())
 
 
 def test_page_run_arguments_give_ten_points_an_epoch_on_a_sample():
@@ -757,9 +799,46 @@ def test_progress_lines():
 
 
 def test_a_tiny_upload_gets_a_hint_with_enough_epochs():
-    """40 rows, 20 % held out, batch 16, 1 epoch: 2 steps; the page suggests 15 epochs (30 steps)."""
-    msg = few_steps_message(32, 2000, 16, 1)
+    """40 rows, 20 % held out, batch 16, 1 epoch: 2 steps; with the floor off the page suggests 15
+    epochs (30 steps), with it on (the default) it says the run trains them."""
+    msg = few_steps_message(32, 2000, 16, 1, floor=False)
     assert msg and "Only about 2 training step(s)" in msg and "try 15 epochs (about 30 steps)" in msg
-    assert few_steps_message(1600, 2000, 16, 1) is None  # the built-in default: 100 steps
-    assert few_steps_message(5, 2000, 16, 1).startswith("Only about 1 training step(s)")
-    assert "try 20 epochs" in few_steps_message(5, 2000, 16, 1)  # capped at the page's maximum
+    assert few_steps_message(1600, 2000, 16, 1, floor=False) is None  # the built-in default: 100 steps
+    assert few_steps_message(1600, 2000, 16, 1, floor=True) is None
+    assert few_steps_message(5, 2000, 16, 1, floor=False).startswith("Only about 1 training step(s)")
+    assert "try 20 epochs" in few_steps_message(5, 2000, 16, 1, floor=False)  # capped at the page's maximum
+    assert "this run trains 15 epochs (about 30 steps) instead of 1" in few_steps_message(32, 2000, 16, 1, floor=True)
+    assert floored_epochs(20, 16, 1) == 15 and floored_epochs(20, 16, 18) == 18 and floored_epochs(5, 16, 1) == 20
+    assert floored_epochs(1600, 16, 1) == 1
+
+
+def test_a_40_row_upload_trains_30_steps_and_the_file_stays_until_removed(at):
+    """At the defaults with half held out, 40 rows make 2 steps an epoch: the run trains 15 epochs,
+    the page says so, and the file is still there after Start (for a run with other settings)
+    until "Remove file"."""
+    src = with_tiny_model(at)
+    open_upload(at, reviews_csv(40), "small.csv")
+    at.selectbox(key="ft_base").set_value(src)
+    at.number_input(key="ft_freeze_layers").set_value(0)
+    at.slider(key="ft_valid_frac").set_value(0.5).run()
+    _ok(at)
+    assert any("this run trains 15 epochs (about 30 steps) instead of 1" in i.value for i in at.info)
+    at.button(key="ft_start").click().run()
+    _ok(at)
+    settle(at, ts.FT_JOB)
+    res = at.session_state[ts.FT_RESULTS][-1]
+    assert res["info"]["args"].epochs == 15 and res["done"].steps == 30
+    assert at.session_state[ts.FT_UPLOAD]["name"] == "small.csv"  # kept for the next run
+    assert any("small" in c.value and "until you remove it" in c.value for c in at.caption)
+    at.button(key=f"{ts.FT_UPLOAD}_remove").click().run()
+    _ok(at)
+    assert at.session_state[ts.FT_UPLOAD] is None
+    assert any("Upload a file with a text column" in i.value for i in at.info)
+
+
+def test_continued_text_joins_a_written_piece_to_the_word_it_continues():
+    tok = Tokenizer(SPECIALS + ["the", "cat", "##re", "is", "<b>"])
+    ids = tok.convert_tokens_to_ids
+    assert continued_text(tok, ids(["the"]), ids(["##re", "is"])) == "the**re is**"  # not "the ##re"
+    assert continued_text(tok, ids(["the"]), ids(["cat", "##re"])) == "the **catre**"
+    assert continued_text(tok, ids(["<b>"]), ids(["cat"])) == f"{md_escape('<b>')} **cat**", "escaped"

@@ -365,6 +365,23 @@ class Classroom:
                 (int(question_id), code),
             )
 
+    def scores(self, code: str, teacher_key: str) -> tuple[int, dict[str, int]]:
+        """(questions the class was asked today, {student: how many of them they answered right}):
+        what the gradebook gets (app/lti), by the students' keys."""
+        with self.store.transaction() as db:
+            code = self.store.check_key(db, code, teacher_key)
+            asked = db.execute("SELECT id, body FROM questions WHERE code = ?", (code,)).fetchall()
+            rows = db.execute(
+                "SELECT a.question, a.student, a.answer FROM answers a JOIN questions q ON a.question = q.id "
+                "WHERE q.code = ?",
+                (code,),
+            ).fetchall()
+        bodies = {qid: json.loads(body) for qid, body in asked}
+        right: dict[str, int] = {}
+        for qid, student, text in rows:
+            right[student] = right.get(student, 0) + bool(is_right(bodies[qid], text))
+        return len(bodies), right
+
     def answers_table(self, code: str, teacher_key: str) -> list[dict]:
         """Every answer of the class today, for the teacher's CSV: the question's number, prompt and
         model answer, the student's number in the class (by first answer), the answer, right."""

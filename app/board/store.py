@@ -231,11 +231,14 @@ class BoardStore:
         with self.transaction() as db:
             self.expire_in(db, time.time() if now is None else now)
 
-    def new_board(self, now: float | None = None) -> tuple[str, str]:
+    def new_board(self, now: float | None = None, code: str | None = None, key: str | None = None) -> tuple[str, str]:
         """(class code to hand out, teacher key to keep) of a new board. Only the teacher calls it
         (pages/board.py checks the server's teacher key); when MAX_BOARDS are kept, the oldest board
-        nobody posted to or shows a run live on goes to make room."""
+        nobody posted to or shows a run live on goes to make room. A course's board (app/lti) comes
+        with its own code and key; BoardError when a board has that code already."""
         now = time.time() if now is None else now
+        if code is not None:
+            code = normal_code(code)
         with self.transaction() as db:
             self.expire_in(db, now)
             if db.execute("SELECT COUNT(*) FROM boards").fetchone()[0] >= MAX_BOARDS:
@@ -247,11 +250,13 @@ class BoardStore:
                     raise BoardError(f"This server holds {MAX_BOARDS} boards in use; the oldest go after a day.")
                 db.execute("DELETE FROM nicknames WHERE code = ?", (empty[0],))
                 db.execute("DELETE FROM boards WHERE code = ?", (empty[0],))
-            while True:
+            if code is not None and db.execute("SELECT 1 FROM boards WHERE code = ?", (code,)).fetchone():
+                raise BoardError(f"There is a board {code} already.")
+            while code is None:
                 code = "".join(secrets.choice(CODE_CHARS) for _ in range(CODE_LEN))
-                if db.execute("SELECT 1 FROM boards WHERE code = ?", (code,)).fetchone() is None:
-                    break
-            key = secrets.token_urlsafe(12)
+                if db.execute("SELECT 1 FROM boards WHERE code = ?", (code,)).fetchone() is not None:
+                    code = None
+            key = key or secrets.token_urlsafe(12)
             db.execute("INSERT INTO boards (code, key_hash, created) VALUES (?, ?, ?)", (code, key_hash(key), now))
         return code, key
 

@@ -1,11 +1,14 @@
 """The Causes page's Minimal pairs view: a sentence and its ungrammatical twin, each scored by the
-model's pseudo-log-likelihood; accuracy per built-in paradigm, a pair word by word, typed pairs."""
+model's pseudo-log-likelihood; accuracy per built-in paradigm, a pair word by word (with one
+sentence on why, when the words that differ favour one sentence and the total the other), typed
+pairs."""
 
 from __future__ import annotations
 
 import zlib
 from functools import partial
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -24,7 +27,7 @@ from app.ui.formatting import md_escape
 from app.ui.widgets import cap_text, csv_download
 from bert import settings
 from bert.analysis.paradigms import PAIR_SEP, PARADIGMS, parse_pairs
-from bert.analysis.scoring import MAX_TOKENS, pairs_within, sentence_tokens
+from bert.analysis.scoring import MAX_TOKENS, SentenceScore, pairs_within, sentence_tokens, split_pair
 
 SOURCES = ["Built-in paradigms", "Your pairs"]
 TYPED_PAIRS = 50
@@ -126,6 +129,28 @@ def _pairs_table(res) -> pd.DataFrame:
     )
 
 
+def _words(words: list[tuple[str, float]]) -> str:
+    return f"«{' '.join(w for w, _ in words)}» {sum(s for _, s in words):.2f}" if words else "nothing (0)"
+
+
+def chart_vs_total(good: SentenceScore, bad: SentenceScore) -> str:
+    """One sentence on why the words that differ favour one sentence while the total favours the
+    other (the shared words moved the other way, by more); "" when both favour the same one. Plain
+    text, the words in «»."""
+    split = split_pair(good, bad)
+    total = good.total - bad.total
+    if split.changed * total >= 0:
+        return ""
+    side, other = ("good", "bad") if split.changed > 0 else ("bad", "good")
+    word, g, b = max(split.shared_words, key=lambda w: (w[1] - w[2]) * np.sign(total))
+    return (
+        f"The words that differ ({_words(split.good_words)} vs {_words(split.bad_words)}) favour the {side} "
+        f"sentence by {abs(split.changed):.2f}, but the words both share score {abs(split.shared):.2f} higher "
+        f"in the {other} one (most of all «{word}»: {g:.2f} in the good, {b:.2f} in the bad), so the total "
+        f"favours the {other} sentence by {abs(total):.2f}."
+    )
+
+
 def _one_pair(res, key: str, notebook) -> None:
     """One pair's words side by side. The picker's key holds the pairs: another set of pairs is
     another picker (a kept one would go on showing the old pairs' labels). `notebook`: the view's
@@ -144,7 +169,8 @@ def _one_pair(res, key: str, notebook) -> None:
         "minimal-pair-words",
         key=f"{key}_fig",
         caption=f"Good sentence {g.total:.2f}, bad sentence {b.total:.2f}: the model "
-        f"{'prefers the good one' if res.correct[i] else 'prefers the bad one'} by {abs(res.differences[i]):.2f}.",
+        f"{'prefers the good one' if res.correct[i] else 'prefers the bad one'} by {abs(res.differences[i]):.2f}. "
+        f"{chart_vs_total(g, b)}".strip(),
         notebook=partial(notebook, pick=i),
     )
 

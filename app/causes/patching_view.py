@@ -1,5 +1,10 @@
 """The Causes page's Patching view: a clean and a corrupted sentence, the answer and its foil, a
-site; the share of the answer each patch restores as a heatmap, and one patched run's top-k."""
+site; the share of the answer each patch restores as a heatmap, and one patched run's ranking of
+the answer and the foil with its top-k. A pair whose clean run does not prefer the answer (or whose
+corrupted run does not prefer the foil) is said so above the map: a share restored is then a share
+of a gap that does not run from the foil to the answer. While only one of the two sentences was
+edited since the pair's token counts last matched, a mismatch is a hint to edit the other, not an
+error."""
 
 from __future__ import annotations
 
@@ -15,11 +20,13 @@ from app.figures.core import mlm_topk_bar
 from app.ui import links, show_figure
 from app.ui.formatting import clean_text, md_escape
 from app.ui.widgets import SENTENCE_CHARS, WORD_CHARS
-from bert.analysis.patching import PRESETS, SITES, Pair
+from bert.analysis.patching import PRESETS, SITES, Pair, Patching
+from bert.errors import BertExplorerError, TokenCountMismatch
 
 KEYS = Pair("pt_clean", "pt_corrupted", "pt_answer", "pt_foil")
 LINK_NAMES = ("clean", "corrupted", "answer", "foil")
 PRESET, SITE = "pt_preset", "pt_site"
+EDITED = "pt_edited"  # session key: the sentences edited since the two last had as many tokens
 SITE_NAMES = {
     "residual": "Residual stream (a layer's output at one token)",
     "attention": "Attention output (at one token)",
@@ -31,6 +38,51 @@ SITE_NAMES = {
 def _load_preset() -> None:
     for key, value in zip(KEYS, PRESETS[st.session_state[PRESET]], strict=True):
         st.session_state[key] = value
+    st.session_state[EDITED] = set()
+
+
+def _edited(key: str) -> None:
+    st.session_state.setdefault(EDITED, set()).add(key)
+
+
+def prefers(m: float, answer: str, foil: str) -> str:
+    """Which of the two a run ranks first by m = logit[answer] - logit[foil] (markdown, escaped)."""
+    a, f = md_escape(answer), md_escape(foil)
+    if m > 0:
+        return f"ranks **{a}** above **{f}** ({m:+.2f})"
+    if m < 0:
+        return f"ranks **{f}** above **{a}** ({m:+.2f})"
+    return f"ties **{a}** and **{f}** (0.00)"
+
+
+def baseline_warnings(r: Patching) -> list[str]:
+    """What makes this pair's shares mislead, one sentence each (markdown): a clean run that does
+    not prefer the answer, a corrupted run that does not prefer the foil."""
+    a, f = md_escape(r.answer), md_escape(r.foil)
+    out = []
+    if r.clean <= 0:
+        out.append(
+            f"The clean sentence does not prefer **{a}**: it already {prefers(r.clean, r.answer, r.foil)}. "
+            f"A cell that restores 1.00 brings back that run, which still does not put **{a}** first; "
+            "pick a clean sentence where the model chooses the answer, or swap the answer and the foil."
+        )
+    if r.corrupted >= 0:
+        out.append(
+            f"The corrupted sentence does not prefer **{f}**: it {prefers(r.corrupted, r.answer, r.foil)}. "
+            f"The corruption did not turn the model to **{f}**, so a patch has no foil to undo; "
+            "change the corrupted sentence until the model prefers the foil there."
+        )
+    return out
+
+
+def patched_line(r: Patching, row: int, col: int) -> str:
+    """One patched run's ranking of the answer and the foil beside its share restored (markdown)."""
+    m = float(r.patched[row, col])
+    same = "as the clean run does" if np.sign(m) == np.sign(r.clean) else "unlike the clean run"
+    return (
+        f"Patched at {md_escape(r.rows[row])}, {md_escape(r.columns[col])}: {float(r.effect[row, col]):.2f} "
+        f"of the gap restored; this run {prefers(m, r.answer, r.foil)}, {same}."
+    )
 
 
 def _pick_from_chart(chart_key: str, pick_key: str, R: int, X: int) -> None:
@@ -67,9 +119,19 @@ def _inputs() -> tuple[Pair, str]:
     for key, value in zip(KEYS, PRESETS[st.session_state[PRESET]], strict=True):
         st.session_state.setdefault(key, value)
     c1, c2 = st.columns(2)
-    clean = c1.text_input("Clean sentence: the answer holds", key=KEYS.clean, max_chars=SENTENCE_CHARS)
+    clean = c1.text_input(
+        "Clean sentence: the answer holds",
+        key=KEYS.clean,
+        max_chars=SENTENCE_CHARS,
+        on_change=_edited,
+        args=(KEYS.clean,),
+    )
     corrupted = c2.text_input(
-        "Corrupted sentence: one change, the same number of tokens", key=KEYS.corrupted, max_chars=SENTENCE_CHARS
+        "Corrupted sentence: one change, the same number of tokens",
+        key=KEYS.corrupted,
+        max_chars=SENTENCE_CHARS,
+        on_change=_edited,
+        args=(KEYS.corrupted,),
     )
     c3, c4, c5 = st.columns([1, 1, 2])
     answer = c3.text_input("Answer (one word)", key=KEYS.answer, max_chars=WORD_CHARS)
@@ -92,12 +154,31 @@ def render(model) -> None:
         "activation *carries* the information: this is an experiment, not a picture."
     )
     pair, site = _inputs()
-    r = patching(model.key, *pair, site, model.bundle)
+    try:
+        r = patching(model.key, *pair, site, model.bundle)
+    except TokenCountMismatch as e:
+        edited = st.session_state.get(EDITED, set())
+        if len(edited & {KEYS.clean, KEYS.corrupted}) != 1:
+            raise
+        other = "corrupted" if KEYS.clean in edited else "clean"
+        n_clean, n_corrupted = e.counts
+        st.info(
+            f"Now edit the {other} sentence to match: patching needs the same number of tokens in both "
+            f"(the clean sentence has {n_clean}, the corrupted one {n_corrupted}).",
+            icon=":material/edit:",
+        )
+        return
+    except BertExplorerError:
+        st.session_state[EDITED] = set()  # the counts matched: the next mismatch waits again
+        raise
+    st.session_state[EDITED] = set()
     st.markdown(
         f"Measured: logit(**{md_escape(r.answer)}**) − logit(**{md_escape(r.foil)}**) at the [MASK]: "
         f"**{r.clean:+.2f}** on the clean sentence, **{r.corrupted:+.2f}** on the corrupted one. "
         "Each cell: the share of that gap a patch there closes (1 all of it, 0 nothing)."
     )
+    for warning in baseline_warnings(r):
+        st.warning(warning, icon=":material/warning:")
     R, X = r.effect.shape
     pick_key, chart_key = f"pt_cell_{site}_{R}_{X}", f"pt_map_{site}_{R}_{X}"
     strongest = _strongest(r)
@@ -107,7 +188,14 @@ def render(model) -> None:
     row, col = divmod(cell, X)
     where = "tokens" if site != "heads" else "heads"
     show_figure.show(
-        patching_heatmap(r.effect, r.rows, r.columns, r.position if site != "heads" else None, (row, col)),
+        patching_heatmap(
+            r.effect,
+            r.rows,
+            r.columns,
+            r.position if site != "heads" else None,
+            (row, col),
+            ranking=(r.patched, r.answer, r.foil),
+        ),
         f"patching-{site}",
         key=chart_key,
         caption=f"Patching the {where} layer by layer; the strongest restore is {r.rows[strongest // X]}, "
@@ -122,8 +210,12 @@ def render(model) -> None:
         "The patched run to show (or click a cell)",
         list(range(R * X)),
         key=pick_key,
-        format_func=lambda i: f"{r.rows[i // X]}, {r.columns[i % X]}: {r.effect.flat[i]:.2f} restored",
+        format_func=lambda i: (
+            f"{r.rows[i // X]}, {r.columns[i % X]}: {r.effect.flat[i]:.2f} restored, "
+            f"{r.answer if r.patched.flat[i] > 0 else r.foil} first ({r.patched.flat[i]:+.2f})"
+        ),
     )
+    st.markdown(patched_line(r, row, col))
     show_figure.show(
         mlm_topk_bar(r.top_tokens[row][col], r.top_probs[row, col], f"[MASK], {r.rows[row]} {r.columns[col]} patched"),
         f"patching-{site}-top",

@@ -18,14 +18,31 @@ from .core import diverging, esc, safe_labels
 PATCH_CELL = "#111111"  # the outline of the cell whose top-k is shown
 
 
+def _ranked(ranking, r: int, c: int) -> str:
+    """A patched run's ranking for its cell's hover: "; are first (+1.20)"; "" without one."""
+    if ranking is None:
+        return ""
+    m, answer, foil = ranking
+    value = float(m[r, c])
+    return f"; {esc(answer if value > 0 else foil)} first ({value:+.2f})"
+
+
 def patching_heatmap(
-    effect: np.ndarray, rows, columns, position: int | None = None, selected=None, title: str = ""
+    effect: np.ndarray,
+    rows,
+    columns,
+    position: int | None = None,
+    selected=None,
+    title: str = "",
+    ranking: tuple[np.ndarray, str, str] | None = None,
 ) -> go.Figure:
     """Rows (layers, the lowest at the bottom) x columns (tokens or heads): the share of the clean
     answer a patch there brings back, white at 0, red 1 (restores it), blue below 0. Trace 1 is
     an invisible, clickable marker on every cell whose customdata is (row, column), 0-based;
     `selected` (row, column) is outlined and `position` (the [MASK]'s column) marked. The markers
-    carry the hover text too: a trace that skips hover cannot be clicked."""
+    carry the hover text too: a trace that skips hover cannot be clicked. `ranking` (each patched
+    run's logit[answer] - logit[foil], the answer, the foil) adds to each cell's hover which of the
+    two that run ranks first."""
     e = np.asarray(effect, dtype=np.float64)
     R, X = e.shape
     x_labels, y_labels = safe_labels(columns), [esc(r) for r in rows]
@@ -51,7 +68,7 @@ def patching_heatmap(
         unselected=invisible,
         customdata=np.stack([rr.ravel(), cc.ravel()], -1),
         text=[
-            f"{y_labels[r]}, {x_labels[c]}: {e[r, c]:.3f} of the answer restored"
+            f"{y_labels[r]}, {x_labels[c]}: {e[r, c]:.3f} of the answer restored" + _ranked(ranking, r, c)
             for r, c in zip(rr.ravel(), cc.ravel())
         ],
         hovertemplate="%{text}<extra></extra>",

@@ -46,11 +46,17 @@ def asked(model_key: str, lesson_key: str, question: str, _bundle) -> Asked:
     return q.ask(_bundle)
 
 
-def show_output(out, name: str, key: str) -> None:
+PRESENTER_HEIGHT = 330  # px of a step's figure or table in presenter view: a step fits 1280x720
+
+
+def show_output(out, name: str, key: str, height: int | None = None) -> None:
+    """A step's figure or table (`height`: at most this tall, in px)."""
     if isinstance(out, go.Figure):
+        if height is not None and (out.layout.height or 450) > height:
+            out = go.Figure(out).update_layout(height=height)  # a copy: the cached figure is shared
         show_figure.show(out, name, key=key)
     elif isinstance(out, pd.DataFrame):
-        st.dataframe(out, hide_index=True, width="stretch")
+        st.dataframe(out, hide_index=True, width="stretch", **({"height": height} if height else {}))
 
 
 def _output(model, lesson: Lesson, i: int):
@@ -67,19 +73,23 @@ def _output(model, lesson: Lesson, i: int):
     return step_output(s2s.run_key(run), lesson.key, i, run)
 
 
-def show_step(model, lesson: Lesson, i: int) -> None:
+def show_step(model, lesson: Lesson, i: int, beside: bool = False) -> None:
+    """Step i: its title and text, then what it shows (`beside`: the text left of it, so that
+    a step fits one projector screen)."""
     s = lesson.steps[i]
-    st.subheader(f"{i + 1}. {s.title}")
-    st.markdown(s.text)
+    words, shown = st.columns([2, 3]) if beside else (st.container(), st.container())
+    words.subheader(f"{i + 1}. {s.title}")
+    words.markdown(s.text)
     out, link = _output(model, lesson, i)
-    show_output(out, s.figure_name, key=f"lesson_fig_{lesson.key}_{i}")
+    with shown:
+        show_output(out, s.figure_name, key=f"lesson_fig_{lesson.key}_{i}", height=PRESENTER_HEIGHT if beside else None)
     if out is None and s.none_note:
-        st.info(s.none_note, icon=":material/info:")
+        words.info(s.none_note, icon=":material/info:")
     if link is not None:
         query = dict(link.query)
         if model.key.startswith("builtin:"):
             query.setdefault("model", model.key.split(":", 1)[1])
-        st.page_link(link.page, label=link.label, icon=":material/open_in_new:", query_params=query)
+        words.page_link(link.page, label=link.label, icon=":material/open_in_new:", query_params=query)
     lesson_progress(lesson.key)["seen"].add(i)
 
 

@@ -185,6 +185,29 @@ def reopen_box() -> None:
         c2.button("Reopen", key="s2s_reopen", on_click=reopen_callback, args=("s2s_reopen_code",))
 
 
+LIST_WORDS = 1000  # a vocabulary of at most this many words is listed under an unknown word
+
+
+def known_words(tokenizer) -> list[str]:
+    """The vocabulary's whole words (no special token, no ## continuation, no unused slot), sorted."""
+    special = set(tokenizer.special_tokens)
+    return sorted(t for t in tokenizer.vocab if t not in special and not t.startswith(("##", "[unused")))
+
+
+def unknown_words(unknown: list[str], tokenizer) -> None:
+    """Which typed words the model read as [UNK], and the words it knows (listed when few)."""
+    known = known_words(tokenizer)
+    said = ", ".join(f"**{md_escape(w)}**" for w in unknown)
+    st.warning(
+        f"Not in this model's vocabulary, so it reads each as [UNK]: {said}. It knows {len(known):,} words"
+        + (": use those (listed below)." if len(known) <= LIST_WORDS else " and word pieces."),
+        icon=":material/help:",
+    )
+    if len(known) <= LIST_WORDS:
+        with st.expander(f"The {len(known):,} words it knows"):
+            st.markdown(", ".join(md_escape(w) for w in known))
+
+
 def decode(res: dict) -> None:
     """The run's decoding of a typed source (its first held-out one at first), step by step."""
     bundle = res["bundle"]
@@ -197,8 +220,8 @@ def decode(res: dict) -> None:
     with show_errors("the decoding"):
         tr = decoder_trace(run_key(res), text, bundle)
         T, L = len(tr.outputs), tr.cross.shape[0]
-        if "[UNK]" in tr.source:
-            st.info("Some words are not in this model's vocabulary: they reach it as [UNK].")
+        if tr.unknown:
+            unknown_words(tr.unknown, bundle.tokenizer)
         c1, c2 = st.columns(2)
         t = c1.slider("Step", 1, T, T, key="s2s_step") - 1 if T > 1 else 0
         layer = c2.selectbox("Layer", list(range(1, L + 1)), index=L - 1, key="s2s_layer") - 1

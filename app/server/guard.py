@@ -7,13 +7,12 @@
   before the file is kept. The sessions of one client address (a session's websocket peer: IPv4,
   or an IPv6 /64, as app/server/new_students.py counts) hold at most 20 of the server's 60 files
   and 125 of its 250 MB (the defaults), so one machine opening many sessions never fills the
-  server's caps for everyone else; a class behind one router shares that (a training page's
-  files go when its job starts), unless its teacher declared that the class shares one network
-  (app/server/shared_network.py): then its address holds what `size` tabs may, within the
-  server's caps. A file no widget asked for within `UNCLAIMED_S` is dropped, and a session's files
-  `DISCONNECTED_S` after its socket closed. The training pages keep their own copy of an upload
-  (`keep`): it counts for its session and address as a file does, also after its uploader was
-  cleared, until the page lets it go (`release`) or the session closes.
+  server's caps for everyone else; a class behind one router shares that, unless its teacher
+  declared that the class shares one network (app/server/shared_network.py): then its address
+  holds what `size` tabs may, within the server's caps. The copy of an upload
+  a training page keeps in its session (`keep`: a Fine-tuning file stays until its student
+  removes it) counts as the session's too. A file no widget asked for within `UNCLAIMED_S` is
+  dropped, and a session's files and kept copies `DISCONNECTED_S` after its socket closed.
 
 Incoming widget state is bounded by Streamlit's `server.maxWidgetStateSize` (.streamlit/config.toml),
 not by `server.maxMessageSize`, which caps outgoing messages too.
@@ -133,36 +132,37 @@ class UploadGuard:
         self._put_at: dict[tuple[str, str], float] = {}  # (session, file) -> when it arrived
         self._claimed: set[tuple[str, str]] = set()
         self._gone_since: dict[str, float] = {}  # session -> first seen disconnected
-        self._kept: dict[str, dict[str, tuple[str, int]]] = {}  # session -> page key -> (file id, bytes)
+        self._kept: dict[str, dict[str, tuple[str, int]]] = {}  # session -> slot -> (file id, bytes): `keep`
         mgr.add_file = self.add_file
         mgr.get_files = self.get_files
 
     def held(self) -> dict[str, tuple[int, int]]:
-        """session -> (files, bytes) held now."""
+        """session -> (files, bytes) held now: the uploaders' files, and the copies a session keeps
+        (`keep`) of files its uploaders no longer hold."""
         out = {}
-        storage = self.mgr.file_storage
-        for sid, files in list(storage.items()):
+        for sid, files in list(self.mgr.file_storage.items()):
             recs = list(files.values())
             out[sid] = (len(recs), sum(len(r.data) for r in recs))
-        for sid, kept in list(self._kept.items()):
-            files = storage.get(sid, {})
-            extra = [size for fid, size in list(kept.values()) if fid not in files]  # a page's copy of a gone file
-            n, b = out.get(sid, (0, 0))
-            out[sid] = (n + len(extra), b + sum(extra))
+        for sid, slots in list(self._kept.items()):
+            in_uploader = self.mgr.file_storage.get(sid, {})
+            extra = [size for fid, size in list(slots.values()) if fid not in in_uploader]
+            if extra:
+                n, b = out.get(sid, (0, 0))
+                out[sid] = (n + len(extra), b + sum(extra))
         return out
 
-    def keep(self, session_id: str, key: str, file_id: str, size: int) -> None:
-        """A page of `session_id` holds a copy of an upload under `key` (replacing what it held there)."""
-        self.address_of(session_id)  # looked up now, while the session is connected
+    def keep(self, session_id: str, slot: str, file_id: str, size: int) -> None:
+        """A session keeps its own copy of an uploaded file in `slot` (the training pages: the file
+        stays until the student removes it): it counts against the caps as the session's, until
+        `release` or the session closes. A slot holds one file: a new one replaces the old."""
         with self._lock:
-            self._kept.setdefault(session_id, {})[key] = (file_id, size)
+            self._kept.setdefault(session_id, {})[slot] = (file_id, int(size))
 
-    def release(self, session_id: str, key: str) -> None:
-        """The page's copy under `key` is gone."""
+    def release(self, session_id: str, slot: str) -> None:
         with self._lock:
-            kept = self._kept.get(session_id, {})
-            kept.pop(key, None)
-            if not kept:
+            slots = self._kept.get(session_id, {})
+            slots.pop(slot, None)
+            if not slots:
                 self._kept.pop(session_id, None)
 
     def address_of(self, session_id: str) -> str | None:
@@ -186,7 +186,7 @@ class UploadGuard:
             raise UploadRefused(
                 f"This tab already holds {n} uploaded file(s), {b / MB:,.1f} MB (at most "
                 f"{caps['session_files']} files, {caps['session_bytes'] / MB:,.0f} MB a tab). "
-                "Remove a file from an uploader first."
+                "Remove a file first (its uploader's ✕, or “Remove file”)."
             )
         if total_n + more > caps["files"] or total_b + size > caps["bytes"]:
             raise UploadRefused(
@@ -234,15 +234,19 @@ class UploadGuard:
         now = self._clock()
         freed = 0
         with self._lock:
-            for sid in {*self.mgr.file_storage, *self._kept}:
-                files = self.mgr.file_storage.get(sid, {})
+            for sid in [s for s in self._kept if s not in self.mgr.file_storage]:  # kept copies only
+                if self._alive(sid) is False:
+                    since = self._gone_since.setdefault(sid, now)
+                    if now - since >= DISCONNECTED_S:
+                        freed += len(self._kept.pop(sid))
+                        self._gone_since.pop(sid, None)
+            for sid, files in list(self.mgr.file_storage.items()):
                 if self._alive(sid) is False:
                     since = self._gone_since.setdefault(sid, now)
                     if now - since >= DISCONNECTED_S:
                         freed += len(files)
-                        if files:
-                            self.mgr.remove_session_files(sid)
-                        self._kept.pop(sid, None)
+                        self.mgr.remove_session_files(sid)
+                        freed += len(self._kept.pop(sid, {}))
                         self._gone_since.pop(sid, None)
                     continue
                 self._gone_since.pop(sid, None)
@@ -254,10 +258,12 @@ class UploadGuard:
             live = {(sid, fid) for sid, files in list(self.mgr.file_storage.items()) for fid in list(files)}
             self._put_at = {k: t for k, t in self._put_at.items() if k in live}
             self._claimed &= live
-            known = {*self.mgr.file_storage, *self._kept}
-            holding = {s for s, files in self.mgr.file_storage.items() if files} | set(self._kept)
-            self._gone_since = {s: t for s, t in self._gone_since.items() if s in known}
-            self._address_of = {s: a for s, a in self._address_of.items() if s in holding}
+            self._gone_since = {
+                s: t for s, t in self._gone_since.items() if s in self.mgr.file_storage or s in self._kept
+            }
+            self._address_of = {
+                s: a for s, a in self._address_of.items() if self.mgr.file_storage.get(s) or s in self._kept
+            }
         if freed:
             log.info("freed %d uploaded file(s) nobody uses", freed)
         return freed

@@ -14,7 +14,7 @@ from ..board.store import NICK_CHARS, BoardError, BoardUnavailable
 from ..board.summary import summary_of
 from ..jobs.records import run_record
 from ..jobs.spec import FINETUNE, HEAD
-from ..students import student_key
+from ..students import identity, student_key
 from ..ui.formatting import md_escape
 from .follow import current_job
 from .progress import finetune_progress, head_progress
@@ -41,7 +41,11 @@ def _show_note() -> None:
 
 
 def _nickname_and_button(nick_key: str, nick_help: str, label: str, key: str, on_click) -> None:
-    """A nickname box and the button that acts with it, then the outcome of the last click."""
+    """A nickname box (offered the signed-in user's nickname claim, app/students.py) and the
+    button that acts with it, then the outcome of the last click."""
+    offered = identity().nickname
+    if offered and nick_key not in st.session_state:
+        st.session_state[nick_key] = offered[:NICK_CHARS]
     c1, c2 = st.columns([2, 1], vertical_alignment="bottom")
     c1.text_input("Your nickname on the board", key=nick_key, max_chars=NICK_CHARS, help=nick_help)
     c2.button(label, key=key, on_click=on_click)

@@ -24,7 +24,7 @@ from .data import dropped_text
 from .names import safe_filename
 from .progress import fmt_seconds
 from .reports import base_bundle, cls_attention, mistakes_frame, per_class_frame
-from .uploads import parse_upload, remember_upload, sniff_columns
+from .uploads import parse_upload, remember_upload, remove_upload, sniff_columns
 
 TRY_DEFAULT = "A gripping story with wonderful performances."
 PAGE = view.TrainPage(
@@ -43,6 +43,16 @@ def labelled_upload(store_key: str, label: str, widget: str) -> dict | None:
     )
 
 
+def kept_file(key: str, up: dict) -> None:
+    """The file kept under `key`: its name and size, and the button that removes it."""
+    c1, c2 = st.columns([2, 1], vertical_alignment="center")
+    c1.caption(
+        f"File: **{md_escape(up['name'])}** ({len(up['data']):,} bytes). It stays in this session, "
+        "on other pages and after a run, until you remove it."
+    )
+    c2.button("Remove file", key=f"{key}_remove", on_click=remove_upload, args=(key,), icon=":material/delete:")
+
+
 def uploaded_data() -> LabelledData | None:
     """The uploaded labelled file, read with the text and label columns detected or picked below it."""
     label = "A labelled file: CSV, TSV, JSON Lines, or plain text with `label<TAB>text` per line"
@@ -54,10 +64,7 @@ def uploaded_data() -> LabelledData | None:
             "numbers). Your file is only read, never changed.",
         )
         return None
-    st.caption(
-        f"File: **{md_escape(up['name'])}** ({len(up['data']):,} bytes). It stays in this "
-        "session when you visit other pages."
-    )
+    kept_file(ts.FT_UPLOAD, up)
     try:
         detected, err = parse_upload(up), None
     except Exception as e:  # a column problem: let the user choose them below
@@ -96,7 +103,9 @@ def data_summary(data: LabelledData) -> None:
     )
     for note in data.notes:
         st.info(md_escape(note), icon=":material/info:")
-    left, right = st.columns([3, 2])
+    left, right = st.expander("First rows and texts per class", icon=":material/table:").columns(
+        [3, 2]
+    )  # folded: Start stays near
     if data.preview is not None:
         left.dataframe(data.preview, hide_index=True, width="stretch", height=280)
     show_figure.show(
@@ -137,6 +146,7 @@ def validation(data: LabelledData) -> tuple[str, float, LabelledData | None]:
         with show_errors("the validation file"):
             vup = labelled_upload(ts.FT_VAL_UPLOAD, "Validation file (same classes)", "ft_val_file")
             if vup is not None:
+                kept_file(ts.FT_VAL_UPLOAD, vup)
                 try:
                     valid_file = parse_upload(vup, data.text_col, data.label_col, classes=data.classes, min_per_class=1)
                 except Exception:  # other column names: detect them

@@ -11,6 +11,7 @@ together); the oldest is dropped, and stays on disk under its code.
 from __future__ import annotations
 
 import time
+from dataclasses import is_dataclass
 
 import streamlit as st
 
@@ -30,6 +31,7 @@ from ..students import student_key
 from . import session as ts
 from .follow import current_job, job_key, notice_errors
 from .names import unique_model_name
+from .run_size import record_speed, speed_key
 
 MAX_MODELS = ts.MAX_MODELS
 TRAINED = (FINETUNE, PRETRAIN, HEAD)  # the kinds of job whose results a session keeps
@@ -79,6 +81,9 @@ def collect(kind: str, jm: JobBackend | None = None) -> dict | None:
     )
     if failed:
         st.session_state[notice_key(kind)] = ("error", failed.message)
+    if kind == FINETUNE and res["done"] is not None and is_dataclass(args := info.get("args")):
+        key = speed_key(args.checkpoint, args.batch_size, args.max_length, args.freeze_layers, args.freeze_embeddings)
+        record_speed(key, res["done"].examples_per_s)
     bundle = job.result
     if res["saved"] and res["code"] and not isinstance(bundle, SavedBundle):  # a handle, the server one copy
         bundle = saved_runs.adopt_run(res["code"], bundle)

@@ -15,6 +15,7 @@ import streamlit as st
 from bert.tagging import word_attention
 from bert.train.events import HeadStart
 from bert.train.events import last as last_event
+from bert.train.tag_metrics import is_bio
 
 from ..export.head_notebooks import reader_report, tagger_report
 from ..figures import training as training_figures
@@ -38,14 +39,28 @@ def _pct(v, scale: float = 1.0) -> str:
     return "–" if v is None else f"{v * scale:.1f} %"
 
 
+NOT_ENTITIES = (
+    "No entity F1: it scores entities, tags of the form B-PER, I-PER, O; these tags are not, so each "
+    "word's tag is scored on its own (word accuracy, and per tag below)."
+)
+
+
+def head_scores(is_tagger: bool, scores: dict, tags: list[str]) -> tuple[list[tuple[str, str]], str]:
+    """A head's score metrics (label, value) and a note on one left out: a tagger's entity F1
+    exists only for entity tags (is_bio), so for other tags it is left out and the note says why;
+    "" when nothing was."""
+    if not is_tagger:
+        return [("exact match", _pct(scores.get("exact_match"))), ("F1", _pct(scores.get("f1")))], ""
+    metrics = [("word accuracy", _pct(scores.get("accuracy"), 100))]
+    if not is_bio(tags):
+        return metrics, NOT_ENTITIES
+    return [*metrics, ("entity F1", _pct(scores.get("f1"), 100))], ""
+
+
 def show_head_result(res: dict) -> None:
     done, b = res["done"], res["bundle"]
     start = last_event(res["metrics"], HeadStart)
-    s = done.scores or {}
-    if b.is_tagger:
-        metrics = [("word accuracy", _pct(s.get("accuracy"), 100)), ("entity F1", _pct(s.get("f1"), 100))]
-    else:
-        metrics = [("exact match", _pct(s.get("exact_match"))), ("F1", _pct(s.get("f1")))]
+    metrics, note = head_scores(b.is_tagger, done.scores or {}, b.labels or [])
     metrics.append(("best step", f"{done.best_step} of {done.steps}"))
     caption = f"{done.train_seconds:.0f} s of training" + (
         f" on {start.train_examples:,} examples ({start.train_inputs:,} model inputs), "
@@ -53,6 +68,7 @@ def show_head_result(res: dict) -> None:
         if start
         else "."
     )
+    caption = f"{caption} {note}".strip()
     view.result_summary(PAGE, res, metrics, caption, head_curves(res["metrics"], done.steps), notebook_of(res))
     with show_errors("the results"):
         (_tagger_views if b.is_tagger else _reader_views)(res)

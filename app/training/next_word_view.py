@@ -74,9 +74,7 @@ def _show(cont, bundle, k: str) -> None:
             f"The text was too long for this model, which reads {bundle.config.max_tokens} tokens: its first "
             f"{cont.cut:,} tokens were left out, so that it reads the end of the text and has room to write."
         )
-    words = bundle.tokenizer.decode(cont.prompt_ids)  # [UNK] stays visible: a word it does not know
-    written = bundle.tokenizer.decode([s.token_id for s in cont.steps])
-    st.markdown(f"{md_escape(words)} **{md_escape(written)}**")
+    st.markdown(continued_text(bundle.tokenizer, cont.prompt_ids, [s.token_id for s in cont.steps]))
     if cont.ended:
         st.caption("It wrote [SEP], the end of a text, and stopped there.")
     T, L = len(cont.steps), cont.steps[0].attention.shape[0]
@@ -113,6 +111,19 @@ def _show(cont, bundle, k: str) -> None:
         "Each row: where the last token read looked (mean over heads) when it chose the row's token. "
         "It sees only its left: the upper right stays empty."
     )
+
+
+def continued_text(tokenizer, prompt_ids: list[int], written_ids: list[int]) -> str:
+    """The prompt and, in bold, what was written after it (markdown, escaped), decoded as one text
+    so that a written piece joins the word it continues ("the" + "##re" reads the**re**). [UNK]
+    stays visible: a word the model does not know."""
+    prompt = tokenizer.decode(prompt_ids)
+    whole = tokenizer.decode([*prompt_ids, *written_ids])
+    if not whole.startswith(prompt):  # a decoder that rewrites across the join: show the two apart
+        return f"{md_escape(prompt)} **{md_escape(tokenizer.decode(written_ids))}**"
+    written = whole[len(prompt) :]
+    gap = " " if written[:1].isspace() or not prompt else ""
+    return f"{md_escape(prompt)}{gap}**{md_escape(written.strip())}**"
 
 
 def attention_figure(z: np.ndarray, written: list[str], read: list[str], layer: int, upto: int) -> go.Figure:

@@ -108,9 +108,9 @@ def background_caption(jm: JobBackend) -> None:
 
 
 def start_button(page: TrainPage, jm: JobBackend, label: str, on_click, args: tuple, disabled: bool, **kw) -> None:
-    """Where the job will run (background_caption), then the primary button that starts it."""
-    background_caption(jm)
+    """The primary button that starts the job, then where it will run (background_caption)."""
     st.button(label, type="primary", key=f"{page.prefix}_start", on_click=on_click, args=args, disabled=disabled, **kw)
+    background_caption(jm)
 
 
 def live_progress(job: JobHandle, jm: JobBackend, frac: float, line: str) -> None:

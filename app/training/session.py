@@ -5,8 +5,8 @@ widget: an uploaded file's bytes are copied under FT_UPLOAD / PT_UPLOAD when it 
 (Streamlit forgets a file_uploader's value when another page runs), and a finished job's model,
 metrics and report are moved into FT_RESULTS / PT_RESULTS (the server-side job is then
 forgotten, so the session's copy is the one in memory; the run is also saved on disk under its
-run code, app/jobs/saved_runs.py). Once a job has started, the uploaded bytes and parsed copies are
-dropped (`app.training.uploads.free_uploads`): the job holds what it needs.
+run code, app/jobs/saved_runs.py). A Fine-tuning file stays until its student removes it; a
+Pre-training file is dropped once its job has started (app/training/uploads.py).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ PT_NOTICE = "pt_notice"
 HD_JOB = "hd_job_id"  # the same three for a per-token head's job (a tagger, a reader: the Fine-tuning page)
 HD_RESULTS = "hd_results"
 HD_NOTICE = "hd_notice"
-FREED = "train_freed_uploads"  # dict upload key -> file name: uploads freed when their job started
+FREED = "train_freed_uploads"  # dict upload key -> file name: uploads freed when their job started (Pre-training)
 UPLOAD = "upload"  # the data-source choice "my own file" on both pages
 UPLOAD_GEN = "train_upload_gen"  # int: part of the upload widgets' keys; +1 resets them
 

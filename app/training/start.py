@@ -38,8 +38,8 @@ from . import snapshots
 from .data import split_data
 from .follow import current_session_id, job_key, notice_errors
 from .names import safe_filename
-from .run_size import page_finetune_args
-from .uploads import free_uploads
+from .run_size import MIN_STEPS, floored_epochs, page_finetune_args
+from .uploads import free_uploads, let_go_of_uploaders
 
 
 def default_finetune_base() -> str:
@@ -124,6 +124,9 @@ def on_start_finetune(
             data, valid_file, valid_fraction, int(ss.ft_seed), int(ss.ft_max_train), int(ss.ft_max_valid)
         )
         stem = safe_filename((data.source or "data").replace("builtin:", "").rsplit(".", 1)[0], "data")
+        epochs = int(ss.ft_epochs)
+        if ss.get("ft_step_floor", True):  # a small file trains enough steps (said on the page)
+            epochs = floored_epochs(len(train), int(ss.ft_batch), epochs)
         args = page_finetune_args(
             base.name,
             len(train),
@@ -138,7 +141,7 @@ def on_start_finetune(
             max_length=int(ss.ft_max_length),
             batch_size=int(ss.ft_batch),
             lr=float(ss.ft_lr),
-            epochs=int(ss.ft_epochs),
+            epochs=epochs,
             warmup_ratio=float(ss.ft_warmup),
             seed=int(ss.ft_seed),
             device=settings.text("BERT_EXPLORER_DEVICE") or "auto",
@@ -153,8 +156,8 @@ def on_start_finetune(
             return
         if new:
             ss[ts.FT_NOTICE] = None
-            used = ((ts.FT_UPLOAD, ss.ft_source == ts.UPLOAD), (ts.FT_VAL_UPLOAD, mode == "upload"))
-            free_uploads(*[key for key, on in used if on])
+            if ss.ft_source == ts.UPLOAD or mode == "upload":
+                let_go_of_uploaders()  # the files stay in the session for another run, until removed
 
 
 def on_start_pretrain(jm: JobBackend, corpus, corpus_label: str) -> None:
@@ -360,20 +363,28 @@ def _submit(
     return job, new
 
 
-FEW_STEPS = 30  # fewer training steps than this: the Fine-tuning page suggests more epochs
-
-
-def few_steps_message(n_train: int, max_train: int, batch: int, epochs: int) -> str | None:
-    """A hint when the settings make only a handful of training steps (a 40-row upload: two), with
-    the number of epochs that would give about FEW_STEPS; None when there are enough."""
+def few_steps_message(n_train: int, max_train: int, batch: int, epochs: int, floor: bool) -> str | None:
+    """What the page says when the settings make fewer than MIN_STEPS training steps (a 40-row
+    upload: two): with the floor on, the epochs the run trains instead; off, the epochs that would
+    give about MIN_STEPS. None when there are enough steps."""
     n_train = max(1, min(max_train, n_train))
     per_epoch = -(-n_train // max(1, batch))
     steps = epochs * per_epoch
-    if steps >= FEW_STEPS:
+    if steps >= MIN_STEPS:
         return None
-    better = min(20, -(-FEW_STEPS // per_epoch))
+    better = floored_epochs(n_train, batch, epochs)
+    if floor and better > epochs:
+        return (
+            f"A small file: {n_train:,} training texts in batches of {batch} make {per_epoch} step(s) an epoch, "
+            f"so this run trains {better} epochs (about {better * per_epoch} steps) instead of {epochs}: "
+            "enough steps for the model to learn and for the curves to show it."
+        )
     return (
         f"Only about {steps} training step(s): {n_train:,} training texts in batches of {batch}, {epochs} epoch(s). "
         "Too few for the model to learn much or for the curves to show it: with a small file, try "
-        f"{better} epochs (about {better * per_epoch} steps) or a smaller batch."
+        + (
+            f"{better} epochs (about {better * per_epoch} steps) or a smaller batch."
+            if better > epochs
+            else "a smaller batch."
+        )
     )

@@ -1,10 +1,12 @@
-"""Uploaded files of the training pages: kept in the session, parsed once, freed when a job starts.
+"""Uploaded files of the training pages: kept in the session, parsed once.
 
 An st.file_uploader forgets its value when another page runs, so the bytes are copied into
-st.session_state (`remember_upload`), and that copy counts against the upload caps as the file
-did (app/server/guard.py: `keep`), also once its uploader is cleared. Parsed copies are memoised
-per file's content (`read_upload`, `parse_upload`): a rerun never reads a file again. Once a job
-has its data, `free_uploads` drops all of it: the job holds the texts it needs.
+st.session_state (`remember_upload`) and parsed copies are memoised per file's content
+(`read_upload`, `parse_upload`: a rerun never reads a file again); the copy counts
+against the upload caps as the session's (app/server/guard.py `keep`). A Fine-tuning file stays
+until the student removes it (`remove_upload`), so a second run with more epochs needs no second
+upload; when its job starts only the uploader lets go (`let_go_of_uploaders`: Streamlit's own copy
+goes). A Pre-training file is dropped when its job starts (`free_uploads`): the job holds it.
 """
 
 from __future__ import annotations
@@ -39,19 +41,19 @@ def remember_upload(key: str, uploaded) -> dict | None:
             data = uploaded.getvalue()
             name = os.path.basename(str(uploaded.name)) or "upload"
             ss[key] = {"name": name, "data": data, "id": fid, "hash": hashlib.sha256(data).hexdigest()}
-            _guard_keeps(key, ss[key])
+            _count(key, ss[key])
     return ss.get(key)
 
 
-def _guard_keeps(key: str, upload: dict | None) -> None:
-    """Tell the upload guard what this session holds under `key` (None: nothing any more)."""
+def _count(key: str, upload: dict | None) -> None:
+    """The upload guard counts the session's copy in slot `key` (None: the slot is empty)."""
     guard, sid = upload_guard(), current_session_id()
     if guard is None or sid is None:
-        return
-    if upload is None:
-        guard.release(sid, key)
+        return  # no server (AppTest, scripts): nothing to count against
+    if upload:
+        guard.keep(sid, key, str(upload["id"]), len(upload["data"]))
     else:
-        guard.keep(sid, key, upload["id"], len(upload["data"]))
+        guard.release(sid, key)
 
 
 def read_upload(key: str, upload: dict, reader: Callable[[bytes, str], object]):
@@ -70,6 +72,23 @@ def read_upload(key: str, upload: dict, reader: Callable[[bytes, str], object]):
     if isinstance(hit[1], BertExplorerError):
         raise hit[1]
     return hit[1]
+
+
+def let_go_of_uploaders() -> None:
+    """Reset the upload widgets (Streamlit then frees its own copy of their files); the copies the
+    session keeps stay."""
+    ss = st.session_state
+    ss[ts.UPLOAD_GEN] = ss.get(ts.UPLOAD_GEN, 0) + 1
+
+
+def remove_upload(key: str) -> None:
+    """The student removes the file kept under `key` (its bytes and parsed copies go)."""
+    ss = st.session_state
+    ss[key] = None
+    _count(key, None)
+    ss.get(ts.UPLOAD_PARSED, {}).pop(key, None)
+    ss[ts.FT_PARSED] = {}
+    let_go_of_uploaders()
 
 
 def parse_upload(
@@ -151,9 +170,9 @@ def free_uploads(*keys: str) -> None:
         up = ss.get(key)
         if up:
             ss[key] = None
+            _count(key, None)
             ss.setdefault(ts.FREED, {})[key] = up["name"]
-            _guard_keeps(key, None)
         ss.get(ts.UPLOAD_PARSED, {}).pop(key, None)
     ss[ts.FT_PARSED] = {}
     ss.pop(ts.PT_PARSED, None)
-    ss[ts.UPLOAD_GEN] = ss.get(ts.UPLOAD_GEN, 0) + 1
+    let_go_of_uploaders()

@@ -12,12 +12,15 @@ import streamlit as st
 from . import links, show_figure
 
 # Projector mode: everything larger (Streamlit sizes in rem, so the root size scales labels,
-# text and widgets together: 22 px root -> 19 px widget labels), the toolbar hidden. A constant:
-# nothing a user typed goes into it.
+# text and widgets together: 22 px root -> 19 px widget labels), the toolbar's menu and actions
+# hidden but its sidebar opener kept (and enlarged): the teacher's controls live in the sidebar.
+# A constant: nothing a user typed goes into it.
 PROJECTOR_CSS = """
 <style>
 html { font-size: 22px; }
-[data-testid="stToolbar"], [data-testid="stDecoration"] { display: none; }
+[data-testid="stToolbarActions"], [data-testid="stMainMenu"], [data-testid="stAppDeployButton"],
+[data-testid="stStatusWidget"], [data-testid="stDecoration"] { display: none; }
+[data-testid="stExpandSidebarButton"] { transform: scale(1.6); transform-origin: left center; }
 [data-testid="stCaptionContainer"] { font-size: 0.95rem; }
 [data-testid="stMainBlockContainer"] { padding-top: 1.5rem; }
 </style>
@@ -27,6 +30,22 @@ html { font-size: 22px; }
 def apply_projector_css() -> None:
     if show_figure.projector_on():
         st.markdown(PROJECTOR_CSS, unsafe_allow_html=True)
+
+
+def _leave_projector() -> None:
+    st.session_state[links.PROJECTOR] = False
+
+
+def projector_bar() -> None:
+    """In projector mode, a line at the top of every page: where the teacher's tools are (the
+    sidebar, opened by the arrow at the top left) and a button that leaves projector mode."""
+    if not show_figure.projector_on():
+        return
+    c1, c2 = st.columns([3, 1], vertical_alignment="center")
+    c1.caption("Projector mode: the arrow at the top left opens the sidebar (pages, model, class).")
+    c2.button(
+        "Leave projector mode", icon=":material/close_fullscreen:", on_click=_leave_projector, key="leave_projector"
+    )
 
 
 @functools.lru_cache(maxsize=64)

@@ -125,7 +125,10 @@ def describe(fig: go.Figure) -> str:
             values = np.asarray(t.x if horizontal else t.y, dtype=float)
             names = t.y if horizontal else t.x
             k = int(np.nanargmax(values))
-            return f"{title}largest: {_label(names, k)} ({values[k]:.3g})"
+            # bars at numbered places (a passage's tokens) are named by their ticks; of several
+            # series, the first is named ("largest P(start): ...")
+            which = f" {_plain(t.name)}" if t.name and sum(d.type == "bar" for d in fig.data) > 1 else ""
+            return f"{title}largest{which}: {_axis_label(fig, 'y' if horizontal else 'x', names, k)} ({values[k]:.3g})"
         if t.type == "scatter" and _is_curve(t):
             name = f"{_plain(t.name)}: " if t.name else ""
             return f"{title}{name}last value {float(t.y[-1]):.3g}" + (f" at {t.x[-1]}" if t.x is not None else "")

@@ -1,5 +1,6 @@
 """Head patterns (Clark et al. 2019, "What does BERT look at?"): what each head mostly attends
-to ([CLS], [SEP], the previous or next token, itself, punctuation), and a label per head.
+to ([CLS], [SEP], the previous or next token, itself, punctuation), and a label per head; and
+which heads link one word of an input to another (`heads_by_link`).
 
 Dimension letters: L layers, H heads, T tokens, B batch.
 """
@@ -17,7 +18,7 @@ import torch
 
 from ..errors import InputError
 from ..tokenizer.vocab import CLS_TOKEN, SEP_TOKEN, SPECIAL_TOKENS
-from .common import as_attention, bert_names, pad_tensors
+from .common import as_attention, bare_word, bert_names, pad_tensors
 
 PATTERNS = (CLS_TOKEN, SEP_TOKEN, "previous", "next", "self", "punctuation")
 LABELS = PATTERNS + ("broad", "other")
@@ -98,6 +99,54 @@ def label_heads(
     ent = np.asarray(stats["entropy"])
     fallback = np.where(ent >= broad_entropy, "broad", "other").astype(object)
     return np.where(top >= threshold, names, fallback).astype(str)
+
+
+@dataclass(frozen=True)
+class Word:
+    """One word of an input: its text (its pieces glued) and its token positions. An added
+    special token ([CLS], [SEP]) is a word of its own."""
+
+    text: str
+    positions: tuple[int, ...]
+
+
+def input_words(
+    tokens: Sequence[str], word_ids: Sequence[int | None], sequence_ids: Sequence[int | None]
+) -> list[Word]:
+    """The words of one encoded input, in order (tokens, word_ids and sequence_ids of an Encoding:
+    pieces of one word share a word id within their sentence)."""
+    words: list[Word] = []
+    where: dict[tuple, int] = {}
+    for i, (tok, wid, seq) in enumerate(zip(tokens, word_ids, sequence_ids, strict=True)):
+        key = ("special", i) if wid is None else (seq, wid)
+        if key in where:
+            w = words[where[key]]
+            words[where[key]] = Word(w.text + bare_word(tok), (*w.positions, i))
+        else:
+            where[key] = len(words)
+            words.append(Word(bare_word(tok) if wid is not None else tok, (i,)))
+    return words
+
+
+def link_weights(attentions, source: Sequence[int], target: Sequence[int]) -> np.ndarray:
+    """(L, H): how much each head's `source` word attends to the `target` word (token positions):
+    the weight on the target's pieces summed, averaged over the source's pieces (word-level
+    attention as in Clark et al. 2019). Between 0 and 1, since every row sums to 1."""
+    a = as_attention(attentions)  # (L, H, T, T)
+    T = a.shape[-1]
+    if not source or not target or not all(0 <= i < T for i in (*source, *target)):
+        raise InputError(f"word positions must be tokens of the input (0 to {T - 1})")
+    return a[:, :, list(source)][..., list(target)].sum(-1).mean(-1)  # (L, H)
+
+
+def heads_by_link(
+    attentions, source: Sequence[int], target: Sequence[int], top: int = 5
+) -> list[tuple[int, int, float]]:
+    """The `top` heads with the most attention from the source word to the target word:
+    (layer, head, weight), 0-based, the largest weight first (ties: the lower layer, then head)."""
+    w = link_weights(attentions, source, target)
+    order = sorted(np.ndindex(*w.shape), key=lambda lh: (-w[lh], lh))
+    return [(int(l), int(h), float(w[l, h])) for l, h in order[: max(0, top)]]
 
 
 def probe_sentences() -> list[str]:

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..errors import InputError
+from ..errors import InputError, TokenCountMismatch
 from .common import encode_tensors, mask_positions, need_mlm, readonly, token_id
 
 
@@ -83,11 +83,12 @@ def _pair(bundle, clean: str, corrupted: str):
     enc_b, ids_b, _ = encode_tensors(bundle, corrupted)
     ta, tb = len(enc_a.ids), len(enc_b.ids)
     if ta != tb:
-        raise InputError(
+        raise TokenCountMismatch(
             f"the clean sentence has {ta} tokens and the corrupted one {tb}: patching puts the clean "
             "run's activation at a (layer, token) into the corrupted run, so token n must be the same "
             "slot in both. Change words that split into the same number of pieces (clean: "
-            f"{' '.join(enc_a.tokens)}; corrupted: {' '.join(enc_b.tokens)})"
+            f"{' '.join(enc_a.tokens)}; corrupted: {' '.join(enc_b.tokens)})",
+            (ta, tb),
         )
     if enc_a.truncated or enc_b.truncated:
         raise InputError(

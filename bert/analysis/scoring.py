@@ -11,6 +11,7 @@ Dimension letters: T tokens, W words, N pairs, V vocabulary.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -132,3 +133,36 @@ def score_pairs(bundle, pairs: Sequence[tuple[str, str]], word_level: bool = Fal
     bad = [pseudo_log_likelihood(bundle, b, word_level) for _, b in pairs]
     diff = np.array([g.total - b.total for g, b in zip(good, bad, strict=True)])
     return PairScores(good=good, bad=bad, differences=readonly(diff), correct=diff > 0)
+
+
+@dataclass
+class PairSplit:
+    """PLL(good) - PLL(bad) split in two: the words that differ and the words both sentences share
+    (the two word lists aligned in order, difflib's longest matching runs). changed + shared is
+    the whole difference."""
+
+    good_words: list[tuple[str, float]]  # the good sentence's words the bad one lacks, with their scores
+    bad_words: list[tuple[str, float]]  # the bad sentence's words the good one lacks
+    shared_words: list[tuple[str, float, float]]  # each shared word: its score in the good, in the bad
+
+    @property
+    def changed(self) -> float:
+        return sum(s for _, s in self.good_words) - sum(s for _, s in self.bad_words)
+
+    @property
+    def shared(self) -> float:
+        return sum(g - b for _, g, b in self.shared_words)
+
+
+def split_pair(good: SentenceScore, bad: SentenceScore) -> PairSplit:
+    """The pair's difference split into its differing words' and its shared words' (PairSplit)."""
+    g, b = good.words, bad.words
+    split = PairSplit([], [], [])
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=g, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            split.shared_words += [(g[i], float(good.word_scores[i]), float(bad.word_scores[j])) for i, j in
+                                   zip(range(i1, i2), range(j1, j2), strict=True)]  # fmt: skip
+        else:
+            split.good_words += [(g[i], float(good.word_scores[i])) for i in range(i1, i2)]
+            split.bad_words += [(b[j], float(bad.word_scores[j])) for j in range(j1, j2)]
+    return split

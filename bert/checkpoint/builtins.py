@@ -57,10 +57,10 @@ READ_LINE = "What it read:"
 
 
 def what_it_read(card: str) -> str:
-    """The card's one line on the text the model learned from ("What it read: ..."), without the
-    label and markdown emphasis; "" when the card has none."""
+    """The card's one line on the text the model learned from ("What it read: ..."), as plain text:
+    without the label, markdown emphasis or code marks; "" when the card has none."""
     for line in (card or "").splitlines():
-        line = line.strip().lstrip("-").strip().replace("**", "")
+        line = line.strip().lstrip("-").strip().replace("**", "").replace("`", "")
         if line.startswith(READ_LINE):
             return line[len(READ_LINE) :].strip()
     return ""

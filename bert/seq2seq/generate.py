@@ -50,6 +50,7 @@ class Trace:
     probs: list[float]  # the probability of each written token
     cross: Tensor  # (L, H, T, S)
     selfs: Tensor  # (L, H, T, T)
+    unknown: list[str]  # the typed words read as [UNK] (not in the vocabulary), each once, in order
 
 
 @torch.inference_mode()
@@ -65,6 +66,10 @@ def trace(model: EncoderDecoder, tokenizer, text: str, max_new: int = 48) -> Tra
     out = model(ids, decoder_input_ids=torch.tensor([dec]), output_attentions=True)
     p = torch.softmax(out.logits[0].float(), -1)  # (T, V)
     probs = [float(p[t, w]) for t, w in enumerate(written)]
+    unknown: list[str] = []
+    for i, (a, b) in zip(enc.ids, enc.offsets, strict=True):
+        if i == tokenizer.unk_id and b > a and text[a:b] not in unknown:
+            unknown.append(text[a:b])
     return Trace(
         source=tokenizer.convert_ids_to_tokens(enc.ids),
         inputs=tokenizer.convert_ids_to_tokens(dec),
@@ -72,4 +77,5 @@ def trace(model: EncoderDecoder, tokenizer, text: str, max_new: int = 48) -> Tra
         probs=probs,
         cross=torch.stack([a[0] for a in out.cross_attentions]).float(),
         selfs=torch.stack([a[0] for a in out.decoder_attentions]).float(),
+        unknown=unknown,
     )

@@ -62,10 +62,11 @@ def go(pg, title):
     link.click()
 
 
-def start_board(teacher, url, app_ready) -> str:
-    """The teacher unlocks the server's teacher tools on the Class board page and starts a board;
-    its class code (the teacher's session has joined it and holds its key)."""
-    teacher.goto(url + "/board")
+def start_board(teacher, url, app_ready, query: str = "") -> str:
+    """The teacher unlocks the server's teacher tools on the Class board page (its address with
+    `query`, e.g. "?projector=1") and starts a board; its class code (the teacher's session has
+    joined it and holds its key)."""
+    teacher.goto(url + "/board" + query)
     app_ready(teacher)
     teacher.get_by_label("Teacher key").fill(TEACHER_KEY)
     teacher.get_by_label("Teacher key").press("Enter")
