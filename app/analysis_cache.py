@@ -21,6 +21,7 @@ import dataclasses
 import functools
 import inspect
 import threading
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,11 +35,12 @@ from bert.analysis import explain, full, mlm, words
 from bert.analysis.ablation import HeadImportance, head_importance, head_mask
 from bert.analysis.compare import ModelOutputs, attentions_of, model_outputs
 from bert.analysis.full import analysis_bytes
+from bert.analysis.generate import Continuation, continue_text
 from bert.analysis.heads import HeadPatterns, head_pattern_stats, head_patterns_over, label_heads
 from bert.analysis.paradigms import PARADIGMS
 from bert.analysis.patching import Patching, activation_patching
 from bert.analysis.probes import ProbeCurve, probe_model
-from bert.analysis.scoring import PairScores, score_pairs
+from bert.analysis.scoring import PairScores, score_pairs, scoring_peak_bytes, sentence_tokens
 from bert.patterns import BIDIRECTIONAL, Pattern
 
 from .current_model import CurrentModel
@@ -377,7 +379,12 @@ def patching(
     return activation_patching(_bundle, clean, corrupted, answer, foil, site)
 
 
-@budget_cached(spinner="Scoring every sentence, one masked word at a time…")
+def _pairs_peak(model_key: str, pairs: tuple[tuple[str, str], ...], word_level: bool, _bundle) -> int:
+    longest = max((sentence_tokens(_bundle.tokenizer, s) for pair in pairs for s in pair), default=0)
+    return scoring_peak_bytes(_bundle.config, longest)  # one sentence at a time
+
+
+@budget_cached(spinner="Scoring every sentence, one masked word at a time…", peak_bytes=_pairs_peak)
 def pair_scores(model_key: str, pairs: tuple[tuple[str, str], ...], word_level: bool, _bundle) -> PairScores:
     """Typed pairs; the built-in paradigms through paradigm_scores."""
     return score_pairs(_bundle, pairs, word_level)
@@ -391,3 +398,38 @@ def paradigm_scores(model_key: str, name: str, word_level: bool, _bundle) -> Pai
 @budget_cached(spinner="Reading Brown sentences through every layer, then training a probe per layer…")
 def probe_curve(model_key: str, prop: str, n_sentences: int, _bundle) -> ProbeCurve:
     return probe_model(_bundle, prop, n_sentences)
+
+
+# --- writing: a next-word run's continuation, a decoder's step-by-step decoding ----------------
+
+
+def run_key(res: dict) -> str:
+    """The cache key of a finished run's model: its result's "run" name, given once if it has none
+    (a later run's, or another session's, results are never this one's)."""
+    return f"run:{res.setdefault('run', uuid.uuid4().hex)}"
+
+
+def _writing_peak(
+    model_key: str, text: str, n: int, greedy: bool, temperature: float, top_k: int, seed: int, _bundle
+) -> int:
+    cfg = _bundle.config
+    return analysis_bytes(cfg, cfg.max_tokens)  # each step reads at most the model's positions
+
+
+@budget_cached(spinner="Writing, one token at a time…", peak_bytes=_writing_peak)
+def continuation(
+    model_key: str, text: str, n: int, greedy: bool, temperature: float, top_k: int, seed: int, _bundle
+) -> Continuation:
+    """bert.analysis.generate.continue_text, kept by its inputs (sampling settings ignored when greedy)."""
+    return continue_text(_bundle, text, n, greedy=greedy, temperature=temperature, top_k=top_k, seed=seed)
+
+
+def _decoding_peak(model_key: str, text: str, _bundle) -> int:
+    cfg = _bundle.config
+    return analysis_bytes(cfg, cfg.max_tokens) + analysis_bytes(_bundle.decoder_config, cfg.max_tokens)
+
+
+@budget_cached(spinner="Decoding…", peak_bytes=_decoding_peak)
+def decoder_trace(model_key: str, text: str, _bundle):
+    """A Seq2SeqBundle's trace of `text` (its greedy decoding with every step's attention)."""
+    return _bundle.trace(text)

@@ -7,7 +7,9 @@ Training commands print one JSON line per event (bert/train/events.py); `--devic
 picks where they train (bert/train/device.py). `tag` prints each word as `word TAB tag TAB
 probability`, a blank line after each sentence (the CoNLL form a tagged upload has), or with
 --json one JSON line per sentence; `answer` one JSON line: the span's text, its character offsets
-in the passage, its score (start + end logit) and probability (bert/answering.py's rule).
+in the passage, its score (start + end logit) and probability (bert/answering.py's rule). What
+was read is printed with control and format characters escaped (`\\x1b`, `\\u202e`): a shared file
+cannot drive the terminal of whoever runs the command on it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,15 @@ import dataclasses
 import json
 import sys
 import typing
+import unicodedata
+
+# Characters a terminal acts on or that reorder or hide text: printed as their escape.
+_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def shown(text: str) -> str:
+    """``text`` with every control, format or unassigned character written as its Python escape."""
+    return "".join(repr(c)[1:-1] if unicodedata.category(c) in _HIDDEN else c for c in text)
 
 
 def _add_dataclass_args(parser: argparse.ArgumentParser, cls) -> None:
@@ -84,13 +95,15 @@ def _tag(args: dict) -> None:
         if args["json"]:
             print(json.dumps({"sentence": text, "words": [[w.word, w.tag, round(w.prob, 6)] for w in words]}))
         else:
-            print("".join(f"{w.word}\t{w.tag}\t{w.prob:.4f}\n" for w in words))
+            print("".join(f"{shown(w.word)}\t{shown(w.tag)}\t{w.prob:.4f}\n" for w in words))
 
 
 def _answer(args: dict) -> None:
+    from .answering import MAX_PASSAGE_CHARS
     from .checkpoint.load import load
 
-    passage = sys.stdin.read() if args["passage"] == "-" else args["passage"]
+    # Standard input is read one character past the cap: a longer passage is refused without holding it.
+    passage = sys.stdin.read(MAX_PASSAGE_CHARS + 1) if args["passage"] == "-" else args["passage"]
     bundle = load(args["model"], allow_hub=False)
     a = bundle.answer(
         args["question"], passage, max_length=args["max_length"], stride=args["stride"],
@@ -149,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             folder = get_model(args["model_id"], models_dir(), name=args["name"])
             print(f"{args['model_id']} is in the models folder as {folder.name!r} ({folder}): pick it in the sidebar")
     except BertExplorerError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {shown(str(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("stopped", file=sys.stderr)

@@ -20,6 +20,9 @@ from .tokenizer.tokenizer import Encoding
 
 MAX_ANSWER_TOKENS = 30
 MAX_QUESTION_TOKENS = 64
+# A passage is read whole, one window after another: its cost grows with its length, so a longer one
+# is refused before it is tokenized (100,000 characters is a long chapter, about 70 windows of 384).
+MAX_PASSAGE_CHARS = 100_000
 WINDOW = 384  # tokens in one window (at most the model's positions)
 STRIDE = 128  # tokens two consecutive windows share
 
@@ -67,6 +70,11 @@ def windows(tokenizer, question: str, passage: str, max_length: int = WINDOW, st
     consecutive windows share `stride` passage tokens (fewer when the room is small)."""
     if not question.strip() or not passage.strip():
         raise InputError("a question and a passage are both needed")
+    if len(passage) > MAX_PASSAGE_CHARS:
+        raise InputError(
+            f"the passage is {len(passage):,} characters; at most {MAX_PASSAGE_CHARS:,} are read at once "
+            f"(each window of {max_length} tokens is one run of the model): split it and ask each part"
+        )
     q = tokenizer.encode(question, max_length=MAX_QUESTION_TOKENS, add_special_tokens=False)
     p = tokenizer.encode(passage, max_length=None, add_special_tokens=False)
     room = max_length - len(q.ids) - 3

@@ -77,6 +77,12 @@ SETTINGS = {
         ),
         Setting("BERT_EXPLORER_ABLATION_TOKENS", 128, "tokens of the text Head ablation reads (the rest is left out)"),
         Setting("BERT_EXPLORER_ABLATIONS_PER_MINUTE", 6, "new texts one session may rank on Head ablation a minute"),
+        Setting(
+            "BERT_EXPLORER_PAIR_TOKENS",
+            33_000,
+            "tokens the model may read to score typed minimal pairs in one go (a sentence of T tokens: T x T)",
+        ),
+        Setting("BERT_EXPLORER_PAIRS_PER_MINUTE", 6, "new sets of typed minimal pairs one session may score a minute"),
         Setting("BERT_EXPLORER_MAX_DISK_MB", 2000, "saved runs + job folders + tokenized files on disk, MB"),
         Setting("BERT_EXPLORER_RUNS_PER_STUDENT", 3, "saved runs kept per student; a new one removes their oldest"),
         Setting(

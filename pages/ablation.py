@@ -1,6 +1,5 @@
 """Head ablation: switch attention heads off and watch the prediction change."""
 
-import math
 from functools import partial
 
 import pandas as pd
@@ -11,7 +10,7 @@ from app.analysis_cache import class_probs, importance, mlm_topk, off_key
 from app.export.analysis_notebooks import ablation as ablation_notebook
 from app.figures.heads import class_probs_before_after, importance_heatmap, topk_before_after
 from app.model_sources import current_model
-from app.server.rate_limit import wait_seconds
+from app.server.rate_limit import within_rate
 from app.ui import show_figure, widgets
 from app.ui.errors import show_errors
 from app.ui.formatting import clean_text, md_escape, mlm_untrained
@@ -144,14 +143,13 @@ with show_errors("the ablation"):
         text = widgets.mlm_input()
     text = widgets.ablation_text(b, clean_text(text, "the text"))
     off = off_key(p for p in st.session_state.get(OFF, []) if p[0] < L and p[1] < H)
-    wait = wait_seconds("ablation", (model.key, text), settings.whole("BERT_EXPLORER_ABLATIONS_PER_MINUTE"))
-    if wait:
-        st.warning(
-            f"You asked for {settings.whole('BERT_EXPLORER_ABLATIONS_PER_MINUTE')} new texts on this page in "
-            f"the last minute, the most this server allows one student: ranking the heads runs the model "
-            f"{L * H} times, and the server is shared. Try again in {math.ceil(wait)} s (press Rank it).",
-            icon=":material/hourglass_top:",
-        )
-        st.button("Rank it", key="abl_retry", icon=":material/refresh:")
-    else:
+    if within_rate(
+        "ablation",
+        (model.key, text),
+        settings.whole("BERT_EXPLORER_ABLATIONS_PER_MINUTE"),
+        "new texts on this page",
+        f"ranking the heads runs the model {L * H} times",
+        "Rank it",
+        "abl_retry",
+    ):
         _ablation(model, text, off)

@@ -217,15 +217,17 @@ else:
     if code:
         st.header(f"Board {code}")
         st.button("Leave this board", key="board_leave", on_click=leave)
-        runs = []
+        runs, pairs = [], []
         with show_errors("the board"):
             live_now(code)
             runs = posted(code)
-            pairs_panel.render(code)
-        with st.expander("Remove a run or clear the board (teacher)"):
+            pairs = pairs_panel.render(code)
+        with st.expander("Remove a run or a pair, or clear the board (teacher)"):
             st.text_input("The board's key", key=CLEAR_KEY, type="password", max_chars=64)
             if runs:
                 names = {r["id"]: entry_name(r) for r in runs}
                 st.selectbox("Run", list(names), key=REMOVE_PICK, format_func=names.get)
                 st.button("Remove this run", key="board_remove", on_click=remove, args=(code, names))
+            if pairs:
+                pairs_panel.remove_control(code, pairs, CLEAR_KEY, NOTE)
             st.button("Clear the board", key="board_clear", on_click=clear, args=(code,))

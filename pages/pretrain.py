@@ -171,7 +171,13 @@ if corpus is not None:
     ts.remember(*defaults)
     vocab_n = int(ss.pt_vocab_size) if ss.pt_vocab == "train" else 30522
     est = check_pretrain_settings(
-        int(ss.pt_layers), int(ss.pt_hidden), int(ss.pt_heads), vocab_n, int(ss.pt_batch), int(ss.pt_seq)
+        int(ss.pt_layers),
+        int(ss.pt_hidden),
+        int(ss.pt_heads),
+        vocab_n,
+        int(ss.pt_batch),
+        int(ss.pt_seq),
+        next_word=ss.pt_objective == NEXT_WORD,
     )
     if est["ok"]:
         st.caption(est["line"])

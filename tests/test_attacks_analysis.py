@@ -8,6 +8,11 @@
    message cost a bounded processor time (subprocess) and only 50 are read.
 3. Head ablation reads the first BERT_EXPLORER_ABLATION_TOKENS tokens and ranks at most
    BERT_EXPLORER_ABLATIONS_PER_MINUTE new texts a minute per session, saying so.
+4. "Continue this text" and "Watch it decode" are computed once per input (reruns and slider moves
+   read the kept result) and in one of the analysis places, waiting as every analysis does.
+5. Typed minimal pairs read at most BERT_EXPLORER_PAIR_TOKENS tokens a click (a sentence of T tokens
+   is read T times; the first pairs that fit, saying so), at most BERT_EXPLORER_PAIRS_PER_MINUTE new
+   sets a minute per session, with the scoring's peak memory reserved in the analysis budget.
 """
 
 from __future__ import annotations
@@ -439,3 +444,152 @@ def test_ablation_heads_switch_off_and_on_from_their_rows(ablation_app):
     assert any(c.value.startswith("1 of 8 heads switched off") for c in at.caption)
     at.button(key="abl_all_on").click().run()
     assert at.session_state["abl_off"] == [] and all(p.value == [0, 1, 2, 3] for p in at.pills)
+
+
+# ---- 4. writing: "Continue this text" and "Watch it decode" ----------------------------------------
+
+
+def _continue_script():
+    import streamlit as st
+
+    from app.training.next_word_view import continue_box
+
+    continue_box(st.session_state["res"])
+
+
+def _decode_script():
+    import streamlit as st
+
+    from app.seq2seq.view import decode
+
+    decode(st.session_state["res"])
+
+
+@pytest.fixture(scope="module")
+def written_runs():
+    from types import SimpleNamespace
+
+    from tests.helpers import tiny_pretrain_bundle, tiny_seq2seq_run
+
+    next_word = {"bundle": tiny_pretrain_bundle(), "job_id": 1, "info": {"args": SimpleNamespace(probe="the cat")}}
+    return {"continue": (_continue_script, next_word), "decode": (_decode_script, tiny_seq2seq_run())}
+
+
+@pytest.mark.parametrize("box", ["continue", "decode"])
+def test_writing_is_computed_once_per_input_and_in_an_analysis_place(box, written_runs, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    import app.analysis_cache as ac
+
+    monkeypatch.setenv("BERT_EXPLORER_MAX_ANALYSES", "1")
+    script, res = written_runs[box]
+    res = {**res, "run": f"test-{box}-{time.time()}"}  # a run the cache has not seen
+    calls, in_place = [], []
+    real = ac.continue_text if box == "continue" else type(res["bundle"]).trace
+
+    def counting(*args, **kwargs):
+        calls.append(args[1])
+        in_place.append(gate.ANALYSES.running)
+        return real(*args, **kwargs)
+
+    if box == "continue":
+        monkeypatch.setattr(ac, "continue_text", counting)
+    else:
+        monkeypatch.setattr(type(res["bundle"]), "trace", counting)
+    at = AppTest.from_function(script, default_timeout=60)
+    at.session_state["res"] = res
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]
+    layer = "pt_cont_1_layer" if box == "continue" else "s2s_layer"
+    at.selectbox(key=layer).set_value(1).run()  # another layer picked: the same writing, another view of it
+    at.run()
+    assert not at.exception
+    assert len(calls) == 1 and in_place == [1], (calls, in_place)
+
+    holding, release = threading.Event(), threading.Event()
+
+    def classmate():
+        with gate.ANALYSES.place():
+            holding.set()
+            release.wait(10)
+
+    other = threading.Thread(target=classmate)
+    other.start()
+    holding.wait(10)
+    said = []
+    monkeypatch.setattr(gate, "busy_text", lambda ahead: said.append(ahead) or release.set() or "Busy")
+    key = "pt_cont_1_text" if box == "continue" else "s2s_text"
+    (at.text_area if box == "continue" else at.text_input)(key=key).input("the dog").run()  # a new input waits
+    other.join(10)
+    assert said == [1] and len(calls) == 2 and not at.exception
+
+
+# ---- 5. typed minimal pairs ------------------------------------------------------------------------
+
+
+def _pairs_script():
+    import streamlit as st
+
+    from app.causes.pairs_view import render
+
+    render(st.session_state["model"])
+
+
+@pytest.fixture()
+def pairs_app(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    import app.analysis_cache as ac
+    from app.current_model import CurrentModel
+    from tests.helpers import minilm_tiny_mlm
+
+    scored, reserved = [], []
+    real = ac.score_pairs
+
+    def recording(bundle, pairs, word_level=False):
+        scored.append(list(pairs))
+        reserved.append(ac.budget_cache().reserved)
+        return real(bundle, pairs, word_level)
+
+    monkeypatch.setattr(ac, "score_pairs", recording)
+    at = AppTest.from_function(_pairs_script, default_timeout=60)
+    at.session_state["model"] = CurrentModel(minilm_tiny_mlm(), f"test:pairs:{time.time()}", "tiny")
+    at.session_state["mp_source"] = "Your pairs"
+    return at, scored, reserved
+
+
+def test_typed_pairs_score_a_bounded_number_of_tokens_with_their_memory_reserved(pairs_app):
+    from bert import settings
+    from bert.analysis.scoring import scoring_peak_bytes, sentence_tokens
+
+    at, scored, reserved = pairs_app
+    long = " ".join(["the old house by the river"] * 6)  # 36 words: about 3,000 tokens read a pair
+    at.session_state["mp_typed"] = "\n".join(f"{long} is {i}. | {long} are {i}." for i in range(50))
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]
+    budget = settings.whole("BERT_EXPLORER_PAIR_TOKENS")
+    ((pairs,),) = [scored]
+    tok = at.session_state["model"].bundle.tokenizer
+    tokens = sum(sentence_tokens(tok, s) ** 2 for pair in pairs for s in pair)
+    assert 0 < len(pairs) < 50 and budget - 3500 < tokens <= budget, (len(pairs), tokens)
+    said = [i.value for i in at.info if "at most" in i.value]
+    assert said and f"The first {len(pairs)} pairs" in said[0] and "50 pairs" in said[0], said
+    assert len(at.dataframe[0].value) == len(pairs)
+    longest = max(sentence_tokens(tok, s) for pair in pairs for s in pair)
+    assert reserved == [scoring_peak_bytes(at.session_state["model"].bundle.config, longest)] and reserved[0] > 0
+
+
+def test_typed_pairs_score_a_few_new_sets_a_minute_per_session(pairs_app, monkeypatch):
+    monkeypatch.setenv("BERT_EXPLORER_PAIRS_PER_MINUTE", "2")
+    at, scored, _ = pairs_app
+    for i in range(2):
+        at.session_state["mp_typed"] = f"The cat {i} sleeps. | The cat {i} sleep."
+        at.run()
+        assert not at.warning and at.dataframe
+    at.session_state["mp_typed"] = "The dogs bark. | The dogs barks."
+    at.run()
+    said = [w.value for w in at.warning if "Try again in" in w.value]
+    assert said and "2 new sets of pairs" in said[0] and not at.dataframe and len(scored) == 2
+    at.session_state["mp_typed"] = "The cat 0 sleeps. | The cat 0 sleep."  # scored lately: free to show again
+    at.run()
+    assert not at.warning and at.dataframe and len(scored) == 2

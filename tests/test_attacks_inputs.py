@@ -6,6 +6,7 @@ allocated, and a student who hits it reads a message.
 2. Every text box of the explorer pages has `max_chars`, and a longer text is cut with a warning.
 3. Compare's list of sentences is capped in lines and characters, and runs in small batches.
 4. Streamlit's WebSocket message limit is lowered, and Streamlit accepts the option.
+5. JSON nested past what Python's decoder follows is a data error in every upload reader.
 """
 
 from __future__ import annotations
@@ -302,3 +303,29 @@ def test_a_3000_character_sentence_is_cut_with_a_message():
     assert not at.exception and not at.error
     assert any("2,000-character limit" in w for w in warnings()), warnings()
     assert len(at.text_area(key=state.W_MLM_TEXT).value) == 2_000
+
+
+# ---- 5. deeply nested JSON ------------------------------------------------------------------------
+
+_DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize(
+    "reader, data, name",
+    [
+        ("squad", '{"data": ' + _DEEP + "}", "questions.json"),
+        ("tagged", '{"tokens": ["a"], "tags": ["O"]}\n{"tokens": ' + _DEEP + "}", "names.jsonl"),
+        ("labelled", '{"text": "fine", "label": "pos"}\n{"text": ' + _DEEP + ', "label": "neg"}', "rows.jsonl"),
+        ("labelled", '[{"text": "fine", "label": "pos"}, {"text": ' + _DEEP + ', "label": "neg"}]', "rows.json"),
+    ],
+)
+def test_deeply_nested_json_is_a_data_error(reader, data, name):
+    from bert.data.labelled import read_labelled
+    from bert.data.squad import read_squad
+    from bert.data.tagged import read_tagged
+    from bert.errors import DataError
+
+    read = {"squad": read_squad, "tagged": read_tagged, "labelled": read_labelled}[reader]
+    with pytest.raises(DataError, match="too deeply") as e:
+        read(data.encode(), name)
+    assert "Line 2" in str(e.value) or name.endswith(".json")

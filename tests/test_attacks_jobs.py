@@ -4,6 +4,7 @@ the disk kept bounded. Unit-level on app/jobs/local.py, app/jobs/budget.py, app/
 helpers of app/training/, with tiny models; two page tests through AppTest at the end.
 """
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -95,6 +96,17 @@ def test_memory_estimate_grows_with_the_step_and_fits_the_measurements():
     assert 600 <= small <= 720 and 1015 <= mid <= 1230 and 1555 <= long <= 1880
     assert budget.finetune_mb(cfg, 16, 64, freeze_embeddings=False) > small  # more to train
     assert budget.pretrain_mb(2, 128, 2, 4000, 16, 64) < 200  # the page's default
+
+
+def test_the_next_word_estimate_counts_the_word_head_at_every_token():
+    """The next word reads the word head at every position (the masked-word game at 15 %): at
+    6 x 384, 30,522 words, 1 x 512 its logits alone are 512 x 30,522 x 3 floats, 187 MB."""
+    mlm = budget.pretrain_mb(6, 384, 6, 30522, 1, 512)
+    nw = budget.pretrain_mb(6, 384, 6, 30522, 1, 512, next_word=True)
+    logits_mb = 512 * 30522 * budget.MLM_LOGITS * 4 / 2**20
+    assert nw - mlm >= 0.85 * logits_mb - 1, (mlm, nw)
+    args = PretrainArgs(out="x", init="scratch", layers=6, hidden=384, heads=6, batch_size=1, max_seq_length=512)
+    assert check_pretrain(dataclasses.replace(args, objective="next-word")) == nw != check_pretrain(args)
 
 
 def test_the_app_checks_its_settings_before_queuing(cache):

@@ -367,3 +367,151 @@ def test_new_students_take_tokens_known_ones_do_not(monkeypatch):
     ns.admit("c", "10.0.0.1")  # one token back after EVERY_S
     with pytest.raises(TooManyNewStudents):
         ns.admit("f", "10.0.0.1")
+
+
+def test_a_pages_copy_of_an_upload_counts_after_its_uploader_is_cleared(monkeypatch):
+    """Three tabs of one machine each upload a file, the page keeps its copy, the uploader is
+    cleared: the copies still count, so the third is over the address's bytes."""
+    monkeypatch.setenv("BERT_EXPLORER_UPLOAD_MB_PER_ADDRESS", "5")
+    alive = {"a": True, "b": True, "c": True}
+    mgr, guard, now = _guard(alive, dict.fromkeys(alive, "10.0.0.66"))
+    statuses = []
+    for sid in alive:
+        statuses.append(_put(mgr, sid, "big", 2 * MB))
+        if statuses[-1] == 204:
+            guard.keep(sid, "hd_reader_upload", "big", 2 * MB)  # the page copies the bytes
+            mgr.remove_file(sid, "big")  # and the student clears the uploader
+    assert statuses == [204, 204, 429]
+    assert guard.held()["a"] == (1, 2 * MB)
+    guard.release("a", "hd_reader_upload")  # its job started: the page let the copy go
+    assert _put(mgr, "c", "big", 2 * MB) == 204
+    alive["b"] = False  # a closed tab's copy counts until the sweep after DISCONNECTED_S
+    guard.sweep()
+    assert guard.held()["b"] == (1, 2 * MB)
+    now[0] = DISCONNECTED_S
+    guard.sweep()
+    assert guard.held().get("b", (0, 0)) == (0, 0)
+
+
+def test_the_training_pages_register_their_copy_of_an_upload(monkeypatch):
+    import streamlit as st
+
+    from app.training import uploads
+
+    mgr, guard, _ = _guard({"s": True})
+    monkeypatch.setattr(uploads, "upload_guard", lambda: guard)
+    monkeypatch.setattr(uploads, "current_session_id", lambda: "s")
+
+    class Upload:
+        name, size, file_id = "q.json", 3, "f1"
+
+        def getvalue(self):
+            return b"abc"
+
+    st.session_state.clear()
+    uploads.remember_upload("hd_reader_upload", Upload())
+    assert guard.held() == {"s": (1, 3)}  # the uploader's file is gone from the manager; the copy counts
+    assert uploads.remember_upload("hd_reader_upload", None)["data"] == b"abc"  # a cleared uploader
+    assert guard.held() == {"s": (1, 3)}
+    uploads.free_uploads("hd_reader_upload")
+    assert guard.held() == {}
+
+
+# --- a class behind one router --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("board", ["sqlite"], indirect=True)
+def test_a_class_of_30_behind_one_router_uploads_starts_and_answers_once_declared(board):
+    """30 browsers of one address: each uploads a file, starts a job, answers the question. Before
+    the teacher declares the class, the per-address rules refuse some; after, every one is served,
+    and one machine is still bounded: a tab's own caps, the server's caps, the burst past the class."""
+    from app.board.classroom import Classroom
+    from app.board.store import BoardError
+    from app.server import shared_network
+    from app.server.new_students import NewStudents
+
+    router, size = "10.0.0.66", 30
+    browsers = [f"s{i}" for i in range(size)]
+    alive = dict.fromkeys(browsers, True)
+
+    def day(declared: bool):
+        shared_network.undeclare(address_key(router))
+        if declared:
+            shared_network.declare(address_key(router), size)
+        mgr, _, _ = _guard(alive, dict.fromkeys(browsers, router))
+        uploads = [_put(mgr, sid, "train.csv", MB) for sid in browsers]
+        jobs = NewStudents(clock=lambda: 0.0)
+        starts = [jobs.wait(sid, router) for sid in browsers]
+        code, key = board.new_board()
+        c = Classroom(board, NewStudents("BERT_EXPLORER_NEW_ANSWERERS_BURST", "BERT_EXPLORER_NEW_ANSWERER_EVERY_S"))
+        q = c.ask(code, key, {"kind": "pieces", "prompt": "Which word?", "choices": None, "answer": "are",
+                              "accept": ["are"], "why": "", "figure": None})  # fmt: skip
+        answers = 0
+        for sid in browsers:
+            try:
+                c.answer(code, q, sid, "are", address=router)
+                answers += 1
+            except BoardError:
+                pass
+        return mgr, jobs, uploads, starts, answers
+
+    try:
+        _, _, uploads, starts, answers = day(declared=False)
+        assert uploads.count(204) == 20 and sum(w == 0 for w in starts) == 4 and answers == size  # before
+        mgr, jobs, uploads, starts, answers = day(declared=True)
+        assert uploads == [204] * size and starts == [0.0] * size and answers == size, (uploads, starts)
+        # still bounded: one tab holds its own 4 files; the address never more than the server's 60
+        assert [_put(mgr, "s0", f"more{j}", 1) for j in range(4)] == [204, 204, 204, 429]
+        assert sum(_put(mgr, sid, "second.csv", 1) == 204 for sid in browsers) == 60 - size - 3
+        assert jobs.wait("script-cookie", router) > 0, "a 31st new browser waits for the rate"
+    finally:
+        shared_network.undeclare(address_key(router))
+
+
+def test_a_declaration_is_for_a_few_hours_and_a_bounded_class():
+    from app.server import shared_network
+
+    key = address_key("10.9.8.7")
+    try:
+        assert shared_network.declare(key, 10_000, now=0.0) == shared_network.MAX_CLASS
+        assert shared_network.declared(key, now=shared_network.DECLARED_S - 1) == (
+            shared_network.MAX_CLASS,
+            shared_network.DECLARED_S,
+        )
+        assert shared_network.declared(key, now=shared_network.DECLARED_S) is None
+        assert shared_network.class_size(key) == 1
+    finally:
+        shared_network.undeclare(key)
+
+
+@pytest.mark.parametrize("board", ["sqlite"], indirect=True)
+def test_the_teacher_declares_the_class_network_and_a_student_cannot(board, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from app.board import class_panel
+    from app.board.service import JOINED
+    from app.server import shared_network
+    from tests.helpers import ENTRY
+
+    monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
+    monkeypatch.setattr(class_panel, "client_address", lambda: "10.0.0.66")
+    code, key = board.new_board()
+    try:
+        student = AppTest.from_file(ENTRY, default_timeout=120)
+        student.run()
+        student.session_state[JOINED] = code
+        student.run()
+        assert not student.exception and not [b for b in student.button if b.key == "class_declare"]
+        teacher = AppTest.from_file(ENTRY, default_timeout=120)
+        teacher.run()
+        teacher.session_state[JOINED] = code
+        teacher.session_state[class_panel.TEACHER] = (code, key)
+        teacher.run()
+        teacher.number_input(key=class_panel.CLASS_SIZE).set_value(28)
+        teacher.button(key="class_declare").click().run()
+        assert not teacher.exception and shared_network.declared("10.0.0.66")[0] == 28
+        assert any("counts as a class of 28" in c.value for c in teacher.caption)
+        teacher.button(key="class_undeclare").click().run()
+        assert shared_network.declared("10.0.0.66") is None
+    finally:
+        shared_network.undeclare("10.0.0.66")

@@ -57,6 +57,67 @@ def test_posts_are_bounded_deduplicated_and_go_with_the_day(board, monkeypatch):
         assert db.execute("SELECT COUNT(*) FROM pairs WHERE code = ?", (code,)).fetchone()[0] == 0
 
 
+def test_one_machine_cannot_fill_the_board_and_a_classmate_still_posts(board):
+    code, _ = board.new_board()
+    cp = ClassPairs(board)
+    posted = []
+    for k in range(10):  # ten fresh cookies from one machine, ten pairs each
+        try:
+            posted.append(
+                cp.post(code, f"script-{k}", [(f"s{k} {i}", f"t{k} {i}") for i in range(10)], address="10.0.0.66")
+            )
+        except BoardError as e:
+            assert "Your network has posted 30 pairs" in str(e) and "your teacher can say so" in str(e)
+            posted.append(0)
+    assert posted == [10, 10, 10] + [0] * 7
+    assert cp.post(code, "real student", [("The dogs bark.", "The dogs barks.")], address="10.0.0.7") == 1
+    assert cp.post(code, "class", [("A cat sleeps.", "A cat sleep.")], address="10.0.0.66", address_cap=31) == 1
+    with board.transaction(write=False) as db:
+        kept = {r[0] for r in db.execute("SELECT address FROM pairs WHERE code = ?", (code,)).fetchall()}
+    assert "10.0.0.66" not in kept and len(kept) == 2, "the address is kept as a hash"
+
+
+def test_the_teacher_removes_one_pair_and_nothing_else(board):
+    code, key = board.new_board()
+    cp = ClassPairs(board)
+    cp.post(code, "ann", [("The dogs bark.", "The dogs barks."), ("A cat sleeps.", "A cat sleep.")])
+    board.post(code, "Ann", {}, run_code="ANN001", student="ann", owner="ann")
+    (first, _, _, _), (second, _, _, _) = cp.scored(code, "m")
+    cp.keep_scores(code, "m", {first: (-1.0, -2.0, None), second: (-3.0, -1.0, None)})
+    with pytest.raises(BoardError):
+        cp.remove(code, "not the key", first)
+    v = board.version(code)
+    assert cp.remove(code, key, first) is True and board.version(code) != v
+    assert cp.remove(code, key, first) is False
+    assert cp.scored(code, "m") == [(second, "A cat sleeps.", "A cat sleep.", (-3.0, -1.0, None))]
+    assert len(board.entries(code)) == 1, "the posted run stays"
+    with board.transaction(write=False) as db:
+        assert db.execute("SELECT COUNT(*) FROM pair_scores WHERE pair = ?", (first,)).fetchone()[0] == 0
+
+
+def test_a_pair_is_scored_once_per_model_and_kept_with_it(board, monkeypatch):
+    pytest.importorskip("streamlit")
+    from app.board import pairs_panel
+    from app.current_model import CurrentModel
+    from tests.helpers import minilm_tiny_mlm
+
+    code, _ = board.new_board()
+    long = " ".join(["a"] * 45)  # 45 tokens in 89 characters
+    ClassPairs(board).post(code, "ann", [("The dogs bark.", "The dogs barks."), (f"{long} a.", f"{long} b.")])
+    calls = []
+    real = pairs_panel.pair_scores
+    monkeypatch.setattr(pairs_panel, "pair_scores", lambda *a: calls.append(a[1]) or real(*a))
+    model = CurrentModel(minilm_tiny_mlm(), "test:board-pairs", "tiny")
+    first, pairs = pairs_panel.scored_rows(model, code, board)
+    again, _ = pairs_panel.scored_rows(model, code, board)  # another page run, another viewer
+    assert calls == [(("The dogs bark.", "The dogs barks."),)], "scored once; the long pair never"
+    assert first.equals(again) and [g for _, g, _ in pairs] == ["The dogs bark.", f"{long} a."]
+    assert first["model"].iloc[0] in ("hit", "miss") and "longer than 40" in first["model"].iloc[1]
+    other = CurrentModel(model.bundle, "test:board-pairs-other", "tiny")
+    pairs_panel.scored_rows(other, code, board)
+    assert len(calls) == 2, "another model scores it once too"
+
+
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 

@@ -86,3 +86,33 @@ def test_a_refusal_is_one_line_on_stderr_and_exit_status_2(folders, capsys, argv
     assert main(argv) == 2
     out = capsys.readouterr()
     assert out.out == "" and out.err.startswith("error: ") and says in out.err and out.err.count("\n") == 1
+
+
+def test_what_was_read_is_printed_with_control_characters_escaped(folders, capsys):
+    hostile = "Ada\x1bc met\u202e Charles\x07 Babbage."
+    assert main(["tag", str(folders[0]), hostile]) == 0
+    out = capsys.readouterr().out
+    assert not any(c in out for c in "\x1b\u202e\x07")
+    assert "Ada\\x1bc\t" in out  # the word as read, its escape character written out
+    assert main(["tag", str(folders[0]), "--json", hostile]) == 0
+    out = capsys.readouterr().out
+    assert not any(c in out for c in "\x1b\u202e\x07") and json.loads(out)["sentence"] == hostile
+
+
+def test_a_passage_past_the_cap_is_refused_before_it_is_read(folders, capsys, monkeypatch):
+    from bert.answering import MAX_PASSAGE_CHARS
+
+    long = "Ada met Charles. " * (MAX_PASSAGE_CHARS // 17 + 1)
+    assert main(["answer", str(folders[1]), "-q", QUESTION, "-p", long]) == 2
+    assert f"at most {MAX_PASSAGE_CHARS:,}" in capsys.readouterr().err
+
+    class Stdin(io.StringIO):
+        asked: list = []
+
+        def read(self, n=-1):
+            self.asked.append(n)
+            return super().read(n)
+
+    monkeypatch.setattr("sys.stdin", Stdin(long * 3))
+    assert main(["answer", str(folders[1]), "-q", QUESTION, "-p", "-"]) == 2
+    assert Stdin.asked == [MAX_PASSAGE_CHARS + 1] and "at most" in capsys.readouterr().err

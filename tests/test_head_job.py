@@ -135,3 +135,22 @@ def test_a_taggers_memory_estimate_is_near_its_measured_peak():
     estimate = budget.head_mb(cfg, 16, 128, 40)
     # a guard: never much under the settled peak, nor far over it (measured: 482-494 MB vs 497)
     assert 0.8 * estimate <= got["peak_mb"] <= 1.1 * estimate, (got, estimate)
+
+
+def test_start_refuses_a_reader_whose_questions_make_too_many_windows():
+    """The review's upload: a long passage, many questions, short inputs. Refused before Start with
+    the reason (the windows the run would build), never a job that builds them for minutes."""
+    from app.training.start import check_head
+    from bert.data.squad import read_squad
+    from bert.train.reader_task import MAX_WINDOWS
+    from tests.helpers import minilm_tiny_mlm
+
+    qas = [{"id": str(i), "question": f"q{i}?", "answers": [{"text": "!", "answer_start": 5}]} for i in range(6000)]
+    data = read_squad(json.dumps({"data": [{"paragraphs": [{"context": "!" * 20_000, "qas": qas}]}]}).encode())
+    base = minilm_tiny_mlm()
+    args = for_head("reader", max_length=48, stride=12, max_train=3000)
+    with pytest.raises(
+        budget.LimitError, match=rf"Too big for this server: these questions make .* at most {MAX_WINDOWS:,}"
+    ):
+        check_head(base, args, data)
+    check_head(base, for_head("reader", max_length=48, stride=12), qa_demo(passages=6))  # the demo fits

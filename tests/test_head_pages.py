@@ -156,6 +156,27 @@ def test_find_the_answer_refuses_a_bad_file_with_a_message():
     assert at.button(key="hd_start").disabled
 
 
+def test_an_upload_is_read_once_however_often_the_page_reruns(monkeypatch):
+    from app.training import head_view
+
+    reads = []
+    real = head_view.read_squad
+
+    def counting(data, name):
+        reads.append(name)
+        return real(data, name)
+
+    monkeypatch.setattr(head_view, "read_squad", counting)
+    at = _open("reader", _squad(), "questions.json")
+    for _ in range(3):  # a slider moved, a fragment's rerun, another click
+        at.run()
+        _ok(at)
+    assert reads == ["questions.json"] and any("40 questions over 8 passages" in s.value for s in at.success)
+    at.session_state["hd_reader_upload"] = {"name": "other.json", "data": _squad(4), "id": "f2"}
+    at.run()
+    assert reads == ["questions.json", "other.json"]  # a new file is read, once
+
+
 def test_each_shape_shows_its_budget_and_keeps_start_off_over_a_cap():
     at = started_app(TIMEOUT)
     at.switch_page("pages/finetune.py").run()

@@ -2,6 +2,7 @@
 learns where answers sit; both report their events in order, keep the best model, stop on Stop and
 refuse settings that make no sense. The built-in data: Brown's parts of speech and the demo questions."""
 
+import json
 import random
 import threading
 
@@ -117,6 +118,28 @@ def test_reader_inputs_point_at_the_answer_or_at_cls():
                 assert q.context[a:b].lower() == q.answers[0][0].lower()
             k += 1
     assert 0 < at_cls < len(items)
+
+
+def test_a_readers_windows_are_counted_before_any_is_built_and_bounded(monkeypatch):
+    """A long passage read in short windows by many questions (the review: 1.875 million windows built
+    before step 1, GBs): counted first, exactly as `windows` makes them, and refused over MAX_WINDOWS."""
+    from bert.data.squad import read_squad
+    from bert.errors import DataError
+    from bert.train import reader_task
+
+    tok = bert.Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
+    data = qa_demo(passages=6)
+    args = for_head("reader", max_length=48, stride=16)
+    assert reader_task.count_windows(tok, data, 48, 16) == len(ReaderTask(data, data, args).inputs(tok))
+    bang = "!" * 2000
+    qas = [{"id": str(i), "question": f"q{i}?", "answers": [{"text": "!", "answer_start": 5}]} for i in range(300)]
+    hostile = read_squad(json.dumps({"data": [{"paragraphs": [{"context": bang, "qas": qas}]}]}).encode())
+    built = []
+    monkeypatch.setattr(reader_task, "windows", lambda *a: built.append(a) or windows(*a))
+    with pytest.raises(DataError, match=r"these questions make 23,\d{3} windows of 48 tokens .* at most 20,000"):
+        monkeypatch.setattr(reader_task, "MAX_WINDOWS", 20_000)
+        ReaderTask(hostile, hostile, args).inputs(tok)
+    assert built == [], "refused before a window was built"
 
 
 def test_a_reader_trains_and_answers_with_spans_of_the_passage():

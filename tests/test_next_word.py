@@ -207,3 +207,22 @@ def test_a_too_long_prompt_keeps_its_last_tokens_and_says_how_many_were_cut(bund
     assert cont.cut == 121 - (room - 1 - 10)
     assert len(cont.prompt) + len(cont.steps) <= room
     assert cont.prompt[-1] == "red"
+
+
+def test_evaluation_reads_no_more_sequences_at_once_than_a_training_step(tmp_path):
+    """Next-word evaluation builds logits over the vocabulary at every position: its batches are the
+    training batch's size (the review: 32 x 512 positions at batch 1, +6,556 MB)."""
+    from bert.train import next_word
+
+    sizes = []
+    real = next_word.evaluate
+
+    def recording(model, batches, baseline_id=None, **kw):
+        sizes.extend(len(b["input_ids"]) for b in batches)
+        return real(model, batches, baseline_id, **kw)
+
+    args = pretrain_args(tmp_path / "r", objective="next-word", steps=4, eval_every=2, batch_size=2, eval_sequences=8)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(next_word, "evaluate", recording)
+        events = list(pretrain(args, stop=threading.Event(), bundle=tiny_pretrain_bundle(), corpus=cycle_corpus(100)))
+    assert isinstance(events[-1], PretrainDone) and sizes[:4] == [2, 2, 2, 2] and max(sizes) == 2, sizes

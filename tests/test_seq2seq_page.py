@@ -131,3 +131,14 @@ def test_a_member_whose_weights_cannot_be_a_decoder_is_refused(at):
     _ok(at)
     assert any("shared by every depth" in e.value for e in at.error), [e.value for e in at.error]
     assert at.button(key="s2s_start").disabled
+
+
+def test_a_step_over_the_servers_tokens_is_refused_at_start(at):
+    """Batch 256 of the built-in task's pairs is past the tokens a step may read (the other pages'
+    rule): Start says so and queues nothing; the default batch starts."""
+    at.number_input(key="s2s_batch").set_value(256).run()
+    at.button(key="s2s_start").click().run()
+    _ok(at)
+    said = [e.value for e in at.error]
+    assert any("Too big for this server: batch 256" in e and "tokens per step" in e for e in said), said
+    assert at.session_state[s2s.JOB] is None

@@ -85,3 +85,28 @@ def test_the_job_trains_from_a_session_encoder_and_leaves_it_untouched():
     assert isinstance(events[-1], Seq2SeqDone) and events[-1].step == 30
     for k, v in base.model.state_dict().items():
         torch.testing.assert_close(v, before[k])
+
+
+def test_held_out_scoring_runs_in_training_batches_without_a_graph_and_stops_between_them(monkeypatch):
+    """Scoring decodes the held-out pairs a training batch at a time under inference mode; a Stop
+    during a scoring ends it at the next batch, and the run's last scoring is as bounded."""
+    from bert.train import seq2seq as s2s
+
+    stop, sizes, modes = threading.Event(), [], []
+    real = s2s.greedy
+
+    def recording(model, ids, mask, n):
+        if not modes:
+            model.decoder.register_forward_hook(lambda *_: modes.append(torch.is_inference_mode_enabled()))
+        sizes.append(ids.shape[0])
+        stop.set()  # a Stop pressed while the first batch decodes
+        return real(model, ids, mask, n)
+
+    monkeypatch.setattr(s2s, "greedy", recording)
+    args = Seq2SeqArgs(task="reverse", steps=6, eval_every=2, batch_size=3, threads=1, train_pairs=60, valid_pairs=20)
+    events = list(train_seq2seq(args, *task_pairs(args.task, 60, 20), stop=stop))
+    done = events[-1]
+    assert isinstance(done, Seq2SeqDone) and done.stopped and done.step == 2
+    assert sizes[0] == 3 and max(sizes) == 3, sizes  # never all 20 at once
+    assert len(sizes) == 1 + 7, "the stopped scoring ended after its first batch; the last one is whole"
+    assert modes and all(modes), "no graph kept while decoding"

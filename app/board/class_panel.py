@@ -17,6 +17,8 @@ import time
 
 import streamlit as st
 
+from ..server import shared_network
+from ..server.new_students import address_key, client_address
 from ..ui import links
 from ..ui.formatting import md_escape
 from . import question_view
@@ -33,6 +35,7 @@ WROTE = "class_wrote"  # (page, view, time.time()) of the lead written last
 JOIN_BOX = "class_join_code"
 KEY_BOX = "class_key_typed"
 NOTE = "class_note"
+CLASS_SIZE = "class_size"  # number input: the class's size, for "this class shares one network"
 POLL_S = 1.0
 
 
@@ -136,6 +139,7 @@ def _class_section() -> None:
         if ss.get(LEADING):
             st.caption("Your page and view go to every student who follows (never your uploads or models).")
         question_view.ask_popover(code, teacher_key())
+        _shared_network()
     else:
         st.toggle("Follow the teacher", key=FOLLOWING, on_change=_follow_toggled)
         with st.popover("I am the teacher", icon=":material/key:", width="stretch"):
@@ -144,6 +148,44 @@ def _class_section() -> None:
             )
             st.button("Unlock", key="class_prove", on_click=_prove)
     st.button("Leave the class", key="class_leave", on_click=_leave, width="stretch")
+
+
+def _declare() -> None:
+    ip = client_address()
+    if not teacher_key():  # drawn only for the class's teacher; a forged click lands here
+        return
+    if ip is None:
+        _note(BoardError("This session has no network address to declare (no connection)."))
+        return
+    shared_network.declare(address_key(ip), st.session_state.get(CLASS_SIZE, 30))
+
+
+def _undeclare() -> None:
+    ip = client_address()
+    if teacher_key() and ip is not None:
+        shared_network.undeclare(address_key(ip))
+
+
+def _shared_network() -> None:
+    """The teacher's "This class shares one network": the per-network caps become those of the
+    class's browsers (app/server/shared_network.py) for this session's own network."""
+    ip = client_address()
+    hit = shared_network.declared(None if ip is None else address_key(ip))
+    with st.popover("This class shares one network", icon=":material/router:", width="stretch"):
+        if hit:
+            until = time.strftime("%H:%M", time.localtime(hit[1]))
+            st.caption(
+                f"Your network counts as a class of {hit[0]} until {until}: each browser still has its own caps."
+            )
+            st.button("Undo", key="class_undeclare", on_click=_undeclare)
+            return
+        st.caption(
+            "When the whole class reaches this server through one router (one address), the limits meant for "
+            "one machine would hold it back. Declare it from the classroom: your network's limits become those "
+            "of the class's browsers, for a few hours; each browser keeps its own."
+        )
+        st.number_input("Students", 2, shared_network.MAX_CLASS, 30, key=CLASS_SIZE)
+        st.button("Declare", key="class_declare", on_click=_declare)
 
 
 def _lead_now(code: str, key: str, page: str, view: dict) -> bool:

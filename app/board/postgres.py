@@ -23,7 +23,7 @@ import time
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from .store import CLASS_TABLES, LOCK_WAIT_S, BoardStore, BoardUnavailable
+from .store import CLASS_COLUMNS, CLASS_TABLES, LOCK_WAIT_S, BoardStore, BoardUnavailable
 
 log = logging.getLogger("bert_explorer")
 
@@ -51,6 +51,7 @@ TABLES = (
     "CREATE UNIQUE INDEX IF NOT EXISTS entries_run ON entries (code, run_hash)",
     "CREATE INDEX IF NOT EXISTS live_code ON live (code)",
     *CLASS_TABLES,
+    *(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column}" for table, column in CLASS_COLUMNS),
 )
 
 

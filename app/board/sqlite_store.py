@@ -8,7 +8,7 @@ import logging
 import sqlite3
 from pathlib import Path
 
-from .store import CLASS_TABLES, LOCK_WAIT_S, SCHEMA, BoardStore, BoardUnavailable
+from .store import CLASS_COLUMNS, CLASS_TABLES, LOCK_WAIT_S, SCHEMA, BoardStore, BoardUnavailable
 
 log = logging.getLogger("bert_explorer")
 
@@ -94,6 +94,7 @@ class SqliteStore(BoardStore):
             ("entries", "run_hash TEXT"),
             ("entries", "student TEXT"),
             ("live", "student TEXT"),
+            *CLASS_COLUMNS,
         ):
             if column.split()[0] not in _columns(conn, table):
                 conn.execute(f"ALTER TABLE {table} ADD COLUMN {column}")

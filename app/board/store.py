@@ -54,7 +54,7 @@ LINE_CHARS = 200  # of a live run's progress line
 MAX_POSTS_EACH = 3  # runs one student posts to a board
 MAX_NICKS_EACH = 3  # nicknames one student uses on a board
 LOCK_WAIT_S = 10  # a transaction waits this long for the write lock
-SCHEMA = 4  # SQLite: PRAGMA user_version of the tables below; 1 (no version) is upgraded in place
+SCHEMA = 5  # SQLite: PRAGMA user_version of the tables below; 1 (no version) is upgraded in place
 LEAD_IDLE_S = 20 * 60  # a class's lead ends this long after the teacher's session last wrote it
 LEAD_MAX_S = 4 * 3600  # and this long after it began (app/board/classroom.py)
 READ_CACHED = 32  # boards whose entries are kept read, server-wide (a class polls one)
@@ -72,8 +72,14 @@ CLASS_TABLES = (
     "answered DOUBLE PRECISION NOT NULL, changes INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (question, student))",
     "CREATE INDEX IF NOT EXISTS questions_code ON questions (code)",
     "CREATE TABLE IF NOT EXISTS pairs (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, code TEXT NOT NULL, "
-    "student TEXT NOT NULL, posted DOUBLE PRECISION NOT NULL, good TEXT NOT NULL, bad TEXT NOT NULL)",
+    "student TEXT NOT NULL, posted DOUBLE PRECISION NOT NULL, good TEXT NOT NULL, bad TEXT NOT NULL, address TEXT)",
+    # a pair's scores by one model (its cache key), kept with the pair: scored once, read by every viewer
+    "CREATE TABLE IF NOT EXISTS pair_scores (pair BIGINT NOT NULL, model TEXT NOT NULL, good DOUBLE PRECISION, "
+    "bad DOUBLE PRECISION, why TEXT, PRIMARY KEY (pair, model))",
 )
+# Columns added to a table of an earlier version (SQLite: when its user_version is older;
+# PostgreSQL: ADD COLUMN IF NOT EXISTS at every start).
+CLASS_COLUMNS = (("pairs", "address TEXT"),)
 
 log = logging.getLogger("bert_explorer")
 
@@ -187,6 +193,7 @@ class BoardStore:
         db.execute("DELETE FROM questions WHERE asked < ? OR code NOT IN (SELECT code FROM boards)", (cutoff,))
         db.execute("DELETE FROM answers WHERE question NOT IN (SELECT id FROM questions)")
         db.execute("DELETE FROM pairs WHERE posted < ? OR code NOT IN (SELECT code FROM boards)", (cutoff,))
+        db.execute("DELETE FROM pair_scores WHERE pair NOT IN (SELECT id FROM pairs)")
         db.execute(
             "DELETE FROM lead WHERE updated < ? OR started < ? OR code NOT IN (SELECT code FROM boards)",
             (now - LEAD_IDLE_S, now - LEAD_MAX_S),
@@ -354,6 +361,7 @@ class BoardStore:
             code = self.check_key(db, code, teacher_key)
             db.execute("DELETE FROM live WHERE code = ?", (code,))
             db.execute("DELETE FROM pairs WHERE code = ?", (code,))
+            db.execute("DELETE FROM pair_scores WHERE pair NOT IN (SELECT id FROM pairs)")
             db.execute("DELETE FROM nicknames WHERE code = ?", (code,))
             self.bump(db, code)
             return db.execute("DELETE FROM entries WHERE code = ?", (code,)).rowcount

@@ -13,17 +13,21 @@ import pandas as pd
 import streamlit as st
 
 from app.analysis_cache import pair_scores, paradigm_scores
-from app.board.class_pairs import PAIRS_A_POST, ClassPairs
+from app.board.class_pairs import PAIRS_A_POST, PAIRS_EACH, PAIRS_PER_ADDRESS, POSTED_TOKENS, ClassPairs
 from app.board.service import JOINED, board_store, enabled
 from app.board.store import BoardError
 from app.export.causes_notebooks import every_paradigm, minimal_pairs
 from app.figures.causes import pair_word_scores, paradigm_accuracy_bars
+from app.server.new_students import address_key, client_address
+from app.server.rate_limit import within_rate
+from app.server.shared_network import class_size
 from app.students import student_key
 from app.ui import links, show_figure
 from app.ui.formatting import md_escape
 from app.ui.widgets import cap_text, csv_download
+from bert import settings
 from bert.analysis.paradigms import PAIR_SEP, PARADIGMS, parse_pairs
-from bert.analysis.scoring import SentenceScore, split_pair
+from bert.analysis.scoring import MAX_TOKENS, SentenceScore, pairs_within, sentence_tokens, split_pair
 
 SOURCES = ["Built-in paradigms", "Your pairs"]
 TYPED_PAIRS = 50
@@ -41,10 +45,19 @@ def _ask_all() -> None:
     st.session_state[ALL] = True
 
 
-def _post(code: str, pairs: list[tuple[str, str]]) -> None:
+def _post(code: str, pairs: list[tuple[str, str]], tokenizer) -> None:
     """The post button's callback: the outcome is left for the page as (kind, message)."""
     try:
-        n = ClassPairs(board_store()).post(code, student_key(), pairs)
+        for s in (s for pair in pairs for s in pair):
+            if (n := sentence_tokens(tokenizer, s)) > POSTED_TOKENS:
+                raise BoardError(
+                    f"A sentence posted to the board is at most {POSTED_TOKENS} tokens (the board scores every "
+                    f"pair): «{s[:60]}» is {n}{'+' if n > MAX_TOKENS else ''}."
+                )
+        ip = client_address()
+        where = None if ip is None else address_key(ip)
+        cap = max(PAIRS_PER_ADDRESS, class_size(where) * PAIRS_EACH)  # a declared class: each student's share
+        n = ClassPairs(board_store()).post(code, student_key(), pairs, address=where, address_cap=cap)
     except BoardError as e:
         st.session_state[POSTED] = ("error", str(e))
         return
@@ -54,7 +67,7 @@ def _post(code: str, pairs: list[tuple[str, str]]) -> None:
     st.session_state[POSTED] = ("success", f"{said}: the Class board page scores the class's pairs.")
 
 
-def _board_post(pairs: list[tuple[str, str]]) -> None:
+def _board_post(pairs: list[tuple[str, str]], tokenizer) -> None:
     """The button that posts the typed pairs to the joined class board (only when one is joined)."""
     code = st.session_state.get(JOINED)
     if not code or not enabled():
@@ -64,12 +77,43 @@ def _board_post(pairs: list[tuple[str, str]]) -> None:
         key="mp_post",
         icon=":material/send:",
         on_click=_post,
-        args=(code, pairs),
+        args=(code, pairs, tokenizer),
         help=f"At most {PAIRS_A_POST} at once; the board shows the sentences, never who posted them.",
     )
     note = st.session_state.pop(POSTED, None)
     if note:
         (st.error if note[0] == "error" else st.success)(md_escape(note[1]))
+
+
+def _within_budget(model, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The first pairs whose scoring reads at most BERT_EXPLORER_PAIR_TOKENS tokens, saying what is left out."""
+    budget = settings.whole("BERT_EXPLORER_PAIR_TOKENS")
+    kept, used, asked = pairs_within(model.bundle.tokenizer, pairs, budget)
+    if len(kept) < len(pairs):
+        st.info(
+            f"Scoring your {len(pairs)} pairs would make the model read {asked:,} tokens (a sentence is read once "
+            f"for each of its tokens, masked in turn): this server reads at most {budget:,} in one go. "
+            + (
+                f"The first {len(kept)} pairs ({used:,} tokens) are scored; shorten or remove pairs to score the rest."
+                if kept
+                else "Shorten the first pair's sentences."
+            ),
+            icon=":material/content_cut:",
+        )
+    return kept
+
+
+def _may_score(model, pairs: list[tuple[str, str]], word_level: bool) -> bool:
+    """The per-minute rule of this session's new sets of pairs; a message and a retry button when over."""
+    return within_rate(
+        "pairs",
+        (model.key, tuple(pairs), word_level),
+        settings.whole("BERT_EXPLORER_PAIRS_PER_MINUTE"),
+        "new sets of pairs",
+        "scoring runs the model once per token",
+        "Score them",
+        "mp_retry",
+    )
 
 
 def _pairs_table(res) -> pd.DataFrame:
@@ -202,10 +246,12 @@ def render(model) -> None:
         )
         pairs = parse_pairs(cap_text(typed, "The pairs", TYPED_CHARS), TYPED_PAIRS)
         st.caption(f"{len(pairs)} pair{'s' if len(pairs) != 1 else ''} read; first: {md_escape(pairs[0][0])}")
-        _results(
-            pair_scores(model.key, tuple(pairs), word_level, model.bundle),
-            "yours",
-            "mp_typed_res",
-            partial(minimal_pairs, paradigm=None, pairs=pairs, word_level=word_level),
-        )
-        _board_post(pairs)
+        scored = _within_budget(model, pairs)
+        if scored and _may_score(model, scored, word_level):
+            _results(
+                pair_scores(model.key, tuple(scored), word_level, model.bundle),
+                "yours",
+                "mp_typed_res",
+                partial(minimal_pairs, paradigm=None, pairs=scored, word_level=word_level),
+            )
+        _board_post(pairs, model.bundle.tokenizer)

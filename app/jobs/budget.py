@@ -88,16 +88,17 @@ def training_mb(
     trainable: int,
     vocab: int = 0,
     scores: int = 0,
+    predicted: float = MASKED,
 ) -> int:
     """About how many MB one job takes while it trains: its copy of the weights, the gradients and
-    AdamW's two moments of the trainable ones, and a step's activations (`vocab`: with an MLM head;
-    `scores`: a per-token head's scores at every token)."""
+    AdamW's two moments of the trainable ones, and a step's activations (`vocab`: with an MLM head,
+    read at the `predicted` share of the tokens; `scores`: a per-token head's scores at every token)."""
     tokens = batch * seq_len
-    full_layers = layers - (1 - MASKED) if vocab else layers
+    full_layers = layers - (1 - predicted) if vocab else layers
     acts = tokens * full_layers * (ACT_HIDDEN * hidden + ACT_ATTENTION * heads * seq_len)
     if scores:
         acts = acts * HEAD_ACTIVATIONS + tokens * TOKEN_SCORES * scores
-    acts += tokens * MASKED * MLM_LOGITS * vocab
+    acts += tokens * predicted * MLM_LOGITS * vocab
     return int(round(FIXED_MB + (params + OPTIMIZER * trainable + acts) * 4 / 2**20))
 
 
@@ -147,8 +148,13 @@ def head_mb(config, batch: int, max_length: int, scores: int, freeze_embeddings:
     return training_mb(L, C, config.num_attention_heads, batch, max_length, total, trained, scores=scores)
 
 
-def pretrain_mb(layers: int, hidden: int, heads: int, vocab: int, batch: int, seq_len: int) -> int:
-    """training_mb of pre-training a BERT of these sizes from scratch (feed-forward 4 x hidden)."""
+def pretrain_mb(
+    layers: int, hidden: int, heads: int, vocab: int, batch: int, seq_len: int, next_word: bool = False
+) -> int:
+    """training_mb of pre-training a BERT of these sizes from scratch (feed-forward 4 x hidden); the
+    next-word game reads the word head at every token, the masked-word game at the masked ones.
+    Evaluation runs the training batch under inference mode: within a step's peak."""
     sizes = dict(num_hidden_layers=layers, hidden_size=hidden, intermediate_size=4 * hidden, vocab_size=vocab)
     total = model_parameters(SimpleNamespace(**sizes, max_position_embeddings=max(128, seq_len), type_vocab_size=2))
-    return training_mb(layers, hidden, heads, batch, seq_len, total, total, vocab=vocab)
+    predicted = 1.0 if next_word else MASKED
+    return training_mb(layers, hidden, heads, batch, seq_len, total, total, vocab=vocab, predicted=predicted)

@@ -13,6 +13,7 @@ from bert.train.events import last as last_event
 from bert.train.seq2seq import TINY, Seq2SeqArgs, Seq2SeqDone, Seq2SeqEval, Seq2SeqStart, Seq2SeqStep
 
 from .. import state
+from ..analysis_cache import decoder_trace, run_key
 from ..export.training_notebooks import decoding
 from ..figures import seq2seq as s2s_figures
 from ..jobs.worker import stop_message
@@ -20,6 +21,7 @@ from ..trained_decoder import example_source
 from ..training import session as ts
 from ..training.finished import run_code_line
 from ..training.progress import fmt_seconds
+from ..training.uploads import read_upload, remember_upload
 from ..ui import show_figure
 from ..ui.errors import show_errors
 from ..ui.formatting import md_escape
@@ -37,14 +39,11 @@ def task_label(t: str) -> str:
 def uploaded_pairs() -> Pairs | None:
     """The uploaded CSV's pairs (its bytes kept in the session), or None before a file."""
     f = st.file_uploader("A CSV with two columns: source,target (a header row of those names is optional)", ["csv"])
-    ss = st.session_state
-    if f is not None:
-        ss[UPLOAD] = {"name": f.name, "data": f.getvalue(), "id": f.file_id}
-    up = ss.get(UPLOAD)
+    up = remember_upload(UPLOAD, f)
     if up is None:
         st.info("Upload a file of pairs, e.g. `the cat sat,sat cat the` on each line.", icon=":material/upload_file:")
         return None
-    return read_pairs_csv(up["data"], up["name"])
+    return read_upload(UPLOAD, up, read_pairs_csv)
 
 
 def pairs_table(pairs: list[tuple[str, str]]) -> None:
@@ -219,7 +218,7 @@ def decode(res: dict) -> None:
         st.info("Type a source to watch the decoder write its output step by step.")
         return
     with show_errors("the decoding"):
-        tr = bundle.trace(text)
+        tr = decoder_trace(run_key(res), text, bundle)
         T, L = len(tr.outputs), tr.cross.shape[0]
         if tr.unknown:
             unknown_words(tr.unknown, bundle.tokenizer)

@@ -7,7 +7,9 @@
   before the file is kept. The sessions of one client address (a session's websocket peer: IPv4,
   or an IPv6 /64, as app/server/new_students.py counts) hold at most 20 of the server's 60 files
   and 125 of its 250 MB (the defaults), so one machine opening many sessions never fills the
-  server's caps for everyone else; a class behind one router shares that. The copy of an upload
+  server's caps for everyone else; a class behind one router shares that, unless its teacher
+  declared that the class shares one network (app/server/shared_network.py): then its address
+  holds what `size` tabs may, within the server's caps. The copy of an upload
   a training page keeps in its session (`keep`: a Fine-tuning file stays until its student
   removes it) counts as the session's too. A file no widget asked for within `UNCLAIMED_S` is
   dropped, and a session's files and kept copies `DISCONNECTED_S` after its socket closed.
@@ -25,6 +27,7 @@ import time
 from bert import settings
 
 from .new_students import address_key
+from .shared_network import class_size
 
 log = logging.getLogger(__name__)
 
@@ -194,12 +197,18 @@ class UploadGuard:
         if addr is not None:
             mine = [v for sid, v in held.items() if self._address_of.get(sid) == addr]
             addr_n, addr_b = sum(v[0] for v in mine), sum(v[1] for v in mine)
-            if addr_n + more > caps["address_files"] or addr_b + size > caps["address_bytes"]:
+            most_n, most_b = caps["address_files"], caps["address_bytes"]
+            tabs = class_size(addr)
+            if tabs > 1:  # a declared class: the caps of that many tabs, within the server's
+                most_n = max(most_n, min(caps["files"], tabs * caps["session_files"]))
+                most_b = max(most_b, min(caps["bytes"], tabs * caps["session_bytes"]))
+            if addr_n + more > most_n or addr_b + size > most_b:
                 raise UploadRefused(
                     f"The tabs of your network already hold {addr_n} uploaded file(s), {addr_b / MB:,.0f} MB "
-                    f"(at most {caps['address_files']} files, {caps['address_bytes'] / MB:,.0f} MB from one "
+                    f"(at most {most_n} files, {most_b / MB:,.0f} MB from one "
                     "network, so that one machine cannot take every upload place). A file is freed when its "
-                    "job starts or its tab closes: try again in a minute."
+                    "job starts or its tab closes: try again in a minute. A class behind one router: your "
+                    "teacher can say so on the Class board."
                 )
 
     def add_file(self, session_id: str, file) -> None:

@@ -24,9 +24,12 @@ then one every `BERT_EXPLORER_NEW_ANSWERER_EVERY_S` (30 s: latecomers of a large
 more than `most` (half the question's MAX_ANSWERS) from one address: one machine cannot fill a
 question, whose other half stays for students elsewhere. Changing an answer is never counted.
 
-Both: an attacker with many addresses, or one behind the class's router (then it spends the
-class's tokens), is not told apart; without logins a server cannot tell more. The buckets live
-in this process: each app replica counts its own connections.
+Both: an address whose class its teacher declared (app/server/shared_network.py: "this class
+shares one network", with its size) has a burst of at least the class's size, and a `most` of at
+least that many; the rest of the rule is unchanged. An attacker with many addresses, or one
+behind the class's router (then it spends the class's tokens), is not told apart; without logins
+a server cannot tell more. The buckets live in this process: each app replica counts its own
+connections.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ from collections import OrderedDict
 
 from bert import settings
 from bert.errors import BertExplorerError
+
+from .shared_network import class_size
 
 REMEMBER_S = 24 * 3600.0  # a student key admitted in a scope is known there this long
 MAX_KNOWN = 20_000  # student keys remembered (oldest forgotten first)
@@ -91,7 +96,8 @@ class NewStudents:
         self._clock = clock
         self._lock = threading.Lock()
         self._known: OrderedDict[tuple, float] = OrderedDict()  # (scope, student) -> last admitted
-        self._buckets: OrderedDict[tuple, tuple[float, float, int]] = OrderedDict()  # -> (tokens, at, admitted)
+        # (scope, address) -> (tokens, at, admitted, the burst it was last filled to)
+        self._buckets: OrderedDict[tuple, tuple[float, float, int, int]] = OrderedDict()
 
     def rule(self) -> tuple[int, float]:
         """(burst, every): new students at once, then one every this many seconds."""
@@ -107,6 +113,9 @@ class NewStudents:
         burst, every = self.rule()
         now = self._clock()
         bucket = (scope, address_key(ip))
+        tabs = class_size(bucket[1])
+        burst = max(burst, tabs)
+        most = None if most is None else max(most, tabs)
         who = (scope, student)
         with self._lock:
             seen = self._known.get(who)
@@ -114,15 +123,16 @@ class NewStudents:
                 self._known.move_to_end(who)
                 self._known[who] = now
                 return 0.0
-            tokens, at, admitted = self._buckets.get(bucket, (float(burst), now, 0))
+            tokens, at, admitted, had = self._buckets.get(bucket, (float(burst), now, 0, burst))
+            tokens += max(0, burst - had)  # a class declared since: its extra browsers at once
             tokens = min(float(burst), tokens + (now - at) / every)
             if most is not None and admitted >= most:
-                self._buckets[bucket] = (tokens, now, admitted)
+                self._buckets[bucket] = (tokens, now, admitted, burst)
                 return math.inf
             if tokens < 1.0:
-                self._buckets[bucket] = (tokens, now, admitted)
+                self._buckets[bucket] = (tokens, now, admitted, burst)
                 return (1.0 - tokens) * every
-            self._buckets[bucket] = (tokens - 1.0, now, admitted + 1)
+            self._buckets[bucket] = (tokens - 1.0, now, admitted + 1, burst)
             self._buckets.move_to_end(bucket)
             self._known[who] = now
             self._known.move_to_end(who)

@@ -4,6 +4,7 @@ and the few items done lately, which are free to show again."""
 
 from __future__ import annotations
 
+import math
 import time
 
 import streamlit as st
@@ -27,3 +28,17 @@ def wait_seconds(kind: str, item, per_minute: int, now: float | None = None) -> 
     ss[f"rate_{kind}_times"] = times + [now]
     ss[f"rate_{kind}_items"] = (done + [item])[-REMEMBERED:]
     return 0.0
+
+
+def within_rate(kind: str, item, per_minute: int, what: str, why: str, retry: str, key: str) -> bool:
+    """`wait_seconds` on a page: True when `item` may run now; else a warning ("You asked for
+    {per_minute} {what} in the last minute ... {why} ... Try again in N s") and a `retry` button."""
+    wait = wait_seconds(kind, item, per_minute)
+    if wait:
+        st.warning(
+            f"You asked for {per_minute} {what} in the last minute, the most this server allows one student: "
+            f"{why}, and the server is shared. Try again in {math.ceil(wait)} s (press {retry}).",
+            icon=":material/hourglass_top:",
+        )
+        st.button(retry, key=key, icon=":material/refresh:")
+    return not wait

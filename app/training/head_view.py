@@ -35,7 +35,7 @@ from .head_results import PAGE, show_head_result
 from .progress import head_progress
 from .reports import base_bundle
 from .start import check_head_settings, start_head
-from .uploads import remember_upload
+from .uploads import read_upload, remember_upload
 
 CLASSIFY = "classify"
 SHAPES = {CLASSIFY: "Classify the text", "tagger": "Label every word", "reader": "Find the answer"}
@@ -87,11 +87,12 @@ def _data(head: str):
         )
         return None
     up = st.file_uploader("Your file", type=UPLOAD_KINDS[head], key=ts.upload_key(f"hd_{head}_file"))
-    stored = remember_upload(f"hd_{head}_upload", up)
+    key = f"hd_{head}_upload"
+    stored = remember_upload(key, up)
     if stored is None:
         st.info("Upload a file to train on it.", icon=":material/upload_file:")
         return False
-    data = (read_tagged if head == "tagger" else read_squad)(stored["data"], stored["name"])
+    data = read_upload(key, stored, read_tagged if head == "tagger" else read_squad)
     st.success(md_escape(f"{stored['name']}: {data.summary()}"), icon=":material/check_circle:")
     for note in data.notes:
         st.caption(md_escape(note))

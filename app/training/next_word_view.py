@@ -1,5 +1,6 @@
 """The Pre-training page's "Continue this text" box, on a model trained on the next word: it writes
-greedily or by sampling (temperature, top-k) with bert.analysis.generate.continue_text, and shows
+greedily or by sampling (temperature, top-k) with bert.analysis.generate.continue_text (kept by its
+inputs and computed in one of the server's analysis places: app/analysis_cache.py), and shows
 each step's ten likeliest next tokens and the causal attention that chose it (drawn as the Decoder
 page draws a decoding: a step slider, a layer, the mean over heads, the step outlined)."""
 
@@ -10,9 +11,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from bert.analysis.generate import MAX_NEW, continue_text
+from bert.analysis.generate import MAX_NEW
 from bert.train.next_word import NEXT_WORD, next_word_probe
 
+from ..analysis_cache import continuation, run_key
 from ..figures.core import safe_labels
 from ..ui import show_figure
 from ..ui.errors import show_errors
@@ -55,9 +57,8 @@ def continue_box(res: dict) -> None:
         st.info("Type the start of a text: the model writes what comes next, one token at a time.")
         return
     with show_errors("the continuation"):
-        cont = continue_text(
-            b, text, int(n), greedy=not sampling, temperature=float(temp), top_k=int(top_k), seed=int(seed)
-        )
+        how = (float(temp), int(top_k), int(seed)) if sampling else (1.0, 0, 0)  # greedy: the rest is unused
+        cont = continuation(run_key(res), text, int(n), not sampling, *how, b)
         _show(cont, b, k)
     if sampling:
         st.caption(

@@ -23,6 +23,7 @@ FT_UPLOAD = "ft_upload"  # dict {name, data, id} | None: the training file's byt
 FT_VAL_UPLOAD = "ft_val_upload"  # same for the validation file
 PT_UPLOAD = "pt_upload"  # same for an uploaded pre-training .txt
 FT_PARSED = "ft_parsed"  # dict: (upload id, text col, label col) -> LabelledData | error
+UPLOAD_PARSED = "upload_parsed"  # dict upload key -> ((reader, content hash, name), what it read | error)
 PT_PARSED = "pt_parsed"  # dict: upload id -> the corpus made of it | error (one file at a time)
 FT_NOTICE = "ft_notice"  # str | None: a message to show once (e.g. "already running")
 PT_NOTICE = "pt_notice"

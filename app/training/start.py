@@ -22,6 +22,7 @@ from bert.train.finetune_args import FinetuneArgs
 from bert.train.head_args import HeadArgs
 from bert.train.next_word import MLM_NSP, NEXT_WORD
 from bert.train.pretrain import PretrainArgs
+from bert.train.reader_task import MAX_WINDOWS, count_windows, too_many_windows
 
 from ..jobs import budget, saved_runs
 from ..jobs.backend import JobBackend, JobHandle, job_backend
@@ -64,7 +65,13 @@ def check_finetune(base: bert.Bundle, args: FinetuneArgs, classes: int = 2) -> i
 def check_pretrain(args: PretrainArgs) -> int:
     """The memory estimate of this pre-training job (MB); LimitError if it is over a cap."""
     mb = budget.pretrain_mb(
-        args.layers, args.hidden, args.heads, vocab_size(args), args.batch_size, args.max_seq_length
+        args.layers,
+        args.hidden,
+        args.heads,
+        vocab_size(args),
+        args.batch_size,
+        args.max_seq_length,
+        next_word=args.objective == NEXT_WORD,
     )
     budget.check_step(args.batch_size, args.max_seq_length, mb, "sequence")
     return mb
@@ -86,8 +93,11 @@ def check_finetune_settings(
     return _budget_view(batch, max_length, mb, "text")
 
 
-def check_pretrain_settings(layers: int, hidden: int, heads: int, vocab: int, batch: int, seq_len: int) -> dict:
-    return _budget_view(batch, seq_len, budget.pretrain_mb(layers, hidden, heads, vocab, batch, seq_len), "sequence")
+def check_pretrain_settings(
+    layers: int, hidden: int, heads: int, vocab: int, batch: int, seq_len: int, next_word: bool = False
+) -> dict:
+    mb = budget.pretrain_mb(layers, hidden, heads, vocab, batch, seq_len, next_word)
+    return _budget_view(batch, seq_len, mb, "sequence")
 
 
 # ---- the Start buttons' callbacks (a callback survives the rerun a page may do first) -------------
@@ -274,9 +284,15 @@ def head_scores(args: HeadArgs, data) -> int:
 
 
 def check_head(base: bert.Bundle, args: HeadArgs, data) -> int:
-    """The memory estimate of this per-token head's job (MB); LimitError if it is over a cap."""
+    """The memory estimate of this per-token head's job (MB); LimitError if it is over a cap (a
+    reader's upload: also the windows its questions make, as many as the run uses)."""
     mb = budget.head_mb(base.config, args.batch_size, args.max_length, head_scores(args, data), args.freeze_embeddings)
     budget.check_step(args.batch_size, args.max_length, mb, "input")
+    if args.head == "reader" and data is not None:
+        n = count_windows(base.tokenizer, data, args.max_length, args.stride)
+        used = n if args.max_train is None else n * min(1.0, args.max_train / max(len(data), 1))
+        if used > MAX_WINDOWS:
+            raise budget.LimitError("Too big for this server: " + too_many_windows(int(used), args.max_length) + ".")
     return mb
 
 

@@ -1,7 +1,8 @@
 """Uploaded files of the training pages: kept in the session, parsed once.
 
 An st.file_uploader forgets its value when another page runs, so the bytes are copied into
-st.session_state (`remember_upload`) and parsed copies are memoised per file; the copy counts
+st.session_state (`remember_upload`) and parsed copies are memoised per file's content
+(`read_upload`, `parse_upload`: a rerun never reads a file again); the copy counts
 against the upload caps as the session's (app/server/guard.py `keep`). A Fine-tuning file stays
 until the student removes it (`remove_upload`), so a second run with more epochs needs no second
 upload; when its job starts only the uploader lets go (`let_go_of_uploaders`: Streamlit's own copy
@@ -10,7 +11,9 @@ goes). A Pre-training file is dropped when its job starts (`free_uploads`): the 
 
 from __future__ import annotations
 
+import hashlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import streamlit as st
@@ -35,7 +38,9 @@ def remember_upload(key: str, uploaded) -> dict | None:
         fid = getattr(uploaded, "file_id", None) or f"{uploaded.name}:{uploaded.size}"
         cur = ss.get(key)
         if not cur or cur.get("id") != fid:
-            ss[key] = {"name": os.path.basename(str(uploaded.name)) or "upload", "data": uploaded.getvalue(), "id": fid}
+            data = uploaded.getvalue()
+            name = os.path.basename(str(uploaded.name)) or "upload"
+            ss[key] = {"name": name, "data": data, "id": fid, "hash": hashlib.sha256(data).hexdigest()}
             _count(key, ss[key])
     return ss.get(key)
 
@@ -51,6 +56,24 @@ def _count(key: str, upload: dict | None) -> None:
         guard.release(sid, key)
 
 
+def read_upload(key: str, upload: dict, reader: Callable[[bytes, str], object]):
+    """``reader(bytes, name)`` of a stored upload, memoised in this session per (reader, content,
+    name) under `key` (one file a key: a new one replaces the old). Data errors are memoised too."""
+    memo = st.session_state.setdefault(ts.UPLOAD_PARSED, {})
+    digest = upload.get("hash") or upload.setdefault("hash", hashlib.sha256(upload["data"]).hexdigest())
+    want = (getattr(reader, "__qualname__", repr(reader)), digest, upload["name"])
+    hit = memo.get(key)
+    if hit is None or hit[0] != want:
+        try:
+            value = reader(upload["data"], upload["name"])
+        except BertExplorerError as e:
+            value = e
+        hit = memo[key] = (want, value)
+    if isinstance(hit[1], BertExplorerError):
+        raise hit[1]
+    return hit[1]
+
+
 def let_go_of_uploaders() -> None:
     """Reset the upload widgets (Streamlit then frees its own copy of their files); the copies the
     session keeps stay."""
@@ -63,6 +86,7 @@ def remove_upload(key: str) -> None:
     ss = st.session_state
     ss[key] = None
     _count(key, None)
+    ss.get(ts.UPLOAD_PARSED, {}).pop(key, None)
     ss[ts.FT_PARSED] = {}
     let_go_of_uploaders()
 
@@ -148,6 +172,7 @@ def free_uploads(*keys: str) -> None:
             ss[key] = None
             _count(key, None)
             ss.setdefault(ts.FREED, {})[key] = up["name"]
+        ss.get(ts.UPLOAD_PARSED, {}).pop(key, None)
     ss[ts.FT_PARSED] = {}
     ss.pop(ts.PT_PARSED, None)
     let_go_of_uploaders()

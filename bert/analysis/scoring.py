@@ -81,6 +81,34 @@ def pseudo_log_likelihood(bundle, sentence: str, word_level: bool = False) -> Se
     )
 
 
+def sentence_tokens(tokenizer, sentence: str) -> int:
+    """The tokens PLL scores in `sentence` (its pieces, without [CLS] and [SEP]; counted up to
+    MAX_TOKENS + 1, past which it is refused anyway)."""
+    return len(tokenizer.encode(sentence, max_length=MAX_TOKENS + 1, add_special_tokens=False).ids)
+
+
+def pairs_within(tokenizer, pairs: Sequence[tuple[str, str]], budget: int) -> tuple[list[tuple[str, str]], int, int]:
+    """(the first pairs whose scoring reads at most `budget` tokens, the tokens they read, the tokens
+    all the pairs would read). A sentence of T scored tokens runs T masked copies of itself: it
+    reads T * T tokens, which is what its scoring costs."""
+    kept, used, asked = [], 0, 0
+    for good, bad in pairs:
+        n = sentence_tokens(tokenizer, good) ** 2 + sentence_tokens(tokenizer, bad) ** 2
+        asked += n
+        if asked <= budget:  # a prefix: once one pair is over, every later one is too
+            kept.append((good, bad))
+            used = asked
+    return kept, used, asked
+
+
+def scoring_peak_bytes(config, longest: int) -> int:
+    """What scoring a sentence of `longest` tokens holds at its peak: one layer's attention scores
+    and probabilities for `longest` copies, its hidden states, and the scored rows' logits (float32
+    and their float64 log-probabilities)."""
+    T, H, C, V = longest + 2, config.num_attention_heads, config.hidden_size, config.vocab_size
+    return T * T * (2 * H * T + 8 * C) * 4 + T * V * 12
+
+
 @dataclass
 class PairScores:
     """Minimal pairs scored: the model is right on a pair when it scores the good sentence higher."""

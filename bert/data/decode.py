@@ -7,9 +7,11 @@ for the same reason, with the same message, wherever it is read.
 
 from __future__ import annotations
 
+import json
+
 from ..errors import DataError
 
-__all__ = ["decode_bytes", "human_bytes"]
+__all__ = ["decode_bytes", "human_bytes", "json_raw_decode", "json_value"]
 
 # The first bytes of common binary formats, with what to tell the user about each.
 _BINARY_MAGIC = {
@@ -127,3 +129,25 @@ def decode_bytes(data: bytes, kinds: str = LABELLED_KINDS) -> tuple[str, str]:
             "its encoding cannot be recognised. Save it as UTF-8 text."
         )
     return decoded
+
+
+# JSON nested deeper than Python's decoder can follow (about a thousand lists or objects inside
+# each other: no real data set comes near) is refused as data, never a RecursionError.
+_TOO_DEEP = "nests lists or objects inside each other too deeply (hundreds of levels) to be a data set"
+
+
+def json_value(text: str, where: str):
+    """``json.loads(text)``; deep nesting raises DataError naming ``where``; invalid JSON raises
+    json.JSONDecodeError as json.loads does."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise DataError(f"{where} {_TOO_DEEP}.") from None
+
+
+def json_raw_decode(decoder: json.JSONDecoder, text: str, start: int, where: str):
+    """``decoder.raw_decode(text, start)`` with deep nesting a DataError, as in json_value."""
+    try:
+        return decoder.raw_decode(text, start)
+    except RecursionError:
+        raise DataError(f"{where} {_TOO_DEEP}.") from None

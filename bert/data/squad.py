@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass, field
 
 from ..errors import DataError
-from .decode import decode_bytes, human_bytes
+from .decode import decode_bytes, human_bytes, json_value
 
 MAX_BYTES = 50 * 1024**2
 MAX_QUESTIONS = 20_000
@@ -76,8 +76,8 @@ def read_squad(data: bytes, name: str = "upload.json", max_bytes: int = MAX_BYTE
         raise DataError(f"{name} is empty.")
     text, encoding = decode_bytes(data, "SQuAD-format JSON")
     try:
-        root = json.loads(text.lstrip("\ufeff"))
-    except ValueError as e:
+        root = json_value(text.lstrip("\ufeff"), name)
+    except json.JSONDecodeError as e:
         raise DataError(f"{name} is not JSON ({str(e)[:80]}): a SQuAD file is one JSON object.") from None
     articles = root.get("data") if isinstance(root, dict) else None
     if not isinstance(articles, list):

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import DataError
+from .decode import json_raw_decode, json_value
 
 __all__ = ["LABEL_NAMES", "MAX_CLASSES", "MAX_COLUMNS", "MISSING", "TEXT_NAMES", "detect_columns", "read_table"]
 
@@ -255,7 +256,7 @@ def _json_array(text: str, start: int):
     if text.startswith("]", i):
         return
     while True:
-        item, i = decoder.raw_decode(text, i)
+        item, i = json_raw_decode(decoder, text, i, "The JSON array")
         yield item
         i = space.match(text, i).end()
         if text.startswith(",", i):
@@ -269,11 +270,11 @@ def _json_array(text: str, start: int):
 def _json_lines(text: str, dropped: dict[str, int]):
     """The JSON values of the lines; lines that are not JSON are counted (an error if none is)."""
     good = bad = 0
-    for line in _lines(text):
+    for n, line in enumerate(_lines(text), 1):
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = json_value(line, f"Line {n:,}")
         except json.JSONDecodeError:
             bad += 1
             dropped["malformed (not JSON)"] = bad

@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..errors import DataError
-from .decode import decode_bytes, human_bytes
+from .decode import decode_bytes, human_bytes, json_value
 
 MAX_BYTES = 20 * 1024**2
 MAX_SENTENCES = 20_000  # kept at most (a random sample beyond, said in the notes)
@@ -113,12 +113,12 @@ def _read_conll(text: str, dropped: dict[str, int]) -> list[tuple[list[str], lis
 
 def _read_jsonl(text: str, dropped: dict[str, int]) -> list[tuple[list[str], list[str]]]:
     out = []
-    for line in text.split("\n"):
+    for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except ValueError:
+            obj = json_value(line, f"Line {n:,}")
+        except json.JSONDecodeError:
             dropped["lines that are not JSON"] = dropped.get("lines that are not JSON", 0) + 1
             continue
         if not isinstance(obj, dict):

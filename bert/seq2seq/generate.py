@@ -17,8 +17,10 @@ from .model import EncoderDecoder
 
 
 @torch.inference_mode()
+@torch.inference_mode()
 def greedy(model: EncoderDecoder, input_ids: Tensor, attention_mask: Tensor | None, max_new: int) -> list[list[int]]:
-    """input_ids (B, S) -> each row's generated ids, without the start token and without [SEP]."""
+    """input_ids (B, S) -> each row's generated ids, without the start token and without [SEP]
+    (under inference mode: no graph is kept of the logits it reads)."""
     model.eval()
     B = input_ids.shape[0]
     encoded = model.encode(input_ids, attention_mask)

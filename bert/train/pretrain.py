@@ -321,7 +321,8 @@ class _PretrainRun:
         valid_ds = dataset(tokenize_corpus(valid_c, tok, cache=a.cache_tokens), **kw)
         if self.next_word:  # no masking: every position predicts the next token
             self.masker, self.pad_id = None, tok.pad_id
-            eval_batches = next_word.fixed_eval_batches(valid_ds, tok.pad_id, a.eval_sequences, 32)
+            # the training batch at most: every position's logits over the vocabulary are built
+            eval_batches = next_word.fixed_eval_batches(valid_ds, tok.pad_id, a.eval_sequences, min(32, a.batch_size))
         else:
             self.masker = MLMMasker.from_tokenizer(tok, a.mlm_probability, a.whole_word)
             self.pad_id = self.masker.pad_id

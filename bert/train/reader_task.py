@@ -9,15 +9,41 @@ import random
 
 import torch
 
-from ..answering import answer_question, windows
+from ..answering import MAX_QUESTION_TOKENS, answer_question, windows
 from ..bundle import Bundle
 from ..data.squad import QAData
+from ..errors import DataError
 from ..tagging import pad_inputs
 from .device import autocast, module_device
 from .head_args import HeadArgs
 from .qa_metrics import best_scores, squad_scores
 
 EXAMPLES = 8  # validation questions shown with their answers
+# Windows a run builds at most, training and validation each (about a kilobyte each): a long
+# passage read in short windows by many questions makes millions, built before the first step.
+MAX_WINDOWS = 50_000
+
+
+def count_windows(tok, data: QAData, max_length: int, stride: int) -> int:
+    """How many windows `windows` makes of `data`'s questions (each passage tokenized once)."""
+    lengths: dict[str, int] = {}
+    total = 0
+    for q in data.questions:
+        n = lengths.get(q.context)
+        if n is None:
+            n = lengths[q.context] = len(tok.encode(q.context, max_length=None, add_special_tokens=False).ids)
+        asked = len(tok.encode(q.question, max_length=MAX_QUESTION_TOKENS, add_special_tokens=False).ids)
+        room = max(1, max_length - asked - 3)
+        step = max(1, room - min(stride, room // 2))
+        total += 1 if n <= room else 1 + -(-(n - room) // step)
+    return total
+
+
+def too_many_windows(n: int, max_length: int) -> str:
+    return (
+        f"these questions make {n:,} windows of {max_length} tokens (a passage is read in windows, once per "
+        f"question), and a run builds at most {MAX_WINDOWS:,}: use more tokens per input or fewer questions"
+    )
 
 
 def _sample(data: QAData, n: int | None, seed: int) -> QAData:
@@ -40,6 +66,9 @@ class ReaderTask:
         self._valid_inputs = None
 
     def _encode(self, tok, data: QAData) -> list[dict]:
+        n = count_windows(tok, data, self.args.max_length, self.args.stride)  # counted before any is built
+        if n > MAX_WINDOWS:
+            raise DataError(too_many_windows(n, self.args.max_length))
         out = []
         for q in data.questions:
             for w in windows(tok, q.question, q.context, self.args.max_length, self.args.stride):

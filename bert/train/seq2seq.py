@@ -190,10 +190,13 @@ def batch_tensors(items: list[tuple[list[int], list[int]]], pad: int, eos: int) 
     return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
 
-def exact_match(model, items, pad: int, batch: int = 100) -> tuple[float, float, list[list[int]]]:
-    """(exact match, token accuracy, outputs) of greedy decoding on `items`."""
+def exact_match(model, items, pad: int, batch: int = 100, stop=None) -> tuple[float, float, list[list[int]]] | None:
+    """(exact match, token accuracy, outputs) of greedy decoding on `items`, `batch` at a time;
+    None once `stop` is set (checked between batches)."""
     outs: list[list[int]] = []
     for i in range(0, len(items), batch):
+        if stop is not None and stop.is_set():
+            return None
         chunk = items[i : i + batch]
         b = batch_tensors(chunk, pad, model.eos_id)
         longest = max(len(t) for _, t in chunk)
@@ -293,7 +296,9 @@ def _run(args: Seq2SeqArgs, train: Pairs, valid: Pairs, base: Bundle | None, sto
             )
             loss_sum = right = counted = n_logged = 0.0
         if step % args.eval_every == 0 or step == args.steps:
-            ev = _evaluate(model, va, valid, tok, step, clock, best)
+            ev = _evaluate(model, va, valid, tok, step, clock, best, args.batch_size, stop)
+            if ev is None:  # stopped while scoring
+                break
             if not ev.exact_match <= best:  # better, or the first
                 best, best_step = ev.exact_match, step
                 best_state = copy.deepcopy(model.state_dict())
@@ -302,7 +307,7 @@ def _run(args: Seq2SeqArgs, train: Pairs, valid: Pairs, base: Bundle | None, sto
             if args.target_exact is not None and best >= args.target_exact:
                 break
     if best_state is None and not getattr(stop, "hurry", False) and step > 0:
-        ev = _evaluate(model, va, valid, tok, step, clock, best)
+        ev = _evaluate(model, va, valid, tok, step, clock, best, args.batch_size)  # batches of the training's
         best, best_step = ev.exact_match, step
         yield ev
     elif best_state is not None:
@@ -330,8 +335,15 @@ def _run(args: Seq2SeqArgs, train: Pairs, valid: Pairs, base: Bundle | None, sto
     )
 
 
-def _evaluate(model, items, pairs: Pairs, tok, step: int, clock: float, best: float) -> Seq2SeqEval:
-    exact, tacc, outs = exact_match(model, items, tok.pad_id)
+def _evaluate(
+    model, items, pairs: Pairs, tok, step: int, clock: float, best: float, batch: int, stop=None
+) -> Seq2SeqEval | None:
+    """The held-out pairs decoded `batch` at a time (the training batch: no larger a peak); None
+    once `stop` is set."""
+    scored = exact_match(model, items, tok.pad_id, batch, stop)
+    if scored is None:
+        return None
+    exact, tacc, outs = scored
     shown = [
         [pairs.sources[i], pairs.targets[i], tok.decode(outs[i], skip_special_tokens=True)]
         for i in range(min(EXAMPLES, len(items)))
