@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bert.train.finetune_args import FinetuneArgs
+from bert.train.precision import server_precision
 
 VALID_FRACTION = 0.2  # of a data set without a validation file
 PAGE_EVALS = 10  # evaluations per epoch: points on the validation curve
@@ -59,8 +60,9 @@ def page_finetune_args(
     base_name: str, n_train: int, source: str | None, stem: str, evals: int, threads: int, **fields
 ) -> FinetuneArgs:
     """The FinetuneArgs of a run the page starts from the model `base_name`: `fields` are the
-    settings the page shows (the backend's defaults for the rest)."""
+    settings the page shows (the backend's defaults for the rest; the server's precision, resolved)."""
     batch = fields.get("batch_size", FinetuneArgs.batch_size)
+    fields.setdefault("precision", server_precision())
     fields.setdefault("checkpoint", base_name)
     return FinetuneArgs(
         data=source or "upload",

@@ -1,0 +1,102 @@
+"""Training precision (bert/train/precision.py): the setting, torch's report, the start-up refusal, and
+what a bf16 run keeps in fp32 and says about itself."""
+
+import pytest
+import torch
+
+from bert.data.labelled import stratified_split
+from bert.errors import TrainingError
+from bert.train import precision as pr
+from bert.train.events import FinetuneStart
+from bert.train.finetune import finetune
+from bert.train.finetune_args import FinetuneArgs
+from tests import helpers
+from tests.helpers import FAST_FINETUNE, synthetic
+
+CPU = torch.device("cpu")
+
+
+@pytest.fixture
+def cpu_bf16(monkeypatch):
+    """Set what torch is taken to report about this CPU (bf16 autocast itself runs on any CPU)."""
+
+    def say(has: bool):
+        monkeypatch.setattr(pr, "cpu_has_bf16", lambda: has)
+
+    return say
+
+
+def test_auto_follows_torchs_report_and_other_names_are_refused(cpu_bf16):
+    cpu_bf16(True)
+    assert pr.resolve_precision("auto", CPU) == pr.resolve_precision(None, CPU) == "bf16"
+    assert pr.resolve_precision(" BF16 ", CPU) == "bf16" and pr.resolve_precision("fp32", CPU) == "fp32"
+    cpu_bf16(False)
+    assert pr.resolve_precision("auto", CPU) == "fp32"
+    with pytest.raises(TrainingError, match="no native bf16"):
+        pr.resolve_precision("bf16", CPU)
+    with pytest.raises(TrainingError, match="unknown precision 'fp16'"):
+        pr.resolve_precision("fp16", CPU)
+    with pytest.raises(TrainingError, match="unknown precision"):
+        FinetuneArgs(data="x", precision="half").check()
+
+
+def test_the_torch_report_is_a_bool_asked_once():
+    assert isinstance(pr.cpu_has_bf16(), bool)
+    assert pr.cpu_has_bf16.cache_info().currsize == 1
+
+
+def test_the_server_setting_is_resolved_and_a_bad_one_stops_the_app_at_start_up(monkeypatch, cpu_bf16):
+    from app.jobs.backend import ready
+
+    cpu_bf16(True)
+    monkeypatch.delenv("BERT_EXPLORER_PRECISION", raising=False)
+    monkeypatch.setenv("BERT_EXPLORER_DEVICE", "cpu")
+    assert pr.server_precision() == "bf16" and ready() is None
+    monkeypatch.setenv("BERT_EXPLORER_PRECISION", "fp32")
+    assert pr.server_precision() == "fp32" and ready() is None
+    monkeypatch.setenv("BERT_EXPLORER_PRECISION", "<b>fast</b>")
+    refused = ready()
+    assert refused.startswith("the setting BERT_EXPLORER_PRECISION (<b>fast</b>): unknown precision")
+    assert "auto, fp32, bf16" in refused
+    cpu_bf16(False)
+    monkeypatch.setenv("BERT_EXPLORER_PRECISION", "bf16")
+    assert "no native bf16" in ready() and "fp32" in ready()
+    with pytest.raises(TrainingError):
+        pr.server_precision()
+
+
+def test_bf16_autocast_runs_matmuls_in_bf16_and_fp32_changes_nothing():
+    a = torch.randn(8, 16)
+    with pr.autocast(CPU, "fp32"):
+        assert (a @ a.T).dtype == torch.float32
+    with pr.autocast(CPU, "bf16"):
+        assert (a @ a.T).dtype == torch.bfloat16
+        assert torch.nn.functional.cross_entropy((a @ a.T).float(), torch.zeros(8, dtype=torch.long)).dtype == (
+            torch.float32
+        )
+
+
+def _run(precision: str, **kw):
+    train, valid = stratified_split(synthetic(), 0.25, seed=0)
+    args = FinetuneArgs(data="synthetic", precision=precision, **{**FAST_FINETUNE, **kw})
+    return list(finetune(helpers.tiny_bundle(0, source="test"), train, valid, args))
+
+
+def test_a_bf16_run_keeps_fp32_weights_and_says_it_ran_in_bf16(cpu_bf16):
+    cpu_bf16(True)  # forced: the tiny model costs little even where bf16 is emulated
+    events = _run("bf16")
+    start, done = events[0], events[-1]
+    assert isinstance(start, FinetuneStart) and start.precision == "bf16" and start.to_dict()["precision"] == "bf16"
+    assert done.error is None and done.val_loss == pytest.approx(done.val_loss)  # scored, finite
+    assert all(p.dtype == torch.float32 for p in done.bundle.model.parameters())
+    assert "on cpu in bf16 (autocast, fp32 weights)" in done.bundle.card
+    assert "in fp32" in _run("fp32", epochs=1, max_train=32)[-1].bundle.card
+
+
+def test_a_bf16_run_whose_loss_is_not_finite_says_how_to_rerun_in_fp32(cpu_bf16):
+    cpu_bf16(True)
+    events = _run("bf16", lr=10.0, epochs=5, eval_every=50)
+    err = next(e for e in events if e.event == "error")
+    assert "too high" in err.message and "It ran in bf16" in err.message
+    assert "BERT_EXPLORER_PRECISION=fp32" in err.message
+    assert events[-1].bundle is not None and events[-1].error == err.message
