@@ -100,3 +100,21 @@ def test_a_bf16_run_whose_loss_is_not_finite_says_how_to_rerun_in_fp32(cpu_bf16)
     assert "too high" in err.message and "It ran in bf16" in err.message
     assert "BERT_EXPLORER_PRECISION=fp32" in err.message
     assert events[-1].bundle is not None and events[-1].error == err.message
+
+
+def test_bf16_copies_made_once_give_what_autocast_casting_every_call_gives():
+    from bert.train.finetune import build_classifier
+
+    model = build_classifier(helpers.tiny_bundle(0, source="test"), ["neg", "pos"]).eval()
+    model.bert.layers[0].requires_grad_(False)  # the lowest layer frozen
+    frozen = pr.bf16_copies(model, frozen_only=True)
+    assert frozen and all(k.startswith("bert.layers.0.") and v.dtype == torch.bfloat16 for k, v in frozen.items())
+    every = pr.bf16_copies(model, frozen_only=False)
+    assert set(frozen) < set(every) and "classifier.weight" in every
+    ids = torch.randint(5, 20, (3, 9))
+    with pr.autocast(CPU, "bf16"):
+        cast_each_call = model(ids).logits
+        for weights in (frozen, every):
+            assert torch.equal(pr.call_with(model, weights, ids).logits, cast_each_call)
+    assert all(p.dtype == torch.float32 for p in model.parameters())  # its own weights are back
+    assert pr.call_with(model, {}, ids).logits.dtype == torch.float32

@@ -51,7 +51,7 @@ from .events import Error, Event, FinetuneDone, FinetuneEval, FinetuneStart, Fin
 from .finetune_args import FinetuneArgs
 from .finetune_eval import collate, predict, score_metrics, tokenize_texts
 from .optim import adamw, lr_at, set_lr
-from .precision import autocast, nonfinite_advice, resolve_precision
+from .precision import autocast, bf16_copies, call_with, nonfinite_advice, resolve_precision
 
 # ---- the entry: settings in, events out ----------------------------------------------------------
 
@@ -223,7 +223,9 @@ class FinetuneRun:
         self.steps_per_epoch = math.ceil(len(self.train_seqs) / a.batch_size)
         self.total = self.steps_per_epoch * a.epochs
         self.warmup = int(round(a.warmup_ratio * self.total))
-        self.opt = adamw(self.model, a.lr, a.weight_decay, lr_scales(self.model, a))
+        bf16 = self.precision == "bf16"
+        self.opt = adamw(self.model, a.lr, a.weight_decay, lr_scales(self.model, a), fused=bf16)
+        self.frozen = bf16_copies(self.model, frozen_only=True) if bf16 else {}  # frozen layers, cast once
         trainable = sum(p.numel() for p in self.model.parameters() if p.requires_grad)
         return FinetuneStart(
             steps=self.total,
@@ -284,7 +286,13 @@ class FinetuneRun:
         set_lr(self.opt, lr)
         ids, mask = collate([self.train_seqs[i] for i in batch], self.pad_id)
         with autocast(device, self.precision):
-            out = self.model(ids.to(device), attention_mask=mask.to(device), labels=self.train_y[batch].to(device))
+            out = call_with(
+                self.model,
+                self.frozen,
+                ids.to(device),
+                attention_mask=mask.to(device),
+                labels=self.train_y[batch].to(device),
+            )
         loss = out.loss
         if not torch.isfinite(loss) or loss.item() > DIVERGED_LOSS:
             self.error = (

@@ -14,7 +14,7 @@ from ..data.labelled import LabelledData
 from ..errors import DataError, TrainingError
 from .batching import pad_batch
 from .device import module_device
-from .precision import autocast
+from .precision import autocast, bf16_copies, call_with
 
 
 def tokenize_texts(tokenizer, texts: list[str], max_length: int) -> list[list[int]]:
@@ -43,6 +43,7 @@ def predict(
     was_training = model.training
     model.eval()
     device = module_device(model)
+    weights = bf16_copies(model, frozen_only=False) if precision == "bf16" else {}  # cast once, not per batch
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
     logits = torch.empty(len(seqs), model.classifier.out_features)
     for s in range(0, len(order), batch_size):
@@ -52,7 +53,7 @@ def predict(
         idx = order[s : s + batch_size]
         ids, mask = collate([seqs[i] for i in idx], pad_id)
         with autocast(device, precision):
-            out = model(ids.to(device), attention_mask=mask.to(device)).logits
+            out = call_with(model, weights, ids.to(device), attention_mask=mask.to(device)).logits
         logits[idx] = out.float().cpu()
     model.train(was_training)
     return logits

@@ -96,7 +96,8 @@ def _run(base: Bundle, task: Task, args: HeadArgs, stop: threading.Event) -> Ite
             p.requires_grad_(False)
     tok = base.tokenizer
     items = task.inputs(tok)
-    opt = adamw(model, args.lr, args.weight_decay, {HEADS[args.head].weights + ".": args.head_lr_scale})
+    scales = {HEADS[args.head].weights + ".": args.head_lr_scale}
+    opt = adamw(model, args.lr, args.weight_decay, scales, fused=precision == "bf16")
     per_epoch = math.ceil(len(items) / args.batch_size)
     total = per_epoch * args.epochs
     warmup = int(round(args.warmup_ratio * total))

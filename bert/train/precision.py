@@ -21,6 +21,7 @@ import contextlib
 import functools
 
 import torch
+from torch import Tensor, nn
 
 from .. import settings
 from ..errors import TrainingError
@@ -77,6 +78,28 @@ def autocast(device: torch.device, precision: str):
     if precision == "bf16":
         return torch.autocast(device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
+
+
+def bf16_copies(model: nn.Module, frozen_only: bool) -> dict[str, Tensor]:
+    """bf16 copies of the weights and biases of `model`'s Linear layers (`frozen_only`: of those
+    that do not train), by parameter name, for `call_with`. Made once, they spare autocast casting
+    the same fp32 weights again at every step (a frozen weight) or every batch (evaluation): it keeps
+    a cast only of a weight that trains, and only until the step ends."""
+    return {
+        f"{name}.{key}" if name else key: p.detach().to(torch.bfloat16)
+        for name, module in model.named_modules()
+        if isinstance(module, nn.Linear)
+        for key, p in module.named_parameters(recurse=False)
+        if not (frozen_only and p.requires_grad)
+    }
+
+
+def call_with(model: nn.Module, weights: dict[str, Tensor], *args, **kwargs):
+    """model(*args, **kwargs) with `weights` (parameter name -> tensor, e.g. `bf16_copies`) in place
+    of its own for this call only; the model's own parameters are back afterwards."""
+    if not weights:
+        return model(*args, **kwargs)
+    return torch.func.functional_call(model, weights, args, kwargs, strict=False)
 
 
 def nonfinite_advice(precision: str) -> str:

@@ -347,7 +347,8 @@ class _PretrainRun:
         if self.world > 1:
             ids = [self.device.index] if self.device.type == "cuda" else None
             self.net = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
-        self.opt = adamw(model, a.lr, a.weight_decay, {"mlm.": a.head_lr_scale, "nsp.": a.head_lr_scale})
+        scales = {"mlm.": a.head_lr_scale, "nsp.": a.head_lr_scale}
+        self.opt = adamw(model, a.lr, a.weight_decay, scales, fused=self.precision == "bf16")
         if opt_state is not None:
             self.opt.load_state_dict(opt_state)
 
