@@ -157,3 +157,53 @@ def test_a_smaller_quick_run_in_bf16_learns_what_it_learns_in_fp32():
     assert len(steps) == fp32[-1].steps and all(abs(a - b) <= LOSS_BAND for a, b in steps)
     evals = [(a.val_loss, b.val_loss) for a, b in zip(fp32, bf16) if a.event == "eval"]
     assert len(evals) >= PAGE_EVALS and all(abs(a - b) <= VAL_LOSS_BAND for a, b in evals)
+
+
+def _pretrain_events(tmp_path, objective: str):
+    from bert.train.pretrain import pretrain
+    from tests.helpers import pretrain_args, tiny_corpus
+
+    args = pretrain_args(tmp_path / objective, steps=4, log_every=2, eval_every=4, objective=objective)
+    args.precision = "bf16"
+    return list(pretrain(args, corpus=tiny_corpus()))
+
+
+def _head_events(tmp_path, head: str):
+    from bert.data.tagged import TaggedData
+    from bert.train.head_args import HeadArgs
+    from bert.train.head_train import train_head
+    from bert.train.tagger_task import TaggerTask
+
+    sentences = [["good", "film"], ["bad", "plot"], ["the", "actor"], ["a", "story"]] * 8
+    data = TaggedData(sentences, [[0, 1]] * len(sentences), ["O", "B-THING"], source="synthetic")
+    args = HeadArgs(threads=1, batch_size=8, epochs=1, evals=1, max_length=16, max_valid=8, precision="bf16")
+    return list(train_head(helpers.tiny_bundle(), TaggerTask(data, data, args), args))
+
+
+def _seq2seq_events(tmp_path, task: str):
+    from bert.seq2seq.tasks import task_pairs
+    from bert.train.seq2seq import Seq2SeqArgs, train_seq2seq
+
+    args = Seq2SeqArgs(task=task, steps=4, eval_every=4, threads=1, train_pairs=64, valid_pairs=8, precision="bf16")
+    return list(train_seq2seq(args, *task_pairs(task, args.train_pairs, args.valid_pairs)))
+
+
+@pytest.mark.parametrize(
+    "run, what",
+    [
+        (_pretrain_events, "mlm+nsp"),
+        (_pretrain_events, "next-word"),
+        (_head_events, "tagger"),
+        (_seq2seq_events, "reverse"),
+    ],
+)
+def test_every_trainer_runs_in_bf16_says_so_and_keeps_fp32_weights(run, what, tmp_path, cpu_bf16):
+    cpu_bf16(True)  # forced: tiny models, cheap even where bf16 is emulated
+    events = run(tmp_path, what)
+    start = next(e for e in events if e.event == "start")
+    assert start.precision == "bf16" and not any(e.event == "error" for e in events)
+    done = events[-1]
+    assert done.event == "done"
+    model = done.bundle.model if getattr(done, "bundle", None) is not None else None
+    if model is not None:
+        assert all(p.dtype == torch.float32 and torch.isfinite(p).all() for p in model.parameters())
