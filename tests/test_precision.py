@@ -207,3 +207,15 @@ def test_every_trainer_runs_in_bf16_says_so_and_keeps_fp32_weights(run, what, tm
     model = done.bundle.model if getattr(done, "bundle", None) is not None else None
     if model is not None:
         assert all(p.dtype == torch.float32 and torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_a_pretrained_models_card_says_which_precision_it_trained_in():
+    from app.jobs.records import pretrain_card
+    from bert.train.events import PretrainDone
+    from bert.train.pretrain import PretrainArgs
+
+    done = PretrainDone(stopped=False, step=10)
+    for precision in ("fp32", "bf16"):
+        args = PretrainArgs(out="", init="scratch", steps=10, precision=precision)
+        steps_line = next(line for line in pretrain_card("m", args, "wiki", done).splitlines() if "Steps" in line)
+        assert steps_line.endswith(f", in {precision}.")
