@@ -5,6 +5,7 @@ run code), as the app's job manager runs them.
     python -m benchmarks.class_queue                              # 30 students, the page's defaults
     python -m benchmarks.class_queue --students 4 --json out.json
     python -m benchmarks.class_queue --size full --max-jobs 1     # the full-size run, one at a time
+    python -m benchmarks.class_queue --students 1 --precision fp32  # fp32 forced (default: the server's)
 
 The jobs are the app's own (app/training: finetune_job + keep_run, on the built-in data set the
 page opens with), under the server's settings for jobs at once (BERT_EXPLORER_MAX_JOBS) and torch
@@ -58,18 +59,24 @@ def _jobs(students: int, size: str, threads: int, seed: int):
 
 
 @contextlib.contextmanager
+def environment(name: str, value: str):
+    """The variable `name` set to `value` while inside; as it was afterwards."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
+@contextlib.contextmanager
 def runs_saved_in_a_temporary_cache():
     """The runs' saved models go to a folder removed afterwards (the data sets were read before)."""
-    before = os.environ.get("BERT_EXPLORER_CACHE")
-    with tempfile.TemporaryDirectory() as cache:
-        os.environ["BERT_EXPLORER_CACHE"] = cache
-        try:
-            yield
-        finally:
-            if before is None:
-                os.environ.pop("BERT_EXPLORER_CACHE", None)
-            else:
-                os.environ["BERT_EXPLORER_CACHE"] = before
+    with tempfile.TemporaryDirectory() as cache, environment("BERT_EXPLORER_CACHE", cache):
+        yield
 
 
 def class_turn(
@@ -79,6 +86,7 @@ def class_turn(
     from app.jobs.local import JobManager, default_max_running
     from app.jobs.worker import job_threads
     from bert.train.events import FinetuneDone, last
+    from bert.train.precision import server_precision
 
     max_jobs = max_jobs or default_max_running()
     threads = threads or job_threads()
@@ -102,6 +110,7 @@ def class_turn(
         "run_seconds_mean": round(statistics.mean(runs), 1),
         "run_seconds_max": round(max(runs), 1),
         "accuracy_mean": round(statistics.mean(accs), 4) if accs else None,
+        "precision": server_precision(),
         "errors": [j.error for j in submitted if j.status != "done"],
     }
 
@@ -112,8 +121,13 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--size", default="quick", help="the page's run size: quick (the default) or full")
     p.add_argument("--max-jobs", type=int, default=None, help="jobs at once (default: the server's)")
     p.add_argument("--threads", type=int, default=None, help="torch threads per job (default: the server's)")
+    p.add_argument(
+        "--precision", default=None, help="auto, fp32 or bf16 (default: the server's, BERT_EXPLORER_PRECISION)"
+    )
     p.add_argument("--json", default=None, help="also write the result here")
     a = p.parse_args(argv)
+    if a.precision:
+        os.environ["BERT_EXPLORER_PRECISION"] = a.precision
     res = class_turn(a.students, a.size, a.max_jobs, a.threads)
     print(json.dumps(res))
     if a.json:

@@ -209,10 +209,10 @@ def pretrain_batch(config: BertConfig, tokenizer, B: int = PT_BATCH, T: int = PT
 # gradient clipping, AdamW)
 
 
-def _adamw(model):
+def _adamw(model, fused: bool = False):
     from bert.train.optim import adamw
 
-    return adamw(model, 1e-5)
+    return adamw(model, 1e-5, fused=fused)
 
 
 def ours_classifier(config: BertConfig) -> BertForSequenceClassification:
@@ -250,12 +250,18 @@ def pretrain_models(setup: Setup):
     return ours.train(), theirs.train()
 
 
-def _train_step(model, loss_of: Callable[[], torch.Tensor]) -> Callable[[], torch.Tensor]:
-    opt = _adamw(model)
+def _train_step(model, loss_of: Callable[[], torch.Tensor], precision: str = "fp32") -> Callable[[], torch.Tensor]:
+    """A training step as the trainers take it in `precision` (bf16: autocast around the forward and
+    the fused AdamW, bert/train/precision.py)."""
+    from bert.train.precision import autocast
+
+    opt = _adamw(model, fused=precision == "bf16")
+    cpu = torch.device("cpu")
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = loss_of()
+        with autocast(cpu, precision):
+            loss = loss_of()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -264,7 +270,7 @@ def _train_step(model, loss_of: Callable[[], torch.Tensor]) -> Callable[[], torc
     return step
 
 
-def finetune_step(model, batch, ours: bool) -> Callable[[], torch.Tensor]:
+def finetune_step(model, batch, ours: bool, precision: str = "fp32") -> Callable[[], torch.Tensor]:
     if ours:
 
         def loss_of():
@@ -276,10 +282,10 @@ def finetune_step(model, batch, ours: bool) -> Callable[[], torch.Tensor]:
                 input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]
             ).loss
 
-    return _train_step(model, loss_of)
+    return _train_step(model, loss_of, precision)
 
 
-def pretrain_step(model, batch, ours: bool) -> Callable[[], torch.Tensor]:
+def pretrain_step(model, batch, ours: bool, precision: str = "fp32") -> Callable[[], torch.Tensor]:
     if ours:
 
         def loss_of():
@@ -301,7 +307,7 @@ def pretrain_step(model, batch, ours: bool) -> Callable[[], torch.Tensor]:
                 next_sentence_label=batch["nsp_labels"],
             ).loss
 
-    return _train_step(model, loss_of)
+    return _train_step(model, loss_of, precision)
 
 
 def training_step(task: str, model, config: BertConfig, tokenizer, ours: bool) -> Callable[[], torch.Tensor]:

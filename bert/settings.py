@@ -52,6 +52,12 @@ SETTINGS = {
         Setting("BERT_EXPLORER_FINETUNE_BASE", "all-minilm-l6-v2", "the Fine-tuning page's starting model"),
         Setting("BERT_EXPLORER_DEVICE", "auto", "training device: auto (cuda, else mps, else cpu), cpu, cuda or mps"),
         Setting(
+            "BERT_EXPLORER_PRECISION",
+            "auto",
+            "training arithmetic: auto (bf16 on a CUDA GPU or a CPU torch reports bf16 on: AMX / AVX-512 BF16; "
+            "else fp32), fp32 or bf16 (refused at start-up where the processor lacks it)",
+        ),
+        Setting(
             "BERT_EXPLORER_BACKEND",
             "local",
             "where jobs train: local (this process) or ray (the Ray cluster at RAY_ADDRESS)",

@@ -16,6 +16,7 @@ from app.jobs.backend import job_backend
 from app.server import holders, teacher
 from app.server.memory import server_memory
 from app.training.progress import fmt_seconds
+from bert.train.precision import server_precision
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
@@ -40,6 +41,7 @@ def panel() -> None:
             "Jobs waiting": f"{n['queued']} of {n['max_queue']}",
             "Time per job": f"{n['max_minutes']:g} min",
             "Tokens per step": f"{budget.max_step_tokens():,}",
+            "Training precision": server_precision(),
         }
     )
 

@@ -501,6 +501,8 @@ def test_finished_run_is_reopened_by_code_in_a_new_session(cache):
 def test_status_page_shows_jobs_memory_and_disk(cache, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
+    from bert.train.precision import server_precision
+
     monkeypatch.setenv("BERT_EXPLORER_TEACHER_KEY", "correct horse battery")
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
     at.run()
@@ -511,3 +513,4 @@ def test_status_page_shows_jobs_memory_and_disk(cache, monkeypatch):
     metrics = {m.label: m.value for m in at.metric}
     assert {"Jobs training", "Jobs waiting", "Server memory now (RSS)", "Saved runs + jobs + tokenized"} <= set(metrics)
     assert metrics["Jobs waiting"].endswith("of 10") and metrics["Saved runs + jobs + tokenized"].endswith("2,000 MB")
+    assert metrics["Training precision"] == server_precision()  # the arithmetic jobs train in here

@@ -111,6 +111,28 @@ def test_class_queue_runs_every_students_job_and_reports_when_the_last_ended(tmp
     assert 0 <= res["accuracy_mean"] <= 1
 
 
+@pytest.mark.slow
+def test_precision_rows_run_the_page_run_in_fp32_then_in_bf16(tmp_path, monkeypatch):
+    """benchmarks.precision's run rows on a tiny run size: the jobs were given fp32, then bf16, and
+    the row has both figures and their ratio (no time asserted)."""
+    from app.training import data as training_data
+    from app.training.run_size import RUN_SIZES, RunSize
+    from benchmarks import precision
+    from bert.train.precision import cpu_has_bf16
+
+    if not cpu_has_bf16():
+        pytest.skip("this CPU has no native bf16")
+    rt = training_data.builtin_data("rotten_tomatoes")
+    monkeypatch.setattr(training_data, "builtin_data", lambda name: rt)
+    monkeypatch.setenv("BERT_EXPLORER_CACHE", str(tmp_path))
+    monkeypatch.setitem(RUN_SIZES, "quick", RunSize("Quick", 40, 20, 2, "tiny"))
+    (row,) = precision.run_rows(["quick"], threads=1)
+    assert row["row"] == "quick-run" and row["errors"] == [] and row["ran_in"] == ["fp32", "bf16"]
+    assert row["ratio"] == pytest.approx(row["bf16"] / row["fp32"]) and row["fp32_cpu"] > 0
+    assert 0 <= row["fp32_accuracy"] <= 1 and 0 <= row["bf16_accuracy"] <= 1
+    assert precision.markdown([row]).splitlines()[2].startswith("| quick-run | the Fine-tuning page's quick run")
+
+
 def test_run_async_works_inside_a_running_event_loop_and_re_raises():
     """The server tests drive websockets with asyncio after the browser tests started Playwright's
     sync API, whose event loop runs in the main thread: run_async must work there too."""

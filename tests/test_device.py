@@ -144,12 +144,10 @@ def test_to_cpu_walks_an_optimizer_state():
     assert all(torch.equal(again["state"][0][k], state["state"][0][k]) for k in state["state"][0])
 
 
-def test_to_device_and_autocast_on_cpu_change_nothing():
+def test_to_device_on_cpu_changes_nothing():
     batch = {"input_ids": torch.arange(4), "n": 3}
     moved = dv.to_device(batch, torch.device("cpu"))
     assert moved["input_ids"] is batch["input_ids"] and moved["n"] == 3
-    with dv.autocast(torch.device("cpu")):
-        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float32
 
 
 # ---- the command line -----------------------------------------------------------------------------------

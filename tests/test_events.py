@@ -20,14 +20,15 @@ from tests.helpers import synthetic, tiny_bundle, tiny_cli_argv
 # The keys each JSON line had when the trainers yielded dicts: they must not change.
 SCORES = "mlm_loss mlm_top1 mlm_top5 nsp_loss nsp_acc masked_tokens sequences baseline_top1"
 PRETRAIN_KEYS = {
-    "start": set("step train_documents valid_documents train_tokens parameters world_size baseline_token".split()),
+    "start": set("step train_documents valid_documents train_tokens parameters world_size baseline_token".split())
+    | {"precision"},  # added since: the arithmetic it trains in
     "train": set("step epoch lr mlm_loss mlm_acc nsp_loss nsp_acc grad_norm tokens_per_s seconds".split()),
     "eval": set(f"step {SCORES} probe".split()),
     "done": set(f"step stopped path {SCORES}".split()),
 }
 FINETUNE_KEYS = {
     "start": set("steps steps_per_epoch train_examples valid_examples classes parameters trainable truncated".split())
-    | {"prep_seconds"},
+    | {"prep_seconds", "precision"},
     "train": set("step epoch loss loss_smooth lr grad_norm examples_per_s progress eta_s".split()),
     "eval": set("step epoch val_loss accuracy best_accuracy eval_seconds".split()),
     "error": {"step", "message"},

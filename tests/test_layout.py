@@ -36,6 +36,8 @@ KNOWN_REACH_INS = {
     "app/server/page_fragments.py: ScriptRequests._request_rerun_locked",
     # Streamlit's: the open sessions, for the teacher's status page (the runtime has no public list)
     "app/server/holders.py: runtime.get_instance()._session_mgr",
+    # torch's report of native bf16 on this CPU (oneDNN: AMX or AVX-512 BF16): it has no public one
+    "bert/train/precision.py: torch.ops.mkldnn._is_mkldnn_bf16_supported",
 }
 
 

@@ -33,7 +33,7 @@ from app.training.data import class_table, dropped_text, split_data
 from app.training.downloads import model_zip
 from app.training.names import display_name, safe_filename
 from app.training.next_word_view import continued_text
-from app.training.progress import finetune_progress, fmt_seconds, pretrain_progress, probe_frame
+from app.training.progress import finetune_progress, finetune_start_line, fmt_seconds, pretrain_progress, probe_frame
 from app.training.reports import cls_attention
 from app.training.run_size import (
     DEFAULT_SIZE,
@@ -794,7 +794,10 @@ def test_progress_lines():
     frac, line = finetune_progress(ms + [finetune_done(4, stopped=True)])
     assert "Stopped at step 4" in line
     frac, line = pretrain_progress([pretrain_start(), pretrain_step(50, seconds=2.0, tokens_per_s=900)], 100, 10)
-    assert frac == 0.5 and "about 10 s left" in line
+    assert frac == 0.5 and "about 10 s left" in line and "in bf16" not in line
+    _, line = pretrain_progress([pretrain_start(precision="bf16"), pretrain_step(50, seconds=2.0)], 100, 10)
+    assert line.endswith("left · in bf16")  # the arithmetic the run said it trains in
+    assert finetune_start_line(finetune_start(10, precision="fp32")).endswith(" · in fp32")
     assert fmt_seconds(float("nan")) == "?" and fmt_seconds(3725) == "1 h 02 min"
 
 

@@ -128,6 +128,21 @@ class JobBackend(Protocol):
     def wait(self, job: JobHandle, timeout: float = 60.0) -> bool: ...
 
 
+def precision_refused() -> str | None:
+    """Why this machine cannot train in the setting BERT_EXPLORER_PRECISION (None: it can). Only a
+    value other than auto or fp32 asks torch (bert/train/precision.py), so Home still draws first."""
+    value = settings.text("BERT_EXPLORER_PRECISION")
+    if value.lower() in ("", "auto", "fp32"):
+        return None
+    from bert.train.precision import server_precision  # imports torch
+
+    try:
+        server_precision()
+    except BertExplorerError as e:
+        return f"the setting BERT_EXPLORER_PRECISION ({value}): {e}."
+    return None
+
+
 def backend_name() -> str:
     name = (settings.text("BERT_EXPLORER_BACKEND") or "local").strip().lower()
     if name not in BACKENDS:
@@ -136,12 +151,14 @@ def backend_name() -> str:
 
 
 def ready() -> str | None:
-    """None when this server can take jobs, else what stops it (shown instead of every page: in
-    ray mode an unreachable cluster, or workers that do not see the shared folder). The local
-    backend is always ready, and is not built here: Home draws before torch is imported."""
+    """None when this server can take jobs, else what stops it (shown instead of every page: a
+    training precision this machine cannot run, in ray mode an unreachable cluster, or workers that
+    do not see the shared folder). The local backend is always ready, and is not built here: Home
+    draws before torch is imported (the precision asks torch only when set to something but auto/fp32)."""
     try:
-        if backend_name() == "local":
-            return None
+        refused = precision_refused()
+        if refused or backend_name() == "local":
+            return refused
         job_backend()
     except BertExplorerError as e:
         return str(e)

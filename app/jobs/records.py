@@ -140,7 +140,8 @@ def pretrain_card(name: str, args: PretrainArgs, corpus_label: str, done: ev.Pre
             "",
             f"- Steps: {done.step or 0:,} of {args.steps:,}"
             + (" (stopped early)" if done.stopped else "")
-            + f", batch {args.batch_size}, sequences of {args.max_seq_length} tokens, learning rate {args.lr:g}.",
+            + f", batch {args.batch_size}, sequences of {args.max_seq_length} tokens, learning rate {args.lr:g}, "
+            f"in {args.precision}.",
             (
                 f"- Validation: next-word top-1 {done.mlm_top1:.3f}, top-5 {done.mlm_top5:.3f}, loss "
                 f"{done.mlm_loss:.3f}."

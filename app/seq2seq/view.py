@@ -10,6 +10,7 @@ import streamlit as st
 
 from bert.seq2seq.tasks import TASKS, Pairs, read_pairs_csv
 from bert.train.events import last as last_event
+from bert.train.precision import server_precision
 from bert.train.seq2seq import TINY, Seq2SeqArgs, Seq2SeqDone, Seq2SeqEval, Seq2SeqStart, Seq2SeqStep
 
 from .. import state
@@ -111,6 +112,7 @@ def settings(sources: list[str]) -> Seq2SeqArgs:
         lr=float(ss.s2s_lr),
         eval_every=int(ss.s2s_eval),
         seed=int(ss.s2s_seed),
+        precision=server_precision("cpu"),  # it trains on the CPU
     )
 
 

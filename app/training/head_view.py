@@ -15,6 +15,7 @@ from bert.heads import HEADS
 from bert.train.events import HeadStart
 from bert.train.events import last as last_event
 from bert.train.head_args import for_head
+from bert.train.precision import server_precision
 
 from .. import state
 from ..figures.task_heads import head_curves
@@ -111,6 +112,7 @@ def _args(head: str, base_source: str):
         lr=float(ss[f"hd_{head}_lr"]),
         epochs=int(ss[f"hd_{head}_epochs"]),
         max_train=int(ss[f"hd_{head}_max_train"]),
+        precision=server_precision(),
     )
 
 

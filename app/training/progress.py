@@ -64,7 +64,7 @@ def head_progress(metrics) -> tuple[float, str]:
         return 1.0, f"{'Stopped' if done.stopped else 'Finished'} at step {done.step:,} of {start.steps:,}"
     if step is None:
         return 0.0, f"step 0 of {start.steps:,}: the first batch is running…"
-    return float(min(max(step.progress, 0.0), 1.0)), f"step {step.step:,} of {start.steps:,}"
+    return float(min(max(step.progress, 0.0), 1.0)), f"step {step.step:,} of {start.steps:,}" + precision_note(start)
 
 
 def pretrain_progress(metrics, total_steps: int, log_every: int) -> tuple[float, str]:
@@ -79,7 +79,8 @@ def pretrain_progress(metrics, total_steps: int, log_every: int) -> tuple[float,
     eta = (total_steps - step) * per_step
     return (
         min(step / max(total_steps, 1), 1.0),
-        f"Step {step:,} of {total_steps:,} · {tr.tokens_per_s:,.0f} tokens/s · about {fmt_seconds(eta)} left",
+        f"Step {step:,} of {total_steps:,} · {tr.tokens_per_s:,.0f} tokens/s · about {fmt_seconds(eta)} left"
+        + precision_note(start),
     )
 
 
@@ -99,10 +100,17 @@ def probe_frame(metrics, top: int = 3, next_word: bool = False) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def precision_note(start) -> str:
+    """ " · in bf16" (or fp32): the arithmetic a run's Start event says it trains in ("" when it says none)."""
+    precision = getattr(start, "precision", None)
+    return f" · in {precision}" if precision else ""
+
+
 def finetune_start_line(start: FinetuneStart) -> str:
-    """What a fine-tuning run trains on, for the live panel: texts, parameters, texts cut."""
+    """What a fine-tuning run trains on, for the live panel: texts, parameters, texts cut, precision."""
     return (
         f"{start.train_examples:,} training and {start.valid_examples:,} validation texts · "
         f"{start.trainable:,} of {start.parameters:,} parameters trained"
         + (f" · {start.truncated:,} texts cut at the maximum length" if start.truncated else "")
+        + precision_note(start)
     )

@@ -10,6 +10,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from bert.train.finetune_args import FinetuneArgs
+from bert.train.precision import server_precision
 
 from .progress import fmt_seconds
 
@@ -75,8 +76,9 @@ def page_finetune_args(
     base_name: str, n_train: int, source: str | None, stem: str, evals: int, threads: int, **fields
 ) -> FinetuneArgs:
     """The FinetuneArgs of a run the page starts from the model `base_name`: `fields` are the
-    settings the page shows (the backend's defaults for the rest)."""
+    settings the page shows (the backend's defaults for the rest; the server's precision, resolved)."""
     batch = fields.get("batch_size", FinetuneArgs.batch_size)
+    fields.setdefault("precision", server_precision())
     fields.setdefault("checkpoint", base_name)
     return FinetuneArgs(
         data=source or "upload",

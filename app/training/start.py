@@ -21,6 +21,7 @@ from bert.train.attention_snapshots import AttentionSnapshots
 from bert.train.finetune_args import FinetuneArgs
 from bert.train.head_args import HeadArgs
 from bert.train.next_word import MLM_NSP, NEXT_WORD
+from bert.train.precision import server_precision
 from bert.train.pretrain import PretrainArgs
 from bert.train.reader_task import MAX_WINDOWS, count_windows, too_many_windows
 
@@ -194,6 +195,7 @@ def on_start_pretrain(jm: JobBackend, corpus, corpus_label: str) -> None:
             probe=probe[:500],
             objective=ss.get("pt_objective", MLM_NSP),
             device=settings.text("BERT_EXPLORER_DEVICE") or "auto",
+            precision=server_precision(),
             # an upload's tokens live in memory only; a built-in's are cached for all
             cache_tokens=ss.pt_source != ts.UPLOAD and vocab == "default",
         )

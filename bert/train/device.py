@@ -2,14 +2,12 @@
 
     resolve_device("auto")   # cuda if there is a CUDA GPU, else mps (Apple), else cpu
 
-On CUDA the forward passes run under bf16 autocast while the parameters and the optimizer's
-state stay fp32 (`autocast`); on the CPU nothing changes. Saved files are always written from
-CPU tensors (`cpu_bundle`, `to_cpu`), so a model trained on a GPU loads anywhere.
+Which arithmetic runs there (fp32 or bf16 autocast) is bert/train/precision.py. Saved files are
+always written from CPU tensors (`cpu_bundle`, `to_cpu`), so a model trained on a GPU loads anywhere.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 
@@ -39,13 +37,6 @@ def resolve_device(name: str | None = "auto") -> torch.device:
     if key == "mps" and not mps_available():
         raise TrainingError("mps was asked for but this machine has no Apple GPU (MPS)")
     return torch.device(key)
-
-
-def autocast(device: torch.device):
-    """bf16 autocast on CUDA (fp32 master weights: the parameters stay fp32); a no-op elsewhere."""
-    if device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return contextlib.nullcontext()
 
 
 def module_device(model: nn.Module) -> torch.device:

@@ -67,6 +67,8 @@ class Event:
 class Start(Event, event="start"):
     """The model, data and optimizer are ready; training begins."""
 
+    precision: str | None = _optional()  # the arithmetic it trains in: "fp32" or "bf16" (bert/train/precision.py)
+
 
 class TrainStep(Event, event="train"):
     """Training metrics, every `log_every` optimizer steps."""

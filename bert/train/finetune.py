@@ -46,11 +46,12 @@ from ..family import member
 from ..model import BertForSequenceClassification
 from ..patterns import TRAINED_LEFT_TO_RIGHT
 from .batching import bucket_batches
-from .device import autocast, resolve_device
+from .device import resolve_device
 from .events import Error, Event, FinetuneDone, FinetuneEval, FinetuneStart, FinetuneStep
 from .finetune_args import FinetuneArgs
 from .finetune_eval import collate, predict, score_metrics, tokenize_texts
 from .optim import adamw, lr_at, set_lr
+from .precision import autocast, bf16_copies, call_with, nonfinite_advice, resolve_precision
 
 # ---- the entry: settings in, events out ----------------------------------------------------------
 
@@ -203,6 +204,7 @@ class FinetuneRun:
             self.base = load(self.base)
         self._check()
         self.device = resolve_device(a.device)
+        self.precision = resolve_precision(a.precision, self.device)
         self.model = self._new_model()
         _freeze(self.model, a.freeze_embeddings, a.freeze_layers)
         tok = self.base.tokenizer
@@ -221,7 +223,9 @@ class FinetuneRun:
         self.steps_per_epoch = math.ceil(len(self.train_seqs) / a.batch_size)
         self.total = self.steps_per_epoch * a.epochs
         self.warmup = int(round(a.warmup_ratio * self.total))
-        self.opt = adamw(self.model, a.lr, a.weight_decay, lr_scales(self.model, a))
+        bf16 = self.precision == "bf16"
+        self.opt = adamw(self.model, a.lr, a.weight_decay, lr_scales(self.model, a), fused=bf16)
+        self.frozen = bf16_copies(self.model, frozen_only=True) if bf16 else {}  # frozen layers, cast once
         trainable = sum(p.numel() for p in self.model.parameters() if p.requires_grad)
         return FinetuneStart(
             steps=self.total,
@@ -233,6 +237,7 @@ class FinetuneRun:
             trainable=trainable,
             truncated=sum(1 for n in self.lengths if n >= a.max_length),
             prep_seconds=time.perf_counter() - self.t_start,
+            precision=self.precision,
         )
 
     def _check(self) -> None:
@@ -280,14 +285,20 @@ class FinetuneRun:
         lr = lr_at(self.step, a.lr, self.warmup, self.total)
         set_lr(self.opt, lr)
         ids, mask = collate([self.train_seqs[i] for i in batch], self.pad_id)
-        with autocast(device):
-            out = self.model(ids.to(device), attention_mask=mask.to(device), labels=self.train_y[batch].to(device))
+        with autocast(device, self.precision):
+            out = call_with(
+                self.model,
+                self.frozen,
+                ids.to(device),
+                attention_mask=mask.to(device),
+                labels=self.train_y[batch].to(device),
+            )
         loss = out.loss
         if not torch.isfinite(loss) or loss.item() > DIVERGED_LOSS:
             self.error = (
                 f"the loss became {loss.item():.4g} at step {self.step + 1} (it diverged): the "
                 f"learning rate {a.lr:g} is too high. Training stopped; the last good "
-                f"model is kept."
+                f"model is kept." + nonfinite_advice(self.precision)
             )
             return None
         self.opt.zero_grad(set_to_none=True)
@@ -297,6 +308,7 @@ class FinetuneRun:
             self.error = (
                 f"the gradients became {gnorm.item()} at step {self.step + 1}: the learning rate "
                 f"{a.lr:g} is too high. Training stopped; the last good model is kept."
+                + nonfinite_advice(self.precision)
             )
             return None
         self.opt.step()
@@ -348,7 +360,9 @@ class FinetuneRun:
         t = time.perf_counter()
         part = None if full or self.sample is None else self.sample
         seqs = self.valid_seqs if part is None else [self.valid_seqs[i] for i in part]
-        logits = predict(self.model, seqs, self.pad_id, stop=self.stop if interruptible else None)
+        logits = predict(
+            self.model, seqs, self.pad_id, stop=self.stop if interruptible else None, precision=self.precision
+        )
         if logits is None:
             return None
         m = score_metrics(logits, self.valid_y if part is None else self.valid_y[part])
@@ -398,7 +412,7 @@ class FinetuneRun:
             self.model.load_state_dict(self.best["state"], strict=False)  # the trainable part of the best
             if self.best["full"] is None and not _hurry(self.stop):
                 # chosen on the sample: its accuracy on every validation text, for the result
-                logits = predict(self.model, self.valid_seqs, self.pad_id)
+                logits = predict(self.model, self.valid_seqs, self.pad_id, precision=self.precision)
                 full = score_metrics(logits, self.valid_y)
                 self.best["full"] = (full["accuracy"], full["val_loss"], logits)
         self.model.eval()
@@ -434,7 +448,7 @@ class FinetuneRun:
             result.valid_logits = self.best["full"][2]
         data_name = Path(str(train.source or a.data)).stem.replace("builtin:", "") or "data"
         name = a.name or f"{base.name}-{data_name}"
-        card = _card(base, train, valid, a, result, name, self.device)
+        card = _card(base, train, valid, a, result, name, self.device, self.precision)
         result.bundle = Bundle(
             model=self.model.to("cpu"),
             tokenizer=base.tokenizer,
@@ -454,14 +468,15 @@ def _card(
     result: FinetuneDone,
     name: str,
     device: torch.device,
+    precision: str,
 ) -> str:
     settings = {
         k: v
         for k, v in asdict(args).items()
-        if k not in ("data", "val_data", "out", "name", "threads", "text_col", "label_col", "device")
+        if k not in ("data", "val_data", "out", "name", "threads", "text_col", "label_col", "device", "precision")
     }
     counts = ", ".join(f"{c} {n:,}" for c, n in train.class_counts.items())
-    where = "" if device.type == "cpu" else f" on {device.type}" + (", bf16 autocast" if device.type == "cuda" else "")
+    where = f" on {device.type} in {precision}" + (" (autocast, fp32 weights)" if precision == "bf16" else "")
     lines = [
         f"# {name}",
         "",

@@ -10,6 +10,7 @@ from ..config import POOLINGS
 from ..data.labelled import DEFAULT_MAX_ROWS
 from ..errors import TrainingError
 from .device import DEVICES, resolve_device
+from .precision import PRECISIONS, resolve_precision
 
 
 # The defaults are the best of the settings measured on Rotten Tomatoes (docs/MODELS.md: "Which one to
@@ -50,6 +51,8 @@ class FinetuneArgs:
     max_rows: int = DEFAULT_MAX_ROWS  # rows read from a file at most (stratified sample)
     threads: int | None = None  # torch threads (None: torch's default)
     device: str = field(default="auto", metadata={"choices": DEVICES})  # auto: cuda, else mps, else cpu
+    # fp32, or bf16 autocast (fp32 master weights); auto: bf16 where the processor has it (bert/train/precision.py)
+    precision: str = field(default="fp32", metadata={"choices": PRECISIONS})
 
     def check(self, max_positions: int | None = None, num_layers: int | None = None) -> None:
         """Raise TrainingError for settings that make no sense (not for ones that merely diverge)."""
@@ -81,4 +84,4 @@ class FinetuneArgs:
             bad(f"freeze_layers must lie between 0 and {num_layers}")
         if self.eval_every < 0 or self.log_every < 1 or self.eval_sample < 0:
             bad("eval_every and eval_sample must be >= 0 and log_every >= 1")
-        resolve_device(self.device)  # an unknown name, or a device this machine lacks
+        resolve_precision(self.precision, resolve_device(self.device))  # unknown names, or what this machine lacks

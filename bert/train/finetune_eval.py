@@ -13,7 +13,8 @@ from ..bundle import Bundle
 from ..data.labelled import LabelledData
 from ..errors import DataError, TrainingError
 from .batching import pad_batch
-from .device import autocast, module_device
+from .device import module_device
+from .precision import autocast, bf16_copies, call_with
 
 
 def tokenize_texts(tokenizer, texts: list[str], max_length: int) -> list[list[int]]:
@@ -30,13 +31,19 @@ def collate(seqs: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Ten
 
 @torch.inference_mode()
 def predict(
-    model, seqs: list[list[int]], pad_id: int, batch_size: int = 64, stop: threading.Event | None = None
+    model,
+    seqs: list[list[int]],
+    pad_id: int,
+    batch_size: int = 64,
+    stop: threading.Event | None = None,
+    precision: str = "fp32",
 ) -> torch.Tensor | None:
-    """(N, K) logits (on the CPU) in the original order, computed on the model's device; None if
-    `stop` was set meanwhile."""
+    """(N, K) logits (on the CPU, fp32) in the original order, computed on the model's device in
+    `precision` ("fp32" or "bf16", bert/train/precision.py); None if `stop` was set meanwhile."""
     was_training = model.training
     model.eval()
     device = module_device(model)
+    weights = bf16_copies(model, frozen_only=False) if precision == "bf16" else {}  # cast once, not per batch
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
     logits = torch.empty(len(seqs), model.classifier.out_features)
     for s in range(0, len(order), batch_size):
@@ -45,8 +52,8 @@ def predict(
             return None
         idx = order[s : s + batch_size]
         ids, mask = collate([seqs[i] for i in idx], pad_id)
-        with autocast(device):
-            out = model(ids.to(device), attention_mask=mask.to(device)).logits
+        with autocast(device, precision):
+            out = call_with(model, weights, ids.to(device), attention_mask=mask.to(device)).logits
         logits[idx] = out.float().cpu()
     model.train(was_training)
     return logits

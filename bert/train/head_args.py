@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from ..errors import TrainingError
 from ..heads import HEADS
 from .device import DEVICES, resolve_device
+from .precision import PRECISIONS, resolve_precision
 
 TASK_HEADS = ("tagger", "reader")  # bert/heads.py's per-token rows
 
@@ -38,6 +39,8 @@ class HeadArgs:
     seed: int = 0
     threads: int | None = None
     device: str = field(default="auto", metadata={"choices": DEVICES})
+    # fp32, or bf16 autocast (fp32 master weights); auto: bf16 where the processor has it (bert/train/precision.py)
+    precision: str = field(default="fp32", metadata={"choices": PRECISIONS})
 
     def check(self, max_positions: int | None = None) -> None:
         """TrainingError for settings that make no sense."""
@@ -60,7 +63,7 @@ class HeadArgs:
             bad(f"max_length {self.max_length} is more than the model's {max_positions} positions")
         if self.head == "reader" and not 0 <= self.stride < self.max_length // 2:
             bad("the stride must lie between 0 and half the window")
-        resolve_device(self.device)
+        resolve_precision(self.precision, resolve_device(self.device))
 
 
 def for_head(head: str, **changes) -> HeadArgs:

@@ -28,10 +28,11 @@ from ..dropout import thread_generator
 from ..heads import HEADS
 from ..task_models import MODEL_CLASSES
 from .batching import bucket_batches
-from .device import autocast, resolve_device
+from .device import resolve_device
 from .events import Error, Event, HeadDone, HeadEval, HeadStart, HeadStep
 from .head_args import HeadArgs
 from .optim import adamw, lr_at, set_lr
+from .precision import autocast, nonfinite_advice, resolve_precision
 
 DIVERGED_LOSS = 100.0
 _INIT_LOCK = threading.Lock()  # new heads are initialised one at a time (torch's global seed)
@@ -50,7 +51,9 @@ class Task(Protocol):
 
     def batch(self, items: list[dict], pad_id: int) -> dict[str, torch.Tensor]: ...
 
-    def evaluate(self, bundle: Bundle, stop) -> tuple[dict[str, float | None], float, dict] | None: ...
+    def evaluate(
+        self, bundle: Bundle, stop, precision: str = "fp32"
+    ) -> tuple[dict[str, float | None], float, dict] | None: ...  # scored in `precision`
 
     def card(self) -> list[str]: ...  # lines on the data, for the model card
 
@@ -86,13 +89,15 @@ def _run(base: Bundle, task: Task, args: HeadArgs, stop: threading.Event) -> Ite
     t0 = time.perf_counter()
     args.check(base.config.max_tokens)
     device = resolve_device(args.device)
+    precision = resolve_precision(args.precision, device)
     model = new_head_model(base, args.head, task.labels, args.seed).to(device)
     if args.freeze_embeddings:
         for p in model.bert.embeddings.parameters():
             p.requires_grad_(False)
     tok = base.tokenizer
     items = task.inputs(tok)
-    opt = adamw(model, args.lr, args.weight_decay, {HEADS[args.head].weights + ".": args.head_lr_scale})
+    scales = {HEADS[args.head].weights + ".": args.head_lr_scale}
+    opt = adamw(model, args.lr, args.weight_decay, scales, fused=precision == "bf16")
     per_epoch = math.ceil(len(items) / args.batch_size)
     total = per_epoch * args.epochs
     warmup = int(round(args.warmup_ratio * total))
@@ -107,6 +112,7 @@ def _run(base: Bundle, task: Task, args: HeadArgs, stop: threading.Event) -> Ite
         parameters=sum(p.numel() for p in model.parameters()),
         trainable=sum(p.numel() for p in model.parameters() if p.requires_grad),
         prep_seconds=time.perf_counter() - t0,
+        precision=precision,
     )
     view = Bundle(model=model, tokenizer=tok, name=args.name or f"{base.name}-{args.head}")
     best = {"score": -1.0, "step": 0, "state": None, "scores": {}, "report": {}}
@@ -121,7 +127,7 @@ def _run(base: Bundle, task: Task, args: HeadArgs, stop: threading.Event) -> Ite
             lr = lr_at(step, args.lr, warmup, total)
             set_lr(opt, lr)
             inputs = {k: v.to(device) for k, v in task.batch([items[i] for i in batch], tok.pad_id).items()}
-            with autocast(device):
+            with autocast(device, precision):
                 loss = model(**inputs).loss
             if not torch.isfinite(loss) or loss.item() > DIVERGED_LOSS:
                 error = f"the loss became {loss.item():.4g} at step {step + 1}: the learning rate is too high"
@@ -145,7 +151,7 @@ def _run(base: Bundle, task: Task, args: HeadArgs, stop: threading.Event) -> Ite
                 examples_per_s=seen / max(train_time, 1e-9),
             )
             if step - epoch * per_epoch in eval_at:
-                event = _evaluate(task, view, stop, step, epoch, best, args.head)
+                event = _evaluate(task, view, stop, step, epoch, best, precision)
                 if event is None:
                     stopped = True
                     break
@@ -154,11 +160,11 @@ def _run(base: Bundle, task: Task, args: HeadArgs, stop: threading.Event) -> Ite
         if stopped or error:
             break
     if error:
-        yield Error(message=error + "; the best model so far is kept.", step=step)
+        yield Error(message=error + "; the best model so far is kept." + nonfinite_advice(precision), step=step)
         if best["state"] is None:  # nothing scored before it diverged: back to the model it started from
             model.load_state_dict(new_head_model(base, args.head, task.labels, args.seed).state_dict())
     if best["state"] is None or (step != last_eval and not stopped and not error):
-        event = _evaluate(task, view, None, step, args.epochs - 1, best, args.head)
+        event = _evaluate(task, view, None, step, args.epochs - 1, best, precision)
         yield event
     model.load_state_dict(best["state"], strict=False)
     model.eval()
@@ -176,16 +182,17 @@ def _run(base: Bundle, task: Task, args: HeadArgs, stop: threading.Event) -> Ite
         train_seconds=train_time,
         report=best["report"],
     )
-    view.card = _card(view.name, base, task, args, done)
+    view.card = _card(view.name, base, task, args, done, precision)
     view.source = f"fine-tuned from {base.name}"
     done.bundle = view
     yield done
 
 
-def _evaluate(task: Task, view: Bundle, stop, step: int, epoch: int, best: dict, head: str) -> HeadEval | None:
-    """Score the model; keep its trainable weights when it is the best so far. None: Stop came meanwhile."""
+def _evaluate(task: Task, view: Bundle, stop, step: int, epoch: int, best: dict, precision: str) -> HeadEval | None:
+    """Score the model in `precision`; keep its trainable weights when it is the best so far. None: Stop
+    came meanwhile."""
     t = time.perf_counter()
-    scored = task.evaluate(view, stop)
+    scored = task.evaluate(view, stop, precision)
     if scored is None:
         return None
     scores, val_loss, report = scored
@@ -203,7 +210,7 @@ def _evaluate(task: Task, view: Bundle, stop, step: int, epoch: int, best: dict,
     )
 
 
-def _card(name: str, base: Bundle, task: Task, args: HeadArgs, done: HeadDone) -> str:
+def _card(name: str, base: Bundle, task: Task, args: HeadArgs, done: HeadDone, precision: str) -> str:
     scores = ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in done.scores.items() if v is not None)
     return "\n".join(
         [
@@ -216,7 +223,7 @@ def _card(name: str, base: Bundle, task: Task, args: HeadArgs, done: HeadDone) -
             f"- Validation: {scores or 'not measured'} (best at step {done.best_step} of {done.steps})"
             + (" (stopped early)" if done.stopped else "")
             + ".",
-            f"- Training: {done.train_seconds:.0f} s; settings: max_length {args.max_length}, batch "
+            f"- Training: {done.train_seconds:.0f} s in {precision}; settings: max_length {args.max_length}, batch "
             f"{args.batch_size}, learning rate {args.lr:g}, epochs {args.epochs}, seed {args.seed}.",
             "",
             "Licence: that of the base model and of the data.",

@@ -21,9 +21,10 @@ import torch.nn.functional as F
 
 from ..bundle import Bundle
 from ..patterns import CAUSAL
-from .device import autocast, module_device, to_device
+from .device import module_device, to_device
 from .examples import Documents, Example, PretrainingDataset, collate
 from .masking import IGNORE_INDEX
+from .precision import autocast
 
 MLM_NSP, NEXT_WORD = "mlm+nsp", "next-word"
 OBJECTIVES = (MLM_NSP, NEXT_WORD)
@@ -110,10 +111,12 @@ def fixed_eval_batches(dataset: PretrainingDataset, pad_id: int, n_sequences: in
 
 
 @torch.inference_mode()
-def evaluate(model, batches: list[dict[str, torch.Tensor]], baseline_id: int | None = None) -> dict[str, float]:
+def evaluate(
+    model, batches: list[dict[str, torch.Tensor]], baseline_id: int | None = None, precision: str = "fp32"
+) -> dict[str, float]:
     """Next-word loss and top-1/top-5 over every predicted position (mlm_* keys, as the word head's
     scores; no next-sentence ones), `predicted_tokens` (as masked_tokens), and baseline_top1: how
-    often the next token is the most frequent one."""
+    often the next token is the most frequent one. In `precision` (bert/train/precision.py)."""
     was_training = model.training
     model.eval()
     device = module_device(model)
@@ -121,7 +124,7 @@ def evaluate(model, batches: list[dict[str, torch.Tensor]], baseline_id: int | N
     loss = 0.0
     for b in batches:
         b = to_device(b, device)
-        with autocast(device):
+        with autocast(device, precision):
             out = next_word_forward(model, b)
         targets = b["mlm_labels"][b["mlm_labels"] != IGNORE_INDEX]
         k = targets.numel()

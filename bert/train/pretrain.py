@@ -9,8 +9,8 @@ The loop knows nothing of the UI: the command line prints each event as a JSON l
 app's background job pushes them to a queue. Checkpoints are written atomically every
 `save_every` steps into `<out>/checkpoint` and a run resumes from there after a kill.
 Under `torchrun --nproc_per_node=N` it trains with DistributedDataParallel (gloo on CPU).
-`args.device` picks cpu, cuda (bf16 autocast, fp32 weights) or mps (bert/train/device.py); files are
-always written from CPU tensors.
+`args.device` picks cpu, cuda or mps (bert/train/device.py), `args.precision` fp32 or bf16 autocast with
+fp32 weights (bert/train/precision.py); files are always written from CPU tensors.
 """
 
 from __future__ import annotations
@@ -41,12 +41,13 @@ from ..patterns import BIDIRECTIONAL, CAUSAL, set_trained_pattern
 from ..tokenizer import Tokenizer
 from ..tokenizer.vocab import SPECIAL_TOKENS
 from . import next_word
-from .device import DEVICES, autocast, cpu_bundle, resolve_device, to_cpu, to_device
+from .device import DEVICES, cpu_bundle, resolve_device, to_cpu, to_device
 from .events import Event, PretrainDone, PretrainEval, PretrainStart, PretrainStep, Resumed
 from .examples import PretrainingDataset, token_counts, tokenize_corpus
 from .masking import MLMMasker
 from .next_word import MLM_NSP, NEXT_WORD, OBJECTIVES, NextWordDataset, next_word_batch, next_word_forward
 from .optim import adamw, lr_at, set_lr
+from .precision import PRECISIONS, autocast, nonfinite_advice, resolve_precision
 from .pretrain_eval import evaluate, fixed_eval_batches, probe_predictions
 
 
@@ -84,6 +85,8 @@ class PretrainArgs:
     cache_tokens: bool = True  # keep the tokenized text in <cache>/tokenized (False: a
     # user's upload, tokenized in memory and never written)
     device: str = field(default="auto", metadata={"choices": DEVICES})  # auto: cuda, else mps, else cpu
+    # fp32, or bf16 autocast (fp32 master weights); auto: bf16 where the processor has it (bert/train/precision.py)
+    precision: str = field(default="fp32", metadata={"choices": PRECISIONS})
     stop_file: str | None = None  # the run stops (keeping its model) once this file exists: Stop under torchrun
     # "mlm+nsp": BERT's two games; "next-word": predict token t+1 from tokens <= t (causal pattern,
     # the MLM head at every position, no NSP; bert/train/next_word.py)
@@ -273,6 +276,7 @@ class _PretrainRun:
         self.device = resolve_device(a.device)
         if self.world > 1 and self.device.type == "cuda":
             self.device = torch.device("cuda", self.rank % torch.cuda.device_count())  # one GPU per process
+        self.precision = resolve_precision(a.precision, self.device)
         self.out = Path(a.out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.ckpt = self.out / "checkpoint"
@@ -297,6 +301,7 @@ class _PretrainRun:
                 world_size=self.world,
                 baseline_token=bundle.tokenizer.ids_to_tokens[self.baseline_id],
                 objective=a.objective if self.next_word else None,  # absent: BERT's two games
+                precision=self.precision,
             )
         self.step, self.epoch, self.start = state["step"], state["epoch"], state["batch"]
         self.k = self.start  # batches of this epoch done (saved with the checkpoint)
@@ -343,7 +348,8 @@ class _PretrainRun:
         if self.world > 1:
             ids = [self.device.index] if self.device.type == "cuda" else None
             self.net = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
-        self.opt = adamw(model, a.lr, a.weight_decay, {"mlm.": a.head_lr_scale, "nsp.": a.head_lr_scale})
+        scales = {"mlm.": a.head_lr_scale, "nsp.": a.head_lr_scale}
+        self.opt = adamw(model, a.lr, a.weight_decay, scales, fused=self.precision == "bf16")
         if opt_state is not None:
             self.opt.load_state_dict(opt_state)
 
@@ -388,7 +394,7 @@ class _PretrainRun:
         lr = lr_at(self.step, a.lr, a.warmup_steps, a.steps)
         set_lr(self.opt, lr)
         torch.manual_seed(a.seed * 7919 + self.step * self.world + self.rank)  # dropout, reproducible
-        with autocast(self.device):
+        with autocast(self.device, self.precision):
             if self.next_word:
                 res = next_word_forward(self.net, batch)
             else:
@@ -402,7 +408,7 @@ class _PretrainRun:
         if not torch.isfinite(res.loss):
             raise TrainingError(
                 f"the loss became {res.loss.item()} at step {self.step}: the learning "
-                f"rate {a.lr:g} is too high. The last good checkpoint is kept."
+                f"rate {a.lr:g} is too high. The last good checkpoint is kept." + nonfinite_advice(self.precision)
             )
         self.opt.zero_grad(set_to_none=True)
         res.loss.backward()
@@ -450,7 +456,7 @@ class _PretrainRun:
     def _evaluate(self) -> dict:
         """The held-out scores of this run's objective."""
         score = next_word.evaluate if self.next_word else evaluate
-        return score(self.model, self.eval_batches, self.baseline_id)
+        return score(self.model, self.eval_batches, self.baseline_id, precision=self.precision)
 
     def _probe(self) -> list[list[tuple[str, float]]]:
         """The probe's top guesses: at each [MASK], or (next-word) after each of its last prefixes."""

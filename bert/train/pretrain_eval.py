@@ -9,9 +9,10 @@ import torch
 
 from ..bundle import Bundle
 from ..model import BertForPreTraining
-from .device import autocast, module_device, to_device
+from .device import module_device, to_device
 from .examples import PretrainingDataset, collate
 from .masking import MLMMasker
+from .precision import autocast
 
 
 def fixed_eval_batches(
@@ -34,9 +35,13 @@ def fixed_eval_batches(
 
 @torch.inference_mode()
 def evaluate(
-    model: BertForPreTraining, batches: list[dict[str, torch.Tensor]], baseline_id: int | None = None
+    model: BertForPreTraining,
+    batches: list[dict[str, torch.Tensor]],
+    baseline_id: int | None = None,
+    precision: str = "fp32",
 ) -> dict[str, float]:
-    """MLM loss, top-1/top-5 accuracy at masked positions, NSP loss and accuracy (on the model's device)."""
+    """MLM loss, top-1/top-5 accuracy at masked positions, NSP loss and accuracy (on the model's
+    device, in `precision`: bert/train/precision.py)."""
     was_training = model.training
     model.eval()
     device = module_device(model)
@@ -44,7 +49,7 @@ def evaluate(
     mlm_loss = nsp_loss = 0.0
     for b in batches:
         b = to_device(b, device)
-        with autocast(device):
+        with autocast(device, precision):
             out = model(
                 b["input_ids"],
                 b["token_type_ids"],

@@ -14,8 +14,9 @@ from ..bundle import Bundle
 from ..data.squad import QAData
 from ..errors import DataError
 from ..tagging import pad_inputs
-from .device import autocast, module_device
+from .device import module_device
 from .head_args import HeadArgs
+from .precision import autocast
 from .qa_metrics import best_scores, squad_scores
 
 EXAMPLES = 8  # validation questions shown with their answers
@@ -97,7 +98,7 @@ class ReaderTask:
         return out
 
     @torch.inference_mode()
-    def evaluate(self, bundle: Bundle, stop) -> tuple[dict, float, dict] | None:
+    def evaluate(self, bundle: Bundle, stop, precision: str = "fp32") -> tuple[dict, float, dict] | None:
         if self._valid_inputs is None:
             self._valid_inputs = self._encode(bundle.tokenizer, self.valid)
         model = bundle.model
@@ -108,7 +109,7 @@ class ReaderTask:
         for s in range(0, len(self._valid_inputs), 32):
             chunk = self._valid_inputs[s : s + 32]
             inputs = {k: v.to(device) for k, v in self.batch(chunk, bundle.tokenizer.pad_id).items()}
-            with autocast(device):
+            with autocast(device, precision):
                 loss_sum += float(model(**inputs).loss) * len(chunk)
             n += len(chunk)
         predictions, examples = [], []

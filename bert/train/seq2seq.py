@@ -37,6 +37,7 @@ from ..seq2seq.tasks import Pairs
 from ..tokenizer import Tokenizer
 from .events import Done, Error, Eval, Event, Start, TrainStep
 from .optim import adamw, lr_at, set_lr
+from .precision import PRECISIONS, autocast, nonfinite_advice, resolve_precision
 
 TINY = "tiny"
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -66,6 +67,7 @@ class Seq2SeqArgs:
     seed: int = 0
     threads: int = 0  # torch threads while training (0: as they are)
     target_exact: float | None = None  # stop once held-out exact match reaches this
+    precision: str = field(default="fp32", metadata={"choices": PRECISIONS})  # on the CPU (bert/train/precision.py)
 
 
 class Seq2SeqStart(Start):
@@ -232,6 +234,7 @@ def _run(args: Seq2SeqArgs, train: Pairs, valid: Pairs, base: Bundle | None, sto
         raise InputError("steps, batch size and evaluation interval must be at least 1")
     if args.encoder == TINY or base is None:
         base = tiny_encoder([train, valid], args)
+    precision = resolve_precision(args.precision, torch.device("cpu"))
     tok = base.tokenizer
     model, made = build_encoder_decoder(
         base.model, tok.cls_id, tok.sep_id, tok.pad_id, args.decoder_layers, args.from_encoder, args.seed
@@ -251,6 +254,7 @@ def _run(args: Seq2SeqArgs, train: Pairs, valid: Pairs, base: Bundle | None, sto
         trainable=trainable,
         vocab=len(tok),
         made=made,
+        precision=precision,
     )
     gen = torch.Generator().manual_seed(args.seed)
     warmup = int(args.warmup * args.steps)
@@ -267,11 +271,15 @@ def _run(args: Seq2SeqArgs, train: Pairs, valid: Pairs, base: Bundle | None, sto
         model.train()
         b = batch_tensors([tr[i] for i in ix], tok.pad_id, model.eos_id)
         set_lr(opt, lr_at(step, args.lr, warmup, args.steps))
-        out = model(b["input_ids"], b["attention_mask"], labels=b["labels"])
+        with autocast(torch.device("cpu"), precision):
+            out = model(b["input_ids"], b["attention_mask"], labels=b["labels"])
         loss = out.loss
         value = loss.item()
         if not math.isfinite(value):
-            yield Error(message=f"the loss became {value} at step {step + 1}: try a lower learning rate", step=step)
+            advice = nonfinite_advice(precision)
+            yield Error(
+                message=f"the loss became {value} at step {step + 1}: try a lower learning rate." + advice, step=step
+            )
             break
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -13,8 +13,9 @@ import torch
 from ..bundle import Bundle
 from ..data.tagged import TaggedData
 from ..tagging import IGNORED, first_pieces, join_words, pad_inputs, word_labels
-from .device import autocast, module_device
+from .device import module_device
 from .head_args import HeadArgs
+from .precision import autocast
 from .tag_metrics import is_bio, tag_report
 
 WORST = 8  # sentences shown as the worst
@@ -61,7 +62,7 @@ class TaggerTask:
         return _batch(items, pad_id)
 
     @torch.inference_mode()
-    def evaluate(self, bundle: Bundle, stop) -> tuple[dict, float, dict] | None:
+    def evaluate(self, bundle: Bundle, stop, precision: str = "fp32") -> tuple[dict, float, dict] | None:
         if self._valid_inputs is None:
             self._valid_inputs = self._encode(bundle.tokenizer, self.valid)
         items, model = self._valid_inputs, bundle.model
@@ -75,7 +76,7 @@ class TaggerTask:
                 return None
             chunk = items[s : s + 32]
             inputs = {k: v.to(device) for k, v in _batch(chunk, bundle.tokenizer.pad_id).items()}
-            with autocast(device):
+            with autocast(device, precision):
                 out = model(**inputs)
             n = int((inputs["labels"] != IGNORED).sum())
             loss_sum, n_labels = loss_sum + float(out.loss) * n, n_labels + n
