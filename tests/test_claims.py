@@ -390,6 +390,12 @@ def test_the_knows_question_on_every_preset_is_the_models_patching(bundle):
         body = q.knows_question(bundle, pair, "m")
         assert body["answer"] == r.rows[first], name
         assert "elsewhere" not in body["why"]  # says only what was measured
+        splits = r.clean > 0 > r.corrupted  # the premise: clean prefers the answer, corrupted the foil
+        assert ("Careful" in body["why"]) == (not splits), (name, r.clean, r.corrupted)
+        if not splits:
+            assert (
+                f"{r.clean:+.2f} in the clean" in body["why"] and f"{r.corrupted:+.2f} in the corrupted" in body["why"]
+            )
 
 
 @pytest.mark.slow

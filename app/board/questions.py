@@ -295,8 +295,16 @@ def knows_question(bundle, pair: Pair, model: str) -> dict:
     """Patch the clean run's residual stream into the corrupted run at the [MASK] alone, layer by
     layer: the first row (the embeddings' output, then layer 1, ...) that restores at least
     KNOWS_SHARE of the clean answer over the foil is the answer. The last layer restores all of it
-    by construction, so there always is one."""
+    by construction, so there always is one. On a pair this model does not split (the clean run not
+    preferring the answer, or the corrupted one not preferring the foil) the why says so."""
     r = activation_patching(bundle, *pair, site="residual")
+    caveat = ""
+    if not r.clean > 0 > r.corrupted:  # the question's premise fails: say what the model did
+        caveat = (
+            f" Careful: on this model «{r.answer}» over «{r.foil}» is {r.clean:+.2f} in the clean sentence and "
+            f"{r.corrupted:+.2f} in the corrupted one (logits), so the clean run does not prefer «{r.answer}» or the "
+            "corrupted one does not prefer the foil: restoring only moves it back toward the clean run's value."
+        )
     share = r.effect[:, r.position]  # (L+1,)
     first = int((share >= KNOWS_SHARE).argmax())
     return _body(
@@ -308,7 +316,8 @@ def knows_question(bundle, pair: Pair, model: str) -> dict:
         f"Copying the clean run's vector at the [MASK] into the corrupted run restores {share[first]:.0%} of "
         f"«{r.answer}» over «{r.foil}» from {r.rows[first]} on"
         + (f" ({share[first - 1]:.0%} at {r.rows[first - 1]})" if first else "")
-        + f": before it, the [MASK]'s own vector brings back less. (At least {KNOWS_SHARE:.0%} counts.)",
+        + f": before it, the [MASK]'s own vector brings back less. (At least {KNOWS_SHARE:.0%} counts.)"
+        + caveat,
         values_bar(
             r.rows,
             share,
