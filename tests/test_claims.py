@@ -411,3 +411,112 @@ def test_the_attention_pages_caption_follows_projector_mode():
         assert not at.exception, [e.value for e in at.exception]
         captions = [c.value for c in at.caption]
         assert any(f"{word} means more attention" in c for c in captions), captions
+
+
+# --- every question kind on both built-ins ---------------------------------------------------------
+
+
+def kind_mask(b):
+    from app.board import questions as q
+
+    for text in (state.DEFAULT_MLM_TEXT, state.HINT_MLM_TEXT):
+        p = mlm_topk(b, text, k=1)
+        for gap in range(1, text.count("[MASK]") + 1):
+            assert q.mask_question(b, text, "m", gap)["answer"] == p.top_tokens[gap - 1][0].removeprefix("##")
+
+
+def kind_left(b):
+    from app.board import questions as q
+
+    p = mlm_topk(b, state.DEFAULT_MLM_TEXT, k=1, attention_pattern="causal")
+    for gap in (1, 2):
+        assert q.left_question(b, state.DEFAULT_MLM_TEXT, "m", gap)["answer"] == p.top_tokens[gap - 1][0]
+
+
+def kind_heads(b):
+    from app.board import questions as q
+    from bert.analysis.ablation import head_importance
+
+    imp = head_importance(b, state.HINT_MLM_TEXT)
+    lay, h = np.unravel_index(int(np.argmax(imp.scores)), imp.scores.shape)
+    assert q.heads_question(b, state.HINT_MLM_TEXT, "m")["answer"] == f"layer {lay + 1} head {h + 1}"
+
+
+def kind_look(b):
+    from app.board import questions as q
+
+    an = analyze(b, state.DEFAULT_TEXT_A)
+    body = q.look_question(b, state.DEFAULT_TEXT_A, 1, 2, 3, "m")
+    assert body["answer"] == body["choices"][int(np.argmax(an.attentions[1, 2, 3]))]
+
+
+def kind_follows(b):
+    from app.board import questions as q
+    from bert.analysis.mlm import nsp_probability
+
+    for second in (tr.FOLLOWS, tr.RANDOM):
+        p = nsp_probability(b, tr.FIRST, second)
+        assert q.follows_question(b, tr.FIRST, second, "m")["answer"] == ("yes" if p >= 0.5 else "no")
+        assert f"{p:.0%}" in q.follows_question(b, tr.FIRST, second, "m")["why"]
+
+
+def kind_pieces(b):
+    from app.board import questions as q
+
+    for word in ("unhappiness", "dog"):
+        n = len(b.tokenizer.tokenize(word))
+        assert q.pieces_question(b, word, "m")["answer"] == q.PIECE_CHOICES[min(n, len(q.PIECE_CHOICES)) - 1]
+
+
+def kind_knows(b):
+    pass  # test_the_knows_question_on_every_preset_is_the_models_patching, on every preset
+
+
+def kind_prefers(b):
+    from app.board import questions as q
+    from bert.analysis.scoring import score_pairs
+
+    for paradigm in list(q.PARADIGMS)[:1]:  # one pair: scoring is T runs a sentence
+        good, bad = q.PARADIGMS[paradigm].pairs[0]
+        res = score_pairs(b, [(good, bad)])
+        body = q.prefers_question(b, paradigm, 1, "m")
+        assert body["answer"] == (good if res.good[0].total > res.bad[0].total else bad), paradigm
+        assert ("not the grammatical one" in body["why"]) == (body["answer"] == bad)
+
+
+def kind_lesson(b):
+    from app.board import questions as q
+
+    asked_here = {"1. From text to tokens: pieces", "7. Encoders, decoders and both: left"}  # every one: test_lessons
+    assert asked_here <= set(q.lesson_questions())
+    for label, (_, question) in q.lesson_questions().items():
+        if label not in asked_here:
+            continue
+        asked = question.ask(b)
+        assert q.lesson_question(b, label, "m")["answer"] == asked.choices[asked.answer], label
+
+
+KIND_CHECKS = {
+    "mask": kind_mask,
+    "left": kind_left,
+    "heads": kind_heads,
+    "look": kind_look,
+    "follows": kind_follows,
+    "pieces": kind_pieces,
+    "knows": kind_knows,
+    "prefers": kind_prefers,
+    "lesson": kind_lesson,
+}
+NOT_ON_BUILTINS = {"writes": "asked of the encoder-decoder the session trained: tests/test_classroom.py"}
+
+
+def test_every_question_kind_is_checked_here():
+    from app.board.questions import KINDS
+
+    assert set(KINDS) == set(KIND_CHECKS) | set(NOT_ON_BUILTINS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(KIND_CHECKS))
+def test_each_question_kind_gives_the_models_own_answer(bundle, kind):
+    KIND_CHECKS[kind](bundle)
