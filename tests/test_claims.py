@@ -520,3 +520,23 @@ def test_every_question_kind_is_checked_here():
 @pytest.mark.parametrize("kind", sorted(KIND_CHECKS))
 def test_each_question_kind_gives_the_models_own_answer(bundle, kind):
     KIND_CHECKS[kind](bundle)
+
+
+@pytest.mark.slow
+def test_the_lessons_page_shows_each_claim_as_the_model_makes_it():
+    """On screen, the default model: lesson 7's gap is the one it fills (“sun”, not the barking dog it
+    misses), and lesson 3's resting column is named in the colour the projector draws it."""
+    from streamlit.testing.v1 import AppTest
+
+    b = bert.load(state.DEFAULT_MODEL)
+    for lesson, step, projector, said in (
+        ("both", 2, "0", ed.clue_after_the_gap(b).text),
+        ("attention", 2, "1", att.heads_rest(b).text.replace("{high}", "bright yellow")),
+        ("attention", 2, "0", att.heads_rest(b).text.replace("{high}", "dark blue")),
+    ):
+        at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=180)
+        at.query_params.update(lesson=lesson, step=str(step), projector=projector)
+        at.switch_page("pages/lessons.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+        shown = " ".join(m.value for m in at.markdown).replace("\\", "").replace("\u2060", "")  # md-escaped
+        assert said in shown, (said, shown[:400])
