@@ -126,13 +126,15 @@ def guesses(bundle) -> tuple[mlm.MLMPredictions, mlm.MLMPredictions]:
 
 
 def rank_of(bundle, sentence: str, word: str, pattern=BIDIRECTIONAL, gap: int = 0) -> tuple[int | None, float]:
-    """(1-based rank, probability) of `word` at [MASK] number `gap` (0-based) of `sentence`; (None,
-    0.0) for a word the vocabulary does not hold as one token."""
+    """(1-based rank, probability) of `word` (a token, or a word as bare_word gives it) at [MASK]
+    number `gap` (0-based) of `sentence`; (None, 0.0) for a word the vocabulary does not hold as one token."""
     every = mlm.mlm_topk(bundle, sentence, k=bundle.config.vocab_size, attention_pattern=pattern)
     words = every.top_tokens[gap]
-    if word not in words:
+    i = next((j for j, w in enumerate(words) if w == word), None)  # as spelled, else as a word (RoBERTa's "Ġdog")
+    if i is None:
+        i = next((j for j, w in enumerate(words) if bare_word(w) == word), None)
+    if i is None:
         return None, 0.0
-    i = words.index(word)
     return i + 1, float(every.top_probs[gap][i])
 
 
