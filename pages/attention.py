@@ -114,8 +114,9 @@ with show_errors("the attention maps"):
         window = None if hidden is None else shown_hidden[start : start + WINDOW, start : start + WINDOW]
         draw = core.head_maps(an.attentions, an.tokens, keep if hide else None, start, WINDOW, hidden=window)
         same_view = (model.key, an.text_a, an.text_b, pattern, hide, start)  # saved by others: frames shared
+        head_map = draw(layer, head)
         show_figure.show(
-            draw(layer, head),
+            head_map,
             f"attention-L{layer + 1}-H{head + 1}",
             where=result,
             key="att_heatmap",
@@ -125,7 +126,8 @@ with show_errors("the attention maps"):
             else None,
         )
         result.caption(
-            "Each row is one token looking at the others; darker means more attention. "
+            f"Each row is one token looking at the others; {show_figure.colour_words(head_map).more} means more "
+            "attention. "
             "Hover over a cell for its exact weight."
             + (" Rows are rescaled to sum to 1 without the hidden tokens." if hide else "")
             + patterns.hidden_share(pattern, T)
@@ -140,8 +142,8 @@ with show_errors("the attention maps"):
         show_figure.show(grid, "attention-all-heads", where=result, key="att_grid")
         result.caption(
             f"Every head of every layer ({L} × {H}), same colour scale (0 to 1); the red box "
-            "is the head picked above. Early layers often look at neighbours (stripes next to "
-            "the diagonal); some heads look mostly at [CLS] or [SEP] (one dark column)."
+            "is the head picked above. Look for stripes next to the diagonal (a head looking at "
+            f"neighbours) and a single {show_figure.colour_words(grid).high} column (a head resting on [CLS] or [SEP])."
             + (" Long inputs are averaged into blocks here." if T > 32 else "")
             + patterns.hidden_share(pattern, T)
         )

@@ -82,14 +82,11 @@ with show_errors("the position table"):
         used = None
     c1, c2 = st.columns(2)
     show_figure.show(core.position_pca(pt.coords, pt.ratio, used=used), "embeddings-pca", where=c1, key="emb_pca")
-    show_figure.show(
-        core.cosine_heatmap(pt.sim, title="cosine similarity between positions", axis_title="position"),
-        "embeddings-possim",
-        where=c2,
-        key="emb_possim",
-    )
+    similarity = core.cosine_heatmap(pt.sim, title="cosine similarity between positions", axis_title="position")
+    show_figure.show(similarity, "embeddings-possim", where=c2, key="emb_possim")
     st.caption(
-        "Neighbouring positions get similar vectors (the bright band along the diagonal), so "
+        f"Neighbouring positions get similar vectors (the {show_figure.colour_words(similarity).high} band "
+        "along the diagonal), so "
         "the model can tell both where a token is and how far apart two tokens are. Red rings "
         "mark the positions your input uses."
     )

@@ -222,19 +222,23 @@ def test_albert_shared_layer_is_frozen_only_when_every_layer_is(freeze, changes,
 
 @pytest.mark.parametrize("kind", list(NAMES))
 def test_every_lesson_step_and_question_works_on_the_member(kind, tmp_path):
-    """The lessons' figures, tables and model-checked questions, computed on the member (its own
-    tokenizer's steps where a lesson traces a word); a step on the session's trained decoder is
+    """The lessons' figures, tables, claims and model-checked questions, computed on the member (its
+    own tokenizer's steps where a lesson traces a word); a step on the session's trained decoder is
     given none here, and says so rather than drawing."""
     import pandas as pd
     import plotly.graph_objects as go
 
     from app.lessons import LESSONS
+    from app.lessons.claims import say
 
     b = bert.load(family_folder(kind, tmp_path / kind))
     for lesson in LESSONS:
         for s in lesson.steps:
             out = s.show(None if s.uses == "seq2seq" else b)
             assert out is None or isinstance(out, go.Figure | pd.DataFrame), (lesson.key, s.title)
+            if s.claim:  # what the step says the model does, worked out on the member
+                said = say(s.claim, b)
+                assert said.text or not said.holds, (lesson.key, s.title)
         for q in lesson.questions:
             a = q.ask(b)
             assert len(set(a.choices)) == len(a.choices) >= 2 and 0 <= a.answer < len(a.choices), (lesson.key, q.key)

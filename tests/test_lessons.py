@@ -82,13 +82,14 @@ def test_answers_are_computed_from_the_model(bundle):
     l, h = np.unravel_index(int(np.argmax(imp.scores)), imp.scores.shape)
     assert _ask("heads", "ablation", bundle) == f"layer {l + 1}, head {h + 1}"
     assert _ask("finetune", "head", bundle) == f"{2 * bundle.config.hidden_size + 2:,}"
-    from app.lessons.encoders_decoders import GAP, likelihood_change
+    from app.lessons.encoders_decoders import gap, likelihood_change
 
-    left = mlm.mlm_topk(bundle, GAP, k=1, attention_pattern="causal")
+    sentence = gap(bundle).sentence
+    left = mlm.mlm_topk(bundle, sentence, k=1, attention_pattern="causal")
     assert _ask("both", "left", bundle) == left.top_tokens[0][0].removeprefix("##")
-    both = mlm.mlm_topk(bundle, GAP, k=1)
+    both = mlm.mlm_topk(bundle, sentence, k=1)
     word = both.top_tokens[0][0]
-    every = mlm.mlm_topk(bundle, GAP, k=bundle.config.vocab_size, attention_pattern="causal")
+    every = mlm.mlm_topk(bundle, sentence, k=bundle.config.vocab_size, attention_pattern="causal")
     p_left = every.top_probs[0][every.top_tokens[0].index(word)]
     assert _ask("both", "loses", bundle) == likelihood_change(float(both.top_probs[0][0]), float(p_left))
 
@@ -149,7 +150,7 @@ def test_left_only_step_is_measured_on_the_model_by_clue_side(bundle):
     assert list(t["reads"].unique()) == ["both ways", "left only"]
     assert set(t["clue"]) == {"left of the gap", "right of the gap", "all"}
     assert t.groupby("reads")["gaps"].max().tolist() == [116, 116]
-    if bundle.name == "minilm-l6":  # the figures the step's text and docs/MODELS.md quote
+    if bundle.name == "minilm-l6":  # the figures docs/MODELS.md quotes
         right = t[t["clue"] == "right of the gap"].set_index("reads")["top-1"]
         assert (round(right["both ways"], 2), round(right["left only"], 2)) == (0.71, 0.26)
 

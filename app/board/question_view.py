@@ -32,6 +32,7 @@ WORD = "ask_word"
 LESSON = "ask_lesson"
 LAYER, HEAD, FROM = "ask_layer", "ask_head", "ask_from"
 WRITING = "ask_writing"  # the word (1-based) a "writes" question asks about
+GAP = "ask_gap"  # which [MASK] (1-based) a "mask", "left" or "heads" question asks about
 PAIR = "ask_pair"  # the patching preset a "knows" question is worked out on
 PARADIGM, PAIR_NUMBER = "ask_paradigm", "ask_pair_number"  # the minimal pair a "prefers" question scores
 SEEN = "ask_seen"  # (question id, state) the page was drawn for
@@ -49,10 +50,12 @@ def _body(kind: str) -> dict:
         return _writes_body(questions)
     model = current_model()
     b, label = model.bundle, model.label
+    text = ss.get(state.MLM_TEXT, state.DEFAULT_MLM_TEXT)
+    gap = int(ss.get(GAP) or 1) if text.count("[MASK]") > 1 else 1
     if kind == "mask":
-        return questions.mask_question(b, ss.get(state.MLM_TEXT, state.DEFAULT_MLM_TEXT), label)
+        return questions.mask_question(b, text, label, gap)
     if kind == "left":
-        return questions.left_question(b, ss.get(state.MLM_TEXT, state.DEFAULT_MLM_TEXT), label)
+        return questions.left_question(b, text, label, gap)
     if kind == "look":
         text = ss.get(state.TEXT_A, state.DEFAULT_TEXT_A)
         return questions.look_question(b, text, ss[LAYER] - 1, ss[HEAD] - 1, ss.get(FROM) or 0, label)
@@ -61,7 +64,7 @@ def _body(kind: str) -> dict:
     if kind == "pieces":
         return questions.pieces_question(b, ss.get(WORD, ""), label)
     if kind == "heads":
-        return questions.heads_question(b, ss.get(state.MLM_TEXT, state.DEFAULT_MLM_TEXT), label)
+        return questions.heads_question(b, text, label, gap)
     if kind == "knows":
         from bert.analysis.patching import PRESETS
 
@@ -119,7 +122,12 @@ def ask_popover(code: str, key: str) -> None:
         if run is None:
             st.caption(NO_DECODER)
         if kind in ("mask", "heads", "left"):
-            st.caption(f"On the Masked LM sentence: {md_escape(ss.get(state.MLM_TEXT, state.DEFAULT_MLM_TEXT))}")
+            text = ss.get(state.MLM_TEXT, state.DEFAULT_MLM_TEXT)
+            st.caption(f"On the Masked LM sentence: {md_escape(text)}")
+            if text.count("[MASK]") > 1:
+                if int(ss.get(GAP) or 1) > text.count("[MASK]"):
+                    ss[GAP] = 1  # a sentence with fewer gaps than the one asked before
+                st.number_input("About the [MASK] number", 1, text.count("[MASK]"), key=GAP, value=1)
         elif kind == "writes":
             st.caption(
                 f"On your decoder {md_escape(run['bundle'].name)}, writing from: {md_escape(decoder_source(run))}"

@@ -6,7 +6,8 @@ on every screen. No streamlit here.
 A body: kind, prompt, choices (None: free text), answer (the model's), accept (answers that count
 as the model's), why (one sentence), figure (plotly JSON, or None), model (its label).
 
-    mask      which word fills the [MASK]? (free text; the model's top guess)
+    mask      which word fills the [MASK]? (free text; the model's top guess; a sentence with several
+              [MASK]s names and marks the one asked, `asked_gap`)
     left      which word would a left-to-right reader put in the [MASK]? (free text; the top guess
               of the same weights read left only, a decoder's mask)
     look      from a token, which token does layer L head H look at most? (the sentence's tokens)
@@ -88,44 +89,74 @@ def _body(kind, prompt, choices, answer, why, figure, model, accept=None) -> dic
     }
 
 
-def mask_question(bundle, text: str, model: str) -> dict:
-    """The first [MASK] of `text`: the model's top guess is the answer."""
-    need_mlm(bundle, "a [MASK] question")
-    if "[MASK]" not in text:
+MARK = "▶[MASK]◀"  # the [MASK] a question asks about, when its sentence has several
+
+
+def asked_gap(text: str, gap: int) -> tuple[str, str]:
+    """(how a question names [MASK] number `gap` (1-based) of `text`, the sentence as the class sees
+    it): "the [MASK]" and the sentence itself when it has one; with several, the asked one is
+    marked (MARK) and named by its place, so no one guesses at the wrong gap."""
+    n = text.count("[MASK]")
+    if n == 0:
         raise InputError("Put [MASK] where a word should be guessed (the Masked LM page's sentence).")
+    if not 1 <= gap <= n:
+        raise InputError(f"This sentence has {n} [MASK]s: ask about one of 1 to {n}, not {gap}.")
+    if n == 1:
+        return "the [MASK]", text
+    parts = text.split("[MASK]")
+    marked = "".join(part + ("" if i == n else MARK if i == gap - 1 else "[MASK]") for i, part in enumerate(parts))
+    return f"the {PLACES.get(gap, f'number {gap}')} of its {n} [MASK]s (marked ▶◀)", marked
+
+
+PLACES = {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth"}
+
+
+def _gap_index(p: mlm.MLMPredictions, gap: int) -> int:
+    """The 0-based index of [MASK] number `gap` among the model's predictions, or InputError when
+    the model did not read that far (a long sentence cut at its maximum length)."""
+    if gap > len(p.positions):
+        raise InputError(f"The model reads only {len(p.positions)} [MASK](s) of this sentence: it was cut.")
+    return gap - 1
+
+
+def mask_question(bundle, text: str, model: str, gap: int = 1) -> dict:
+    """[MASK] number `gap` (1-based) of `text`: the model's top guess is the answer."""
+    need_mlm(bundle, "a [MASK] question")
+    which, shown = asked_gap(text, gap)
     p = mlm.mlm_topk(bundle, text, k=10)
-    words, probs = p.top_tokens[0], p.top_probs[0]
+    g = _gap_index(p, gap)
+    words, probs = p.top_tokens[g], p.top_probs[g]
     top = bare_word(words[0])
     return _body(
         "mask",
-        f"Which word does the model put in the [MASK]? «{text}»",
+        f"Which word does the model put in {which}? «{shown}»",
         None,
         top,
         f"The model's first guess is «{top}» ({probs[0]:.0%}); its next ones are "
         + ", ".join(f"«{bare_word(w)}»" for w in words[1:4])
         + ".",
-        mlm_topk_bar(words, probs, title="The model's guesses for the [MASK]"),
+        mlm_topk_bar(words, probs, title=f"The model's guesses for {which}"),
         model,
     )
 
 
-def left_question(bundle, text: str, model: str) -> dict:
-    """The first [MASK] of `text` read left only, each token seeing only itself and its left (a
-    decoder's mask on the same weights): that reading's top guess is the answer."""
+def left_question(bundle, text: str, model: str, gap: int = 1) -> dict:
+    """[MASK] number `gap` (1-based) of `text` read left only, each token seeing only itself and its
+    left (a decoder's mask on the same weights): that reading's top guess is the answer."""
     need_mlm(bundle, "a left-to-right question")
-    if "[MASK]" not in text:
-        raise InputError("Put [MASK] where a word should be guessed (the Masked LM page's sentence).")
+    which, shown = asked_gap(text, gap)
     both = mlm.mlm_topk(bundle, text, k=5)
     left = mlm.mlm_topk(bundle, text, k=5, attention_pattern=CAUSAL)
-    top, also = bare_word(left.top_tokens[0][0]), bare_word(both.top_tokens[0][0])
+    g = _gap_index(both, gap)
+    top, also = bare_word(left.top_tokens[g][0]), bare_word(both.top_tokens[g][0])
     return _body(
         "left",
-        f"Reading left only, as a decoder does, which word does the model put in the [MASK]? «{text}»",
+        f"Reading left only, as a decoder does, which word does the model put in {which}? «{shown}»",
         None,
         top,
-        f"Left only, never seeing the words after the gap, its first guess is «{top}» ({left.top_probs[0][0]:.0%}); "
-        f"read both ways it guesses «{also}» ({both.top_probs[0][0]:.0%}).",
-        two_readings(both, left),
+        f"Left only, never seeing the words after the gap, its first guess is «{top}» ({left.top_probs[g][0]:.0%}); "
+        f"read both ways it guesses «{also}» ({both.top_probs[g][0]:.0%}).",
+        two_readings(both, left, g),
         model,
     )
 
@@ -233,19 +264,20 @@ def pieces_question(bundle, word: str, model: str) -> dict:
     )
 
 
-def heads_question(bundle, text: str, model: str) -> dict:
-    """Of three heads (the one whose removal hurts the first [MASK]'s top word most, and two that
-    hurt it least), which one, switched off, hurts it most?"""
+def heads_question(bundle, text: str, model: str, gap: int = 1) -> dict:
+    """Of three heads (the one whose removal hurts the top word of [MASK] number `gap` (1-based)
+    most, and two that hurt it least), which one, switched off, hurts it most?"""
     need_mlm(bundle, "a heads question")
-    if "[MASK]" not in text:
-        raise InputError("Put [MASK] in the sentence (the Masked LM page's) to ask about heads.")
-    imp = ablation.head_importance(bundle, text)  # scores (L, H): what the top word loses, log-probability
+    which, shown = asked_gap(text, gap)
+    p = mlm.mlm_topk(bundle, text, k=1)
+    at = p.positions[_gap_index(p, gap)]
+    imp = ablation.head_importance(bundle, text, position=at)  # scores (L, H): what the top word loses
     ranked = imp.ranking()
     picks = [ranked[0], ranked[-1], ranked[len(ranked) // 2]][:HEADS_ASKED]
     names = [f"layer {layer + 1} head {head + 1}" for layer, head, _ in picks]
     return _body(
         "heads",
-        f"Which of these heads, switched off, lowers the model's answer for the [MASK] most? «{text}»",
+        f"Which of these heads, switched off, lowers the model's answer for {which} most? «{shown}»",
         sorted(names),
         names[0],
         f"With {names[0]} off, the log-probability of «{imp.target}» falls by {picks[0][2]:.2f}, the most of any head.",
@@ -263,8 +295,16 @@ def knows_question(bundle, pair: Pair, model: str) -> dict:
     """Patch the clean run's residual stream into the corrupted run at the [MASK] alone, layer by
     layer: the first row (the embeddings' output, then layer 1, ...) that restores at least
     KNOWS_SHARE of the clean answer over the foil is the answer. The last layer restores all of it
-    by construction, so there always is one."""
+    by construction, so there always is one. On a pair this model does not split (the clean run not
+    preferring the answer, or the corrupted one not preferring the foil) the why says so."""
     r = activation_patching(bundle, *pair, site="residual")
+    caveat = ""
+    if not r.clean > 0 > r.corrupted:  # the question's premise fails: say what the model did
+        caveat = (
+            f" Careful: on this model «{r.answer}» over «{r.foil}» is {r.clean:+.2f} in the clean sentence and "
+            f"{r.corrupted:+.2f} in the corrupted one (logits), so the clean run does not prefer «{r.answer}» or the "
+            "corrupted one does not prefer the foil: restoring only moves it back toward the clean run's value."
+        )
     share = r.effect[:, r.position]  # (L+1,)
     first = int((share >= KNOWS_SHARE).argmax())
     return _body(
@@ -276,7 +316,8 @@ def knows_question(bundle, pair: Pair, model: str) -> dict:
         f"Copying the clean run's vector at the [MASK] into the corrupted run restores {share[first]:.0%} of "
         f"«{r.answer}» over «{r.foil}» from {r.rows[first]} on"
         + (f" ({share[first - 1]:.0%} at {r.rows[first - 1]})" if first else "")
-        + f": before it, the answer is still elsewhere in the sentence. (At least {KNOWS_SHARE:.0%} counts.)",
+        + f": before it, the [MASK]'s own vector brings back less. (At least {KNOWS_SHARE:.0%} counts.)"
+        + caveat,
         values_bar(
             r.rows,
             share,

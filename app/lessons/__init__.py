@@ -1,7 +1,8 @@
 """Seven short lessons that follow the seeds' pipeline, each a few steps with the real model's
-figures and questions worked out on that model (pages/lessons.py shows them).
+figures, claims and questions worked out on that model (pages/lessons.py shows them).
 
     lesson.py             Step, Question, Lesson, Link, Asked; choices_with
+    claims.py             the registry of claims: what a step says the model does, worked out on it
     tokens_embeddings.py  1. text to tokens; 2. embeddings (token + segment + learned position)
     attention.py          3. attention: heads and their habits, found on the model
     training.py           4. the two pre-training games; 5. fine-tuning; 6. what heads learned

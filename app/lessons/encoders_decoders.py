@@ -5,6 +5,8 @@ session trained on the Decoder on top page. The head shown is found on the model
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -19,11 +21,19 @@ from bert.train.seq2seq import held_out_source
 from ..figures import core
 from ..figures import seq2seq as s2s_figures
 from ..figures.core import probability_bars, safe_labels
+from .claims import Said, claim, ordinal, percent
 from .lesson import Asked, Lesson, Link, Question, Step, ask, choices_with
 
 SENTENCE = "The keys to the old cabinet were on the kitchen table."
 PROMPT_END = " were"  # the prefix step: the tokens before this word are read both ways
-GAP = "The [MASK] barked at the mailman all morning."  # its clue stands right of the gap
+# Gaps whose clue stands right of them: (sentence, the word the clue asks for, the clue). The
+# lesson shows the first one the loaded model fills right read both ways and not left only.
+GAPS = (
+    ("The [MASK] barked at the mailman all morning.", "dog", "barked"),
+    ("The [MASK] is shining and the sky is blue.", "sun", "shining"),
+    ("The [MASK] States of America.", "united", "States"),
+    ("The [MASK] swam in the ocean with the other fish.", "fish", "swam"),
+)
 TOP = 5
 FACTOR = 2  # two probabilities within a factor of 2 are "about as likely": a small guess's points say little
 WRITING = 3  # the encoder-decoder step's question: the word being written (1-based)
@@ -84,10 +94,78 @@ def _prefix(bundle):
     return _map(bundle, prefix_length(bundle), f"prefix of {prefix_length(bundle)}")
 
 
-def guesses(bundle) -> tuple[mlm.MLMPredictions, mlm.MLMPredictions]:
-    """The gap's top guesses read both ways and read left only, on the same weights."""
+@dataclass(frozen=True)
+class Gap:
+    """The lesson's gap on one model: its sentence, the word its clue asks for, the clue, and
+    whether the model puts that word first read both ways and not first read left only."""
+
+    sentence: str
+    answer: str
+    clue: str
+    shows: bool
+
+
+def _readings(bundle, sentence: str) -> tuple[mlm.MLMPredictions, mlm.MLMPredictions]:
+    return mlm.mlm_topk(bundle, sentence, k=TOP), mlm.mlm_topk(bundle, sentence, k=TOP, attention_pattern=CAUSAL)
+
+
+def gap(bundle, candidates=GAPS) -> Gap:
+    """The first of `candidates` whose word the model puts first read both ways and not first read
+    left only; when none does, the first candidate (its claim then says what the model did)."""
     need_mlm(bundle, "This lesson's gap")
-    return mlm.mlm_topk(bundle, GAP, k=TOP), mlm.mlm_topk(bundle, GAP, k=TOP, attention_pattern=CAUSAL)
+    for sentence, answer, clue in candidates:
+        both, left = _readings(bundle, sentence)
+        if bare_word(both.top_tokens[0][0]) == answer != bare_word(left.top_tokens[0][0]):
+            return Gap(sentence, answer, clue, True)
+    return Gap(*candidates[0], False)
+
+
+def guesses(bundle) -> tuple[mlm.MLMPredictions, mlm.MLMPredictions]:
+    """The lesson's gap's top guesses read both ways and read left only, on the same weights."""
+    return _readings(bundle, gap(bundle).sentence)
+
+
+def rank_of(bundle, sentence: str, word: str, pattern=BIDIRECTIONAL, gap: int = 0) -> tuple[int | None, float]:
+    """(1-based rank, probability) of `word` (a token, or a word as bare_word gives it) at [MASK]
+    number `gap` (0-based) of `sentence`; (None, 0.0) for a word the vocabulary does not hold as one token."""
+    every = mlm.mlm_topk(bundle, sentence, k=bundle.config.vocab_size, attention_pattern=pattern)
+    words = every.top_tokens[gap]
+    i = next((j for j, w in enumerate(words) if w == word), None)  # as spelled, else as a word (RoBERTa's "Ġdog")
+    if i is None:
+        i = next((j for j, w in enumerate(words) if bare_word(w) == word), None)
+    if i is None:
+        return None, 0.0
+    return i + 1, float(every.top_probs[gap][i])
+
+
+@claim("both.clue-after-the-gap")
+def clue_after_the_gap(bundle, candidates=GAPS) -> Said:
+    """Read both ways the model uses a clue right of the gap; read left only it cannot."""
+    if not bundle.has_mlm:
+        return Said(False, "")  # the step's none_note speaks: no masked-word head
+    g = gap(bundle, candidates)
+    both, left = _readings(bundle, g.sentence)
+    top, p_top = bare_word(both.top_tokens[0][0]), float(both.top_probs[0][0])
+    guess, p_guess = bare_word(left.top_tokens[0][0]), float(left.top_probs[0][0])
+    seen = g.sentence[: g.sentence.index("[MASK]")].strip()
+    sees = f"only “{seen}”" if seen else "nothing at all"
+    facts = {"sentence": g.sentence, "both": top, "left": guess}
+    if g.shows:
+        return Said(
+            True,
+            f"In “{g.sentence}” the clue, “{g.clue}”, comes after the gap. Read both ways the model puts “{top}” "
+            f"first ({percent(p_top)}); read left only it sees {sees} and guesses “{guess}” ({percent(p_guess)}).",
+            facts,
+        )
+    rank, p = rank_of(bundle, g.sentence, g.answer)
+    where = f"“{g.answer}” only {ordinal(rank)} ({percent(p)})" if rank else f"“{g.answer}” is not in its vocabulary"
+    return Said(
+        False,
+        f"In “{g.sentence}” the clue, “{g.clue}”, comes after the gap, yet read both ways this model puts “{top}” "
+        f"first ({percent(p_top)}) and {where}: the clue did not settle it. Read left only it sees {sees} and "
+        f"guesses “{guess}” ({percent(p_guess)}).",
+        facts | {"rank": rank},
+    )
 
 
 def two_readings(both: mlm.MLMPredictions, left: mlm.MLMPredictions, gap: int = 0) -> go.Figure:
@@ -126,13 +204,14 @@ def _cross(run):
 
 
 def _ask_left(bundle) -> Asked:
+    g = gap(bundle)
     both, left = guesses(bundle)
     word = bare_word(left.top_tokens[0][0])
     wrong = [bare_word(w) for w in both.top_tokens[0] + left.top_tokens[0][1:]]
     return ask(
-        f"Reading left only, which word does the model put in the gap of “{GAP}”?",
+        f"Reading left only, which word does the model put in the gap of “{g.sentence}”?",
         choices_with(word, wrong, "left-guess"),
-        f"“{word}” ({left.top_probs[0][0]:.0%}): left only it never reads “barked”; both ways it guesses "
+        f"“{word}” ({left.top_probs[0][0]:.0%}): left only it never reads “{g.clue}”; both ways it guesses "
         f"“{bare_word(both.top_tokens[0][0])}” ({both.top_probs[0][0]:.0%}).",
         guesses_figure(bundle),
     )
@@ -149,12 +228,12 @@ def likelihood_change(p_both: float, p_left: float) -> str:
 
 
 def _ask_loses(bundle) -> Asked:
+    sentence = gap(bundle).sentence
     both, _ = guesses(bundle)
     word, p_both = both.top_tokens[0][0], float(both.top_probs[0][0])
-    every = mlm.mlm_topk(bundle, GAP, k=bundle.config.vocab_size, attention_pattern=CAUSAL)  # every word, ranked
-    p_left = float(every.top_probs[0][every.top_tokens[0].index(word)])
+    _, p_left = rank_of(bundle, sentence, word, CAUSAL)
     return ask(
-        f"Both ways, the model's first guess for the gap of “{GAP}” is “{bare_word(word)}”. Reading left only, "
+        f"Both ways, the model's first guess for the gap of “{sentence}” is “{bare_word(word)}”. Reading left only, "
         "how likely does it find that word?",
         (LIKELY, LIKELY.index(likelihood_change(p_both, p_left))),
         f"{p_both:.1%} both ways; {p_left:.1%} left only, where the words after the gap are hidden.",
@@ -182,13 +261,17 @@ def _steps() -> tuple[Step, ...]:
         ),
         Step(
             "What a left-to-right reader guesses",
-            "In “The [MASK] barked…” the clue comes after the gap. Read both ways the model sees “barked”; read "
-            "left only it sees only “The” and must guess blind.",
+            "A reader that goes left to right cannot use a clue that comes after the gap: it must guess without it.",
             guesses_figure,
-            Link("pages/masked_lm.py", "Compare both readings on the Masked LM page", {"mask": GAP}),
+            lambda b: Link(
+                "pages/masked_lm.py",
+                "Compare both readings on the Masked LM page",
+                {"mask": gap(b).sentence if b.has_mlm else GAPS[0][0]},
+            ),
             "lesson-left-guesses",
             none_note="This model is a classifier with no masked-word head: pick a pre-trained model to see "
             "its guesses.",
+            claim="both.clue-after-the-gap",
         ),
         Step(
             "Both at once: a prefix",

@@ -29,6 +29,9 @@ class Step:
     # run this session trained (app/seq2seq/session.py's dict), or None when there is none.
     uses: str = "model"
     none_note: str = ""  # said in place of the figure when show gives None
+    # The key of the claim (app/lessons/claims.py) that says, worked out on the model, what the
+    # figure shows the model doing; shown after `text`. `text` itself states nothing the model does.
+    claim: str = ""
 
 
 @dataclass

@@ -19,6 +19,8 @@ from ..figures import core
 from ..figures.causes import pair_word_scores, patching_heatmap, probe_curves
 from ..figures.explain import logit_lens_heatmap
 from ..figures.heads import importance_heatmap, pattern_map
+from .claims import Said, claim, ordinal, percent
+from .encoders_decoders import rank_of
 from .lesson import Asked, Lesson, Link, Question, Step, ask, choices_with
 from .task_heads import span_scores, tag_scores
 
@@ -31,6 +33,8 @@ ABLATE = "The capital of France is [MASK]."
 PAIRS_PARADIGM = "agreement across a prepositional phrase"
 PAIR = ("The author near the cabinets is here.", "The author near the cabinets are here.")
 PROBE_SENTENCES = 60  # Brown sentences: noun-number probes at every layer in about 6 s of CPU on minilm-l6
+AGREEING = ("are", "were")  # the second gap of TWO_GAPS: verbs that agree with "many people"
+FEW = 0.1  # "a few heads matter a lot": the top tenth of the heads carries most of the harm
 
 
 def _topk_bar(bundle, text: str, gap: int = 0):
@@ -51,6 +55,45 @@ def _nsp_figure(bundle):
 def _lens(bundle):
     lens = logit_lens(bundle, GAP, k=5)
     return logit_lens_heatmap(lens.top_tokens[0], lens.top_probs[0], lens.top_tokens[0][-1][0])
+
+
+@claim("games.second-gap-agrees")
+def second_gap_agrees(bundle) -> Said:
+    m = mlm_topk(bundle, TWO_GAPS, k=1)
+    top, p = m.top_tokens[1][0], float(m.top_probs[1][0])
+    facts = {"top": top, "p": p}
+    if top in AGREEING:
+        return Said(True, f"This model puts “{top}” first ({percent(p)}).", facts)
+    rank, p_are = rank_of(bundle, TWO_GAPS, AGREEING[0], gap=1)
+    where = (
+        f"“{AGREEING[0]}” is {ordinal(rank)} ({percent(p_are)})"
+        if rank
+        else f"“{AGREEING[0]}” is not in its vocabulary"
+    )
+    return Said(
+        False, f"This model puts “{top}” first ({percent(p)}), which does not agree; {where}.", facts | {"rank": rank}
+    )
+
+
+def settles(top_per_layer: list[str]) -> int:
+    """The first layer (0 = the embeddings) from which every layer's top guess is the last layer's."""
+    final = top_per_layer[-1]
+    k = len(top_per_layer) - 1
+    while k > 0 and top_per_layer[k - 1] == final:
+        k -= 1
+    return k
+
+
+@claim("games.guess-appears-late")
+def guess_appears_late(bundle) -> Said:
+    lens = logit_lens(bundle, GAP, k=1)
+    tops = [row[0] for row in lens.top_tokens[0]]
+    L, k = len(tops) - 1, settles(tops)
+    facts = {"word": tops[-1], "layer": k, "layers": L}
+    said = f"Here “{tops[-1]}” is the guess from {'the embeddings' if k == 0 else f'layer {k}'} of {L} on"
+    if k > L / 2:
+        return Said(True, f"{said}: only in the upper layers.", facts)
+    return Said(False, f"{said}: on this model it appears in the lower half already.", facts)
 
 
 def _ask_gap(bundle) -> Asked:
@@ -96,6 +139,7 @@ GAMES = Lesson(
             lambda b: _topk_bar(b, TWO_GAPS, 1),
             Link("pages/masked_lm.py", "Open on the Masked LM page", {"mask": TWO_GAPS}),
             "lesson-second-gap",
+            claim="games.second-gap-agrees",
         ),
         Step(
             "Does B follow A?",
@@ -108,10 +152,11 @@ GAMES = Lesson(
         Step(
             "The guess, layer by layer",
             "Put the masked-word head on every layer's vector, not only the last, and read what each layer would "
-            "guess: the answer usually appears only in the upper layers, as the words have been mixed enough.",
+            "guess: where does the final answer first appear?",
             _lens,
             Link("pages/explanations.py", "Open on the Explanations page", {"mask": GAP, "view": "lens"}),
             "lesson-logit-lens",
+            claim="games.guess-appears-late",
         ),
     ),
     (Question("gap", _ask_gap), Question("nsp", _ask_nsp)),
@@ -244,11 +289,10 @@ def _important_head_map(bundle):
 
 
 def _habits_by_layer(bundle):
-    hp = head_patterns_over(bundle)
-    resting = [(hp.labels[l] != "[CLS]").sum() - (hp.labels[l] == "[SEP]").sum() for l in range(hp.labels.shape[0])]
+    busy = busy_heads(bundle)
     return core.values_bar(
-        [f"layer {l + 1}" for l in range(len(resting))],
-        resting,
+        [f"layer {l + 1}" for l in range(len(busy))],
+        busy,
         title="heads per layer that do not rest on [CLS] or [SEP]",
         y_title="heads",
     )
@@ -257,9 +301,8 @@ def _habits_by_layer(bundle):
 def _agreement_patched(bundle):
     """The number-agreement preset patched layer by layer and token by token; None when this
     model cannot patch it (its tokens do not line up, or its answer does not move)."""
-    try:
-        r = activation_patching(bundle, *PRESETS["Number agreement"], "residual")
-    except InputError:
+    r = _patched(bundle)
+    if r is None:
         return None
     return patching_heatmap(r.effect, r.rows, r.columns, r.position, title="share of “are” over “is” restored")
 
@@ -287,15 +330,44 @@ def _number_probes(bundle):
 
 def _ask_cls_heads(bundle) -> Asked:
     hp, fig = _patterns(bundle)
-    n = hp.counts()["[CLS]"]
+    counts = hp.counts()
+    n = counts["[CLS]"]
     total = hp.labels.size
     wrong = [str(x) for x in (0, total // 2, total, max(1, n // 2), n + 5)]
+    common = max(counts, key=counts.get)
+    habit = (
+        "resting on a special token is this model's most common habit"
+        if common in ("[CLS]", "[SEP]")
+        else f"on this model the most common habit is “{common}” ({counts[common]} heads)"
+    )
     return ask(
         "Over the probe sentences, how many heads put most of their attention on [CLS]?",
         choices_with(str(n), wrong, "cls-heads"),
-        f"{n} of {total}: resting on a special token is the most common habit.",
+        f"{n} of {total}: {habit}.",
         fig,
     )
+
+
+@claim("heads.few-heads-matter")
+def few_heads_matter(bundle) -> Said:
+    if not bundle.has_mlm:
+        return Said(False, "")
+    return harm_spread(head_importance(bundle, ABLATE))
+
+
+def harm_spread(imp) -> Said:
+    """The few-heads-matter claim on a head importance already computed."""
+    drops = np.sort(np.clip(imp.scores.ravel(), 0, None))[::-1]
+    k = max(1, int(np.ceil(FEW * drops.size)))
+    share = float(drops[:k].sum() / drops.sum()) if drops.sum() > 0 else 0.0
+    facts = {"heads": k, "share": share, "largest": float(drops[0])}
+    said = (
+        f"Here the {k} heads that matter most carry {percent(share)} of all the harm done by switching heads "
+        f"off one at a time (the largest drop {drops[0]:.2f}, the median head's {float(np.median(drops)):.2f})"
+    )
+    if share > 0.5:
+        return Said(True, f"{said}: a few heads matter a lot, most hardly at all.", facts)
+    return Said(False, f"{said}: on this model the harm is spread over many heads.", facts)
 
 
 def _ask_ablation(bundle) -> Asked:
@@ -307,9 +379,83 @@ def _ask_ablation(bundle) -> Asked:
         f"“{ABLATE}”: switching off which head hurts the guess “{imp.target}” most?",
         choices_with(f"layer {lay + 1}, head {h + 1}", wrong, "ablation"),
         f"Layer {lay + 1}, head {h + 1}: without it the log-probability of “{imp.target}” drops by "
-        f"{imp.scores[lay, h]:.2f}. Most heads matter little on their own.",
+        f"{imp.scores[lay, h]:.2f}. {harm_spread(imp).text}",
         fig,
     )
+
+
+def busy_heads(bundle) -> list[int]:
+    """Per layer, the heads whose habit over the probe sentences is not resting on [CLS] or [SEP]."""
+    hp = head_patterns_over(bundle)
+    return [int(((row != "[CLS]") & (row != "[SEP]")).sum()) for row in hp.labels]
+
+
+@claim("heads.busy-heads-low")
+def busy_heads_low(bundle) -> Said:
+    busy = busy_heads(bundle)
+    half = len(busy) // 2
+    low, high = sum(busy[:half]), sum(busy[len(busy) - half :])
+    facts = {"low": low, "high": high}
+    said = f"{low} busy heads in the lower {half} layers, {high} in the upper {half}"
+    if low > high:
+        return Said(True, f"This one does: {said}.", facts)
+    return Said(False, f"This one does not: {said}.", facts)
+
+
+def _patched(bundle):
+    """The number-agreement preset patched at the residual stream, or None when this model cannot."""
+    try:
+        return activation_patching(bundle, *PRESETS["Number agreement"], "residual")
+    except InputError:
+        return None
+
+
+@claim("heads.patching-subject-then-mask")
+def subject_then_mask(bundle) -> Said:
+    r = _patched(bundle)
+    if r is None:
+        return Said(False, "")  # the step's none_note speaks
+    if not (r.clean > 0 > r.corrupted):
+        return Said(
+            False,
+            f"On this model the pair does not split as it should: “{r.answer}” over “{r.foil}” is {r.clean:+.2f} "
+            f"in “The keys …” and {r.corrupted:+.2f} in “The key …” (logits), so there is little to bring back.",
+            {"clean": r.clean, "corrupted": r.corrupted},
+        )
+    subject = next(j for j, (a, b) in enumerate(zip(r.clean_tokens, r.corrupted_tokens)) if a != b)
+    at_subject, at_mask = r.effect[:, subject], r.effect[:, r.position]
+    over = [i for i in range(len(r.rows)) if at_mask[i] > at_subject[i]]
+    facts = {"subject": float(at_subject[0]), "mask": float(at_mask[-1]), "crossing": over[0] if over else None}
+    said = (
+        f"Here the subject's vector brings back {percent(at_subject[0])} at {r.rows[0]}, the [MASK]'s "
+        f"{percent(at_mask[-1])} at {r.rows[-1]}"
+    )
+    if at_subject[0] > 0.5 and at_mask[-1] > 0.5 and over:
+        return Said(
+            True,
+            f"{said}; the [MASK] takes over from {r.rows[over[0]]}: low down the subject carries "
+            "the number, higher up the [MASK] does.",
+            facts,
+        )
+    return Said(
+        False, f"{said}: on this model the number does not move from the subject to the [MASK] so simply.", facts
+    )
+
+
+@claim("heads.pair-verb")
+def pair_verb(bundle) -> Said:
+    try:
+        res = score_pairs(bundle, [PAIR])
+    except InputError:
+        return Said(False, "")  # the step's none_note speaks
+    g, b = res.good[0], res.bad[0]
+    i = next(j for j, (x, y) in enumerate(zip(g.words, b.words)) if x != y)
+    sg, sb = float(g.word_scores[i]), float(b.word_scores[i])
+    facts = {"good": sg, "bad": sb}
+    said = f"Here “{g.words[i]}” scores {sg:.2f} and “{b.words[i]}” {sb:.2f}"
+    if sg > sb:
+        return Said(True, f"{said}: it still knows the subject is one author.", facts)
+    return Said(False, f"{said}: past “near the cabinets” this model takes the plural nearby for the subject.", facts)
 
 
 HEADS = Lesson(
@@ -327,11 +473,12 @@ HEADS = Lesson(
         ),
         Step(
             "Switch a head off",
-            "Each cell is the model's guess for the [MASK] with that one head switched off: red means the "
-            "guess got worse. A few heads matter a lot; most hardly at all.",
+            "Each cell is the model's guess for the [MASK] with that one head switched off: {high} means the "
+            "guess got worse.",
             lambda b: _importance(b)[1],
             Link("pages/ablation.py", "Open the Head ablation page", {"mask": ABLATE}),
             "lesson-head-ablation",
+            claim="heads.few-heads-matter",
         ),
         Step(
             "The head that matters most",
@@ -347,15 +494,16 @@ HEADS = Lesson(
             _habits_by_layer,
             Link("pages/head_patterns.py", "Open the Head patterns page", {"on": "probe"}),
             "lesson-habits-by-layer",
+            claim="heads.busy-heads-low",
         ),
         Step(
             "Copy instead of switching off",
             "Run “The keys …” and “The key …”, then rerun the second with one vector copied from the first. "
-            "Each cell says how much of the plural answer that copy brings back: low down the subject carries "
-            "it, higher up the [MASK] does.",
+            "Each cell says how much of the plural answer that copy brings back.",
             _agreement_patched,
             Link("pages/causes.py", "Open the Causes page", {"view": "patch"}),
             "lesson-patching",
+            claim="heads.patching-subject-then-mask",
             none_note="This model cannot patch this pair: its two sentences split into different numbers of "
             "tokens, or both get the same answer. Try a pair of your own on the Causes page.",
         ),
@@ -368,6 +516,7 @@ HEADS = Lesson(
             _pair_word_by_word,
             Link("pages/causes.py", "Open Minimal pairs", {"view": "pairs", "paradigm": PAIRS_PARADIGM}),
             "lesson-minimal-pair",
+            claim="heads.pair-verb",
             none_note="This model has no masked-word head to score a sentence with: pick a pre-trained model.",
         ),
         Step(

@@ -10,7 +10,7 @@ import streamlit as st
 from ..analysis_cache import budget_cached
 from ..ui import links, show_figure
 from ..ui.formatting import md_escape
-from . import LESSONS
+from . import LESSONS, claims
 from .lesson import Asked, Lesson
 
 PROGRESS = "lesson_progress"  # {lesson key: {"seen": set of step indexes, "right": {question key: bool}}}
@@ -33,11 +33,21 @@ def by_key(key: str) -> Lesson:
 
 @budget_cached(spinner="Running the model for this step…")
 def step_output(model_key: str, lesson_key: str, step: int, _bundle):
-    """What a step shows on this model (cached per model; `_bundle` is what the step uses: a bundle,
-    or a seq2seq run's dict keyed by its run)."""
+    """(What a step shows on this model, its link, its claim's sentence worked out on the model or
+    ""), cached per model; `_bundle` is what the step uses: a bundle, or a seq2seq run's dict keyed
+    by its run."""
     s = by_key(lesson_key).steps[step]
     link = s.link(_bundle) if callable(s.link) else s.link
-    return s.show(_bundle), link
+    said = claims.say(s.claim, _bundle).text if s.claim and _bundle is not None else ""
+    return s.show(_bundle), link, said
+
+
+def step_text(text: str, said: str, figure) -> str:
+    """A step's words on screen (markdown): its text, then its claim's sentence, colour words from the
+    scale `figure` is drawn with (the projector's in projector mode)."""
+    words = show_figure.colour_words(figure)
+    fill = words.fill if words is not None else str
+    return f"{fill(text)} {md_escape(fill(said))}".strip()  # the claim quotes the model's words: escaped
 
 
 @budget_cached(spinner="Working out the question on this model…")
@@ -60,7 +70,7 @@ def show_output(out, name: str, key: str, height: int | None = None) -> None:
 
 
 def _output(model, lesson: Lesson, i: int):
-    """(what step i shows, its link) on what the step uses: the loaded model, or the
+    """(what step i shows, its link, its claim's sentence) on what the step uses: the loaded model, or the
     encoder-decoder this session trained (none: no figure, the step's own link)."""
     s = lesson.steps[i]
     if s.uses != "seq2seq":
@@ -69,7 +79,7 @@ def _output(model, lesson: Lesson, i: int):
 
     run = s2s.trained()
     if run is None:
-        return None, s.link(None) if callable(s.link) else s.link
+        return None, s.link(None) if callable(s.link) else s.link, ""
     return step_output(s2s.run_key(run), lesson.key, i, run)
 
 
@@ -79,8 +89,8 @@ def show_step(model, lesson: Lesson, i: int, beside: bool = False) -> None:
     s = lesson.steps[i]
     words, shown = st.columns([2, 3]) if beside else (st.container(), st.container())
     words.subheader(f"{i + 1}. {s.title}")
-    words.markdown(s.text)
-    out, link = _output(model, lesson, i)
+    out, link, said = _output(model, lesson, i)
+    words.markdown(step_text(s.text, said, out))
     with shown:
         show_output(out, s.figure_name, key=f"lesson_fig_{lesson.key}_{i}", height=PRESENTER_HEIGHT if beside else None)
     if out is None and s.none_note:

@@ -28,6 +28,7 @@ from ..export.notebook import MIME as NOTEBOOK_MIME
 from ..export.notebook import ModelRef
 from ..export.stamp import Stamp, weights_hash
 from ..export.view_file import MIME, Choice, Panel, stamped, view_html
+from .colour_words import ColourWords, words_for
 from .formatting import md_escape
 from .links import PROJECTOR
 
@@ -76,13 +77,32 @@ def style_for_projector(fig: go.Figure) -> go.Figure:
     fig.update_traces(textfont=dict(size=PROJECTOR_FONT), selector=dict(type="heatmap"))
     fig.update_traces(textfont=dict(size=PROJECTOR_FONT), selector=dict(type="bar"))
     for trace in fig.data:
-        if trace.type == "heatmap" and _is_sequential(trace.colorscale):
-            trace.colorscale = PROJECTOR_SCALE
-    if fig.layout.coloraxis and _is_sequential(fig.layout.coloraxis.colorscale):
-        fig.layout.coloraxis.colorscale = PROJECTOR_SCALE
+        if trace.type == "heatmap":
+            trace.colorscale = projected_scale(trace.colorscale, True)
+    if fig.layout.coloraxis and fig.layout.coloraxis.colorscale:
+        fig.layout.coloraxis.colorscale = projected_scale(fig.layout.coloraxis.colorscale, True)
     if fig.layout.height:
         fig.layout.height = int(fig.layout.height * 1.4)
     return fig
+
+
+def projected_scale(scale, projector: bool):
+    """The scale a heatmap is drawn with: PROJECTOR_SCALE for a sequential one in projector mode,
+    else its own (a diverging scale keeps its colours: its middle means 0)."""
+    return PROJECTOR_SCALE if projector and _is_sequential(scale) else scale
+
+
+def colour_words(fig: go.Figure | None, projector: bool | None = None) -> ColourWords | None:
+    """The colour words of `fig`'s colour scale as it is drawn (its first heatmap's, else its
+    colour axis'), in projector mode (`projector`, default: the session's) its projector scale;
+    None for a figure without one. Captions take their colour words from here."""
+    if not isinstance(fig, go.Figure):
+        return None
+    projector = projector_on() if projector is None else projector
+    scale = next((t.colorscale for t in fig.data if t.type == "heatmap" and t.colorscale is not None), None)
+    if scale is None and fig.layout.coloraxis and fig.layout.coloraxis.colorscale:
+        scale = fig.layout.coloraxis.colorscale
+    return None if scale is None else words_for(projected_scale(scale, projector))
 
 
 def _is_sequential(scale) -> bool:
