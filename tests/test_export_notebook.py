@@ -24,7 +24,7 @@ MINILM = nb.ModelRef("builtin:minilm-l6", "minilm-l6")
 def test_typed_text_is_a_literal_in_code_and_escaped_in_markdown():
     text = nb.attention(MINILM, Stamp(inputs=(("Sentence A", HOSTILE),)), HOSTILE, None, 0, 0)
     node = nbr.read(text)
-    code = "".join(node.cells[3].source)
+    code = "".join(node.cells[4].source)
     (text_a,) = [t.value for t in ast.parse(code).body if isinstance(t, ast.Assign) and t.targets[0].id == "text_a"]
     assert ast.literal_eval(text_a) == HOSTILE  # a literal: nothing typed runs
     md = "".join(node.cells[0].source)
@@ -47,7 +47,7 @@ def test_compares_notebook_loads_both_models_and_draws_no_difference_of_a_model_
     assert (
         "bundle_a = bert.load('path/to/the/saved/model/folder')" in code and "bundle_b = bert.load('minilm-l6')" in code
     )
-    assert "same_model = False" in code and "Model A was trained in a session" in "".join(node.cells[2].source)
+    assert "same_model = False" in code and "Model A was trained in a session" in "".join(node.cells[3].source)
     same = compare_models(MINILM, Stamp(), "a [MASK] .", 0, 0, MINILM, MINILM, 5)
     assert "same_model = True" in same
 
