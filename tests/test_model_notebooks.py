@@ -254,8 +254,8 @@ def test_the_pages_offer_their_notebooks_with_their_inputs(pretrain_run, decoder
     assert not at.exception, [e.value for e in at.exception]
     node = nbr.read(offered["pt_curves_4343_ipynb"]().decode("utf-8"))
     code = _code(node)
-    assert _assigned(node, "folder") == SAVED_MODEL and "pretrain_curves(events, 6)" in code[1]
-    assert len(code[1]) > 1000 and _assigned(node, "text") == pretrain_run["info"]["args"].probe
+    assert _assigned(node, "folder") == SAVED_MODEL and "pretrain_curves(events, 6)" in code[2]
+    assert len(code[2]) > 1000 and _assigned(node, "text") == pretrain_run["info"]["args"].probe
 
     at.session_state[RESULT] = decoder_run
     at.switch_page("pages/decoder.py").run()
