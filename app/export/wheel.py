@@ -46,7 +46,12 @@ def wheel_name() -> str:
 
 
 def can_build() -> bool:
-    """True when the project's own files are here to build from (a checkout, not an installed copy)."""
+    """True when the project's own files are here to build from (a checkout, not an installed copy)
+    and no build of this process has failed: the page offers the wheel only then."""
+    return _failed is None and _sources_here()
+
+
+def _sources_here() -> bool:
     return all((ROOT / name).exists() for name in SOURCES)
 
 
@@ -66,7 +71,7 @@ def project_wheel() -> bytes:
 
 
 def _build() -> bytes:
-    if not can_build():
+    if not _sources_here():
         missing = ", ".join(name for name in SOURCES if not (ROOT / name).exists())
         raise WheelUnavailable(f"the project's files are not here to build the wheel from (missing: {missing})")
     with tempfile.TemporaryDirectory(prefix="bert-explorer-wheel-") as tmp:

@@ -7,12 +7,15 @@ here with the app's own figure builders under the app's plotly template (Streaml
 
 from __future__ import annotations
 
+import zipfile
+
 import pytest
 
 import bert
 from app.export import choices
 from app.export.stamp import Stamp, weights_hash
 from app.export.view_file import Choice, Panel, view_html
+from app.export.wheel import wheel_name
 from app.figures import compare, core, heads, seq2seq, training
 from app.ui.formatting import token_table
 from bert.analysis import explain as explain_analysis
@@ -138,7 +141,8 @@ def test_saved_views_draw_offline_and_keep_typed_text_as_text(browser, files):
 
 def test_a_student_saves_the_attention_view_and_opens_it_at_home(page, page_factory, app_url, app_ready, artifacts):
     """Save, go home, open: the Attention page's button downloads the file, which opens in a
-    browser that may reach nothing, with the page's head picked and the sentence typed."""
+    browser that may reach nothing, with the page's head picked and the sentence typed, every label
+    inside the figure and the title clear; beside the notebook, the bert package's wheel."""
     from urllib.parse import quote
 
     page.goto(f"{app_url}/attention?a={quote(SENTENCE)}&layer=2&head=5")
@@ -151,6 +155,12 @@ def test_a_student_saves_the_attention_view_and_opens_it_at_home(page, page_fact
     with page.expect_download(timeout=60_000) as nb_dl:
         page.get_by_role("button", name="Open as a notebook").first.click()
     assert nb_dl.value.suggested_filename == "attention-L2-H5.ipynb"
+    with page.expect_download(timeout=180_000) as wheel_dl:  # built once by the server, on this click
+        page.get_by_role("button", name="Get the bert package (wheel)").first.click()
+    assert wheel_dl.value.suggested_filename == wheel_name()
+    wheel_path = artifacts / wheel_name()
+    wheel_dl.value.save_as(wheel_path)
+    assert "bert/__init__.py" in zipfile.ZipFile(wheel_path).namelist()
     page.guard.assert_clean()
     home = page_factory(offline=True)
     home.goto(path.as_uri())
@@ -158,6 +168,8 @@ def test_a_student_saves_the_attention_view_and_opens_it_at_home(page, page_fact
     assert home.evaluate("() => document.querySelector('#bx-plot-0').layout.title.text") == "layer 2, head 5"
     assert home.locator(".bx-inputs dd").first.inner_text() == SENTENCE
     assert "minilm-l6" in home.locator(".bx-stamp").inner_text().lower()
+    (fig,) = home.evaluate(BOXES)
+    assert fig["ticks"] and not _label_problems(fig), _label_problems(fig)
     assert not [u for u in home.guard.requests if not u.startswith("file:")]
     home.guard.assert_clean()
 
