@@ -131,6 +131,13 @@ SETTINGS = {
             30,
             "then one more answerer of the question per address every this many seconds (at most half its 200)",
         ),
+        # what a student takes home (app/export/notebook.py)
+        Setting(
+            "BERT_EXPLORER_PROJECT_URL",
+            "",
+            "where pip installs the project from at home (e.g. git+https://github.com/you/bert-explorer): a saved "
+            "notebook's first cell uses it when the app's wheel is not beside the notebook; unset: the wheel only",
+        ),
         # the class board (app/board/, pages/board.py)
         Setting("BERT_EXPLORER_BOARD", False, "1: the Class board page, where students post fine-tuning runs"),
         Setting(

@@ -1,5 +1,6 @@
 """A view's notebook (app/export/) run headless in the venv's python3 kernel, its imports from this
-checkout, and what it left: the numbers it printed after NUMBERS, the plotly figures it drew."""
+checkout, and what it left: its numbers (the variable NUMBERS, read after every code cell by a probe
+cell that is taken out again), what it printed, the plotly figures it drew."""
 
 from __future__ import annotations
 
@@ -43,21 +44,62 @@ def run(text: str, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("BERT_EXPLORER_TORCH_THREADS", "1")
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    with_probes(node)
     nbclient.NotebookClient(
         node, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
     ).execute()
+    return without_probes(node)
+
+
+SEEN = "NUMBERS_SEEN "  # what a probe cell prints: the notebook's numbers as JSON, when they changed
+
+
+def _probe() -> str:
+    from app.export.notebook import NUMBERS
+
+    return (
+        "import json as _json\n"
+        f"if {NUMBERS!r} in globals() and _json.dumps({NUMBERS}) != globals().get('_numbers_seen'):\n"
+        f"    _numbers_seen = _json.dumps({NUMBERS})\n"
+        f"    print({SEEN!r} + _numbers_seen)"
+    )
+
+
+def with_probes(node):
+    """`node` with a probe cell after every code cell: it prints the notebook's numbers when they changed."""
+    import nbformat
+
+    cells = []
+    for cell in node.cells:
+        cells.append(cell)
+        if cell.cell_type == "code":
+            cells.append(nbformat.v4.new_code_cell(_probe(), metadata={"probe": True}))
+    node.cells = cells
     return node
 
 
-def all_numbers(node) -> list[dict]:
-    """What each cell that prints NUMBERS printed, in the order of the cells."""
-    from app.export.notebook import NUMBERS, printed_numbers
+def without_probes(node):
+    """The executed `node` as the notebook is (its probe cells out), the numbers they read in
+    node.metadata["numbers"], one entry a change, in the order of the cells."""
+    import json
 
-    return [printed_numbers(c.outputs) for c in node.cells if c.cell_type == "code" and NUMBERS in "".join(c.source)]
+    found = []
+    for cell in node.cells:
+        if cell.metadata.get("probe"):
+            text = "".join("".join(o.get("text", "")) for o in cell.outputs)
+            found += [json.loads(line[len(SEEN) :]) for line in text.splitlines() if line.startswith(SEEN)]
+    node.cells = [c for c in node.cells if not c.metadata.get("probe")]
+    node.metadata["numbers"] = found
+    return node
+
+
+def all_numbers(node) -> list:
+    """The notebook's numbers after each cell that changed them, in the order of the cells."""
+    return list(node.metadata["numbers"])
 
 
 def numbers(node) -> dict:
-    """What the notebook's cells that print NUMBERS printed, merged in the order of the cells."""
+    """The notebook's numbers after each change, merged in the order of the cells."""
     found = all_numbers(node)
     assert found, "no cell prints numbers"
     return {k: v for d in found for k, v in d.items()}

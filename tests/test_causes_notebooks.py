@@ -77,9 +77,9 @@ def test_typed_pairs_are_literals_in_code_and_escaped_in_markdown():
     pairs = [(f"The cats sleep. {HOSTILE}", "The cats sleeps."), ("She left.", f"She leaved. {HOSTILE}")]
     text = cnb.minimal_pairs(MINILM, Stamp(inputs=(("Pairs", HOSTILE),)), None, pairs, True, 1)
     node = nbr.read(text)
-    code = "".join(node.cells[3].source)
+    code = "".join(node.cells[4].source)
     assert _assigned(code, "pairs") == pairs and _assigned(code, "word_level") is True  # nothing typed runs
-    assert _assigned("".join(node.cells[4].source), "pick") == 2  # counted from 1 in the notebook
+    assert _assigned("".join(node.cells[5].source), "pick") == 2  # counted from 1 in the notebook
     md = "".join(node.cells[0].source)
     assert "<img" not in md and "&lt;img src=x onerror=alert\\(1\\)&gt;" in md
 
@@ -98,7 +98,7 @@ def test_the_minimal_pairs_notebooks_print_the_apps_scores(tmp_path, monkeypatch
     assert (got["good_words"], got["bad_words"]) == (res.good[0].words, res.bad[0].words)
     np.testing.assert_allclose(got["good_word_scores"], res.good[0].word_scores, atol=1e-5)
     np.testing.assert_allclose(got["bad_word_scores"], res.bad[0].word_scores, atol=1e-5)
-    assert nbr.figures(node) == 1 and any("text/html" in o.get("data", {}) for o in node.cells[3].outputs)  # the table
+    assert nbr.figures(node) == 1 and any("text/html" in o.get("data", {}) for o in node.cells[4].outputs)  # the table
 
     tiny = minilm_tiny_mlm()  # every paradigm's 440 pairs: a tiny model on MiniLM's vocabulary
     ref = in_models_folder(tiny, "tiny-mlm", tmp_path / "models", monkeypatch)
@@ -147,12 +147,12 @@ def test_a_session_runs_notebook_says_how_to_load_its_download_and_keeps_typed_t
     report = {"tags": ["O", "B-X"], "confusion": [[3, 1], [0, 2]]}
     text = tagger_report(MINILM, Stamp(), "mine", "session:mine", [], {"accuracy": 0.8}, report, 10, HOSTILE)
     node = nbr.read(text)
-    code = "".join(node.cells[6].source)
+    code = "".join(node.cells[7].source)
     assert "tagger = bert.load('path/to/the/saved/model/folder')" in code and _assigned(code, "sentence") == HOSTILE
-    assert "download it there" in "".join(node.cells[5].source)
-    assert "bert.load" not in "".join(node.cells[1].source) + "".join(node.cells[2].source)  # curves need no model
+    assert "download it there" in "".join(node.cells[6].source)
+    assert "bert.load" not in "".join(node.cells[2].source) + "".join(node.cells[3].source)  # curves need no model
     text = reader_report(MINILM, Stamp(), "r", "session:r", [], {}, {}, 10, HOSTILE, f"{HOSTILE} passage")
-    code = "".join(nbr.read(text).cells[6].source)
+    code = "".join(nbr.read(text).cells[7].source)
     assert _assigned(code, "question") == HOSTILE and _assigned(code, "passage") == f"{HOSTILE} passage"
 
 

@@ -11,6 +11,7 @@ import json
 import re
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 import torch
 
@@ -128,6 +129,26 @@ def test_a_choice_over_budget_keeps_the_figure_shown_and_says_so(monkeypatch):
     assert "The layer and head choice is left out of this file" in text
 
 
+def test_a_figure_drawn_under_streamlits_template_is_saved_fitted_and_in_real_colours(monkeypatch):
+    """The app's plotly template (Streamlit's: placeholder colours its page swaps, no automargin)
+    does not reach the file as is: its colours are the light theme's, every axis has automargin
+    and the title sits in its own band above a key axis on top."""
+    import plotly.io as pio
+    import streamlit.elements.plotly_chart  # noqa: F401  registers Streamlit's template
+
+    monkeypatch.setattr(pio.templates, "default", "streamlit")
+    curve = go.Figure(go.Scatter(x=[1, 2, 3], y=[3, 1, 2], mode="lines"))
+    assert curve.layout.template.layout.colorway[0] == "#000001"
+    text = view_html(
+        "t", [Panel(curve), Panel(core.attention_heatmap(_atts()[0, 0], TOKENS, title="layer 1"))], Stamp()
+    )
+    line, heat = (p["layouts"][0] for p in _views(text)["panels"])
+    assert not re.findall(r"#0000[0-4]\d", json.dumps(_views(text)))  # no placeholder left
+    assert line["template"]["layout"]["colorway"][:3] == ["#0068c9", "#83c9ff", "#ff2b2b"]
+    assert line["xaxis"]["automargin"] is True and line["yaxis"]["automargin"] is True
+    assert heat["title"]["yref"] == "container" and heat["margin"]["t"] > core.TITLE_BAND + 30  # band + key axis
+
+
 def test_the_weights_hash_follows_the_weights():
     a, b = tiny_bundle(seed=0), tiny_bundle(seed=0)
     assert weights_hash(a.model) == weights_hash(b.model)
@@ -155,7 +176,7 @@ def test_every_figure_of_a_page_offers_its_file_with_the_model_and_inputs(monkey
     at.session_state[state.TEXT_A] = f"the cat sat {HOSTILE}"
     at.switch_page("pages/attention.py").run()
     assert not at.exception, [e.value for e in at.exception]
-    assert {"att_heatmap_html", "att_heatmap_ipynb"} <= {b.key for b in at.get("download_button")}
+    assert {"att_heatmap_html", "att_heatmap_ipynb", "att_heatmap_wheel"} <= {b.key for b in at.get("download_button")}
     text = offered["attention-L1-H1.html"]().decode("utf-8")
     panel = _views(text)["panels"][0]
     assert panel["sizes"] == [6, 12] and len(panel["frames"]) == 72

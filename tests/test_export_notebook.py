@@ -1,12 +1,14 @@
 """A view's notebook (app/export/notebook.py, analysis_notebooks.py) run headless (nbclient, the
 venv's python3 kernel): the Attention, Masked LM, fine-tuning-report, Tokenization, Embeddings,
 Explanations, Patching, Head ablation, Head patterns and Compare notebooks run with no error, draw
-with the app's figure builders, and print the app's numbers for the same inputs (1e-5). Typed text
-reaches them only as string literals and escaped markdown."""
+with the app's figure builders, keep the app's numbers for the same inputs (1e-5) in `numbers` and
+print sentences a student reads, never a raw dump of them. Typed text reaches them only as string
+literals and escaped markdown."""
 
 from __future__ import annotations
 
 import ast
+import re
 
 import numpy as np
 import pytest
@@ -24,7 +26,7 @@ MINILM = nb.ModelRef("builtin:minilm-l6", "minilm-l6")
 def test_typed_text_is_a_literal_in_code_and_escaped_in_markdown():
     text = nb.attention(MINILM, Stamp(inputs=(("Sentence A", HOSTILE),)), HOSTILE, None, 0, 0)
     node = nbr.read(text)
-    code = "".join(node.cells[3].source)
+    code = "".join(node.cells[4].source)
     (text_a,) = [t.value for t in ast.parse(code).body if isinstance(t, ast.Assign) and t.targets[0].id == "text_a"]
     assert ast.literal_eval(text_a) == HOSTILE  # a literal: nothing typed runs
     md = "".join(node.cells[0].source)
@@ -47,7 +49,7 @@ def test_compares_notebook_loads_both_models_and_draws_no_difference_of_a_model_
     assert (
         "bundle_a = bert.load('path/to/the/saved/model/folder')" in code and "bundle_b = bert.load('minilm-l6')" in code
     )
-    assert "same_model = False" in code and "Model A was trained in a session" in "".join(node.cells[2].source)
+    assert "same_model = False" in code and "Model A was trained in a session" in "".join(node.cells[3].source)
     same = compare_models(MINILM, Stamp(), "a [MASK] .", 0, 0, MINILM, MINILM, 5)
     assert "same_model = True" in same
 
@@ -65,6 +67,11 @@ def test_the_attention_and_masked_lm_notebooks_print_the_apps_numbers(monkeypatc
     assert got["tokens"] == an.tokens
     np.testing.assert_allclose(np.array(got["attention"]), an.attentions[3, 5], atol=1e-5)
     assert nbr.figures(node) == 2
+    att = an.attentions[3, 5]
+    j = int(att[2].argmax())  # "teacher": where it looks most, in a sentence of its own
+    assert "Layer 4, head 6: where each token looks most" in nbr.printed(node)
+    assert f"{'teacher':>12} → {an.tokens[j]:<12} {att[2, j]:.0%}" in nbr.printed(node)
+    _no_dump(nbr.printed(node))
 
     masked = "the capital of france is [MASK] . she [MASK] the book ."
     pred = mlm.mlm_topk(bundle, masked, k=5)
@@ -72,6 +79,14 @@ def test_the_attention_and_masked_lm_notebooks_print_the_apps_numbers(monkeypatc
     got = nbr.numbers(node)
     assert got["tokens"] == pred.top_tokens
     np.testing.assert_allclose(np.array(got["probs"]), pred.top_probs, atol=1e-5)
+    first = ", ".join(f"{t} {p:.1%}" for t, p in zip(pred.top_tokens[0], pred.top_probs[0]))
+    assert f"[MASK] 1 (token {pred.positions[0]}): {first}" in nbr.printed(node)
+    _no_dump(nbr.printed(node))
+
+
+def _no_dump(printed: str) -> None:
+    """Nothing printed is a raw list or dict of numbers (a JSON dump)."""
+    assert not re.search(r"[\[{]\s*[\[{'\"]?-?\d", printed) and "NUMBERS" not in printed, printed
 
 
 @pytest.mark.slow

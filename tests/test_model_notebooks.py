@@ -94,7 +94,7 @@ def test_a_pretraining_notebook_without_the_downloaded_model_says_how_to_load_it
     )
     exec(load + "\n" + try_it, {"bert": bert, "os": __import__("os"), "json": __import__("json")})
     assert "No model loaded yet: set `folder` above" in capsys.readouterr().out
-    assert "<img" not in "".join(node.cells[2].source)  # the run's name, escaped
+    assert "<img" not in "".join(node.cells[3].source)  # the run's name, escaped
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +151,7 @@ def test_a_finished_pretraining_runs_notebook_redraws_it_and_tries_its_downloade
 
 
 @pytest.mark.slow
-def test_a_next_word_runs_notebook_continues_its_probe_with_its_downloaded_model(tmp_path, capsys):
+def test_a_next_word_runs_notebook_continues_its_probe_with_its_downloaded_model(tmp_path):
     """A next-word run's "Try it" cells, `folder` set to its unzipped download (run here, not in a
     kernel: the report cells are the MLM run's): the same greedy continuation as the app's."""
     import io
@@ -177,9 +177,9 @@ def test_a_next_word_runs_notebook_continues_its_probe_with_its_downloaded_model
     node = nbr.read(pretrain_report(MINILM, Stamp(), "tiny-next", "session:tiny-next", events, done, args))
     *_, load, try_it = _code(node)
     load = load.replace(repr(SAVED_MODEL), repr(str(tmp_path / "tiny-next")))
-    exec(load + "\n" + try_it, {"bert": bert, "os": os, "json": json})
-    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith(NUMBERS))
-    got = json.loads(line[len(NUMBERS) :])
+    space = {"bert": bert, "os": os, "json": json}
+    exec(load + "\n" + try_it, space)
+    got = space[NUMBERS]
     want = continue_text(done.bundle, next_word_probe(args.probe), 20)
     assert got["written"] == [s.token for s in want.steps] and got["written"]
     np.testing.assert_allclose(got["probs"], [s.prob for s in want.steps], atol=1e-5)
@@ -246,7 +246,7 @@ def test_the_pages_offer_their_notebooks_with_their_inputs(pretrain_run, decoder
     word, sentences, senses = sense_examples()
     assert (_assigned(node, "word"), _assigned(node, "sentences")) == (word, sentences)
     assert (_assigned(node, "senses"), _assigned(node, "layer")) == (senses, 2)
-    assert "bundle = bert.load('minilm-l6')" in "".join(node.cells[1].source)
+    assert "bundle = bert.load('minilm-l6')" in "".join(node.cells[2].source)
 
     select_session_model(at, "tiny-pre", pretrain_run["bundle"])
     at.session_state[ts.PT_RESULTS] = [pretrain_run]
@@ -254,11 +254,11 @@ def test_the_pages_offer_their_notebooks_with_their_inputs(pretrain_run, decoder
     assert not at.exception, [e.value for e in at.exception]
     node = nbr.read(offered["pt_curves_4343_ipynb"]().decode("utf-8"))
     code = _code(node)
-    assert _assigned(node, "folder") == SAVED_MODEL and "pretrain_curves(events, 6)" in code[1]
-    assert len(code[1]) > 1000 and _assigned(node, "text") == pretrain_run["info"]["args"].probe
+    assert _assigned(node, "folder") == SAVED_MODEL and "pretrain_curves(events, 6)" in code[2]
+    assert len(code[2]) > 1000 and _assigned(node, "text") == pretrain_run["info"]["args"].probe
 
     at.session_state[RESULT] = decoder_run
     at.switch_page("pages/decoder.py").run()
     assert not at.exception, [e.value for e in at.exception]
     node = nbr.read(offered["s2s_cross_ipynb"]().decode("utf-8"))
-    assert _assigned(node, "text") == example_source(decoder_run) and "K7QX2M" in "".join(node.cells[3].source)
+    assert _assigned(node, "text") == example_source(decoder_run) and "K7QX2M" in "".join(node.cells[4].source)

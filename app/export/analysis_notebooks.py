@@ -1,6 +1,6 @@
 """Notebooks of the analysis pages (Head ablation, Head patterns, Compare's two models), built like
 those of app/export/notebook.py: the same model and inputs, cells that compute with `bert` and
-draw with the page's figure builders, the page's explanation, its numbers printed after NUMBERS.
+draw with the page's figure builders, the page's explanation, its numbers kept in `numbers`.
 Typed text reaches the code cells only as Python string literals (repr)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import html
 
 from bert.analysis.heads import BROAD_ENTROPY, PATTERN_THRESHOLD
 
-from .notebook import NUMBERS, ModelRef, notebook, notebook_without_model
+from .notebook import ModelRef, notebook, notebook_without_model
 from .stamp import Stamp
 
 ABLATION_MASKS = 5  # [MASK]s drawn, as the page draws them
@@ -64,8 +64,9 @@ def ablation(model: ModelRef, stamp: Stamp, text: str, off, k: int) -> str:
         (
             "code",
             "imp = head_importance(bundle, text)  # L x H runs, one a head\n"
-            "numbers['importance'] = imp.scores.tolist()\n"
-            f"print({NUMBERS!r} + json.dumps(numbers))\n"
+            "numbers['importance'] = imp.scores.tolist()  # numbers: this view's, for your own code\n"
+            "((l, h, s),) = imp.ranking(1)\n"
+            "print(f'Switched off alone, layer {l + 1} head {h + 1} costs the most: {s:+.2f} {imp.unit}')\n"
             "importance_heatmap(imp.scores, imp.unit, imp.target, off)",
         ),
         (
@@ -115,8 +116,8 @@ def head_patterns(
             "code",
             "from app.figures.heads import STAT_NAMES, head_stats_bar, pattern_map\n\n"
             f"layer, head = {int(layer) + 1}, {int(head) + 1}\n"
-            f"print({NUMBERS!r} + json.dumps({{'labels': labels.tolist(), "
-            "**{name: stats[name].tolist() for name in STAT_NAMES}}))\n"
+            "numbers = {'labels': labels.tolist(), **{name: stats[name].tolist() for name in STAT_NAMES}}\n"
+            "print(f'Layer {layer}, head {head}: {labels[layer - 1, head - 1]}')\n"
             "pattern_map(labels, stats, selected=(layer - 1, head - 1))",
         ),
         (
@@ -196,7 +197,7 @@ def compare_models(
             "    numbers[f'{side}_probs'], numbers[f'{side}_tokens'] = out.mlm.top_probs.tolist(), out.mlm.top_tokens\n"
             f"    for i, pos in enumerate(out.mlm.positions[:{COMPARE_MASKS}]):\n"
             "        core.mlm_topk_bar(out.mlm.top_tokens[i], out.mlm.top_probs[i], f'[MASK] at token {pos}').show()\n"
-            f"print({NUMBERS!r} + json.dumps(numbers))",
+            "# numbers: this view's, for your own code",
         ),
     ]
     both = ModelRef(None, f"A: {a.label or '?'}, B: {b.label or '?'}")

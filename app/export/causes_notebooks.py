@@ -1,11 +1,11 @@
 """Notebooks of the Causes page's Minimal pairs and Probes views, built like those of
 app/export/notebook.py: the same model and inputs, cells that compute with `bert` and draw with
-the page's figure builders (app/figures/causes.py), the page's explanation, its numbers printed
-after NUMBERS. Typed text reaches the code cells only as Python string literals (repr)."""
+the page's figure builders (app/figures/causes.py), the page's explanation, its numbers
+kept in `numbers`. Typed text reaches the code cells only as Python string literals (repr)."""
 
 from __future__ import annotations
 
-from .notebook import NUMBERS, ModelRef, md_text, notebook
+from .notebook import ModelRef, md_text, notebook
 from .stamp import Stamp
 
 PAIRS_MD = (
@@ -58,10 +58,10 @@ def minimal_pairs(model: ModelRef, stamp: Stamp, paradigm: str | None, pairs, wo
             "g, b = res.good[pick - 1], res.bad[pick - 1]\n"
             "print(f'good {g.total:.2f}, bad {b.total:.2f}: the model prefers the '\n"
             "      f\"{'good' if res.correct[pick - 1] else 'bad'} one by {abs(res.differences[pick - 1]):.2f}\")\n"
-            f"print({NUMBERS!r} + json.dumps({{'good': [s.total for s in res.good], "
-            "'bad': [s.total for s in res.bad], 'accuracy': res.accuracy,\n"
-            "    'good_words': g.words, 'good_word_scores': g.word_scores.tolist(),\n"
-            "    'bad_words': b.words, 'bad_word_scores': b.word_scores.tolist()}))\n"
+            "numbers = {'good': [s.total for s in res.good], 'bad': [s.total for s in res.bad],\n"
+            "           'accuracy': res.accuracy,\n"
+            "           'good_words': g.words, 'good_word_scores': g.word_scores.tolist(),\n"
+            "           'bad_words': b.words, 'bad_word_scores': b.word_scores.tolist()}  # for your own code\n"
             "pair_word_scores(g.words, g.word_scores, b.words, b.word_scores)",
         ),
     ]
@@ -80,8 +80,10 @@ def every_paradigm(model: ModelRef, stamp: Stamp, word_level: bool) -> str:
             f"word_level = {bool(word_level)}\n"
             "names = list(PARADIGMS)\n"
             "scores = [score_pairs(bundle, PARADIGMS[name].pairs, word_level) for name in names]\n"
-            f"print({NUMBERS!r} + json.dumps({{'names': names, 'accuracy': [s.accuracy for s in scores], "
-            "'differences': [s.differences.tolist() for s in scores]}))\n"
+            "numbers = {'names': names, 'accuracy': [s.accuracy for s in scores],\n"
+            "           'differences': [s.differences.tolist() for s in scores]}  # for your own code\n"
+            "for name, s in zip(names, scores):\n"
+            "    print(f'{name}: {int(s.correct.sum())} of {len(s.correct)} pairs right ({s.accuracy:.0%})')\n"
             "paradigm_accuracy_bars(names, [s.accuracy for s in scores], [len(s.correct) for s in scores])",
         ),
     ]
@@ -121,9 +123,10 @@ def probes(model: ModelRef, stamp: Stamp, prop: str, n_sentences: int, beside: M
             "print(f'{first.n_train} words to train on, {first.n_test} to test on, {len(first.classes)} classes: '\n"
             "      f\"{', '.join(first.classes)}; chance {first.majority:.2f}, \"\n"
             '      f"the control\'s {first.control_majority:.2f}")\n'
-            f"print({NUMBERS!r} + json.dumps([{{'name': name, 'rows': c.rows, 'accuracy': c.accuracy.tolist(), "
-            "'control': c.control.tolist(), 'majority': c.majority, 'classes': c.classes,\n"
-            "    'n_train': c.n_train, 'n_test': c.n_test} for name, c in curves]))\n"
+            "numbers = [{'name': name, 'rows': c.rows, 'accuracy': c.accuracy.tolist(),\n"
+            "            'control': c.control.tolist(), 'majority': c.majority, 'classes': c.classes,\n"
+            "            'n_train': c.n_train, 'n_test': c.n_test}\n"
+            "           for name, c in curves]  # for your own code\n"
             "probe_curves(curves)",
         ),
         (

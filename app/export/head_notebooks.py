@@ -11,7 +11,7 @@ import json
 
 from bert.train.events import HeadEval, HeadStart, HeadStep
 
-from .notebook import CONFUSION_SCORES, NUMBERS, ModelRef, md_text, notebook_without_model
+from .notebook import CONFUSION_SCORES, ModelRef, md_text, notebook_without_model
 from .stamp import Stamp
 
 TAGGER_MD = (
@@ -68,8 +68,8 @@ def tagger_report(
             + CONFUSION_SCORES
             + "entity = f\", entity F1 {scores['f1']:.1%}\" if scores.get('f1') is not None else ''\n"
             "print(f'word accuracy {accuracy:.1%}{entity}')\n"
-            f"print({NUMBERS!r} + json.dumps({{'scores': scores, 'accuracy': accuracy, "
-            "'precision': precision.tolist(), 'recall': recall.tolist()}))\n"
+            "numbers = {'scores': scores, 'accuracy': accuracy, 'precision': precision.tolist(),\n"
+            "           'recall': recall.tolist()}  # for your own code\n"
             "training.confusion_matrix(report['confusion'], tags).show()\n"
             "pd.DataFrame({'tag': tags, 'precision': precision, 'recall': recall, 'words in validation': conf.sum(1)})",
         ),
@@ -79,8 +79,8 @@ def tagger_report(
             f"{run.code('tagger')}\n\nfrom bert.tagging import word_attention\n\n"
             f"sentence = {sentence!r}\n"
             "words = tagger.tag([sentence])[0]  # (word, tag, probability) a word\n"
-            f"print({NUMBERS!r} + json.dumps({{'words': [w.word for w in words], 'tags': [w.tag for w in words], "
-            "'probs': [float(w.prob) for w in words]}))\n"
+            "numbers = {'words': [w.word for w in words], 'tags': [w.tag for w in words],\n"
+            "           'probs': [float(w.prob) for w in words]}  # for your own code\n"
             "pd.DataFrame(words, columns=['word', 'tag', 'prob'])",
         ),
         (
@@ -121,8 +121,7 @@ def reader_report(
             f"scores = json.loads({json.dumps(scores)!r})  # the kept model's, in percent\n"
             f"examples = json.loads({json.dumps(report.get('examples', []))!r})\n"
             "print(f\"exact match {scores.get('exact_match')}, F1 {scores.get('f1')}\")\n"
-            f"print({NUMBERS!r} + json.dumps({{'scores': scores, "
-            "'predicted': [ex['predicted'][0] for ex in examples]}))\n"
+            "numbers = {'scores': scores, 'predicted': [ex['predicted'][0] for ex in examples]}  # for your own code\n"
             "for ex in examples[:1]:  # the first answered question's start and end probabilities\n"
             "    span_probs(ex['tokens'], ex['start_probs'], ex['end_probs']).show()\n"
             "pd.DataFrame({'question': [ex['question'] for ex in examples],\n"
@@ -141,8 +140,8 @@ def reader_report(
             "w = ans.windows[ans.window]  # the passage's window the answer came from\n"
             "lo, hi = w.context_start, w.context_start + w.n\n"
             "start, end = ans.start_probs[ans.window][lo:hi].tolist(), ans.end_probs[ans.window][lo:hi].tolist()\n"
-            f"print({NUMBERS!r} + json.dumps({{'text': ans.text, 'start': ans.start, 'end': ans.end, "
-            "'score': float(ans.score), 'start_probs': start, 'end_probs': end}))\n"
+            "numbers = {'text': ans.text, 'start': ans.start, 'end': ans.end, 'score': float(ans.score),\n"
+            "           'start_probs': start, 'end_probs': end}  # for your own code\n"
             "span_probs(w.enc.tokens[lo:hi], start, end)",
         ),
     ]

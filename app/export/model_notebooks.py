@@ -1,11 +1,11 @@
 """Notebooks of the views that read a model's vectors across inputs (Compare's "One word in many
 sentences"), built like those of app/export/notebook.py: the same model and inputs, cells that
 compute with `bert` and draw with the page's figure builders, the page's explanation, its numbers
-printed after NUMBERS. Typed text reaches the code cells only as Python string literals (repr)."""
+kept in `numbers`. Typed text reaches the code cells only as Python string literals (repr)."""
 
 from __future__ import annotations
 
-from .notebook import NUMBERS, ModelRef, notebook
+from .notebook import ModelRef, notebook
 from .stamp import Stamp
 
 WORD_SENSES_MD = (
@@ -40,9 +40,11 @@ def word_in_sentences(
         (
             "code",
             "sep = separation(res.vectors, senses) if len(set(senses)) >= 2 else None  # one score a layer\n"
-            f"print({NUMBERS!r} + json.dumps({{'coords': res.coords.tolist(), "
-            "'separation': None if sep is None else sep.tolist()}))\n"
+            "numbers = {'coords': res.coords.tolist(),\n"
+            "           'separation': None if sep is None else sep.tolist()}  # for your own code\n"
             "if sep is not None:\n"
+            "    best = int(sep.argmax())\n"
+            "    print(f'Separation {sep[layer]:.2f} at layer {layer}; the most, {sep[best]:.2f}, at layer {best}')\n"
             "    separation_line(sep, layer).show()\n"
             "else:\n"
             "    print('Write a sense next to each sentence (at least two different ones) to measure the separation.')",

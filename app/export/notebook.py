@@ -2,10 +2,15 @@
 as a package: cells that load the same model, compute with `bert` and draw with the same
 figure builders the app uses (app.figures), markdown cells with the page's explanation.
 
-Each notebook prints its numbers as one JSON line after NUMBERS (`printed_numbers` reads it back),
-so a test runs it headless and compares them with the app's. Typed text reaches the code cells
-only as Python string literals (repr) and the markdown cells escaped. No streamlit, no nbformat:
-the file is plain JSON in the documented format.
+The first code cell gets the `bert` package for someone who has only the file: it installs the
+project's wheel (app/export/wheel.py, offered for download beside every notebook) from the
+notebook's folder, or from the project's repository (BERT_EXPLORER_PROJECT_URL) where the wheel is
+not there, and does nothing where `bert` is already importable.
+
+What a notebook prints is for the student (sentences, tables); the view's numbers are kept, JSON-able,
+in the variable NUMBERS for the student's own code, and the tests read them from there to compare
+them with the app's. Typed text reaches the code cells only as Python string literals (repr) and the
+markdown cells escaped. No streamlit, no nbformat: the file is plain JSON in the documented format.
 """
 
 from __future__ import annotations
@@ -15,14 +20,14 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import PurePath
 
-from .stamp import Stamp
+from bert import settings
 
-NUMBERS = "NUMBERS "  # the line a notebook prints its numbers on, as JSON
+from .stamp import Stamp
+from .wheel import wheel_name
+
+NUMBERS = "numbers"  # the variable a notebook keeps its view's numbers in (a JSON-able dict)
 MIME = "application/x-ipynb+json"
-INSTALL = (
-    "Run it where the project is installed as a package: `pip install <the project folder>` "
-    "(or the wheel `make wheel` builds) in a fresh virtual environment, then open this notebook in Jupyter."
-)
+PIP_SAFE = re.compile(r"[A-Za-z0-9+:/._@~=-]+")  # a pip source as one word (a URL, a requirement)
 SAVED_MODEL = "path/to/the/saved/model/folder"  # where a notebook loads a session's model from: the user edits it
 
 
@@ -73,22 +78,80 @@ def _cell(kind: str, source: str) -> dict:
     return cell
 
 
+def project_url() -> str:
+    """BERT_EXPLORER_PROJECT_URL when it is a source pip takes as one word (PIP_SAFE), else ''."""
+    url = settings.text("BERT_EXPLORER_PROJECT_URL")
+    return url if PIP_SAFE.fullmatch(url) else ""
+
+
+def install_md() -> str:
+    """How to run the notebook with nothing but the file (and the wheel beside it)."""
+    url = project_url()
+    fallback = f" Without the wheel, it installs from the project's repository (`{url}`)." if url else ""
+    return (
+        f"**To run it at home:** save this notebook and the app's *bert package* download (`{wheel_name()}`, "
+        "offered beside *Open as a notebook*) in one folder, open the notebook in Jupyter (`pip install jupyter`, "
+        "then `jupyter notebook`), VS Code or Google Colab (upload both files), and run the cells in order. The "
+        "first code cell installs the package (and what it needs: torch, plotly, ...) once per Python "
+        f"environment.{fallback}"
+    )
+
+
+def install_code() -> str:
+    """The first code cell: install `bert` from the wheel beside the notebook (or from the project's
+    repository, where one is set and the wheel is not there), unless it is already importable. Plain
+    Python (no %pip): it parses and runs in any kernel."""
+    url = project_url()
+    lines = [
+        "# BERT Explorer's `bert` package (its code, the app's figure builders, the built-in models),",
+        "# installed once per Python environment",
+        "import importlib\nimport importlib.util\nimport subprocess\nimport sys\nfrom pathlib import Path\n",
+        f"wheel = {wheel_name()!r}  # the app's download, saved beside this notebook",
+    ]
+    if url:
+        lines += [
+            f"project = {url!r}  # the project's repository, where the wheel is not at hand",
+            "if importlib.util.find_spec('bert') is not None:",
+            "    print('bert is installed: run the next cells.')",
+            "else:",
+            "    source = wheel if Path(wheel).is_file() else project",
+        ]
+    else:
+        lines += [
+            "if importlib.util.find_spec('bert') is not None:",
+            "    print('bert is installed: run the next cells.')",
+            "elif not Path(wheel).is_file():",
+            "    print(f'Save {wheel} (the app offers it beside the notebook) in {Path.cwd()},'",
+            "          ' then run this cell again.')",
+            "else:",
+            "    source = wheel",
+        ]
+    lines += [
+        "    print(f'Installing bert from {source} (a minute or two the first time) ...')",
+        "    pip = subprocess.run([sys.executable, '-m', 'pip', 'install', source], capture_output=True, text=True)",
+        "    importlib.invalidate_caches()",
+        "    print('Done: run the next cells.' if pip.returncode == 0 else pip.stderr)",
+    ]
+    return "\n".join(lines)
+
+
 def _stamp_md(title: str, stamp: Stamp, model: ModelRef, load: bool) -> str:
     weights = f", weights sha256 `{stamp.weights}`" if stamp.weights else ""
     inputs = "".join(f"\n- **{md_text(label)}**: {md_text(text)}" for label, text in stamp.inputs if text)
     model_line = f"Model **{md_text(model.label or '?')}**{weights}. {model.note() if load else ''}".rstrip()
     return (
         f"# {md_text(title)}\n\nSaved from BERT Explorer {md_text(stamp.version)} on {stamp.saved}. "
-        f"{model_line}\n{inputs}\n\n{INSTALL}"
+        f"{model_line}\n{inputs}\n\n{install_md()}"
     )
 
 
 def notebook(title: str, stamp: Stamp, model: ModelRef, cells: list[tuple[str, str]], load: bool = True) -> str:
-    """The .ipynb text: the stamp, the imports and (if `load`) the model, then `cells` ((kind,
-    source) with kind "markdown" or "code")."""
+    """The .ipynb text: the stamp, the cell that installs `bert` (install_code), the imports and (if
+    `load`) the model, then `cells` ((kind, source) with kind "markdown" or "code")."""
     setup = "import json\nimport os\n\nimport bert\nfrom app.figures import core, training"
     setup += f"\n\n{model.code()}" if load else ""
-    body = [_cell("markdown", _stamp_md(title, stamp, model, load)), _cell("code", setup)]
+    body = [_cell("markdown", _stamp_md(title, stamp, model, load)), _cell("code", install_code())]
+    body.append(_cell("code", setup))
     body += [_cell(kind, source) for kind, source in cells]
     nb = {
         "cells": body,
@@ -119,15 +182,6 @@ CONFUSION_SCORES = (  # notebook code: `report['confusion']` read as its accurac
 )
 
 
-def printed_numbers(outputs: list[dict]) -> dict:
-    """The JSON a notebook's cell printed after NUMBERS, from its executed outputs."""
-    for out in outputs:
-        for line in "".join(out.get("text", "")).splitlines():
-            if line.startswith(NUMBERS):
-                return json.loads(line[len(NUMBERS) :])
-    raise ValueError("the cell printed no numbers")
-
-
 ATTENTION_MD = (
     "In every layer each token builds a new vector by mixing the vectors of all tokens, itself included. "
     "How much of each it takes is its **attention**: a row of weights that are positive and add up to 1. "
@@ -150,8 +204,12 @@ def attention(model: ModelRef, stamp: Stamp, text_a: str, text_b: str | None, la
         (
             "code",
             f"layer, head = {layer + 1}, {head + 1}\n"
-            "att = an.attentions[layer - 1, head - 1]\n"
-            f"print({NUMBERS!r} + json.dumps({{'tokens': an.tokens, 'attention': att.tolist()}}))\n"
+            "att = an.attentions[layer - 1, head - 1]  # (tokens, tokens): row i is where token i looks\n"
+            "numbers = {'tokens': an.tokens, 'attention': att.tolist()}  # this view's numbers, for your own code\n"
+            "strongest = att.argmax(-1)\n"
+            "print(f'Layer {layer}, head {head}: where each token looks most')\n"
+            "for token, j, row in zip(an.tokens, strongest, att):\n"
+            "    print(f'  {token:>12} → {an.tokens[j]:<12} {row[j]:.0%}')\n"
             "core.attention_heatmap(att, an.tokens, title=f'layer {layer}, head {head}')",
         ),
         ("code", "core.attention_grid(an.attentions, selected=(layer - 1, head - 1))"),
@@ -174,7 +232,10 @@ def masked_lm(model: ModelRef, stamp: Stamp, text: str, k: int) -> str:
             "from bert.analysis import mlm\n\n"
             f"text = {text!r}\n"
             f"pred = mlm.mlm_topk(bundle, text, k={int(k)})\n"
-            f"print({NUMBERS!r} + json.dumps({{'tokens': pred.top_tokens, 'probs': pred.top_probs.tolist()}}))",
+            "numbers = {'tokens': pred.top_tokens, 'probs': pred.top_probs.tolist()}  # for your own code\n"
+            "for n, position in enumerate(pred.positions):\n"
+            "    guesses = ', '.join(f'{t} {p:.1%}' for t, p in zip(pred.top_tokens[n], pred.top_probs[n]))\n"
+            "    print(f'[MASK] {n + 1} (token {position}): {guesses}')",
         ),
         (
             "code",
@@ -212,7 +273,8 @@ def finetune_report(model: ModelRef, stamp: Stamp, name: str, key: str, events: 
             + CONFUSION_SCORES
             + "f1 = np.where(precision + recall > 0,\n"
             "              2 * precision * recall / np.maximum(precision + recall, 1e-12), 0)\n"
-            f"print({NUMBERS!r} + json.dumps({{'accuracy': accuracy, 'macro_f1': float(f1.mean())}}))\n"
+            "numbers = {'accuracy': accuracy, 'macro_f1': float(f1.mean())}  # for your own code\n"
+            "print(f'Accuracy on the held-out texts {accuracy:.1%}, macro F1 {f1.mean():.1%}')\n"
             "training.confusion_matrix(report['confusion'], report['classes'])",
         ),
     ]
@@ -236,7 +298,8 @@ def tokenization(model: ModelRef, stamp: Stamp, text_a: str, text_b: str | None)
             "from app.ui.formatting import token_table\nfrom bert.analysis.common import encode\n\n"
             f"text_a = {text_a!r}\ntext_b = {(text_b or None)!r}\n"
             "enc = encode(bundle, text_a, text_b)\n"
-            f"print({NUMBERS!r} + json.dumps({{'tokens': enc.tokens, 'ids': [int(i) for i in enc.ids]}}))\n"
+            "numbers = {'tokens': enc.tokens, 'ids': [int(i) for i in enc.ids]}  # for your own code\n"
+            "print(f'{len(enc.tokens)} tokens: ' + ' '.join(enc.tokens))\n"
             "token_table(enc.tokens, enc.ids, enc.type_ids, enc.offsets, enc.word_ids, enc.sequence_ids, text_a, "
             "text_b, unk_token=bundle.tokenizer.unk_token)",
         ),
@@ -268,7 +331,9 @@ def embeddings(model: ModelRef, stamp: Stamp, text_a: str, text_b: str | None, p
         (
             "code",
             "norms = {k: np.linalg.norm(an.parts[k][:n], axis=1) for k in ('token', 'segment', 'position', 'normed')}\n"
-            f"print({NUMBERS!r} + json.dumps({{k: v.tolist() for k, v in norms.items()}}))\n"
+            "numbers = {k: v.tolist() for k, v in norms.items()}  # for your own code\n"
+            "print('Mean length of each part over the tokens: '\n"
+            "      + ', '.join(f'{k} {v.mean():.2f}' for k, v in norms.items()))\n"
             "core.norms_bar(norms, an.tokens[:n])",
         ),
     ]
@@ -304,8 +369,11 @@ def explanations(model: ModelRef, stamp: Stamp, text: str, mask: int, word: str 
             "lens = explain.logit_lens(bundle, text, k=5)\n"
             "i = lens.positions.index(position)\n"
             "answer = lens.top_tokens[i][-1][0]\n"
-            f"print({NUMBERS!r} + json.dumps({{'rollout': sal.rollout.tolist(), 'saliency': sal.saliency.tolist(), "
-            "'lens': lens.top_probs[i].tolist(), 'answer': answer}))\n"
+            "numbers = {'rollout': sal.rollout.tolist(), 'saliency': sal.saliency.tolist(),\n"
+            "           'lens': lens.top_probs[i].tolist(), 'answer': answer}  # for your own code\n"
+            "ranks = lens.answer_rank[i]  # the answer's rank after each layer (0: the embeddings), 1 = top\n"
+            "since = max(n for n in range(len(ranks)) if n == 0 or ranks[n - 1] != 1)\n"
+            "print(f'The model answers “{answer}”: its top guess from layer {since} on (layer 0: the embeddings).')\n"
             "figures.logit_lens_heatmap(lens.top_tokens[i], lens.top_probs[i], answer)",
         ),
         ("code", "figures.answer_by_layer(lens.answer_prob[i], lens.answer_rank[i], answer)"),
@@ -333,7 +401,7 @@ def patching(model: ModelRef, stamp: Stamp, clean: str, corrupted: str, answer: 
             f"clean, corrupted = {clean!r}, {corrupted!r}\nanswer, foil = {answer!r}, {foil!r}\nsite = {site!r}\n"
             "r = activation_patching(bundle, clean, corrupted, answer, foil, site)\n"
             "print(f'logit({r.answer}) - logit({r.foil}): {r.clean:+.2f} clean, {r.corrupted:+.2f} corrupted')\n"
-            f"print({NUMBERS!r} + json.dumps({{'effect': r.effect.tolist(), 'rows': r.rows, 'columns': r.columns}}))\n"
+            "numbers = {'effect': r.effect.tolist(), 'rows': r.rows, 'columns': r.columns}  # for your own code\n"
             "patching_heatmap(r.effect, r.rows, r.columns, r.position if site != 'heads' else None)",
         ),
     ]

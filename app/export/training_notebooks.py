@@ -1,6 +1,6 @@
 """Notebooks of a finished training run, built like app/export/notebook.py's fine-tuning report:
 the run's curves redrawn from its recorded events (written with to_dict) by the page's figure
-builder, its final numbers printed after NUMBERS, and its model loaded where it can be. A
+builder, its final numbers said in words and kept in `numbers`, and its model loaded where it can be. A
 pre-training run's model (a session's) is loaded from the folder its download unzips to, once the
 user points the notebook at it; until then those cells say so. The Decoder page offers no download:
 its decoding's numbers travel in the notebook instead. Typed text reaches the code cells only as
@@ -16,7 +16,7 @@ from bert.train.next_word import NEXT_WORD
 from bert.train.pretrain import PretrainArgs
 from bert.train.seq2seq import EVENTS
 
-from .notebook import NUMBERS, SAVED_MODEL, ModelRef, md_text, notebook_without_model
+from .notebook import SAVED_MODEL, ModelRef, md_text, notebook_without_model
 from .stamp import Stamp
 
 PRETRAIN_MD = (
@@ -60,15 +60,15 @@ def _try_it(args: PretrainArgs) -> str:
             + "    cont = continue_text(bundle, text, 20)  # greedy: the likeliest token at every step\n"
             "    print(bundle.tokenizer.decode(cont.prompt_ids), '→', bundle.tokenizer.decode([s.token_id for s in "
             "cont.steps]))\n"
-            f"    print({NUMBERS!r} + json.dumps({{'written': [s.token for s in cont.steps], "
-            "'probs': [s.prob for s in cont.steps]}))"
+            "    numbers = {'written': [s.token for s in cont.steps],\n"
+            "               'probs': [s.prob for s in cont.steps]}  # for your own code"
         )
     return (
         "from bert.train.pretrain_eval import probe_predictions\n\n"
         f"text = {args.probe!r}  # a sentence with [MASK]\n"
         + none
         + "    guesses = probe_predictions(bundle, text, k=5)  # each [MASK]'s top (word, probability)\n"
-        f"    print({NUMBERS!r} + json.dumps({{'guesses': guesses}}))\n"
+        "    numbers = {'guesses': guesses}  # for your own code\n"
         "    for i, cands in enumerate(guesses[:6]):\n"
         "        core.mlm_topk_bar([t for t, _ in cands], [p for _, p in cands], f'[MASK] {i + 1}').show()"
     )
@@ -97,9 +97,9 @@ def pretrain_report(model: ModelRef, stamp: Stamp, name: str, key: str, events: 
             "left = plateau_exit(ev.of_type(events, ev.PretrainEval), start.baseline_token if start else None)\n"
             "print(f'{done.step or 0:,} steps; left the plateau at step {left.step:,}' if left else\n"
             "      f'{done.step or 0:,} steps; still on the plateau')\n"
-            f"print({NUMBERS!r} + json.dumps({{'step': done.step, 'top1': done.mlm_top1, 'top5': done.mlm_top5, "
-            "'nsp_acc': done.nsp_acc, 'baseline_top1': done.baseline_top1, "
-            "'left_plateau_at': left.step if left else None}))\n"
+            "numbers = {'step': done.step, 'top1': done.mlm_top1, 'top5': done.mlm_top5, 'nsp_acc': done.nsp_acc,\n"
+            "           'baseline_top1': done.baseline_top1,\n"
+            "           'left_plateau_at': left.step if left else None}  # for your own code\n"
             f"probe_frame(events, next_word={next_word})  # the probe's top guesses at every evaluation",
         ),
         *_load(ModelRef(key, name)),
@@ -162,7 +162,7 @@ def decoding(
             "done = last(events, Seq2SeqDone)\n"
             "if done is not None:\n"
             "    print(f'held-out exact match {done.exact_match:.0%}, kept model of step {done.best_step:,}')\n"
-            f"    print({NUMBERS!r} + json.dumps({{'exact_match': done.exact_match, 'best_step': done.best_step}}))\n"
+            "    numbers = {'exact_match': done.exact_match, 'best_step': done.best_step}  # for your own code\n"
             "s2s_figures.curves(events)",
         ),
         (
@@ -179,8 +179,8 @@ def decoding(
             "t = step - 1\n"
             "print(f'Step {step}: it read {inputs[t]} and wrote {outputs[t]} (p = {probs[t]:.2f}). '\n"
             "      f'Output so far: {\" \".join(outputs[:step])}')\n"
-            f"print({NUMBERS!r} + json.dumps({{'outputs': outputs, 'probs': probs, 'cross': cross[layer - 1].tolist(), "
-            "'self': selfs[layer - 1].tolist()}))\n"
+            "numbers = {'outputs': outputs, 'probs': probs, 'cross': cross[layer - 1].tolist(),\n"
+            "           'self': selfs[layer - 1].tolist()}  # for your own code\n"
             "s2s_figures.attention(cross[layer - 1], outputs, source, f'cross-attention, layer {layer}', t,\n"
             "                      'source token')",
         ),

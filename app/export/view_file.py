@@ -25,6 +25,7 @@ import gzip
 import hashlib
 import html
 import json
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -35,6 +36,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from ..bertviz.data import script_json
+from ..figures.core import fit_labels, is_fitted
 from .stamp import Stamp
 
 FRAMES_BUDGET = 3_000_000  # bytes of figure JSON for one figure's precomputed choices
@@ -46,6 +48,26 @@ KEPT_CHOICES = 8  # the latest choices' frames kept, by Choice.key (~0.7 MB each
 _kept: OrderedDict = OrderedDict()  # (key, axes) -> frames, used only under _building
 MIME = "text/html"
 SIGNIFICANT = 4  # digits kept of each number a figure plots
+# Streamlit's plotly template (the app's default) carries placeholder colours that its page swaps for
+# the theme's; a saved view has no Streamlit, so the file swaps them for the light theme's own.
+STREAMLIT_COLOURS = {  # placeholders #000001-#000030: ten categorical, ten sequential, ten diverging colours
+    f"#{n:06d}": colour
+    for n, colour in enumerate(
+        "#0068c9 #83c9ff #ff2b2b #ffabab #29b09d #7defa1 #ff8700 #ffd16a #6d3fc0 #d5dae5 "
+        "#e4f5ff #c7ebff #a6dcff #83c9ff #60b4ff #3d9df3 #1c83e1 #0068c9 #0054a3 #004280 "
+        "#7d353b #bd4043 #ff4b4b #ff8c8c #ffc7c7 #a6dcff #60b4ff #1c83e1 #0054a3 #004280".split(),
+        start=1,
+    )
+} | {  # increasing, decreasing, total; grey 70 and 90, background, faded text, background mix
+    "#000032": "#29b09d",
+    "#000033": "#ff2b2b",
+    "#000034": "#0068c9",
+    "#000036": "#555867",
+    "#000037": "#262730",
+    "#000038": "#ffffff",
+    "#000039": "#e6e8ec",
+    "#000040": "#f0f2f6",
+}
 
 
 @dataclass(frozen=True)
@@ -156,9 +178,22 @@ def _rounded(obj):
     return obj
 
 
+def _themed(template: dict) -> dict:
+    """`template` with Streamlit's placeholder colours (STREAMLIT_COLOURS) swapped for real ones."""
+    text = re.sub(r"#0000[0-4]\d", lambda m: STREAMLIT_COLOURS.get(m.group(0), m.group(0)), json.dumps(template))
+    return json.loads(text)
+
+
 def _figure_json(fig: go.Figure) -> dict:
+    """The figure as the file carries it: its labels fitted (fit_labels, on a copy: a page's figure
+    may be shared), its numbers rounded, its template's colours real."""
+    if not is_fitted(fig):
+        fig = fit_labels(go.Figure(fig))
     out = json.loads(fig.to_json())
     out["data"] = _rounded(out.get("data", []))
+    layout = out.get("layout", {})
+    if isinstance(layout.get("template"), dict):
+        layout["template"] = _themed(layout["template"])
     return out
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .core import diverging, esc, safe_labels
+from .core import diverging, esc, fitted, safe_labels
 
 PATCH_CELL = "#111111"  # the outline of the cell whose top-k is shown
 
@@ -27,6 +27,7 @@ def _ranked(ranking, r: int, c: int) -> str:
     return f"; {esc(answer if value > 0 else foil)} first ({value:+.2f})"
 
 
+@fitted
 def patching_heatmap(
     effect: np.ndarray,
     rows,
@@ -99,6 +100,7 @@ def patching_heatmap(
 GOOD_COLOUR, BAD_COLOUR = "#2ca02c", "#d62728"
 
 
+@fitted
 def paradigm_accuracy_bars(names, accuracies, counts) -> go.Figure:
     """One bar per paradigm: the share of its pairs where the model scores the good sentence
     higher; a dashed line at chance (0.5)."""
@@ -123,6 +125,7 @@ def paradigm_accuracy_bars(names, accuracies, counts) -> go.Figure:
     return fig
 
 
+@fitted
 def pair_word_scores(good_words, good_scores, bad_words, bad_scores) -> go.Figure:
     """Each word's log-probability (its pieces summed, each piece masked in turn) in the good and
     the bad sentence, word by word; the axis reads "good/bad" where the words differ."""
@@ -163,6 +166,7 @@ def pair_word_scores(good_words, good_scores, bad_words, bad_scores) -> go.Figur
 PROBE_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd")
 
 
+@fitted
 def probe_curves(named_curves) -> go.Figure:
     """Accuracy per depth (solid) and the control task's (dashed), one colour per model;
     named_curves: [(model name, ProbeCurve)]. A dotted line at the property's chance (its most

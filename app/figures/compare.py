@@ -15,7 +15,7 @@ import textwrap
 import numpy as np
 import plotly.graph_objects as go
 
-from .core import diverging, esc, probability_bars, safe_labels
+from .core import diverging, esc, fitted, probability_bars, safe_labels
 from .heads import head_axes
 
 SENSE_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
@@ -28,6 +28,7 @@ def _wrap(text: str, width: int = 60) -> str:
 # --- 6. two models side by side -----------------------------------------------------------------
 
 
+@fitted
 def attention_diff_heatmap(diff: np.ndarray, tokens, title: str = "A − B") -> go.Figure:
     """One head's attention in model A minus model B (T, T): red where A looks more."""
     d = np.asarray(diff, dtype=np.float32)
@@ -51,6 +52,7 @@ def attention_diff_heatmap(diff: np.ndarray, tokens, title: str = "A − B") -> 
     return fig
 
 
+@fitted
 def moved_heatmap(
     moved: np.ndarray, selected: tuple[int, int] | None = None, title: str = "how much each head's attention differs"
 ) -> go.Figure:
@@ -84,6 +86,7 @@ def moved_heatmap(
     return fig
 
 
+@fitted
 def class_probs_bar(labels, probs: np.ndarray, title: str = "") -> go.Figure:
     """One classifier's class probabilities."""
     p = np.asarray(probs, dtype=np.float32)
@@ -97,6 +100,7 @@ def class_probs_bar(labels, probs: np.ndarray, title: str = "") -> go.Figure:
 # --- 7. contextual embedding map ----------------------------------------------------------------
 
 
+@fitted
 def sense_scatter(coords: np.ndarray, senses, sentences, word: str = "", layer: int = 0) -> go.Figure:
     """One point per sentence: the word's vector at one layer, projected to 2-D by PCA,
     coloured by the sense written next to the sentence (hover: the sentence)."""
@@ -130,6 +134,7 @@ def sense_scatter(coords: np.ndarray, senses, sentences, word: str = "", layer: 
     return fig
 
 
+@fitted
 def separation_line(scores: np.ndarray, layer: int | None = None) -> go.Figure:
     """Separation of the senses (mean silhouette, -1..1) at each layer; the shown layer marked."""
     s = np.asarray(scores, dtype=np.float64)
@@ -164,6 +169,7 @@ def separation_line(scores: np.ndarray, layer: int | None = None) -> go.Figure:
 # --- 5. attention over training -----------------------------------------------------------------
 
 
+@fitted
 def change_over_training(
     steps, change: np.ndarray, selected: tuple[int, int] | None = None, step_index: int | None = None
 ) -> go.Figure:

@@ -8,7 +8,10 @@ one category ("the" twice must stay two rows).
 
 from __future__ import annotations
 
+import functools
 import html
+import re
+import textwrap
 import weakref
 
 import numpy as np
@@ -42,6 +45,81 @@ def safe_labels(tokens) -> list[str]:
     return out
 
 
+FONT = 12  # plotly's default font size, px
+CHAR_EM = 0.62  # a label character's width, in em: a generous sans-serif average, so a margin never falls short
+TITLE_BAND = 36  # px above everything else for a figure's title
+TITLE_CHARS = 40  # a longer title is wrapped at spaces: one line fits a phone's figure (~360 px)
+
+
+def _label_extent(fig: go.Figure, axis) -> int:
+    """The px a top axis' tick labels and title take above the plot area, from its labels' length
+    (the traces' x values on it, or its ticktext), its tick angle and font size."""
+    name = axis.plotly_name.replace("axis", "")  # "xaxis2" -> "x2"
+    labels = list(axis.ticktext or [])
+    if not labels:
+        for trace in fig.data:
+            if (getattr(trace, "xaxis", None) or "x") == name and getattr(trace, "x", None) is not None:
+                labels += [str(v) for v in trace.x]
+    size = axis.tickfont.size or fig.layout.font.size or FONT
+    longest = max((len(html.unescape(re.sub(r"<[^>]+>", "", t)).rstrip(_ZW)) for t in labels), default=0)
+    # "auto": plotly turns crowded labels up to 90° on a narrow figure (a phone): the worst case
+    angle = np.radians(abs(axis.tickangle)) if isinstance(axis.tickangle, (int, float)) else np.pi / 2
+    ticks = max(longest * CHAR_EM * size * np.sin(angle) + size * 1.3 * np.cos(angle), size * 1.3)
+    ticks = ticks if axis.showticklabels is not False else 0
+    title = (axis.title.font.size or size) * 1.8 if axis.title.text else 0
+    return int(np.ceil(ticks + title + 12))
+
+
+def fit_labels(fig: go.Figure) -> go.Figure:
+    """`fig` (in place) with every tick label and axis title inside it and its title clear of them,
+    whatever the template (Streamlit's has no automargin: its page adds it when drawing, a saved
+    view has no Streamlit): automargin on every axis; the title, left-aligned, at the top of the
+    figure in a band of its own, the top margin that band plus what a key axis on top takes
+    (_label_extent, from its labels' length), so automargin never pushes labels into the title."""
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
+    text = fig.layout.title.text
+    if not text:
+        return fig
+    lines = [line.strip() for line in text.split("<br>")]
+    if "<" not in text and len(html.unescape(text)) > TITLE_CHARS:  # plain (escaped) text: wrapped
+        lines = textwrap.wrap(text, TITLE_CHARS, break_long_words=False, break_on_hyphens=False)
+    size = fig.layout.title.font.size or (fig.layout.font.size or FONT) * 1.4
+    band = int(max(TITLE_BAND, size * 2) + (len(lines) - 1) * size * 1.3)
+    on_top = [ax for ax in fig.select_xaxes() if ax.side == "top" and ax.visible is not False]
+    top = band + max((_label_extent(fig, ax) for ax in on_top), default=0)
+    fig.update_layout(
+        title=dict(
+            text=" <br>".join(lines),  # the space keeps the words apart in the title as plain text
+            x=0,
+            xref="container",
+            xanchor="left",
+            y=1,
+            yref="container",
+            yanchor="top",
+            pad=dict(t=8 + (len(lines) - 1) * size, l=10),  # plotly anchors a wrapped title by its middle line
+        ),
+        margin=dict(t=max(top, fig.layout.margin.t or 0)),
+    )
+    return fig
+
+
+def fitted(build):
+    """A figure builder whose figures get fit_labels: the same layout on the page, in a saved view
+    and in a notebook."""
+
+    @functools.wraps(build)
+    def fitted_build(*args, **kwargs):
+        return fit_labels(build(*args, **kwargs))
+
+    return fitted_build
+
+
+def is_fitted(fig: go.Figure) -> bool:
+    """True when fit_labels has been applied to `fig` (its first axes' automargin is on)."""
+    return fig.layout.xaxis.automargin is True and fig.layout.yaxis.automargin is True
+
+
 def esc(text) -> str:
     """`text` as a string, HTML-escaped (quotes too) for a plotly title, label or hover."""
     return html.escape(str(text))
@@ -59,6 +137,7 @@ def _height_for(n: int, per: int = 18, lo: int = 360, hi: int = 900, extra: int 
 # --- attention ----------------------------------------------------------------------------------
 
 
+@fitted
 def attention_heatmap(
     att: np.ndarray,
     query_tokens,
@@ -157,6 +236,7 @@ def tile_heads(atts: np.ndarray, max_cells: int = 32, gap: int = 1) -> np.ndarra
     return out
 
 
+@fitted
 def attention_grid(
     atts: np.ndarray, selected: tuple[int, int] | None = None, max_cells: int = 32, hidden: np.ndarray | None = None
 ) -> go.Figure:
@@ -223,6 +303,7 @@ def attention_grid(
     return fig
 
 
+@fitted
 def walkthrough_bars(tokens, scores: np.ndarray, weights: np.ndarray, query: str) -> go.Figure:
     """For one query token: the scaled scores q.k/sqrt(d) and, below, the softmax weights."""
     x = safe_labels(tokens)
@@ -250,6 +331,7 @@ def walkthrough_bars(tokens, scores: np.ndarray, weights: np.ndarray, query: str
 # --- embeddings ----------------------------------------------------------------------------------
 
 
+@fitted
 def embedding_part_heatmap(part: np.ndarray, tokens, name: str = "", zmax: float | None = None) -> go.Figure:
     """One embedding part as tokens x dimensions. part: (T, C)."""
     part = np.asarray(part, dtype=np.float32)
@@ -275,6 +357,7 @@ def embedding_part_heatmap(part: np.ndarray, tokens, name: str = "", zmax: float
     return fig
 
 
+@fitted
 def embedding_parts_heatmaps(parts: dict[str, np.ndarray], tokens) -> go.Figure:
     """All embedding parts stacked, one heatmap per part (tokens x dimensions), shared colours."""
     names = list(parts)
@@ -304,6 +387,7 @@ def embedding_parts_heatmaps(parts: dict[str, np.ndarray], tokens) -> go.Figure:
     return fig
 
 
+@fitted
 def norms_bar(norms: dict[str, np.ndarray], tokens) -> go.Figure:
     """Length (L2 norm) of each part's vector, per token, as grouped bars."""
     x = safe_labels(tokens)
@@ -329,6 +413,7 @@ def norms_bar(norms: dict[str, np.ndarray], tokens) -> go.Figure:
     return fig
 
 
+@fitted
 def position_pca(coords: np.ndarray, ratio=None, used: int | None = None) -> go.Figure:
     """The learned position embeddings projected to 2-D, one point per position (coords (P, 2))."""
     coords = np.asarray(coords, dtype=np.float32)
@@ -372,6 +457,7 @@ def position_pca(coords: np.ndarray, ratio=None, used: int | None = None) -> go.
     return fig
 
 
+@fitted
 def cosine_heatmap(sim: np.ndarray, labels=None, title: str = "cosine similarity", axis_title: str = "") -> go.Figure:
     """(N, N) cosine similarities, -1..1."""
     sim = np.asarray(sim, dtype=np.float32)
@@ -393,6 +479,7 @@ def cosine_heatmap(sim: np.ndarray, labels=None, title: str = "cosine similarity
     return fig
 
 
+@fitted
 def layer_similarity(
     series: dict[str, list[float]], title: str = "cosine similarity by layer", y_title: str = "cosine similarity"
 ) -> go.Figure:
@@ -416,6 +503,7 @@ def layer_similarity(
     return fig
 
 
+@fitted
 def values_bar(labels, values, title: str = "", y_title: str = "", range_y=None) -> go.Figure:
     """A plain bar chart with escaped labels."""
     fig = go.Figure(
@@ -447,6 +535,7 @@ def probability_bars(probs, labels, colour, **extra) -> go.Bar:
     )
 
 
+@fitted
 def mlm_topk_bar(tokens, probs, title: str = "") -> go.Figure:
     """Top-k candidates for one [MASK], most likely on top. tokens: K strings, probs: K values."""
     probs = np.asarray(probs, dtype=np.float32)
@@ -458,6 +547,7 @@ def mlm_topk_bar(tokens, probs, title: str = "") -> go.Figure:
     return fig
 
 
+@fitted
 def replaced_bar(tokens: list[str], probs) -> go.Figure:
     """ELECTRA's discriminator: one bar per token, P(replaced); red over one half."""
     probs = [float(p) for p in probs]
@@ -472,6 +562,7 @@ def replaced_bar(tokens: list[str], probs) -> go.Figure:
     return fig
 
 
+@fitted
 def nsp_bar(p_is_next: float) -> go.Figure:
     """The NSP head's two probabilities: B follows A (IsNext) or not (NotNext)."""
     p = float(p_is_next)

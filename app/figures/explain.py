@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .core import esc, safe_labels
+from .core import esc, fitted, safe_labels
 
 ROLLOUT_COLOUR, SALIENCY_COLOUR = "#1f77b4", "#ff7f0e"
 
@@ -25,6 +25,7 @@ def _layer_names(n: int) -> list[str]:
 # --- 2. rollout vs saliency --------------------------------------------------------------------------
 
 
+@fitted
 def saliency_bars(
     tokens, rollout: np.ndarray, saliency: np.ndarray, position: int | None = None, title: str = ""
 ) -> go.Figure:
@@ -72,6 +73,7 @@ def saliency_bars(
 # --- 3. logit lens ---------------------------------------------------------------------------------
 
 
+@fitted
 def logit_lens_heatmap(top_tokens, top_probs: np.ndarray, answer: str | None = None, title: str = "") -> go.Figure:
     """Layers (rows, embeddings at the top) x rank (columns): each cell the token the MLM head
     reads out at that layer, coloured by its probability; the final answer is in bold.
@@ -100,6 +102,7 @@ def logit_lens_heatmap(top_tokens, top_probs: np.ndarray, answer: str | None = N
     return fig
 
 
+@fitted
 def answer_by_layer(answer_prob: np.ndarray, answer_rank: np.ndarray, answer: str) -> go.Figure:
     """The final answer's probability at each layer (hover: its rank there)."""
     p = np.asarray(answer_prob, dtype=np.float64)

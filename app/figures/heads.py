@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .core import diverging, esc, probability_bars, safe_labels
+from .core import diverging, esc, fitted, probability_bars, safe_labels
 
 # one colour per head-pattern label (bert.analysis.heads.LABELS), and a short name for the cells
 PATTERN_COLOURS = {
@@ -51,6 +51,7 @@ def head_axes(fig: go.Figure, L: int, H: int) -> None:
 # --- 1. head patterns ------------------------------------------------------------------------------
 
 
+@fitted
 def pattern_map(
     labels: np.ndarray, stats: dict[str, np.ndarray], selected: tuple[int, int] | None = None, title: str = ""
 ) -> go.Figure:
@@ -165,6 +166,7 @@ def _pattern_legend(labels: np.ndarray) -> list[go.Scatter]:
     ]
 
 
+@fitted
 def head_stats_bar(stats: dict[str, np.ndarray], layer: int, head: int) -> go.Figure:
     """One head's average attention to each target, and its normalised entropy."""
     names = list(STAT_NAMES)
@@ -188,6 +190,7 @@ def head_stats_bar(stats: dict[str, np.ndarray], layer: int, head: int) -> go.Fi
 # --- 4. head ablation ------------------------------------------------------------------------------
 
 
+@fitted
 def topk_before_after(before_tokens, before_probs, after_tokens, after_probs, title: str = "") -> go.Figure:
     """Top-k guesses with every head on (left) and with the chosen heads off (right)."""
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.18, subplot_titles=("all heads on", "chosen heads off"))
@@ -204,6 +207,7 @@ def topk_before_after(before_tokens, before_probs, after_tokens, after_probs, ti
     return fig
 
 
+@fitted
 def class_probs_before_after(labels, before: np.ndarray, after: np.ndarray, title: str = "") -> go.Figure:
     """Class probabilities with every head on, and with the chosen heads off."""
     y = safe_labels(labels)
@@ -223,6 +227,7 @@ def class_probs_before_after(labels, before: np.ndarray, after: np.ndarray, titl
     return fig
 
 
+@fitted
 def importance_heatmap(scores: np.ndarray, unit: str = "log-probability", target: str = "", off=()) -> go.Figure:
     """Layers x heads: how much the prediction drops when that head alone is off (red = the
     head helps). Heads in `off` ((layer, head) pairs, 0-based) are marked with ×."""

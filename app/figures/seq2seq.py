@@ -12,10 +12,11 @@ from plotly.subplots import make_subplots
 from bert.train.events import of_type
 from bert.train.seq2seq import Seq2SeqEval, Seq2SeqStep
 
-from ..figures.core import safe_labels
+from ..figures.core import fitted, safe_labels
 from ..figures.training import EXTRA_COLOUR, TRAIN_COLOUR, VALID_COLOUR, thin
 
 
+@fitted
 def curves(metrics, steps: int | None = None) -> go.Figure:
     """Training loss (left) and held-out exact match and token accuracy (right) against the step."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("training loss", "held-out exact match"))
@@ -40,6 +41,7 @@ def curves(metrics, steps: int | None = None) -> go.Figure:
     return fig
 
 
+@fitted
 def attention(matrix: np.ndarray, rows, cols, title: str, upto: int | None = None, xaxis: str = "") -> go.Figure:
     """A (rows, cols) attention heatmap; rows after `upto` (the decoding so far) left blank and
     row `upto` outlined: the step being looked at."""

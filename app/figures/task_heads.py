@@ -9,7 +9,7 @@ from plotly.subplots import make_subplots
 from bert.train.events import HeadEval, HeadStep, of_type
 
 from ..ui.formatting import finite_float
-from .core import safe_labels
+from .core import fitted, safe_labels
 from .training import EXTRA_COLOUR, TRAIN_COLOUR, VALID_COLOUR, ema, thin
 
 SCORE_NAMES = {"accuracy": "word accuracy", "f1": "F1", "exact_match": "exact match"}
@@ -21,6 +21,7 @@ def _line(fig: go.Figure, x, y, name: str, col: int, **style) -> None:
     fig.add_trace(go.Scatter(x=x, y=y, name=name, hovertemplate=hover, **style), row=1, col=col)
 
 
+@fitted
 def head_curves(metrics, total_steps: int | None = None, height: int = 340) -> go.Figure:
     """Left: the training loss (faint) and its moving average, with the validation loss at each
     evaluation. Right: the task's scores at each evaluation (as fractions; a reader's EM and F1
@@ -53,6 +54,7 @@ def head_curves(metrics, total_steps: int | None = None, height: int = 340) -> g
     return fig
 
 
+@fitted
 def span_probs(tokens: list[str], start: list[float], end: list[float], height: int = 260) -> go.Figure:
     """Each passage token's probability of starting the answer and of ending it (the two heads)."""
     x = list(range(len(tokens)))
@@ -75,6 +77,7 @@ def span_probs(tokens: list[str], start: list[float], end: list[float], height: 
     return fig
 
 
+@fitted
 def tag_heatmap(tokens: list[str], tags: list[str], probs, height: int | None = None) -> go.Figure:
     """A tagger's probabilities: one row per token, one column per tag (each row sums to 1)."""
     rows, cols = safe_labels(tokens), safe_labels(tags)

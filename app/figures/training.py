@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 from bert.train.events import FinetuneEval, FinetuneStep, PretrainEval, PretrainStart, PretrainStep, of_type
 
 from ..ui.formatting import finite_float
-from .core import probability_bars, safe_labels
+from .core import fitted, probability_bars, safe_labels
 
 MAX_POINTS = 1500  # longer series are thinned for drawing (every k-th point, last kept)
 TRAIN_COLOUR = "#1f77b4"
@@ -80,6 +80,7 @@ def _placeholder(fig: go.Figure, text: str, row: int, col: int) -> None:
 # --- fine-tuning -------------------------------------------------------------------------------
 
 
+@fitted
 def finetune_curves(metrics, total_steps: int | None = None, height: int = 360) -> go.Figure:
     """Left: training loss per step (faint) and smoothed. Right: validation accuracy (and loss,
     on its own axis) at each evaluation."""
@@ -133,6 +134,7 @@ def _finetune_eval_traces(fig: go.Figure, evals: list[FinetuneEval]) -> None:
     _step_curve(fig, steps, vl, "validation loss", "validation loss", line, secondary_y=True, **right)
 
 
+@fitted
 def class_counts(counts: dict, title: str = "") -> go.Figure:
     labels = safe_labels(list(counts))
     values = [int(v) for v in counts.values()]
@@ -152,6 +154,7 @@ def class_counts(counts: dict, title: str = "") -> go.Figure:
     return fig
 
 
+@fitted
 def confusion_matrix(conf, classes) -> go.Figure:
     """Rows: true class; columns: predicted class; each cell shows the count and the row share."""
     conf = np.asarray(conf, dtype=np.int64)
@@ -181,6 +184,7 @@ def confusion_matrix(conf, classes) -> go.Figure:
     return fig
 
 
+@fitted
 def class_probs(classes, probs, title: str = "") -> go.Figure:
     """The classifier's probability for each class, most likely on top."""
     probs = np.asarray(probs, dtype=np.float64).ravel()
@@ -198,6 +202,7 @@ def class_probs(classes, probs, title: str = "") -> go.Figure:
     return fig
 
 
+@fitted
 def cls_attention(
     tokens, before, after, before_name: str = "before fine-tuning", after_name: str = "after fine-tuning"
 ) -> go.Figure:
@@ -233,6 +238,7 @@ def cls_attention(
 # --- pre-training --------------------------------------------------------------------------------
 
 
+@fitted
 def pretrain_curves(metrics, total_steps: int | None = None, height: int = 360) -> go.Figure:
     """MLM loss, MLM accuracy (top-1; top-5 on validation) and NSP accuracy: training averages
     since the last log line (thin) and validation (markers). A next-word run (its PretrainStart

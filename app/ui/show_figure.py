@@ -10,7 +10,8 @@ a one-line text alternative.
   screen readers and for the back of the room.
 - "Save this view (HTML)" under each figure (and each bertviz view, `save_document`): one file that
   opens with no network (app/export), with the model and the inputs the page noted; built on
-  click, off the page's run.
+  click, off the page's run. Beside a view's "Open as a notebook", the project's wheel
+  (app/export/wheel.py) that the notebook's first cell installs.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from ..export import context
+from ..export import context, wheel
 from ..export.notebook import MIME as NOTEBOOK_MIME
 from ..export.notebook import ModelRef
 from ..export.stamp import Stamp, weights_hash
@@ -36,6 +37,7 @@ FORMAT = "figure_format"  # session key: "png" or "svg"
 FORMATS = {"png": "PNG (3× size, for slides)", "svg": "SVG (vector, scales without blur)"}
 PROJECTOR_FONT = 18
 PROJECTOR_TITLE = 22
+PROJECTOR_TYPE = 1.5  # the projector's type against plotly's default 12 px: margins sized for the type grow with it
 PROJECTOR_SCALE = "Cividis"
 PROJECTOR_INK = "#111111"  # labels nearly black: plotly's default grey fades on a projector
 _SEQUENTIAL = {"Blues", "blues", "Viridis", "viridis", "Greys", "Reds", "Purples"}
@@ -83,6 +85,8 @@ def style_for_projector(fig: go.Figure) -> go.Figure:
         fig.layout.coloraxis.colorscale = projected_scale(fig.layout.coloraxis.colorscale, True)
     if fig.layout.height:
         fig.layout.height = int(fig.layout.height * 1.4)
+    if fig.layout.margin.t:  # a title's band and a top axis' labels (fit_labels), for the larger type
+        fig.layout.margin.t = int(fig.layout.margin.t * PROJECTOR_TYPE)
     return fig
 
 
@@ -305,5 +309,19 @@ def save_buttons(panel: Panel, name: str, where, key: str | None, notebook=None)
             icon=":material/code:",
             type="tertiary",
             help="A Jupyter notebook that computes this view again with the project's own code (bert) and "
-            "draws it with the same figure builders: `pip install` the project folder, then open it.",
+            "draws it with the same figure builders. Save it with the bert package (the button beside it) in "
+            "one folder: its first cell installs the package.",
         )
+        if wheel.can_build():
+            where.download_button(
+                "Get the bert package (wheel)",
+                wheel.project_wheel,  # built once per process, when first asked for
+                file_name=wheel.wheel_name(),
+                mime=wheel.MIME,
+                key=f"{key or file_name(name)}_wheel",
+                on_click="ignore",
+                icon=":material/deployed_code:",
+                type="tertiary",
+                help="The project's code and its built-in models as one file (about 50 MB), for the notebook "
+                "beside it: its first cell installs it with pip (torch and the rest come from PyPI).",
+            )

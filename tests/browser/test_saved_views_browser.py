@@ -1,10 +1,13 @@
 """Saved views (app/export/view_file.py) opened from disk in Chromium, where every request but
 file: is refused: each page's figure draws, with no console error and no request; the layer and
 head menus redraw the heatmap from the file alone, Explanations' named [MASK] menu its logit lens;
-a typed `<img src=x onerror=alert(1)>` stays text. The files are built here with the app's own
-figure builders, no server."""
+a typed `<img src=x onerror=alert(1)>` stays text; on a laptop, a projector and a phone every tick
+label lies inside its figure and the title meets no axis title or tick label. The files are built
+here with the app's own figure builders under the app's plotly template (Streamlit's), no server."""
 
 from __future__ import annotations
+
+import zipfile
 
 import pytest
 
@@ -12,6 +15,7 @@ import bert
 from app.export import choices
 from app.export.stamp import Stamp, weights_hash
 from app.export.view_file import Choice, Panel, view_html
+from app.export.wheel import wheel_name
 from app.figures import compare, core, heads, seq2seq, training
 from app.ui.formatting import token_table
 from bert.analysis import explain as explain_analysis
@@ -26,7 +30,19 @@ SENTENCE = f"the cat sat on the mat because it was warm . {HOSTILE}"
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory):
+def streamlit_template():
+    """Plotly's default template as in the app's process: Streamlit's, which has no automargin and
+    placeholder colours (its page fixes both when drawing; a saved file must not need it)."""
+    import plotly.io as pio
+    import streamlit.elements.plotly_chart  # noqa: F401  registers and picks "streamlit"
+
+    before, pio.templates.default = pio.templates.default, "streamlit"
+    yield
+    pio.templates.default = before
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory, streamlit_template):
     """({view: path} of one saved file per page kind, the token table): minilm-l6, the fine-tuning
     run a tiny model."""
     b = bert.load("minilm-l6")
@@ -125,7 +141,8 @@ def test_saved_views_draw_offline_and_keep_typed_text_as_text(browser, files):
 
 def test_a_student_saves_the_attention_view_and_opens_it_at_home(page, page_factory, app_url, app_ready, artifacts):
     """Save, go home, open: the Attention page's button downloads the file, which opens in a
-    browser that may reach nothing, with the page's head picked and the sentence typed."""
+    browser that may reach nothing, with the page's head picked and the sentence typed, every label
+    inside the figure and the title clear; beside the notebook, the bert package's wheel."""
     from urllib.parse import quote
 
     page.goto(f"{app_url}/attention?a={quote(SENTENCE)}&layer=2&head=5")
@@ -138,6 +155,12 @@ def test_a_student_saves_the_attention_view_and_opens_it_at_home(page, page_fact
     with page.expect_download(timeout=60_000) as nb_dl:
         page.get_by_role("button", name="Open as a notebook").first.click()
     assert nb_dl.value.suggested_filename == "attention-L2-H5.ipynb"
+    with page.expect_download(timeout=180_000) as wheel_dl:  # built once by the server, on this click
+        page.get_by_role("button", name="Get the bert package (wheel)").first.click()
+    assert wheel_dl.value.suggested_filename == wheel_name()
+    wheel_path = artifacts / wheel_name()
+    wheel_dl.value.save_as(wheel_path)
+    assert "bert/__init__.py" in zipfile.ZipFile(wheel_path).namelist()
     page.guard.assert_clean()
     home = page_factory(offline=True)
     home.goto(path.as_uri())
@@ -145,5 +168,77 @@ def test_a_student_saves_the_attention_view_and_opens_it_at_home(page, page_fact
     assert home.evaluate("() => document.querySelector('#bx-plot-0').layout.title.text") == "layer 2, head 5"
     assert home.locator(".bx-inputs dd").first.inner_text() == SENTENCE
     assert "minilm-l6" in home.locator(".bx-stamp").inner_text().lower()
+    (fig,) = home.evaluate(BOXES)
+    assert fig["ticks"] and not _label_problems(fig), _label_problems(fig)
     assert not [u for u in home.guard.requests if not u.startswith("file:")]
     home.guard.assert_clean()
+
+
+VIEWPORTS = {"laptop": (1366, 768), "projector": (1280, 720), "phone": (390, 844)}
+# Per figure: its box, every tick label's and axis title's box and its title's (all relative to the figure).
+BOXES = """() => [...document.querySelectorAll('.js-plotly-plot')].map(el => {
+  const f = el.getBoundingClientRect();
+  const box = t => { const r = t.getBoundingClientRect(); return [t.textContent, r.left - f.left, r.top - f.top,
+                                                                   r.right - f.left, r.bottom - f.top]; };
+  const texts = sel => [...el.querySelectorAll(sel)].filter(t => t.textContent.trim()).map(box);
+  return {size: [f.width, f.height],
+          ticks: texts('g[class*="xtick"] > text, g[class*="ytick"] > text'),
+          axis_titles: texts('[class^="g-x"][class$="title"] text, [class^="g-y"][class$="title"] text'),
+          title: texts('.gtitle')[0] || null};
+})"""
+
+
+DRAWN = "() => [...document.querySelectorAll('.js-plotly-plot')].every(el => el.data && el.querySelector('.main-svg'))"
+# every figure redrawn at its box's new width (plotly's responsive resize)
+RESIZED = (
+    "() => [...document.querySelectorAll('.js-plotly-plot')].every(el => el._fullLayout"
+    " && Math.abs(el._fullLayout.width - el.getBoundingClientRect().width) <= 1)"
+)
+
+
+def _meets(a, b) -> bool:
+    return a[1] < b[3] and a[3] > b[1] and a[2] < b[4] and a[4] > b[2]
+
+
+def _inside(box, size) -> bool:
+    return box[1] >= -0.5 and box[2] >= -0.5 and box[3] <= size[0] + 0.5 and box[4] <= size[1] + 0.5
+
+
+def _label_problems(fig: dict) -> list:
+    """What a figure's boxes (BOXES) show wrong: a tick label or the title outside it, the title
+    meeting an axis title or a tick label."""
+    out = [("tick outside", t) for t in fig["ticks"] if not _inside(t, fig["size"])]
+    title = fig["title"]
+    if title is not None:
+        out += [("title outside", title)] if not _inside(title, fig["size"]) else []
+        out += [("title meets", other) for other in fig["axis_titles"] + fig["ticks"] if _meets(title, other)]
+    return out
+
+
+def test_saved_views_keep_every_label_inside_and_the_title_clear_on_every_screen(browser, files):
+    """Each kind of saved view at 1366x768, 1280x720 and 390x844: every tick label's bounding box
+    inside its figure (0.5 px of rounding), the title inside it too and meeting no axis title or
+    tick label."""
+    files, _ = files
+    seen = {"ticks": 0, "titles": 0, "axis titles": 0}
+    problems = []
+    context = browser.new_context(viewport={"width": 1366, "height": 768}, service_workers="block")
+    context.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
+    pg = context.new_page()
+    try:
+        for name, path in files.items():
+            pg.goto(path.as_uri())
+            pg.wait_for_function(DRAWN, timeout=30_000)
+            for screen, (width, height) in VIEWPORTS.items():  # one load, redrawn at each size (responsive)
+                pg.set_viewport_size({"width": width, "height": height})
+                pg.wait_for_function(RESIZED, timeout=30_000)
+                for fig in pg.evaluate(BOXES):
+                    problems += [(screen, name, *p) for p in _label_problems(fig)]
+                    seen["ticks"] += len(fig["ticks"])
+                    seen["axis titles"] += len(fig["axis_titles"])
+                    seen["titles"] += fig["title"] is not None
+    finally:
+        context.close()
+    assert not problems, problems[:10]
+    # every screen measured tick labels, titles and axis titles: the check cannot pass on empty figures
+    assert seen["ticks"] > 300 and seen["titles"] >= 3 * 6 and seen["axis titles"] >= 3 * 8, seen
