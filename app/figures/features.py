@@ -9,11 +9,12 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .core import esc
+from .core import esc, fitted
 
 CURVE_COLOURS = ("#1f77b4", "#888888")  # the model's dictionary, the control's
 
 
+@fitted
 def training_curves(named_curves) -> go.Figure:
     """Variance explained per step (solid) and the share of dead features (dotted), one colour
     per dictionary; named_curves: [(name, [DictionaryStep])]."""
@@ -41,6 +42,7 @@ def training_curves(named_curves) -> go.Figure:
     return fig
 
 
+@fitted
 def activation_histogram(counts: np.ndarray, edges: np.ndarray, feature: int) -> go.Figure:
     """How many held-out tokens the feature reached each activation on (only where it is active)."""
     counts, edges = np.asarray(counts, dtype=np.float64), np.asarray(edges, dtype=np.float64)
