@@ -14,8 +14,10 @@ asks (one job each, a class question's answers, a post on the board, the teacher
   token itself is never kept), else this session, by the owner id it keeps in its state (jobs are
   looked up with it, so a session only ever reaches its own).
 
-A person's real name and email stay in their own session's `Identity` (the teacher's own screen);
-what is stored or shown to others is the key (a hash) and a nickname."""
+A person's real name and email stay in their own session's `Identity`, and go with what they do on
+a class board (a post, a live run, an answer) to that board's store for its teacher's own screen and
+CSV (`real_name`, app/board/store.py: BoardStore.keep_name); what is shown to others is a nickname.
+They are never logged."""
 
 from __future__ import annotations
 
@@ -213,6 +215,13 @@ def identity() -> Identity:
             if who is not None:
                 return who
     return Identity(anonymous_key())
+
+
+def real_name() -> dict[str, str]:
+    """This session's real name and email as the board keeps them for the teacher (its `name` and
+    `email` arguments): both '' for an anonymous student."""
+    who = identity()
+    return {"name": who.name, "email": who.email}
 
 
 def student_key() -> str:

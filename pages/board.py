@@ -127,7 +127,8 @@ LIVE_STATES = {
 
 @st.fragment(run_every=2)
 def live_now(code: str) -> None:
-    """The runs shown live on this board, their curves redrawn every 2 s."""
+    """The runs shown live on this board, their curves redrawn every 2 s (on the teacher's own
+    screen, each with its student's real name when signed in)."""
     try:
         runs = board_store().live_runs(code)
     except BoardError:
@@ -139,10 +140,13 @@ def live_now(code: str) -> None:
         )
         return
     st.subheader("Live now")
+    name_of = class_panel.names_for_teacher(code)
     for r in runs:
         main = TASK_SCORES[r["task"]][0]
         acc = "" if r["accuracy"] is None or r["state"] != "done" else f" · {main} {100 * r['accuracy']:.1f} %"
-        st.markdown(f"**{md_escape(r['nickname'])}** · {LIVE_STATES[r['state']]}{acc}")
+        name = name_of(r["nickname"]) if name_of else ""
+        who = f"**{md_escape(r['nickname'])}**" + (f" ({md_escape(name)})" if name else "")
+        st.markdown(f"{who} · {LIVE_STATES[r['state']]}{acc}")
         st.progress(r["progress"], text=md_escape(r["line"]) or None)
         show_figure.show(board_charts.live_figure(r), f"board-live-{r['id']}", key=f"board_live_{r['id']}")
 
@@ -160,7 +164,8 @@ def watch(code: str, drawn: int | str | None) -> None:
 
 
 def posted(code: str) -> list[dict]:
-    """The posted runs: table, curves, what the best share; the runs drawn."""
+    """The posted runs: table (on the teacher's own screen, with the signed-in students' real
+    names), curves, what the best share; the runs drawn."""
     try:
         drawn = board_store().version(code)
         runs = board_store().entries(code)
@@ -174,11 +179,12 @@ def posted(code: str) -> list[dict]:
         st.info("No runs posted yet: fine-tune a model, then post it from the Fine-tuning page's results.")
         return runs
     st.subheader(f"{len(runs)} run(s) posted")
+    name_of = class_panel.names_for_teacher(code)
     groups = {t: [r for r in runs if r["task"] == t] for t in TASK_SCORES}
     for task, group in ((t, g) for t, g in groups.items() if g):
         if task != "classifier" or len(group) < len(runs):  # runs of several tasks: each its own table
             st.markdown(f"**{HEADS[task].task.capitalize()}**: {len(group)} run(s)")
-        st.dataframe(runs_table(group), hide_index=True, width="stretch")
+        st.dataframe(runs_table(group, name_of), hide_index=True, width="stretch")
         tail = "" if task == "classifier" else f"_{task}"  # a classifier's chart keeps the names it had
         show_figure.show(
             board_charts.posted_figure(code, drawn, group), f"board-{code}{tail}", key=f"board_curves{tail}"

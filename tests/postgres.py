@@ -20,7 +20,7 @@ HOST = "127.0.0.1"
 USER = "postgres"  # the server's superuser (initdb -U)
 RUN_AS = "nobody"  # when we are root
 DATABASE = "board_tests"
-BOARD_TABLES = ("boards", "entries", "live", "nicknames")
+BOARD_TABLES = ("boards", "entries", "live", "nicknames", "names")
 SERVER_CONF = {
     "listen_addresses": f"'{HOST}'",
     "fsync": "off",  # a test database: nothing to keep across a crash

@@ -1,20 +1,24 @@
 """The class board (app/board/, pages/board.py) on each store (SQLite in a temporary cache folder,
 PostgreSQL on the test set-up's server: the `board` fixture, conftest.py): its limits, a restart,
-expiry, live runs, and the page drawing a hostile nickname escaped. Two replicas and the database
-going down: test_board_replicas.py."""
+expiry, live runs, the page drawing a hostile nickname escaped, and a signed-in student's real name
+kept for the board's teacher alone (shown on the teacher's own screen, never in projector mode, to a
+classmate or on the Server status page; a board file of the previous schema upgraded). Two replicas
+and the database going down: test_board_replicas.py."""
 
 import json
+import sqlite3
 import time
 from pathlib import Path
 
 import pytest
 
-from app.board import store
+from app.board import class_panel, store
 from app.board import summary as board_summary
 from app.board.service import JOINED
 from app.board.sqlite_store import SqliteStore
-from app.board.store import BoardError
+from app.board.store import KEEP_SECONDS, SCHEMA, BoardError, nick_key
 from app.ui.formatting import md_escape
+from app.ui.links import PROJECTOR
 from bert.train.finetune_args import FinetuneArgs
 from tests.helpers import finetune_done, finetune_eval, finetune_start, finetune_step
 
@@ -467,3 +471,95 @@ def test_a_run_shown_live_from_the_finetuning_page(board, monkeypatch):
     at.run()
     (r,) = board.live_runs(code)
     assert r["state"] == "stopped" and r["progress"] == 1.0 and r["accuracy"] is not None
+
+
+NAME, EMAIL = "Alice Liddell", "alice@school.example"
+
+
+def test_a_signed_in_students_name_is_kept_for_the_boards_teacher_alone(board, replica, caplog):
+    caplog.set_level("DEBUG")
+    code, key = board.new_board()
+    post(board, code, "rabbit", run_summary(), student="user:alice", name=NAME, email=EMAIL)
+    post(board, code, "Bo", run_summary(0.7))  # anonymous: nothing kept
+    board.go_live(code, "Cat", student="user:cy", name="Cy\x00 \u202eRay\n", email="")
+    assert replica.names(code.lower(), key) == {  # another replica, or the server restarted
+        nick_key("rabbit"): (NAME, EMAIL),
+        nick_key("Cat"): ("Cy Ray", ""),  # one line, no control or format characters
+    }
+    assert all(NAME not in str(e) for e in board.entries(code))  # what everyone reads
+    assert NAME not in str(board.live_runs(code))
+    with pytest.raises(BoardError, match="teacher key"):
+        board.names(code, "wrong")
+    other, other_key = board.new_board()
+    assert board.names(other, other_key) == {}  # another class's board knows none of them
+    assert NAME not in caplog.text and EMAIL not in caplog.text
+
+
+def test_a_name_goes_with_its_board(board):
+    t0 = time.time()
+    code, key = board.new_board(now=t0)
+    post(board, code, "rabbit", run_summary(), student="user:alice", name=NAME, email=EMAIL, now=t0)
+    board.expire(now=t0 + KEEP_SECONDS + 1)
+    with board.transaction(write=False) as db:
+        assert db.execute("SELECT COUNT(*) FROM names").fetchone()[0] == 0
+
+
+@SQLITE_ONLY
+def test_a_board_file_of_the_previous_schema_is_upgraded_with_its_posts_kept(board):
+    code, key = board.new_board()
+    post(board, code, "Ada", run_summary())
+    with sqlite3.connect(board.path) as conn:  # as the previous version left it: no names table
+        conn.execute("DROP TABLE names")
+        conn.execute(f"PRAGMA user_version = {SCHEMA - 1}")
+    again = SqliteStore(board.path)
+    post(again, code, "rabbit", run_summary(), student="user:alice", name=NAME, email=EMAIL)
+    assert [e["nickname"] for e in again.entries(code)] == ["Ada", "rabbit"]
+    assert again.names(code, key) == {nick_key("rabbit"): (NAME, EMAIL)}
+    with sqlite3.connect(board.path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA
+
+
+def _page(path: str, **state):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    at.run()
+    for k, v in state.items():
+        at.session_state[k] = v
+    at.switch_page(path).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _seen(at) -> str:
+    """Everything the page shows, its tables' cells and metrics included, Markdown's escapes (and
+    the word joiner that keeps an email from becoming a link) out."""
+    cells = [t.value.to_csv() for t in at.dataframe] + [f"{m.label} {m.value}" for m in at.metric]
+    return "\n".join(shown_text(at) + cells).replace("\\", "").replace("\u2060", "")
+
+
+@pytest.mark.slow
+@SQLITE_ONLY
+def test_the_teachers_own_screen_names_students_and_the_projector_classmates_and_status_do_not(board, monkeypatch):
+    monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
+    monkeypatch.setenv("BERT_EXPLORER_TEACHER_KEY", TEACHER_KEY)
+    code, key = board.new_board()
+    post(board, code, "rabbit", run_summary(0.9), student="user:alice", name=NAME, email=EMAIL)
+    post(board, code, "Bo", run_summary(0.7))
+    board.go_live(code, "rabbit", student="user:alice", name=NAME, email=EMAIL)
+
+    teacher = _page("pages/board.py", **{JOINED: code, class_panel.TEACHER: (code, key)})
+    (table,) = [t.value for t in teacher.dataframe]
+    assert list(table["nickname"]) == ["rabbit", "Bo"] and list(table["name"]) == [f"{NAME} ({EMAIL})", ""]
+    assert f"**rabbit** ({NAME} ({EMAIL})) · waiting" in _seen(teacher)  # the run shown live
+
+    projector = _page("pages/board.py", **{JOINED: code, class_panel.TEACHER: (code, key), PROJECTOR: True})
+    classmate = _page("pages/board.py", **{JOINED: code})
+    for at in (projector, classmate):
+        assert list(at.dataframe[0].value["nickname"]) == ["rabbit", "Bo"] and "name" not in at.dataframe[0].value
+        assert "rabbit" in _seen(at) and NAME not in _seen(at) and EMAIL not in _seen(at)
+
+    status = _page("pages/status.py", **{JOINED: code, class_panel.TEACHER: (code, key)})
+    status.text_input(key="teacher_key_typed").input(TEACHER_KEY).run()
+    status.button(key="teacher_unlock").click().run()
+    assert status.metric and NAME not in _seen(status) and EMAIL not in _seen(status)

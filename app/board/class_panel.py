@@ -14,17 +14,18 @@ the teacher's own), computed on the student's own session. A follower who then c
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import streamlit as st
 
 from ..server import shared_network
 from ..server.new_students import address_key, client_address
-from ..ui import links
+from ..ui import links, show_figure
 from ..ui.formatting import md_escape
 from . import question_view
 from .classroom import LEAD_BEAT_S
-from .service import JOINED, classroom, enabled
-from .store import CODE_LEN, BoardError, normal_code
+from .service import JOINED, board_store, classroom, enabled
+from .store import CODE_LEN, BoardError, nick_key, normal_code
 
 TEACHER = "class_teacher"  # (code, board key) once the key is proven for the joined class
 LEADING = "class_leading"  # toggle: the teacher leads
@@ -48,6 +49,25 @@ def teacher_key() -> str | None:
     """The board key of the joined class, when this session proved it."""
     t = st.session_state.get(TEACHER)
     return t[1] if t and t[0] == joined() else None
+
+
+def names_for_teacher(code: str) -> Callable[[str], str] | None:
+    """On the teacher's own screen of board `code` (this session proved its key, projector mode
+    off): a nickname -> the real name (and email) of the signed-in or launched student using it
+    ('' for an anonymous one). Else None: the projector and classmates see nicknames only."""
+    key = teacher_key()
+    if not key or joined() != code or show_figure.projector_on():
+        return None
+    try:
+        names = board_store().names(code, key)
+    except BoardError:
+        return None
+
+    def name_of(nickname: str) -> str:
+        name, email = names.get(nick_key(nickname), ("", ""))
+        return f"{name} ({email})" if name and email else name or email
+
+    return name_of
 
 
 def _note(e: Exception) -> None:

@@ -23,7 +23,8 @@ router) at once, then one every BERT_EXPLORER_NEW_ANSWERER_EVERY_S (30 s), and a
 ANSWERS_PER_ADDRESS (half of MAX_ANSWERS) in all: one machine cannot answer as the whole class,
 and the other half of a question is always there for students elsewhere. Nothing
 here names a student to another: the tally is answers and counts, a student sees their own
-answer, the teacher's CSV numbers the students.
+answer, the teacher's CSV numbers the students and names only those signed in or launched from
+the course (their real name and email, kept with the board for its teacher: BoardStore.keep_name).
 """
 
 from __future__ import annotations
@@ -271,10 +272,13 @@ class Classroom:
         text: str,
         now: float | None = None,
         address: str | None = None,
+        name: str = "",
+        email: str = "",
     ) -> None:
         """`student`'s answer to the open question (replacing theirs); BoardError when it is not
         open, the answer does not fit, or a limit is reached (TooManyAnswerers: `address`, the
-        client's IP address, has brought its share of new answerers; None: not counted)."""
+        client's IP address, has brought its share of new answerers; None: not counted). `name`,
+        `email`: a signed-in student's, kept for the teacher's CSV (BoardStore.keep_name)."""
         now = time.time() if now is None else now
         text = clean_answer(text)
         student = stored_student(student)
@@ -308,6 +312,7 @@ class Classroom:
                     "WHERE question = ? AND student = ?",
                     (text, now, int(question_id), student),
                 )
+            self.store.keep_name(db, code, student, name, email)
             db.execute("UPDATE questions SET version = version + 1 WHERE id = ?", (int(question_id),))
 
     def _admit_answerer(self, question_id: int, student: str, address: str | None) -> None:
@@ -384,7 +389,8 @@ class Classroom:
 
     def answers_table(self, code: str, teacher_key: str) -> list[dict]:
         """Every answer of the class today, for the teacher's CSV: the question's number, prompt and
-        model answer, the student's number in the class (by first answer), the answer, right."""
+        model answer, the student's number in the class (by first answer), a signed-in student's
+        real name and email ('' for an anonymous one), the answer, right."""
         with self.store.transaction() as db:
             code = self.store.check_key(db, code, teacher_key)
             rows = db.execute(
@@ -392,6 +398,8 @@ class Classroom:
                 "JOIN answers a ON a.question = q.id WHERE q.code = ? ORDER BY q.id, a.answered",
                 (code,),
             ).fetchall()
+            kept = db.execute("SELECT student, name, email FROM names WHERE code = ?", (code,)).fetchall()
+        names = {s: (n, e) for s, n, e in kept}
         numbers: dict[str, int] = {}
         order: dict[int, int] = {}
         out = []
@@ -406,6 +414,8 @@ class Classroom:
                     "prompt": body["prompt"],
                     "model's answer": body["answer"],
                     "student": f"student {numbers[student]}",
+                    "name": names.get(student, ("", ""))[0],
+                    "email": names.get(student, ("", ""))[1],
                     "answer": text,
                     "right": bool(is_right(body, text)),
                     "answered": time.strftime("%H:%M:%S", time.localtime(answered)),

@@ -19,7 +19,7 @@ from bert import BertExplorerError, InputError
 from .. import state
 from ..model_sources import current_model
 from ..server.new_students import client_address
-from ..students import student_key
+from ..students import real_name, student_key
 from ..ui import show_figure
 from ..ui.formatting import md_escape, table_csv
 from . import charts as board_charts
@@ -172,7 +172,7 @@ def ask_popover(code: str, key: str) -> None:
 def _answer(code: str, qid: int) -> None:
     try:
         typed = st.session_state.get(f"{TYPED}_{qid}") or ""
-        classroom().answer(code, qid, student_key(), typed, address=client_address())  # bounded per address
+        classroom().answer(code, qid, student_key(), typed, address=client_address(), **real_name())  # per address
     except BoardError as e:
         st.session_state[ANSWER_NOTE] = (qid, str(e))  # shown until the next answer (the panel redraws each second)
         return

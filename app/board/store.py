@@ -15,8 +15,10 @@ the student who trained it (its `owner`, recorded with the run: a run reopened b
 another browser can be explored there, not posted under a classmate's name); a nickname belongs to
 the student who first used it on the board, until the teacher removes that student's last entry
 under it; a student posts at most MAX_POSTS_EACH runs and uses at most MAX_NICKS_EACH nicknames on
-a board; the board's key clears it or removes one entry. `version` changes whenever the posted runs
-do, so a page redraws only then.
+a board; the board's key clears it or removes one entry. A signed-in or launched student's real
+name and email (app/students.py) are kept with the board for its teacher alone (`keep_name`,
+`names`: the board's key needed) and go with the board; an anonymous student has none. `version`
+changes whenever the posted runs do, so a page redraws only then.
 
 Every action is one transaction that holds the store's one write lock from its first statement
 (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory lock), so the limits hold for any number of
@@ -44,6 +46,7 @@ from .summary import clean_summary
 CODE_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
 CODE_LEN = 6
 NICK_CHARS = 24
+NAME_CHARS = 120  # of a real name or an email kept for the teacher
 MAX_ENTRIES = 200  # per board
 MAX_BOARDS = 500  # on the server at once
 KEEP_SECONDS = 24 * 3600
@@ -54,7 +57,7 @@ LINE_CHARS = 200  # of a live run's progress line
 MAX_POSTS_EACH = 3  # runs one student posts to a board
 MAX_NICKS_EACH = 3  # nicknames one student uses on a board
 LOCK_WAIT_S = 10  # a transaction waits this long for the write lock
-SCHEMA = 5  # SQLite: PRAGMA user_version of the tables below; 1 (no version) is upgraded in place
+SCHEMA = 6  # SQLite: PRAGMA user_version of the tables below; 1 (no version) is upgraded in place
 LEAD_IDLE_S = 20 * 60  # a class's lead ends this long after the teacher's session last wrote it
 LEAD_MAX_S = 4 * 3600  # and this long after it began (app/board/classroom.py)
 READ_CACHED = 32  # boards whose entries are kept read, server-wide (a class polls one)
@@ -76,6 +79,9 @@ CLASS_TABLES = (
     # a pair's scores by one model (its cache key), kept with the pair: scored once, read by every viewer
     "CREATE TABLE IF NOT EXISTS pair_scores (pair BIGINT NOT NULL, model TEXT NOT NULL, good DOUBLE PRECISION, "
     "bad DOUBLE PRECISION, why TEXT, PRIMARY KEY (pair, model))",
+    # a signed-in or launched student's real name and email on a board: read only with its key
+    "CREATE TABLE IF NOT EXISTS names (code TEXT NOT NULL, student TEXT NOT NULL, name TEXT NOT NULL, "
+    "email TEXT NOT NULL, PRIMARY KEY (code, student))",
 )
 # Columns added to a table of an earlier version (SQLite: when its user_version is older;
 # PostgreSQL: ADD COLUMN IF NOT EXISTS at every start).
@@ -135,6 +141,13 @@ def stored_student(student: str | None) -> str:
     return student[:100]
 
 
+def clean_person(text: str | None) -> str:
+    """A provider's name or email as kept for the teacher: one line, no control or format
+    characters, at most NAME_CHARS."""
+    text = "".join(c if unicodedata.category(c) not in ("Cc", "Cf") else " " for c in str(text or ""))
+    return " ".join(text.split())[:NAME_CHARS]
+
+
 def check_owner(run_code: str, owner: str | None, student: str) -> None:
     """BoardError unless `student` trained the run: a post speaks for the run's student (the
     nickname, the accuracy), so a run reopened by its code in another browser is not theirs to post."""
@@ -190,6 +203,7 @@ class BoardStore:
         db.execute("DELETE FROM boards WHERE created < ?", (cutoff,))
         db.execute("DELETE FROM live WHERE updated < ? OR code NOT IN (SELECT code FROM boards)", (now - LIVE_KEEP_S,))
         db.execute("DELETE FROM nicknames WHERE code NOT IN (SELECT code FROM boards)")
+        db.execute("DELETE FROM names WHERE code NOT IN (SELECT code FROM boards)")
         db.execute("DELETE FROM questions WHERE asked < ? OR code NOT IN (SELECT code FROM boards)", (cutoff,))
         db.execute("DELETE FROM answers WHERE question NOT IN (SELECT id FROM questions)")
         db.execute("DELETE FROM pairs WHERE posted < ? OR code NOT IN (SELECT code FROM boards)", (cutoff,))
@@ -212,6 +226,29 @@ class BoardStore:
         if used[0] >= MAX_NICKS_EACH:
             raise BoardError(f"You have used {MAX_NICKS_EACH} nicknames on board {code}: post under one of them.")
         db.execute("INSERT INTO nicknames (code, nick_key, student) VALUES (?, ?, ?)", (code, key, student))
+
+    def keep_name(self, db, code: str, student: str, name: str, email: str) -> None:
+        """Inside a transaction: `student`'s real name and email on the board, for its teacher
+        (`names`); nothing for an anonymous student (both empty)."""
+        name, email = clean_person(name), clean_person(email)
+        if name or email:
+            db.execute(
+                "INSERT INTO names (code, student, name, email) VALUES (?, ?, ?, ?) ON CONFLICT (code, student) "
+                "DO UPDATE SET name = excluded.name, email = excluded.email",
+                (code, student, name, email),
+            )
+
+    def names(self, code: str, teacher_key: str) -> dict[str, tuple[str, str]]:
+        """{nickname's key (`nick_key`): (real name, email)} of the board's signed-in or launched
+        students, for the teacher's own screen (the board's key needed); anonymous ones absent."""
+        with self.transaction() as db:
+            code = self.check_key(db, code, teacher_key)
+            rows = db.execute(
+                "SELECT k.nick_key, n.name, n.email FROM nicknames k JOIN names n "
+                "ON n.code = k.code AND n.student = k.student WHERE k.code = ?",
+                (code,),
+            ).fetchall()
+        return {k: (name, email) for k, name, email in rows}
 
     def bump(self, db, code: str) -> None:
         """Inside a transaction: the board's version moves on (its page redraws)."""
@@ -286,11 +323,14 @@ class BoardStore:
         student: str,
         owner: str | None,
         now: float | None = None,
+        name: str = "",
+        email: str = "",
     ) -> int:
         """Post run `run_code` (see `summary_of`) under `nickname` for `student` (a browser key);
         the entry's id. `owner`: the student who trained the run, as recorded with it (BoardError
-        when that is not `student`). A run is posted once per board; see the module's docstring
-        for the other limits."""
+        when that is not `student`). `name`, `email`: a signed-in student's, kept for the teacher
+        (`keep_name`). A run is posted once per board; see the module's docstring for the other
+        limits."""
         now = time.time() if now is None else now
         nick = clean_nickname(nickname)
         student = stored_student(student)
@@ -314,6 +354,7 @@ class BoardStore:
                     "your teacher can remove one."
                 )
             self._claim(db, code, nick, student)
+            self.keep_name(db, code, student, name, email)
             entry_id = db.insert(
                 "INSERT INTO entries (code, nickname, posted, summary, run_hash, student) VALUES (?, ?, ?, ?, ?, ?)",
                 (code, nick, now, summary, run_hash, student),
@@ -398,9 +439,11 @@ class BoardStore:
 
     # --- runs shown live while they train ---
 
-    def go_live(self, code: str, nickname: str, *, student: str, now: float | None = None) -> int:
+    def go_live(
+        self, code: str, nickname: str, *, student: str, now: float | None = None, name: str = "", email: str = ""
+    ) -> int:
         """Start showing a run of `student` live on the board under `nickname` (theirs, as for
-        `post`); the live row's id (for `update_live`). At most MAX_LIVE runs train live on a
+        `post`, `name` and `email` too); the live row's id (for `update_live`). At most MAX_LIVE runs train live on a
         board at once, one of them a student's."""
         now = time.time() if now is None else now
         nick = clean_nickname(nickname)
@@ -415,6 +458,7 @@ class BoardStore:
             if len(live) >= MAX_LIVE:
                 raise BoardError(f"{MAX_LIVE} runs are live on board {code} already: watch one of them, or try later.")
             self._claim(db, code, nick, student)
+            self.keep_name(db, code, student, name, email)
             return db.insert(
                 "INSERT INTO live (code, nickname, started, updated, state, progress, line, summary, student) "
                 "VALUES (?, ?, ?, ?, 'queued', 0, '', ?, ?)",

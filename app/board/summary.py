@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 from bert.train.events import FinetuneEval, FinetuneStep, HeadEval, HeadStep, of_type
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import pandas as pd
 
     from bert.train.finetune_args import FinetuneArgs
@@ -164,9 +166,10 @@ def what_the_best_share(entries: list[dict], top: int = 3) -> list[str]:
     return lines
 
 
-def runs_table(runs: list[dict]) -> pd.DataFrame:
+def runs_table(runs: list[dict], name_of: Callable[[str], str] | None = None) -> pd.DataFrame:
     """The Class board's table of one task's posted runs, the best first: their scores, and the
-    settings any of them has."""
+    settings any of them has; with `name_of` (the teacher's own screen: a nickname's student's
+    real name), a "name" column beside the nickname."""
     import pandas as pd  # here: the board's store imports this module, and a page's start needs no pandas
 
     main, other = TASK_SCORES[runs[0]["task"]] if runs else TASK_SCORES["classifier"]
@@ -174,6 +177,7 @@ def runs_table(runs: list[dict]) -> pd.DataFrame:
     rows = [
         {
             "nickname": r["nickname"],
+            **({"name": name_of(r["nickname"])} if name_of else {}),
             f"{main} %": _pct(r["accuracy"]),
             **({f"{other} %": _pct(r["other_score"])} if other else {}),
             **{SETTING_LABELS[k]: fmt_setting(k, r.get(k)) for k in keys},

@@ -14,7 +14,7 @@ from ..board.store import NICK_CHARS, BoardError, BoardUnavailable
 from ..board.summary import summary_of
 from ..jobs.records import run_record
 from ..jobs.spec import FINETUNE, HEAD
-from ..students import identity, student_key
+from ..students import identity, real_name, student_key
 from ..ui.formatting import md_escape
 from .follow import current_job
 from .progress import finetune_progress, head_progress
@@ -62,6 +62,7 @@ def _post(code: str, res: dict) -> None:
             run_code=res.get("code"),
             student=student_key(),
             owner=res.get("student"),  # the browser that trained it: a reopened run records it
+            **real_name(),
         )
     except BoardError as e:
         st.session_state[NOTE] = ("error", str(e))
@@ -126,7 +127,7 @@ def push_ended() -> None:
 
 def _go_live(code: str, job) -> None:
     try:
-        live_id = board_store().go_live(code, st.session_state.get(LIVE_NICK, ""), student=student_key())
+        live_id = board_store().go_live(code, st.session_state.get(LIVE_NICK, ""), student=student_key(), **real_name())
     except BoardError as e:
         st.session_state[NOTE] = ("error", str(e))
         return
