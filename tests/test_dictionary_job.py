@@ -35,6 +35,7 @@ def _manager() -> TrainingJobs:
     return TrainingJobs(max_running=1, heartbeat_timeout=600, alive=lambda _: None)
 
 
+@pytest.mark.slow
 def test_a_dictionary_job_trains_both_phases_saves_and_reopens_by_its_code(tmp_path, monkeypatch):
     use_cache(monkeypatch, tmp_path / "cache")
     b, code = tiny_bundle(seed=1), new_code()  # seed 0 is the control's own random weights
@@ -66,6 +67,7 @@ def test_a_dictionary_job_trains_both_phases_saves_and_reopens_by_its_code(tmp_p
         open_dictionaries(new_code())
 
 
+@pytest.mark.slow
 def test_stop_ends_the_job_after_that_step_and_keeps_what_it_trained(tmp_path, monkeypatch):
     use_cache(monkeypatch, tmp_path / "cache")
     code, stop = new_code(), threading.Event()
