@@ -85,6 +85,15 @@ def test_stop_ends_the_job_after_that_step_and_keeps_what_it_trained(tmp_path, m
     assert d.steps == 3
 
 
+def test_stop_while_the_vectors_are_read_ends_the_job_with_nothing_kept(tmp_path, monkeypatch):
+    use_cache(monkeypatch, tmp_path / "cache")
+    stop = threading.Event()
+    stop.set()  # before the first batch of sentences is read
+    seen = list(run_job(_spec(new_code()), stop, base=tiny_bundle()))
+    assert [m.event for m in seen] == ["start", "done"]
+    assert seen[-1].stopped and seen[-1].phases == []
+
+
 def test_the_memory_estimate_is_checked_before_start(monkeypatch):
     cfg = tiny_bundle().config
     args = DictionaryArgs(**ARGS)

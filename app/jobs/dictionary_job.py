@@ -5,11 +5,13 @@ cycle (Stop, the time cap, a closed tab: app/jobs/worker.py). The spec carries t
 (DictionaryArgs as a dict), the model's source name and, where given, the sentences (else the
 pre-training corpora's, read where the job runs, their held-out documents kept out).
 
-Each phase: the vectors read, training (Stop obeyed after the step it comes in), the quality on
-held-out text (variance explained, L0, dead features, splice cost). Stop during the model's phase
-ends the job after that phase's quality, without a control. Whatever ends it, the dictionaries
-trained so far are saved under the run code (`dictionaries.safetensors`, fp32; the qualities, curves
-and held-out sentences in run.json), so the page reopens them by code (`open_dictionaries`).
+Each phase: the vectors read, training, the quality on held-out text (variance explained, L0, dead
+features, splice cost). Stop is obeyed between the reading's batches and after the training step
+it comes in; a phase stopped before its first step is neither scored nor kept, one stopped later is
+scored (its quality is what the page shows), and Stop during the model's phase means no control.
+Whatever ends it, the dictionaries trained so far are saved under the run code
+(`dictionaries.safetensors`, fp32; the qualities, curves and held-out sentences in run.json), so
+the page reopens them by code (`open_dictionaries`).
 """
 
 from __future__ import annotations
@@ -137,6 +139,8 @@ def _phase(
             yield DictionaryStep(phase=phase, **asdict(m))
         else:
             done = m.dictionary
+    if done is None or not done.steps:  # stopped before its first step: nothing to score or keep
+        return
     t = time.perf_counter()
     acts = dic.gather_activations(bundle, args.layer, held)
     quality = dic.dictionary_quality(bundle, done, acts, held[: acts.texts_read])
