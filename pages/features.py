@@ -30,12 +30,11 @@ with show_errors("the dictionary"):
             icon=":material/info:",
         )
         st.stop()
-    ask = training_view.settings_form(model)
-    if ask is not None:
-        st.session_state[training_view.RUN] = training_view.train(model, ask)
+    args = training_view.settings_form(model)
+    training_view.train_panel(model, args)
     run = st.session_state.get(training_view.RUN)
     if run is None or run.model_key != model.key:
-        st.caption("Press Train: the dictionary (and its control) train here, with their curves drawn as they go.")
+        st.caption("Press Train: the dictionary (and its control) train as a job, with their curves drawn as they go.")
         st.stop()
     training_view.show_run(run)
 

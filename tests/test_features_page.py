@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from app import students
 from app.figures.features import activation_histogram, training_curves
 from bert.analysis.dictionary import DictionaryStep
 from bert.data.corpus.fetch import bert_cache_dir
@@ -36,6 +37,67 @@ def _ok(at):
     assert not at.error, [e.value for e in at.error]
 
 
+def _job(at):
+    """The session's dictionary job (the local backend's)."""
+    from app.jobs.local import manager
+    from app.training import session as ts
+
+    return manager().get(at.session_state[students.OWNER], at.session_state[ts.DC_JOB])
+
+
+def _finish(at):
+    """Wait for the session's dictionary job to end, then run the page (which opens its run)."""
+    from app.jobs.local import manager
+
+    job = _job(at)
+    assert job is not None and manager().wait(job, TIMEOUT), "the job ends"
+    at.run()
+    _ok(at)
+
+
+TEXTS = ["the cat sat on the mat", "a dog ran in the park", "she reads a good book", "the sun is very hot today"]
+
+
+@pytest.mark.slow
+def test_training_is_a_job_whose_run_reopens_by_its_code(monkeypatch):
+    """Start queues a job (no place for analyses held); its live panel has the curves and Stop;
+    when it ends the quality table shows both dictionaries and the run code; typed in another
+    session, the code reopens the same dictionaries."""
+    from bert.analysis import dictionary as dic
+
+    monkeypatch.setattr(dic, "corpus_texts", lambda n, held, **kw: ((TEXTS * 10)[:n], TEXTS))
+    at = started_app(TIMEOUT)
+    model = minilm_tiny_mlm()
+    select_session_model(at, "tiny-mlm", model)
+    at.switch_page("pages/features.py").run()
+    _ok(at)
+    at.selectbox(key="ft_features").set_value(256)
+    at.selectbox(key="ft_k").set_value(8)
+    at.number_input(key="ft_steps").set_value(20)
+    at.number_input(key="ft_sentences").set_value(40)
+    assert any("MB of memory" in c.value for c in at.caption), "the memory estimate before Start"
+    at.button(key="dc_start").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    job = _job(at)
+    assert job is not None and job.kind == "dictionary" and job.info["code"]
+    _finish(at)
+    table = at.table[0].value
+    assert list(table.columns) == ["this model", "random-weights control"]
+    assert table.loc["L0: features active a token"].tolist() == ["8.0", "8.0"]
+    code = job.info["code"]
+    assert any(code in c.value for c in at.caption), "the run code is shown"
+    other = started_app(TIMEOUT)  # another session, on the same model
+    select_session_model(other, "tiny-mlm", model)
+    other.switch_page("pages/features.py").run()
+    other.text_input(key="ft_reopen_code").input(code.lower())
+    other.button(key="ft_reopen").click().run()
+    _ok(other)
+    assert other.table[0].value.equals(table)
+    other.text_input(key="ft_reopen_code").input("NOPE").run()
+    other.button(key="ft_reopen").click().run()
+    assert any("6 letters and digits" in e.value for e in other.error)
+
+
 @pytest.mark.slow
 def test_train_beside_the_control_then_read_and_steer(monkeypatch):
     if not (bert_cache_dir() / "corpora" / "brown.jsonl").is_file():
@@ -51,8 +113,8 @@ def test_train_beside_the_control_then_read_and_steer(monkeypatch):
     at.selectbox(key="ft_k").set_value(8)
     at.number_input(key="ft_steps").set_value(50)
     at.number_input(key="ft_sentences").set_value(250)
-    at.button(key="ft_train").click().run()
-    _ok(at)
+    at.button(key="dc_start").click().run()
+    _finish(at)
     table = at.table[0].value
     assert list(table.columns) == ["this model", "random-weights control"]
     assert table.loc["L0: features active a token"].tolist() == ["8.0", "8.0"]
@@ -79,7 +141,7 @@ def test_a_classifier_is_told_why_the_page_needs_a_masked_word_head():
     at.switch_page("pages/features.py").run()
     _ok(at)
     assert any("masked-word head" in i.value for i in at.info)
-    assert "ft_train" not in [b.key for b in at.button], "nothing to train"
+    assert "dc_start" not in [b.key for b in at.button], "nothing to train"
 
 
 @pytest.mark.slow

@@ -330,3 +330,21 @@ def test_a_reader_job_runs_on_a_worker_as_it_does_here(backend):
     assert job.metrics[-2].scores == pytest.approx(local[-1].scores)  # the HeadDone, before "saved"
     assert job.result is not None and job.result.is_reader
     assert saved_runs.is_saved("RAYRD1")
+
+
+def test_a_dictionary_job_runs_on_a_worker_as_it_does_here(backend):
+    """A dictionary job (kind DICTIONARY) with its sentences in the spec: the model resolved on a worker
+    by its name, the same curves and qualities as in this process, the dictionaries reopened by code."""
+    from app.jobs.dictionary_events import CONTROL, TRAINED, DictionaryQuality
+    from app.jobs.dictionary_job import DictionaryArgs, dictionary_spec, open_dictionaries
+
+    texts = ["the film was good", "a very bad plot", "the actor was really good", "it was quite a story"]
+    args = DictionaryArgs(layer=1, n_features=16, sparsity=4, steps=20, log_every=10, threads=1)
+    local = list(run_job(dictionary_spec("", BASE, args, (texts * 4, texts)), threading.Event(), load_base=load_model))
+    job, new = backend.submit_spec("owner-d", dictionary_spec("RAYDC1", BASE, args, (texts * 4, texts), "browser:d"))
+    assert new and backend.wait(job, 120), job.status
+    assert job.status == "done", job.error
+    assert [e.event for e in job.metrics if e.event != "saved"] == [e.event for e in local]
+    quality = [e.quality["variance_explained"] for e in job.metrics if isinstance(e, DictionaryQuality)]
+    assert quality == pytest.approx([e.quality["variance_explained"] for e in local if e.event == "quality"])
+    assert job.result is None and list(open_dictionaries("RAYDC1").dictionaries) == [TRAINED, CONTROL]

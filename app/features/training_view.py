@@ -2,16 +2,18 @@
 one layer of the loaded model, and the same recipe on a model of the same shape with random
 weights beside it, their quality side by side.
 
-Training runs in the page, in one of the server's places for analyses (app/server/analysis_gate.py:
-"Busy: N ahead of you" while others train), under the server's caps on sentences, tokens,
-features and steps (bert/settings.py BERT_EXPLORER_DICT_*); the curves are drawn as it goes.
-The result stays in this session (a refresh trains again): the dictionaries, and the held-out
-vectors their cards read.
+Training is a job on the one job life cycle (app/jobs/dictionary_job.py, kind DICTIONARY): it
+waits for one of the server's job slots instead of holding a place for analyses, runs in the
+background (local) or on a Ray worker, stops after the step Stop comes in, and its curves are drawn
+live by the page's fragment. Its memory estimate is checked against the job cap before Start,
+under the server's caps on sentences, tokens, features and steps (BERT_EXPLORER_DICT_*). Whatever
+ends it, the dictionaries are saved under a run code; the page opens them from there (also after
+a refresh: "Reopen a run"), reading their held-out vectors again for the cards in a place for
+analyses (app/server/analysis_gate.py).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import pandas as pd
@@ -20,19 +22,34 @@ import streamlit as st
 import bert
 from app.current_model import CurrentModel
 from app.figures.features import training_curves
+from app.jobs import budget
+from app.jobs.backend import job_backend
+from app.jobs.dictionary_events import CONTROL, TRAINED, DictionaryQuality, DictionaryStart, DictionaryStep
+from app.jobs.dictionary_job import DictionaryArgs, SavedDictionaries, check_dictionary, open_dictionaries
+from app.jobs.records import Saved, SaveFailed
+from app.jobs.saved_runs import parse_code
+from app.jobs.spec import DICTIONARY
+from app.jobs.worker import stop_message
 from app.server.analysis_gate import ANALYSES, busy_notice
+from app.training import page as view
+from app.training import session as ts
 from app.training.data import not_on_server
+from app.training.finished import run_code_line
+from app.training.follow import POLL_S, current_job, live_job, notice_errors
+from app.training.start import start_dictionary
 from app.ui import show_figure
+from app.ui.formatting import md_escape
 from bert.analysis import dictionary as dic
 from bert.data.corpus.base import CorpusError
+from bert.train.events import last as last_event
 
-RUN = "ft_run"  # session key: the last FeaturesRun
-ASKED = "ft_asked"  # session key: Train was pressed (a callback: the press survives the page's rerun)
+RUN = "ft_run"  # session key: the FeaturesRun shown
+REOPEN = "ft_reopen_code"  # widget key: a run code typed to reopen
 HELD_OUT = 300  # held-out sentences the quality and the cards read
 FEATURES = [256, 512, 1024, 2048, 4096]
 SPARSITY = [8, 16, 32, 64]
 DEFAULTS = dict(features=1024, sparsity=32, steps=200, sentences=1500)
-TRAINED, CONTROL = "this model", "random-weights control"
+PAGE = view.TrainPage(kind=DICTIONARY, prefix="dc", slug="dictionary", hf_class="")
 
 
 @dataclass
@@ -54,20 +71,20 @@ class FeaturesRun:
     sentences_asked: int
     dictionaries: dict[str, Trained]  # TRAINED, and CONTROL when asked
     seconds: float
+    code: str = ""  # the run code it is saved under
+    finished: float | None = None
+    note: str | None = None  # why it ended early
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
 def control_model(model_key: str, _bundle: bert.Bundle) -> bert.Bundle:
-    """The control of a model: its shape with random weights, one per model for every session."""
+    """The control of a model: its shape with random weights, one per model for every session
+    (the job makes the same one: bert.analysis.dictionary.random_control, seed 0)."""
     return dic.random_control(_bundle, seed=0)
 
 
 def _nearest(options: list[int], value: int) -> int:
     return min(range(len(options)), key=lambda i: abs(options[i] - value))
-
-
-def _ask() -> None:
-    st.session_state[ASKED] = True
 
 
 @st.cache_resource(max_entries=4, show_spinner="Reading the corpora…")
@@ -84,23 +101,28 @@ def corpus_sentences(n_train: int, n_held_out: int) -> tuple[list[str], list[str
         raise CorpusError(not_on_server("+".join(dic.CORPORA))) from None
 
 
-def settings_form(model: CurrentModel) -> dict | None:
-    """The dictionary's settings; the request (a dict) when Train was pressed, else None."""
+def base_source(model: CurrentModel) -> str:
+    """The model's source name as the pickers name it (what a Ray worker loads it by)."""
+    return model.key.removeprefix("builtin:")
+
+
+def settings_form(model: CurrentModel) -> DictionaryArgs:
+    """The dictionary's settings, as the job's DictionaryArgs."""
     caps = dic.caps()
     L = model.bundle.config.num_hidden_layers
     c1, c2, c3, c4, c5 = st.columns(5)
-    layer = c1.number_input("Layer", 1, L, value=max(1, L // 2), key="ft_layer", help="the state leaving this layer")
+    c1.number_input("Layer", 1, L, value=max(1, L // 2), key="ft_layer", help="the state leaving this layer")
     feats = [f for f in FEATURES if f <= caps["features"]] or [caps["features"]]
-    n_features = c2.selectbox("Features", feats, index=_nearest(feats, DEFAULTS["features"]), key="ft_features")
-    sparsity = c3.selectbox(
+    c2.selectbox("Features", feats, index=_nearest(feats, DEFAULTS["features"]), key="ft_features")
+    c3.selectbox(
         "Active a token (k)",
         SPARSITY,
         index=SPARSITY.index(DEFAULTS["sparsity"]),
         key="ft_k",
         help="TopK: exactly k features a token",
     )
-    steps = c4.number_input("Steps", 1, caps["steps"], min(DEFAULTS["steps"], caps["steps"]), 50, key="ft_steps")
-    sentences = c5.number_input(
+    c4.number_input("Steps", 1, caps["steps"], min(DEFAULTS["steps"], caps["steps"]), 50, key="ft_steps")
+    c5.number_input(
         "Sentences",
         1,
         caps["texts"],
@@ -109,66 +131,165 @@ def settings_form(model: CurrentModel) -> dict | None:
         key="ft_sentences",
         help="held-in text",
     )
-    control = st.checkbox(f"Train the same dictionary on a {CONTROL} beside it", value=True, key="ft_control")
+    st.checkbox(f"Train the same dictionary on a {CONTROL} beside it", value=True, key="ft_control")
     st.caption(
         f"Training reads sentences of the pre-training corpora (wiki, Brown, BBC) from the documents "
         f"pre-training trained on, at most {caps['tokens']:,} word pieces; the quality and the feature "
         f"cards read {HELD_OUT} sentences of the documents it held out. 1,024 word pieces a step."
     )
-    st.button("Train the dictionary", type="primary", key="ft_train", on_click=_ask)
-    if not st.session_state.pop(ASKED, False):
-        return None
-    return dict(
-        layer=int(layer),
-        n_features=int(n_features),
-        sparsity=int(sparsity),
-        steps=int(steps),
-        sentences=int(sentences),
-        control=bool(control),
+    return current_args()
+
+
+def current_args() -> DictionaryArgs:
+    """The settings' widgets' values as DictionaryArgs (read when Start is pressed, so a value
+    changed just before counts)."""
+    ss = st.session_state
+    steps = int(ss["ft_steps"])
+    return DictionaryArgs(
+        layer=int(ss["ft_layer"]),
+        n_features=int(ss["ft_features"]),
+        sparsity=int(ss["ft_k"]),
+        steps=steps,
+        sentences=int(ss["ft_sentences"]),
+        held_out=HELD_OUT,
+        control=bool(ss["ft_control"]),
+        log_every=max(10, steps // 20),
     )
 
 
-def train(model: CurrentModel, ask: dict) -> FeaturesRun:
-    """Train (and the control), drawing the curves as they come; in a place for analyses."""
-    t0 = time.perf_counter()
-    texts, held = corpus_sentences(ask["sentences"], HELD_OUT)
-    names = [(TRAINED, model.bundle)]
-    if ask["control"]:
-        names.append((CONTROL, control_model(model.key, model.bundle)))
-    bar, chart = st.progress(0.0, text="Waiting for a place…"), st.empty()
-    curves: list[tuple[str, list]] = []
+def _fits(model: CurrentModel, args: DictionaryArgs) -> bool:
+    """The memory line under the settings, or what is over a cap: False then."""
+    try:
+        mb = check_dictionary(model.bundle.config, args)
+    except bert.BertExplorerError as e:
+        st.error(md_escape(str(e)), icon=view.ICON_ERR)
+        return False
+    st.caption(
+        f"This job needs about {mb:,} MB of memory (this server allows {budget.max_job_mb():,} per job) "
+        f"and stops itself after {budget.max_job_seconds() / 60:g} minutes, keeping what it trained."
+    )
+    return True
+
+
+def _on_start(model: CurrentModel) -> None:
+    """Start button callback."""
+    with notice_errors(ts.DC_NOTICE, "starting the dictionary"):
+        args = current_args()
+        texts = corpus_sentences(args.sentences, args.held_out)
+        start_dictionary(model.bundle, base_source(model), args, texts)
+        st.session_state[ts.DC_NOTICE] = None
+
+
+def train_panel(model: CurrentModel, args: DictionaryArgs) -> None:
+    """Start (or the job's live panel: progress, curves, Stop), the finished job's dictionaries
+    opened, and the box that reopens a run by its code."""
+    collect(model)
+    jm = job_backend()
+    job = current_job(DICTIONARY, jm)
+    fits = _fits(model, args)
+    view.notice(PAGE)
+    active = job is not None and job.active
+    view.start_button(PAGE, jm, "Train the dictionary", _on_start, (model,), active or not fits)
+    if active:
+        st.fragment(run_every=POLL_S)(_live_panel)()
+    with st.expander("Reopen a run (after a refresh, or from another day's code)"):
+        c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+        c1.text_input("Run code", key=REOPEN, max_chars=12, placeholder="e.g. K7QX2M")
+        c2.button("Reopen", key="ft_reopen", on_click=_reopen, args=(model,))
+
+
+def _live_panel() -> None:
+    job = live_job(DICTIONARY)
+    if job is None:
+        return
+    phases: dict[str, list[DictionaryStep]] = {}
+    for m in job.metrics:
+        if isinstance(m, DictionaryStart):
+            phases[m.phase] = []
+        elif isinstance(m, DictionaryStep):
+            phases.setdefault(m.phase, []).append(m)
+    view.live_progress(job, job_backend(), *progress(job.metrics, job.info["args"]))
+    if any(phases.values()):
+        show_figure.show(training_curves(list(phases.items())), "dictionary-live-curves", key="dc_live")
+    view.stop_button(PAGE, job, "Stop (keeps what it trained)", "Stopping… (what it trained is kept)")
+
+
+def progress(metrics: list, args: DictionaryArgs) -> tuple[float, str]:
+    """(fraction done, the line) of a dictionary job from its events."""
+    n = 2 if args.control else 1
+    start, step = last_event(metrics, DictionaryStart), last_event(metrics, DictionaryStep)
+    if start is None:
+        return 0.0, "Waiting to start…"
+    i = [TRAINED, CONTROL].index(start.phase)
+    if step is None or step.phase != start.phase:
+        return i / n, f"{start.phase}: reading the sentences through layer {args.layer}…"
+    scored = last_event(metrics, DictionaryQuality)
+    if scored is not None and scored.phase == start.phase:
+        return (i + 1) / n, f"{start.phase}: scored on held-out text; saving…"
+    if step.step == step.steps:
+        return (i + 1) / n, f"{start.phase}: its quality on held-out text…"
+    return (i + step.step / step.steps) / n, (
+        f"{start.phase}: step {step.step} of {step.steps}, variance explained {step.variance_explained:.2f}, "
+        f"{step.dead:.0%} of the features dead"
+    )
+
+
+def collect(model: CurrentModel) -> None:
+    """This session's finished dictionary job: its dictionaries opened from their run code and
+    shown (or why there are none)."""
+    ts.init_training()
+    jm = job_backend()
+    job = current_job(DICTIONARY, jm)
+    if job is None or job.active:
+        return
+    job.drain()
+    st.session_state[ts.DC_JOB] = None
+    jm.forget(job)
+    saved, failed = last_event(job.metrics, Saved), last_event(job.metrics, SaveFailed)
+    if saved is None:
+        why = job.error or (failed and failed.message) or "Stopped before it started: nothing was trained."
+        st.session_state[ts.DC_NOTICE] = ("error" if job.error or failed else "info", why)
+        return
+    note = stop_message(job.stop_reason) if job.status == "stopped" else None
+    with notice_errors(ts.DC_NOTICE, "opening the dictionaries"):
+        st.session_state[RUN] = from_saved(model, open_dictionaries(saved.code), note)
+
+
+def _reopen(model: CurrentModel) -> None:
+    """The Reopen button's callback."""
+    with notice_errors(ts.DC_NOTICE, "reopening the run"):
+        code = parse_code(st.session_state.get(REOPEN, ""))
+        st.session_state[RUN] = from_saved(model, open_dictionaries(code))
+        st.session_state[ts.DC_NOTICE] = ("info", f"Run {code} is open.")
+
+
+def from_saved(model: CurrentModel, saved: SavedDictionaries, note: str | None = None) -> FeaturesRun:
+    """A saved run's dictionaries on `model` (DataError when they were trained on another): their
+    held-out vectors read again for the cards, in a place for analyses."""
+    info = saved.record.get("info") or {}
+    (first, _), *_ = saved.dictionaries.values()
+    if info.get("base_name") != model.bundle.name or first.sae.W_dec.shape[0] != model.bundle.config.hidden_size:
+        raise bert.DataError(
+            f"Run {saved.code} is a dictionary of {info.get('base_name', 'another model')}: pick that model in the "
+            "sidebar to open it."
+        )
     out = {}
     with busy_notice() as notice, ANALYSES.place(notice):
-        for n, (name, bundle) in enumerate(names):
-            steps: list[dic.DictionaryStep] = []
-            curves.append((name, steps))
-            bar.progress(n / len(names), text=f"{name}: reading the sentences through layer {ask['layer']}…")
-            done = None
-            for m in dic.train_dictionary(
-                bundle,
-                ask["layer"],
-                texts,
-                ask["n_features"],
-                ask["sparsity"],
-                ask["steps"],
-                log_every=max(10, ask["steps"] // 20),
-            ):
-                if isinstance(m, dic.DictionaryStep):
-                    steps.append(m)
-                    bar.progress(
-                        (n + m.step / m.steps) / len(names),
-                        text=f"{name}: step {m.step} of {m.steps}, variance explained {m.variance_explained:.2f}",
-                    )
-                    chart.plotly_chart(training_curves(curves), width="stretch", key=f"ft_live_{name}_{m.step}")
-                else:
-                    done = m.dictionary
-            bar.progress((n + 1) / len(names), text=f"{name}: its quality on held-out text…")
-            acts = dic.gather_activations(bundle, ask["layer"], held)
-            quality = dic.dictionary_quality(bundle, done, acts, held[: acts.texts_read])
-            out[name] = Trained(bundle, done, quality, acts, dic.encode_all(done, acts))
-    bar.empty()
-    chart.empty()
-    return FeaturesRun(model.key, ask["layer"], held, ask["sentences"], out, time.perf_counter() - t0)
+        for phase, (d, quality) in saved.dictionaries.items():
+            bundle = model.bundle if phase == TRAINED else control_model(model.key, model.bundle)
+            acts = dic.gather_activations(bundle, d.layer, saved.held_out)
+            out[phase] = Trained(bundle, d, quality, acts, dic.encode_all(d, acts))
+    return FeaturesRun(
+        model.key,
+        first.layer,
+        saved.held_out,
+        saved.args.sentences,
+        out,
+        sum(d.seconds for d, _ in saved.dictionaries.values()),
+        code=saved.code,
+        finished=saved.record.get("saved"),
+        note=note,
+    )
 
 
 def quality_table(run: FeaturesRun) -> pd.DataFrame:
@@ -194,6 +315,11 @@ def show_run(run: FeaturesRun) -> None:
     trained = run.dictionaries[TRAINED]
     d = trained.dictionary
     st.subheader(f"Layer {run.layer}: {d.n_features:,} features, {d.k} active a token")
+    if run.note:
+        st.info(run.note, icon=":material/pause_circle:")
+    line = run_code_line({"saved": True, "code": run.code, "finished": run.finished})
+    if line:
+        st.caption(line)
     if d.capped:
         st.info(
             f"This server trains a dictionary on at most {dic.caps()['tokens']:,} word pieces "

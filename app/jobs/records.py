@@ -18,7 +18,8 @@ from bert.train.pretrain import PretrainArgs
 from bert.train.seq2seq import Seq2SeqArgs
 from bert.train.seq2seq import event_from_dict as seq2seq_event
 
-from .spec import HEAD, PRETRAIN, SEQ2SEQ, known_fields, trainer_of
+from .dictionary_events import event_from_dict as dictionary_event
+from .spec import DICTIONARY, HEAD, PRETRAIN, SEQ2SEQ, known_fields, trainer_of
 
 
 class Report(ev.Event, event="report"):
@@ -83,6 +84,8 @@ def read_event(d: dict, kind: str) -> ev.Event:
     ValueError for an event that trainer does not write or one missing fields."""
     if kind == SEQ2SEQ:
         return seq2seq_event(d)
+    if kind == DICTIONARY:
+        return dictionary_event(d)
     return ev.from_dict(d, trainer_of(kind))
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import ray
 
 from .records import Report, Saved, SaveFailed, read_event
+from .spec import DICTIONARY
 from .worker import USER
 
 log = logging.getLogger("bert_explorer")
@@ -98,7 +99,10 @@ class RemoteJob:
 
     @property
     def result(self):
-        """The model, from the run store (shared by every node) once the job saved it."""
+        """The model, from the run store (shared by every node) once the job saved it (a dictionary
+        job has none: its page opens its run by code, app/jobs/dictionary_job.py)."""
+        if self.kind == DICTIONARY:
+            return None
         if self._result is None and not self.active and any(isinstance(m, Saved) for m in self.metrics):
             from .saved_runs import open_run
 

@@ -89,15 +89,26 @@ def save_run(code: str, bundle: bert.Bundle, record: dict, student: str | None =
     """Write run `code` (model + record) atomically, as one of `student`'s runs (their oldest go
     past BERT_EXPLORER_RUNS_PER_STUDENT); then keep the disk under its cap. LimitError, and
     nothing written, when the disk is full of runs too young to remove (`make_room`)."""
+    record = {**record, "name": record.get("name") or bundle.name}
+
+    def write(folder: Path) -> None:
+        bert.save(bundle, folder / "model", card=bundle.card, half=True)
+
+    return save_files(code, write, run_models.model_bytes(bundle.model) // 2, record, student)  # fp16 on disk
+
+
+def save_files(code: str, write, size: int, record: dict, student: str | None = None) -> Path:
+    """`save_run` of a run whose files `write(folder)` puts in its folder (about `size` bytes):
+    the same atomic write, per-student count and disk cap, whatever the run holds."""
     code = parse_code(code)
     root = runs_dir()
     root.mkdir(parents=True, exist_ok=True)
     with _cleaning:
-        make_room(code, student, run_models.model_bytes(bundle.model) // 2)  # fp16 on disk
+        make_room(code, student, size)
         tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".{code}.tmp"))
     try:
-        bert.save(bundle, tmp / "model", card=bundle.card, half=True)
-        record = {**record, "code": code, "saved": time.time(), "name": record.get("name") or bundle.name}
+        write(tmp)
+        record = {**record, "code": code, "saved": time.time()}
         if student:
             record["student"] = student
         atomic_write_text(tmp / RECORD, json.dumps(record, default=_jsonable))
@@ -199,10 +210,8 @@ def is_saved(code: str) -> bool:
     return bool(CODE.fullmatch(code or "")) and (runs_dir() / code / RECORD).is_file()
 
 
-def open_run(code: str) -> tuple[bert.Bundle, dict]:
-    """(model, record) of a saved run; DataError if there is none (or it has expired). The model
-    is loaded once for the whole server and shared read-only (app/jobs/run_models.py): LimitError when
-    the server's cap on reopened runs leaves no room."""
+def run_record_of(code: str) -> tuple[Path, dict]:
+    """(folder, record) of saved run `code`; DataError if there is none (or it has expired)."""
     code = parse_code(code)
     folder = runs_dir() / code
     try:
@@ -214,7 +223,17 @@ def open_run(code: str) -> tuple[bert.Bundle, dict]:
         ) from None
     if time.time() - float(record.get("saved", 0)) > TTL_S:
         raise DataError(f"Run {code} is more than a day old and has expired.")
-    bundle = run_models.shared(*_shared_run(code, folder, record))
+    return folder, record
+
+
+def open_run(code: str) -> tuple[bert.Bundle, dict]:
+    """(model, record) of a saved run; DataError if there is none (or it has expired). The model
+    is loaded once for the whole server and shared read-only (app/jobs/run_models.py): LimitError when
+    the server's cap on reopened runs leaves no room."""
+    folder, record = run_record_of(code)
+    if not (folder / "model").is_dir():
+        raise DataError(f"Run {record.get('code', code)} holds no model (it is a {record.get('kind', 'other')} run).")
+    bundle = run_models.shared(*_shared_run(record.get("code", code), folder, record))
     bundle.name = record.get("name") or bundle.name
     return bundle, record
 

@@ -20,7 +20,14 @@ from bert.train.pretrain import PretrainArgs
 FINETUNE, PRETRAIN = "finetune", "pretrain"  # the kinds of job
 SEQ2SEQ = "seq2seq"  # an encoder-decoder on pairs (app/jobs/seq2seq_job.py)
 HEAD = "head"  # a per-token head: a tagger or a reader (app/jobs/head_job.py)
-KINDS = {FINETUNE: "fine-tuning", PRETRAIN: "pre-training", SEQ2SEQ: "decoder training", HEAD: "fine-tuning"}
+DICTIONARY = "dictionary"  # a dictionary of features and its control (app/jobs/dictionary_job.py)
+KINDS = {
+    FINETUNE: "fine-tuning",
+    PRETRAIN: "pre-training",
+    SEQ2SEQ: "decoder training",
+    HEAD: "fine-tuning",
+    DICTIONARY: "dictionary training",
+}
 
 
 def trainer_of(kind: str) -> str:
@@ -65,7 +72,8 @@ class JobSpec:
     processes: int = 1  # pre-training under torchrun in this many processes (a GPU actor's GPUs)
     probe: dict[str, Any] | None = None  # attention over training: AttentionSnapshots.settings() (a worker records)
     pairs: dict[str, Any] | None = None  # seq2seq: uploaded pairs (a built-in task is made where the job runs)
-    examples: dict[str, Any] | None = None  # a per-token head: an upload's TaggedData / QAData (else built-in)
+    examples: dict[str, Any] | None = None  # a per-token head: an upload's TaggedData / QAData (else built-in);
+    # a dictionary: its held-in and held-out sentences (else the corpora's)
 
     def finetune_args(self) -> FinetuneArgs:
         return FinetuneArgs(**self.args)

@@ -55,10 +55,11 @@ from bert.train.pretrain import PretrainArgs, pretrain, torchrun_command
 from ..server.memory import release_memory
 from . import budget, saved_runs
 from .budget import LimitError
+from .dictionary_job import dictionary_events
 from .head_job import head_events
 from .records import Report, Saved, SaveFailed, pretrain_card, run_record, stored_record
 from .seq2seq_job import seq2seq_events
-from .spec import FINETUNE, HEAD, SEQ2SEQ, JobSpec
+from .spec import DICTIONARY, FINETUNE, HEAD, SEQ2SEQ, JobSpec
 
 log = logging.getLogger("bert_explorer")
 
@@ -277,6 +278,8 @@ def run_job(
         trained = head_events(spec, stop, base, lambda source: base_model(source, load_base), job_threads())
     elif spec.kind == SEQ2SEQ:
         trained = seq2seq_events(spec, stop, base, lambda source: base_model(source, load_base), job_threads())
+    elif spec.kind == DICTIONARY:  # saves its own result (dictionaries, not a model): its last event
+        trained = dictionary_events(spec, stop, base, lambda source: base_model(source, load_base), job_threads())
     elif spec.processes > 1:
         trained = _torchrun_events(spec, stop)
     else:

@@ -25,7 +25,7 @@ from ..jobs import saved_runs
 from ..jobs.backend import JobBackend, job_backend
 from ..jobs.records import Saved, SaveFailed, loaded_record, run_record
 from ..jobs.run_models import SavedBundle
-from ..jobs.spec import FINETUNE, HEAD, PRETRAIN, SEQ2SEQ
+from ..jobs.spec import DICTIONARY, FINETUNE, HEAD, PRETRAIN, SEQ2SEQ
 from ..jobs.worker import stop_message
 from ..students import student_key
 from . import session as ts
@@ -42,7 +42,7 @@ def results_key(kind: str) -> str:
 
 
 def notice_key(kind: str) -> str:
-    return {FINETUNE: ts.FT_NOTICE, HEAD: ts.HD_NOTICE}.get(kind, ts.PT_NOTICE)
+    return {FINETUNE: ts.FT_NOTICE, HEAD: ts.HD_NOTICE, DICTIONARY: ts.DC_NOTICE}.get(kind, ts.PT_NOTICE)
 
 
 def collect(kind: str, jm: JobBackend | None = None) -> dict | None:
@@ -136,12 +136,14 @@ def reopen(text: str) -> dict:
         for res in st.session_state[results_key(kind)]:
             if res.get("code") == code:
                 return res
-    bundle, record = saved_runs.open_run(code)
-    kind = record.get("kind")
+    kind = saved_runs.run_record_of(code)[1].get("kind")
     if kind == SEQ2SEQ:
         raise DataError(f"Run {code} is a decoder training run: reopen it on the Decoder on top page.")
+    if kind == DICTIONARY:
+        raise DataError(f"Run {code} is a dictionary of features: reopen it on the Features page.")
     if kind not in TRAINED:
         raise DataError(f"Run {code} cannot be opened here.")
+    bundle, record = saved_runs.open_run(code)
     res = {**loaded_record(record), "job_id": code, "finished": record.get("saved"), "saved": True, "code": code}
     return add_result(kind, res, bundle, record.get("name") or bundle.name)
 

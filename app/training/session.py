@@ -30,6 +30,8 @@ PT_NOTICE = "pt_notice"
 HD_JOB = "hd_job_id"  # the same three for a per-token head's job (a tagger, a reader: the Fine-tuning page)
 HD_RESULTS = "hd_results"
 HD_NOTICE = "hd_notice"
+DC_JOB = "dc_job_id"  # the dictionary job (the Features page) and its notice
+DC_NOTICE = "dc_notice"
 FREED = "train_freed_uploads"  # dict upload key -> file name: uploads freed when their job started (Pre-training)
 UPLOAD = "upload"  # the data-source choice "my own file" on both pages
 UPLOAD_GEN = "train_upload_gen"  # int: part of the upload widgets' keys; +1 resets them
@@ -43,7 +45,7 @@ def init_training() -> None:
     for key in (FT_RESULTS, PT_RESULTS, HD_RESULTS):
         if key not in ss:
             ss[key] = []
-    for key in (FT_JOB, PT_JOB, HD_JOB, FT_UPLOAD, FT_VAL_UPLOAD, PT_UPLOAD, FT_NOTICE, PT_NOTICE, HD_NOTICE):
+    for key in (FT_JOB, PT_JOB, HD_JOB, DC_JOB, FT_UPLOAD, FT_VAL_UPLOAD, PT_UPLOAD, FT_NOTICE, PT_NOTICE, HD_NOTICE):
         if key not in ss:
             ss[key] = None
     for key in (FT_PARSED, FREED):

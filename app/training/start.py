@@ -28,8 +28,9 @@ from bert.train.reader_task import MAX_WINDOWS, count_windows, too_many_windows
 from ..jobs import budget, saved_runs
 from ..jobs.backend import JobBackend, JobHandle, job_backend
 from ..jobs.budget import LimitError
+from ..jobs.dictionary_job import DictionaryArgs, check_dictionary, dictionary_spec
 from ..jobs.head_job import head_spec
-from ..jobs.spec import FINETUNE, HEAD, PRETRAIN, JobSpec, finetune_spec, pretrain_spec
+from ..jobs.spec import DICTIONARY, FINETUNE, HEAD, PRETRAIN, JobSpec, finetune_spec, pretrain_spec
 from ..jobs.worker import job_threads
 from ..model_sources import load_model
 from ..server import new_students
@@ -322,6 +323,28 @@ def start_head(
     return _submit(jm, spec, args, title, None, base=base)
 
 
+def start_dictionary(
+    base: bert.Bundle,
+    base_source: str,
+    args: DictionaryArgs,
+    texts: tuple[list[str], list[str]],
+    jm: JobBackend | None = None,
+) -> tuple[JobHandle, bool]:
+    """Submit (or return the already active) dictionary job of this session: `texts` the held-in and
+    held-out sentences it reads. InputError / LimitError over a cap (the memory estimate first)."""
+    jm = jm or job_backend()
+    existing = _active(jm, DICTIONARY)
+    if existing is not None:
+        return existing, False
+    args.threads = args.threads or job_threads()
+    mb = check_dictionary(base.config, args)
+    code = saved_runs.new_code()
+    title = f"{base.name}, layer {args.layer}"
+    info = {"base_source": base_source, "base_name": base.name, "code": code, "title": title, "mb": mb}
+    spec = dictionary_spec(code, base_source, args, texts, student_key(), title, info)
+    return _submit(jm, spec, args, title, None, base=base)
+
+
 # what the attention snapshots of a kind of job are called
 _SNAPSHOT_NAMES = {FINETUNE: "fine-tuning", PRETRAIN: "pre-training"}
 
@@ -338,7 +361,7 @@ def _active(jm: JobBackend, kind: str) -> JobHandle | None:
 def _submit(
     jm: JobBackend,
     spec: JobSpec,
-    args: FinetuneArgs | PretrainArgs | HeadArgs,
+    args: FinetuneArgs | PretrainArgs | HeadArgs | DictionaryArgs,
     label: str,
     recorder: AttentionSnapshots | None,
     base: bert.Bundle | None = None,

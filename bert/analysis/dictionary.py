@@ -209,12 +209,15 @@ def gather_activations(
     batch: int = 32,
     masked: bool = False,
     seed: int = 0,
+    stop=None,
 ) -> Activations:
     """The vectors leaving `layer` at the word pieces of `texts`, read in order until `max_tokens`
     (default: the server's cap) word pieces are in; `capped` says when the cap stopped it.
     `masked`: every other text (the 2nd, 4th, ...) is read with MASK_SHARE of its word pieces
     masked (chosen by `seed`), as the masked-word task shows text to the model: a dictionary
-    trained so reconstructs the [MASK]s the splice cost and steering read, too."""
+    trained so reconstructs the [MASK]s the splice cost and steering read, too. `stop`: an Event,
+    obeyed between batches (then the vectors are only those read by then: a stopped read is not
+    for use)."""
     need_mlm(bundle, "a dictionary of features")
     layer = check_layer(bundle, layer)
     cap = caps()["tokens"] if max_tokens is None else int(max_tokens)
@@ -232,6 +235,8 @@ def gather_activations(
     vectors, text_index, position = [], [], []
     with torch.inference_mode():
         for part, ids, types in _batches(encs, batch):
+            if stop is not None and stop.is_set():
+                break
             x = state_after(bundle, ids, types, layer).float()  # (B, T, C)
             for r, i in enumerate(part):
                 pos = _word_positions(encs[i])
@@ -239,11 +244,12 @@ def gather_activations(
                 text_index += [i] * len(pos)
                 position += pos
     order = np.lexsort((np.array(position), np.array(text_index)))  # text by text, as read
+    empty = torch.zeros(0, bundle.config.hidden_size)
     return Activations(
         layer=layer,
-        vectors=torch.cat(vectors)[torch.as_tensor(order)].contiguous(),
-        text_index=np.array(text_index)[order],
-        position=np.array(position)[order],
+        vectors=(torch.cat(vectors) if vectors else empty)[torch.as_tensor(order, dtype=torch.long)].contiguous(),
+        text_index=np.array(text_index, dtype=np.int64)[order],
+        position=np.array(position, dtype=np.int64)[order],
         tokens=[bundle.tokenizer.convert_ids_to_tokens(list(e.ids)) for e in encs],
         texts_read=len(encs),
         texts_given=len(all_encs),
@@ -419,8 +425,8 @@ def train_dictionary(
     """Gather `layer`'s vectors of `texts` (held-in text: the caller keeps its held-out text out;
     every other text with some of its word pieces masked, see gather_activations), then train a
     dictionary of `n_features` with `sparsity` active a token for `steps` steps: DictionaryStep
-    events, then DictionaryDone. Refuses (InputError) a request over the server's
-    caps before reading anything."""
+    events, then DictionaryDone (none when `stop` came while the vectors were read: nothing
+    trained). Refuses (InputError) a request over the server's caps before reading anything."""
     n_features, k, steps = check_request(n_features, sparsity, steps)
     cap = caps()
     if not isinstance(texts, str) and len(texts) > cap["texts"]:
@@ -429,7 +435,9 @@ def train_dictionary(
             "BERT_EXPLORER_DICT_MAX_TEXTS): give fewer"
         )
     t0 = time.perf_counter()
-    acts = gather_activations(bundle, layer, texts, max_tokens, masked=True, seed=seed)
+    acts = gather_activations(bundle, layer, texts, max_tokens, masked=True, seed=seed, stop=stop)
+    if stop is not None and stop.is_set():  # Stop while the vectors were read: nothing trained
+        return
     curve: list[DictionaryStep] = []
     sae = None
     for m in fit_dictionary(acts.vectors, n_features, k, steps, seed, batch=batch, log_every=log_every, stop=stop):

@@ -283,7 +283,13 @@ _KINDS: dict[str, dict[str, type[Event]]] = {
 def from_dict(d: dict[str, Any], trainer: str) -> Event:
     """The event `d` (a `to_dict()`, e.g. from a saved run or a log line) of `trainer` (PRETRAIN,
     FINETUNE or HEAD). Keys it does not know are ignored; ValueError for an unknown event or missing fields."""
-    cls = _KINDS[trainer].get(d.get("event"))
+    return from_dict_of(_KINDS[trainer], d, trainer)
+
+
+def from_dict_of(kinds: dict[str, type[Event]], d: dict[str, Any], trainer: str) -> Event:
+    """The event `d` as the class `kinds` names by its "event" (another trainer's own events:
+    `trainer` names it in the messages); ValueError for an unknown event or missing fields."""
+    cls = kinds.get(d.get("event"))
     if cls is None:
         raise ValueError(f"not a {trainer} event: {d.get('event')!r}")
     try:

@@ -1,0 +1,54 @@
+"""What a dictionary job reports (app/jobs/dictionary_job.py), as events of the one job life cycle:
+`to_dict()` is their wire form (a Ray worker's poll, run.json), `event_from_dict` reads one back.
+A job trains up to two dictionaries in turn, its phases: the loaded model's, then the control's
+(the same recipe on a model of its shape with random weights); each event names its phase."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bert.train import events as ev
+
+TRAINED, CONTROL = "this model", "random-weights control"  # a job's phases, in order
+
+
+class DictionaryStart(ev.Start):
+    """A phase begins: its vectors are read, then it trains `steps` steps."""
+
+    phase: str
+    steps: int
+
+
+class DictionaryStep(ev.Event, event="train"):
+    """bert.analysis.dictionary.DictionaryStep of one phase."""
+
+    phase: str
+    step: int
+    steps: int
+    variance_explained: float
+    l0: float
+    dead: float
+    seconds: float
+
+
+class DictionaryQuality(ev.Event, event="quality"):
+    """A phase's dictionary scored on held-out text (bert.analysis.dictionary.Quality as a dict)."""
+
+    phase: str
+    quality: dict[str, Any]
+    seconds: float
+
+
+class DictionaryDone(ev.Done):
+    """The last event of the training: the phases trained (stopped: Stop came before the end)."""
+
+    phases: list[str]
+
+
+EVENTS = {c.event: c for c in (DictionaryStart, DictionaryStep, DictionaryQuality, DictionaryDone, ev.Error)}
+
+
+def event_from_dict(d: dict) -> ev.Event:
+    """A dictionary job's event back from its `to_dict()`; ValueError for another event or one
+    missing fields."""
+    return ev.from_dict_of(EVENTS, d, "dictionary")

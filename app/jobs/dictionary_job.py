@@ -1,0 +1,269 @@
+"""The dictionary job: a dictionary of features (bert/analysis/dictionary.py) trained on one layer
+of a model, then the same recipe on a model of its shape with random weights (the control), as
+`run_job` runs it for a JobSpec of kind DICTIONARY, here or on a Ray worker, on the one job life
+cycle (Stop, the time cap, a closed tab: app/jobs/worker.py). The spec carries the settings
+(DictionaryArgs as a dict), the model's source name and, where given, the sentences (else the
+pre-training corpora's, read where the job runs, their held-out documents kept out).
+
+Each phase: the vectors read, training, the quality on held-out text (variance explained, L0, dead
+features, splice cost). Stop is obeyed between the reading's batches and after the training step
+it comes in; a phase stopped before its first step is neither scored nor kept, one stopped later is
+scored (its quality is what the page shows), and Stop during the model's phase means no control.
+Whatever ends it, the dictionaries trained so far are saved under the run code
+(`dictionaries.safetensors`, fp32; the qualities, curves and held-out sentences in run.json), so
+the page reopens them by code (`open_dictionaries`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+import bert
+from bert import BertExplorerError
+from bert.analysis import dictionary as dic
+from bert.train import events as ev
+
+from ..server.memory import release_memory
+from . import budget, saved_runs
+from .budget import LimitError
+from .dictionary_events import (
+    CONTROL,
+    TRAINED,
+    DictionaryDone,
+    DictionaryQuality,
+    DictionaryStart,
+    DictionaryStep,
+)
+from .records import Saved, SaveFailed
+from .spec import DICTIONARY, JobSpec, known_fields
+
+log = logging.getLogger("bert_explorer")
+
+WEIGHTS = "dictionaries.safetensors"
+_SCALARS = ("model_name", "layer", "n_features", "k", "steps", "tokens", "texts", "seed", "seconds", "capped")
+PARAMETERS = ("W_enc", "b_enc", "W_dec", "b_dec")
+
+
+@dataclass
+class DictionaryArgs:
+    layer: int
+    n_features: int = 1024
+    sparsity: int = 32  # features active a token (TopK)
+    steps: int = 200
+    sentences: int = 1500  # held-in sentences of the corpora (when the spec carries none)
+    held_out: int = 300  # held-out sentences the quality and the cards read
+    control: bool = True  # train the random-weights control after the model's
+    seed: int = 0
+    log_every: int = 10
+    threads: int = 0  # torch threads while it runs (0: the job's)
+
+
+def dictionary_spec(
+    code: str,
+    base: str,
+    args: DictionaryArgs,
+    texts: tuple[list[str], list[str]] | None = None,
+    student: str = "",
+    title: str = "",
+    info: dict[str, Any] | None = None,
+) -> JobSpec:
+    """A job of kind DICTIONARY on the model named `base`; `texts` (held-in, held-out) sentences,
+    else the corpora's (bert.analysis.dictionary.corpus_texts) read where the job runs."""
+    return JobSpec(
+        kind=DICTIONARY,
+        code=code,
+        student=student,
+        title=title,
+        args=asdict(args),
+        base=base,
+        examples={"texts": list(texts[0]), "held_out": list(texts[1])} if texts is not None else None,
+        info=dict(info or {}),
+    )
+
+
+VECTOR_COPIES = 3  # the training vectors at their peak: the batches read, joined, put in text order
+WORKING_MB = 180  # the forward passes' and the splice cost's working set, and what the allocator keeps
+
+
+def dictionary_mb(config, args: DictionaryArgs) -> int:
+    """About how many MB a dictionary job takes at its peak: the control's copy of the model's
+    weights, the training vectors (the token cap x hidden, fp32, VECTOR_COPIES at once), the
+    dictionary's weights with their gradients and Adam's two moments, a step's codes (BATCH x
+    features: pre-activations, their top-k, the dense codes and their gradients), and a fixed
+    WORKING_MB besides FIXED_MB. Against VmHWM of a minilm-l6 job at the page's defaults the rule is
+    a little over."""
+    from bert.checkpoint.sizes import model_parameters
+
+    C, F = config.hidden_size, args.n_features
+    tokens = dic.caps()["tokens"]
+    control = model_parameters(config) if args.control else 0
+    floats = control + VECTOR_COPIES * tokens * C + 4 * (2 * F * C + F + C) + 4 * dic.BATCH * F
+    return int(round(budget.FIXED_MB + WORKING_MB + floats * 4 / 2**20))
+
+
+def check_dictionary(config, args: DictionaryArgs) -> int:
+    """The job's memory estimate (MB) after its request is checked (InputError: over the
+    dictionary caps; LimitError: over the job memory cap)."""
+    dic.check_request(args.n_features, args.sparsity, args.steps)
+    if not 1 <= args.layer <= config.num_hidden_layers:
+        raise bert.InputError(f"layer must be 1..{config.num_hidden_layers}, got {args.layer}")
+    mb = dictionary_mb(config, args)
+    if mb > budget.max_job_mb():
+        raise LimitError(
+            f"Too big for this server: this dictionary would take about {mb:,} MB of memory, and the server "
+            f"allows {budget.max_job_mb():,} MB per job. Ask for fewer features."
+        )
+    return mb
+
+
+def _texts(spec: JobSpec, args: DictionaryArgs) -> tuple[list[str], list[str]]:
+    if spec.examples:
+        return list(spec.examples["texts"]), list(spec.examples["held_out"])
+    return dic.corpus_texts(args.sentences, args.held_out, seed=args.seed)
+
+
+def _phase(
+    bundle: bert.Bundle, phase: str, args: DictionaryArgs, texts: list[str], held: list[str], stop
+) -> Iterator[ev.Event | tuple[dic.Dictionary, dic.Quality]]:
+    """One phase's events, then (dictionary, quality). The vectors are read in fp32 (inside
+    train_dictionary and here): `gather_activations` is the one place a precision setting for
+    dictionary training would apply."""
+    yield DictionaryStart(phase=phase, steps=args.steps)
+    done = None
+    for m in dic.train_dictionary(
+        bundle, args.layer, texts, args.n_features, args.sparsity, args.steps, args.seed, stop, log_every=args.log_every
+    ):
+        if isinstance(m, dic.DictionaryStep):
+            yield DictionaryStep(phase=phase, **asdict(m))
+        else:
+            done = m.dictionary
+    if done is None or not done.steps:  # stopped before its first step: nothing to score or keep
+        return
+    t = time.perf_counter()
+    acts = dic.gather_activations(bundle, args.layer, held)
+    quality = dic.dictionary_quality(bundle, done, acts, held[: acts.texts_read])
+    yield DictionaryQuality(phase=phase, quality=asdict(quality), seconds=time.perf_counter() - t)
+    yield done, quality
+
+
+def dictionary_events(
+    spec: JobSpec,
+    stop: threading.Event,
+    base: bert.Bundle | None,
+    resolve: Callable[[str], bert.Bundle],
+    threads: int,
+) -> Iterator[ev.Event]:
+    """The job's events: each phase's, DictionaryDone, then the run saved under spec.code (Saved
+    or SaveFailed). `base` the page's own model where it has it; else `resolve` finds it by its
+    source name (app.jobs.worker.base_model). `threads`: torch threads unless the args say."""
+    args = known_fields(DictionaryArgs, spec.args)
+    bundle = base if base is not None else resolve(spec.base)
+    texts, held = _texts(spec, args)
+    before = torch.get_num_threads()
+    torch.set_num_threads(args.threads or threads)
+    made: dict[str, tuple[dic.Dictionary, dic.Quality]] = {}
+    try:
+        phases = [(TRAINED, bundle)]
+        if args.control:
+            phases.append((CONTROL, None))
+        for phase, model in phases:
+            if phase == CONTROL and stop.is_set():
+                break
+            model = model if model is not None else dic.random_control(bundle, seed=0)
+            for m in _phase(model, phase, args, texts, held, stop):
+                if isinstance(m, tuple):
+                    made[phase] = m
+                else:
+                    yield m
+        yield DictionaryDone(stopped=stop.is_set(), phases=list(made))
+        if spec.code and made:
+            yield _keep(spec, made, held)
+    finally:
+        torch.set_num_threads(before)
+        release_memory()
+
+
+def _keep(spec: JobSpec, made: dict[str, tuple[dic.Dictionary, dic.Quality]], held: list[str]) -> ev.Event:
+    """The dictionaries saved under spec.code (app/jobs/saved_runs.py's atomic write and caps)."""
+    tensors = {
+        f"{i}.{p}": getattr(d.sae, p).detach().float().contiguous()
+        for i, (d, _) in enumerate(made.values())
+        for p in PARAMETERS
+    }
+    record = {
+        "kind": DICTIONARY,
+        "name": spec.title,
+        "info": {**spec.info, "args": spec.args, "base": spec.base},
+        "held_out": held,
+        "dictionaries": [
+            {
+                "phase": phase,
+                **{k: getattr(d, k) for k in _SCALARS},
+                "curve": [asdict(s) for s in d.curve],
+                "quality": asdict(q),
+            }
+            for phase, (d, q) in made.items()
+        ],
+    }
+    size = sum(t.numel() * 4 for t in tensors.values())
+    try:
+        write = lambda folder: save_file(tensors, str(folder / WEIGHTS))  # noqa: E731
+        saved_runs.save_files(spec.code, write, size, record, spec.student or None)
+        return Saved(code=spec.code)
+    except LimitError as e:
+        return SaveFailed(message=str(e))
+    except BertExplorerError as e:
+        return SaveFailed(message=f"This run could not be saved on the server: {e}.")
+    except Exception as e:  # noqa: BLE001 - the page says it, never a traceback
+        log.exception("saving run %s", spec.code)
+        return SaveFailed(message=f"The dictionaries could not be saved on the server ({type(e).__name__}).")
+
+
+@dataclass
+class SavedDictionaries:
+    """A dictionary run read back: its record, and each phase's Dictionary (TRAINED first)."""
+
+    code: str
+    record: dict
+    dictionaries: dict[str, tuple[dic.Dictionary, dic.Quality]]
+
+    @property
+    def args(self) -> DictionaryArgs:
+        return known_fields(DictionaryArgs, self.record["info"]["args"])
+
+    @property
+    def held_out(self) -> list[str]:
+        return list(self.record.get("held_out") or [])
+
+
+def open_dictionaries(code: str) -> SavedDictionaries:
+    """Run `code`'s dictionaries (DataError: no such run, expired, or not a dictionary run)."""
+    folder, record = saved_runs.run_record_of(code)
+    if record.get("kind") != DICTIONARY or not (folder / WEIGHTS).is_file():
+        raise bert.DataError(
+            f"Run {record.get('code', code)} is not a dictionary of features: reopen it on its own page."
+        )
+    tensors = load_file(str(folder / WEIGHTS))
+    out = {}
+    for i, d in enumerate(record["dictionaries"]):
+        C, F = tensors[f"{i}.W_dec"].shape
+        sae = dic.SparseDictionary(C, F, int(d["k"]))
+        sae.load_state_dict({p: tensors[f"{i}.{p}"] for p in PARAMETERS})
+        sae.eval().requires_grad_(False)
+        scalars = {k: d[k] for k in _SCALARS}
+        dictionary = dic.Dictionary(sae=sae, curve=[dic.DictionaryStep(**s) for s in d["curve"]], **scalars)
+        out[d["phase"]] = (dictionary, quality_of(d["quality"]))
+    return SavedDictionaries(record["code"], record, out)
+
+
+def quality_of(q: dict) -> dic.Quality:
+    """A Quality as a dict (a DictionaryQuality's, run.json's) back as bert.analysis.dictionary.Quality."""
+    return dic.Quality(**{**q, "splice": dic.Splice(**q["splice"]), "cloze": dic.Splice(**q["cloze"])})
