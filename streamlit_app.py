@@ -8,7 +8,7 @@ from app.board import service as board_service
 from app.jobs import backend
 from app.server import guard, memory, page_fragments
 from app.sidebar import app_icon
-from app.ui import class_tools, links
+from app.ui import access, class_tools, links
 from app.ui.errors import show_errors
 
 guard.install()  # once per process: no client clears the caches; uploads capped
@@ -60,6 +60,7 @@ PAGES = {
 page = st.navigation(list(PAGES.values()))
 page_name = next(name for name, p in PAGES.items() if p is page)
 sidebar.render()
+access.apply()  # contrast, focus, tap targets, the skip link (WCAG 2.2 AA)
 class_tools.apply_projector_css()
 for note in link_notes:
     st.info(note, icon=":material/link:")
