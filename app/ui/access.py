@@ -41,24 +41,26 @@ summary:focus-visible, input:focus-visible, textarea:focus-visible,
   min-width: 24px; min-height: 24px; display: inline-flex; align-items: center; justify-content: center;
 }}
 [data-testid="stSlider"] [role="slider"] {{ min-width: 24px; min-height: 24px; }}
-[data-testid="stElementContainer"]:has(iframe[title="bx-skip-link"]) {{ display: none; }}
+[data-testid="stElementContainer"]:has(#bx-skip-target) {{ display: none; }}
 </style>
 """
 
 # Streamlit draws its own "Skip to main content" link as the first Tab stop, which focuses the
 # element with id "stMain"; in this layout no element has that id, so the link went nowhere. The
-# script gives the main column that id (run in a same-origin frame, as Streamlit's own components).
-SKIP_SCRIPT = """<!DOCTYPE html><html><body><script>
-const doc = window.parent.document;
-const main = doc.querySelector('[data-testid="stMain"]');
-if (main && !doc.getElementById("stMain")) {
-  main.id = "stMain";
-  main.setAttribute("tabindex", "-1");
-}
-</script></body></html>"""
+# script gives the main column that id; it runs in the page itself (no frame of its own, so the
+# page's frames stay the page's views).
+SKIP_TARGET_SCRIPT = """<script id="bx-skip-target">
+(() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  if (main && !document.getElementById("stMain")) {
+    main.id = "stMain";
+    main.setAttribute("tabindex", "-1");
+  }
+})();
+</script>"""
 
 
 def apply() -> None:
     """The styles and the skip link's target, on every page (call once per run, before the page)."""
     st.markdown(CSS, unsafe_allow_html=True)
-    st.iframe(SKIP_SCRIPT, height=1, alt="bx-skip-link")
+    st.html(SKIP_TARGET_SCRIPT, unsafe_allow_javascript=True)
