@@ -42,6 +42,7 @@ data: setup
 
 browser:
 	bash scripts/install_chromium.sh
+	bash scripts/install_axe.sh
 
 run: setup
 	$(BIN)/streamlit run streamlit_app.py --server.port $(PORT)
@@ -75,4 +76,4 @@ wheel: setup-dev
 	rm -rf build
 
 clean:
-	rm -rf $(VENV) .cache tests/artifacts build dist
+	rm -rf $(VENV) .cache .node tests/artifacts build dist

@@ -10,7 +10,7 @@ from app.lti import arrive as lti_arrive
 from app.lti import view as lti_view
 from app.server import guard, memory, page_fragments
 from app.sidebar import app_icon
-from app.ui import class_tools, links, signin
+from app.ui import access, class_tools, links, signin
 from app.ui.errors import show_errors
 
 guard.install()  # once per process: no client clears the caches; uploads capped
@@ -67,6 +67,7 @@ sidebar.render()
 with st.sidebar:
     lti_view.render()  # launched from the course (LTI 1.3)
     signin.render()  # sign-in through the school, when secrets.toml configures it
+access.apply()  # contrast, focus, tap targets, the skip link (WCAG 2.2 AA)
 class_tools.apply_projector_css()
 class_tools.projector_bar()
 for note in link_notes:

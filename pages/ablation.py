@@ -42,7 +42,7 @@ def _ablation(model, text: str, off: tuple) -> None:
     imp = importance(model.key, text, b)
     ranking = imp.ranking()
 
-    st.subheader("Heads on and off")
+    st.header("Heads on and off")
     c1, c2, c3 = st.columns(3)
     c1.button("All heads on", key="abl_all_on", on_click=_set_off, args=((),), width="stretch")
     c2.button(
@@ -79,7 +79,7 @@ def _ablation(model, text: str, off: tuple) -> None:
         "off (and again to switch it back on); the predictions below update at once."
     )
 
-    st.subheader("Before and after")
+    st.header("Before and after")
     notebook = partial(ablation_notebook, text=text, off=off, k=K)
     if b.is_classifier:
         before, after = class_probs(model.key, text, (), b), class_probs(model.key, text, off, b)
@@ -102,7 +102,7 @@ def _ablation(model, text: str, off: tuple) -> None:
                 st.caption(f"Showing the first 5 of {len(full.positions)} masks.")
                 break
 
-    st.subheader("Most important heads")
+    st.header("Most important heads")
     what = "probability of the class" if imp.kind == "classifier" else "log-probability of the word"
     st.markdown(
         f"Each head switched off **alone**, the others on: how much the {what} "

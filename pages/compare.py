@@ -139,7 +139,7 @@ if view == VIEWS[0]:
                         "Right: for every head, the share of attention that goes somewhere else "
                         "in B (0 = identical, 1 = nothing in common)."
                     )
-            st.subheader("Their answers")
+            st.header("Their answers")
             left, right = st.columns(2)
             for side, col, m in (("a", left, ma), ("b", right, mb)):
                 col.markdown(f"**{md_escape(m.label)}**")

@@ -32,7 +32,7 @@ st.markdown(
 )
 text_a, text_b = widgets.sentence_inputs(pair=True)
 
-st.subheader("The three parts, their sum and the LayerNorm output")
+st.header("The three parts, their sum and the LayerNorm output")
 with show_errors("the embedding parts"):
     model = current_model()
     family_note.embeddings(model.bundle.config)
@@ -65,7 +65,7 @@ with show_errors("the embedding parts"):
     norms = {k: np.linalg.norm(an.parts[k][:n], axis=1) for k in ("token", "segment", "position", "normed")}
     show_figure.show(core.norms_bar(norms, an.tokens[:n]), "embeddings-norms", key="emb_norms")
 
-st.subheader("The learned position embeddings")
+st.header("The learned position embeddings")
 st.markdown(
     "BERT has **no fixed formula for positions**: it has a table with one trainable vector per "
     "position (up to the model's maximum, usually 512), learned during pre-training like any other "
@@ -112,7 +112,7 @@ with st.expander("Segment embeddings: sentence A vs B"):
                 "rows of the heatmap change where B starts."
             )
 
-st.subheader("Word order matters")
+st.header("Word order matters")
 st.markdown(
     "Self-attention on its own treats its input as a *set*: shuffle the tokens and each one would "
     "come out with the same vector, just in a different place. The position embeddings are what "
@@ -160,7 +160,7 @@ with show_errors("the word-order demo"):
             "change spreads, because each word now has different neighbours at different distances."
         )
 
-st.subheader("The same word in different contexts")
+st.header("The same word in different contexts")
 st.markdown(
     "A word's starting vector is the same everywhere it appears. After a few layers its "
     "vector depends on the sentence around it: *bank* by a river drifts away from *bank* "

@@ -108,7 +108,7 @@ with show_errors("the head patterns"):
     )
     st.dataframe(legend, hide_index=True, width="stretch")
 
-    st.subheader("One head")
+    st.header("One head")
     c1, c2 = st.columns([1, 2])
     with c1:
         pick = st.selectbox(

@@ -21,7 +21,7 @@ st.markdown(
 
 left, right = st.columns([1.1, 1])
 with left:
-    st.subheader("BERT in five sentences")
+    st.header("BERT in five sentences")
     st.markdown(
         "1. **Encoder only.** BERT is the encoder half of a transformer: a stack of identical "
         "layers that each let every token look at every other token (self-attention) and then "
@@ -40,7 +40,7 @@ with left:
         "replaced by a fresh small one (say, positive/negative) and the whole network is "
         "trained a little more on labelled examples."
     )
-    st.subheader("The pages")
+    st.header("The pages")
     st.page_link("pages/tokenization.py", label="Tokenization: from text to token ids", icon=":material/text_fields:")
     st.page_link("pages/embeddings.py", label="Embeddings: word + segment + position", icon=":material/scatter_plot:")
     st.page_link("pages/attention.py", label="Attention: who looks at whom, head by head", icon=":material/hub:")
@@ -55,7 +55,7 @@ with right:
         model = current_summary()  # config and parameter counts: no weights needed to draw them
         cfg = model.config
         counts = model.counts
-        st.subheader("The loaded model")
+        st.header("The loaded model")
         st.caption(f"{counts['total']:,} parameters in all")
         c1, c2, c3, c4 = st.columns(4)
         c1.metric("Layers", cfg.num_hidden_layers)

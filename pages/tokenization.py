@@ -110,7 +110,7 @@ with show_errors("the tokenizer's steps"):
     model = current_model()
     tok = model.bundle.tokenizer
     heading, how, table = TRACE_VIEWS[tok.kind]
-    st.subheader(heading)
+    st.header(heading)
     st.markdown(how)
     words = []
     if (text_a or "").strip():
@@ -147,7 +147,7 @@ with show_errors("the tokenizer's steps"):
                 else:
                     st.success(f"Result: {result}   (ids {', '.join(map(str, trace.ids))})")
 
-st.subheader("The vocabulary")
+st.header("The vocabulary")
 with show_errors("the vocabulary"):
     vocab = current_model().bundle.tokenizer.vocab
     f = vocab_facts(vocab)

@@ -61,7 +61,7 @@ import sys
 from streamlit.testing.v1 import AppTest
 at = AppTest.from_file(sys.argv[1], default_timeout=60).run()
 assert not at.exception, [e.value for e in at.exception]
-assert "The loaded model" in [s.value for s in at.subheader]
+assert "The loaded model" in [s.value for s in at.header]
 print("torch" in sys.modules)
 """
 

@@ -80,7 +80,7 @@ def test_every_page_runs_on_the_member_and_says_what_it_lacks(member_app):
             assert ("positions are counted from row 2" in infos) == (kind == "roberta"), infos
         if page == "tokenization":
             heading = {"roberta": "byte-level BPE", "albert": "Unigram"}.get(kind, "WordPiece")
-            assert any(heading in h.value for h in at.subheader), [h.value for h in at.subheader]
+            assert any(heading in h.value for h in at.header), [h.value for h in at.header]
         if page == "attention":
             assert ("run the SAME weights" in infos) == (kind == "albert"), infos
         if page == "masked_lm":

@@ -120,14 +120,16 @@ def test_text_alternatives_say_what_is_strongest():
     att = np.full((4, 4), 0.1)
     att[2, 1] = 0.7
     fig = core.attention_heatmap(att, ["[CLS]", "it", "dog", "[SEP]"], title="layer 1, head 2")
-    assert show_figure.describe(fig) == "layer 1, head 2 · strongest: dog → it (0.70)"
+    assert show_figure.describe(fig) == (
+        "layer 1, head 2 · strongest: dog → it (0.70); 4 rows × 4 columns, values 0.10 to 0.70"
+    )
     bar = core.mlm_topk_bar(["door", "window"], np.array([0.6, 0.2]), "gap 1")
     assert "largest: door (0.6)" in show_figure.describe(bar)
     sim = go.Figure(go.Heatmap(z=[[1.0, 0.3], [0.3, 1.0]], x=["a", "b"], y=["a", "b"]))
     assert "a → b (0.30)" in show_figure.describe(sim) or "b → a (0.30)" in show_figure.describe(sim)  # not itself
     # a reader's span: bars at token numbers, named by their ticks; the first of two series named
     span = span_probs(["clara", "was", "born", "in", "porto"], [0.1, 0.0, 0.0, 0.0, 0.9], [0.0, 0.0, 0.0, 0.1, 0.8])
-    assert show_figure.describe(span) == "largest P(start): porto (0.9)"
+    assert show_figure.describe(span) == "largest P(start): porto (0.9), then clara (0.1), was (0); 5 bars"
     hostile = core.mlm_topk_bar(["<img src=x>", "b"], np.array([0.9, 0.1]))
     assert "<img src=x>" in show_figure.describe(hostile)  # shown as text; the caption escapes markdown
 

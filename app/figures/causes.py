@@ -97,7 +97,8 @@ def patching_heatmap(
     return fig
 
 
-GOOD_COLOUR, BAD_COLOUR = "#2ca02c", "#d62728"
+# blue and vermillion (Okabe & Ito): apart for red-green colour blindness too (tests/test_figure_access.py)
+GOOD_COLOUR, BAD_COLOUR = "#0072B2", "#D55E00"
 
 
 @fitted

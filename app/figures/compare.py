@@ -18,7 +18,8 @@ import plotly.graph_objects as go
 from .core import diverging, esc, fitted, probability_bars, safe_labels
 from .heads import head_axes
 
-SENSE_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+# Okabe & Ito's palette: senses a reader with red-green colour blindness tells apart too
+SENSE_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#000000")
 
 
 def _wrap(text: str, width: int = 60) -> str:

@@ -16,16 +16,17 @@ from plotly.subplots import make_subplots
 
 from .core import diverging, esc, fitted, probability_bars, safe_labels
 
-# one colour per head-pattern label (bert.analysis.heads.LABELS), and a short name for the cells
+# one colour per head-pattern label (bert.analysis.heads.LABELS), and a short name for the cells:
+# Okabe & Ito's palette for colour-blind readers, grey for "broad" (tests/test_figure_access.py)
 PATTERN_COLOURS = {
-    "[CLS]": "#1f77b4",
-    "[SEP]": "#ff7f0e",
-    "previous": "#2ca02c",
-    "next": "#98df8a",
-    "self": "#9467bd",
-    "punctuation": "#d62728",
+    "[CLS]": "#0072B2",
+    "[SEP]": "#E69F00",
+    "previous": "#009E73",
+    "next": "#56B4E9",
+    "self": "#CC79A7",
+    "punctuation": "#D55E00",
     "broad": "#c7c7c7",
-    "other": "#8c564b",
+    "other": "#F0E442",
 }
 PATTERN_SHORT = {
     "[CLS]": "CLS",

@@ -19,10 +19,12 @@ from ..ui.formatting import finite_float
 from .core import fitted, probability_bars, safe_labels
 
 MAX_POINTS = 1500  # longer series are thinned for drawing (every k-th point, last kept)
-TRAIN_COLOUR = "#1f77b4"
-VALID_COLOUR = "#d62728"
-EXTRA_COLOUR = "#2ca02c"
-PLATEAU_COLOUR = "#9467bd"  # the moment a pre-training run left the unigram plateau
+# Okabe & Ito's blue, vermillion, bluish green and reddish purple: four colours a reader with
+# red-green colour blindness tells apart too (tests/test_figure_access.py)
+TRAIN_COLOUR = "#0072B2"
+VALID_COLOUR = "#D55E00"
+EXTRA_COLOUR = "#009E73"
+PLATEAU_COLOUR = "#CC79A7"  # the moment a pre-training run left the unigram plateau
 
 
 def ema(values, alpha: float = 0.1) -> np.ndarray:

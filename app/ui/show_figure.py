@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -121,44 +122,124 @@ def _is_sequential(scale) -> bool:
 
 
 def describe(fig: go.Figure) -> str:
-    """One line saying what the figure shows most strongly, from its first trace's numbers."""
+    """What the figure shows, in words, from its numbers: a grid's size, range and strongest cell;
+    a bar chart's largest bars; a curve's start, end and extremes; a cloud's number of points."""
     if not fig.data:
         return ""
     t = fig.data[0]
     title = _title(fig)
+    meta = fig.layout.meta
+    if isinstance(meta, dict) and isinstance(meta.get("words"), str):
+        return f"{title}{meta['words']}"
     try:
         if t.type == "heatmap" and t.z is not None:
-            z = np.asarray(t.z, dtype=float)
-            if z.ndim != 2 or not np.isfinite(z).any() or min(z.shape) < 1:
-                return title.rstrip(" ·")
-            z = np.where(np.isfinite(z), z, -np.inf)
-            if z.shape[0] == z.shape[1] and np.allclose(z, z.T):  # a similarity: skip each item with itself
-                z = z.copy()
-                np.fill_diagonal(z, -np.inf)
-            i, j = np.unravel_index(np.argmax(z), z.shape)
-            if not np.isfinite(z[i, j]):
-                return title.rstrip(" ·")
-            y = _axis_label(fig, "y", t.y, i)
-            x = _axis_label(fig, "x", t.x, j)
-            # a token-by-token map (attention) reads "from → to"; any other grid "row, column"
-            square = t.x is not None and t.y is not None and list(t.x) == list(t.y)
-            where = (f"{y} → {x}" if square else f"{y}, {x}") if x and y else f"row {i + 1}, column {j + 1}"
-            return f"{title}strongest: {where} ({z[i, j]:.2f})"
+            return _describe_grid(fig, t, title)
         if t.type == "bar" and t.x is not None and t.y is not None:
             horizontal = t.orientation == "h"
             values = np.asarray(t.x if horizontal else t.y, dtype=float)
             names = t.y if horizontal else t.x
-            k = int(np.nanargmax(values))
+            order = [int(k) for k in np.argsort(-np.nan_to_num(values, nan=-np.inf), kind="stable")]
             # bars at numbered places (a passage's tokens) are named by their ticks; of several
             # series, the first is named ("largest P(start): ...")
             which = f" {_plain(t.name)}" if t.name and sum(d.type == "bar" for d in fig.data) > 1 else ""
-            return f"{title}largest{which}: {_axis_label(fig, 'y' if horizontal else 'x', names, k)} ({values[k]:.3g})"
+            axis = "y" if horizontal else "x"
+            words = f"{title}largest{which}: {_axis_label(fig, axis, names, order[0])} ({values[order[0]]:.3g})"
+            rest = [f"{_axis_label(fig, axis, names, k)} ({values[k]:.3g})" for k in order[1:3]]
+            return words + (f", then {', '.join(rest)}" if rest else "") + f"; {len(values)} bars"
         if t.type == "scatter" and _is_curve(t):
             name = f"{_plain(t.name)}: " if t.name else ""
-            return f"{title}{name}last value {float(t.y[-1]):.3g}" + (f" at {t.x[-1]}" if t.x is not None else "")
+            y = np.asarray(t.y, dtype=float)
+            words = f"{title}{name}last value {float(y[-1]):.3g}" + (f" at {t.x[-1]}" if t.x is not None else "")
+            if len(y) > 1 and np.isfinite(y).any():
+                words += f" (first {y[0]:.3g}, lowest {np.nanmin(y):.3g}, highest {np.nanmax(y):.3g})"
+            return words
+        if t.type in ("scatter", "scattergl") and t.x is not None:
+            return f"{title}{len(t.x)} points" + (f" ({_plain(t.name)})" if t.name else "")
     except (TypeError, ValueError):
         pass
     return title.rstrip(" ·")
+
+
+def _describe_grid(fig: go.Figure, t, title: str) -> str:
+    """A heatmap: its rows by columns, its range and its strongest cell (a similarity's diagonal,
+    each item with itself, skipped)."""
+    z = np.asarray(t.z, dtype=float)
+    if z.ndim != 2 or not np.isfinite(z).any() or min(z.shape) < 1:
+        return title.rstrip(" ·")
+    low, high = float(np.nanmin(z)), float(np.nanmax(z))
+    z = np.where(np.isfinite(z), z, -np.inf)
+    if z.shape[0] == z.shape[1] and np.allclose(z, z.T):  # a similarity: skip each item with itself
+        z = z.copy()
+        np.fill_diagonal(z, -np.inf)
+    i, j = np.unravel_index(np.argmax(z), z.shape)
+    if not np.isfinite(z[i, j]):
+        return title.rstrip(" ·")
+    y = _axis_label(fig, "y", t.y, i)
+    x = _axis_label(fig, "x", t.x, j)
+    # a token-by-token map (attention) reads "from → to"; any other grid "row, column"
+    square = t.x is not None and t.y is not None and list(t.x) == list(t.y)
+    where = (f"{y} → {x}" if square else f"{y}, {x}") if x and y else f"row {i + 1}, column {j + 1}"
+    size = f"; {z.shape[0]} rows × {z.shape[1]} columns, values {low:.2f} to {high:.2f}" if z.size > 1 else ""
+    return f"{title}strongest: {where} ({z[i, j]:.2f}){size}"
+
+
+# A table of more cells than this reads worse than the words above it: a figure that large (an
+# attention grid of every head, tiled) carries its own smaller table in layout.meta["table"].
+TABLE_CELLS = 4096
+
+
+def tables(fig: go.Figure) -> list[tuple[str, pd.DataFrame]]:
+    """The numbers a heatmap or bar chart draws, as (heading, table) pairs: a figure's own table
+    (layout.meta["table"]: {"columns", "rows"}, for a grid whose cells are not one number each),
+    else each heatmap's cells (rows and columns named by its labels) and the bars' values (one
+    column per series). Empty for other figures (curves, clouds: their words carry them)."""
+    meta = fig.layout.meta
+    if isinstance(meta, dict) and isinstance(meta.get("table"), dict):
+        own = meta["table"]
+        frame = pd.DataFrame(own["rows"], columns=own["columns"])
+        return [(_plain(own.get("title", "")), frame.set_index(own["columns"][0]))]
+    out = []
+    for n, t in enumerate(fig.data):
+        flat = t.type == "heatmap" and t.colorscale is not None and len({c for _, c in t.colorscale}) == 1
+        if t.type == "heatmap" and t.z is not None and not flat:  # a flat colour marks cells, holds no numbers
+            z = _cells(t)
+            if z is None or z.size > TABLE_CELLS:
+                continue
+            rows = [_axis_label(fig, "y", t.y, i) or str(i + 1) for i in range(z.shape[0])]
+            cols = [_axis_label(fig, "x", t.x, j) or str(j + 1) for j in range(z.shape[1])]
+            frame = pd.DataFrame(z, index=rows, columns=cols)
+            frame.index.name = _plain(getattr(fig.layout.yaxis.title, "text", None) or "") or None
+            out.append((_plain(t.name) if t.name else f"grid {n + 1}" if n else "", frame))
+    bars = [t for t in fig.data if t.type == "bar" and t.x is not None and t.y is not None]
+    if bars:
+        series = []
+        for n, t in enumerate(bars):
+            horizontal = t.orientation == "h"
+            names = list(t.y if horizontal else t.x)
+            labels = [_axis_label(fig, "y" if horizontal else "x", names, k) for k in range(len(names))]
+            values = np.round(np.asarray(t.x if horizontal else t.y, dtype=float), 4)
+            column = _plain(t.name) if t.name else ("value" if len(bars) == 1 else f"series {n + 1}")
+            series.append(pd.Series(values, index=pd.Index(labels, name=""), name=column))
+        frame = series[0].to_frame() if len(series) == 1 else pd.concat(series, axis=1, sort=False)
+        out.append(("", frame))
+    return out
+
+
+def _labelled_cells(t) -> bool:
+    """A heatmap whose cells are named by a text each (the head-pattern map): its table is the text."""
+    return t.type == "heatmap" and t.text is not None and np.ndim(t.text) == 2 and t.hoverinfo == "skip"
+
+
+def _cells(t) -> np.ndarray | None:
+    if _labelled_cells(t):
+        return np.asarray(t.text, dtype=object)
+    try:
+        z = np.asarray(t.z, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    if z.ndim != 2:
+        return None
+    return np.round(z, 4)
 
 
 def _title(fig: go.Figure) -> str:
@@ -224,12 +305,63 @@ def show(
     plain = fig
     if projector_on():
         fig = style_for_projector(go.Figure(fig))  # a copy: a cached figure is shared by every session
-    event = where.plotly_chart(fig, width="stretch", key=key, config=config(name), **kwargs)
+    found = tables(plain)
+    heavy = bool(found) and on_phone() and is_heavy(plain)
+    if heavy:  # on a phone a grid of many cells is unreadable: the table first, the figure on request
+        where.caption(
+            f"{md_escape(_plain(name.replace('-', ' ')))}: a grid of {cell_count(plain):,} cells, too dense to read "
+            "on a phone screen. Its numbers are in the table below; the figure is under “Show the figure”."
+        )
+        show_tables(found, where, expanded=True)
+        with where.expander("Show the figure"):
+            event = st.plotly_chart(fig, width="stretch", key=key, config=config(name), **kwargs)
+    else:
+        event = where.plotly_chart(fig, width="stretch", key=key, config=config(name), **kwargs)
     alt = caption if caption is not None else describe(fig)
     if alt:
         where.caption(f"In words: {md_escape(alt)}")
+    if found and not heavy:
+        show_tables(found, where, expanded=False)
     save_buttons(Panel(plain, alt, choice), name, where, key, notebook)
     return event
+
+
+# A table of at most this many cells is drawn as an HTML table (what screen readers read best);
+# a larger one as Streamlit's scrolling grid. A figure of more cells than HEAVY_CELLS is heavy.
+HTML_TABLE_CELLS = 400
+HEAVY_CELLS = 1024
+
+
+def on_phone() -> bool:
+    """The browser says it is a phone (its user agent names "Mobi", as Android's and iOS's do)."""
+    try:
+        agent = st.context.headers.get("User-Agent", "") or ""
+    except Exception:  # noqa: BLE001 - no request (a test's script run): not a phone
+        return False
+    return "Mobi" in agent
+
+
+def cell_count(fig: go.Figure) -> int:
+    return sum(int(np.size(t.z)) for t in fig.data if t.type == "heatmap" and t.z is not None)
+
+
+def is_heavy(fig: go.Figure) -> bool:
+    """A grid too dense for a phone: one with its own summary table (every head's tile) or more
+    than HEAVY_CELLS cells."""
+    meta = fig.layout.meta
+    return (isinstance(meta, dict) and "table" in meta) or cell_count(fig) > HEAVY_CELLS
+
+
+def show_tables(found: list[tuple[str, pd.DataFrame]], where, expanded: bool) -> None:
+    """ "Show as a table": the figure's numbers, each table under its heading."""
+    with where.expander("Show as a table", expanded=expanded, icon=":material/table:"):
+        for heading, frame in found:
+            if heading:
+                st.markdown(f"**{md_escape(heading)}**")
+            if frame.size <= HTML_TABLE_CELLS:
+                st.table(frame)
+            else:
+                st.dataframe(frame, width="stretch")
 
 
 def save_table(table, name: str, where=None, key: str | None = None, caption: str = "", notebook=None) -> None:

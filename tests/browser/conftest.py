@@ -17,7 +17,6 @@ then they fail, so CI can never pass without having run them.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from benchmarks.server import (
     stop_server,
     wait_healthy,
 )
+from tests.browser.page_checks import unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -46,17 +46,6 @@ CHROMIUM_ARGS = QUIET_CHROMIUM_ARGS
 KNOWN_HARMLESS_ERRORS = [
     re.compile(r"status of 404 .*'url': 'http://127\.0\.0\.1:\d+/[\w-]+/_stcore/(health|host-config)'"),
 ]
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
-
-
-def unavailable(reason: str):
-    """Skip outside CI; in CI a missing prerequisite is a failure."""
-    if in_ci():
-        pytest.fail(f"CI=true but {reason}", pytrace=False)
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")

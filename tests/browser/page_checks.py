@@ -1,5 +1,44 @@
 """What several browser tests check on a page of the real app: a full-page screenshot, no
-exception box and a clean guard, a view chosen by its radio label."""
+exception box and a clean guard, a view chosen by its radio label; and what a missing
+prerequisite (Chromium, axe-core) means: a skip, or in CI a failure."""
+
+import os
+
+import pytest
+
+# Every page but the class board (opt-in, with its own server in its tests), by the URL
+# st.navigation derives from its file name; the default page is "/".
+ALL_PAGES = {
+    name: "/" if name == "home" else f"/{name}"
+    for name in (
+        "home",
+        "lessons",
+        "tokenization",
+        "embeddings",
+        "attention",
+        "masked_lm",
+        "finetune",
+        "pretrain",
+        "decoder",
+        "head_patterns",
+        "explanations",
+        "causes",
+        "ablation",
+        "compare",
+        "status",
+    )
+}
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def unavailable(reason: str):
+    """Skip outside CI; in CI a missing prerequisite is a failure."""
+    if in_ci():
+        pytest.fail(f"CI=true but {reason}", pytrace=False)
+    pytest.skip(reason)
 
 
 def screenshot_full(page, path):
