@@ -34,15 +34,19 @@ def fixed_eval_batches(
 
 @torch.inference_mode()
 def evaluate(
-    model: BertForPreTraining, batches: list[dict[str, torch.Tensor]], baseline_id: int | None = None
-) -> dict[str, float]:
-    """MLM loss, top-1/top-5 accuracy at masked positions, NSP loss and accuracy (on the model's device)."""
+    model: BertForPreTraining, batches: list[dict[str, torch.Tensor]], baseline_id: int | None = None, stop=None
+) -> dict[str, float] | None:
+    """MLM loss, top-1/top-5 accuracy at masked positions, NSP loss and accuracy (on the model's device);
+    None once `stop` is set (checked between batches)."""
     was_training = model.training
     model.eval()
     device = module_device(model)
     n = top1 = top5 = base = nsp_right = nsp_n = 0
     mlm_loss = nsp_loss = 0.0
     for b in batches:
+        if stop is not None and stop.is_set():
+            model.train(was_training)
+            return None
         b = to_device(b, device)
         with autocast(device):
             out = model(
