@@ -132,6 +132,10 @@ def test_the_decoder_estimate_counts_the_model_the_scoring_and_the_pairs():
     one = seq2seq_mb(cfg, 2, 2, 500, 500)
     assert seq2seq_mb(cfg, 2, 2, 500, 500, pair_tokens=10_000_000) > one + 300  # ten million ids: 400 MB
     assert seq2seq_mb(cfg, 6, 2, 500, 500) > one > seq2seq_mb(cfg, 2, 2, 500, 500, freeze_encoder=True)
+    # measured (python -m benchmarks.memory_estimate: VmHWM, 7 steps and a scoring, 2 decoder layers):
+    # 1,612 MB at 16 pairs of 64 + 64 tokens, 1,536 MB at 4 of 200 + 200; the estimate within 0.8-1.2x
+    for batch, side, measured in ((16, 64, 1612), (4, 200, 1536)):
+        assert 0.8 * measured <= seq2seq_mb(cfg, 2, batch, side, side, pair_tokens=50_000) <= 1.2 * measured
     assert one > 1024, "the review's long pairs on all-MiniLM-L6-v2 are past the default cap"
     assert seq2seq_mb(cfg, 2, 16, 40, 40, freeze_encoder=True) < 1024, "short pairs on its frozen encoder fit"
 
