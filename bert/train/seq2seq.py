@@ -316,10 +316,11 @@ def _run(args: Seq2SeqArgs, train: Pairs, valid: Pairs, base: Bundle | None, sto
             yield ev
             if args.target_exact is not None and best >= args.target_exact:
                 break
-    if best_state is None and not getattr(stop, "hurry", False) and step > 0:
-        ev = _evaluate(model, va, valid, tok, step, clock, best, args.batch_size)  # batches of the training's
-        best, best_step = ev.exact_match, step
-        yield ev
+    if best_state is None and not stop.is_set() and step > 0:  # never scored: once, unless Stop comes
+        ev = _evaluate(model, va, valid, tok, step, clock, best, args.batch_size, stop)  # batches of the training's
+        if ev is not None:
+            best, best_step = ev.exact_match, step
+            yield ev
     elif best_state is not None:
         model.load_state_dict(best_state)
     model.eval()
@@ -330,7 +331,8 @@ def _run(args: Seq2SeqArgs, train: Pairs, valid: Pairs, base: Bundle | None, sto
         model=model,
         tokenizer=tok,
         name=name,
-        card=f"# {name}\n\nTrained on {train.label or 'pairs'}; kept: step {best_step}, exact match {best:.0%}.\n",
+        card=f"# {name}\n\nTrained on {train.label or 'pairs'}; kept: step {best_step}, exact match "
+        + (f"{best:.0%}.\n" if best == best else "not measured (stopped).\n"),
         source="trained in BERT Explorer",
         mlm_head_trained=False,
         nsp_head_trained=False,
