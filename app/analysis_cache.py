@@ -379,15 +379,18 @@ def patching(
     return activation_patching(_bundle, clean, corrupted, answer, foil, site)
 
 
-def _pairs_peak(model_key: str, pairs: tuple[tuple[str, str], ...], word_level: bool, _bundle) -> int:
+def _pairs_peak(model_key: str, pairs: tuple[tuple[str, str], ...], word_level: bool, _bundle, _cancelled=None) -> int:
     longest = max((sentence_tokens(_bundle.tokenizer, s) for pair in pairs for s in pair), default=0)
     return scoring_peak_bytes(_bundle.config, longest)  # one sentence at a time
 
 
 @budget_cached(spinner="Scoring every sentence, one masked word at a time…", peak_bytes=_pairs_peak)
-def pair_scores(model_key: str, pairs: tuple[tuple[str, str], ...], word_level: bool, _bundle) -> PairScores:
-    """Typed pairs; the built-in paradigms through paradigm_scores."""
-    return score_pairs(_bundle, pairs, word_level)
+def pair_scores(
+    model_key: str, pairs: tuple[tuple[str, str], ...], word_level: bool, _bundle, _cancelled=None
+) -> PairScores:
+    """Typed pairs; the built-in paradigms through paradigm_scores. `_cancelled`: score_pairs's
+    (the page's: its tab closed), so a closed tab frees its analysis place at the next sentence."""
+    return score_pairs(_bundle, pairs, word_level, _cancelled)
 
 
 @budget_cached(spinner="Scoring the paradigm's pairs, one masked word at a time…")

@@ -2,7 +2,9 @@
 case a fresh subprocess builds a random model of that size on all-MiniLM-L6-v2's vocabulary,
 trains it 7 steps of full-length batches on one thread (a classifier as bert/train/finetune.py
 runs it, a tagger of 40 tags as bert/train/head_train.py does, embeddings frozen as the pages
-default) and prints its VmHWM over what it held before the run. Run alone (about 10 minutes):
+default; an encoder-decoder of 2 decoder layers as bert/train/seq2seq.py does, then scores its
+held-out pairs; next-word pre-training from scratch, then its evaluation) and prints its VmHWM
+over what it held before the run. Run alone (about 20 minutes):
 
     python -m benchmarks.memory_estimate
 """
@@ -24,6 +26,13 @@ CASES = [
     for kind in ("classifier", "tagger")
     for size in ((6, 384, 12, 16, 64), (6, 384, 12, 16, 128), (6, 384, 12, 4, 512), (4, 256, 4, 16, 128))
 ]
+# the Decoder on top (2 decoder layers on the encoder; tokens: a source's and a target's): the
+# page's largest step (2,048 tokens) of short pairs and of long ones (200 tokens each way)
+CASES += [("decoder", 6, 384, 12, 16, 128), ("decoder", 6, 384, 12, 4, 400)]
+DECODER_LAYERS = 2
+# next-word pre-training from scratch (minilm's vocabulary): the page's largest model at one 512-token
+# sequence a step, and 16 x 128, each ending with an evaluation of 32 held-out sequences
+CASES += [("next-word", 6, 384, 12, 1, 512), ("next-word", 6, 384, 12, 16, 128)]
 
 
 def _hwm_mb() -> float:
@@ -64,7 +73,48 @@ def one(kind: str, layers: int, hidden: int, heads: int, batch: int, tokens: int
     words = _whole_words(tok, 2000)
     n = batch * STEPS * 4 // 3 + 1  # a quarter held out
     sentences = [[r.choice(words) for _ in range(tokens - 2)] for _ in range(n)]
-    if kind == "tagger":
+    if kind == "next-word":
+        import tempfile
+
+        from bert.data.corpus.base import Corpus
+        from bert.train.pretrain import PretrainArgs, pretrain
+
+        docs = [[" ".join(r.choice(words) for _ in range(tokens))] for _ in range(200)]
+        folder = tempfile.mkdtemp(prefix="memory-estimate-")
+        args = PretrainArgs(
+            out=folder,
+            init="scratch",
+            objective="next-word",
+            layers=layers,
+            hidden=hidden,
+            heads=heads,
+            max_seq_length=tokens,
+            batch_size=batch,
+            steps=STEPS,
+            warmup_steps=1,
+            eval_every=STEPS,
+            eval_sequences=32,
+            save_every=1000,
+            valid_fraction=0.2,
+            threads=1,
+            cache_tokens=False,
+        )
+        run = pretrain(args, bundle=base, corpus=Corpus(name="random", documents=docs))
+        estimate = budget.pretrain_mb(layers, hidden, heads, len(tok), batch, tokens, next_word=True)
+    elif kind == "decoder":
+        from bert.seq2seq.tasks import Pairs
+        from bert.train.seq2seq import Seq2SeqArgs, train_seq2seq
+
+        texts = [" ".join(s[: tokens // 2 - 2]) for s in sentences]
+        pairs = Pairs(sources=texts, targets=texts, label="random")
+        held = Pairs(sources=texts[:batch], targets=texts[:batch], label="random")  # one scoring batch
+        args = Seq2SeqArgs(
+            encoder="random", decoder_layers=DECODER_LAYERS, batch_size=batch, steps=STEPS, eval_every=STEPS, threads=1
+        )
+        run = train_seq2seq(args, pairs, held, base)
+        pair_tokens = (len(texts) + len(held)) * tokens
+        estimate = budget.seq2seq_mb(cfg, DECODER_LAYERS, batch, tokens // 2, tokens // 2, pair_tokens=pair_tokens)
+    elif kind == "tagger":
         from bert.data.tagged import TaggedData, split_tagged
         from bert.train.head_args import HeadArgs
         from bert.train.head_train import train_head

@@ -25,6 +25,10 @@ class TrainingError(BertExplorerError):
     """A training run that cannot start or had to stop (e.g. the loss became NaN)."""
 
 
+class Cancelled(BertExplorerError):
+    """A computation given up before its end because nobody is left to read it (its tab closed)."""
+
+
 class HubUnreachable(CheckpointError):
     """The Hugging Face Hub did not answer (no network, a firewall, a wrong HF_ENDPOINT):
     nothing was downloaded."""

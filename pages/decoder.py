@@ -72,6 +72,15 @@ if args.encoder != TINY:
 
 # --- 3. train ------------------------------------------------------------------------------------
 st.header("3. Train")
+if ready:
+    ready = False  # until the budget is known and within the server's caps
+    with show_errors("the settings"):
+        cost = s2s.budget(args, pairs, s2s.encoder_for(args.encoder))
+        if why := cost.refusal():
+            st.error(md_escape(why), icon=":material/error:")
+        else:
+            st.caption(cost.line())
+            ready = True
 jm = job_backend()
 job = s2s.current_job(jm)
 st.button(

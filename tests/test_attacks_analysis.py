@@ -546,10 +546,10 @@ def pairs_app(monkeypatch):
     scored, reserved = [], []
     real = ac.score_pairs
 
-    def recording(bundle, pairs, word_level=False):
+    def recording(bundle, pairs, word_level=False, cancelled=None):
         scored.append(list(pairs))
         reserved.append(ac.budget_cache().reserved)
-        return real(bundle, pairs, word_level)
+        return real(bundle, pairs, word_level, cancelled)
 
     monkeypatch.setattr(ac, "score_pairs", recording)
     at = AppTest.from_function(_pairs_script, default_timeout=60)
@@ -577,6 +577,28 @@ def test_typed_pairs_score_a_bounded_number_of_tokens_with_their_memory_reserved
     assert len(at.dataframe[0].value) == len(pairs)
     longest = max(sentence_tokens(tok, s) for pair in pairs for s in pair)
     assert reserved == [scoring_peak_bytes(at.session_state["model"].bundle.config, longest)] and reserved[0] > 0
+
+
+def test_a_closed_tab_gives_up_its_typed_pairs_scoring_and_frees_its_place(pairs_app, monkeypatch):
+    """The tab closes while its 5 pairs are scored (its session no longer active after the second
+    sentence): the scoring ends before the third sentence, the analysis place is free again and
+    nothing is kept as the pairs' scores (an open tab scores them whole)."""
+    from app.server import analysis_gate, guard
+    from bert.analysis import scoring
+
+    at, scored, _ = pairs_app
+    read, asked = [], []
+    real = scoring.pseudo_log_likelihood
+    monkeypatch.setattr(scoring, "pseudo_log_likelihood", lambda *a: read.append(a[1]) or real(*a))
+    monkeypatch.setattr(guard, "_session_alive", lambda sid: asked.append(sid) or len(asked) <= 2)
+    at.session_state["mp_typed"] = "\n".join(f"The cat {i} sleeps. | The cat {i} sleep." for i in range(5))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(read) == 2 and len(asked) == 3 and asked[0], (read, asked)  # the page's own session was asked
+    assert analysis_gate.ANALYSES.running == 0 and not at.dataframe
+    monkeypatch.setattr(guard, "_session_alive", lambda sid: True)
+    at.run()
+    assert len(read) == 2 + 10 and at.dataframe, "not kept as scored: an open tab scores them whole"
 
 
 def test_typed_pairs_score_a_few_new_sets_a_minute_per_session(pairs_app, monkeypatch):

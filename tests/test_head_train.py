@@ -58,12 +58,12 @@ def test_a_tagger_learns_tags_that_follow_the_words():
     assert [w.tag for w in words] == ["O", "B-PER", "O", "O", "B-THING", "B-THING"]
 
 
-def test_stop_keeps_a_scored_model_and_a_diverging_run_says_so():
+def test_stop_ends_a_run_at_once_and_a_diverging_run_says_so():
     train, valid = split_tagged(_tagged(80), 0.25)
     stop = threading.Event()
     stop.set()
     events = list(train_head(tiny_bundle(), TaggerTask(train, valid, _args()), _args(), stop))
-    assert events[-1].stopped and events[-1].step == 0 and events[-1].scores  # scored once, at step 0
+    assert events[-1].stopped and events[-1].step == 0 and not events[-1].scores  # ended at once, unscored
     events = list(train_head(tiny_bundle(), TaggerTask(train, valid, _args()), _args(lr=1e6, clip=1e9)))
     errors = ev.of_type(events, ev.Error)
     assert errors and "too high" in errors[0].message and events[-1].error
@@ -156,3 +156,37 @@ def test_a_reader_trains_and_answers_with_spans_of_the_passage():
     text, a, b = ex["predicted"]
     assert ex["context"][a:b] == text
     assert done.bundle.is_reader and "find the answer" in done.bundle.card
+
+
+@pytest.mark.parametrize("head", ["tagger", "reader"])
+@pytest.mark.parametrize("phase", ["inputs", "evaluate"])
+def test_stop_during_data_preparation_or_an_evaluation_ends_the_run_stopped(head, phase):
+    """A Stop pressed while the task makes its inputs, or while it scores the model (its only
+    scoring: one an epoch, one epoch): the run ends stopped, no step after a Stop in preparation,
+    and no second scoring after an interrupted one (it used to score the model again, whole,
+    with Stop ignored); the model is handed over, unscored."""
+    if head == "tagger":
+        args = _args(epochs=1, evals=1)
+        task = TaggerTask(*split_tagged(_tagged(80), 0.25), args)
+        base = tiny_bundle()
+    else:
+        args = for_head("reader", threads=1, epochs=1, evals=1, max_length=64, stride=16, batch_size=8)
+        task = ReaderTask(*split_questions(qa_demo(passages=8), 0.25), args)
+        base = _tiny_minilm()
+    stop, calls = threading.Event(), []
+    real = getattr(task, phase)
+
+    def pressed(*a):
+        calls.append(phase)
+        stop.set()  # Stop, pressed while this phase runs
+        return real(*a)
+
+    setattr(task, phase, pressed)
+    done = None
+    for e in train_head(base, task, args, stop):
+        done = e
+        if phase == "inputs":
+            assert not isinstance(e, ev.HeadStep), "no step after a Stop in data preparation"
+        assert not isinstance(e, ev.HeadEval), "no scoring finished after a Stop"
+    assert isinstance(done, ev.HeadDone) and done.stopped and not done.scores and done.bundle is not None
+    assert calls == [phase], calls

@@ -12,6 +12,7 @@ import torch
 
 import bert
 from bert.train.events import PretrainDone, PretrainStep, Resumed
+from bert.train.next_word import MLM_NSP, NEXT_WORD
 from bert.train.pretrain import pretrain
 from tests.helpers import pretrain_args, tiny_corpus, tiny_pretrain_bundle
 
@@ -190,3 +191,24 @@ def test_held_out_documents_do_not_follow_the_seed(tmp_path):
     assert held_out[0] == held_out[1] == held_out[2] and held_out[0]
     train_0 = {tuple(d) for d in splits[0][0].documents}
     assert not train_0 & held_out[0]
+
+
+@pytest.mark.parametrize("objective", [MLM_NSP, NEXT_WORD])
+def test_stop_as_a_scoring_begins_ends_the_run_without_scoring(tmp_path, objective):
+    """A Stop pressed as step 10's scoring begins (and so before the end-of-run one): the run ends
+    stopped at step 10 with no scoring at all, neither that one nor a last one (both used to run
+    whole, the next-word one 32 sequences of full-vocabulary logits)."""
+    from bert.train.events import PretrainEval
+
+    stop = threading.Event()
+
+    def on_step(step, model):
+        if step == 10:
+            stop.set()  # the step is done; its scoring is due next
+
+    args = pretrain_args(tmp_path / "r", steps=20, eval_every=5, save_every=1000, objective=objective)
+    events = list(pretrain(args, stop=stop, bundle=tiny_pretrain_bundle(), corpus=tiny_corpus(), on_step=on_step))
+    assert [e.step for e in events if isinstance(e, PretrainEval)] == [5]
+    done = events[-1]
+    assert isinstance(done, PretrainDone) and done.stopped and done.step == 10
+    assert done.mlm_loss is None, "no last scoring after a Stop"

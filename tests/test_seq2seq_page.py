@@ -135,10 +135,26 @@ def test_a_member_whose_weights_cannot_be_a_decoder_is_refused(at):
 
 def test_a_step_over_the_servers_tokens_is_refused_at_start(at):
     """Batch 256 of the built-in task's pairs is past the tokens a step may read (the other pages'
-    rule): Start says so and queues nothing; the default batch starts."""
+    rule): the page says so before Start, whose button is off, and nothing is queued."""
     at.number_input(key="s2s_batch").set_value(256).run()
-    at.button(key="s2s_start").click().run()
     _ok(at)
+    assert at.button(key="s2s_start").disabled
     said = [e.value for e in at.error]
     assert any("Too big for this server: batch 256" in e and "tokens per step" in e for e in said), said
+    assert at.session_state[s2s.JOB] is None
+
+
+def test_the_jobs_memory_is_shown_before_start_and_a_job_past_the_servers_is_refused(at, monkeypatch):
+    """Under the settings, before Start: the job's estimate (a step's tokens and its MB, the pairs
+    and the scoring counted); past BERT_EXPLORER_MAX_JOB_MB the page says why, Start is off and
+    nothing is queued (the job's own check: test_seq2seq_train.py)."""
+    said = [c.value for c in at.caption]
+    assert any("this job needs about" in c and "MB of memory (at most 1,024)" in c for c in said), said
+    assert not at.button(key="s2s_start").disabled
+    monkeypatch.setenv("BERT_EXPLORER_MAX_JOB_MB", "5")
+    at.run()
+    _ok(at)
+    refused = [e.value for e in at.error]
+    assert any("this job would take about" in e and "allows 5 MB per job" in e for e in refused), refused
+    assert at.button(key="s2s_start").disabled
     assert at.session_state[s2s.JOB] is None

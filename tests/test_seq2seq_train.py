@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from app.jobs.seq2seq_job import seq2seq_spec
+from bert.config import BertConfig
 from bert.errors import DataError
 from bert.seq2seq.tasks import CODE, MAX_WORDS, TASKS, WORDS, read_pairs_csv, split_pairs, task_pairs
 from bert.train.seq2seq import Seq2SeqArgs, Seq2SeqDone, Seq2SeqEval, Seq2SeqStart, train_seq2seq
@@ -89,7 +90,7 @@ def test_the_job_trains_from_a_session_encoder_and_leaves_it_untouched():
 
 def test_held_out_scoring_runs_in_training_batches_without_a_graph_and_stops_between_them(monkeypatch):
     """Scoring decodes the held-out pairs a training batch at a time under inference mode; a Stop
-    during a scoring ends it at the next batch, and the run's last scoring is as bounded."""
+    during a scoring ends it at the next batch, and the run ends without another (nan: unscored)."""
     from bert.train import seq2seq as s2s
 
     stop, sizes, modes = threading.Event(), [], []
@@ -108,5 +109,52 @@ def test_held_out_scoring_runs_in_training_batches_without_a_graph_and_stops_bet
     done = events[-1]
     assert isinstance(done, Seq2SeqDone) and done.stopped and done.step == 2
     assert sizes[0] == 3 and max(sizes) == 3, sizes  # never all 20 at once
-    assert len(sizes) == 1 + 7, "the stopped scoring ended after its first batch; the last one is whole"
+    assert len(sizes) == 1, "the stopped scoring ended after its first batch, and no other ran"
+    assert done.exact_match != done.exact_match and "not measured" in done.bundle.card
     assert modes and all(modes), "no graph kept while decoding"
+
+
+def test_the_decoder_estimate_counts_the_model_the_scoring_and_the_pairs():
+    """The Decoder on top's budget: the encoder-decoder's numbers exactly as the model built holds
+    them, and an estimate that grows with the pairs held (held-out ones too), the decoder's
+    layers, a step's tokens, and falls when the encoder is frozen."""
+    from app.jobs.budget import seq2seq_mb, seq2seq_parameters
+    from bert.model import BertForPreTraining
+    from bert.seq2seq.model import build_encoder_decoder
+
+    base = tiny_bundle(words=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])
+    for layers in (1, 3):
+        model, _ = build_encoder_decoder(BertForPreTraining(base.config), 2, 3, 0, layers)
+        held = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+        assert seq2seq_parameters(base.config, layers) == held
+    cfg = BertConfig(
+        vocab_size=30522, hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536
+    )
+    one = seq2seq_mb(cfg, 2, 2, 500, 500)
+    assert seq2seq_mb(cfg, 2, 2, 500, 500, pair_tokens=10_000_000) > one + 300  # ten million ids: 400 MB
+    assert seq2seq_mb(cfg, 6, 2, 500, 500) > one > seq2seq_mb(cfg, 2, 2, 500, 500, freeze_encoder=True)
+    # measured (python -m benchmarks.memory_estimate: VmHWM, 7 steps and a scoring, 2 decoder layers):
+    # 1,612 MB at 16 pairs of 64 + 64 tokens, 1,536 MB at 4 of 200 + 200; the estimate within 0.8-1.2x
+    for batch, side, measured in ((16, 64, 1612), (4, 200, 1536)):
+        assert 0.8 * measured <= seq2seq_mb(cfg, 2, batch, side, side, pair_tokens=50_000) <= 1.2 * measured
+    assert one > 1024, "the review's long pairs on all-MiniLM-L6-v2 are past the default cap"
+    assert seq2seq_mb(cfg, 2, 16, 40, 40, freeze_encoder=True) < 1024, "short pairs on its frozen encoder fit"
+
+
+def test_the_job_refuses_a_run_past_the_servers_memory_before_building_a_model(monkeypatch):
+    """The job itself checks the budget (a spec that reached a worker without the page's check):
+    LimitError naming the estimate, before any model is built or any step runs."""
+    from app.jobs import seq2seq_job
+    from app.jobs.budget import LimitError
+    from app.jobs.worker import run_job
+
+    built = []
+    monkeypatch.setattr(seq2seq_job, "train_seq2seq", lambda *a, **k: built.append(a) or iter(()))
+    monkeypatch.setenv("BERT_EXPLORER_MAX_JOB_MB", "10")
+    spec = seq2seq_spec("", Seq2SeqArgs(steps=5, train_pairs=50, valid_pairs=10), None, title="t")
+    with pytest.raises(LimitError, match=r"this job would take about [\d,]+ MB of memory"):
+        list(run_job(spec, threading.Event()))
+    assert not built
+    monkeypatch.setenv("BERT_EXPLORER_MAX_JOB_MB", "1024")
+    list(run_job(spec, threading.Event()))
+    assert built, "within the cap it trains"

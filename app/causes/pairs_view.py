@@ -18,6 +18,7 @@ from app.board.service import JOINED, board_store, enabled
 from app.board.store import BoardError
 from app.export.causes_notebooks import every_paradigm, minimal_pairs
 from app.figures.causes import pair_word_scores, paradigm_accuracy_bars
+from app.server.guard import tab_closed
 from app.server.new_students import address_key, client_address
 from app.server.rate_limit import within_rate
 from app.server.shared_network import class_size
@@ -28,6 +29,7 @@ from app.ui.widgets import cap_text, csv_download
 from bert import settings
 from bert.analysis.paradigms import PAIR_SEP, PARADIGMS, parse_pairs
 from bert.analysis.scoring import MAX_TOKENS, SentenceScore, pairs_within, sentence_tokens, split_pair
+from bert.errors import Cancelled
 
 SOURCES = ["Built-in paradigms", "Your pairs"]
 TYPED_PAIRS = 50
@@ -248,8 +250,12 @@ def render(model) -> None:
         st.caption(f"{len(pairs)} pair{'s' if len(pairs) != 1 else ''} read; first: {md_escape(pairs[0][0])}")
         scored = _within_budget(model, pairs)
         if scored and _may_score(model, scored, word_level):
+            try:
+                res = pair_scores(model.key, tuple(scored), word_level, model.bundle, tab_closed())
+            except Cancelled:
+                st.stop()  # its tab is closed: nobody is left to draw for
             _results(
-                pair_scores(model.key, tuple(scored), word_level, model.bundle),
+                res,
                 "yours",
                 "mp_typed_res",
                 partial(minimal_pairs, paradigm=None, pairs=scored, word_level=word_level),

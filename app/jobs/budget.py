@@ -22,7 +22,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from bert import settings
-from bert.checkpoint.sizes import embedding_parameters, layer_parameters, model_parameters
+from bert.checkpoint.sizes import embedding_parameters, encoder_parameters, layer_parameters, model_parameters
 from bert.errors import BertExplorerError
 
 
@@ -158,3 +158,51 @@ def pretrain_mb(
     total = model_parameters(SimpleNamespace(**sizes, max_position_embeddings=max(128, seq_len), type_vocab_size=2))
     predicted = 1.0 if next_word else MASKED
     return training_mb(layers, hidden, heads, batch, seq_len, total, total, vocab=vocab, predicted=predicted)
+
+
+# ---- the Decoder on top's job ----------------------------------------------------------------------
+# An encoder-decoder step keeps the encoder's activations at its source tokens (none when the encoder
+# is frozen: no graph runs through it), the decoder's at its target tokens, each decoder layer's
+# cross-attention (CROSS_HIDDEN floats per target token, its keys and values per source token) and
+# the LM head's full-vocabulary logits at every target token (MLM_LOGITS floats per word). The job
+# also holds the best model's weights (a copy, kept at each better evaluation) and every pair's
+# token ids as Python ints (PAIR_TOKEN_BYTES each). Held-out scoring decodes a training batch at a
+# time under inference mode (no graph, one step's logits): within the training step's peak.
+CROSS_HIDDEN = 8
+PAIR_TOKEN_BYTES = 40
+
+
+def seq2seq_parameters(config, decoder_layers: int) -> int:
+    """How many numbers an encoder-decoder on an encoder of `config` with `decoder_layers` layers
+    holds (bert/seq2seq/model.py): the encoder and its pooler, the decoder's embeddings, layers with
+    their cross-attention and LayerNorm, and its LM head (the output matrix tied to the embeddings)."""
+    C, V = config.hidden_size, config.vocab_size
+    embeddings = (V + config.max_tokens + (config.type_vocab_size or 2)) * C + 2 * C  # positions from 0
+    layer = layer_parameters(config) + 4 * C * C + 4 * C + 2 * C
+    head = C * C + 3 * C + V
+    return encoder_parameters(config) + C * C + C + embeddings + decoder_layers * layer + head
+
+
+def seq2seq_mb(
+    config,
+    decoder_layers: int,
+    batch: int,
+    source: int,
+    target: int,
+    freeze_encoder: bool = False,
+    pair_tokens: int = 0,
+) -> int:
+    """About how many MB a Decoder on top job takes: the model, the best model's copy, the gradients
+    and AdamW's moments of what trains, a step of `batch` pairs of `source` tokens in and `target`
+    out (with their special tokens), and `pair_tokens` token ids of the pairs (all of them, held out
+    too)."""
+    C, H, L, V = config.hidden_size, config.num_attention_heads, config.num_hidden_layers, config.vocab_size
+    params = seq2seq_parameters(config, decoder_layers)
+    encoder = encoder_parameters(config) + C * C + C
+    trainable = params - encoder if freeze_encoder else params
+    S, T = batch * source, batch * target
+    acts = 0 if freeze_encoder else S * L * (ACT_HIDDEN * C + ACT_ATTENTION * H * source)
+    acts += S * C + T * decoder_layers * ((ACT_HIDDEN + CROSS_HIDDEN) * C + ACT_ATTENTION * H * (target + source))
+    acts += S * decoder_layers * 2 * C + T * MLM_LOGITS * V
+    data = pair_tokens * PAIR_TOKEN_BYTES / 4
+    return int(round(FIXED_MB + (2 * params + OPTIMIZER * trainable + acts + data) * 4 / 2**20))

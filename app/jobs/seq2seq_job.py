@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import bert
 from bert.seq2seq.tasks import Pairs, split_pairs, task_pairs
 from bert.train.events import Event
-from bert.train.seq2seq import TINY, Seq2SeqArgs, train_seq2seq
+from bert.train.seq2seq import TINY, Seq2SeqArgs, tiny_config, tiny_vocabulary, train_seq2seq
 
 from ..server.memory import release_memory
+from .budget import LimitError, max_job_mb, max_step_tokens, seq2seq_mb
 from .spec import SEQ2SEQ, JobSpec, known_fields
 
 VALID_FRACTION = 0.1  # of an upload, held out to score it
@@ -44,6 +45,74 @@ def seq2seq_spec(
     )
 
 
+@dataclass(frozen=True)
+class Seq2SeqBudget:
+    """What a Decoder on top job of some settings and pairs costs: a step's tokens (batch x the
+    longest source with [CLS]/[SEP] + the longest target with its start token) and its memory."""
+
+    batch: int
+    source: int
+    target: int
+    mb: int
+
+    @property
+    def step_tokens(self) -> int:
+        return self.batch * (self.source + self.target)
+
+    def refusal(self) -> str:
+        """Why the server refuses the job ("" when it fits its caps)."""
+        tokens, cap = self.step_tokens, max_step_tokens()
+        if tokens > cap:
+            return (
+                f"Too big for this server: batch {self.batch} of pairs up to {self.source + self.target:,} tokens "
+                f"(source and target) = {tokens:,} tokens per step, and the server allows {cap:,}. "
+                "Lower the batch size, or upload shorter pairs."
+            )
+        if self.mb > max_job_mb():
+            return (
+                f"Too big for this server: this job would take about {self.mb:,} MB of memory (batch {self.batch} "
+                f"of pairs up to {self.source + self.target:,} tokens, the model, its best copy and the pairs), "
+                f"and the server allows {max_job_mb():,} MB per job. Lower the batch size or the decoder layers, "
+                "freeze the encoder, pick a smaller encoder, or upload shorter or fewer pairs."
+            )
+        return ""
+
+    def line(self) -> str:
+        """The line the page shows under the settings, before Start."""
+        return (
+            f"Each step trains on {self.batch} pairs of up to {self.source + self.target:,} tokens = "
+            f"{self.step_tokens:,} tokens (this server allows {max_step_tokens():,}); this job needs about "
+            f"{self.mb:,} MB of memory (at most {max_job_mb():,})."
+        )
+
+
+def seq2seq_budget(args: Seq2SeqArgs, pairs: list[Pairs], base: bert.Bundle | None) -> Seq2SeqBudget:
+    """The budget of training on `pairs` (all of them, held-out ones too), tokenized as the job
+    will: `base`'s tokenizer, or the tiny encoder's words (one word, one token) when it is None."""
+    if base is None:
+        words, longest = tiny_vocabulary(pairs)
+        config = tiny_config(len(words), longest, args)
+        count = lambda text: len(words.basic_tokenize(text))  # noqa: E731 - one word, one token
+    else:
+        config = base.config
+        count = lambda text: len(base.tokenizer.encode(text, add_special_tokens=False).ids)  # noqa: E731
+    sources = [count(t) for p in pairs for t in p.sources]
+    targets = [count(t) for p in pairs for t in p.targets]
+    source, target = max(sources, default=0) + 2, max(targets, default=0) + 1
+    tokens = sum(sources) + sum(targets) + 3 * len(sources)
+    layers = args.decoder_layers
+    mb = seq2seq_mb(config, layers, args.batch_size, source, target, args.freeze_encoder, tokens)
+    return Seq2SeqBudget(args.batch_size, source, target, mb)
+
+
+def check_seq2seq(args: Seq2SeqArgs, pairs: list[Pairs], base: bert.Bundle | None) -> Seq2SeqBudget:
+    """The budget; LimitError with the reason when it is over the server's caps."""
+    cost = seq2seq_budget(args, pairs, base)
+    if why := cost.refusal():
+        raise LimitError(why)
+    return cost
+
+
 def seq2seq_events(
     spec: JobSpec,
     stop: threading.Event,
@@ -61,6 +130,7 @@ def seq2seq_events(
     if args.encoder != TINY and base is None:
         base = resolve(spec.base)
     args.threads = args.threads or threads
+    check_seq2seq(args, [train, valid], base if args.encoder != TINY else None)  # before a model is built
     try:
         yield from train_seq2seq(args, train, valid, base if args.encoder != TINY else None, stop)
     finally:

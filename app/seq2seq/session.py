@@ -16,15 +16,14 @@ import streamlit as st
 from bert.errors import DataError, InputError
 from bert.seq2seq.model import decoder_refusal
 from bert.seq2seq.tasks import TASKS, Pairs, task_pairs
-from bert.tokenizer import Tokenizer
 from bert.train.events import last as last_event
-from bert.train.seq2seq import SPECIALS, TINY, Seq2SeqArgs
+from bert.train.seq2seq import TINY, Seq2SeqArgs
 
 from ..jobs import saved_runs
 from ..jobs.backend import job_backend
-from ..jobs.budget import LimitError, max_step_tokens
+from ..jobs.budget import LimitError
 from ..jobs.records import Saved, SaveFailed, loaded_record
-from ..jobs.seq2seq_job import seq2seq_spec
+from ..jobs.seq2seq_job import Seq2SeqBudget, seq2seq_budget, seq2seq_spec
 from ..jobs.spec import KINDS, PRETRAIN, SEQ2SEQ
 from ..model_sources import in_hand, load_model
 from ..server import new_students
@@ -61,31 +60,14 @@ def encoder_for(source: str):
     return base
 
 
-def step_tokens(args: Seq2SeqArgs, pairs: Pairs | None, base) -> int:
-    """The tokens a training step of these settings may read: batch x (the longest source with
-    [CLS]/[SEP] + the longest target with its start token), the pairs tokenized as the job will
-    (a fresh tiny encoder reads words: bert/train/seq2seq.py's tiny_encoder)."""
+def budget(args: Seq2SeqArgs, pairs: Pairs | None, base) -> Seq2SeqBudget:
+    """The job's budget for these settings: an upload's pairs, or the built-in task's as the job
+    makes them (base None: the tiny fresh encoder)."""
     if pairs is None:
-        pairs = task_pairs(args.task, args.train_pairs, args.valid_pairs)[0]
-    if base is None:
-        words = Tokenizer(SPECIALS)
-        count = lambda text: len(words.basic_tokenize(text))  # noqa: E731 - one word, one token
+        every = task_pairs(args.task, args.train_pairs, args.valid_pairs, args.seed)
     else:
-        count = lambda text: len(base.tokenizer.encode(text, add_special_tokens=False).ids)  # noqa: E731
-    source = max(map(count, pairs.sources), default=0) + 2
-    target = max(map(count, pairs.targets), default=0) + 1
-    return args.batch_size * (source + target)
-
-
-def check_step_tokens(args: Seq2SeqArgs, pairs: Pairs | None, base) -> None:
-    """LimitError when a step of these settings reads more tokens than the server allows a step."""
-    tokens, cap = step_tokens(args, pairs, base), max_step_tokens()
-    if tokens > cap:
-        raise LimitError(
-            f"Too big for this server: batch {args.batch_size} of pairs up to {tokens // args.batch_size:,} tokens "
-            f"(source and target) = {tokens:,} tokens per step, and the server allows {cap:,}. "
-            "Lower the batch size, or upload shorter pairs."
-        )
+        every = (pairs,)
+    return seq2seq_budget(args, list(every), base)
 
 
 def on_start(args: Seq2SeqArgs, pairs: Pairs | None) -> None:
@@ -96,7 +78,8 @@ def on_start(args: Seq2SeqArgs, pairs: Pairs | None) -> None:
         base = encoder_for(args.encoder)
         if base is not None and args.from_encoder and (why := decoder_refusal(base.config)):
             raise InputError(why)
-        check_step_tokens(args, pairs, base)
+        if why := budget(args, pairs, base).refusal():
+            raise LimitError(why)
         what = pairs.label if pairs is not None else TASKS[args.task].title
         code = saved_runs.new_code()
         info = {"task": what, "code": code}

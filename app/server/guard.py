@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from bert import settings
 
@@ -278,6 +279,18 @@ class UploadGuard:
                     log.exception("upload sweeper")
 
         threading.Thread(target=loop, name="upload-sweeper", daemon=True).start()
+
+
+def tab_closed() -> Callable[[], bool]:
+    """For a long computation in this page run: a check that says True once this session's tab is
+    closed (its websocket gone), so the work can be given up; always False outside a page run."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    if ctx is None:
+        return lambda: False
+    session = ctx.session_id
+    return lambda: _session_alive(session) is False
 
 
 def _session_alive(session_id: str) -> bool | None:

@@ -12,13 +12,13 @@ Dimension letters: T tokens, W words, N pairs, V vocabulary.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from ..errors import InputError
+from ..errors import Cancelled, InputError
 from .common import bare_word, encode_tensors, need_mlm, readonly
 
 MAX_TOKENS = 128  # a sentence runs once per token: 128 copies of 128 tokens at most
@@ -123,14 +123,23 @@ class PairScores:
         return float(self.correct.mean()) if len(self.correct) else float("nan")
 
 
-def score_pairs(bundle, pairs: Sequence[tuple[str, str]], word_level: bool = False) -> PairScores:
-    """Each (good, bad) pair's two PLLs and whether the good one is higher."""
+def score_pairs(
+    bundle, pairs: Sequence[tuple[str, str]], word_level: bool = False, cancelled: Callable[[], bool] | None = None
+) -> PairScores:
+    """Each (good, bad) pair's two PLLs and whether the good one is higher. `cancelled` is asked
+    before each sentence: once it says True, Cancelled is raised and no further sentence is read."""
     if not pairs:
         raise InputError("no pairs to score: give at least one line 'good sentence | bad sentence'")
     if len(pairs) > MAX_PAIRS:
         raise InputError(f"{len(pairs)} pairs is more than the {MAX_PAIRS} scored at once")
-    good = [pseudo_log_likelihood(bundle, g, word_level) for g, _ in pairs]
-    bad = [pseudo_log_likelihood(bundle, b, word_level) for _, b in pairs]
+
+    def scored(sentence: str) -> SentenceScore:
+        if cancelled is not None and cancelled():
+            raise Cancelled("the scoring was given up: nobody is left to read it")
+        return pseudo_log_likelihood(bundle, sentence, word_level)
+
+    good = [scored(g) for g, _ in pairs]
+    bad = [scored(b) for _, b in pairs]
     diff = np.array([g.total - b.total for g, b in zip(good, bad, strict=True)])
     return PairScores(good=good, bad=bad, differences=readonly(diff), correct=diff > 0)
 

@@ -163,10 +163,16 @@ def _run(base: Bundle, task: Task, args: HeadArgs, stop: threading.Event) -> Ite
         yield Error(message=error + "; the best model so far is kept." + nonfinite_advice(precision), step=step)
         if best["state"] is None:  # nothing scored before it diverged: back to the model it started from
             model.load_state_dict(new_head_model(base, args.head, task.labels, args.seed).state_dict())
-    if best["state"] is None or (step != last_eval and not stopped and not error):
-        event = _evaluate(task, view, None, step, args.epochs - 1, best, precision)
-        yield event
-    model.load_state_dict(best["state"], strict=False)
+    if (best["state"] is None and not stopped) or (step != last_eval and not stopped and not error):
+        # never scored, or trained past its last scoring: score it now, unless Stop comes meanwhile
+        # (stopped, a run keeps its best model, or the current one unscored: Stop ends it at once)
+        event = _evaluate(task, view, stop, step, args.epochs - 1, best, precision)
+        if event is None:
+            stopped = True
+        else:
+            yield event
+    if best["state"] is not None:
+        model.load_state_dict(best["state"], strict=False)
     model.eval()
     model.to("cpu")
     opt.zero_grad(set_to_none=True)

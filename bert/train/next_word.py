@@ -112,17 +112,25 @@ def fixed_eval_batches(dataset: PretrainingDataset, pad_id: int, n_sequences: in
 
 @torch.inference_mode()
 def evaluate(
-    model, batches: list[dict[str, torch.Tensor]], baseline_id: int | None = None, precision: str = "fp32"
-) -> dict[str, float]:
+    model,
+    batches: list[dict[str, torch.Tensor]],
+    baseline_id: int | None = None,
+    precision: str = "fp32",
+    stop=None,
+) -> dict[str, float] | None:
     """Next-word loss and top-1/top-5 over every predicted position (mlm_* keys, as the word head's
     scores; no next-sentence ones), `predicted_tokens` (as masked_tokens), and baseline_top1: how
-    often the next token is the most frequent one. In `precision` (bert/train/precision.py)."""
+    often the next token is the most frequent one. In `precision` (bert/train/precision.py); None
+    once `stop` is set (checked between batches)."""
     was_training = model.training
     model.eval()
     device = module_device(model)
     n = top1 = top5 = base = seqs = 0
     loss = 0.0
     for b in batches:
+        if stop is not None and stop.is_set():
+            model.train(was_training)
+            return None
         b = to_device(b, device)
         with autocast(device, precision):
             out = next_word_forward(model, b)

@@ -446,17 +446,17 @@ class _PretrainRun:
         if step % a.log_every == 0 or step == a.steps:
             yield self._train_event(lr, gnorm)
             self._new_window()
-        if step % a.eval_every == 0 or step == a.steps:
-            yield PretrainEval(step=step, **self._evaluate(), probe=self._probe())
+        if (step % a.eval_every == 0 or step == a.steps) and (scores := self._evaluate()) is not None:
+            yield PretrainEval(step=step, **scores, probe=self._probe())  # None: Stop came while scoring
         if a.snapshot_every and step % a.snapshot_every == 0:
             save(cpu_bundle(self.bundle), self.out / "snapshots" / f"step-{step:06d}")
         if step % a.save_every == 0:
             self._save_checkpoint()
 
-    def _evaluate(self) -> dict:
-        """The held-out scores of this run's objective."""
+    def _evaluate(self) -> dict | None:
+        """The held-out scores of this run's objective; None once the stop event is set."""
         score = next_word.evaluate if self.next_word else evaluate
-        return score(self.model, self.eval_batches, self.baseline_id, precision=self.precision)
+        return score(self.model, self.eval_batches, self.baseline_id, precision=self.precision, stop=self.stop)
 
     def _probe(self) -> list[list[tuple[str, float]]]:
         """The probe's top guesses: at each [MASK], or (next-word) after each of its last prefixes."""
@@ -497,7 +497,7 @@ class _PretrainRun:
                 self._save_checkpoint()
             final = self.out / "final"
             save(cpu_bundle(self.bundle), final)
-            m = {} if hurry else self._evaluate()
+            m = ({} if hurry else self._evaluate()) or {}  # a Stop before or during it: no last scoring
             yield PretrainDone(step=self.step, stopped=stopped, path=str(final), **m)
         if self.world > 1:
             dist.barrier()

@@ -39,15 +39,19 @@ def evaluate(
     batches: list[dict[str, torch.Tensor]],
     baseline_id: int | None = None,
     precision: str = "fp32",
-) -> dict[str, float]:
+    stop=None,
+) -> dict[str, float] | None:
     """MLM loss, top-1/top-5 accuracy at masked positions, NSP loss and accuracy (on the model's
-    device, in `precision`: bert/train/precision.py)."""
+    device, in `precision`: bert/train/precision.py); None once `stop` is set (checked between batches)."""
     was_training = model.training
     model.eval()
     device = module_device(model)
     n = top1 = top5 = base = nsp_right = nsp_n = 0
     mlm_loss = nsp_loss = 0.0
     for b in batches:
+        if stop is not None and stop.is_set():
+            model.train(was_training)
+            return None
         b = to_device(b, device)
         with autocast(device, precision):
             out = model(

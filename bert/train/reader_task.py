@@ -107,6 +107,9 @@ class ReaderTask:
         device = module_device(model)
         loss_sum, n = 0.0, 0
         for s in range(0, len(self._valid_inputs), 32):
+            if stop is not None and stop.is_set():
+                model.train(was_training)
+                return None
             chunk = self._valid_inputs[s : s + 32]
             inputs = {k: v.to(device) for k, v in self.batch(chunk, bundle.tokenizer.pad_id).items()}
             with autocast(device, precision):

@@ -128,9 +128,9 @@ def held_out_source(metrics) -> str | None:
     return ev.examples[0][0] if ev is not None and ev.examples else None
 
 
-def tiny_encoder(pairs: list[Pairs], args: Seq2SeqArgs) -> Bundle:
-    """A fresh small BERT (args.hidden/layers/heads) whose vocabulary is the words of `pairs`
-    (the MAX_TINY_VOCAB most frequent; others become [UNK]), positions for their longest side."""
+def tiny_vocabulary(pairs: list[Pairs]) -> tuple[Tokenizer, int]:
+    """The tiny encoder's tokenizer (the MAX_TINY_VOCAB most frequent words of `pairs`; others
+    become [UNK]) and the longest side in words."""
     basic = Tokenizer(SPECIALS)
     counts: dict[str, int] = {}
     longest = 0
@@ -141,11 +141,15 @@ def tiny_encoder(pairs: list[Pairs], args: Seq2SeqArgs) -> Bundle:
             for w in words:
                 counts[w] = counts.get(w, 0) + 1
     words = sorted(counts, key=lambda w: (-counts[w], w))[:MAX_TINY_VOCAB]
-    tokenizer = Tokenizer(SPECIALS + sorted(words))
+    return Tokenizer(SPECIALS + sorted(words)), longest
+
+
+def tiny_config(vocab: int, longest: int, args: Seq2SeqArgs) -> BertConfig:
+    """The tiny encoder's config: args.hidden/layers/heads, `vocab` words, positions for `longest`."""
     if args.hidden % args.heads:
         raise InputError(f"the tiny encoder's width {args.hidden} is not divisible by its {args.heads} heads")
-    config = BertConfig(
-        vocab_size=len(tokenizer),
+    return BertConfig(
+        vocab_size=vocab,
         hidden_size=args.hidden,
         num_hidden_layers=args.layers,
         num_attention_heads=args.heads,
@@ -154,6 +158,12 @@ def tiny_encoder(pairs: list[Pairs], args: Seq2SeqArgs) -> Bundle:
         hidden_dropout_prob=args.dropout,
         attention_probs_dropout_prob=args.dropout,
     )
+
+
+def tiny_encoder(pairs: list[Pairs], args: Seq2SeqArgs) -> Bundle:
+    """A fresh small BERT (tiny_config) on the words of `pairs` (tiny_vocabulary)."""
+    tokenizer, longest = tiny_vocabulary(pairs)
+    config = tiny_config(len(tokenizer), longest, args)
     with torch.random.fork_rng():
         torch.manual_seed(args.seed)
         model = BertForPreTraining(config)
@@ -314,10 +324,11 @@ def _run(args: Seq2SeqArgs, train: Pairs, valid: Pairs, base: Bundle | None, sto
             yield ev
             if args.target_exact is not None and best >= args.target_exact:
                 break
-    if best_state is None and not getattr(stop, "hurry", False) and step > 0:
-        ev = _evaluate(model, va, valid, tok, step, clock, best, args.batch_size)  # batches of the training's
-        best, best_step = ev.exact_match, step
-        yield ev
+    if best_state is None and not stop.is_set() and step > 0:  # never scored: once, unless Stop comes
+        ev = _evaluate(model, va, valid, tok, step, clock, best, args.batch_size, stop)  # batches of the training's
+        if ev is not None:
+            best, best_step = ev.exact_match, step
+            yield ev
     elif best_state is not None:
         model.load_state_dict(best_state)
     model.eval()
@@ -328,7 +339,8 @@ def _run(args: Seq2SeqArgs, train: Pairs, valid: Pairs, base: Bundle | None, sto
         model=model,
         tokenizer=tok,
         name=name,
-        card=f"# {name}\n\nTrained on {train.label or 'pairs'}; kept: step {best_step}, exact match {best:.0%}.\n",
+        card=f"# {name}\n\nTrained on {train.label or 'pairs'}; kept: step {best_step}, exact match "
+        + (f"{best:.0%}.\n" if best == best else "not measured (stopped).\n"),
         source="trained in BERT Explorer",
         mlm_head_trained=False,
         nsp_head_trained=False,
