@@ -191,3 +191,20 @@ def test_words_for_curves_and_clouds_give_their_numbers():
     assert show_figure.describe(curve) == "loss: last value 1 at 3 (first 2, lowest 0.5, highest 2)"
     cloud = go.Figure(go.Scatter(x=[1, 5, 3], y=[2, 1, 0], mode="markers"))
     assert show_figure.describe(cloud) == "3 points"
+
+
+def test_a_figure_read_back_from_json_has_the_same_table_and_words():
+    """A class question's figure is stored as JSON and shown at the reveal: plotly keeps its numbers
+    there as typed arrays ({"dtype", "bdata"}), and the table and words read them as numbers."""
+    import plotly.io as pio
+
+    for fig in (
+        go.Figure(go.Bar(x=["dog", "cat"], y=np.array([0.25, 0.75]))),
+        go.Figure(go.Heatmap(z=np.arange(6, dtype=float).reshape(2, 3))),
+    ):
+        back = pio.from_json(pio.to_json(fig))
+        assert isinstance(back.data[0]["y" if fig.data[0].type == "bar" else "z"], dict)  # typed arrays
+        ((title, table),) = show_figure.tables(fig)
+        ((title_back, table_back),) = show_figure.tables(back)
+        assert table_back.equals(table) and title_back == title
+        assert show_figure.describe(back) == show_figure.describe(fig)

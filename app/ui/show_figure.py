@@ -16,6 +16,7 @@ a one-line text alternative.
 
 from __future__ import annotations
 
+import base64
 import html
 import re
 from collections.abc import Callable
@@ -136,7 +137,7 @@ def describe(fig: go.Figure) -> str:
             return _describe_grid(fig, t, title)
         if t.type == "bar" and t.x is not None and t.y is not None:
             horizontal = t.orientation == "h"
-            values = np.asarray(t.x if horizontal else t.y, dtype=float)
+            values = _floats(t.x if horizontal else t.y)
             names = t.y if horizontal else t.x
             order = [int(k) for k in np.argsort(-np.nan_to_num(values, nan=-np.inf), kind="stable")]
             # bars at numbered places (a passage's tokens) are named by their ticks; of several
@@ -148,7 +149,7 @@ def describe(fig: go.Figure) -> str:
             return words + (f", then {', '.join(rest)}" if rest else "") + f"; {len(values)} bars"
         if t.type == "scatter" and _is_curve(t):
             name = f"{_plain(t.name)}: " if t.name else ""
-            y = np.asarray(t.y, dtype=float)
+            y = _floats(t.y)
             words = f"{title}{name}last value {float(y[-1]):.3g}" + (f" at {t.x[-1]}" if t.x is not None else "")
             if len(y) > 1 and np.isfinite(y).any():
                 words += f" (first {y[0]:.3g}, lowest {np.nanmin(y):.3g}, highest {np.nanmax(y):.3g})"
@@ -163,7 +164,7 @@ def describe(fig: go.Figure) -> str:
 def _describe_grid(fig: go.Figure, t, title: str) -> str:
     """A heatmap: its rows by columns, its range and its strongest cell (a similarity's diagonal,
     each item with itself, skipped)."""
-    z = np.asarray(t.z, dtype=float)
+    z = _floats(t.z)
     if z.ndim != 2 or not np.isfinite(z).any() or min(z.shape) < 1:
         return title.rstrip(" ·")
     low, high = float(np.nanmin(z)), float(np.nanmax(z))
@@ -217,12 +218,24 @@ def tables(fig: go.Figure) -> list[tuple[str, pd.DataFrame]]:
             horizontal = t.orientation == "h"
             names = list(t.y if horizontal else t.x)
             labels = [_axis_label(fig, "y" if horizontal else "x", names, k) for k in range(len(names))]
-            values = np.round(np.asarray(t.x if horizontal else t.y, dtype=float), 4)
+            values = np.round(_floats(t.x if horizontal else t.y), 4)
             column = _plain(t.name) if t.name else ("value" if len(bars) == 1 else f"series {n + 1}")
             series.append(pd.Series(values, index=pd.Index(labels, name=""), name=column))
         frame = series[0].to_frame() if len(series) == 1 else pd.concat(series, axis=1, sort=False)
         out.append(("", frame))
     return out
+
+
+def _floats(v) -> np.ndarray:
+    """A trace's numbers as floats: a list, an array, or plotly's typed-array form
+    ({"dtype", "bdata", "shape"}) that a figure read back from JSON keeps."""
+    if isinstance(v, dict) and "bdata" in v:
+        a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+        shape = v.get("shape")
+        if shape:
+            a = a.reshape([int(n) for n in str(shape).split(",")] if isinstance(shape, str) else shape)
+        return a.astype(float)
+    return np.asarray(v, dtype=float)
 
 
 def _labelled_cells(t) -> bool:
@@ -234,7 +247,7 @@ def _cells(t) -> np.ndarray | None:
     if _labelled_cells(t):
         return np.asarray(t.text, dtype=object)
     try:
-        z = np.asarray(t.z, dtype=float)
+        z = _floats(t.z)
     except (TypeError, ValueError):
         return None
     if z.ndim != 2:
@@ -252,7 +265,7 @@ def _is_curve(t) -> bool:
     if t.y is None or not len(t.y) or t.x is None or "lines" not in (t.mode or "lines"):
         return False
     try:
-        x = np.asarray(t.x, dtype=float)
+        x = _floats(t.x)
     except (TypeError, ValueError):
         return False
     return bool(np.all(np.diff(x) > 0))
