@@ -14,6 +14,6 @@ def scroll_here(tag: str) -> None:
     anchor = "scroll-" + re.sub(r"[^A-Za-z0-9-]", "", tag)[:80]
     st.html(
         f'<div id="{anchor}" style="scroll-margin-top: 4rem"></div>'
-        f'<script>document.getElementById("{anchor}")?.scrollIntoView({{block: "start"}});</script>',
+        f'<script id="bx-{anchor}">document.getElementById("{anchor}")?.scrollIntoView({{block: "start"}});</script>',
         unsafe_allow_javascript=True,
     )
