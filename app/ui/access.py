@@ -62,5 +62,5 @@ SKIP_TARGET_SCRIPT = """<script id="bx-skip-target">
 
 def apply() -> None:
     """The styles and the skip link's target, on every page (call once per run, before the page)."""
-    st.markdown(CSS, unsafe_allow_html=True)
+    st.html(CSS)  # a style-only html element takes no room on the page and is no markdown
     st.html(SKIP_TARGET_SCRIPT, unsafe_allow_javascript=True)
