@@ -121,7 +121,8 @@ def test_figures_download_as_png_at_3x_and_as_svg(page, app_url, app_ready, arti
     d = dl.value
     assert d.suggested_filename == "attention-L2-H3.png"
     data = open(d.path(), "rb").read()
-    assert png_size(data) == (3 * width, 3 * height)
+    got = png_size(data)  # a figure in a column can be a fraction of a pixel wide: the file rounds it
+    assert abs(got[0] - 3 * width) < 1 and abs(got[1] - 3 * height) < 1, (got, width, height)
     (artifacts / "attention-L2-H3.png").write_bytes(data)
     # SVG instead, from the sidebar
     page.locator('[data-testid="stSidebar"] [data-testid="stRadio"] label', has_text="SVG").click()
