@@ -132,11 +132,23 @@ def link_weights(attentions, source: Sequence[int], target: Sequence[int]) -> np
     """(L, H): how much each head's `source` word attends to the `target` word (token positions):
     the weight on the target's pieces summed, averaged over the source's pieces (word-level
     attention as in Clark et al. 2019). Between 0 and 1, since every row sums to 1."""
-    a = as_attention(attentions)  # (L, H, T, T)
-    T = a.shape[-1]
+    # read once per word a page offers: only the source's rows are copied, never the whole (L, H, T, T)
+    per_layer = isinstance(attentions, (tuple, list))
+    T = (attentions[0] if per_layer else attentions).shape[-1]
     if not source or not target or not all(0 <= i < T for i in (*source, *target)):
         raise InputError(f"word positions must be tokens of the input (0 to {T - 1})")
-    return a[:, :, list(source)][..., list(target)].sum(-1).mean(-1)  # (L, H)
+    src, dst = list(source), list(target)
+    if per_layer:  # the model's tuple of L (1, H, T, T)
+        rows = np.stack([_as_numpy(a[..., src, :]).reshape(-1, len(src), T) for a in attentions])  # (L, H, S, T)
+    elif len(attentions.shape) == 4:  # (L, H, T, T): the source's rows sliced before any copy
+        rows = _as_numpy(attentions[:, :, src])
+    else:
+        rows = as_attention(attentions)[:, :, src]
+    return rows[..., dst].astype(np.float64).sum(-1).mean(-1)  # (L, H)
+
+
+def _as_numpy(a) -> np.ndarray:
+    return a.detach().float().cpu().numpy() if isinstance(a, torch.Tensor) else np.asarray(a)
 
 
 def heads_by_link(
