@@ -623,7 +623,8 @@ def test_next_word_run_in_the_page_writes_text(at):
     assert "Next-sentence accuracy" not in {m.label for m in at.metric}
     k = f"pt_cont_{res['job_id']}"
     assert at.text_area(key=f"{k}_text").value == "the cat sees the"  # the probe up to its [MASK]
-    steps = at.dataframe[-1].value
+    # the step's table of likeliest next tokens (the figures' "Show as a table" come with their own)
+    steps = next(d.value for d in at.dataframe if "next token" in list(d.value.columns))
     assert list(steps.columns) == ["next token", "probability", "chosen"] and len(steps) == 10
     assert steps["probability"].is_monotonic_decreasing and (steps["chosen"] == "✓").sum() == 1
     assert at.slider(key=f"{k}_step").value == 20  # 20 tokens written (the box's default)
