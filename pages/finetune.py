@@ -17,17 +17,14 @@ from app.training.follow import POLL_S, current_job, live_job
 from app.training.head_view import CLASSIFY, head_page, task_shape
 from app.training.progress import finetune_progress, finetune_start_line
 from app.training.reports import base_bundle
-from app.training.run_size import (
-    DEFAULT_SIZE,
-    EVALS_HELP,
-    MIN_STEPS,
-    PAGE_EVALS,
-    RUN_SIZES,
-    floored_epochs,
-    speed_key,
-    training_time_line,
+from app.training.run_size import DEFAULT_SIZE, EVALS_HELP, MIN_STEPS, PAGE_EVALS, RUN_SIZES
+from app.training.start import (
+    check_finetune_settings,
+    default_finetune_base,
+    few_steps_message,
+    finetune_time_line,
+    on_start_finetune,
 )
-from app.training.start import check_finetune_settings, default_finetune_base, few_steps_message, on_start_finetune
 from app.ui import show_figure
 from app.ui.errors import show_errors
 from app.ui.formatting import md_escape
@@ -199,17 +196,7 @@ with setup:
             if hint := few_steps_message(*few, floor=bool(ss.ft_step_floor)):
                 st.info(hint, icon=":material/lightbulb:")
                 st.checkbox(f"At least {MIN_STEPS} training steps (more epochs for a small file)", key="ft_step_floor")
-            n_used = min(n_train, int(ss.ft_max_train))
-            epochs = int(ss.ft_epochs)
-            if ss.ft_step_floor:
-                epochs = floored_epochs(n_used, int(ss.ft_batch), epochs)
-            st.caption(
-                training_time_line(
-                    speed_key(ss.ft_base, ss.ft_batch, ss.ft_max_length, ss.ft_freeze_layers, ss.ft_freeze_emb),
-                    n_used,
-                    epochs,
-                )
-            )
+            st.caption(finetune_time_line(n_train))
         snapshots.settings("ft", snapshots.FT_PROBE, default_every=5)
 
 

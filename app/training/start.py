@@ -40,7 +40,7 @@ from . import snapshots
 from .data import split_data
 from .follow import current_session_id, job_key, notice_errors
 from .names import safe_filename
-from .run_size import MIN_STEPS, floored_epochs, page_finetune_args
+from .run_size import MIN_STEPS, floored_epochs, page_finetune_args, speed_key, training_time_line
 from .uploads import free_uploads, let_go_of_uploaders
 
 
@@ -413,3 +413,15 @@ def few_steps_message(n_train: int, max_train: int, batch: int, epochs: int, flo
             else "a smaller batch."
         )
     )
+
+
+def finetune_time_line(n_train: int) -> str:
+    """How long the fine-tuning page's settings will train (training_time_line), for the texts it
+    trains on and the epochs it runs: more than set for a small file when the step floor is on."""
+    ss = st.session_state
+    n_used = min(n_train, int(ss.ft_max_train))
+    epochs = int(ss.ft_epochs)
+    if ss.ft_step_floor:
+        epochs = floored_epochs(n_used, int(ss.ft_batch), epochs)
+    key = speed_key(ss.ft_base, ss.ft_batch, ss.ft_max_length, ss.ft_freeze_layers, ss.ft_freeze_emb)
+    return training_time_line(key, n_used, epochs)
