@@ -35,16 +35,10 @@ class BertOutput:
     values: tuple[Tensor, ...] | None = None  # L x (B, H, T, D)
 
 
-@dataclass
-class PreTrainingOutput:
-    mlm_logits: Tensor  # (B, T, V), or (N, V) at `mlm_positions` only when labels/positions given
-    nsp_logits: Tensor  # (B, 2); index 0 = IsNext
+class _ReadsEncoder:
+    """What every model's output reads from its encoder's run (`bert`, a BertOutput)."""
+
     bert: BertOutput
-    loss: Tensor | None = None
-    mlm_loss: Tensor | None = None
-    nsp_loss: Tensor | None = None
-    mlm_positions: Tensor | None = None  # (N, 2) rows of (batch index, token index) when masked-only
-    replaced_logits: Tensor | None = None  # (B, T): ELECTRA's discriminator, logit of "this token was replaced"
 
     @property
     def hidden_states(self):
@@ -56,8 +50,22 @@ class PreTrainingOutput:
 
 
 @dataclass
-class ClassifierOutput:
-    logits: Tensor  # (B, num_labels)
+class PreTrainingOutput(_ReadsEncoder):
+    mlm_logits: Tensor  # (B, T, V), or (N, V) at `mlm_positions` only when labels/positions given
+    nsp_logits: Tensor  # (B, 2); index 0 = IsNext
+    bert: BertOutput
+    loss: Tensor | None = None
+    mlm_loss: Tensor | None = None
+    nsp_loss: Tensor | None = None
+    mlm_positions: Tensor | None = None  # (N, 2) rows of (batch index, token index) when masked-only
+    replaced_logits: Tensor | None = None  # (B, T): ELECTRA's discriminator, logit of "this token was replaced"
+
+
+@dataclass
+class LabelOutput(_ReadsEncoder):
+    """Scores over config.id2label's labels, per sentence or per token (the subclasses)."""
+
+    logits: Tensor  # (..., K)
     bert: BertOutput
     loss: Tensor | None = None
 
@@ -65,33 +73,20 @@ class ClassifierOutput:
     def probs(self) -> Tensor:
         return torch.softmax(self.logits, dim=-1)
 
-    @property
-    def attentions(self):
-        return self.bert.attentions
+
+@dataclass
+class ClassifierOutput(LabelOutput):
+    """logits (B, K): one score per class for each input."""
 
 
 @dataclass
-class TokenClassifierOutput:
-    logits: Tensor  # (B, T, num_labels): one score per tag on every token
-    bert: BertOutput
-    loss: Tensor | None = None
-
-    @property
-    def probs(self) -> Tensor:
-        return torch.softmax(self.logits, dim=-1)
-
-    @property
-    def attentions(self):
-        return self.bert.attentions
+class TokenClassifierOutput(LabelOutput):
+    """logits (B, T, K): one score per tag on every token."""
 
 
 @dataclass
-class SpanOutput:
+class SpanOutput(_ReadsEncoder):
     start_logits: Tensor  # (B, T): how much each token looks like the answer's first token
     end_logits: Tensor  # (B, T): ... its last token
     bert: BertOutput
     loss: Tensor | None = None
-
-    @property
-    def attentions(self):
-        return self.bert.attentions
