@@ -337,15 +337,26 @@ class ReplacedTokenHead(nn.Module):
         return self.out(self.act(self.dense(h))).squeeze(-1)  # (B, T)
 
 
-class BertForPreTraining(nn.Module):
+class TaskModel(nn.Module):
+    """An encoder (`bert`) and the heads of one task, which the subclass adds in `add_heads`;
+    BERT's initialisation over both."""
+
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
         self.bert = BertModel(config)
+        self.add_heads(config)
+        init_weights(self)
+
+    def add_heads(self, config: BertConfig) -> None:
+        raise NotImplementedError
+
+
+class BertForPreTraining(TaskModel):
+    def add_heads(self, config: BertConfig) -> None:
         self.mlm = MLMHead(config, self.bert.embeddings.word_embeddings)
         self.nsp = nn.Linear(config.hidden_size, 2)
         self.rtd = ReplacedTokenHead(config) if member(config).replaced_token_head else None
-        init_weights(self)
 
     def forward(
         self,
@@ -404,24 +415,31 @@ def _pretraining_losses(
     return {"loss": loss, "mlm_loss": mlm_loss, "nsp_loss": nsp_loss}
 
 
-class BertForSequenceClassification(nn.Module):
+class LabelTaskModel(TaskModel):
+    """An encoder with a new head that scores config.id2label's labels: vectors -> dropout ->
+    linear (`classifier`) -> K logits. The subclasses say which vectors: one a sentence
+    (BertForSequenceClassification) or every token's (bert/task_models.py's tagger)."""
+
+    needs = "a classifier needs labels"  # the refusal without labels, in the subclass's words
+
+    def __init__(self, config: BertConfig):
+        if not config.id2label:
+            raise InputError(f"{self.needs} (config.id2label)")
+        super().__init__(config)
+
+    def add_heads(self, config: BertConfig) -> None:
+        p = config.classifier_dropout
+        self.dropout = Dropout(config.hidden_dropout_prob if p is None else p)
+        self.classifier = nn.Linear(config.hidden_size, len(config.id2label))
+
+
+class BertForSequenceClassification(LabelTaskModel):
     """An encoder with a new head: pooled sentence vector -> dropout -> linear -> class logits.
 
     pooling: "cls" (the pooler's tanh(W h_[CLS])), "mean" or "max" over non-padding tokens.
     With "cls" and no other outputs asked for, the last layer runs at [CLS] only (a sixth of
     MiniLM's encoder work saved; out.bert.last_hidden_state is then zero elsewhere).
     """
-
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        if not config.id2label:
-            raise InputError("a classifier needs labels (config.id2label)")
-        self.config = config
-        self.bert = BertModel(config)
-        p = config.classifier_dropout
-        self.dropout = Dropout(config.hidden_dropout_prob if p is None else p)
-        self.classifier = nn.Linear(config.hidden_size, len(config.id2label))
-        init_weights(self)
 
     @property
     def pooling(self) -> str:

@@ -15,23 +15,12 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .config import BertConfig
-from .dropout import Dropout
-from .errors import InputError
-from .model import BertForPreTraining, BertForSequenceClassification, BertModel, init_weights
+from .model import BertForPreTraining, BertForSequenceClassification, LabelTaskModel, TaskModel
 from .outputs import SpanOutput, TokenClassifierOutput
 
 
-class BertForTokenClassification(nn.Module):
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        if not config.id2label:
-            raise InputError("a tagger needs tags (config.id2label)")
-        self.config = config
-        self.bert = BertModel(config)
-        p = config.classifier_dropout
-        self.dropout = Dropout(config.hidden_dropout_prob if p is None else p)
-        self.classifier = nn.Linear(config.hidden_size, len(config.id2label))
-        init_weights(self)
+class BertForTokenClassification(LabelTaskModel):
+    needs = "a tagger needs tags"
 
     def forward(
         self,
@@ -54,13 +43,9 @@ class BertForTokenClassification(nn.Module):
         return TokenClassifierOutput(logits=logits, bert=out, loss=loss)
 
 
-class BertForQuestionAnswering(nn.Module):
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        self.config = config
-        self.bert = BertModel(config)
+class BertForQuestionAnswering(TaskModel):
+    def add_heads(self, config: BertConfig) -> None:
         self.qa_outputs = nn.Linear(config.hidden_size, 2)  # [start, end]
-        init_weights(self)
 
     def forward(
         self,
