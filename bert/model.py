@@ -17,7 +17,7 @@ queries/keys) are returned only when asked for.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 
 import torch
 import torch.nn.functional as F
@@ -28,7 +28,7 @@ from .dropout import Dropout, dropout
 from .embeddings import Embeddings
 from .errors import InputError
 from .family import member
-from .outputs import BertOutput, ClassifierOutput, PreTrainingOutput
+from .outputs import BertOutput, ClassifierOutput, EmbeddingParts, PartRun, PreTrainingOutput
 from .patterns import BIDIRECTIONAL, Pattern, allowed
 
 _ACT = {
@@ -145,6 +145,14 @@ class EncoderLayer(nn.Module):
         return self.ffn_norm(xs + self.dropout(h))
 
 
+# BertModel.run's sites: "residual" the state (B, T, C) entering layer l, for l = start .. stop
+# (the last one the state the run returns); "heads" (B, H, T, D) each head's output before the
+# projection; "attention", "ffn" (B, T, C) each sub-layer's output before its residual add;
+# "probs" (B, H, T, T) the attention; "queries", "keys", "values" (B, H, T, D).
+RECORDED = ("residual", "heads", "attention", "ffn", "probs", "queries", "keys", "values")
+EDITABLE = ("residual", "heads", "attention", "ffn")
+
+
 class BertModel(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -184,6 +192,17 @@ class BertModel(nn.Module):
             raise InputError(f"segment ids must lie in [0, {self.config.type_vocab_size})")
         return input_ids, token_type_ids
 
+    def embed(
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, output_embedding_parts: bool = False
+    ) -> tuple[Tensor, EmbeddingParts | None]:
+        """The checked input's embeddings (B, T, C), the state entering layer 0, and their parts when asked."""
+        input_ids, token_type_ids = self._check_inputs(input_ids, token_type_ids)
+        return self.embeddings(input_ids, token_type_ids, output_embedding_parts)
+
+    def pool(self, h: Tensor) -> Tensor:
+        """The pooler on final hidden states h (B, T, C): tanh(W h_[CLS] + b), (B, C)."""
+        return torch.tanh(self.pooler(h[:, 0]))
+
     def forward(
         self,
         input_ids: Tensor,
@@ -198,69 +217,122 @@ class BertModel(nn.Module):
         on_attention: Callable[[int, Tensor], None] | None = None,
         attention_pattern: Pattern = BIDIRECTIONAL,
     ) -> BertOutput:
-        """head_mask: (L, H) of 0/1 (or weights) multiplying each head's output.
+        """The whole encoder (`run` from the input to the end) and the pooler.
 
-        attention_pattern (bert/patterns.py): "bidirectional" (every token sees every token),
-        "causal" (each token sees itself and its left, as a decoder's masked self-attention) or
-        an int k (prefix-LM: the first k tokens see each other, later ones their left); a k
-        beyond the input's T tokens is an InputError. It composes with attention_mask: a key is
-        read only where both allow it.
-
-        on_attention(layer, probs): each layer's attention (B, H, T, T) handed over as soon as it
-        is computed, instead of kept in `attentions`: a caller copying it into one preallocated
-        array holds one layer's at a time, not all of them twice (list, then stack).
-
-        rows: a (B, T) bool mask of the positions whose final vectors are wanted (pre-training:
-        the masked positions; [CLS] is always added for the pooler). The last layer then runs
-        only there (EncoderLayer.forward_rows) and last_hidden_state is ZERO at every other
-        position. Ignored when attentions, hidden states, q/k/v or a head mask are asked for."""
-        input_ids, token_type_ids = self._check_inputs(input_ids, token_type_ids)
-        x, parts = self.embeddings(input_ids, token_type_ids, output_embedding_parts)
-        mask = self._additive_mask(attention_mask, input_ids, x.dtype, attention_pattern)
-        hidden = [x] if output_hidden_states else None
-        attns = [] if output_attentions else None
-        qs, ks, vs = ([], [], []) if output_qkv else (None, None, None)
-        prune = (
-            rows is not None
-            and not (output_attentions or output_hidden_states or output_qkv or on_attention)
-            and head_mask is None
-            and len(self.layers) > 0
+        head_mask, attention_pattern, rows: as `run` takes them. on_attention(layer, probs): each
+        layer's attention (B, H, T, T) handed over as soon as it is computed, instead of kept in
+        `attentions`: a caller copying it into one preallocated array holds one layer's at a
+        time, not all of them twice (list, then stack)."""
+        x, parts = self.embed(input_ids, token_type_ids, output_embedding_parts)
+        asked = {"residual": output_hidden_states, "probs": output_attentions and on_attention is None}
+        asked |= dict.fromkeys(("queries", "keys", "values"), output_qkv)
+        run = self.run(
+            x,
+            0,
+            attention_mask=attention_mask,
+            attention_pattern=attention_pattern,
+            head_mask=head_mask,
+            record=[site for site, yes in asked.items() if yes],
+            hand_over={"probs": on_attention} if on_attention is not None else None,
+            rows=rows,
         )
-        for i, layer in enumerate(self.layers):
-            if prune and i == len(self.layers) - 1:
-                x = self._last_layer_rows(layer, x, mask, rows)
-                break
-            hm = head_mask[i] if head_mask is not None else None
-            x, probs, (q, k, v) = layer(x, mask, output_attentions or on_attention is not None, hm)
-            if output_hidden_states:
-                hidden.append(x)
-            if on_attention is not None:
-                on_attention(i, probs)
-            elif output_attentions:
-                attns.append(probs)
-            del probs
-            if output_qkv:
-                qs.append(q)
-                ks.append(k)
-                vs.append(v)
-        pooled = torch.tanh(self.pooler(x[:, 0]))  # (B, C)
-        tup = lambda xs: tuple(xs) if xs is not None else None  # noqa: E731
+        kept = {site: tuple(values) for site, values in run.cache.items()}
         return BertOutput(
-            last_hidden_state=x,
-            pooler_output=pooled,
-            hidden_states=tup(hidden),
-            attentions=tup(attns),
+            last_hidden_state=run.state,
+            pooler_output=self.pool(run.state),
+            hidden_states=kept.get("residual"),
+            attentions=kept.get("probs"),
             embedding_parts=parts,
-            queries=tup(qs),
-            keys=tup(ks),
-            values=tup(vs),
+            queries=kept.get("queries"),
+            keys=kept.get("keys"),
+            values=kept.get("values"),
         )
+
+    def run(
+        self,
+        inputs: Tensor,
+        start: int | None = None,
+        stop: int | None = None,
+        *,
+        token_type_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        attention_pattern: Pattern = BIDIRECTIONAL,
+        head_mask: Tensor | None = None,
+        record: Collection[str] = (),
+        edits: Mapping[tuple[str, int], Callable[[Tensor], Tensor]] | None = None,
+        hand_over: Mapping[str, Callable[[int, Tensor], None]] | None = None,
+        rows: Tensor | None = None,
+    ) -> PartRun:
+        """Run layers start .. stop - 1, recording the sites in `record` and applying `edits`
+        (sites: RECORDED). The one way to run the model part-way: everything is an argument of
+        this call, never a hook on the shared model, so concurrent runs cannot see each other's.
+
+        inputs: token ids (B, T) when start is None (embedded first, with token_type_ids), else
+        the state (B, T, C) entering layer `start`. stop: default after the last layer.
+        record: sites kept in PartRun.cache, one value a layer (after any edit there).
+        edits: {(site, layer): fn(value) -> value} at the EDITABLE sites.
+        hand_over: {site: fn(layer, value)}, a site handed over as computed instead of kept.
+        head_mask: (L, H) of 0/1 (or weights) multiplying each head's output.
+        attention_mask: (B, T) of 1 (token) / 0 (padding); attention_pattern (bert/patterns.py)
+        "bidirectional", "causal" or an int k (prefix-LM; k > T is an InputError), composed with it.
+        rows: a (B, T) bool mask of the positions whose final vectors are wanted: the run's last
+        layer runs only there and at [CLS] (EncoderLayer.forward_rows), the state is ZERO
+        elsewhere. Ignored when anything is recorded, edited or head-masked."""
+        if start is None:
+            inputs, _ = self.embed(inputs, token_type_ids)
+        start, stop = self._check_run(inputs, start, stop, record, edits, hand_over)
+        x, cache, hand_over, edits = inputs, {site: [] for site in record}, hand_over or {}, edits or {}
+        mask = self._additive_mask(attention_mask, x, attention_pattern)
+        watch = set(cache) | set(hand_over)
+
+        def at(site: str, layer: int, value: Tensor) -> Tensor:  # its edit, then recorded or handed over
+            fn = edits.get((site, layer))
+            value = fn(value) if fn is not None else value
+            if site in hand_over:
+                hand_over[site](layer, value)
+            elif site in cache:
+                cache[site].append(value)
+            return value
+
+        prune = rows is not None and not (watch or edits or head_mask is not None)
+        x = at("residual", start, x)
+        for i in range(start, stop):
+            if prune and i == stop - 1:
+                return PartRun(self._last_layer_rows(self.layers[i], x, mask, rows), cache)
+            hm = head_mask[i] if head_mask is not None else None
+            inside = watch & {"heads", "attention", "ffn"} or any(l == i and s != "residual" for s, l in edits)
+            edit = (lambda site, value, i=i: at(site, i, value)) if inside else None
+            x, probs, qkv = self.layers[i](x, mask, "probs" in watch, hm, edit)
+            for site, value in zip(("probs", "queries", "keys", "values"), (probs, *qkv), strict=True):
+                at(site, i, value)
+            del probs, qkv
+            x = at("residual", i + 1, x)
+        return PartRun(x, cache)
+
+    def _check_run(self, x: Tensor, start: int | None, stop: int | None, record, edits, hand_over) -> tuple[int, int]:
+        """(start, stop) of a `run`, checked with its state and sites; an InputError says what is wrong."""
+        L, C = len(self.layers), self.config.hidden_size
+        start = 0 if start is None else int(start)
+        stop = L if stop is None else int(stop)
+        if not 0 <= start <= stop <= L:
+            raise InputError(f"a run goes from layer start to layer stop with 0 <= start <= stop <= {L}")
+        if x.dim() != 3 or x.shape[-1] != C:
+            raise InputError(f"a run from a layer starts from a state (batch, tokens, {C}), got {tuple(x.shape)}")
+        for site in (*record, *(hand_over or {})):
+            if site not in RECORDED:
+                raise InputError(f"unknown site {site!r}; sites: {', '.join(RECORDED)}")
+        for site, layer in edits or {}:
+            last = stop if site == "residual" else stop - 1
+            if site not in EDITABLE or not start <= layer <= last:
+                raise InputError(
+                    f"cannot edit {site!r} at layer {layer}: sites {', '.join(EDITABLE)}, layers {start}..{last}"
+                )
+        return start, stop
 
     @staticmethod
-    def _additive_mask(
-        attention_mask: Tensor | None, input_ids: Tensor, dtype: torch.dtype, pattern: Pattern = BIDIRECTIONAL
-    ) -> Tensor | None:
-        """attention_mask (B, T) of 1 (token) / 0 (padding) and the attention pattern -> the
+    def _additive_mask(attention_mask: Tensor | None, x: Tensor, pattern: Pattern = BIDIRECTIONAL) -> Tensor | None:
+        """attention_mask (B, T) of 1 (token) / 0 (padding) and the attention pattern, for the
+        state x (B, T, C) -> the
         additive mask the layers take: 0 where attended, the dtype's most negative number where
         not. (B, 1, 1, T) over keys for padding alone; (B or 1, 1, T, T) with a pattern, whose
         rows are the queries. None when nothing is hidden (bidirectional, no padding).
@@ -269,13 +341,13 @@ class BertModel(nn.Module):
         overflow to -inf, and a row of -inf only (a padded query under a causal pattern) would
         give NaN; a row masked everywhere here is uniform instead, and the padding it belongs
         to is never read."""
-        B, T = input_ids.shape
-        see = allowed(pattern, T, input_ids.device)  # (T, T) or None
+        B, T, _ = x.shape
+        see = allowed(pattern, T, x.device)  # (T, T) or None
         keys = None
         if attention_mask is not None:
             if attention_mask.dim() == 1:
                 attention_mask = attention_mask.unsqueeze(0)
-            if attention_mask.shape != input_ids.shape:
+            if attention_mask.shape != (B, T):
                 raise InputError("attention_mask must have the same shape as input_ids")
             if not bool(attention_mask.all()):
                 keys = attention_mask[:, None, None, :].bool()  # (B, 1, 1, T)
@@ -284,8 +356,8 @@ class BertModel(nn.Module):
         may = see[None, None] if see is not None else keys  # (1, 1, T, T) or (B, 1, 1, T)
         if see is not None and keys is not None:
             may = may & keys  # (B, 1, T, T)
-        neg = torch.finfo(dtype).min
-        return torch.zeros(may.shape, dtype=dtype, device=may.device).masked_fill_(~may, neg)
+        neg = torch.finfo(x.dtype).min
+        return torch.zeros(may.shape, dtype=x.dtype, device=may.device).masked_fill_(~may, neg)
 
     @staticmethod
     def _last_layer_rows(layer: EncoderLayer, x: Tensor, mask: Tensor | None, rows: Tensor) -> Tensor:

@@ -35,6 +35,14 @@ class BertOutput:
     values: tuple[Tensor, ...] | None = None  # L x (B, H, T, D)
 
 
+@dataclass
+class PartRun:
+    """What BertModel.run gives: the state where the run stopped and the sites it recorded."""
+
+    state: Tensor  # (B, T, C): the residual state leaving layer stop - 1 (entering layer stop)
+    cache: dict[str, list[Tensor]]  # site -> one value a layer, the i-th of layer start + i
+
+
 class _ReadsEncoder:
     """What every model's output reads from its encoder's run (`bert`, a BertOutput)."""
 
