@@ -12,8 +12,8 @@ nothing. Sites (rows are depths, columns places):
 - "heads":     one head's output (before the output projection) at every token: (L, H).
 
 Both sentences must have the same number of tokens with their one [MASK] at the same place, so
-that a place means the same slot in both. The model is run layer by layer with an `edit`
-(bert/model.py EncoderLayer.forward): no hooks, nothing stored on the model.
+that a place means the same slot in both. The model is run through its one part-way entry,
+BertModel.run, recording the sites and patching with an edit: no hooks, nothing stored on the model.
 
 Dimension letters: L layers, H heads, T tokens, C hidden size, D head size, V vocabulary,
 B batch (the patched runs of one layer), k top predictions.
@@ -113,45 +113,35 @@ def _pair(bundle, clean: str, corrupted: str):
 def _recorded(bert_model, ids: Tensor, types: Tensor) -> dict[str, list[Tensor]]:
     """Every site's activation of one run: "residual" L+1 of (T, C), "attention" and "ffn" L of
     (T, C), "heads" L of (H, T, D)."""
-    acts: dict[str, list[Tensor]] = {s: [] for s in SITES}
-
-    def keep(site: str, value: Tensor) -> Tensor:
-        acts[site].append(value[0])
-        return value
-
-    x, _ = bert_model.embeddings(ids, types)
-    acts["residual"].append(x[0])
-    for layer in bert_model.layers:
-        x, _, _ = layer(x, None, edit=keep)
-        acts["residual"].append(x[0])
-    return acts
+    cache = bert_model.run(ids, token_type_ids=types, record=SITES).cache
+    return {site: [value[0] for value in values] for site, values in cache.items()}
 
 
 def _patched_final(bert_model, start: Tensor, site: str, row: int, clean: Tensor) -> Tensor:
     """The final hidden states (B, T, C) of the corrupted run with batch entry b patched at its
-    b-th place: `start` is the corrupted state entering layer `row` (residual: the state itself,
-    row L none left), `clean` the clean activation (T, C) or (H, T, D) at that site and row."""
+    b-th place: `start` is the corrupted state entering layer `row`, `clean` the clean
+    activation (T, C) or (H, T, D) at that site and row."""
     B = clean.shape[0]
     idx = torch.arange(B)
-    x = start.expand(B, *start.shape[1:]).clone()
-    layers = list(bert_model.layers)
-    if site == "residual":
-        x[idx, idx] = clean  # entry b: token b's state from the clean run
-        first = row
+
+    def put(value: Tensor) -> Tensor:
+        value = value.clone()
+        value[idx, idx] = clean  # entry b: token b's (or head b's) activation from the clean run
+        return value
+
+    return bert_model.run(start.expand(B, *start.shape[1:]), row, edits={(site, row): put}).state
+
+
+def _labels(tok, ids_a: Tensor, ids_b: Tensor, site: str, L: int, H: int):
+    """(clean tokens, corrupted tokens, row labels, column labels) of a Patching."""
+    toks_a = list(tok.convert_ids_to_tokens(ids_a[0].tolist()))
+    toks_b = list(tok.convert_ids_to_tokens(ids_b[0].tolist()))
+    if site == "heads":
+        columns = [f"head {h + 1}" for h in range(H)]
     else:
-
-        def put(s: str, value: Tensor) -> Tensor:
-            if s != site:
-                return value
-            value = value.clone()
-            value[idx, idx] = clean  # entry b: token b's (or head b's) output from the clean run
-            return value
-
-        x, _, _ = layers[row](x, None, edit=put)
-        first = row + 1
-    for layer in layers[first:]:
-        x, _, _ = layer(x, None)
-    return x
+        columns = [x if x == y else f"{x}/{y}" for x, y in zip(toks_a, toks_b, strict=True)]
+    first = ["embeddings"] if site == "residual" else []
+    return toks_a, toks_b, first + [f"layer {i}" for i in range(1, L + 1)], columns
 
 
 def activation_patching(
@@ -167,8 +157,7 @@ def activation_patching(
     a, f = token_id(tok, answer), token_id(tok, foil)
     if a == f:
         raise InputError("the answer and the foil are the same word: the metric is their difference")
-    model = bundle.model
-    bert_model = model.bert
+    model, bert_model = bundle.model, bundle.model.bert
     L, H = bundle.config.num_hidden_layers, bundle.config.num_attention_heads
     k = max(1, min(int(k), bundle.config.vocab_size))
 
@@ -187,24 +176,14 @@ def activation_patching(
                 f"both sentences give the same logit difference ({m_clean:.3f}) between the answer and "
                 "the foil: the corrupted sentence changes nothing to restore. Change a word the answer depends on"
             )
-        n_rows = L + 1 if site == "residual" else L
-        results = []
-        for row in range(n_rows):
-            clean_act = acts_a[site][row]
-            start = acts_b["residual"][row][None]  # the corrupted state entering layer `row`
-            results.append(read(_patched_final(bert_model, start, site, row, clean_act)))
+        results = [  # row by row: the corrupted state entering layer `row`, patched from the clean run
+            read(_patched_final(bert_model, acts_b["residual"][row][None], site, row, clean_act))
+            for row, clean_act in enumerate(acts_a[site])
+        ]
     patched = torch.stack([r[0] for r in results])  # (rows, columns)
     top_i = torch.stack([r[1] for r in results])  # (rows, columns, k)
     effect = (patched - m_corr) / (m_clean - m_corr)
-    toks_a, toks_b = (
-        list(tok.convert_ids_to_tokens(ids_a[0].tolist())),
-        list(tok.convert_ids_to_tokens(ids_b[0].tolist())),
-    )
-    if site == "heads":
-        columns = [f"head {h + 1}" for h in range(H)]
-    else:
-        columns = [x if x == y else f"{x}/{y}" for x, y in zip(toks_a, toks_b, strict=True)]
-    first = ["embeddings"] if site == "residual" else []
+    toks_a, toks_b, rows, columns = _labels(tok, ids_a, ids_b, site, L, H)
     return Patching(
         site=site,
         clean_tokens=toks_a,
@@ -219,6 +198,6 @@ def activation_patching(
         top_ids=top_i.numpy(),
         top_probs=readonly(torch.stack([r[2] for r in results])),
         top_tokens=[[tok.convert_ids_to_tokens(c.tolist()) for c in r] for r in top_i],
-        rows=first + [f"layer {i}" for i in range(1, L + 1)],
+        rows=rows,
         columns=columns,
     )
