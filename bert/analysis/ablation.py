@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .common import class_index, classifier_logits, encode_tensors, mask_positions, need_mlm, run_layers, token_id
+from .common import class_index, classifier_logits, encode_tensors, mask_positions, need_mlm, token_id
 from .mlm import MLMPredictions, classifier_probs, mlm_topk
 
 
@@ -94,15 +94,9 @@ def _ablated_values(bert_model, inputs, value, tgt: int, L: int, H: int) -> np.n
     one batch through the layers above."""
     ablated = np.zeros((L, H))
     for l in range(L):
-        outs = []
-        for h in range(H):
-            hm = torch.ones(H)
-            hm[h] = 0.0
-            y, _, _ = bert_model.layers[l](inputs[l], None, False, hm)
-            outs.append(y)
-        y = torch.cat(outs)  # (H, T, C)
-        y, _, _ = run_layers(bert_model, y, range(l + 1, L))
-        ablated[l] = value(y)[:, tgt].numpy()
+        alone = [torch.from_numpy(head_mask(L, H, [(l, h)])) for h in range(H)]
+        y = torch.cat([bert_model.run(inputs[l], l, l + 1, head_mask=m).state for m in alone])  # (H, T, C)
+        ablated[l] = value(bert_model.run(y, l + 1).state)[:, tgt].numpy()
     return ablated
 
 
@@ -122,14 +116,13 @@ def head_importance(
     what, value = _readout(bundle, enc, position)
     kind = what["kind"]
     with torch.inference_mode():
-        x, _ = bert_model.embeddings(ids, types)  # (1, T, C)
-        final, states, _ = run_layers(bert_model, x)
-        base = value(final)[0]
+        run = bert_model.run(ids, token_type_ids=types, record=["residual"])  # states entering each layer
+        base = value(run.state)[0]
         if target is None:
             tgt = int(base.argmax())
         else:
             tgt = token_id(bundle.tokenizer, target) if kind == "mlm" else class_index(bundle, target)
-        ablated = _ablated_values(bert_model, [x] + states[:-1], value, tgt, L, H)
+        ablated = _ablated_values(bert_model, run.cache["residual"], value, tgt, L, H)
     baseline = float(base[tgt])
     label = bundle.tokenizer.convert_ids_to_tokens(tgt) if kind == "mlm" else bundle.labels[tgt]
     return HeadImportance(
