@@ -517,16 +517,21 @@ class BertForSequenceClassification(LabelTaskModel):
     def pooling(self) -> str:
         return self.config.classifier_pooling
 
-    def pool(self, out: BertOutput, attention_mask: Tensor | None) -> Tensor:
+    def pool(self, h: Tensor, attention_mask: Tensor | None = None) -> Tensor:
+        """The sentence vector (B, C) from the final hidden states h (B, T, C), by `pooling`."""
         if self.pooling == "cls":
-            return out.pooler_output
-        h = out.last_hidden_state  # (B, T, C)
+            return self.bert.pool(h)
         if attention_mask is None:
             attention_mask = torch.ones(h.shape[:2], device=h.device)
         m = attention_mask.view(h.shape[:2]).unsqueeze(-1).to(h.dtype)  # (B, T, 1)
         if self.pooling == "mean":
             return (h * m).sum(1) / m.sum(1).clamp(min=1.0)
         return h.masked_fill(m == 0, torch.finfo(h.dtype).min).max(dim=1).values
+
+    def classify(self, h: Tensor, attention_mask: Tensor | None = None) -> Tensor:
+        """The class logits (B, K) from the final hidden states h (B, T, C): the one classifier
+        head, for forward and for an analysis that ran the encoder itself (BertModel.run)."""
+        return self.classifier(self.dropout(self.pool(h, attention_mask)))
 
     def forward(
         self,
@@ -543,7 +548,7 @@ class BertForSequenceClassification(LabelTaskModel):
             ids = input_ids if input_ids.dim() == 2 else input_ids.view(1, -1)
             kwargs["rows"] = torch.zeros(ids.shape, dtype=torch.bool, device=ids.device)
         out = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
-        logits = self.classifier(self.dropout(self.pool(out, attention_mask)))  # (B, K)
+        logits = self.classify(out.last_hidden_state, attention_mask)  # (B, K)
         loss = F.cross_entropy(logits.float(), labels.view(-1)) if labels is not None else None
         return ClassifierOutput(logits=logits, bert=out, loss=loss)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .common import class_index, classifier_logits, encode_tensors, mask_positions, need_mlm, token_id
+from .common import class_index, encode_tensors, mask_positions, need_mlm, token_id
 from .mlm import MLMPredictions, classifier_probs, mlm_topk
 
 
@@ -85,7 +85,7 @@ def _readout(bundle, enc, position):
         what = {"kind": "mlm", "unit": "log-probability", "position": pos}
         return what, lambda h: torch.log_softmax(model.mlm(h[:, pos]).float(), -1)
     what = {"kind": "classifier", "unit": "probability", "position": 0}
-    return what, lambda h: torch.softmax(classifier_logits(model, h).float(), -1)
+    return what, lambda h: torch.softmax(model.classify(h).float(), -1)
 
 
 def _ablated_values(bert_model, inputs, value, tgt: int, L: int, H: int) -> np.ndarray:

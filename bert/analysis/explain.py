@@ -3,8 +3,8 @@ saliency (input x gradient), with their rank correlation, since raw attention is
 explanation; and the logit lens, the MLM head read out at every layer to see where the answer
 appears.
 
-Saliency takes `torch.autograd.grad` with respect to an embedding tensor of its own and re-runs
-the public encoder layers by hand: no hooks, no gradients on parameters, safe on a shared model.
+Saliency takes `torch.autograd.grad` with respect to an embedding tensor of its own, run through
+the encoder from there (BertModel.run): no hooks, no gradients on parameters, safe on a shared model.
 
 Dimension letters: L layers, H heads, T tokens, C hidden size, V vocabulary, K classes,
 P predicted ([MASK]) positions, k top predictions.
@@ -25,12 +25,10 @@ from .common import (
     ADDED_TOKENS,
     as_attention,
     bert_names,
-    classifier_logits,
     encode_tensors,
     mask_positions,
     need_classifier,
     need_mlm,
-    run_layers,
     token_id,
 )
 from .common import class_index as index_of_class  # the parameter of saliency_classifier is class_index
@@ -121,9 +119,10 @@ def _saliency(
     bert_model = bundle.model.bert
     with torch.inference_mode(False), torch.enable_grad():
         with torch.no_grad():
-            emb, _ = bert_model.embeddings(ids, types)  # (1, T, C)
+            emb = bert_model.run(ids, stop=0, token_type_ids=types).state  # (1, T, C): the embeddings
         x = emb.detach().clone().requires_grad_(True)
-        h, _, atts = run_layers(bert_model, x, need_weights=True)
+        run = bert_model.run(x, 0, record=["probs"])
+        h, atts = run.state, run.cache["probs"]
         logp = torch.log_softmax(readout(h).float(), -1)  # (V,) or (K,)
         target = choose_target(logp.detach())
         (grad,) = torch.autograd.grad(logp[target], x)
@@ -195,7 +194,7 @@ def saliency_classifier(bundle, text: str, class_index: int | str | None = None,
         enc,
         ids,
         types,
-        lambda h: classifier_logits(model, h)[0],
+        lambda h: model.classify(h)[0],
         lambda logp: int(logp.argmax()) if k is None else k,
         row,
         0,
