@@ -14,8 +14,8 @@ off or positive. The encoder starts as the decoder's transpose and b_dec as the 
 
 Vectors: the state leaving encoder layer `layer` (1..L) at every token of the text, [CLS] and
 [SEP] left out (their states are few and far from the rest; the dictionary never sees them, and
-splicing leaves them as they were). The model runs part-way by hand (common.run_layers) on batches
-of texts of the same token length, so no padding and no mask. Training reads every other text
+splicing leaves them as they were). The model runs part-way through its one entry (BertModel.run)
+on batches of texts of the same token length, so no padding and no mask. Training reads every other text
 with some word pieces masked, as the masked-word task shows text to the model, so the [MASK]s
 the splice cost and steering read are vectors it knows. Splicing and steering run the rest
 of the layers from the edited state, as activation patching does (patching.py): no hooks on the
@@ -44,7 +44,7 @@ from .. import settings
 from ..bundle import Bundle
 from ..errors import InputError
 from ..tokenizer.vocab import SPECIAL_TOKENS
-from .common import encode, mask_positions, need_mlm, run_layers
+from .common import encode, mask_positions, need_mlm
 
 MASK_SHARE = 0.15  # the share of a held-out text's word pieces masked for the splice cost (at least one)
 LEARNING_RATE = 3e-3  # Adam: large enough for a few hundred steps, small enough that few features die
@@ -156,16 +156,12 @@ def _batches(encs, batch: int):
 
 def state_after(bundle: Bundle, ids: Tensor, types: Tensor, layer: int) -> Tensor:
     """The residual state leaving layer `layer` (B, T, C): embeddings, then layers 1..layer."""
-    bert_model = bundle.model.bert
-    x, _ = bert_model.embeddings(ids, types)
-    x, _, _ = run_layers(bert_model, x, range(layer))
-    return x
+    return bundle.model.bert.run(ids, stop=layer, token_type_ids=types).state
 
 
 def finish_run(bundle: Bundle, x: Tensor, layer: int) -> Tensor:
     """The final hidden states (B, T, C) from the state leaving layer `layer`."""
-    x, _, _ = run_layers(bundle.model.bert, x, range(layer, bundle.config.num_hidden_layers))
-    return x
+    return bundle.model.bert.run(x, layer).state
 
 
 def _encodings(bundle: Bundle, texts: list[str]):
