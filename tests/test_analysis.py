@@ -222,10 +222,10 @@ def test_saliency_signed_is_first_order_effect(tiny):
     enc, ids, types = common.encode_tensors(tiny, TEXT)
     m = tiny.model
     with torch.inference_mode():
-        x, _ = m.bert.embeddings(ids, types)
+        x = m.bert.run(ids, stop=0, token_type_ids=types).state
 
         def logp(scale):
-            h, _, _ = common.run_layers(m.bert, x * scale)
+            h = m.bert.run(x * scale, 0).state
             return torch.log_softmax(m.mlm(h[0, s.position]), -1)[s.target_index].item()
 
         eps = 1e-3

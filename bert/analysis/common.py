@@ -1,5 +1,5 @@
-"""What every analysis shares: encoding one input, padding a batch, checking arguments, and
-running the encoder layers by hand (for gradients and ablations without hooks).
+"""What every analysis shares: encoding one input, padding a batch, checking arguments (the model
+is run part-way through its own entry, BertModel.run).
 
 Dimension letters: L layers, H heads, T tokens, C hidden size, B batch.
 """
@@ -11,7 +11,6 @@ import torch
 from torch import Tensor
 
 from ..errors import InputError
-from ..outputs import BertOutput
 from ..patterns import CAUSAL, trained_pattern
 from ..tokenizer.vocab import CLS_TOKEN, PAD_TOKEN, SEP_TOKEN
 
@@ -152,30 +151,6 @@ def as_attention(attentions) -> np.ndarray:
     if a.ndim != 4 or a.shape[-1] != a.shape[-2]:
         raise InputError(f"attention must be (layers, heads, tokens, tokens), got {a.shape}")
     return a
-
-
-def run_layers(
-    bert_model, x: Tensor, layers: range | None = None, head_mask: Tensor | None = None, need_weights: bool = False
-):
-    """Run encoder layers by hand from hidden state `x` (B, T, C), no padding mask.
-
-    Returns the final state, the list of states after each layer and the attentions (or [])."""
-    layers = range(len(bert_model.layers)) if layers is None else layers
-    states, atts = [], []
-    for i in layers:
-        hm = head_mask[i] if head_mask is not None else None
-        x, probs, _ = bert_model.layers[i](x, None, need_weights, hm)
-        states.append(x)
-        if need_weights:
-            atts.append(probs)
-    return x, states, atts
-
-
-def classifier_logits(model, h: Tensor) -> Tensor:
-    """The classifier head on final hidden states h (B, T, C) with no padding -> (B, K)."""
-    pooled = torch.tanh(model.bert.pooler(h[:, 0]))  # (B, C)
-    out = BertOutput(last_hidden_state=h, pooler_output=pooled)
-    return model.classifier(model.dropout(model.pool(out, None)))
 
 
 def token_id(tokenizer, target) -> int:
