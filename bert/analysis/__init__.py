@@ -21,8 +21,9 @@ of numpy arrays (no Streamlit here; app.analysis_cache keeps the results).
 - words:    a word's vector in context (the mean of its pieces) across layers and sentences,
             word order, the same word in several contexts;
 - vectors:  PCA to a plane, cosine similarity, separation of labelled groups;
-- common:   what they share: encoding one input, padding a batch, argument checks, running the
-            encoder layers by hand.
+- common:   what they share: encoding one input, padding a batch, argument checks. The model
+            is run part-way only through its own entry, BertModel.run (sites recorded, edits
+            given as arguments).
 
 Everything here is thread-safe and leaves the model untouched: no hooks, no `.train()`, no
 gradients on parameters. Models are expected in eval mode (dropout off), as `bert.load`
