@@ -11,7 +11,9 @@ layer's weights at every depth (`shared_layer`), and its two-sentence head (`nsp
 
 Nothing is stored on a module during forward: one model object can serve many
 sessions at once. Intermediates (attentions, hidden states, embedding parts,
-queries/keys) are returned only when asked for.
+queries/keys) are returned only when asked for. A run of some of the layers, recording named
+sites and applying edits (patching, ablation, steering, saliency), is BertModel.run, the one
+way the model runs part-way; forward is that run from the input to the end, plus the pooler.
 """
 
 from __future__ import annotations
@@ -450,7 +452,7 @@ class BertForPreTraining(TaskModel):
         elif mlm_positions is not None:
             where = mlm_positions.view(shape).bool()
         # in training, the last layer runs only where the MLM head reads (and at [CLS]): see
-        # BertModel.forward. Not in eval mode: there the outputs stay bit for bit those of the
+        # BertModel.run. Not in eval mode: there the outputs stay bit for bit those of the
         # full layer (the logit lens and the Masked LM page agree exactly), at a small cost.
         out = self.bert(input_ids, token_type_ids, attention_mask, rows=where if self.training else None, **kwargs)
         h = out.last_hidden_state
@@ -543,7 +545,7 @@ class BertForSequenceClassification(LabelTaskModel):
     ) -> ClassifierOutput:
         plain = all(v is None or v is False for k, v in kwargs.items() if k != "attention_pattern")
         if self.pooling == "cls" and "rows" not in kwargs and plain:
-            # only [CLS] is read: the last layer runs at that row alone (BertModel `rows`);
+            # only [CLS] is read: the last layer runs at that row alone (BertModel.run's `rows`);
             # out.bert.last_hidden_state is then zero at every other position
             ids = input_ids if input_ids.dim() == 2 else input_ids.view(1, -1)
             kwargs["rows"] = torch.zeros(ids.shape, dtype=torch.bool, device=ids.device)
