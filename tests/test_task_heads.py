@@ -12,8 +12,10 @@ import torch
 import bert
 from bert.answering import MAX_ANSWER_TOKENS, best_span, windows
 from bert.checkpoint.builtins import minilm_package_dir
+from bert.model import BertForSequenceClassification
 from bert.tagging import first_pieces, join_words, word_attention, word_labels
-from tests.helpers import TINY_SIZES
+from bert.task_models import BertForTokenClassification
+from tests.helpers import TINY_SIZES, tiny_config
 
 transformers = pytest.importorskip("transformers")
 
@@ -287,3 +289,12 @@ def test_answer_picks_the_question_answering_pipelines_span(reader, question, pa
     best = max(range(len(spans)), key=lambda k: logit_sums[k])
     assert (a.start, a.end, a.text) == (*spans[best][:2], passage[spans[best][0] : spans[best][1]])
     assert a.score == pytest.approx(logit_sums[best], abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    "cls, says",
+    [(BertForSequenceClassification, "a classifier needs labels"), (BertForTokenClassification, "a tagger needs tags")],
+)
+def test_a_labelled_head_without_labels_is_refused_in_its_own_words(cls, says):
+    with pytest.raises(bert.InputError, match=says):
+        cls(tiny_config(20))
