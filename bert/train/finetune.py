@@ -52,7 +52,7 @@ from .finetune_args import FinetuneArgs
 from .finetune_eval import collate, predict, score_metrics, tokenize_texts
 from .optim import adamw
 from .precision import bf16_copies, call_with, nonfinite_advice, resolve_precision
-from .trainer import Step, Trainer, TrainingKind, linear_schedule
+from .trainer import Step, TrainingKind, linear_trainer
 
 # ---- the entry: settings in, events out ----------------------------------------------------------
 
@@ -189,14 +189,12 @@ class FinetuneRun(TrainingKind):
             with _INIT_LOCK:  # not while another run's classifier is being initialised
                 torch.manual_seed(self.args.seed)  # dropout on a GPU
         a = self.args
-        trainer = Trainer(
-            self.opt,
-            self.model.parameters(),
-            device=self.device,
-            precision=self.precision,
+        trainer = linear_trainer(
+            self,
+            a.lr,
+            self.warmup,
+            self.total,
             clip=a.clip,
-            schedule=linear_schedule(a.lr, self.warmup, self.total),
-            max_steps=self.total,
             log_every=a.log_every,
             stop=self.stop,
             diverged=DIVERGED_LOSS,

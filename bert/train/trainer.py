@@ -89,6 +89,21 @@ def linear_schedule(base_lr: float, warmup: int, total: int):
     return functools.partial(lr_at, base_lr=base_lr, warmup=warmup, total=total)
 
 
+def linear_trainer(kind: TrainingKind, lr: float, warmup: int, total: int, **settings) -> Trainer:
+    """The usual Trainer of a kind that holds `opt`, `model`, `device` and `precision`: its optimizer
+    on its model's parameters, linear warm-up and decay (`linear_schedule`) over `total` steps, the
+    run's last; `settings` are the Trainer's others (clip, log_every, stop...)."""
+    return Trainer(
+        kind.opt,
+        kind.model.parameters(),
+        device=kind.device,
+        precision=kind.precision,
+        schedule=linear_schedule(lr, warmup, total),
+        max_steps=total,
+        **settings,
+    )
+
+
 class Trainer:
     """The loop (see the module). After `run`: `step`, `train_seconds`, `stopped` (Stop asked, or
     it came during an evaluation), `error` (the Error's message) and `ended` (the kind ended it)."""
