@@ -105,8 +105,11 @@ def linear_trainer(kind: TrainingKind, lr: float, warmup: int, total: int, **set
 
 
 class Trainer:
-    """The loop (see the module). After `run`: `step`, `train_seconds`, `stopped` (Stop asked, or
-    it came during an evaluation), `error` (the Error's message) and `ended` (the kind ended it)."""
+    """The loop (see the module). `params` are what `clip` clips; `diverged` the loss above which a
+    step has diverged (None: no check, and no wait for the loss's value); `finite_grads`: a gradient
+    norm that is not finite ends the run too; `step` the steps already done (a resumed run); `stop`
+    anything with `is_set()`. After `run`: `step`, `train_seconds`, `stopped` (Stop asked, or it
+    came during an evaluation), `error` (the Error's message) and `ended` (the kind ended it)."""
 
     def __init__(
         self,
