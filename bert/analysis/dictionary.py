@@ -44,6 +44,7 @@ from .. import settings
 from ..bundle import Bundle
 from ..errors import InputError
 from ..tokenizer.vocab import SPECIAL_TOKENS
+from ..train.trainer import Step, Trainer, TrainingKind
 from .common import encode, mask_positions, need_mlm
 
 MASK_SHARE = 0.15  # the share of a held-out text's word pieces masked for the splice cost (at least one)
@@ -344,6 +345,51 @@ def check_request(n_features, sparsity, steps) -> tuple[int, int, int]:
     return int(n_features), int(sparsity), int(steps)
 
 
+class _DictionaryFit(TrainingKind):
+    """`fit_dictionary` as a kind of bert/train/trainer.py's loop: shuffled batches of the vectors,
+    the squared error over the data's variance, the decoder's columns kept at unit length."""
+
+    def __init__(self, x: Tensor, sae: SparseDictionary, seed: int, batch: int, steps: int):
+        self.x, self.sae, self.seed, self.batch, self.steps = x, sae, seed, batch, steps
+        self.var = ((x - x.mean(0)) ** 2).sum(1).mean().clamp_min(1e-12)  # mean squared distance to the mean
+        self.fired, self.t0 = torch.zeros(sae.n_features, dtype=torch.bool), time.perf_counter()
+
+    def batches(self) -> Iterator[Tensor]:
+        g = torch.Generator().manual_seed(self.seed)
+        order, at = torch.randperm(self.x.shape[0], generator=g), 0
+        while True:
+            if at + self.batch > len(order):
+                order, at = torch.randperm(self.x.shape[0], generator=g), 0
+            yield self.x[order[at : at + self.batch]]  # (batch, C)
+            at += self.batch
+
+    def loss(self, xb: Tensor):
+        x_hat, f = self.sae(xb)
+        return ((x_hat - xb) ** 2).sum(1).mean() / self.var, f
+
+    @torch.no_grad()
+    def edit_grads(self) -> None:
+        w, gw = self.sae.W_dec, self.sae.W_dec.grad
+        gw -= w * (w * gw).sum(0, keepdim=True)  # the gradient along each unit column removed
+
+    def stepped(self, s: Step) -> None:
+        self.sae.normalise_decoder()
+        self.fired |= (s.out > 0).any(0)
+
+    def step_event(self, s: Step) -> DictionaryStep:
+        xb, f = s.batch, s.out
+        event = DictionaryStep(
+            step=s.step,
+            steps=self.steps,
+            variance_explained=float(1 - s.loss.detach() * self.var * len(xb) / ((xb - xb.mean(0)) ** 2).sum()),
+            l0=float((f > 0).sum(1).float().mean()),
+            dead=float(1 - self.fired.float().mean()),
+            seconds=time.perf_counter() - self.t0,
+        )
+        self.fired.zero_()
+        return event
+
+
 def fit_dictionary(
     x: Tensor,
     n_features: int,
@@ -363,42 +409,12 @@ def fit_dictionary(
     if x.ndim != 2 or x.shape[0] < 2:
         raise InputError(f"need at least two vectors (N, C) to learn from, got shape {tuple(x.shape)}")
     x = x.float()
-    g = torch.Generator().manual_seed(seed)
     sae = SparseDictionary(x.shape[1], n_features, k, seed)
     with torch.no_grad():
         sae.b_dec.copy_(x.mean(0))
-    var = ((x - x.mean(0)) ** 2).sum(1).mean().clamp_min(1e-12)  # mean squared distance to the mean
     opt = torch.optim.Adam(sae.parameters(), lr=lr)
-    order = torch.randperm(x.shape[0], generator=g)
-    at, fired, t0 = 0, torch.zeros(n_features, dtype=torch.bool), time.perf_counter()
-    with torch.enable_grad():
-        for step in range(1, steps + 1):
-            if stop is not None and stop.is_set():
-                break
-            if at + batch > len(order):
-                order, at = torch.randperm(x.shape[0], generator=g), 0
-            xb = x[order[at : at + batch]]  # (batch, C)
-            at += batch
-            x_hat, f = sae(xb)
-            loss = ((x_hat - xb) ** 2).sum(1).mean() / var
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            with torch.no_grad():
-                w, gw = sae.W_dec, sae.W_dec.grad
-                gw -= w * (w * gw).sum(0, keepdim=True)  # the gradient along each unit column removed
-            opt.step()
-            sae.normalise_decoder()
-            fired |= (f > 0).any(0)
-            if step % log_every == 0 or step == steps:
-                yield DictionaryStep(
-                    step=step,
-                    steps=steps,
-                    variance_explained=float(1 - loss.detach() * var * len(xb) / ((xb - xb.mean(0)) ** 2).sum()),
-                    l0=float((f > 0).sum(1).float().mean()),
-                    dead=float(1 - fired.float().mean()),
-                    seconds=time.perf_counter() - t0,
-                )
-                fired.zero_()
+    trainer = Trainer(opt, sae.parameters(), max_steps=steps, log_every=log_every, stop=stop, diverged=None)
+    yield from trainer.run(_DictionaryFit(x, sae, seed, batch, steps))
     sae.eval()
     for p in sae.parameters():
         p.requires_grad_(False)

@@ -13,12 +13,12 @@ gradient clipping, a higher learning rate for the new head (`lr_scales`). The be
 validation accuracy is kept: on Stop, at the end, or when the loss stops being finite (then an
 Error event comes first) it is returned as a `Bundle` in the FinetuneDone event.
 
-One run (`FinetuneRun`), in named steps:
+One run (`FinetuneRun`, a kind of bert/train/trainer.py's Trainer), in named steps:
 
     setup       checks, the classifier on its device, the tokenized texts, AdamW: FinetuneStart
-    run_epoch   the epoch's batches, each a `train_step` (FinetuneStep), and its evaluations
-    evaluate    validation loss and accuracy, keeping the best model: FinetuneEval
-    finish      Error if it diverged, a last score where one is due, FinetuneDone with the Bundle
+    batches     each epoch's batches, trained by the Trainer (FinetuneStep; Error if it diverged)
+    score       validation loss and accuracy, keeping the best model: FinetuneEval
+    finish      a last score where one is due, FinetuneDone with the Bundle
 
 The settings are `FinetuneArgs` (bert/train/finetune_args.py); scoring is bert/train/finetune_eval.py;
 `python -m bert finetune --data FILE ... --out DIR` is bert/train/finetune_cli.py.
@@ -31,7 +31,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 
@@ -47,11 +47,12 @@ from ..model import BertForSequenceClassification
 from ..patterns import TRAINED_LEFT_TO_RIGHT
 from .batching import bucket_batches
 from .device import resolve_device
-from .events import Error, Event, FinetuneDone, FinetuneEval, FinetuneStart, FinetuneStep
+from .events import Event, FinetuneDone, FinetuneEval, FinetuneStart, FinetuneStep
 from .finetune_args import FinetuneArgs
 from .finetune_eval import collate, predict, score_metrics, tokenize_texts
-from .optim import adamw, lr_at, set_lr
-from .precision import autocast, bf16_copies, call_with, nonfinite_advice, resolve_precision
+from .optim import adamw
+from .precision import bf16_copies, call_with, nonfinite_advice, resolve_precision
+from .trainer import Step, TrainingKind, linear_trainer
 
 # ---- the entry: settings in, events out ----------------------------------------------------------
 
@@ -155,7 +156,7 @@ def _hurry(stop) -> bool:
 # ---- the run -------------------------------------------------------------------------------------
 
 
-class FinetuneRun:
+class FinetuneRun(TrainingKind):
     """The state of one run; `events()` yields its events in order."""
 
     def __init__(
@@ -187,11 +188,21 @@ class FinetuneRun:
         if self.device.type != "cpu":
             with _INIT_LOCK:  # not while another run's classifier is being initialised
                 torch.manual_seed(self.args.seed)  # dropout on a GPU
-        with thread_generator(self.args.seed):  # on the CPU: this run's own, whatever runs beside it
-            for epoch in range(self.args.epochs):
-                self.epoch = epoch
-                if not (yield from self.run_epoch()):
-                    break
+        a = self.args
+        trainer = linear_trainer(
+            self,
+            a.lr,
+            self.warmup,
+            self.total,
+            clip=a.clip,
+            log_every=a.log_every,
+            stop=self.stop,
+            diverged=DIVERGED_LOSS,
+            finite_grads=True,
+        )
+        with thread_generator(a.seed):  # on the CPU: this run's own, whatever runs beside it
+            yield from trainer.run(self)
+        self.error, self.stopped = trainer.error, trainer.stopped
         yield from self.finish()
 
     # ---- setup
@@ -257,71 +268,53 @@ class FinetuneRun:
 
     # ---- training
 
-    def run_epoch(self) -> Generator[Event, None, bool]:
-        """Train on this epoch's batches, evaluating every eval_every steps and at its end. Returns
-        False when the run ends here: stopped, diverged, or an evaluation interrupted by Stop."""
-        a = self.args
-        for batch in _batches(self.lengths, a.batch_size, a.seed * 1000 + self.epoch):
-            if self.stop is not None and self.stop.is_set():
-                self.stopped = True
-                return False
-            event = self.train_step(batch)
-            if self.error is not None:
-                return False
-            if event is not None:
-                yield event
-            if a.eval_every and self.step % a.eval_every == 0 and self.step % self.steps_per_epoch != 0:
-                if not (yield from self._scheduled_eval()):
-                    return False
-        if self.step != self.last_eval_step:
-            return (yield from self._scheduled_eval(full=self.epoch == a.epochs - 1))
-        return True
+    def batches(self) -> Iterator[list[int]]:
+        """Each epoch's batches of text indices (texts of similar length together)."""
+        for epoch in range(self.args.epochs):
+            self.epoch = epoch
+            yield from _batches(self.lengths, self.args.batch_size, self.args.seed * 1000 + epoch)
 
-    def train_step(self, batch: list[int]) -> FinetuneStep | None:
-        """One optimizer step on the texts `batch`: its FinetuneStep when one is due. A loss or
-        gradient norm that is not finite sets `self.error` instead, and nothing is updated."""
-        a, device = self.args, self.device
-        t = time.perf_counter()
-        lr = lr_at(self.step, a.lr, self.warmup, self.total)
-        set_lr(self.opt, lr)
+    def loss(self, batch: list[int]):
         ids, mask = collate([self.train_seqs[i] for i in batch], self.pad_id)
-        with autocast(device, self.precision):
-            out = call_with(
-                self.model,
-                self.frozen,
-                ids.to(device),
-                attention_mask=mask.to(device),
-                labels=self.train_y[batch].to(device),
-            )
-        loss = out.loss
-        if not torch.isfinite(loss) or loss.item() > DIVERGED_LOSS:
-            self.error = (
-                f"the loss became {loss.item():.4g} at step {self.step + 1} (it diverged): the "
-                f"learning rate {a.lr:g} is too high. Training stopped; the last good "
-                f"model is kept." + nonfinite_advice(self.precision)
-            )
-            return None
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        gnorm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), a.clip)
-        if not torch.isfinite(gnorm):
-            self.error = (
-                f"the gradients became {gnorm.item()} at step {self.step + 1}: the learning rate "
-                f"{a.lr:g} is too high. Training stopped; the last good model is kept."
-                + nonfinite_advice(self.precision)
-            )
-            return None
-        self.opt.step()
-        self.step += 1
-        self.seen += len(batch)
-        self.train_time += time.perf_counter() - t
+        device = self.device
+        out = call_with(
+            self.model,
+            self.frozen,
+            ids.to(device),
+            attention_mask=mask.to(device),
+            labels=self.train_y[batch].to(device),
+        )
+        return out.loss, out
+
+    def diverged(self, what: str, value: float, step: int) -> str:
+        """The message of a loss or gradient norm that is not finite: the last good model is kept."""
+        became = f"the {what} became {value:.4g} at step {step} (it diverged)"
+        if what != "loss":
+            became = f"the {what} became {value} at step {step}"
+        return (
+            f"{became}: the learning rate {self.args.lr:g} is too high. Training stopped; the last good "
+            f"model is kept." + nonfinite_advice(self.precision)
+        )
+
+    def stepped(self, s: Step) -> None:
+        self.step, self.train_time = s.step, s.train_seconds
+        self.seen += len(s.batch)
         if self.on_step is not None:
             self.on_step(self.step, self.model)
-        value = loss.item()
+        value = s.loss.item()
         self.loss_avg = value if self.loss_avg is None else 0.9 * self.loss_avg + 0.1 * value
-        if self.step % a.log_every == 0 or self.step == self.total:
-            return self._train_event(value, lr, gnorm)
-        return None
+
+    def step_event(self, s: Step) -> FinetuneStep:
+        return self._train_event(s.loss.item(), s.lr, s.grad_norm)
+
+    def eval_due(self, step: int) -> bool:
+        """At each epoch's end, and every eval_every steps."""
+        every = self.args.eval_every
+        return step % self.steps_per_epoch == 0 or bool(every and step % every == 0)
+
+    def evaluate(self, s: Step) -> FinetuneEval | None:
+        """A scheduled evaluation (Stop may interrupt it: None); the last one scores every text."""
+        return self.score(interruptible=True, full=s.step == self.total)
 
     def _train_event(self, value: float, lr: float, gnorm: torch.Tensor) -> FinetuneStep:
         a, step, total = self.args, self.step, self.total
@@ -344,16 +337,7 @@ class FinetuneRun:
 
     # ---- evaluation
 
-    def _scheduled_eval(self, full: bool = False) -> Generator[Event, None, bool]:
-        """An evaluation Stop may interrupt: yields its event; False when it was interrupted."""
-        m = self.evaluate(interruptible=True, full=full)
-        if m is None:
-            self.stopped = True
-            return False
-        yield m
-        return True
-
-    def evaluate(self, interruptible: bool, full: bool = True) -> FinetuneEval | None:
+    def score(self, interruptible: bool, full: bool = True) -> FinetuneEval | None:
         """Score the model on the validation texts (only the sample, if there is one and not
         `full`) and keep its trainable weights if it is the best so far: the FinetuneEval, or None
         when `interruptible` and Stop came meanwhile."""
@@ -397,17 +381,16 @@ class FinetuneRun:
         """An Error if training diverged, a last FinetuneEval where one is due, and FinetuneDone
         with the best model (moved to the CPU) as a Bundle."""
         kept = self.best["state"] is not None
-        if self.error is not None:
-            yield Error(message=self.error, step=self.step)
+        if self.error is not None:  # the trainer's Error came first
             if not kept:
                 # Nothing evaluated before it diverged: the last good model is the one we started from.
                 self.model = self._new_model()
-                yield self.evaluate(interruptible=False)
+                yield self.score(interruptible=False)
         elif self.step != self.last_eval_step and not (self.stopped and kept) and not _hurry(self.stop):
             # Failed since the last evaluation, or stopped before any: score the current model.
             # (Stopped after an evaluation: keep the best so far and end at once. Stopped in a hurry,
             # e.g. its user's tab was closed: keep the current model unscored, and end at once.)
-            yield self.evaluate(interruptible=False)
+            yield self.score(interruptible=False)
         if self.best["state"] is not None:
             self.model.load_state_dict(self.best["state"], strict=False)  # the trainable part of the best
             if self.best["full"] is None and not _hurry(self.stop):

@@ -6,10 +6,10 @@ HeadStart, HeadStep, HeadEval, Error, HeadDone with the kept model as a Bundle).
 
 The encoder's weights are copied into a new model of the head's class (bert/task_models.py; the base
 bundle is never changed); the head learns `head_lr_scale` times faster. AdamW with linear warm-up and
-decay, gradient clipping; batches of inputs of similar length. The task (bert/train/tagger_task.py,
-bert/train/reader_task.py) makes the inputs and scores the model; `args.evals` evaluations an epoch,
-the best model by the task's `primary` score kept and returned, also on Stop or when the loss stops
-being finite (then an Error comes first).
+decay, gradient clipping (bert/train/trainer.py's loop); batches of inputs of similar length. The task
+(bert/train/tagger_task.py, bert/train/reader_task.py) makes the inputs and scores the model;
+`args.evals` evaluations an epoch, the best model by the task's `primary` score kept and returned,
+also on Stop or when the loss stops being finite (then an Error comes first).
 """
 
 from __future__ import annotations
@@ -29,10 +29,11 @@ from ..heads import HEADS
 from ..task_models import MODEL_CLASSES
 from .batching import bucket_batches
 from .device import resolve_device
-from .events import Error, Event, HeadDone, HeadEval, HeadStart, HeadStep
+from .events import Event, HeadDone, HeadEval, HeadStart, HeadStep
 from .head_args import HeadArgs
-from .optim import adamw, lr_at, set_lr
-from .precision import autocast, nonfinite_advice, resolve_precision
+from .optim import adamw
+from .precision import nonfinite_advice, resolve_precision
+from .trainer import Step, TrainingKind, linear_trainer
 
 DIVERGED_LOSS = 100.0
 _INIT_LOCK = threading.Lock()  # new heads are initialised one at a time (torch's global seed)
@@ -86,134 +87,158 @@ def train_head(base: Bundle, task: Task, args: HeadArgs, stop: threading.Event |
 
 
 def _run(base: Bundle, task: Task, args: HeadArgs, stop: threading.Event) -> Iterator[Event]:
-    t0 = time.perf_counter()
-    args.check(base.config.max_tokens)
-    device = resolve_device(args.device)
-    precision = resolve_precision(args.precision, device)
-    model = new_head_model(base, args.head, task.labels, args.seed).to(device)
-    if args.freeze_embeddings:
-        for p in model.bert.embeddings.parameters():
-            p.requires_grad_(False)
-    tok = base.tokenizer
-    items = task.inputs(tok)
-    scales = {HEADS[args.head].weights + ".": args.head_lr_scale}
-    opt = adamw(model, args.lr, args.weight_decay, scales, fused=precision == "bf16")
-    per_epoch = math.ceil(len(items) / args.batch_size)
-    total = per_epoch * args.epochs
-    warmup = int(round(args.warmup_ratio * total))
-    eval_at = {min(per_epoch, math.ceil(per_epoch * (k + 1) / args.evals)) for k in range(args.evals)}
-    yield HeadStart(
-        head=args.head,
-        steps=total,
-        train_examples=task.train_examples,
-        train_inputs=len(items),
-        valid_examples=task.valid_examples,
-        labels=list(task.labels),
-        parameters=sum(p.numel() for p in model.parameters()),
-        trainable=sum(p.numel() for p in model.parameters() if p.requires_grad),
-        prep_seconds=time.perf_counter() - t0,
-        precision=precision,
-    )
-    view = Bundle(model=model, tokenizer=tok, name=args.name or f"{base.name}-{args.head}")
-    best = {"score": -1.0, "step": 0, "state": None, "scores": {}, "report": {}}
-    step, seen, train_time, smooth, error, stopped, last_eval = 0, 0, 0.0, None, None, False, -1
-    for epoch in range(args.epochs):
-        for batch in bucket_batches([len(x["input_ids"]) for x in items], args.batch_size, args.seed * 1000 + epoch):
-            if stop.is_set():
+    run = _HeadRun(base, task, args, stop)
+    yield run.setup()
+    trainer = linear_trainer(run, args.lr, run.warmup, run.total, clip=args.clip, stop=stop, diverged=DIVERGED_LOSS)
+    yield from trainer.run(run)
+    yield from run.finish(trainer.stopped)
+
+
+class _HeadRun(TrainingKind):
+    """One run of `train_head`: `setup` (HeadStart), the Trainer's steps, `finish` (HeadDone)."""
+
+    def __init__(self, base: Bundle, task: Task, args: HeadArgs, stop: threading.Event):
+        self.t0 = time.perf_counter()
+        self.base, self.task, self.args, self.stop = base, task, args, stop
+        self.best = {"score": -1.0, "step": 0, "state": None, "scores": {}, "report": {}}
+        self.step, self.epoch, self.seen, self.train_time, self.smooth = 0, 0, 0, 0.0, None
+        self.error, self.last_eval = None, -1
+
+    def setup(self) -> HeadStart:
+        """Check the settings; the model on its device, the inputs, AdamW: the HeadStart."""
+        args, task, base = self.args, self.task, self.base
+        args.check(base.config.max_tokens)
+        self.device = resolve_device(args.device)
+        self.precision = resolve_precision(args.precision, self.device)
+        self.model = model = new_head_model(base, args.head, task.labels, args.seed).to(self.device)
+        if args.freeze_embeddings:
+            for p in model.bert.embeddings.parameters():
+                p.requires_grad_(False)
+        self.items = task.inputs(base.tokenizer)
+        scales = {HEADS[args.head].weights + ".": args.head_lr_scale}
+        self.opt = adamw(model, args.lr, args.weight_decay, scales, fused=self.precision == "bf16")
+        self.per_epoch = math.ceil(len(self.items) / args.batch_size)
+        self.total = self.per_epoch * args.epochs
+        self.warmup = int(round(args.warmup_ratio * self.total))
+        self.eval_at = {
+            min(self.per_epoch, math.ceil(self.per_epoch * (k + 1) / args.evals)) for k in range(args.evals)
+        }
+        self.view = Bundle(model=model, tokenizer=base.tokenizer, name=args.name or f"{base.name}-{args.head}")
+        return HeadStart(
+            head=args.head,
+            steps=self.total,
+            train_examples=task.train_examples,
+            train_inputs=len(self.items),
+            valid_examples=task.valid_examples,
+            labels=list(task.labels),
+            parameters=sum(p.numel() for p in model.parameters()),
+            trainable=sum(p.numel() for p in model.parameters() if p.requires_grad),
+            prep_seconds=time.perf_counter() - self.t0,
+            precision=self.precision,
+        )
+
+    # ---- the Trainer's kind
+
+    def batches(self) -> Iterator[list[int]]:
+        """Each epoch's batches of input indices (inputs of similar length together)."""
+        lengths = [len(x["input_ids"]) for x in self.items]
+        for epoch in range(self.args.epochs):
+            self.epoch = epoch
+            yield from bucket_batches(lengths, self.args.batch_size, self.args.seed * 1000 + epoch)
+
+    def loss(self, batch: list[int]):
+        self.model.train()
+        pad_id = self.base.tokenizer.pad_id
+        inputs = {k: v.to(self.device) for k, v in self.task.batch([self.items[i] for i in batch], pad_id).items()}
+        out = self.model(**inputs)
+        return out.loss, out
+
+    def diverged(self, what: str, value: float, step: int) -> str:
+        self.error = f"the loss became {value:.4g} at step {step}: the learning rate is too high"
+        return self.error + "; the best model so far is kept." + nonfinite_advice(self.precision)
+
+    def stepped(self, s: Step) -> None:
+        self.step, self.seen, self.train_time = s.step, self.seen + len(s.batch), s.train_seconds
+        value = s.loss.item()
+        self.smooth = value if self.smooth is None else 0.9 * self.smooth + 0.1 * value
+
+    def step_event(self, s: Step) -> HeadStep:
+        return HeadStep(
+            step=s.step,
+            epoch=self.epoch,
+            loss=s.loss.item(),
+            loss_smooth=self.smooth,
+            lr=s.lr,
+            progress=s.step / self.total,
+            eta_s=(self.total - s.step) * self.train_time / s.step,
+            examples_per_s=self.seen / max(self.train_time, 1e-9),
+        )
+
+    def eval_due(self, step: int) -> bool:
+        return step - self.epoch * self.per_epoch in self.eval_at
+
+    def evaluate(self, s: Step) -> HeadEval | None:
+        event = self.score(self.epoch)
+        if event is not None:
+            self.last_eval = s.step
+        return event
+
+    # ---- scoring and the end
+
+    def score(self, epoch: int) -> HeadEval | None:
+        """Score the model in the run's precision; keep its trainable weights when it is the best so
+        far. None: Stop came meanwhile."""
+        t, task, best = time.perf_counter(), self.task, self.best
+        scored = task.evaluate(self.view, self.stop, self.precision)
+        if scored is None:
+            return None
+        scores, val_loss, report = scored
+        value = scores.get(task.primary) or 0.0
+        if value > best["score"] or best["state"] is None:
+            state = {k: v.detach().clone() for k, v in self.model.named_parameters() if v.requires_grad}
+            best.update(score=value, step=self.step, state=state, scores=scores, report=report)
+        return HeadEval(
+            step=self.step,
+            epoch=epoch,
+            val_loss=val_loss,
+            scores=scores,
+            best=best["score"],
+            eval_seconds=time.perf_counter() - t,
+        )
+
+    def finish(self, stopped: bool) -> Iterator[Event]:
+        """A last score where one is due, the best model kept (on the CPU, in eval mode): HeadDone."""
+        args, best, model = self.args, self.best, self.model
+        if self.error and best["state"] is None:  # nothing scored before it diverged: the model it started from
+            model.load_state_dict(new_head_model(self.base, args.head, self.task.labels, args.seed).state_dict())
+        if (best["state"] is None and not stopped) or (self.step != self.last_eval and not stopped and not self.error):
+            # never scored, or trained past its last scoring: score it now, unless Stop comes meanwhile
+            # (stopped, a run keeps its best model, or the current one unscored: Stop ends it at once)
+            event = self.score(args.epochs - 1)
+            if event is None:
                 stopped = True
-                break
-            t = time.perf_counter()
-            model.train()
-            lr = lr_at(step, args.lr, warmup, total)
-            set_lr(opt, lr)
-            inputs = {k: v.to(device) for k, v in task.batch([items[i] for i in batch], tok.pad_id).items()}
-            with autocast(device, precision):
-                loss = model(**inputs).loss
-            if not torch.isfinite(loss) or loss.item() > DIVERGED_LOSS:
-                error = f"the loss became {loss.item():.4g} at step {step + 1}: the learning rate is too high"
-                break
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
-            opt.step()
-            step, seen = step + 1, seen + len(batch)
-            train_time += time.perf_counter() - t
-            smooth = loss.item() if smooth is None else 0.9 * smooth + 0.1 * loss.item()
-            per_step = train_time / step
-            yield HeadStep(
-                step=step,
-                epoch=epoch,
-                loss=loss.item(),
-                loss_smooth=smooth,
-                lr=lr,
-                progress=step / total,
-                eta_s=(total - step) * per_step,
-                examples_per_s=seen / max(train_time, 1e-9),
-            )
-            if step - epoch * per_epoch in eval_at:
-                event = _evaluate(task, view, stop, step, epoch, best, precision)
-                if event is None:
-                    stopped = True
-                    break
-                last_eval = step
+            else:
                 yield event
-        if stopped or error:
-            break
-    if error:
-        yield Error(message=error + "; the best model so far is kept." + nonfinite_advice(precision), step=step)
-        if best["state"] is None:  # nothing scored before it diverged: back to the model it started from
-            model.load_state_dict(new_head_model(base, args.head, task.labels, args.seed).state_dict())
-    if (best["state"] is None and not stopped) or (step != last_eval and not stopped and not error):
-        # never scored, or trained past its last scoring: score it now, unless Stop comes meanwhile
-        # (stopped, a run keeps its best model, or the current one unscored: Stop ends it at once)
-        event = _evaluate(task, view, stop, step, args.epochs - 1, best, precision)
-        if event is None:
-            stopped = True
-        else:
-            yield event
-    if best["state"] is not None:
-        model.load_state_dict(best["state"], strict=False)
-    model.eval()
-    model.to("cpu")
-    opt.zero_grad(set_to_none=True)
-    seconds = time.perf_counter() - t0
-    done = HeadDone(
-        stopped=stopped,
-        step=step,
-        steps=total,
-        best_step=best["step"],
-        error=error,
-        scores=best["scores"],
-        seconds=seconds,
-        train_seconds=train_time,
-        report=best["report"],
-    )
-    view.card = _card(view.name, base, task, args, done, precision)
-    view.source = f"fine-tuned from {base.name}"
-    done.bundle = view
-    yield done
-
-
-def _evaluate(task: Task, view: Bundle, stop, step: int, epoch: int, best: dict, precision: str) -> HeadEval | None:
-    """Score the model in `precision`; keep its trainable weights when it is the best so far. None: Stop
-    came meanwhile."""
-    t = time.perf_counter()
-    scored = task.evaluate(view, stop, precision)
-    if scored is None:
-        return None
-    scores, val_loss, report = scored
-    value = scores.get(task.primary) or 0.0
-    if value > best["score"] or best["state"] is None:
-        state = {k: v.detach().clone() for k, v in view.model.named_parameters() if v.requires_grad}
-        best.update(score=value, step=step, state=state, scores=scores, report=report)
-    return HeadEval(
-        step=step,
-        epoch=epoch,
-        val_loss=val_loss,
-        scores=scores,
-        best=best["score"],
-        eval_seconds=time.perf_counter() - t,
-    )
+        if best["state"] is not None:
+            model.load_state_dict(best["state"], strict=False)
+        model.eval()
+        model.to("cpu")
+        self.opt.zero_grad(set_to_none=True)
+        done = HeadDone(
+            stopped=stopped,
+            step=self.step,
+            steps=self.total,
+            best_step=best["step"],
+            error=self.error,
+            scores=best["scores"],
+            seconds=time.perf_counter() - self.t0,
+            train_seconds=self.train_time,
+            report=best["report"],
+        )
+        self.view.card = _card(self.view.name, self.base, self.task, args, done, self.precision)
+        self.view.source = f"fine-tuned from {self.base.name}"
+        done.bundle = self.view
+        yield done
 
 
 def _card(name: str, base: Bundle, task: Task, args: HeadArgs, done: HeadDone, precision: str) -> str:

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 import torch.distributed as dist
@@ -46,9 +47,10 @@ from .events import Event, PretrainDone, PretrainEval, PretrainStart, PretrainSt
 from .examples import PretrainingDataset, token_counts, tokenize_corpus
 from .masking import MLMMasker
 from .next_word import MLM_NSP, NEXT_WORD, OBJECTIVES, NextWordDataset, next_word_batch, next_word_forward
-from .optim import adamw, lr_at, set_lr
-from .precision import PRECISIONS, autocast, nonfinite_advice, resolve_precision
+from .optim import adamw
+from .precision import PRECISIONS, nonfinite_advice, resolve_precision
 from .pretrain_eval import evaluate, fixed_eval_batches, probe_predictions
+from .trainer import Step, TrainingKind, linear_trainer
 
 
 @dataclass
@@ -246,10 +248,10 @@ def torchrun_command(args: PretrainArgs, processes: int, port: int, python: str 
     return [*run, "-m", "bert", "pretrain", *flags, "--no-resume"]
 
 
-class _PretrainRun:
+class _PretrainRun(TrainingKind):
     """One call of `pretrain`, in named steps: `setup` (data, the model on its device, AdamW:
-    Resumed, PretrainStart), `train` (epochs of `train_step`s; after each, what is due: a
-    PretrainStep, a PretrainEval, a snapshot, a checkpoint), `finish` (checkpoint, final/,
+    Resumed, PretrainStart), bert/train/trainer.py's loop on its `batches` (after each step, what is
+    due: a PretrainStep, a PretrainEval, a snapshot, a checkpoint), `finish` (checkpoint, final/,
     PretrainDone)."""
 
     def __init__(self, args: PretrainArgs, stop: threading.Event | None, on_step, on_start):
@@ -257,7 +259,12 @@ class _PretrainRun:
 
     def events(self, bundle: Bundle | None, corpus: Corpus | None, resume: bool) -> Iterator[Event]:
         yield from self.setup(bundle, corpus, resume)
-        yield from self.train()
+        a = self.args
+        asked = SimpleNamespace(is_set=self._stop_asked)  # under torchrun: every rank's answer
+        trainer = linear_trainer(
+            self, a.lr, a.warmup_steps, a.steps, clip=a.clip, log_every=a.log_every, stop=asked, step=self.step
+        )
+        yield from trainer.run(self)
         yield from self.finish()
 
     # ---- setup
@@ -353,14 +360,14 @@ class _PretrainRun:
         if opt_state is not None:
             self.opt.load_state_dict(opt_state)
 
-    # ---- training
+    # ---- the Trainer's kind
 
-    def train(self) -> Iterator[Event]:
-        """Epochs of batches until args.steps or Stop; a resumed run starts at its saved batch."""
+    def batches(self) -> Iterator[dict[str, torch.Tensor]]:
+        """Epochs of batches until args.steps; a resumed run starts at its saved batch."""
         a = self.args
         while self.step < a.steps:
             self.k = self.start
-            for batch in self.train_ds.batches(
+            yield from self.train_ds.batches(
                 self.epoch,
                 a.batch_size,
                 self.masker,
@@ -368,12 +375,7 @@ class _PretrainRun:
                 rank=self.rank,
                 world_size=self.world,
                 start=self.start,
-            ):
-                if self.step >= a.steps or self._stop_asked():
-                    return
-                if self.next_word:
-                    batch = next_word_batch(batch)
-                yield from self.train_step(to_device(batch, self.device))
+            )
             self.epoch, self.start = self.epoch + 1, 0
 
     def _stop_asked(self) -> bool:
@@ -388,39 +390,59 @@ class _PretrainRun:
             asked = bool(flag.item())
         return asked
 
-    def train_step(self, batch: dict[str, torch.Tensor]) -> Iterator[Event]:
-        """One optimizer step (TrainingError if the loss is not finite), then what is due after it."""
-        a = self.args
-        lr = lr_at(self.step, a.lr, a.warmup_steps, a.steps)
-        set_lr(self.opt, lr)
-        torch.manual_seed(a.seed * 7919 + self.step * self.world + self.rank)  # dropout, reproducible
-        with autocast(self.device, self.precision):
-            if self.next_word:
-                res = next_word_forward(self.net, batch)
-            else:
-                res = self.net(
-                    batch["input_ids"],
-                    batch["token_type_ids"],
-                    batch["attention_mask"],
-                    mlm_labels=batch["mlm_labels"],
-                    nsp_labels=batch["nsp_labels"],
-                )
-        if not torch.isfinite(res.loss):
-            raise TrainingError(
-                f"the loss became {res.loss.item()} at step {self.step}: the learning "
-                f"rate {a.lr:g} is too high. The last good checkpoint is kept." + nonfinite_advice(self.precision)
+    def loss(self, batch: dict[str, torch.Tensor]):
+        """This objective's loss on `batch` (on the device); dropout seeded by the step and rank."""
+        batch = to_device(next_word_batch(batch) if self.next_word else batch, self.device)
+        torch.manual_seed(self.args.seed * 7919 + self.step * self.world + self.rank)  # dropout, reproducible
+        if self.next_word:
+            res = next_word_forward(self.net, batch)
+        else:
+            res = self.net(
+                batch["input_ids"],
+                batch["token_type_ids"],
+                batch["attention_mask"],
+                mlm_labels=batch["mlm_labels"],
+                nsp_labels=batch["nsp_labels"],
             )
-        self.opt.zero_grad(set_to_none=True)
-        res.loss.backward()
-        gnorm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), a.clip)
-        self.opt.step()
-        self.step += 1
-        self.k += 1
+        return res.loss, (res, batch)
+
+    def diverged(self, what: str, value: float, step: int) -> str:
+        raise TrainingError(
+            f"the loss became {value} at step {step - 1}: the learning rate {self.args.lr:g} is too high. The "
+            "last good checkpoint is kept." + nonfinite_advice(self.precision)
+        )
+
+    def stepped(self, s: Step) -> None:
+        self.step, self.k = s.step, self.k + 1
         if self.on_step is not None and self.rank == 0:
             self.on_step(self.step, self.model)
+        res, batch = s.out
         self._count(batch, res)
-        if self.rank == 0:
-            yield from self._after_step(lr, gnorm)
+
+    def step_event(self, s: Step) -> PretrainStep | None:
+        """Rank 0's PretrainStep (the sums since the last one)."""
+        if self.rank != 0:
+            return None
+        event = self._train_event(s.lr, s.grad_norm)
+        self._new_window()
+        return event
+
+    def eval_due(self, step: int) -> bool:
+        return self.rank == 0 and (step % self.args.eval_every == 0 or step == self.args.steps)
+
+    def evaluate(self, s: Step) -> PretrainEval | None:
+        """The held-out scores and the probe (None: Stop came while scoring)."""
+        scores = self._evaluate()
+        return None if scores is None else PretrainEval(step=s.step, **scores, probe=self._probe())
+
+    def after_step(self, s: Step) -> bool:
+        """Rank 0: a snapshot and a checkpoint, when due."""
+        a, step = self.args, s.step
+        if self.rank == 0 and a.snapshot_every and step % a.snapshot_every == 0:
+            save(cpu_bundle(self.bundle), self.out / "snapshots" / f"step-{step:06d}")
+        if self.rank == 0 and step % a.save_every == 0:
+            self._save_checkpoint()
+        return False
 
     def _new_window(self) -> None:
         """Start the sums behind the next PretrainStep."""
@@ -439,19 +461,6 @@ class _PretrainRun:
             acc["nsp_right"] += (res.nsp_logits.argmax(-1) == batch["nsp_labels"]).sum().item()
             acc["nsp_n"] += len(batch["nsp_labels"])
         acc["k"] += 1
-
-    def _after_step(self, lr: float, gnorm: torch.Tensor) -> Iterator[Event]:
-        """Rank 0, after a step: a PretrainStep and a PretrainEval, a snapshot, a checkpoint, when due."""
-        a, step = self.args, self.step
-        if step % a.log_every == 0 or step == a.steps:
-            yield self._train_event(lr, gnorm)
-            self._new_window()
-        if (step % a.eval_every == 0 or step == a.steps) and (scores := self._evaluate()) is not None:
-            yield PretrainEval(step=step, **scores, probe=self._probe())  # None: Stop came while scoring
-        if a.snapshot_every and step % a.snapshot_every == 0:
-            save(cpu_bundle(self.bundle), self.out / "snapshots" / f"step-{step:06d}")
-        if step % a.save_every == 0:
-            self._save_checkpoint()
 
     def _evaluate(self) -> dict | None:
         """The held-out scores of this run's objective; None once the stop event is set."""

@@ -18,9 +18,7 @@ run stops early at `target_exact` (the benchmark's 0.9) or when `stop` is set.
 from __future__ import annotations
 
 import copy
-import math
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -36,8 +34,9 @@ from ..seq2seq.model import IGNORE, build_encoder_decoder
 from ..seq2seq.tasks import Pairs
 from ..tokenizer import Tokenizer
 from .events import Done, Error, Eval, Event, Start, TrainStep
-from .optim import adamw, lr_at, set_lr
-from .precision import PRECISIONS, autocast, nonfinite_advice, resolve_precision
+from .optim import adamw
+from .precision import PRECISIONS, nonfinite_advice, resolve_precision
+from .trainer import Step, TrainingKind, linear_trainer
 
 TINY = "tiny"
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -244,115 +243,158 @@ def _run(args: Seq2SeqArgs, train: Pairs, valid: Pairs, base: Bundle | None, sto
         raise InputError("steps, batch size and evaluation interval must be at least 1")
     if args.encoder == TINY or base is None:
         base = tiny_encoder([train, valid], args)
-    precision = resolve_precision(args.precision, torch.device("cpu"))
-    tok = base.tokenizer
-    model, made = build_encoder_decoder(
-        base.model, tok.cls_id, tok.sep_id, tok.pad_id, args.decoder_layers, args.from_encoder, args.seed
-    )
-    tr = encode_pairs(train, tok, model.config.max_tokens, model.decoder_config.max_tokens)
-    va = encode_pairs(valid, tok, model.config.max_tokens, model.decoder_config.max_tokens)
-    if args.freeze_encoder:
-        model.encoder.requires_grad_(False)
-    opt = adamw(model, args.lr)
-    params = {id(p): p for p in model.parameters()}.values()
-    trainable = sum(p.numel() for p in params if p.requires_grad)
-    yield Seq2SeqStart(
-        steps=args.steps,
-        train_pairs=len(tr),
-        valid_pairs=len(va),
-        parameters=sum(p.numel() for p in params),
-        trainable=trainable,
-        vocab=len(tok),
-        made=made,
-        precision=precision,
-    )
-    gen = torch.Generator().manual_seed(args.seed)
+    run = _Seq2SeqRun(args, train, valid, base, stop)
+    yield run.setup()
     warmup = int(args.warmup * args.steps)
-    best, best_step, best_state = float("nan"), 0, None
-    clock, step, epoch = 0.0, 0, 0
-    loss_sum = right = counted = n_logged = 0.0
-    order: list[int] = []
-    while step < args.steps and not stop.is_set():
-        if len(order) < args.batch_size:
-            order += torch.randperm(len(tr), generator=gen).tolist()
-            epoch += 1
-        ix, order = order[: args.batch_size], order[args.batch_size :]
-        t0 = time.perf_counter()
-        model.train()
-        b = batch_tensors([tr[i] for i in ix], tok.pad_id, model.eos_id)
-        set_lr(opt, lr_at(step, args.lr, warmup, args.steps))
-        with autocast(torch.device("cpu"), precision):
-            out = model(b["input_ids"], b["attention_mask"], labels=b["labels"])
-        loss = out.loss
-        value = loss.item()
-        if not math.isfinite(value):
-            advice = nonfinite_advice(precision)
-            yield Error(
-                message=f"the loss became {value} at step {step + 1}: try a lower learning rate." + advice, step=step
-            )
-            break
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        clock += time.perf_counter() - t0
-        step += 1
+    trainer = linear_trainer(run, args.lr, warmup, args.steps, clip=1.0, log_every=args.log_every, stop=stop)
+    yield from trainer.run(run)
+    yield from run.finish()
+
+
+class _Seq2SeqRun(TrainingKind):
+    """One run of `train_seq2seq`: `setup` (Seq2SeqStart), the Trainer's steps, `finish` (Seq2SeqDone)."""
+
+    def __init__(self, args: Seq2SeqArgs, train: Pairs, valid: Pairs, base: Bundle, stop):
+        self.args, self.train, self.valid, self.base, self.stop = args, train, valid, base, stop
+        self.best, self.best_step, self.best_state = float("nan"), 0, None
+        self.step, self.epoch, self.clock = 0, 0, 0.0
+        self._new_window()
+
+    def setup(self) -> Seq2SeqStart:
+        """The encoder-decoder (from `base`), the encoded pairs, AdamW: the Seq2SeqStart."""
+        args, tok = self.args, self.base.tokenizer
+        self.device = torch.device("cpu")
+        self.precision = resolve_precision(args.precision, self.device)
+        self.model, made = build_encoder_decoder(
+            self.base.model, tok.cls_id, tok.sep_id, tok.pad_id, args.decoder_layers, args.from_encoder, args.seed
+        )
+        limits = self.model.config.max_tokens, self.model.decoder_config.max_tokens
+        self.tr, self.va = encode_pairs(self.train, tok, *limits), encode_pairs(self.valid, tok, *limits)
+        if args.freeze_encoder:
+            self.model.encoder.requires_grad_(False)
+        self.opt = adamw(self.model, args.lr)
+        params = {id(p): p for p in self.model.parameters()}.values()
+        return Seq2SeqStart(
+            steps=args.steps,
+            train_pairs=len(self.tr),
+            valid_pairs=len(self.va),
+            parameters=sum(p.numel() for p in params),
+            trainable=sum(p.numel() for p in params if p.requires_grad),
+            vocab=len(tok),
+            made=made,
+            precision=self.precision,
+        )
+
+    def _new_window(self) -> None:
+        """Start the sums behind the next Seq2SeqStep."""
+        self.loss_sum = self.right = self.counted = self.n_logged = 0.0
+
+    # ---- the Trainer's kind
+
+    def batches(self) -> Iterator[list[int]]:
+        """Batches of pair indices from shuffles of the pairs, one after another (an epoch each)."""
+        gen = torch.Generator().manual_seed(self.args.seed)
+        order: list[int] = []
+        while True:
+            if len(order) < self.args.batch_size:
+                order += torch.randperm(len(self.tr), generator=gen).tolist()
+                self.epoch += 1
+            ix, order = order[: self.args.batch_size], order[self.args.batch_size :]
+            yield ix
+
+    def loss(self, batch: list[int]):
+        self.model.train()
+        b = batch_tensors([self.tr[i] for i in batch], self.base.tokenizer.pad_id, self.model.eos_id)
+        out = self.model(b["input_ids"], b["attention_mask"], labels=b["labels"])
+        return out.loss, (out.logits, b["labels"])
+
+    def diverged(self, what: str, value: float, step: int) -> str:
+        return f"the loss became {value} at step {step}: try a lower learning rate." + nonfinite_advice(self.precision)
+
+    def stepped(self, s: Step) -> None:
+        self.step, self.clock = s.step, s.train_seconds
+        logits, labels = s.out
         with torch.no_grad():
-            keep = b["labels"] != IGNORE
-            right += float((out.logits.argmax(-1) == b["labels"])[keep].sum())
-            counted += float(keep.sum())
-            loss_sum += value
-            n_logged += 1
-        if step % args.log_every == 0 or step == args.steps:
-            yield Seq2SeqStep(
-                step=step,
-                epoch=epoch,
-                loss=loss_sum / n_logged,
-                token_acc=right / max(counted, 1),
-                lr=lr_at(step - 1, args.lr, warmup, args.steps),
-                seconds=clock,
-            )
-            loss_sum = right = counted = n_logged = 0.0
-        if step % args.eval_every == 0 or step == args.steps:
-            ev = _evaluate(model, va, valid, tok, step, clock, best, args.batch_size, stop)
-            if ev is None:  # stopped while scoring
-                break
-            if not ev.exact_match <= best:  # better, or the first
-                best, best_step = ev.exact_match, step
-                best_state = copy.deepcopy(model.state_dict())
-            ev.best = best
-            yield ev
-            if args.target_exact is not None and best >= args.target_exact:
-                break
-    if best_state is None and not stop.is_set() and step > 0:  # never scored: once, unless Stop comes
-        ev = _evaluate(model, va, valid, tok, step, clock, best, args.batch_size, stop)  # batches of the training's
+            keep = labels != IGNORE
+            self.right += float((logits.argmax(-1) == labels)[keep].sum())
+            self.counted += float(keep.sum())
+            self.loss_sum += s.loss.item()
+            self.n_logged += 1
+
+    def step_event(self, s: Step) -> Seq2SeqStep:
+        event = Seq2SeqStep(
+            step=s.step,
+            epoch=self.epoch,
+            loss=self.loss_sum / self.n_logged,
+            token_acc=self.right / max(self.counted, 1),
+            lr=s.lr,
+            seconds=self.clock,
+        )
+        self._new_window()
+        return event
+
+    def eval_due(self, step: int) -> bool:
+        return step % self.args.eval_every == 0 or step == self.args.steps
+
+    def evaluate(self, s: Step) -> Seq2SeqEval | None:
+        """The held-out pairs decoded; the model kept when it is the best so far (or the first)."""
+        ev = _evaluate(
+            self.model,
+            self.va,
+            self.valid,
+            self.base.tokenizer,
+            s.step,
+            self.clock,
+            self.best,
+            self.args.batch_size,
+            self.stop,
+        )
         if ev is not None:
-            best, best_step = ev.exact_match, step
-            yield ev
-    elif best_state is not None:
-        model.load_state_dict(best_state)
-    model.eval()
-    if step == 0:
-        raise TrainingError("stopped before the first step: nothing was trained")
-    name = f"{base.name} + {args.decoder_layers}-layer decoder"
-    bundle = Seq2SeqBundle(
-        model=model,
-        tokenizer=tok,
-        name=name,
-        card=f"# {name}\n\nTrained on {train.label or 'pairs'}; kept: step {best_step}, exact match "
-        + (f"{best:.0%}.\n" if best == best else "not measured (stopped).\n"),
-        source="trained in BERT Explorer",
-        mlm_head_trained=False,
-        nsp_head_trained=False,
-    )
-    yield Seq2SeqDone(
-        stopped=stop.is_set(),
-        step=step,
-        best_step=best_step,
-        exact_match=best,
-        train_seconds=clock,
-        bundle=bundle,
-    )
+            if not ev.exact_match <= self.best:  # better, or the first
+                self.best, self.best_step = ev.exact_match, s.step
+                self.best_state = copy.deepcopy(self.model.state_dict())
+            ev.best = self.best
+        return ev
+
+    def after_step(self, s: Step) -> bool:
+        """Ends the run once the best held-out exact match reaches `target_exact`."""
+        return self.args.target_exact is not None and self.best >= self.args.target_exact
+
+    # ---- the end
+
+    def finish(self) -> Iterator[Event]:
+        """The kept model (scored once if it never was, unless Stop came) in a Seq2SeqDone."""
+        args, model, stop, tok = self.args, self.model, self.stop, self.base.tokenizer
+        if self.best_state is None and not stop.is_set() and self.step > 0:  # never scored: once, unless Stop comes
+            ev = _evaluate(model, self.va, self.valid, tok, self.step, self.clock, self.best, args.batch_size, stop)
+            if ev is not None:  # (batches of the training's)
+                self.best, self.best_step = ev.exact_match, self.step
+                yield ev
+        elif self.best_state is not None:
+            model.load_state_dict(self.best_state)
+        model.eval()
+        if self.step == 0:
+            raise TrainingError("stopped before the first step: nothing was trained")
+        name = f"{self.base.name} + {args.decoder_layers}-layer decoder"
+        best = self.best
+        bundle = Seq2SeqBundle(
+            model=model,
+            tokenizer=tok,
+            name=name,
+            card=f"# {name}\n\nTrained on {self.train.label or 'pairs'}; kept: step {self.best_step}, exact match "
+            + (f"{best:.0%}.\n" if best == best else "not measured (stopped).\n"),
+            source="trained in BERT Explorer",
+            mlm_head_trained=False,
+            nsp_head_trained=False,
+        )
+        yield Seq2SeqDone(
+            stopped=stop.is_set(),
+            step=self.step,
+            best_step=self.best_step,
+            exact_match=best,
+            train_seconds=self.clock,
+            bundle=bundle,
+        )
 
 
 def _evaluate(
