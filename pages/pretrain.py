@@ -104,10 +104,10 @@ if corpus is not None:
 
 # --- 2. model and training settings -----------------------------------------------------------------
 D = PretrainArgs(out="")
-# The default run leaves the unigram plateau while the class watches: about 40 s on one thread of a
-# 2-core machine (benchmarks/plateau.py, docs/MODELS.md "Watch it learn"), on WordNet's short sentences.
-# The next-word game on the same settings leaves its plateau at step 100, under a minute on one thread
-# (--recipe next-word; most of it is the vocabulary and the tokenized corpus before the first step).
+# The default run leaves the unigram plateau while the class watches, on WordNet's short sentences
+# (benchmarks/plateau.py measures it, docs/MODELS.md "Watch it learn"); the next-word game on the same
+# settings leaves its plateau at step 100 (--recipe next-word; most of its time is the vocabulary and
+# the tokenized corpus before the first step).
 defaults = {
     "pt_layers": 2,
     "pt_hidden": 128,

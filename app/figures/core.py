@@ -249,8 +249,8 @@ def attention_grid(
     of a long input is grey when all of its cells are hidden). Its text alternative and table
     (layout.meta, `head_summary`) name each head's strongest cell, by `tokens` when given.
 
-    Drawn as ONE tiled heatmap rather than L x H subplots: make_subplots takes 1-3 s for
-    6 x 12 heads, the tiled image about 10 ms, and the browser draws it faster too.
+    Drawn as ONE tiled heatmap rather than L x H subplots: make_subplots is slow for many heads,
+    one image is quick to build, and the browser draws it faster too.
     """
     atts = np.asarray(atts, dtype=np.float32)
     L, H, T = atts.shape[0], atts.shape[1], atts.shape[2]

@@ -46,7 +46,7 @@ from .uploads import free_uploads, let_go_of_uploaders
 
 def default_finetune_base() -> str:
     """The Fine-tuning page's starting model: BERT_EXPLORER_FINETUNE_BASE if set (e.g. minilm-l6
-    on a 1 GB host: the pages' model, so one model in memory instead of two), else the backend's
+    on a host with little memory: the pages' model, so one model in memory instead of two), else the backend's
     default, the published sentence encoder (the better classifiers, docs/MODELS.md)."""
     return settings.text("BERT_EXPLORER_FINETUNE_BASE") or FinetuneArgs.checkpoint
 

@@ -1,7 +1,7 @@
 """Every plotly figure goes on a page through `show`: a download for slides, projector styling and
 a one-line text alternative.
 
-- The modebar's camera button saves the figure as a PNG at 3x scale (or as an SVG, the sidebar's
+- The modebar's camera button saves the figure as a PNG at a larger scale, for slides (or as an SVG, the sidebar's
   "Figure downloads" choice), named for what it shows (`attention-L4-H5.png`).
 - In projector mode (a sidebar toggle, also in the link) every figure gets larger type (18 px
   ticks, token labels and legends, 22 px titles), thicker lines, taller rows, and the attention
@@ -56,7 +56,7 @@ def file_name(name: str) -> str:
 
 
 def config(name: str, fmt: str | None = None) -> dict:
-    """The modebar of a figure: its image button saves `name`.png at 3x scale, or `name`.svg."""
+    """The modebar of a figure: its image button saves `name`.png at a larger scale, for slides, or `name`.svg."""
     fmt = fmt or st.session_state.get(FORMAT, "png")
     fmt = fmt if fmt in FORMATS else "png"
     return {

@@ -5,7 +5,7 @@ Our format is a folder with `model.safetensors` (our parameter names), `config.j
 safetensors or `torch.load(weights_only=True)`: a pickle that would run code is refused.
 
 Before a weights file is read, the model its config.json describes is sized: over
-BERT_EXPLORER_MAX_MODEL_MB (default 2,000 MB in memory), or not matching the file's size, it is
+BERT_EXPLORER_MAX_MODEL_MB (in memory, docs/SETTINGS.md), or not matching the file's size, it is
 refused. Hub downloads are checked against BERT_EXPLORER_MAX_HUB_MB (default 500) first.
 Messages and cards never carry the server's absolute paths (`public_text`).
 
@@ -150,7 +150,7 @@ def _load_folder(folder: Path, name: str | None) -> Bundle:
         )
     # Kept as stored (fp16 for the built-ins): load_state_dict copies each tensor into the
     # model's fp32 parameter, converting it exactly, so no fp32 copy of the file is ever made
-    # besides the model itself (minilm-l6: peak +180 -> +136 MB while loading).
+    # besides the model itself.
     ours_format = any(k.startswith(("bert.layers.", "bert.shared_layer.")) for k in raw)
     state, unused = (raw, []) if ours_format else hf_to_ours(raw, config)
     head = head_of(config, state)
