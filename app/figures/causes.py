@@ -27,6 +27,30 @@ def _ranked(ranking, r: int, c: int) -> str:
     return f"; {esc(answer if value > 0 else foil)} first ({value:+.2f})"
 
 
+def _cell_markers(e: np.ndarray, x_labels, y_labels, ranking) -> go.Scatter:
+    """An invisible square marker on every cell of `e`, customdata (row, column): the trace a
+    click selects, with each cell's hover text."""
+    R, X = e.shape
+    rr, cc = np.meshgrid(np.arange(R), np.arange(X), indexing="ij")
+    invisible = dict(marker=dict(opacity=0))
+    return go.Scatter(
+        x=cc.ravel(),
+        y=rr.ravel(),
+        mode="markers",
+        marker=dict(size=18, symbol="square", opacity=0, color="black"),
+        selected=invisible,
+        unselected=invisible,
+        customdata=np.stack([rr.ravel(), cc.ravel()], -1),
+        text=[
+            f"{y_labels[r]}, {x_labels[c]}: {e[r, c]:.3f} of the answer restored" + _ranked(ranking, r, c)
+            for r, c in zip(rr.ravel(), cc.ravel())
+        ],
+        hovertemplate="%{text}<extra></extra>",
+        showlegend=False,
+        name="cells",
+    )
+
+
 @fitted
 def patching_heatmap(
     effect: np.ndarray,
@@ -58,25 +82,7 @@ def patching_heatmap(
         colorbar=dict(title="restored", thickness=12),
         hoverinfo="skip",  # the cells' markers (trace 1) carry the hover and the click
     )
-    rr, cc = np.meshgrid(np.arange(R), np.arange(X), indexing="ij")
-    invisible = dict(marker=dict(opacity=0))
-    cells = go.Scatter(
-        x=cc.ravel(),
-        y=rr.ravel(),
-        mode="markers",
-        marker=dict(size=18, symbol="square", opacity=0, color="black"),
-        selected=invisible,
-        unselected=invisible,
-        customdata=np.stack([rr.ravel(), cc.ravel()], -1),
-        text=[
-            f"{y_labels[r]}, {x_labels[c]}: {e[r, c]:.3f} of the answer restored" + _ranked(ranking, r, c)
-            for r, c in zip(rr.ravel(), cc.ravel())
-        ],
-        hovertemplate="%{text}<extra></extra>",
-        showlegend=False,
-        name="cells",
-    )
-    fig = go.Figure([heat, cells])
+    fig = go.Figure([heat, _cell_markers(e, x_labels, y_labels, ranking)])
     if selected is not None:
         r, c = selected
         fig.add_shape(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5, line=dict(color=PATCH_CELL, width=3))

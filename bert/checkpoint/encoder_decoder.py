@@ -79,14 +79,11 @@ def _configs(d: dict) -> tuple[BertConfig, BertConfig]:
     return encoder, decoder
 
 
-def load_encoder_decoder(folder: str | os.PathLike, name: str | None = None) -> Seq2SeqBundle:
-    """A Seq2SeqBundle from a folder transformers' EncoderDecoderModel saved (or ours, the same form)."""
+def _parameters_within_limit(encoder: BertConfig, decoder: BertConfig) -> int:
+    """The encoder-decoder's parameter count (the decoder's cross-attention too), or CheckpointError
+    when its fp32 weights would pass the server's model limit."""
     from .sizes import encoder_parameters, max_model_mb
 
-    folder = Path(folder)
-    where = public_path(folder)
-    d = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    encoder, decoder = _configs(d)
     needed = encoder_parameters(encoder) + encoder_parameters(decoder)
     needed += decoder.num_hidden_layers * (4 * decoder.hidden_size**2 + 6 * decoder.hidden_size)
     if needed * 4 > max_model_mb() * 2**20:
@@ -94,33 +91,38 @@ def load_encoder_decoder(folder: str | os.PathLike, name: str | None = None) -> 
             f"config.json describes an encoder-decoder of {needed:,} parameters: over this server's limit "
             f"of {max_model_mb():,} MB"
         )
-    tokenizer = tokenizer_for_folder(folder, encoder.model_type, do_lower_case=_do_lower_case(folder))
-    if len(tokenizer) != encoder.vocab_size:
-        raise CheckpointError(
-            f"the tokenizer has {len(tokenizer)} tokens but config.json says vocab_size {encoder.vocab_size}"
-        )
+    return needed
+
+
+def _read_weights(folder: Path, where: str, needed: int) -> dict:
+    """The folder's model.safetensors, read once its size fits `needed` parameters."""
     weights = folder / "model.safetensors"
     if not weights.is_file():
         raise CheckpointError(f"no model.safetensors in {where}: encoder-decoders are read from safetensors only")
     if weights.stat().st_size > 4 * needed * 1.5 + (16 << 20):
         raise CheckpointError(f"{weights.name} is far larger than the model config.json describes")
     try:
-        raw = load_file(str(weights), device="cpu")
+        return load_file(str(weights), device="cpu")
     except (SafetensorError, OSError, ValueError, RuntimeError) as e:
         raise CheckpointError(
             f"{weights.name} is not a readable safetensors file (truncated or corrupt?): {e}"
         ) from None
+
+
+def _special_ids(d: dict, decoder: BertConfig, tokenizer) -> tuple[int, int, int]:
+    """(decoder start, end of sequence, padding) from config.json, else the tokenizer's [CLS], [SEP], [PAD]."""
     start = d.get("decoder_start_token_id")
-    start = tokenizer.cls_id if start is None else int(start)
     eos = d.get("eos_token_id", decoder.extra.get("eos_token_id"))
-    eos = tokenizer.sep_id if eos is None else int(eos)
     pad = d.get("pad_token_id")
-    pad = tokenizer.pad_id if pad is None else int(pad)
-    try:
-        model = EncoderDecoder(encoder, decoder, start, eos, pad)
-    except BertExplorerError as e:
-        raise CheckpointError(str(e)) from None
-    state, unused = hf_to_ours_seq2seq(raw, encoder, decoder)
+    return (
+        tokenizer.cls_id if start is None else int(start),
+        tokenizer.sep_id if eos is None else int(eos),
+        tokenizer.pad_id if pad is None else int(pad),
+    )
+
+
+def _load_state(model: EncoderDecoder, state: dict, where: str) -> None:
+    """Load our-named weights into the model: every weight it needs there, each of its shape."""
     expected = model.state_dict()
     missing = sorted(k for k in set(expected) - set(state) if k != "decoder.lm.word_embeddings.weight")
     missing = [k for k in missing if not k.startswith("encoder.pooler")]  # transformers may save none
@@ -134,6 +136,27 @@ def load_encoder_decoder(folder: str | os.PathLike, name: str | None = None) -> 
             raise CheckpointError(f"weight {k} has shape {tuple(t.shape)}, the config asks {tuple(expected[k].shape)}")
     model.load_state_dict({k: v for k, v in state.items() if k in expected}, strict=False)
     model.eval()
+
+
+def load_encoder_decoder(folder: str | os.PathLike, name: str | None = None) -> Seq2SeqBundle:
+    """A Seq2SeqBundle from a folder transformers' EncoderDecoderModel saved (or ours, the same form)."""
+    folder = Path(folder)
+    where = public_path(folder)
+    d = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    encoder, decoder = _configs(d)
+    needed = _parameters_within_limit(encoder, decoder)
+    tokenizer = tokenizer_for_folder(folder, encoder.model_type, do_lower_case=_do_lower_case(folder))
+    if len(tokenizer) != encoder.vocab_size:
+        raise CheckpointError(
+            f"the tokenizer has {len(tokenizer)} tokens but config.json says vocab_size {encoder.vocab_size}"
+        )
+    raw = _read_weights(folder, where, needed)
+    try:
+        model = EncoderDecoder(encoder, decoder, *_special_ids(d, decoder, tokenizer))
+    except BertExplorerError as e:
+        raise CheckpointError(str(e)) from None
+    state, unused = hf_to_ours_seq2seq(raw, encoder, decoder)
+    _load_state(model, state, where)
     notes = [f"{len(unused)} weights in the file were not used (e.g. {unused[0]})"] if unused else []
     card = folder / "card.md"
     return Seq2SeqBundle(
