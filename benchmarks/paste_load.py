@@ -12,7 +12,6 @@ The bench row `load-paste-10` is this with its defaults; a test runs a short ver
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import random
@@ -21,6 +20,8 @@ import string
 import tempfile
 import time
 from pathlib import Path
+
+from .report import script_parser, write_json
 
 TEXT_CHARS = 2000  # the text boxes' cap
 BOX = "Sentence A"
@@ -145,12 +146,8 @@ def paste_load(sessions: int = 10, seconds: float = 60.0, ramp: float = 0.5, env
     from . import server
 
     with tempfile.TemporaryDirectory() as tmp:
-        port = server.free_port()
         log = Path(tmp) / "server.log"
-        proc = server.start_server(port, log, env or {})
-        try:
-            url = f"http://{server.HOST}:{port}"
-            server.wait_healthy(proc, url)
+        with server.running(log, env or {}) as (proc, url):
             watch = server.MemoryWatch(proc.pid).start()
 
             async def first_visit() -> None:
@@ -187,20 +184,16 @@ def paste_load(sessions: int = 10, seconds: float = 60.0, ramp: float = 0.5, env
                 "wall_s": round(wall, 1),
                 "errors": errors,
             }
-        finally:
-            server.stop_server(proc)
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.paste_load", description=__doc__.split("\n\n")[0])
+    p = script_parser("python -m benchmarks.paste_load", __doc__)
     p.add_argument("--sessions", type=int, default=10, help="students at once")
     p.add_argument("--seconds", type=float, default=60.0, help="how long each keeps pasting")
-    p.add_argument("--json", type=Path, help="write the figures here too")
     args = p.parse_args(argv)
     r = paste_load(args.sessions, args.seconds)
     print(json.dumps(r, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(r, indent=2) + "\n")
+    write_json(args.json, r)
     return 0 if not r["errors"] else 1
 
 

@@ -6,6 +6,7 @@ class's fine-tuning jobs upload."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
@@ -111,6 +112,19 @@ def wait_healthy(proc: subprocess.Popen, url: str, timeout_s: float = 120) -> No
             pass
         time.sleep(0.3)
     raise RuntimeError(f"the server did not answer /_stcore/health within {timeout_s:.0f} s")
+
+
+@contextlib.contextmanager
+def running(log_path: Path, env_extra: dict[str, str]):
+    """(the process, its URL) of a server started on a free port and healthy; stopped on the way out."""
+    port = free_port()
+    proc = start_server(port, log_path, env_extra)
+    try:
+        url = f"http://{HOST}:{port}"
+        wait_healthy(proc, url)
+        yield proc, url
+    finally:
+        stop_server(proc)
 
 
 def stop_server(proc: subprocess.Popen) -> None:
