@@ -14,20 +14,19 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from ..atomic_files import atomic_write_text, replace_dir
+from ..atomic_files import atomic_write_text, written_dir
 from ..config import MAX_CONFIG_BYTES, BertConfig
 from ..errors import BertExplorerError, CheckpointError
 from ..family import member
 from ..public import public_path, public_text
 from ..seq2seq.bundle import Seq2SeqBundle
-from ..seq2seq.model import EncoderDecoder
+from ..seq2seq.model import EncoderDecoder, pairing_refusal
 from ..tokenizer.for_folder import tokenizer_for_folder
 
 MODEL_TYPE = "encoder-decoder"
@@ -69,13 +68,8 @@ def _configs(d: dict) -> tuple[BertConfig, BertConfig]:
             "the decoder must be a BERT with add_cross_attention (transformers' BertLMHeadModel); this one is "
             f"a {member(decoder).name}{'' if decoder.extra.get('add_cross_attention') else ' without cross-attention'}"
         )
-    if decoder.hidden_size != encoder.hidden_size:
-        raise CheckpointError(
-            f"the encoder is {encoder.hidden_size} wide and the decoder {decoder.hidden_size}: this app runs "
-            "encoder-decoders of one width (no projection between them)"
-        )
-    if decoder.vocab_size != encoder.vocab_size:
-        raise CheckpointError("the encoder and the decoder have different vocabularies: this app runs one tokenizer")
+    if why := pairing_refusal(encoder, decoder):
+        raise CheckpointError(why)
     return encoder, decoder
 
 
@@ -259,9 +253,7 @@ def save_encoder_decoder(bundle: Seq2SeqBundle, folder: str | os.PathLike, card:
             f"the encoder is a {kin.name}: this app writes encoder-decoders of a BERT encoder in transformers' form"
         )
     folder = Path(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.tmp"))
-    try:
+    with written_dir(folder) as tmp:
         save_file(ours_to_hf_seq2seq(model), str(tmp / "model.safetensors"), metadata={"format": "pt"})
         enc = {k: v for k, v in model.config.to_dict().items() if k not in ("architecture", "architectures")}
         dec = model.decoder_config.to_dict()
@@ -285,10 +277,4 @@ def save_encoder_decoder(bundle: Seq2SeqBundle, folder: str | os.PathLike, card:
         )
         text = card if card is not None else bundle.card or f"# {bundle.name}\n"
         atomic_write_text(tmp / "card.md", public_text(text))
-        replace_dir(tmp, folder)
-    except BaseException:
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return folder

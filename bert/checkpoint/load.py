@@ -22,14 +22,13 @@ import json
 import os
 import pickle
 import re
-import tempfile
 from pathlib import Path
 
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from ..atomic_files import atomic_write_text, replace_dir
+from ..atomic_files import atomic_write_text, written_dir
 from ..bundle import Bundle
 from ..config import BertConfig
 from ..errors import CheckpointError
@@ -248,9 +247,7 @@ def save(bundle: Bundle, folder: str | os.PathLike, card: str | None = None, hal
 
         return save_encoder_decoder(bundle, folder, card)
     folder = Path(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.tmp"))
-    try:
+    with written_dir(folder) as tmp:
         state = {
             k: v.detach().contiguous().clone()
             for k, v in bundle.model.state_dict().items()
@@ -268,12 +265,6 @@ def save(bundle: Bundle, folder: str | os.PathLike, card: str | None = None, hal
         bundle.tokenizer.save(tmp)  # its own files: vocab.txt, or vocab.json + merges.txt, or tokenizer.json
         text = card if card is not None else (bundle.card or f"# {bundle.name}\n")
         atomic_write_text(tmp / "card.md", public_text(text))
-        replace_dir(tmp, folder)
-    except BaseException:
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return folder
 
 
