@@ -10,7 +10,7 @@ from app.training import page as view
 from app.training import session as ts
 from app.training import snapshots
 from app.training.data import builtin_corpus
-from app.training.follow import POLL_S, current_job, live_job
+from app.training.follow import POLL_S, live_job
 from app.training.next_word_view import is_next_word
 from app.training.pretrain_view import PAGE, plateau_line, show_result
 from app.training.progress import pretrain_progress, probe_frame
@@ -187,12 +187,10 @@ if corpus is not None:
 
 # --- 4. run --------------------------------------------------------------------------------------
 jm = job_backend()
-job = current_job(PRETRAIN, jm)
-view.notice(PAGE)
-
-disabled = corpus is None or (job is not None and job.active) or not est["ok"]
-view.start_button(PAGE, jm, "Start pre-training", on_start_pretrain, (jm, corpus, corpus_label), disabled)
-job = current_job(PRETRAIN, jm)
+not_ready = corpus is None or not est["ok"]
+job = view.start_section(
+    PAGE, jm, PRETRAIN, "Start pre-training", on_start_pretrain, (jm, corpus, corpus_label), not_ready
+)
 
 
 def live_panel():
