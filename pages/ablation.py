@@ -118,12 +118,7 @@ def _most_important(imp, off: tuple) -> None:
             for n, (l, h, s) in enumerate(imp.ranking(TOP))
         ]
     )
-    st.dataframe(
-        top,
-        hide_index=True,
-        width="stretch",
-        column_config={f"drop in {imp.unit}": st.column_config.NumberColumn(format="%.4f")},
-    )
+    widgets.number_table(top, (f"drop in {imp.unit}",), "%.4f")
 
 
 def _ablation(model, text: str, off: tuple) -> None:

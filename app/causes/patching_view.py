@@ -118,20 +118,13 @@ def _inputs() -> tuple[Pair, str]:
     links.view(*_link_params())
     for key, value in zip(KEYS, PRESETS[st.session_state[PRESET]], strict=True):
         st.session_state.setdefault(key, value)
-    c1, c2 = st.columns(2)
-    clean = c1.text_input(
-        "Clean sentence: the answer holds",
-        key=KEYS.clean,
-        max_chars=SENTENCE_CHARS,
-        on_change=_edited,
-        args=(KEYS.clean,),
+    sentences = (
+        (KEYS.clean, "Clean sentence: the answer holds"),
+        (KEYS.corrupted, "Corrupted sentence: one change, the same number of tokens"),
     )
-    corrupted = c2.text_input(
-        "Corrupted sentence: one change, the same number of tokens",
-        key=KEYS.corrupted,
-        max_chars=SENTENCE_CHARS,
-        on_change=_edited,
-        args=(KEYS.corrupted,),
+    clean, corrupted = (
+        col.text_input(label, key=key, max_chars=SENTENCE_CHARS, on_change=_edited, args=(key,))
+        for col, (key, label) in zip(st.columns(2), sentences)
     )
     c3, c4, c5 = st.columns([1, 1, 2])
     answer = c3.text_input("Answer (one word)", key=KEYS.answer, max_chars=WORD_CHARS)

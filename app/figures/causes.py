@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .core import diverging, esc, fitted, safe_labels
+from .core import diverging, esc, fitted, model_line, safe_labels
 
 PATCH_CELL = "#111111"  # the outline of the cell whose top-k is shown
 
@@ -183,16 +183,7 @@ def probe_curves(named_curves) -> go.Figure:
         colour = PROBE_COLOURS[i % len(PROBE_COLOURS)]
         rows = [esc(r) for r in c.rows]
         for what, values, dash in (("property", c.accuracy, "solid"), ("control task", c.control, "dash")):
-            fig.add_trace(
-                go.Scatter(
-                    x=rows,
-                    y=np.asarray(values, dtype=np.float64),
-                    mode="lines+markers",
-                    name=f"{esc(name)}: {what}",
-                    line=dict(color=colour, dash=dash),
-                    hovertemplate=f"{esc(name)}, %{{x}}: {what} accuracy %{{y:.3f}}<extra></extra>",
-                )
-            )
+            fig.add_trace(model_line(name, what, rows, values, colour, dash, "", "lines+markers", f"{what} accuracy"))
     if named_curves:
         fig.add_hline(
             y=named_curves[0][1].majority,

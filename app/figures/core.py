@@ -125,6 +125,21 @@ def esc(text) -> str:
     return html.escape(str(text))
 
 
+def model_line(
+    name: str, what: str, x, values, colour: str, dash: str, at: str, mode: str = "lines", hover_what: str = ""
+) -> go.Scatter:
+    """One measure (`what`) of one model or run (`name`) over `x`, in its colour and dash; its hover
+    names both (`hover_what` for the measure, when given), the x value after `at` ("step " or "")."""
+    return go.Scatter(
+        x=x,
+        y=np.asarray(values, dtype=np.float64),
+        mode=mode,
+        name=f"{esc(name)}: {what}",
+        line=dict(color=colour, dash=dash),
+        hovertemplate=f"{esc(name)}, {at}%{{x}}: {hover_what or what} %{{y:.3f}}<extra></extra>",
+    )
+
+
 def diverging(m: float) -> dict:
     """A heatmap's colours for signed values: DIVERGING, white at 0, from -m to m."""
     return dict(colorscale=DIVERGING, zmid=0, zmin=-m, zmax=m)
