@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from . import server
 from .report import script_parser, write_json
 
 TEXT_CHARS = 2000  # the text boxes' cap
@@ -77,17 +78,13 @@ class Student:
         end = time.monotonic() + STEP_TIMEOUT_S
         elements: list = []
         while True:
-            raw = await asyncio.wait_for(self.ws.recv(), max(0.1, end - time.monotonic()))
-            fm = ForwardMsg()
-            fm.ParseFromString(raw)
-            kind = fm.WhichOneof("type")
+            fm, kind = server.forward_message(await asyncio.wait_for(self.ws.recv(), max(0.1, end - time.monotonic())))
             if kind == "new_session":
                 elements = []
             elif kind == "navigation":
-                self.pages.update({p.url_pathname: p.page_script_hash for p in fm.navigation.app_pages})
-            elif kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
-                ek = fm.delta.new_element.WhichOneof("type")
-                elements.append((ek, getattr(fm.delta.new_element, ek)))
+                self.pages.update(server.app_pages(fm))
+            elif (element := server.drawn_element(fm)) is not None:
+                elements.append(element)
             elif kind == "script_finished":
                 if fm.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
                     self.elements = elements
@@ -143,7 +140,6 @@ async def _class(url: str, sessions: int, seconds: float, ramp: float) -> tuple[
 def paste_load(sessions: int = 10, seconds: float = 60.0, ramp: float = 0.5, env: dict | None = None) -> dict:
     """A real server (the app's defaults, `env` added), one visit to load the model, then
     `sessions` students pasting new long texts for `seconds` each; the figures as a dict."""
-    from . import server
 
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "server.log"

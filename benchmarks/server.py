@@ -37,6 +37,31 @@ QUIET_CHROMIUM_ARGS = [
 ]
 
 
+# ==== the app's messages, read as its browser reads them ==========================================
+
+
+def forward_message(raw: bytes):
+    """(a ForwardMsg the server sent, its kind: "new_session", "delta", "script_finished"...)."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    fm = ForwardMsg()
+    fm.ParseFromString(raw)
+    return fm, fm.WhichOneof("type")
+
+
+def app_pages(fm) -> dict[str, str]:
+    """A navigation message's pages: {url path: page script hash}."""
+    return {p.url_pathname: p.page_script_hash for p in fm.navigation.app_pages}
+
+
+def drawn_element(fm) -> tuple[str, object] | None:
+    """(its kind, the element) a delta message draws, or None when it draws none."""
+    if fm.WhichOneof("type") != "delta" or fm.delta.WhichOneof("type") != "new_element":
+        return None
+    kind = fm.delta.new_element.WhichOneof("type")
+    return kind, getattr(fm.delta.new_element, kind)
+
+
 # ==== asyncio beside Playwright ====================================================================
 
 
