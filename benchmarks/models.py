@@ -229,7 +229,7 @@ def training_model(side: str, task: str, folder: Path, config: BertConfig) -> to
         if task == "finetune":
             return theirs_from_dir("BertForSequenceClassification", folder, "sdpa", num_labels=len(LABELS))
         return theirs_from_dir("BertForPreTraining", folder, "sdpa")
-    from bert.checkpoint.load import read_weights
+    from bert.checkpoint.weights import read_weights
 
     state, _ = hf_to_ours(read_weights(folder / "model.safetensors"), config)
     model = ours_classifier(config) if task == "finetune" else BertForPreTraining(config)

@@ -17,8 +17,7 @@ import re
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 from ..atomic_files import atomic_write_text, written_dir
 from ..config import MAX_CONFIG_BYTES, BertConfig
@@ -28,6 +27,7 @@ from ..public import public_path, public_text
 from ..seq2seq.bundle import Seq2SeqBundle
 from ..seq2seq.model import EncoderDecoder, pairing_refusal
 from ..tokenizer.for_folder import tokenizer_for_folder
+from .weights import read_weights
 
 MODEL_TYPE = "encoder-decoder"
 _CROSS = {  # transformers' cross-attention names (under decoder.bert.encoder.layer.N.) -> ours
@@ -88,19 +88,14 @@ def _parameters_within_limit(encoder: BertConfig, decoder: BertConfig) -> int:
     return needed
 
 
-def _read_weights(folder: Path, where: str, needed: int) -> dict:
+def _sized_weights(folder: Path, where: str, needed: int) -> dict:
     """The folder's model.safetensors, read once its size fits `needed` parameters."""
     weights = folder / "model.safetensors"
     if not weights.is_file():
         raise CheckpointError(f"no model.safetensors in {where}: encoder-decoders are read from safetensors only")
     if weights.stat().st_size > 4 * needed * 1.5 + (16 << 20):
         raise CheckpointError(f"{weights.name} is far larger than the model config.json describes")
-    try:
-        return load_file(str(weights), device="cpu")
-    except (SafetensorError, OSError, ValueError, RuntimeError) as e:
-        raise CheckpointError(
-            f"{weights.name} is not a readable safetensors file (truncated or corrupt?): {e}"
-        ) from None
+    return read_weights(weights)
 
 
 def _special_ids(d: dict, decoder: BertConfig, tokenizer) -> tuple[int, int, int]:
@@ -144,7 +139,7 @@ def load_encoder_decoder(folder: str | os.PathLike, name: str | None = None) -> 
         raise CheckpointError(
             f"the tokenizer has {len(tokenizer)} tokens but config.json says vocab_size {encoder.vocab_size}"
         )
-    raw = _read_weights(folder, where, needed)
+    raw = _sized_weights(folder, where, needed)
     try:
         model = EncoderDecoder(encoder, decoder, *_special_ids(d, decoder, tokenizer))
     except BertExplorerError as e:
