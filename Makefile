@@ -54,8 +54,8 @@ lint: setup-dev
 test: setup-dev setup-cluster lint data browser
 	bash scripts/isolated.sh $(BIN)/python -m pytest -q -ra --durations=25
 
-# The browser scenarios that once lost a rare race (the class following its teacher on and off
-# the Class board page), three times in a row: make test runs each once.
+# The browser scenarios with the most threads in flight (the class following its teacher on and off
+# the Class board page), three times in a row, so a rare race shows: make test runs each once.
 soak: setup-dev setup-cluster data browser
 	for i in 1 2 3; do bash scripts/isolated.sh $(BIN)/python -m pytest -q -ra -m soak || exit 1; done
 

@@ -3,9 +3,9 @@ input), shared by all sessions and threads, made read-only, and bounded by BYTES
 
 The model key comes from app.current_model.CurrentModel.key (built-ins, server folders and a
 session's own models each have one); the model itself is passed as `_bundle` and is not part
-of the key. A 512-token analysis of MiniLM is about 95 MB, so results are kept by size, not by
-count: the least recently used go once all together pass BERT_EXPLORER_CACHE_MB (default 256
-MB). A class typing long texts cannot run the server out of memory, which st.cache_resource's
+of the key. A long input's analysis is large (attentions grow with the square of its length), so
+results are kept by size, not by count: the least recently used go once all together pass
+BERT_EXPLORER_CACHE_MB. A class typing long texts cannot run the server out of memory, which st.cache_resource's
 max_entries could not promise. Head masks travel as a sorted tuple of switched-off (layer, head)
 pairs (`off_key`), which hashes cheaply.
 

@@ -8,7 +8,7 @@
   `current_model()` (the sidebar's pick) or `model_for()` (a picker's option) under its own
   unique key.
 - `offered_folders()`: the model folders of BERT_EXPLORER_MODELS_DIR that the pickers list by
-  name (`model_options()`), described without loading them and scanned once per 30 s for the
+  name (`model_options()`), described without loading them and scanned once per FOLDER_SCAN_SECONDS for the
   whole server; a folder added since can be typed by name.
 
 What the pages compute from a model is in bert.analysis, and kept by app.analysis_cache.
@@ -164,7 +164,7 @@ def _load_allowed(kind: str, target: str) -> bert.Bundle:
         bundle = bert.checkpoint.load.load_hub(target)  # its size checked before downloading
     else:
         bundle = bert.checkpoint.load.load_folder(target)
-    release_memory()  # the file's fp16 copy, upcast and gone: about 45 MB for minilm-l6
+    release_memory()  # the file's fp16 copy, upcast and gone: its memory goes back to the system
     return bundle
 
 

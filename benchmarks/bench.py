@@ -30,6 +30,15 @@ class Bench:
     def wants_any(self, names) -> bool:
         return any(self.wants(n) for n in names)
 
+    def runs_any(self, names, skipped_because: str | None = None) -> bool:
+        """Whether to run any of `names`: not when none is asked for, nor (each skipped with the
+        reason) when there is a `skipped_because`."""
+        if not self.wants_any(names):
+            return False
+        for name in names if skipped_because else ():
+            self.skip(name, skipped_because)
+        return not skipped_because
+
     def add(self, row: Row) -> None:
         if self.wants(row.name):
             self.rows.append(row)

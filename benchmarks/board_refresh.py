@@ -13,12 +13,12 @@ a post the figure is built once for every viewer.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import os
 import tempfile
 from pathlib import Path
+
+from .report import script_parser, write_json
 
 REFRESH_S = 5.0  # the board page's watch fragment
 
@@ -127,21 +127,14 @@ def board_refresh(runs: int = 199, polls: int = 3) -> dict:
         code, _ = board_store().new_board()
         for i in range(runs):
             _post(code, i)
-        port = server.free_port()
-        proc = server.start_server(port, Path(tmp) / "server.log", env)
-        try:
-            url = f"http://{server.HOST}:{port}"
-            server.wait_healthy(proc, url)
+        with server.running(Path(tmp) / "server.log", env) as (proc, url):
             return {"runs": runs, **server.run_async(_measure(url, proc.pid, code, runs, polls))}
-        finally:
-            server.stop_server(proc)
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.board_refresh", description=__doc__.split("\n\n")[0])
+    p = script_parser("python -m benchmarks.board_refresh", __doc__)
     p.add_argument("--runs", type=int, default=199, help="runs posted before the viewer joins (at most 199)")
     p.add_argument("--polls", type=int, default=3, help="refreshes measured each way")
-    p.add_argument("--json", type=Path, help="write the figures here too")
     args = p.parse_args(argv)
     result = board_refresh(min(args.runs, 199), args.polls)
     for what in ("unchanged", "after a post"):
@@ -149,8 +142,7 @@ def main(argv=None) -> int:
             print(
                 f"{what}: {r['bytes']:,} bytes, server {r['server_cpu_s']:.2f} s of processor, {r['charts']} chart(s)"
             )
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2))
+    write_json(args.json, result)
     return 0
 
 

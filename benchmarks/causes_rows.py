@@ -19,13 +19,12 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .report import Row, check
+from .report import CAUSES_ROWS, Row, check
 
 if TYPE_CHECKING:
     from .bench import Bench
     from .models import Setup
 
-CAUSES_ROWS = ["patch-all-sites", "probe-run", "class-pairs-100"]
 TARGETS = {"patch-all-sites": 10.0, "probe-run": 60.0, "class-pairs-100": 20.0}
 
 
@@ -100,11 +99,8 @@ def _class_pairs(b: Bench, setup: Setup) -> None:
 
 
 def causes(b: Bench, setup: Setup) -> None:
-    if not b.wants_any(CAUSES_ROWS):
-        return
-    if setup.tiny:
-        for name in CAUSES_ROWS:
-            b.skip(name, "a tiny random model: nothing to patch, no Brown words, no English to score")
+    tiny = "a tiny random model: nothing to patch, no Brown words, no English to score"
+    if not b.runs_any(CAUSES_ROWS, tiny if setup.tiny else None):
         return
     if b.wants("patch-all-sites"):
         _patching(b, setup)

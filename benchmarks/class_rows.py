@@ -29,24 +29,14 @@ Not in --quick or --tiny (minutes each).
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import TYPE_CHECKING
 
-from .report import Row, check
+from .report import CLASS_ROWS, Row, check
 
 if TYPE_CHECKING:
     from .bench import Bench
 
-CLASS_ROWS = [
-    "plateau-default",
-    "plateau-next-word",
-    "seq2seq-exact",
-    "tagger-pos",
-    "reader-demo",
-    "finetune-run",
-    "class-30",
-    "course-300",
-    "load-paste-10",
-]
 TARGETS = {
     "plateau-default": 180.0,
     "plateau-next-word": 180.0,
@@ -173,24 +163,22 @@ def _paste(b: Bench) -> None:
 
 
 def teaching(b: Bench) -> None:
-    if not b.wants_any(CLASS_ROWS):
+    if not b.runs_any(CLASS_ROWS, "minutes each: not in --quick or --tiny" if b.quick else None):
         return
-    if b.quick:
-        for name in CLASS_ROWS:
-            b.skip(name, "minutes each: not in --quick or --tiny")
-        return
-    if b.wants("plateau-default"):
-        _plateau(b)
-    if b.wants("plateau-next-word"):
-        _plateau(b, "plateau-next-word", "next-word", " with the next-word game")
-    if b.wants("seq2seq-exact"):
-        _seq2seq(b)
-    if b.wants("tagger-pos"):
-        _head_run(b, "tagger-pos", "tagger", "Fine-tuning page's default part-of-speech run, loaded to scored")
-    if b.wants("reader-demo"):
-        _head_run(b, "reader-demo", "reader", "Fine-tuning page's default question-answering run, loaded to scored")
-    if b.wants("finetune-run"):
-        _finetune_run(b)
+    next_word = " with the next-word game"
+    pos = "Fine-tuning page's default part-of-speech run, loaded to scored"
+    qa = "Fine-tuning page's default question-answering run, loaded to scored"
+    runs = {
+        "plateau-default": _plateau,
+        "plateau-next-word": partial(_plateau, row="plateau-next-word", recipe="next-word", game=next_word),
+        "seq2seq-exact": _seq2seq,
+        "tagger-pos": partial(_head_run, row="tagger-pos", head="tagger", what=pos),
+        "reader-demo": partial(_head_run, row="reader-demo", head="reader", what=qa),
+        "finetune-run": _finetune_run,
+    }
+    for name, run in runs.items():
+        if b.wants(name):
+            run(b)
     if any(p.startswith("class") for p in b.only):
         _class(b)
     else:

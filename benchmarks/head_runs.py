@@ -27,7 +27,7 @@ def measure(head: str, threads: int = 1, **changes) -> dict:
     base = load(args.checkpoint)
     t0, c0 = time.perf_counter(), time.process_time()
     spec = JobSpec.from_dict(head_spec("", args.checkpoint, args, None).to_dict())
-    done = next(e for e in head_events(spec, threading.Event(), base, load, threads) if isinstance(e, HeadDone))
+    done = next(e for e in head_events(spec, threading.Event(), lambda: base, threads) if isinstance(e, HeadDone))
     return {
         "seconds": time.perf_counter() - t0,
         "cpu_seconds": time.process_time() - c0,  # the core's own time: a loaded machine's waits left out

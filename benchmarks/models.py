@@ -19,15 +19,15 @@ from bert.checkpoint.hf_names import hf_to_ours
 from bert.config import BertConfig
 from bert.model import BertForPreTraining, BertForSequenceClassification
 
-TINY = dict(
-    vocab_size=99,
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    intermediate_size=37,
-    max_position_embeddings=128,
-    type_vocab_size=2,
-)
+TINY = {
+    "vocab_size": 99,
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 37,
+    "max_position_embeddings": 128,
+    "type_vocab_size": 2,
+}
 BASE = {k: getattr(BertConfig(), k) for k in TINY}  # bert-base: the same fields at BertConfig's defaults
 LABELS = {0: "negative", 1: "positive"}
 FT_BATCH, FT_LEN = 32, 64
@@ -229,7 +229,7 @@ def training_model(side: str, task: str, folder: Path, config: BertConfig) -> to
         if task == "finetune":
             return theirs_from_dir("BertForSequenceClassification", folder, "sdpa", num_labels=len(LABELS))
         return theirs_from_dir("BertForPreTraining", folder, "sdpa")
-    from bert.checkpoint.load import read_weights
+    from bert.checkpoint.weights import read_weights
 
     state, _ = hf_to_ours(read_weights(folder / "model.safetensors"), config)
     model = ours_classifier(config) if task == "finetune" else BertForPreTraining(config)

@@ -12,7 +12,6 @@ The bench row `load-paste-10` is this with its defaults; a test runs a short ver
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import random
@@ -21,6 +20,9 @@ import string
 import tempfile
 import time
 from pathlib import Path
+
+from . import server
+from .report import script_parser, write_json
 
 TEXT_CHARS = 2000  # the text boxes' cap
 BOX = "Sentence A"
@@ -76,17 +78,13 @@ class Student:
         end = time.monotonic() + STEP_TIMEOUT_S
         elements: list = []
         while True:
-            raw = await asyncio.wait_for(self.ws.recv(), max(0.1, end - time.monotonic()))
-            fm = ForwardMsg()
-            fm.ParseFromString(raw)
-            kind = fm.WhichOneof("type")
+            fm, kind = server.forward_message(await asyncio.wait_for(self.ws.recv(), max(0.1, end - time.monotonic())))
             if kind == "new_session":
                 elements = []
             elif kind == "navigation":
-                self.pages.update({p.url_pathname: p.page_script_hash for p in fm.navigation.app_pages})
-            elif kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
-                ek = fm.delta.new_element.WhichOneof("type")
-                elements.append((ek, getattr(fm.delta.new_element, ek)))
+                self.pages.update(server.app_pages(fm))
+            elif (element := server.drawn_element(fm)) is not None:
+                elements.append(element)
             elif kind == "script_finished":
                 if fm.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
                     self.elements = elements
@@ -142,15 +140,10 @@ async def _class(url: str, sessions: int, seconds: float, ramp: float) -> tuple[
 def paste_load(sessions: int = 10, seconds: float = 60.0, ramp: float = 0.5, env: dict | None = None) -> dict:
     """A real server (the app's defaults, `env` added), one visit to load the model, then
     `sessions` students pasting new long texts for `seconds` each; the figures as a dict."""
-    from . import server
 
     with tempfile.TemporaryDirectory() as tmp:
-        port = server.free_port()
         log = Path(tmp) / "server.log"
-        proc = server.start_server(port, log, env or {})
-        try:
-            url = f"http://{server.HOST}:{port}"
-            server.wait_healthy(proc, url)
+        with server.running(log, env or {}) as (proc, url):
             watch = server.MemoryWatch(proc.pid).start()
 
             async def first_visit() -> None:
@@ -187,20 +180,16 @@ def paste_load(sessions: int = 10, seconds: float = 60.0, ramp: float = 0.5, env
                 "wall_s": round(wall, 1),
                 "errors": errors,
             }
-        finally:
-            server.stop_server(proc)
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.paste_load", description=__doc__.split("\n\n")[0])
+    p = script_parser("python -m benchmarks.paste_load", __doc__)
     p.add_argument("--sessions", type=int, default=10, help="students at once")
     p.add_argument("--seconds", type=float, default=60.0, help="how long each keeps pasting")
-    p.add_argument("--json", type=Path, help="write the figures here too")
     args = p.parse_args(argv)
     r = paste_load(args.sessions, args.seconds)
     print(json.dumps(r, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(r, indent=2) + "\n")
+    write_json(args.json, r)
     return 0 if not r["errors"] else 1
 
 

@@ -2,8 +2,24 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
+# The rows of a class's runs (benchmarks/class_rows.py) and of the causes' (benchmarks/causes_rows.py)
+CLASS_ROWS = [
+    "plateau-default",
+    "plateau-next-word",
+    "seq2seq-exact",
+    "tagger-pos",
+    "reader-demo",
+    "finetune-run",
+    "class-30",
+    "course-300",
+    "load-paste-10",
+]
+CAUSES_ROWS = ["patch-all-sites", "probe-run", "class-pairs-100"]
 ALL_ROWS = [
     f"infer-{m}-{k}-{t}{floor}"
     for m in ("minilm", "base")
@@ -27,45 +43,15 @@ ALL_ROWS = [
     "mem-load",
     "mem-finetune",
     "mem-pretrain",
-    "plateau-default",
-    "plateau-next-word",
-    "seq2seq-exact",
-    "tagger-pos",
-    "reader-demo",
-    "finetune-run",
-    "class-30",
-    "course-300",
-    "load-paste-10",
-    "patch-all-sites",
-    "probe-run",
-    "class-pairs-100",
+    *CLASS_ROWS,
+    *CAUSES_ROWS,
     "dictionary-run",
     "save-attention-file",
     "save-at-once",
 ]
-TINY_ROWS = [
-    r
-    for r in ALL_ROWS
-    if r
-    not in (
-        "startup-health",
-        "startup-home",
-        "mem-app",
-        "plateau-default",
-        "plateau-next-word",
-        "seq2seq-exact",
-        "tagger-pos",
-        "reader-demo",
-        "finetune-run",
-        "class-30",
-        "course-300",
-        "load-paste-10",
-        "patch-all-sites",
-        "probe-run",
-        "class-pairs-100",
-        "dictionary-run",
-    )
-]
+# what --tiny leaves out: the server's start and memory, and the runs that train or serve a class
+SLOW_ROWS = ("startup-health", "startup-home", "mem-app", *CLASS_ROWS, *CAUSES_ROWS, "dictionary-run")
+TINY_ROWS = [r for r in ALL_ROWS if r not in SLOW_ROWS]
 
 
 @dataclass
@@ -160,3 +146,16 @@ def format_markdown(result: dict) -> str:
             f"{r['ratio']:.2f} | {r['target']}{mark} |"
         )
     return "\n".join(out)
+
+
+def script_parser(prog: str, doc: str) -> argparse.ArgumentParser:
+    """A measuring script's parser: its docstring's first paragraph as the description, and --json."""
+    p = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
+    p.add_argument("--json", type=Path, help="write the figures here too")
+    return p
+
+
+def write_json(path: Path | None, figures: dict) -> None:
+    """The figures as JSON at `path` (nothing without one)."""
+    if path is not None:
+        path.write_text(json.dumps(figures, indent=2) + "\n")

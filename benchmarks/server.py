@@ -6,6 +6,7 @@ class's fine-tuning jobs upload."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
@@ -34,6 +35,31 @@ QUIET_CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+# ==== the app's messages, read as its browser reads them ==========================================
+
+
+def forward_message(raw: bytes):
+    """(a ForwardMsg the server sent, its kind: "new_session", "delta", "script_finished"...)."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    fm = ForwardMsg()
+    fm.ParseFromString(raw)
+    return fm, fm.WhichOneof("type")
+
+
+def app_pages(fm) -> dict[str, str]:
+    """A navigation message's pages: {url path: page script hash}."""
+    return {p.url_pathname: p.page_script_hash for p in fm.navigation.app_pages}
+
+
+def drawn_element(fm) -> tuple[str, object] | None:
+    """(its kind, the element) a delta message draws, or None when it draws none."""
+    if fm.WhichOneof("type") != "delta" or fm.delta.WhichOneof("type") != "new_element":
+        return None
+    kind = fm.delta.new_element.WhichOneof("type")
+    return kind, getattr(fm.delta.new_element, kind)
 
 
 # ==== asyncio beside Playwright ====================================================================
@@ -111,6 +137,19 @@ def wait_healthy(proc: subprocess.Popen, url: str, timeout_s: float = 120) -> No
             pass
         time.sleep(0.3)
     raise RuntimeError(f"the server did not answer /_stcore/health within {timeout_s:.0f} s")
+
+
+@contextlib.contextmanager
+def running(log_path: Path, env_extra: dict[str, str]):
+    """(the process, its URL) of a server started on a free port and healthy; stopped on the way out."""
+    port = free_port()
+    proc = start_server(port, log_path, env_extra)
+    try:
+        url = f"http://{HOST}:{port}"
+        wait_healthy(proc, url)
+        yield proc, url
+    finally:
+        stop_server(proc)
 
 
 def stop_server(proc: subprocess.Popen) -> None:

@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="python -m bert")
     sub = parser.add_subparsers(dest="command", required=True)
-    if argv[:1] == ["get"]:  # its parser needs no torch: a refusal comes at once (0.7 s, not 4 s)
+    if argv[:1] == ["get"]:  # its parser needs no torch, so a refusal comes before torch is imported
         _add_get(sub)
     else:
         from .train.finetune_args import FinetuneArgs

@@ -11,11 +11,13 @@ Tested by killing a saving process at random moments: tests/test_kill_save.py.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -117,6 +119,21 @@ def remove_stale_leftovers(folder: Path, older_than_s: float = 600.0) -> int:
             except OSError:
                 pass
     return n
+
+
+@contextlib.contextmanager
+def written_dir(final_dir) -> Iterator[Path]:
+    """A temporary folder beside `final_dir` to write into: moved into place (replace_dir) when the
+    block ends, removed when it raises."""
+    final_dir = Path(final_dir)
+    final_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=final_dir.parent, prefix=f".{final_dir.name}.tmp"))
+    try:
+        yield tmp
+        replace_dir(tmp, final_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def replace_dir(tmp_dir: Path, final_dir: Path) -> None:

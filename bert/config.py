@@ -33,7 +33,7 @@ LIMITS = {
     "embedding_size": 4096,
 }
 MAX_LABELS = 1000
-MAX_CONFIG_BYTES = 1 << 20  # a config.json with 1,000 long labels is under 200 kB
+MAX_CONFIG_BYTES = 1 << 20  # room for MAX_LABELS long labels
 
 # DistilBERT's config.json names -> BERT's (its other fields: as BERT's, or kept in `extra`)
 DISTILBERT_NAMES = {

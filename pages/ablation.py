@@ -35,13 +35,8 @@ def _set_off(off) -> None:
     st.session_state[VERSION] = st.session_state.get(VERSION, 0) + 1
 
 
-def _ablation(model, text: str, off: tuple) -> None:
-    """The heads' ranking, their rows to switch them off, and the predictions before and after."""
-    b = model.bundle
-    L, H = b.config.num_hidden_layers, b.config.num_attention_heads
-    imp = importance(model.key, text, b)
-    ranking = imp.ranking()
-
+def _switches(L: int, H: int, ranking, off: tuple) -> tuple:
+    """The buttons and a row of heads a layer; returns the heads switched off now."""
     st.header("Heads on and off")
     c1, c2, c3 = st.columns(3)
     c1.button("All heads on", key="abl_all_on", on_click=_set_off, args=((),), width="stretch")
@@ -73,12 +68,16 @@ def _ablation(model, text: str, off: tuple) -> None:
     picked = off_key((l, h) for l in range(L) for h in range(H) if h not in (kept[l] or ()))
     if picked != off:
         st.session_state[OFF] = [list(p) for p in picked]
-        off = picked
     st.caption(
-        f"{len(off)} of {L * H} heads switched off. A highlighted head is on: click it to switch it "
+        f"{len(picked)} of {L * H} heads switched off. A highlighted head is on: click it to switch it "
         "off (and again to switch it back on); the predictions below update at once."
     )
+    return picked
 
+
+def _before_after(model, text: str, off: tuple) -> None:
+    """The class probabilities, or each [MASK]'s top words, with every head on and with `off` off."""
+    b = model.bundle
     st.header("Before and after")
     notebook = partial(ablation_notebook, text=text, off=off, k=K)
     if b.is_classifier:
@@ -86,22 +85,23 @@ def _ablation(model, text: str, off: tuple) -> None:
         show_figure.show(
             class_probs_before_after(b.labels, before, after), "ablation-cls", key="abl_cls", notebook=notebook
         )
-    else:
-        full, cut = mlm_topk(model.key, text, K, (), b), mlm_topk(model.key, text, K, off, b)
-        for i, pos in enumerate(full.positions):
-            title = f"[MASK] at token {pos}" if len(full.positions) > 1 else ""
-            show_figure.show(
-                topk_before_after(
-                    full.top_tokens[i], full.top_probs[i], cut.top_tokens[i], cut.top_probs[i], title=title
-                ),
-                f"ablation-mlm-{i}",
-                key=f"abl_mlm_{i}",
-                notebook=notebook if i == 0 else None,  # every [MASK] and the ranking
-            )
-            if i >= 4:
-                st.caption(f"Showing the first 5 of {len(full.positions)} masks.")
-                break
+        return
+    full, cut = mlm_topk(model.key, text, K, (), b), mlm_topk(model.key, text, K, off, b)
+    for i, pos in enumerate(full.positions):
+        title = f"[MASK] at token {pos}" if len(full.positions) > 1 else ""
+        show_figure.show(
+            topk_before_after(full.top_tokens[i], full.top_probs[i], cut.top_tokens[i], cut.top_probs[i], title=title),
+            f"ablation-mlm-{i}",
+            key=f"abl_mlm_{i}",
+            notebook=notebook if i == 0 else None,  # every [MASK] and the ranking
+        )
+        if i >= 4:
+            st.caption(f"Showing the first 5 of {len(full.positions)} masks.")
+            break
 
+
+def _most_important(imp, off: tuple) -> None:
+    """Each head's drop when switched off alone: the heatmap and the TOP heads' table."""
     st.header("Most important heads")
     what = "probability of the class" if imp.kind == "classifier" else "log-probability of the word"
     st.markdown(
@@ -115,15 +115,19 @@ def _ablation(model, text: str, off: tuple) -> None:
     top = pd.DataFrame(
         [
             {"rank": n + 1, "layer": l + 1, "head": h + 1, f"drop in {imp.unit}": s}
-            for n, (l, h, s) in enumerate(ranking[:TOP])
+            for n, (l, h, s) in enumerate(imp.ranking(TOP))
         ]
     )
-    st.dataframe(
-        top,
-        hide_index=True,
-        width="stretch",
-        column_config={f"drop in {imp.unit}": st.column_config.NumberColumn(format="%.4f")},
-    )
+    widgets.number_table(top, (f"drop in {imp.unit}",), "%.4f")
+
+
+def _ablation(model, text: str, off: tuple) -> None:
+    """The heads' ranking, their rows to switch them off, and the predictions before and after."""
+    b = model.bundle
+    imp = importance(model.key, text, b)
+    off = _switches(b.config.num_hidden_layers, b.config.num_attention_heads, imp.ranking(), off)
+    _before_after(model, text, off)
+    _most_important(imp, off)
 
 
 with show_errors("the ablation"):

@@ -205,12 +205,7 @@ with show_errors("the attention maps"):
                 **{f"d{d}": [q[i, d], w["output"][d]] for d in range(dims)},
             }
         )
-        st.dataframe(
-            vec,
-            hide_index=True,
-            width="stretch",
-            column_config={f"d{d}": st.column_config.NumberColumn(format="%.3f") for d in range(dims)},
-        )
+        widgets.number_table(vec, [f"d{d}" for d in range(dims)])
         st.caption(
             f"Each head outputs {D} numbers per token; the {H} heads' outputs are put "
             "side by side and mixed by one more matrix, then added to the token's vector."

@@ -127,7 +127,7 @@ LIVE_STATES = {
 
 @st.fragment(run_every=2)
 def live_now(code: str) -> None:
-    """The runs shown live on this board, their curves redrawn every 2 s (on the teacher's own
+    """The runs shown live on this board, their curves redrawn every few seconds (on the teacher's own
     screen, each with its student's real name when signed in)."""
     try:
         runs = board_store().live_runs(code)

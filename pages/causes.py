@@ -5,7 +5,7 @@ import streamlit as st
 import app
 from app.causes import pairs_view, patching_view, probes_view
 from app.model_sources import current_model
-from app.ui import links
+from app.ui import links, widgets
 from app.ui.errors import show_errors
 
 app.run_through_entry()  # before anything else: see app/__init__.py
@@ -28,13 +28,5 @@ with show_errors("the experiment"):
     model = current_model()
     if view == VIEWS[2]:
         probes_view.render(model)
-    elif not model.bundle.has_mlm:
-        st.info(
-            "This experiment reads the masked-word head, and this model is a fine-tuned classifier "
-            "without one. Pick a pre-trained model in the sidebar, or probe its layers (Probes).",
-            icon=":material/info:",
-        )
-    elif view == VIEWS[0]:
-        patching_view.render(model)
-    else:
-        pairs_view.render(model)
+    elif not widgets.lacks_mlm(model.bundle, "This experiment", "probe its layers (Probes)"):
+        (patching_view.render if view == VIEWS[0] else pairs_view.render)(model)

@@ -6,6 +6,7 @@ import streamlit as st
 import app
 from app.features import explore_view, training_view
 from app.model_sources import current_model
+from app.ui import widgets
 from app.ui.errors import show_errors
 
 app.run_through_entry()  # before anything else: see app/__init__.py
@@ -23,12 +24,7 @@ st.markdown(
 
 with show_errors("the dictionary"):
     model = current_model()
-    if not model.bundle.has_mlm:
-        st.info(
-            "The splice cost, the feature cards and steering read the masked-word head, and this model "
-            "has none. Pick a pre-trained model in the sidebar.",
-            icon=":material/info:",
-        )
+    if widgets.lacks_mlm(model.bundle, "The splice cost, the feature cards and steering"):
         st.stop()
     args = training_view.settings_form(model)
     training_view.train_panel(model, args)

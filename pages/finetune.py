@@ -13,7 +13,7 @@ from app.training import session as ts
 from app.training.data import builtin_data
 from app.training.finetune_view import PAGE, data_summary, show_result, uploaded_data, validation
 from app.training.finished import results
-from app.training.follow import POLL_S, current_job, live_job
+from app.training.follow import POLL_S, live_job
 from app.training.head_view import CLASSIFY, head_page, task_shape
 from app.training.progress import finetune_progress, finetune_start_line
 from app.training.reports import base_bundle
@@ -222,18 +222,16 @@ with train:
     # --- 4. train --------------------------------------------------------------------------------------
     st.header("4. Train")
     jm = job_backend()
-    job = current_job(FINETUNE, jm)
-    view.notice(PAGE)
-    view.start_button(
+    job = view.start_section(
         PAGE,
         jm,
+        FINETUNE,
         "Start fine-tuning",
         on_start_finetune,
         (jm, data, valid_file, valid_fraction, base, mode),
-        data is None or base is None or (job is not None and job.active),
+        data is None or base is None,
         help="One job per session at a time; others on this server may be queued before you.",
     )
-    job = current_job(FINETUNE, jm)
 
     if job is not None and job.active:
         st.fragment(run_every=POLL_S)(live_panel)()

@@ -144,9 +144,4 @@ with show_errors("the head patterns"):
             for l in range(L)
             for h in range(H)
         ]
-        st.dataframe(
-            pd.DataFrame(rows),
-            hide_index=True,
-            width="stretch",
-            column_config={n: st.column_config.NumberColumn(format="%.3f") for n in STAT_NAMES},
-        )
+        widgets.number_table(pd.DataFrame(rows), STAT_NAMES)

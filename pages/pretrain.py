@@ -10,7 +10,7 @@ from app.training import page as view
 from app.training import session as ts
 from app.training import snapshots
 from app.training.data import builtin_corpus
-from app.training.follow import POLL_S, current_job, live_job
+from app.training.follow import POLL_S, live_job
 from app.training.next_word_view import is_next_word
 from app.training.pretrain_view import PAGE, plateau_line, show_result
 from app.training.progress import pretrain_progress, probe_frame
@@ -104,10 +104,10 @@ if corpus is not None:
 
 # --- 2. model and training settings -----------------------------------------------------------------
 D = PretrainArgs(out="")
-# The default run leaves the unigram plateau while the class watches: about 40 s on one thread of a
-# 2-core machine (benchmarks/plateau.py, docs/MODELS.md "Watch it learn"), on WordNet's short sentences.
-# The next-word game on the same settings leaves its plateau at step 100, under a minute on one thread
-# (--recipe next-word; most of it is the vocabulary and the tokenized corpus before the first step).
+# The default run leaves the unigram plateau while the class watches, on WordNet's short sentences
+# (benchmarks/plateau.py measures it, docs/MODELS.md "Watch it learn"); the next-word game on the same
+# settings leaves its plateau at step 100 (--recipe next-word; most of its time is the vocabulary and
+# the tokenized corpus before the first step).
 defaults = {
     "pt_layers": 2,
     "pt_hidden": 128,
@@ -187,12 +187,10 @@ if corpus is not None:
 
 # --- 4. run --------------------------------------------------------------------------------------
 jm = job_backend()
-job = current_job(PRETRAIN, jm)
-view.notice(PAGE)
-
-disabled = corpus is None or (job is not None and job.active) or not est["ok"]
-view.start_button(PAGE, jm, "Start pre-training", on_start_pretrain, (jm, corpus, corpus_label), disabled)
-job = current_job(PRETRAIN, jm)
+not_ready = corpus is None or not est["ok"]
+job = view.start_section(
+    PAGE, jm, PRETRAIN, "Start pre-training", on_start_pretrain, (jm, corpus, corpus_label), not_ready
+)
 
 
 def live_panel():

@@ -53,7 +53,10 @@ from benchmarks.server import (
     HOST,
     QUIET_CHROMIUM_ARGS,
     MemoryWatch,
+    app_pages,
     chromium_path,
+    drawn_element,
+    forward_message,
     free_port,
     is_local,
     reviews_csv,
@@ -413,10 +416,7 @@ class ProtocolPage:
             left = end - time.monotonic()
             if left <= 0:
                 raise TimeoutError("no script_finished")
-            raw = await asyncio.wait_for(self.ws.recv(), timeout=left)
-            fm = ForwardMsg()
-            fm.ParseFromString(raw)
-            kind = fm.WhichOneof("type")
+            fm, kind = forward_message(await asyncio.wait_for(self.ws.recv(), timeout=left))
             if kind == "new_session":
                 elements = []
                 frags: dict[str, float] = {}
@@ -426,10 +426,9 @@ class ProtocolPage:
             elif kind == "auto_rerun":
                 frags[fm.auto_rerun.fragment_id] = fm.auto_rerun.interval
             elif kind == "navigation":
-                self.pages.update({p.url_pathname: p.page_script_hash for p in fm.navigation.app_pages})
-            elif kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
-                ek = fm.delta.new_element.WhichOneof("type")
-                elements.append((ek, getattr(fm.delta.new_element, ek)))
+                self.pages.update(app_pages(fm))
+            elif (element := drawn_element(fm)) is not None:
+                elements.append(element)
             elif kind == "script_finished":
                 if fm.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
                     self.elements = elements

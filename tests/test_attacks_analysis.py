@@ -241,21 +241,20 @@ def _peak(tmp_path, n: int, **env_extra) -> dict:
 
 @pytest.mark.slow
 def test_six_long_analyses_at_once_peak_near_two(tmp_path):
-    """Cache off: six 512-token analyses sent together. One alone: +188 MB before each layer's
-    attention went straight into one array, +97 MB now; six at once +1,354 MB before the gate,
-    +530 MB after it."""
+    """Cache off: six 512-token analyses sent together. Each layer's attention goes straight into
+    one array, and the gate lets at most two run at once, so six together peak under four times
+    one alone."""
     m = _peak(tmp_path, 6, BERT_EXPLORER_CACHE_MB="0")
     assert m["all"] < 4 * m["one"], m
 
 
 @pytest.mark.slow
 def test_twelve_long_analyses_at_once_stay_within_300_mb(tmp_path):
-    """The defaults (cache 256 MB, 2 places): twelve different 512-token texts at once. Before:
-    +636 MB (the cache full beside two passes of +188 MB each); now +246 to +266 MB: the cache
+    """The defaults (cache 256 MB, 2 places): twelve different 512-token texts at once. The cache
     makes room for the work in progress, whose attentions are written layer by layer into one
-    array."""
+    array, so the cache and two passes together stay within the bound."""
     m = _peak(tmp_path, 12)
-    assert m["one"] < 150, m  # 188 MB before
+    assert m["one"] < 150, m  # one array of attentions, not a list of layers copied into it
     assert m["all"] <= 300, m
 
 
@@ -333,8 +332,8 @@ print(json.dumps({
 
 @pytest.mark.slow
 def test_five_thousand_lines_in_one_message_are_cut_and_cheap():
-    """Before: 5,000 rows added to the table in one message, 89 s of processor on this machine
-    (21 s in the issue), on every rerun. Now the box is cut to SENSE_BOX_CHARS as it arrives."""
+    """5,000 rows pasted in one message: the box is cut to SENSE_BOX_CHARS as it arrives, so no
+    rerun adds thousands of rows to the table."""
     r = subprocess.run(
         [sys.executable, "-c", ROWS, str(ROOT / "streamlit_app.py")],
         cwd=ROOT,

@@ -255,7 +255,7 @@ def test_a_full_board_is_drawn_once_per_change_and_small(cache, board, monkeypat
     runs = board.entries(code)
     assert len(runs) == 200 and len(runs[0]["val_accuracy"]) == 200  # stored in full, drawn thinned
     spec = pio.to_json(board_charts.posted_curves(runs), validate=False)
-    assert len(spec) < 150_000, len(spec)  # 815 kB before (200 points a curve, with markers)
+    assert len(spec) < 150_000, len(spec)  # drawn thinned: not 200 points a curve, with markers
 
     built, parsed = [], []
     real_curves, real_clean = board_charts.posted_curves, board_summary.clean_summary

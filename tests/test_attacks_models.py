@@ -26,8 +26,8 @@ import bert
 from bert import CheckpointError
 from bert.checkpoint.builtins import ASSETS
 from bert.checkpoint.hub import HUB_FILES
-from bert.checkpoint.load import read_weights
 from bert.checkpoint.sizes import model_parameters
+from bert.checkpoint.weights import read_weights
 from bert.config import BertConfig
 from bert.model import BertForSequenceClassification
 from bert.public import public_text

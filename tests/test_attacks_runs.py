@@ -57,8 +57,8 @@ def measured(setup: str, body: str, env: dict | None = None, timeout: float = 30
 
 @pytest.mark.slow
 def test_a_file_of_millions_of_tiny_rows_is_read_with_a_bound(tmp_path):
-    """The attack: a 49.9 MB CSV of 5.7 M tiny rows (within the upload limit). Before: 37 s of
-    processor and +1,442 MB parsed whole; now reading stops at MAX_SCAN_ROWS rows, keeps a random
+    """The attack: a 49.9 MB CSV of 5.7 M tiny rows (within the upload limit): not parsed
+    whole; reading stops at MAX_SCAN_ROWS rows, keeps a random
     MAX_READ_ROWS of them, and says so."""
     path = tmp_path / "tiny_rows.csv"
     with open(path, "w") as f:
@@ -248,8 +248,8 @@ def weigh(cache, code, mb, hours_ago):
 
 def test_fresh_cookies_filling_the_disk_never_evict_a_classmates_young_run(cache, monkeypatch):
     """The attack: short jobs started and stopped from fresh cookies (a new student each) until the
-    disk cap is reached. Before: the oldest runs went, a classmate's too ("There is no run LVCGMX");
-    now a run younger than BERT_EXPLORER_RUN_SAFE_HOURS stays, and the new save is refused."""
+    disk cap is reached: the oldest runs may go, never a classmate's young one. A run younger than
+    BERT_EXPLORER_RUN_SAFE_HOURS stays, and the new save is refused."""
     from app.jobs import saved_runs
     from app.jobs.budget import LimitError
     from tests.helpers import tiny_bundle

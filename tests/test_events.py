@@ -142,7 +142,7 @@ def test_saved_runs_keep_their_format_and_older_ones_still_open():
     events = [helpers.finetune_start(2), helpers.finetune_step(1), helpers.finetune_eval(2, accuracy=0.75)]
     events += [helpers.finetune_done(2), Report(seconds=1.0, report={"accuracy": 0.75}), Saved(code="K7QX2M")]
     record = run_record("finetune", events, {"args": FinetuneArgs(data="d.csv", lr=1e-3)}, "done", None, None)
-    assert record["metrics"] == events[:4] and record["done"] == events[3]  # as before: done among them
+    assert record["metrics"] == events[:4] and record["done"] == events[3]  # done is among the metrics too
     assert record["report"] == {"event": "report", "seconds": 1.0, "accuracy": 0.75}
     on_disk = json.loads(json.dumps(stored_record(record)))
     assert on_disk["metrics"][1] == events[1].to_dict() and on_disk["done"]["event"] == "done"

@@ -163,8 +163,8 @@ def test_a_reader_trains_and_answers_with_spans_of_the_passage():
 def test_stop_during_data_preparation_or_an_evaluation_ends_the_run_stopped(head, phase):
     """A Stop pressed while the task makes its inputs, or while it scores the model (its only
     scoring: one an epoch, one epoch): the run ends stopped, no step after a Stop in preparation,
-    and no second scoring after an interrupted one (it used to score the model again, whole,
-    with Stop ignored); the model is handed over, unscored."""
+    and no second scoring after an interrupted one (no scoring of the whole model again with
+    Stop ignored); the model is handed over, unscored."""
     if head == "tagger":
         args = _args(epochs=1, evals=1)
         task = TaggerTask(*split_tagged(_tagged(80), 0.25), args)

@@ -2,7 +2,8 @@
 circle (any import: top level, inside a function, under TYPE_CHECKING), no import of another module's
 `_private` name and no `obj._private` reach-in, bert/ never imports streamlit or app/, and the family
 is read from bert/family.py's rows, not from `model_type` comparisons. And the house's text: no
-comment or docstring of the code cites an issue number or a design file the repository lacks, and
+comment or docstring of the code cites an issue number or a design file the repository lacks, or
+states a measurement or its history (in the tests: no history), and
 the README stays short (<= 300 lines), its details in the docs/ pages it links. No two packages
 import each other, and the job backends are reached only through app/jobs/backend.py's Protocols."""
 
@@ -319,6 +320,98 @@ def test_the_citation_finder_finds_issue_numbers_and_design_md(tmp_path):
         "app/a.py:2: Issue 7",
         f"app/a.py:4: {h}15",
         f"scripts/b.sh:2: {issue} {h}17",
+    }
+
+
+# A figure with its unit (a time, a size, a share, a factor) or a history ("before:", "was ... now",
+# "used to") in a comment or docstring of the code or the Makefile: the figure belongs in docs/ or the
+# bench, the history in the git log. An example of output in quotes or backticks is not a note.
+# The tests' notes may name a bound; only their history (a figure beside a before or a now) is refused.
+FIGURE = re.compile(
+    r"(?<![\w.\-])(?:about |~|≈)?[+-]?\d[\d,.]*\s*(?:%|×"
+    r"|x(?=\s*(?:slower|faster|quicker|smaller|larger|bigger|scale|wide|more|less)\b)"
+    r"|(?:ms|µs|us|ns|s|sec|secs|seconds?|mins?|minutes?|h|hours?|[KMGT]i?B|kB|bytes?)\b)"
+    r"|\d[\d,.]*x\b"
+)
+HISTORY = re.compile(
+    r"\bbefore\s*/\s*after\b|(?:^|[.;(])\s*before:|\bwas\b[^.;]{0,80}?\bnow\b|\bused to\b|\bpreviously\b"
+    r"|\bonce (?:lost|failed|broke|took|hung|crashed)\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+THEN = re.compile(r"\bbefore\b(?!\s+(?:it|its|the|a|an|each|they|any)\b)|\bnow\b|\bused to\b", re.IGNORECASE)
+QUOTED = re.compile(r"(?<!\w)'[^'\n]*'(?!\w)|\"[^\"\n]*\"|`[^`\n]*`")
+
+
+def measurements(text: str, figures: bool = True) -> list[str]:
+    """The history and the figures with units in one note (with `figures` off, only a figure in a
+    sentence that also says before or now)."""
+    text = QUOTED.sub("", text)
+    found = [m.group(0).strip(" .;(") for m in HISTORY.finditer(text)]
+    for sentence in re.split(r"(?<=[.;])\s+", text):
+        if figures or THEN.search(sentence):
+            found += [m.group(0) for m in FIGURE.finditer(sentence)]
+    return found
+
+
+def makefile_notes(path: Path):
+    """(line, text) of the Makefile's comment lines."""
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.lstrip().startswith("#"):
+            yield n, line.lstrip()[1:]
+
+
+def measurement_notes(root: Path = ROOT) -> set[str]:
+    """'path:line: figure' for every figure with a unit or history in the notes of bert/, app/,
+    pages/ and the Makefile, and every history (with its figure) in the tests' notes."""
+    found = set()
+    places = [(p, True) for d in ("bert", "app", "pages") for p in sorted((root / d).rglob("*.py"))]
+    places += [(p, False) for p in sorted((root / "tests").rglob("*.py")) if "artifacts" not in p.parts]
+    for p, figures in places:
+        for line, text in notes(p):
+            found |= {f"{p.relative_to(root).as_posix()}:{line}: {h}" for h in measurements(text, figures)}
+    if (root / "Makefile").exists():
+        for line, text in makefile_notes(root / "Makefile"):
+            found |= {f"Makefile:{line}: {h}" for h in measurements(text)}
+    return found
+
+
+def test_no_comment_or_docstring_states_a_measurement_or_its_history():
+    assert measurement_notes() == set()
+
+
+def test_the_measurement_finder_finds_figures_units_and_history(tmp_path):
+    for d in ("bert", "app", "pages", "tests"):
+        (tmp_path / d).mkdir()
+    (tmp_path / "bert" / "a.py").write_text(
+        '"""Loads at once (0.7 s, not 4 s)."""\n'
+        "# peak +180 -> +136 MB while loading; a 3x faster path, 25 % of it, 2.5 GiB\n"
+        "X = 1  # the box was 20 lines wide, now it is cut\n"
+        "def f():\n    '''Formats a size as \"1.5 MB\" or `12 kB`; 6 layers x 12 heads; UTF-16 text.'''\n"
+        "# the model's 3 s start and the tokenizer's 2 MB\n"
+    )
+    (tmp_path / "app" / "b.py").write_text("# trains in about 6 s of CPU; used to hang\n")
+    (tmp_path / "pages" / "c.py").write_text("# every page, every layer: a rule with no figure\n")
+    (tmp_path / "tests" / "t.py").write_text(
+        'def test_x():\n    """Before: 37 s of processor. Within a 10 s bound; seen before: free."""\n'
+        "    x = 1  # 815 kB before, now less\n"
+    )
+    (tmp_path / "Makefile").write_text("# The scenarios that once lost a rare race\ntest:\n\techo 5 s\n")
+    assert measurement_notes(tmp_path) == {
+        "bert/a.py:1: 0.7 s",
+        "bert/a.py:1: 4 s",
+        "bert/a.py:2: +136 MB",
+        "bert/a.py:2: 3x",
+        "bert/a.py:2: 25 %",
+        "bert/a.py:2: 2.5 GiB",
+        "bert/a.py:3: was 20 lines wide, now",
+        "bert/a.py:6: 3 s",
+        "bert/a.py:6: 2 MB",
+        "app/b.py:1: about 6 s",
+        "app/b.py:1: used to",
+        "tests/t.py:2: Before:",
+        "tests/t.py:2: 37 s",
+        "tests/t.py:3: 815 kB",
+        "Makefile:1: once lost",
     }
 
 

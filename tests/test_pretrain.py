@@ -196,8 +196,8 @@ def test_held_out_documents_do_not_follow_the_seed(tmp_path):
 @pytest.mark.parametrize("objective", [MLM_NSP, NEXT_WORD])
 def test_stop_as_a_scoring_begins_ends_the_run_without_scoring(tmp_path, objective):
     """A Stop pressed as step 10's scoring begins (and so before the end-of-run one): the run ends
-    stopped at step 10 with no scoring at all, neither that one nor a last one (both used to run
-    whole, the next-word one 32 sequences of full-vocabulary logits)."""
+    stopped at step 10 with no scoring at all, neither that one nor a last one (neither runs whole after
+    a Stop, the next-word one least of all: full-vocabulary logits)."""
     from bert.train.events import PretrainEval
 
     stop = threading.Event()

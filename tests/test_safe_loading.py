@@ -22,8 +22,9 @@ from safetensors.torch import save_file
 
 import bert
 from bert import CheckpointError
-from bert.checkpoint.load import load_folder, read_weights
+from bert.checkpoint.load import load_folder
 from bert.checkpoint.sizes import encoder_parameters
+from bert.checkpoint.weights import read_weights
 from tests.helpers import SPECIALS, tiny_bundle, tiny_config
 
 WORDS = SPECIALS + "the cat sat on mat a dog ran ##s and big red blue it was".split()

@@ -54,9 +54,9 @@ DEFAULT_MAX_VALUES = 800_000
 # The model view draws all it gets at once (one SVG line per value); Chromium needs
 # seconds per 100k lines on a busy 2-core machine, so it gets a smaller budget.
 MODEL_VIEW_MAX_VALUES = 200_000
-# Tokens: the head view draws H x T x T lines per layer (12 x 128 x 128 = 197k lines took
-# 16 s in Chromium here, 64 tokens about 4 s), so the views take the first 64 tokens
-# (the model view 48) unless told otherwise.
+# Tokens: the head view draws H x T x T lines per layer, so the browser's time grows with the
+# square of the tokens (docs/PERFORMANCE.md): the views take the first 64 tokens (the model
+# view 48) unless told otherwise.
 ATTN_SCALE = 1000  # attention sent as round(p * 1000): 3 decimals
 QK_SCALE = 100  # queries/keys as round(x * 100): 2 decimals (drawn as colours)
 

@@ -19,7 +19,7 @@ job limit) and at most MAX_CHANGES changes each; MAX_ANSWERS
 students a question; MAX_QUESTIONS a day a class; a question's body at most BODY_BYTES. A student
 is whatever cookie a client sends, so new answerers of a question are also bounded per client
 address (app/server/new_students.py): BERT_EXPLORER_NEW_ANSWERERS_BURST (60, a class behind one
-router) at once, then one every BERT_EXPLORER_NEW_ANSWERER_EVERY_S (30 s), and at most
+router) at once, then one every BERT_EXPLORER_NEW_ANSWERER_EVERY_S seconds, and at most
 ANSWERS_PER_ADDRESS (half of MAX_ANSWERS) in all: one machine cannot answer as the whole class,
 and the other half of a question is always there for students elsewhere. Nothing
 here names a student to another: the tally is answers and counts, a student sees their own

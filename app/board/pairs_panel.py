@@ -17,6 +17,7 @@ from bert.analysis.scoring import sentence_tokens
 from ..analysis_cache import pair_scores
 from ..model_sources import current_model
 from ..ui.formatting import md_escape
+from ..ui.widgets import lacks_mlm, number_table
 from .class_pairs import POSTED_TOKENS, ClassPairs
 from .service import board_store
 from .store import BoardError
@@ -70,23 +71,13 @@ def render(code: str) -> list[tuple[int, str, str]]:
         )
         return []
     model = current_model()
-    if not model.bundle.has_mlm:
-        st.info(
-            "Scoring a pair reads the masked-word head, and this model has none: pick a pre-trained model "
-            "in the sidebar to score the class's pairs.",
-            icon=":material/info:",
-        )
+    if lacks_mlm(model.bundle, "Scoring the class's pairs"):
         return [(i, g, b) for i, g, b, _ in ClassPairs(board_store()).scored(code, None)]
     table, listed = scored_rows(model, code)
     hits, scored = int((table["model"] == HIT).sum()), int(table["model"].isin([HIT, MISS]).sum())
     rate = f" ({hits / scored:.0%})" if scored else ""
     st.metric(f"{md_escape(model.label)} prefers the good sentence", f"{hits} of {scored} pairs{rate}")
-    st.dataframe(
-        table,
-        hide_index=True,
-        width="stretch",
-        column_config={c: st.column_config.NumberColumn(format="%.2f") for c in ("PLL good", "PLL bad", "difference")},
-    )
+    number_table(table, ("PLL good", "PLL bad", "difference"), "%.2f")
     st.caption(
         f"{len(pairs)} pair(s) posted. A hit: the model scores the good sentence higher (the sum of "
         "log P of each token with it masked). The teacher's key removes one pair, or clears them with the "

@@ -25,7 +25,7 @@ from app.server.shared_network import class_size
 from app.students import student_key
 from app.ui import links, show_figure
 from app.ui.formatting import md_escape
-from app.ui.widgets import cap_text, csv_download
+from app.ui.widgets import cap_text, csv_download, number_table
 from bert import settings
 from bert.analysis.paradigms import PAIR_SEP, PARADIGMS, parse_pairs
 from bert.analysis.scoring import MAX_TOKENS, SentenceScore, pairs_within, sentence_tokens, split_pair
@@ -183,12 +183,7 @@ def _results(res, name: str, key: str, notebook) -> None:
     if len(res.correct) == 1:
         st.info("One pair says right or wrong once: add more pairs to measure an accuracy.", icon=":material/info:")
     table = _pairs_table(res)
-    st.dataframe(
-        table,
-        hide_index=True,
-        width="stretch",
-        column_config={c: st.column_config.NumberColumn(format="%.2f") for c in ("PLL good", "PLL bad", "difference")},
-    )
+    number_table(table, ("PLL good", "PLL bad", "difference"), "%.2f")
     csv_download(table, "Download the pairs (CSV)", f"minimal-pairs-{name}.csv", key=f"{key}_csv")
     _one_pair(res, f"{key}_pair", notebook)
 

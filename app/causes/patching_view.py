@@ -118,20 +118,13 @@ def _inputs() -> tuple[Pair, str]:
     links.view(*_link_params())
     for key, value in zip(KEYS, PRESETS[st.session_state[PRESET]], strict=True):
         st.session_state.setdefault(key, value)
-    c1, c2 = st.columns(2)
-    clean = c1.text_input(
-        "Clean sentence: the answer holds",
-        key=KEYS.clean,
-        max_chars=SENTENCE_CHARS,
-        on_change=_edited,
-        args=(KEYS.clean,),
+    sentences = (
+        (KEYS.clean, "Clean sentence: the answer holds"),
+        (KEYS.corrupted, "Corrupted sentence: one change, the same number of tokens"),
     )
-    corrupted = c2.text_input(
-        "Corrupted sentence: one change, the same number of tokens",
-        key=KEYS.corrupted,
-        max_chars=SENTENCE_CHARS,
-        on_change=_edited,
-        args=(KEYS.corrupted,),
+    clean, corrupted = (
+        col.text_input(label, key=key, max_chars=SENTENCE_CHARS, on_change=_edited, args=(key,))
+        for col, (key, label) in zip(st.columns(2), sentences)
     )
     c3, c4, c5 = st.columns([1, 1, 2])
     answer = c3.text_input("Answer (one word)", key=KEYS.answer, max_chars=WORD_CHARS)
@@ -146,14 +139,9 @@ def _inputs() -> tuple[Pair, str]:
     return pair, site
 
 
-def render(model) -> None:
-    st.markdown(
-        "Run the model on a **clean** sentence and on a **corrupted** one that changes a single "
-        "word. Then rerun the corrupted sentence again and again, each time putting in *one* "
-        "activation copied from the clean run. Where the copy brings the clean answer back, that "
-        "activation *carries* the information: this is an experiment, not a picture."
-    )
-    pair, site = _inputs()
+def _patched(model, pair: Pair, site: str):
+    """The patching result, or None (with a hint) while only one sentence of the pair was edited
+    and their token counts still differ."""
     try:
         r = patching(model.key, *pair, site, model.bundle)
     except TokenCountMismatch as e:
@@ -167,25 +155,23 @@ def render(model) -> None:
             f"(the clean sentence has {n_clean}, the corrupted one {n_corrupted}).",
             icon=":material/edit:",
         )
-        return
+        return None
     except BertExplorerError:
         st.session_state[EDITED] = set()  # the counts matched: the next mismatch waits again
         raise
     st.session_state[EDITED] = set()
-    st.markdown(
-        f"Measured: logit(**{md_escape(r.answer)}**) − logit(**{md_escape(r.foil)}**) at the [MASK]: "
-        f"**{r.clean:+.2f}** on the clean sentence, **{r.corrupted:+.2f}** on the corrupted one. "
-        "Each cell: the share of that gap a patch there closes (1 all of it, 0 nothing)."
-    )
-    for warning in baseline_warnings(r):
-        st.warning(warning, icon=":material/warning:")
+    return r
+
+
+def _heatmap(r, pair: Pair, site: str) -> tuple[int, int]:
+    """The effect heatmap with its picked cell (the strongest until one is clicked or chosen), and
+    the picker; returns the picked (row, column)."""
     R, X = r.effect.shape
     pick_key, chart_key = f"pt_cell_{site}_{R}_{X}", f"pt_map_{site}_{R}_{X}"
     strongest = _strongest(r)
     if pick_key not in st.session_state:
         st.session_state[pick_key] = strongest
-    cell = int(st.session_state[pick_key])
-    row, col = divmod(cell, X)
+    row, col = divmod(int(st.session_state[pick_key]), X)
     where = "tokens" if site != "heads" else "heads"
     show_figure.show(
         patching_heatmap(
@@ -215,6 +201,28 @@ def render(model) -> None:
             f"{r.answer if r.patched.flat[i] > 0 else r.foil} first ({r.patched.flat[i]:+.2f})"
         ),
     )
+    return row, col
+
+
+def render(model) -> None:
+    st.markdown(
+        "Run the model on a **clean** sentence and on a **corrupted** one that changes a single "
+        "word. Then rerun the corrupted sentence again and again, each time putting in *one* "
+        "activation copied from the clean run. Where the copy brings the clean answer back, that "
+        "activation *carries* the information: this is an experiment, not a picture."
+    )
+    pair, site = _inputs()
+    r = _patched(model, pair, site)
+    if r is None:
+        return
+    st.markdown(
+        f"Measured: logit(**{md_escape(r.answer)}**) − logit(**{md_escape(r.foil)}**) at the [MASK]: "
+        f"**{r.clean:+.2f}** on the clean sentence, **{r.corrupted:+.2f}** on the corrupted one. "
+        "Each cell: the share of that gap a patch there closes (1 all of it, 0 nothing)."
+    )
+    for warning in baseline_warnings(r):
+        st.warning(warning, icon=":material/warning:")
+    row, col = _heatmap(r, pair, site)
     st.markdown(patched_line(r, row, col))
     show_figure.show(
         mlm_topk_bar(r.top_tokens[row][col], r.top_probs[row, col], f"[MASK], {r.rows[row]} {r.columns[col]} patched"),

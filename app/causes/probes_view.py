@@ -19,7 +19,7 @@ from app.ui.widgets import csv_download
 from bert.analysis.probe_data import PROPERTIES
 from bert.checkpoint.builtins import available_builtins
 
-SIZES = [60, 150, 300, 600]  # Brown sentences; 300 on minilm-l6 trains in about 20 s on one core
+SIZES = [60, 150, 300, 600]  # Brown sentences; the larger sizes train for longer, on a button
 NONE = "(no second model)"
 RAN = "pr_ran"  # session key: the probes were asked for (they train on a button, then stay shown)
 

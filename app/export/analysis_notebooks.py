@@ -141,6 +141,26 @@ COMPARE_MD = (
 )
 
 
+def _compare_answers_code(k: int) -> str:
+    """A cell that draws each model's answer: its class probabilities, or the top `k` words of its
+    first COMPARE_MASKS [MASK]s."""
+    return (
+        "for side, m in (('a', bundle_a), ('b', bundle_b)):\n"
+        "    if not m.is_classifier and '[MASK]' not in text:\n"
+        "        print(f'model {side.upper()}: put [MASK] in the sentence to see its guesses')\n"
+        "        continue\n"
+        f"    out = model_outputs(m, text, {int(k)})\n"
+        "    if out.kind == 'classifier':\n"
+        "        numbers[f'{side}_probs'] = out.probs.tolist()\n"
+        "        class_probs_bar(out.labels, out.probs).show()\n"
+        "        continue\n"
+        "    numbers[f'{side}_probs'], numbers[f'{side}_tokens'] = out.mlm.top_probs.tolist(), out.mlm.top_tokens\n"
+        f"    for i, pos in enumerate(out.mlm.positions[:{COMPARE_MASKS}]):\n"
+        "        core.mlm_topk_bar(out.mlm.top_tokens[i], out.mlm.top_probs[i], f'[MASK] at token {pos}').show()\n"
+        "# numbers: this view's, for your own code"
+    )
+
+
 def compare_models(
     model: ModelRef, stamp: Stamp, text: str, layer: int, head: int, a: ModelRef, b: ModelRef, k: int
 ) -> str:
@@ -183,22 +203,7 @@ def compare_models(
             "else:\n"
             "    print('The same model twice, or models that differ in shape or tokens: no difference map.')",
         ),
-        (
-            "code",
-            "for side, m in (('a', bundle_a), ('b', bundle_b)):\n"
-            "    if not m.is_classifier and '[MASK]' not in text:\n"
-            "        print(f'model {side.upper()}: put [MASK] in the sentence to see its guesses')\n"
-            "        continue\n"
-            f"    out = model_outputs(m, text, {int(k)})\n"
-            "    if out.kind == 'classifier':\n"
-            "        numbers[f'{side}_probs'] = out.probs.tolist()\n"
-            "        class_probs_bar(out.labels, out.probs).show()\n"
-            "        continue\n"
-            "    numbers[f'{side}_probs'], numbers[f'{side}_tokens'] = out.mlm.top_probs.tolist(), out.mlm.top_tokens\n"
-            f"    for i, pos in enumerate(out.mlm.positions[:{COMPARE_MASKS}]):\n"
-            "        core.mlm_topk_bar(out.mlm.top_tokens[i], out.mlm.top_probs[i], f'[MASK] at token {pos}').show()\n"
-            "# numbers: this view's, for your own code",
-        ),
+        ("code", _compare_answers_code(k)),
     ]
     both = ModelRef(None, f"A: {a.label or '?'}, B: {b.label or '?'}")
     return notebook_without_model("Compare two models", stamp, both, cells)

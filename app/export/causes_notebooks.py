@@ -1,7 +1,5 @@
-"""Notebooks of the Causes page's Minimal pairs and Probes views, built like those of
-app/export/notebook.py: the same model and inputs, cells that compute with `bert` and draw with
-the page's figure builders (app/figures/causes.py), the page's explanation, its numbers
-kept in `numbers`. Typed text reaches the code cells only as Python string literals (repr)."""
+"""Notebooks of the Causes page's Minimal pairs and Probes views, drawn with its figure builders
+(app/figures/causes.py); built as app/export/notebook.py's docstring says."""
 
 from __future__ import annotations
 

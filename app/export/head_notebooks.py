@@ -49,6 +49,11 @@ def _try_md(run: ModelRef, what: str) -> str:
     return f"**Try it** with the run's model: {what}.{note}"
 
 
+def _run_head(explanation: str, name: str, events, steps: int) -> list[tuple[str, str]]:
+    """A run's first cells: the page's explanation with the run's name, and its curves."""
+    return [("markdown", explanation + f"\n\nRun **{md_text(name)}**."), ("code", _curves(events, steps))]
+
+
 def tagger_report(
     model: ModelRef, stamp: Stamp, name: str, key: str, events, scores: dict, report: dict, steps: int, sentence: str
 ) -> str:
@@ -57,8 +62,7 @@ def tagger_report(
     The page's `model` is not the run's."""
     run = ModelRef(key, name)
     cells = [
-        ("markdown", TAGGER_MD + f"\n\nRun **{md_text(name)}**."),
-        ("code", _curves(events, steps)),
+        *_run_head(TAGGER_MD, name, events, steps),
         (
             "code",
             "import numpy as np\nimport pandas as pd\n\n"
@@ -113,8 +117,7 @@ def reader_report(
     `question` on `passage`. The page's `model` is not the run's."""
     run = ModelRef(key, name)
     cells = [
-        ("markdown", READER_MD + f"\n\nRun **{md_text(name)}**."),
-        ("code", _curves(events, steps)),
+        *_run_head(READER_MD, name, events, steps),
         (
             "code",
             "import pandas as pd\n\nfrom app.figures.task_heads import span_probs\n\n"

@@ -1,7 +1,5 @@
 """Notebooks of the views that read a model's vectors across inputs (Compare's "One word in many
-sentences"), built like those of app/export/notebook.py: the same model and inputs, cells that
-compute with `bert` and draw with the page's figure builders, the page's explanation, its numbers
-kept in `numbers`. Typed text reaches the code cells only as Python string literals (repr)."""
+sentences"); built as app/export/notebook.py's docstring says."""
 
 from __future__ import annotations
 

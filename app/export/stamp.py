@@ -33,7 +33,7 @@ def app_version() -> str:
 def weights_hash(model) -> str:
     """The first HASH_CHARS hex digits of sha256 over every tensor of `model.state_dict()` (names,
     shapes, dtypes and bytes, in name order): two models share it only if their weights are equal.
-    Kept per model object while it lives (a MiniLM takes ~0.2 s, BERT-base ~1 s)."""
+    Kept per model object while it lives: hashing every weight grows with the model."""
     import torch  # here: a saved view of a page without a model needs no torch
 
     with _lock:

@@ -127,6 +127,51 @@ def _rounded(x) -> list:
     return np.round(np.asarray(x, dtype=np.float64), DIGITS).tolist()
 
 
+def _decoder_curves_code(events: list) -> str:
+    """A cell that rebuilds the run's events (bert.train.seq2seq's) and draws its curves."""
+    kept = [e for e in events if isinstance(e, tuple(EVENTS.values()))]
+    return (
+        "from app.figures import seq2seq as s2s_figures\nfrom bert.train.events import last\n"
+        "from bert.train.seq2seq import Seq2SeqDone, event_from_dict\n\n"
+        f"events = [event_from_dict(e) for e in json.loads({json.dumps([e.to_dict() for e in kept])!r})]\n"
+        "done = last(events, Seq2SeqDone)\n"
+        "if done is not None:\n"
+        "    print(f'held-out exact match {done.exact_match:.0%}, kept model of step {done.best_step:,}')\n"
+        "    numbers = {'exact_match': done.exact_match, 'best_step': done.best_step}  # for your own code\n"
+        "s2s_figures.curves(events)"
+    )
+
+
+def _decoding_cells(trace, text: str, step: int, layer: int) -> list[tuple[str, str]]:
+    """The trace's tokens and attention (mean over heads, rounded) as numbers, and the cross- and
+    self-attention at `step` and `layer` (0-based) drawn from them."""
+    cross = trace.cross.float().mean(1).numpy()  # (L, T, S)
+    selfs = trace.selfs.float().mean(1).numpy()  # (L, T, T)
+    numbers = (
+        "import numpy as np\n\n"
+        f"text = {text!r}  # the source typed on the page\n"
+        f"source = {list(trace.source)!r}  # the encoder's tokens\n"
+        f"inputs = {list(trace.inputs)!r}  # what the decoder read at each step\n"
+        f"outputs = {list(trace.outputs)!r}  # what it wrote at each step\n"
+        f"probs = {[float(p) for p in trace.probs]!r}  # the probability of each written token\n"
+        f"cross = np.array(json.loads({json.dumps(_rounded(cross))!r}))  # (layers, steps, source tokens)\n"
+        f"selfs = np.array(json.loads({json.dumps(_rounded(selfs))!r}))  # (layers, steps, steps)\n"
+        f"step, layer = {int(step) + 1}, {int(layer) + 1}\n"
+        "t = step - 1\n"
+        "print(f'Step {step}: it read {inputs[t]} and wrote {outputs[t]} (p = {probs[t]:.2f}). '\n"
+        "      f'Output so far: {\" \".join(outputs[:step])}')\n"
+        "numbers = {'outputs': outputs, 'probs': probs, 'cross': cross[layer - 1].tolist(),\n"
+        "           'self': selfs[layer - 1].tolist()}  # for your own code\n"
+        "s2s_figures.attention(cross[layer - 1], outputs, source, f'cross-attention, layer {layer}', t,\n"
+        "                      'source token')"
+    )
+    selfs_drawn = (
+        "s2s_figures.attention(selfs[layer - 1], outputs, inputs, f'masked self-attention, layer {layer}', t,\n"
+        "                      'read')"
+    )
+    return [("code", numbers), ("code", selfs_drawn)]
+
+
 def decoding(
     model: ModelRef,
     stamp: Stamp,
@@ -143,9 +188,6 @@ def decoding(
     when it was saved): its curves from the run's `events` (bert.train.seq2seq's), and `trace` (a
     bert.seq2seq.generate.Trace of `text`) at `step` and `layer` (0-based), its attention carried
     as numbers (mean over heads, every layer): the run's model is a session's, with no download."""
-    kept = [e for e in events if isinstance(e, tuple(EVENTS.values()))]
-    cross = trace.cross.float().mean(1).numpy()  # (L, T, S)
-    selfs = trace.selfs.float().mean(1).numpy()  # (L, T, T)
     reopen = (
         f"; the run itself reopens on the Decoder page with its run code **{md_text(code)}** (for a day)"
         if code
@@ -154,40 +196,7 @@ def decoding(
     cells = [
         ("markdown", DECODER_MD + f"\n\nRun **{md_text(name)}**, trained on {md_text(title)}."),
         ("markdown", DECODER_MODEL_MD.format(digits=DIGITS, reopen=reopen)),
-        (
-            "code",
-            "from app.figures import seq2seq as s2s_figures\nfrom bert.train.events import last\n"
-            "from bert.train.seq2seq import Seq2SeqDone, event_from_dict\n\n"
-            f"events = [event_from_dict(e) for e in json.loads({json.dumps([e.to_dict() for e in kept])!r})]\n"
-            "done = last(events, Seq2SeqDone)\n"
-            "if done is not None:\n"
-            "    print(f'held-out exact match {done.exact_match:.0%}, kept model of step {done.best_step:,}')\n"
-            "    numbers = {'exact_match': done.exact_match, 'best_step': done.best_step}  # for your own code\n"
-            "s2s_figures.curves(events)",
-        ),
-        (
-            "code",
-            "import numpy as np\n\n"
-            f"text = {text!r}  # the source typed on the page\n"
-            f"source = {list(trace.source)!r}  # the encoder's tokens\n"
-            f"inputs = {list(trace.inputs)!r}  # what the decoder read at each step\n"
-            f"outputs = {list(trace.outputs)!r}  # what it wrote at each step\n"
-            f"probs = {[float(p) for p in trace.probs]!r}  # the probability of each written token\n"
-            f"cross = np.array(json.loads({json.dumps(_rounded(cross))!r}))  # (layers, steps, source tokens)\n"
-            f"selfs = np.array(json.loads({json.dumps(_rounded(selfs))!r}))  # (layers, steps, steps)\n"
-            f"step, layer = {int(step) + 1}, {int(layer) + 1}\n"
-            "t = step - 1\n"
-            "print(f'Step {step}: it read {inputs[t]} and wrote {outputs[t]} (p = {probs[t]:.2f}). '\n"
-            "      f'Output so far: {\" \".join(outputs[:step])}')\n"
-            "numbers = {'outputs': outputs, 'probs': probs, 'cross': cross[layer - 1].tolist(),\n"
-            "           'self': selfs[layer - 1].tolist()}  # for your own code\n"
-            "s2s_figures.attention(cross[layer - 1], outputs, source, f'cross-attention, layer {layer}', t,\n"
-            "                      'source token')",
-        ),
-        (
-            "code",
-            "s2s_figures.attention(selfs[layer - 1], outputs, inputs, f'masked self-attention, layer {layer}', t,\n"
-            "                      'read')",
-        ),
+        ("code", _decoder_curves_code(events)),
+        *_decoding_cells(trace, text, step, layer),
     ]
     return notebook_without_model(f"Decoding with {name}", stamp, ModelRef(None, name), cells)

@@ -1,7 +1,7 @@
 """A view as one self-contained HTML file: it opens from disk with no network and no server.
 
-- plotly.js is inlined once per file, from the installed plotly package (no CDN), gzipped (1.9 MB
-  instead of 4.8: the browser unpacks it); every figure stays interactive (hover, zoom, the
+- plotly.js is inlined once per file, from the installed plotly package (no CDN), gzipped (well under
+  half its size: the browser unpacks it); every figure stays interactive (hover, zoom, the
   modebar's PNG).
 - A figure with a choice (a layer and a head) carries one precomputed frame per combination and
   a menu per axis that redraws it, within FRAMES_BUDGET bytes of figure JSON per figure; past
@@ -44,7 +44,7 @@ FRAMES_BUDGET = 3_000_000  # bytes of figure JSON for one figure's precomputed c
 # students saving together queue here instead of starving every other session's page.
 BUILDS_AT_ONCE = 1
 _building = threading.BoundedSemaphore(BUILDS_AT_ONCE)
-KEPT_CHOICES = 8  # the latest choices' frames kept, by Choice.key (~0.7 MB each for 20 tokens)
+KEPT_CHOICES = 8  # the latest choices' frames kept, by Choice.key (each within FRAMES_BUDGET)
 _kept: OrderedDict = OrderedDict()  # (key, axes) -> frames, used only under _building
 MIME = "text/html"
 SIGNIFICANT = 4  # digits kept of each number a figure plots
@@ -109,7 +109,7 @@ class Panel:
 
 @functools.cache
 def plotly_js() -> str:
-    """plotly.js as the installed plotly package ships it (minified, ~4.8 MB)."""
+    """plotly.js as the installed plotly package ships it (minified)."""
     from plotly.offline import get_plotlyjs
 
     return get_plotlyjs()
@@ -117,7 +117,7 @@ def plotly_js() -> str:
 
 @functools.cache
 def plotly_packed() -> str:
-    """plotly.js gzipped and in base64 (~1.9 MB): the file unpacks it with the browser's own
+    """plotly.js gzipped and in base64: the file unpacks it with the browser's own
     DecompressionStream and runs it as an inline script its policy names by hash."""
     return base64.b64encode(gzip.compress(plotly_js().encode("utf-8"), 9, mtime=0)).decode("ascii")
 
@@ -229,7 +229,7 @@ def _frames(panel: Panel) -> tuple[dict, str | None]:
 def _drawn_frames(choice: Choice, first: dict, kept) -> dict:
     layouts: dict[str, int] = {}
     frames = []
-    template = first.get("layout", {}).get("template")  # kept once: ~7 kB a layout
+    template = first.get("layout", {}).get("template")  # kept once, not in every frame
     for pos in product(*(range(k) for _, k in choice.axes)):
         fig = _figure_json(choice.draw(*pos))
         layout = fig.get("layout", {})

@@ -6,7 +6,7 @@ figure builders, benchmarks), so `pip install <the wheel>` is all a notebook nee
   (SOURCES: the checkout is never written to), offline: `pip wheel --no-index --no-deps
   --no-build-isolation` with this environment's setuptools. Its dependencies (torch, plotly...) are
   named in the wheel and come from PyPI when the student installs it.
-- The bytes are kept for the process (~50 MB, one copy however many students download it: the
+- The bytes are kept for the process (the built-in models make it large; one copy however many students download it: the
   server's file store keeps files by their content); a failed build is kept too, so a broken
   environment costs one try, not one per click.
 

@@ -23,7 +23,7 @@ import bert
 from app.current_model import CurrentModel
 from app.figures.features import training_curves
 from app.jobs import budget
-from app.jobs.backend import job_backend
+from app.jobs.backend import job_backend, take_ended
 from app.jobs.dictionary_events import CONTROL, TRAINED, DictionaryQuality, DictionaryStart, DictionaryStep
 from app.jobs.dictionary_job import DictionaryArgs, SavedDictionaries, check_dictionary, open_dictionaries
 from app.jobs.records import Saved, SaveFailed
@@ -184,13 +184,9 @@ def train_panel(model: CurrentModel, args: DictionaryArgs) -> None:
     """Start (or the job's live panel: progress, curves, Stop), the finished job's dictionaries
     opened, and the box that reopens a run by its code."""
     collect(model)
-    jm = job_backend()
-    job = current_job(DICTIONARY, jm)
     fits = _fits(model, args)
-    view.notice(PAGE)
-    active = job is not None and job.active
-    view.start_button(PAGE, jm, "Train the dictionary", _on_start, (model,), active or not fits)
-    if active:
+    job = view.start_section(PAGE, job_backend(), DICTIONARY, "Train the dictionary", _on_start, (model,), not fits)
+    if job is not None and job.active:
         st.fragment(run_every=POLL_S)(_live_panel)()
     with st.expander("Reopen a run (after a refresh, or from another day's code)"):
         c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
@@ -240,11 +236,9 @@ def collect(model: CurrentModel) -> None:
     ts.init_training()
     jm = job_backend()
     job = current_job(DICTIONARY, jm)
-    if job is None or job.active:
+    if job is None or not take_ended(jm, job):
         return
-    job.drain()
     st.session_state[ts.DC_JOB] = None
-    jm.forget(job)
     saved, failed = last_event(job.metrics, Saved), last_event(job.metrics, SaveFailed)
     if saved is None:
         why = job.error or (failed and failed.message) or "Stopped before it started: nothing was trained."

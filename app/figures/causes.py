@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .core import diverging, esc, fitted, safe_labels
+from .core import diverging, esc, fitted, model_line, safe_labels
 
 PATCH_CELL = "#111111"  # the outline of the cell whose top-k is shown
 
@@ -25,6 +25,30 @@ def _ranked(ranking, r: int, c: int) -> str:
     m, answer, foil = ranking
     value = float(m[r, c])
     return f"; {esc(answer if value > 0 else foil)} first ({value:+.2f})"
+
+
+def _cell_markers(e: np.ndarray, x_labels, y_labels, ranking) -> go.Scatter:
+    """An invisible square marker on every cell of `e`, customdata (row, column): the trace a
+    click selects, with each cell's hover text."""
+    R, X = e.shape
+    rr, cc = np.meshgrid(np.arange(R), np.arange(X), indexing="ij")
+    invisible = dict(marker=dict(opacity=0))
+    return go.Scatter(
+        x=cc.ravel(),
+        y=rr.ravel(),
+        mode="markers",
+        marker=dict(size=18, symbol="square", opacity=0, color="black"),
+        selected=invisible,
+        unselected=invisible,
+        customdata=np.stack([rr.ravel(), cc.ravel()], -1),
+        text=[
+            f"{y_labels[r]}, {x_labels[c]}: {e[r, c]:.3f} of the answer restored" + _ranked(ranking, r, c)
+            for r, c in zip(rr.ravel(), cc.ravel())
+        ],
+        hovertemplate="%{text}<extra></extra>",
+        showlegend=False,
+        name="cells",
+    )
 
 
 @fitted
@@ -58,25 +82,7 @@ def patching_heatmap(
         colorbar=dict(title="restored", thickness=12),
         hoverinfo="skip",  # the cells' markers (trace 1) carry the hover and the click
     )
-    rr, cc = np.meshgrid(np.arange(R), np.arange(X), indexing="ij")
-    invisible = dict(marker=dict(opacity=0))
-    cells = go.Scatter(
-        x=cc.ravel(),
-        y=rr.ravel(),
-        mode="markers",
-        marker=dict(size=18, symbol="square", opacity=0, color="black"),
-        selected=invisible,
-        unselected=invisible,
-        customdata=np.stack([rr.ravel(), cc.ravel()], -1),
-        text=[
-            f"{y_labels[r]}, {x_labels[c]}: {e[r, c]:.3f} of the answer restored" + _ranked(ranking, r, c)
-            for r, c in zip(rr.ravel(), cc.ravel())
-        ],
-        hovertemplate="%{text}<extra></extra>",
-        showlegend=False,
-        name="cells",
-    )
-    fig = go.Figure([heat, cells])
+    fig = go.Figure([heat, _cell_markers(e, x_labels, y_labels, ranking)])
     if selected is not None:
         r, c = selected
         fig.add_shape(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5, line=dict(color=PATCH_CELL, width=3))
@@ -177,16 +183,7 @@ def probe_curves(named_curves) -> go.Figure:
         colour = PROBE_COLOURS[i % len(PROBE_COLOURS)]
         rows = [esc(r) for r in c.rows]
         for what, values, dash in (("property", c.accuracy, "solid"), ("control task", c.control, "dash")):
-            fig.add_trace(
-                go.Scatter(
-                    x=rows,
-                    y=np.asarray(values, dtype=np.float64),
-                    mode="lines+markers",
-                    name=f"{esc(name)}: {what}",
-                    line=dict(color=colour, dash=dash),
-                    hovertemplate=f"{esc(name)}, %{{x}}: {what} accuracy %{{y:.3f}}<extra></extra>",
-                )
-            )
+            fig.add_trace(model_line(name, what, rows, values, colour, dash, "", "lines+markers", f"{what} accuracy"))
     if named_curves:
         fig.add_hline(
             y=named_curves[0][1].majority,

@@ -125,6 +125,21 @@ def esc(text) -> str:
     return html.escape(str(text))
 
 
+def model_line(
+    name: str, what: str, x, values, colour: str, dash: str, at: str, mode: str = "lines", hover_what: str = ""
+) -> go.Scatter:
+    """One measure (`what`) of one model or run (`name`) over `x`, in its colour and dash; its hover
+    names both (`hover_what` for the measure, when given), the x value after `at` ("step " or "")."""
+    return go.Scatter(
+        x=x,
+        y=np.asarray(values, dtype=np.float64),
+        mode=mode,
+        name=f"{esc(name)}: {what}",
+        line=dict(color=colour, dash=dash),
+        hovertemplate=f"{esc(name)}, {at}%{{x}}: {hover_what or what} %{{y:.3f}}<extra></extra>",
+    )
+
+
 def diverging(m: float) -> dict:
     """A heatmap's colours for signed values: DIVERGING, white at 0, from -m to m."""
     return dict(colorscale=DIVERGING, zmid=0, zmin=-m, zmax=m)
@@ -236,6 +251,15 @@ def tile_heads(atts: np.ndarray, max_cells: int = 32, gap: int = 1) -> np.ndarra
     return out
 
 
+def _veiled(z: np.ndarray, atts: np.ndarray, hidden: np.ndarray | None, max_cells: int):
+    """(the tiled image without its hidden cells, the same tiling of the hidden cells: 1 where hidden,
+    drawn as a grey trace of its own, or None without `hidden`)."""
+    if hidden is None:
+        return z, None
+    h = tile_heads(np.broadcast_to(np.asarray(hidden, dtype=np.float32), atts.shape), max_cells, gap=1) == 1.0
+    return np.where(h, np.float32(np.nan), z), np.where(h, np.float32(1.0), np.float32(np.nan))
+
+
 @fitted
 def attention_grid(
     atts: np.ndarray,
@@ -249,19 +273,15 @@ def attention_grid(
     of a long input is grey when all of its cells are hidden). Its text alternative and table
     (layout.meta, `head_summary`) name each head's strongest cell, by `tokens` when given.
 
-    Drawn as ONE tiled heatmap rather than L x H subplots: make_subplots takes 1-3 s for
-    6 x 12 heads, the tiled image about 10 ms, and the browser draws it faster too.
+    Drawn as ONE tiled heatmap rather than L x H subplots: make_subplots is slow for many heads,
+    one image is quick to build, and the browser draws it faster too.
     """
     atts = np.asarray(atts, dtype=np.float32)
     L, H, T = atts.shape[0], atts.shape[1], atts.shape[2]
     t = min(T, max_cells)
     s = t + 1
     z = tile_heads(atts, max_cells, gap=1)
-    veil = None
-    if hidden is not None:  # the same tiling of the hidden cells (1 = hidden), drawn as a grey trace of its own
-        h = tile_heads(np.broadcast_to(np.asarray(hidden, dtype=np.float32), atts.shape), max_cells, gap=1) == 1.0
-        z = np.where(h, np.float32(np.nan), z)
-        veil = np.where(h, np.float32(1.0), np.float32(np.nan))
+    z, veil = _veiled(z, atts, hidden, max_cells)
     # per-pixel layer/head numbers for the hover text
     rows = np.minimum(np.arange(z.shape[0]) // s, L - 1) + 1
     cols = np.minimum(np.arange(z.shape[1]) // s, H - 1) + 1
@@ -290,8 +310,20 @@ def attention_grid(
             )
         )
     fig.layout.meta = head_summary(atts, hidden, tokens)
+    _tile_axes(fig, L, H, t)
+    if selected is not None:
+        l, h = selected
+        fig.add_shape(
+            type="rect", x0=h * s - 1.0, x1=h * s + t, y0=l * s - 1.0, y1=l * s + t, line=dict(color="#d62728", width=3)
+        )
+    return fig
+
+
+def _tile_axes(fig: go.Figure, L: int, H: int, t: int) -> None:
+    """One tick at the centre of each head's (column) or layer's (row) tile of t cells and a gap,
+    no grid, square cells, and a height for L rows of H tiles."""
+    s = t + 1
     centres = [i * s + (t - 1) / 2 for i in range(max(L, H))]
-    # one tick at the centre of each head's (column) or layer's (row) tile, and no grid
     axis = dict(showgrid=False, zeroline=False, constrain="domain")
     fig.update_xaxes(tickvals=centres[:H], ticktext=[f"H{h + 1}" for h in range(H)], side="top", **axis)
     ticks = dict(tickvals=centres[:L], ticktext=[f"L{l + 1}" for l in range(L)])
@@ -301,12 +333,6 @@ def attention_grid(
         margin=dict(l=10, r=10, t=40, b=10),
         plot_bgcolor="white",
     )
-    if selected is not None:
-        l, h = selected
-        fig.add_shape(
-            type="rect", x0=h * s - 1.0, x1=h * s + t, y0=l * s - 1.0, y1=l * s + t, line=dict(color="#d62728", width=3)
-        )
-    return fig
 
 
 def head_summary(atts: np.ndarray, hidden: np.ndarray | None = None, tokens=None) -> dict:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .core import esc, fitted
+from .core import fitted, model_line
 
 CURVE_COLOURS = ("#1f77b4", "#888888")  # the model's dictionary, the control's
 
@@ -26,16 +26,7 @@ def training_curves(named_curves) -> go.Figure:
             ("variance explained", [s.variance_explained for s in steps], "solid"),
             ("dead features", [s.dead for s in steps], "dot"),
         ):
-            fig.add_trace(
-                go.Scatter(
-                    x=x,
-                    y=np.asarray(values, dtype=np.float64),
-                    mode="lines",
-                    name=f"{esc(name)}: {what}",
-                    line=dict(color=colour, dash=dash),
-                    hovertemplate=f"{esc(name)}, step %{{x}}: {what} %{{y:.3f}}<extra></extra>",
-                )
-            )
+            fig.add_trace(model_line(name, what, x, values, colour, dash, "step "))
     fig.update_yaxes(title="share", range=[0, 1.02])
     fig.update_xaxes(title="training step")
     fig.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.25))

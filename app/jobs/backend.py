@@ -128,6 +128,16 @@ class JobBackend(Protocol):
     def wait(self, job: JobHandle, timeout: float = 60.0) -> bool: ...
 
 
+def take_ended(jm: JobBackend, job: JobHandle) -> bool:
+    """Whether `job` has ended (False while it waits or runs); an ended one is drained of its last
+    events and forgotten by `jm`, so the page that collects it is the last to see it."""
+    if job.active:
+        return False
+    job.drain()
+    jm.forget(job)
+    return True
+
+
 def precision_refused() -> str | None:
     """Why this machine cannot train in the setting BERT_EXPLORER_PRECISION (None: it can). Only a
     value other than auto or fp32 asks torch (bert/train/precision.py), so Home still draws first."""

@@ -8,13 +8,10 @@ The caps are set by whoever runs the server (bert/settings.py; docs/SETTINGS.md)
     BERT_EXPLORER_MAX_QUEUE         jobs waiting for a slot; more are refused        (default 10)
     BERT_EXPLORER_MAX_DISK_MB       saved runs + job folders + tokenized files       (default 2,000)
 
-Measured on the 2-core server (one torch thread, fine-tuning all-minilm-l6-v2, embeddings frozen;
-peak memory VmHWM in a subprocess once a run has settled): 16 x 64 tokens 0.75 s a step and
-+0.6 GB; 16 x 128 (2,048 tokens) 2.1 s and +1.1 GB; 4 x 512 (2,048) 3.3 s and +1.6 GB; 64 x 128
-(8,192) 10.4 s; 16 x 512 (8,192) 17 s. Hence 2,048 tokens a step: a Stop (or a closed tab) is
-obeyed between steps, so a step must stay well under the 10 s the page promises, and 8,192
-tokens would take several GB of a class server (Community Cloud gives 1 GB in all). At the
-default 1,024 MB a job, a model of all-minilm's size fine-tunes 16 x 64 tokens a step, or 8 x 128.
+The step's tokens are capped because a Stop (or a closed tab) is obeyed between steps, so a step
+must stay well under the time the page promises, and a step's memory grows with its tokens: a
+class server has little of it. docs/PERFORMANCE.md ("A training step's time and memory") has the
+measured steps behind the defaults.
 """
 
 from __future__ import annotations
@@ -52,7 +49,7 @@ def max_disk_mb() -> int:
 
 # ---- memory of a training step -------------------------------------------------------------------
 # Floats kept for the backward pass, per token and layer: ACT_HIDDEN x hidden size (q, k, v, the
-# feed-forward's 4x wide input and output, layer norms, dropout masks, and what the allocator keeps
+# feed-forward's wide input and output, layer norms, dropout masks, and what the allocator keeps
 # of earlier steps' activations) + ACT_ATTENTION x heads x sequence length (masked attention runs on
 # the (T, T) scores); the MLM head keeps MLM_LOGITS floats per vocabulary word at each masked
 # position, and pre-training runs the last layer at those positions only. Per trainable weight: the
@@ -61,7 +58,7 @@ def max_disk_mb() -> int:
 # its first step's: the allocator keeps more of a step's freed activations for a few steps, then
 # levels off. Against VmHWM in a subprocess after 7 steps of full-length batches (`python -m
 # benchmarks.memory_estimate`: a classifier and a tagger of 6 layers x 384 at 16 x 64, 16 x 128 and
-# 4 x 512, and of 4 x 256 at 16 x 128) the estimate is between 3 % under and 8 % over.
+# 4 x 512, and of 4 x 256 at 16 x 128) the estimate is close either way (docs/PERFORMANCE.md).
 #
 # A per-token head (a tagger's one score per tag, a reader's two) keeps TOKEN_SCORES floats per
 # score at EVERY token (its logits, their log-softmax in the loss, the logits' gradient): tokens x

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -43,7 +43,7 @@ from .dictionary_events import (
     DictionaryStep,
 )
 from .records import Saved, SaveFailed
-from .spec import DICTIONARY, JobSpec, known_fields
+from .spec import DICTIONARY, BaseOf, JobSpec, known_fields, new_spec
 
 log = logging.getLogger("bert_explorer")
 
@@ -77,16 +77,8 @@ def dictionary_spec(
 ) -> JobSpec:
     """A job of kind DICTIONARY on the model named `base`; `texts` (held-in, held-out) sentences,
     else the corpora's (bert.analysis.dictionary.corpus_texts) read where the job runs."""
-    return JobSpec(
-        kind=DICTIONARY,
-        code=code,
-        student=student,
-        title=title,
-        args=asdict(args),
-        base=base,
-        examples={"texts": list(texts[0]), "held_out": list(texts[1])} if texts is not None else None,
-        info=dict(info or {}),
-    )
+    examples = {"texts": list(texts[0]), "held_out": list(texts[1])} if texts is not None else None
+    return new_spec(DICTIONARY, code, args, student, title, info, base=base, examples=examples)
 
 
 VECTOR_COPIES = 3  # the training vectors at their peak: the batches read, joined, put in text order
@@ -154,18 +146,11 @@ def _phase(
     yield done, quality
 
 
-def dictionary_events(
-    spec: JobSpec,
-    stop: threading.Event,
-    base: bert.Bundle | None,
-    resolve: Callable[[str], bert.Bundle],
-    threads: int,
-) -> Iterator[ev.Event]:
-    """The job's events: each phase's, DictionaryDone, then the run saved under spec.code (Saved
-    or SaveFailed). `base` the page's own model where it has it; else `resolve` finds it by its
-    source name (app.jobs.worker.base_model). `threads`: torch threads unless the args say."""
+def dictionary_events(spec: JobSpec, stop: threading.Event, base_of: BaseOf, threads: int) -> Iterator[ev.Event]:
+    """The job's events on the model `base_of` gives: each phase's, DictionaryDone, then the run
+    saved under spec.code (Saved or SaveFailed). `threads`: torch threads unless the args say."""
     args = known_fields(DictionaryArgs, spec.args)
-    bundle = base if base is not None else resolve(spec.base)
+    bundle = base_of()
     texts, held = _texts(spec, args)
     before = torch.get_num_threads()
     torch.set_num_threads(args.threads or threads)

@@ -7,11 +7,10 @@ fine-tuning run."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
-import bert
 from bert.data.brown_pos import brown_pos
 from bert.data.qa_demo import qa_demo
 from bert.data.squad import QAData, Question, split_questions
@@ -23,7 +22,7 @@ from bert.train.reader_task import ReaderTask
 from bert.train.tagger_task import TaggerTask
 
 from ..server.memory import release_memory
-from .spec import HEAD, JobSpec, known_fields
+from .spec import HEAD, BaseOf, JobSpec, known_fields, new_spec
 
 BUILTIN = {"builtin:brown-pos": "Brown Corpus parts of speech", "builtin:qa-demo": "demo questions (templates)"}
 
@@ -38,17 +37,8 @@ def head_spec(
     info: dict[str, Any] | None = None,
 ) -> JobSpec:
     """A job of kind HEAD: `data` an upload (None: the built-in data args.data names)."""
-    return JobSpec(
-        kind=HEAD,
-        code=code,
-        student=student,
-        title=title,
-        args=asdict(args),
-        base=base,
-        examples=asdict(data) if data is not None else None,
-        info=dict(info or {}),
-        gpu=args.device == "cuda",
-    )
+    examples = asdict(data) if data is not None else None
+    return new_spec(HEAD, code, args, student, title, info, base=base, examples=examples)
 
 
 def _data(spec: JobSpec, args: HeadArgs) -> TaggedData | QAData:
@@ -61,15 +51,8 @@ def _data(spec: JobSpec, args: HeadArgs) -> TaggedData | QAData:
     return QAData(**d)
 
 
-def head_events(
-    spec: JobSpec,
-    stop: threading.Event,
-    base: bert.Bundle | None,
-    resolve: Callable[[str], bert.Bundle],
-    threads: int,
-) -> Iterator[Event]:
-    """The trainer's events. `base` the page's own model where it has it; else `resolve` finds it by
-    its source name (app.jobs.worker.base_model). `threads`: torch threads unless the args say."""
+def head_events(spec: JobSpec, stop: threading.Event, base_of: BaseOf, threads: int) -> Iterator[Event]:
+    """The trainer's events on the model `base_of` gives; `threads`: torch threads unless the args say."""
     args = known_fields(HeadArgs, spec.args)
     args.threads = args.threads or threads
     data = _data(spec, args)
@@ -80,6 +63,6 @@ def head_events(
         train, valid = split_questions(data, args.valid_fraction, args.seed)
         task = ReaderTask(train, valid, args)
     try:
-        yield from train_head(base if base is not None else resolve(spec.base), task, args, stop)
+        yield from train_head(base_of(), task, args, stop)
     finally:
         release_memory()

@@ -20,9 +20,9 @@ process-wide singleton; BERT_EXPLORER_MAX_JOBS at once, default one per core). L
 watchdog thread runs the reaper (app/jobs/worker.py) every second over each job's browser session
 (Streamlit's `Runtime.is_active_session`, documented thread-safe; a closed tab's websocket closes
 and the session leaves the active ones at once): a connected session keeps its job alive while its
-user looks at another page; a job whose session has been gone `session_grace_s` (3 s: a network
+user looks at another page; a job whose session has been gone `session_grace_s` (a network
 blip reconnects within it) is stopped, and its thread ends after the current step (the slot is free
-within 10 s). Without a runtime (tests, scripts) the page's `@st.fragment` heartbeats and
+within a step). Without a runtime (tests, scripts) the page's `@st.fragment` heartbeats and
 `heartbeat_timeout` decides. The watchdog also forgets finished jobs nobody came back for (their
 model is freed) and runs the disk cleanup (app/jobs/saved_runs.py) every `CLEANUP_EVERY_S`.
 """
@@ -57,7 +57,7 @@ _ids = itertools.count(1)
 
 def default_max_running() -> int:
     # one job a core, each on one thread (BERT_EXPLORER_JOB_THREADS): a class taking turns gets
-    # the most runs an hour (benchmarks/class_queue.py); set 1 on a 1 GB host
+    # the most runs an hour (benchmarks/class_queue.py); set 1 on a host with little memory
     return settings.whole("BERT_EXPLORER_MAX_JOBS", default=max(1, os.cpu_count() or 1))
 
 

@@ -7,7 +7,7 @@ the other jobs' runs (app/jobs/saved_runs.py): the Decoder page reopens it by th
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ from bert.train.seq2seq import TINY, Seq2SeqArgs, tiny_config, tiny_vocabulary, 
 
 from ..server.memory import release_memory
 from .budget import LimitError, max_job_mb, max_step_tokens, seq2seq_mb
-from .spec import SEQ2SEQ, JobSpec, known_fields
+from .spec import SEQ2SEQ, BaseOf, JobSpec, known_fields, new_spec
 
 VALID_FRACTION = 0.1  # of an upload, held out to score it
 
@@ -33,16 +33,9 @@ def seq2seq_spec(
 ) -> JobSpec:
     """A job of kind SEQ2SEQ kept under run `code` ("": not kept): `pairs` an upload (None: the
     built-in task args.task)."""
-    return JobSpec(
-        kind=SEQ2SEQ,
-        code=code,
-        student=student,
-        title=title,
-        args=asdict(args),
-        base="" if args.encoder == TINY else args.encoder,
-        pairs=asdict(pairs) if pairs is not None else None,
-        info=dict(info or {}),
-    )
+    base = "" if args.encoder == TINY else args.encoder
+    kept_pairs = asdict(pairs) if pairs is not None else None
+    return new_spec(SEQ2SEQ, code, args, student, title, info, base=base, pairs=kept_pairs)
 
 
 @dataclass(frozen=True)
@@ -113,25 +106,18 @@ def check_seq2seq(args: Seq2SeqArgs, pairs: list[Pairs], base: bert.Bundle | Non
     return cost
 
 
-def seq2seq_events(
-    spec: JobSpec,
-    stop: threading.Event,
-    base: bert.Bundle | None,
-    resolve: Callable[[str], bert.Bundle],
-    threads: int,
-) -> Iterator[Event]:
-    """The trainer's events. `base` the page's own encoder where it has it; else `resolve` finds it
-    by its source name (app.jobs.worker.base_model). `threads`: torch threads unless the args say."""
+def seq2seq_events(spec: JobSpec, stop: threading.Event, base_of: BaseOf, threads: int) -> Iterator[Event]:
+    """The trainer's events; the encoder a fresh tiny one, else the model `base_of` gives.
+    `threads`: torch threads unless the args say."""
     args = known_fields(Seq2SeqArgs, spec.args)
     if spec.pairs:
         train, valid = split_pairs(Pairs(**spec.pairs), VALID_FRACTION, args.seed)
     else:
         train, valid = task_pairs(args.task, args.train_pairs, args.valid_pairs, args.seed)
-    if args.encoder != TINY and base is None:
-        base = resolve(spec.base)
+    base = base_of() if args.encoder != TINY else None
     args.threads = args.threads or threads
-    check_seq2seq(args, [train, valid], base if args.encoder != TINY else None)  # before a model is built
+    check_seq2seq(args, [train, valid], base)  # before a model is built
     try:
-        yield from train_seq2seq(args, train, valid, base if args.encoder != TINY else None, stop)
+        yield from train_seq2seq(args, train, valid, base, stop)
     finally:
         release_memory()

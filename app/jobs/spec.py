@@ -7,8 +7,9 @@ are its wire form.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bert.data.corpus.base import Corpus
 from bert.data.corpus.registry import CORPORA
@@ -16,6 +17,13 @@ from bert.data.labelled import LabelledData
 from bert.train import events as ev
 from bert.train.finetune_args import FinetuneArgs
 from bert.train.pretrain import PretrainArgs
+
+if TYPE_CHECKING:
+    from bert import Bundle
+
+# A job's base model, loaded when first asked: the page's own where the process has it, else found by
+# its source name (app.jobs.worker.base_model).
+BaseOf = Callable[[], "Bundle"]
 
 FINETUNE, PRETRAIN = "finetune", "pretrain"  # the kinds of job
 SEQ2SEQ = "seq2seq"  # an encoder-decoder on pairs (app/jobs/seq2seq_job.py)
@@ -108,6 +116,15 @@ def labelled_fields(data: LabelledData) -> dict[str, Any]:
     return {name: getattr(data, name) for name in _DATA_FIELDS}
 
 
+def new_spec(
+    kind: str, code: str, args, student: str = "", title: str = "", info: dict[str, Any] | None = None, **data
+) -> JobSpec:
+    """A JobSpec of `kind`: `args` (a dataclass) as a dict, a copy of `info`, a GPU worker asked for
+    when args.device is cuda; `data` the kind's own fields (base, train, corpus, pairs, examples...)."""
+    gpu = getattr(args, "device", "cpu") == "cuda"
+    return JobSpec(kind, code, student, title, asdict(args), info=dict(info or {}), gpu=gpu, **data)
+
+
 def finetune_spec(
     code: str,
     base: str,
@@ -118,18 +135,8 @@ def finetune_spec(
     title: str = "",
     info: dict[str, Any] | None = None,
 ) -> JobSpec:
-    return JobSpec(
-        kind=FINETUNE,
-        code=code,
-        student=student,
-        title=title,
-        args=asdict(args),
-        base=base,
-        train=labelled_fields(train),
-        valid=labelled_fields(valid),
-        info=dict(info or {}),
-        gpu=args.device == "cuda",
-    )
+    sets = {"train": labelled_fields(train), "valid": labelled_fields(valid)}
+    return new_spec(FINETUNE, code, args, student, title, info, base=base, **sets)
 
 
 def pretrain_spec(
@@ -144,14 +151,5 @@ def pretrain_spec(
     """`corpus` travels only when it is an upload; a built-in corpus (args.corpora) is read by name
     where the job runs."""
     uploaded = corpus is not None and not all(c in CORPORA for c in args.corpora)
-    return JobSpec(
-        kind=PRETRAIN,
-        code=code,
-        student=student,
-        title=name,
-        args=asdict(args),
-        corpus=asdict(corpus) if uploaded else None,
-        corpus_label=corpus_label,
-        info=dict(info or {}),
-        gpu=args.device == "cuda",
-    )
+    corpus_fields = asdict(corpus) if uploaded else None
+    return new_spec(PRETRAIN, code, args, student, name, info, corpus=corpus_fields, corpus_label=corpus_label)

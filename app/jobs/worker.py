@@ -272,14 +272,18 @@ def run_job(
     worker resolves the base model by its source name (`base_model`, with the page's `load_base`)
     and reads the corpus from the spec."""
     events, bundle = [], None
+
+    def base_of() -> bert.Bundle:
+        return base if base is not None else base_model(spec.base, load_base)
+
     if spec.kind == FINETUNE:
-        trained = _finetune_events(spec, stop, base if base is not None else base_model(spec.base, load_base), recorder)
+        trained = _finetune_events(spec, stop, base_of(), recorder)
     elif spec.kind == HEAD:
-        trained = head_events(spec, stop, base, lambda source: base_model(source, load_base), job_threads())
+        trained = head_events(spec, stop, base_of, job_threads())
     elif spec.kind == SEQ2SEQ:
-        trained = seq2seq_events(spec, stop, base, lambda source: base_model(source, load_base), job_threads())
+        trained = seq2seq_events(spec, stop, base_of, job_threads())
     elif spec.kind == DICTIONARY:  # saves its own result (dictionaries, not a model): its last event
-        trained = dictionary_events(spec, stop, base, lambda source: base_model(source, load_base), job_threads())
+        trained = dictionary_events(spec, stop, base_of, job_threads())
     elif spec.processes > 1:
         trained = _torchrun_events(spec, stop)
     else:

@@ -50,7 +50,7 @@ def say(key: str, bundle) -> Said:
 
 
 def percent(p: float) -> str:
-    """A probability as the lessons write it: 0.0381 -> '3.8 %' (two digits below 10 %)."""
+    """A probability as the lessons write it: 0.0381 -> '3.8 %' (one decimal below '10 %')."""
     p = 100 * float(p)
     return f"{p:.1f} %" if p < 10 else f"{p:.0f} %"
 

@@ -32,7 +32,7 @@ RANDOM = "The stock market closed higher on Friday."
 ABLATE = "The capital of France is [MASK]."
 PAIRS_PARADIGM = "agreement across a prepositional phrase"
 PAIR = ("The author near the cabinets is here.", "The author near the cabinets are here.")
-PROBE_SENTENCES = 60  # Brown sentences: noun-number probes at every layer in about 6 s of CPU on minilm-l6
+PROBE_SENTENCES = 60  # Brown sentences: enough for noun-number probes at every layer, few enough to train on a click
 AGREEING = ("are", "were")  # the second gap of TWO_GAPS: verbs that agree with "many people"
 FEW = 0.1  # "a few heads matter a lot": the top tenth of the heads carries most of the harm
 

@@ -275,6 +275,11 @@ def launch(id_token: str, state: str, browser_state: str | None, now: float | No
         raise LaunchRefused("This launch's login is unknown, used or too old: open it from the course again.")
     issuer, client_id, nonce, target = pending
     platform = _platform(issuer, client_id)
+    return _launch_of(_token_claims(id_token, platform, nonce, now), platform, target)
+
+
+def _token_claims(id_token: str, platform, nonce: str, now: float) -> dict:
+    """The id token's claims, once its signature, issuer, audience, times and nonce hold."""
     try:
         token = jwt.decode(id_token or "", platform_keys(platform, now), algorithms=["RS256"])
     except (JoseError, ValueError) as e:
@@ -297,6 +302,11 @@ def launch(id_token: str, state: str, browser_state: str | None, now: float | No
     USED_NONCES.put(got_nonce, True, now)
     if not hmac.compare_digest(got_nonce, nonce):
         raise LaunchRefused("The launch's nonce is not the one its login gave: open it from the course again.")
+    return c
+
+
+def _launch_of(c: dict, platform, target) -> Launch:
+    """The Launch the verified claims describe, once its deployment, kind and user hold."""
     deployment = c.get(LTI + "deployment_id")
     if not isinstance(deployment, str) or deployment not in platform.deployment_ids:
         raise LaunchRefused("This deployment of the tool is not one this server lists for the platform.")

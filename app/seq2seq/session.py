@@ -20,7 +20,7 @@ from bert.train.events import last as last_event
 from bert.train.seq2seq import TINY, Seq2SeqArgs
 
 from ..jobs import saved_runs
-from ..jobs.backend import job_backend
+from ..jobs.backend import job_backend, take_ended
 from ..jobs.budget import LimitError
 from ..jobs.records import Saved, SaveFailed, loaded_record
 from ..jobs.seq2seq_job import Seq2SeqBudget, seq2seq_budget, seq2seq_spec
@@ -97,14 +97,11 @@ def collect(jm=None) -> dict | None:
     """If this session's job has finished, keep what it made under RESULT and return it."""
     jm = jm or job_backend()
     job = current_job(jm)
-    if job is None:
-        st.session_state[JOB] = None
+    if job is not None and not take_ended(jm, job):
         return None
-    if job.active:
-        return None
-    job.drain()
     st.session_state[JOB] = None
-    jm.forget(job)
+    if job is None:
+        return None
     failed = last_event(job.metrics, SaveFailed)  # on a worker, an unsaved run does not come back
     if job.result is None:
         msg = job.error or (failed and failed.message)

@@ -72,13 +72,7 @@ def settings(sources: list[str]) -> Seq2SeqArgs:
         "Encoder",
         sources,
         key="s2s_encoder",
-        format_func=lambda s: (
-            f"a fresh tiny BERT ({D.hidden} wide, {D.layers} layers) on the task's words"
-            if s == TINY
-            else f"{name} (your model)"
-            if (name := state.session_model_name(s)) is not None
-            else s
-        ),
+        format_func=_encoder_name,
         help="A pre-trained encoder brings its vocabulary and what it knows; the tiny one learns a toy task fastest.",
     )
     c2.number_input("Decoder layers", 1, 6, key="s2s_dec_layers")
@@ -102,6 +96,19 @@ def settings(sources: list[str]) -> Seq2SeqArgs:
     c2.number_input("Score the held-out pairs every … steps", 5, 5000, key="s2s_eval")
     c3.number_input("Seed", 0, 1_000_000, key="s2s_seed")
     ts.remember(*defaults)
+    return _chosen_args(ss)
+
+
+def _encoder_name(source: str) -> str:
+    """An encoder choice in words: the fresh tiny BERT, a session's own model, or a source."""
+    if source == TINY:
+        return f"a fresh tiny BERT ({D.hidden} wide, {D.layers} layers) on the task's words"
+    name = state.session_model_name(source)
+    return f"{name} (your model)" if name is not None else source
+
+
+def _chosen_args(ss) -> Seq2SeqArgs:
+    """The run's settings from the settings' widgets."""
     return Seq2SeqArgs(
         encoder=ss.s2s_encoder,
         decoder_layers=int(ss.s2s_dec_layers),

@@ -5,8 +5,9 @@
 - Capped, per session, per client address and server-wide, in files and bytes (the
   BERT_EXPLORER_UPLOAD_* settings): `PUT /_stcore/upload_file/...`, answered 429 with the reason
   before the file is kept. The sessions of one client address (a session's websocket peer: IPv4,
-  or an IPv6 /64, as app/server/new_students.py counts) hold at most 20 of the server's 60 files
-  and 125 of its 250 MB (the defaults), so one machine opening many sessions never fills the
+  or an IPv6 /64, as app/server/new_students.py counts) hold at most
+  BERT_EXPLORER_UPLOAD_*_PER_ADDRESS of the server's files and bytes (by default a part of each),
+  so one machine opening many sessions never fills the
   server's caps for everyone else; a class behind one router shares that, unless its teacher
   declared that the class shares one network (app/server/shared_network.py): then its address
   holds what `size` tabs may, within the server's caps. The copy of an upload

@@ -1,7 +1,7 @@
 """Giving freed memory back to the system.
 
 glibc keeps memory that Python and torch have freed in its heaps, so a process's RSS (what a host
-like Streamlit Community Cloud counts against its 1 GB) stays at its peak. Trimming the heaps after
+like Streamlit Community Cloud counts against its small limit) stays at its peak. Trimming the heaps after
 a fine-tuning job, and after loading a model (an fp16 file upcast to fp32), gives that memory back.
 """
 

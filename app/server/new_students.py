@@ -10,17 +10,17 @@ many of those). `NewStudents` is that mechanism: a token bucket per (scope, addr
 already admitted in each scope; two rules use it.
 
 **Jobs** (scope: the server): `BERT_EXPLORER_NEW_STUDENTS_BURST` (4) new students at once, then one
-every `BERT_EXPLORER_NEW_STUDENT_EVERY_S` (20 s). A key that has started a job before (within
+every `BERT_EXPLORER_NEW_STUDENT_EVERY_S` seconds. A key that has started a job before (within
 `REMEMBER_S`) is not counted again: a student's second and later jobs are never slowed. A class
-behind one router is one address: its first 4 jobs start at once, then one new student every
-20 s (the 30th after 8.7 min; only MAX_JOBS + MAX_QUEUE jobs can be active at once in any case,
-and a job takes minutes). What is left: keys admitted stay admitted for a day, so one address
-collects a new student every 20 s (the queue cap still bounds what they hold at once, and each
-job needs its own open connection).
+behind one router is one address: its first jobs (the burst) start at once, then one new
+student each of those intervals (the last of a large class waits minutes; only MAX_JOBS +
+MAX_QUEUE jobs can be active at once in any case, and a job takes minutes). What is left: keys
+admitted stay admitted for a day, so one address collects a new student each interval (the queue
+cap still bounds what they hold at once, and each job needs its own open connection).
 
 **Class questions** (scope: the question, app/board/classroom.py): `BERT_EXPLORER_NEW_ANSWERERS_BURST`
 (60: a class behind one router answers at once) new answerers of one question from one address,
-then one every `BERT_EXPLORER_NEW_ANSWERER_EVERY_S` (30 s: latecomers of a larger class), and never
+then one every `BERT_EXPLORER_NEW_ANSWERER_EVERY_S` seconds (latecomers of a larger class), and never
 more than `most` (half the question's MAX_ANSWERS) from one address: one machine cannot fill a
 question, whose other half stays for students elsewhere. Changing an answer is never counted.
 

@@ -17,7 +17,7 @@ from ..jobs.spec import FINETUNE
 from ..ui import show_figure
 from ..ui.errors import show_errors
 from ..ui.formatting import md_code, md_escape, table_csv
-from ..ui.widgets import SENTENCE_CHARS
+from ..ui.widgets import SENTENCE_CHARS, number_table
 from . import page as view
 from . import session as ts
 from .data import dropped_text
@@ -173,12 +173,7 @@ def csv_download(tab, res: dict, frame, what: str) -> None:
 
 def scores_tab(tab, res: dict, rep: dict) -> None:
     per_class = per_class_frame(rep)
-    tab.dataframe(
-        per_class,
-        hide_index=True,
-        width="stretch",
-        column_config={k: st.column_config.NumberColumn(format="%.3f") for k in ("precision", "recall", "F1")},
-    )
+    number_table(per_class, ("precision", "recall", "F1"), where=tab)
     csv_download(tab, res, per_class, "scores")
     tab.caption(
         "Precision: of the texts it put in a class, the share that belong there. Recall: of "

@@ -22,7 +22,7 @@ from bert.train.events import last as last_event
 
 from .. import state
 from ..jobs import saved_runs
-from ..jobs.backend import JobBackend, job_backend
+from ..jobs.backend import JobBackend, job_backend, take_ended
 from ..jobs.records import Saved, SaveFailed, loaded_record, run_record
 from ..jobs.run_models import SavedBundle
 from ..jobs.spec import DICTIONARY, FINETUNE, HEAD, PRETRAIN, SEQ2SEQ
@@ -52,15 +52,12 @@ def collect(kind: str, jm: JobBackend | None = None) -> dict | None:
     jm = jm or job_backend()
     key = job_key(kind)
     job = current_job(kind, jm)
-    if job is None:
-        st.session_state[key] = None
+    if job is not None and not take_ended(jm, job):
         return None
-    if job.active:
-        return None
-    job.drain()
-    info = job.info
     st.session_state[key] = None
-    jm.forget(job)
+    if job is None:
+        return None
+    info = job.info
     if job.result is None:
         # nothing to keep: it failed before training or was stopped while waiting
         msg = job.error or (

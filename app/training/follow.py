@@ -20,8 +20,8 @@ from . import session as ts
 log = logging.getLogger("bert_explorer")
 
 # The live panel's refresh interval. Each refresh rebuilds the curves (plotly) in a script run
-# (a tenth of a second or two of processor, scripts/loadtest.py): every 2 s keeps a class of
-# watching tabs cheap and still looks live.
+# (a fraction of a second of processor, scripts/loadtest.py measures it): a refresh every
+# POLL_S keeps a class of watching tabs cheap and still looks live.
 POLL_S = 2.0
 
 

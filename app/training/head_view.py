@@ -31,7 +31,7 @@ from . import board_buttons
 from . import page as view
 from . import session as ts
 from .finished import collect
-from .follow import POLL_S, current_job, live_job, notice_errors
+from .follow import POLL_S, live_job, notice_errors
 from .head_results import PAGE, show_head_result
 from .progress import head_progress
 from .reports import base_bundle
@@ -191,17 +191,8 @@ def head_page(head: str) -> None:
     base_source = _settings(head)
     fits = _fits(head, data, base_source)
     st.header("3. Train")
-    jm = job_backend()
-    job = current_job(HEAD, jm)
-    view.notice(PAGE)
-    view.start_button(
-        PAGE,
-        jm,
-        f"Start: {HEADS[head].task}",
-        on_start,
-        (head, data or None, base_source),
-        data is False or not fits or (job is not None and job.active),
-    )
+    task, inputs = HEADS[head].task, (head, data or None, base_source)
+    job = view.start_section(PAGE, job_backend(), HEAD, f"Start: {task}", on_start, inputs, data is False or not fits)
     if job is not None and job.active:
         st.fragment(run_every=POLL_S)(_live_panel)()
     view.results_section(PAGE, "4. Results", show_head_result)

@@ -28,6 +28,7 @@ from . import board_buttons
 from . import session as ts
 from .downloads import model_zip
 from .finished import collect, notice_key, reopen_callback, result_status, results, run_code_line, use_model
+from .follow import current_job
 from .names import safe_filename
 from .run_size import RUN_SIZES
 
@@ -111,6 +112,17 @@ def start_button(page: TrainPage, jm: JobBackend, label: str, on_click, args: tu
     """The primary button that starts the job, then where it will run (background_caption)."""
     st.button(label, type="primary", key=f"{page.prefix}_start", on_click=on_click, args=args, disabled=disabled, **kw)
     background_caption(jm)
+
+
+def start_section(
+    page: TrainPage, jm: JobBackend, kind: str, label: str, on_click, args: tuple, not_ready: bool, **kw
+) -> JobHandle | None:
+    """The page's notice and its Start button, disabled while the page is `not_ready` or this
+    session's job of `kind` is active; that job (None: none)."""
+    job = current_job(kind, jm)
+    notice(page)
+    start_button(page, jm, label, on_click, args, not_ready or (job is not None and job.active), **kw)
+    return job
 
 
 def live_progress(job: JobHandle, jm: JobBackend, frac: float, line: str) -> None:

@@ -6,9 +6,8 @@ the Compare page ("Attention over training") replays whatever this session has r
 while the run goes on and after it. The recorder is thread-safe for one writer (the job's
 thread) and the page's readers.
 
-Memory: a snapshot is L x H x T x T float16 (MiniLM, 16 tokens: 37 KB); the probe is cut at
-MAX_TOKENS and a recorder thins itself past MAX_SNAPSHOTS, so a run costs at most about 15 MB
-(MiniLM, 32 tokens) and a session keeps the last MAX_RUNS runs.
+Memory: a snapshot is L x H x T x T float16; the probe is cut at MAX_TOKENS and a recorder thins
+itself past MAX_SNAPSHOTS, so a run's cost is bounded, and a session keeps the last MAX_RUNS runs.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ from .uploads import free_uploads, let_go_of_uploaders
 
 def default_finetune_base() -> str:
     """The Fine-tuning page's starting model: BERT_EXPLORER_FINETUNE_BASE if set (e.g. minilm-l6
-    on a 1 GB host: the pages' model, so one model in memory instead of two), else the backend's
+    on a host with little memory: the pages' model, so one model in memory instead of two), else the backend's
     default, the published sentence encoder (the better classifiers, docs/MODELS.md)."""
     return settings.text("BERT_EXPLORER_FINETUNE_BASE") or FinetuneArgs.checkpoint
 
@@ -162,6 +162,42 @@ def on_start_finetune(
                 let_go_of_uploaders()  # the files stay in the session for another run, until removed
 
 
+def _pretrain_args(ss) -> PretrainArgs:
+    """The pre-training run's settings from the page's widgets (a probe without [MASK] replaced by
+    the default one, unless the next word is the game)."""
+    probe = re.sub(r"\[mask\]", "[MASK]", ss.pt_probe or "", flags=re.IGNORECASE)
+    if "[MASK]" not in probe and ss.get("pt_objective") != NEXT_WORD:  # the next word needs no [MASK]
+        probe = PretrainArgs(out="").probe
+    vocab = f"train:{int(ss.pt_vocab_size)}" if ss.pt_vocab == "train" else "default"
+    steps, every = int(ss.pt_steps), int(ss.pt_eval)
+    return PretrainArgs(
+        out="",
+        init="scratch",
+        corpora=[ss.pt_source],
+        vocab=vocab,
+        layers=int(ss.pt_layers),
+        hidden=int(ss.pt_hidden),
+        heads=int(ss.pt_heads),
+        max_seq_length=int(ss.pt_seq),
+        batch_size=int(ss.pt_batch),
+        steps=steps,
+        lr=float(ss.pt_lr),
+        warmup_steps=min(int(ss.pt_warmup), steps - 1),
+        log_every=LOG_EVERY,
+        eval_every=every,
+        save_every=max(every, SAVE_EVERY),
+        dropout=DROPOUT,
+        seed=int(ss.pt_seed),
+        threads=job_threads(),
+        probe=probe[:500],
+        objective=ss.get("pt_objective", MLM_NSP),
+        device=settings.text("BERT_EXPLORER_DEVICE") or "auto",
+        precision=server_precision(),
+        # an upload's tokens live in memory only; a built-in's are cached for all
+        cache_tokens=ss.pt_source != ts.UPLOAD and vocab == "default",
+    )
+
+
 def on_start_pretrain(jm: JobBackend, corpus, corpus_label: str) -> None:
     """Start button callback (a callback survives the rerun a page may do first)."""
     ss = st.session_state
@@ -169,37 +205,7 @@ def on_start_pretrain(jm: JobBackend, corpus, corpus_label: str) -> None:
         if jm.active_of(owner(), PRETRAIN) is not None:
             ss[ts.PT_NOTICE] = ("info", "Your pre-training job is already running.")
             return
-        probe = re.sub(r"\[mask\]", "[MASK]", ss.pt_probe or "", flags=re.IGNORECASE)
-        if "[MASK]" not in probe and ss.get("pt_objective") != NEXT_WORD:  # the next word needs no [MASK]
-            probe = PretrainArgs(out="").probe
-        vocab = f"train:{int(ss.pt_vocab_size)}" if ss.pt_vocab == "train" else "default"
-        steps, every = int(ss.pt_steps), int(ss.pt_eval)
-        args = PretrainArgs(
-            out="",
-            init="scratch",
-            corpora=[ss.pt_source],
-            vocab=vocab,
-            layers=int(ss.pt_layers),
-            hidden=int(ss.pt_hidden),
-            heads=int(ss.pt_heads),
-            max_seq_length=int(ss.pt_seq),
-            batch_size=int(ss.pt_batch),
-            steps=steps,
-            lr=float(ss.pt_lr),
-            warmup_steps=min(int(ss.pt_warmup), steps - 1),
-            log_every=LOG_EVERY,
-            eval_every=every,
-            save_every=max(every, SAVE_EVERY),
-            dropout=DROPOUT,
-            seed=int(ss.pt_seed),
-            threads=job_threads(),
-            probe=probe[:500],
-            objective=ss.get("pt_objective", MLM_NSP),
-            device=settings.text("BERT_EXPLORER_DEVICE") or "auto",
-            precision=server_precision(),
-            # an upload's tokens live in memory only; a built-in's are cached for all
-            cache_tokens=ss.pt_source != ts.UPLOAD and vocab == "default",
-        )
+        args = _pretrain_args(ss)
         what = ss.pt_source
         if what == ts.UPLOAD and ss.get(ts.PT_UPLOAD):
             what = safe_filename(ss[ts.PT_UPLOAD]["name"].rsplit(".", 1)[0], "text")

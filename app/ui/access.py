@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-# Text: Streamlit's captions, widget help and small print are its text colour at 60 % opacity (3.8:1
+# Text: Streamlit's captions, widget help and small print are its text colour faded (below 4.5:1
 # on white); INK_FADED is 6.9:1 on white and 6.4:1 on the sidebar's grey. FOCUS, a blue ring of
 # 3 px, is the keyboard's mark; the current page keeps Streamlit's grey fill and gains a bar at its
 # left, so the two never look alike. Tap targets: help icons, heading anchors and the slider's

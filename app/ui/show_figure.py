@@ -1,7 +1,7 @@
 """Every plotly figure goes on a page through `show`: a download for slides, projector styling and
 a one-line text alternative.
 
-- The modebar's camera button saves the figure as a PNG at 3x scale (or as an SVG, the sidebar's
+- The modebar's camera button saves the figure as a PNG at a larger scale, for slides (or as an SVG, the sidebar's
   "Figure downloads" choice), named for what it shows (`attention-L4-H5.png`).
 - In projector mode (a sidebar toggle, also in the link) every figure gets larger type (18 px
   ticks, token labels and legends, 22 px titles), thicker lines, taller rows, and the attention
@@ -56,7 +56,7 @@ def file_name(name: str) -> str:
 
 
 def config(name: str, fmt: str | None = None) -> dict:
-    """The modebar of a figure: its image button saves `name`.png at 3x scale, or `name`.svg."""
+    """The modebar of a figure: its image button saves `name`.png at a larger scale, for slides, or `name`.svg."""
     fmt = fmt or st.session_state.get(FORMAT, "png")
     fmt = fmt if fmt in FORMATS else "png"
     return {
@@ -403,18 +403,29 @@ def _noted(name: str) -> tuple[str, ModelRef, Callable[[], Stamp]]:
     return title[:1].upper() + title[1:], ModelRef(model_key, label), stamp
 
 
+NOTEBOOK_HELP = (
+    "A Jupyter notebook that computes this view again with the project's own code (bert) and draws it with the "
+    "same figure builders. Save it with the bert package (the button beside it) in one folder: its first cell "
+    "installs the package."
+)
+WHEEL_HELP = (
+    "The project's code and its built-in models as one file (about 50 MB), for the notebook beside it: its first "
+    "cell installs it with pip (torch and the rest come from PyPI)."
+)
+
+
+def _download(where, label: str, build, file: str, mime: str, key: str | None, icon: str, help: str) -> None:
+    """A quiet download button whose bytes `build` makes only when clicked (no rerun on the click)."""
+    where.download_button(
+        label, build, file_name=file, mime=mime, key=key, on_click="ignore", icon=icon, type="tertiary", help=help
+    )
+
+
 def _html_button(where, build, name: str, key: str | None, help: str) -> None:
     """The one "Save this view (HTML)" button: `build` runs only when clicked."""
-    where.download_button(
-        "Save this view (HTML)",
-        build,
-        file_name=f"{file_name(name)}.html",
-        mime=MIME,
-        key=f"{key}_html" if key else None,
-        on_click="ignore",
-        icon=":material/download:",
-        type="tertiary",
-        help=help,
+    html_key = f"{key}_html" if key else None
+    _download(
+        where, "Save this view (HTML)", build, f"{file_name(name)}.html", MIME, html_key, ":material/download:", help
     )
 
 
@@ -444,29 +455,26 @@ def save_buttons(panel: Panel, name: str, where, key: str | None, notebook=None)
 
     _html_button(where, build, name, key, SAVE_HELP)
     if notebook is not None:
-        where.download_button(
+        notebook_key = f"{key}_ipynb" if key else None
+        _download(
+            where,
             "Open as a notebook",
             build_notebook,
-            file_name=f"{file_name(name)}.ipynb",
-            mime=NOTEBOOK_MIME,
-            key=f"{key}_ipynb" if key else None,
-            on_click="ignore",
-            icon=":material/code:",
-            type="tertiary",
-            help="A Jupyter notebook that computes this view again with the project's own code (bert) and "
-            "draws it with the same figure builders. Save it with the bert package (the button beside it) in "
-            "one folder: its first cell installs the package.",
+            f"{file_name(name)}.ipynb",
+            NOTEBOOK_MIME,
+            notebook_key,
+            ":material/code:",
+            NOTEBOOK_HELP,
         )
-        if wheel.can_build():
-            where.download_button(
+        if wheel.can_build():  # the wheel is built once per process, when first asked for
+            wheel_key = f"{key or file_name(name)}_wheel"
+            _download(
+                where,
                 "Get the bert package (wheel)",
-                wheel.project_wheel,  # built once per process, when first asked for
-                file_name=wheel.wheel_name(),
-                mime=wheel.MIME,
-                key=f"{key or file_name(name)}_wheel",
-                on_click="ignore",
-                icon=":material/deployed_code:",
-                type="tertiary",
-                help="The project's code and its built-in models as one file (about 50 MB), for the notebook "
-                "beside it: its first cell installs it with pip (torch and the rest come from PyPI).",
+                wheel.project_wheel,
+                wheel.wheel_name(),
+                wheel.MIME,
+                wheel_key,
+                ":material/deployed_code:",
+                WHEEL_HELP,
             )

@@ -135,6 +135,25 @@ def index_slider(where, label: str, n: int, key: str, value: int = 1) -> int:
     return int(where.slider(label, 1, n, min(max(value, 1), n), key=key)) - 1
 
 
+def lacks_mlm(bundle, what: str, instead: str = "") -> bool:
+    """Whether the model has no masked-word head; then says that `what` reads one, and what to do
+    (pick a pre-trained model in the sidebar, or `instead`)."""
+    if bundle.has_mlm:
+        return False
+    st.info(
+        f"{what} reads the masked-word head, and this model has none. Pick a pre-trained model in the sidebar"
+        + (f", or {instead}." if instead else "."),
+        icon=":material/info:",
+    )
+    return True
+
+
+def number_table(frame, columns, fmt: str = "%.3f", where=None) -> None:
+    """A table drawn full width without its index, its `columns` as numbers in `fmt`."""
+    column_config = {c: st.column_config.NumberColumn(format=fmt) for c in columns}
+    (where or st).dataframe(frame, hide_index=True, width="stretch", column_config=column_config)
+
+
 def csv_download(df, label: str, file_name: str, key: str) -> None:
     """A table as an escaped CSV download (no formula runs in a spreadsheet: helpers.table_csv)."""
     from .formatting import table_csv

@@ -76,8 +76,8 @@ def analyze(bundle, text_a: str, text_b: str | None = None, attention_pattern: P
     prefix longer than the input's tokens is an InputError) and keep everything the pages draw.
     Under a pattern, every hidden cell's attention is exactly 0.
 
-    Each layer's attention is copied into one (L, H, T, T) array as soon as it is computed
-    (512 tokens of MiniLM: 75 MB, which a list of layers and then their stack held twice)."""
+    Each layer's attention is copied into one (L, H, T, T) array as soon as it is computed, so the
+    attentions are held once, never as a list of layers and then their stack."""
     t0 = time.perf_counter()
     enc = encode(bundle, text_a, text_b)
     ids = torch.tensor([enc.ids], dtype=torch.long)  # (1, T)

@@ -84,6 +84,44 @@ def next_distribution(logits: Tensor, temperature: float = 1.0, top_k: int | Non
     return z.softmax(-1)
 
 
+def _prompt(bundle: Bundle, text: str, n: int, greedy: bool, temperature: float, top_k: int | None):
+    """([CLS] and the prompt's ids, the tokens to write, how many prompt tokens were cut from its
+    start to leave room for them), once the text and the settings are ones this model can continue."""
+    if not text or not text.strip():
+        raise InputError("type some text to continue")
+    if not bundle.has_mlm:
+        raise InputError(f"{bundle.name} is a classifier: it has no head that predicts words")
+    check_sampling(n, greedy, temperature, top_k)
+    tok, room = bundle.tokenizer, bundle.model.config.max_tokens
+    if room < 3:
+        raise InputError(f"{bundle.name} reads at most {room} tokens: too few to continue a text")
+    n = min(n, room - 2)  # [CLS], at least one prompt token
+    words = tok.encode(text, max_length=None, truncation=False, add_special_tokens=False).ids
+    if not words:
+        raise InputError("the text has no tokens this model knows (only spaces or control characters?)")
+    cut = max(0, len(words) - (room - 1 - n))
+    return [tok.cls_id, *words[cut:]], n, cut
+
+
+def _next_step(bundle: Bundle, x: torch.Tensor, never: list[int], greedy, temperature, top_k, g) -> Step:
+    """One token after the ids `x` (1, P), under the causal pattern: its choice (never one of
+    `never`), its probability, the TOP candidates and the last position's attention (L, H, P)."""
+    model, tok = bundle.model, bundle.tokenizer
+    out = model.bert(x, attention_pattern=CAUSAL, output_attentions=True)
+    logits = model.mlm(out.last_hidden_state[0, -1]).float().cpu()  # (V,)
+    logits[never] = float("-inf")
+    if greedy:
+        p = next_distribution(logits)
+        choice = int(p.argmax())
+    else:
+        p = next_distribution(logits, temperature, top_k)
+        choice = int(torch.multinomial(p, 1, generator=g))
+    best = p.topk(min(TOP, p.numel()))
+    top = [(tok.ids_to_tokens[j], float(q)) for q, j in zip(best.values.tolist(), best.indices.tolist())]
+    att = torch.stack([a[0, :, -1, :] for a in out.attentions]).float().cpu()  # (L, H, P)
+    return Step(tok.ids_to_tokens[choice], choice, float(p[choice]), top, att)
+
+
 @torch.inference_mode()
 def continue_text(
     bundle: Bundle,
@@ -98,22 +136,8 @@ def continue_text(
     text, a classifier, n outside 1..MAX_NEW, a temperature <= 0 or a top_k < 1 when sampling. A
     prompt too long to leave room for n tokens within the model's positions keeps its last tokens
     (`cut` says how many were dropped)."""
-    if not text or not text.strip():
-        raise InputError("type some text to continue")
-    if not bundle.has_mlm:
-        raise InputError(f"{bundle.name} is a classifier: it has no head that predicts words")
-    check_sampling(n, greedy, temperature, top_k)
     model, tok = bundle.model, bundle.tokenizer
-    room = model.config.max_tokens
-    if room < 3:
-        raise InputError(f"{bundle.name} reads at most {room} tokens: too few to continue a text")
-    n = min(n, room - 2)  # [CLS], at least one prompt token
-    words = tok.encode(text, max_length=None, truncation=False, add_special_tokens=False).ids
-    if not words:
-        raise InputError("the text has no tokens this model knows (only spaces or control characters?)")
-    keep = room - 1 - n
-    cut = max(0, len(words) - keep)
-    ids = [tok.cls_id, *words[cut:]]
+    ids, n, cut = _prompt(bundle, text, n, greedy, temperature, top_k)
     never = [i for i in (tok.pad_id, tok.cls_id, tok.mask_id) if i is not None and 0 <= i < model.config.vocab_size]
     g = torch.Generator().manual_seed(int(seed))
     was_training = model.training
@@ -123,22 +147,10 @@ def continue_text(
     ended = False
     try:
         for _ in range(n):
-            x = torch.tensor([ids], device=device)
-            out = model.bert(x, attention_pattern=CAUSAL, output_attentions=True)
-            logits = model.mlm(out.last_hidden_state[0, -1]).float().cpu()  # (V,)
-            logits[never] = float("-inf")
-            if greedy:
-                p = next_distribution(logits)
-                choice = int(p.argmax())
-            else:
-                p = next_distribution(logits, temperature, top_k)
-                choice = int(torch.multinomial(p, 1, generator=g))
-            best = p.topk(min(TOP, p.numel()))
-            top = [(tok.ids_to_tokens[j], float(q)) for q, j in zip(best.values.tolist(), best.indices.tolist())]
-            att = torch.stack([a[0, :, -1, :] for a in out.attentions]).float().cpu()  # (L, H, P)
-            steps.append(Step(tok.ids_to_tokens[choice], choice, float(p[choice]), top, att))
-            ids.append(choice)
-            if choice == tok.sep_id:
+            step = _next_step(bundle, torch.tensor([ids], device=device), never, greedy, temperature, top_k, g)
+            steps.append(step)
+            ids.append(step.token_id)
+            if step.token_id == tok.sep_id:
                 ended = True
                 break
     finally:

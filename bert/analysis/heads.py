@@ -22,8 +22,8 @@ from .common import as_attention, bare_word, bert_names, pad_tensors
 
 PATTERNS = (CLS_TOKEN, SEP_TOKEN, "previous", "next", "self", "punctuation")
 LABELS = PATTERNS + ("broad", "other")
-PATTERN_THRESHOLD = 0.4  # a head is labelled by a pattern that gets >= 40% of its attention
-BROAD_ENTROPY = 0.7  # ... else "broad" when its entropy is >= 70% of the uniform maximum
+PATTERN_THRESHOLD = 0.4  # a head is labelled by a pattern that gets at least this share of its attention
+BROAD_ENTROPY = 0.7  # ... else "broad" when its entropy is at least this share of the uniform maximum
 
 LABEL_HELP = {
     CLS_TOKEN: "attends mostly to the [CLS] token at the start",
@@ -88,7 +88,7 @@ def label_heads(
     """Name each head's dominant pattern: (L, H) array of strings from LABELS.
 
     Rule: the pattern in PATTERNS with the largest average weight, if that weight is at least
-    `threshold` (0.4: the head puts 40%+ of its attention there); otherwise "broad" when the
+    `threshold` (0.4: the head puts that share of its attention there or more); otherwise "broad" when the
     normalised entropy is at least `broad_entropy` (0.7), and "other" (focused, but on something
     none of the simple patterns describe) when it is not.
     """

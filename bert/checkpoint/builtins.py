@@ -1,7 +1,7 @@
 """The built-in models, and what the sidebar and the Home page say about one without loading it.
 
 Torch-free on purpose: the app's first page shows the default model's name, card, size and
-parameter counts, and none of that needs torch (about 190 MB and 1.3 s to import) or the
+parameter counts, and none of that needs torch (a large, slow import) or the
 weights. `describe_builtin` reads them from the model's folder: config.json, card.md and the
 safetensors header (its names, not its numbers). `bert.checkpoint.load` loads the weights.
 """

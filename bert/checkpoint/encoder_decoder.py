@@ -14,21 +14,20 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
-from ..atomic_files import atomic_write_text, replace_dir
+from ..atomic_files import atomic_write_text, written_dir
 from ..config import MAX_CONFIG_BYTES, BertConfig
 from ..errors import BertExplorerError, CheckpointError
 from ..family import member
 from ..public import public_path, public_text
 from ..seq2seq.bundle import Seq2SeqBundle
-from ..seq2seq.model import EncoderDecoder
+from ..seq2seq.model import EncoderDecoder, pairing_refusal
 from ..tokenizer.for_folder import tokenizer_for_folder
+from .weights import read_weights
 
 MODEL_TYPE = "encoder-decoder"
 _CROSS = {  # transformers' cross-attention names (under decoder.bert.encoder.layer.N.) -> ours
@@ -69,24 +68,16 @@ def _configs(d: dict) -> tuple[BertConfig, BertConfig]:
             "the decoder must be a BERT with add_cross_attention (transformers' BertLMHeadModel); this one is "
             f"a {member(decoder).name}{'' if decoder.extra.get('add_cross_attention') else ' without cross-attention'}"
         )
-    if decoder.hidden_size != encoder.hidden_size:
-        raise CheckpointError(
-            f"the encoder is {encoder.hidden_size} wide and the decoder {decoder.hidden_size}: this app runs "
-            "encoder-decoders of one width (no projection between them)"
-        )
-    if decoder.vocab_size != encoder.vocab_size:
-        raise CheckpointError("the encoder and the decoder have different vocabularies: this app runs one tokenizer")
+    if why := pairing_refusal(encoder, decoder):
+        raise CheckpointError(why)
     return encoder, decoder
 
 
-def load_encoder_decoder(folder: str | os.PathLike, name: str | None = None) -> Seq2SeqBundle:
-    """A Seq2SeqBundle from a folder transformers' EncoderDecoderModel saved (or ours, the same form)."""
+def _parameters_within_limit(encoder: BertConfig, decoder: BertConfig) -> int:
+    """The encoder-decoder's parameter count (the decoder's cross-attention too), or CheckpointError
+    when its fp32 weights would pass the server's model limit."""
     from .sizes import encoder_parameters, max_model_mb
 
-    folder = Path(folder)
-    where = public_path(folder)
-    d = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    encoder, decoder = _configs(d)
     needed = encoder_parameters(encoder) + encoder_parameters(decoder)
     needed += decoder.num_hidden_layers * (4 * decoder.hidden_size**2 + 6 * decoder.hidden_size)
     if needed * 4 > max_model_mb() * 2**20:
@@ -94,33 +85,33 @@ def load_encoder_decoder(folder: str | os.PathLike, name: str | None = None) -> 
             f"config.json describes an encoder-decoder of {needed:,} parameters: over this server's limit "
             f"of {max_model_mb():,} MB"
         )
-    tokenizer = tokenizer_for_folder(folder, encoder.model_type, do_lower_case=_do_lower_case(folder))
-    if len(tokenizer) != encoder.vocab_size:
-        raise CheckpointError(
-            f"the tokenizer has {len(tokenizer)} tokens but config.json says vocab_size {encoder.vocab_size}"
-        )
+    return needed
+
+
+def _sized_weights(folder: Path, where: str, needed: int) -> dict:
+    """The folder's model.safetensors, read once its size fits `needed` parameters."""
     weights = folder / "model.safetensors"
     if not weights.is_file():
         raise CheckpointError(f"no model.safetensors in {where}: encoder-decoders are read from safetensors only")
     if weights.stat().st_size > 4 * needed * 1.5 + (16 << 20):
         raise CheckpointError(f"{weights.name} is far larger than the model config.json describes")
-    try:
-        raw = load_file(str(weights), device="cpu")
-    except (SafetensorError, OSError, ValueError, RuntimeError) as e:
-        raise CheckpointError(
-            f"{weights.name} is not a readable safetensors file (truncated or corrupt?): {e}"
-        ) from None
+    return read_weights(weights)
+
+
+def _special_ids(d: dict, decoder: BertConfig, tokenizer) -> tuple[int, int, int]:
+    """(decoder start, end of sequence, padding) from config.json, else the tokenizer's [CLS], [SEP], [PAD]."""
     start = d.get("decoder_start_token_id")
-    start = tokenizer.cls_id if start is None else int(start)
     eos = d.get("eos_token_id", decoder.extra.get("eos_token_id"))
-    eos = tokenizer.sep_id if eos is None else int(eos)
     pad = d.get("pad_token_id")
-    pad = tokenizer.pad_id if pad is None else int(pad)
-    try:
-        model = EncoderDecoder(encoder, decoder, start, eos, pad)
-    except BertExplorerError as e:
-        raise CheckpointError(str(e)) from None
-    state, unused = hf_to_ours_seq2seq(raw, encoder, decoder)
+    return (
+        tokenizer.cls_id if start is None else int(start),
+        tokenizer.sep_id if eos is None else int(eos),
+        tokenizer.pad_id if pad is None else int(pad),
+    )
+
+
+def _load_state(model: EncoderDecoder, state: dict, where: str) -> None:
+    """Load our-named weights into the model: every weight it needs there, each of its shape."""
     expected = model.state_dict()
     missing = sorted(k for k in set(expected) - set(state) if k != "decoder.lm.word_embeddings.weight")
     missing = [k for k in missing if not k.startswith("encoder.pooler")]  # transformers may save none
@@ -134,6 +125,27 @@ def load_encoder_decoder(folder: str | os.PathLike, name: str | None = None) -> 
             raise CheckpointError(f"weight {k} has shape {tuple(t.shape)}, the config asks {tuple(expected[k].shape)}")
     model.load_state_dict({k: v for k, v in state.items() if k in expected}, strict=False)
     model.eval()
+
+
+def load_encoder_decoder(folder: str | os.PathLike, name: str | None = None) -> Seq2SeqBundle:
+    """A Seq2SeqBundle from a folder transformers' EncoderDecoderModel saved (or ours, the same form)."""
+    folder = Path(folder)
+    where = public_path(folder)
+    d = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    encoder, decoder = _configs(d)
+    needed = _parameters_within_limit(encoder, decoder)
+    tokenizer = tokenizer_for_folder(folder, encoder.model_type, do_lower_case=_do_lower_case(folder))
+    if len(tokenizer) != encoder.vocab_size:
+        raise CheckpointError(
+            f"the tokenizer has {len(tokenizer)} tokens but config.json says vocab_size {encoder.vocab_size}"
+        )
+    raw = _sized_weights(folder, where, needed)
+    try:
+        model = EncoderDecoder(encoder, decoder, *_special_ids(d, decoder, tokenizer))
+    except BertExplorerError as e:
+        raise CheckpointError(str(e)) from None
+    state, unused = hf_to_ours_seq2seq(raw, encoder, decoder)
+    _load_state(model, state, where)
     notes = [f"{len(unused)} weights in the file were not used (e.g. {unused[0]})"] if unused else []
     card = folder / "card.md"
     return Seq2SeqBundle(
@@ -236,9 +248,7 @@ def save_encoder_decoder(bundle: Seq2SeqBundle, folder: str | os.PathLike, card:
             f"the encoder is a {kin.name}: this app writes encoder-decoders of a BERT encoder in transformers' form"
         )
     folder = Path(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.tmp"))
-    try:
+    with written_dir(folder) as tmp:
         save_file(ours_to_hf_seq2seq(model), str(tmp / "model.safetensors"), metadata={"format": "pt"})
         enc = {k: v for k, v in model.config.to_dict().items() if k not in ("architecture", "architectures")}
         dec = model.decoder_config.to_dict()
@@ -262,10 +272,4 @@ def save_encoder_decoder(bundle: Seq2SeqBundle, folder: str | os.PathLike, card:
         )
         text = card if card is not None else bundle.card or f"# {bundle.name}\n"
         atomic_write_text(tmp / "card.md", public_text(text))
-        replace_dir(tmp, folder)
-    except BaseException:
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return folder

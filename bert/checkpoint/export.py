@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from safetensors.torch import save_file
 
-from ..atomic_files import atomic_write_text, replace_dir
+from ..atomic_files import atomic_write_text, written_dir
 from ..errors import CheckpointError
 from ..family import member
 from ..public import public_text
@@ -36,9 +35,7 @@ def export_hf(bundle: Bundle, out_dir: str | os.PathLike) -> Path:
             f"{member(bundle.config).name}: download it in this app's format instead (bert.load opens it)."
         )
     out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp"))
-    try:
+    with written_dir(out_dir) as tmp:
         config = bundle.config
         state = bundle.model.state_dict()
         if not bundle.head.pooler:  # transformers' class of this head has none
@@ -72,10 +69,4 @@ def export_hf(bundle: Bundle, out_dir: str | os.PathLike) -> Path:
             from .export_classifier import write_classifier_extras
 
             write_classifier_extras(bundle, tmp)  # predict.py: our pooling in transformers
-        replace_dir(tmp, out_dir)
-    except BaseException:
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out_dir

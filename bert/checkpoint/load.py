@@ -5,7 +5,7 @@ Our format is a folder with `model.safetensors` (our parameter names), `config.j
 safetensors or `torch.load(weights_only=True)`: a pickle that would run code is refused.
 
 Before a weights file is read, the model its config.json describes is sized: over
-BERT_EXPLORER_MAX_MODEL_MB (default 2,000 MB in memory), or not matching the file's size, it is
+BERT_EXPLORER_MAX_MODEL_MB (in memory, docs/SETTINGS.md), or not matching the file's size, it is
 refused. Hub downloads are checked against BERT_EXPLORER_MAX_HUB_MB (default 500) first.
 Messages and cards never carry the server's absolute paths (`public_text`).
 
@@ -20,16 +20,13 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import re
-import tempfile
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
-from ..atomic_files import atomic_write_text, replace_dir
+from ..atomic_files import atomic_write_text, written_dir
 from ..bundle import Bundle
 from ..config import BertConfig
 from ..errors import CheckpointError
@@ -45,6 +42,7 @@ from .builtins import ASSETS, BUILTINS, FORMAT, PUBLISHED, available_builtins, m
 from .hf_names import hf_to_ours
 from .hub import is_hub_id
 from .sizes import check_model_size, encoder_parameters
+from .weights import read_weights
 
 LEFT_TO_RIGHT_NOTE = (
     "Trained on the next word, reading left to right: the views that read it both ways with BERT's heads "
@@ -53,38 +51,6 @@ LEFT_TO_RIGHT_NOTE = (
 )
 
 # ---- reading ---------------------------------------------------------------------------------
-
-
-def read_weights(path: Path) -> dict[str, torch.Tensor]:
-    """Read a weights file safely; anything that is not plain tensors is refused."""
-    path = Path(path)
-    if path.suffix == ".safetensors":
-        try:
-            return load_file(str(path), device="cpu")
-        except (SafetensorError, OSError, ValueError, RuntimeError) as e:
-            raise CheckpointError(
-                f"{path.name} is not a readable safetensors file (truncated or corrupt?): {e}"
-            ) from None
-    try:
-        obj = torch.load(str(path), map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as e:
-        # torch's own message advises weights_only=False (running the file's code): not for us
-        m = re.search(r"WeightsUnpickler error:\s*(.+?)(?:\. |\n\n|$)", str(e), re.S)
-        detail = (m.group(1) if m else str(e)).strip().replace("\n", " ")[:160]
-        raise CheckpointError(
-            f"{path.name} was refused: it is not a plain file of tensors (it holds other Python "
-            f"objects, which could run code if loaded, or it is not a weights file at all). Nothing "
-            f"in it was run. Save the weights as safetensors. ({detail})"
-        ) from None
-    except Exception as e:  # zip errors, EOF, garbage bytes
-        raise CheckpointError(
-            f"{path.name} is not a readable PyTorch weights file: {type(e).__name__}: {str(e)[:200]}"
-        ) from None
-    if isinstance(obj, dict) and "state_dict" in obj and isinstance(obj["state_dict"], dict):
-        obj = obj["state_dict"]
-    if not isinstance(obj, dict) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
-        raise CheckpointError(f"{path.name} does not hold a dictionary of tensors")
-    return obj
 
 
 def _weights_file(folder: Path) -> Path:
@@ -150,7 +116,7 @@ def _load_folder(folder: Path, name: str | None) -> Bundle:
         )
     # Kept as stored (fp16 for the built-ins): load_state_dict copies each tensor into the
     # model's fp32 parameter, converting it exactly, so no fp32 copy of the file is ever made
-    # besides the model itself (minilm-l6: peak +180 -> +136 MB while loading).
+    # besides the model itself.
     ours_format = any(k.startswith(("bert.layers.", "bert.shared_layer.")) for k in raw)
     state, unused = (raw, []) if ours_format else hf_to_ours(raw, config)
     head = head_of(config, state)
@@ -248,9 +214,7 @@ def save(bundle: Bundle, folder: str | os.PathLike, card: str | None = None, hal
 
         return save_encoder_decoder(bundle, folder, card)
     folder = Path(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.tmp"))
-    try:
+    with written_dir(folder) as tmp:
         state = {
             k: v.detach().contiguous().clone()
             for k, v in bundle.model.state_dict().items()
@@ -268,12 +232,6 @@ def save(bundle: Bundle, folder: str | os.PathLike, card: str | None = None, hal
         bundle.tokenizer.save(tmp)  # its own files: vocab.txt, or vocab.json + merges.txt, or tokenizer.json
         text = card if card is not None else (bundle.card or f"# {bundle.name}\n")
         atomic_write_text(tmp / "card.md", public_text(text))
-        replace_dir(tmp, folder)
-    except BaseException:
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return folder
 
 

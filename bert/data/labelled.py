@@ -212,21 +212,8 @@ def read_labelled(
     columns, table, fmt = read_table(text, name, dropped)
     if len(columns) < 2:
         raise DataError(f"{name} has only one column ({columns[0]!r}); it needs a text column and a label column.")
-    if max_rows is None:
-        rows, scanned, stopped = list(table), None, False
-    else:
-        keep = max(MAX_READ_ROWS, max_rows)
-        rows, scanned, stopped = _read_rows(table, keep, max(MAX_SCAN_ROWS, keep), seed)
+    rows, scanned = _sampled_rows(table, columns, name, max_rows, seed, notes)
     del text, table
-    if not rows:
-        raise DataError(f"The file has a header ({', '.join(columns)}) but no data rows.")
-    if stopped:
-        notes.append(
-            f"{name} has more than {scanned:,} rows: only its first {scanned:,} were read, "
-            f"and {len(rows):,} of them drawn at random are used"
-        )
-    elif scanned is not None and scanned > len(rows):
-        notes.append(f"{name} has {scanned:,} rows: {len(rows):,} of them drawn at random are used")
     ti, li = detect_columns(columns, rows, text_col, label_col)
     texts, raw_labels = _usable_rows(rows, ti, li, dropped)
     if not texts:
@@ -254,6 +241,26 @@ def read_labelled(
     if sum(dropped.values()):
         notes.append("dropped " + ", ".join(f"{n:,} {k}" for k, n in dropped.items()))
     return _capped(out, max_rows, seed)
+
+
+def _sampled_rows(table, columns: list[str], name: str, max_rows: int | None, seed: int, notes: list[str]):
+    """(rows, rows read or None) of the table: all of them without `max_rows`, else a random sample
+    of at most the larger of MAX_READ_ROWS and `max_rows` (a note in `notes` says so)."""
+    if max_rows is None:
+        rows, scanned, stopped = list(table), None, False
+    else:
+        keep = max(MAX_READ_ROWS, max_rows)
+        rows, scanned, stopped = _read_rows(table, keep, max(MAX_SCAN_ROWS, keep), seed)
+    if not rows:
+        raise DataError(f"The file has a header ({', '.join(columns)}) but no data rows.")
+    if stopped:
+        notes.append(
+            f"{name} has more than {scanned:,} rows: only its first {scanned:,} were read, "
+            f"and {len(rows):,} of them drawn at random are used"
+        )
+    elif scanned is not None and scanned > len(rows):
+        notes.append(f"{name} has {scanned:,} rows: {len(rows):,} of them drawn at random are used")
+    return rows, scanned
 
 
 def _read_rows(table, keep: int, scan: int, seed: int) -> tuple[list[list[str]], int, bool]:

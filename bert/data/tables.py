@@ -158,7 +158,7 @@ def _names(header: list[str], n: int) -> list[str]:
 
 def _lines(text: str, chunk: int = 1 << 20):
     """The text's lines, each with its "\\n", as iterating a StringIO of it gives them, but a
-    chunk at a time: a StringIO of the whole text would copy it at 4 bytes a character."""
+    chunk at a time: a StringIO of the whole text would hold a second, wider copy of it."""
     pos, n = 0, len(text)
     while pos < n:
         end = text.find("\n", pos + chunk)

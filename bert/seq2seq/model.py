@@ -51,13 +51,8 @@ class EncoderDecoder(nn.Module):
 
     def __init__(self, config: BertConfig, decoder_config: BertConfig, start_id: int, eos_id: int, pad_id: int):
         super().__init__()
-        if decoder_config.hidden_size != config.hidden_size:
-            raise InputError(
-                f"the decoder is {decoder_config.hidden_size} wide but the encoder {config.hidden_size}: "
-                "cross-attention reads the encoder's vectors, so both must have the same width"
-            )
-        if decoder_config.vocab_size != config.vocab_size:
-            raise InputError("the encoder and the decoder must share one vocabulary (one tokenizer)")
+        if why := pairing_refusal(config, decoder_config):
+            raise InputError(why)
         self.config = config
         self.decoder_config = decoder_config
         self.start_id, self.eos_id, self.pad_id = start_id, eos_id, pad_id
@@ -121,6 +116,18 @@ def shift_right(labels: Tensor, start_id: int, pad_id: int) -> Tensor:
 
 
 # ---- made from an encoder ------------------------------------------------------------------------
+
+
+def pairing_refusal(config: BertConfig, decoder_config: BertConfig) -> str:
+    """Why this encoder and this decoder cannot run as one encoder-decoder ("" when they can)."""
+    if decoder_config.hidden_size != config.hidden_size:
+        return (
+            f"the decoder is {decoder_config.hidden_size} wide but the encoder {config.hidden_size}: "
+            "cross-attention reads the encoder's vectors, so both must have the same width"
+        )
+    if decoder_config.vocab_size != config.vocab_size:
+        return "the encoder and the decoder must share one vocabulary (one tokenizer)"
+    return ""
 
 
 def decoder_refusal(config: BertConfig) -> str:

@@ -28,7 +28,7 @@ from tokenizers import Tokenizer as LibraryTokenizer
 from ..atomic_files import atomic_write_text
 from ..errors import TokenizerError
 from .files import TOKENIZER_JSON
-from .tokenizer import COUNT_AHEAD, Encoding, TokenizerCommon, check_text
+from .tokenizer import COUNT_AHEAD, Encoding, Pieces, TokenizerCommon, check_encode_args, check_text
 from .vocab import MASK_TOKEN, vocab_tables
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -39,7 +39,6 @@ LAZY_MIN_CHARS = 16_384
 _SAFE_CUT = re.compile(r"(?<=\S) (?=\S)")
 
 # ids, tokens, offsets, word ids of one text: four parallel lists (as in tokenizer.py).
-Pieces = tuple[list[int], list[str], list[tuple[int, int]], list[int]]
 
 
 class Words:
@@ -182,32 +181,14 @@ class BackedTokenizer(TokenizerCommon):
         """The words of ``text`` (see words_with_offsets)."""
         return self.basic.tokenize(text)
 
-    def encode(
-        self,
-        text_a: str,
-        text_b: str | None = None,
-        max_length: int | None = 512,
-        truncation: bool = True,
-        add_special_tokens: bool = True,
+    def _encode(
+        self, text_a: str, text_b: str | None, max_length: int | None, truncation: bool, add_special_tokens: bool
     ) -> Encoding:
-        """The model's template around A (and B) with type ids, offsets and word ids.
-
-        Truncation (when ``truncation`` and the total exceeds ``max_length``, specials included) is
-        transformers' "longest_first" as its library-backed tokenizers do it (see longest_first: when
-        both texts must lose tokens, the longer keeps the odd one; B when they are equally long).
-        ``max_length=None`` means no limit. A truncated text
-        is read only up to 10,000 pieces past ``max_length``; ``num_truncated`` is exact below that
-        and a lower bound above.
-        """
-        check_text(text_a, "text_a")
-        if text_b is not None:
-            check_text(text_b, "text_b")
+        """The model's template around A (and B); "longest_first" as transformers' library-backed
+        tokenizers do it (see longest_first: when both texts must lose tokens, the longer keeps the
+        odd one; B when they are equally long)."""
         n_special = (2 if text_b is None else 2 + self.pair_separators) if add_special_tokens else 0
-        if max_length is not None:
-            if isinstance(max_length, bool) or not isinstance(max_length, int):
-                raise TokenizerError(f"max_length must be an int or None, not {type(max_length).__name__}")
-            if max_length < max(n_special, 1):
-                raise TokenizerError(f"max_length={max_length} leaves no room: {n_special} special tokens are needed")
+        check_encode_args(text_a, text_b, max_length, n_special)
         limit = max_length - n_special + COUNT_AHEAD if truncation and max_length is not None else None
         a, whole_a = self._read(text_a, limit)
         b, whole_b = self._read(text_b, limit) if text_b is not None else (None, True)
@@ -228,18 +209,18 @@ class BackedTokenizer(TokenizerCommon):
         cls_ = ([self.cls_id], [self.cls_token], [(0, 0)], [None])
         sep = ([self.sep_id], [self.sep_token], [(0, 0)], [None])
         if add_special:
-            _extend(enc, cls_, 1, seq=None, type_id=0, special=1)
-        _extend(enc, a, la, seq=0, type_id=0, special=0)
+            enc.extend(cls_, 1, seq=None, type_id=0, special=1)
+        enc.extend(a, la, seq=0, type_id=0, special=0)
         if add_special:
-            _extend(enc, sep, 1, seq=None, type_id=0, special=1)
+            enc.extend(sep, 1, seq=None, type_id=0, special=1)
         if b is not None:
             t = self.pair_type_id
             if add_special:
                 for _ in range(self.pair_separators - 1):
-                    _extend(enc, sep, 1, seq=None, type_id=t, special=1)
-            _extend(enc, b, lb, seq=1, type_id=t, special=0)
+                    enc.extend(sep, 1, seq=None, type_id=t, special=1)
+            enc.extend(b, lb, seq=1, type_id=t, special=0)
             if add_special:
-                _extend(enc, sep, 1, seq=None, type_id=t, special=1)
+                enc.extend(sep, 1, seq=None, type_id=t, special=1)
         enc.attention_mask = [1] * len(enc.ids)
         return enc
 
@@ -291,16 +272,3 @@ def longest_first(la: int, lb: int, budget: int, pair: bool) -> tuple[int, int]:
         n1 = budget // 2
         n2 = n1 + budget % 2
     return (n2, n1) if swap else (n1, n2)
-
-
-def _extend(enc: Encoding, pieces: Pieces, n: int, *, seq: int | None, type_id: int, special: int) -> None:
-    """Append the first n tokens of ``pieces`` to ``enc``, all with sequence id ``seq``, token type
-    ``type_id`` and special-tokens-mask value ``special``."""
-    ids, toks, offs, wids = pieces
-    enc.ids += ids[:n]
-    enc.tokens += toks[:n]
-    enc.offsets += offs[:n]
-    enc.word_ids += wids[:n]
-    enc.sequence_ids += [seq] * n
-    enc.type_ids += [type_id] * n
-    enc.special_tokens_mask += [special] * n

@@ -67,6 +67,18 @@ class Encoding:
     truncated: bool = False
     num_truncated: int = 0
 
+    def extend(self, pieces: Pieces, n: int, *, seq: int | None, type_id: int, special: int) -> None:
+        """Append the first n tokens of ``pieces``, all with sequence id ``seq``, token type
+        ``type_id`` and special-tokens-mask value ``special``."""
+        ids, toks, offs, wids = pieces
+        self.ids += ids[:n]
+        self.tokens += toks[:n]
+        self.offsets += offs[:n]
+        self.word_ids += wids[:n]
+        self.sequence_ids += [seq] * n
+        self.type_ids += [type_id] * n
+        self.special_tokens_mask += [special] * n
+
     def __len__(self) -> int:
         return len(self.ids)
 
@@ -198,6 +210,19 @@ def _unicode_segment(tok: Tokenizer, seg: str, base: int, w: int, limit: int | N
 # ---- text or pair -> Encoding ------------------------------------------------------------------------
 
 
+def check_encode_args(text_a: str, text_b: str | None, max_length: int | None, n_special: int) -> None:
+    """TokenizerError unless the texts are text and `max_length` (None: no limit) is an int with room
+    for the `n_special` special tokens and one more."""
+    check_text(text_a, "text_a")
+    if text_b is not None:
+        check_text(text_b, "text_b")
+    if max_length is not None:
+        if isinstance(max_length, bool) or not isinstance(max_length, int):
+            raise TokenizerError(f"max_length must be an int or None, not {type(max_length).__name__}")
+        if max_length < max(n_special, 1):
+            raise TokenizerError(f"max_length={max_length} leaves no room: {n_special} special tokens are needed")
+
+
 def encode_pair(
     tok: Tokenizer,
     text_a: str,
@@ -207,15 +232,8 @@ def encode_pair(
     add_special_tokens: bool,
 ) -> Encoding:
     """Tokenizer.encode (see there)."""
-    check_text(text_a, "text_a")
-    if text_b is not None:
-        check_text(text_b, "text_b")
     n_special = (2 if text_b is None else 3) if add_special_tokens else 0
-    if max_length is not None:
-        if isinstance(max_length, bool) or not isinstance(max_length, int):
-            raise TokenizerError(f"max_length must be an int or None, not {type(max_length).__name__}")
-        if max_length < max(n_special, 1):
-            raise TokenizerError(f"max_length={max_length} leaves no room: {n_special} special tokens are needed")
+    check_encode_args(text_a, text_b, max_length, n_special)
     # With truncation, read each text only COUNT_AHEAD pieces past the budget: the kept lengths
     # depend on each text's length only up to budget + 1 (checked in tests), so they are exact.
     limit = max_length - n_special + COUNT_AHEAD if truncation and max_length is not None else None
@@ -254,27 +272,14 @@ def _assemble(
     cls_ = ([tok.cls_id], [tok.cls_token], [(0, 0)], [None])
     sep = ([tok.sep_id], [tok.sep_token], [(0, 0)], [None])
     if add_special_tokens:
-        _extend(enc, cls_, 1, seq=None, type_id=0, special=1)
+        enc.extend(cls_, 1, seq=None, type_id=0, special=1)
     segments = [(a, la, 0)] if b is None else [(a, la, 0), (b, lb, 1)]
     for pieces, n, seq in segments:
-        _extend(enc, pieces, n, seq=seq, type_id=seq, special=0)
+        enc.extend(pieces, n, seq=seq, type_id=seq, special=0)
         if add_special_tokens:
-            _extend(enc, sep, 1, seq=None, type_id=seq, special=1)
+            enc.extend(sep, 1, seq=None, type_id=seq, special=1)
     enc.attention_mask = [1] * len(enc.ids)
     return enc
-
-
-def _extend(enc: Encoding, pieces: Pieces, n: int, *, seq: int | None, type_id: int, special: int) -> None:
-    """Append the first n tokens of ``pieces`` to ``enc``, all with sequence id ``seq``, token type
-    ``type_id`` and special-tokens-mask value ``special``."""
-    ids, toks, offs, wids = pieces
-    enc.ids += ids[:n]
-    enc.tokens += toks[:n]
-    enc.offsets += offs[:n]
-    enc.word_ids += wids[:n]
-    enc.sequence_ids += [seq] * n
-    enc.type_ids += [type_id] * n
-    enc.special_tokens_mask += [special] * n
 
 
 def _special_id(token_attr: str) -> property:
@@ -329,6 +334,24 @@ class TokenizerCommon:
         if isinstance(ids, int) or (hasattr(ids, "ndim") and ids.ndim == 0):
             return one(ids)
         return [one(i) for i in ids]
+
+    def encode(
+        self,
+        text_a: str,
+        text_b: str | None = None,
+        max_length: int | None = 512,
+        truncation: bool = True,
+        add_special_tokens: bool = True,
+    ) -> Encoding:
+        """The model's template around A (and B) with type ids, offsets and word ids.
+
+        Truncation (when ``truncation`` and the total exceeds ``max_length``, specials included) is
+        transformers' "longest_first", as each kind of tokenizer does it (its ``_encode``).
+        ``max_length=None`` means no limit. A truncated text is read only up to COUNT_AHEAD pieces
+        past ``max_length``: a long paste costs no more than that, and ``num_truncated`` is exact
+        below it and a lower bound above.
+        """
+        return self._encode(text_a, text_b, max_length, truncation, add_special_tokens)
 
     def encode_batch(
         self,
@@ -427,22 +450,11 @@ class Tokenizer(TokenizerCommon):
         """
         return [(t, (s, e)) for t, s, e in self.basic.tokens_with_offsets(check_text(text, "text"))]
 
-    def encode(
-        self,
-        text_a: str,
-        text_b: str | None = None,
-        max_length: int | None = 512,
-        truncation: bool = True,
-        add_special_tokens: bool = True,
+    def _encode(
+        self, text_a: str, text_b: str | None, max_length: int | None, truncation: bool, add_special_tokens: bool
     ) -> Encoding:
-        """[CLS] A [SEP] (B [SEP]) with type ids, offsets and word ids.
-
-        Truncation (when ``truncation`` and the total exceeds ``max_length``, specials included) is
-        transformers' "longest_first": tokens are dropped from the end of the longer sequence one at a
-        time, from B when both are equally long. ``max_length=None`` means no limit. A truncated text
-        is read only up to 10,000 pieces past ``max_length``: a long paste costs no more than that,
-        and ``num_truncated`` is exact below it and a lower bound above.
-        """
+        """[CLS] A [SEP] (B [SEP]); "longest_first" drops tokens from the end of the longer sequence
+        one at a time, from B when both are equally long."""
         return encode_pair(self, text_a, text_b, max_length, truncation, add_special_tokens)
 
     # ---- trace -------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ class FinetuneArgs:
     out: str | None = None  # folder for the fine-tuned model (command line)
     name: str | None = None  # display name of the result
     pooling: str = "mean"  # cls | mean | max
-    freeze_embeddings: bool = True  # the word/position embeddings stay as they are (25 % faster)
+    freeze_embeddings: bool = True  # the word/position embeddings stay as they are (faster)
     freeze_layers: int = 0  # freeze the lowest N encoder layers
     max_length: int = 64  # tokens per text, [CLS] and [SEP] included
     batch_size: int = 16

