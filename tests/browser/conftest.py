@@ -34,7 +34,7 @@ from benchmarks.server import (
     stop_server,
     wait_healthy,
 )
-from tests.browser.page_checks import unavailable
+from tests.browser.page_checks import settle, unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -176,23 +176,31 @@ def app_url(artifacts):
         stop_server(proc)
 
 
+@pytest.fixture(scope="session")
+def class_url(tmp_path_factory, artifacts):
+    """A server with the class board on (opt-in) and a cache folder of its own, for the tests that
+    start a board of their own on it (each its own class code); tests that restart the server
+    start their own (tests/browser/class_steps.start)."""
+    from tests.browser.class_steps import start
+
+    proc, url = start(tmp_path_factory.mktemp("class-cache"), artifacts / "class-server-shared.log")
+    try:
+        yield url
+    finally:
+        stop_server(proc)
+
+
 def wait_for_app(pg, timeout_ms: int = 120_000):
-    """Wait until Streamlit is connected, has run the script and shows something."""
-    pg.wait_for_selector('[data-testid="stApp"][data-test-connection-state="CONNECTED"]', timeout=timeout_ms)
+    """Wait until Streamlit is connected, has run the script and shows something, and stays so
+    (page_checks.settle: no rerun right behind)."""
     deadline = time.monotonic() + timeout_ms / 1000
-    settled = 0
-    while time.monotonic() < deadline:
-        state = pg.get_attribute('[data-testid="stApp"]', "data-test-script-state")
-        running = pg.locator('[data-testid="stStatusWidget"]').count() > 0
-        has_content = pg.locator('[data-testid="stMainBlockContainer"] [data-testid="stElementContainer"]').count() > 0
-        skeleton = pg.locator('[data-testid="stAppSkeleton"]').count() > 0
-        if state == "notRunning" and not running and has_content and not skeleton:
-            settled += 1
-            if settled >= 3:  # stable for ~1.5 s: no rerun right behind
-                return
-        else:
-            settled = 0
-        pg.wait_for_timeout(500)
+    pg.wait_for_selector('[data-testid="stApp"][data-test-connection-state="CONNECTED"]', timeout=timeout_ms)
+    if not settle([pg], deadline - time.monotonic()):
+        return
+    state = pg.get_attribute('[data-testid="stApp"]', "data-test-script-state")
+    running = pg.locator('[data-testid="stStatusWidget"]').count() > 0
+    has_content = pg.locator('[data-testid="stMainBlockContainer"] [data-testid="stElementContainer"]').count() > 0
+    skeleton = pg.locator('[data-testid="stAppSkeleton"]').count() > 0
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "wait_timeout.png"
     pg.screenshot(path=str(shot))

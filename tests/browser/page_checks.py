@@ -1,8 +1,10 @@
 """What several browser tests check on a page of the real app: a full-page screenshot, no
-exception box and a clean guard, a view chosen by its radio label; and what a missing
-prerequisite (Chromium, axe-core) means: a skip, or in CI a failure."""
+exception box and a clean guard, a view chosen by its radio label, the page settled (drawn and
+idle, at a page and heading when asked); and what a missing prerequisite (Chromium, axe-core)
+means: a skip, or in CI a failure."""
 
 import os
+import time
 
 import pytest
 
@@ -66,3 +68,47 @@ def assert_page_ok(page):
 def choose_view(page, app_ready, label):
     page.locator('[data-testid="stRadio"] label', has_text=label).first.click()
     app_ready(page)
+
+
+# One look at a page: whether the app is connected, idle (no script run, no status widget) and
+# drawn (content, no skeleton), and where asked at page `path` under the heading `title`; one round
+# trip to the browser a look.
+SETTLED_JS = """([path, title]) => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const h1 = document.querySelector('[data-testid="stMainBlockContainer"] h1');
+  return !!app && app.getAttribute('data-test-connection-state') === 'CONNECTED'
+    && app.getAttribute('data-test-script-state') === 'notRunning'
+    && !document.querySelector('[data-testid="stStatusWidget"]')
+    && !!document.querySelector('[data-testid="stMainBlockContainer"] [data-testid="stElementContainer"]')
+    && !document.querySelector('[data-testid="stAppSkeleton"]')
+    && (path === null || location.pathname.replace(/^[/]+|[/]+$/g, '') === path)
+    && (title === null || (!!h1 && h1.innerText.trim() === title));
+}"""
+SETTLE_LOOKS = 3  # settled on this many looks in a row, LOOK_EVERY_S apart: no rerun right behind
+LOOK_EVERY_S = 0.5
+
+
+def settled_now(pg, path: str | None = None, title: str | None = None) -> bool:
+    """One look (SETTLED_JS); a page that is navigating away is not settled."""
+    from playwright.sync_api import Error as PlaywrightError  # here: without playwright the tests skip
+
+    try:
+        return bool(pg.evaluate(SETTLED_JS, [path, title]))
+    except PlaywrightError as e:
+        if "destroyed" in str(e) or "navigat" in str(e):
+            return False
+        raise
+
+
+def settle(pages, bound_s: float, path: str | None = None, title: str | None = None) -> list[int]:
+    """Look at every page every LOOK_EVERY_S until each has looked settled SETTLE_LOOKS times in a
+    row (at `path` under `title` when given), for at most `bound_s`; the indexes of those that
+    did not."""
+    looks = [0] * len(pages)
+    end = time.monotonic() + bound_s
+    while True:
+        for i, pg in enumerate(pages):
+            looks[i] = looks[i] + 1 if settled_now(pg, path, title) else 0
+        if min(looks) >= SETTLE_LOOKS or time.monotonic() >= end:
+            return [i for i, n in enumerate(looks) if n < SETTLE_LOOKS]
+        time.sleep(LOOK_EVERY_S)

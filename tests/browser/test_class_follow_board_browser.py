@@ -5,16 +5,14 @@ another page and back, 20 moves; after each, every one of three followers shows 
 (its address and its title, the page drawn and settled). Every move is checked before the test
 fails, so its message counts the moves that went wrong.
 
-Its own server (the board is opt-in) with a fresh cache folder. About 3 minutes; a soak test:
+The session's server with the board on (`class_url`); its own board. A soak test:
 make test runs it once, `make soak` three times in a row.
 """
 
-import time
-
 import pytest
 
-from benchmarks import server
-from tests.browser.class_steps import go, join, sidebar_class, start, start_board, where
+from tests.browser.class_steps import go, join, sidebar_class, start_board, where
+from tests.browser.page_checks import settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.soak]
 
@@ -22,7 +20,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.soak]
 BOARD = ("Class board", "Class board")
 AWAY = [("Home", "BERT Explorer"), ("Tokenization", "Tokenization"), ("Embeddings", "Embeddings")]
 MOVES = 20
-SETTLE_CHECKS = 3  # consecutive 0.5 s polls that show the page drawn, idle and titled
 
 
 def title(pg) -> str:
@@ -31,29 +28,18 @@ def title(pg) -> str:
     return h.first.inner_text().strip() if h.count() else ""
 
 
-def idle(pg) -> bool:
-    state = pg.get_attribute('[data-testid="stApp"]', "data-test-script-state")
-    return state == "notRunning" and pg.locator('[data-testid="stStatusWidget"]').count() == 0
-
-
 def settled_on(students, want_path: str, want_title: str, bound_s: float = 30.0) -> list[str]:
-    """Wait until every student shows the page at `want_path` titled `want_title`, idle, for
-    SETTLE_CHECKS polls in a row; what each one showed when it did not (empty: all arrived)."""
-    stable = [0] * len(students)
-    end = time.monotonic() + bound_s
-    while time.monotonic() < end and min(stable) < SETTLE_CHECKS:
-        for i, pg in enumerate(students):
-            ok = where(pg)[0] == want_path and idle(pg) and title(pg) == want_title
-            stable[i] = stable[i] + 1 if ok else 0
-        time.sleep(0.5)
-    late = [i for i, n in enumerate(stable) if n < SETTLE_CHECKS]
+    """Wait until every student shows the page at `want_path` titled `want_title`, drawn and idle,
+    on page_checks.SETTLE_LOOKS looks in a row; what each one showed when it did not (empty: all
+    arrived)."""
+    late = settle(students, bound_s, want_path, want_title)
     return [f"student {i}: at /{where(students[i])[0]}, title {title(students[i])!r}" for i in late]
 
 
 def test_followers_never_end_on_an_empty_page_when_the_teacher_leads_off_the_board(
-    page_factory, app_ready, artifacts, tmp_path
+    page_factory, app_ready, artifacts, class_url
 ):
-    proc, url = start(tmp_path / "cache", artifacts / "class-board-follow-server.log")
+    url = class_url
     teacher, students = None, []
     try:
         teacher = page_factory()
@@ -83,5 +69,3 @@ def test_followers_never_end_on_an_empty_page_when_the_teacher_leads_off_the_boa
         for i, pg in enumerate([p for p in [teacher, *students] if p is not None]):
             pg.screenshot(path=str(artifacts / f"class_board_follow_failed_{i}.png"))
         raise
-    finally:
-        server.stop_server(proc)

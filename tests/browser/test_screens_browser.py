@@ -6,7 +6,7 @@ together with what they change (bounding boxes). Screenshots: tests/artifacts/sc
 
 import pytest
 
-from tests.browser.class_steps import go, sidebar_class, start, start_board
+from tests.browser.class_steps import go, sidebar_class, start_board
 
 pytestmark = pytest.mark.browser
 
@@ -35,18 +35,6 @@ def on_screen(pg, *boxes) -> bool:
 
 def step_heading(pg):
     return pg.locator(f"{MAIN} h3", has_text=". ").first
-
-
-@pytest.fixture(scope="module")
-def class_url(tmp_path_factory, artifacts):
-    """A server with the class board on (the teacher's controls live in its sidebar section)."""
-    from benchmarks import server
-
-    proc, url = start(tmp_path_factory.mktemp("screens-cache"), artifacts / "screens-server.log")
-    try:
-        yield url
-    finally:
-        server.stop_server(proc)
 
 
 def test_the_projector_link_keeps_every_teacher_control_and_a_step_fits_the_screen(
