@@ -339,7 +339,7 @@ def _run(args: Seq2SeqArgs, train: Pairs, valid: Pairs, base: Bundle | None, sto
         model=model,
         tokenizer=tok,
         name=name,
-        card=f"# {name}\n\nTrained on {train.label or 'pairs'}; kept: step {best_step}, exact match "
+        card=f"# {name}\n\nTrained on {train.label or 'pairs'} in {precision}; kept: step {best_step}, exact match "
         + (f"{best:.0%}.\n" if best == best else "not measured (stopped).\n"),
         source="trained in BERT Explorer",
         mlm_head_trained=False,
