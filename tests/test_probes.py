@@ -13,6 +13,7 @@ import pytest
 from bert.analysis.probe_data import brown_words, coarse_tag, noun_number, word_vectors
 from bert.analysis.probes import control_labels, probe_layers, probe_model
 from bert.errors import InputError
+from bert.train.precision import cpu_has_bf16
 from tests.helpers import PRETRAIN_VOCAB, tiny_pretrain_bundle
 
 
@@ -132,3 +133,27 @@ def test_without_the_fetched_corpus_a_clear_message(tmp_path, monkeypatch):
     monkeypatch.setenv("BERT_EXPLORER_CACHE", str(tmp_path))
     with pytest.raises(DataError, match="make data"):
         brown_words("pos", 10)
+
+
+BF16_VECTOR_BAND = 0.02  # |bf16 - fp32| / |fp32| of a word's vector at a depth (measured: at most 0.007 on minilm-l6)
+BF16_ACCURACY_BAND = 0.03  # a probe's test accuracy (measured on 300 Brown sentences: docs/PERFORMANCE.md)
+
+
+@pytest.mark.skipif(not cpu_has_bf16(), reason="this CPU has no native bf16")
+def test_probes_on_vectors_read_in_bf16_score_what_fp32_scores(tagged_tarball):
+    """minilm-l6's vectors of the small tagged corpus read in bf16: the embeddings equal, every later
+    depth within the band of fp32's, and the probes trained on them (fitted in float32 either way)
+    within the accuracy band of fp32's at every depth."""
+    import bert
+
+    bundle = bert.load("minilm-l6")
+    words = brown_words("pos", 80, tagged_tarball)
+    fp32, kept = word_vectors(bundle, words.sentences)
+    bf16, kept_too = word_vectors(bundle, words.sentences, precision="bf16")
+    assert bf16.dtype == fp32.dtype == np.float32 and np.array_equal(kept, kept_too)
+    off = np.linalg.norm(bf16 - fp32, axis=-1) / np.linalg.norm(fp32, axis=-1)  # (L+1, N)
+    assert off[0].max() == 0 and 0 < off[1:].max() <= BF16_VECTOR_BAND
+    curves = {p: probe_model(bundle, "pos", 80, path=tagged_tarball, precision=p) for p in ("fp32", "bf16")}
+    assert curves["fp32"].accuracy.min() > curves["fp32"].majority  # they read the tags, so the match means something
+    assert np.abs(curves["bf16"].accuracy - curves["fp32"].accuracy).max() <= BF16_ACCURACY_BAND
+    assert np.abs(curves["bf16"].control - curves["fp32"].control).max() <= BF16_ACCURACY_BAND

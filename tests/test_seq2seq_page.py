@@ -15,6 +15,9 @@ from app import (
     trained_decoder,  # noqa: E402
 )
 from app.seq2seq import session as s2s  # noqa: E402
+from app.seq2seq import view  # noqa: E402
+from bert.train.precision import server_precision  # noqa: E402
+from bert.train.seq2seq import Seq2SeqStart, Seq2SeqStep  # noqa: E402
 from tests.helpers import SPECIALS, started_app, use_cache  # noqa: E402
 
 PAGE = "pages/decoder.py"
@@ -47,6 +50,15 @@ def test_page_renders_with_the_default_task(at):
     assert any("reverse order" in m.value for m in at.markdown)
 
 
+def test_the_progress_line_says_which_precision_the_run_trains_in():
+    start = Seq2SeqStart(steps=10, train_pairs=9, valid_pairs=1, parameters=5, trainable=5, vocab=20, precision="bf16")
+    step = Seq2SeqStep(step=3, epoch=0, loss=1.5, token_acc=0.5, lr=1e-3, seconds=1.0)
+    assert view.progress_line([start], 10)[1].endswith("running… · in bf16")
+    assert view.progress_line([start, step], 10)[1] == "Step 3 of 10 · loss 1.500 · in bf16"
+    assert view.progress_line([Seq2SeqStart(steps=10, train_pairs=9, valid_pairs=1, parameters=5, trainable=5,
+                                            vocab=20), step], 10)[1] == "Step 3 of 10 · loss 1.500"  # fmt: skip
+
+
 def test_a_tiny_run_trains_and_decodes(at):
     at.number_input(key="s2s_steps").set_value(40)
     at.number_input(key="s2s_eval").set_value(20).run()  # the Start button's settings are those drawn before it
@@ -62,6 +74,9 @@ def test_a_tiny_run_trains_and_decodes(at):
     res = at.session_state[trained_decoder.RESULT]
     assert res is not None and res["bundle"] is not None
     assert "Held-out exact match" in [m.label for m in at.metric]
+    ran_in = server_precision("cpu")  # what the page gave the run: the server's, on the CPU
+    assert any(c.value.endswith(f" · in {ran_in}.") for c in at.caption), [c.value for c in at.caption]
+    assert f" in {ran_in}; kept: step" in res["bundle"].card
     assert "Watch it decode" in [s.value for s in at.subheader]
     assert at.slider(key="s2s_step").max >= 1
     at.text_input(key="s2s_text").set_value("cat <b>moon</b> egg").run()  # typed markup stays text
@@ -86,6 +101,7 @@ def test_a_tiny_run_trains_and_decodes(at):
     same = again["bundle"].generate(["cat moon egg"]) == res["bundle"].generate(["cat moon egg"])
     assert again["code"] == code and same
     assert [m.value for m in fresh.metric] == [m.value for m in at.metric]  # its scores read back
+    assert any(c.value.endswith(f" · in {ran_in}.") for c in fresh.caption)  # and the precision it ran in
     assert any(f"Run {code} is open" in i.value for i in fresh.info)
     assert any("Output so far" in m.value for m in fresh.markdown)
     # a Pre-training page's box sends it here, and a typed path is only ever a bad code

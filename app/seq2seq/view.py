@@ -21,7 +21,7 @@ from ..jobs.worker import stop_message
 from ..trained_decoder import example_source
 from ..training import session as ts
 from ..training.finished import run_code_line
-from ..training.progress import fmt_seconds
+from ..training.progress import fmt_seconds, precision_note
 from ..training.uploads import read_upload, remember_upload
 from ..ui import show_figure
 from ..ui.errors import show_errors
@@ -128,12 +128,12 @@ def progress_line(metrics, steps: int) -> tuple[float, str]:
     if start is None:
         return 0.0, "Preparing: making the pairs, the encoder-decoder and its vocabulary…"
     if step is None:
-        return 0.0, f"Step 0 of {start.steps:,}: the first batches are running…"
+        return 0.0, f"Step 0 of {start.steps:,}: the first batches are running…" + precision_note(start)
     ev = last_event(metrics, Seq2SeqEval)
     score = f" · held-out exact match {ev.exact_match:.0%}" if ev else ""
     return min(
         step.step / max(start.steps, 1), 1.0
-    ), f"Step {step.step:,} of {start.steps:,} · loss {step.loss:.3f}{score}"
+    ), f"Step {step.step:,} of {start.steps:,} · loss {step.loss:.3f}{score}" + precision_note(start)
 
 
 def examples(ev: Seq2SeqEval | None) -> None:
@@ -172,7 +172,8 @@ def result(res: dict) -> None:
     c[1].metric("Kept model's step", f"{done.best_step:,}" if done else "–")
     c[2].metric("Training time", fmt_seconds(done.train_seconds if done else None))
     c[3].metric("Parameters", f"{bundle.num_parameters:,}")
-    st.caption(f"**{md_escape(bundle.name)}**, trained on {md_escape(res['title'])}.")
+    start = last_event(res["metrics"], Seq2SeqStart)
+    st.caption(f"**{md_escape(bundle.name)}**, trained on {md_escape(res['title'])}{precision_note(start)}.")
     if line := run_code_line(res):
         st.markdown(line)
     show_figure.show(s2s_figures.curves(res["metrics"]), "decoder-curves", key="s2s_curves")

@@ -29,6 +29,7 @@ import torch
 from torch import Tensor
 
 from ..errors import InputError, TokenCountMismatch
+from ..train.precision import analysis_autocast
 from .common import encode_tensors, mask_positions, need_mlm, readonly, token_id
 
 
@@ -145,10 +146,18 @@ def _labels(tok, ids_a: Tensor, ids_b: Tensor, site: str, L: int, H: int):
 
 
 def activation_patching(
-    bundle, clean: str, corrupted: str, answer: str, foil: str, site: str = "residual", k: int = 5
+    bundle,
+    clean: str,
+    corrupted: str,
+    answer: str,
+    foil: str,
+    site: str = "residual",
+    k: int = 5,
+    precision: str = "fp32",
 ) -> Patching:
     """Patch each of `site`'s places in turn from the clean run into the corrupted one and read
-    how much of logit[answer] - logit[foil] at the [MASK] comes back (module docstring)."""
+    how much of logit[answer] - logit[foil] at the [MASK] comes back (module docstring). Every run
+    is in `precision` (bert/train/precision.py); the metric is read from float32 logits either way."""
     need_mlm(bundle, "activation patching")
     if site not in SITES:
         raise InputError(f"unknown site {site!r}; sites: {', '.join(SITES)}")
@@ -166,7 +175,7 @@ def activation_patching(
         top_p, top_i = torch.softmax(logits, -1).topk(k, -1)
         return (logits[:, a] - logits[:, f]).double(), top_i, top_p
 
-    with torch.inference_mode():
+    with torch.inference_mode(), analysis_autocast(precision):
         acts_a = _recorded(bert_model, ids_a, types)
         acts_b = _recorded(bert_model, ids_b, types)
         m_clean = float(read(acts_a["residual"][-1][None])[0][0])

@@ -20,6 +20,7 @@ from ..data.corpus.brown import tagged_sentences
 from ..data.corpus.fetch import downloads_dir
 from ..data.corpus.registry import CORPORA
 from ..errors import DataError, InputError
+from ..train.precision import analysis_autocast
 
 PROPERTIES = {
     "pos": "part of speech (12 coarse tags)",
@@ -124,9 +125,12 @@ def brown_words(prop: str, n_sentences: int, path=None, max_words: int = MAX_WOR
     return LabelledWords([found[i][0] for i in pick], [found[i][1] for i in pick], prop)
 
 
-def word_vectors(bundle, sentences: list[list[str]], batch: int = 32) -> tuple[np.ndarray, np.ndarray]:
+def word_vectors(
+    bundle, sentences: list[list[str]], batch: int = 32, precision: str = "fp32"
+) -> tuple[np.ndarray, np.ndarray]:
     """(vectors (L+1, N, C) float32 of every word's first piece at every depth, kept (S,) bool:
-    the sentences that fit the model, whose words are the N in order)."""
+    the sentences that fit the model, whose words are the N in order). The model runs in `precision`
+    (bert/train/precision.py: "fp32", "bf16" or "auto"); the vectors are float32 either way."""
     tok, cfg = bundle.tokenizer, bundle.config
     encoded, kept = [], []
     for words in sentences:
@@ -137,7 +141,7 @@ def word_vectors(bundle, sentences: list[list[str]], batch: int = 32) -> tuple[n
             starts = np.cumsum([1] + [len(p) for p in pieces[:-1]])  # each word's first piece
             encoded.append((ids, starts))
     out = []
-    with torch.inference_mode():
+    with torch.inference_mode(), analysis_autocast(precision):
         for b in range(0, len(encoded), batch):
             part = encoded[b : b + batch]
             T = max(len(ids) for ids, _ in part)

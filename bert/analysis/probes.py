@@ -121,14 +121,21 @@ def probe_layers(
 
 
 def probe_model(
-    bundle, prop: str = "pos", n_sentences: int = 300, test_share: float = 0.2, seed: int = 0, path=None
+    bundle,
+    prop: str = "pos",
+    n_sentences: int = 300,
+    test_share: float = 0.2,
+    seed: int = 0,
+    path=None,
+    precision: str = "fp32",
 ) -> ProbeCurve:
     """Probe every layer of `bundle` for `prop` (probe_data.PROPERTIES) on Brown sentences (from
-    the tarball at `path`, default the fetched corpus)."""
+    the tarball at `path`, default the fetched corpus). The vectors are read in `precision`
+    (word_vectors); the probes are fitted in float32 either way."""
     t0 = time.perf_counter()
     fits = min(MAX_WORDS, (bundle.config.max_tokens - 2) * 2 // 3)  # about 1.5 pieces a word at most
     data = brown_words(prop, n_sentences, path, fits)
-    vectors, kept = word_vectors(bundle, data.sentences)
+    vectors, kept = word_vectors(bundle, data.sentences, precision=precision)
     labels, types, is_test = [], [], []
     n_test_from = int(round(int(kept.sum()) * (1 - test_share)))  # the last kept sentences test
     cols = []  # which word of `vectors` each labelled word is

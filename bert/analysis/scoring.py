@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from ..errors import Cancelled, InputError
+from ..train.precision import analysis_autocast
 from .common import bare_word, encode_tensors, need_mlm, readonly
 
 MAX_TOKENS = 128  # a sentence runs once per token: 128 copies of 128 tokens at most
@@ -38,8 +39,9 @@ class SentenceScore:
     word_level: bool
 
 
-def pseudo_log_likelihood(bundle, sentence: str, word_level: bool = False) -> SentenceScore:
-    """The sentence's PLL (module docstring); word_level masks the word's later pieces too."""
+def pseudo_log_likelihood(bundle, sentence: str, word_level: bool = False, precision: str = "fp32") -> SentenceScore:
+    """The sentence's PLL (module docstring); word_level masks the word's later pieces too. The model
+    runs in `precision` (bert/train/precision.py); the log-softmax is taken in float64 either way."""
     need_mlm(bundle, "scoring a sentence")
     enc, ids, types = encode_tensors(bundle, sentence)
     tok = bundle.tokenizer
@@ -60,7 +62,7 @@ def pseudo_log_likelihood(bundle, sentence: str, word_level: bool = False) -> Se
             batch[row, later] = tok.mask_id
     where = torch.zeros_like(batch, dtype=torch.bool)
     where[torch.arange(len(scored)), torch.tensor(scored)] = True  # one predicted place per copy
-    with torch.inference_mode():
+    with torch.inference_mode(), analysis_autocast(precision):
         logits = bundle.model(batch, types.expand_as(batch), mlm_positions=where).mlm_logits  # (n, V)
         logp = torch.log_softmax(logits.double(), -1)[torch.arange(len(scored)), ids[0, scored]]
     scores = np.full(len(enc.ids), np.nan)
@@ -124,10 +126,15 @@ class PairScores:
 
 
 def score_pairs(
-    bundle, pairs: Sequence[tuple[str, str]], word_level: bool = False, cancelled: Callable[[], bool] | None = None
+    bundle,
+    pairs: Sequence[tuple[str, str]],
+    word_level: bool = False,
+    cancelled: Callable[[], bool] | None = None,
+    precision: str = "fp32",
 ) -> PairScores:
-    """Each (good, bad) pair's two PLLs and whether the good one is higher. `cancelled` is asked
-    before each sentence: once it says True, Cancelled is raised and no further sentence is read."""
+    """Each (good, bad) pair's two PLLs and whether the good one is higher, the model run in
+    `precision`. `cancelled` is asked before each sentence: once it says True, Cancelled is raised
+    and no further sentence is read."""
     if not pairs:
         raise InputError("no pairs to score: give at least one line 'good sentence | bad sentence'")
     if len(pairs) > MAX_PAIRS:
@@ -136,10 +143,11 @@ def score_pairs(
     def scored(sentence: str) -> SentenceScore:
         if cancelled is not None and cancelled():
             raise Cancelled("the scoring was given up: nobody is left to read it")
-        return pseudo_log_likelihood(bundle, sentence, word_level)
+        return pseudo_log_likelihood(bundle, sentence, word_level, precision)
 
-    good = [scored(g) for g, _ in pairs]
-    bad = [scored(b) for _, b in pairs]
+    with analysis_autocast(precision):  # one context: each weight cast to bf16 once, not once a sentence
+        good = [scored(g) for g, _ in pairs]
+        bad = [scored(b) for _, b in pairs]
     diff = np.array([g.total - b.total for g, b in zip(good, bad, strict=True)])
     return PairScores(good=good, bad=bad, differences=readonly(diff), correct=diff > 0)
 

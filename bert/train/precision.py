@@ -80,6 +80,15 @@ def autocast(device: torch.device, precision: str):
     return contextlib.nullcontext()
 
 
+def analysis_autocast(precision: str, device: torch.device | None = None):
+    """autocast for an analysis's forward passes (probes' vectors, scoring, patching) in `precision`
+    ("fp32", the default of every analysis: none; "bf16"; "auto"), resolved as a training job's, on
+    the CPU unless `device`. One context around all of an analysis's passes: autocast then casts each
+    weight once, not once a pass."""
+    device = device or torch.device("cpu")
+    return autocast(device, resolve_precision(precision, device))
+
+
 def bf16_copies(model: nn.Module, frozen_only: bool) -> dict[str, Tensor]:
     """bf16 copies of the weights and biases of `model`'s Linear layers (`frozen_only`: of those
     that do not train), by parameter name, for `call_with`. Made once, they spare autocast casting
