@@ -135,10 +135,10 @@ def _plotly_hash() -> str:
 # (row-major over the axes).
 DRAW_JS = """(function () {
   "use strict";
-  // a touch screen (no hover) shows plotly's toolbar for good, over a narrow figure's title: the
-  // camera alone there, as in the app
+  // a touch screen (no hover) shows plotly's toolbar for good, over a narrow figure's title: none
+  // there, as in the app
   var phone = window.matchMedia("(hover: none)").matches;
-  var PHONE_MODEBAR = {modeBarButtons: [["toImage"]]};
+  var PHONE_MODEBAR = {displayModeBar: false};
   function drawAll() {
     var views = JSON.parse(document.getElementById("bx-views").textContent);
     views.panels.forEach(function (p, n) {

@@ -321,7 +321,7 @@ def show(
     found = tables(plain)
     phone = on_phone()
     heavy = bool(found) and phone and is_heavy(plain)
-    modebar = config(name) | ({"modeBarButtons": PHONE_MODEBAR} if phone else {})
+    modebar = config(name) | (PHONE_MODEBAR if phone else {})
     if heavy:  # on a phone a grid of many cells is unreadable: the table first, the figure on request
         where.caption(
             f"{md_escape(_plain(name.replace('-', ' ')))}: a grid of {cell_count(plain):,} cells, too dense to read "
@@ -347,9 +347,10 @@ HTML_TABLE_CELLS = 400
 HEAVY_CELLS = 1024
 
 
-# On a phone plotly's toolbar is always shown and its eight buttons span most of a 330 px figure's
-# top, over its title: there it keeps only the camera (zoom and pan are the fingers' own gestures).
-PHONE_MODEBAR = [["toImage"]]
+# On a phone plotly's toolbar is always shown, at the top right of a 330 px figure, over its title
+# (a long title reaches even a lone camera button): a phone has no toolbar. Zoom and pan are the
+# fingers' own gestures; the view's numbers are in its table and its "Save this view (HTML)".
+PHONE_MODEBAR = {"displayModeBar": False}
 
 
 def on_phone() -> bool:
