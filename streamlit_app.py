@@ -61,7 +61,7 @@ PAGES = {
     if name != "board" or board_service.enabled()
 }
 
-page = st.navigation(list(PAGES.values()))
+page = st.navigation(list(PAGES.values()), expanded=True)  # every page listed: none folded behind "View more"
 page_name = next(name for name, p in PAGES.items() if p is page)
 sidebar.render()
 with st.sidebar:

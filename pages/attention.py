@@ -138,7 +138,7 @@ with show_errors("the attention maps"):
         if hide:
             grid_atts = grid_atts[:, :, keep][:, :, :, keep]
             grid_atts = grid_atts / np.maximum(grid_atts.sum(-1, keepdims=True), 1e-12)
-        grid = core.attention_grid(grid_atts, selected=(layer, head), hidden=shown_hidden)
+        grid = core.attention_grid(grid_atts, selected=(layer, head), hidden=shown_hidden, tokens=tokens)
         show_figure.show(grid, "attention-all-heads", where=result, key="att_grid")
         result.caption(
             f"Every head of every layer ({L} × {H}), same colour scale (0 to 1); the red box "

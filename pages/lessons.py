@@ -6,7 +6,7 @@ import app
 from app.lessons import LESSONS
 from app.lessons import view as lv
 from app.model_sources import current_model
-from app.ui import class_tools, layout, links
+from app.ui import access, class_tools, layout, links
 from app.ui.errors import show_errors
 
 app.run_through_entry()  # before anything else: see app/__init__.py
@@ -90,6 +90,7 @@ c1.selectbox(
 c2.toggle("Presenter view", key=lv.PRESENTER, help="One step per screen in large type, for a class.")
 if not presenter:
     st.caption(lesson.summary)
+    access.screen_reader_heading(f"Lesson: {lesson.title}")  # h1, this h2, then the steps' h3
 step = ss[lv.STEP]
 if ss.pop(SCROLL, False):
     layout.scroll_here(f"{lesson.key}-{step}")  # Previous/Next: the new step from its top, not the old scroll

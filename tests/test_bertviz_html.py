@@ -252,7 +252,8 @@ def test_markup_matches_what_bertviz_writes():
     theirs = bertviz.head_view(att, list("abcd"), html_action="return").data
     assert "cdnjs.cloudflare.com" in theirs  # why we rebuild the document
     ours = bv.head_view_html(list("abcd"), att).html
-    for needle in ('<select id="layer">', "<div id='vis'>"):
+    for needle in ('<select id="layer"', "<div id='vis'>"):
         assert needle in theirs and needle in ours
+    assert '<select id="layer" aria-label="Layer">' in ours  # ours named for screen readers (axe's select-name)
     theirs = bertviz.model_view(att, list("abcd"), html_action="return").data
     assert "<div id='vis'>" in theirs and "<div id='vis'>" in bv.model_view_html(list("abcd"), att).html

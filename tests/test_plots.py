@@ -3,6 +3,9 @@
 Pure numpy in, plotly out: no model and no streamlit needed.
 """
 
+import html
+import re
+
 import numpy as np
 import plotly.graph_objects as go
 import pytest
@@ -119,6 +122,25 @@ def test_model_diagram_has_a_box_per_layer():
     assert len(fig.layout.shapes) == 1 + 1 + 3 + 1 + 2
     texts = " ".join(a.text for a in fig.layout.annotations)
     assert "4 heads × 8 dims" in texts and "Encoder layer 3" in texts
+
+
+def test_a_phones_model_diagram_wraps_every_line_to_its_width_and_keeps_every_word():
+    """A real model's boxes (minilm-l6's sizes): on a phone no line is over NARROW_CHARS, the
+    same words are there, and the boxes grow to hold the extra lines."""
+    from app.figures import model_diagram as md
+
+    cfg = BertConfig(vocab_size=30522, hidden_size=384, num_hidden_layers=6, num_attention_heads=12)
+    counts = {"embeddings": 11_920_000, "encoder layers": 10_620_000, "pooler": 150_000, "total": 22_690_000}
+    counts["MLM head (decoder tied to embeddings)"] = 180_000
+    wide, narrow = core.model_diagram(cfg, counts), core.model_diagram(cfg, counts, narrow=True)
+
+    def lines(fig):
+        return [html.unescape(re.sub(r"<[^>]+>", "", t)) for a in fig.layout.annotations for t in a.text.split("<br>")]
+
+    assert max(map(len, lines(wide))) > md.NARROW_CHARS  # the desktop's lines would not fit a phone
+    assert max(map(len, lines(narrow))) <= md.NARROW_CHARS
+    assert " ".join(lines(narrow)).replace(" · ", " ").split() == " ".join(lines(wide)).replace(" · ", " ").split()
+    assert narrow.layout.height > wide.layout.height
 
 
 # --- helpers ---------------------------------------------------------------------------------

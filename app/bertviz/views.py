@@ -132,7 +132,7 @@ def _filter_select(b_start: int | None) -> str:
         "Sentence B -&gt; Sentence A",
     ]
     options = "".join(f'<option value="{i}">{name}</option>' for i, name in enumerate(names))
-    return f'Attention: <select id="filter">{options}</select>'
+    return f'Attention: <select id="filter" aria-label="Attention">{options}</select>'
 
 
 def _check_display_mode(display_mode: str) -> None:
@@ -217,7 +217,7 @@ def head_view_html(
         "include_layers": p.layers,
     }
     data = _view_data("head", p, params)
-    vis_html = _attn_vis_html(f'Layer: <select id="layer"></select> {_filter_select(p.b_start)}')
+    vis_html = _attn_vis_html(f'Layer: <select id="layer" aria-label="Layer"></select> {_filter_select(p.b_start)}')
     html = _document("bertviz head view", vis_html, data, bertviz_js("head_view"))
     n = len(p.tokens)
     return _view(p, html, 30 + n * 22.5 + 60, "head")
@@ -327,7 +327,7 @@ def _neuron_vis_html(b_start: int | None) -> str:
     pair_menu = ""
     if b_start is not None:
         pair_menu = (
-            '<span class="dropdown-label">Attention: </span><select id="filter">'
+            '<span class="dropdown-label">Attention: </span><select id="filter" aria-label="Attention">'
             '<option value="all">All</option>'
             '<option value="aa">Sentence A -&gt; Sentence A</option>'
             '<option value="ab">Sentence A -&gt; Sentence B</option>'
@@ -337,7 +337,7 @@ def _neuron_vis_html(b_start: int | None) -> str:
     return (
         f'<div id="{ROOT_ID}" style="padding:8px;font-family:\'Helvetica Neue\', Helvetica, Arial, sans-serif;">'
         '<span style="user-select:none">'
-        '<span class="dropdown-label">Layer: </span><select id="layer"></select>'
-        '<span class="dropdown-label">Head: </span> <select id="att_head"></select>'
+        '<span class="dropdown-label">Layer: </span><select id="layer" aria-label="Layer"></select>'
+        '<span class="dropdown-label">Head: </span> <select id="att_head" aria-label="Head"></select>'
         f"{pair_menu}</span><div id='vis'></div></div>"
     )

@@ -227,7 +227,7 @@ def render(model) -> None:
             "mp_builtin",
             partial(minimal_pairs, paradigm=name, pairs=None, word_level=word_level),
         )
-        st.subheader("Every paradigm")
+        st.header("Every paradigm")  # h2 under the page's h1
         st.button("Score every paradigm", key="mp_all_button", on_click=_ask_all)
         if st.session_state.get(ALL):
             _every_paradigm(model, word_level)

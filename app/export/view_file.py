@@ -135,6 +135,10 @@ def _plotly_hash() -> str:
 # (row-major over the axes).
 DRAW_JS = """(function () {
   "use strict";
+  // a touch screen (no hover) shows plotly's toolbar for good, over a narrow figure's title: none
+  // there, as in the app
+  var phone = window.matchMedia("(hover: none)").matches;
+  var PHONE_MODEBAR = {displayModeBar: false};
   function drawAll() {
     var views = JSON.parse(document.getElementById("bx-views").textContent);
     views.panels.forEach(function (p, n) {
@@ -146,7 +150,7 @@ DRAW_JS = """(function () {
         menus.forEach(function (m, a) { k = k * p.sizes[a] + Number(m.value); });
         var f = p.frames[k];
         var layout = Object.assign({template: p.template}, p.layouts[f[1]]);
-        Plotly.react(el, f[0], layout, views.config[n]);
+        Plotly.react(el, f[0], layout, phone ? Object.assign({}, views.config[n], PHONE_MODEBAR) : views.config[n]);
         el.setAttribute("data-frame", String(k));
       }
       menus.forEach(function (m) { m.addEventListener("change", draw); });
@@ -286,7 +290,7 @@ h1{font-size:1.4rem;margin:0 0 .3rem}.bx-stamp,.bx-caption,footer{color:#555;fon
 .bx-inputs dt{font-weight:600;margin-top:.4rem}.bx-inputs dd{margin:0 0 0 1rem;white-space:pre-wrap}
 .bx-panel{margin:1.5rem 0}.bx-menus{margin:.5rem 0}.bx-menus select{margin-right:1rem}
 .bx-note{background:#fff8e1;padding:.4rem .6rem;border-radius:4px}
-.bx-table{border-collapse:collapse;font-size:.9rem}
+.bx-table{border-collapse:collapse;font-size:.9rem}.bx-scroll{overflow-x:auto;max-width:100%}
 .bx-table td,.bx-table th{border:1px solid #ddd;padding:.2rem .5rem}"""
 
 
@@ -305,7 +309,10 @@ def view_html(title: str, panels: Sequence[Panel], stamp: Stamp, config: dict | 
             f'<section class="bx-panel" id="bx-panel-{n}">{_menus(panel.choice if note is None else None)}'
             + (f'<div class="bx-plot" id="bx-plot-{n}"></div>' if panel.figure is not None else "")
             + (
-                panel.table.to_html(index=False, escape=True, border=0, classes="bx-table")
+                # wider than a phone: the table scrolls in its own box (keyboard-reachable), the page does not
+                '<div class="bx-scroll" tabindex="0" role="region" aria-label="table">'
+                + panel.table.to_html(index=False, escape=True, border=0, classes="bx-table")
+                + "</div>"
                 if panel.table is not None
                 else ""
             )

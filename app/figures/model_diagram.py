@@ -7,21 +7,30 @@ Home page finds `model_diagram` in app/figures/core.py, which re-exports it.
 from __future__ import annotations
 
 import html
+import textwrap
 
 import plotly.graph_objects as go
 
+# A phone's figure is about 330 px wide: its boxes' text is wrapped to this many characters a line
+# (12 px type), the parameter count on a line of its own, and each box is as tall as its lines.
+NARROW_CHARS = 34
+LINE_PX = 17
 
-def model_diagram(config, counts: dict[str, int]) -> go.Figure:
-    """Boxes from bottom (tokens) to top (heads), sized by the config, labelled with parameter counts."""
+
+def model_diagram(config, counts: dict[str, int], narrow: bool = False) -> go.Figure:
+    """Boxes from bottom (tokens) to top (heads), sized by the config, labelled with parameter
+    counts; `narrow` (a phone): every line of text wrapped to fit the screen's width."""
     boxes = _diagram_boxes(config, counts)
     n = len(boxes)
+    lines = max(len(_box_lines(box, narrow)) for box in boxes)
     fig = go.Figure()
     for i, box in enumerate(boxes):
-        _draw_box(fig, i, box, arrow=i < n - 1)
+        _draw_box(fig, i, box, arrow=i < n - 1, narrow=narrow)
     fig.update_xaxes(visible=False, range=[-0.1, 10.7])
     fig.update_yaxes(visible=False, range=[-0.2, n])
+    unit = max(48, int(LINE_PX * lines / 0.8) + 8) if narrow else 48  # a box is 0.8 of its unit
     fig.update_layout(
-        height=int(48 * n + 40), margin=dict(l=5, r=5, t=10, b=10), plot_bgcolor="white", showlegend=False
+        height=int(unit * n + 40), margin=dict(l=5, r=5, t=10, b=10), plot_bgcolor="white", showlegend=False
     )
     return fig
 
@@ -62,20 +71,35 @@ def _diagram_boxes(config, counts: dict[str, int]) -> list[tuple[str, str, int |
     return boxes
 
 
-def _draw_box(fig: go.Figure, i: int, box: tuple[str, str, int | None, str], arrow: bool) -> None:
+def _box_lines(box: tuple[str, str, int | None, str], narrow: bool) -> list[str]:
+    """A box's text as plotly HTML lines: its label (bold) with its parameter count (italic), then
+    its detail; `narrow`: the count on a line of its own, each part of the detail (between " · ") on
+    its own line, every line wrapped to NARROW_CHARS."""
+    label, detail, params, _ = box
+    count = f"<i>{_fmt(params)} parameters</i>" if params else ""
+    if not narrow:
+        first = f"<b>{html.escape(label)}</b>" + (f"   {count}" if count else "")
+        return [first, f"<span style='font-size:11px'>{html.escape(detail)}</span>"]
+    out = [f"<b>{html.escape(part)}</b>" for part in textwrap.wrap(label, NARROW_CHARS)]
+    out += [count] if count else []
+    parts = [line for part in detail.split(" · ") for line in textwrap.wrap(part, NARROW_CHARS)]  # a part a line
+    out += [f"<span style='font-size:11px'>{html.escape(part)}</span>" for part in parts]
+    return out
+
+
+def _draw_box(fig: go.Figure, i: int, box: tuple[str, str, int | None, str], arrow: bool, narrow: bool) -> None:
     """Box i (from the bottom) with its label and parameter count, and (`arrow`) an arrow up to the next."""
-    label, detail, params, colour = box
+    colour = box[3]
     y0, y1 = i, i + 0.8
     fig.add_shape(
         type="rect", x0=0, x1=10, y0=y0, y1=y1, fillcolor=colour, line=dict(color="#555555", width=1), layer="below"
     )
-    p = f"   <i>{_fmt(params)} parameters</i>" if params else ""
     fig.add_annotation(
         x=0.15,
         y=y0 + 0.4,
         xanchor="left",
         showarrow=False,
-        text=f"<b>{html.escape(label)}</b>{p}<br><span style='font-size:11px'>{html.escape(detail)}</span>",
+        text="<br>".join(_box_lines(box, narrow)),
         align="left",
         font=dict(size=12, color="#1a1a1a"),
     )

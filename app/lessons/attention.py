@@ -172,7 +172,8 @@ def _pronoun_head(bundle):
 
 
 def _grid(bundle):
-    return core.attention_grid(_analysis(bundle).attentions)
+    an = _analysis(bundle)
+    return core.attention_grid(an.attentions, tokens=an.tokens)
 
 
 def _ask_previous(bundle) -> Asked:

@@ -8,6 +8,8 @@ streamlit_app.py before the page.
 
 from __future__ import annotations
 
+import html
+
 import streamlit as st
 
 # Text: Streamlit's captions, widget help and small print are its text colour faded (below 4.5:1
@@ -17,6 +19,7 @@ import streamlit as st
 # thumb get 24 px boxes (WCAG 2.5.8) without changing how they look.
 INK_FADED = "#55565f"
 FOCUS = "#1a56db"
+SR_ONLY = "bx-sr-only"  # a heading for screen readers alone (screen_reader_heading)
 INK_CHOSEN = "#a3262f"  # a chosen pill's text: 6.5:1 on its pink (Streamlit's red is 4.47:1)
 CSS = f"""
 <style>
@@ -42,6 +45,9 @@ summary:focus-visible, input:focus-visible, textarea:focus-visible,
 }}
 [data-testid="stSlider"] [role="slider"] {{ min-width: 24px; min-height: 24px; }}
 [data-testid="stElementContainer"]:has(#bx-skip-target) {{ display: none; }}
+[data-testid="stElementContainer"]:has(.{SR_ONLY}) {{
+  position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap;
+}}
 </style>
 """
 
@@ -64,3 +70,9 @@ def apply() -> None:
     """The styles and the skip link's target, on every page (call once per run, before the page)."""
     st.html(CSS)  # a style-only html element takes no room on the page and is no markdown
     st.html(SKIP_TARGET_SCRIPT, unsafe_allow_javascript=True)
+
+
+def screen_reader_heading(text: str, level: int = 2) -> None:
+    """A heading only screen readers meet (one clipped pixel, out of the page's flow): the outline's
+    missing level where a page goes from its title (h1) straight to sections drawn as h3."""
+    st.html(f'<h{level} class="{SR_ONLY}">{html.escape(text)}</h{level}>')

@@ -319,7 +319,9 @@ def show(
     if projector_on():
         fig = style_for_projector(go.Figure(fig))  # a copy: a cached figure is shared by every session
     found = tables(plain)
-    heavy = bool(found) and on_phone() and is_heavy(plain)
+    phone = on_phone()
+    heavy = bool(found) and phone and is_heavy(plain)
+    modebar = config(name) | (PHONE_MODEBAR if phone else {})
     if heavy:  # on a phone a grid of many cells is unreadable: the table first, the figure on request
         where.caption(
             f"{md_escape(_plain(name.replace('-', ' ')))}: a grid of {cell_count(plain):,} cells, too dense to read "
@@ -327,9 +329,9 @@ def show(
         )
         show_tables(found, where, expanded=True)
         with where.expander("Show the figure"):
-            event = st.plotly_chart(fig, width="stretch", key=key, config=config(name), **kwargs)
+            event = st.plotly_chart(fig, width="stretch", key=key, config=modebar, **kwargs)
     else:
-        event = where.plotly_chart(fig, width="stretch", key=key, config=config(name), **kwargs)
+        event = where.plotly_chart(fig, width="stretch", key=key, config=modebar, **kwargs)
     alt = caption if caption is not None else describe(fig)
     if alt:
         where.caption(f"In words: {md_escape(alt)}")
@@ -343,6 +345,12 @@ def show(
 # a larger one as Streamlit's scrolling grid. A figure of more cells than HEAVY_CELLS is heavy.
 HTML_TABLE_CELLS = 400
 HEAVY_CELLS = 1024
+
+
+# On a phone plotly's toolbar is always shown, at the top right of a 330 px figure, over its title
+# (a long title reaches even a lone camera button): a phone has no toolbar. Zoom and pan are the
+# fingers' own gestures; the view's numbers are in its table and its "Save this view (HTML)".
+PHONE_MODEBAR = {"displayModeBar": False}
 
 
 def on_phone() -> bool:

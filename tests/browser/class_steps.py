@@ -32,8 +32,23 @@ def where(pg) -> tuple[str, dict]:
     return parts.path.strip("/"), {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
 
 
+def open_sidebar(pg):
+    """Unfold the sidebar where it is folded away (a phone's, projector mode's)."""
+    unfold = pg.locator('[data-testid="stExpandSidebarButton"]')
+    if unfold.count() and unfold.first.is_visible():
+        unfold.first.click()
+        unfold.first.wait_for(state="hidden")
+
+
+def close_sidebar(pg):
+    """Fold the sidebar away: on a phone it covers the page."""
+    pg.get_by_role("button", name="Collapse sidebar").click()
+    pg.locator('[data-testid="stExpandSidebarButton"]').first.wait_for(state="visible")
+
+
 def sidebar_class(pg):
-    """The sidebar's "Your class" section, opened."""
+    """The sidebar's "Your class" section, opened (the sidebar first, where it is folded away)."""
+    open_sidebar(pg)
     box = pg.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Your class")
     if not box.locator('[data-testid="stExpanderDetails"]').is_visible():
         box.locator("summary").click()

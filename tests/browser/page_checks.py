@@ -25,6 +25,7 @@ ALL_PAGES = {
         "head_patterns",
         "explanations",
         "causes",
+        "features",
         "ablation",
         "compare",
         "status",

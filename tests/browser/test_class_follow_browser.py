@@ -6,6 +6,14 @@ breaks away and rejoins; the teacher asks a [MASK] question, the three answer (o
 here on the same built-in), each student sees whether they were right; the server restarts and
 the class and its answers are still there.
 
+Accessibility on the way (docs/ACCESSIBILITY.md): the third student is a 360x800 phone (touch, a
+phone's browser) that joins by code, follows, answers by tapping and sees the reveal: at each step
+nothing is wider than its screen, no tap target is under 24x24 px, no figure's toolbar covers its
+title. The first student answers with the keyboard alone (Tab to the box, type, Tab to Answer,
+Enter), every stop with its focus ring drawn. axe-core runs on the class board in both roles
+(the teacher's, a student's on the phone), the question asked, answered and revealed: no
+critical, no serious violation (tests/artifacts/axe_class.md).
+
 Its own server (the board is opt-in) with a fresh cache folder.
 Screenshots: tests/artifacts/class_following.png, class_answers.png, class_reveal.png.
 """
@@ -18,8 +26,21 @@ from app.state import DEFAULT_MLM_TEXT
 from benchmarks import server
 from bert.analysis.mlm import mlm_topk
 from bert.checkpoint.load import load_builtin
+from tests.browser.access_checks import (
+    PHONE_SMALL,
+    audit,
+    axe_source,
+    focused,
+    phone_problems,
+    serious,
+    tab_stops,
+    undocumented,
+    unringed,
+    write_table,
+)
 from tests.browser.class_steps import (
     FOLLOW_S,
+    close_sidebar,
     followed,
     go,
     join,
@@ -45,29 +66,54 @@ def answers_plot(pg):
     )
 
 
+def answer_by_keys(pg, answer: str) -> list[dict]:
+    """Only keys: Tab to the question's answer box, type, Tab to "Answer", Enter; every stop on the
+    way in the main column (access_checks.focused)."""
+    stops = tab_stops(pg, lambda f: f["label"] == "Your answer")
+    pg.keyboard.type(answer)
+    pg.keyboard.press("Tab")
+    stops.append(focused(pg))
+    assert stops[-1]["text"] == "Answer", stops[-1]
+    pg.keyboard.press("Enter")
+    return stops
+
+
 def test_teacher_leads_three_students_follow_answer_and_see_the_reveal(page_factory, app_ready, artifacts, tmp_path):
     cache, log = tmp_path / "cache", artifacts / "class-server.log"
     proc, url = start(cache, log)
+    axe, audits, on_phone = axe_source(), {}, {}
     try:
         teacher = page_factory()
         code = start_board(teacher, url, app_ready)
         board_key = shown_board_key(teacher, app_ready)
-        students = [page_factory() for _ in range(3)]
+        audits["board, the teacher's"] = audit(teacher, axe)
+        size, _, touch = PHONE_SMALL
+        students = [page_factory(), page_factory(), page_factory(viewport=size, **touch)]
+        phone = students[2]
         for pg in students:
             join(pg, url, code, app_ready)
             sidebar_class(pg).get_by_text("Follow the teacher").click()
             app_ready(pg)
+        close_sidebar(phone)  # it covers a phone's page
+        on_phone["joined, on Home"] = phone_problems(phone)
         sidebar_class(teacher).get_by_text("Lead the class").click()
         app_ready(teacher)
+        followed(teacher, [phone], "to the board", app_ready)
+        app_ready(phone)
+        audits["board, a student's (phone)"] = audit(phone, axe)
+        on_phone["board, following"] = phone_problems(phone)
 
         times = []
         go(teacher, "Attention")  # 1: another page
         times += followed(teacher, students, "to Attention", app_ready)
+        on_phone["attention, following"] = phone_problems(phone)
         teacher.locator('[data-testid="stRadio"] label', has_text="All heads").first.click()  # 2: another view
         times += followed(teacher, students, "to All heads", app_ready)
         go(teacher, "Masked LM")  # 3: another page again
         times += followed(teacher, students, "to Masked LM", app_ready)
         assert max(times) <= FOLLOW_S, f"follow latencies {times}"
+        app_ready(phone)
+        on_phone["masked_lm, following"] = phone_problems(phone)
         assert where(students[0])[0] == "masked_lm"
         students[0].get_by_text("Following the teacher:").first.wait_for(timeout=10_000)
         app_ready(students[0])
@@ -89,11 +135,21 @@ def test_teacher_leads_three_students_follow_answer_and_see_the_reveal(page_fact
         teacher.get_by_role("button", name="Ask", exact=True).click()
         teacher.get_by_role("button", name="Reveal the model's answer").wait_for(timeout=60_000)
         teacher.keyboard.press("Escape")
+        audits["question asked, the teacher's"] = audit(teacher, axe)
         model_word = mlm_topk(load_builtin("minilm-l6"), DEFAULT_MLM_TEXT, k=1).top_tokens[0][0].removeprefix("##")
         typed = [model_word, model_word.upper() + ".", HOSTILE]  # the second normalised to the first
         for pg, answer in zip(students, typed):
             box = pg.get_by_role("textbox", name="Your answer")
             box.wait_for(timeout=30_000)
+            if pg is students[0]:  # the keyboard alone
+                stops = answer_by_keys(pg, answer)
+                assert not unringed(stops), f"focus not drawn on {unringed(stops)}"
+                pg.get_by_text("Your answer:").wait_for(timeout=30_000)
+                continue
+            if pg is phone:
+                app_ready(phone)
+                audits["question open, a student's (phone)"] = audit(phone, axe)
+                on_phone["question open"] = phone_problems(phone)
             if answer is HOSTILE:  # 10 kB set at once: over the box's 80, so nothing is sent
                 box.fill(answer)
                 pg.get_by_role("button", name="Answer").click()
@@ -119,6 +175,15 @@ def test_teacher_leads_three_students_follow_answer_and_see_the_reveal(page_fact
             pg.get_by_text(verdict).first.wait_for(timeout=10_000)
         teacher.get_by_text("3 student(s) answered.").wait_for(timeout=30_000)
         teacher.get_by_role("button", name="The class's answers today (CSV)").wait_for()
+        app_ready(teacher)
+        app_ready(phone)
+        audits["revealed, the teacher's"] = audit(teacher, axe)
+        audits["revealed, a student's (phone)"] = audit(phone, axe)
+        on_phone["revealed"] = phone_problems(phone)
+        write_table(artifacts, "class", audits)
+        assert not serious(audits), f"axe-core in the class: {serious(audits)}"
+        assert not undocumented(audits), f"rules docs/ACCESSIBILITY.md does not list: {undocumented(audits)}"
+        assert not {k: v for k, v in on_phone.items() if v}, f"on a 360x800 phone: {on_phone}"
         app_ready(students[0])
         students[0].screenshot(path=str(artifacts / "class_reveal.png"))
         for pg in [teacher, *students]:

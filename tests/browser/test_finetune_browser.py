@@ -4,7 +4,8 @@ the live curve grow, press Stop, see the results. Screenshots: tests/artifacts/f
 tests/artifacts/attention_over_finetuning.png (the run's attention snapshots on the Compare page).
 
 Kept small for a 2-core machine: 200 synthetic reviews, 32 tokens, the default base model
-(all-minilm-l6-v2). The job trains on one torch thread; the test waits generously.
+(all-minilm-l6-v2). The job trains on one torch thread; the test waits generously. Start is
+pressed by the keyboard alone, every stop on the way with its focus ring drawn.
 """
 
 import random
@@ -14,6 +15,7 @@ import zipfile
 import pytest
 
 from benchmarks import server
+from tests.browser.access_checks import tab_stops, unringed
 
 pytestmark = pytest.mark.browser
 
@@ -72,7 +74,11 @@ def test_upload_train_watch_stop(page, app_url, app_ready, upload_file, artifact
     set_number(page, "Every N steps", 1)  # a snapshot of the probe after every step
     app_ready(page)
 
-    page.get_by_role("button", name="Start fine-tuning").click()
+    # Start by the keyboard alone (WCAG 2.1.1): Tab from the settings to the button, each stop with
+    # its focus ring drawn, Enter
+    stops = tab_stops(page, lambda f: f["text"].endswith("Start fine-tuning"))
+    assert not unringed(stops), f"focus not drawn on {unringed(stops)}"
+    page.keyboard.press("Enter")
     # the live panel: progress bar, then the curve gets points, then more points
     page.locator('[data-testid="stProgress"]').first.wait_for(timeout=60_000)
     first = wait_until(page, lambda: live_points(page) >= 2, 300, "the first training steps")

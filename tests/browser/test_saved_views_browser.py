@@ -8,6 +8,7 @@ here with the app's own figure builders under the app's plotly template (Streaml
 from __future__ import annotations
 
 import zipfile
+from contextlib import contextmanager
 
 import pytest
 
@@ -21,6 +22,15 @@ from app.ui.formatting import token_table
 from bert.analysis import explain as explain_analysis
 from bert.analysis import full, mlm
 from bert.analysis.common import encode
+from tests.browser.access_checks import (
+    PHONE_SMALL,
+    audit,
+    axe_source,
+    phone_problems,
+    serious,
+    undocumented,
+    write_table,
+)
 from tests.helpers import finished_result
 
 pytestmark = pytest.mark.browser
@@ -76,7 +86,7 @@ def files(tmp_path_factory, streamlit_template):
     return paths, tokens
 
 
-def test_saved_views_draw_offline_and_keep_typed_text_as_text(browser, files):
+def test_saved_views_draw_offline_and_keep_typed_text_as_text(browser, files, artifacts):
     files, tokens = files
     # the size budget: the whole model's attention (every head's map; all heads at once) under 5 MB
     assert files["attention"].stat().st_size < 5e6 and files["all-heads"].stat().st_size < 5e6
@@ -96,6 +106,7 @@ def test_saved_views_draw_offline_and_keep_typed_text_as_text(browser, files):
     pg.on("console", lambda m: errors.append(m.text) if m.type in ("error", "warning") else None)
     pg.on("pageerror", lambda e: errors.append(str(e)))
     pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    source, audits = axe_source(), {}
     try:
         for name, path in files.items():
             pg.goto(path.as_uri())
@@ -104,6 +115,7 @@ def test_saved_views_draw_offline_and_keep_typed_text_as_text(browser, files):
                 " && el.querySelector('.main-svg'))",
                 timeout=30_000,
             )
+            audits[name] = audit(pg, source)  # axe-core as a laptop opens it (the phone's: below)
             assert pg.locator(".bx-inputs dd").first.inner_text() == SENTENCE, name
             assert HOSTILE in pg.locator("h1").inner_text(), name
             assert pg.locator("img").count() == 0, name
@@ -137,6 +149,9 @@ def test_saved_views_draw_offline_and_keep_typed_text_as_text(browser, files):
     assert not refused, refused
     assert all(u.startswith("file:") for u in requests), requests
     assert not errors and not dialogs, (errors, dialogs)
+    write_table(artifacts, "saved_laptop", audits)
+    assert not serious(audits), f"axe-core on saved views at 1200x900: {serious(audits)}"
+    assert not undocumented(audits), f"rules docs/ACCESSIBILITY.md does not list: {undocumented(audits)}"
 
 
 def test_a_student_saves_the_attention_view_and_opens_it_at_home(page, page_factory, app_url, app_ready, artifacts):
@@ -196,6 +211,17 @@ RESIZED = (
 )
 
 
+@contextmanager
+def file_page(browser, viewport: dict, **context_args):
+    """A page in a fresh browser context that may open file: addresses and nothing else."""
+    context = browser.new_context(viewport=viewport, service_workers="block", **context_args)
+    context.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
 def _meets(a, b) -> bool:
     return a[1] < b[3] and a[3] > b[1] and a[2] < b[4] and a[4] > b[2]
 
@@ -222,10 +248,7 @@ def test_saved_views_keep_every_label_inside_and_the_title_clear_on_every_screen
     files, _ = files
     seen = {"ticks": 0, "titles": 0, "axis titles": 0}
     problems = []
-    context = browser.new_context(viewport={"width": 1366, "height": 768}, service_workers="block")
-    context.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
-    pg = context.new_page()
-    try:
+    with file_page(browser, {"width": 1366, "height": 768}) as pg:
         for name, path in files.items():
             pg.goto(path.as_uri())
             pg.wait_for_function(DRAWN, timeout=30_000)
@@ -237,8 +260,27 @@ def test_saved_views_keep_every_label_inside_and_the_title_clear_on_every_screen
                     seen["ticks"] += len(fig["ticks"])
                     seen["axis titles"] += len(fig["axis_titles"])
                     seen["titles"] += fig["title"] is not None
-    finally:
-        context.close()
     assert not problems, problems[:10]
     # every screen measured tick labels, titles and axis titles: the check cannot pass on empty figures
     assert seen["ticks"] > 300 and seen["titles"] >= 3 * 6 and seen["axis titles"] >= 3 * 8, seen
+
+
+def test_every_saved_view_on_a_360_phone_passes_axe_and_fits_the_screen(browser, files, artifacts):
+    """Each kind of saved view opened on a 360x800 phone (touch, a phone's browser): axe-core finds
+    no critical and no serious violation (tests/artifacts/axe_saved_phone.md; at 1200x900 the
+    test above audits them), nothing is wider than the screen (a wide table scrolls in its own
+    box), no figure's toolbar covers its title and no text of a figure is cut off."""
+    files, _ = files
+    source = axe_source()
+    size, _, touch = PHONE_SMALL
+    rows, on_phone = {}, {}
+    with file_page(browser, size, **touch) as pg:
+        for name, path in files.items():
+            pg.goto(path.as_uri())
+            pg.wait_for_function(DRAWN, timeout=30_000)
+            rows[name] = audit(pg, source)
+            on_phone[name] = phone_problems(pg)
+    write_table(artifacts, "saved_phone", rows)
+    assert not serious(rows), f"axe-core on saved views at 360x800: {serious(rows)}"
+    assert not undocumented(rows), f"rules docs/ACCESSIBILITY.md does not list: {undocumented(rows)}"
+    assert not {k: v for k, v in on_phone.items() if v}, f"saved views at 360x800: {on_phone}"
