@@ -36,6 +36,9 @@ def _pick(run: FeaturesRun, key: str) -> Trained:
 def card(run: FeaturesRun) -> None:
     t = _pick(run, "ft_card_of")
     d = t.dictionary
+    if int(st.session_state.get(FEATURE) or 0) >= d.n_features:  # a link's feature past this dictionary's
+        st.info(f"This dictionary has {d.n_features:,} features: showing the last.", icon=":material/link:")
+        st.session_state[FEATURE] = d.n_features - 1
     feature = int(st.number_input("Feature", 0, d.n_features - 1, key=FEATURE))
     c = dic.feature_card(t.bundle, d, t.held_out, t.codes, feature)
     st.markdown(

@@ -36,8 +36,9 @@ class BuiltinDictionary:
     figures: dict  # everything else the card reports (the layers compared, ...)
 
 
-def builtin_path(model_name: str, assets: Path = ASSETS) -> Path:
-    return assets / model_name / FILE
+def builtin_path(model_name: str, assets: Path | None = None) -> Path:
+    """Where the built-in model `model_name`'s dictionary is (`assets`: default the built-ins' folder)."""
+    return (ASSETS if assets is None else assets) / model_name / FILE
 
 
 def rounded(sae: SparseDictionary) -> SparseDictionary:
@@ -85,7 +86,7 @@ def read_builtin(path: Path) -> BuiltinDictionary:
     )
 
 
-def builtin_dictionary(model_name: str, assets: Path = ASSETS) -> BuiltinDictionary | None:
+def builtin_dictionary(model_name: str, assets: Path | None = None) -> BuiltinDictionary | None:
     """The built-in dictionary of the built-in model `model_name`, None when it ships none."""
     path = builtin_path(model_name, assets)
     return read_builtin(path) if path.is_file() else None

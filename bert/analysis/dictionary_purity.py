@@ -17,6 +17,7 @@ Dimension letters: N words, k active features a word, F features, K tags.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,12 +104,14 @@ def chance_purity(tags: np.ndarray, n_tags: int, top: int = TOP, draws: int = CH
     return float(np.mean(shares))
 
 
-def held_out_brown_files() -> list[str]:
-    """The Brown files ("ca24", ...) pre-training held out (bert.analysis.dictionary.CORPORA's split)."""
+@functools.lru_cache(maxsize=1)
+def held_out_brown_files() -> tuple[str, ...]:
+    """The Brown files ("ca24", ...) pre-training held out (bert.analysis.dictionary.CORPORA's split,
+    the same on every call: read once a process)."""
     from ..train.pretrain import PretrainArgs, training_split
 
     _, held = training_split(PretrainArgs(out="", corpora=list(CORPORA)))
-    return [t.split()[0] for t in held.titles if t[:1] == "c" and t.endswith(")") and len(t.split()[0]) == 4]
+    return tuple(t.split()[0] for t in held.titles if t[:1] == "c" and t.endswith(")") and len(t.split()[0]) == 4)
 
 
 def held_out_tagged(max_sentences: int = 1500) -> TaggedData:
