@@ -33,7 +33,7 @@ def _opened(model_key: str, _bundle: bert.Bundle) -> tuple[FeaturesRun, BuiltinD
     held = corpus_sentences(0, HELD_OUT)[1]
     acts = dic.gather_activations(_bundle, d.layer, held)
     trained = Trained(_bundle, d, b.quality, acts, dic.encode_all(d, acts), b.purity.get(TRAINED))
-    return FeaturesRun(model_key, d.layer, held, d.texts, {TRAINED: trained}, d.seconds), b
+    return FeaturesRun(model_key, d.layer, held, d.texts, {TRAINED: trained}, d.seconds, builtin=True), b
 
 
 def builtin_run(model: CurrentModel) -> tuple[FeaturesRun, BuiltinDictionary] | None:

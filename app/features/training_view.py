@@ -90,6 +90,7 @@ class FeaturesRun:
     code: str = ""  # the run code it is saved under
     finished: float | None = None
     note: str | None = None  # why it ended early
+    builtin: bool = False  # the model's built-in dictionary (bert/analysis/dictionary_builtin.py)
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
