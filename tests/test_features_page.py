@@ -156,3 +156,36 @@ def test_the_settings_fit_the_servers_caps(monkeypatch):
     assert at.selectbox(key="ft_features").options == ["100"]
     assert at.number_input(key="ft_steps").value == 5
     assert at.number_input(key="ft_sentences").value == 40
+
+
+@pytest.mark.slow
+def test_the_page_opens_with_the_built_in_dictionary_and_a_link_opens_a_feature():
+    """minilm-l6 ships a dictionary: the page shows it before anything is trained (its quality, its
+    purity beside the controls'), and a link's feature is the card's, whose numbers are the model's."""
+    from bert.analysis import dictionary as dic
+    from bert.analysis.dictionary_builtin import builtin_dictionary
+
+    shipped = builtin_dictionary("minilm-l6")
+    if shipped is None or not (bert_cache_dir() / "corpora" / "brown.jsonl").is_file():
+        pytest.skip("no built-in dictionary or no corpora here")
+    at = started_app(TIMEOUT)
+    at.query_params["feature"] = "7"
+    at.switch_page("pages/features.py").run()
+    _ok(at)
+    assert any(s.value.startswith("The built-in dictionary: layer") for s in at.subheader)
+    table = at.table[0].value
+    assert list(table.columns) == ["this model"]
+    purity = shipped.purity["this model"]
+    assert table.loc["part-of-speech purity (top-50 contexts)", "this model"].startswith(f"{purity['mean']:.3f}")
+    assert table.loc["variance explained (held out)", "this model"] == f"{shipped.quality.variance_explained:.3f}"
+    import bert
+
+    b, d = bert.load("minilm-l6"), shipped.dictionary
+    _, held = dic.corpus_texts(0, 300)
+    acts = dic.gather_activations(b, d.layer, held)
+    card = dic.feature_card(b, d, acts, dic.encode_all(d, acts), 7)
+    assert any(f"**Feature 7** is active on **{card.fires:,}**" in m.value for m in at.markdown), "the link's feature"
+    assert any(btn.label == "Open as a notebook" for btn in at.get("download_button")), "the built-in opens elsewhere"
+    at.number_input(key="ft_feature").set_value(9).run()
+    _ok(at)
+    assert at.query_params["feature"] == ["9"] or at.query_params["feature"] == "9", "the link follows the card"

@@ -17,6 +17,7 @@ import streamlit as st
 from bert import BertExplorerError, InputError
 
 from .. import state
+from ..features.explore_view import FEATURE
 from ..model_sources import current_model
 from ..server.new_students import client_address
 from ..students import real_name, student_key
@@ -40,6 +41,7 @@ DISMISSED = "ask_dismissed"  # the revealed question a student put away
 NOTE = "ask_note"
 ANSWER_NOTE = "ask_answer_note"  # (question id, why the last answer was refused)
 TYPED = "ask_typed"
+FIRES = "ask_fires_words"  # the words a "fires" question offers
 
 
 def _body(kind: str) -> dict:
@@ -72,7 +74,32 @@ def _body(kind: str) -> dict:
     if kind == "prefers":
         paradigm = ss.get(PARADIGM) or next(iter(questions.PARADIGMS))
         return questions.prefers_question(b, paradigm, int(ss.get(PAIR_NUMBER) or 1), label)
+    if kind == "fires":
+        dictionary = features_dictionary(model)
+        feature = int(ss.get(FEATURE) or 0)
+        return questions.fires_question(b, dictionary, feature, ss.get(FIRES, ""), label)
     return questions.lesson_question(b, ss[LESSON], label)
+
+
+NO_DICTIONARY = (
+    "The feature question needs a dictionary of features of this model: train one on the Features page "
+    "(or pick a built-in model that ships with one)."
+)
+
+
+def features_dictionary(model):
+    """The dictionary the Features page shows for `model`: this session's trained one, else the
+    model's built-in one (InputError: neither)."""
+    from app.features.training_view import RUN
+    from bert.analysis.dictionary_builtin import builtin_dictionary
+
+    run = st.session_state.get(RUN)
+    if run is not None and run.model_key == model.key:
+        return next(iter(run.dictionaries.values())).dictionary
+    shipped = builtin_dictionary(model.bundle.name) if model.key.startswith("builtin:") else None
+    if shipped is None:
+        raise InputError(NO_DICTIONARY)
+    return shipped.dictionary
 
 
 def decoder_source(run: dict) -> str:
@@ -146,6 +173,12 @@ def ask_popover(code: str, key: str) -> None:
             number = st.number_input("Pair", 1, len(pairs), key=PAIR_NUMBER, value=1)
             both = " / ".join(sorted(pairs[number - 1]))
             st.caption(f"The class sees both, in alphabetical order: {md_escape(both)}")
+        elif kind == "fires":
+            st.caption(
+                f"About feature {int(ss.get(FEATURE) or 0)}, the one the Features page's card shows; each word is "
+                "read alone."
+            )
+            st.text_input("The words, separated by commas", key=FIRES, placeholder=questions.FIRES_WORDS)
         elif kind == "pieces":
             st.text_input("The word", key=WORD, max_chars=questions.WORD_CHARS, placeholder="e.g. unhappiness")
         elif kind == "look":

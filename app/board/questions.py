@@ -22,6 +22,9 @@ as the model's), why (one sentence), figure (plotly JSON, or None), model (its l
     prefers   which of two sentences does the model find more likely? (the two sentences of a
               built-in minimal pair, in alphabetical order; the higher pseudo-log-likelihood, which
               the reveal compares with the grammatical one)
+    fires     which of these words makes feature N fire most? (the words the teacher gives; each read
+              alone through the model to the dictionary's layer: the Features page's dictionary, or
+              the model's built-in one)
     lesson    any of the lessons' model-checked questions (app/lessons/)
 """
 
@@ -55,6 +58,7 @@ KINDS = {
     "writes": "Which input word does the decoder look at while writing word N?",
     "knows": "At which layer does the [MASK] know the answer?",
     "prefers": "Which of two sentences does the model find more likely?",
+    "fires": "Which word makes a feature fire most?",
     "lesson": "A question from the lessons",
 }
 PIECE_CHOICES = ["1", "2", "3", "4", "5", "6 or more"]
@@ -351,6 +355,41 @@ def prefers_question(bundle, paradigm: str, number: int, model: str) -> dict:
         f"and {b.total:.2f} for «{bad}»: it prefers «{preferred}», {verdict}. "
         f"The rule: {PARADIGMS[paradigm].about}",
         pair_word_scores(g.words, g.word_scores, b.words, b.word_scores),
+        model,
+    )
+
+
+FIRES_WORDS = "dog, ran, the, quickly"  # the words a "fires" question offers unless the teacher types others
+
+
+def fires_words(typed: str) -> list[str]:
+    """The words of a "fires" question: comma-separated, 2 to 6 distinct single words."""
+    words = [w.strip() for w in (typed or FIRES_WORDS).split(",") if w.strip()]
+    if not 2 <= len(words) <= 6 or len(set(words)) != len(words) or any(len(w.split()) != 1 for w in words):
+        raise InputError("Give 2 to 6 different single words, separated by commas (e.g. dog, ran, the, quickly).")
+    if any(len(w) > WORD_CHARS for w in words):
+        raise InputError(f"A word is at most {WORD_CHARS} characters.")
+    return words
+
+
+def fires_question(bundle, dictionary, feature: int, typed: str, model: str) -> dict:
+    """Which of the typed words, each read alone, sets `feature` of `dictionary` highest?"""
+    from bert.analysis.dictionary_words import word_activations
+
+    words = fires_words(typed)
+    acts = word_activations(bundle, dictionary, feature, words)
+    best = max(range(len(words)), key=acts.__getitem__)
+    if acts[best] <= 0:
+        raise InputError(f"Feature {feature} fires on none of these words read alone: give other words.")
+    if sorted(acts)[-2] == acts[best]:
+        raise InputError(f"Two of these words set feature {feature} equally high: give other words.")
+    return _body(
+        "fires",
+        f"Read alone, which of these words makes feature {feature} (layer {dictionary.layer}) fire most?",
+        words,
+        words[best],
+        "Read alone: " + ", ".join(f"«{w}» {a:.2f}" for w, a in zip(words, acts, strict=True)) + ".",
+        values_bar(words, acts, title=f"Feature {feature}, each word read alone", y_title="activation"),
         model,
     )
 

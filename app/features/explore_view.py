@@ -5,10 +5,12 @@ strongest features, and steering (a feature set to a value, or zeroed, at chosen
 from __future__ import annotations
 
 import zlib
+from functools import partial
 
 import pandas as pd
 import streamlit as st
 
+from app.export.features_notebooks import feature_card as card_notebook
 from app.figures.features import activation_histogram
 from app.ui import show_figure
 from app.ui.formatting import clean_text, md_escape
@@ -19,6 +21,7 @@ from .training_view import FeaturesRun, Trained
 
 FEATURE = "ft_feature"  # widget key: the feature a card shows (the sentence view may set it)
 STEER_TEXT = "The capital of France is [MASK]."
+SENTENCE = "The cat sat on the mat."
 
 
 def _joined(tokens: list[str]) -> str:
@@ -36,6 +39,9 @@ def _pick(run: FeaturesRun, key: str) -> Trained:
 def card(run: FeaturesRun) -> None:
     t = _pick(run, "ft_card_of")
     d = t.dictionary
+    if int(st.session_state.get(FEATURE) or 0) >= d.n_features:  # a link's feature past this dictionary's
+        st.info(f"This dictionary has {d.n_features:,} features: showing the last.", icon=":material/link:")
+        st.session_state[FEATURE] = d.n_features - 1
     feature = int(st.number_input("Feature", 0, d.n_features - 1, key=FEATURE))
     c = dic.feature_card(t.bundle, d, t.held_out, t.codes, feature)
     st.markdown(
@@ -60,7 +66,16 @@ def card(run: FeaturesRun) -> None:
             width="stretch",
         )
         if c.fires:
-            show_figure.show(activation_histogram(*c.histogram, feature), f"feature_{feature}_histogram", key="ft_hist")
+            notebook = None
+            if run.builtin:  # a session's dictionary lives on the server: only the built-in one opens elsewhere
+                sentence = st.session_state.get("ft_sentence") or SENTENCE
+                notebook = partial(card_notebook, feature=feature, sentence=sentence, held_out=len(run.held_out_texts))
+            show_figure.show(
+                activation_histogram(*c.histogram, feature),
+                f"feature_{feature}_histogram",
+                key="ft_hist",
+                notebook=notebook,
+            )
     with right:
         st.markdown("**What its direction does to the masked-word head** (logit change)")
         st.dataframe(
@@ -86,7 +101,7 @@ def sentence(run: FeaturesRun) -> None:
     t = _pick(run, "ft_sentence_of")
     typed = st.text_input(
         "A sentence",
-        "The cat sat on the mat.",
+        SENTENCE,
         key="ft_sentence",
         max_chars=SENTENCE_CHARS,
         help=cap_help(SENTENCE_CHARS),

@@ -21,15 +21,30 @@ import streamlit as st
 
 import bert
 from app.current_model import CurrentModel
-from app.figures.features import training_curves
+from app.figures.features import purity_bars, training_curves
 from app.jobs import budget
 from app.jobs.backend import job_backend, take_ended
-from app.jobs.dictionary_events import CONTROL, TRAINED, DictionaryQuality, DictionaryStart, DictionaryStep
-from app.jobs.dictionary_job import DictionaryArgs, SavedDictionaries, check_dictionary, open_dictionaries
+from app.jobs.dictionary_events import (
+    CONTROL,
+    PHASES,
+    SCRATCH,
+    TRAINED,
+    DictionaryQuality,
+    DictionaryStart,
+    DictionaryStep,
+)
+from app.jobs.dictionary_job import (
+    SCRATCH_MODEL,
+    DictionaryArgs,
+    SavedDictionaries,
+    check_dictionary,
+    open_dictionaries,
+)
 from app.jobs.records import Saved, SaveFailed
 from app.jobs.saved_runs import parse_code
 from app.jobs.spec import DICTIONARY
 from app.jobs.worker import stop_message
+from app.model_sources import load_model
 from app.server.analysis_gate import ANALYSES, busy_notice
 from app.training import page as view
 from app.training import session as ts
@@ -61,6 +76,7 @@ class Trained:
     quality: dic.Quality
     held_out: dic.Activations
     codes: dic.Codes
+    purity: dict | None = None  # bert.analysis.dictionary_purity.Purity.summary(), when measured
 
 
 @dataclass
@@ -74,6 +90,7 @@ class FeaturesRun:
     code: str = ""  # the run code it is saved under
     finished: float | None = None
     note: str | None = None  # why it ended early
+    builtin: bool = False  # the model's built-in dictionary (bert/analysis/dictionary_builtin.py)
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
@@ -132,6 +149,13 @@ def settings_form(model: CurrentModel) -> DictionaryArgs:
         help="held-in text",
     )
     st.checkbox(f"Train the same dictionary on a {CONTROL} beside it", value=True, key="ft_control")
+    if model.bundle.name != SCRATCH_MODEL:
+        st.checkbox(
+            f"… and on {SCRATCH_MODEL} (this project's small BERT pre-trained from random weights)",
+            value=False,
+            key="ft_scratch",
+            help="at the same depth of its 4 layers as the layer chosen here",
+        )
     st.caption(
         f"Training reads sentences of the pre-training corpora (wiki, Brown, BBC) from the documents "
         f"pre-training trained on, at most {caps['tokens']:,} word pieces; the quality and the feature "
@@ -153,6 +177,7 @@ def current_args() -> DictionaryArgs:
         sentences=int(ss["ft_sentences"]),
         held_out=HELD_OUT,
         control=bool(ss["ft_control"]),
+        scratch=bool(ss.get("ft_scratch", False)),
         log_every=max(10, steps // 20),
     )
 
@@ -212,13 +237,14 @@ def _live_panel() -> None:
 
 def progress(metrics: list, args: DictionaryArgs) -> tuple[float, str]:
     """(fraction done, the line) of a dictionary job from its events."""
-    n = 2 if args.control else 1
+    phases = [p for p, asked in zip(PHASES, (True, args.control, args.scratch), strict=True) if asked]
+    n = len(phases)
     start, step = last_event(metrics, DictionaryStart), last_event(metrics, DictionaryStep)
     if start is None:
         return 0.0, "Waiting to start…"
-    i = [TRAINED, CONTROL].index(start.phase)
+    i = phases.index(start.phase) if start.phase in phases else 0
     if step is None or step.phase != start.phase:
-        return i / n, f"{start.phase}: reading the sentences through layer {args.layer}…"
+        return i / n, f"{start.phase}: reading the sentences through its layers…"
     scored = last_event(metrics, DictionaryQuality)
     if scored is not None and scored.phase == start.phase:
         return (i + 1) / n, f"{start.phase}: scored on held-out text; saving…"
@@ -251,8 +277,13 @@ def collect(model: CurrentModel) -> None:
 
 def _reopen(model: CurrentModel) -> None:
     """The Reopen button's callback."""
+    reopen_code(model, st.session_state.get(REOPEN, ""))
+
+
+def reopen_code(model: CurrentModel, typed: str) -> None:
+    """Run `typed`'s dictionaries opened on `model` (a box, a link), or the notice says why not."""
     with notice_errors(ts.DC_NOTICE, "reopening the run"):
-        code = parse_code(st.session_state.get(REOPEN, ""))
+        code = parse_code(typed)
         st.session_state[RUN] = from_saved(model, open_dictionaries(code))
         st.session_state[ts.DC_NOTICE] = ("info", f"Run {code} is open.")
 
@@ -270,9 +301,9 @@ def from_saved(model: CurrentModel, saved: SavedDictionaries, note: str | None =
     out = {}
     with busy_notice() as notice, ANALYSES.place(notice):
         for phase, (d, quality) in saved.dictionaries.items():
-            bundle = model.bundle if phase == TRAINED else control_model(model.key, model.bundle)
+            bundle = phase_model(model, phase)
             acts = dic.gather_activations(bundle, d.layer, saved.held_out)
-            out[phase] = Trained(bundle, d, quality, acts, dic.encode_all(d, acts))
+            out[phase] = Trained(bundle, d, quality, acts, dic.encode_all(d, acts), saved.purity(phase))
     return FeaturesRun(
         model.key,
         first.layer,
@@ -286,11 +317,32 @@ def from_saved(model: CurrentModel, saved: SavedDictionaries, note: str | None =
     )
 
 
+def phase_model(model: CurrentModel, phase: str) -> bert.Bundle:
+    """The model a phase's dictionary reads: the loaded one, its control, or mini-scratch."""
+    if phase == TRAINED:
+        return model.bundle
+    if phase == SCRATCH:
+        return load_model(SCRATCH_MODEL)
+    return control_model(model.key, model.bundle)
+
+
+def purity_rows(purity: dict | None) -> dict[str, str]:
+    """The quality table's part-of-speech purity rows of one dictionary."""
+    if not purity:
+        return {"part-of-speech purity (top-50 contexts)": "not measured", "… of 50 words at random": ""}
+    return {
+        "part-of-speech purity (top-50 contexts)": f"{purity['mean']:.3f} ({purity['counted']:,} features judged)",
+        "… of 50 words at random": f"{purity['chance']:.3f}",
+    }
+
+
 def quality_table(run: FeaturesRun) -> pd.DataFrame:
     rows = {}
     for name, t in run.dictionaries.items():
         q, d, s = t.quality, t.dictionary, t.quality.splice
         rows[name] = {
+            "layer": f"{d.layer} of {t.bundle.config.num_hidden_layers}",
+            **purity_rows(t.purity),
             "variance explained (held out)": f"{q.variance_explained:.3f}",
             "L0: features active a token": f"{q.l0:.1f}",
             "dead features (active on no held-out token)": f"{q.dead} of {q.n_features} ({q.dead_share:.1%})",
@@ -329,6 +381,14 @@ def show_run(run: FeaturesRun) -> None:
         "reconstruction. The control is the same recipe on a model of this shape with random weights: "
         "what a dictionary finds there comes from the text and the architecture, not from training."
     )
+    named = [(name, t.purity["mean"], t.purity["chance"]) for name, t in run.dictionaries.items() if t.purity]
+    if named:
+        show_figure.show(purity_bars(named), "dictionary_purity", key="ft_purity")
+        st.caption(
+            "Part-of-speech purity: each feature judged by its 50 strongest words on the Brown Corpus files "
+            "pre-training held out, the share with its commonest part of speech, averaged over the features "
+            "active on at least 50 of them; the tick: the same share for 50 words drawn at random."
+        )
     show_figure.show(
         training_curves([(name, t.dictionary.curve) for name, t in run.dictionaries.items()]),
         "dictionary_training",

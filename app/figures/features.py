@@ -51,3 +51,32 @@ def activation_histogram(counts: np.ndarray, edges: np.ndarray, feature: int) ->
     fig.update_yaxes(title="held-out tokens")
     fig.update_layout(height=260, margin=dict(l=10, r=10, t=20, b=10), bargap=0.05)
     return fig
+
+
+@fitted
+def purity_bars(named: list[tuple[str, float, float]]) -> go.Figure:
+    """Each dictionary's mean part-of-speech purity (a bar) and the purity of 50 words drawn at
+    random from the same text (a black tick on it); named: [(name, purity, chance)]."""
+    names = [esc(n) for n, _, _ in named]
+    fig = go.Figure(
+        go.Bar(
+            x=names,
+            y=np.asarray([p for _, p, _ in named], dtype=np.float64),
+            marker_color=[CURVE_COLOURS[0]] + [CURVE_COLOURS[1]] * (len(named) - 1),
+            name="purity",
+            hovertemplate="%{x}: purity %{y:.3f}<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=names,
+            y=np.asarray([c for _, _, c in named], dtype=np.float64),
+            mode="markers",
+            marker=dict(symbol="line-ew", size=40, line=dict(width=3, color="black")),
+            name="50 words at random",
+            hovertemplate="%{x}: 50 words at random %{y:.3f}<extra></extra>",
+        )
+    )
+    fig.update_yaxes(title="share of a feature's top 50 words with its commonest tag", range=[0, 1.02])
+    fig.update_layout(height=300, margin=dict(l=10, r=10, t=20, b=10), legend=dict(orientation="h", y=-0.2))
+    return fig

@@ -1,7 +1,9 @@
 """What a dictionary job reports (app/jobs/dictionary_job.py), as events of the one job life cycle:
 `to_dict()` is their wire form (a Ray worker's poll, run.json), `event_from_dict` reads one back.
 A job trains up to two dictionaries in turn, its phases: the loaded model's, then the control's
-(the same recipe on a model of its shape with random weights); each event names its phase."""
+(the same recipe on a model of its shape with random weights), and when asked mini-scratch's
+(the same recipe on the small model this project pre-trained from random weights, at the same
+depth of its layers); each event names its phase."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from typing import Any
 
 from bert.train import events as ev
 
-TRAINED, CONTROL = "this model", "random-weights control"  # a job's phases, in order
+TRAINED, CONTROL, SCRATCH = "this model", "random-weights control", "mini-scratch"  # a job's phases, in order
+PHASES = (TRAINED, CONTROL, SCRATCH)
 
 
 class DictionaryStart(ev.Start):
@@ -39,13 +42,23 @@ class DictionaryQuality(ev.Event, event="quality"):
     seconds: float
 
 
+class DictionaryPurity(ev.Event, event="purity"):
+    """A phase's dictionary's part-of-speech purity (bert.analysis.dictionary_purity.Purity.summary())."""
+
+    phase: str
+    purity: dict[str, Any]
+    seconds: float
+
+
 class DictionaryDone(ev.Done):
     """The last event of the training: the phases trained (stopped: Stop came before the end)."""
 
     phases: list[str]
 
 
-EVENTS = {c.event: c for c in (DictionaryStart, DictionaryStep, DictionaryQuality, DictionaryDone, ev.Error)}
+EVENTS = {
+    c.event: c for c in (DictionaryStart, DictionaryStep, DictionaryQuality, DictionaryPurity, DictionaryDone, ev.Error)
+}
 
 
 def event_from_dict(d: dict) -> ev.Event:

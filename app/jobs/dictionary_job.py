@@ -6,11 +6,15 @@ cycle (Stop, the time cap, a closed tab: app/jobs/worker.py). The spec carries t
 pre-training corpora's, read where the job runs, their held-out documents kept out).
 
 Each phase: the vectors read, training, the quality on held-out text (variance explained, L0, dead
-features, splice cost). Stop is obeyed between the reading's batches and after the training step
-it comes in; a phase stopped before its first step is neither scored nor kept, one stopped later is
-scored (its quality is what the page shows), and Stop during the model's phase means no control.
-Whatever ends it, the dictionaries trained so far are saved under the run code
-(`dictionaries.safetensors`, fp32; the qualities, curves and held-out sentences in run.json), so
+features, splice cost), then the part-of-speech purity of its features on the held-out Brown files
+(bert/analysis/dictionary_purity.py; left out, the reason logged, where this server has not the
+Brown Corpus). The phases: the model's, the control's when asked, and mini-scratch's when asked
+(the same recipe at the same depth of its layers: `scratch_layer`). Stop is obeyed between the
+reading's batches and after the training step it comes in; a phase stopped before its first step
+is neither scored nor kept, one stopped later is scored (its quality is what the page shows), and
+Stop during the model's phase means no later phase. Whatever ends it, the dictionaries trained so
+far are saved under the run code (`dictionaries.safetensors`, fp32; the qualities, purities,
+curves and held-out sentences in run.json), so
 the page reopens them by code (`open_dictionaries`).
 """
 
@@ -19,8 +23,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import torch
@@ -29,6 +33,7 @@ from safetensors.torch import load_file, save_file
 import bert
 from bert import BertExplorerError
 from bert.analysis import dictionary as dic
+from bert.analysis.dictionary_purity import held_out_tagged, pos_purity
 from bert.train import events as ev
 
 from ..server.memory import release_memory
@@ -36,8 +41,10 @@ from . import budget, saved_runs
 from .budget import LimitError
 from .dictionary_events import (
     CONTROL,
+    SCRATCH,
     TRAINED,
     DictionaryDone,
+    DictionaryPurity,
     DictionaryQuality,
     DictionaryStart,
     DictionaryStep,
@@ -61,6 +68,8 @@ class DictionaryArgs:
     sentences: int = 1500  # held-in sentences of the corpora (when the spec carries none)
     held_out: int = 300  # held-out sentences the quality and the cards read
     control: bool = True  # train the random-weights control after the model's
+    scratch: bool = False  # and the same recipe on mini-scratch (SCRATCH_MODEL) after that
+    purity_sentences: int = 1000  # held-out tagged Brown sentences the purity reads (0: no purity)
     seed: int = 0
     log_every: int = 10
     threads: int = 0  # torch threads while it runs (0: the job's)
@@ -122,8 +131,27 @@ def _texts(spec: JobSpec, args: DictionaryArgs) -> tuple[list[str], list[str]]:
     return dic.corpus_texts(args.sentences, args.held_out, seed=args.seed)
 
 
+SCRATCH_MODEL = "mini-scratch"
+
+
+def scratch_layer(layer: int, layers: int, scratch_layers: int) -> int:
+    """The layer of a model of `scratch_layers` layers at the depth of `layer` of `layers`."""
+    return max(1, min(scratch_layers, round(layer * scratch_layers / layers)))
+
+
+def _tagged(args: DictionaryArgs):
+    """The held-out tagged sentences the purity reads (None: none asked, or no Brown Corpus here)."""
+    if args.purity_sentences < 1:
+        return None
+    try:
+        return held_out_tagged(args.purity_sentences)
+    except BertExplorerError as e:
+        log.warning("dictionary job: no part-of-speech purity (%s)", e)
+        return None
+
+
 def _phase(
-    bundle: bert.Bundle, phase: str, args: DictionaryArgs, texts: list[str], held: list[str], stop
+    bundle: bert.Bundle, phase: str, args: DictionaryArgs, texts: list[str], held: list[str], stop, tagged=None
 ) -> Iterator[ev.Event | tuple[dic.Dictionary, dic.Quality]]:
     """One phase's events, then (dictionary, quality). The vectors are read in fp32 (inside
     train_dictionary and here): `gather_activations` is the one place a precision setting for
@@ -143,6 +171,10 @@ def _phase(
     acts = dic.gather_activations(bundle, args.layer, held)
     quality = dic.dictionary_quality(bundle, done, acts, held[: acts.texts_read])
     yield DictionaryQuality(phase=phase, quality=asdict(quality), seconds=time.perf_counter() - t)
+    if tagged is not None:
+        t = time.perf_counter()
+        purity = pos_purity(bundle, done, tagged)
+        yield DictionaryPurity(phase=phase, purity=purity.summary(), seconds=time.perf_counter() - t)
     yield done, quality
 
 
@@ -155,28 +187,38 @@ def dictionary_events(spec: JobSpec, stop: threading.Event, base_of: BaseOf, thr
     before = torch.get_num_threads()
     torch.set_num_threads(args.threads or threads)
     made: dict[str, tuple[dic.Dictionary, dic.Quality]] = {}
+    purities: dict[str, dict] = {}
+    tagged = _tagged(args)
     try:
-        phases = [(TRAINED, bundle)]
-        if args.control:
-            phases.append((CONTROL, None))
-        for phase, model in phases:
-            if phase == CONTROL and stop.is_set():
+        phases = [TRAINED] + [CONTROL] * args.control + [SCRATCH] * (args.scratch and bundle.name != SCRATCH_MODEL)
+        for phase in phases:
+            if phase != TRAINED and stop.is_set():
                 break
-            model = model if model is not None else dic.random_control(bundle, seed=0)
-            for m in _phase(model, phase, args, texts, held, stop):
+            model, phase_args = bundle, args
+            if phase == CONTROL:
+                model = dic.random_control(bundle, seed=0)
+            elif phase == SCRATCH:
+                model = resolve(SCRATCH_MODEL)
+                at = scratch_layer(args.layer, bundle.config.num_hidden_layers, model.config.num_hidden_layers)
+                phase_args = replace(args, layer=at)
+            for m in _phase(model, phase, phase_args, texts, held, stop, tagged):
                 if isinstance(m, tuple):
                     made[phase] = m
                 else:
+                    if isinstance(m, DictionaryPurity):
+                        purities[phase] = m.purity
                     yield m
         yield DictionaryDone(stopped=stop.is_set(), phases=list(made))
         if spec.code and made:
-            yield _keep(spec, made, held)
+            yield _keep(spec, made, held, purities)
     finally:
         torch.set_num_threads(before)
         release_memory()
 
 
-def _keep(spec: JobSpec, made: dict[str, tuple[dic.Dictionary, dic.Quality]], held: list[str]) -> ev.Event:
+def _keep(
+    spec: JobSpec, made: dict[str, tuple[dic.Dictionary, dic.Quality]], held: list[str], purities: dict[str, dict]
+) -> ev.Event:
     """The dictionaries saved under spec.code (app/jobs/saved_runs.py's atomic write and caps)."""
     tensors = {
         f"{i}.{p}": getattr(d.sae, p).detach().float().contiguous()
@@ -194,6 +236,7 @@ def _keep(spec: JobSpec, made: dict[str, tuple[dic.Dictionary, dic.Quality]], he
                 **{k: getattr(d, k) for k in _SCALARS},
                 "curve": [asdict(s) for s in d.curve],
                 "quality": asdict(q),
+                "purity": purities.get(phase),
             }
             for phase, (d, q) in made.items()
         ],
@@ -227,6 +270,10 @@ class SavedDictionaries:
     @property
     def held_out(self) -> list[str]:
         return list(self.record.get("held_out") or [])
+
+    def purity(self, phase: str) -> dict | None:
+        """A phase's part-of-speech purity (Purity.summary()), None when it was not measured."""
+        return next((d.get("purity") for d in self.record["dictionaries"] if d["phase"] == phase), None)
 
 
 def open_dictionaries(code: str) -> SavedDictionaries:

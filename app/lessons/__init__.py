@@ -6,6 +6,7 @@ figures, claims and questions worked out on that model (pages/lessons.py shows t
     tokens_embeddings.py  1. text to tokens; 2. embeddings (token + segment + learned position)
     attention.py          3. attention: heads and their habits, found on the model
     training.py           4. the two pre-training games; 5. fine-tuning; 6. what heads learned
+    features.py           6's step on features: the built-in dictionary on one word, worked out on the model
     encoders_decoders.py  7. encoders, decoders and both: reading both ways, left only, a prefix; cross-attention
     view.py               the Streamlit side: one step, the questions, presenter view, progress
 """

