@@ -4,7 +4,7 @@ import streamlit as st
 
 from app import sidebar, state
 from app.board import class_panel
-from app.board import service as board_service
+from app.class_store import service as board_service
 from app.jobs import backend
 from app.lti import arrive as lti_arrive
 from app.lti import view as lti_view

@@ -25,13 +25,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .attention_masks import BIDIRECTIONAL, MaskKind, allowed
 from .config import BertConfig
 from .dropout import Dropout, dropout
 from .embeddings import Embeddings
 from .errors import InputError
 from .family import member
 from .outputs import BertOutput, ClassifierOutput, EmbeddingParts, PartRun, PreTrainingOutput
-from .patterns import BIDIRECTIONAL, Pattern, allowed
 
 _ACT = {
     "gelu": lambda x: F.gelu(x),  # exact (erf) GELU, as in BERT
@@ -217,11 +217,11 @@ class BertModel(nn.Module):
         head_mask: Tensor | None = None,
         rows: Tensor | None = None,
         on_attention: Callable[[int, Tensor], None] | None = None,
-        attention_pattern: Pattern = BIDIRECTIONAL,
+        mask_kind: MaskKind = BIDIRECTIONAL,
     ) -> BertOutput:
         """The whole encoder (`run` from the input to the end) and the pooler.
 
-        head_mask, attention_pattern, rows: as `run` takes them. on_attention(layer, probs): each
+        head_mask, mask_kind, rows: as `run` takes them. on_attention(layer, probs): each
         layer's attention (B, H, T, T) handed over as soon as it is computed, instead of kept in
         `attentions`: a caller copying it into one preallocated array holds one layer's at a
         time, not all of them twice (list, then stack)."""
@@ -232,7 +232,7 @@ class BertModel(nn.Module):
             x,
             0,
             attention_mask=attention_mask,
-            attention_pattern=attention_pattern,
+            mask_kind=mask_kind,
             head_mask=head_mask,
             record=[site for site, yes in asked.items() if yes],
             hand_over={"probs": on_attention} if on_attention is not None else None,
@@ -258,7 +258,7 @@ class BertModel(nn.Module):
         *,
         token_type_ids: Tensor | None = None,
         attention_mask: Tensor | None = None,
-        attention_pattern: Pattern = BIDIRECTIONAL,
+        mask_kind: MaskKind = BIDIRECTIONAL,
         head_mask: Tensor | None = None,
         record: Collection[str] = (),
         edits: Mapping[tuple[str, int], Callable[[Tensor], Tensor]] | None = None,
@@ -275,7 +275,7 @@ class BertModel(nn.Module):
         edits: {(site, layer): fn(value) -> value} at the EDITABLE sites.
         hand_over: {site: fn(layer, value)}, a site handed over as computed instead of kept.
         head_mask: (L, H) of 0/1 (or weights) multiplying each head's output.
-        attention_mask: (B, T) of 1 (token) / 0 (padding); attention_pattern (bert/patterns.py)
+        attention_mask: (B, T) of 1 (token) / 0 (padding); mask_kind (bert/attention_masks.py)
         "bidirectional", "causal" or an int k (prefix-LM; k > T is an InputError), composed with it.
         rows: a (B, T) bool mask of the positions whose final vectors are wanted: the run's last
         layer runs only there and at [CLS] (EncoderLayer.forward_rows), the state is ZERO
@@ -284,7 +284,7 @@ class BertModel(nn.Module):
             inputs, _ = self.embed(inputs, token_type_ids)
         start, stop = self._check_run(inputs, start, stop, record, edits, hand_over)
         x, cache, hand_over, edits = inputs, {site: [] for site in record}, hand_over or {}, edits or {}
-        mask = self._additive_mask(attention_mask, x, attention_pattern)
+        mask = self._additive_mask(attention_mask, x, mask_kind)
         watch = set(cache) | set(hand_over)
 
         def at(site: str, layer: int, value: Tensor) -> Tensor:  # its edit, then recorded or handed over
@@ -332,7 +332,7 @@ class BertModel(nn.Module):
         return start, stop
 
     @staticmethod
-    def _additive_mask(attention_mask: Tensor | None, x: Tensor, pattern: Pattern = BIDIRECTIONAL) -> Tensor | None:
+    def _additive_mask(attention_mask: Tensor | None, x: Tensor, pattern: MaskKind = BIDIRECTIONAL) -> Tensor | None:
         """attention_mask (B, T) of 1 (token) / 0 (padding) and the attention pattern, for the
         state x (B, T, C) -> the
         additive mask the layers take: 0 where attended, the dtype's most negative number where
@@ -543,7 +543,7 @@ class BertForSequenceClassification(LabelTaskModel):
         labels: Tensor | None = None,
         **kwargs,
     ) -> ClassifierOutput:
-        plain = all(v is None or v is False for k, v in kwargs.items() if k != "attention_pattern")
+        plain = all(v is None or v is False for k, v in kwargs.items() if k != "mask_kind")
         if self.pooling == "cls" and "rows" not in kwargs and plain:
             # only [CLS] is read: the last layer runs at that row alone (BertModel.run's `rows`);
             # out.bert.last_hidden_state is then zero at every other position
@@ -589,7 +589,7 @@ def parameter_counts(model: nn.Module) -> dict[str, int]:
         if model.rtd is not None:
             counts["replaced-token head"] = sum(p.numel() for p in model.rtd.parameters())
     for attr, what in (("classifier", "classifier head"), ("qa_outputs", "start/end head")):
-        if isinstance(getattr(model, attr, None), nn.Module):  # a fine-tuning head (bert/heads.py)
+        if isinstance(getattr(model, attr, None), nn.Module):  # a fine-tuning head (bert/task_heads.py)
             counts[what] = sum(p.numel() for p in getattr(model, attr).parameters())
     counts["total"] = sum(v for v in counts.values())
     return counts

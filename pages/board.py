@@ -9,14 +9,14 @@ import streamlit as st
 import app
 from app.board import charts as board_charts
 from app.board import class_panel, pairs_panel
-from app.board.service import JOINED, board_store, enabled
-from app.board.store import CODE_LEN, BoardError, BoardUnavailable, normal_code
-from app.board.summary import TASK_SCORES, entry_name, runs_table, what_the_best_share
+from app.class_store.service import JOINED, board_store, enabled
+from app.class_store.store import CODE_LEN, BoardError, BoardUnavailable, normal_code
+from app.class_store.summary import TASK_SCORES, entry_name, runs_table, what_the_best_share
+from app.formatting import md_escape
 from app.server import teacher
 from app.ui import show_figure
 from app.ui.errors import show_errors
-from app.ui.formatting import md_escape
-from bert.heads import HEADS
+from bert.task_heads import TASK_HEADS
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
@@ -183,7 +183,7 @@ def posted(code: str) -> list[dict]:
     groups = {t: [r for r in runs if r["task"] == t] for t in TASK_SCORES}
     for task, group in ((t, g) for t, g in groups.items() if g):
         if task != "classifier" or len(group) < len(runs):  # runs of several tasks: each its own table
-            st.markdown(f"**{HEADS[task].task.capitalize()}**: {len(group)} run(s)")
+            st.markdown(f"**{TASK_HEADS[task].task.capitalize()}**: {len(group)} run(s)")
         st.dataframe(runs_table(group, name_of), hide_index=True, width="stretch")
         tail = "" if task == "classifier" else f"_{task}"  # a classifier's chart keeps the names it had
         show_figure.show(

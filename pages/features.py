@@ -6,8 +6,7 @@ import streamlit as st
 import app
 from app.features import builtin_view, explore_view, training_view
 from app.model_sources import current_model
-from app.ui import widgets
-from app.ui import links
+from app.ui import links, widgets
 from app.ui.errors import show_errors
 
 app.run_through_entry()  # before anything else: see app/__init__.py

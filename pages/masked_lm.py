@@ -8,14 +8,11 @@ from functools import partial
 import streamlit as st
 
 import app
-from app import attention_patterns, state
+from app import attention_masks, state
 from app.analysis_cache import mlm_predict, nsp_probability, replaced_tokens
 from app.export import notebook as nb
 from app.figures import core
-from app.model_sources import current_model
-from app.ui import family_note, links, show_figure, widgets
-from app.ui.errors import show_errors
-from app.ui.formatting import (
+from app.formatting import (
     RANDOM_SENTENCES,
     clean_text,
     count_masks,
@@ -24,6 +21,9 @@ from app.ui.formatting import (
     mlm_untrained,
     nsp_untrained,
 )
+from app.model_sources import current_model
+from app.ui import family_note, links, show_figure, widgets
+from app.ui.errors import show_errors
 from bert.checkpoint.builtins import what_it_read
 
 app.run_through_entry()  # before anything else: see app/__init__.py
@@ -165,7 +165,7 @@ with show_errors("the masked-word predictions"):
                 "The same weights can read like an encoder (every token sees every token) or like a "
                 "decoder such as GPT (each token sees only the tokens before it)."
             )
-            attention_patterns.both_ways_and_left(model, text, k)
+            attention_masks.both_ways_and_left(model, text, k)
 
 st.header("Does B follow A? (next sentence prediction)")
 st.markdown(

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from app.board import class_panel, store
-from app.board import summary as board_summary
-from app.board.service import JOINED
-from app.board.sqlite_store import SqliteStore
-from app.board.store import KEEP_SECONDS, SCHEMA, BoardError, nick_key
-from app.ui.formatting import md_escape
+from app.board import class_panel
+from app.class_store import store
+from app.class_store import summary as board_summary
+from app.class_store.service import JOINED
+from app.class_store.sqlite_store import SqliteStore
+from app.class_store.store import KEEP_SECONDS, SCHEMA, BoardError, nick_key
+from app.formatting import md_escape
 from app.ui.links import PROJECTOR
 from bert.train.finetune_args import FinetuneArgs
 from tests.helpers import finetune_done, finetune_eval, finetune_start, finetune_step
@@ -130,16 +131,16 @@ def test_summary_of_never_holds_texts():
 
 def _head_res(head: str, scores: dict, evals: list[dict]) -> dict:
     """A finished per-token run's result dict: its settings, steps, evaluations and Done."""
-    from bert.train.events import HeadDone, HeadEval, HeadStep
-    from bert.train.head_args import for_head
+    from bert.train.events import TaskHeadDone, TaskHeadEval, TaskHeadStep
+    from bert.train.task_head_args import for_task_head
 
-    steps = [HeadStep(step=s, epoch=0, loss=1 / s, loss_smooth=1 / s, lr=1e-4, progress=s / 30, eta_s=1.0,
+    steps = [TaskHeadStep(step=s, epoch=0, loss=1 / s, loss_smooth=1 / s, lr=1e-4, progress=s / 30, eta_s=1.0,
                       examples_per_s=9.0) for s in range(1, 31)]  # fmt: skip
-    evs = [HeadEval(step=10 * (k + 1), epoch=0, val_loss=0.5, scores=e, best=0.0, eval_seconds=1.0)
+    evs = [TaskHeadEval(step=10 * (k + 1), epoch=0, val_loss=0.5, scores=e, best=0.0, eval_seconds=1.0)
            for k, e in enumerate(evals)]  # fmt: skip
-    done = HeadDone(stopped=False, step=30, steps=30, best_step=30, error=None, scores=scores, seconds=9.0,
+    done = TaskHeadDone(stopped=False, step=30, steps=30, best_step=30, error=None, scores=scores, seconds=9.0,
                     train_seconds=8.0, report={"worst": [{"words": ["my", "secret"]}]})  # fmt: skip
-    args = for_head(head, data="/tmp/uploads/my-texts.json" if head == "reader" else "builtin:brown-pos")
+    args = for_task_head(head, data="/tmp/uploads/my-texts.json" if head == "reader" else "builtin:brown-pos")
     return {"info": {"base_name": "minilm-l6", "args": args}, "done": done, "metrics": [*steps, *evs]}
 
 
@@ -229,7 +230,7 @@ def test_post_button_on_the_finetuning_results(board, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     from app import state, students
-    from app.training import session as ts
+    from app.run_session import session as ts
     from tests.helpers import finished_result
 
     base, res = finished_result()
@@ -428,8 +429,8 @@ def test_a_run_shown_live_from_the_finetuning_page(board, monkeypatch):
     from app import students
     from app.jobs.local import manager
     from app.jobs.spec import FINETUNE
+    from app.run_session import session as ts
     from app.training import board_buttons
-    from app.training import session as ts
     from bert.data.labelled import stratified_split
     from bert.train.events import FinetuneEval, of_type
     from tests.helpers import fast_args, finetune_fn, tiny_bundle, tiny_data

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 import bert
 from app import state
-from app.training import session as ts
+from app.run_session import session as ts
 from bert.data.labelled import stratified_split
 from bert.tokenizer.bpe import MAX_TRACE_CHARS, NEARBY, RobertaTokenizer
 from bert.train.events import FinetuneDone

@@ -10,8 +10,8 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
+from app import formatting
 from app.figures import core
-from app.ui import formatting
 from bert import BertConfig, InputError
 from bert.analysis.vectors import cosine_matrix, pca_plane
 from bert.analysis.words import shuffle_words
@@ -210,12 +210,12 @@ def test_hidden_cells_are_nan_on_grey_and_the_walkthrough_reads_what_the_model_r
     """Under a causal pattern: the heatmap's hidden cells are NaN over a grey background (not
     0-weight cells), the grid draws them as a trace of their own, and the Q/K/V walk-through's
     softmax over the keys a token may read equals the model's attention row."""
-    from app.attention_patterns import hidden_cells
+    from app.attention_masks import hidden_cells
     from bert.analysis.full import analyze
     from tests.helpers import tiny_bundle
 
     b = tiny_bundle()
-    an = analyze(b, "the film was very good", attention_pattern="causal")
+    an = analyze(b, "the film was very good", mask_kind="causal")
     T = an.n_tokens
     hid = hidden_cells("causal", T)
     assert hid.shape == (T, T) and hid[0, 1] and not hid[1, 0] and hidden_cells("bidirectional", T) is None

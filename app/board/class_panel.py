@@ -18,14 +18,14 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from ..class_store.classroom import LEAD_BEAT_S
+from ..class_store.service import JOINED, board_store, classroom, enabled
+from ..class_store.store import CODE_LEN, BoardError, nick_key, normal_code
+from ..formatting import md_escape
 from ..server import shared_network
 from ..server.new_students import address_key, client_address
 from ..ui import links, show_figure
-from ..ui.formatting import md_escape
 from . import question_view
-from .classroom import LEAD_BEAT_S
-from .service import JOINED, board_store, classroom, enabled
-from .store import CODE_LEN, BoardError, nick_key, normal_code
 
 TEACHER = "class_teacher"  # (code, board key) once the key is proven for the joined class
 LEADING = "class_leading"  # toggle: the teacher leads

@@ -17,16 +17,16 @@ import streamlit as st
 from bert import BertExplorerError, InputError
 
 from .. import state
+from ..class_store.classroom import ANSWER_CHARS, is_right
+from ..class_store.service import classroom
+from ..class_store.store import BoardError
 from ..features.explore_view import FEATURE
+from ..formatting import md_escape, table_csv
 from ..model_sources import current_model
 from ..server.new_students import client_address
 from ..students import real_name, student_key
 from ..ui import show_figure
-from ..ui.formatting import md_escape, table_csv
 from . import charts as board_charts
-from .classroom import ANSWER_CHARS, is_right
-from .service import classroom
-from .store import BoardError
 
 KIND = "ask_kind"
 WORD = "ask_word"

@@ -11,10 +11,10 @@ import streamlit as st
 import bert
 from app.current_model import CurrentModel
 from app.figures.features import purity_bars
+from app.formatting import md_escape
 from app.jobs.dictionary_events import TRAINED
 from app.server.analysis_gate import ANALYSES, busy_notice
 from app.ui import links, show_figure
-from app.ui.formatting import md_escape
 from bert.analysis import dictionary as dic
 from bert.analysis.dictionary_builtin import BuiltinDictionary, builtin_dictionary
 

@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 from bert.analysis import mlm
 from bert.analysis.common import bare_word, need_mlm
 from bert.analysis.full import analyze
-from bert.patterns import BIDIRECTIONAL, CAUSAL, allowed
+from bert.attention_masks import BIDIRECTIONAL, CAUSAL, allowed
 from bert.seq2seq.tasks import SAMPLE_SOURCE
 from bert.train.seq2seq import held_out_source
 
@@ -106,7 +106,7 @@ class Gap:
 
 
 def _readings(bundle, sentence: str) -> tuple[mlm.MLMPredictions, mlm.MLMPredictions]:
-    return mlm.mlm_topk(bundle, sentence, k=TOP), mlm.mlm_topk(bundle, sentence, k=TOP, attention_pattern=CAUSAL)
+    return mlm.mlm_topk(bundle, sentence, k=TOP), mlm.mlm_topk(bundle, sentence, k=TOP, mask_kind=CAUSAL)
 
 
 def gap(bundle, candidates=GAPS) -> Gap:
@@ -128,7 +128,7 @@ def guesses(bundle) -> tuple[mlm.MLMPredictions, mlm.MLMPredictions]:
 def rank_of(bundle, sentence: str, word: str, pattern=BIDIRECTIONAL, gap: int = 0) -> tuple[int | None, float]:
     """(1-based rank, probability) of `word` (a token, or a word as bare_word gives it) at [MASK]
     number `gap` (0-based) of `sentence`; (None, 0.0) for a word the vocabulary does not hold as one token."""
-    every = mlm.mlm_topk(bundle, sentence, k=bundle.config.vocab_size, attention_pattern=pattern)
+    every = mlm.mlm_topk(bundle, sentence, k=bundle.config.vocab_size, mask_kind=pattern)
     words = every.top_tokens[gap]
     i = next((j for j, w in enumerate(words) if w == word), None)  # as spelled, else as a word (RoBERTa's "Ġdog")
     if i is None:

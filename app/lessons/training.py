@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from bert.analysis.ablation import head_importance
+from bert.analysis.attention_heads import head_patterns_over
 from bert.analysis.explain import logit_lens
 from bert.analysis.full import analyze
-from bert.analysis.heads import head_patterns_over
 from bert.analysis.mlm import mlm_topk, nsp_probability
 from bert.analysis.patching import PRESETS, activation_patching
 from bert.analysis.probes import probe_model
@@ -16,9 +16,9 @@ from bert.analysis.scoring import score_pairs
 from bert.errors import DataError, InputError
 
 from ..figures import core
+from ..figures.attention_heads import importance_heatmap, pattern_map
 from ..figures.causes import pair_word_scores, patching_heatmap, probe_curves
 from ..figures.explain import logit_lens_heatmap
-from ..figures.heads import importance_heatmap, pattern_map
 from .claims import Said, claim, ordinal, percent
 from .encoders_decoders import rank_of
 from .features import STEP as FEATURES_STEP

@@ -13,8 +13,8 @@ import streamlit as st
 
 from .. import students
 from ..board import class_panel
-from ..board.service import JOINED, board_store, enabled
-from ..board.store import CODE_CHARS, CODE_LEN, BoardError
+from ..class_store.service import JOINED, board_store, enabled
+from ..class_store.store import CODE_CHARS, CODE_LEN, BoardError
 from . import tool
 from .routes import IDENTITY_COOKIE, TICKET
 

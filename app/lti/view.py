@@ -11,10 +11,10 @@ import streamlit as st
 
 from .. import students
 from ..board import class_panel
-from ..board.service import JOINED, classroom
-from ..board.store import BoardError
+from ..class_store.service import JOINED, classroom
+from ..class_store.store import BoardError
+from ..formatting import md_escape
 from ..ui import links
-from ..ui.formatting import md_escape
 from . import tool
 from .arrive import GRADED, NOTE, PLACING
 

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from ..attention_masks import CAUSAL
 from ..bundle import Bundle
 from ..errors import InputError
-from ..patterns import CAUSAL
 
 TOP = 10  # each step shows this many likeliest next tokens
 MAX_NEW = 100  # the most tokens one call writes
@@ -107,7 +107,7 @@ def _next_step(bundle: Bundle, x: torch.Tensor, never: list[int], greedy, temper
     """One token after the ids `x` (1, P), under the causal pattern: its choice (never one of
     `never`), its probability, the TOP candidates and the last position's attention (L, H, P)."""
     model, tok = bundle.model, bundle.tokenizer
-    out = model.bert(x, attention_pattern=CAUSAL, output_attentions=True)
+    out = model.bert(x, mask_kind=CAUSAL, output_attentions=True)
     logits = model.mlm(out.last_hidden_state[0, -1]).float().cpu()  # (V,)
     logits[never] = float("-inf")
     if greedy:

@@ -30,6 +30,7 @@ import torch
 import torch.distributed as dist
 
 from ..atomic_files import atomic_write_text, replace_dir
+from ..attention_masks import BIDIRECTIONAL, CAUSAL, set_trained_mask_kind
 from ..bundle import Bundle
 from ..checkpoint.load import load, load_folder, save
 from ..config import BertConfig
@@ -38,7 +39,6 @@ from ..data.corpus.registry import load_corpus, split_corpora
 from ..errors import TrainingError
 from ..family import member
 from ..model import BertForPreTraining
-from ..patterns import BIDIRECTIONAL, CAUSAL, set_trained_pattern
 from ..tokenizer import Tokenizer
 from ..tokenizer.vocab import SPECIAL_TOKENS
 from . import next_word
@@ -294,7 +294,7 @@ class _PretrainRun(TrainingKind):
             yield Resumed(step=state["step"])
         elif bundle is None:
             bundle = initial_bundle(a, train_c)
-        set_trained_pattern(bundle.config, CAUSAL if self.next_word else BIDIRECTIONAL)  # saved with it
+        set_trained_mask_kind(bundle.config, CAUSAL if self.next_word else BIDIRECTIONAL)  # saved with it
         self.bundle, self.model = bundle, bundle.model
         self._data(train_c, valid_c)
         self._optimizer(opt_state)

@@ -1,7 +1,7 @@
 """Fine-tuning a per-token head (a tagger or a reader) as a generator of events (bert/train/events.py:
-HeadStart, HeadStep, HeadEval, Error, HeadDone with the kept model as a Bundle).
+TaskHeadStart, TaskHeadStep, TaskHeadEval, Error, TaskHeadDone with the kept model as a Bundle).
 
-    for e in train_head(bert.load("minilm-l6"), TaggerTask(train, valid, args), args):
+    for e in train_task_head(bert.load("minilm-l6"), TaggerTask(train, valid, args), args):
         print(e)
 
 The encoder's weights are copied into a new model of the head's class (bert/task_models.py; the base
@@ -25,14 +25,14 @@ import torch
 
 from ..bundle import Bundle
 from ..dropout import thread_generator
-from ..heads import HEADS
+from ..task_heads import TASK_HEADS
 from ..task_models import MODEL_CLASSES
 from .batching import bucket_batches
 from .device import resolve_device
-from .events import Event, HeadDone, HeadEval, HeadStart, HeadStep
-from .head_args import HeadArgs
+from .events import Event, TaskHeadDone, TaskHeadEval, TaskHeadStart, TaskHeadStep
 from .optim import adamw
 from .precision import nonfinite_advice, resolve_precision
+from .task_head_args import TaskHeadArgs
 from .trainer import Step, TrainingKind, linear_trainer
 
 DIVERGED_LOSS = 100.0
@@ -59,7 +59,7 @@ class Task(Protocol):
     def card(self) -> list[str]: ...  # lines on the data, for the model card
 
 
-def new_head_model(base: Bundle, head: str, labels: list[str], seed: int = 0):
+def new_task_head_model(base: Bundle, head: str, labels: list[str], seed: int = 0):
     """A model of `head` whose encoder is a copy of `base`'s (labels: a tagger's tags)."""
     config = copy.deepcopy(base.model.config)
     config.id2label = {i: str(t) for i, t in enumerate(labels)}
@@ -73,7 +73,9 @@ def new_head_model(base: Bundle, head: str, labels: list[str], seed: int = 0):
     return model
 
 
-def train_head(base: Bundle, task: Task, args: HeadArgs, stop: threading.Event | None = None) -> Iterator[Event]:
+def train_task_head(
+    base: Bundle, task: Task, args: TaskHeadArgs, stop: threading.Event | None = None
+) -> Iterator[Event]:
     """The run's events (see the module); torch threads set to args.threads meanwhile."""
     before = torch.get_num_threads()
     if args.threads:
@@ -86,7 +88,7 @@ def train_head(base: Bundle, task: Task, args: HeadArgs, stop: threading.Event |
             torch.set_num_threads(before)
 
 
-def _run(base: Bundle, task: Task, args: HeadArgs, stop: threading.Event) -> Iterator[Event]:
+def _run(base: Bundle, task: Task, args: TaskHeadArgs, stop: threading.Event) -> Iterator[Event]:
     run = _HeadRun(base, task, args, stop)
     yield run.setup()
     trainer = linear_trainer(run, args.lr, run.warmup, run.total, clip=args.clip, stop=stop, diverged=DIVERGED_LOSS)
@@ -95,27 +97,27 @@ def _run(base: Bundle, task: Task, args: HeadArgs, stop: threading.Event) -> Ite
 
 
 class _HeadRun(TrainingKind):
-    """One run of `train_head`: `setup` (HeadStart), the Trainer's steps, `finish` (HeadDone)."""
+    """One run of `train_task_head`: `setup` (TaskHeadStart), the Trainer's steps, `finish` (TaskHeadDone)."""
 
-    def __init__(self, base: Bundle, task: Task, args: HeadArgs, stop: threading.Event):
+    def __init__(self, base: Bundle, task: Task, args: TaskHeadArgs, stop: threading.Event):
         self.t0 = time.perf_counter()
         self.base, self.task, self.args, self.stop = base, task, args, stop
         self.best = {"score": -1.0, "step": 0, "state": None, "scores": {}, "report": {}}
         self.step, self.epoch, self.seen, self.train_time, self.smooth = 0, 0, 0, 0.0, None
         self.error, self.last_eval = None, -1
 
-    def setup(self) -> HeadStart:
-        """Check the settings; the model on its device, the inputs, AdamW: the HeadStart."""
+    def setup(self) -> TaskHeadStart:
+        """Check the settings; the model on its device, the inputs, AdamW: the TaskHeadStart."""
         args, task, base = self.args, self.task, self.base
         args.check(base.config.max_tokens)
         self.device = resolve_device(args.device)
         self.precision = resolve_precision(args.precision, self.device)
-        self.model = model = new_head_model(base, args.head, task.labels, args.seed).to(self.device)
+        self.model = model = new_task_head_model(base, args.head, task.labels, args.seed).to(self.device)
         if args.freeze_embeddings:
             for p in model.bert.embeddings.parameters():
                 p.requires_grad_(False)
         self.items = task.inputs(base.tokenizer)
-        scales = {HEADS[args.head].weights + ".": args.head_lr_scale}
+        scales = {TASK_HEADS[args.head].weights + ".": args.head_lr_scale}
         self.opt = adamw(model, args.lr, args.weight_decay, scales, fused=self.precision == "bf16")
         self.per_epoch = math.ceil(len(self.items) / args.batch_size)
         self.total = self.per_epoch * args.epochs
@@ -124,7 +126,7 @@ class _HeadRun(TrainingKind):
             min(self.per_epoch, math.ceil(self.per_epoch * (k + 1) / args.evals)) for k in range(args.evals)
         }
         self.view = Bundle(model=model, tokenizer=base.tokenizer, name=args.name or f"{base.name}-{args.head}")
-        return HeadStart(
+        return TaskHeadStart(
             head=args.head,
             steps=self.total,
             train_examples=task.train_examples,
@@ -162,8 +164,8 @@ class _HeadRun(TrainingKind):
         value = s.loss.item()
         self.smooth = value if self.smooth is None else 0.9 * self.smooth + 0.1 * value
 
-    def step_event(self, s: Step) -> HeadStep:
-        return HeadStep(
+    def step_event(self, s: Step) -> TaskHeadStep:
+        return TaskHeadStep(
             step=s.step,
             epoch=self.epoch,
             loss=s.loss.item(),
@@ -177,7 +179,7 @@ class _HeadRun(TrainingKind):
     def eval_due(self, step: int) -> bool:
         return step - self.epoch * self.per_epoch in self.eval_at
 
-    def evaluate(self, s: Step) -> HeadEval | None:
+    def evaluate(self, s: Step) -> TaskHeadEval | None:
         event = self.score(self.epoch)
         if event is not None:
             self.last_eval = s.step
@@ -185,7 +187,7 @@ class _HeadRun(TrainingKind):
 
     # ---- scoring and the end
 
-    def score(self, epoch: int) -> HeadEval | None:
+    def score(self, epoch: int) -> TaskHeadEval | None:
         """Score the model in the run's precision; keep its trainable weights when it is the best so
         far. None: Stop came meanwhile."""
         t, task, best = time.perf_counter(), self.task, self.best
@@ -197,7 +199,7 @@ class _HeadRun(TrainingKind):
         if value > best["score"] or best["state"] is None:
             state = {k: v.detach().clone() for k, v in self.model.named_parameters() if v.requires_grad}
             best.update(score=value, step=self.step, state=state, scores=scores, report=report)
-        return HeadEval(
+        return TaskHeadEval(
             step=self.step,
             epoch=epoch,
             val_loss=val_loss,
@@ -207,10 +209,10 @@ class _HeadRun(TrainingKind):
         )
 
     def finish(self, stopped: bool) -> Iterator[Event]:
-        """A last score where one is due, the best model kept (on the CPU, in eval mode): HeadDone."""
+        """A last score where one is due, the best model kept (on the CPU, in eval mode): TaskHeadDone."""
         args, best, model = self.args, self.best, self.model
         if self.error and best["state"] is None:  # nothing scored before it diverged: the model it started from
-            model.load_state_dict(new_head_model(self.base, args.head, self.task.labels, args.seed).state_dict())
+            model.load_state_dict(new_task_head_model(self.base, args.head, self.task.labels, args.seed).state_dict())
         if (best["state"] is None and not stopped) or (self.step != self.last_eval and not stopped and not self.error):
             # never scored, or trained past its last scoring: score it now, unless Stop comes meanwhile
             # (stopped, a run keeps its best model, or the current one unscored: Stop ends it at once)
@@ -224,7 +226,7 @@ class _HeadRun(TrainingKind):
         model.eval()
         model.to("cpu")
         self.opt.zero_grad(set_to_none=True)
-        done = HeadDone(
+        done = TaskHeadDone(
             stopped=stopped,
             step=self.step,
             steps=self.total,
@@ -241,13 +243,13 @@ class _HeadRun(TrainingKind):
         yield done
 
 
-def _card(name: str, base: Bundle, task: Task, args: HeadArgs, done: HeadDone, precision: str) -> str:
+def _card(name: str, base: Bundle, task: Task, args: TaskHeadArgs, done: TaskHeadDone, precision: str) -> str:
     scores = ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in done.scores.items() if v is not None)
     return "\n".join(
         [
             f"# {name}",
             "",
-            f"A BERT that learned to **{HEADS[args.head].task}** ({HEADS[args.head].shape}), fine-tuned by "
+            f"A BERT that learned to **{TASK_HEADS[args.head].task}** ({TASK_HEADS[args.head].shape}), fine-tuned by "
             f"BERT Explorer from **{base.name}**.",
             "",
             *[f"- {line}" for line in task.card()],

@@ -12,7 +12,7 @@ position may be read only when both allow it) and never hides a token from itsel
 attention is ever empty.
 
 A model remembers the pattern it was trained on in its config as transformers does for a BERT
-read left to right: `is_decoder` (`trained_pattern`). A next-word model carries it; BERT and its
+read left to right: `is_decoder` (`trained_mask_kind`). A next-word model carries it; BERT and its
 family do not, nor a classifier fine-tuned from a next-word model (fine-tuning reads both ways).
 
 Dimension letters: T tokens.
@@ -30,19 +30,19 @@ CAUSAL = "causal"
 NAMED = (BIDIRECTIONAL, CAUSAL)
 TRAINED_LEFT_TO_RIGHT = "is_decoder"  # transformers' config field for a BERT read left to right
 
-Pattern = str | int
+MaskKind = str | int
 
 
-def check_pattern(pattern: Pattern, n_tokens: int | None = None) -> Pattern:
+def check_mask_kind(pattern: MaskKind, n_tokens: int | None = None) -> MaskKind:
     """The pattern itself when it is one: "bidirectional", "causal" or an int k with
     0 <= k <= n_tokens (a prefix longer than the input has no meaning); an InputError otherwise."""
     if isinstance(pattern, str):
         if pattern not in NAMED:
-            raise InputError(f"attention_pattern must be 'bidirectional', 'causal' or a prefix length, got {pattern!r}")
+            raise InputError(f"mask_kind must be 'bidirectional', 'causal' or a prefix length, got {pattern!r}")
         return pattern
     if isinstance(pattern, bool) or not isinstance(pattern, int):
         # bool is an int in Python: True would silently mean a prefix of 1
-        raise InputError(f"attention_pattern must be 'bidirectional', 'causal' or an int, got {pattern!r}")
+        raise InputError(f"mask_kind must be 'bidirectional', 'causal' or an int, got {pattern!r}")
     if pattern < 0:
         raise InputError(f"a prefix of {pattern} tokens makes no sense: k must be 0 or more")
     if n_tokens is not None and pattern > n_tokens:
@@ -53,10 +53,10 @@ def check_pattern(pattern: Pattern, n_tokens: int | None = None) -> Pattern:
     return pattern
 
 
-def allowed(pattern: Pattern, n_tokens: int, device: torch.device | str | None = None) -> Tensor | None:
+def allowed(pattern: MaskKind, n_tokens: int, device: torch.device | str | None = None) -> Tensor | None:
     """(T, T) bool: [i, j] is True when token i may attend to token j. None for
     "bidirectional" (nothing is hidden, and the fast paths then take no mask at all)."""
-    pattern = check_pattern(pattern, n_tokens)
+    pattern = check_mask_kind(pattern, n_tokens)
     if pattern == BIDIRECTIONAL:
         return None
     pos = torch.arange(n_tokens, device=device)
@@ -67,11 +67,11 @@ def allowed(pattern: Pattern, n_tokens: int, device: torch.device | str | None =
     return see
 
 
-def is_prefix(pattern: Pattern) -> bool:
+def is_prefix(pattern: MaskKind) -> bool:
     return isinstance(pattern, int) and not isinstance(pattern, bool)
 
 
-def describe(pattern: Pattern) -> str:
+def describe(pattern: MaskKind) -> str:
     """A pattern in words, for the pages and reports."""
     if pattern == BIDIRECTIONAL:
         return "reads both ways (bidirectional, an encoder)"
@@ -80,16 +80,16 @@ def describe(pattern: Pattern) -> str:
     return f"prefix of {pattern}: the first {pattern} tokens see each other, the rest read left only"
 
 
-def trained_pattern(config) -> Pattern:
+def trained_mask_kind(config) -> MaskKind:
     """The pattern a model (its BertConfig) was trained to read with: "causal" for a next-word
     model (its config's is_decoder), "bidirectional" otherwise."""
     return CAUSAL if config.extra.get(TRAINED_LEFT_TO_RIGHT) else BIDIRECTIONAL
 
 
-def set_trained_pattern(config, pattern: Pattern) -> None:
+def set_trained_mask_kind(config, pattern: MaskKind) -> None:
     """Mark `config` as trained reading with `pattern` ("causal" or "bidirectional"), for
-    `trained_pattern` and for transformers, which reads is_decoder the same way."""
-    if check_pattern(pattern) == CAUSAL:
+    `trained_mask_kind` and for transformers, which reads is_decoder the same way."""
+    if check_mask_kind(pattern) == CAUSAL:
         config.extra[TRAINED_LEFT_TO_RIGHT] = True
     else:
         config.extra.pop(TRAINED_LEFT_TO_RIGHT, None)

@@ -1,5 +1,5 @@
 """The Attention page's "Find a head": pick a word and a target word, see the heads that send the
-most attention from one to the other (bert/analysis/heads.py), and show one with a click."""
+most attention from one to the other (bert/analysis/attention_heads.py), and show one with a click."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import zlib
 import numpy as np
 import streamlit as st
 
-from bert.analysis.heads import heads_by_link, input_words, link_weights
+from bert.analysis.attention_heads import heads_by_link, input_words, link_weights
 
-from .ui.formatting import md_escape
+from .formatting import md_escape
 
 TOP = 5
 
