@@ -33,15 +33,15 @@ import bert
 from bert import settings
 from bert.analysis import explain, full, mlm, words
 from bert.analysis.ablation import HeadImportance, head_importance, head_mask
+from bert.analysis.attention_heads import HeadPatterns, head_pattern_stats, head_patterns_over, label_heads
 from bert.analysis.compare import ModelOutputs, attentions_of, model_outputs
 from bert.analysis.full import analysis_bytes
 from bert.analysis.generate import Continuation, continue_text
-from bert.analysis.heads import HeadPatterns, head_pattern_stats, head_patterns_over, label_heads
 from bert.analysis.paradigms import PARADIGMS
 from bert.analysis.patching import Patching, activation_patching
 from bert.analysis.probes import ProbeCurve, probe_model
 from bert.analysis.scoring import PairScores, score_pairs, scoring_peak_bytes, sentence_tokens
-from bert.patterns import BIDIRECTIONAL, Pattern
+from bert.attention_masks import BIDIRECTIONAL, MaskKind
 
 from .current_model import CurrentModel
 from .server.analysis_gate import ANALYSES, busy_notice
@@ -216,9 +216,7 @@ def _mask(bundle, off: tuple):
 # --- one forward pass with everything, and the model's tables ----------------------------------
 
 
-def _analysis_peak(
-    model_key: str, text_a: str, text_b: str | None, _bundle: bert.Bundle, attention_pattern=None
-) -> int:
+def _analysis_peak(model_key: str, text_a: str, text_b: str | None, _bundle: bert.Bundle, mask_kind=None) -> int:
     cfg = _bundle.config
     n = len(_bundle.tokenizer.encode(text_a, text_b, max_length=cfg.max_tokens).ids)
     return analysis_bytes(cfg, n)
@@ -226,22 +224,22 @@ def _analysis_peak(
 
 @budget_cached(spinner="Running the model…", peak_bytes=_analysis_peak)
 def _analyze(
-    model_key: str, text_a: str, text_b: str | None, _bundle: bert.Bundle, attention_pattern: Pattern = BIDIRECTIONAL
+    model_key: str, text_a: str, text_b: str | None, _bundle: bert.Bundle, mask_kind: MaskKind = BIDIRECTIONAL
 ) -> full.Analysis:
-    return full.analyze(_bundle, text_a, text_b, attention_pattern=attention_pattern)
+    return full.analyze(_bundle, text_a, text_b, mask_kind=mask_kind)
 
 
 def analyze(
-    model: CurrentModel, text_a: str, text_b: str | None = None, attention_pattern: Pattern = BIDIRECTIONAL
+    model: CurrentModel, text_a: str, text_b: str | None = None, mask_kind: MaskKind = BIDIRECTIONAL
 ) -> full.Analysis:
     """Validated texts in, the cached analysis out (an InputError for empty sentence A), read
-    under `attention_pattern` (bert/patterns.py), which is part of the key. The default is
+    under `mask_kind` (bert/attention_masks.py), which is part of the key. The default is
     not passed on, so the bidirectional result is the one every other page already keeps."""
     a = clean_text(text_a, "sentence A")
     b = clean_text(text_b, required=False) or None
-    if attention_pattern == BIDIRECTIONAL:
+    if mask_kind == BIDIRECTIONAL:
         return _analyze(model.key, a, b, model.bundle)
-    return _analyze(model.key, a, b, model.bundle, attention_pattern=attention_pattern)
+    return _analyze(model.key, a, b, model.bundle, mask_kind=mask_kind)
 
 
 @budget_cached()
@@ -281,12 +279,10 @@ def word_map(model_key: str, sentences: tuple[str, ...], word: str, _bundle) -> 
 
 
 @budget_cached(spinner="Predicting the masked words…")
-def mlm_predict(
-    model_key: str, text: str, k: int, _bundle: bert.Bundle, attention_pattern: Pattern = BIDIRECTIONAL
-) -> dict:
+def mlm_predict(model_key: str, text: str, k: int, _bundle: bert.Bundle, mask_kind: MaskKind = BIDIRECTIONAL) -> dict:
     """The Masked LM page's view of mlm_topk: one {"position", "tokens", "probs"} per gap, and
-    the filled-in text; read under `attention_pattern` (part of the key when given)."""
-    m = mlm.mlm_topk(_bundle, text, k=k, attention_pattern=attention_pattern)
+    the filled-in text; read under `mask_kind` (part of the key when given)."""
+    m = mlm.mlm_topk(_bundle, text, k=k, mask_kind=mask_kind)
     gaps = [
         {"position": p, "tokens": t, "probs": pr.astype(np.float32)}
         for p, t, pr in zip(m.positions, m.top_tokens, m.top_probs, strict=True)

@@ -9,7 +9,7 @@ its target, so the ratio says how far under (< 1) or over it the run was.
   held-out pairs (benchmarks/seq2seq_run.py; one torch thread, as a job in the app), target 180 s;
 - tagger-pos, reader-demo: the Fine-tuning page's default runs of "label every word" (Brown parts of
   speech on minilm-l6) and "find the answer" (the template questions), one torch thread, loaded to
-  scored (benchmarks/head_runs.py), targets 60 s and 120 s, with the quality reached;
+  scored (benchmarks/task_head_runs.py), targets 60 s and 120 s, with the quality reached;
 - finetune-run: the 2,000-snippet, one-epoch fine-tuning run of docs/MODELS.md (`python -m bert
   finetune`, the backend's defaults, the bench's threads), target 20 s, with its accuracy;
 - class-30: 30 students' default runs queued at once through the app's job manager
@@ -95,9 +95,9 @@ def _seq2seq(b: Bench) -> None:
 
 
 def _head_run(b: Bench, row: str, head: str, what: str) -> None:
-    from . import head_runs
+    from . import task_head_runs
 
-    r = head_runs.measure(head)
+    r = task_head_runs.measure(head)
     scores = ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in r["scores"].items() if v is not None)
     note = f"{scores}; {r['cpu_seconds']:.1f} s of processor, {r['steps']} steps, one thread"
     b.add(_row(row, what, "s", r["seconds"], note, {**r["scores"], "cpu_seconds": r["cpu_seconds"]}))

@@ -1,7 +1,7 @@
 """The training memory estimate (app/jobs/budget.py) against the peak a run settles at: for each
 case a fresh subprocess builds a random model of that size on all-MiniLM-L6-v2's vocabulary,
 trains it 7 steps of full-length batches on one thread (a classifier as bert/train/finetune.py
-runs it, a tagger of 40 tags as bert/train/head_train.py does, embeddings frozen as the pages
+runs it, a tagger of 40 tags as bert/train/task_head_train.py does, embeddings frozen as the pages
 default; an encoder-decoder of 2 decoder layers as bert/train/seq2seq.py does, then scores its
 held-out pairs; next-word pre-training from scratch, then its evaluation) and prints its VmHWM
 over what it held before the run. Run alone (about 20 minutes):
@@ -116,14 +116,14 @@ def one(kind: str, layers: int, hidden: int, heads: int, batch: int, tokens: int
         estimate = budget.seq2seq_mb(cfg, DECODER_LAYERS, batch, tokens // 2, tokens // 2, pair_tokens=pair_tokens)
     elif kind == "tagger":
         from bert.data.tagged import TaggedData, split_tagged
-        from bert.train.head_args import HeadArgs
-        from bert.train.head_train import train_head
         from bert.train.tagger_task import TaggerTask
+        from bert.train.task_head_args import TaskHeadArgs
+        from bert.train.task_head_train import train_task_head
 
         tags = [[r.randrange(TAGS) for _ in s] for s in sentences]
         data = TaggedData(sentences, tags, [f"T{k}" for k in range(TAGS)])
-        args = HeadArgs(threads=1, batch_size=batch, max_length=tokens, epochs=1, evals=1, max_valid=16)
-        run = train_head(base, TaggerTask(*split_tagged(data, 0.25), args), args)
+        args = TaskHeadArgs(threads=1, batch_size=batch, max_length=tokens, epochs=1, evals=1, max_valid=16)
+        run = train_task_head(base, TaggerTask(*split_tagged(data, 0.25), args), args)
         estimate = budget.head_mb(cfg, batch, tokens, TAGS)
     else:
         from bert.data.labelled import LabelledData, stratified_split

@@ -10,9 +10,9 @@ import torch
 from .answering import Answer, answer_question
 from .config import BertConfig
 from .errors import InputError
-from .heads import HEADS, Head
 from .model import BertForPreTraining, BertForSequenceClassification, parameter_counts
 from .tagging import TaggedWord, tag_texts
+from .task_heads import TASK_HEADS, TaskHead
 from .task_models import MODEL_CLASSES, BertForQuestionAnswering, BertForTokenClassification
 from .tokenizer import Tokenizer
 
@@ -48,9 +48,9 @@ class Bundle:
         return isinstance(self.model, BertForQuestionAnswering)
 
     @property
-    def head(self) -> Head:
-        """Its row of bert/heads.py: which of the four heads the model wears."""
-        return HEADS[next(k for k, cls in MODEL_CLASSES.items() if type(self.model) is cls)]
+    def head(self) -> TaskHead:
+        """Its row of bert/task_heads.py: which of the four heads the model wears."""
+        return TASK_HEADS[next(k for k, cls in MODEL_CLASSES.items() if type(self.model) is cls)]
 
     @property
     def has_mlm(self) -> bool:

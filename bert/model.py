@@ -23,13 +23,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .attention_masks import BIDIRECTIONAL, MaskKind, allowed
 from .config import BertConfig
 from .dropout import Dropout, dropout
 from .embeddings import Embeddings
 from .errors import InputError
 from .family import member
 from .outputs import BertOutput, ClassifierOutput, PreTrainingOutput
-from .patterns import BIDIRECTIONAL, Pattern, allowed
 
 _ACT = {
     "gelu": lambda x: F.gelu(x),  # exact (erf) GELU, as in BERT
@@ -132,7 +132,7 @@ class EncoderLayer(nn.Module):
         a = self.attn
         H, D = a.num_heads, a.head_size
         xs = x.gather(1, idx.unsqueeze(-1).expand(-1, -1, C))  # (B, Q, C)
-        if mask is not None and mask.shape[-2] > 1:  # a pattern's (B, 1, T, T): its rows at idx
+        if mask is not None and mask.shape[-2] > 1:  # a mask kind's (B, 1, T, T): its rows at idx
             Q = idx.shape[1]
             mask = mask.expand(B, 1, T, T).gather(2, idx[:, None, :, None].expand(B, 1, Q, T))  # (B, 1, Q, T)
         w, b = a.qkv.weight, a.qkv.bias  # rows [q; k; v]
@@ -196,11 +196,11 @@ class BertModel(nn.Module):
         head_mask: Tensor | None = None,
         rows: Tensor | None = None,
         on_attention: Callable[[int, Tensor], None] | None = None,
-        attention_pattern: Pattern = BIDIRECTIONAL,
+        mask_kind: MaskKind = BIDIRECTIONAL,
     ) -> BertOutput:
         """head_mask: (L, H) of 0/1 (or weights) multiplying each head's output.
 
-        attention_pattern (bert/patterns.py): "bidirectional" (every token sees every token),
+        mask_kind (bert/attention_masks.py): "bidirectional" (every token sees every token),
         "causal" (each token sees itself and its left, as a decoder's masked self-attention) or
         an int k (prefix-LM: the first k tokens see each other, later ones their left); a k
         beyond the input's T tokens is an InputError. It composes with attention_mask: a key is
@@ -216,7 +216,7 @@ class BertModel(nn.Module):
         position. Ignored when attentions, hidden states, q/k/v or a head mask are asked for."""
         input_ids, token_type_ids = self._check_inputs(input_ids, token_type_ids)
         x, parts = self.embeddings(input_ids, token_type_ids, output_embedding_parts)
-        mask = self._additive_mask(attention_mask, input_ids, x.dtype, attention_pattern)
+        mask = self._additive_mask(attention_mask, input_ids, x.dtype, mask_kind)
         hidden = [x] if output_hidden_states else None
         attns = [] if output_attentions else None
         qs, ks, vs = ([], [], []) if output_qkv else (None, None, None)
@@ -258,19 +258,19 @@ class BertModel(nn.Module):
 
     @staticmethod
     def _additive_mask(
-        attention_mask: Tensor | None, input_ids: Tensor, dtype: torch.dtype, pattern: Pattern = BIDIRECTIONAL
+        attention_mask: Tensor | None, input_ids: Tensor, dtype: torch.dtype, mask_kind: MaskKind = BIDIRECTIONAL
     ) -> Tensor | None:
-        """attention_mask (B, T) of 1 (token) / 0 (padding) and the attention pattern -> the
+        """attention_mask (B, T) of 1 (token) / 0 (padding) and the mask kind -> the
         additive mask the layers take: 0 where attended, the dtype's most negative number where
-        not. (B, 1, 1, T) over keys for padding alone; (B or 1, 1, T, T) with a pattern, whose
+        not. (B, 1, 1, T) over keys for padding alone; (B or 1, 1, T, T) with a causal or prefix mask, whose
         rows are the queries. None when nothing is hidden (bidirectional, no padding).
 
-        One boolean "may read" mask, then one fill: adding a padding and a pattern mask would
-        overflow to -inf, and a row of -inf only (a padded query under a causal pattern) would
+        One boolean "may read" mask, then one fill: adding a padding and a causal mask would
+        overflow to -inf, and a row of -inf only (a padded query under a causal mask) would
         give NaN; a row masked everywhere here is uniform instead, and the padding it belongs
         to is never read."""
         B, T = input_ids.shape
-        see = allowed(pattern, T, input_ids.device)  # (T, T) or None
+        see = allowed(mask_kind, T, input_ids.device)  # (T, T) or None
         keys = None
         if attention_mask is not None:
             if attention_mask.dim() == 1:
@@ -446,7 +446,7 @@ class BertForSequenceClassification(nn.Module):
         labels: Tensor | None = None,
         **kwargs,
     ) -> ClassifierOutput:
-        plain = all(v is None or v is False for k, v in kwargs.items() if k != "attention_pattern")
+        plain = all(v is None or v is False for k, v in kwargs.items() if k != "mask_kind")
         if self.pooling == "cls" and "rows" not in kwargs and plain:
             # only [CLS] is read: the last layer runs at that row alone (BertModel `rows`);
             # out.bert.last_hidden_state is then zero at every other position
@@ -492,7 +492,7 @@ def parameter_counts(model: nn.Module) -> dict[str, int]:
         if model.rtd is not None:
             counts["replaced-token head"] = sum(p.numel() for p in model.rtd.parameters())
     for attr, what in (("classifier", "classifier head"), ("qa_outputs", "start/end head")):
-        if isinstance(getattr(model, attr, None), nn.Module):  # a fine-tuning head (bert/heads.py)
+        if isinstance(getattr(model, attr, None), nn.Module):  # a fine-tuning head (bert/task_heads.py)
             counts[what] = sum(p.numel() for p in getattr(model, attr).parameters())
     counts["total"] = sum(v for v in counts.values())
     return counts

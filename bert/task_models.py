@@ -1,5 +1,5 @@
 """The two per-token fine-tuning heads (the text's own: `BertForSequenceClassification` in
-bert/model.py), and the model class of each head of bert/heads.py.
+bert/model.py), and the model class of each head of bert/task_heads.py.
 
 - `BertForTokenClassification`: every token's last vector -> dropout -> linear -> one score per
   tag, (B, T, K). Its loss reads only positions whose label is not -100 (the words' first pieces).

@@ -8,7 +8,7 @@ import streamlit as st
 import app
 from app.analysis_cache import class_probs, importance, mlm_topk, off_key
 from app.export.analysis_notebooks import ablation as ablation_notebook
-from app.figures.heads import class_probs_before_after, importance_heatmap, topk_before_after
+from app.figures.attention_heads import class_probs_before_after, importance_heatmap, topk_before_after
 from app.model_sources import current_model
 from app.server.rate_limit import within_rate
 from app.ui import show_figure, widgets

@@ -16,7 +16,7 @@ from app.server import teacher
 from app.ui import show_figure
 from app.ui.errors import show_errors
 from app.ui.formatting import md_escape
-from bert.heads import HEADS
+from bert.task_heads import TASK_HEADS
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 
@@ -183,7 +183,7 @@ def posted(code: str) -> list[dict]:
     groups = {t: [r for r in runs if r["task"] == t] for t in TASK_SCORES}
     for task, group in ((t, g) for t, g in groups.items() if g):
         if task != "classifier" or len(group) < len(runs):  # runs of several tasks: each its own table
-            st.markdown(f"**{HEADS[task].task.capitalize()}**: {len(group)} run(s)")
+            st.markdown(f"**{TASK_HEADS[task].task.capitalize()}**: {len(group)} run(s)")
         st.dataframe(runs_table(group, name_of), hide_index=True, width="stretch")
         tail = "" if task == "classifier" else f"_{task}"  # a classifier's chart keeps the names it had
         show_figure.show(

@@ -14,7 +14,6 @@ from app.training.data import builtin_data
 from app.training.finetune_view import PAGE, data_summary, show_result, uploaded_data, validation
 from app.training.finished import results
 from app.training.follow import POLL_S, current_job, live_job
-from app.training.head_view import CLASSIFY, head_page, task_shape
 from app.training.progress import finetune_progress, finetune_start_line
 from app.training.reports import base_bundle
 from app.training.run_size import DEFAULT_SIZE, EVALS_HELP, MIN_STEPS, PAGE_EVALS, RUN_SIZES
@@ -25,6 +24,7 @@ from app.training.start import (
     finetune_time_line,
     on_start_finetune,
 )
+from app.training.task_head_view import CLASSIFY, task_head_page, task_shape
 from app.ui import show_figure
 from app.ui.errors import show_errors
 from app.ui.formatting import md_escape
@@ -54,7 +54,7 @@ st.markdown(
 board_buttons.push_ended()
 view.collect_and_reopen(PAGE)
 if (shape := task_shape()) != CLASSIFY:  # label every word, or find the answer
-    head_page(shape)
+    task_head_page(shape)
     st.stop()
 
 setup, train = st.columns([1, 1], gap="large")  # Start and its live curves beside the data and settings

@@ -8,7 +8,7 @@ from functools import partial
 import streamlit as st
 
 import app
-from app import attention_patterns, state
+from app import attention_masks, state
 from app.analysis_cache import mlm_predict, nsp_probability, replaced_tokens
 from app.export import notebook as nb
 from app.figures import core
@@ -165,7 +165,7 @@ with show_errors("the masked-word predictions"):
                 "The same weights can read like an encoder (every token sees every token) or like a "
                 "decoder such as GPT (each token sees only the tokens before it)."
             )
-            attention_patterns.both_ways_and_left(model, text, k)
+            attention_masks.both_ways_and_left(model, text, k)
 
 st.header("Does B follow A? (next sentence prediction)")
 st.markdown(

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import bert
-from bert.analysis import ablation, common, compare, explain, full, heads, mlm, vectors, words
+from bert.analysis import ablation, attention_heads, common, compare, explain, full, mlm, vectors, words
 from bert.bundle import Bundle
 from bert.config import BertConfig
 from bert.model import BertForSequenceClassification
@@ -87,45 +87,45 @@ def pattern(kind):
     return a
 
 
-@pytest.mark.parametrize("kind", heads.LABELS)
+@pytest.mark.parametrize("kind", attention_heads.LABELS)
 def test_synthetic_heads_are_labelled(kind):
     att = pattern(kind)[None, None]  # (1, 1, T, T)
-    stats = heads.head_pattern_stats(att, TOKENS)
-    assert set(stats) == set(heads.PATTERNS) | {"entropy"}
+    stats = attention_heads.head_pattern_stats(att, TOKENS)
+    assert set(stats) == set(attention_heads.PATTERNS) | {"entropy"}
     assert all(v.shape == (1, 1) for v in stats.values())
-    assert heads.label_heads(stats)[0, 0] == kind
+    assert attention_heads.label_heads(stats)[0, 0] == kind
 
 
 def test_pattern_stats_hand_values():
-    stats = heads.head_pattern_stats(pattern("previous")[None, None], TOKENS)
+    stats = attention_heads.head_pattern_stats(pattern("previous")[None, None], TOKENS)
     assert stats["previous"][0, 0] == pytest.approx(1.0)
     assert stats["next"][0, 0] == pytest.approx(0.0)
     assert stats["[CLS]"][0, 0] == pytest.approx(2 / T)  # rows 0 and 1 land on [CLS]
     assert stats["entropy"][0, 0] == pytest.approx(0.0, abs=1e-9)
-    uniform = heads.head_pattern_stats(pattern("broad")[None, None], TOKENS)
+    uniform = attention_heads.head_pattern_stats(pattern("broad")[None, None], TOKENS)
     assert uniform["entropy"][0, 0] == pytest.approx(1.0)
     assert uniform["punctuation"][0, 0] == pytest.approx(2 / T)
 
 
 def test_pattern_stats_accepts_model_tuple_and_checks_tokens():
     att = torch.tensor(np.stack([pattern("self"), pattern("next")]))[None]  # (1, 2, T, T)
-    stats = heads.head_pattern_stats((att, att), TOKENS)  # L=2 tuple of (1,H,T,T)
-    assert heads.label_heads(stats).tolist() == [["self", "next"], ["self", "next"]]
+    stats = attention_heads.head_pattern_stats((att, att), TOKENS)  # L=2 tuple of (1,H,T,T)
+    assert attention_heads.label_heads(stats).tolist() == [["self", "next"], ["self", "next"]]
     with pytest.raises(bert.InputError):
-        heads.head_pattern_stats(att, TOKENS[:-1])
+        attention_heads.head_pattern_stats(att, TOKENS[:-1])
 
 
 def test_head_patterns_over_probe_set(tiny):
-    assert 10 <= len(heads.probe_sentences()) <= 15
-    hp = heads.head_patterns_over(tiny, ["the cat sat .", "a big red dog went to the bank , by the water !"])
+    assert 10 <= len(attention_heads.probe_sentences()) <= 15
+    hp = attention_heads.head_patterns_over(tiny, ["the cat sat .", "a big red dog went to the bank , by the water !"])
     assert hp.labels.shape == (2, 4)
-    assert set(hp.labels.ravel()) <= set(heads.LABELS)
+    assert set(hp.labels.ravel()) <= set(attention_heads.LABELS)
     assert sum(hp.counts().values()) == 8
     # equal-weight mean of the per-sentence statistics, each computed without padding
     per = []
     for s in hp.sentences:
         tokens, att = compare.attentions_of(tiny, s)
-        per.append(heads.head_pattern_stats(att, tokens))
+        per.append(attention_heads.head_pattern_stats(att, tokens))
     for k in hp.stats:
         np.testing.assert_allclose(hp.stats[k], (per[0][k] + per[1][k]) / 2, atol=1e-5)
 
@@ -134,12 +134,12 @@ def test_find_a_head_ranks_heads_by_the_word_to_word_weight(tiny):
     """A word's pieces are one word; a head's weight from word to word is the target's pieces
     summed, averaged over the source's pieces; the heads come largest first."""
     an = full.analyze(tiny, "the cats sat by the river")
-    words = heads.input_words(an.tokens, an.word_ids, an.sequence_ids)
+    words = attention_heads.input_words(an.tokens, an.word_ids, an.sequence_ids)
     assert [w.text for w in words] == ["[CLS]", "the", "cats", "sat", "by", "the", "river", "[SEP]"]
     cats, river = words[2], words[6]
     assert len(cats.positions) == 2  # cat ##s
     a = an.attentions  # (L, H, T, T)
-    ranked = heads.heads_by_link(a, cats.positions, river.positions, top=8)
+    ranked = attention_heads.heads_by_link(a, cats.positions, river.positions, top=8)
     by_hand = {
         (l, h): np.mean([a[l, h, i, river.positions[0]] for i in cats.positions])
         for l in range(a.shape[0])
@@ -149,7 +149,7 @@ def test_find_a_head_ranks_heads_by_the_word_to_word_weight(tiny):
     for l, h, w in ranked:
         assert w == pytest.approx(by_hand[l, h], abs=1e-6)
     # the other way round reads other rows: the weight from river to cats sums both pieces
-    back = heads.link_weights(a, river.positions, cats.positions)
+    back = attention_heads.link_weights(a, river.positions, cats.positions)
     np.testing.assert_allclose(back, a[:, :, river.positions[0]][..., list(cats.positions)].sum(-1), atol=1e-6)
 
 
@@ -158,9 +158,9 @@ def test_find_a_head_on_a_hand_made_map():
     att = np.tile(pattern("self"), (2, 2, 1, 1))
     att[1, 0, 2] = 0.0
     att[1, 0, 2, 5] = 1.0
-    assert heads.heads_by_link(att, [2], [5], top=2) == [(1, 0, 1.0), (0, 0, 0.0)]
+    assert attention_heads.heads_by_link(att, [2], [5], top=2) == [(1, 0, 1.0), (0, 0, 0.0)]
     with pytest.raises(bert.InputError):
-        heads.heads_by_link(att, [2], [T])
+        attention_heads.heads_by_link(att, [2], [T])
 
 
 # ---- 2. rollout, saliency, spearman ----------------------------------------------------------
@@ -439,7 +439,7 @@ def test_pca_2d_and_separation():
 @pytest.mark.slow
 def test_minilm_patterns_and_senses():
     b = bert.load("minilm-l6")
-    hp = heads.head_patterns_over(b, heads.probe_sentences()[:4])
+    hp = attention_heads.head_patterns_over(b, attention_heads.probe_sentences()[:4])
     assert hp.labels.shape == (6, 12)
     word, sentences, labels = words.sense_examples()
     sep = vectors.separation(words.word_vectors_by_layer(b, sentences, word), labels)

@@ -12,6 +12,15 @@ import numpy as np
 import pytest
 
 from app.analysis_cache import off_key
+from app.figures.attention_heads import (
+    PATTERN_COLOURS,
+    STAT_NAMES,
+    class_probs_before_after,
+    head_stats_bar,
+    importance_heatmap,
+    pattern_map,
+    topk_before_after,
+)
 from app.figures.compare import (
     attention_diff_heatmap,
     change_over_training,
@@ -21,17 +30,8 @@ from app.figures.compare import (
     separation_line,
 )
 from app.figures.explain import answer_by_layer, logit_lens_heatmap, saliency_bars
-from app.figures.heads import (
-    PATTERN_COLOURS,
-    STAT_NAMES,
-    class_probs_before_after,
-    head_stats_bar,
-    importance_heatmap,
-    pattern_map,
-    topk_before_after,
-)
 from bert.analysis.ablation import head_mask
-from bert.analysis.heads import LABELS
+from bert.analysis.attention_heads import LABELS
 
 rng = np.random.default_rng(0)
 L, H = 3, 4

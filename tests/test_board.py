@@ -130,16 +130,16 @@ def test_summary_of_never_holds_texts():
 
 def _head_res(head: str, scores: dict, evals: list[dict]) -> dict:
     """A finished per-token run's result dict: its settings, steps, evaluations and Done."""
-    from bert.train.events import HeadDone, HeadEval, HeadStep
-    from bert.train.head_args import for_head
+    from bert.train.events import TaskHeadDone, TaskHeadEval, TaskHeadStep
+    from bert.train.task_head_args import for_task_head
 
-    steps = [HeadStep(step=s, epoch=0, loss=1 / s, loss_smooth=1 / s, lr=1e-4, progress=s / 30, eta_s=1.0,
+    steps = [TaskHeadStep(step=s, epoch=0, loss=1 / s, loss_smooth=1 / s, lr=1e-4, progress=s / 30, eta_s=1.0,
                       examples_per_s=9.0) for s in range(1, 31)]  # fmt: skip
-    evs = [HeadEval(step=10 * (k + 1), epoch=0, val_loss=0.5, scores=e, best=0.0, eval_seconds=1.0)
+    evs = [TaskHeadEval(step=10 * (k + 1), epoch=0, val_loss=0.5, scores=e, best=0.0, eval_seconds=1.0)
            for k, e in enumerate(evals)]  # fmt: skip
-    done = HeadDone(stopped=False, step=30, steps=30, best_step=30, error=None, scores=scores, seconds=9.0,
+    done = TaskHeadDone(stopped=False, step=30, steps=30, best_step=30, error=None, scores=scores, seconds=9.0,
                     train_seconds=8.0, report={"worst": [{"words": ["my", "secret"]}]})  # fmt: skip
-    args = for_head(head, data="/tmp/uploads/my-texts.json" if head == "reader" else "builtin:brown-pos")
+    args = for_task_head(head, data="/tmp/uploads/my-texts.json" if head == "reader" else "builtin:brown-pos")
     return {"info": {"base_name": "minilm-l6", "args": args}, "done": done, "metrics": [*steps, *evs]}
 
 

@@ -1,5 +1,5 @@
 """The Causes page's Minimal pairs and Probes notebooks (app/export/causes_notebooks.py) and a
-finished tagger's or reader's report (app/export/head_notebooks.py), run headless: no error, the
+finished tagger's or reader's report (app/export/task_head_notebooks.py), run headless: no error, the
 page's figure builders draw, and the numbers they print equal the app's own computation for the
 same inputs (1e-5). Typed text reaches them only as string literals and escaped markdown."""
 
@@ -126,23 +126,23 @@ CONLL = b"".join(f"the O\n{w} B-THING\nwas O\ngood O\n\n".encode() for w in ("fi
 
 
 def _head_run(head: str, data, tmp_path, monkeypatch, **args):
-    """A tiny model's finished `head` run through the app's job: its events and its HeadDone."""
+    """A tiny model's finished `head` run through the app's job: its events and its TaskHeadDone."""
     import threading
 
-    from app.jobs.head_job import head_spec
+    from app.jobs.task_head_job import task_head_spec
     from app.jobs.worker import run_job
     from bert.train import events as ev
-    from bert.train.head_args import for_head
+    from bert.train.task_head_args import for_task_head
     from tests.helpers import tiny_bundle, use_cache
 
     use_cache(monkeypatch, tmp_path / "cache")
-    spec = head_spec("", "tiny", for_head(head, threads=1, evals=1, **args), data)
+    spec = task_head_spec("", "tiny", for_task_head(head, threads=1, evals=1, **args), data)
     events = list(run_job(spec, threading.Event(), base=tiny_bundle()))
-    return events, next(e for e in events if isinstance(e, ev.HeadDone))
+    return events, next(e for e in events if isinstance(e, ev.TaskHeadDone))
 
 
 def test_a_session_runs_notebook_says_how_to_load_its_download_and_keeps_typed_text_a_literal():
-    from app.export.head_notebooks import reader_report, tagger_report
+    from app.export.task_head_notebooks import reader_report, tagger_report
 
     report = {"tags": ["O", "B-X"], "confusion": [[3, 1], [0, 2]]}
     text = tagger_report(MINILM, Stamp(), "mine", "session:mine", [], {"accuracy": 0.8}, report, 10, HOSTILE)
@@ -158,14 +158,14 @@ def test_a_session_runs_notebook_says_how_to_load_its_download_and_keeps_typed_t
 
 @pytest.mark.slow
 def test_a_finished_tagger_and_reader_runs_notebooks_print_their_scores_and_tag_and_answer(tmp_path, monkeypatch):
-    from app.export.head_notebooks import reader_report, tagger_report
+    from app.export.task_head_notebooks import reader_report, tagger_report
     from bert.data.qa_demo import qa_demo
     from bert.data.tagged import read_tagged
 
     events, done = _head_run(
         "tagger", read_tagged(CONLL, "things.conll"), tmp_path, monkeypatch, lr=2e-3, epochs=2, max_length=16
     )
-    from app.training.head_results import TRY_SENTENCE, notebook_of
+    from app.training.task_head_results import TRY_SENTENCE, notebook_of
 
     res = {"done": done, "job_id": "j1", "name": "things", "key": "session:things:1", "metrics": events}
     offered = notebook_of({**res, "bundle": done.bundle})(MINILM, Stamp())  # the page's, the try-it box untouched

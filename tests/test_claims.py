@@ -18,8 +18,8 @@ from app.lessons import encoders_decoders as ed
 from app.lessons import tokens_embeddings as te
 from app.lessons import training as tr
 from app.lessons.claims import CLAIMS, COLOUR_SLOTS, percent, say
+from bert.analysis.attention_heads import head_pattern_stats
 from bert.analysis.full import analyze, position_table
-from bert.analysis.heads import head_pattern_stats
 from bert.analysis.mlm import mlm_topk
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -216,7 +216,7 @@ def check_left_only(b, said):
 
 def check_clue_after_the_gap(b, said):
     def first(sentence, pattern="bidirectional"):
-        return mlm_topk(b, sentence, k=1, attention_pattern=pattern).top_tokens[0][0]
+        return mlm_topk(b, sentence, k=1, mask_kind=pattern).top_tokens[0][0]
 
     shows = [first(s) == a != first(s, "causal") for s, a, _ in ed.GAPS]
     assert said.holds == any(shows)
@@ -255,7 +255,7 @@ def check_few_heads(b, said):
 
 
 def check_busy_low(b, said):
-    from bert.analysis.heads import head_patterns_over
+    from bert.analysis.attention_heads import head_patterns_over
 
     labels = head_patterns_over(b).labels
     busy = [int(sum(x not in ("[CLS]", "[SEP]") for x in row)) for row in labels]
@@ -354,7 +354,7 @@ def test_mask_questions_name_the_gap_they_ask_about(bundle):
     text = state.DEFAULT_MLM_TEXT
     assert text.count("[MASK]") == 2
     both = mlm_topk(bundle, text, k=1)
-    left = mlm_topk(bundle, text, k=1, attention_pattern="causal")
+    left = mlm_topk(bundle, text, k=1, mask_kind="causal")
     for gap, place in ((1, "first"), (2, "second")):
         body = q.mask_question(bundle, text, "m", gap)
         assert f"the {place} of its 2 [MASK]s" in body["prompt"] and body["prompt"].count(q.MARK) == 1
@@ -428,7 +428,7 @@ def kind_mask(b):
 def kind_left(b):
     from app.board import questions as q
 
-    p = mlm_topk(b, state.DEFAULT_MLM_TEXT, k=1, attention_pattern="causal")
+    p = mlm_topk(b, state.DEFAULT_MLM_TEXT, k=1, mask_kind="causal")
     for gap in (1, 2):
         assert q.left_question(b, state.DEFAULT_MLM_TEXT, "m", gap)["answer"] == p.top_tokens[gap - 1][0]
 

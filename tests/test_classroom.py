@@ -389,7 +389,7 @@ def test_a_left_to_right_reader_question_is_the_causal_reading_of_the_same_weigh
 
     text = "the cat sat on the [MASK] ."
     b = questions.left_question(tiny, text, "tiny")
-    left = mlm_topk(tiny, text, k=1, attention_pattern="causal").top_tokens[0][0].removeprefix("##")
+    left = mlm_topk(tiny, text, k=1, mask_kind="causal").top_tokens[0][0].removeprefix("##")
     assert b["kind"] == "left" and b["choices"] is None and b["answer"] == left
     assert json.loads(b["figure"])["data"] and len(json.dumps(b).encode()) < cr.BODY_BYTES
     _ask_answer_reveal(cls, b, left, "zzz" if left != "zzz" else "yyy")

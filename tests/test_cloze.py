@@ -34,7 +34,7 @@ def test_scoring_skips_punctuation_pieces_and_specials(monkeypatch):
         "e [MASK] f": ["door", "room", "way", "time", "day", "key"],
     }  # key 6th: a miss
 
-    def fake_topk(bundle, text, k, attention_pattern="bidirectional"):
+    def fake_topk(bundle, text, k, mask_kind="bidirectional"):
         return SimpleNamespace(top_tokens=[tops[text]])
 
     monkeypatch.setattr("bert.analysis.mlm.mlm_topk", fake_topk)
@@ -77,17 +77,17 @@ def test_report_splits_by_clue_side_under_the_pattern_asked_for(monkeypatch):
     ]
     seen = []
 
-    def fake_topk(bundle, text, k, attention_pattern="bidirectional"):
-        seen.append(attention_pattern)
+    def fake_topk(bundle, text, k, mask_kind="bidirectional"):
+        seen.append(mask_kind)
         # reading left only, the right-clue gaps are missed
-        hit = attention_pattern == "bidirectional" or not text.startswith("[MASK]")
+        hit = mask_kind == "bidirectional" or not text.startswith("[MASK]")
         return SimpleNamespace(top_tokens=[[{"a": "x", "[": "y"}.get(text[0], "w") if hit else "q"]])
 
     monkeypatch.setattr("bert.analysis.mlm.mlm_topk", fake_topk)
     bundle = SimpleNamespace(tokenizer=SimpleNamespace())
     both = cloze.evaluate_cloze(bundle, items)
-    left = cloze.evaluate_cloze(bundle, items, attention_pattern="causal")
-    assert seen == ["bidirectional"] * 4 + ["causal"] * 4 and left.attention_pattern == "causal"
+    left = cloze.evaluate_cloze(bundle, items, mask_kind="causal")
+    assert seen == ["bidirectional"] * 4 + ["causal"] * 4 and left.mask_kind == "causal"
     assert both.by_side == {"left": (1.0, 1.0, 1), "right": (0.5, 0.5, 2)}  # "[MASK] c" wants z, gets y
     assert left.by_side == {"left": (1.0, 1.0, 1), "right": (0.0, 0.0, 2)}
     assert (left.n, left.top1) == (4, 0.5)
@@ -97,7 +97,7 @@ def test_cli_prints_both_patterns_and_the_sides(monkeypatch, capsys):
     report = cloze.ClozeReport(n=2, top1=0.5, top5=1.0, by_kind={"fact": (0.5, 1.0, 2)}, by_side={"left": (1, 1, 1)})
     asked = []
     monkeypatch.setattr("bert.checkpoint.load.load", lambda name: name)
-    monkeypatch.setattr(cloze, "evaluate_cloze", lambda b, attention_pattern: asked.append(attention_pattern) or report)
+    monkeypatch.setattr(cloze, "evaluate_cloze", lambda b, mask_kind: asked.append(mask_kind) or report)
     assert cloze.main(["m", "--pattern", "bidirectional", "--pattern", "causal", "--pattern", "3"]) == 0
     out = capsys.readouterr().out
     assert asked == ["bidirectional", "causal", 3]

@@ -153,8 +153,8 @@ def test_the_ablation_head_patterns_and_compare_notebooks_print_the_apps_numbers
     from app.export import analysis_notebooks as anb
     from bert.analysis import full, mlm
     from bert.analysis.ablation import head_importance, head_mask
+    from bert.analysis.attention_heads import head_pattern_stats, label_heads
     from bert.analysis.compare import attentions_of, compare_attention, model_outputs
-    from bert.analysis.heads import head_pattern_stats, label_heads
 
     bundle = bert.load("minilm-l6")
     text, off = "the capital of france is [MASK] .", [(0, 3), (2, 5), (5, 11)]

@@ -311,12 +311,12 @@ def test_what_differs_names_the_tokenizer_and_shared_weights():
     assert "layers' weights: one layer shared vs one set a layer" in line and "embedding size 16 vs 32" in line
 
 
-# --- every member takes an attention pattern (bert/patterns.py) through its heads ---
+# --- every member takes an attention mask (bert/attention_masks.py) through its heads ---
 
 
 @pytest.mark.parametrize("kind", ["distilbert", "electra", "roberta", "albert"])
 def test_every_member_reads_under_an_attention_pattern(kind, tmp_path):
-    """bundle.model(..., attention_pattern=...) reaches the encoder of every member: under "causal"
+    """bundle.model(..., mask_kind=...) reaches the encoder of every member: under "causal"
     each token's output is that of the input cut right after it; a prefix's first k tokens are a
     bidirectional run over those k alone; nothing is read from the padding; k past the end is refused."""
     b = bert.load(family_folder(kind, tmp_path / kind))
@@ -328,17 +328,17 @@ def test_every_member_reads_under_an_attention_pattern(kind, tmp_path):
     padded = (torch.cat([ids, pad], 1), torch.cat([types, torch.zeros_like(pad)], 1))
     mask = torch.cat([torch.ones(1, T), torch.zeros(1, 3)], 1).long()
     with torch.no_grad():
-        causal = b.model(ids, types, attention_pattern="causal")
+        causal = b.model(ids, types, mask_kind="causal")
         both = b.model(ids, types)
         for n in (2, T // 2, T - 1):
-            cut = b.model(ids[:, :n], types[:, :n], attention_pattern="causal")
+            cut = b.model(ids[:, :n], types[:, :n], mask_kind="causal")
             close(cut.bert.last_hidden_state, causal.bert.last_hidden_state[:, :n])
             close(cut.mlm_logits, causal.mlm_logits[:, :n])
         k = 4
-        prefix = b.model(*padded, mask, attention_pattern=k, output_attentions=True)
+        prefix = b.model(*padded, mask, mask_kind=k, output_attentions=True)
         close(prefix.bert.last_hidden_state[:, :k], b.model.bert(ids[:, :k], types[:, :k]).last_hidden_state)
         assert all(a[..., T:].abs().max().item() < 1e-6 for a in prefix.bert.attentions)
-        close(prefix.bert.last_hidden_state[:, :T], b.model(ids, types, attention_pattern=k).bert.last_hidden_state)
+        close(prefix.bert.last_hidden_state[:, :T], b.model(ids, types, mask_kind=k).bert.last_hidden_state)
     assert (causal.mlm_logits - both.mlm_logits).abs().max().item() > 1e-3  # the pattern changed the reading
     with pytest.raises(bert.InputError, match=f"has {T} tokens"):
-        b.model(ids, types, attention_pattern=T + 1)
+        b.model(ids, types, mask_kind=T + 1)

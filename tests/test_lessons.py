@@ -85,11 +85,11 @@ def test_answers_are_computed_from_the_model(bundle):
     from app.lessons.encoders_decoders import gap, likelihood_change
 
     sentence = gap(bundle).sentence
-    left = mlm.mlm_topk(bundle, sentence, k=1, attention_pattern="causal")
+    left = mlm.mlm_topk(bundle, sentence, k=1, mask_kind="causal")
     assert _ask("both", "left", bundle) == left.top_tokens[0][0].removeprefix("##")
     both = mlm.mlm_topk(bundle, sentence, k=1)
     word = both.top_tokens[0][0]
-    every = mlm.mlm_topk(bundle, sentence, k=bundle.config.vocab_size, attention_pattern="causal")
+    every = mlm.mlm_topk(bundle, sentence, k=bundle.config.vocab_size, mask_kind="causal")
     p_left = every.top_probs[0][every.top_tokens[0].index(word)]
     assert _ask("both", "loses", bundle) == likelihood_change(float(both.top_probs[0][0]), float(p_left))
 
@@ -220,11 +220,11 @@ def test_lesson_seven_shows_every_step_with_its_figure_and_checks_answers_on_the
 def test_a_lesson_seven_link_opens_the_attention_page_with_its_reading():
     from streamlit.testing.v1 import AppTest
 
-    from app import attention_patterns as patterns
+    from app import attention_masks as masks
     from app.lessons.encoders_decoders import BOTH
 
     b = bert.load("minilm-l6")
-    for step, read, k in ((1, patterns.LEFT, None), (3, patterns.PREFIX, 7)):
+    for step, read, k in ((1, masks.LEFT, None), (3, masks.PREFIX, 7)):
         link = BOTH.steps[step].link(b)
         at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=180)
         for name, value in link.query.items():

@@ -56,7 +56,7 @@ def test_the_loss_is_the_causal_lm_loss_by_hand():
     batch = next_word_batch(collate(ds.examples(0), pad_id=0))
     assert (batch["attention_mask"] == 0).any()  # the test covers padding
     res = next_word_forward(model, batch)
-    logits = model(batch["input_ids"], attention_pattern="causal").mlm_logits  # (B, T, V)
+    logits = model(batch["input_ids"], mask_kind="causal").mlm_logits  # (B, T, V)
     ids, mask = batch["input_ids"], batch["attention_mask"]
     total, count = 0.0, 0
     for i in range(ids.shape[0]):
@@ -72,8 +72,8 @@ def test_causal_means_the_future_does_not_change_the_prediction():
     model = tiny_pretrain_bundle().model.eval()
     a = torch.tensor([[2, 5, 6, 7, 8]])
     b = torch.tensor([[2, 5, 6, 9, 10]])
-    la = model(a, attention_pattern="causal").mlm_logits[0, :3]
-    lb = model(b, attention_pattern="causal").mlm_logits[0, :3]
+    la = model(a, mask_kind="causal").mlm_logits[0, :3]
+    lb = model(b, mask_kind="causal").mlm_logits[0, :3]
     assert torch.allclose(la, lb, atol=1e-5)
 
 

@@ -12,10 +12,10 @@ from streamlit.testing.v1 import AppTest
 
 import bert
 from bert.analysis import ablation, cloze, explain, mlm
+from bert.attention_masks import BIDIRECTIONAL, CAUSAL, trained_mask_kind
 from bert.checkpoint.load import LEFT_TO_RIGHT_NOTE
 from bert.data.corpus.base import Corpus
 from bert.errors import InputError
-from bert.patterns import BIDIRECTIONAL, CAUSAL, trained_pattern
 from bert.train.events import PretrainDone
 from bert.train.finetune import build_classifier
 from bert.train.pretrain import pretrain
@@ -39,30 +39,30 @@ def next_word(tmp_path_factory):
 
 
 def test_the_pattern_is_saved_with_the_model_and_said_under_it(next_word, tmp_path):
-    assert trained_pattern(next_word.config) == CAUSAL
+    assert trained_mask_kind(next_word.config) == CAUSAL
     assert LEFT_TO_RIGHT_NOTE in next_word.notes and not next_word.nsp_head_trained
     bert.save(next_word, tmp_path / "again")
     assert json.loads((tmp_path / "again" / "config.json").read_text())["is_decoder"] is True
-    assert trained_pattern(bert.load(tmp_path / "again").config) == CAUSAL
+    assert trained_mask_kind(bert.load(tmp_path / "again").config) == CAUSAL
 
 
 def test_bert_s_own_games_leave_it_unmarked(tmp_path):
     b = _pretrained(tmp_path, "mlm+nsp")
-    assert trained_pattern(b.config) == BIDIRECTIONAL
+    assert trained_mask_kind(b.config) == BIDIRECTIONAL
     assert LEFT_TO_RIGHT_NOTE not in b.notes and b.nsp_head_trained
     assert mlm.mlm_topk(b, "the red [MASK] runs .", k=3).top_tokens  # it plays
 
 
 def test_a_classifier_fine_tuned_from_it_reads_both_ways(next_word):
     clf = build_classifier(next_word, ["a", "b"])
-    assert trained_pattern(clf.config) == BIDIRECTIONAL
+    assert trained_mask_kind(clf.config) == BIDIRECTIONAL
 
 
 @pytest.mark.parametrize(
     "view",
     [
         lambda b: mlm.mlm_topk(b, "the red [MASK] runs .", k=3),
-        lambda b: mlm.mlm_topk(b, "the red [MASK] runs .", k=3, attention_pattern=CAUSAL),
+        lambda b: mlm.mlm_topk(b, "the red [MASK] runs .", k=3, mask_kind=CAUSAL),
         lambda b: mlm.nsp_probability(b, "the red cat runs .", "a dog sits ."),
         lambda b: cloze.evaluate_cloze(b, [cloze.ClozeItem("fact", "the red [MASK] runs .", ("cat",), "left")]),
         lambda b: explain.saliency_mlm(b, "the red [MASK] runs ."),

@@ -289,7 +289,7 @@ def test_cls_classifier_runs_last_layer_at_cls_only_and_matches_transformers():
     assert maxdiff(full.logits, a.logits) <= tol(1e-5) and (full.bert.last_hidden_state[:, 1:] != 0).any()
 
 
-# --- attention patterns (bert/patterns.py): a decoder's and a prefix-LM's reading of the same weights ---
+# --- attention masks (bert/attention_masks.py): a decoder's and a prefix-LM's reading of the same weights ---
 
 
 def test_causal_pattern_equals_transformers_decoder_on_the_same_weights():
@@ -300,12 +300,12 @@ def test_causal_pattern_equals_transformers_decoder_on_the_same_weights():
     assert not decoder.load_state_dict(theirs.bert.state_dict()).missing_keys
     ids, types, mask = inputs(CONFIGS["tiny"])
     with torch.no_grad():
-        a = ours.bert(ids, types, mask, output_attentions=True, output_hidden_states=True, attention_pattern="causal")
+        a = ours.bert(ids, types, mask, output_attentions=True, output_hidden_states=True, mask_kind="causal")
         b = decoder(
             input_ids=ids, token_type_ids=types, attention_mask=mask, output_attentions=True, output_hidden_states=True
         )
         encoder = ours.bert(ids, types, mask, output_hidden_states=True)
-        fast = ours.bert(ids, types, mask, attention_pattern="causal")  # SDPA with the pattern's mask
+        fast = ours.bert(ids, types, mask, mask_kind="causal")  # SDPA with the pattern's mask
     real = mask.bool()
     for x, y in zip(a.hidden_states, b.hidden_states, strict=True):
         assert maxdiff(x[real], y[real]) <= TOL
@@ -324,7 +324,7 @@ def test_prefix_pattern_by_construction():
     ids, types, _ = inputs(CONFIGS["tiny"], B=1, T=11, pad=False)
     T, k = 11, 4
     with torch.no_grad():
-        run = lambda n, p, **kw: ours.bert(ids[:, :n], types[:, :n], attention_pattern=p, **kw)  # noqa: E731
+        run = lambda n, p, **kw: ours.bert(ids[:, :n], types[:, :n], mask_kind=p, **kw)  # noqa: E731
         full = run(T, k, output_attentions=True)
         i, j = torch.meshgrid(torch.arange(T), torch.arange(T), indexing="ij")
         hidden = (j > i) & ~((i < k) & (j < k))  # (T, T): later keys, outside the prefix block
@@ -356,13 +356,13 @@ def test_patterns_compose_with_padding_rows_and_head_mask():
     rows[1, 3] = True
     for pattern in ("causal", 3):
         with torch.no_grad():
-            full = ours.bert(ids, types, mask, attention_pattern=pattern, output_attentions=True)
-            pruned = ours.bert(ids, types, mask, attention_pattern=pattern, rows=rows)
+            full = ours.bert(ids, types, mask, mask_kind=pattern, output_attentions=True)
+            pruned = ours.bert(ids, types, mask, mask_kind=pattern, rows=rows)
             for b in range(2):  # padding never read; one row alone equals its batch row
                 n = int(mask[b].sum())
-                alone = ours.bert(ids[b : b + 1, :n], types[b : b + 1, :n], attention_pattern=pattern)
+                alone = ours.bert(ids[b : b + 1, :n], types[b : b + 1, :n], mask_kind=pattern)
                 assert maxdiff(alone.last_hidden_state[0], full.last_hidden_state[b, :n]) <= tol(1e-5)
-            off = ours.bert(ids, types, mask, attention_pattern=pattern, head_mask=hm, output_attentions=True)
+            off = ours.bert(ids, types, mask, mask_kind=pattern, head_mask=hm, output_attentions=True)
         want = rows.clone()
         want[:, 0] = True
         assert maxdiff(pruned.last_hidden_state[want], full.last_hidden_state[want]) <= tol(1e-5)
@@ -374,8 +374,8 @@ def test_bad_patterns_are_input_errors_naming_the_length():
     ours, _ = make_pair("tiny")
     ids, types, _ = inputs(CONFIGS["tiny"], B=1, T=6, pad=False)
     with pytest.raises(bert.InputError, match="has 6 tokens"):
-        ours(ids, types, attention_pattern=7)
+        ours(ids, types, mask_kind=7)
     for bad in (-1, "left", True, 2.5):
         with pytest.raises(bert.InputError):
-            ours(ids, types, attention_pattern=bad)
-    assert ours(ids, types, attention_pattern=6).mlm_logits.shape[1] == 6  # the whole input is a prefix
+            ours(ids, types, mask_kind=bad)
+    assert ours(ids, types, mask_kind=6).mlm_logits.shape[1] == 6  # the whole input is a prefix

@@ -170,14 +170,14 @@ def _pretrain_events(tmp_path, objective: str):
 
 def _head_events(tmp_path, head: str):
     from bert.data.tagged import TaggedData
-    from bert.train.head_args import HeadArgs
-    from bert.train.head_train import train_head
     from bert.train.tagger_task import TaggerTask
+    from bert.train.task_head_args import TaskHeadArgs
+    from bert.train.task_head_train import train_task_head
 
     sentences = [["good", "film"], ["bad", "plot"], ["the", "actor"], ["a", "story"]] * 8
     data = TaggedData(sentences, [[0, 1]] * len(sentences), ["O", "B-THING"], source="synthetic")
-    args = HeadArgs(threads=1, batch_size=8, epochs=1, evals=1, max_length=16, max_valid=8, precision="bf16")
-    return list(train_head(helpers.tiny_bundle(), TaggerTask(data, data, args), args))
+    args = TaskHeadArgs(threads=1, batch_size=8, epochs=1, evals=1, max_length=16, max_valid=8, precision="bf16")
+    return list(train_task_head(helpers.tiny_bundle(), TaggerTask(data, data, args), args))
 
 
 def _seq2seq_events(tmp_path, task: str):

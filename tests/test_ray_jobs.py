@@ -18,8 +18,8 @@ import pytest
 
 from app.jobs.backend import JobBackend, JobHandle
 from app.jobs.budget import LimitError
-from app.jobs.head_job import head_spec
 from app.jobs.spec import FINETUNE, finetune_spec, pretrain_spec
+from app.jobs.task_head_job import task_head_spec
 from app.jobs.worker import run_job
 from app.model_sources import load_model
 from bert.checkpoint import load as checkpoint
@@ -28,8 +28,8 @@ from bert.data.labelled import stratified_split
 from bert.data.qa_demo import qa_demo
 from bert.data.tagged import read_tagged
 from bert.train.attention_snapshots import AttentionSnapshots
-from bert.train.head_args import HeadArgs, for_head
 from bert.train.pretrain import PretrainArgs
+from bert.train.task_head_args import TaskHeadArgs, for_task_head
 from tests.helpers import fast_args, tiny_bundle, tiny_data
 
 pytestmark = pytest.mark.slow
@@ -128,7 +128,7 @@ def test_the_next_word_game_and_a_decoder_run_on_the_workers(backend):
     code as an encoder-decoder that decodes (its events read back as that trainer's)."""
     from app.jobs.seq2seq_job import seq2seq_spec
     from bert.analysis.generate import continue_text
-    from bert.patterns import CAUSAL, trained_pattern
+    from bert.attention_masks import CAUSAL, trained_mask_kind
     from bert.train.seq2seq import Seq2SeqArgs, Seq2SeqDone, Seq2SeqEval
 
     nw = dict(objective="next-word", steps=30, eval_every=15, save_every=1000)
@@ -140,7 +140,7 @@ def test_the_next_word_game_and_a_decoder_run_on_the_workers(backend):
     assert finals(job.metrics) == pytest.approx(finals(local), rel=1e-4)
     assert [e for e in job.metrics if e.event == "start"][0].objective == "next-word"
     model = job.result.loaded()
-    assert trained_pattern(model.config) == CAUSAL
+    assert trained_mask_kind(model.config) == CAUSAL
     assert len(continue_text(model, "the cat", n=4).steps) >= 1
 
     args = Seq2SeqArgs(steps=30, eval_every=15, train_pairs=200, valid_pairs=20, threads=1)
@@ -196,7 +196,7 @@ def test_stop_keeps_and_saves_the_model(backend, monkeypatch):
 SECOND_REPLICA = """
 import json, sys
 from app.jobs.budget import LimitError
-from app.jobs.head_job import head_spec
+from app.jobs.task_head_job import task_head_spec
 from app.jobs.spec import FINETUNE
 from app.jobs import ray_backend
 from app.jobs.spec import JobSpec
@@ -303,13 +303,13 @@ def test_a_per_token_head_job_runs_on_a_worker_as_it_does_here(backend):
     """A tagger's job (kind HEAD) on an uploaded CoNLL file: its spec travels to a worker, its events
     come back read as the head trainer's, the same as in this process, and the run is kept by code."""
     data = read_tagged(b"".join(f"the O\n{w} B-THING\nwas O\n\n".encode() for w in ("film", "plot") * 8))
-    args = HeadArgs(threads=1, lr=2e-3, epochs=2, evals=1, max_length=16, freeze_embeddings=False)
-    local = list(run_job(head_spec("", BASE, args, data), threading.Event(), load_base=load_model))
-    job, new = backend.submit_spec("owner-h", head_spec("RAYHD1", BASE, args, data, student="browser:h"))
+    args = TaskHeadArgs(threads=1, lr=2e-3, epochs=2, evals=1, max_length=16, freeze_embeddings=False)
+    local = list(run_job(task_head_spec("", BASE, args, data), threading.Event(), load_base=load_model))
+    job, new = backend.submit_spec("owner-h", task_head_spec("RAYHD1", BASE, args, data, student="browser:h"))
     assert new and backend.wait(job, 120), job.status
     assert job.status == "done", job.error
     assert [e.event for e in job.metrics if e.event != "saved"] == [e.event for e in local]
-    assert job.metrics[-2].scores == pytest.approx(local[-1].scores)  # the HeadDone, before "saved"
+    assert job.metrics[-2].scores == pytest.approx(local[-1].scores)  # the TaskHeadDone, before "saved"
     assert job.result is not None and job.result.is_tagger
 
 
@@ -320,14 +320,14 @@ def test_a_reader_job_runs_on_a_worker_as_it_does_here(backend):
     from app.jobs import saved_runs
 
     data = qa_demo(passages=4)
-    args = for_head("reader", threads=1, epochs=1, evals=1, max_length=48, stride=8, max_valid=3)
-    local = list(run_job(head_spec("", BASE, args, data), threading.Event(), load_base=load_model))
-    job, new = backend.submit_spec("owner-r", head_spec("RAYRD1", BASE, args, data, student="browser:r"))
+    args = for_task_head("reader", threads=1, epochs=1, evals=1, max_length=48, stride=8, max_valid=3)
+    local = list(run_job(task_head_spec("", BASE, args, data), threading.Event(), load_base=load_model))
+    job, new = backend.submit_spec("owner-r", task_head_spec("RAYRD1", BASE, args, data, student="browser:r"))
     assert new and backend.wait(job, 120), job.status
     assert job.status == "done", job.error
     assert [e.event for e in job.metrics if e.event != "saved"] == [e.event for e in local]
     assert set(local[-1].scores) == {"exact_match", "f1"}
-    assert job.metrics[-2].scores == pytest.approx(local[-1].scores)  # the HeadDone, before "saved"
+    assert job.metrics[-2].scores == pytest.approx(local[-1].scores)  # the TaskHeadDone, before "saved"
     assert job.result is not None and job.result.is_reader
     assert saved_runs.is_saved("RAYRD1")
 

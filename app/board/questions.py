@@ -37,7 +37,7 @@ from bert.analysis.compare import attentions_of
 from bert.analysis.paradigms import PARADIGMS
 from bert.analysis.patching import Pair, activation_patching
 from bert.analysis.scoring import score_pairs
-from bert.patterns import CAUSAL
+from bert.attention_masks import CAUSAL
 
 from ..figures import seq2seq as s2s_figures
 from ..figures.causes import pair_word_scores
@@ -146,7 +146,7 @@ def left_question(bundle, text: str, model: str, gap: int = 1) -> dict:
     need_mlm(bundle, "a left-to-right question")
     which, shown = asked_gap(text, gap)
     both = mlm.mlm_topk(bundle, text, k=5)
-    left = mlm.mlm_topk(bundle, text, k=5, attention_pattern=CAUSAL)
+    left = mlm.mlm_topk(bundle, text, k=5, mask_kind=CAUSAL)
     g = _gap_index(both, gap)
     top, also = bare_word(left.top_tokens[g][0]), bare_word(both.top_tokens[g][0])
     return _body(

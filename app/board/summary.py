@@ -13,7 +13,7 @@ import time
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
-from bert.train.events import FinetuneEval, FinetuneStep, HeadEval, HeadStep, of_type
+from bert.train.events import FinetuneEval, FinetuneStep, TaskHeadEval, TaskHeadStep, of_type
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -21,14 +21,14 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from bert.train.finetune_args import FinetuneArgs
-    from bert.train.head_args import HeadArgs
+    from bert.train.task_head_args import TaskHeadArgs
 
 from ..ui.formatting import finite_float
 
 MAX_POINTS = 200  # per curve
 TEXT_CHARS = 80  # of a model or data set name
 
-# per task (bert/heads.py's keys): the labels of its (main, other) score; a post names no task: a classifier's
+# per task (bert/task_heads.py's keys): the labels of its (main, other) score; a post names no task: a classifier's
 TASK_SCORES = {
     "classifier": ("accuracy", None),
     "tagger": ("word accuracy", "entity F1"),
@@ -97,10 +97,12 @@ def _dataset(data) -> str | None:
 def summary_of(res: dict) -> dict:
     """The posted summary of a fine-tuning result dict (app/training), a classifier's or a per-token
     head's: settings, scores and the curves. Nothing from the data but its name."""
-    from bert.train.head_args import HeadArgs  # here, not at import: it imports torch, and Home draws before any
+    from bert.train.task_head_args import (
+        TaskHeadArgs,  # here, not at import: it imports torch, and Home draws before any
+    )
 
     info = res.get("info") or {}
-    args: FinetuneArgs | HeadArgs = info["args"]
+    args: FinetuneArgs | TaskHeadArgs = info["args"]
     metrics = res.get("metrics") or []
     settings = {
         "base_model": info.get("base_name") or args.checkpoint,
@@ -109,9 +111,9 @@ def summary_of(res: dict) -> dict:
         "epochs": args.epochs,
         "max_length": args.max_length,
         "dataset": _dataset(args.data),
-        "train_loss": [(m.step, m.loss) for m in of_type(metrics, (HeadStep, FinetuneStep))],
+        "train_loss": [(m.step, m.loss) for m in of_type(metrics, (TaskHeadStep, FinetuneStep))],
     }
-    if isinstance(args, HeadArgs):
+    if isinstance(args, TaskHeadArgs):
         return clean_summary({**settings, **_head_scores(args.head, res.get("done"), metrics)})
     fin = res.get("done")
     acc = (res.get("report") or {}).get("accuracy", fin.accuracy if fin is not None else None)
@@ -139,7 +141,7 @@ def _head_scores(head: str, done, metrics) -> dict:
         "task": head,
         "accuracy": frac(scores.get(main)),
         "other_score": frac(scores.get(other)),
-        "val_accuracy": [(e.step, frac(e.scores.get(main))) for e in of_type(metrics, HeadEval)],
+        "val_accuracy": [(e.step, frac(e.scores.get(main))) for e in of_type(metrics, TaskHeadEval)],
     }
 
 

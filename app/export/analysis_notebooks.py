@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 
-from bert.analysis.heads import BROAD_ENTROPY, PATTERN_THRESHOLD
+from bert.analysis.attention_heads import BROAD_ENTROPY, PATTERN_THRESHOLD
 
 from .notebook import ModelRef, notebook, notebook_without_model
 from .stamp import Stamp
@@ -36,7 +36,7 @@ def ablation(model: ModelRef, stamp: Stamp, text: str, off, k: int) -> str:
         (
             "code",
             "import pandas as pd\n\n"
-            "from app.figures.heads import class_probs_before_after, importance_heatmap, topk_before_after\n"
+            "from app.figures.attention_heads import class_probs_before_after, importance_heatmap, topk_before_after\n"
             "from bert.analysis.ablation import head_importance, head_mask\n"
             "from bert.analysis.mlm import classifier_probs, mlm_topk\n\n"
             f"text = {text!r}\n"
@@ -95,14 +95,15 @@ def head_patterns(
     averaged over the probe sentences (`probe`), with head (`layer`, `head`) (0-based) picked."""
     if probe:
         measure = (
-            "from bert.analysis.heads import head_patterns_over\n\n"
+            "from bert.analysis.attention_heads import head_patterns_over\n\n"
             "hp = head_patterns_over(bundle)  # averaged over the built-in probe sentences\n"
             "stats, labels = hp.stats, hp.labels\n"
             "hp.sentences"
         )
     else:
         measure = (
-            "from bert.analysis import full\nfrom bert.analysis.heads import head_pattern_stats, label_heads\n\n"
+            "from bert.analysis import full\n"
+            "from bert.analysis.attention_heads import head_pattern_stats, label_heads\n\n"
             f"text_a = {text_a!r}\ntext_b = {(text_b or None)!r}\n"
             "an = full.analyze(bundle, text_a, text_b)\n"
             "stats = head_pattern_stats(an.attentions, an.tokens)  # {pattern: (L, H)}\n"
@@ -114,7 +115,7 @@ def head_patterns(
         ("code", measure),
         (
             "code",
-            "from app.figures.heads import STAT_NAMES, head_stats_bar, pattern_map\n\n"
+            "from app.figures.attention_heads import STAT_NAMES, head_stats_bar, pattern_map\n\n"
             f"layer, head = {int(layer) + 1}, {int(head) + 1}\n"
             "numbers = {'labels': labels.tolist(), **{name: stats[name].tolist() for name in STAT_NAMES}}\n"
             "print(f'Layer {layer}, head {head}: {labels[layer - 1, head - 1]}')\n"
@@ -122,7 +123,7 @@ def head_patterns(
         ),
         (
             "code",
-            "import pandas as pd\n\nfrom bert.analysis.heads import LABEL_HELP, LABELS\n\n"
+            "import pandas as pd\n\nfrom bert.analysis.attention_heads import LABEL_HELP, LABELS\n\n"
             "pd.DataFrame({'pattern': list(LABELS), 'heads': [int((labels == lab).sum()) for lab in LABELS],\n"
             "              'what the head does': [LABEL_HELP[lab] for lab in LABELS]})",
         ),

@@ -15,8 +15,8 @@ import textwrap
 import numpy as np
 import plotly.graph_objects as go
 
+from .attention_heads import head_axes
 from .core import diverging, esc, fitted, probability_bars, safe_labels
-from .heads import head_axes
 
 # Okabe & Ito's palette: senses a reader with red-green colour blindness tells apart too
 SENSE_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#000000")

@@ -21,7 +21,7 @@ from plotly.subplots import make_subplots
 from .model_diagram import model_diagram as model_diagram  # re-exported: the Home page finds it here
 
 ATTN_SCALE = "Blues"
-HIDDEN_COLOUR = "#bdbdbd"  # cells an attention pattern hides: grey, never a weight's colour (white is 0)
+HIDDEN_COLOUR = "#bdbdbd"  # cells an attention mask hides: grey, never a weight's colour (white is 0)
 DIVERGING = "RdBu_r"
 _ZW = "\u200b"
 PART_NAMES = {
@@ -148,7 +148,7 @@ def attention_heatmap(
 ) -> go.Figure:
     """One head's attention: rows are the tokens that look (queries), columns what they look at
     (keys); each row sums to 1. att: (Tq, Tk). hidden: (Tq, Tk) bool, the cells an attention
-    pattern hides: NaN in the data (no hover), drawn in HIDDEN_COLOUR behind the map, so a
+    mask hides: NaN in the data (no hover), drawn in HIDDEN_COLOUR behind the map, so a
     hidden cell never looks like a cell read with weight 0."""
     att = np.asarray(att, dtype=np.float32)
     if hidden is not None:
@@ -245,7 +245,7 @@ def attention_grid(
     tokens=None,
 ) -> go.Figure:
     """All heads as thumbnails: one row per layer, one column per head. atts: (L, H, T, T).
-    hidden: (T, T) bool, the cells an attention pattern hides, drawn grey in every tile (a block
+    hidden: (T, T) bool, the cells an attention mask hides, drawn grey in every tile (a block
     of a long input is grey when all of its cells are hidden). Its text alternative and table
     (layout.meta, `head_summary`) name each head's strongest cell, by `tokens` when given.
 
@@ -282,11 +282,11 @@ def attention_grid(
         fig.add_trace(
             go.Heatmap(
                 z=veil,
-                name="hidden by the pattern",
+                name="hidden by the mask",
                 colorscale=[[0, HIDDEN_COLOUR], [1, HIDDEN_COLOUR]],
                 showscale=False,
                 hoverongaps=False,
-                hovertemplate="hidden by the pattern<extra></extra>",
+                hovertemplate="hidden by the mask<extra></extra>",
             )
         )
     fig.layout.meta = head_summary(atts, hidden, tokens)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from bert.train.events import HeadEval, HeadStep, of_type
+from bert.train.events import TaskHeadEval, TaskHeadStep, of_type
 
 from ..ui.formatting import finite_float
 from .core import fitted, safe_labels
@@ -22,17 +22,17 @@ def _line(fig: go.Figure, x, y, name: str, col: int, **style) -> None:
 
 
 @fitted
-def head_curves(metrics, total_steps: int | None = None, height: int = 340) -> go.Figure:
+def task_head_curves(metrics, total_steps: int | None = None, height: int = 340) -> go.Figure:
     """Left: the training loss (faint) and its moving average, with the validation loss at each
     evaluation. Right: the task's scores at each evaluation (as fractions; a reader's EM and F1
     are in percent and drawn so)."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("loss", "validation scores"), horizontal_spacing=0.1)
-    train = [m for m in of_type(metrics, HeadStep) if finite_float(m.loss) is not None]
+    train = [m for m in of_type(metrics, TaskHeadStep) if finite_float(m.loss) is not None]
     if train:
         x, y, s = thin([m.step for m in train], [m.loss for m in train], list(ema([m.loss for m in train])))
         _line(fig, x, y, "loss per step", 1, line=dict(color=TRAIN_COLOUR, width=1), opacity=0.3)
         _line(fig, x, s, "smoothed loss", 1, line=dict(color=TRAIN_COLOUR, width=2.5))
-    evals = of_type(metrics, HeadEval)
+    evals = of_type(metrics, TaskHeadEval)
     if evals:
         steps = [e.step for e in evals]
         _line(fig, steps, [finite_float(e.val_loss) for e in evals], "validation loss", 1, mode="lines+markers",

@@ -12,14 +12,14 @@ from bert import DataError
 from bert.train import events as ev
 from bert.train.events import last as last_event
 from bert.train.finetune_args import FinetuneArgs
-from bert.train.head_args import HeadArgs
 from bert.train.next_word import NEXT_WORD
 from bert.train.pretrain import PretrainArgs
 from bert.train.seq2seq import Seq2SeqArgs
 from bert.train.seq2seq import event_from_dict as seq2seq_event
+from bert.train.task_head_args import TaskHeadArgs
 
 from .dictionary_events import event_from_dict as dictionary_event
-from .spec import DICTIONARY, HEAD, PRETRAIN, SEQ2SEQ, known_fields, trainer_of
+from .spec import DICTIONARY, PRETRAIN, SEQ2SEQ, TASK_HEAD, known_fields, trainer_of
 
 
 class Report(ev.Event, event="report"):
@@ -89,9 +89,9 @@ def read_event(d: dict, kind: str) -> ev.Event:
     return ev.from_dict(d, trainer_of(kind))
 
 
-def _settings(kind: str, d: dict) -> FinetuneArgs | PretrainArgs | Seq2SeqArgs | HeadArgs:
+def _settings(kind: str, d: dict) -> FinetuneArgs | PretrainArgs | Seq2SeqArgs | TaskHeadArgs:
     """A run's settings from run.json (settings it does not know are left out)."""
-    cls = {PRETRAIN: PretrainArgs, SEQ2SEQ: Seq2SeqArgs, HEAD: HeadArgs}.get(kind, FinetuneArgs)
+    cls = {PRETRAIN: PretrainArgs, SEQ2SEQ: Seq2SeqArgs, TASK_HEAD: TaskHeadArgs}.get(kind, FinetuneArgs)
     required = {PretrainArgs: {"out": ""}, FinetuneArgs: {"data": ""}}.get(cls, {})
     return known_fields(cls, {**required, **d})
 
@@ -125,7 +125,7 @@ def _game(args: PretrainArgs) -> str:
     """How the card names the objective: nothing for BERT's own two games."""
     if args.objective == NEXT_WORD:
         return (
-            " to predict the next word (left to right: the causal attention pattern, no next-sentence game;"
+            " to predict the next word (left to right: the causal attention mask, no next-sentence game;"
             " read it causally, as the Pre-training page's continue box does)"
         )
     return ""

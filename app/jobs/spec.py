@@ -19,20 +19,20 @@ from bert.train.pretrain import PretrainArgs
 
 FINETUNE, PRETRAIN = "finetune", "pretrain"  # the kinds of job
 SEQ2SEQ = "seq2seq"  # an encoder-decoder on pairs (app/jobs/seq2seq_job.py)
-HEAD = "head"  # a per-token head: a tagger or a reader (app/jobs/head_job.py)
+TASK_HEAD = "head"  # a per-token head: a tagger or a reader (app/jobs/task_head_job.py)
 DICTIONARY = "dictionary"  # a dictionary of features and its control (app/jobs/dictionary_job.py)
 KINDS = {
     FINETUNE: "fine-tuning",
     PRETRAIN: "pre-training",
     SEQ2SEQ: "decoder training",
-    HEAD: "fine-tuning",
+    TASK_HEAD: "fine-tuning",
     DICTIONARY: "dictionary training",
 }
 
 
 def trainer_of(kind: str) -> str:
     """The trainer whose events a job of `kind` reports (bert.train.events.from_dict's name)."""
-    return {PRETRAIN: ev.PRETRAIN, HEAD: ev.HEAD}.get(kind, ev.FINETUNE)
+    return {PRETRAIN: ev.PRETRAIN, TASK_HEAD: ev.TASK_HEAD}.get(kind, ev.FINETUNE)
 
 
 def one_job_message(kind: str, status: str, where: str = "") -> str:

@@ -56,10 +56,10 @@ from ..server.memory import release_memory
 from . import budget, saved_runs
 from .budget import LimitError
 from .dictionary_job import dictionary_events
-from .head_job import head_events
 from .records import Report, Saved, SaveFailed, pretrain_card, run_record, stored_record
 from .seq2seq_job import seq2seq_events
-from .spec import DICTIONARY, FINETUNE, HEAD, SEQ2SEQ, JobSpec
+from .spec import DICTIONARY, FINETUNE, SEQ2SEQ, TASK_HEAD, JobSpec
+from .task_head_job import task_head_events
 
 log = logging.getLogger("bert_explorer")
 
@@ -274,8 +274,8 @@ def run_job(
     events, bundle = [], None
     if spec.kind == FINETUNE:
         trained = _finetune_events(spec, stop, base if base is not None else base_model(spec.base, load_base), recorder)
-    elif spec.kind == HEAD:
-        trained = head_events(spec, stop, base, lambda source: base_model(source, load_base), job_threads())
+    elif spec.kind == TASK_HEAD:
+        trained = task_head_events(spec, stop, base, lambda source: base_model(source, load_base), job_threads())
     elif spec.kind == SEQ2SEQ:
         trained = seq2seq_events(spec, stop, base, lambda source: base_model(source, load_base), job_threads())
     elif spec.kind == DICTIONARY:  # saves its own result (dictionaries, not a model): its last event

@@ -7,9 +7,9 @@ import weakref
 
 import numpy as np
 
+from bert.analysis.attention_heads import head_pattern_stats
 from bert.analysis.common import bare_word
 from bert.analysis.full import analyze
-from bert.analysis.heads import head_pattern_stats
 
 from ..figures import core
 from .claims import Said, claim, percent
@@ -213,7 +213,7 @@ _CLOZE_TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model 
 
 
 def reading_left_only(bundle):
-    """The everyday cloze set read both ways and left only (bert/patterns.py) on this model, by
+    """The everyday cloze set read both ways and left only (bert/attention_masks.py) on this model, by
     where each gap's clue stands: a table; None for a model without an MLM head. Kept per model
     while it lives: the step's table and its claim read the same runs."""
     if not bundle.has_mlm:
@@ -229,8 +229,8 @@ def _cloze_table(bundle):
     from bert.analysis.cloze import evaluate_cloze
 
     rows = []
-    for pattern, name in (("bidirectional", "both ways"), ("causal", "left only")):
-        r = evaluate_cloze(bundle, attention_pattern=pattern)
+    for mask_kind, name in (("bidirectional", "both ways"), ("causal", "left only")):
+        r = evaluate_cloze(bundle, mask_kind=mask_kind)
         for side, (t1, t5, n) in sorted(r.by_side.items()):
             rows.append({"reads": name, "clue": f"{side} of the gap", "gaps": n, "top-1": t1, "top-5": t5})
         rows.append({"reads": name, "clue": "all", "gaps": r.n, "top-1": r.top1, "top-5": r.top5})

@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 from bert.analysis import mlm
 from bert.analysis.common import bare_word, need_mlm
 from bert.analysis.full import analyze
-from bert.patterns import BIDIRECTIONAL, CAUSAL, allowed
+from bert.attention_masks import BIDIRECTIONAL, CAUSAL, allowed
 from bert.seq2seq.tasks import SAMPLE_SOURCE
 from bert.train.seq2seq import held_out_source
 
@@ -39,8 +39,8 @@ FACTOR = 2  # two probabilities within a factor of 2 are "about as likely": a sm
 WRITING = 3  # the encoder-decoder step's question: the word being written (1-based)
 
 
-def _analysis(bundle, pattern=BIDIRECTIONAL):
-    return analyze(bundle, SENTENCE, None, pattern)
+def _analysis(bundle, mask_kind=BIDIRECTIONAL):
+    return analyze(bundle, SENTENCE, None, mask_kind)
 
 
 def right_reader(bundle) -> tuple[int, int, float]:
@@ -64,10 +64,10 @@ def prefix_length(bundle) -> int:
     return 1 + sum(1 for (s, e), w in zip(an.offsets, an.word_ids) if w is not None and e <= at)
 
 
-def _map(bundle, pattern, title: str):
+def _map(bundle, mask_kind, title: str):
     lay, h, _ = right_reader(bundle)
-    an = _analysis(bundle, pattern)
-    see = allowed(pattern, an.n_tokens)
+    an = _analysis(bundle, mask_kind)
+    see = allowed(mask_kind, an.n_tokens)
     hidden = None if see is None else ~see.numpy()
     return core.attention_heatmap(
         an.attentions[lay, h], an.tokens, title=f"{title}: layer {lay + 1}, head {h + 1}", hidden=hidden
@@ -106,7 +106,7 @@ class Gap:
 
 
 def _readings(bundle, sentence: str) -> tuple[mlm.MLMPredictions, mlm.MLMPredictions]:
-    return mlm.mlm_topk(bundle, sentence, k=TOP), mlm.mlm_topk(bundle, sentence, k=TOP, attention_pattern=CAUSAL)
+    return mlm.mlm_topk(bundle, sentence, k=TOP), mlm.mlm_topk(bundle, sentence, k=TOP, mask_kind=CAUSAL)
 
 
 def gap(bundle, candidates=GAPS) -> Gap:
@@ -125,10 +125,10 @@ def guesses(bundle) -> tuple[mlm.MLMPredictions, mlm.MLMPredictions]:
     return _readings(bundle, gap(bundle).sentence)
 
 
-def rank_of(bundle, sentence: str, word: str, pattern=BIDIRECTIONAL, gap: int = 0) -> tuple[int | None, float]:
+def rank_of(bundle, sentence: str, word: str, mask_kind=BIDIRECTIONAL, gap: int = 0) -> tuple[int | None, float]:
     """(1-based rank, probability) of `word` (a token, or a word as bare_word gives it) at [MASK]
     number `gap` (0-based) of `sentence`; (None, 0.0) for a word the vocabulary does not hold as one token."""
-    every = mlm.mlm_topk(bundle, sentence, k=bundle.config.vocab_size, attention_pattern=pattern)
+    every = mlm.mlm_topk(bundle, sentence, k=bundle.config.vocab_size, mask_kind=mask_kind)
     words = every.top_tokens[gap]
     i = next((j for j, w in enumerate(words) if w == word), None)  # as spelled, else as a word (RoBERTa's "Ġdog")
     if i is None:

@@ -13,11 +13,11 @@ from ..board.service import JOINED, board_store, enabled
 from ..board.store import NICK_CHARS, BoardError, BoardUnavailable
 from ..board.summary import summary_of
 from ..jobs.records import run_record
-from ..jobs.spec import FINETUNE, HEAD
+from ..jobs.spec import FINETUNE, TASK_HEAD
 from ..students import identity, real_name, student_key
 from ..ui.formatting import md_escape
 from .follow import current_job
-from .progress import finetune_progress, head_progress
+from .progress import finetune_progress, task_head_progress
 
 ICON_ERR = ":material/error:"
 POST_NICK = "ft_board_nick"
@@ -95,7 +95,7 @@ def push_live(job, force: bool = False) -> None:
     if job.active and not force and now - share["at"] < WRITE_EVERY_S:
         return
     res = run_record(job.kind, job.metrics, job.info, job.status, job.error, job.stop_reason)
-    frac, line = (head_progress if job.kind == HEAD else finetune_progress)(job.metrics)
+    frac, line = (task_head_progress if job.kind == TASK_HEAD else finetune_progress)(job.metrics)
     try:
         kept = board_store().update_live(
             share["code"],
@@ -118,7 +118,7 @@ def push_live(job, force: bool = False) -> None:
 def push_ended() -> None:
     """Before the page collects a finished job: its last state on the board, if shown live (the
     live panel may not have polled since it ended). A per-token head's job only when one is shown live."""
-    for kind in (FINETUNE, HEAD) if st.session_state.get(LIVE) else (FINETUNE,):
+    for kind in (FINETUNE, TASK_HEAD) if st.session_state.get(LIVE) else (FINETUNE,):
         job = current_job(kind)
         if job is not None and not job.active:
             job.drain()

@@ -17,7 +17,7 @@ import streamlit as st
 
 import bert
 from bert import DataError
-from bert.heads import HEADS
+from bert.task_heads import TASK_HEADS
 from bert.train.events import last as last_event
 
 from .. import state
@@ -25,7 +25,7 @@ from ..jobs import saved_runs
 from ..jobs.backend import JobBackend, job_backend
 from ..jobs.records import Saved, SaveFailed, loaded_record, run_record
 from ..jobs.run_models import SavedBundle
-from ..jobs.spec import DICTIONARY, FINETUNE, HEAD, PRETRAIN, SEQ2SEQ
+from ..jobs.spec import DICTIONARY, FINETUNE, PRETRAIN, SEQ2SEQ, TASK_HEAD
 from ..jobs.worker import stop_message
 from ..students import student_key
 from . import session as ts
@@ -34,15 +34,15 @@ from .names import unique_model_name
 from .run_size import record_speed, speed_key
 
 MAX_MODELS = ts.MAX_MODELS
-TRAINED = (FINETUNE, PRETRAIN, HEAD)  # the kinds of job whose results a session keeps
+TRAINED = (FINETUNE, PRETRAIN, TASK_HEAD)  # the kinds of job whose results a session keeps
 
 
 def results_key(kind: str) -> str:
-    return {FINETUNE: ts.FT_RESULTS, HEAD: ts.HD_RESULTS}.get(kind, ts.PT_RESULTS)
+    return {FINETUNE: ts.FT_RESULTS, TASK_HEAD: ts.HD_RESULTS}.get(kind, ts.PT_RESULTS)
 
 
 def notice_key(kind: str) -> str:
-    return {FINETUNE: ts.FT_NOTICE, HEAD: ts.HD_NOTICE, DICTIONARY: ts.DC_NOTICE}.get(kind, ts.PT_NOTICE)
+    return {FINETUNE: ts.FT_NOTICE, TASK_HEAD: ts.HD_NOTICE, DICTIONARY: ts.DC_NOTICE}.get(kind, ts.PT_NOTICE)
 
 
 def collect(kind: str, jm: JobBackend | None = None) -> dict | None:
@@ -161,8 +161,8 @@ def reopen_callback(kind: str, widget_key: str, select_key: str) -> None:
 
 def _where(res: dict) -> str:
     """Where a reopened run of another page (or task shape) is shown."""
-    if res["kind"] == HEAD:
-        task = HEADS[res["info"]["args"].head].task
+    if res["kind"] == TASK_HEAD:
+        task = TASK_HEADS[res["info"]["args"].head].task
         return f"is shown on the Fine-tuning page under “{task}”, and is in the sidebar's model list"
     other = "Pre-training" if res["kind"] == PRETRAIN else "Fine-tuning"
     return f"is a {other.lower()} run: it is on the {other} page, and in the sidebar's model list"

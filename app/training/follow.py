@@ -14,7 +14,7 @@ from bert import BertExplorerError
 
 from .. import students
 from ..jobs.backend import JobBackend, JobHandle, job_backend
-from ..jobs.spec import DICTIONARY, FINETUNE, HEAD
+from ..jobs.spec import DICTIONARY, FINETUNE, TASK_HEAD
 from . import session as ts
 
 log = logging.getLogger("bert_explorer")
@@ -37,7 +37,7 @@ def current_session_id() -> str | None:
 
 def job_key(kind: str) -> str:
     """The session-state key of the job of `kind` this session follows."""
-    return {FINETUNE: ts.FT_JOB, HEAD: ts.HD_JOB, DICTIONARY: ts.DC_JOB}.get(kind, ts.PT_JOB)
+    return {FINETUNE: ts.FT_JOB, TASK_HEAD: ts.HD_JOB, DICTIONARY: ts.DC_JOB}.get(kind, ts.PT_JOB)
 
 
 def current_job(kind: str, jm: JobBackend | None = None) -> JobHandle | None:

@@ -19,7 +19,7 @@ from bert.family import member
 
 from .. import state
 from ..jobs.backend import JobBackend, JobHandle
-from ..jobs.spec import FINETUNE, HEAD
+from ..jobs.spec import FINETUNE, TASK_HEAD
 from ..jobs.worker import job_threads
 from ..ui import show_figure
 from ..ui.errors import show_errors
@@ -188,7 +188,7 @@ def keep_it(page: TrainPage, res: dict) -> None:
     )
     with st.expander("Model card"):
         st.code(b.card, language=None, wrap_lines=True)
-    if page.kind in (FINETUNE, HEAD):  # a text classifier or a per-token head: the class board takes either
+    if page.kind in (FINETUNE, TASK_HEAD):  # a text classifier or a per-token head: the class board takes either
         board_buttons.board_post(res)
 
 

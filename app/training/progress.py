@@ -10,12 +10,12 @@ from bert.train.events import (
     FinetuneDone,
     FinetuneStart,
     FinetuneStep,
-    HeadDone,
-    HeadStart,
-    HeadStep,
     PretrainEval,
     PretrainStart,
     PretrainStep,
+    TaskHeadDone,
+    TaskHeadStart,
+    TaskHeadStep,
 )
 from bert.train.events import last as last_event  # the latest event of a class (the pages' name for it)
 
@@ -55,9 +55,13 @@ def finetune_progress(metrics) -> tuple[float, str]:
     )
 
 
-def head_progress(metrics) -> tuple[float, str]:
+def task_head_progress(metrics) -> tuple[float, str]:
     """(fraction done, one line) of a per-token head's run for the progress bar."""
-    start, step, done = last_event(metrics, HeadStart), last_event(metrics, HeadStep), last_event(metrics, HeadDone)
+    start, step, done = (
+        last_event(metrics, TaskHeadStart),
+        last_event(metrics, TaskHeadStep),
+        last_event(metrics, TaskHeadDone),
+    )
     if start is None:
         return 0.0, "preparing the data…"
     if done is not None:

@@ -14,23 +14,23 @@ import streamlit as st
 
 import bert
 from bert import settings
+from bert.attention_masks import CAUSAL
 from bert.data.brown_pos import POS_TAGS
 from bert.data.labelled import LabelledData
-from bert.patterns import CAUSAL
 from bert.train.attention_snapshots import AttentionSnapshots
 from bert.train.finetune_args import FinetuneArgs
-from bert.train.head_args import HeadArgs
 from bert.train.next_word import MLM_NSP, NEXT_WORD
 from bert.train.precision import server_precision
 from bert.train.pretrain import PretrainArgs
 from bert.train.reader_task import MAX_WINDOWS, count_windows, too_many_windows
+from bert.train.task_head_args import TaskHeadArgs
 
 from ..jobs import budget, saved_runs
 from ..jobs.backend import JobBackend, JobHandle, job_backend
 from ..jobs.budget import LimitError
 from ..jobs.dictionary_job import DictionaryArgs, check_dictionary, dictionary_spec
-from ..jobs.head_job import head_spec
-from ..jobs.spec import DICTIONARY, FINETUNE, HEAD, PRETRAIN, JobSpec, finetune_spec, pretrain_spec
+from ..jobs.spec import DICTIONARY, FINETUNE, PRETRAIN, TASK_HEAD, JobSpec, finetune_spec, pretrain_spec
+from ..jobs.task_head_job import task_head_spec
 from ..jobs.worker import job_threads
 from ..model_sources import load_model
 from ..server import new_students
@@ -279,17 +279,19 @@ def start_pretrain(
     return _submit(jm, spec, args, name, recorder, corpus=corpus)
 
 
-def head_scores(args: HeadArgs, data) -> int:
+def task_head_scores(args: TaskHeadArgs, data) -> int:
     """Scores per token of the head `args` trains: a reader's 2, a tagger's one per tag of its data."""
     if args.head == "reader":
         return 2
     return len(data.tag_names) if data is not None else len(POS_TAGS)
 
 
-def check_head(base: bert.Bundle, args: HeadArgs, data) -> int:
+def check_head(base: bert.Bundle, args: TaskHeadArgs, data) -> int:
     """The memory estimate of this per-token head's job (MB); LimitError if it is over a cap (a
     reader's upload: also the windows its questions make, as many as the run uses)."""
-    mb = budget.head_mb(base.config, args.batch_size, args.max_length, head_scores(args, data), args.freeze_embeddings)
+    mb = budget.head_mb(
+        base.config, args.batch_size, args.max_length, task_head_scores(args, data), args.freeze_embeddings
+    )
     budget.check_step(args.batch_size, args.max_length, mb, "input")
     if args.head == "reader" and data is not None:
         n = count_windows(base.tokenizer, data, args.max_length, args.stride)
@@ -299,18 +301,20 @@ def check_head(base: bert.Bundle, args: HeadArgs, data) -> int:
     return mb
 
 
-def check_head_settings(base: bert.Bundle, args: HeadArgs, data) -> dict:
-    mb = budget.head_mb(base.config, args.batch_size, args.max_length, head_scores(args, data), args.freeze_embeddings)
+def check_head_settings(base: bert.Bundle, args: TaskHeadArgs, data) -> dict:
+    mb = budget.head_mb(
+        base.config, args.batch_size, args.max_length, task_head_scores(args, data), args.freeze_embeddings
+    )
     return _budget_view(args.batch_size, args.max_length, mb, "input")
 
 
 def start_head(
-    base: bert.Bundle, base_source: str, args: HeadArgs, data, jm: JobBackend | None = None
+    base: bert.Bundle, base_source: str, args: TaskHeadArgs, data, jm: JobBackend | None = None
 ) -> tuple[JobHandle, bool]:
     """Submit (or return the already active) per-token head's job of this session: `data` an upload's
     TaggedData / QAData, None for the built-in data args.data names. LimitError over a cap."""
     jm = jm or job_backend()
-    existing = _active(jm, HEAD)
+    existing = _active(jm, TASK_HEAD)
     if existing is not None:
         return existing, False
     args.threads = args.threads or job_threads()
@@ -319,7 +323,7 @@ def start_head(
     code = saved_runs.new_code()
     title = args.name or f"{base.name}-{args.head}"
     info = {"base_source": base_source, "base_name": base.name, "code": code, "title": title, "head": args.head}
-    spec = head_spec(code, base_source, args, data, student_key(), title, info)
+    spec = task_head_spec(code, base_source, args, data, student_key(), title, info)
     return _submit(jm, spec, args, title, None, base=base)
 
 
@@ -361,7 +365,7 @@ def _active(jm: JobBackend, kind: str) -> JobHandle | None:
 def _submit(
     jm: JobBackend,
     spec: JobSpec,
-    args: FinetuneArgs | PretrainArgs | HeadArgs | DictionaryArgs,
+    args: FinetuneArgs | PretrainArgs | TaskHeadArgs | DictionaryArgs,
     label: str,
     recorder: AttentionSnapshots | None,
     base: bert.Bundle | None = None,

@@ -28,7 +28,7 @@ Everything here is thread-safe and leaves the model untouched: no hooks, no `.tr
 gradients on parameters. Models are expected in eval mode (dropout off), as `bert.load`
 returns them.
 
-Import a computation from its module (`from bert.analysis.heads import label_heads`).
+Import a computation from its module (`from bert.analysis.attention_heads import label_heads`).
 
 Dimension letters: L layers, H heads, T tokens, C hidden size, V vocabulary, N sentences,
 P predicted ([MASK]) positions, K classes, k top predictions.

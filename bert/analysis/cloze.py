@@ -2,14 +2,14 @@
 
     items = load_cloze()                      # assets/eval/everyday_cloze.tsv
     report = evaluate_cloze(bundle, items)    # report.top1, report.top5, report.misses
-    evaluate_cloze(bundle, items, attention_pattern="causal")   # the same weights reading left only
+    evaluate_cloze(bundle, items, mask_kind="causal")   # the same weights reading left only
 
 An item counts at top-k when any accepted answer is among the model's k most probable word
 pieces at the [MASK] (punctuation and special tokens are skipped: a person would not accept them).
 
 Each item may say where its clue stands (a fourth column): "left" when the words before the gap
 are enough to fill it, "right" when the answer needs words after it. A model that reads left
-only (bert/patterns.py "causal") cannot see a right clue, so the report splits by side.
+only (bert/attention_masks.py "causal") cannot see a right clue, so the report splits by side.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..attention_masks import BIDIRECTIONAL, MaskKind
 from ..checkpoint.builtins import ASSETS
 from ..errors import DataError
-from ..patterns import BIDIRECTIONAL, Pattern
 from ..tokenizer.vocab import SPECIAL_TOKENS
 
 CLOZE_PATH = ASSETS / "eval" / "everyday_cloze.tsv"
@@ -40,7 +40,7 @@ class ClozeReport:
     top5: float
     by_kind: dict[str, tuple[float, float, int]]  # kind -> (top-1, top-5, n)
     by_side: dict[str, tuple[float, float, int]] = field(default_factory=dict)  # clue side -> (top-1, top-5, n)
-    attention_pattern: Pattern = BIDIRECTIONAL
+    mask_kind: MaskKind = BIDIRECTIONAL
     predictions: list[list[str]] = field(default_factory=list)  # top-5 words per item
     misses: list[tuple[ClozeItem, list[str]]] = field(default_factory=list)  # not in top-5
 
@@ -80,10 +80,10 @@ def _rates(counts: dict[str, list[int]]) -> dict[str, tuple[float, float, int]]:
 
 
 def evaluate_cloze(
-    bundle, items: list[ClozeItem] | None = None, k: int = 5, attention_pattern: Pattern = BIDIRECTIONAL
+    bundle, items: list[ClozeItem] | None = None, k: int = 5, mask_kind: MaskKind = BIDIRECTIONAL
 ) -> ClozeReport:
     """Top-1 / top-k of a model with an MLM head on the cloze items (one forward pass each),
-    each read under `attention_pattern` (bert/patterns.py), split by kind and by clue side
+    each read under `mask_kind` (bert/attention_masks.py), split by kind and by clue side
     (items without a side are left out of by_side)."""
     import torch
 
@@ -97,7 +97,7 @@ def evaluate_cloze(
     preds, misses = [], []
     with torch.inference_mode():
         for it in items:
-            p = mlm_topk(bundle, it.sentence, k=k + 20, attention_pattern=attention_pattern)
+            p = mlm_topk(bundle, it.sentence, k=k + 20, mask_kind=mask_kind)
             toks = p.top_tokens[0]
             words = [toks[i] for i in words_only(toks, specials)][:k]
             preds.append(words)
@@ -121,13 +121,13 @@ def evaluate_cloze(
         top5=hit5 / n,
         by_kind=_rates(kinds),
         by_side=_rates(sides),
-        attention_pattern=attention_pattern,
+        mask_kind=mask_kind,
         predictions=preds,
         misses=misses,
     )
 
 
-def _pattern_arg(text: str) -> Pattern:
+def _mask_kind_arg(text: str) -> MaskKind:
     """--pattern: a name, or a number (a prefix length)."""
     return int(text) if text.strip().isdigit() else text.strip()
 
@@ -144,15 +144,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--misses", action="store_true", help="list the items not in the top 5")
     ap.add_argument(
         "--pattern",
-        type=_pattern_arg,
+        type=_mask_kind_arg,
         action="append",
-        help="attention pattern: bidirectional (default), causal, or a prefix length k; give it twice to compare",
+        help="attention mask: bidirectional (default), causal, or a prefix length k; give it twice to compare",
     )
     args = ap.parse_args(argv)
     bundle = load(args.model)
-    for pattern in args.pattern or [BIDIRECTIONAL]:
-        r = evaluate_cloze(bundle, attention_pattern=pattern)
-        print(f"{args.model} ({pattern}): everyday cloze top-1 {r.top1:.3f}, top-5 {r.top5:.3f} on {r.n} sentences")
+    for mask_kind in args.pattern or [BIDIRECTIONAL]:
+        r = evaluate_cloze(bundle, mask_kind=mask_kind)
+        print(f"{args.model} ({mask_kind}): everyday cloze top-1 {r.top1:.3f}, top-5 {r.top5:.3f} on {r.n} sentences")
         for kd, (t1, t5, n) in sorted(r.by_kind.items()):
             print(f"  {kd:8} top-1 {t1:.3f}  top-5 {t5:.3f}  ({n})")
         for side, (t1, t5, n) in sorted(r.by_side.items()):

@@ -10,9 +10,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ..attention_masks import CAUSAL, trained_mask_kind
 from ..errors import InputError
 from ..outputs import BertOutput
-from ..patterns import CAUSAL, trained_pattern
 from ..tokenizer.vocab import CLS_TOKEN, PAD_TOKEN, SEP_TOKEN
 
 # The tokens the tokenizer adds around a text or pads with (a typed [MASK] or an [UNK] stands for a word).
@@ -74,7 +74,7 @@ def left_to_right_refusal(bundle, what: str) -> str | None:
     next-sentence answer, the cloze set) means nothing on this model, or None when it does: a
     next-word model's head guesses the token AFTER each position and its next-sentence head was
     never trained. The one rule every page and analysis asks."""
-    if not bundle.has_mlm or trained_pattern(bundle.config) != CAUSAL:
+    if not bundle.has_mlm or trained_mask_kind(bundle.config) != CAUSAL:
         return None
     return (
         f"{what} reads a text both ways with BERT's heads, and {bundle.name} was trained on the next word, "

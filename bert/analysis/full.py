@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..patterns import BIDIRECTIONAL, Pattern, check_pattern
+from ..attention_masks import BIDIRECTIONAL, MaskKind, check_mask_kind
 from .common import encode, readonly
 from .vectors import cosine_matrix, pca_plane
 
@@ -50,7 +50,7 @@ class Analysis:
     values: np.ndarray
     seconds: float = 0.0
     extra: dict = field(default_factory=dict)
-    attention_pattern: Pattern = BIDIRECTIONAL  # bert/patterns.py: what each token was allowed to read
+    mask_kind: MaskKind = BIDIRECTIONAL  # bert/attention_masks.py: what each token was allowed to read
 
     @property
     def n_tokens(self) -> int:
@@ -71,10 +71,10 @@ def _stack(per_layer) -> np.ndarray:
     return readonly(torch.stack([x[0] for x in per_layer]))
 
 
-def analyze(bundle, text_a: str, text_b: str | None = None, attention_pattern: Pattern = BIDIRECTIONAL) -> Analysis:
-    """Run the model once on (text_a, text_b) under `attention_pattern` (bert/patterns.py; a
+def analyze(bundle, text_a: str, text_b: str | None = None, mask_kind: MaskKind = BIDIRECTIONAL) -> Analysis:
+    """Run the model once on (text_a, text_b) under `mask_kind` (bert/attention_masks.py; a
     prefix longer than the input's tokens is an InputError) and keep everything the pages draw.
-    Under a pattern, every hidden cell's attention is exactly 0.
+    Under a causal or prefix mask, every hidden cell's attention is exactly 0.
 
     Each layer's attention is copied into one (L, H, T, T) array as soon as it is computed
     (512 tokens of MiniLM: 75 MB, which a list of layers and then their stack held twice)."""
@@ -84,7 +84,7 @@ def analyze(bundle, text_a: str, text_b: str | None = None, attention_pattern: P
     types = torch.tensor([enc.type_ids], dtype=torch.long)  # (1, T)
     cfg = bundle.config
     T = len(enc.ids)
-    check_pattern(attention_pattern, T)  # before the (L, H, T, T) array is made
+    check_mask_kind(mask_kind, T)  # before the (L, H, T, T) array is made
     attentions = np.empty((cfg.num_hidden_layers, cfg.num_attention_heads, T, T), dtype=np.float32)
     into = torch.from_numpy(attentions)  # the same memory
 
@@ -99,7 +99,7 @@ def analyze(bundle, text_a: str, text_b: str | None = None, attention_pattern: P
             output_embedding_parts=True,
             output_qkv=True,
             on_attention=keep,
-            attention_pattern=attention_pattern,
+            mask_kind=mask_kind,
         )
     attentions.setflags(write=False)
     p = out.embedding_parts
@@ -117,7 +117,7 @@ def analyze(bundle, text_a: str, text_b: str | None = None, attention_pattern: P
         keys=_stack(out.keys),
         values=_stack(out.values),
         seconds=time.perf_counter() - t0,
-        attention_pattern=attention_pattern,
+        mask_kind=mask_kind,
     )
 
 

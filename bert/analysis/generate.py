@@ -5,13 +5,13 @@
     cont.steps[0].top         # [(token, p), ...]: the 10 likeliest next tokens at step 1
     cont.steps[0].attention   # (L, H, P): what the position that chose token 1 looked at
 
-The model reads [CLS] and the prompt with the causal pattern; at each step the MLM head at the
+The model reads [CLS] and the prompt with the causal mask; at each step the MLM head at the
 last position gives the next token's distribution, and the chosen token is appended. Greedy takes
 its most likely token; sampling draws from softmax(logits / temperature), restricted to the
 `top_k` likeliest when top_k is given, with a torch.Generator seeded by `seed` (the same seed, the
 same text). [PAD], [CLS] and [MASK] never follow a token in training and are never chosen; [SEP]
 (the end of a document) ends the text. Each step re-runs the whole sequence (no key/value cache):
-prompts are short, and the causal pattern makes each step's rows those of one pass.
+prompts are short, and the causal mask makes each step's rows those of one pass.
 
 Dimension letters: L layers, H heads, P tokens read at that step, V vocabulary.
 """
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from ..attention_masks import CAUSAL
 from ..bundle import Bundle
 from ..errors import InputError
-from ..patterns import CAUSAL
 
 TOP = 10  # each step shows this many likeliest next tokens
 MAX_NEW = 100  # the most tokens one call writes
@@ -124,7 +124,7 @@ def continue_text(
     try:
         for _ in range(n):
             x = torch.tensor([ids], device=device)
-            out = model.bert(x, attention_pattern=CAUSAL, output_attentions=True)
+            out = model.bert(x, mask_kind=CAUSAL, output_attentions=True)
             logits = model.mlm(out.last_hidden_state[0, -1]).float().cpu()  # (V,)
             logits[never] = float("-inf")
             if greedy:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ..attention_masks import BIDIRECTIONAL, MaskKind
 from ..errors import InputError
-from ..patterns import BIDIRECTIONAL, Pattern
 from .common import as_head_mask, encode_tensors, mask_positions, need_classifier, need_mlm
 
 
@@ -52,11 +52,11 @@ def mlm_topk(
     head_mask=None,
     positions: Sequence[int] | None = None,
     text_b: str | None = None,
-    attention_pattern: Pattern = BIDIRECTIONAL,
+    mask_kind: MaskKind = BIDIRECTIONAL,
 ) -> MLMPredictions:
     """The model's top-k words at each [MASK] (or at `positions`), optionally with some heads
-    switched off (head_mask (L, H): 1 = on, 0 = off) and read under `attention_pattern`
-    (bert/patterns.py: "causal" reads each gap from its left only)."""
+    switched off (head_mask (L, H): 1 = on, 0 = off) and read under `mask_kind`
+    (bert/attention_masks.py: "causal" reads each gap from its left only)."""
     need_mlm(bundle, "masked-word prediction")
     tok = bundle.tokenizer
     enc, ids, types = encode_tensors(bundle, text, text_b)
@@ -65,7 +65,7 @@ def mlm_topk(
     where = torch.zeros_like(ids, dtype=torch.bool)
     where[0, pos] = True
     with torch.inference_mode():
-        out = bundle.model(ids, types, mlm_positions=where, head_mask=hm, attention_pattern=attention_pattern)
+        out = bundle.model(ids, types, mlm_positions=where, head_mask=hm, mask_kind=mask_kind)
         top_p, top_i = torch.softmax(out.mlm_logits.float(), -1).topk(
             max(1, min(int(k), bundle.config.vocab_size)), -1
         )  # (P, k)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ..config import BertConfig
 from ..errors import CheckpointError
-from ..heads import head_of
 from ..public import REPO, public_text
+from ..task_heads import task_head_of
 from .sizes import parameter_breakdown
 
 
@@ -142,6 +142,6 @@ def summary_from_files(name: str, folder: Path, config: BertConfig, header: dict
     and its card: a classifier as `bert.checkpoint.load.load_folder` decides it, no weights read.
     What loading adds (notes on heads the file lacks) is not known here: notes are empty."""
     keys = set(header) - {"__metadata__"}
-    head = head_of(config, keys)
+    head = task_head_of(config, keys)
     counts = parameter_breakdown(config, head.key != "pretraining", classes=None if head.labelled else 2)
     return ModelSummary(name, config, read_card(folder), (), head.key == "classifier", counts)

@@ -30,14 +30,14 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from ..atomic_files import atomic_write_text, replace_dir
+from ..attention_masks import CAUSAL, trained_mask_kind
 from ..bundle import Bundle
 from ..config import BertConfig
 from ..errors import CheckpointError
 from ..family import member
-from ..heads import head_of
 from ..model import BertForPreTraining
-from ..patterns import CAUSAL, trained_pattern
 from ..public import public_path, public_text
+from ..task_heads import task_head_of
 from ..task_models import MODEL_CLASSES
 from ..tokenizer.for_folder import tokenizer_for_folder
 from . import hub
@@ -153,10 +153,10 @@ def _load_folder(folder: Path, name: str | None) -> Bundle:
     # besides the model itself (minilm-l6: peak +180 -> +136 MB while loading).
     ours_format = any(k.startswith(("bert.layers.", "bert.shared_layer.")) for k in raw)
     state, unused = (raw, []) if ours_format else hf_to_ours(raw, config)
-    head = head_of(config, state)
+    head = task_head_of(config, state)
     model = MODEL_CLASSES[head.key](config)
     notes, fresh = _load_state(model, state, unused, head.pooler)
-    left_to_right = trained_pattern(config) == CAUSAL and head.key == "pretraining"
+    left_to_right = trained_mask_kind(config) == CAUSAL and head.key == "pretraining"
     if left_to_right:  # what the sidebar says under it wherever it is picked
         notes.append(LEFT_TO_RIGHT_NOTE)
     model.eval()

@@ -38,7 +38,7 @@ class AttentionSnapshots:
     every: int = 50
     max_snapshots: int = 200  # past this, every other snapshot is dropped and `every` doubles
     max_length: int = 64  # the probe sentence is cut to this many tokens
-    pattern: str = "bidirectional"  # the attention pattern the model trains with (bert/patterns.py):
+    pattern: str = "bidirectional"  # the attention mask kind the model trains with (bert/attention_masks.py):
     # "causal" for the next-word objective, so the snapshots show the attention it learns
     steps: list[int] = field(default_factory=list)
     attentions: list[np.ndarray] = field(default_factory=list)  # each (L, H, T, T) float16
@@ -101,7 +101,7 @@ class AttentionSnapshots:
         model.eval()
         try:
             with torch.no_grad():
-                out = encoder(ids, types, output_attentions=True, attention_pattern=self.pattern)
+                out = encoder(ids, types, output_attentions=True, mask_kind=self.pattern)
         finally:
             model.train(was_training)
         att = torch.stack([a[0] for a in out.attentions]).float().cpu().numpy().astype(np.float16)  # (L, H, T, T)

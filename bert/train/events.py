@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 PRETRAIN, FINETUNE = "pretrain", "finetune"  # the trainers, as `from_dict` names them
-HEAD = "head"  # the per-token heads' trainer (a tagger, a reader: bert/train/head_train.py)
+TASK_HEAD = "head"  # the per-token heads' trainer (a tagger, a reader: bert/train/task_head_train.py)
 
 
 def _optional(default: Any = None) -> Any:
@@ -231,8 +231,8 @@ class FinetuneDone(Done):
 # so one set of events and one set of curves serves both.
 
 
-class HeadStart(Start):
-    head: str  # bert/heads.py's key: "tagger" or "reader"
+class TaskHeadStart(Start):
+    head: str  # bert/task_heads.py's key: "tagger" or "reader"
     steps: int
     train_examples: int  # sentences or questions
     train_inputs: int  # model inputs made of them (a reader's long passages make several windows)
@@ -243,7 +243,7 @@ class HeadStart(Start):
     prep_seconds: float
 
 
-class HeadStep(TrainStep):
+class TaskHeadStep(TrainStep):
     loss: float
     loss_smooth: float
     lr: float
@@ -252,7 +252,7 @@ class HeadStep(TrainStep):
     examples_per_s: float
 
 
-class HeadEval(Eval):
+class TaskHeadEval(Eval):
     epoch: int
     val_loss: float
     scores: dict[str, float | None]
@@ -260,7 +260,7 @@ class HeadEval(Eval):
     eval_seconds: float
 
 
-class HeadDone(Done):
+class TaskHeadDone(Done):
     step: int
     steps: int
     best_step: int
@@ -276,13 +276,13 @@ class HeadDone(Done):
 _KINDS: dict[str, dict[str, type[Event]]] = {
     PRETRAIN: {c.event: c for c in (Resumed, PretrainStart, PretrainStep, PretrainEval, PretrainDone, Error)},
     FINETUNE: {c.event: c for c in (FinetuneStart, FinetuneStep, FinetuneEval, FinetuneDone, Error)},
-    HEAD: {c.event: c for c in (HeadStart, HeadStep, HeadEval, HeadDone, Error)},
+    TASK_HEAD: {c.event: c for c in (TaskHeadStart, TaskHeadStep, TaskHeadEval, TaskHeadDone, Error)},
 }
 
 
 def from_dict(d: dict[str, Any], trainer: str) -> Event:
     """The event `d` (a `to_dict()`, e.g. from a saved run or a log line) of `trainer` (PRETRAIN,
-    FINETUNE or HEAD). Keys it does not know are ignored; ValueError for an unknown event or missing fields."""
+    FINETUNE or TASK_HEAD). Keys it does not know are ignored; ValueError for an unknown event or missing fields."""
     return from_dict_of(_KINDS[trainer], d, trainer)
 
 

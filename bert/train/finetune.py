@@ -37,6 +37,7 @@ from pathlib import Path
 
 import torch
 
+from ..attention_masks import TRAINED_LEFT_TO_RIGHT
 from ..bundle import Bundle
 from ..checkpoint.load import load
 from ..data.labelled import LabelledData, stratified_sample
@@ -44,7 +45,6 @@ from ..dropout import thread_generator
 from ..errors import TrainingError
 from ..family import member
 from ..model import BertForSequenceClassification
-from ..patterns import TRAINED_LEFT_TO_RIGHT
 from .batching import bucket_batches
 from .device import resolve_device
 from .events import Error, Event, FinetuneDone, FinetuneEval, FinetuneStart, FinetuneStep

@@ -1,7 +1,7 @@
 """The next-word objective (a causal language model): predict token t+1 from tokens 0..t.
 
 The same BertForPreTraining as BERT's two games, read left to right: the encoder runs with the
-"causal" attention pattern (bert/patterns.py: each token sees itself and its left), and the MLM
+"causal" attention mask (bert/attention_masks.py: each token sees itself and its left), and the MLM
 head (tied to the word embeddings) is applied at every position. There is no next-sentence game.
 
 Training sequences are windows of one stream of text: the documents (in an order that changes
@@ -19,8 +19,8 @@ import random
 import torch
 import torch.nn.functional as F
 
+from ..attention_masks import CAUSAL
 from ..bundle import Bundle
-from ..patterns import CAUSAL
 from .device import module_device, to_device
 from .examples import Documents, Example, PretrainingDataset, collate
 from .masking import IGNORE_INDEX
@@ -92,7 +92,7 @@ def next_word_batch(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 
 def next_word_forward(net, batch: dict[str, torch.Tensor]):
-    """The model (or its DDP wrapper) on a `next_word_batch`: causal pattern, the MLM head at
+    """The model (or its DDP wrapper) on a `next_word_batch`: causal mask, the MLM head at
     every labelled position; `.loss` = `.mlm_loss` = mean cross-entropy over those positions,
     `.mlm_logits` (N, V) in the order of `batch["mlm_labels"] != -100`."""
     return net(
@@ -100,7 +100,7 @@ def next_word_forward(net, batch: dict[str, torch.Tensor]):
         batch["token_type_ids"],
         batch["attention_mask"],
         mlm_labels=batch["mlm_labels"],
-        attention_pattern=CAUSAL,
+        mask_kind=CAUSAL,
     )
 
 
@@ -171,7 +171,7 @@ def probe_predictions(
     tok = bundle.tokenizer
     ids, _ = prompt_ids(bundle, text, model.config.max_tokens)
     x = torch.tensor([ids], device=module_device(model))
-    logits = model(x, attention_pattern=CAUSAL).mlm_logits[0, -positions:]  # (P, V)
+    logits = model(x, mask_kind=CAUSAL).mlm_logits[0, -positions:]  # (P, V)
     probs = logits.float().softmax(-1).topk(k, dim=-1)
     model.train(was_training)
     return [

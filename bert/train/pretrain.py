@@ -29,6 +29,7 @@ import torch
 import torch.distributed as dist
 
 from ..atomic_files import atomic_write_text, replace_dir
+from ..attention_masks import BIDIRECTIONAL, CAUSAL, set_trained_mask_kind
 from ..bundle import Bundle
 from ..checkpoint.load import load, load_folder, save
 from ..config import BertConfig
@@ -37,7 +38,6 @@ from ..data.corpus.registry import load_corpus, split_corpora
 from ..errors import TrainingError
 from ..family import member
 from ..model import BertForPreTraining
-from ..patterns import BIDIRECTIONAL, CAUSAL, set_trained_pattern
 from ..tokenizer import Tokenizer
 from ..tokenizer.vocab import SPECIAL_TOKENS
 from . import next_word
@@ -88,7 +88,7 @@ class PretrainArgs:
     # fp32, or bf16 autocast (fp32 master weights); auto: bf16 where the processor has it (bert/train/precision.py)
     precision: str = field(default="fp32", metadata={"choices": PRECISIONS})
     stop_file: str | None = None  # the run stops (keeping its model) once this file exists: Stop under torchrun
-    # "mlm+nsp": BERT's two games; "next-word": predict token t+1 from tokens <= t (causal pattern,
+    # "mlm+nsp": BERT's two games; "next-word": predict token t+1 from tokens <= t (causal mask,
     # the MLM head at every position, no NSP; bert/train/next_word.py)
     objective: str = field(default=MLM_NSP, metadata={"choices": OBJECTIVES})
 
@@ -287,7 +287,7 @@ class _PretrainRun:
             yield Resumed(step=state["step"])
         elif bundle is None:
             bundle = initial_bundle(a, train_c)
-        set_trained_pattern(bundle.config, CAUSAL if self.next_word else BIDIRECTIONAL)  # saved with it
+        set_trained_mask_kind(bundle.config, CAUSAL if self.next_word else BIDIRECTIONAL)  # saved with it
         self.bundle, self.model = bundle, bundle.model
         self._data(train_c, valid_c)
         self._optimizer(opt_state)

@@ -1,4 +1,4 @@
-"""The reader's task for bert/train/head_train.py: questions over passages as inputs (each passage in
+"""The reader's task for bert/train/task_head_train.py: questions over passages as inputs (each passage in
 stride windows, bert/answering.py; a window without the whole answer points at [CLS], as transformers'
 SQuAD recipe does), and its scores on the validation questions: SQuAD's exact match and F1
 (bert/train/qa_metrics.py), in percent, with a few answered examples for the results view."""
@@ -15,9 +15,9 @@ from ..data.squad import QAData
 from ..errors import DataError
 from ..tagging import pad_inputs
 from .device import module_device
-from .head_args import HeadArgs
 from .precision import autocast
 from .qa_metrics import best_scores, squad_scores
+from .task_head_args import TaskHeadArgs
 
 EXAMPLES = 8  # validation questions shown with their answers
 # Windows a run builds at most, training and validation each (about a kilobyte each): a long
@@ -58,7 +58,7 @@ class ReaderTask:
     labels: list[str] = []
     primary = "f1"
 
-    def __init__(self, train: QAData, valid: QAData, args: HeadArgs):
+    def __init__(self, train: QAData, valid: QAData, args: TaskHeadArgs):
         self.train = _sample(train, args.max_train, args.seed)
         self.valid = _sample(valid, args.max_valid, args.seed + 1)
         self.args = args

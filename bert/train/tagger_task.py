@@ -1,4 +1,4 @@
-"""The tagger's task for bert/train/head_train.py: tagged sentences as inputs (labels on each word's
+"""The tagger's task for bert/train/task_head_train.py: tagged sentences as inputs (labels on each word's
 first piece, -100 elsewhere), and its scores on the validation sentences (bert/train/tag_metrics.py):
 word accuracy, entity F1 where the tags are entities' (B-/I-...), per-tag precision and recall, the
 confusion matrix and the worst sentences. Words past max_length tokens are not scored (said)."""
@@ -14,9 +14,9 @@ from ..bundle import Bundle
 from ..data.tagged import TaggedData
 from ..tagging import IGNORED, first_pieces, join_words, pad_inputs, word_labels
 from .device import module_device
-from .head_args import HeadArgs
 from .precision import autocast
 from .tag_metrics import is_bio, tag_report
+from .task_head_args import TaskHeadArgs
 
 WORST = 8  # sentences shown as the worst
 
@@ -30,7 +30,7 @@ def _sample(data: TaggedData, n: int | None, seed: int) -> TaggedData:
 class TaggerTask:
     head = "tagger"
 
-    def __init__(self, train: TaggedData, valid: TaggedData, args: HeadArgs):
+    def __init__(self, train: TaggedData, valid: TaggedData, args: TaskHeadArgs):
         self.train = _sample(train, args.max_train, args.seed)
         self.valid = _sample(valid, args.max_valid, args.seed + 1)
         self.args = args

@@ -1,10 +1,10 @@
 """tagger-pos and reader-demo: the Fine-tuning page's default runs of its two per-token shapes, on
-one torch thread as the app's jobs run them (bert/train/head_train.py with the page's defaults,
-HeadArgs / for_head): the built-in parts of speech from the Brown Corpus on minilm-l6 ("label every
+one torch thread as the app's jobs run them (bert/train/task_head_train.py with the page's defaults,
+TaskHeadArgs / for_task_head): the built-in parts of speech from the Brown Corpus on minilm-l6 ("label every
 word"), and the project's template questions ("find the answer"). Seconds from loaded to the last
 score, data making and model loading included, with the quality the kept model reached. Run alone:
 
-    python -m benchmarks.head_runs
+    python -m benchmarks.task_head_runs
 """
 
 from __future__ import annotations
@@ -12,22 +12,24 @@ from __future__ import annotations
 import time
 
 from bert.checkpoint.load import load
-from bert.train.events import HeadDone
-from bert.train.head_args import for_head
+from bert.train.events import TaskHeadDone
+from bert.train.task_head_args import for_task_head
 
 
 def measure(head: str, threads: int = 1, **changes) -> dict:
     """{seconds, train_seconds, scores, steps, args} of one default run of `head`."""
     import threading
 
-    from app.jobs.head_job import head_events, head_spec  # the job's own data making, as the app runs it
     from app.jobs.spec import JobSpec
+    from app.jobs.task_head_job import task_head_events, task_head_spec  # the job's own data making, as the app runs it
 
-    args = for_head(head, threads=threads, **changes)
+    args = for_task_head(head, threads=threads, **changes)
     base = load(args.checkpoint)
     t0, c0 = time.perf_counter(), time.process_time()
-    spec = JobSpec.from_dict(head_spec("", args.checkpoint, args, None).to_dict())
-    done = next(e for e in head_events(spec, threading.Event(), base, load, threads) if isinstance(e, HeadDone))
+    spec = JobSpec.from_dict(task_head_spec("", args.checkpoint, args, None).to_dict())
+    done = next(
+        e for e in task_head_events(spec, threading.Event(), base, load, threads) if isinstance(e, TaskHeadDone)
+    )
     return {
         "seconds": time.perf_counter() - t0,
         "cpu_seconds": time.process_time() - c0,  # the core's own time: a loaded machine's waits left out

@@ -1,5 +1,5 @@
-"""The per-token head's job: a tagger or a reader fine-tuned (bert/train/head_train.py), as `run_job`
-runs it for a JobSpec of kind HEAD, here or on a Ray worker. The spec carries the settings (HeadArgs
+"""The per-token head's job: a tagger or a reader fine-tuned (bert/train/task_head_train.py), as `run_job`
+runs it for a JobSpec of kind TASK_HEAD, here or on a Ray worker. The spec carries the settings (TaskHeadArgs
 as a dict), the base model's source name and an upload's examples; the built-in data (Brown's parts
 of speech, the demo questions) is made where the job runs. Kept under its run code like every
 fine-tuning run."""
@@ -17,29 +17,29 @@ from bert.data.qa_demo import qa_demo
 from bert.data.squad import QAData, Question, split_questions
 from bert.data.tagged import TaggedData, split_tagged
 from bert.train.events import Event
-from bert.train.head_args import HeadArgs
-from bert.train.head_train import train_head
 from bert.train.reader_task import ReaderTask
 from bert.train.tagger_task import TaggerTask
+from bert.train.task_head_args import TaskHeadArgs
+from bert.train.task_head_train import train_task_head
 
 from ..server.memory import release_memory
-from .spec import HEAD, JobSpec, known_fields
+from .spec import TASK_HEAD, JobSpec, known_fields
 
 BUILTIN = {"builtin:brown-pos": "Brown Corpus parts of speech", "builtin:qa-demo": "demo questions (templates)"}
 
 
-def head_spec(
+def task_head_spec(
     code: str,
     base: str,
-    args: HeadArgs,
+    args: TaskHeadArgs,
     data: TaggedData | QAData | None,
     student: str = "",
     title: str = "",
     info: dict[str, Any] | None = None,
 ) -> JobSpec:
-    """A job of kind HEAD: `data` an upload (None: the built-in data args.data names)."""
+    """A job of kind TASK_HEAD: `data` an upload (None: the built-in data args.data names)."""
     return JobSpec(
-        kind=HEAD,
+        kind=TASK_HEAD,
         code=code,
         student=student,
         title=title,
@@ -51,7 +51,7 @@ def head_spec(
     )
 
 
-def _data(spec: JobSpec, args: HeadArgs) -> TaggedData | QAData:
+def _data(spec: JobSpec, args: TaskHeadArgs) -> TaggedData | QAData:
     if spec.examples is None:
         return brown_pos() if args.head == "tagger" else qa_demo(seed=args.seed)
     if args.head == "tagger":
@@ -61,7 +61,7 @@ def _data(spec: JobSpec, args: HeadArgs) -> TaggedData | QAData:
     return QAData(**d)
 
 
-def head_events(
+def task_head_events(
     spec: JobSpec,
     stop: threading.Event,
     base: bert.Bundle | None,
@@ -70,7 +70,7 @@ def head_events(
 ) -> Iterator[Event]:
     """The trainer's events. `base` the page's own model where it has it; else `resolve` finds it by
     its source name (app.jobs.worker.base_model). `threads`: torch threads unless the args say."""
-    args = known_fields(HeadArgs, spec.args)
+    args = known_fields(TaskHeadArgs, spec.args)
     args.threads = args.threads or threads
     data = _data(spec, args)
     if args.head == "tagger":
@@ -80,6 +80,6 @@ def head_events(
         train, valid = split_questions(data, args.valid_fraction, args.seed)
         task = ReaderTask(train, valid, args)
     try:
-        yield from train_head(base if base is not None else resolve(spec.base), task, args, stop)
+        yield from train_task_head(base if base is not None else resolve(spec.base), task, args, stop)
     finally:
         release_memory()

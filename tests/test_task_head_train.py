@@ -16,10 +16,10 @@ from bert.data.squad import split_questions
 from bert.data.tagged import TaggedData, split_tagged
 from bert.errors import TrainingError
 from bert.train import events as ev
-from bert.train.head_args import HeadArgs, for_head
-from bert.train.head_train import train_head
 from bert.train.reader_task import ReaderTask
 from bert.train.tagger_task import TaggerTask
+from bert.train.task_head_args import TaskHeadArgs, for_task_head
+from bert.train.task_head_train import train_task_head
 from tests.helpers import REVIEW_WORDS, tiny_bundle, tiny_config
 
 TAGS = ["O", "B-THING", "B-PER"]
@@ -34,20 +34,20 @@ def _tagged(n: int = 160, seed: int = 0) -> TaggedData:
     return TaggedData(sentences, tags, TAGS, source="synthetic")
 
 
-def _args(**kw) -> HeadArgs:
+def _args(**kw) -> TaskHeadArgs:
     base = dict(threads=1, lr=2e-3, batch_size=16, epochs=3, evals=2, freeze_embeddings=False, max_length=24)
-    return HeadArgs(**{**base, **kw})
+    return TaskHeadArgs(**{**base, **kw})
 
 
 def test_a_tagger_learns_tags_that_follow_the_words():
     train, valid = split_tagged(_tagged(), 0.25)
     args = _args()
-    events = list(train_head(tiny_bundle(), TaggerTask(train, valid, args), args))
-    assert isinstance(events[0], ev.HeadStart) and events[0].labels == TAGS and events[0].head == "tagger"
-    evals = ev.of_type(events, ev.HeadEval)
+    events = list(train_task_head(tiny_bundle(), TaggerTask(train, valid, args), args))
+    assert isinstance(events[0], ev.TaskHeadStart) and events[0].labels == TAGS and events[0].head == "tagger"
+    evals = ev.of_type(events, ev.TaskHeadEval)
     assert len(evals) == 6 and all(0 <= e.scores["accuracy"] <= 1 for e in evals)
     done = events[-1]
-    assert isinstance(done, ev.HeadDone) and not done.stopped and done.error is None
+    assert isinstance(done, ev.TaskHeadDone) and not done.stopped and done.error is None
     assert done.scores["accuracy"] > 0.95 and done.scores["f1"] > 0.9  # majority "O" is about 0.6
     assert done.scores["f1"] == max(e.scores["f1"] for e in evals)  # the best is kept
     report = done.report
@@ -62,9 +62,9 @@ def test_stop_ends_a_run_at_once_and_a_diverging_run_says_so():
     train, valid = split_tagged(_tagged(80), 0.25)
     stop = threading.Event()
     stop.set()
-    events = list(train_head(tiny_bundle(), TaggerTask(train, valid, _args()), _args(), stop))
+    events = list(train_task_head(tiny_bundle(), TaggerTask(train, valid, _args()), _args(), stop))
     assert events[-1].stopped and events[-1].step == 0 and not events[-1].scores  # ended at once, unscored
-    events = list(train_head(tiny_bundle(), TaggerTask(train, valid, _args()), _args(lr=1e6, clip=1e9)))
+    events = list(train_task_head(tiny_bundle(), TaggerTask(train, valid, _args()), _args(lr=1e6, clip=1e9)))
     errors = ev.of_type(events, ev.Error)
     assert errors and "too high" in errors[0].message and events[-1].error
 
@@ -83,7 +83,7 @@ def test_settings_that_make_no_sense_are_refused(change, message):
     train, valid = split_tagged(_tagged(20), 0.25)
     args = _args(**change)
     with pytest.raises(TrainingError, match=message):
-        list(train_head(tiny_bundle(), TaggerTask(train, valid, args), args))
+        list(train_task_head(tiny_bundle(), TaggerTask(train, valid, args), args))
 
 
 def _tiny_minilm() -> bert.Bundle:
@@ -103,7 +103,7 @@ def test_the_demo_questions_answer_inside_their_passages():
 def test_reader_inputs_point_at_the_answer_or_at_cls():
     tok = bert.Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
     data = qa_demo(passages=6)
-    task = ReaderTask(data, data, for_head("reader", max_length=48, stride=16))
+    task = ReaderTask(data, data, for_task_head("reader", max_length=48, stride=16))
     items = task.inputs(tok)
     assert len(items) > len(data)  # the passages did not fit one window of 48
     at_cls = 0
@@ -129,7 +129,7 @@ def test_a_readers_windows_are_counted_before_any_is_built_and_bounded(monkeypat
 
     tok = bert.Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
     data = qa_demo(passages=6)
-    args = for_head("reader", max_length=48, stride=16)
+    args = for_task_head("reader", max_length=48, stride=16)
     assert reader_task.count_windows(tok, data, 48, 16) == len(ReaderTask(data, data, args).inputs(tok))
     bang = "!" * 2000
     qas = [{"id": str(i), "question": f"q{i}?", "answers": [{"text": "!", "answer_start": 5}]} for i in range(300)]
@@ -144,12 +144,12 @@ def test_a_readers_windows_are_counted_before_any_is_built_and_bounded(monkeypat
 
 def test_a_reader_trains_and_answers_with_spans_of_the_passage():
     train, valid = split_questions(qa_demo(passages=16), 0.25)
-    args = for_head("reader", threads=1, lr=2e-3, epochs=2, evals=1, max_length=64, stride=16, batch_size=8)
-    events = list(train_head(_tiny_minilm(), ReaderTask(train, valid, args), args))
-    steps = ev.of_type(events, ev.HeadStep)
+    args = for_task_head("reader", threads=1, lr=2e-3, epochs=2, evals=1, max_length=64, stride=16, batch_size=8)
+    events = list(train_task_head(_tiny_minilm(), ReaderTask(train, valid, args), args))
+    steps = ev.of_type(events, ev.TaskHeadStep)
     assert steps[-1].loss_smooth < steps[0].loss  # it learns something
     done = events[-1]
-    assert isinstance(done, ev.HeadDone) and set(done.scores) == {"exact_match", "f1"}
+    assert isinstance(done, ev.TaskHeadDone) and set(done.scores) == {"exact_match", "f1"}
     assert 0 <= done.scores["exact_match"] <= done.scores["f1"] <= 100
     ex = done.report["examples"][0]
     assert len(ex["tokens"]) == len(ex["start_probs"]) == len(ex["end_probs"])
@@ -170,7 +170,7 @@ def test_stop_during_data_preparation_or_an_evaluation_ends_the_run_stopped(head
         task = TaggerTask(*split_tagged(_tagged(80), 0.25), args)
         base = tiny_bundle()
     else:
-        args = for_head("reader", threads=1, epochs=1, evals=1, max_length=64, stride=16, batch_size=8)
+        args = for_task_head("reader", threads=1, epochs=1, evals=1, max_length=64, stride=16, batch_size=8)
         task = ReaderTask(*split_questions(qa_demo(passages=8), 0.25), args)
         base = _tiny_minilm()
     stop, calls = threading.Event(), []
@@ -183,10 +183,10 @@ def test_stop_during_data_preparation_or_an_evaluation_ends_the_run_stopped(head
 
     setattr(task, phase, pressed)
     done = None
-    for e in train_head(base, task, args, stop):
+    for e in train_task_head(base, task, args, stop):
         done = e
         if phase == "inputs":
-            assert not isinstance(e, ev.HeadStep), "no step after a Stop in data preparation"
-        assert not isinstance(e, ev.HeadEval), "no scoring finished after a Stop"
-    assert isinstance(done, ev.HeadDone) and done.stopped and not done.scores and done.bundle is not None
+            assert not isinstance(e, ev.TaskHeadStep), "no step after a Stop in data preparation"
+        assert not isinstance(e, ev.TaskHeadEval), "no scoring finished after a Stop"
+    assert isinstance(done, ev.TaskHeadDone) and done.stopped and not done.scores and done.bundle is not None
     assert calls == [phase], calls

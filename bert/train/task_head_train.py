@@ -1,7 +1,7 @@
 """Fine-tuning a per-token head (a tagger or a reader) as a generator of events (bert/train/events.py:
-HeadStart, HeadStep, HeadEval, Error, HeadDone with the kept model as a Bundle).
+TaskHeadStart, TaskHeadStep, TaskHeadEval, Error, TaskHeadDone with the kept model as a Bundle).
 
-    for e in train_head(bert.load("minilm-l6"), TaggerTask(train, valid, args), args):
+    for e in train_task_head(bert.load("minilm-l6"), TaggerTask(train, valid, args), args):
         print(e)
 
 The encoder's weights are copied into a new model of the head's class (bert/task_models.py; the base
@@ -25,14 +25,14 @@ import torch
 
 from ..bundle import Bundle
 from ..dropout import thread_generator
-from ..heads import HEADS
+from ..task_heads import TASK_HEADS
 from ..task_models import MODEL_CLASSES
 from .batching import bucket_batches
 from .device import resolve_device
-from .events import Error, Event, HeadDone, HeadEval, HeadStart, HeadStep
-from .head_args import HeadArgs
+from .events import Error, Event, TaskHeadDone, TaskHeadEval, TaskHeadStart, TaskHeadStep
 from .optim import adamw, lr_at, set_lr
 from .precision import autocast, nonfinite_advice, resolve_precision
+from .task_head_args import TaskHeadArgs
 
 DIVERGED_LOSS = 100.0
 _INIT_LOCK = threading.Lock()  # new heads are initialised one at a time (torch's global seed)
@@ -58,7 +58,7 @@ class Task(Protocol):
     def card(self) -> list[str]: ...  # lines on the data, for the model card
 
 
-def new_head_model(base: Bundle, head: str, labels: list[str], seed: int = 0):
+def new_task_head_model(base: Bundle, head: str, labels: list[str], seed: int = 0):
     """A model of `head` whose encoder is a copy of `base`'s (labels: a tagger's tags)."""
     config = copy.deepcopy(base.model.config)
     config.id2label = {i: str(t) for i, t in enumerate(labels)}
@@ -72,7 +72,9 @@ def new_head_model(base: Bundle, head: str, labels: list[str], seed: int = 0):
     return model
 
 
-def train_head(base: Bundle, task: Task, args: HeadArgs, stop: threading.Event | None = None) -> Iterator[Event]:
+def train_task_head(
+    base: Bundle, task: Task, args: TaskHeadArgs, stop: threading.Event | None = None
+) -> Iterator[Event]:
     """The run's events (see the module); torch threads set to args.threads meanwhile."""
     before = torch.get_num_threads()
     if args.threads:
@@ -85,24 +87,24 @@ def train_head(base: Bundle, task: Task, args: HeadArgs, stop: threading.Event |
             torch.set_num_threads(before)
 
 
-def _run(base: Bundle, task: Task, args: HeadArgs, stop: threading.Event) -> Iterator[Event]:
+def _run(base: Bundle, task: Task, args: TaskHeadArgs, stop: threading.Event) -> Iterator[Event]:
     t0 = time.perf_counter()
     args.check(base.config.max_tokens)
     device = resolve_device(args.device)
     precision = resolve_precision(args.precision, device)
-    model = new_head_model(base, args.head, task.labels, args.seed).to(device)
+    model = new_task_head_model(base, args.head, task.labels, args.seed).to(device)
     if args.freeze_embeddings:
         for p in model.bert.embeddings.parameters():
             p.requires_grad_(False)
     tok = base.tokenizer
     items = task.inputs(tok)
-    scales = {HEADS[args.head].weights + ".": args.head_lr_scale}
+    scales = {TASK_HEADS[args.head].weights + ".": args.head_lr_scale}
     opt = adamw(model, args.lr, args.weight_decay, scales, fused=precision == "bf16")
     per_epoch = math.ceil(len(items) / args.batch_size)
     total = per_epoch * args.epochs
     warmup = int(round(args.warmup_ratio * total))
     eval_at = {min(per_epoch, math.ceil(per_epoch * (k + 1) / args.evals)) for k in range(args.evals)}
-    yield HeadStart(
+    yield TaskHeadStart(
         head=args.head,
         steps=total,
         train_examples=task.train_examples,
@@ -140,7 +142,7 @@ def _run(base: Bundle, task: Task, args: HeadArgs, stop: threading.Event) -> Ite
             train_time += time.perf_counter() - t
             smooth = loss.item() if smooth is None else 0.9 * smooth + 0.1 * loss.item()
             per_step = train_time / step
-            yield HeadStep(
+            yield TaskHeadStep(
                 step=step,
                 epoch=epoch,
                 loss=loss.item(),
@@ -162,7 +164,7 @@ def _run(base: Bundle, task: Task, args: HeadArgs, stop: threading.Event) -> Ite
     if error:
         yield Error(message=error + "; the best model so far is kept." + nonfinite_advice(precision), step=step)
         if best["state"] is None:  # nothing scored before it diverged: back to the model it started from
-            model.load_state_dict(new_head_model(base, args.head, task.labels, args.seed).state_dict())
+            model.load_state_dict(new_task_head_model(base, args.head, task.labels, args.seed).state_dict())
     if (best["state"] is None and not stopped) or (step != last_eval and not stopped and not error):
         # never scored, or trained past its last scoring: score it now, unless Stop comes meanwhile
         # (stopped, a run keeps its best model, or the current one unscored: Stop ends it at once)
@@ -177,7 +179,7 @@ def _run(base: Bundle, task: Task, args: HeadArgs, stop: threading.Event) -> Ite
     model.to("cpu")
     opt.zero_grad(set_to_none=True)
     seconds = time.perf_counter() - t0
-    done = HeadDone(
+    done = TaskHeadDone(
         stopped=stopped,
         step=step,
         steps=total,
@@ -194,7 +196,7 @@ def _run(base: Bundle, task: Task, args: HeadArgs, stop: threading.Event) -> Ite
     yield done
 
 
-def _evaluate(task: Task, view: Bundle, stop, step: int, epoch: int, best: dict, precision: str) -> HeadEval | None:
+def _evaluate(task: Task, view: Bundle, stop, step: int, epoch: int, best: dict, precision: str) -> TaskHeadEval | None:
     """Score the model in `precision`; keep its trainable weights when it is the best so far. None: Stop
     came meanwhile."""
     t = time.perf_counter()
@@ -206,7 +208,7 @@ def _evaluate(task: Task, view: Bundle, stop, step: int, epoch: int, best: dict,
     if value > best["score"] or best["state"] is None:
         state = {k: v.detach().clone() for k, v in view.model.named_parameters() if v.requires_grad}
         best.update(score=value, step=step, state=state, scores=scores, report=report)
-    return HeadEval(
+    return TaskHeadEval(
         step=step,
         epoch=epoch,
         val_loss=val_loss,
@@ -216,13 +218,13 @@ def _evaluate(task: Task, view: Bundle, stop, step: int, epoch: int, best: dict,
     )
 
 
-def _card(name: str, base: Bundle, task: Task, args: HeadArgs, done: HeadDone, precision: str) -> str:
+def _card(name: str, base: Bundle, task: Task, args: TaskHeadArgs, done: TaskHeadDone, precision: str) -> str:
     scores = ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in done.scores.items() if v is not None)
     return "\n".join(
         [
             f"# {name}",
             "",
-            f"A BERT that learned to **{HEADS[args.head].task}** ({HEADS[args.head].shape}), fine-tuned by "
+            f"A BERT that learned to **{TASK_HEADS[args.head].task}** ({TASK_HEADS[args.head].shape}), fine-tuned by "
             f"BERT Explorer from **{base.name}**.",
             "",
             *[f"- {line}" for line in task.card()],

@@ -15,7 +15,7 @@ pytest.importorskip("streamlit")
 from app import state  # noqa: E402
 from app.board.service import JOINED  # noqa: E402
 from app.training import session as ts  # noqa: E402
-from app.training.head_results import NOT_ENTITIES, head_scores  # noqa: E402
+from app.training.task_head_results import NOT_ENTITIES, task_head_scores  # noqa: E402
 from bert.data.qa_demo import qa_demo  # noqa: E402
 from bert.tagging import word_attention  # noqa: E402
 from tests.helpers import started_app, tiny_bundle  # noqa: E402
@@ -113,11 +113,11 @@ def test_label_every_word_trains_on_an_upload_and_shows_its_results(board, monke
 
 def test_entity_f1_only_for_entity_tags_and_said_why_otherwise():
     scores = {"accuracy": 0.9, "f1": None}
-    metrics, note = head_scores(True, scores, ["DT", "NN", "VBD"])
+    metrics, note = task_head_scores(True, scores, ["DT", "NN", "VBD"])
     assert [m for m, _ in metrics] == ["word accuracy"] and note == NOT_ENTITIES and "B-PER" in note
-    metrics, note = head_scores(True, {"accuracy": 0.9, "f1": 0.5}, ["O", "B-PER", "I-PER"])
+    metrics, note = task_head_scores(True, {"accuracy": 0.9, "f1": 0.5}, ["O", "B-PER", "I-PER"])
     assert metrics == [("word accuracy", "90.0 %"), ("entity F1", "50.0 %")] and note == ""
-    assert [m for m, _ in head_scores(False, {"f1": 80.0}, [])[0]] == ["exact match", "F1"]
+    assert [m for m, _ in task_head_scores(False, {"f1": 80.0}, [])[0]] == ["exact match", "F1"]
 
 
 @pytest.mark.slow
@@ -157,16 +157,16 @@ def test_find_the_answer_refuses_a_bad_file_with_a_message():
 
 
 def test_an_upload_is_read_once_however_often_the_page_reruns(monkeypatch):
-    from app.training import head_view
+    from app.training import task_head_view
 
     reads = []
-    real = head_view.read_squad
+    real = task_head_view.read_squad
 
     def counting(data, name):
         reads.append(name)
         return real(data, name)
 
-    monkeypatch.setattr(head_view, "read_squad", counting)
+    monkeypatch.setattr(task_head_view, "read_squad", counting)
     at = _open("reader", _squad(), "questions.json")
     for _ in range(3):  # a slider moved, a fragment's rerun, another click
         at.run()
@@ -218,14 +218,14 @@ def test_a_tagger_run_shown_live_on_the_class_board(board, monkeypatch):
     """A running tagger's job shown live: the board draws its word accuracy so far, and its last
     state (stopped, with the kept model's scores) is written when it ends."""
     from app import students
-    from app.jobs.head_job import head_spec
     from app.jobs.local import manager
-    from app.jobs.spec import HEAD
+    from app.jobs.spec import TASK_HEAD
+    from app.jobs.task_head_job import task_head_spec
     from app.jobs.worker import run_job
     from app.training import board_buttons
     from bert.data.tagged import read_tagged
-    from bert.train.events import HeadEval, of_type
-    from bert.train.head_args import HeadArgs
+    from bert.train.events import TaskHeadEval, of_type
+    from bert.train.task_head_args import TaskHeadArgs
 
     monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
     code, _ = board.new_board()
@@ -233,16 +233,18 @@ def test_a_tagger_run_shown_live_on_the_class_board(board, monkeypatch):
     at.session_state[JOINED] = code
     at.switch_page("pages/finetune.py").run()
     at.radio(key="ft_shape").set_value("tagger").run()
-    args = HeadArgs(threads=1, lr=2e-3, epochs=500, evals=2, max_length=16, freeze_embeddings=False)
-    spec = head_spec("", "tiny", args, read_tagged(CONLL, "things.conll"), title="live")
+    args = TaskHeadArgs(threads=1, lr=2e-3, epochs=500, evals=2, max_length=16, freeze_embeddings=False)
+    spec = task_head_spec("", "tiny", args, read_tagged(CONLL, "things.conll"), title="live")
     jm = manager()
     base = tiny_bundle(name="tiny")
-    job, _ = jm.submit_for(at.session_state[students.OWNER], HEAD, lambda stop: run_job(spec, stop, base=base), "live")
+    job, _ = jm.submit_for(
+        at.session_state[students.OWNER], TASK_HEAD, lambda stop: run_job(spec, stop, base=base), "live"
+    )
     job.info = {"base_name": "tiny", "args": args, "code": "ABCDEF", "head": "tagger"}  # as start_head does
     try:
         at.session_state[ts.HD_JOB] = job.id
         deadline = time.time() + TIMEOUT
-        while len(of_type(job.metrics, HeadEval)) < 2 and time.time() < deadline:
+        while len(of_type(job.metrics, TaskHeadEval)) < 2 and time.time() < deadline:
             at.run()
             time.sleep(0.3)
         at.text_input(key=board_buttons.LIVE_NICK).input("Ada").run()

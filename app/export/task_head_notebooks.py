@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from bert.train.events import HeadEval, HeadStart, HeadStep
+from bert.train.events import TaskHeadEval, TaskHeadStart, TaskHeadStep
 
 from .notebook import CONFUSION_SCORES, ModelRef, md_text, notebook_without_model
 from .stamp import Stamp
@@ -29,12 +29,12 @@ READER_MD = (
 
 
 def _curves(events, steps: int) -> str:
-    """The cell that redraws the run's curves from its events (those head_curves reads)."""
-    kept = [e.to_dict() for e in events if isinstance(e, (HeadStart, HeadStep, HeadEval))]
+    """The cell that redraws the run's curves from its events (those task_head_curves reads)."""
+    kept = [e.to_dict() for e in events if isinstance(e, (TaskHeadStart, TaskHeadStep, TaskHeadEval))]
     return (
-        "from app.figures.task_heads import head_curves\nfrom bert.train import events as ev\n\n"
-        f"events = [ev.from_dict(e, ev.HEAD) for e in json.loads({json.dumps(kept)!r})]\n"
-        f"head_curves(events, {int(steps)})"
+        "from app.figures.task_heads import task_head_curves\nfrom bert.train import events as ev\n\n"
+        f"events = [ev.from_dict(e, ev.TASK_HEAD) for e in json.loads({json.dumps(kept)!r})]\n"
+        f"task_head_curves(events, {int(steps)})"
     )
 
 

@@ -1,4 +1,4 @@
-"""The per-token heads as jobs: a JobSpec of kind HEAD (its wire form too) runs the tagger's or the
+"""The per-token heads as jobs: a JobSpec of kind TASK_HEAD (its wire form too) runs the tagger's or the
 reader's fine-tuning through run_job, the run is saved under its code and reopens with its events;
 its memory estimate (app/jobs/budget.py's rule for a per-token head) against a measured peak."""
 
@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 
 from app.jobs import budget, saved_runs
-from app.jobs.head_job import head_spec
 from app.jobs.records import Saved, loaded_record
-from app.jobs.spec import HEAD, JobSpec
+from app.jobs.spec import TASK_HEAD, JobSpec
+from app.jobs.task_head_job import task_head_spec
 from app.jobs.worker import run_job
-from app.training.start import head_scores
+from app.training.start import task_head_scores
 from bert.data.brown_pos import POS_TAGS
 from bert.data.qa_demo import qa_demo
 from bert.data.tagged import read_tagged
 from bert.train import events as ev
-from bert.train.head_args import HeadArgs, for_head
+from bert.train.task_head_args import TaskHeadArgs, for_task_head
 from tests.helpers import REVIEW_WORDS, tiny_bundle, tiny_config, use_cache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,30 +36,30 @@ def _run(spec, base):
 def test_a_tagger_job_on_an_upload_is_saved_under_its_code_and_reopens(tmp_path, monkeypatch):
     use_cache(monkeypatch, tmp_path / "cache")
     data = read_tagged(CONLL, "things.conll")
-    args = HeadArgs(threads=1, lr=2e-3, epochs=2, evals=1, max_length=16, freeze_embeddings=False)
+    args = TaskHeadArgs(threads=1, lr=2e-3, epochs=2, evals=1, max_length=16, freeze_embeddings=False)
     code = saved_runs.new_code()
-    spec = head_spec(code, "tiny", args, data, student="s1", title="things")
-    assert spec.kind == HEAD and spec.examples["tag_names"] == ["O", "B-THING"]
+    spec = task_head_spec(code, "tiny", args, data, student="s1", title="things")
+    assert spec.kind == TASK_HEAD and spec.examples["tag_names"] == ["O", "B-THING"]
     events = _run(spec, tiny_bundle())
-    assert isinstance(events[0], ev.HeadStart) and events[0].train_examples == 19
+    assert isinstance(events[0], ev.TaskHeadStart) and events[0].train_examples == 19
     assert isinstance(events[-1], Saved) and events[-1].code == code
-    done = next(e for e in events if isinstance(e, ev.HeadDone))
+    done = next(e for e in events if isinstance(e, ev.TaskHeadDone))
     assert done.bundle.is_tagger and done.scores["f1"] is not None
     bundle, record = saved_runs.open_run(code)
     assert bundle.is_tagger and bundle.labels == ["O", "B-THING"] and record["name"] == "things"
     back = loaded_record(record)
-    assert isinstance(back["done"], ev.HeadDone) and back["done"].scores == done.scores
-    assert back["info"]["args"].head == "tagger" and len(ev.of_type(back["metrics"], ev.HeadEval)) == 2
+    assert isinstance(back["done"], ev.TaskHeadDone) and back["done"].scores == done.scores
+    assert back["info"]["args"].head == "tagger" and len(ev.of_type(back["metrics"], ev.TaskHeadEval)) == 2
 
 
 def test_a_reader_job_carries_its_uploaded_questions(tmp_path, monkeypatch):
     use_cache(monkeypatch, tmp_path / "cache")
     data = qa_demo(passages=8)
-    args = for_head("reader", threads=1, epochs=1, evals=1, max_length=64, stride=16, max_valid=4)
-    spec = head_spec("", "tiny", args, data)
+    args = for_task_head("reader", threads=1, epochs=1, evals=1, max_length=64, stride=16, max_valid=4)
+    spec = task_head_spec("", "tiny", args, data)
     events = _run(spec, tiny_bundle())
     done = events[-1]
-    assert isinstance(done, ev.HeadDone) and done.bundle.is_reader and set(done.scores) == {"exact_match", "f1"}
+    assert isinstance(done, ev.TaskHeadDone) and done.bundle.is_reader and set(done.scores) == {"exact_match", "f1"}
     assert events[0].train_examples == 30 and events[0].valid_examples == 4  # split by passage: 2 of 8 held out
 
 
@@ -75,8 +75,10 @@ def test_a_head_runs_memory_estimate_adds_its_scores_at_every_token():
     acts = budget.finetune_mb(cfg, 16, 64) - budget.finetune_mb(cfg, 1, 1)
     extra = budget.head_mb(cfg, 16, 64, 2) - budget.finetune_mb(cfg, 16, 64)
     assert abs(extra - (budget.HEAD_ACTIVATIONS - 1) * acts) <= 3
-    assert head_scores(HeadArgs(), None) == len(POS_TAGS) and head_scores(for_head("reader"), None) == 2
-    assert head_scores(HeadArgs(), read_tagged(CONLL, "things.conll")) == 2
+    assert (
+        task_head_scores(TaskHeadArgs(), None) == len(POS_TAGS) and task_head_scores(for_task_head("reader"), None) == 2
+    )
+    assert task_head_scores(TaskHeadArgs(), read_tagged(CONLL, "things.conll")) == 2
 
 
 def test_every_training_pages_defaults_fit_a_default_servers_caps(monkeypatch):
@@ -87,7 +89,7 @@ def test_every_training_pages_defaults_fit_a_default_servers_caps(monkeypatch):
     for name in ("BERT_EXPLORER_MAX_STEP_TOKENS", "BERT_EXPLORER_MAX_JOB_MB"):
         monkeypatch.delenv(name, raising=False)
     for head in ("tagger", "reader"):  # Start with the page as it opens: never "Too big for this server"
-        args = for_head(head)
+        args = for_task_head(head)
         assert 0 < check_head(bert.load(args.checkpoint), args, None) <= budget.max_job_mb()
     assert 0 < check_finetune(bert.load(default_finetune_base()), FinetuneArgs(data="x")) <= budget.max_job_mb()
 
@@ -97,8 +99,8 @@ def test_every_training_pages_defaults_fit_a_default_servers_caps(monkeypatch):
 MEASURE = """
 import gc, json, random
 from bert.data.tagged import TaggedData, split_tagged
-from bert.train.head_args import HeadArgs
-from bert.train.head_train import train_head
+from bert.train.task_head_args import TaskHeadArgs
+from bert.train.task_head_train import train_task_head
 from bert.train.tagger_task import TaggerTask
 from tests.helpers import REVIEW_WORDS, tiny_bundle, tiny_config
 
@@ -111,12 +113,12 @@ cfg = tiny_config(len(REVIEW_WORDS), hidden_size=256, num_hidden_layers=4, num_a
 r = random.Random(0)
 sentences = [[r.choice(REVIEW_WORDS[5:]) for _ in range(128)] for _ in range(128)]
 data = TaggedData(sentences, [[r.randrange(40) for _ in s] for s in sentences], [f"T{k}" for k in range(40)])
-args = HeadArgs(threads=1, batch_size=16, max_length=128, epochs=1, evals=1, max_valid=16)
+args = TaskHeadArgs(threads=1, batch_size=16, max_length=128, epochs=1, evals=1, max_valid=16)
 task = TaggerTask(*split_tagged(data, 0.25), args)
 base = tiny_bundle(config=cfg)
 gc.collect()
 before = hwm()
-done = list(train_head(base, task, args))[-1]
+done = list(train_task_head(base, task, args))[-1]
 print(json.dumps({"peak_mb": hwm() - before, "steps": done.steps, "error": done.error}))
 """
 
@@ -148,9 +150,9 @@ def test_start_refuses_a_reader_whose_questions_make_too_many_windows():
     qas = [{"id": str(i), "question": f"q{i}?", "answers": [{"text": "!", "answer_start": 5}]} for i in range(6000)]
     data = read_squad(json.dumps({"data": [{"paragraphs": [{"context": "!" * 20_000, "qas": qas}]}]}).encode())
     base = minilm_tiny_mlm()
-    args = for_head("reader", max_length=48, stride=12, max_train=3000)
+    args = for_task_head("reader", max_length=48, stride=12, max_train=3000)
     with pytest.raises(
         budget.LimitError, match=rf"Too big for this server: these questions make .* at most {MAX_WINDOWS:,}"
     ):
         check_head(base, args, data)
-    check_head(base, for_head("reader", max_length=48, stride=12), qa_demo(passages=6))  # the demo fits
+    check_head(base, for_task_head("reader", max_length=48, stride=12), qa_demo(passages=6))  # the demo fits

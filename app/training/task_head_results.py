@@ -13,15 +13,15 @@ import pandas as pd
 import streamlit as st
 
 from bert.tagging import word_attention
-from bert.train.events import HeadStart
+from bert.train.events import TaskHeadStart
 from bert.train.events import last as last_event
 from bert.train.tag_metrics import is_bio
 
-from ..export.head_notebooks import reader_report, tagger_report
+from ..export.task_head_notebooks import reader_report, tagger_report
 from ..figures import training as training_figures
 from ..figures.core import esc, values_bar
-from ..figures.task_heads import head_curves, span_probs
-from ..jobs.spec import HEAD
+from ..figures.task_heads import span_probs, task_head_curves
+from ..jobs.spec import TASK_HEAD
 from ..ui import show_figure
 from ..ui.errors import show_errors
 from ..ui.formatting import clean_text, md_escape
@@ -29,7 +29,7 @@ from . import page as view
 
 COLOURS = ["blue", "green", "orange", "red", "violet", "gray", "rainbow"]
 # the Hugging Face download opens with the head's own class
-PAGE = view.TrainPage(HEAD, "hd", "heads", "AutoModelForTokenClassification / AutoModelForQuestionAnswering")
+PAGE = view.TrainPage(TASK_HEAD, "hd", "heads", "AutoModelForTokenClassification / AutoModelForQuestionAnswering")
 TRY_SENTENCE = "The old man saw a small dog in the park yesterday."
 TRY_PASSAGE = "Clara Novak was born in Porto in 1901. Clara studied botany in Graz and later worked as a pilot."
 TRY_QUESTION = "Where was Clara Novak born?"
@@ -45,7 +45,7 @@ NOT_ENTITIES = (
 )
 
 
-def head_scores(is_tagger: bool, scores: dict, tags: list[str]) -> tuple[list[tuple[str, str]], str]:
+def task_head_scores(is_tagger: bool, scores: dict, tags: list[str]) -> tuple[list[tuple[str, str]], str]:
     """A head's score metrics (label, value) and a note on one left out: a tagger's entity F1
     exists only for entity tags (is_bio), so for other tags it is left out and the note says why;
     "" when nothing was."""
@@ -57,10 +57,10 @@ def head_scores(is_tagger: bool, scores: dict, tags: list[str]) -> tuple[list[tu
     return [*metrics, ("entity F1", _pct(scores.get("f1"), 100))], ""
 
 
-def show_head_result(res: dict) -> None:
+def show_task_head_result(res: dict) -> None:
     done, b = res["done"], res["bundle"]
-    start = last_event(res["metrics"], HeadStart)
-    metrics, note = head_scores(b.is_tagger, done.scores or {}, b.labels or [])
+    start = last_event(res["metrics"], TaskHeadStart)
+    metrics, note = task_head_scores(b.is_tagger, done.scores or {}, b.labels or [])
     metrics.append(("best step", f"{done.best_step} of {done.steps}"))
     caption = f"{done.train_seconds:.0f} s of training" + (
         f" on {start.train_examples:,} examples ({start.train_inputs:,} model inputs), "
@@ -69,7 +69,7 @@ def show_head_result(res: dict) -> None:
         else "."
     )
     caption = f"{caption} {note}".strip()
-    view.result_summary(PAGE, res, metrics, caption, head_curves(res["metrics"], done.steps), notebook_of(res))
+    view.result_summary(PAGE, res, metrics, caption, task_head_curves(res["metrics"], done.steps), notebook_of(res))
     with show_errors("the results"):
         (_tagger_views if b.is_tagger else _reader_views)(res)
     view.keep_it(PAGE, res)

@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 
 from .core import diverging, esc, fitted, probability_bars, safe_labels
 
-# one colour per head-pattern label (bert.analysis.heads.LABELS), and a short name for the cells:
+# one colour per head-pattern label (bert.analysis.attention_heads.LABELS), and a short name for the cells:
 # Okabe & Ito's palette for colour-blind readers, grey for "broad" (tests/test_figure_access.py)
 PATTERN_COLOURS = {
     "[CLS]": "#0072B2",

@@ -1,5 +1,5 @@
-"""`HeadArgs`: the settings of one per-token fine-tuning run (a tagger or a reader,
-bert/train/head_train.py), checked against the base model before it starts."""
+"""`TaskHeadArgs`: the settings of one per-token fine-tuning run (a tagger or a reader,
+bert/train/task_head_train.py), checked against the base model before it starts."""
 
 from __future__ import annotations
 
@@ -7,17 +7,17 @@ import math
 from dataclasses import dataclass, field
 
 from ..errors import TrainingError
-from ..heads import HEADS
+from ..task_heads import TASK_HEADS
 from .device import DEVICES, resolve_device
 from .precision import PRECISIONS, resolve_precision
 
-TASK_HEADS = ("tagger", "reader")  # bert/heads.py's per-token rows
+PER_TOKEN_HEADS = ("tagger", "reader")  # bert/task_heads.py's per-token rows
 
 
 # The tagger's defaults: the built-in part-of-speech run on MiniLM-L6 (benchmarks: quality and time on
-# one core); a reader's run takes longer windows (`for_head`).
+# one core); a reader's run takes longer windows (`for_task_head`).
 @dataclass
-class HeadArgs:
+class TaskHeadArgs:
     head: str = "tagger"  # "tagger" (label every word) or "reader" (find the answer)
     data: str = "builtin:brown-pos"  # an uploaded file's name, or "builtin:brown-pos" / "builtin:qa-demo"
     checkpoint: str = "minilm-l6"
@@ -48,8 +48,8 @@ class HeadArgs:
         def bad(msg):
             raise TrainingError(msg)
 
-        if self.head not in TASK_HEADS:
-            bad(f"the head must be one of {', '.join(TASK_HEADS)}, not {self.head!r}")
+        if self.head not in PER_TOKEN_HEADS:
+            bad(f"the head must be one of {', '.join(PER_TOKEN_HEADS)}, not {self.head!r}")
         if self.batch_size < 1 or self.epochs < 1 or self.evals < 1:
             bad("batch size, epochs and evaluations must each be at least 1")
         if not (math.isfinite(self.lr) and self.lr > 0 and self.head_lr_scale > 0):
@@ -58,7 +58,7 @@ class HeadArgs:
             bad("the warm-up ratio must lie in [0, 1)")
         smallest = 48 if self.head == "reader" else 8
         if self.max_length < smallest:
-            bad(f"max_length must be at least {smallest} tokens for {HEADS[self.head].task!r}")
+            bad(f"max_length must be at least {smallest} tokens for {TASK_HEADS[self.head].task!r}")
         if max_positions is not None and self.max_length > max_positions:
             bad(f"max_length {self.max_length} is more than the model's {max_positions} positions")
         if self.head == "reader" and not 0 <= self.stride < self.max_length // 2:
@@ -66,9 +66,9 @@ class HeadArgs:
         resolve_precision(self.precision, resolve_device(self.device))
 
 
-def for_head(head: str, **changes) -> HeadArgs:
+def for_task_head(head: str, **changes) -> TaskHeadArgs:
     """The defaults of a head's run: a reader reads windows of 96 tokens (32 shared by two windows) over
     its built-in demo set; 16 of them a step fit a default server's caps (app/jobs/budget.py)."""
     if head == "reader":
         changes = {"data": "builtin:qa-demo", "max_length": 96, "stride": 32, "lr": 3e-4, **changes}
-    return HeadArgs(head=head, **changes)
+    return TaskHeadArgs(head=head, **changes)

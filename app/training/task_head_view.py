@@ -1,7 +1,7 @@
 """The Fine-tuning page's per-token shapes, "label every word" (a tagger) and "find the answer" (a
 reader): their data (built-in or an upload, read by bert/data/tagged.py / bert/data/squad.py), a
-few settings, Start, the live curves and the results (app/training/head_results.py). The job is
-the one life cycle's (kind HEAD): Stop, run codes, the budget and the memory guard as today's runs.
+few settings, Start, the live curves and the results (app/training/task_head_results.py). The job is
+the one life cycle's (kind TASK_HEAD): Stop, run codes, the budget and the memory guard as today's runs.
 """
 
 from __future__ import annotations
@@ -11,18 +11,18 @@ import streamlit as st
 from bert.checkpoint.builtins import available_builtins
 from bert.data.squad import read_squad
 from bert.data.tagged import read_tagged
-from bert.heads import HEADS
-from bert.train.events import HeadStart
+from bert.task_heads import TASK_HEADS
+from bert.train.events import TaskHeadStart
 from bert.train.events import last as last_event
-from bert.train.head_args import for_head
 from bert.train.precision import server_precision
+from bert.train.task_head_args import for_task_head
 
 from .. import state
-from ..figures.task_heads import head_curves
+from ..figures.task_heads import task_head_curves
 from ..jobs.backend import job_backend
 from ..jobs.budget import LimitError
-from ..jobs.head_job import BUILTIN
-from ..jobs.spec import HEAD
+from ..jobs.spec import TASK_HEAD
+from ..jobs.task_head_job import BUILTIN
 from ..students import owner
 from ..ui import links, show_figure
 from ..ui.errors import show_errors
@@ -32,10 +32,10 @@ from . import page as view
 from . import session as ts
 from .finished import collect
 from .follow import POLL_S, current_job, live_job, notice_errors
-from .head_results import PAGE, show_head_result
-from .progress import head_progress
+from .progress import task_head_progress
 from .reports import base_bundle
 from .start import check_head_settings, start_head
+from .task_head_results import PAGE, show_task_head_result
 from .uploads import read_upload, remember_upload
 
 CLASSIFY = "classify"
@@ -70,7 +70,7 @@ def _data(head: str):
     """The chosen data: None for the built-in set, else the upload read (errors shown by the caller)."""
     key = f"hd_{head}_source"
     ts.seed(key, "builtin", ["builtin", ts.UPLOAD])
-    builtin = for_head(head).data
+    builtin = for_task_head(head).data
     source = st.radio(
         "Data",
         ["builtin", ts.UPLOAD],
@@ -101,14 +101,14 @@ def _data(head: str):
 
 
 def _args(head: str, base_source: str):
-    """The run's HeadArgs from the page's settings."""
+    """The run's TaskHeadArgs from the page's settings."""
     ss = st.session_state
     max_length = int(ss[f"hd_{head}_max_length"])
-    return for_head(
+    return for_task_head(
         head,
         checkpoint=base_source,
         max_length=max_length,
-        stride=min(for_head(head).stride, max_length // 4),  # a shorter window shares less
+        stride=min(for_task_head(head).stride, max_length // 4),  # a shorter window shares less
         lr=float(ss[f"hd_{head}_lr"]),
         epochs=int(ss[f"hd_{head}_epochs"]),
         max_train=int(ss[f"hd_{head}_max_train"]),
@@ -120,7 +120,7 @@ def on_start(head: str, data, base_source: str) -> None:
     """Start button callback."""
     ss = st.session_state
     with notice_errors(ts.HD_NOTICE, "starting the job"):
-        if job_backend().active_of(owner(), HEAD) is not None:
+        if job_backend().active_of(owner(), TASK_HEAD) is not None:
             ss[ts.HD_NOTICE] = ("info", "Your fine-tuning job is already running.")
             return
         base = base_bundle(base_source)
@@ -155,7 +155,7 @@ def _fits(head: str, data, base_source: str) -> bool:
 
 
 def _settings(head: str) -> str:
-    d = for_head(head)
+    d = for_task_head(head)
     sources = list(dict.fromkeys([d.checkpoint, *available_builtins(), *map(state.session_key, state.user_models())]))
     defaults = {
         "base": d.checkpoint,
@@ -177,10 +177,10 @@ def _settings(head: str) -> str:
     return st.session_state[f"hd_{head}_base"]
 
 
-def head_page(head: str) -> None:
+def task_head_page(head: str) -> None:
     """The whole flow of one per-token shape."""
     st.markdown(ABOUT[head])
-    new_result = collect(HEAD)  # the page's "Reopen a run" box above opens these runs too
+    new_result = collect(TASK_HEAD)  # the page's "Reopen a run" box above opens these runs too
     if new_result is not None:
         st.session_state[PAGE.select_key] = new_result["name"]
     st.header("1. Data")
@@ -192,28 +192,28 @@ def head_page(head: str) -> None:
     fits = _fits(head, data, base_source)
     st.header("3. Train")
     jm = job_backend()
-    job = current_job(HEAD, jm)
+    job = current_job(TASK_HEAD, jm)
     view.notice(PAGE)
     view.start_button(
         PAGE,
         jm,
-        f"Start: {HEADS[head].task}",
+        f"Start: {TASK_HEADS[head].task}",
         on_start,
         (head, data or None, base_source),
         data is False or not fits or (job is not None and job.active),
     )
     if job is not None and job.active:
         st.fragment(run_every=POLL_S)(_live_panel)()
-    view.results_section(PAGE, "4. Results", show_head_result)
+    view.results_section(PAGE, "4. Results", show_task_head_result)
 
 
 def _live_panel() -> None:
-    job = live_job(HEAD)
+    job = live_job(TASK_HEAD)
     if job is None:
         return
     board_buttons.push_live(job)  # a run shown live on the class board (its end: push_ended)
-    start = last_event(job.metrics, HeadStart)
-    view.live_progress(job, job_backend(), *head_progress(job.metrics))
-    show_figure.show(head_curves(job.metrics, start.steps if start else None), "heads-live-curves", key="hd_live")
+    start = last_event(job.metrics, TaskHeadStart)
+    view.live_progress(job, job_backend(), *task_head_progress(job.metrics))
+    show_figure.show(task_head_curves(job.metrics, start.steps if start else None), "heads-live-curves", key="hd_live")
     view.stop_button(PAGE, job, "Stop (keeps the best model so far)", "Stopping… (the best model so far is kept)")
     board_buttons.live_share(job)

@@ -1,5 +1,5 @@
 """The Attention page's "Find a head": pick a word and a target word, see the heads that send the
-most attention from one to the other (bert/analysis/heads.py), and show one with a click."""
+most attention from one to the other (bert/analysis/attention_heads.py), and show one with a click."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import zlib
 import numpy as np
 import streamlit as st
 
-from bert.analysis.heads import heads_by_link, input_words, link_weights
+from bert.analysis.attention_heads import heads_by_link, input_words, link_weights
 
 from .ui.formatting import md_escape
 
@@ -54,4 +54,4 @@ def find_a_head(an, layer_key: str, head_key: str) -> None:
             width="stretch",
         )
     if ranked and np.isclose(ranked[0][2], 0.0):
-        st.caption("No head gives this word any attention here (an attention pattern may hide it).")
+        st.caption("No head gives this word any attention here (an attention mask may hide it).")

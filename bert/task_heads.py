@@ -2,7 +2,7 @@
 label every word, find the answer in a passage), one row each.
 
 The loader, the export, the models folder's listing and the pages read these rows: which head a
-folder holds (`head_of`), what transformers calls its class, what the page calls its task. No torch
+folder holds (`task_head_of`), what transformers calls its class, what the page calls its task. No torch
 here, so the listing and the first page can read them.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class Head:
+class TaskHead:
     key: str  # ours: config.json's "architecture" in this app's format
     task: str  # what the page calls it
     hf_class: str  # transformers' class for a BERT with this head (the export's `architectures`)
@@ -24,8 +24,8 @@ class Head:
     outputs: int = 0  # scores per position when not one per label (transformers' num_labels)
 
 
-HEADS = {
-    "pretraining": Head(
+TASK_HEADS = {
+    "pretraining": TaskHead(
         "pretraining",
         "guess the hidden word",
         "BertForPreTraining",
@@ -33,7 +33,7 @@ HEADS = {
         False,
         "a vocabulary's scores on every token (masked LM) and two on [CLS] (next sentence)",
     ),
-    "classifier": Head(
+    "classifier": TaskHead(
         "classifier",
         "classify the text",
         "BertForSequenceClassification",
@@ -41,7 +41,7 @@ HEADS = {
         True,
         "one score per class on the pooled sentence vector",
     ),
-    "tagger": Head(
+    "tagger": TaskHead(
         "tagger",
         "label every word",
         "BertForTokenClassification",
@@ -50,7 +50,7 @@ HEADS = {
         "one score per tag on every token's vector (read at each word's first piece)",
         pooler=False,
     ),
-    "reader": Head(
+    "reader": TaskHead(
         "reader",
         "find the answer",
         "BertForQuestionAnswering",
@@ -70,13 +70,13 @@ _HF_SUFFIX = {
 }
 
 
-def head_of(config, weight_names: Iterable[str]) -> Head:
+def task_head_of(config, weight_names: Iterable[str]) -> TaskHead:
     """The head a folder holds, from its config (our "architecture", else transformers'
     "architectures") and, for a folder that names neither, its weights' names (ours): a
     labelled head without labels in the config is no such head (pre-training's)."""
     names = set(weight_names)
     key = config.extra.get("architecture")
-    if key not in HEADS:
+    if key not in TASK_HEADS:
         key = None
         for arch in config.extra.get("architectures") or ():
             key = next((k for suffix, k in _HF_SUFFIX.items() if str(arch).endswith(suffix)), None)
@@ -84,7 +84,7 @@ def head_of(config, weight_names: Iterable[str]) -> Head:
                 break
     if key is None:
         key = "reader" if "qa_outputs.weight" in names else "classifier" if "classifier.weight" in names else None
-    head = HEADS.get(key or "pretraining")
+    head = TASK_HEADS.get(key or "pretraining")
     if head.labelled and not config.id2label:
-        return HEADS["pretraining"]
+        return TASK_HEADS["pretraining"]
     return head
