@@ -2,7 +2,7 @@
 
 Data flows one way: text -> bert.tokenizer -> bert.model / bert.analysis (with the
 intermediates asked for) -> app.analysis_cache -> app.figures.core -> page. app.model_sources says which models a
-student may load; app.analysis_cache keeps what bert.analysis computes. `app.figures.core` and `app.ui.formatting`
+student may load; app.analysis_cache keeps what bert.analysis computes. `app.figures.core` and `app.formatting`
 never import streamlit, so they can be tested on their own.
 """
 

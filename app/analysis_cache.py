@@ -44,9 +44,9 @@ from bert.analysis.scoring import PairScores, score_pairs, scoring_peak_bytes, s
 from bert.attention_masks import BIDIRECTIONAL, MaskKind
 
 from .current_model import CurrentModel
+from .formatting import clean_text
 from .server.analysis_gate import ANALYSES, busy_notice
 from .server.memory import nbytes, trim_heaps
-from .ui.formatting import clean_text
 
 ENTRY_BYTES = 256  # what one entry costs besides its contents (key, bookkeeping)
 

@@ -12,7 +12,7 @@ from bert import InputError
 from bert.analysis.common import encode
 from bert.attention_masks import BIDIRECTIONAL, CAUSAL, MaskKind, allowed, check_mask_kind
 
-from .ui.formatting import clean_text, md_escape
+from .formatting import clean_text, md_escape
 
 BOTH, LEFT, PREFIX = "Both ways (encoder)", "Left only (decoder)", "Prefix of k tokens"
 CHOICES = (BOTH, LEFT, PREFIX)

@@ -10,7 +10,7 @@ import streamlit as st
 
 from bert.analysis.attention_heads import heads_by_link, input_words, link_weights
 
-from .ui.formatting import md_escape
+from .formatting import md_escape
 
 TOP = 5
 

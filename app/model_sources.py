@@ -35,8 +35,8 @@ from bert.public import public_text
 from . import state
 from .current_model import CurrentModel
 from .export import context as view_context
+from .formatting import card_summary, clean_text
 from .server.memory import release_memory
-from .ui.formatting import card_summary, clean_text
 
 
 def inference_threads() -> int:

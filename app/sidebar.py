@@ -11,9 +11,9 @@ import bert
 from bert.public import public_text
 
 from . import state
+from .formatting import card_summary, fmt_params, md_escape, md_safe
 from .model_sources import FOLDER, current_summary, load_model, model_options, option_for, option_label, source_of
 from .ui.errors import show_errors
-from .ui.formatting import card_summary, fmt_params, md_escape, md_safe
 from .ui.widgets import PATH_CHARS
 
 log = logging.getLogger("bert_explorer")

@@ -1,5 +1,5 @@
 """The `st.session_state` keys the pages share (the model, the sentences, per-page settings), with
-their defaults. Keys one module owns live there: app/training/session.py (the training pages), app/ui/class_tools.py,
+their defaults. Keys one module owns live there: app/run_session/session.py (the training pages), app/ui/class_tools.py,
 app/ui/links.py, app/training/snapshots.py, app/ui/show_figure.py, app/training/page.py, app/lessons/view.py.
 
 Sentences typed on one page carry over to the next: each text lives under a plain key

@@ -16,7 +16,7 @@ asks (one job each, a class question's answers, a post on the board, the teacher
 
 A person's real name and email stay in their own session's `Identity`, and go with what they do on
 a class board (a post, a live run, an answer) to that board's store for its teacher's own screen and
-CSV (`real_name`, app/board/store.py: BoardStore.keep_name); what is shown to others is a nickname.
+CSV (`real_name`, app/class_store/store.py: BoardStore.keep_name); what is shown to others is a nickname.
 They are never logged."""
 
 from __future__ import annotations

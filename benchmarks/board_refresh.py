@@ -24,7 +24,7 @@ REFRESH_S = 5.0  # the board page's watch fragment
 
 
 def _post(code: str, i: int) -> None:
-    from app.board.service import board_store
+    from app.class_store.service import board_store
 
     curve = [(j, 0.5 + (i * j % 97) / 300) for j in range(200)]
     run = {"accuracy": 0.5 + i / 1000, "val_accuracy": curve, "train_loss": [(j, 1 / (j + 1)) for j in range(200)]}
@@ -122,7 +122,7 @@ def board_refresh(runs: int = 199, polls: int = 3) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         env = {"BERT_EXPLORER_CACHE": tmp, "BERT_EXPLORER_BOARD": "1"}
         os.environ.update(env)
-        from app.board.service import board_store
+        from app.class_store.service import board_store
 
         code, _ = board_store().new_board()
         for i in range(runs):

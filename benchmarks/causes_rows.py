@@ -82,7 +82,7 @@ def _probe(b: Bench, setup: Setup) -> None:
 
 
 def _class_pairs(b: Bench, setup: Setup) -> None:
-    from app.board.class_pairs import MAX_PAIRS
+    from app.class_store.class_pairs import MAX_PAIRS
     from bert.analysis.paradigms import PARADIGMS
     from bert.analysis.scoring import score_pairs
 

@@ -27,8 +27,8 @@ import time
 def default_specs(students: int, size: str, threads: int, seed: int):
     """(base model, JobSpec of every student's default run: the page's, each its own student)."""
     from app.jobs.spec import finetune_spec
+    from app.run_session.run_size import PAGE_EVALS, RUN_SIZES, VALID_FRACTION, page_finetune_args
     from app.training.data import builtin_data, split_data
-    from app.training.run_size import PAGE_EVALS, RUN_SIZES, VALID_FRACTION, page_finetune_args
     from app.training.start import default_finetune_base
     from bert import load
     from bert.data import datasets

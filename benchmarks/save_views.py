@@ -48,7 +48,7 @@ def _views(b):
     from app.export import choices
     from app.export.view_file import Choice, Panel
     from app.figures import core, training
-    from app.ui.formatting import token_table
+    from app.formatting import token_table
     from bert.analysis import explain as explain_analysis
     from bert.analysis import full, mlm
     from bert.analysis.common import encode

@@ -102,7 +102,7 @@ SETTINGS = {
         ),
         Setting("BERT_EXPLORER_CACHE", ".cache/", "folder for corpora, data sets, runs and job folders"),
         # what a client may send the server (app/server/guard.py, app/server/new_students.py,
-        # app/board/classroom.py)
+        # app/class_store/classroom.py)
         Setting("BERT_EXPLORER_UPLOAD_FILES_PER_SESSION", 4, "uploaded files one session may hold; more are refused"),
         Setting("BERT_EXPLORER_UPLOAD_MB_PER_SESSION", 110, "MB of uploaded files one session may hold"),
         Setting("BERT_EXPLORER_UPLOAD_FILES", 60, "uploaded files the whole server holds at most"),

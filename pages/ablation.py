@@ -9,11 +9,11 @@ import app
 from app.analysis_cache import class_probs, importance, mlm_topk, off_key
 from app.export.analysis_notebooks import ablation as ablation_notebook
 from app.figures.attention_heads import class_probs_before_after, importance_heatmap, topk_before_after
+from app.formatting import clean_text, md_escape, mlm_untrained
 from app.model_sources import current_model
 from app.server.rate_limit import within_rate
 from app.ui import show_figure, widgets
 from app.ui.errors import show_errors
-from app.ui.formatting import clean_text, md_escape, mlm_untrained
 from bert import settings
 
 app.run_through_entry()  # before anything else: see app/__init__.py

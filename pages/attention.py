@@ -13,10 +13,10 @@ from app.export import notebook as nb
 from app.export.view_file import Choice
 from app.figures import core
 from app.find_attention_head import find_a_head
+from app.formatting import attention_walkthrough, hide_specials, token_labels
 from app.model_sources import current_model
 from app.ui import family_note, links, show_figure, widgets
 from app.ui.errors import show_errors
-from app.ui.formatting import attention_walkthrough, hide_specials, token_labels
 from app.ui.widgets import index_slider
 from bert.attention_masks import BIDIRECTIONAL
 

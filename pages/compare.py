@@ -20,13 +20,13 @@ from app.figures.compare import (
     sense_scatter,
     separation_line,
 )
+from app.formatting import SENSE_SEP, clean_text, md_escape, sense_lines, sense_text
 from app.model_picker import model_picker
 from app.model_sources import FOLDER, LISTED, current_model, model_options, option_for
 from app.training.snapshots import VIEW_REQUEST
 from app.training.snapshots_view import attention_over_training
 from app.ui import family_note, links, show_figure
 from app.ui.errors import show_errors
-from app.ui.formatting import SENSE_SEP, clean_text, md_escape, sense_lines, sense_text
 from app.ui.widgets import SENSE_BOX_CHARS, SENTENCE_CHARS, TABLE_ROWS, WORD_CHARS, cap_help, index_slider, mlm_input
 from bert import InputError
 from bert.analysis.compare import compare_attention

@@ -4,13 +4,13 @@ import streamlit as st
 
 import app
 from app import state, trained_decoder
+from app.formatting import md_escape
 from app.jobs.backend import job_backend
+from app.run_session import session as ts
+from app.run_session.follow import POLL_S
 from app.seq2seq import session as s2s
 from app.seq2seq import view
-from app.training import session as ts
-from app.training.follow import POLL_S
 from app.ui.errors import show_errors
-from app.ui.formatting import md_escape
 from bert.checkpoint.builtins import available_builtins
 from bert.seq2seq.model import decoder_refusal
 from bert.seq2seq.tasks import DEFAULT_TASK, TASKS, task_pairs

@@ -11,10 +11,10 @@ from app import state
 from app.analysis_cache import analyze, position_table, same_word, word_order
 from app.export import notebook as nb
 from app.figures import core
+from app.formatting import BANK_SENTENCES
 from app.model_sources import current_model
 from app.ui import family_note, links, show_figure, widgets
 from app.ui.errors import show_errors
-from app.ui.formatting import BANK_SENTENCES
 from app.ui.widgets import SENTENCE_CHARS, WORD_CHARS, cap_help
 from bert import BertExplorerError, InputError
 from bert.analysis.vectors import cosine

@@ -10,10 +10,10 @@ from app.analysis_cache import logit_lens, mlm_topk, saliency
 from app.export import choices
 from app.export import notebook as nb
 from app.figures.explain import answer_by_layer, logit_lens_heatmap, saliency_bars
+from app.formatting import clean_text, md_escape, mlm_untrained
 from app.model_sources import current_model
 from app.ui import links, show_figure, widgets
 from app.ui.errors import show_errors
-from app.ui.formatting import clean_text, md_escape, mlm_untrained
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 

@@ -5,18 +5,19 @@ import streamlit as st
 import app
 from app import state
 from app.figures import training as training_figures
+from app.formatting import md_escape
 from app.jobs.backend import job_backend
 from app.jobs.spec import FINETUNE
+from app.run_session import session as ts
+from app.run_session.finished import results
+from app.run_session.follow import POLL_S, current_job, live_job
+from app.run_session.progress import finetune_progress, finetune_start_line
+from app.run_session.reports import base_bundle
+from app.run_session.run_size import DEFAULT_SIZE, EVALS_HELP, MIN_STEPS, PAGE_EVALS, RUN_SIZES
 from app.training import board_buttons, snapshots
 from app.training import page as view
-from app.training import session as ts
 from app.training.data import builtin_data
 from app.training.finetune_view import PAGE, data_summary, show_result, uploaded_data, validation
-from app.training.finished import results
-from app.training.follow import POLL_S, current_job, live_job
-from app.training.progress import finetune_progress, finetune_start_line
-from app.training.reports import base_bundle
-from app.training.run_size import DEFAULT_SIZE, EVALS_HELP, MIN_STEPS, PAGE_EVALS, RUN_SIZES
 from app.training.start import (
     check_finetune_settings,
     default_finetune_base,
@@ -27,7 +28,6 @@ from app.training.start import (
 from app.training.task_head_view import CLASSIFY, task_head_page, task_shape
 from app.ui import show_figure
 from app.ui.errors import show_errors
-from app.ui.formatting import md_escape
 from bert.checkpoint.builtins import available_builtins
 from bert.config import POOLINGS
 from bert.data.datasets import available_datasets

@@ -10,10 +10,10 @@ from app.analysis_cache import input_patterns, probe_patterns
 from app.export.analysis_notebooks import head_patterns as head_patterns_notebook
 from app.export.view_file import Choice
 from app.figures.attention_heads import STAT_NAMES, head_stats_bar, pattern_map
+from app.formatting import md_escape
 from app.model_sources import current_model
 from app.ui import links, show_figure, widgets
 from app.ui.errors import show_errors
-from app.ui.formatting import md_escape
 from bert.analysis.attention_heads import BROAD_ENTROPY, LABEL_HELP, LABELS, PATTERN_THRESHOLD, probe_sentences
 
 app.run_through_entry()  # before anything else: see app/__init__.py

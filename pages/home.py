@@ -5,10 +5,10 @@ import streamlit as st
 
 import app
 from app.figures import core
+from app.formatting import fmt_params
 from app.model_sources import current_summary
 from app.ui import family_note, show_figure
 from app.ui.errors import show_errors
-from app.ui.formatting import fmt_params
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 

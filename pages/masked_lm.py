@@ -12,10 +12,7 @@ from app import attention_masks, state
 from app.analysis_cache import mlm_predict, nsp_probability, replaced_tokens
 from app.export import notebook as nb
 from app.figures import core
-from app.model_sources import current_model
-from app.ui import family_note, links, show_figure, widgets
-from app.ui.errors import show_errors
-from app.ui.formatting import (
+from app.formatting import (
     RANDOM_SENTENCES,
     clean_text,
     count_masks,
@@ -24,6 +21,9 @@ from app.ui.formatting import (
     mlm_untrained,
     nsp_untrained,
 )
+from app.model_sources import current_model
+from app.ui import family_note, links, show_figure, widgets
+from app.ui.errors import show_errors
 from bert.checkpoint.builtins import what_it_read
 
 app.run_through_entry()  # before anything else: see app/__init__.py

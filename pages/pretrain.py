@@ -4,21 +4,21 @@ import streamlit as st
 
 import app
 from app.figures import training as training_figures
+from app.formatting import md_escape
 from app.jobs.backend import job_backend
 from app.jobs.spec import PRETRAIN
+from app.run_session import session as ts
+from app.run_session.follow import POLL_S, current_job, live_job
+from app.run_session.progress import pretrain_progress, probe_frame
+from app.run_session.uploads import remember_upload, upload_corpus
 from app.training import page as view
-from app.training import session as ts
 from app.training import snapshots
 from app.training.data import builtin_corpus
-from app.training.follow import POLL_S, current_job, live_job
 from app.training.next_word_view import is_next_word
 from app.training.pretrain_view import PAGE, plateau_line, show_result
-from app.training.progress import pretrain_progress, probe_frame
 from app.training.start import check_pretrain_settings, on_start_pretrain
-from app.training.uploads import remember_upload, upload_corpus
 from app.ui import show_figure
 from app.ui.errors import show_errors
-from app.ui.formatting import md_escape
 from bert.data.corpus.registry import CORPORA
 from bert.train.events import PretrainStart
 from bert.train.events import last as last_event

@@ -13,9 +13,9 @@ import app
 from app.analysis_cache import budget_cache
 from app.jobs import budget, saved_runs
 from app.jobs.backend import job_backend
+from app.run_session.progress import fmt_seconds
 from app.server import holders, teacher
 from app.server.memory import server_memory
-from app.training.progress import fmt_seconds
 from bert.train.precision import server_precision
 
 app.run_through_entry()  # before anything else: see app/__init__.py

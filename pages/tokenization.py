@@ -7,10 +7,7 @@ import streamlit as st
 
 import app
 from app.export import notebook as nb
-from app.model_sources import current_model, max_tokens
-from app.ui import show_figure, widgets
-from app.ui.errors import show_errors
-from app.ui.formatting import (
+from app.formatting import (
     TRACE_VIEWS,
     clean_text,
     md_escape,
@@ -20,6 +17,9 @@ from app.ui.formatting import (
     vocab_search,
     word_groups,
 )
+from app.model_sources import current_model, max_tokens
+from app.ui import show_figure, widgets
+from app.ui.errors import show_errors
 from app.ui.widgets import WORD_CHARS, cap_help
 from bert.analysis.common import encode
 

@@ -75,9 +75,9 @@ def postgres_server():
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.slow)])  # a database server: slow
 def board(request, tmp_path, monkeypatch):
     """The class board's store, once on SQLite (in the test's cache folder) and once on
-    PostgreSQL (its database emptied), as app/board/service.py picks it from the settings: the
+    PostgreSQL (its database emptied), as app/class_store/service.py picks it from the settings: the
     pages a test drives use the same one. One store only: parametrize("board", [...], indirect=True)."""
-    from app.board.service import board_store
+    from app.class_store.service import board_store
     from tests.helpers import use_cache
 
     use_cache(monkeypatch, tmp_path)
@@ -92,12 +92,12 @@ def board(request, tmp_path, monkeypatch):
 def replica(board):
     """A second store on the `board` fixture's database, with connections of its own: another
     app replica, or the same server after a restart."""
-    from app.board.sqlite_store import SqliteStore
+    from app.class_store.sqlite_store import SqliteStore
 
     if isinstance(board, SqliteStore):
         other = SqliteStore(board.path)
     else:
-        from app.board.postgres import PostgresStore
+        from app.class_store.postgres import PostgresStore
 
         other = PostgresStore(board.url)
     yield other

@@ -117,7 +117,7 @@ class PostgresServer:
         0.1-0.8 s here, emptying it 1 ms)."""
         import psycopg
 
-        from app.board.postgres import SCHEMA_NAME
+        from app.class_store.postgres import SCHEMA_NAME
 
         if not self._made:
             with psycopg.connect(self.url(), autocommit=True) as conn:

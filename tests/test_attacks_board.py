@@ -13,10 +13,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.board import charts as board_charts
-from app.board import store
-from app.board import summary as board_summary
-from app.board.service import JOINED
-from app.board.store import BoardError
+from app.class_store import store
+from app.class_store import summary as board_summary
+from app.class_store.service import JOINED
+from app.class_store.store import BoardError
 from tests.helpers import use_cache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -324,7 +324,7 @@ QUESTION = {"kind": "pieces", "prompt": "How many?", "choices": ["1", "2"], "ans
 def classroom_on(board, clock):
     """A Classroom on `board` counting new answerers per address on the fake `clock`; a class
     (code, key) with a question open."""
-    from app.board.classroom import Classroom
+    from app.class_store.classroom import Classroom
     from app.server.new_students import NewStudents
 
     answerers = NewStudents("BERT_EXPLORER_NEW_ANSWERERS_BURST", "BERT_EXPLORER_NEW_ANSWERER_EVERY_S", clock=clock)
@@ -335,7 +335,7 @@ def classroom_on(board, clock):
 
 
 def test_one_address_answers_a_question_as_a_class_not_as_two_hundred(cache, board, monkeypatch):
-    from app.board.classroom import TooManyAnswerers
+    from app.class_store.classroom import TooManyAnswerers
 
     monkeypatch.setenv("BERT_EXPLORER_NEW_ANSWERERS_BURST", "60")
     monkeypatch.setenv("BERT_EXPLORER_NEW_ANSWERER_EVERY_S", "30")
@@ -363,7 +363,7 @@ def test_one_address_answers_a_question_as_a_class_not_as_two_hundred(cache, boa
 
 
 def test_one_address_never_holds_more_than_half_a_question(cache, board, monkeypatch):
-    from app.board.classroom import ANSWERS_PER_ADDRESS, MAX_ANSWERS, TooManyAnswerers
+    from app.class_store.classroom import ANSWERS_PER_ADDRESS, MAX_ANSWERS, TooManyAnswerers
 
     monkeypatch.setenv("BERT_EXPLORER_NEW_ANSWERERS_BURST", "60")
     monkeypatch.setenv("BERT_EXPLORER_NEW_ANSWERER_EVERY_S", "30")

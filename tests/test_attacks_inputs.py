@@ -241,7 +241,7 @@ def test_cap_text_cuts_and_warns():
 
 
 def test_sense_lines_caps_lines_and_parts():
-    from app.ui.formatting import sense_lines, sense_text
+    from app.formatting import sense_lines, sense_text
 
     text = "\n".join(
         [f"the bank {i} | river" for i in range(60)] + ["  ", "| lonely sense", "x" * 5000 + " | " + "s" * 500]

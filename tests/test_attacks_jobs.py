@@ -20,10 +20,10 @@ from app.jobs.budget import LimitError
 from app.jobs.local import JobManager, TrainingJobs
 from app.jobs.spec import FINETUNE, PRETRAIN
 from app.jobs.worker import SESSION, TIME, stop_message
+from app.run_session.finished import add_result
+from app.run_session.uploads import free_uploads
 from app.students import browser_id
-from app.training.finished import add_result
 from app.training.start import check_finetune, check_finetune_settings, check_pretrain
-from app.training.uploads import free_uploads
 from bert.config import BertConfig
 from bert.data.labelled import read_labelled, stratified_split
 from bert.errors import DataError, InputError
@@ -401,7 +401,7 @@ def test_browser_id_is_the_same_for_every_tab_of_a_browser():
 
 def test_a_session_keeps_three_models_the_oldest_stays_on_disk(cache, session):
     from app import state
-    from app.training import session as ts
+    from app.run_session import session as ts
 
     ts.init_training()
     state.init()
@@ -429,7 +429,7 @@ def test_a_session_keeps_three_models_the_oldest_stays_on_disk(cache, session):
 
 
 def test_free_uploads_drops_the_bytes_and_parsed_copies(session):
-    from app.training import session as ts
+    from app.run_session import session as ts
 
     ts.init_training()
     session[ts.FT_UPLOAD] = {"name": "big.csv", "data": b"x" * 1000, "id": "f1"}
@@ -464,7 +464,7 @@ def test_finished_run_is_reopened_by_code_in_a_new_session(cache):
     from streamlit.testing.v1 import AppTest
 
     from app import state
-    from app.training import session as ts
+    from app.run_session import session as ts
 
     corpus = "\n\n".join(
         " ".join(f"The {w} sees the {v} ." for w, v in zip(WORDS[5:15], WORDS[6:16])) for _ in range(8)

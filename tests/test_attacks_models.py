@@ -153,7 +153,7 @@ def test_the_sidebar_shows_the_one_message_and_loads_a_legit_folder(root):
     from streamlit.testing.v1 import AppTest
 
     from app import state
-    from app.ui.formatting import md_escape
+    from app.formatting import md_escape
 
     r = resources()
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=120)

@@ -185,8 +185,8 @@ def test_a_reopened_model_is_shared_but_each_session_names_its_own(cache, monkey
 
     from app import state
     from app.jobs import saved_runs
-    from app.training import session as ts
-    from app.training.finished import reopen
+    from app.run_session import session as ts
+    from app.run_session.finished import reopen
     from tests.helpers import tiny_bundle
 
     save_runs(["SHARE2"])
@@ -384,8 +384,8 @@ def test_a_finished_jobs_model_is_not_held_by_its_session(cache, session_state):
     from app.jobs.local import TrainingJobs
     from app.jobs.records import Saved
     from app.jobs.spec import PRETRAIN
-    from app.training import session as ts
-    from app.training.finished import collect
+    from app.run_session import session as ts
+    from app.run_session.finished import collect
     from bert.errors import BertExplorerError
     from bert.train import events as ev
     from tests.helpers import tiny_bundle

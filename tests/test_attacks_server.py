@@ -396,7 +396,7 @@ def test_a_pages_copy_of_an_upload_counts_after_its_uploader_is_cleared(monkeypa
 def test_the_training_pages_register_their_copy_of_an_upload(monkeypatch):
     import streamlit as st
 
-    from app.training import uploads
+    from app.run_session import uploads
 
     mgr, guard, _ = _guard({"s": True})
     monkeypatch.setattr(uploads, "upload_guard", lambda: guard)
@@ -425,8 +425,8 @@ def test_a_class_of_30_behind_one_router_uploads_starts_and_answers_once_declare
     """30 browsers of one address: each uploads a file, starts a job, answers the question. Before
     the teacher declares the class, the per-address rules refuse some; after, every one is served,
     and one machine is still bounded: a tab's own caps, the server's caps, the burst past the class."""
-    from app.board.classroom import Classroom
-    from app.board.store import BoardError
+    from app.class_store.classroom import Classroom
+    from app.class_store.store import BoardError
     from app.server import shared_network
     from app.server.new_students import NewStudents
 
@@ -489,7 +489,7 @@ def test_the_teacher_declares_the_class_network_and_a_student_cannot(board, monk
     from streamlit.testing.v1 import AppTest
 
     from app.board import class_panel
-    from app.board.service import JOINED
+    from app.class_store.service import JOINED, TEACHER
     from app.server import shared_network
     from tests.helpers import ENTRY
 
@@ -505,7 +505,7 @@ def test_the_teacher_declares_the_class_network_and_a_student_cannot(board, monk
         teacher = AppTest.from_file(ENTRY, default_timeout=120)
         teacher.run()
         teacher.session_state[JOINED] = code
-        teacher.session_state[class_panel.TEACHER] = (code, key)
+        teacher.session_state[TEACHER] = (code, key)
         teacher.run()
         teacher.number_input(key=class_panel.CLASS_SIZE).set_value(28)
         teacher.button(key="class_declare").click().run()

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from app import state, students
+from app.formatting import WORD_JOINER, md_code, md_escape, md_safe
 from app.jobs import saved_runs
-from app.training import session as ts
+from app.run_session import session as ts
 from app.training.data import read_corpus
 from app.ui import links
-from app.ui.formatting import WORD_JOINER, md_code, md_escape, md_safe
 from bert.data.corpus import fetch
 from bert.data.labelled import read_labelled, stratified_split
 from bert.train.finetune_args import FinetuneArgs
@@ -185,8 +185,7 @@ def class_screen(code: str, teacher_key: str | None = None, student: str | None 
     (its answers are "session:<student>": AppTest sends no browser cookie)."""
     from streamlit.testing.v1 import AppTest
 
-    from app.board.class_panel import TEACHER
-    from app.board.service import JOINED
+    from app.class_store.service import JOINED, TEACHER
 
     at = AppTest.from_file(ENTRY, default_timeout=120)
     at.run()
@@ -213,7 +212,7 @@ def test_an_answer_spelled_with_entities_is_text_on_the_teachers_and_every_stude
     """Three students answer `www&period;x&period;io`: the teacher's live chart and its "In words",
     each student's own answer, then after the reveal the chart and "You answered" on every screen
     show it as typed, never as a link."""
-    from app.board.classroom import Classroom
+    from app.class_store.classroom import Classroom
 
     monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
     c = Classroom(board)
@@ -242,7 +241,7 @@ def test_a_nickname_spelled_with_entities_is_text_on_the_class_board(board, monk
     chart's "In words" on a classmate's Class board show it as typed, never as a link."""
     from streamlit.testing.v1 import AppTest
 
-    from app.board.service import JOINED
+    from app.class_store.service import JOINED
 
     monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
     code, _ = board.new_board()

@@ -97,8 +97,8 @@ def test_generated_lines_are_deterministic():
 def test_class_queue_runs_every_students_job_and_reports_when_the_last_ended(tmp_path, monkeypatch):
     """benchmarks.class_queue with three students on a tiny run size: every job finishes, two
     run at once, and the figures come back (no time asserted)."""
+    from app.run_session.run_size import RUN_SIZES, RunSize
     from app.training import data as training_data
-    from app.training.run_size import RUN_SIZES, RunSize
     from benchmarks import class_queue
 
     rt = training_data.builtin_data("rotten_tomatoes")  # from the usual cache, before the runs' own
@@ -115,8 +115,8 @@ def test_class_queue_runs_every_students_job_and_reports_when_the_last_ended(tmp
 def test_precision_rows_run_the_page_run_in_fp32_then_in_bf16(tmp_path, monkeypatch):
     """benchmarks.precision's run rows on a tiny run size: the jobs were given fp32, then bf16, and
     the row has both figures and their ratio (no time asserted)."""
+    from app.run_session.run_size import RUN_SIZES, RunSize
     from app.training import data as training_data
-    from app.training.run_size import RUN_SIZES, RunSize
     from benchmarks import precision
     from bert.train.precision import cpu_has_bf16
 

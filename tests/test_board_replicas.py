@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.board import store
-from app.board.service import JOINED
-from app.board.store import UNAVAILABLE, BoardError, BoardUnavailable
-from app.ui.formatting import md_escape
+from app.class_store import store
+from app.class_store.service import JOINED
+from app.class_store.store import UNAVAILABLE, BoardError, BoardUnavailable
+from app.formatting import md_escape
 
 ROOT = Path(__file__).resolve().parent.parent
 AT_ONCE = 8  # threads, half on each replica
@@ -116,7 +116,7 @@ def test_the_caps_hold_when_two_replicas_act_at_once(board, replica, monkeypatch
 def test_the_database_down_the_board_page_says_so_and_the_rest_works(board, postgres_server, monkeypatch):
     import psycopg
 
-    from app.board import postgres
+    from app.class_store import postgres
 
     monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
     monkeypatch.setattr(postgres, "RETRY_S", 1.0)

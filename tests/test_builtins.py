@@ -9,7 +9,7 @@ import torch
 from safetensors import safe_open
 
 import bert
-from app.ui.formatting import mlm_untrained, nsp_untrained
+from app.formatting import mlm_untrained, nsp_untrained
 from bert.checkpoint.builtins import (
     ASSETS,
     BUILTINS,

@@ -12,7 +12,7 @@ import pytest
 from app.causes.pairs_view import chart_vs_total
 from app.causes.patching_view import baseline_warnings, patched_line, prefers
 from app.figures.causes import pair_word_scores, paradigm_accuracy_bars, patching_heatmap, probe_curves
-from app.ui.formatting import md_escape
+from app.formatting import md_escape
 from bert.analysis.patching import Patching
 from bert.analysis.probes import ProbeCurve
 from bert.analysis.scoring import SentenceScore

@@ -1,4 +1,4 @@
-"""The class's minimal pairs on its board (app/board/class_pairs.py, app/board/pairs_panel.py): the
+"""The class's minimal pairs on its board (app/class_store/class_pairs.py, app/board/pairs_panel.py): the
 store's limits on each store, then a student posting typed pairs from the Causes page and the
 Class board page scoring them with the loaded model: each pair's hit or miss, the hit rate, typed
 text shown as text, bad input a clear message."""
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from app.board import class_pairs
-from app.board.class_pairs import ClassPairs
-from app.board.service import JOINED
-from app.board.store import BoardError
+from app.class_store import class_pairs
+from app.class_store.class_pairs import ClassPairs
+from app.class_store.service import JOINED
+from app.class_store.store import BoardError
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = "<img src=x onerror=alert(1)> **bold**"

@@ -1,4 +1,4 @@
-"""The teacher leads, the class answers (app/board/classroom.py, app/board/questions.py), on each
+"""The teacher leads, the class answers (app/class_store/classroom.py, app/board/questions.py), on each
 board store (the `board` fixture: SQLite and PostgreSQL): the lead's versions and time-outs, the
 question's limits (one open, a day's count, answers per question, changes each, lengths, control
 characters, choices), normalised tallies, the reveal, the teacher's CSV, a restart, a flood; and
@@ -13,11 +13,12 @@ import threading
 import numpy as np
 import pytest
 
-from app.board import classroom as cr
 from app.board import questions
 from app.board.charts import answers_figure
-from app.board.classroom import Classroom, is_right, normal_answer
-from app.board.store import KEEP_SECONDS, LEAD_IDLE_S, LEAD_MAX_S, BoardError
+from app.class_store import classroom as cr
+from app.class_store.classroom import Classroom, is_right, normal_answer
+from app.class_store.store import KEEP_SECONDS, LEAD_IDLE_S, LEAD_MAX_S, BoardError
+from app.lessons import LESSONS
 from bert import InputError
 from tests.helpers import tiny_bundle
 
@@ -176,8 +177,7 @@ def test_the_teachers_csv_is_built_when_downloaded_not_on_every_run(board, monke
     from streamlit.testing.v1 import AppTest
 
     from app.board import question_view
-    from app.board.class_panel import TEACHER
-    from app.board.service import JOINED
+    from app.class_store.service import JOINED, TEACHER
     from tests.helpers import ENTRY
 
     monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
@@ -334,10 +334,10 @@ def test_every_kind_gives_the_models_own_answer_and_a_figure(tiny):
     assert b["answer"] == questions.PIECE_CHOICES[min(len(tiny.tokenizer.tokenize("cats")), 6) - 1]
     b = questions.heads_question(tiny, text, "tiny")
     assert b["answer"] in b["choices"] and len(b["choices"]) == 3
-    for label in questions.lesson_questions():  # all 15, each answered from its choices, its figure drawable
-        b = questions.lesson_question(tiny, label, "tiny")
+    for label in questions.lesson_questions(LESSONS):  # all 15, each answered from its choices, its figure drawable
+        b = questions.lesson_question(tiny, label, "tiny", LESSONS)
         assert b["answer"] in b["choices"] and (b["figure"] is None or json.loads(b["figure"])["data"]), label
-    assert len(questions.lesson_questions()) == 15
+    assert len(questions.lesson_questions(LESSONS)) == 15
     for kind in ("mask", "look", "follows", "pieces", "heads"):
         made = {
             "mask": lambda: questions.mask_question(tiny, text, "t"),
@@ -439,7 +439,7 @@ def test_the_decoder_question_is_offered_only_once_the_session_trained_one(run):
     at.selectbox(key="ask_kind").set_value("writes").run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.number_input(key="ask_writing").value == 3
-    from app.ui.formatting import md_escape
+    from app.formatting import md_escape
 
     assert any(md_escape(run["bundle"].name) in c.value for c in at.caption)
 
@@ -478,7 +478,7 @@ def test_the_teacher_asks_which_sentence_the_model_prefers(cls):
     loaded model (minilm-l6), opened with both sentences as the choices."""
     from streamlit.testing.v1 import AppTest
 
-    from app.ui.formatting import md_escape
+    from app.formatting import md_escape
     from bert.analysis.paradigms import PARADIGMS
 
     c, code, key = cls

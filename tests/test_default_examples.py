@@ -5,7 +5,7 @@ import pytest
 
 import bert
 from app import state
-from app.ui.formatting import mask_words
+from app.formatting import mask_words
 from bert.analysis.mlm import mlm_topk
 
 

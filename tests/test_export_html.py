@@ -314,7 +314,7 @@ def test_a_training_runs_snapshots_carry_every_step_layer_and_head_within_the_bu
 
 
 def test_head_maps_draw_any_head_as_the_page_draws_the_picked_one():
-    from app.ui.formatting import hide_specials
+    from app.formatting import hide_specials
 
     atts = _atts()
     for keep in (None, [1, 2, 3]):

@@ -40,7 +40,7 @@ def _ok(at):
 def _job(at):
     """The session's dictionary job (the local backend's)."""
     from app.jobs.local import manager
-    from app.training import session as ts
+    from app.run_session import session as ts
 
     return manager().get(at.session_state[students.OWNER], at.session_state[ts.DC_JOB])
 

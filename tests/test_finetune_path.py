@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from app import state
-from app.training import session as ts
+from app.run_session import session as ts
 from tests.helpers import reviews_csv, started_app, tiny_bundle
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -232,7 +232,7 @@ def test_attention_views_with_xss_and_long_text(at):
 def test_table_downloads_escape_formulas():
     import pandas as pd
 
-    from app.ui.formatting import table_csv
+    from app.formatting import table_csv
 
     df = pd.DataFrame(
         {
@@ -275,7 +275,7 @@ def test_server_config_for_a_class():
 def test_results_offer_escaped_csv_downloads(at):
     """A finished fine-tuning result whose mistakes hold formulas: the page's download buttons
     are there (AppTest cannot click a download; table_csv is what they serve)."""
-    from app.training import session as ts
+    from app.run_session import session as ts
     from tests.helpers import finished_result
 
     base, res = finished_result()

@@ -181,8 +181,8 @@ def test_lesson_seven_shows_every_step_with_its_figure_and_checks_answers_on_the
     from streamlit.testing.v1 import AppTest
 
     from app import trained_decoder
+    from app.formatting import md_escape
     from app.lessons.encoders_decoders import BOTH
-    from app.ui.formatting import md_escape
 
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=180)
     at.query_params["lesson"] = "both"

@@ -123,8 +123,8 @@ def test_a_finished_pretraining_runs_notebook_redraws_it_and_tries_its_downloade
 
     from app.export.notebook import SAVED_MODEL
     from app.export.training_notebooks import pretrain_report
+    from app.run_session.names import safe_filename
     from app.training.downloads import model_zip
-    from app.training.names import safe_filename
     from bert.train.events import PretrainEval, PretrainStart, last, of_type
     from bert.train.plateau import plateau_exit
     from bert.train.pretrain_eval import probe_predictions
@@ -231,8 +231,8 @@ def test_the_pages_offer_their_notebooks_with_their_inputs(pretrain_run, decoder
     from streamlit.testing.v1 import AppTest
 
     from app.export.notebook import SAVED_MODEL
+    from app.run_session import session as ts
     from app.trained_decoder import RESULT, example_source
-    from app.training import session as ts
     from bert.analysis.words import sense_examples
     from tests.helpers import ENTRY, offered_downloads, select_session_model
 

@@ -195,7 +195,8 @@ def test_patching_refuses_a_site_a_classifier_and_too_many_tokens(pair, monkeypa
 def test_the_knows_question_is_the_first_layer_whose_mask_restores_half(pair):
     """The class question "at which layer does the [MASK] know?": the rule on the patching result,
     the layers as choices, the [MASK]'s column as the figure; a pair patching refuses, refused."""
-    from app.board import classroom, questions
+    from app.board import questions
+    from app.class_store import classroom
 
     bundle, _ = pair
     b = questions.knows_question(bundle, patching.Pair(CLEAN, CORRUPTED, ANSWER, FOIL), "tiny")

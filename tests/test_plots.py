@@ -7,8 +7,8 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
+from app import formatting
 from app.figures import core
-from app.ui import formatting
 from bert import BertConfig, InputError
 from bert.analysis.vectors import cosine_matrix, pca_plane
 from bert.analysis.words import shuffle_words

@@ -130,8 +130,8 @@ def test_a_smaller_quick_run_in_bf16_learns_what_it_learns_in_fp32():
     """The Fine-tuning page's Quick run (MiniLM, lowest 2 layers frozen, the page's evaluations) on 400
     Rotten Tomatoes reviews from one seed, in fp32 and in bf16: the same accuracy to 0.015 and the
     same loss curves to the bands above."""
+    from app.run_session.run_size import PAGE_EVALS, VALID_FRACTION, page_finetune_args
     from app.training.data import split_data
-    from app.training.run_size import PAGE_EVALS, VALID_FRACTION, page_finetune_args
     from bert import load
     from bert.data.datasets import load_dataset
     from bert.errors import BertExplorerError

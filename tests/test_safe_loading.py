@@ -320,7 +320,7 @@ def test_save_never_writes_outside_its_parent(tmp_path):
 
 @pytest.mark.parametrize("name", EVIL_NAMES)
 def test_app_file_names_are_plain(name):
-    from app.training.names import safe_filename
+    from app.run_session.names import safe_filename
 
     out = safe_filename(name)
     assert out and out == os.path.basename(out) and ".." not in out and not out.startswith(".")
@@ -331,8 +331,8 @@ def test_app_file_names_are_plain(name):
 def test_exported_zips_have_one_plain_folder(name, tmp_path):
     """The model downloads (both formats) of a model named with `../`: every entry lies inside
     one folder with a plain name, so unzipping cannot write anywhere else."""
+    from app.run_session.names import safe_filename
     from app.training.downloads import model_zip
-    from app.training.names import safe_filename
 
     b = tiny()
     b.name = name
@@ -349,7 +349,7 @@ def test_exported_zips_have_one_plain_folder(name, tmp_path):
 def test_uploaded_file_names_lose_their_path():
     """A browser may send any file name: only its last part is kept (and only for messages)."""
     pytest.importorskip("streamlit")
-    from app.training.uploads import remember_upload
+    from app.run_session.uploads import remember_upload
 
     class Upload:
         def __init__(self, name):
@@ -371,7 +371,7 @@ def test_pretraining_job_folders_stay_under_the_cache(monkeypatch, tmp_path):
     number only (never by the model's name); the corpus name of an upload is made plain first."""
     pytest.importorskip("streamlit")
     from app.jobs.worker import job_folder
-    from app.training.names import safe_filename
+    from app.run_session.names import safe_filename
 
     monkeypatch.setattr("app.jobs.worker.jobs_dir", lambda: tmp_path / "jobs")
     for job_id in (7, None):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app import students
-from app.board.service import JOINED
+from app.class_store.service import JOINED
 from app.students import ANONYMOUS, SIGNED_IN, signed_in, teacher_by_claims, user_id
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -140,7 +140,7 @@ def test_the_nickname_box_offers_the_providers_nickname_claim(board, monkeypatch
     from streamlit.testing.v1 import AppTest
 
     from app import state, students
-    from app.training import session as ts
+    from app.run_session import session as ts
     from tests.helpers import finished_result
 
     monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")

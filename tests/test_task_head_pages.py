@@ -13,8 +13,8 @@ import pytest
 pytest.importorskip("streamlit")
 
 from app import state  # noqa: E402
-from app.board.service import JOINED  # noqa: E402
-from app.training import session as ts  # noqa: E402
+from app.class_store.service import JOINED  # noqa: E402
+from app.run_session import session as ts  # noqa: E402
 from app.training.task_head_results import NOT_ENTITIES, task_head_scores  # noqa: E402
 from bert.data.qa_demo import qa_demo  # noqa: E402
 from bert.tagging import word_attention  # noqa: E402

@@ -2,7 +2,7 @@
 app/figures/training.py), with a tiny model so that training takes a second or two.
 
 AppTest cannot upload a file: the tests put the file's bytes where the page keeps an upload
-(app.training.session FT_UPLOAD / PT_UPLOAD), which is exactly what the page does with a real upload.
+(app.run_session.session FT_UPLOAD / PT_UPLOAD), which is exactly what the page does with a real upload.
 Plotly charts are UnknownElements in AppTest: the figures are checked in the app.figures.training tests.
 """
 
@@ -23,19 +23,17 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 import bert  # noqa: E402
 from app import state, students
 from app.figures import training as training_figures  # noqa: E402
+from app.formatting import md_escape
 from app.jobs.local import TrainingJobs, manager
 from app.jobs.records import Report
 from app.jobs.spec import FINETUNE
 from app.jobs.worker import StopEvent, jobs_dir
-from app.training import run_size
-from app.training import session as ts  # noqa: E402
-from app.training.data import class_table, dropped_text, split_data
-from app.training.downloads import model_zip
-from app.training.names import display_name, safe_filename
-from app.training.next_word_view import continued_text
-from app.training.progress import finetune_progress, finetune_start_line, fmt_seconds, pretrain_progress, probe_frame
-from app.training.reports import cls_attention
-from app.training.run_size import (
+from app.run_session import run_size
+from app.run_session import session as ts  # noqa: E402
+from app.run_session.names import display_name, safe_filename
+from app.run_session.progress import finetune_progress, finetune_start_line, fmt_seconds, pretrain_progress, probe_frame
+from app.run_session.reports import cls_attention
+from app.run_session.run_size import (
     DEFAULT_SIZE,
     EVAL_SAMPLE,
     PAGE_EVALS,
@@ -44,9 +42,11 @@ from app.training.run_size import (
     floored_epochs,
     page_finetune_args,
 )
+from app.training.data import class_table, dropped_text, split_data
+from app.training.downloads import model_zip
+from app.training.next_word_view import continued_text
 from app.training.snapshots import SNAPSHOTS  # noqa: E402
 from app.training.start import few_steps_message
-from app.ui.formatting import md_escape
 from bert.data.labelled import read_labelled, stratified_split  # noqa: E402
 from bert.tokenizer.tokenizer import Tokenizer  # noqa: E402
 from bert.train.events import Error, FinetuneDone, PretrainDone, PretrainStart  # noqa: E402

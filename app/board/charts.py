@@ -14,9 +14,9 @@ from collections import OrderedDict
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..class_store.classroom import normal_answer
+from ..class_store.summary import TASK_SCORES
 from ..figures.core import safe_labels
-from .classroom import normal_answer
-from .summary import TASK_SCORES
 
 DRAWN_POINTS = 40  # per posted curve: 200 runs x 40 points is what a projector shows
 MARKERS_UP_TO = 20  # runs drawn with markers; more are lines only

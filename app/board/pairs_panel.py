@@ -1,5 +1,5 @@
 """The Class board page's minimal pairs: the pairs the class posted from the Causes page
-(app/board/class_pairs.py), each scored by the model this screen has loaded (its
+(app/class_store/class_pairs.py), each scored by the model this screen has loaded (its
 pseudo-log-likelihood, bert/analysis/scoring.py): the model's hit or miss on each, and its hit
 rate over the class's pairs. A pair is scored once per model, in the server's analysis places,
 and its scores are kept with the pair: a page run reads them. A pair the model cannot score (a
@@ -15,11 +15,11 @@ from bert import InputError
 from bert.analysis.scoring import sentence_tokens
 
 from ..analysis_cache import pair_scores
+from ..class_store.class_pairs import POSTED_TOKENS, ClassPairs
+from ..class_store.service import board_store
+from ..class_store.store import BoardError
+from ..formatting import md_escape
 from ..model_sources import current_model
-from ..ui.formatting import md_escape
-from .class_pairs import POSTED_TOKENS, ClassPairs
-from .service import board_store
-from .store import BoardError
 
 HIT, MISS = "hit", "miss"
 REMOVE_PAIR = "board_remove_pair"

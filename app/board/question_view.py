@@ -10,6 +10,8 @@ question's state changes.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import pandas as pd
 import plotly.io as pio
 import streamlit as st
@@ -17,15 +19,15 @@ import streamlit as st
 from bert import BertExplorerError, InputError
 
 from .. import state
+from ..class_store.classroom import ANSWER_CHARS, is_right
+from ..class_store.service import classroom
+from ..class_store.store import BoardError
+from ..formatting import md_escape, table_csv
 from ..model_sources import current_model
 from ..server.new_students import client_address
 from ..students import real_name, student_key
 from ..ui import show_figure
-from ..ui.formatting import md_escape, table_csv
 from . import charts as board_charts
-from .classroom import ANSWER_CHARS, is_right
-from .service import classroom
-from .store import BoardError
 
 KIND = "ask_kind"
 WORD = "ask_word"
@@ -42,7 +44,7 @@ ANSWER_NOTE = "ask_answer_note"  # (question id, why the last answer was refused
 TYPED = "ask_typed"
 
 
-def _body(kind: str) -> dict:
+def _body(kind: str, lessons: Callable[[], Sequence]) -> dict:
     from . import questions  # the model's analyses (torch): imported when the teacher asks
 
     ss = st.session_state
@@ -72,7 +74,7 @@ def _body(kind: str) -> dict:
     if kind == "prefers":
         paradigm = ss.get(PARADIGM) or next(iter(questions.PARADIGMS))
         return questions.prefers_question(b, paradigm, int(ss.get(PAIR_NUMBER) or 1), label)
-    return questions.lesson_question(b, ss[LESSON], label)
+    return questions.lesson_question(b, ss[LESSON], label, lessons())
 
 
 def decoder_source(run: dict) -> str:
@@ -98,18 +100,19 @@ NO_DECODER = (
 )
 
 
-def _ask(code: str, key: str) -> None:
+def _ask(code: str, key: str, lessons: Callable[[], Sequence]) -> None:
     try:
         with st.spinner("Working out the model's answer…"):
-            body = _body(st.session_state.get(KIND, "mask"))
+            body = _body(st.session_state.get(KIND, "mask"), lessons)
         classroom().ask(code, key, body)
     except BertExplorerError as e:  # BoardError, InputError, ...
         st.session_state[NOTE] = str(e)
 
 
-def ask_popover(code: str, key: str) -> None:
+def ask_popover(code: str, key: str, lessons: Callable[[], Sequence] = tuple) -> None:
     """The teacher's "Ask the class" (in the sidebar's class section): a kind, worked out on the
-    sentences and model on screen now."""
+    sentences and model on screen now; `lessons()` (app.lessons.LESSONS, from the entry, read when
+    asked: torch only then) offer their questions too."""
     from . import questions  # the same lazy import as above: torch only once the teacher asks
 
     ss = st.session_state
@@ -162,8 +165,8 @@ def ask_popover(code: str, key: str) -> None:
             c2.number_input("Head", 1, H, key=HEAD, value=min(2, H))
             st.selectbox("From the token", range(len(tokens)), key=FROM, format_func=lambda i: f"{tokens[i]} ({i})")
         else:
-            st.selectbox("Lesson question", list(questions.lesson_questions()), key=LESSON)
-        st.button("Ask", key="ask_go", type="primary", on_click=_ask, args=(code, key))
+            st.selectbox("Lesson question", list(questions.lesson_questions(lessons())), key=LESSON)
+        st.button("Ask", key="ask_go", type="primary", on_click=_ask, args=(code, key, lessons))
         note = ss.pop(NOTE, None)
         if note:
             st.error(md_escape(note), icon=":material/error:")

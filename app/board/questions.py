@@ -1,5 +1,5 @@
 """Questions the teacher asks the class, worked out on the loaded model: each kind makes a body
-(what app/board/classroom.py keeps and every screen draws), computed once by the teacher's
+(what app/class_store/classroom.py keeps and every screen draws), computed once by the teacher's
 session, so the model's answer and the figure that explains it are the model's own and the same
 on every screen. No streamlit here.
 
@@ -27,6 +27,8 @@ as the model's), why (one sentence), figure (plotly JSON, or None), model (its l
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -41,9 +43,7 @@ from bert.attention_masks import CAUSAL
 
 from ..figures import seq2seq as s2s_figures
 from ..figures.causes import pair_word_scores
-from ..figures.core import mlm_topk_bar, nsp_bar, safe_labels, values_bar
-from ..lessons import LESSONS
-from ..lessons.encoders_decoders import two_readings
+from ..figures.core import mlm_topk_bar, nsp_bar, safe_labels, two_readings, values_bar
 
 KINDS = {
     "mask": "Which word fills the [MASK]?",
@@ -355,13 +355,14 @@ def prefers_question(bundle, paradigm: str, number: int, model: str) -> dict:
     )
 
 
-def lesson_questions() -> dict[str, tuple]:
-    """{label: (lesson, question)} of every lesson's questions."""
-    return {f"{lesson.title}: {q.key}": (lesson, q) for lesson in LESSONS for q in lesson.questions}
+def lesson_questions(lessons: Sequence) -> dict[str, tuple]:
+    """{label: (lesson, question)} of every question of `lessons` (app.lessons.LESSONS, handed down
+    by the entry: the board stands beside the lessons, it does not import them)."""
+    return {f"{lesson.title}: {q.key}": (lesson, q) for lesson in lessons for q in lesson.questions}
 
 
-def lesson_question(bundle, label: str, model: str) -> dict:
-    lesson, q = lesson_questions()[label]
+def lesson_question(bundle, label: str, model: str, lessons: Sequence) -> dict:
+    lesson, q = lesson_questions(lessons)[label]
     asked = q.ask(bundle)
     return _body(
         "lesson",

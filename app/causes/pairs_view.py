@@ -13,18 +13,18 @@ import pandas as pd
 import streamlit as st
 
 from app.analysis_cache import pair_scores, paradigm_scores
-from app.board.class_pairs import PAIRS_A_POST, PAIRS_EACH, PAIRS_PER_ADDRESS, POSTED_TOKENS, ClassPairs
-from app.board.service import JOINED, board_store, enabled
-from app.board.store import BoardError
+from app.class_store.class_pairs import PAIRS_A_POST, PAIRS_EACH, PAIRS_PER_ADDRESS, POSTED_TOKENS, ClassPairs
+from app.class_store.service import JOINED, board_store, enabled
+from app.class_store.store import BoardError
 from app.export.causes_notebooks import every_paradigm, minimal_pairs
 from app.figures.causes import pair_word_scores, paradigm_accuracy_bars
+from app.formatting import md_escape
 from app.server.guard import tab_closed
 from app.server.new_students import address_key, client_address
 from app.server.rate_limit import within_rate
 from app.server.shared_network import class_size
 from app.students import student_key
 from app.ui import links, show_figure
-from app.ui.formatting import md_escape
 from app.ui.widgets import cap_text, csv_download
 from bert import settings
 from bert.analysis.paradigms import PAIR_SEP, PARADIGMS, parse_pairs

@@ -12,9 +12,9 @@ from app.analysis_cache import probe_curve
 from app.export.causes_notebooks import probes
 from app.export.notebook import ModelRef
 from app.figures.causes import probe_curves
+from app.formatting import md_escape
 from app.model_sources import model_for
 from app.ui import links, show_figure
-from app.ui.formatting import md_escape
 from app.ui.widgets import csv_download
 from bert.analysis.probe_data import PROPERTIES
 from bert.checkpoint.builtins import available_builtins

@@ -295,7 +295,7 @@ def tokenization(model: ModelRef, stamp: Stamp, text_a: str, text_b: str | None)
         ("markdown", TOKENIZATION_MD),
         (
             "code",
-            "from app.ui.formatting import token_table\nfrom bert.analysis.common import encode\n\n"
+            "from app.formatting import token_table\nfrom bert.analysis.common import encode\n\n"
             f"text_a = {text_a!r}\ntext_b = {(text_b or None)!r}\n"
             "enc = encode(bundle, text_a, text_b)\n"
             "numbers = {'tokens': enc.tokens, 'ids': [int(i) for i in enc.ids]}  # for your own code\n"

@@ -91,7 +91,7 @@ def pretrain_report(model: ModelRef, stamp: Stamp, name: str, key: str, events: 
         ),
         (
             "code",
-            "from app.training.progress import probe_frame\nfrom bert.train.plateau import plateau_exit\n\n"
+            "from app.run_session.progress import probe_frame\nfrom bert.train.plateau import plateau_exit\n\n"
             f"done = ev.from_dict(json.loads({json.dumps(done.to_dict())!r}), ev.PRETRAIN)  # its final scores\n"
             "start = ev.last(events, ev.PretrainStart)\n"
             "left = plateau_exit(ev.of_type(events, ev.PretrainEval), start.baseline_token if start else None)\n"

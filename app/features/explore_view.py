@@ -10,8 +10,8 @@ import pandas as pd
 import streamlit as st
 
 from app.figures.features import activation_histogram
+from app.formatting import clean_text, md_escape
 from app.ui import show_figure
-from app.ui.formatting import clean_text, md_escape
 from app.ui.widgets import SENTENCE_CHARS, cap_help, cap_text
 from bert.analysis import dictionary as dic
 

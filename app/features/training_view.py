@@ -22,6 +22,7 @@ import streamlit as st
 import bert
 from app.current_model import CurrentModel
 from app.figures.features import training_curves
+from app.formatting import md_escape
 from app.jobs import budget
 from app.jobs.backend import job_backend
 from app.jobs.dictionary_events import CONTROL, TRAINED, DictionaryQuality, DictionaryStart, DictionaryStep
@@ -30,15 +31,14 @@ from app.jobs.records import Saved, SaveFailed
 from app.jobs.saved_runs import parse_code
 from app.jobs.spec import DICTIONARY
 from app.jobs.worker import stop_message
+from app.run_session import session as ts
+from app.run_session.finished import run_code_line
+from app.run_session.follow import POLL_S, current_job, live_job, notice_errors
 from app.server.analysis_gate import ANALYSES, busy_notice
 from app.training import page as view
-from app.training import session as ts
 from app.training.data import not_on_server
-from app.training.finished import run_code_line
-from app.training.follow import POLL_S, current_job, live_job, notice_errors
 from app.training.start import start_dictionary
 from app.ui import show_figure
-from app.ui.formatting import md_escape
 from bert.analysis import dictionary as dic
 from bert.data.corpus.base import CorpusError
 from bert.train.events import last as last_event

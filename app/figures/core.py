@@ -13,10 +13,14 @@ import html
 import re
 import textwrap
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
+
+if TYPE_CHECKING:
+    from bert.analysis.mlm import MLMPredictions
 
 from .model_diagram import model_diagram as model_diagram  # re-exported: the Home page finds it here
 
@@ -611,4 +615,17 @@ def nsp_bar(p_is_next: float) -> go.Figure:
     fig.update_layout(height=200, margin=dict(l=10, r=10, t=20, b=10))
     fig.update_xaxes(range=[0, 1], title="probability")
     fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def two_readings(both: MLMPredictions, left: MLMPredictions, gap: int = 0) -> go.Figure:
+    """A gap's top guesses read both ways (left) and read left only (right), side by side (the
+    encoders-and-decoders lesson, the class board's "both ways or left only" question)."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("reads both ways", "reads left only"), horizontal_spacing=0.2)
+    for c, (p, colour) in enumerate(((both, "#1f77b4"), (left, "#ff7f0e")), 1):
+        fig.add_trace(probability_bars(p.top_probs[gap], safe_labels(p.top_tokens[gap]), colour), row=1, col=c)
+        fig.update_yaxes(autorange="reversed", type="category", row=1, col=c)
+    top = max(float(both.top_probs[gap].max()), float(left.top_probs[gap].max()), 1e-6)
+    fig.update_xaxes(title_text="probability", range=[0, top * 1.15])  # one scale for both, the bars readable
+    fig.update_layout(showlegend=False, height=80 + 34 * len(both.top_tokens[gap]), margin=dict(l=10, r=10, t=40, b=10))
     return fig

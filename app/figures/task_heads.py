@@ -8,7 +8,7 @@ from plotly.subplots import make_subplots
 
 from bert.train.events import TaskHeadEval, TaskHeadStep, of_type
 
-from ..ui.formatting import finite_float
+from ..formatting import finite_float
 from .core import fitted, safe_labels
 from .training import EXTRA_COLOUR, TRAIN_COLOUR, VALID_COLOUR, ema, thin
 

@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 
 from bert.train.events import FinetuneEval, FinetuneStep, PretrainEval, PretrainStart, PretrainStep, of_type
 
-from ..ui.formatting import finite_float
+from ..formatting import finite_float
 from .core import fitted, probability_bars, safe_labels
 
 MAX_POINTS = 1500  # longer series are thinned for drawing (every k-th point, last kept)

@@ -4,7 +4,7 @@
 `max_running` jobs train at once, the others wait in order. No `st.*` call happens here: a page's
 `@st.fragment(run_every=...)` calls `job.drain()` and `job.heartbeat()`, and redraws. A job
 belongs to the session that started it: it is submitted and looked up with the session's owner
-id (app.training.session.owner()), so a session never lists or reaches another's jobs; a job whose
+id (app.run_session.session.owner()), so a session never lists or reaches another's jobs; a job whose
 session stops polling (tab closed) is stopped after `heartbeat_timeout` seconds, and what it
 trained so far is kept.
 

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from bert.analysis import mlm
 from bert.analysis.common import bare_word, need_mlm
@@ -20,7 +19,7 @@ from bert.train.seq2seq import held_out_source
 
 from ..figures import core
 from ..figures import seq2seq as s2s_figures
-from ..figures.core import probability_bars, safe_labels
+from ..figures.core import two_readings
 from .claims import Said, claim, ordinal, percent
 from .lesson import Asked, Lesson, Link, Question, Step, ask, choices_with
 
@@ -166,18 +165,6 @@ def clue_after_the_gap(bundle, candidates=GAPS) -> Said:
         f"guesses “{guess}” ({percent(p_guess)}).",
         facts | {"rank": rank},
     )
-
-
-def two_readings(both: mlm.MLMPredictions, left: mlm.MLMPredictions, gap: int = 0) -> go.Figure:
-    """A gap's top guesses read both ways (left) and read left only (right), side by side."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("reads both ways", "reads left only"), horizontal_spacing=0.2)
-    for c, (p, colour) in enumerate(((both, "#1f77b4"), (left, "#ff7f0e")), 1):
-        fig.add_trace(probability_bars(p.top_probs[gap], safe_labels(p.top_tokens[gap]), colour), row=1, col=c)
-        fig.update_yaxes(autorange="reversed", type="category", row=1, col=c)
-    top = max(float(both.top_probs[gap].max()), float(left.top_probs[gap].max()), 1e-6)
-    fig.update_xaxes(title_text="probability", range=[0, top * 1.15])  # one scale for both, the bars readable
-    fig.update_layout(showlegend=False, height=80 + 34 * len(both.top_tokens[gap]), margin=dict(l=10, r=10, t=40, b=10))
-    return fig
 
 
 def guesses_figure(bundle) -> go.Figure | None:

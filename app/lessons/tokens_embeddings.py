@@ -7,8 +7,8 @@ import numpy as np
 from bert.analysis.full import analyze, position_table
 from bert.analysis.words import word_order
 
+from .. import formatting
 from ..figures import core
-from ..ui import formatting
 from .claims import Said, claim
 from .lesson import Asked, Lesson, Link, Question, Step, ask, choices_with
 

@@ -16,9 +16,9 @@ from bert.analysis.scoring import score_pairs
 from bert.errors import DataError, InputError
 
 from ..figures import core
+from ..figures.attention_heads import importance_heatmap, pattern_map
 from ..figures.causes import pair_word_scores, patching_heatmap, probe_curves
 from ..figures.explain import logit_lens_heatmap
-from ..figures.heads import importance_heatmap, pattern_map
 from .claims import Said, claim, ordinal, percent
 from .encoders_decoders import rank_of
 from .lesson import Asked, Lesson, Link, Question, Step, ask, choices_with

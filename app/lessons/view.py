@@ -8,8 +8,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ..analysis_cache import budget_cached
+from ..formatting import md_escape
 from ..ui import links, show_figure
-from ..ui.formatting import md_escape
 from . import LESSONS, claims
 from .lesson import Asked, Lesson
 

@@ -21,7 +21,7 @@ from starlette.routing import Route
 
 from bert import settings
 
-from ..board.service import enabled as board_enabled
+from ..class_store.service import enabled as board_enabled
 from . import tool
 
 STATE_COOKIE = "bert_explorer_lti_state"

@@ -26,12 +26,12 @@ from ..jobs.records import Saved, SaveFailed, loaded_record
 from ..jobs.seq2seq_job import Seq2SeqBudget, seq2seq_budget, seq2seq_spec
 from ..jobs.spec import KINDS, PRETRAIN, SEQ2SEQ
 from ..model_sources import in_hand, load_model
+from ..run_session import session as ts
+from ..run_session.follow import current_session_id, notice_errors
+from ..run_session.reports import base_bundle
 from ..server import new_students
 from ..students import owner, student_key
 from ..trained_decoder import RESULT
-from ..training import session as ts
-from ..training.follow import current_session_id, notice_errors
-from ..training.reports import base_bundle
 
 JOB = "s2s_job_id"  # int | None: the job this session follows
 NOTICE = "s2s_notice"  # (level, text) | None: a message from a callback, shown once

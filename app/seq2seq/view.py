@@ -17,15 +17,15 @@ from .. import state
 from ..analysis_cache import decoder_trace, run_key
 from ..export.training_notebooks import decoding
 from ..figures import seq2seq as s2s_figures
+from ..formatting import md_escape
 from ..jobs.worker import stop_message
+from ..run_session import session as ts
+from ..run_session.finished import run_code_line
+from ..run_session.progress import fmt_seconds
+from ..run_session.uploads import read_upload, remember_upload
 from ..trained_decoder import example_source
-from ..training import session as ts
-from ..training.finished import run_code_line
-from ..training.progress import fmt_seconds
-from ..training.uploads import read_upload, remember_upload
 from ..ui import show_figure
 from ..ui.errors import show_errors
-from ..ui.formatting import md_escape
 from .session import UPLOAD, reopen_callback
 
 UPLOAD_CHOICE = "upload"

@@ -18,7 +18,7 @@ and a job takes minutes). What is left: keys admitted stay admitted for a day, s
 collects a new student every 20 s (the queue cap still bounds what they hold at once, and each
 job needs its own open connection).
 
-**Class questions** (scope: the question, app/board/classroom.py): `BERT_EXPLORER_NEW_ANSWERERS_BURST`
+**Class questions** (scope: the question, app/class_store/classroom.py): `BERT_EXPLORER_NEW_ANSWERERS_BURST`
 (60: a class behind one router answers at once) new answerers of one question from one address,
 then one every `BERT_EXPLORER_NEW_ANSWERER_EVERY_S` (30 s: latecomers of a larger class), and never
 more than `most` (half the question's MAX_ANSWERS) from one address: one machine cannot fill a
@@ -155,7 +155,7 @@ class NewStudents:
 
 
 _new_students = NewStudents()
-# new answerers of a class question (scope: the question); app/board/classroom.py says the rule
+# new answerers of a class question (scope: the question); app/class_store/classroom.py says the rule
 new_answerers = NewStudents("BERT_EXPLORER_NEW_ANSWERERS_BURST", "BERT_EXPLORER_NEW_ANSWERER_EVERY_S")
 
 

@@ -1,7 +1,7 @@
 """A class behind one router: the teacher says so, and the rules per client address make room.
 
 The per-address rules (uploads held, app/server/guard.py; new browsers starting jobs and answering a
-question, app/server/new_students.py; pairs posted to a board, app/board/class_pairs.py) stop one
+question, app/server/new_students.py; pairs posted to a board, app/class_store/class_pairs.py) stop one
 machine from taking what the class shares. A class behind one school router is one address too, so
 the teacher of a class board can declare "this class shares one network" (the Class board's "Your
 class" part, from the classroom: the declaring session's own address is the one declared) with the

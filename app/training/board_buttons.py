@@ -1,4 +1,4 @@
-"""The class board's widgets on the Fine-tuning page (app/board/store.py is the store): post a finished
+"""The class board's widgets on the Fine-tuning page (app/class_store/store.py is the store): post a finished
 run (a classifier's or a per-token head's), or show a run live on the board while it trains, so a
 class can watch one run instead of queueing thirty. Only when the board is on
 (BERT_EXPLORER_BOARD=1) and this session has joined a board on the Class board page."""
@@ -9,15 +9,15 @@ import time
 
 import streamlit as st
 
-from ..board.service import JOINED, board_store, enabled
-from ..board.store import NICK_CHARS, BoardError, BoardUnavailable
-from ..board.summary import summary_of
+from ..class_store.service import JOINED, board_store, enabled
+from ..class_store.store import NICK_CHARS, BoardError, BoardUnavailable
+from ..class_store.summary import summary_of
+from ..formatting import md_escape
 from ..jobs.records import run_record
 from ..jobs.spec import FINETUNE, TASK_HEAD
+from ..run_session.follow import current_job
+from ..run_session.progress import finetune_progress, task_head_progress
 from ..students import identity, real_name, student_key
-from ..ui.formatting import md_escape
-from .follow import current_job
-from .progress import finetune_progress, task_head_progress
 
 ICON_ERR = ":material/error:"
 POST_NICK = "ft_board_nick"

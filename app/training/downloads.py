@@ -9,7 +9,7 @@ from pathlib import Path
 
 import bert
 
-from .names import safe_filename
+from ..run_session.names import safe_filename
 
 
 def _zip_folder(folder: Path, root: str) -> bytes:

@@ -13,18 +13,18 @@ from bert.data.labelled import LabelledData
 
 from ..export.notebook import finetune_report
 from ..figures import training as training_figures
+from ..formatting import md_code, md_escape, table_csv
 from ..jobs.spec import FINETUNE
+from ..run_session import session as ts
+from ..run_session.names import safe_filename
+from ..run_session.progress import fmt_seconds
+from ..run_session.reports import base_bundle, cls_attention, mistakes_frame, per_class_frame
+from ..run_session.uploads import parse_upload, remember_upload, remove_upload, sniff_columns
 from ..ui import show_figure
 from ..ui.errors import show_errors
-from ..ui.formatting import md_code, md_escape, table_csv
 from ..ui.widgets import SENTENCE_CHARS
 from . import page as view
-from . import session as ts
 from .data import dropped_text
-from .names import safe_filename
-from .progress import fmt_seconds
-from .reports import base_bundle, cls_attention, mistakes_frame, per_class_frame
-from .uploads import parse_upload, remember_upload, remove_upload, sniff_columns
 
 TRY_DEFAULT = "A gripping story with wonderful performances."
 PAGE = view.TrainPage(

@@ -16,10 +16,10 @@ from bert.train.next_word import NEXT_WORD, next_word_probe
 
 from ..analysis_cache import continuation, run_key
 from ..figures.core import safe_labels
+from ..formatting import md_escape
+from ..run_session import session as ts
 from ..ui import show_figure
 from ..ui.errors import show_errors
-from ..ui.formatting import md_escape
-from . import session as ts
 
 TEXT_CHARS = 2000  # what the box takes; a prompt longer than the model reads is cut with a note
 GREEDY, SAMPLE = "greedy", "sample"

@@ -18,18 +18,26 @@ import streamlit as st
 from bert.family import member
 
 from .. import state
+from ..formatting import md_escape
 from ..jobs.backend import JobBackend, JobHandle
 from ..jobs.spec import FINETUNE, TASK_HEAD
 from ..jobs.worker import job_threads
+from ..run_session import session as ts
+from ..run_session.finished import (
+    collect,
+    notice_key,
+    reopen_callback,
+    result_status,
+    results,
+    run_code_line,
+    use_model,
+)
+from ..run_session.names import safe_filename
+from ..run_session.run_size import RUN_SIZES
 from ..ui import show_figure
 from ..ui.errors import show_errors
-from ..ui.formatting import md_escape
 from . import board_buttons
-from . import session as ts
 from .downloads import model_zip
-from .finished import collect, notice_key, reopen_callback, result_status, results, run_code_line, use_model
-from .names import safe_filename
-from .run_size import RUN_SIZES
 
 ICON_ERR = ":material/error:"
 

@@ -19,14 +19,14 @@ from bert.train.pretrain_eval import probe_predictions
 
 from ..export.training_notebooks import pretrain_report
 from ..figures import core, training
+from ..formatting import md_escape
 from ..jobs.spec import PRETRAIN
+from ..run_session import session as ts
+from ..run_session.progress import probe_frame
 from ..ui import show_figure
-from ..ui.formatting import md_escape
 from ..ui.widgets import SENTENCE_CHARS
 from . import page as view
-from . import session as ts
 from .next_word_view import continue_box, is_next_word
-from .progress import probe_frame
 
 PAGE = view.TrainPage(PRETRAIN, "pt", "pretrain", hf_class="BertForPreTraining")
 

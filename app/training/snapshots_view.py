@@ -7,10 +7,10 @@ import streamlit as st
 from app.export import choices
 from app.figures import core
 from app.figures.compare import change_over_training, moved_heatmap
+from app.formatting import md_escape
 from app.training.snapshots import SNAPSHOTS
 from app.ui import show_figure
 from app.ui.errors import show_errors
-from app.ui.formatting import md_escape
 from app.ui.widgets import index_slider
 
 

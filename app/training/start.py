@@ -33,15 +33,15 @@ from ..jobs.spec import DICTIONARY, FINETUNE, PRETRAIN, TASK_HEAD, JobSpec, fine
 from ..jobs.task_head_job import task_head_spec
 from ..jobs.worker import job_threads
 from ..model_sources import load_model
+from ..run_session import session as ts
+from ..run_session.follow import current_session_id, job_key, notice_errors
+from ..run_session.names import safe_filename
+from ..run_session.run_size import MIN_STEPS, floored_epochs, page_finetune_args, speed_key, training_time_line
+from ..run_session.uploads import free_uploads, let_go_of_uploaders
 from ..server import new_students
 from ..students import owner, student_key
-from . import session as ts
 from . import snapshots
 from .data import split_data
-from .follow import current_session_id, job_key, notice_errors
-from .names import safe_filename
-from .run_size import MIN_STEPS, floored_epochs, page_finetune_args, speed_key, training_time_line
-from .uploads import free_uploads, let_go_of_uploaders
 
 
 def default_finetune_base() -> str:

@@ -21,10 +21,10 @@ from ..export.task_head_notebooks import reader_report, tagger_report
 from ..figures import training as training_figures
 from ..figures.core import esc, values_bar
 from ..figures.task_heads import span_probs, task_head_curves
+from ..formatting import clean_text, md_escape
 from ..jobs.spec import TASK_HEAD
 from ..ui import show_figure
 from ..ui.errors import show_errors
-from ..ui.formatting import clean_text, md_escape
 from . import page as view
 
 COLOURS = ["blue", "green", "orange", "red", "violet", "gray", "rainbow"]

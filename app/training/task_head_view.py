@@ -19,24 +19,24 @@ from bert.train.task_head_args import for_task_head
 
 from .. import state
 from ..figures.task_heads import task_head_curves
+from ..formatting import md_escape
 from ..jobs.backend import job_backend
 from ..jobs.budget import LimitError
 from ..jobs.spec import TASK_HEAD
 from ..jobs.task_head_job import BUILTIN
+from ..run_session import session as ts
+from ..run_session.finished import collect
+from ..run_session.follow import POLL_S, current_job, live_job, notice_errors
+from ..run_session.progress import task_head_progress
+from ..run_session.reports import base_bundle
+from ..run_session.uploads import read_upload, remember_upload
 from ..students import owner
 from ..ui import links, show_figure
 from ..ui.errors import show_errors
-from ..ui.formatting import md_escape
 from . import board_buttons
 from . import page as view
-from . import session as ts
-from .finished import collect
-from .follow import POLL_S, current_job, live_job, notice_errors
-from .progress import task_head_progress
-from .reports import base_bundle
 from .start import check_head_settings, start_head
 from .task_head_results import PAGE, show_task_head_result
-from .uploads import read_upload, remember_upload
 
 CLASSIFY = "classify"
 SHAPES = {CLASSIFY: "Classify the text", "tagger": "Label every word", "reader": "Find the answer"}

@@ -19,7 +19,7 @@ import streamlit as st
 from bert import BertExplorerError
 from bert.public import public_text
 
-from .formatting import md_escape
+from ..formatting import md_escape
 
 log = logging.getLogger("bert_explorer")
 

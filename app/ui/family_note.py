@@ -8,7 +8,7 @@ import streamlit as st
 from bert.family import MEMBERS, RELATIVES, member
 from bert.tokenizer.vocab import MASK_TOKEN
 
-from .formatting import md_code, md_escape
+from ..formatting import md_code, md_escape
 
 
 def embeddings(config) -> None:

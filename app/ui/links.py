@@ -20,7 +20,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import streamlit as st
 
-from .formatting import md_escape
+from ..formatting import md_escape
 
 LINK_TEXT_CHARS = 300  # a sentence longer than this is cut in the link (the link says so)
 _SEEN = "_link_seen"  # {param name: the value last applied or published}

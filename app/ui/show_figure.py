@@ -31,8 +31,8 @@ from ..export.notebook import MIME as NOTEBOOK_MIME
 from ..export.notebook import ModelRef
 from ..export.stamp import Stamp, weights_hash
 from ..export.view_file import MIME, Choice, Panel, stamped, view_html
+from ..formatting import md_escape
 from .colour_words import ColourWords, words_for
-from .formatting import md_escape
 from .links import PROJECTOR
 
 FORMAT = "figure_format"  # session key: "png" or "svg"

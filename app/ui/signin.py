@@ -8,8 +8,8 @@ from __future__ import annotations
 import streamlit as st
 
 from .. import students
+from ..formatting import md_escape
 from . import links
-from .formatting import md_escape
 
 PROBLEM = "signin_problem"  # session key: why the last Sign in click could not go to the provider
 

@@ -14,8 +14,8 @@ from bert.tokenizer.vocab import MASK_TOKEN as MASK
 
 from .. import state
 from ..export import context
+from ..formatting import md_escape
 from . import links
-from .formatting import md_escape
 
 # Caps, one place. A sentence of 2,000 characters is at most ~2,000 tokens (a few model windows);
 # a longer paste is cut with a message. Words longer than 100 characters are [UNK] anyway.
@@ -137,7 +137,7 @@ def index_slider(where, label: str, n: int, key: str, value: int = 1) -> int:
 
 def csv_download(df, label: str, file_name: str, key: str) -> None:
     """A table as an escaped CSV download (no formula runs in a spreadsheet: helpers.table_csv)."""
-    from .formatting import table_csv
+    from ..formatting import table_csv
 
     st.download_button(
         label,

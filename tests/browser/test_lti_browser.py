@@ -80,8 +80,8 @@ def test_a_launch_opens_the_courses_board_the_instructor_teaches_and_a_student_j
 
     # the class answers a question (written to the board's store as the pages do), then the
     # instructor sends today's scores: the platform's gradebook column gets Stu's, by her subject
-    from app.board.classroom import Classroom
-    from app.board.sqlite_store import SqliteStore
+    from app.class_store.classroom import Classroom
+    from app.class_store.sqlite_store import SqliteStore
     from app.lti import arrive, tool
     from app.students import user_id
 

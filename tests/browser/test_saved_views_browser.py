@@ -17,7 +17,7 @@ from app.export.stamp import Stamp, weights_hash
 from app.export.view_file import Choice, Panel, view_html
 from app.export.wheel import wheel_name
 from app.figures import compare, core, heads, seq2seq, training
-from app.ui.formatting import token_table
+from app.formatting import token_table
 from bert.analysis import explain as explain_analysis
 from bert.analysis import full, mlm
 from bert.analysis.common import encode

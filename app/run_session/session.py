@@ -6,7 +6,7 @@ widget: an uploaded file's bytes are copied under FT_UPLOAD / PT_UPLOAD when it 
 metrics and report are moved into FT_RESULTS / PT_RESULTS (the server-side job is then
 forgotten, so the session's copy is the one in memory; the run is also saved on disk under its
 run code, app/jobs/saved_runs.py). A Fine-tuning file stays until its student removes it; a
-Pre-training file is dropped once its job has started (app/training/uploads.py).
+Pre-training file is dropped once its job has started (app/run_session/uploads.py).
 """
 
 from __future__ import annotations

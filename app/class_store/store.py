@@ -1,10 +1,10 @@
 """The class board's store: one interface (`BoardStore`, every rule of the board written once) and
-its two implementations: app/board/sqlite_store.py (the default) and app/board/postgres.py.
+its two implementations: app/class_store/sqlite_store.py (the default) and app/class_store/postgres.py.
 
 Students post their fine-tuning runs' settings and curves under a class code, and everyone sees
 whose settings worked best. Boards and entries last a day (`expire`). What is stored is bounded
 and never holds the data or its texts: the settings, the final scores and two thinned curves
-(app/board/summary.py). No streamlit here: pages/board.py draws it, app/training/board_buttons.py
+(app/class_store/summary.py). No streamlit here: pages/board.py draws it, app/training/board_buttons.py
 has the post button.
 
 A board belongs to its teacher and its posts to their students (`student`: the browser key of the
@@ -40,7 +40,7 @@ from collections import OrderedDict
 
 from bert import BertExplorerError
 
-from ..ui.formatting import finite_float
+from ..formatting import finite_float
 from .summary import clean_summary
 
 CODE_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
@@ -59,12 +59,12 @@ MAX_NICKS_EACH = 3  # nicknames one student uses on a board
 LOCK_WAIT_S = 10  # a transaction waits this long for the write lock
 SCHEMA = 6  # SQLite: PRAGMA user_version of the tables below; 1 (no version) is upgraded in place
 LEAD_IDLE_S = 20 * 60  # a class's lead ends this long after the teacher's session last wrote it
-LEAD_MAX_S = 4 * 3600  # and this long after it began (app/board/classroom.py)
+LEAD_MAX_S = 4 * 3600  # and this long after it began (app/class_store/classroom.py)
 READ_CACHED = 32  # boards whose entries are kept read, server-wide (a class polls one)
 LIVE_STATES = ("queued", "running", "done", "stopped", "error")
 UNAVAILABLE = "The class board is unavailable right now (the database cannot be reached); everything else works."
 
-# The class's lead and questions (app/board/classroom.py) and minimal pairs (app/board/class_pairs.py),
+# The class's lead and questions (app/class_store/classroom.py) and minimal pairs (app/class_store/class_pairs.py),
 # in PostgreSQL's words (SQLite's: the id an INTEGER PRIMARY KEY AUTOINCREMENT, REAL for DOUBLE PRECISION).
 CLASS_TABLES = (
     "CREATE TABLE IF NOT EXISTS lead (code TEXT PRIMARY KEY, page TEXT NOT NULL, view TEXT NOT NULL, "

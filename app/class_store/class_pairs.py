@@ -1,6 +1,6 @@
 """The class's minimal pairs on its board: students post the pairs they typed on the Causes page,
 and the board scores every pair with the model its viewer has loaded (app/board/pairs_panel.py).
-No streamlit here; the table is app/board/store.py's `pairs`, kept a day like the board.
+No streamlit here; the table is app/class_store/store.py's `pairs`, kept a day like the board.
 
 A pair is two sentences of 1-SENTENCE_CHARS characters on one line each (no control or format
 characters), different from each other, of at most POSTED_TOKENS tokens each (the poster's page

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from bert.train.finetune_args import FinetuneArgs
     from bert.train.task_head_args import TaskHeadArgs
 
-from ..ui.formatting import finite_float
+from ..formatting import finite_float
 
 MAX_POINTS = 200  # per curve
 TEXT_CHARS = 80  # of a model or data set name

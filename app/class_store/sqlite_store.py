@@ -1,5 +1,5 @@
-"""The class board in one SQLite file (the default store; app/board/postgres.py is the other):
-`BoardStore`'s rules (app/board/store.py) over one immediate transaction per action."""
+"""The class board in one SQLite file (the default store; app/class_store/postgres.py is the other):
+`BoardStore`'s rules (app/class_store/store.py) over one immediate transaction per action."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def _columns(conn, table: str) -> set[str]:
 class SqliteStore(BoardStore):
     """The board in one SQLite file (created on demand). One connection per action, in one
     immediate transaction: several sessions (threads) and processes on this machine post at
-    once safely. Not on a network mount (SQLite's locks do not hold there): app/board/postgres.py."""
+    once safely. Not on a network mount (SQLite's locks do not hold there): app/class_store/postgres.py."""
 
     def __init__(self, path: Path):
         self.path = Path(path)

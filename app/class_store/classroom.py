@@ -1,7 +1,7 @@
 """The teacher leads, the class answers: the board store's actions for a class in a lecture.
 
 Two things live under a board's class code, next to its posted runs, in the board's store
-(`Classroom(store)`: SQLite or PostgreSQL, the same lock and expiry, app/board/store.py holds
+(`Classroom(store)`: SQLite or PostgreSQL, the same lock and expiry, app/class_store/store.py holds
 the tables):
 
 - **the lead**: the page and view (a link's values, app/ui/links.py) the teacher shows now. The

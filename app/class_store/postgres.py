@@ -1,5 +1,5 @@
 """The class board in PostgreSQL (BERT_EXPLORER_DATABASE_URL, psycopg 3): the store several app
-replicas share. The rules are app/board/store.py's, unchanged; this module only connects.
+replicas share. The rules are app/class_store/store.py's, unchanged; this module only connects.
 
 Every writing action holds one transaction-level advisory lock (`LOCK_ID`) from its first
 statement, as SQLite's BEGIN IMMEDIATE holds its file: the actions of all replicas run one after
