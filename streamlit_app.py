@@ -13,6 +13,15 @@ from app.sidebar import app_icon
 from app.ui import access, class_tools, links, signin
 from app.ui.errors import show_errors
 
+
+def lessons():
+    """The lessons whose questions the class board's "Ask the class" offers: read when the teacher
+    opens it (the lessons import torch; a page's start does not)."""
+    from app.lessons import LESSONS
+
+    return LESSONS
+
+
 guard.install()  # once per process: no client clears the caches; uploads capped
 page_fragments.install()  # once per process: a page's fragments end with the page
 
@@ -80,4 +89,4 @@ links.publish()  # the address now holds this view (what the page declared with 
 class_panel.after_run(page_name)  # the teacher's lead written; a follower who changed it has left
 with st.sidebar:
     # after the page: its "Link for students" shows the address just published; the class part the board's
-    class_tools.render(class_panel.sidebar_section)
+    class_tools.render(lambda: class_panel.sidebar_section(lessons))

@@ -1,4 +1,4 @@
-"""The attention pattern as a choice on a page (bert/attention_masks.py): who may read whom, on the same
+"""The attention mask as a choice on a page (bert/attention_masks.py): who may read whom, on the same
 weights. A prefix length is a number input bounded by the input's tokens, so a k past the end
 cannot be typed; one kept from a longer sentence is brought back to the end with bert's own
 message saying why."""
@@ -35,7 +35,7 @@ def input_tokens(model, text_a: str, text_b: str | None = None) -> int:
 
 
 def link_params(key: str) -> list:
-    """The pattern in a page's link: `read` (both, left, prefix) and, for a prefix, `k`; a k past
+    """The mask kind in a page's link: `read` (both, left, prefix) and, for a prefix, `k`; a k past
     the input's end is brought back by mask_kind_choice with its note."""
     from .ui import links
 
@@ -46,7 +46,7 @@ def link_params(key: str) -> list:
 
 
 def mask_kind_choice(n_tokens: int, key: str) -> MaskKind:
-    """A radio for the pattern and, for a prefix, a number input k in [0, n_tokens] (n_tokens:
+    """A radio for the mask kind and, for a prefix, a number input k in [0, n_tokens] (n_tokens:
     the input's tokens, [CLS] and [SEP] included). Returns "bidirectional", "causal" or k."""
     how = st.radio("Who may read whom", CHOICES, horizontal=True, key=key, help=WHY)
     if how == BOTH:
@@ -73,19 +73,19 @@ def mask_kind_choice(n_tokens: int, key: str) -> MaskKind:
     return int(k)
 
 
-def hidden_cells(pattern: MaskKind, n_tokens: int) -> np.ndarray | None:
-    """(T, T) bool: True where the pattern hides key j from query i; None when nothing is hidden."""
-    see = allowed(pattern, n_tokens)
+def hidden_cells(kind: MaskKind, n_tokens: int) -> np.ndarray | None:
+    """(T, T) bool: True where the mask hides key j from query i; None when nothing is hidden."""
+    see = allowed(kind, n_tokens)
     return None if see is None else ~see.numpy()
 
 
-def hidden_share(pattern: MaskKind, n_tokens: int) -> str:
-    """One line for a caption: how many cells the pattern hides, drawn grey."""
-    hid = hidden_cells(pattern, n_tokens)
+def hidden_share(kind: MaskKind, n_tokens: int) -> str:
+    """One line for a caption: how many cells the mask hides, drawn grey."""
+    hid = hidden_cells(kind, n_tokens)
     if hid is None:
         return ""
     return (
-        f" Grey cells are hidden by the pattern ({int(hid.sum()):,} of {n_tokens * n_tokens:,}): "
+        f" Grey cells are hidden by the mask ({int(hid.sum()):,} of {n_tokens * n_tokens:,}): "
         "the token cannot read them at all, which is not the same as reading them with weight 0."
     )
 

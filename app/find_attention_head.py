@@ -54,4 +54,4 @@ def find_a_head(an, layer_key: str, head_key: str) -> None:
             width="stretch",
         )
     if ranked and np.isclose(ranked[0][2], 0.0):
-        st.caption("No head gives this word any attention here (an attention pattern may hide it).")
+        st.caption("No head gives this word any attention here (an attention mask may hide it).")

@@ -386,7 +386,7 @@ def attention_walkthrough(q: np.ndarray, k: np.ndarray, v: np.ndarray, i: int, h
     """One query token through one head, with every number (q (T, D), k (T, D), v (T, D)).
 
     scores_j = q_i . k_j / sqrt(D);  weights = softmax(scores);  output = sum_j weights_j v_j.
-    hidden: (T,) bool, the keys an attention pattern hides from token i: their weight is 0, as
+    hidden: (T,) bool, the keys an attention mask hides from token i: their weight is 0, as
     in the model (the softmax runs over the others only).
     """
     q = np.asarray(q, dtype=np.float64)

@@ -134,7 +134,7 @@ class EncoderLayer(nn.Module):
         a = self.attn
         H, D = a.num_heads, a.head_size
         xs = x.gather(1, idx.unsqueeze(-1).expand(-1, -1, C))  # (B, Q, C)
-        if mask is not None and mask.shape[-2] > 1:  # a pattern's (B, 1, T, T): its rows at idx
+        if mask is not None and mask.shape[-2] > 1:  # a mask kind's (B, 1, T, T): its rows at idx
             Q = idx.shape[1]
             mask = mask.expand(B, 1, T, T).gather(2, idx[:, None, :, None].expand(B, 1, Q, T))  # (B, 1, Q, T)
         w, b = a.qkv.weight, a.qkv.bias  # rows [q; k; v]
@@ -332,19 +332,19 @@ class BertModel(nn.Module):
         return start, stop
 
     @staticmethod
-    def _additive_mask(attention_mask: Tensor | None, x: Tensor, pattern: MaskKind = BIDIRECTIONAL) -> Tensor | None:
-        """attention_mask (B, T) of 1 (token) / 0 (padding) and the attention pattern, for the
+    def _additive_mask(attention_mask: Tensor | None, x: Tensor, mask_kind: MaskKind = BIDIRECTIONAL) -> Tensor | None:
+        """attention_mask (B, T) of 1 (token) / 0 (padding) and the mask kind, for the
         state x (B, T, C) -> the
         additive mask the layers take: 0 where attended, the dtype's most negative number where
-        not. (B, 1, 1, T) over keys for padding alone; (B or 1, 1, T, T) with a pattern, whose
+        not. (B, 1, 1, T) over keys for padding alone; (B or 1, 1, T, T) with a causal or prefix mask, whose
         rows are the queries. None when nothing is hidden (bidirectional, no padding).
 
-        One boolean "may read" mask, then one fill: adding a padding and a pattern mask would
-        overflow to -inf, and a row of -inf only (a padded query under a causal pattern) would
+        One boolean "may read" mask, then one fill: adding a padding and a causal mask would
+        overflow to -inf, and a row of -inf only (a padded query under a causal mask) would
         give NaN; a row masked everywhere here is uniform instead, and the padding it belongs
         to is never read."""
         B, T, _ = x.shape
-        see = allowed(pattern, T, x.device)  # (T, T) or None
+        see = allowed(mask_kind, T, x.device)  # (T, T) or None
         keys = None
         if attention_mask is not None:
             if attention_mask.dim() == 1:

@@ -63,9 +63,9 @@ with show_errors("the attention maps"):
     links.view(*masks.link_params("att_pattern"))
     controls, result = st.columns([1, 2], gap="medium")  # the map beside its controls: one screen at 1366x768
     with controls:
-        pattern = masks.mask_kind_choice(masks.input_tokens(model, text_a, text_b), key="att_pattern")
-    an = analyze(model, text_a, text_b, pattern)
-    hidden = masks.hidden_cells(pattern, an.n_tokens)  # (T, T) bool or None
+        mask_kind = masks.mask_kind_choice(masks.input_tokens(model, text_a, text_b), key="att_pattern")
+    an = analyze(model, text_a, text_b, mask_kind)
+    hidden = masks.hidden_cells(mask_kind, an.n_tokens)  # (T, T) bool or None
     L, H, T = an.attentions.shape[0], an.attentions.shape[1], an.n_tokens
     if an.truncated:
         st.warning(
@@ -113,7 +113,7 @@ with show_errors("the attention maps"):
             )
         window = None if hidden is None else shown_hidden[start : start + WINDOW, start : start + WINDOW]
         draw = core.head_maps(an.attentions, an.tokens, keep if hide else None, start, WINDOW, hidden=window)
-        same_view = (model.key, an.text_a, an.text_b, pattern, hide, start)  # saved by others: frames shared
+        same_view = (model.key, an.text_a, an.text_b, mask_kind, hide, start)  # saved by others: frames shared
         head_map = draw(layer, head)
         show_figure.show(
             head_map,
@@ -122,7 +122,7 @@ with show_errors("the attention maps"):
             key="att_heatmap",
             choice=Choice((("Layer", L), ("Head", H)), draw, (layer, head), same_view),  # every head in the file
             notebook=partial(nb.attention, text_a=an.text_a, text_b=an.text_b, layer=layer, head=head)
-            if pattern == BIDIRECTIONAL  # the notebook reads both ways, as the app's default
+            if mask_kind == BIDIRECTIONAL  # the notebook reads both ways, as the app's default
             else None,
         )
         result.caption(
@@ -130,7 +130,7 @@ with show_errors("the attention maps"):
             "attention. "
             "Hover over a cell for its exact weight."
             + (" Rows are rescaled to sum to 1 without the hidden tokens." if hide else "")
-            + masks.hidden_share(pattern, T)
+            + masks.hidden_share(mask_kind, T)
         )
 
     elif view == "All heads":
@@ -145,7 +145,7 @@ with show_errors("the attention maps"):
             "is the head picked above. Look for stripes next to the diagonal (a head looking at "
             f"neighbours) and a single {show_figure.colour_words(grid).high} column (a head resting on [CLS] or [SEP])."
             + (" Long inputs are averaged into blocks here." if T > 32 else "")
-            + masks.hidden_share(pattern, T)
+            + masks.hidden_share(mask_kind, T)
         )
 
     elif view == "Q/K/V walk-through":

@@ -9,7 +9,7 @@ import streamlit as st
 import app
 from app.board import charts as board_charts
 from app.board import class_panel, pairs_panel
-from app.class_store.service import JOINED, board_store, enabled
+from app.class_store.service import JOINED, TEACHER, board_store, enabled
 from app.class_store.store import CODE_LEN, BoardError, BoardUnavailable, normal_code
 from app.class_store.summary import TASK_SCORES, entry_name, runs_table, what_the_best_share
 from app.formatting import md_escape
@@ -45,7 +45,7 @@ def start() -> None:
     st.session_state[SHOW_KEY] = False
     st.session_state[JOINED] = code
     st.session_state[CLEAR_KEY] = key
-    st.session_state[class_panel.TEACHER] = (code, key)  # this session teaches the class too
+    st.session_state[TEACHER] = (code, key)  # this session teaches the class too
 
 
 def join() -> None:

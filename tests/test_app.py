@@ -314,7 +314,7 @@ def test_attention_patterns_draw_hidden_cells_as_hidden(app):
     T = z.shape[0]
     above = np.triu(np.ones((T, T), dtype=bool), 1)
     assert np.isnan(z[above]).all() and np.isfinite(z[~above]).all()  # hidden: NaN, not a 0-weight cell
-    assert any("Grey cells are hidden by the pattern" in c.value for c in app.caption)
+    assert any("Grey cells are hidden by the mask" in c.value for c in app.caption)
     app.radio(key="att_pattern").set_value("Prefix of k tokens").run()
     k_box = app.number_input(key="att_pattern_k")
     assert (k_box.value, k_box.max) == (3, T)
@@ -323,7 +323,7 @@ def test_attention_patterns_draw_hidden_cells_as_hidden(app):
     app.radio(key="att_view").set_value("All heads").run()
     _ok(app)
     grid = json.loads(app.get("plotly_chart")[0].proto.spec)["data"]
-    assert grid[-1]["name"] == "hidden by the pattern"  # a trace of its own, grey
+    assert grid[-1]["name"] == "hidden by the mask"  # a trace of its own, grey
     # a k kept from a longer sentence: bert's message, and the prefix brought back to the end
     app.number_input(key="att_pattern_k").set_value(T).run()
     app.text_area(key=state.W_TEXT_A).input("the cat")

@@ -489,7 +489,7 @@ def test_the_teacher_declares_the_class_network_and_a_student_cannot(board, monk
     from streamlit.testing.v1 import AppTest
 
     from app.board import class_panel
-    from app.class_store.service import JOINED
+    from app.class_store.service import JOINED, TEACHER
     from app.server import shared_network
     from tests.helpers import ENTRY
 
@@ -505,7 +505,7 @@ def test_the_teacher_declares_the_class_network_and_a_student_cannot(board, monk
         teacher = AppTest.from_file(ENTRY, default_timeout=120)
         teacher.run()
         teacher.session_state[JOINED] = code
-        teacher.session_state[class_panel.TEACHER] = (code, key)
+        teacher.session_state[TEACHER] = (code, key)
         teacher.run()
         teacher.number_input(key=class_panel.CLASS_SIZE).set_value(28)
         teacher.button(key="class_declare").click().run()

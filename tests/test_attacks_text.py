@@ -185,8 +185,7 @@ def class_screen(code: str, teacher_key: str | None = None, student: str | None 
     (its answers are "session:<student>": AppTest sends no browser cookie)."""
     from streamlit.testing.v1 import AppTest
 
-    from app.board.class_panel import TEACHER
-    from app.class_store.service import JOINED
+    from app.class_store.service import JOINED, TEACHER
 
     at = AppTest.from_file(ENTRY, default_timeout=120)
     at.run()

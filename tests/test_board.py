@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from app.board import class_panel
 from app.class_store import store
 from app.class_store import summary as board_summary
-from app.class_store.service import JOINED
+from app.class_store.service import JOINED, TEACHER
 from app.class_store.sqlite_store import SqliteStore
 from app.class_store.store import KEEP_SECONDS, SCHEMA, BoardError, nick_key
 from app.formatting import md_escape
@@ -549,18 +548,18 @@ def test_the_teachers_own_screen_names_students_and_the_projector_classmates_and
     post(board, code, "Bo", run_summary(0.7))
     board.go_live(code, "rabbit", student="user:alice", name=NAME, email=EMAIL)
 
-    teacher = _page("pages/board.py", **{JOINED: code, class_panel.TEACHER: (code, key)})
+    teacher = _page("pages/board.py", **{JOINED: code, TEACHER: (code, key)})
     (table,) = [t.value for t in teacher.dataframe]
     assert list(table["nickname"]) == ["rabbit", "Bo"] and list(table["name"]) == [f"{NAME} ({EMAIL})", ""]
     assert f"**rabbit** ({NAME} ({EMAIL})) · waiting" in _seen(teacher)  # the run shown live
 
-    projector = _page("pages/board.py", **{JOINED: code, class_panel.TEACHER: (code, key), PROJECTOR: True})
+    projector = _page("pages/board.py", **{JOINED: code, TEACHER: (code, key), PROJECTOR: True})
     classmate = _page("pages/board.py", **{JOINED: code})
     for at in (projector, classmate):
         assert list(at.dataframe[0].value["nickname"]) == ["rabbit", "Bo"] and "name" not in at.dataframe[0].value
         assert "rabbit" in _seen(at) and NAME not in _seen(at) and EMAIL not in _seen(at)
 
-    status = _page("pages/status.py", **{JOINED: code, class_panel.TEACHER: (code, key)})
+    status = _page("pages/status.py", **{JOINED: code, TEACHER: (code, key)})
     status.text_input(key="teacher_key_typed").input(TEACHER_KEY).run()
     status.button(key="teacher_unlock").click().run()
     assert status.metric and NAME not in _seen(status) and EMAIL not in _seen(status)

@@ -509,12 +509,12 @@ def kind_lesson(b):
     from app.board import questions as q
 
     asked_here = {"1. From text to tokens: pieces", "7. Encoders, decoders and both: left"}  # every one: test_lessons
-    assert asked_here <= set(q.lesson_questions())
-    for label, (_, question) in q.lesson_questions().items():
+    assert asked_here <= set(q.lesson_questions(LESSONS))
+    for label, (_, question) in q.lesson_questions(LESSONS).items():
         if label not in asked_here:
             continue
         asked = question.ask(b)
-        assert q.lesson_question(b, label, "m")["answer"] == asked.choices[asked.answer], label
+        assert q.lesson_question(b, label, "m", LESSONS)["answer"] == asked.choices[asked.answer], label
 
 
 KIND_CHECKS = {

@@ -18,6 +18,7 @@ from app.board.charts import answers_figure
 from app.class_store import classroom as cr
 from app.class_store.classroom import Classroom, is_right, normal_answer
 from app.class_store.store import KEEP_SECONDS, LEAD_IDLE_S, LEAD_MAX_S, BoardError
+from app.lessons import LESSONS
 from bert import InputError
 from tests.helpers import tiny_bundle
 
@@ -176,8 +177,7 @@ def test_the_teachers_csv_is_built_when_downloaded_not_on_every_run(board, monke
     from streamlit.testing.v1 import AppTest
 
     from app.board import question_view
-    from app.board.class_panel import TEACHER
-    from app.class_store.service import JOINED
+    from app.class_store.service import JOINED, TEACHER
     from tests.helpers import ENTRY
 
     monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
@@ -334,10 +334,10 @@ def test_every_kind_gives_the_models_own_answer_and_a_figure(tiny):
     assert b["answer"] == questions.PIECE_CHOICES[min(len(tiny.tokenizer.tokenize("cats")), 6) - 1]
     b = questions.heads_question(tiny, text, "tiny")
     assert b["answer"] in b["choices"] and len(b["choices"]) == 3
-    for label in questions.lesson_questions():  # all 15, each answered from its choices, its figure drawable
-        b = questions.lesson_question(tiny, label, "tiny")
+    for label in questions.lesson_questions(LESSONS):  # all 15, each answered from its choices, its figure drawable
+        b = questions.lesson_question(tiny, label, "tiny", LESSONS)
         assert b["answer"] in b["choices"] and (b["figure"] is None or json.loads(b["figure"])["data"]), label
-    assert len(questions.lesson_questions()) == 15
+    assert len(questions.lesson_questions(LESSONS)) == 15
     for kind in ("mask", "look", "follows", "pieces", "heads"):
         made = {
             "mask": lambda: questions.mask_question(tiny, text, "t"),

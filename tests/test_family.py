@@ -311,7 +311,7 @@ def test_what_differs_names_the_tokenizer_and_shared_weights():
     assert "layers' weights: one layer shared vs one set a layer" in line and "embedding size 16 vs 32" in line
 
 
-# --- every member takes an attention pattern (bert/attention_masks.py) through its heads ---
+# --- every member takes an attention mask (bert/attention_masks.py) through its heads ---
 
 
 @pytest.mark.parametrize("kind", ["distilbert", "electra", "roberta", "albert"])

@@ -249,6 +249,7 @@ def test_the_class_questions_work_on_the_member(kind, tmp_path):
     """A teacher whose model is a family member asks every kind of question: the answers are the
     model's own, words without the tokenizer's marks (a RoBERTa's "Ġtired" is "tired")."""
     from app.board import questions
+    from app.lessons import LESSONS
     from bert.analysis.mlm import mlm_topk
 
     b = bert.load(family_folder(kind, tmp_path / kind))
@@ -259,8 +260,8 @@ def test_the_class_questions_work_on_the_member(kind, tmp_path):
     assert questions.look_question(b, "the cat sat on the mat", 1, 0, 2, kind)["answer"]
     assert questions.pieces_question(b, "sleeps", kind)["answer"]
     assert questions.heads_question(b, text, kind)["answer"]
-    for label in questions.lesson_questions():
-        assert questions.lesson_question(b, label, kind)["answer"]
+    for label in questions.lesson_questions(LESSONS):
+        assert questions.lesson_question(b, label, kind, LESSONS)["answer"]
     if kind == "albert":  # its two-sentence head answers, as the sentence-order head it is
         assert questions.follows_question(b, "the cat sat", "on the mat", kind)["answer"] in ("yes", "no")
 

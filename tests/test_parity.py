@@ -289,7 +289,7 @@ def test_cls_classifier_runs_last_layer_at_cls_only_and_matches_transformers():
     assert maxdiff(full.logits, a.logits) <= tol(1e-5) and (full.bert.last_hidden_state[:, 1:] != 0).any()
 
 
-# --- attention patterns (bert/attention_masks.py): a decoder's and a prefix-LM's reading of the same weights ---
+# --- attention masks (bert/attention_masks.py): a decoder's and a prefix-LM's reading of the same weights ---
 
 
 def test_causal_pattern_equals_transformers_decoder_on_the_same_weights():

@@ -207,7 +207,7 @@ def test_vocab_helpers():
 
 
 def test_hidden_cells_are_nan_on_grey_and_the_walkthrough_reads_what_the_model_read():
-    """Under a causal pattern: the heatmap's hidden cells are NaN over a grey background (not
+    """Under a causal mask: the heatmap's hidden cells are NaN over a grey background (not
     0-weight cells), the grid draws them as a trace of their own, and the Q/K/V walk-through's
     softmax over the keys a token may read equals the model's attention row."""
     from app.attention_masks import hidden_cells
@@ -224,7 +224,7 @@ def test_hidden_cells_are_nan_on_grey_and_the_walkthrough_reads_what_the_model_r
     assert np.isnan(z[hid]).all() and np.isfinite(z[~hid]).all()
     assert fig.layout.plot_bgcolor == core.HIDDEN_COLOUR
     grid = core.attention_grid(an.attentions, hidden=hid)
-    assert grid.data[-1].name == "hidden by the pattern" and np.isnan(np.asarray(grid.data[0].z, dtype=float)).any()
+    assert grid.data[-1].name == "hidden by the mask" and np.isnan(np.asarray(grid.data[0].z, dtype=float)).any()
     for i in (0, 3, T - 1):
         w = formatting.attention_walkthrough(an.queries[1, 2], an.keys[1, 2], an.values[1, 2], i, hidden=hid[i])
         assert np.abs(w["weights"] - an.attentions[1, 2, i]).max() < 1e-5

@@ -635,7 +635,7 @@ def test_next_word_run_in_the_page_writes_text(at):
     first = [m.value for m in at.markdown if m.value.startswith("the cat sees the **")]
     at.run()
     assert [m.value for m in at.markdown if m.value.startswith("the cat sees the **")] == first
-    # attention over training was recorded with the causal pattern: nothing above the diagonal
+    # attention over training was recorded with the causal mask: nothing above the diagonal
     ((_, rec),) = at.session_state[SNAPSHOTS].items()
     assert rec.pattern == "causal" and abs(float(rec.attentions[-1][0, 0, 0, 1:].sum())) < 1e-3
     # bad input: a message each, never a traceback

@@ -14,12 +14,12 @@ the teacher's own), computed on the student's own session. A follower who then c
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import streamlit as st
 
 from ..class_store.classroom import LEAD_BEAT_S
-from ..class_store.service import JOINED, board_store, classroom, enabled
+from ..class_store.service import JOINED, TEACHER, board_store, classroom, enabled
 from ..class_store.store import CODE_LEN, BoardError, nick_key, normal_code
 from ..formatting import md_escape
 from ..server import shared_network
@@ -27,7 +27,6 @@ from ..server.new_students import address_key, client_address
 from ..ui import links, show_figure
 from . import question_view
 
-TEACHER = "class_teacher"  # (code, board key) once the key is proven for the joined class
 LEADING = "class_leading"  # toggle: the teacher leads
 FOLLOWING = "class_following"  # toggle: this student follows
 APPLIED = "class_applied"  # (version, page, view) of the lead applied last
@@ -130,15 +129,17 @@ def _follow_toggled() -> None:
     st.session_state[APPLIED] = None
 
 
-def sidebar_section() -> None:
-    """The sidebar's "Your class" part (inside `with st.sidebar`): nothing when the board is off."""
+def sidebar_section(lessons: Callable[[], Sequence] = tuple) -> None:
+    """The sidebar's "Your class" part (inside `with st.sidebar`): nothing when the board is off.
+    `lessons()` (app.lessons.LESSONS, handed down by the entry) are what "Ask the class" offers besides
+    its own kinds."""
     if not enabled():
         return
     with st.expander("Your class", icon=":material/groups:", expanded=bool(st.session_state.get(JOINED))):
-        _class_section()
+        _class_section(lessons)
 
 
-def _class_section() -> None:
+def _class_section(lessons: Callable[[], Sequence]) -> None:
     ss = st.session_state
     note = ss.pop(NOTE, None)
     if note:
@@ -158,7 +159,7 @@ def _class_section() -> None:
         )
         if ss.get(LEADING):
             st.caption("Your page and view go to every student who follows (never your uploads or models).")
-        question_view.ask_popover(code, teacher_key())
+        question_view.ask_popover(code, teacher_key(), lessons)
         _shared_network()
     else:
         st.toggle("Follow the teacher", key=FOLLOWING, on_change=_follow_toggled)

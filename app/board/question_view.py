@@ -10,6 +10,8 @@ question's state changes.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import pandas as pd
 import plotly.io as pio
 import streamlit as st
@@ -44,7 +46,7 @@ TYPED = "ask_typed"
 FIRES = "ask_fires_words"  # the words a "fires" question offers
 
 
-def _body(kind: str) -> dict:
+def _body(kind: str, lessons: Callable[[], Sequence]) -> dict:
     from . import questions  # the model's analyses (torch): imported when the teacher asks
 
     ss = st.session_state
@@ -78,7 +80,7 @@ def _body(kind: str) -> dict:
         dictionary = features_dictionary(model)
         feature = int(ss.get(FEATURE) or 0)
         return questions.fires_question(b, dictionary, feature, ss.get(FIRES, ""), label)
-    return questions.lesson_question(b, ss[LESSON], label)
+    return questions.lesson_question(b, ss[LESSON], label, lessons())
 
 
 NO_DICTIONARY = (
@@ -125,18 +127,19 @@ NO_DECODER = (
 )
 
 
-def _ask(code: str, key: str) -> None:
+def _ask(code: str, key: str, lessons: Callable[[], Sequence]) -> None:
     try:
         with st.spinner("Working out the model's answer…"):
-            body = _body(st.session_state.get(KIND, "mask"))
+            body = _body(st.session_state.get(KIND, "mask"), lessons)
         classroom().ask(code, key, body)
     except BertExplorerError as e:  # BoardError, InputError, ...
         st.session_state[NOTE] = str(e)
 
 
-def ask_popover(code: str, key: str) -> None:
+def ask_popover(code: str, key: str, lessons: Callable[[], Sequence] = tuple) -> None:
     """The teacher's "Ask the class" (in the sidebar's class section): a kind, worked out on the
-    sentences and model on screen now."""
+    sentences and model on screen now; `lessons()` (app.lessons.LESSONS, from the entry, read when
+    asked: torch only then) offer their questions too."""
     from . import questions  # the same lazy import as above: torch only once the teacher asks
 
     ss = st.session_state
@@ -195,8 +198,8 @@ def ask_popover(code: str, key: str) -> None:
             c2.number_input("Head", 1, H, key=HEAD, value=min(2, H))
             st.selectbox("From the token", range(len(tokens)), key=FROM, format_func=lambda i: f"{tokens[i]} ({i})")
         else:
-            st.selectbox("Lesson question", list(questions.lesson_questions()), key=LESSON)
-        st.button("Ask", key="ask_go", type="primary", on_click=_ask, args=(code, key))
+            st.selectbox("Lesson question", list(questions.lesson_questions(lessons())), key=LESSON)
+        st.button("Ask", key="ask_go", type="primary", on_click=_ask, args=(code, key, lessons))
         note = ss.pop(NOTE, None)
         if note:
             st.error(md_escape(note), icon=":material/error:")

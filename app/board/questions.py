@@ -30,6 +30,8 @@ as the model's), why (one sentence), figure (plotly JSON, or None), model (its l
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -44,9 +46,7 @@ from bert.attention_masks import CAUSAL
 
 from ..figures import seq2seq as s2s_figures
 from ..figures.causes import pair_word_scores
-from ..figures.core import mlm_topk_bar, nsp_bar, safe_labels, values_bar
-from ..lessons import LESSONS
-from ..lessons.encoders_decoders import two_readings
+from ..figures.core import mlm_topk_bar, nsp_bar, safe_labels, two_readings, values_bar
 
 KINDS = {
     "mask": "Which word fills the [MASK]?",
@@ -394,13 +394,14 @@ def fires_question(bundle, dictionary, feature: int, typed: str, model: str) -> 
     )
 
 
-def lesson_questions() -> dict[str, tuple]:
-    """{label: (lesson, question)} of every lesson's questions."""
-    return {f"{lesson.title}: {q.key}": (lesson, q) for lesson in LESSONS for q in lesson.questions}
+def lesson_questions(lessons: Sequence) -> dict[str, tuple]:
+    """{label: (lesson, question)} of every question of `lessons` (app.lessons.LESSONS, handed down
+    by the entry: the board stands beside the lessons, it does not import them)."""
+    return {f"{lesson.title}: {q.key}": (lesson, q) for lesson in lessons for q in lesson.questions}
 
 
-def lesson_question(bundle, label: str, model: str) -> dict:
-    lesson, q = lesson_questions()[label]
+def lesson_question(bundle, label: str, model: str, lessons: Sequence) -> dict:
+    lesson, q = lesson_questions(lessons)[label]
     asked = q.ask(bundle)
     return _body(
         "lesson",

@@ -16,6 +16,7 @@ from .sqlite_store import SqliteStore
 from .store import BoardStore, BoardUnavailable
 
 JOINED = "board_code"  # session-state key: the class code this session has joined
+TEACHER = "class_teacher"  # session-state key: (code, board key) once the key is proven for the joined class
 DATABASE_URL = "BERT_EXPLORER_DATABASE_URL"
 
 log = logging.getLogger("bert_explorer")

@@ -102,7 +102,8 @@ def head_patterns(
         )
     else:
         measure = (
-            "from bert.analysis import full\nfrom bert.analysis.attention_heads import head_pattern_stats, label_heads\n\n"
+            "from bert.analysis import full\n"
+            "from bert.analysis.attention_heads import head_pattern_stats, label_heads\n\n"
             f"text_a = {text_a!r}\ntext_b = {(text_b or None)!r}\n"
             "an = full.analyze(bundle, text_a, text_b)\n"
             "stats = head_pattern_stats(an.attentions, an.tokens)  # {pattern: (L, H)}\n"

@@ -13,15 +13,19 @@ import html
 import re
 import textwrap
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+if TYPE_CHECKING:
+    from bert.analysis.mlm import MLMPredictions
+
 from .model_diagram import model_diagram as model_diagram  # re-exported: the Home page finds it here
 
 ATTN_SCALE = "Blues"
-HIDDEN_COLOUR = "#bdbdbd"  # cells an attention pattern hides: grey, never a weight's colour (white is 0)
+HIDDEN_COLOUR = "#bdbdbd"  # cells an attention mask hides: grey, never a weight's colour (white is 0)
 DIVERGING = "RdBu_r"
 _ZW = "\u200b"
 PART_NAMES = {
@@ -163,7 +167,7 @@ def attention_heatmap(
 ) -> go.Figure:
     """One head's attention: rows are the tokens that look (queries), columns what they look at
     (keys); each row sums to 1. att: (Tq, Tk). hidden: (Tq, Tk) bool, the cells an attention
-    pattern hides: NaN in the data (no hover), drawn in HIDDEN_COLOUR behind the map, so a
+    mask hides: NaN in the data (no hover), drawn in HIDDEN_COLOUR behind the map, so a
     hidden cell never looks like a cell read with weight 0."""
     att = np.asarray(att, dtype=np.float32)
     if hidden is not None:
@@ -269,7 +273,7 @@ def attention_grid(
     tokens=None,
 ) -> go.Figure:
     """All heads as thumbnails: one row per layer, one column per head. atts: (L, H, T, T).
-    hidden: (T, T) bool, the cells an attention pattern hides, drawn grey in every tile (a block
+    hidden: (T, T) bool, the cells an attention mask hides, drawn grey in every tile (a block
     of a long input is grey when all of its cells are hidden). Its text alternative and table
     (layout.meta, `head_summary`) name each head's strongest cell, by `tokens` when given.
 
@@ -302,11 +306,11 @@ def attention_grid(
         fig.add_trace(
             go.Heatmap(
                 z=veil,
-                name="hidden by the pattern",
+                name="hidden by the mask",
                 colorscale=[[0, HIDDEN_COLOUR], [1, HIDDEN_COLOUR]],
                 showscale=False,
                 hoverongaps=False,
-                hovertemplate="hidden by the pattern<extra></extra>",
+                hovertemplate="hidden by the mask<extra></extra>",
             )
         )
     fig.layout.meta = head_summary(atts, hidden, tokens)
@@ -637,4 +641,17 @@ def nsp_bar(p_is_next: float) -> go.Figure:
     fig.update_layout(height=200, margin=dict(l=10, r=10, t=20, b=10))
     fig.update_xaxes(range=[0, 1], title="probability")
     fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def two_readings(both: MLMPredictions, left: MLMPredictions, gap: int = 0) -> go.Figure:
+    """A gap's top guesses read both ways (left) and read left only (right), side by side (the
+    encoders-and-decoders lesson, the class board's "both ways or left only" question)."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("reads both ways", "reads left only"), horizontal_spacing=0.2)
+    for c, (p, colour) in enumerate(((both, "#1f77b4"), (left, "#ff7f0e")), 1):
+        fig.add_trace(probability_bars(p.top_probs[gap], safe_labels(p.top_tokens[gap]), colour), row=1, col=c)
+        fig.update_yaxes(autorange="reversed", type="category", row=1, col=c)
+    top = max(float(both.top_probs[gap].max()), float(left.top_probs[gap].max()), 1e-6)
+    fig.update_xaxes(title_text="probability", range=[0, top * 1.15])  # one scale for both, the bars readable
+    fig.update_layout(showlegend=False, height=80 + 34 * len(both.top_tokens[gap]), margin=dict(l=10, r=10, t=40, b=10))
     return fig

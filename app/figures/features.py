@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .core import fitted, model_line
+from .core import esc, fitted, model_line
 
 CURVE_COLOURS = ("#1f77b4", "#888888")  # the model's dictionary, the control's
 

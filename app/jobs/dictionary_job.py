@@ -178,9 +178,12 @@ def _phase(
     yield done, quality
 
 
-def dictionary_events(spec: JobSpec, stop: threading.Event, base_of: BaseOf, threads: int) -> Iterator[ev.Event]:
+def dictionary_events(
+    spec: JobSpec, stop: threading.Event, base_of: BaseOf, threads: int, resolve: Callable[[str], bert.Bundle]
+) -> Iterator[ev.Event]:
     """The job's events on the model `base_of` gives: each phase's, DictionaryDone, then the run
-    saved under spec.code (Saved or SaveFailed). `threads`: torch threads unless the args say."""
+    saved under spec.code (Saved or SaveFailed). `threads`: torch threads unless the args say;
+    `resolve` finds mini-scratch by its source name for that phase (app.jobs.worker.base_model)."""
     args = known_fields(DictionaryArgs, spec.args)
     bundle = base_of()
     texts, held = _texts(spec, args)

@@ -125,7 +125,7 @@ def _game(args: PretrainArgs) -> str:
     """How the card names the objective: nothing for BERT's own two games."""
     if args.objective == NEXT_WORD:
         return (
-            " to predict the next word (left to right: the causal attention pattern, no next-sentence game;"
+            " to predict the next word (left to right: the causal attention mask, no next-sentence game;"
             " read it causally, as the Pre-training page's continue box does)"
         )
     return ""

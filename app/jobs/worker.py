@@ -283,7 +283,7 @@ def run_job(
     elif spec.kind == SEQ2SEQ:
         trained = seq2seq_events(spec, stop, base_of, job_threads())
     elif spec.kind == DICTIONARY:  # saves its own result (dictionaries, not a model): its last event
-        trained = dictionary_events(spec, stop, base_of, job_threads())
+        trained = dictionary_events(spec, stop, base_of, job_threads(), lambda source: base_model(source, load_base))
     elif spec.processes > 1:
         trained = _torchrun_events(spec, stop)
     else:

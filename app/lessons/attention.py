@@ -230,8 +230,8 @@ def _cloze_table(bundle):
     from bert.analysis.cloze import evaluate_cloze
 
     rows = []
-    for pattern, name in (("bidirectional", "both ways"), ("causal", "left only")):
-        r = evaluate_cloze(bundle, mask_kind=pattern)
+    for mask_kind, name in (("bidirectional", "both ways"), ("causal", "left only")):
+        r = evaluate_cloze(bundle, mask_kind=mask_kind)
         for side, (t1, t5, n) in sorted(r.by_side.items()):
             rows.append({"reads": name, "clue": f"{side} of the gap", "gaps": n, "top-1": t1, "top-5": t5})
         rows.append({"reads": name, "clue": "all", "gaps": r.n, "top-1": r.top1, "top-5": r.top5})

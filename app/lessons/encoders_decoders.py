@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from bert.analysis import mlm
 from bert.analysis.common import bare_word, need_mlm
@@ -20,7 +19,7 @@ from bert.train.seq2seq import held_out_source
 
 from ..figures import core
 from ..figures import seq2seq as s2s_figures
-from ..figures.core import probability_bars, safe_labels
+from ..figures.core import two_readings
 from .claims import Said, claim, ordinal, percent
 from .lesson import Asked, Lesson, Link, Question, Step, ask, choices_with
 
@@ -39,8 +38,8 @@ FACTOR = 2  # two probabilities within a factor of 2 are "about as likely": a sm
 WRITING = 3  # the encoder-decoder step's question: the word being written (1-based)
 
 
-def _analysis(bundle, pattern=BIDIRECTIONAL):
-    return analyze(bundle, SENTENCE, None, pattern)
+def _analysis(bundle, mask_kind=BIDIRECTIONAL):
+    return analyze(bundle, SENTENCE, None, mask_kind)
 
 
 def right_reader(bundle) -> tuple[int, int, float]:
@@ -64,10 +63,10 @@ def prefix_length(bundle) -> int:
     return 1 + sum(1 for (s, e), w in zip(an.offsets, an.word_ids) if w is not None and e <= at)
 
 
-def _map(bundle, pattern, title: str):
+def _map(bundle, mask_kind, title: str):
     lay, h, _ = right_reader(bundle)
-    an = _analysis(bundle, pattern)
-    see = allowed(pattern, an.n_tokens)
+    an = _analysis(bundle, mask_kind)
+    see = allowed(mask_kind, an.n_tokens)
     hidden = None if see is None else ~see.numpy()
     return core.attention_heatmap(
         an.attentions[lay, h], an.tokens, title=f"{title}: layer {lay + 1}, head {h + 1}", hidden=hidden
@@ -125,10 +124,10 @@ def guesses(bundle) -> tuple[mlm.MLMPredictions, mlm.MLMPredictions]:
     return _readings(bundle, gap(bundle).sentence)
 
 
-def rank_of(bundle, sentence: str, word: str, pattern=BIDIRECTIONAL, gap: int = 0) -> tuple[int | None, float]:
+def rank_of(bundle, sentence: str, word: str, mask_kind=BIDIRECTIONAL, gap: int = 0) -> tuple[int | None, float]:
     """(1-based rank, probability) of `word` (a token, or a word as bare_word gives it) at [MASK]
     number `gap` (0-based) of `sentence`; (None, 0.0) for a word the vocabulary does not hold as one token."""
-    every = mlm.mlm_topk(bundle, sentence, k=bundle.config.vocab_size, mask_kind=pattern)
+    every = mlm.mlm_topk(bundle, sentence, k=bundle.config.vocab_size, mask_kind=mask_kind)
     words = every.top_tokens[gap]
     i = next((j for j, w in enumerate(words) if w == word), None)  # as spelled, else as a word (RoBERTa's "Ġdog")
     if i is None:
@@ -166,18 +165,6 @@ def clue_after_the_gap(bundle, candidates=GAPS) -> Said:
         f"guesses “{guess}” ({percent(p_guess)}).",
         facts | {"rank": rank},
     )
-
-
-def two_readings(both: mlm.MLMPredictions, left: mlm.MLMPredictions, gap: int = 0) -> go.Figure:
-    """A gap's top guesses read both ways (left) and read left only (right), side by side."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("reads both ways", "reads left only"), horizontal_spacing=0.2)
-    for c, (p, colour) in enumerate(((both, "#1f77b4"), (left, "#ff7f0e")), 1):
-        fig.add_trace(probability_bars(p.top_probs[gap], safe_labels(p.top_tokens[gap]), colour), row=1, col=c)
-        fig.update_yaxes(autorange="reversed", type="category", row=1, col=c)
-    top = max(float(both.top_probs[gap].max()), float(left.top_probs[gap].max()), 1e-6)
-    fig.update_xaxes(title_text="probability", range=[0, top * 1.15])  # one scale for both, the bars readable
-    fig.update_layout(showlegend=False, height=80 + 34 * len(both.top_tokens[gap]), margin=dict(l=10, r=10, t=40, b=10))
-    return fig
 
 
 def guesses_figure(bundle) -> go.Figure | None:

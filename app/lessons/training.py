@@ -191,8 +191,8 @@ def _ask_head(bundle) -> Asked:
     n, _ = _head_sizes(bundle)
     C = bundle.config.hidden_size
     return ask(
-        f"Fine-tuning for positive/negative puts a new head on a {C}-number vector. How many numbers does "
-        "that head learn from scratch?",
+        f"Fine-tuning for positive/negative puts a new task head on a {C}-number vector. How many numbers does "
+        "that task head learn from scratch?",
         choices_with(f"{n:,}", [f"{C:,}", f"{C * C:,}", f"{bundle.config.vocab_size * C:,}"], "head"),
         f"2 × {C} weights + 2 biases = {n:,}: tiny next to the {sum(p.numel() for p in bundle.model.parameters()):,} "
         "numbers of the model, which start from pre-training.",
@@ -214,12 +214,12 @@ def _ask_mean(bundle) -> Asked:
 
 FINETUNE = Lesson(
     "finetune",
-    "5. Fine-tuning: swap the head",
-    "The same encoder, a new small head, a few minutes of training on labelled examples.",
+    "5. Fine-tuning: swap the task head",
+    "The same encoder, a new small task head, a few minutes of training on labelled examples.",
     (
         Step(
             "The model, bottom to top",
-            "Embeddings, then the same layer repeated, then a head. Pre-training trained a head for the two games; "
+            "Embeddings, then the same layer repeated, then a task head. Pre-training trained one for the two games; "
             "fine-tuning throws it away and puts a small new one on top.",
             _diagram,
             Link("pages/home.py", "Open the Home page"),
@@ -228,7 +228,7 @@ FINETUNE = Lesson(
         Step(
             "One vector for the whole text",
             "A classifier needs one vector per text: the final [CLS] vector, or the mean or maximum of all tokens' "
-            "vectors (pooling). The new head turns that vector into one score per class.",
+            "vectors (pooling). The new task head turns that vector into one score per class.",
             lambda b: None,
         ),
         Step(
@@ -241,18 +241,20 @@ FINETUNE = Lesson(
         ),
         Step(
             "One score per tag, on every word",
-            "To label every word (parts of speech, names), the new head reads every token's vector, not one for the "
-            "text: one score per tag. A word split into pieces is read at its first piece. Below: each word's tag "
-            "probabilities (a fresh head's, random until trained, unless the model was fine-tuned to tag).",
+            "To label every word (parts of speech, names), the new task head reads every token's vector, not one "
+            "for the text: one score per tag. A word split into pieces is read at its first piece. Below: each "
+            "word's tag probabilities (a fresh task head's, random until trained, unless the model was fine-tuned "
+            "to tag).",
             tag_scores,
             Link("pages/finetune.py", "Open “Label every word”", {"shape": "words"}),
             "lesson-tag-scores",
         ),
         Step(
             "Two scores per token: where the answer starts and ends",
-            "To find an answer in a passage, the question and the passage go in together and the new head gives "
-            "every passage token two scores: how likely the answer starts there, and how likely it ends there. The "
-            "answer is the best span, start before end. Below: a fresh head's probabilities (or a trained reader's).",
+            "To find an answer in a passage, the question and the passage go in together and the new task head "
+            "gives every passage token two scores: how likely the answer starts there, and how likely it ends there. "
+            "The answer is the best span, start before end. Below: a fresh task head's probabilities (or a trained "
+            "reader's).",
             span_scores,
             Link("pages/finetune.py", "Open “Find the answer”", {"shape": "answer"}),
             "lesson-span-scores",
@@ -260,7 +262,7 @@ FINETUNE = Lesson(
         Step(
             "Train it, live",
             "On the Fine-tuning page, pick the built-in film reviews (or upload your own CSV) and press Start: "
-            "the curves show the head and the encoder learning, and you can try the result at once.",
+            "the curves show the task head and the encoder learning, and you can try the result at once.",
             lambda b: None,
             Link("pages/finetune.py", "Open the Fine-tuning page"),
         ),

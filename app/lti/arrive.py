@@ -12,8 +12,7 @@ import time
 import streamlit as st
 
 from .. import students
-from ..board import class_panel
-from ..class_store.service import JOINED, board_store, enabled
+from ..class_store.service import JOINED, TEACHER, board_store, enabled
 from ..class_store.store import CODE_CHARS, CODE_LEN, BoardError
 from . import tool
 from .routes import IDENTITY_COOKIE, TICKET
@@ -48,7 +47,7 @@ def _join_course(launch: tool.Launch) -> None:
         return
     st.session_state[JOINED] = code
     if launch.teacher:
-        st.session_state[class_panel.TEACHER] = (code, key)
+        st.session_state[TEACHER] = (code, key)
 
 
 def _remembered() -> None:

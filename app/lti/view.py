@@ -10,8 +10,7 @@ from urllib.parse import urlencode, urlsplit
 import streamlit as st
 
 from .. import students
-from ..board import class_panel
-from ..class_store.service import JOINED, classroom
+from ..class_store.service import JOINED, TEACHER, classroom
 from ..class_store.store import BoardError
 from ..formatting import md_escape
 from ..ui import links
@@ -26,7 +25,7 @@ def send_scores() -> None:
     """The class questions' scores of today, for each student launched into this course with a
     gradebook column: right answers / questions asked, to the column of the instructor's link."""
     mine = st.session_state.get(GRADED)
-    teaching = st.session_state.get(class_panel.TEACHER)
+    teaching = st.session_state.get(TEACHER)
     if not isinstance(mine, tool.Launch) or not teaching or teaching[0] != st.session_state.get(JOINED):
         st.session_state[SENT] = ("error", "Open your course's class board from the course first.")
         return

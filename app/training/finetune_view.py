@@ -214,7 +214,7 @@ def cls_comparison(res: dict, text: str) -> None:
     mean = res["info"]["args"].pooling == "mean"
     st.caption(
         f"Where [CLS] looks in the last layer (mean over heads), before and after fine-tuning{cut}. "
-        + ("With mean pooling the head reads every token, so [CLS] itself may change little." if mean else "")
+        + ("With mean pooling the task head reads every token, so [CLS] itself may change little." if mean else "")
     )
 
 

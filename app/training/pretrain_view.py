@@ -140,7 +140,7 @@ def show_next_word_result(res: dict) -> None:
         f"**{md_escape(res['name'])}**: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, "
         f"{cfg.num_attention_heads} heads, vocabulary {cfg.vocab_size:,}, trained left to right on the next word "
         f"on {md_escape(info.get('corpus', '?'))}. It is in the sidebar's model list for this session; the views "
-        "that read both ways with BERT's heads (a gap's guesses, next sentence) refuse it.",
+        "that read both ways with BERT's task heads (a gap's guesses, next sentence) refuse it.",
         training.pretrain_curves(res["metrics"], args.steps),
         notebook=report_notebook(res),
     )

@@ -16,10 +16,9 @@ import streamlit as st
 
 from bert.train.attention_snapshots import AttentionSnapshots
 
-from ..run_session import (
-    session as ts,  # st.session_state[SNAPSHOTS]: dict run name -> bert.train.attention_snapshots.AttentionSnapshots, filled
-)
+from ..run_session import session as ts
 
+# st.session_state[SNAPSHOTS]: dict run name -> bert.train.attention_snapshots.AttentionSnapshots, filled
 # by a training page that records its probe sentence's attention (the Compare page replays them)
 SNAPSHOTS = "attention_snapshots"
 

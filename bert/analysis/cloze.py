@@ -127,7 +127,7 @@ def evaluate_cloze(
     )
 
 
-def _pattern_arg(text: str) -> MaskKind:
+def _mask_kind_arg(text: str) -> MaskKind:
     """--pattern: a name, or a number (a prefix length)."""
     return int(text) if text.strip().isdigit() else text.strip()
 
@@ -144,15 +144,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--misses", action="store_true", help="list the items not in the top 5")
     ap.add_argument(
         "--pattern",
-        type=_pattern_arg,
+        type=_mask_kind_arg,
         action="append",
-        help="attention pattern: bidirectional (default), causal, or a prefix length k; give it twice to compare",
+        help="attention mask: bidirectional (default), causal, or a prefix length k; give it twice to compare",
     )
     args = ap.parse_args(argv)
     bundle = load(args.model)
-    for pattern in args.pattern or [BIDIRECTIONAL]:
-        r = evaluate_cloze(bundle, mask_kind=pattern)
-        print(f"{args.model} ({pattern}): everyday cloze top-1 {r.top1:.3f}, top-5 {r.top5:.3f} on {r.n} sentences")
+    for mask_kind in args.pattern or [BIDIRECTIONAL]:
+        r = evaluate_cloze(bundle, mask_kind=mask_kind)
+        print(f"{args.model} ({mask_kind}): everyday cloze top-1 {r.top1:.3f}, top-5 {r.top5:.3f} on {r.n} sentences")
         for kd, (t1, t5, n) in sorted(r.by_kind.items()):
             print(f"  {kd:8} top-1 {t1:.3f}  top-5 {t5:.3f}  ({n})")
         for side, (t1, t5, n) in sorted(r.by_side.items()):

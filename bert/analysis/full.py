@@ -74,7 +74,7 @@ def _stack(per_layer) -> np.ndarray:
 def analyze(bundle, text_a: str, text_b: str | None = None, mask_kind: MaskKind = BIDIRECTIONAL) -> Analysis:
     """Run the model once on (text_a, text_b) under `mask_kind` (bert/attention_masks.py; a
     prefix longer than the input's tokens is an InputError) and keep everything the pages draw.
-    Under a pattern, every hidden cell's attention is exactly 0.
+    Under a causal or prefix mask, every hidden cell's attention is exactly 0.
 
     Each layer's attention is copied into one (L, H, T, T) array as soon as it is computed, so the
     attentions are held once, never as a list of layers and then their stack."""

@@ -5,13 +5,13 @@
     cont.steps[0].top         # [(token, p), ...]: the 10 likeliest next tokens at step 1
     cont.steps[0].attention   # (L, H, P): what the position that chose token 1 looked at
 
-The model reads [CLS] and the prompt with the causal pattern; at each step the MLM head at the
+The model reads [CLS] and the prompt with the causal mask; at each step the MLM head at the
 last position gives the next token's distribution, and the chosen token is appended. Greedy takes
 its most likely token; sampling draws from softmax(logits / temperature), restricted to the
 `top_k` likeliest when top_k is given, with a torch.Generator seeded by `seed` (the same seed, the
 same text). [PAD], [CLS] and [MASK] never follow a token in training and are never chosen; [SEP]
 (the end of a document) ends the text. Each step re-runs the whole sequence (no key/value cache):
-prompts are short, and the causal pattern makes each step's rows those of one pass.
+prompts are short, and the causal mask makes each step's rows those of one pass.
 
 Dimension letters: L layers, H heads, P tokens read at that step, V vocabulary.
 """

@@ -38,7 +38,7 @@ class AttentionSnapshots:
     every: int = 50
     max_snapshots: int = 200  # past this, every other snapshot is dropped and `every` doubles
     max_length: int = 64  # the probe sentence is cut to this many tokens
-    pattern: str = "bidirectional"  # the attention pattern the model trains with (bert/attention_masks.py):
+    pattern: str = "bidirectional"  # the attention mask kind the model trains with (bert/attention_masks.py):
     # "causal" for the next-word objective, so the snapshots show the attention it learns
     steps: list[int] = field(default_factory=list)
     attentions: list[np.ndarray] = field(default_factory=list)  # each (L, H, T, T) float16

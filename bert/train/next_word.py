@@ -1,7 +1,7 @@
 """The next-word objective (a causal language model): predict token t+1 from tokens 0..t.
 
 The same BertForPreTraining as BERT's two games, read left to right: the encoder runs with the
-"causal" attention pattern (bert/attention_masks.py: each token sees itself and its left), and the MLM
+"causal" attention mask (bert/attention_masks.py: each token sees itself and its left), and the MLM
 head (tied to the word embeddings) is applied at every position. There is no next-sentence game.
 
 Training sequences are windows of one stream of text: the documents (in an order that changes
@@ -92,7 +92,7 @@ def next_word_batch(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 
 def next_word_forward(net, batch: dict[str, torch.Tensor]):
-    """The model (or its DDP wrapper) on a `next_word_batch`: causal pattern, the MLM head at
+    """The model (or its DDP wrapper) on a `next_word_batch`: causal mask, the MLM head at
     every labelled position; `.loss` = `.mlm_loss` = mean cross-entropy over those positions,
     `.mlm_logits` (N, V) in the order of `batch["mlm_labels"] != -100`."""
     return net(

@@ -90,7 +90,7 @@ class PretrainArgs:
     # fp32, or bf16 autocast (fp32 master weights); auto: bf16 where the processor has it (bert/train/precision.py)
     precision: str = field(default="fp32", metadata={"choices": PRECISIONS})
     stop_file: str | None = None  # the run stops (keeping its model) once this file exists: Stop under torchrun
-    # "mlm+nsp": BERT's two games; "next-word": predict token t+1 from tokens <= t (causal pattern,
+    # "mlm+nsp": BERT's two games; "next-word": predict token t+1 from tokens <= t (causal mask,
     # the MLM head at every position, no NSP; bert/train/next_word.py)
     objective: str = field(default=MLM_NSP, metadata={"choices": OBJECTIVES})
 

@@ -381,7 +381,8 @@ class _Seq2SeqRun(TrainingKind):
             model=model,
             tokenizer=tok,
             name=name,
-            card=f"# {name}\n\nTrained on {self.train.label or 'pairs'} in {self.precision}; kept: step {self.best_step}, exact match "
+            card=f"# {name}\n\nTrained on {self.train.label or 'pairs'} in {self.precision}; "
+            + f"kept: step {self.best_step}, exact match "
             + (f"{best:.0%}.\n" if best == best else "not measured (stopped).\n"),
             source="trained in BERT Explorer",
             mlm_head_trained=False,
