@@ -22,9 +22,9 @@ from .. import state
 from ..class_store.classroom import ANSWER_CHARS, is_right
 from ..class_store.service import classroom
 from ..class_store.store import BoardError
-from ..features.explore_view import FEATURE
 from ..formatting import md_escape, table_csv
 from ..model_sources import current_model
+from ..run_session.dictionaries import FEATURE, shown_dictionary
 from ..server.new_students import client_address
 from ..students import real_name, student_key
 from ..ui import show_figure
@@ -77,31 +77,10 @@ def _body(kind: str, lessons: Callable[[], Sequence]) -> dict:
         paradigm = ss.get(PARADIGM) or next(iter(questions.PARADIGMS))
         return questions.prefers_question(b, paradigm, int(ss.get(PAIR_NUMBER) or 1), label)
     if kind == "fires":
-        dictionary = features_dictionary(model)
+        dictionary = shown_dictionary(model)
         feature = int(ss.get(FEATURE) or 0)
         return questions.fires_question(b, dictionary, feature, ss.get(FIRES, ""), label)
     return questions.lesson_question(b, ss[LESSON], label, lessons())
-
-
-NO_DICTIONARY = (
-    "The feature question needs a dictionary of features of this model: train one on the Features page "
-    "(or pick a built-in model that ships with one)."
-)
-
-
-def features_dictionary(model):
-    """The dictionary the Features page shows for `model`: this session's trained one, else the
-    model's built-in one (InputError: neither)."""
-    from app.features.training_view import RUN
-    from bert.analysis.dictionary_builtin import builtin_dictionary
-
-    run = st.session_state.get(RUN)
-    if run is not None and run.model_key == model.key:
-        return next(iter(run.dictionaries.values())).dictionary
-    shipped = builtin_dictionary(model.bundle.name) if model.key.startswith("builtin:") else None
-    if shipped is None:
-        raise InputError(NO_DICTIONARY)
-    return shipped.dictionary
 
 
 def decoder_source(run: dict) -> str:

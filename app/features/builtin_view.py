@@ -13,13 +13,13 @@ from app.current_model import CurrentModel
 from app.figures.features import purity_bars
 from app.formatting import md_escape
 from app.jobs.dictionary_events import TRAINED
+from app.run_session.dictionaries import FEATURE, RUN
 from app.server.analysis_gate import ANALYSES, busy_notice
 from app.ui import links, show_figure
 from bert.analysis import dictionary as dic
 from bert.analysis.dictionary_builtin import BuiltinDictionary, builtin_dictionary
 
-from .explore_view import FEATURE
-from .training_view import HELD_OUT, RUN, FeaturesRun, Trained, corpus_sentences, quality_table, reopen_code
+from .training_view import HELD_OUT, FeaturesRun, Trained, corpus_sentences, quality_table, reopen_code
 
 RUN_LINK = "ft_run_link"  # session key: the run code a link names (published with the view)
 

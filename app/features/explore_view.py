@@ -13,13 +13,13 @@ import streamlit as st
 from app.export.features_notebooks import feature_card as card_notebook
 from app.figures.features import activation_histogram
 from app.formatting import clean_text, md_escape
+from app.run_session.dictionaries import FEATURE
 from app.ui import show_figure
 from app.ui.widgets import SENTENCE_CHARS, cap_help, cap_text
 from bert.analysis import dictionary as dic
 
 from .training_view import FeaturesRun, Trained
 
-FEATURE = "ft_feature"  # widget key: the feature a card shows (the sentence view may set it)
 STEER_TEXT = "The capital of France is [MASK]."
 SENTENCE = "The cat sat on the mat."
 

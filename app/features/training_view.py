@@ -47,6 +47,7 @@ from app.jobs.spec import DICTIONARY
 from app.jobs.worker import stop_message
 from app.model_sources import load_model
 from app.run_session import session as ts
+from app.run_session.dictionaries import RUN
 from app.run_session.finished import run_code_line
 from app.run_session.follow import POLL_S, current_job, live_job, notice_errors
 from app.server.analysis_gate import ANALYSES, busy_notice
@@ -58,7 +59,6 @@ from bert.analysis import dictionary as dic
 from bert.data.corpus.base import CorpusError
 from bert.train.events import last as last_event
 
-RUN = "ft_run"  # session key: the FeaturesRun shown
 REOPEN = "ft_reopen_code"  # widget key: a run code typed to reopen
 HELD_OUT = 300  # held-out sentences the quality and the cards read
 FEATURES = [256, 512, 1024, 2048, 4096]
