@@ -14,7 +14,7 @@ import plotly.colors as pc
 import plotly.graph_objects as go
 import pytest
 
-from app.figures import causes, compare, core, explain, heads, seq2seq, task_heads, training
+from app.figures import attention_heads, causes, compare, core, explain, seq2seq, task_heads, training
 from app.ui import show_figure
 
 MACHADO_DEUTERANOPIA = np.array(
@@ -113,7 +113,7 @@ def figure_kinds() -> dict[str, go.Figure]:
     rng = np.random.default_rng(0)
     att = rng.dirichlet(np.ones(5), size=5)
     labels = np.array([["[CLS]", "previous", "punctuation"], ["next", "self", "broad"]])
-    stats = {s: rng.random((2, 3)) for s in heads.STAT_NAMES}
+    stats = {s: rng.random((2, 3)) for s in attention_heads.STAT_NAMES}
     return {
         "attention map": core.attention_heatmap(att, TOKENS, title="L1 H1"),
         "attention grid": core.attention_grid(rng.dirichlet(np.ones(5), size=(2, 3, 5))),
@@ -125,8 +125,8 @@ def figure_kinds() -> dict[str, go.Figure]:
         "attention difference": compare.attention_diff_heatmap(att - att.T, TOKENS),
         "patching": causes.patching_heatmap(rng.normal(size=(3, 5)), ["0", "1", "2"], TOKENS),
         "paradigm bars": causes.paradigm_accuracy_bars(["a", "b"], [0.3, 0.9], [10, 10]),
-        "head patterns": heads.pattern_map(labels, stats),
-        "head importance": heads.importance_heatmap(rng.normal(size=(2, 3))),
+        "head patterns": attention_heads.pattern_map(labels, stats),
+        "head importance": attention_heads.importance_heatmap(rng.normal(size=(2, 3))),
         "saliency": explain.saliency_bars(TOKENS, rng.dirichlet(np.ones(5)), rng.dirichlet(np.ones(5))),
         "logit lens": explain.logit_lens_heatmap([["a", "b"], ["c", "d"]], rng.random((2, 2))),
         "decoder attention": seq2seq.attention(att, TOKENS, TOKENS, "cross"),
@@ -151,7 +151,7 @@ def test_projector_scale_and_curve_colours_read_for_a_deuteranope():
         {training.TRAIN_COLOUR, training.VALID_COLOUR, training.EXTRA_COLOUR, training.PLATEAU_COLOUR}, "curves"
     )
     check_distinct({explain.ROLLOUT_COLOUR, explain.SALIENCY_COLOUR}, "saliency")
-    check_distinct({heads.BEFORE_COLOUR, heads.AFTER_COLOUR}, "before/after")
+    check_distinct({attention_heads.BEFORE_COLOUR, attention_heads.AFTER_COLOUR}, "before/after")
     check_distinct(set(compare.SENSE_COLOURS), "senses")
 
 

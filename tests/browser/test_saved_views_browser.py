@@ -17,7 +17,7 @@ from app.export import choices
 from app.export.stamp import Stamp, weights_hash
 from app.export.view_file import Choice, Panel, view_html
 from app.export.wheel import wheel_name
-from app.figures import compare, core, heads, seq2seq, training
+from app.figures import attention_heads, compare, core, seq2seq, training
 from app.formatting import token_table
 from bert.analysis import explain as explain_analysis
 from bert.analysis import full, mlm
@@ -74,7 +74,7 @@ def files(tmp_path_factory, streamlit_template):
         "embeddings": [Panel(core.embedding_parts_heatmaps(an.parts, an.tokens))],
         "explanations": [Panel(lens_map.draw(0), choice=lens_map)],
         "finetune-curves": [Panel(training.finetune_curves(res["metrics"]))],
-        "ablation": [Panel(heads.importance_heatmap(an.attentions[:, :, 0, 1], target=HOSTILE))],
+        "ablation": [Panel(attention_heads.importance_heatmap(an.attentions[:, :, 0, 1], target=HOSTILE))],
         "compare": [Panel(compare.attention_diff_heatmap(an.attentions[0, 0] - an.attentions[1, 1], an.tokens))],
         "decoder": [Panel(seq2seq.attention(an.attentions[5, 0], an.tokens, an.tokens, HOSTILE))],
     }
