@@ -130,58 +130,65 @@ def ask_popover(code: str, key: str, lessons: Callable[[], Sequence] = tuple) ->
         kind = st.selectbox("Question", kinds, key=KIND, format_func=questions.KINDS.get)
         if run is None:
             st.caption(NO_DECODER)
-        if kind in ("mask", "heads", "left"):
-            text = ss.get(state.MLM_TEXT, state.DEFAULT_MLM_TEXT)
-            st.caption(f"On the Masked LM sentence: {md_escape(text)}")
-            if text.count("[MASK]") > 1:
-                if int(ss.get(GAP) or 1) > text.count("[MASK]"):
-                    ss[GAP] = 1  # a sentence with fewer gaps than the one asked before
-                st.number_input("About the [MASK] number", 1, text.count("[MASK]"), key=GAP, value=1)
-        elif kind == "writes":
-            st.caption(
-                f"On your decoder {md_escape(run['bundle'].name)}, writing from: {md_escape(decoder_source(run))}"
-            )
-            st.number_input("While writing word", 1, 48, key=WRITING, value=3)
-        elif kind == "follows":
-            st.caption("On the sidebar's sentences A and B.")
-        elif kind == "knows":
-            from bert.analysis.patching import PRESETS
-
-            st.selectbox("On the Causes page's pair", list(PRESETS), key=PAIR)
-            st.caption("Patching the [MASK]'s vector, layer by layer: the first layer restoring half the answer.")
-        elif kind == "prefers":
-            paradigm = st.selectbox("Minimal pairs of", list(questions.PARADIGMS), key=PARADIGM)
-            pairs = questions.PARADIGMS[paradigm].pairs
-            number = st.number_input("Pair", 1, len(pairs), key=PAIR_NUMBER, value=1)
-            both = " / ".join(sorted(pairs[number - 1]))
-            st.caption(f"The class sees both, in alphabetical order: {md_escape(both)}")
-        elif kind == "fires":
-            st.caption(
-                f"About feature {int(ss.get(FEATURE) or 0)}, the one the Features page's card shows; each word is "
-                "read alone."
-            )
-            st.text_input("The words, separated by commas", key=FIRES, placeholder=questions.FIRES_WORDS)
-        elif kind == "pieces":
-            st.text_input("The word", key=WORD, max_chars=questions.WORD_CHARS, placeholder="e.g. unhappiness")
-        elif kind == "look":
-            st.caption(f"On sentence A: {md_escape(ss.get(state.TEXT_A, state.DEFAULT_TEXT_A))}")
-            try:
-                bundle = current_model().bundle
-                tokens = bundle.tokenizer.encode(ss.get(state.TEXT_A, state.DEFAULT_TEXT_A)).tokens[:128]
-                L, H = bundle.config.num_hidden_layers, bundle.config.num_attention_heads
-            except BertExplorerError as e:
-                st.error(md_escape(str(e)))
-                return
-            c1, c2 = st.columns(2)
-            c1.number_input("Layer", 1, L, key=LAYER, value=min(4, L))
-            c2.number_input("Head", 1, H, key=HEAD, value=min(2, H))
-            st.selectbox("From the token", range(len(tokens)), key=FROM, format_func=lambda i: f"{tokens[i]} ({i})")
-        else:
-            st.selectbox("Lesson question", list(questions.lesson_questions(lessons())), key=LESSON)
+        if not _kind_settings(kind, questions, run, lessons):
+            return
         st.button("Ask", key="ask_go", type="primary", on_click=_ask, args=(code, key, lessons))
         note = ss.pop(NOTE, None)
         if note:
             st.error(md_escape(note), icon=":material/error:")
+
+
+def _kind_settings(kind: str, questions, run, lessons: Callable[[], Sequence]) -> bool:
+    """The settings of one question kind, under its selectbox (False: the model cannot be read,
+    the error is on screen)."""
+    ss = st.session_state
+    if kind in ("mask", "heads", "left"):
+        text = ss.get(state.MLM_TEXT, state.DEFAULT_MLM_TEXT)
+        st.caption(f"On the Masked LM sentence: {md_escape(text)}")
+        if text.count("[MASK]") > 1:
+            if int(ss.get(GAP) or 1) > text.count("[MASK]"):
+                ss[GAP] = 1  # a sentence with fewer gaps than the one asked before
+            st.number_input("About the [MASK] number", 1, text.count("[MASK]"), key=GAP, value=1)
+    elif kind == "writes":
+        st.caption(f"On your decoder {md_escape(run['bundle'].name)}, writing from: {md_escape(decoder_source(run))}")
+        st.number_input("While writing word", 1, 48, key=WRITING, value=3)
+    elif kind == "follows":
+        st.caption("On the sidebar's sentences A and B.")
+    elif kind == "knows":
+        from bert.analysis.patching import PRESETS
+
+        st.selectbox("On the Causes page's pair", list(PRESETS), key=PAIR)
+        st.caption("Patching the [MASK]'s vector, layer by layer: the first layer restoring half the answer.")
+    elif kind == "prefers":
+        paradigm = st.selectbox("Minimal pairs of", list(questions.PARADIGMS), key=PARADIGM)
+        pairs = questions.PARADIGMS[paradigm].pairs
+        number = st.number_input("Pair", 1, len(pairs), key=PAIR_NUMBER, value=1)
+        both = " / ".join(sorted(pairs[number - 1]))
+        st.caption(f"The class sees both, in alphabetical order: {md_escape(both)}")
+    elif kind == "fires":
+        st.caption(
+            f"About feature {int(ss.get(FEATURE) or 0)}, the one the Features page's card shows; each word is "
+            "read alone."
+        )
+        st.text_input("The words, separated by commas", key=FIRES, placeholder=questions.FIRES_WORDS)
+    elif kind == "pieces":
+        st.text_input("The word", key=WORD, max_chars=questions.WORD_CHARS, placeholder="e.g. unhappiness")
+    elif kind == "look":
+        st.caption(f"On sentence A: {md_escape(ss.get(state.TEXT_A, state.DEFAULT_TEXT_A))}")
+        try:
+            bundle = current_model().bundle
+            tokens = bundle.tokenizer.encode(ss.get(state.TEXT_A, state.DEFAULT_TEXT_A)).tokens[:128]
+            L, H = bundle.config.num_hidden_layers, bundle.config.num_attention_heads
+        except BertExplorerError as e:
+            st.error(md_escape(str(e)))
+            return
+        c1, c2 = st.columns(2)
+        c1.number_input("Layer", 1, L, key=LAYER, value=min(4, L))
+        c2.number_input("Head", 1, H, key=HEAD, value=min(2, H))
+        st.selectbox("From the token", range(len(tokens)), key=FROM, format_func=lambda i: f"{tokens[i]} ({i})")
+    else:
+        st.selectbox("Lesson question", list(questions.lesson_questions(lessons())), key=LESSON)
+    return True
 
 
 def _answer(code: str, qid: int) -> None:

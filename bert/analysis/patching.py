@@ -145,6 +145,19 @@ def _labels(tok, ids_a: Tensor, ids_b: Tensor, site: str, L: int, H: int):
     return toks_a, toks_b, first + [f"layer {i}" for i in range(1, L + 1)], columns
 
 
+def _checked(bundle, clean: str, corrupted: str, answer: str, foil: str, site: str):
+    """(ids_a, ids_b, types, mask position, answer id, foil id) of a patching request, or the
+    InputError that says what is wrong with it."""
+    need_mlm(bundle, "activation patching")
+    if site not in SITES:
+        raise InputError(f"unknown site {site!r}; sites: {', '.join(SITES)}")
+    ids_a, ids_b, types, pos = _pair(bundle, clean, corrupted)
+    a, f = token_id(bundle.tokenizer, answer), token_id(bundle.tokenizer, foil)
+    if a == f:
+        raise InputError("the answer and the foil are the same word: the metric is their difference")
+    return ids_a, ids_b, types, pos, a, f
+
+
 def activation_patching(
     bundle,
     clean: str,
@@ -158,14 +171,8 @@ def activation_patching(
     """Patch each of `site`'s places in turn from the clean run into the corrupted one and read
     how much of logit[answer] - logit[foil] at the [MASK] comes back (module docstring). Every run
     is in `precision` (bert/train/precision.py); the metric is read from float32 logits either way."""
-    need_mlm(bundle, "activation patching")
-    if site not in SITES:
-        raise InputError(f"unknown site {site!r}; sites: {', '.join(SITES)}")
     tok = bundle.tokenizer
-    ids_a, ids_b, types, pos = _pair(bundle, clean, corrupted)
-    a, f = token_id(tok, answer), token_id(tok, foil)
-    if a == f:
-        raise InputError("the answer and the foil are the same word: the metric is their difference")
+    ids_a, ids_b, types, pos, a, f = _checked(bundle, clean, corrupted, answer, foil, site)
     model, bert_model = bundle.model, bundle.model.bert
     L, H = bundle.config.num_hidden_layers, bundle.config.num_attention_heads
     k = max(1, min(int(k), bundle.config.vocab_size))
