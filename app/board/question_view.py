@@ -44,6 +44,7 @@ NOTE = "ask_note"
 ANSWER_NOTE = "ask_answer_note"  # (question id, why the last answer was refused)
 TYPED = "ask_typed"
 FIRES = "ask_fires_words"  # the words a "fires" question offers
+FIRES_CHARS = 6 * 41  # six words of at most questions.WORD_CHARS characters, and their commas
 
 
 def _body(kind: str, lessons: Callable[[], Sequence]) -> dict:
@@ -170,7 +171,9 @@ def _kind_settings(kind: str, questions, run, lessons: Callable[[], Sequence]) -
             f"About feature {int(ss.get(FEATURE) or 0)}, the one the Features page's card shows; each word is "
             "read alone."
         )
-        st.text_input("The words, separated by commas", key=FIRES, placeholder=questions.FIRES_WORDS)
+        st.text_input(
+            "The words, separated by commas", key=FIRES, max_chars=FIRES_CHARS, placeholder=questions.FIRES_WORDS
+        )
     elif kind == "pieces":
         st.text_input("The word", key=WORD, max_chars=questions.WORD_CHARS, placeholder="e.g. unhappiness")
     elif kind == "look":
