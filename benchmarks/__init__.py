@@ -31,8 +31,9 @@ Rows (`--only` takes comma-separated prefixes of these names, e.g. `--only infer
     save-attention-file, save-at-once          a saved view's file (the Attention map with every head) against
                                                its 5 MB budget; 10 sessions saving it at once (save_views.py)
 
-fp32 against bf16 (the training steps and the Fine-tuning page's runs, side by side with their
-ratio) is `python -m benchmarks.precision` (benchmarks/precision.py).
+fp32 against bf16 (the training steps, the Fine-tuning page's runs, the class rows and the
+causal-evidence rows, side by side with their ratio and each row's target) is `python -m
+benchmarks.precision` (benchmarks/precision.py).
 
 Every timing is also taken in CPU time of the process (`--clock cpu` makes that the figure the
 rows and targets use; with `--threads 1` it leaves out the time spent waiting for a core on a
@@ -50,7 +51,7 @@ The package, by concern:
     causes_rows.py activation patching, a probe run and a board's pairs on minilm-l6, against targets
     features_rows.py the Features page's default dictionary on minilm-l6, against its target
     save_views.py  saved views: each page kind's file size and build time, a class saving at once
-    precision.py   fp32 against bf16: the training steps and the page's runs, with their ratio
+    precision.py   fp32 against bf16: training steps, the pages' runs and analyses, with their ratio
     bench.py       `Bench`, the state of one run: selection, rows measured and skipped
     runner.py      one run: the machine, the sections in order
     cli.py         the options; __main__.py runs it

@@ -133,6 +133,22 @@ def test_precision_rows_run_the_page_run_in_fp32_then_in_bf16(tmp_path, monkeypa
     assert precision.markdown([row]).splitlines()[2].startswith("| quick-run | the Fine-tuning page's quick run")
 
 
+def test_a_precision_job_row_runs_the_analysis_in_fp32_then_in_bf16_against_its_target():
+    """benchmarks.precision's patch-all-sites row: both columns in seconds of CPU and of the wall, their
+    ratios, what each reached, and the row's target checked for each (no time asserted)."""
+    from benchmarks import precision
+    from bert.train.precision import cpu_has_bf16
+
+    if not cpu_has_bf16():
+        pytest.skip("this CPU has no native bf16")
+    (row,) = precision.job_rows(["patch-all-sites"])
+    assert row["row"] == "patch-all-sites" and row["target"] == 10.0 and row["unit"] == "s"
+    assert row["ratio_cpu"] == pytest.approx(row["bf16_cpu"] / row["fp32_cpu"]) and row["fp32_cpu"] > 0
+    assert "(fp32: residual: best restored share" in row["what"] and "; bf16: residual:" in row["what"]
+    line = precision.markdown([row]).splitlines()[2]
+    assert line.startswith("| patch-all-sites | minilm-l6 patching") and "| <= 10 s: " in line
+
+
 def test_run_async_works_inside_a_running_event_loop_and_re_raises():
     """The server tests drive websockets with asyncio after the browser tests started Playwright's
     sync API, whose event loop runs in the main thread: run_async must work there too."""
