@@ -333,8 +333,10 @@ def view_html(title: str, panels: Sequence[Panel], stamp: Stamp, config: dict | 
         f'<meta http-equiv="Content-Security-Policy" content="{e(policy, quote=False)}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(title)}</title><style>{STYLE}</style></head><body>"
+        + "<main>"  # every view inside the page's landmarks (main, then the footer), for screen readers
         + _stamp_html(title, stamp)
         + "".join(body)
+        + "</main>"
         + _footer(stamp)
         + (
             f'<script type="application/json" id="bx-views">{views}</script>'

@@ -3,7 +3,7 @@ one server and one Chromium:
 
 * every main view a page offers besides its first (Attention's grid of every head, its Q/K/V
   walk-through and bertviz's head and neuron views; Causes' minimal pairs and probes; Compare's
-  other two views; Explanations' logit lens; a lesson's questions and its presenter view) at
+  one word in many sentences; Explanations' logit lens; a lesson's questions and its presenter view) at
   1400x1000, each with every "Show as a table" opened: axe-core finds no critical and no serious
   violation (counts in tests/artifacts/axe_views.md);
 * a 360x800 phone (touch, a phone's browser) on Home, Attention and Masked LM: nothing wider than the
@@ -43,7 +43,6 @@ VIEWS = {
     "causes: minimal pairs": "/causes?view=pairs",
     "causes: probes": "/causes?view=probes",
     "compare: one word in many sentences": "/compare?view=word",
-    "compare: attention over training": "/compare?view=training",
     "explanations: logit lens": "/explanations?view=lens",
     "lessons: check yourself": "/lessons?step=20",
     "lessons: presenter view": "/lessons?present=1",

@@ -11,8 +11,8 @@ phone's browser) that joins by code, follows, answers by tapping and sees the re
 nothing is wider than its screen, no tap target is under 24x24 px, no figure's toolbar covers its
 title. The first student answers with the keyboard alone (Tab to the box, type, Tab to Answer,
 Enter), every stop with its focus ring drawn. axe-core runs on the class board in both roles
-(the teacher's, a student's on the phone), the question asked, answered and revealed: no
-critical, no serious violation (tests/artifacts/axe_class.md).
+(the teacher's, a student's on the phone), the question asked (the teacher's), open (the phone's)
+and revealed (both): no critical, no serious violation (tests/artifacts/axe_class.md).
 
 Its own server (the board is opt-in) with a fresh cache folder.
 Screenshots: tests/artifacts/class_following.png, class_answers.png, class_reveal.png.
