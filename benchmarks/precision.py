@@ -141,9 +141,9 @@ def _timed(fn) -> tuple[object, float, float]:
 
 def _head(head: str):
     def one(precision: str, bundle) -> tuple[float, float, str]:
-        from . import head_runs
+        from . import task_head_runs
 
-        r = head_runs.measure(head, precision=precision)
+        r = task_head_runs.measure(head, precision=precision)
         scores = ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in r["scores"].items() if v is not None)
         return r["seconds"], r["cpu_seconds"], scores
 
@@ -189,7 +189,7 @@ def _patching(precision: str, bundle) -> tuple[float, float, str]:
 
 
 def _class_pairs(precision: str, bundle) -> tuple[float, float, str]:
-    from app.board.class_pairs import MAX_PAIRS
+    from app.class_store.class_pairs import MAX_PAIRS
     from bert.analysis.paradigms import PARADIGMS
     from bert.analysis.scoring import score_pairs
 
