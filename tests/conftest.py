@@ -9,6 +9,28 @@ import torch
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 
+# --- the app in streamlit's AppTest (tests/helpers.started_app) ----------------------------------
+
+
+@pytest.fixture(scope="module")
+def at(request):
+    """One app for the module, run once on its entry page, then on the module's START_PAGE when it
+    names one: the model loads once, the analyses stay cached, and the module's tests share one
+    session (each leaves it usable for the next)."""
+    from tests.helpers import started_app
+
+    return started_app(page=getattr(request.module, "START_PAGE", None))
+
+
+@pytest.fixture
+def fresh_at(request):
+    """The app for this test alone (a session state of its own), started as `at` is. A module's
+    autouse fixtures (its own cache folder) come before it."""
+    from tests.helpers import started_app
+
+    return started_app(page=getattr(request.module, "START_PAGE", None))
+
+
 @pytest.fixture(scope="session")
 def real_vocab_path():
     from bert.checkpoint.builtins import minilm_package_dir

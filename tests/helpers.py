@@ -22,6 +22,7 @@ from bert.train.finetune_args import FinetuneArgs
 from bert.train.pretrain import PretrainArgs
 
 ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
+APP_TIMEOUT = 120  # the bound on one AppTest run of the app: the real model on 2 busy cores
 BUILT_DATA = ("datasets", "corpora")  # what `make data` built in the cache folder: read, never written by a test
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 # "good"/"bad" decide a review's label; the rest (REVIEW_WORDS[7:]) is filler
@@ -304,13 +305,17 @@ def counting_job(n=10_000, every=0.01, result="model"):
 # ---- the app in streamlit's AppTest
 
 
-def started_app(timeout: float):
-    """The app (its entry page) run once in an AppTest, without an exception."""
+def started_app(timeout: float = APP_TIMEOUT, page: str | None = None):
+    """The app run once in an AppTest on its entry page, then on `page` (e.g. "pages/causes.py")
+    when given, each run without an exception."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(ENTRY, default_timeout=timeout)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
+    if page is not None:
+        at.switch_page(page).run()
+        assert not at.exception, [e.value for e in at.exception]
     return at
 
 

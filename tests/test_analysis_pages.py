@@ -6,8 +6,6 @@ default model and with a tiny session classifier: every view renders with no exc
 no error box, and the controls work. Plotly charts are UnknownElements in AppTest.
 """
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -152,24 +150,14 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from app import state  # noqa: E402
+from tests.helpers import APP_TIMEOUT, ENTRY  # noqa: E402
 
-ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 PAGES = ["pages/head_patterns.py", "pages/explanations.py", "pages/ablation.py", "pages/compare.py"]
-TIMEOUT = 90
 
 
 def _ok(at):
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
-
-
-@pytest.fixture(scope="module")
-def at():
-    """One app for the module: the model loads once and the analyses stay cached."""
-    a = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
-    a.run()
-    assert not a.exception
-    return a
 
 
 @pytest.mark.slow
@@ -260,7 +248,7 @@ def test_a_session_classifier_on_every_analysis_page():
     from tests.helpers import minilm_tiny_classifier, select_session_model
 
     bundle = minilm_tiny_classifier()
-    a = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
+    a = AppTest.from_file(ENTRY, default_timeout=APP_TIMEOUT)
     select_session_model(a, "tiny-clf", bundle)
     a.run()
     for page in PAGES:
@@ -342,7 +330,7 @@ def test_attention_snapshots_record_every_n_and_measure_change():
 def test_attention_over_training_view():
     from app.training.snapshots import SNAPSHOTS
 
-    a = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
+    a = AppTest.from_file(ENTRY, default_timeout=APP_TIMEOUT)
     a.run()
     a.switch_page("pages/compare.py").run()
     a.radio(key="cmp_view").set_value("Attention over training").run()

@@ -16,11 +16,9 @@ from pathlib import Path  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from app import state  # noqa: E402
-from tests.helpers import started_app  # noqa: E402
+from tests.helpers import APP_TIMEOUT, ENTRY, started_app  # noqa: E402
 
-ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 PAGES = ["pages/home.py", "pages/tokenization.py", "pages/embeddings.py", "pages/attention.py", "pages/masked_lm.py"]
-TIMEOUT = 60
 
 
 def _ok(at):
@@ -33,14 +31,14 @@ def _errors(at):
 
 @pytest.fixture(scope="module")
 def home():
-    at = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
+    at = AppTest.from_file(ENTRY, default_timeout=APP_TIMEOUT)
     at.run()
     return at
 
 
 @pytest.fixture()
 def app():
-    return started_app(TIMEOUT)
+    return started_app()
 
 
 def test_home_renders_and_shows_parameter_count(home):

@@ -25,10 +25,9 @@ from bert.data.corpus import fetch
 from bert.data.labelled import read_labelled, stratified_split
 from bert.train.finetune_args import FinetuneArgs
 from tests import helpers
-from tests.helpers import REVIEW_WORDS
+from tests.helpers import ENTRY, REVIEW_WORDS
 
 ROOT = Path(__file__).resolve().parent.parent
-ENTRY = str(ROOT / "streamlit_app.py")
 
 ATTACKER = "attacker.example"
 HOSTILE = [

@@ -4,8 +4,6 @@ bad inputs each giving a clear message and never a traceback."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -16,9 +14,9 @@ from app.formatting import md_escape
 from bert.analysis.patching import Patching
 from bert.analysis.probes import ProbeCurve
 from bert.analysis.scoring import SentenceScore
+from tests.helpers import APP_TIMEOUT, ENTRY  # noqa: E402
 
-ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
-TIMEOUT = 120
+START_PAGE = "pages/causes.py"  # where the module's `at` (tests/conftest.py) opens the app
 
 
 def test_patching_heatmap_cells_labels_and_pick():
@@ -138,15 +136,6 @@ def _refused(at, *said):
     assert not at.exception, [e.value for e in at.exception]
     errors = [e.value.replace("\\", "") for e in at.error]
     assert any(all(s in e for s in said) for e in errors), (errors, said)
-
-
-@pytest.fixture(scope="module")
-def at():
-    a = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
-    a.run()
-    assert not a.exception
-    a.switch_page("pages/causes.py").run()
-    return a
 
 
 @pytest.mark.slow
@@ -275,7 +264,7 @@ def test_probes_train_on_a_button_and_two_models_side_by_side(at):
 
 @pytest.mark.slow
 def test_a_link_reopens_a_typed_pair():
-    at = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
+    at = AppTest.from_file(ENTRY, default_timeout=APP_TIMEOUT)
     at.query_params["clean"] = "The girls near the house [MASK] happy."
     at.query_params["corrupted"] = "The girl near the house [MASK] happy."
     at.query_params["site"] = "heads"
@@ -291,13 +280,13 @@ def test_the_lessons_links_reopen_the_pairs_and_probes_views():
     from app.lessons.training import HEADS, PAIRS_PARADIGM
 
     pair_link, probe_link = (s.link for s in HEADS.steps[-2:])
-    at = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
+    at = AppTest.from_file(ENTRY, default_timeout=APP_TIMEOUT)
     for name, value in pair_link.query.items():
         at.query_params[name] = value
     at.switch_page(pair_link.page).run()
     _ok(at)
     assert at.radio(key="cz_view").value == "Minimal pairs" and at.selectbox(key="mp_paradigm").value == PAIRS_PARADIGM
-    at = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
+    at = AppTest.from_file(ENTRY, default_timeout=APP_TIMEOUT)
     for name, value in probe_link.query.items():
         at.query_params[name] = value
     at.switch_page(probe_link.page).run()

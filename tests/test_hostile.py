@@ -28,10 +28,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 import bert  # noqa: E402
 from app import state  # noqa: E402
 from bert import InputError  # noqa: E402
-from tests.helpers import select_session_model  # noqa: E402
-
-ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
-TIMEOUT = 120
+from tests.helpers import APP_TIMEOUT, ENTRY, select_session_model  # noqa: E402
 
 LONG = " ".join(["word", "another", "sentence", "goes", "on"] * 2000)  # 10,000 words
 HOSTILE = {
@@ -146,14 +143,6 @@ def _messages(at):
         + [("warning", w.value) for w in at.warning]
         + [("info", i.value) for i in at.info]
     )
-
-
-@pytest.fixture(scope="module")
-def at():
-    a = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
-    a.run()
-    _ok(a, "start")
-    return a
 
 
 def _masked(text: str) -> str:
@@ -355,7 +344,7 @@ def test_a_one_layer_one_head_model_on_every_page():
         vocab_size=len(tok), hidden_size=16, num_hidden_layers=1, num_attention_heads=1, intermediate_size=32
     )
     tiny = bert.Bundle(model=bert.BertForPreTraining(cfg).eval(), tokenizer=tok, name="one-head")
-    a = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
+    a = AppTest.from_file(ENTRY, default_timeout=APP_TIMEOUT)
     select_session_model(a, "one-head", tiny)
     a.run()
     for page in PAGES:

@@ -18,9 +18,8 @@ from app.run_session import session as ts  # noqa: E402
 from app.training.task_head_results import NOT_ENTITIES, task_head_scores  # noqa: E402
 from bert.data.qa_demo import qa_demo  # noqa: E402
 from bert.tagging import word_attention  # noqa: E402
-from tests.helpers import started_app, tiny_bundle  # noqa: E402
+from tests.helpers import APP_TIMEOUT, started_app, tiny_bundle  # noqa: E402
 
-TIMEOUT = 60
 CONLL = b"".join(f"the O\n{w} B-THING\nwas O\ngood O\n\n".encode() for w in ("film", "movie", "plot", "story") * 6)
 POS = b"".join(f"the DT\n{w} NN\nwas VBD\ngood JJ\n\n".encode() for w in ("film", "movie", "plot", "story") * 6)
 
@@ -41,7 +40,7 @@ def _squad(passages: int = 8) -> bytes:
 
 
 def _open(head: str, data: bytes, name: str):
-    at = started_app(TIMEOUT)
+    at = started_app()
     at.session_state[state.USER_MODELS]["tiny"] = tiny_bundle(name="tiny")
     at.session_state[state.USER_MODEL_IDS]["tiny"] = "session:tiny:test"
     at.session_state[f"hd_{head}_upload"] = {"name": name, "data": data, "id": "f1"}
@@ -178,7 +177,7 @@ def test_an_upload_is_read_once_however_often_the_page_reruns(monkeypatch):
 
 
 def test_each_shape_shows_its_budget_and_keeps_start_off_over_a_cap():
-    at = started_app(TIMEOUT)
+    at = started_app()
     at.switch_page("pages/finetune.py").run()
     for head in ("tagger", "reader"):
         at.radio(key="ft_shape").set_value(head).run()
@@ -192,7 +191,7 @@ def test_each_shape_shows_its_budget_and_keeps_start_off_over_a_cap():
 
 
 def test_a_link_opens_the_page_on_its_task_shape():
-    at = started_app(TIMEOUT)
+    at = started_app()
     at.switch_page("pages/finetune.py")
     at.query_params["shape"] = "words"
     at.run()
@@ -229,7 +228,7 @@ def test_a_tagger_run_shown_live_on_the_class_board(board, monkeypatch):
 
     monkeypatch.setenv("BERT_EXPLORER_BOARD", "1")
     code, _ = board.new_board()
-    at = started_app(TIMEOUT)
+    at = started_app()
     at.session_state[JOINED] = code
     at.switch_page("pages/finetune.py").run()
     at.radio(key="ft_shape").set_value("tagger").run()
@@ -243,7 +242,7 @@ def test_a_tagger_run_shown_live_on_the_class_board(board, monkeypatch):
     job.info = {"base_name": "tiny", "args": args, "code": "ABCDEF", "head": "tagger"}  # as start_head does
     try:
         at.session_state[ts.HD_JOB] = job.id
-        deadline = time.time() + TIMEOUT
+        deadline = time.time() + APP_TIMEOUT
         while len(of_type(job.metrics, TaskHeadEval)) < 2 and time.time() < deadline:
             at.run()
             time.sleep(0.3)
@@ -253,7 +252,7 @@ def test_a_tagger_run_shown_live_on_the_class_board(board, monkeypatch):
         assert any("live on board" in s.value for s in at.success)
         (r,) = board.live_runs(code)
         assert r["task"] == "tagger" and r["state"] == "running" and r["val_accuracy"] and r["line"].startswith("step")
-        viewer = started_app(TIMEOUT)  # another student, on the board
+        viewer = started_app()  # another student, on the board
         viewer.session_state[JOINED] = code
         viewer.switch_page("pages/board.py").run()
         _ok(viewer)

@@ -9,8 +9,7 @@ from app import state as S
 from app.figures import core
 from app.figures.task_heads import span_probs
 from app.ui import links, show_figure
-
-ENTRY = str(__import__("pathlib").Path(__file__).resolve().parent.parent / "streamlit_app.py")
+from tests.helpers import ENTRY
 
 
 def test_params_parse_only_valid_values_and_show_short_codes():

@@ -52,6 +52,8 @@ from bert.tokenizer.tokenizer import Tokenizer  # noqa: E402
 from bert.train.events import Error, FinetuneDone, PretrainDone, PretrainStart  # noqa: E402
 from bert.train.pretrain import PretrainArgs, pretrain
 from tests.helpers import (  # noqa: E402
+    APP_TIMEOUT,
+    ENTRY,
     REVIEW_WORDS,
     SPECIALS,
     fast_args,
@@ -68,13 +70,10 @@ from tests.helpers import (  # noqa: E402
     reviews_csv,
     run_fn,
     set_small_pretraining,
-    started_app,
     tiny_bundle,
     tiny_data,
 )
 
-ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
-TIMEOUT = 60
 WORDS = REVIEW_WORDS
 FILLER = WORDS[7:]
 
@@ -100,11 +99,6 @@ def settle(at, job_key, timeout=90):
     assert at.session_state[job_key] is None, "the job did not finish in time"
 
 
-@pytest.fixture()
-def at():
-    return started_app(TIMEOUT)
-
-
 def with_tiny_model(at, name="tiny"):
     at.session_state[state.USER_MODELS][name] = tiny_bundle(name=name)
     at.session_state[state.USER_MODEL_IDS][name] = f"session:{name}:test"
@@ -124,44 +118,44 @@ def open_upload(at, data: bytes, name="reviews.csv", fid="f1"):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page, heading", [("pages/finetune.py", "4. Train"), ("pages/pretrain.py", "3. Training")])
-def test_page_renders_with_defaults(at, page, heading):
-    at.switch_page(page).run()
-    _ok(at)
-    assert not _errors(at), _errors(at)
-    assert heading in [h.value for h in at.header]
-    assert any("parameters" in c.value for c in at.sidebar.caption)  # ran through streamlit_app.py
+def test_page_renders_with_defaults(fresh_at, page, heading):
+    fresh_at.switch_page(page).run()
+    _ok(fresh_at)
+    assert not _errors(fresh_at), _errors(fresh_at)
+    assert heading in [h.value for h in fresh_at.header]
+    assert any("parameters" in c.value for c in fresh_at.sidebar.caption)  # ran through streamlit_app.py
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("env, expect", [(None, "all-minilm-l6-v2"), ("minilm-l6", "minilm-l6")])
-def test_finetuning_starts_from_the_published_encoder_unless_the_server_says(at, monkeypatch, env, expect):
+def test_finetuning_starts_from_the_published_encoder_unless_the_server_says(fresh_at, monkeypatch, env, expect):
     """The default base is the published sentence encoder (better classifiers); a server short of
     memory sets BERT_EXPLORER_FINETUNE_BASE to the pages' model instead."""
     if env is None:
         monkeypatch.delenv("BERT_EXPLORER_FINETUNE_BASE", raising=False)
     else:
         monkeypatch.setenv("BERT_EXPLORER_FINETUNE_BASE", env)
-    open_upload(at, reviews_csv(60))
-    _ok(at)
-    assert at.selectbox(key="ft_base").value == expect
+    open_upload(fresh_at, reviews_csv(60))
+    _ok(fresh_at)
+    assert fresh_at.selectbox(key="ft_base").value == expect
 
 
-def test_upload_is_read_columns_detected_and_changeable(at):
+def test_upload_is_read_columns_detected_and_changeable(fresh_at):
     csv = reviews_csv(120, sep=";") + b"dup bad film;neg\ndup bad film;neg\n;pos\n"
     original = bytes(csv)
-    open_upload(at, csv, "semi.csv")
-    assert not _errors(at), _errors(at)
-    metrics = {m.label: m.value for m in at.metric}
+    open_upload(fresh_at, csv, "semi.csv")
+    assert not _errors(fresh_at), _errors(fresh_at)
+    metrics = {m.label: m.value for m in fresh_at.metric}
     assert metrics["Usable texts"] == "121" and metrics["Classes"] == "2"
     assert metrics["Rows dropped"] == "2"  # one duplicate, one empty text
-    boxes = [s for s in at.selectbox if s.key and s.key.startswith("ft_text_col_")]
+    boxes = [s for s in fresh_at.selectbox if s.key and s.key.startswith("ft_text_col_")]
     assert boxes and boxes[0].value == "review"
-    label_box = next(s for s in at.selectbox if s.key.startswith("ft_label_col_"))
+    label_box = next(s for s in fresh_at.selectbox if s.key.startswith("ft_label_col_"))
     assert label_box.value == "sentiment"
     label_box.set_value("review").run()  # the same column twice
-    _ok(at)
-    assert any("different columns" in e for e in _errors(at)), _errors(at)
-    assert at.session_state[ts.FT_UPLOAD]["data"] == original  # never modified
+    _ok(fresh_at)
+    assert any("different columns" in e for e in _errors(fresh_at)), _errors(fresh_at)
+    assert fresh_at.session_state[ts.FT_UPLOAD]["data"] == original  # never modified
 
 
 @pytest.mark.slow
@@ -174,44 +168,44 @@ def test_upload_is_read_columns_detected_and_changeable(at):
         (b"text,label\n" + b"".join(f"a text {i},same\n".encode() for i in range(20)), "two classes"),
     ],
 )
-def test_bad_uploads_give_a_message_not_a_traceback(at, data, expect):
-    open_upload(at, data, "bad.csv", fid=expect)
-    assert any(expect in e for e in _errors(at)), _errors(at)
-    assert at.button(key="ft_start").disabled  # nothing to train on
+def test_bad_uploads_give_a_message_not_a_traceback(fresh_at, data, expect):
+    open_upload(fresh_at, data, "bad.csv", fid=expect)
+    assert any(expect in e for e in _errors(fresh_at)), _errors(fresh_at)
+    assert fresh_at.button(key="ft_start").disabled  # nothing to train on
 
 
 @pytest.mark.slow
-def test_validation_file_with_other_column_names(at):
-    open_upload(at, reviews_csv(120))
-    at.radio(key="ft_valid_mode").set_value("upload").run()
-    _ok(at)
-    at.button(key="ft_start").click().run()  # no validation file yet
-    _ok(at)
-    assert any("validation file" in e for e in _errors(at)), _errors(at)
-    at.session_state[ts.FT_VAL_UPLOAD] = {
+def test_validation_file_with_other_column_names(fresh_at):
+    open_upload(fresh_at, reviews_csv(120))
+    fresh_at.radio(key="ft_valid_mode").set_value("upload").run()
+    _ok(fresh_at)
+    fresh_at.button(key="ft_start").click().run()  # no validation file yet
+    _ok(fresh_at)
+    assert any("validation file" in e for e in _errors(fresh_at)), _errors(fresh_at)
+    fresh_at.session_state[ts.FT_VAL_UPLOAD] = {
         "name": "val.csv",
         "id": "v1",
         "data": reviews_csv(40, seed=5, header=("sentence", "class")),
     }
-    at.run()
-    _ok(at)
-    assert any("40 texts in 2 classes" in c.value for c in at.caption), [c.value for c in at.caption]
-    at.session_state[ts.FT_VAL_UPLOAD] = {
+    fresh_at.run()
+    _ok(fresh_at)
+    assert any("40 texts in 2 classes" in c.value for c in fresh_at.caption), [c.value for c in fresh_at.caption]
+    fresh_at.session_state[ts.FT_VAL_UPLOAD] = {
         "name": "val2.csv",
         "id": "v2",
         "data": b"text,label\nfine film,pos\nmeh,neutral\n",
     }
-    at.run()
-    _ok(at)
-    assert any("neutral" in e for e in _errors(at)), _errors(at)  # a class training does not have
+    fresh_at.run()
+    _ok(fresh_at)
+    assert any("neutral" in e for e in _errors(fresh_at)), _errors(fresh_at)  # a class training does not have
 
 
 @pytest.mark.slow
-def test_huge_file_is_sampled_and_says_so(at):
-    open_upload(at, reviews_csv(60_000), "big.csv", fid="big")
-    assert not _errors(at), _errors(at)
-    assert {m.label: m.value for m in at.metric}["Usable texts"] == "50,000"
-    assert any("stratified sample of 50,000" in i.value for i in at.info), [i.value for i in at.info]
+def test_huge_file_is_sampled_and_says_so(fresh_at):
+    open_upload(fresh_at, reviews_csv(60_000), "big.csv", fid="big")
+    assert not _errors(fresh_at), _errors(fresh_at)
+    assert {m.label: m.value for m in fresh_at.metric}["Usable texts"] == "50,000"
+    assert any("stratified sample of 50,000" in i.value for i in fresh_at.info), [i.value for i in fresh_at.info]
 
 
 def test_helpers_parse_upload_memo_and_split():
@@ -228,73 +222,73 @@ def test_helpers_parse_upload_memo_and_split():
 
 
 @pytest.mark.slow
-def test_finetune_run_in_the_page_registers_the_model(at, monkeypatch):
+def test_finetune_run_in_the_page_registers_the_model(fresh_at, monkeypatch):
     monkeypatch.setattr(run_size, "_measured", type(run_size._measured)())  # no run measured on this server yet
-    src = with_tiny_model(at)
-    open_upload(at, reviews_csv(200))
-    at.selectbox(key="ft_base").set_value(src)
-    at.number_input(key="ft_freeze_layers").set_value(0)  # the tiny model has 2 layers: train them
-    at.number_input(key="ft_epochs").set_value(3)
-    at.number_input(key="ft_lr").set_value(1e-3).run()
-    _ok(at)
-    assert any(c.value.startswith("No run like this one has finished on this server yet") for c in at.caption)
-    assert not any("half a minute" in e.label for e in at.expander), "no time promised from another machine"
-    at.button(key="ft_start").click().run()
-    _ok(at)
-    assert at.session_state[ts.FT_JOB] is not None or at.session_state[ts.FT_RESULTS]
-    settle(at, ts.FT_JOB)
-    assert not _errors(at), _errors(at)
-    res = at.session_state[ts.FT_RESULTS][-1]
+    src = with_tiny_model(fresh_at)
+    open_upload(fresh_at, reviews_csv(200))
+    fresh_at.selectbox(key="ft_base").set_value(src)
+    fresh_at.number_input(key="ft_freeze_layers").set_value(0)  # the tiny model has 2 layers: train them
+    fresh_at.number_input(key="ft_epochs").set_value(3)
+    fresh_at.number_input(key="ft_lr").set_value(1e-3).run()
+    _ok(fresh_at)
+    assert any(c.value.startswith("No run like this one has finished on this server yet") for c in fresh_at.caption)
+    assert not any("half a minute" in e.label for e in fresh_at.expander), "no time promised from another machine"
+    fresh_at.button(key="ft_start").click().run()
+    _ok(fresh_at)
+    assert fresh_at.session_state[ts.FT_JOB] is not None or fresh_at.session_state[ts.FT_RESULTS]
+    settle(fresh_at, ts.FT_JOB)
+    assert not _errors(fresh_at), _errors(fresh_at)
+    res = fresh_at.session_state[ts.FT_RESULTS][-1]
     assert res["status"] == "done" and res["report"]["accuracy"] > 0.8
     # the next run like it: a time from this run's measured speed (160 texts, 3 epochs)
     speed = res["done"].examples_per_s
-    open_upload(at, reviews_csv(200), fid="f2")  # the same settings again
-    at.selectbox(key="ft_base").set_value(src)
-    at.number_input(key="ft_freeze_layers").set_value(0)
-    at.number_input(key="ft_epochs").set_value(3).run()
-    said = [c.value for c in at.caption if c.value.startswith("The last run like this one on this server")]
+    open_upload(fresh_at, reviews_csv(200), fid="f2")  # the same settings again
+    fresh_at.selectbox(key="ft_base").set_value(src)
+    fresh_at.number_input(key="ft_freeze_layers").set_value(0)
+    fresh_at.number_input(key="ft_epochs").set_value(3).run()
+    said = [c.value for c in fresh_at.caption if c.value.startswith("The last run like this one on this server")]
     want = f"trained {speed:.1f} texts a second: 160 texts × 3 epochs is about {fmt_seconds(480 / speed)}"
-    assert said and want in said[0], [c.value for c in at.caption]
-    assert res["name"] in at.session_state[state.USER_MODELS]  # selectable on the other pages
+    assert said and want in said[0], [c.value for c in fresh_at.caption]
+    assert res["name"] in fresh_at.session_state[state.USER_MODELS]  # selectable on the other pages
     assert res["bundle"].is_classifier and res["bundle"].labels == ["neg", "pos"]
     # attention over training: recorded every 5 steps from step 0, replayed on the Compare page
-    runs = at.session_state[SNAPSHOTS]
+    runs = fresh_at.session_state[SNAPSHOTS]
     ((label, rec),) = runs.items()
     assert "(fine-tuning, job" in label and rec.steps[:3] == [0, 5, 10] and len(rec) >= 4
-    metrics = {m.label: m.value for m in at.metric}
+    metrics = {m.label: m.value for m in fresh_at.metric}
     assert metrics["Validation accuracy"].endswith("%")
-    assert "5. Results" in [h.value for h in at.header]
+    assert "5. Results" in [h.value for h in fresh_at.header]
     # the result survives a rerun and a page switch, and the picker offers it
-    at.switch_page("pages/attention.py").run()
-    _ok(at)
-    at.switch_page("pages/finetune.py").run()
-    _ok(at)
-    assert at.session_state[ts.FT_RESULTS][-1] is res
-    assert f"session:{res['name']}" in at.sidebar.selectbox[0].options or any(
-        res["name"] in o for o in at.sidebar.selectbox[0].options
+    fresh_at.switch_page("pages/attention.py").run()
+    _ok(fresh_at)
+    fresh_at.switch_page("pages/finetune.py").run()
+    _ok(fresh_at)
+    assert fresh_at.session_state[ts.FT_RESULTS][-1] is res
+    assert f"session:{res['name']}" in fresh_at.sidebar.selectbox[0].options or any(
+        res["name"] in o for o in fresh_at.sidebar.selectbox[0].options
     )
-    at.button(key=f"ft_use_{res['job_id']}").click().run()
-    _ok(at)
-    assert at.session_state[state.MODEL_SOURCE] == res["key"]
+    fresh_at.button(key=f"ft_use_{res['job_id']}").click().run()
+    _ok(fresh_at)
+    assert fresh_at.session_state[state.MODEL_SOURCE] == res["key"]
 
 
 @pytest.mark.slow
-def test_run_size_quick_by_default_full_on_request(at):
-    open_upload(at, reviews_csv(200))
+def test_run_size_quick_by_default_full_on_request(fresh_at):
+    open_upload(fresh_at, reviews_csv(200))
     quick, full = RUN_SIZES["quick"], RUN_SIZES["full"]
-    assert at.radio(key="ft_size").value == "quick" == DEFAULT_SIZE
-    assert (at.number_input(key="ft_max_train").value, at.number_input(key="ft_max_valid").value) == (
+    assert fresh_at.radio(key="ft_size").value == "quick" == DEFAULT_SIZE
+    assert (fresh_at.number_input(key="ft_max_train").value, fresh_at.number_input(key="ft_max_valid").value) == (
         quick.max_train,
         quick.max_valid,
     )
-    assert at.number_input(key="ft_freeze_layers").value == quick.freeze_layers
-    assert any(c.value == quick.note for c in at.caption)
-    at.radio(key="ft_size").set_value("full").run()
-    _ok(at)
-    assert at.number_input(key="ft_max_train").value == full.max_train
-    assert at.number_input(key="ft_max_valid").value == full.max_valid
-    assert at.number_input(key="ft_freeze_layers").value == full.freeze_layers == 0
-    assert any(c.value == full.note for c in at.caption)
+    assert fresh_at.number_input(key="ft_freeze_layers").value == quick.freeze_layers
+    assert any(c.value == quick.note for c in fresh_at.caption)
+    fresh_at.radio(key="ft_size").set_value("full").run()
+    _ok(fresh_at)
+    assert fresh_at.number_input(key="ft_max_train").value == full.max_train
+    assert fresh_at.number_input(key="ft_max_valid").value == full.max_valid
+    assert fresh_at.number_input(key="ft_freeze_layers").value == full.freeze_layers == 0
+    assert any(c.value == full.note for c in fresh_at.caption)
 
 
 def test_a_time_before_start_comes_from_this_servers_measured_speed(monkeypatch):
@@ -323,37 +317,37 @@ def test_page_run_arguments_give_ten_points_an_epoch_on_a_sample():
 
 
 @pytest.mark.slow
-def test_injected_finished_job_renders_results(at):
+def test_injected_finished_job_renders_results(fresh_at):
     base, res = finished_result()
-    at.session_state[state.USER_MODELS]["tiny"] = base
-    at.session_state[state.USER_MODEL_IDS]["tiny"] = "session:tiny:t"
-    at.session_state[ts.FT_RESULTS] = [res]
-    at.switch_page("pages/finetune.py").run()
-    _ok(at)
-    assert not _errors(at), _errors(at)
-    labels = {m.label for m in at.metric}
+    fresh_at.session_state[state.USER_MODELS]["tiny"] = base
+    fresh_at.session_state[state.USER_MODEL_IDS]["tiny"] = "session:tiny:t"
+    fresh_at.session_state[ts.FT_RESULTS] = [res]
+    fresh_at.switch_page("pages/finetune.py").run()
+    _ok(fresh_at)
+    assert not _errors(fresh_at), _errors(fresh_at)
+    labels = {m.label for m in fresh_at.metric}
     assert {"Validation accuracy", "Macro F1", "Validation texts"} <= labels
-    dfs = [d.value for d in at.dataframe]
+    dfs = [d.value for d in fresh_at.dataframe]
     assert any(list(d.columns) == ["class", "precision", "recall", "F1", "texts"] for d in dfs)
     # try it, with hostile text: shown as data, never run
-    at.text_area(key=f"ft_try_{res['job_id']}").input("</script><img src=x onerror=alert(1)> good film").run()
-    _ok(at)
-    assert not _errors(at), _errors(at)
-    at.text_area(key=f"ft_try_{res['job_id']}").input("   ").run()
-    _ok(at)
+    fresh_at.text_area(key=f"ft_try_{res['job_id']}").input("</script><img src=x onerror=alert(1)> good film").run()
+    _ok(fresh_at)
+    assert not _errors(fresh_at), _errors(fresh_at)
+    fresh_at.text_area(key=f"ft_try_{res['job_id']}").input("   ").run()
+    _ok(fresh_at)
 
 
 @pytest.mark.slow
-def test_learning_rate_10_shows_the_error_and_keeps_the_last_good_model(at):
+def test_learning_rate_10_shows_the_error_and_keeps_the_last_good_model(fresh_at):
     base, res = finished_result(lr=10.0, name="diverged")
     assert res["error"] and "learning rate" in res["error"]
     assert res["bundle"].is_classifier  # the last good model is kept
-    at.session_state[state.USER_MODELS]["tiny"] = base
-    at.session_state[state.USER_MODEL_IDS]["tiny"] = "session:tiny:t"
-    at.session_state[ts.FT_RESULTS] = [res]
-    at.switch_page("pages/finetune.py").run()
-    _ok(at)
-    assert any("learning rate" in e for e in _errors(at)), _errors(at)
+    fresh_at.session_state[state.USER_MODELS]["tiny"] = base
+    fresh_at.session_state[state.USER_MODEL_IDS]["tiny"] = "session:tiny:t"
+    fresh_at.session_state[ts.FT_RESULTS] = [res]
+    fresh_at.switch_page("pages/finetune.py").run()
+    _ok(fresh_at)
+    assert any("learning rate" in e for e in _errors(fresh_at)), _errors(fresh_at)
 
 
 # ---- jobs: sessions, stop, start twice, closed tab ------------------------------------------------
@@ -388,10 +382,10 @@ def test_two_sessions_jobs_do_not_mix():
 
 @pytest.mark.slow
 def test_other_session_never_sees_a_job_even_with_its_id():
-    a_app = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
+    a_app = AppTest.from_file(ENTRY, default_timeout=APP_TIMEOUT)
     a_app.run()
     a_app.switch_page("pages/finetune.py").run()
-    b_app = AppTest.from_file(ENTRY, default_timeout=TIMEOUT)
+    b_app = AppTest.from_file(ENTRY, default_timeout=APP_TIMEOUT)
     b_app.run()
     b_app.switch_page("pages/finetune.py").run()
     assert a_app.session_state[students.OWNER] != b_app.session_state[students.OWNER]
@@ -475,24 +469,24 @@ def test_closed_tab_job_is_stopped_and_connected_session_kept_alive():
 
 
 @pytest.mark.slow
-def test_queued_stopped_job_in_the_page_says_so(at):
+def test_queued_stopped_job_in_the_page_says_so(fresh_at):
     jm = manager()
     others = [jm.submit_for(f"someone-else-{i}", FINETUNE, blocker())[0] for i in range(jm.max_running)]
     try:
         if any(o.status != "running" for o in others):
             pytest.skip("another job holds a slot")
-        at.switch_page("pages/finetune.py").run()
-        mine, _ = jm.submit_for(at.session_state[students.OWNER], FINETUNE, blocker())
-        at.session_state[ts.FT_JOB] = mine.id
-        at.run()
-        _ok(at)
-        assert any("queue" in i.value for i in at.info), [i.value for i in at.info]
-        at.button(key="ft_stop").click().run()
-        _ok(at)
-        at.run()
-        _ok(at)
-        assert mine.status == "stopped" and at.session_state[ts.FT_JOB] is None
-        assert any("before it started" in i.value for i in at.info), [i.value for i in at.info]
+        fresh_at.switch_page("pages/finetune.py").run()
+        mine, _ = jm.submit_for(fresh_at.session_state[students.OWNER], FINETUNE, blocker())
+        fresh_at.session_state[ts.FT_JOB] = mine.id
+        fresh_at.run()
+        _ok(fresh_at)
+        assert any("queue" in i.value for i in fresh_at.info), [i.value for i in fresh_at.info]
+        fresh_at.button(key="ft_stop").click().run()
+        _ok(fresh_at)
+        fresh_at.run()
+        _ok(fresh_at)
+        assert mine.status == "stopped" and fresh_at.session_state[ts.FT_JOB] is None
+        assert any("before it started" in i.value for i in fresh_at.info), [i.value for i in fresh_at.info]
     finally:
         for o in others:
             o.stop()
@@ -575,68 +569,68 @@ def test_pretrain_job_that_diverges_keeps_the_last_checkpoint(monkeypatch):
 
 
 @pytest.mark.slow
-def test_pretrain_run_in_the_page(at):
-    at.session_state[ts.PT_UPLOAD] = {"name": "../../story.txt", "data": story(), "id": "s1"}
-    at.switch_page("pages/pretrain.py").run()
-    at.radio(key="pt_source").set_value("upload").run()
-    _ok(at)
-    assert {m.label: m.value for m in at.metric}["Documents"] == "10"
-    set_small_pretraining(at, steps=20, eval_every=10, batch=8)
-    at.button(key="pt_start").click().run()
-    _ok(at)
-    settle(at, ts.PT_JOB)
-    assert not _errors(at), _errors(at)
-    res = at.session_state[ts.PT_RESULTS][-1]
-    assert res["name"] == "pretrained-story-1x64" and res["name"] in at.session_state[state.USER_MODELS]
-    assert {"Masked-LM top-1", "Next-sentence accuracy"} <= {m.label for m in at.metric}
-    at.text_input(key=f"pt_try_{res['job_id']}").input("no gap here").run()
-    _ok(at)
-    assert any("[MASK]" in i.value for i in at.info)
+def test_pretrain_run_in_the_page(fresh_at):
+    fresh_at.session_state[ts.PT_UPLOAD] = {"name": "../../story.txt", "data": story(), "id": "s1"}
+    fresh_at.switch_page("pages/pretrain.py").run()
+    fresh_at.radio(key="pt_source").set_value("upload").run()
+    _ok(fresh_at)
+    assert {m.label: m.value for m in fresh_at.metric}["Documents"] == "10"
+    set_small_pretraining(fresh_at, steps=20, eval_every=10, batch=8)
+    fresh_at.button(key="pt_start").click().run()
+    _ok(fresh_at)
+    settle(fresh_at, ts.PT_JOB)
+    assert not _errors(fresh_at), _errors(fresh_at)
+    res = fresh_at.session_state[ts.PT_RESULTS][-1]
+    assert res["name"] == "pretrained-story-1x64" and res["name"] in fresh_at.session_state[state.USER_MODELS]
+    assert {"Masked-LM top-1", "Next-sentence accuracy"} <= {m.label for m in fresh_at.metric}
+    fresh_at.text_input(key=f"pt_try_{res['job_id']}").input("no gap here").run()
+    _ok(fresh_at)
+    assert any("[MASK]" in i.value for i in fresh_at.info)
     # attention over training: every 10 steps from step 0, with the vocabulary trained on the story
-    ((label, rec),) = at.session_state[SNAPSHOTS].items()
+    ((label, rec),) = fresh_at.session_state[SNAPSHOTS].items()
     assert label.startswith("pretrained-story-1x64 (pre-training") and rec.steps == [0, 10, 20]
     assert rec.tokens[:3] == ["[CLS]", "the", "cat"]
-    at.button(key="pt_replay").click().run()  # opens Compare on "Attention over training"
-    _ok(at)
-    assert at.session_state["cmp_view"] == "Attention over training"
-    assert at.select_slider(key=f"snap_step_{label}").value == 2
+    fresh_at.button(key="pt_replay").click().run()  # opens Compare on "Attention over training"
+    _ok(fresh_at)
+    assert fresh_at.session_state["cmp_view"] == "Attention over training"
+    assert fresh_at.select_slider(key=f"snap_step_{label}").value == 2
 
 
 @pytest.mark.slow
-def test_next_word_run_in_the_page_writes_text(at):
+def test_next_word_run_in_the_page_writes_text(fresh_at):
     """The next-word game through the job runner: its results continue a text step by step, with
     each step's ten likeliest tokens and its causal attention; bad settings get a message."""
-    at.session_state[ts.PT_UPLOAD] = {"name": "story.txt", "data": story(), "id": "s3"}
-    at.switch_page("pages/pretrain.py").run()
-    at.radio(key="pt_source").set_value("upload").run()
-    at.radio(key="pt_objective").set_value("next-word").run()
-    at.text_input(key="pt_probe").set_value("the cat sees the [MASK] .")
-    set_small_pretraining(at, steps=20, eval_every=10, batch=8)
-    at.button(key="pt_start").click().run()
-    _ok(at)
-    settle(at, ts.PT_JOB)
-    assert not _errors(at), _errors(at)
-    res = at.session_state[ts.PT_RESULTS][-1]
+    fresh_at.session_state[ts.PT_UPLOAD] = {"name": "story.txt", "data": story(), "id": "s3"}
+    fresh_at.switch_page("pages/pretrain.py").run()
+    fresh_at.radio(key="pt_source").set_value("upload").run()
+    fresh_at.radio(key="pt_objective").set_value("next-word").run()
+    fresh_at.text_input(key="pt_probe").set_value("the cat sees the [MASK] .")
+    set_small_pretraining(fresh_at, steps=20, eval_every=10, batch=8)
+    fresh_at.button(key="pt_start").click().run()
+    _ok(fresh_at)
+    settle(fresh_at, ts.PT_JOB)
+    assert not _errors(fresh_at), _errors(fresh_at)
+    res = fresh_at.session_state[ts.PT_RESULTS][-1]
     assert res["name"] == "pretrained-next-word-story-1x64" and res["info"]["args"].objective == "next-word"
-    assert {"Next-word top-1", "Most frequent token"} <= {m.label for m in at.metric}
-    assert "left to right" in at.session_state[state.USER_MODELS][res["name"]].notes[0]
-    assert "Next-sentence accuracy" not in {m.label for m in at.metric}
+    assert {"Next-word top-1", "Most frequent token"} <= {m.label for m in fresh_at.metric}
+    assert "left to right" in fresh_at.session_state[state.USER_MODELS][res["name"]].notes[0]
+    assert "Next-sentence accuracy" not in {m.label for m in fresh_at.metric}
     k = f"pt_cont_{res['job_id']}"
-    assert at.text_area(key=f"{k}_text").value == "the cat sees the"  # the probe up to its [MASK]
+    assert fresh_at.text_area(key=f"{k}_text").value == "the cat sees the"  # the probe up to its [MASK]
     # the step's table of likeliest next tokens (the figures' "Show as a table" come with their own)
-    steps = next(d.value for d in at.dataframe if "next token" in list(d.value.columns))
+    steps = next(d.value for d in fresh_at.dataframe if "next token" in list(d.value.columns))
     assert list(steps.columns) == ["next token", "probability", "chosen"] and len(steps) == 10
     assert steps["probability"].is_monotonic_decreasing and (steps["chosen"] == "✓").sum() == 1
-    assert at.slider(key=f"{k}_step").value == 20  # 20 tokens written (the box's default)
-    written = [m.value for m in at.markdown if m.value.startswith("the cat sees the **")]
-    assert written, [m.value for m in at.markdown]
+    assert fresh_at.slider(key=f"{k}_step").value == 20  # 20 tokens written (the box's default)
+    written = [m.value for m in fresh_at.markdown if m.value.startswith("the cat sees the **")]
+    assert written, [m.value for m in fresh_at.markdown]
     # sampling with a seed writes the same text twice
-    at.radio(key=f"{k}_how").set_value("sample").run()
-    first = [m.value for m in at.markdown if m.value.startswith("the cat sees the **")]
-    at.run()
-    assert [m.value for m in at.markdown if m.value.startswith("the cat sees the **")] == first
+    fresh_at.radio(key=f"{k}_how").set_value("sample").run()
+    first = [m.value for m in fresh_at.markdown if m.value.startswith("the cat sees the **")]
+    fresh_at.run()
+    assert [m.value for m in fresh_at.markdown if m.value.startswith("the cat sees the **")] == first
     # attention over training was recorded with the causal mask: nothing above the diagonal
-    ((_, rec),) = at.session_state[SNAPSHOTS].items()
+    ((_, rec),) = fresh_at.session_state[SNAPSHOTS].items()
     assert rec.pattern == "causal" and abs(float(rec.attentions[-1][0, 0, 0, 1:].sum())) < 1e-3
     # bad input: a message each, never a traceback
     for key, value, says in (
@@ -644,27 +638,27 @@ def test_next_word_run_in_the_page_writes_text(at):
         ("temp", -1.0, "temperature must be above 0"),
         ("topk", 0, "must be 1 or more"),
     ):
-        at.number_input(key=f"{k}_{key}").set_value(value).run()
-        _ok(at)
-        assert any(says in e for e in _errors(at)), _errors(at)
-        at.number_input(key=f"{k}_{key}").set_value(1.0 if key == "temp" else 5).run()
-    assert not _errors(at), _errors(at)
-    at.text_area(key=f"{k}_text").input("the cat sees the dog. " * 60).run()
-    _ok(at)
-    assert any("too long for this model" in i.value for i in at.info), [i.value for i in at.info]
-    at.text_area(key=f"{k}_text").input("   ").run()
-    _ok(at)
-    assert any("Type the start of a text" in i.value for i in at.info)
+        fresh_at.number_input(key=f"{k}_{key}").set_value(value).run()
+        _ok(fresh_at)
+        assert any(says in e for e in _errors(fresh_at)), _errors(fresh_at)
+        fresh_at.number_input(key=f"{k}_{key}").set_value(1.0 if key == "temp" else 5).run()
+    assert not _errors(fresh_at), _errors(fresh_at)
+    fresh_at.text_area(key=f"{k}_text").input("the cat sees the dog. " * 60).run()
+    _ok(fresh_at)
+    assert any("too long for this model" in i.value for i in fresh_at.info), [i.value for i in fresh_at.info]
+    fresh_at.text_area(key=f"{k}_text").input("   ").run()
+    _ok(fresh_at)
+    assert any("Type the start of a text" in i.value for i in fresh_at.info)
 
 
 @pytest.mark.slow
-def test_too_small_text_for_pretraining_is_refused(at):
-    at.session_state[ts.PT_UPLOAD] = {"name": "one.txt", "data": b"Just one sentence here.", "id": "s2"}
-    at.switch_page("pages/pretrain.py").run()
-    at.radio(key="pt_source").set_value("upload").run()
-    _ok(at)
-    assert any("at least 2" in e for e in _errors(at)), _errors(at)
-    assert at.button(key="pt_start").disabled
+def test_too_small_text_for_pretraining_is_refused(fresh_at):
+    fresh_at.session_state[ts.PT_UPLOAD] = {"name": "one.txt", "data": b"Just one sentence here.", "id": "s2"}
+    fresh_at.switch_page("pages/pretrain.py").run()
+    fresh_at.radio(key="pt_source").set_value("upload").run()
+    _ok(fresh_at)
+    assert any("at least 2" in e for e in _errors(fresh_at)), _errors(fresh_at)
+    assert fresh_at.button(key="pt_start").disabled
 
 
 # ---- downloads and names --------------------------------------------------------------------------
@@ -816,28 +810,28 @@ def test_a_tiny_upload_gets_a_hint_with_enough_epochs():
     assert floored_epochs(1600, 16, 1) == 1
 
 
-def test_a_40_row_upload_trains_30_steps_and_the_file_stays_until_removed(at):
+def test_a_40_row_upload_trains_30_steps_and_the_file_stays_until_removed(fresh_at):
     """At the defaults with half held out, 40 rows make 2 steps an epoch: the run trains 15 epochs,
     the page says so, and the file is still there after Start (for a run with other settings)
     until "Remove file"."""
-    src = with_tiny_model(at)
-    open_upload(at, reviews_csv(40), "small.csv")
-    at.selectbox(key="ft_base").set_value(src)
-    at.number_input(key="ft_freeze_layers").set_value(0)
-    at.slider(key="ft_valid_frac").set_value(0.5).run()
-    _ok(at)
-    assert any("this run trains 15 epochs (about 30 steps) instead of 1" in i.value for i in at.info)
-    at.button(key="ft_start").click().run()
-    _ok(at)
-    settle(at, ts.FT_JOB)
-    res = at.session_state[ts.FT_RESULTS][-1]
+    src = with_tiny_model(fresh_at)
+    open_upload(fresh_at, reviews_csv(40), "small.csv")
+    fresh_at.selectbox(key="ft_base").set_value(src)
+    fresh_at.number_input(key="ft_freeze_layers").set_value(0)
+    fresh_at.slider(key="ft_valid_frac").set_value(0.5).run()
+    _ok(fresh_at)
+    assert any("this run trains 15 epochs (about 30 steps) instead of 1" in i.value for i in fresh_at.info)
+    fresh_at.button(key="ft_start").click().run()
+    _ok(fresh_at)
+    settle(fresh_at, ts.FT_JOB)
+    res = fresh_at.session_state[ts.FT_RESULTS][-1]
     assert res["info"]["args"].epochs == 15 and res["done"].steps == 30
-    assert at.session_state[ts.FT_UPLOAD]["name"] == "small.csv"  # kept for the next run
-    assert any("small" in c.value and "until you remove it" in c.value for c in at.caption)
-    at.button(key=f"{ts.FT_UPLOAD}_remove").click().run()
-    _ok(at)
-    assert at.session_state[ts.FT_UPLOAD] is None
-    assert any("Upload a file with a text column" in i.value for i in at.info)
+    assert fresh_at.session_state[ts.FT_UPLOAD]["name"] == "small.csv"  # kept for the next run
+    assert any("small" in c.value and "until you remove it" in c.value for c in fresh_at.caption)
+    fresh_at.button(key=f"{ts.FT_UPLOAD}_remove").click().run()
+    _ok(fresh_at)
+    assert fresh_at.session_state[ts.FT_UPLOAD] is None
+    assert any("Upload a file with a text column" in i.value for i in fresh_at.info)
 
 
 def test_continued_text_joins_a_written_piece_to_the_word_it_continues():

@@ -16,7 +16,7 @@ def test_a_lesson_step_a_question_and_progress_across_pages(page, app_url, app_r
     app_ready(page)
     step = LESSONS[attention].steps[1]
     page.get_by_role("heading", name=f"2. {step.title}").first.wait_for(timeout=120_000)
-    assert page.locator(".js-plotly-plot").count() >= 1
+    page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)  # the step's figure, drawn in the browser
     assert page.locator('[data-testid="stException"]').count() == 0
     page.wait_for_timeout(1000)
     page.screenshot(path=str(artifacts / "lesson_step.png"), full_page=False)
