@@ -146,10 +146,7 @@ def main(argv=None) -> None:
         "mini-scratch": scratch_r["purity"],
     }
     figures = {
-        "layers": [
-            {"layer": r["layer"], "quality": r["quality"], "purity": r["purity"], "train_s": r["train_s"]}
-            for r in results
-        ],
+        "layers": [{k: r[k] for k in ("layer", "quality", "purity", "train_s", "train_cpu_s")} for r in results],
         "train_s": best["train_s"],
         "train_cpu_s": best["train_cpu_s"],
         "threads": 1,
