@@ -40,6 +40,11 @@ ALL_ROWS = [
     "probe-run",
     "class-pairs-100",
     "dictionary-run",
+    "dictionary-purity",
+    "dictionary-2048",
+    "dictionary-splice",
+    "feature-card",
+    "feature-steer",
     "save-attention-file",
     "save-at-once",
 ]
@@ -64,6 +69,11 @@ TINY_ROWS = [
         "probe-run",
         "class-pairs-100",
         "dictionary-run",
+        "dictionary-purity",
+        "dictionary-2048",
+        "dictionary-splice",
+        "feature-card",
+        "feature-steer",
     )
 ]
 
