@@ -17,7 +17,6 @@ import streamlit as st
 from bert import BertExplorerError, InputError
 
 from .. import state
-from ..features.explore_view import FEATURE
 from ..model_sources import current_model
 from ..server.new_students import client_address
 from ..students import real_name, student_key
@@ -76,7 +75,7 @@ def _body(kind: str) -> dict:
         return questions.prefers_question(b, paradigm, int(ss.get(PAIR_NUMBER) or 1), label)
     if kind == "fires":
         dictionary = features_dictionary(model)
-        feature = int(ss.get(FEATURE) or 0)
+        feature = card_feature()
         return questions.fires_question(b, dictionary, feature, ss.get(FIRES, ""), label)
     return questions.lesson_question(b, ss[LESSON], label)
 
@@ -85,6 +84,13 @@ NO_DICTIONARY = (
     "The feature question needs a dictionary of features of this model: train one on the Features page "
     "(or pick a built-in model that ships with one)."
 )
+
+
+def card_feature() -> int:
+    """The feature the Features page's card shows (0 before it was opened)."""
+    from ..features.explore_view import FEATURE  # the page's modules: imported when the teacher asks
+
+    return int(st.session_state.get(FEATURE) or 0)
 
 
 def features_dictionary(model):
@@ -175,7 +181,7 @@ def ask_popover(code: str, key: str) -> None:
             st.caption(f"The class sees both, in alphabetical order: {md_escape(both)}")
         elif kind == "fires":
             st.caption(
-                f"About feature {int(ss.get(FEATURE) or 0)}, the one the Features page's card shows; each word is "
+                f"About feature {card_feature()}, the one the Features page's card shows; each word is "
                 "read alone."
             )
             st.text_input("The words, separated by commas", key=FIRES, placeholder=questions.FIRES_WORDS)
