@@ -181,8 +181,7 @@ def ask_popover(code: str, key: str) -> None:
             st.caption(f"The class sees both, in alphabetical order: {md_escape(both)}")
         elif kind == "fires":
             st.caption(
-                f"About feature {card_feature()}, the one the Features page's card shows; each word is "
-                "read alone."
+                f"About feature {card_feature()}, the one the Features page's card shows; each word is read alone."
             )
             st.text_input("The words, separated by commas", key=FIRES, placeholder=questions.FIRES_WORDS)
         elif kind == "pieces":
