@@ -105,9 +105,9 @@ WORKING_MB = 180  # the forward passes' and the splice cost's working set, and w
 def dictionary_mb(config, args: DictionaryArgs) -> int:
     """About how many MB a dictionary job takes at its peak: the control's copy of the model's
     weights (or mini-scratch's, when larger), the training vectors (the token cap x hidden, fp32,
-    VECTOR_COPIES at once), the dictionary's weights with their gradients and Adam's two moments, a step's codes (BATCH x
-    features: pre-activations, their top-k, the dense codes and their gradients), and a fixed
-    WORKING_MB besides FIXED_MB. Against VmHWM of a minilm-l6 job at the page's defaults the rule is
+    VECTOR_COPIES at once), the dictionary's weights with their gradients and Adam's two moments,
+    a step's codes (BATCH x features: pre-activations, their top-k, the dense codes and their
+    gradients), and a fixed WORKING_MB besides FIXED_MB. Against VmHWM of a minilm-l6 job at the page's defaults the rule is
     a little over."""
     from bert.checkpoint.sizes import model_parameters
 
