@@ -107,8 +107,8 @@ def dictionary_mb(config, args: DictionaryArgs) -> int:
     weights (or mini-scratch's, when larger), the training vectors (the token cap x hidden, fp32,
     VECTOR_COPIES at once), the dictionary's weights with their gradients and Adam's two moments,
     a step's codes (BATCH x features: pre-activations, their top-k, the dense codes and their
-    gradients), and a fixed WORKING_MB besides FIXED_MB. Against VmHWM of a minilm-l6 job at the page's defaults the rule is
-    a little over."""
+    gradients), and a fixed WORKING_MB besides FIXED_MB. Against VmHWM of a minilm-l6 job at the
+    page's defaults the rule is a little over."""
     from bert.checkpoint.sizes import model_parameters
 
     C, F = config.hidden_size, args.n_features
