@@ -28,6 +28,11 @@ Rows (`--only` takes comma-separated prefixes of these names, e.g. `--only infer
     class-pairs-100                            a full class board's minimal pairs scored (not --tiny)
     dictionary-run                             the Features page's default dictionary and its quality on
                                                one thread, the control beside it (not --tiny)
+    dictionary-purity                          their part-of-speech purity: the trained model's minus the
+                                               control's, target >= 0.2 (not --tiny)
+    dictionary-2048, dictionary-splice         the built-in dictionary's recipe (2,048 features) on one
+                                               thread, and its everyday-cloze splice cost (not --tiny)
+    feature-card, feature-steer                one feature card, one steering, of that dictionary (not --tiny)
     save-attention-file, save-at-once          a saved view's file (the Attention map with every head) against
                                                its 5 MB budget; 10 sessions saving it at once (save_views.py)
 
@@ -49,7 +54,7 @@ The package, by concern:
     app_rows.py    the app's analysis, bertviz HTML sizes, `streamlit run` cold start (Chromium)
     memory.py      peak RSS in worker subprocesses
     causes_rows.py activation patching, a probe run and a board's pairs on minilm-l6, against targets
-    features_rows.py the Features page's default dictionary on minilm-l6, against its target
+    features_rows.py the Features page's dictionaries on minilm-l6, against their targets
     save_views.py  saved views: each page kind's file size and build time, a class saving at once
     precision.py   fp32 against bf16: training steps, the pages' runs and analyses, with their ratio
     bench.py       `Bench`, the state of one run: selection, rows measured and skipped

@@ -26,20 +26,12 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .report import Row, check
+from .report import FEATURES_ROWS, Row, check
 
 if TYPE_CHECKING:
     from .bench import Bench
     from .models import Setup
 
-FEATURES_ROWS = [
-    "dictionary-run",
-    "dictionary-purity",
-    "dictionary-2048",
-    "dictionary-splice",
-    "feature-card",
-    "feature-steer",
-]
 BUILTIN = dict(n_features=2048, sparsity=32, steps=600, sentences=2000, max_tokens=60000)
 VE_MIN, L0_MAX, SPLICE_POINTS, PURITY_GAP, ANSWER_MS = 0.8, 40, 5.0, 0.2, 1000.0
 TARGET_S = 180.0

@@ -20,6 +20,14 @@ CLASS_ROWS = [
     "load-paste-10",
 ]
 CAUSES_ROWS = ["patch-all-sites", "probe-run", "class-pairs-100"]
+FEATURES_ROWS = [
+    "dictionary-run",
+    "dictionary-purity",
+    "dictionary-2048",
+    "dictionary-splice",
+    "feature-card",
+    "feature-steer",
+]
 ALL_ROWS = [
     f"infer-{m}-{k}-{t}{floor}"
     for m in ("minilm", "base")
@@ -45,12 +53,12 @@ ALL_ROWS = [
     "mem-pretrain",
     *CLASS_ROWS,
     *CAUSES_ROWS,
-    "dictionary-run",
+    *FEATURES_ROWS,
     "save-attention-file",
     "save-at-once",
 ]
 # what --tiny leaves out: the server's start and memory, and the runs that train or serve a class
-SLOW_ROWS = ("startup-health", "startup-home", "mem-app", *CLASS_ROWS, *CAUSES_ROWS, "dictionary-run")
+SLOW_ROWS = ("startup-health", "startup-home", "mem-app", *CLASS_ROWS, *CAUSES_ROWS, *FEATURES_ROWS)
 TINY_ROWS = [r for r in ALL_ROWS if r not in SLOW_ROWS]
 
 

@@ -146,10 +146,7 @@ def main(argv=None) -> None:
         "mini-scratch": scratch_r["purity"],
     }
     figures = {
-        "layers": [
-            {"layer": r["layer"], "quality": r["quality"], "purity": r["purity"], "train_s": r["train_s"]}
-            for r in results
-        ],
+        "layers": [{k: r[k] for k in ("layer", "quality", "purity", "train_s", "train_cpu_s")} for r in results],
         "train_s": best["train_s"],
         "train_cpu_s": best["train_cpu_s"],
         "threads": 1,
@@ -157,7 +154,61 @@ def main(argv=None) -> None:
     command = "PYTHONPATH=. python scripts/make_dictionary.py " + shlex.join(sys.argv[1:] if argv is None else argv)
     path = builtin_path(a.model, ROOT / "assets")
     save_builtin(path, d, quality, purity, command, figures)
-    _say("wrote", path, f"{path.stat().st_size / 2**20:.2f} MB")
+    path.chmod(0o644)
+    size = path.stat().st_size / 2**20
+    card = path.with_suffix(".md")
+    card.write_text(card_text(a, best, results, control, scratch_r, command, size))
+    _say("wrote", path, f"{size:.2f} MB", "and", card)
+
+
+def card_text(a, best: dict, results: list[dict], control: dict, scratch: dict, command: str, size: float) -> str:
+    """The dictionary's card: what it is, the command, the layers compared, the purity beside the controls."""
+
+    def row(r: dict, label: str) -> str:
+        q, p = r["quality"], r["purity"]
+        return (
+            f"| {label} | {q['variance_explained']:.3f} | {q['l0']:.1f} | {q['dead']} | "
+            f"{q['cloze']['top1']:.3f} → {q['cloze']['spliced_top1']:.3f} | "
+            f"{q['splice']['top1']:.3f} → {q['splice']['spliced_top1']:.3f} | {p['mean']:.3f} ({p['chance']:.3f}) | "
+            f"{r['train_cpu_s']:.0f} / {r['train_s']:.0f} |"
+        )
+
+    d = best["dictionary"]
+    lines = [
+        f"# The built-in dictionary of features of `{a.model}`",
+        "",
+        f"`dictionary.safetensors` ({size:.1f} MB, fp16): a TopK sparse autoencoder (bert/analysis/dictionary.py) "
+        f"of {d['n_features']:,} features, {d['k']} active a word piece, on the state leaving layer {d['layer']}. "
+        f"Trained on {d['tokens']:,} word pieces of {d['texts']:,} sentences of the pre-training corpora's "
+        f"training documents (every other sentence with 15 % of its pieces masked), {d['steps']} steps of "
+        "1,024 word pieces, seed 0, one torch thread. The Features page opens with it.",
+        "",
+        "    " + command,
+        "",
+        "Every figure below is of the weights as shipped (rounded to fp16), on text no dictionary trained on: "
+        "variance explained, L0 and dead features on 300 held-out sentences; the splice cost (the layer's "
+        "output replaced by its reconstruction) on those sentences' masked pieces and on the everyday cloze "
+        "set; the part-of-speech purity (bert/analysis/dictionary_purity.py: the share of a feature's 50 "
+        "strongest words with its commonest Brown tag, averaged over the features active on at least 50 "
+        "words, on the Brown files pre-training held out; in brackets: 50 words drawn at random). Seconds: "
+        "reading the vectors and training on one thread, its CPU time (what one free core takes) and the wall "
+        "clock on the 2-core machine it was built on, shared with other work.",
+        "",
+        "| dictionary | variance explained | L0 | dead | everyday cloze top-1 | held-out top-1 "
+        "| purity (random words) | CPU s / wall s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        *[row(r, f"layer {r['layer']}" + (" (shipped)" if r is best else "")) for r in results],
+        row(control, f"random-weights control, layer {control['layer']}"),
+        row(scratch, f"mini-scratch, layer {scratch['layer']} of 4"),
+        "",
+        f"The layer shipped is picked by `pick`: the purest of the layers with variance explained at least {VE_MIN} "
+        f"and an everyday-cloze top-1 cost of at most {CLOZE_COST_MAX * 100:g} points, else the one explaining "
+        "most. The control and mini-scratch rows are the same recipe on a model of this shape with random "
+        "weights and on this project's small BERT pre-trained from random weights (at the same depth of its "
+        "layers): how much of a feature's purity is the trained model's own.",
+        "",
+    ]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -517,7 +517,35 @@ def kind_lesson(b):
         assert q.lesson_question(b, label, "m", LESSONS)["answer"] == asked.choices[asked.answer], label
 
 
+def kind_fires(b):
+    import torch
+
+    from app.board import questions as q
+    from bert.analysis.dictionary import state_after
+    from bert.analysis.dictionary_builtin import builtin_dictionary
+
+    shipped = builtin_dictionary(b.name)
+    if shipped is None:
+        return  # no dictionary: the class is told to train one (test_feature_questions.py)
+    d, words = shipped.dictionary, q.fires_words("")
+    codes = []
+    for w in words:  # each word alone: [CLS] its pieces [SEP]; a word's code: the largest over its pieces
+        enc = b.tokenizer.encode(w)
+        with torch.no_grad():
+            x = state_after(b, torch.tensor([enc.ids]), torch.tensor([enc.type_ids]), d.layer)[0, 1:-1]
+            codes.append(d.sae.encode(x.float()).max(0).values)
+    codes = torch.stack(codes)  # (W, F)
+    asked = 0
+    for feature in sorted(set(codes.argmax(1).tolist())):  # each word's strongest feature
+        acts = codes[:, feature]
+        if float(acts.max()) > 0 and float(acts.topk(2).values[1]) < float(acts.max()):
+            assert q.fires_question(b, d, feature, "", "m")["answer"] == words[int(acts.argmax())], feature
+            asked += 1
+    assert asked >= 2
+
+
 KIND_CHECKS = {
+    "fires": kind_fires,
     "mask": kind_mask,
     "left": kind_left,
     "heads": kind_heads,

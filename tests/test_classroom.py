@@ -520,3 +520,41 @@ def test_the_teachers_csv_names_signed_in_students_escaped(board, monkeypatch):
         ("student 1", "'" + HOSTILE_NAME, "alice@school.example", "are"),  # no formula runs in a spreadsheet
         ("student 2", "", "", "is"),
     ]
+
+
+@pytest.mark.parametrize("board", ["sqlite"], indirect=True)
+def test_the_teacher_asks_which_word_makes_a_feature_fire_most(cls):
+    """ "Ask the class": the feature the Features page's card shows, of the loaded model's built-in
+    dictionary (minilm-l6 ships one), on the words the teacher types; the answer is the model's."""
+    from streamlit.testing.v1 import AppTest
+
+    import bert
+    from bert.analysis.dictionary_builtin import builtin_dictionary
+    from bert.analysis.dictionary_words import word_activations
+
+    shipped = builtin_dictionary("minilm-l6")
+    if shipped is None:
+        pytest.skip("minilm-l6 ships no dictionary here")
+    c, code, key = cls
+    words = ["dog", "ran", "the", "quickly"]
+    d, b = shipped.dictionary, bert.load("minilm-l6")
+    feature = next(
+        f for f in range(d.n_features) if sorted(acts := word_activations(b, d, f, words))[-2] < max(acts) > 0
+    )  # a feature one of these words sets highest
+
+    def script(code, key):
+        from app.board import question_view
+
+        question_view.ask_popover(code, key)
+
+    at = AppTest.from_function(script, args=(code, key), default_timeout=120)
+    at.session_state["ft_feature"] = feature
+    at.run()
+    at.selectbox(key="ask_kind").set_value("fires").run()
+    assert not at.exception and any(f"About feature {feature}" in cap.value for cap in at.caption)
+    at.text_input(key="ask_fires_words").input(", ".join(words)).run()
+    at.button(key="ask_go").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    kept = c.question(c.class_poll(code)["question"]["id"])
+    acts = word_activations(b, d, feature, words)
+    assert kept["kind"] == "fires" and kept["choices"] == words and kept["answer"] == words[acts.index(max(acts))]

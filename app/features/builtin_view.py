@@ -80,7 +80,7 @@ def show_builtin(run: FeaturesRun, b: BuiltinDictionary) -> None:
                     f"{r['quality']['cloze']['top1']:.3f} → {r['quality']['cloze']['spliced_top1']:.3f}"
                 ),
                 "part-of-speech purity": f"{r['purity']['mean']:.3f}",
-                "seconds (one thread)": f"{r['train_s']:.0f}",
+                "CPU seconds to train (one thread)": f"{r['train_cpu_s']:.0f}",
             }
             for r in b.figures.get("layers", [])
         }

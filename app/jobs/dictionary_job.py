@@ -96,16 +96,21 @@ WORKING_MB = 180  # the forward passes' and the splice cost's working set, and w
 
 def dictionary_mb(config, args: DictionaryArgs) -> int:
     """About how many MB a dictionary job takes at its peak: the control's copy of the model's
-    weights, the training vectors (the token cap x hidden, fp32, VECTOR_COPIES at once), the
-    dictionary's weights with their gradients and Adam's two moments, a step's codes (BATCH x
-    features: pre-activations, their top-k, the dense codes and their gradients), and a fixed
-    WORKING_MB besides FIXED_MB. Against VmHWM of a minilm-l6 job at the page's defaults the rule is
-    a little over."""
+    weights (or mini-scratch's, when larger), the training vectors (the token cap x hidden, fp32,
+    VECTOR_COPIES at once), the dictionary's weights with their gradients and Adam's two moments,
+    a step's codes (BATCH x features: pre-activations, their top-k, the dense codes and their
+    gradients), and a fixed WORKING_MB besides FIXED_MB. Against VmHWM of a minilm-l6 job at the
+    page's defaults the rule is a little over."""
     from bert.checkpoint.sizes import model_parameters
 
     C, F = config.hidden_size, args.n_features
     tokens = dic.caps()["tokens"]
     control = model_parameters(config) if args.control else 0
+    if args.scratch:  # mini-scratch's weights, in place of the control's (one phase at a time)
+        from bert.checkpoint.builtins import ASSETS
+
+        scratch = model_parameters(bert.BertConfig.from_file(ASSETS / SCRATCH_MODEL / "config.json"))
+        control = max(control, scratch)
     floats = control + VECTOR_COPIES * tokens * C + 4 * (2 * F * C + F + C) + 4 * dic.BATCH * F
     return int(round(budget.FIXED_MB + WORKING_MB + floats * 4 / 2**20))
 
