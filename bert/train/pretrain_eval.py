@@ -33,6 +33,38 @@ def fixed_eval_batches(
     return out
 
 
+@dataclasses.dataclass
+class WordScores:
+    """A running tally of word predictions at the scored positions: summed loss, top-1 and top-5
+    hits, and how often the target is `baseline_id` (the most frequent token), as the mlm_* scores."""
+
+    baseline_id: int | None = None
+    n: int = 0
+    loss: float = 0.0
+    top1: int = 0
+    top5: int = 0
+    base: int = 0
+
+    def add(self, logits: torch.Tensor, targets: torch.Tensor, loss_sum: float) -> None:
+        """Count one batch: `logits` (N, V) at the N scored positions, `targets` (N,), their summed loss."""
+        best = logits.topk(min(5, logits.shape[-1]), dim=-1).indices  # (N, 5)
+        self.loss += loss_sum
+        self.top1 += (best[:, 0] == targets).sum().item()
+        self.top5 += (best == targets[:, None]).any(-1).sum().item()
+        if self.baseline_id is not None:
+            self.base += (targets == self.baseline_id).sum().item()
+        self.n += targets.numel()
+
+    def result(self, sequences: int, **more: float) -> dict[str, float]:
+        """The means (`more`, e.g. next-sentence scores, after the word ones), masked_tokens and sequences."""
+        n = max(self.n, 1)
+        res = {"mlm_loss": self.loss / n, "mlm_top1": self.top1 / n, "mlm_top5": self.top5 / n, **more}
+        res.update(masked_tokens=self.n, sequences=sequences)
+        if self.baseline_id is not None:
+            res["baseline_top1"] = self.base / n
+        return res
+
+
 @torch.inference_mode()
 def evaluate(
     model: BertForPreTraining,
@@ -46,8 +78,9 @@ def evaluate(
     was_training = model.training
     model.eval()
     device = module_device(model)
-    n = top1 = top5 = base = nsp_right = nsp_n = 0
-    mlm_loss = nsp_loss = 0.0
+    words = WordScores(baseline_id)
+    nsp_right = nsp_n = 0
+    nsp_loss = 0.0
     for b in batches:
         if stop is not None and stop.is_set():
             model.train(was_training)
@@ -62,31 +95,13 @@ def evaluate(
                 nsp_labels=b["nsp_labels"],
             )
         targets = b["mlm_labels"][b["mlm_labels"] != -100]
-        k = targets.numel()
-        if k:
-            mlm_loss += out.mlm_loss.item() * k
-            best = out.mlm_logits.topk(5, dim=-1).indices  # (N, 5)
-            top1 += (best[:, 0] == targets).sum().item()
-            top5 += (best == targets[:, None]).any(-1).sum().item()
-            if baseline_id is not None:
-                base += (targets == baseline_id).sum().item()
-            n += k
+        if targets.numel():
+            words.add(out.mlm_logits, targets, out.mlm_loss.item() * targets.numel())
         nsp_loss += out.nsp_loss.item() * len(b["nsp_labels"])
         nsp_right += (out.nsp_logits.argmax(-1) == b["nsp_labels"]).sum().item()
         nsp_n += len(b["nsp_labels"])
     model.train(was_training)
-    res = {
-        "mlm_loss": mlm_loss / max(n, 1),
-        "mlm_top1": top1 / max(n, 1),
-        "mlm_top5": top5 / max(n, 1),
-        "nsp_loss": nsp_loss / max(nsp_n, 1),
-        "nsp_acc": nsp_right / max(nsp_n, 1),
-        "masked_tokens": n,
-        "sequences": nsp_n,
-    }
-    if baseline_id is not None:
-        res["baseline_top1"] = base / max(n, 1)
-    return res
+    return words.result(nsp_n, nsp_loss=nsp_loss / max(nsp_n, 1), nsp_acc=nsp_right / max(nsp_n, 1))
 
 
 @torch.inference_mode()
