@@ -21,11 +21,10 @@ import torch.nn.functional as F
 
 from ..attention_masks import CAUSAL
 from ..bundle import Bundle
-from .device import module_device, to_device
+from .device import module_device
 from .examples import Documents, Example, PretrainingDataset, collate
 from .masking import IGNORE_INDEX
-from .precision import autocast
-from .pretrain_eval import WordScores
+from .pretrain_eval import WordScores, evaluate_batches
 
 MLM_NSP, NEXT_WORD = "mlm+nsp", "next-word"
 OBJECTIVES = (MLM_NSP, NEXT_WORD)
@@ -123,25 +122,18 @@ def evaluate(
     scores; no next-sentence ones), `predicted_tokens` (as masked_tokens), and baseline_top1: how
     often the next token is the most frequent one. In `precision` (bert/train/precision.py); None
     once `stop` is set (checked between batches)."""
-    was_training = model.training
-    model.eval()
-    device = module_device(model)
     words = WordScores(baseline_id)
-    seqs = 0
-    for b in batches:
-        if stop is not None and stop.is_set():
-            model.train(was_training)
-            return None
-        b = to_device(b, device)
-        with autocast(device, precision):
-            out = next_word_forward(model, b)
+
+    def score(b, out):
         targets = b["mlm_labels"][b["mlm_labels"] != IGNORE_INDEX]
-        seqs += len(b["input_ids"])
+        words.sequences += len(b["input_ids"])
         if targets.numel():
             loss = F.cross_entropy(out.mlm_logits.float(), targets, reduction="sum").item()
             words.add(out.mlm_logits, targets, loss)
-    model.train(was_training)
-    return words.result(seqs)
+
+    if not evaluate_batches(model, batches, lambda b: next_word_forward(model, b), score, precision, stop):
+        return None
+    return words.result()
 
 
 @torch.inference_mode()
