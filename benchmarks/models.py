@@ -18,6 +18,7 @@ import torch
 from bert.checkpoint.hf_names import hf_to_ours
 from bert.config import BertConfig
 from bert.model import BertForPreTraining, BertForSequenceClassification
+from bert.train.pretrain_eval import mlm_nsp_forward
 
 TINY = {
     "vocab_size": 99,
@@ -289,13 +290,7 @@ def pretrain_step(model, batch, ours: bool, precision: str = "fp32") -> Callable
     if ours:
 
         def loss_of():
-            return model(
-                batch["input_ids"],
-                batch["token_type_ids"],
-                batch["attention_mask"],
-                mlm_labels=batch["mlm_labels"],
-                nsp_labels=batch["nsp_labels"],
-            ).loss
+            return mlm_nsp_forward(model, batch).loss
     else:
 
         def loss_of():

@@ -31,6 +31,11 @@ def metric_row(metrics: dict[str, str]) -> None:
         col.metric(label, value)
 
 
+def mb(n: float) -> str:
+    """Bytes as whole megabytes: '1,234 MB'."""
+    return f"{n / MB:,.0f} MB"
+
+
 @st.fragment(run_every=10)
 def panel() -> None:
     jm = job_backend()
@@ -52,7 +57,7 @@ def panel() -> None:
             "Sessions open": "?" if sessions is None else f"{len(sessions):,}",
             "Analyses running": f"{an['running']} of {an['places']}",
             "Analyses waiting": f"{an['waiting']:,}",
-            "Analysis cache": f"{cache['bytes'] / MB:,.0f} of {cache['budget'] / MB:,.0f} MB",
+            "Analysis cache": f"{cache['bytes'] / MB:,.0f} of {mb(cache['budget'])}",
         }
     )
     rows = holders.holders_table(snap)
@@ -68,10 +73,10 @@ def panel() -> None:
     use = saved_runs.disk_usage()
     metric_row(
         {
-            "Server memory now (RSS)": f"{mem['rss'] / MB:,.0f} MB",
-            "Server memory peak": f"{mem['peak'] / MB:,.0f} MB",
+            "Server memory now (RSS)": mb(mem["rss"]),
+            "Server memory peak": mb(mem["peak"]),
             "Saved runs + jobs + tokenized": f"{use['capped'] / MB:,.0f} of {budget.max_disk_mb():,} MB",
-            "Whole cache (with corpora)": f"{use['cache'] / MB:,.0f} MB",
+            "Whole cache (with corpora)": mb(use["cache"]),
         }
     )
     st.caption(

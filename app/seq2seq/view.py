@@ -30,6 +30,20 @@ from .session import UPLOAD, reopen_callback
 
 UPLOAD_CHOICE = "upload"
 D = Seq2SeqArgs()
+
+# Each settings widget's key -> the Seq2SeqArgs field it sets: its first value is the field's default.
+WIDGETS = {
+    "s2s_encoder": "encoder",
+    "s2s_dec_layers": "decoder_layers",
+    "s2s_from_enc": "from_encoder",
+    "s2s_freeze": "freeze_encoder",
+    "s2s_steps": "steps",
+    "s2s_batch": "batch_size",
+    "s2s_lr": "lr",
+    "s2s_eval": "eval_every",
+    "s2s_seed": "seed",
+}
+
 TEXT_CHARS = 300  # a typed source
 
 
@@ -54,19 +68,8 @@ def pairs_table(pairs: list[tuple[str, str]]) -> None:
 def settings(sources: list[str]) -> Seq2SeqArgs:
     """The model and training settings (their widgets keep their values across pages)."""
     ss = st.session_state
-    defaults = {
-        "s2s_encoder": TINY,
-        "s2s_dec_layers": D.decoder_layers,
-        "s2s_from_enc": D.from_encoder,
-        "s2s_freeze": D.freeze_encoder,
-        "s2s_steps": D.steps,
-        "s2s_batch": D.batch_size,
-        "s2s_lr": D.lr,
-        "s2s_eval": D.eval_every,
-        "s2s_seed": D.seed,
-    }
-    for k, v in defaults.items():
-        ts.seed(k, v, sources if k == "s2s_encoder" else None)
+    for key, name in WIDGETS.items():
+        ts.seed(key, getattr(D, name), sources if key == "s2s_encoder" else None)
     c1, c2, c3 = st.columns(3)
     c1.selectbox(
         "Encoder",
@@ -95,7 +98,7 @@ def settings(sources: list[str]) -> Seq2SeqArgs:
     )
     c2.number_input("Score the held-out pairs every … steps", 5, 5000, key="s2s_eval")
     c3.number_input("Seed", 0, 1_000_000, key="s2s_seed")
-    ts.remember(*defaults)
+    ts.remember(*WIDGETS)
     return _chosen_args(ss)
 
 
@@ -108,19 +111,9 @@ def _encoder_name(source: str) -> str:
 
 
 def _chosen_args(ss) -> Seq2SeqArgs:
-    """The run's settings from the settings' widgets."""
-    return Seq2SeqArgs(
-        encoder=ss.s2s_encoder,
-        decoder_layers=int(ss.s2s_dec_layers),
-        from_encoder=bool(ss.s2s_from_enc),
-        freeze_encoder=bool(ss.s2s_freeze),
-        steps=int(ss.s2s_steps),
-        batch_size=int(ss.s2s_batch),
-        lr=float(ss.s2s_lr),
-        eval_every=int(ss.s2s_eval),
-        seed=int(ss.s2s_seed),
-        precision=server_precision("cpu"),  # it trains on the CPU
-    )
+    """The run's settings from the settings' widgets, each of its field's type."""
+    chosen = {name: type(getattr(D, name))(ss[key]) for key, name in WIDGETS.items()}
+    return Seq2SeqArgs(**chosen, precision=server_precision("cpu"))  # it trains on the CPU
 
 
 def progress_line(metrics, steps: int) -> tuple[float, str]:

@@ -56,30 +56,23 @@ class Words:
 class BackedTokenizer(TokenizerCommon):
     """The shared part of RobertaTokenizer and AlbertTokenizer: see the module docstring.
 
-    Subclasses set ``kind``, the pair template (``pair_separators``: separators between A and B;
-    ``pair_type_id``: the token type of B and what follows it) and ``trace_word``.
+    Subclasses set ``kind``, their ``special_tokens`` as spelled in their vocabulary (unk, cls, sep,
+    pad, mask), the pair template (``pair_separators``: separators between A and B; ``pair_type_id``:
+    the token type of B and what follows it) and ``trace_word``.
     """
 
     kind = ""
     pair_separators = 1
     pair_type_id = 1
 
-    def __init__(
-        self,
-        backend: LibraryTokenizer,
-        *,
-        unk_token: str,
-        cls_token: str,
-        sep_token: str,
-        pad_token: str,
-        mask_token: str,
-        do_lower_case: bool,
-    ):
+    special_tokens: tuple[str, ...] = ()
+
+    def __init__(self, backend: LibraryTokenizer, *, do_lower_case: bool):
         backend.no_truncation()
         backend.no_padding()
         self.backend = backend  # as loaded: what save() writes
         self.ids_to_tokens, self.vocab = vocab_tables(backend.get_vocab(with_added_tokens=True))
-        self._set_special_tokens(unk_token, cls_token, sep_token, pad_token, mask_token)
+        self._set_special_tokens(*self.special_tokens)
         self.do_lower_case = bool(do_lower_case)
         self.basic = Words(self)
         self.encoder, self.aliases = self._with_mask_alias(backend)

@@ -79,17 +79,10 @@ class RobertaTokenizer(BackedTokenizer):
     kind = "bpe"
     pair_separators = 2  # <s> A </s></s> B </s>
     pair_type_id = 0
+    special_tokens = (UNK_TOKEN, BOS_TOKEN, EOS_TOKEN, PAD_TOKEN, MASK_TOKEN)
 
     def __init__(self, backend: LibraryTokenizer, spec: dict | None = None):
-        super().__init__(
-            backend,
-            unk_token=UNK_TOKEN,
-            cls_token=BOS_TOKEN,
-            sep_token=EOS_TOKEN,
-            pad_token=PAD_TOKEN,
-            mask_token=MASK_TOKEN,
-            do_lower_case=False,
-        )
+        super().__init__(backend, do_lower_case=False)
         self._spec = spec
         self._ranks: dict[tuple[str, str], int] | None = None
 

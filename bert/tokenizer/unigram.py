@@ -61,20 +61,13 @@ class AlbertTokenizer(BackedTokenizer):
     kind = "unigram"
     pair_separators = 1  # [CLS] A [SEP] B [SEP]
     pair_type_id = 1
+    special_tokens = (UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, PAD_TOKEN, MASK_TOKEN)
 
     def __init__(self, backend: LibraryTokenizer, spec: dict):
         model = spec.get("model") or {}
         if model.get("type") != "Unigram" or not isinstance(model.get("vocab"), list):
             raise TokenizerError(f"tokenizer.json holds a {model.get('type')} model, not ALBERT's Unigram")
-        super().__init__(
-            backend,
-            unk_token=UNK_TOKEN,
-            cls_token=CLS_TOKEN,
-            sep_token=SEP_TOKEN,
-            pad_token=PAD_TOKEN,
-            mask_token=MASK_TOKEN,
-            do_lower_case=lowercases(spec.get("normalizer")),
-        )
+        super().__init__(backend, do_lower_case=lowercases(spec.get("normalizer")))
         self.scores = {p: float(s) for p, s in model["vocab"]}
         self.unk_score = min(self.scores.values()) - UNK_PENALTY
         self.max_piece = max(len(p) for p in self.scores)

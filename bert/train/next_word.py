@@ -21,10 +21,10 @@ import torch.nn.functional as F
 
 from ..attention_masks import CAUSAL
 from ..bundle import Bundle
-from .device import module_device, to_device
+from .device import module_device
 from .examples import Documents, Example, PretrainingDataset, collate
 from .masking import IGNORE_INDEX
-from .precision import autocast
+from .pretrain_eval import WordScores, evaluate_batches
 
 MLM_NSP, NEXT_WORD = "mlm+nsp", "next-word"
 OBJECTIVES = (MLM_NSP, NEXT_WORD)
@@ -122,41 +122,18 @@ def evaluate(
     scores; no next-sentence ones), `predicted_tokens` (as masked_tokens), and baseline_top1: how
     often the next token is the most frequent one. In `precision` (bert/train/precision.py); None
     once `stop` is set (checked between batches)."""
-    was_training = model.training
-    model.eval()
-    device = module_device(model)
-    n = top1 = top5 = base = seqs = 0
-    loss = 0.0
-    for b in batches:
-        if stop is not None and stop.is_set():
-            model.train(was_training)
-            return None
-        b = to_device(b, device)
-        with autocast(device, precision):
-            out = next_word_forward(model, b)
+    words = WordScores(baseline_id)
+
+    def score(b, out):
         targets = b["mlm_labels"][b["mlm_labels"] != IGNORE_INDEX]
-        k = targets.numel()
-        seqs += len(b["input_ids"])
-        if not k:
-            continue
-        loss += F.cross_entropy(out.mlm_logits.float(), targets, reduction="sum").item()
-        best = out.mlm_logits.topk(min(5, out.mlm_logits.shape[-1]), dim=-1).indices  # (N, 5)
-        top1 += (best[:, 0] == targets).sum().item()
-        top5 += (best == targets[:, None]).any(-1).sum().item()
-        if baseline_id is not None:
-            base += (targets == baseline_id).sum().item()
-        n += k
-    model.train(was_training)
-    res = {
-        "mlm_loss": loss / max(n, 1),
-        "mlm_top1": top1 / max(n, 1),
-        "mlm_top5": top5 / max(n, 1),
-        "masked_tokens": n,
-        "sequences": seqs,
-    }
-    if baseline_id is not None:
-        res["baseline_top1"] = base / max(n, 1)
-    return res
+        words.sequences += len(b["input_ids"])
+        if targets.numel():
+            loss = F.cross_entropy(out.mlm_logits.float(), targets, reduction="sum").item()
+            words.add(out.mlm_logits, targets, loss)
+
+    if not evaluate_batches(model, batches, lambda b: next_word_forward(model, b), score, precision, stop):
+        return None
+    return words.result()
 
 
 @torch.inference_mode()

@@ -49,7 +49,7 @@ from .masking import MLMMasker
 from .next_word import MLM_NSP, NEXT_WORD, OBJECTIVES, NextWordDataset, next_word_batch, next_word_forward
 from .optim import adamw
 from .precision import PRECISIONS, nonfinite_advice, resolve_precision
-from .pretrain_eval import evaluate, fixed_eval_batches, probe_predictions
+from .pretrain_eval import evaluate, fixed_eval_batches, mlm_nsp_forward, probe_predictions
 from .trainer import Step, TrainingKind, linear_trainer
 
 
@@ -397,13 +397,7 @@ class _PretrainRun(TrainingKind):
         if self.next_word:
             res = next_word_forward(self.net, batch)
         else:
-            res = self.net(
-                batch["input_ids"],
-                batch["token_type_ids"],
-                batch["attention_mask"],
-                mlm_labels=batch["mlm_labels"],
-                nsp_labels=batch["nsp_labels"],
-            )
+            res = mlm_nsp_forward(self.net, batch)
         return res.loss, (res, batch)
 
     def diverged(self, what: str, value: float, step: int) -> str:

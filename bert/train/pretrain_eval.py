@@ -4,8 +4,11 @@ the probe sentence's top words (what the Pre-training page shows). On the model'
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any
 
 import torch
+from torch import nn
 
 from ..bundle import Bundle
 from ..model import BertForPreTraining
@@ -33,6 +36,75 @@ def fixed_eval_batches(
     return out
 
 
+def mlm_nsp_forward(net, batch: dict[str, torch.Tensor]):
+    """The model (or its DDP wrapper) on a masked-LM + next-sentence batch (`collate`'s keys, the
+    masker's labels): its output with `.loss`, `.mlm_loss`, `.nsp_loss` and both heads' logits."""
+    return net(
+        batch["input_ids"],
+        batch["token_type_ids"],
+        batch["attention_mask"],
+        mlm_labels=batch["mlm_labels"],
+        nsp_labels=batch["nsp_labels"],
+    )
+
+
+class WordScores:
+    """A running tally of word predictions at the scored positions: summed loss, top-1 and top-5
+    hits, and how often the target is `baseline_id` (the most frequent token), as the mlm_* scores;
+    `sequences` counts the sequences read."""
+
+    def __init__(self, baseline_id: int | None = None):
+        self.baseline_id = baseline_id
+        self.n = self.sequences = self.top1 = self.top5 = self.base = 0
+        self.loss = 0.0
+
+    def add(self, logits: torch.Tensor, targets: torch.Tensor, loss_sum: float) -> None:
+        """Count one batch: `logits` (N, V) at the N scored positions, `targets` (N,), their summed loss."""
+        best = logits.topk(min(5, logits.shape[-1]), dim=-1).indices  # (N, 5)
+        self.loss += loss_sum
+        self.top1 += (best[:, 0] == targets).sum().item()
+        self.top5 += (best == targets[:, None]).any(-1).sum().item()
+        if self.baseline_id is not None:
+            self.base += (targets == self.baseline_id).sum().item()
+        self.n += targets.numel()
+
+    def result(self, **more: float) -> dict[str, float]:
+        """The means (`more`, e.g. next-sentence scores, after the word ones), masked_tokens and sequences."""
+        n = max(self.n, 1)
+        res = {"mlm_loss": self.loss / n, "mlm_top1": self.top1 / n, "mlm_top5": self.top5 / n, **more}
+        res.update(masked_tokens=self.n, sequences=self.sequences)
+        if self.baseline_id is not None:
+            res["baseline_top1"] = self.base / n
+        return res
+
+
+def evaluate_batches(
+    model: nn.Module,
+    batches: list[dict[str, torch.Tensor]],
+    forward: Callable[[dict[str, torch.Tensor]], Any],
+    score: Callable[[dict[str, torch.Tensor], Any], None],
+    precision: str = "fp32",
+    stop=None,
+) -> bool:
+    """`forward(batch)` on each of `batches` (moved to the model's device; in eval mode, under
+    `precision`'s autocast: bert/train/precision.py), then `score(batch, output)`; the model's mode
+    back after. False when `stop` was set (checked between batches) and the rest left unread."""
+    was_training = model.training
+    model.eval()
+    device = module_device(model)
+    try:
+        for b in batches:
+            if stop is not None and stop.is_set():
+                return False
+            b = to_device(b, device)
+            with autocast(device, precision):
+                out = forward(b)
+            score(b, out)
+        return True
+    finally:
+        model.train(was_training)
+
+
 @torch.inference_mode()
 def evaluate(
     model: BertForPreTraining,
@@ -43,50 +115,21 @@ def evaluate(
 ) -> dict[str, float] | None:
     """MLM loss, top-1/top-5 accuracy at masked positions, NSP loss and accuracy (on the model's
     device, in `precision`: bert/train/precision.py); None once `stop` is set (checked between batches)."""
-    was_training = model.training
-    model.eval()
-    device = module_device(model)
-    n = top1 = top5 = base = nsp_right = nsp_n = 0
-    mlm_loss = nsp_loss = 0.0
-    for b in batches:
-        if stop is not None and stop.is_set():
-            model.train(was_training)
-            return None
-        b = to_device(b, device)
-        with autocast(device, precision):
-            out = model(
-                b["input_ids"],
-                b["token_type_ids"],
-                b["attention_mask"],
-                mlm_labels=b["mlm_labels"],
-                nsp_labels=b["nsp_labels"],
-            )
+    words = WordScores(baseline_id)
+    nsp = {"loss": 0.0, "right": 0}
+
+    def score(b, out):
         targets = b["mlm_labels"][b["mlm_labels"] != -100]
-        k = targets.numel()
-        if k:
-            mlm_loss += out.mlm_loss.item() * k
-            best = out.mlm_logits.topk(5, dim=-1).indices  # (N, 5)
-            top1 += (best[:, 0] == targets).sum().item()
-            top5 += (best == targets[:, None]).any(-1).sum().item()
-            if baseline_id is not None:
-                base += (targets == baseline_id).sum().item()
-            n += k
-        nsp_loss += out.nsp_loss.item() * len(b["nsp_labels"])
-        nsp_right += (out.nsp_logits.argmax(-1) == b["nsp_labels"]).sum().item()
-        nsp_n += len(b["nsp_labels"])
-    model.train(was_training)
-    res = {
-        "mlm_loss": mlm_loss / max(n, 1),
-        "mlm_top1": top1 / max(n, 1),
-        "mlm_top5": top5 / max(n, 1),
-        "nsp_loss": nsp_loss / max(nsp_n, 1),
-        "nsp_acc": nsp_right / max(nsp_n, 1),
-        "masked_tokens": n,
-        "sequences": nsp_n,
-    }
-    if baseline_id is not None:
-        res["baseline_top1"] = base / max(n, 1)
-    return res
+        if targets.numel():
+            words.add(out.mlm_logits, targets, out.mlm_loss.item() * targets.numel())
+        words.sequences += len(b["nsp_labels"])
+        nsp["loss"] += out.nsp_loss.item() * len(b["nsp_labels"])
+        nsp["right"] += (out.nsp_logits.argmax(-1) == b["nsp_labels"]).sum().item()
+
+    if not evaluate_batches(model, batches, lambda b: mlm_nsp_forward(model, b), score, precision, stop):
+        return None
+    seqs = max(words.sequences, 1)
+    return words.result(nsp_loss=nsp["loss"] / seqs, nsp_acc=nsp["right"] / seqs)
 
 
 @torch.inference_mode()

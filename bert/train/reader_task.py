@@ -5,8 +5,6 @@ SQuAD recipe does), and its scores on the validation questions: SQuAD's exact ma
 
 from __future__ import annotations
 
-import random
-
 import torch
 
 from ..answering import MAX_QUESTION_TOKENS, answer_question, windows
@@ -47,20 +45,13 @@ def too_many_windows(n: int, max_length: int) -> str:
     )
 
 
-def _sample(data: QAData, n: int | None, seed: int) -> QAData:
-    if n is None or len(data) <= n:
-        return data
-    return data.subset(sorted(random.Random(seed).sample(range(len(data)), n)))
-
-
 class ReaderTask:
     head = "reader"
     labels: list[str] = []
     primary = "f1"
 
     def __init__(self, train: QAData, valid: QAData, args: TaskHeadArgs):
-        self.train = _sample(train, args.max_train, args.seed)
-        self.valid = _sample(valid, args.max_valid, args.seed + 1)
+        self.train, self.valid = args.samples(train, valid)
         self.args = args
         self.allow_none = any(q.impossible for q in train.questions)
         self.train_examples, self.valid_examples = len(self.train), len(self.valid)

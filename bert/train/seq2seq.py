@@ -33,7 +33,7 @@ from ..seq2seq.generate import greedy
 from ..seq2seq.model import IGNORE, build_encoder_decoder
 from ..seq2seq.tasks import Pairs
 from ..tokenizer import Tokenizer
-from .events import Done, Error, Eval, Event, Start, TrainStep
+from .events import Done, Error, Eval, Event, Start, TrainStep, from_dict_of
 from .optim import adamw
 from .precision import PRECISIONS, nonfinite_advice, resolve_precision
 from .trainer import Step, TrainingKind, linear_trainer
@@ -108,13 +108,7 @@ def event_from_dict(d: dict) -> Event:
     """This trainer's event back from its `to_dict()` (a saved run, a worker's poll), as
     bert.train.events.from_dict reads the other trainers'; ValueError for another event or one
     missing fields."""
-    cls = EVENTS.get(d.get("event"))
-    if cls is None:
-        raise ValueError(f"not a seq2seq event: {d.get('event')!r}")
-    try:
-        return cls._from_fields(d)
-    except TypeError as e:  # a required field is missing
-        raise ValueError(f"a seq2seq {cls.event!r} event without {e}") from None
+    return from_dict_of(EVENTS, d, "seq2seq")
 
 
 def held_out_source(metrics) -> str | None:

@@ -5,7 +5,6 @@ confusion matrix and the worst sentences. Words past max_length tokens are not s
 
 from __future__ import annotations
 
-import random
 from dataclasses import asdict
 
 import torch
@@ -21,18 +20,11 @@ from .task_head_args import TaskHeadArgs
 WORST = 8  # sentences shown as the worst
 
 
-def _sample(data: TaggedData, n: int | None, seed: int) -> TaggedData:
-    if n is None or len(data) <= n:
-        return data
-    return data.subset(sorted(random.Random(seed).sample(range(len(data)), n)))
-
-
 class TaggerTask:
     head = "tagger"
 
     def __init__(self, train: TaggedData, valid: TaggedData, args: TaskHeadArgs):
-        self.train = _sample(train, args.max_train, args.seed)
-        self.valid = _sample(valid, args.max_valid, args.seed + 1)
+        self.train, self.valid = args.samples(train, valid)
         self.args = args
         self.labels = list(train.tag_names)
         self.primary = "f1" if is_bio(self.labels) else "accuracy"

@@ -4,12 +4,16 @@ bert/train/task_head_train.py), checked against the base model before it starts.
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from ..errors import TrainingError
 from ..task_heads import TASK_HEADS
 from .device import DEVICES, resolve_device
 from .precision import PRECISIONS, resolve_precision
+
+D = TypeVar("D")  # a data set: TaggedData or QAData
 
 PER_TOKEN_HEADS = ("tagger", "reader")  # bert/task_heads.py's per-token rows
 
@@ -41,6 +45,17 @@ class TaskHeadArgs:
     device: str = field(default="auto", metadata={"choices": DEVICES})
     # fp32, or bf16 autocast (fp32 master weights); auto: bf16 where the processor has it (bert/train/precision.py)
     precision: str = field(default="fp32", metadata={"choices": PRECISIONS})
+
+    def samples(self, train: D, valid: D) -> tuple[D, D]:
+        """`train` and `valid` cut to max_train and max_valid (seeded random samples, kept in
+        order); data of any kind with len() and subset(indices)."""
+
+        def sample(data: D, n: int | None, seed: int) -> D:
+            if n is None or len(data) <= n:
+                return data
+            return data.subset(sorted(random.Random(seed).sample(range(len(data)), n)))
+
+        return sample(train, self.max_train, self.seed), sample(valid, self.max_valid, self.seed + 1)
 
     def check(self, max_positions: int | None = None) -> None:
         """TrainingError for settings that make no sense."""
