@@ -1,6 +1,6 @@
 """The `st.session_state` keys the pages share (the model, the sentences, per-page settings), with
 their defaults. Keys one module owns live there: app/run_session/session.py (the training pages), app/ui/class_tools.py,
-app/ui/links.py, app/training/snapshots.py, app/ui/show_figure.py, app/training/page.py, app/lessons/view.py.
+app/ui/links.py, app/run_session/snapshots.py, app/ui/show_figure.py, app/training/page.py, app/lessons/view.py.
 
 Sentences typed on one page carry over to the next: each text lives under a plain key
 (TEXT_A, TEXT_B) that no widget owns, and the widgets (W_TEXT_A, W_TEXT_B) are re-seeded from

@@ -23,7 +23,7 @@ from app.figures.compare import (
 from app.formatting import SENSE_SEP, clean_text, md_escape, sense_lines, sense_text
 from app.model_picker import model_picker
 from app.model_sources import FOLDER, LISTED, current_model, model_options, option_for
-from app.training.snapshots import VIEW_REQUEST
+from app.run_session.snapshots import VIEW_REQUEST
 from app.training.snapshots_view import attention_over_training
 from app.ui import family_note, links, show_figure
 from app.ui.errors import show_errors

@@ -8,6 +8,7 @@ from app.figures import training as training_figures
 from app.formatting import md_escape
 from app.jobs.backend import job_backend
 from app.jobs.spec import FINETUNE
+from app.run_session import controls
 from app.run_session import session as ts
 from app.run_session.finished import results
 from app.run_session.follow import POLL_S, live_job
@@ -205,7 +206,7 @@ def live_panel():
     if job is None:
         return
     board_buttons.push_live(job)  # a run shown live on the class board (its end: push_ended)
-    view.live_progress(job, jm, *finetune_progress(job.metrics))
+    controls.live_progress(job, jm, *finetune_progress(job.metrics))
     start_ev = last_event(job.metrics, FinetuneStart)
     if start_ev:
         st.caption(finetune_start_line(start_ev))
@@ -214,7 +215,7 @@ def live_panel():
         "finetune-live-curves",
         key="ft_live_curves",
     )
-    view.stop_button(PAGE, job, "Stop (keeps the best model so far)", "Stopping… (the best model so far is kept)")
+    controls.stop_button(PAGE, job, "Stop (keeps the best model so far)", "Stopping… (the best model so far is kept)")
     board_buttons.live_share(job)
 
 
@@ -222,7 +223,7 @@ with train:
     # --- 4. train --------------------------------------------------------------------------------------
     st.header("4. Train")
     jm = job_backend()
-    job = view.start_section(
+    job = controls.start_section(
         PAGE,
         jm,
         FINETUNE,

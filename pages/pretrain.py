@@ -7,12 +7,12 @@ from app.figures import training as training_figures
 from app.formatting import md_escape
 from app.jobs.backend import job_backend
 from app.jobs.spec import PRETRAIN
+from app.run_session import controls, snapshots
 from app.run_session import session as ts
 from app.run_session.follow import POLL_S, live_job
 from app.run_session.progress import pretrain_progress, probe_frame
 from app.run_session.uploads import remember_upload, upload_corpus
 from app.training import page as view
-from app.training import snapshots
 from app.training.data import builtin_corpus
 from app.training.next_word_view import is_next_word
 from app.training.pretrain_view import PAGE, plateau_line, show_result
@@ -188,7 +188,7 @@ if corpus is not None:
 # --- 4. run --------------------------------------------------------------------------------------
 jm = job_backend()
 not_ready = corpus is None or not est["ok"]
-job = view.start_section(
+job = controls.start_section(
     PAGE, jm, PRETRAIN, "Start pre-training", on_start_pretrain, (jm, corpus, corpus_label), not_ready
 )
 
@@ -199,7 +199,7 @@ def live_panel():
         return
     args: PretrainArgs = job.info["args"]
     steps = args.steps
-    view.live_progress(job, jm, *pretrain_progress(job.metrics, steps, args.log_every))
+    controls.live_progress(job, jm, *pretrain_progress(job.metrics, steps, args.log_every))
     start_ev = last_event(job.metrics, PretrainStart)
     if start_ev:
         st.caption(
@@ -212,7 +212,7 @@ def live_panel():
     if len(probes):
         st.markdown(f"**Probe:** {md_escape(args.probe)} · top guesses at each evaluation, newest first")
         st.dataframe(probes.iloc[::-1], hide_index=True, width="stretch")
-    view.stop_button(PAGE, job, "Stop (keeps the model as it is now)", "Stopping… (saving the model)")
+    controls.stop_button(PAGE, job, "Stop (keeps the model as it is now)", "Stopping… (saving the model)")
 
 
 if job is not None and job.active:

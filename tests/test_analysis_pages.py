@@ -328,7 +328,7 @@ def test_attention_snapshots_record_every_n_and_measure_change():
 
 @pytest.mark.slow
 def test_attention_over_training_view():
-    from app.training.snapshots import SNAPSHOTS
+    from app.run_session.snapshots import SNAPSHOTS
 
     a = AppTest.from_file(ENTRY, default_timeout=APP_TIMEOUT)
     a.run()

@@ -42,10 +42,10 @@ from app.run_session.run_size import (
     floored_epochs,
     page_finetune_args,
 )
+from app.run_session.snapshots import SNAPSHOTS  # noqa: E402
 from app.training.data import class_table, dropped_text, split_data
 from app.training.downloads import model_zip
 from app.training.next_word_view import continued_text
-from app.training.snapshots import SNAPSHOTS  # noqa: E402
 from app.training.start import few_steps_message
 from bert.data.labelled import read_labelled, stratified_split  # noqa: E402
 from bert.tokenizer.tokenizer import Tokenizer  # noqa: E402

@@ -21,6 +21,7 @@ import streamlit as st
 
 import bert
 from app.current_model import CurrentModel
+from app.features.start import start_dictionary
 from app.figures.features import purity_bars, training_curves
 from app.formatting import md_escape
 from app.jobs import budget
@@ -46,14 +47,13 @@ from app.jobs.saved_runs import parse_code
 from app.jobs.spec import DICTIONARY
 from app.jobs.worker import stop_message
 from app.model_sources import load_model
+from app.run_session import controls
 from app.run_session import session as ts
+from app.run_session.corpora import not_on_server
 from app.run_session.dictionaries import RUN
 from app.run_session.finished import run_code_line
 from app.run_session.follow import POLL_S, current_job, live_job, notice_errors
 from app.server.analysis_gate import ANALYSES, busy_notice
-from app.training import page as view
-from app.training.data import not_on_server
-from app.training.start import start_dictionary
 from app.ui import show_figure
 from bert.analysis import dictionary as dic
 from bert.data.corpus.base import CorpusError
@@ -64,7 +64,7 @@ HELD_OUT = 300  # held-out sentences the quality and the cards read
 FEATURES = [256, 512, 1024, 2048, 4096]
 SPARSITY = [8, 16, 32, 64]
 DEFAULTS = dict(features=1024, sparsity=32, steps=200, sentences=1500)
-PAGE = view.TrainPage(kind=DICTIONARY, prefix="dc", slug="dictionary", hf_class="")
+PAGE = controls.TrainPage(kind=DICTIONARY, prefix="dc", slug="dictionary", hf_class="")
 
 
 @dataclass
@@ -187,7 +187,7 @@ def _fits(model: CurrentModel, args: DictionaryArgs) -> bool:
     try:
         mb = check_dictionary(model.bundle.config, args)
     except bert.BertExplorerError as e:
-        st.error(md_escape(str(e)), icon=view.ICON_ERR)
+        st.error(md_escape(str(e)), icon=controls.ICON_ERR)
         return False
     st.caption(
         f"This job needs about {mb:,} MB of memory (this server allows {budget.max_job_mb():,} per job) "
@@ -210,7 +210,7 @@ def train_panel(model: CurrentModel, args: DictionaryArgs) -> None:
     opened, and the box that reopens a run by its code."""
     collect(model)
     fits = _fits(model, args)
-    job = view.start_section(PAGE, job_backend(), DICTIONARY, "Train the dictionary", _on_start, (model,), not fits)
+    job = controls.start_section(PAGE, job_backend(), DICTIONARY, "Train the dictionary", _on_start, (model,), not fits)
     if job is not None and job.active:
         st.fragment(run_every=POLL_S)(_live_panel)()
     with st.expander("Reopen a run (after a refresh, or from another day's code)"):
@@ -229,10 +229,10 @@ def _live_panel() -> None:
             phases[m.phase] = []
         elif isinstance(m, DictionaryStep):
             phases.setdefault(m.phase, []).append(m)
-    view.live_progress(job, job_backend(), *progress(job.metrics, job.info["args"]))
+    controls.live_progress(job, job_backend(), *progress(job.metrics, job.info["args"]))
     if any(phases.values()):
         show_figure.show(training_curves(list(phases.items())), "dictionary-live-curves", key="dc_live")
-    view.stop_button(PAGE, job, "Stop (keeps what it trained)", "Stopping… (what it trained is kept)")
+    controls.stop_button(PAGE, job, "Stop (keeps what it trained)", "Stopping… (what it trained is kept)")
 
 
 def progress(metrics: list, args: DictionaryArgs) -> tuple[float, str]:

@@ -341,7 +341,7 @@ def _finetune_events(
     """bert.train.finetune, then a Report (evaluate_classifier on the validation texts: per-class scores,
     confusion matrix, confident mistakes) unless nobody is left to read it. `base` may be a shared
     cached model: bert.train.finetune copies its weights and never changes it. A `recorder`
-    (app.training.snapshots) gets the probe sentence's attention every few steps."""
+    (app.run_session.snapshots) gets the probe sentence's attention every few steps."""
     args = spec.finetune_args()
     train, valid = spec.data()
     if recorder is not None and not recorder.bound:

@@ -8,6 +8,7 @@ import logging
 import pandas as pd
 import streamlit as st
 
+from app.run_session.corpora import not_on_server
 from bert.data.corpus.base import CorpusError
 from bert.data.corpus.fetch import RecentlyFailed
 from bert.data.labelled import LabelledData, stratified_sample, stratified_split
@@ -29,14 +30,6 @@ def read_corpus(name: str):
     from bert.data.corpus.registry import load_corpus
 
     return load_corpus(name)
-
-
-def not_on_server(name: str) -> str:
-    return (
-        f"The corpus {name!r} is not on this server, and it could not be fetched from here. The person "
-        f"running the server can fetch it once with `python -m bert.data.corpus {name}` (`make data` fetches the "
-        "usual ones). Meanwhile pick another corpus, or upload a .txt."
-    )
 
 
 def builtin_corpus(name: str):

@@ -15,6 +15,7 @@ from ..export.notebook import finetune_report
 from ..figures import training as training_figures
 from ..formatting import md_code, md_escape, table_csv
 from ..jobs.spec import FINETUNE
+from ..run_session import controls
 from ..run_session import session as ts
 from ..run_session.names import safe_filename
 from ..run_session.progress import fmt_seconds
@@ -27,7 +28,7 @@ from . import page as view
 from .data import dropped_text
 
 TRY_DEFAULT = "A gripping story with wonderful performances."
-PAGE = view.TrainPage(
+PAGE = controls.TrainPage(
     FINETUNE,
     "ft",
     "finetune",

@@ -21,6 +21,7 @@ from ..export.training_notebooks import pretrain_report
 from ..figures import core, training
 from ..formatting import md_escape
 from ..jobs.spec import PRETRAIN
+from ..run_session import controls
 from ..run_session import session as ts
 from ..run_session.progress import probe_frame
 from ..ui import show_figure
@@ -28,7 +29,7 @@ from ..ui.widgets import SENTENCE_CHARS
 from . import page as view
 from .next_word_view import continue_box, is_next_word
 
-PAGE = view.TrainPage(PRETRAIN, "pt", "pretrain", hf_class="BertForPreTraining")
+PAGE = controls.TrainPage(PRETRAIN, "pt", "pretrain", hf_class="BertForPreTraining")
 
 
 def plateau_line(metrics) -> None:

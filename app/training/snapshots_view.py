@@ -1,5 +1,5 @@
 """Compare's "Attention over training": the attention snapshots this session's training runs
-recorded (app/training/snapshots.py), replayed step by step, with how far each head moved since
+recorded (app/run_session/snapshots.py), replayed step by step, with how far each head moved since
 the first snapshot."""
 
 import streamlit as st
@@ -8,7 +8,7 @@ from app.export import choices
 from app.figures import core
 from app.figures.compare import change_over_training, moved_heatmap
 from app.formatting import md_escape
-from app.training.snapshots import SNAPSHOTS
+from app.run_session.snapshots import SNAPSHOTS
 from app.ui import show_figure
 from app.ui.errors import show_errors
 from app.ui.widgets import index_slider

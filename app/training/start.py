@@ -28,19 +28,17 @@ from bert.train.task_head_args import TaskHeadArgs
 from ..jobs import budget, saved_runs
 from ..jobs.backend import JobBackend, JobHandle, job_backend
 from ..jobs.budget import LimitError
-from ..jobs.dictionary_job import DictionaryArgs, check_dictionary, dictionary_spec
-from ..jobs.spec import DICTIONARY, FINETUNE, PRETRAIN, TASK_HEAD, JobSpec, finetune_spec, pretrain_spec
+from ..jobs.spec import FINETUNE, PRETRAIN, TASK_HEAD, finetune_spec, pretrain_spec
 from ..jobs.task_head_job import task_head_spec
 from ..jobs.worker import job_threads
-from ..model_sources import load_model
 from ..run_session import session as ts
-from ..run_session.follow import current_session_id, job_key, notice_errors
+from ..run_session import snapshots
+from ..run_session.follow import notice_errors
 from ..run_session.names import safe_filename
 from ..run_session.run_size import MIN_STEPS, floored_epochs, page_finetune_args, speed_key, training_time_line
+from ..run_session.submit import active_job, submit
 from ..run_session.uploads import free_uploads, let_go_of_uploaders
-from ..server import new_students
 from ..students import owner, student_key
-from . import snapshots
 from .data import split_data
 
 
@@ -243,7 +241,7 @@ def start_finetune(
     """Submit (or return the already active) fine-tuning job of this session. LimitError (with
     the message to show) when a cap refuses it (TooManyNewStudents: a new browser over its address's rate)."""
     jm = jm or job_backend()
-    existing = _active(jm, FINETUNE)
+    existing = active_job(jm, FINETUNE)
     if existing is not None:
         return existing, False
     if args.threads is None:
@@ -262,7 +260,7 @@ def start_finetune(
         "valid_notes": list(valid.notes),
     }
     spec = finetune_spec(code, base_source, train, valid, args, student_key(), args.name or "", info)
-    return _submit(jm, spec, args, args.name or "fine-tuning", recorder, base=base)
+    return submit(jm, spec, args, args.name or "fine-tuning", recorder, base=base)
 
 
 def start_pretrain(
@@ -275,14 +273,14 @@ def start_pretrain(
 ) -> tuple[JobHandle, bool]:
     """Submit (or return the already active) pre-training job of this session; LimitError over a cap."""
     jm = jm or job_backend()
-    existing = _active(jm, PRETRAIN)
+    existing = active_job(jm, PRETRAIN)
     if existing is not None:
         return existing, False
     check_pretrain(args)
     code = saved_runs.new_code()
     info = {"corpus": corpus_label, "code": code, "title": name}
     spec = pretrain_spec(code, args, corpus, name, corpus_label, student_key(), info)
-    return _submit(jm, spec, args, name, recorder, corpus=corpus)
+    return submit(jm, spec, args, name, recorder, corpus=corpus)
 
 
 def task_head_scores(args: TaskHeadArgs, data) -> int:
@@ -320,7 +318,7 @@ def start_head(
     """Submit (or return the already active) per-token head's job of this session: `data` an upload's
     TaggedData / QAData, None for the built-in data args.data names. LimitError over a cap."""
     jm = jm or job_backend()
-    existing = _active(jm, TASK_HEAD)
+    existing = active_job(jm, TASK_HEAD)
     if existing is not None:
         return existing, False
     args.threads = args.threads or job_threads()
@@ -330,72 +328,7 @@ def start_head(
     title = args.name or f"{base.name}-{args.head}"
     info = {"base_source": base_source, "base_name": base.name, "code": code, "title": title, "head": args.head}
     spec = task_head_spec(code, base_source, args, data, student_key(), title, info)
-    return _submit(jm, spec, args, title, None, base=base)
-
-
-def start_dictionary(
-    base: bert.Bundle,
-    base_source: str,
-    args: DictionaryArgs,
-    texts: tuple[list[str], list[str]],
-    jm: JobBackend | None = None,
-) -> tuple[JobHandle, bool]:
-    """Submit (or return the already active) dictionary job of this session: `texts` the held-in and
-    held-out sentences it reads. InputError / LimitError over a cap (the memory estimate first)."""
-    jm = jm or job_backend()
-    existing = _active(jm, DICTIONARY)
-    if existing is not None:
-        return existing, False
-    args.threads = args.threads or job_threads()
-    mb = check_dictionary(base.config, args)
-    code = saved_runs.new_code()
-    title = f"{base.name}, layer {args.layer}"
-    info = {"base_source": base_source, "base_name": base.name, "code": code, "title": title, "mb": mb}
-    spec = dictionary_spec(code, base_source, args, texts, student_key(), title, info)
-    return _submit(jm, spec, args, title, None, base=base)
-
-
-# what the attention snapshots of a kind of job are called
-_SNAPSHOT_NAMES = {FINETUNE: "fine-tuning", PRETRAIN: "pre-training"}
-
-
-def _active(jm: JobBackend, kind: str) -> JobHandle | None:
-    """This session's active job of `kind` (then the job its page follows), or None."""
-    ts.init_training()
-    existing = jm.active_of(owner(), kind)
-    if existing is not None:
-        st.session_state[job_key(kind)] = existing.id
-    return existing
-
-
-def _submit(
-    jm: JobBackend,
-    spec: JobSpec,
-    args: FinetuneArgs | PretrainArgs | TaskHeadArgs | DictionaryArgs,
-    label: str,
-    recorder: AttentionSnapshots | None,
-    base: bert.Bundle | None = None,
-    corpus=None,
-) -> tuple[JobHandle, bool]:
-    """Submit `spec` as this session's job of its kind (or get the one already active) and make it
-    the job its page follows. A new job gets the spec's info (with its settings, `args`) for the
-    page; its attention snapshots are registered under `label`."""
-    new_students.admit(spec.student, new_students.client_address())  # a browser never seen before costs a token
-    job, new = jm.submit_spec(
-        owner(),
-        spec,
-        session_id=current_session_id(),
-        base=base,
-        corpus=corpus,
-        recorder=recorder,
-        load_base=load_model,  # where the job runs without the page's model: the pickers' safe loader
-    )
-    if new and recorder is not None:
-        snapshots.register(f"{label} ({_SNAPSHOT_NAMES[spec.kind]}, job {job.id})", recorder)
-    if new:
-        job.info = {**spec.info, "args": args}
-    st.session_state[job_key(spec.kind)] = job.id
-    return job, new
+    return submit(jm, spec, args, title, None, base=base)
 
 
 def few_steps_message(n_train: int, max_train: int, batch: int, epochs: int, floor: bool) -> str | None:

@@ -23,13 +23,14 @@ from ..figures.core import esc, values_bar
 from ..figures.task_heads import span_probs, task_head_curves
 from ..formatting import clean_text, md_escape
 from ..jobs.spec import TASK_HEAD
+from ..run_session import controls
 from ..ui import show_figure
 from ..ui.errors import show_errors
 from . import page as view
 
 COLOURS = ["blue", "green", "orange", "red", "violet", "gray", "rainbow"]
 # the Hugging Face download opens with the head's own class
-PAGE = view.TrainPage(TASK_HEAD, "hd", "heads", "AutoModelForTokenClassification / AutoModelForQuestionAnswering")
+PAGE = controls.TrainPage(TASK_HEAD, "hd", "heads", "AutoModelForTokenClassification / AutoModelForQuestionAnswering")
 TRY_SENTENCE = "The old man saw a small dog in the park yesterday."
 TRY_PASSAGE = "Clara Novak was born in Porto in 1901. Clara studied botany in Graz and later worked as a pilot."
 TRY_QUESTION = "Where was Clara Novak born?"

@@ -24,6 +24,7 @@ from ..jobs.backend import job_backend
 from ..jobs.budget import LimitError
 from ..jobs.spec import TASK_HEAD
 from ..jobs.task_head_job import BUILTIN
+from ..run_session import controls
 from ..run_session import session as ts
 from ..run_session.finished import collect
 from ..run_session.follow import POLL_S, live_job, notice_errors
@@ -192,7 +193,7 @@ def task_head_page(head: str) -> None:
     fits = _fits(head, data, base_source)
     st.header("3. Train")
     task, inputs = TASK_HEADS[head].task, (head, data or None, base_source)
-    job = view.start_section(
+    job = controls.start_section(
         PAGE, job_backend(), TASK_HEAD, f"Start: {task}", on_start, inputs, data is False or not fits
     )
     if job is not None and job.active:
@@ -206,7 +207,7 @@ def _live_panel() -> None:
         return
     board_buttons.push_live(job)  # a run shown live on the class board (its end: push_ended)
     start = last_event(job.metrics, TaskHeadStart)
-    view.live_progress(job, job_backend(), *task_head_progress(job.metrics))
+    controls.live_progress(job, job_backend(), *task_head_progress(job.metrics))
     show_figure.show(task_head_curves(job.metrics, start.steps if start else None), "heads-live-curves", key="hd_live")
-    view.stop_button(PAGE, job, "Stop (keeps the best model so far)", "Stopping… (the best model so far is kept)")
+    controls.stop_button(PAGE, job, "Stop (keeps the best model so far)", "Stopping… (the best model so far is kept)")
     board_buttons.live_share(job)
