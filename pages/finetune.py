@@ -8,14 +8,14 @@ from app.figures import training as training_figures
 from app.formatting import md_escape
 from app.jobs.backend import job_backend
 from app.jobs.spec import FINETUNE
-from app.run_session import controls
+from app.run_session import controls, snapshots
 from app.run_session import session as ts
 from app.run_session.finished import results
 from app.run_session.follow import POLL_S, live_job
 from app.run_session.progress import finetune_progress, finetune_start_line
 from app.run_session.reports import base_bundle
 from app.run_session.run_size import DEFAULT_SIZE, EVALS_HELP, MIN_STEPS, PAGE_EVALS, RUN_SIZES
-from app.training import board_buttons, snapshots
+from app.training import board_buttons
 from app.training import page as view
 from app.training.data import builtin_data
 from app.training.finetune_view import PAGE, data_summary, show_result, uploaded_data, validation
