@@ -9,7 +9,7 @@ from ..jobs.backend import JobBackend, JobHandle, job_backend
 from ..jobs.dictionary_job import DictionaryArgs, check_dictionary, dictionary_spec
 from ..jobs.spec import DICTIONARY
 from ..jobs.worker import job_threads
-from ..run_session.submit import active_job, submit
+from ..run_session.follow import active_job, submit
 from ..students import student_key
 
 

@@ -1,6 +1,6 @@
-"""This session's training jobs: which one each page follows (by the session's owner id, so a
-session never reaches another's; who counts as one student is app/students.py's), and the live
-panel's poll.
+"""This session's training jobs: submitting one (or finding the one already active), which one
+each page follows (by the session's owner id, so a session never reaches another's; who counts as
+one student is app/students.py's), and the live panel's poll.
 """
 
 from __future__ import annotations
@@ -10,12 +10,17 @@ from contextlib import contextmanager
 
 import streamlit as st
 
+import bert
 from bert import BertExplorerError
+from bert.train.attention_snapshots import AttentionSnapshots
 
 from .. import students
 from ..jobs.backend import JobBackend, JobHandle, job_backend
-from ..jobs.spec import DICTIONARY, FINETUNE, TASK_HEAD
+from ..jobs.spec import DICTIONARY, FINETUNE, PRETRAIN, TASK_HEAD, JobSpec
+from ..model_sources import load_model
+from ..server import new_students
 from . import session as ts
+from . import snapshots
 
 log = logging.getLogger("bert_explorer")
 
@@ -96,3 +101,46 @@ def live_job(kind: str) -> JobHandle | None:
     if not job.active:
         st.rerun()
     return job
+
+
+# what the attention snapshots of a kind of job are called
+SNAPSHOT_NAMES = {FINETUNE: "fine-tuning", PRETRAIN: "pre-training"}
+
+
+def active_job(jm: JobBackend, kind: str) -> JobHandle | None:
+    """This session's active job of `kind` (then the job its page follows), or None."""
+    ts.init_training()
+    existing = jm.active_of(students.owner(), kind)
+    if existing is not None:
+        st.session_state[job_key(kind)] = existing.id
+    return existing
+
+
+def submit(
+    jm: JobBackend,
+    spec: JobSpec,
+    args,
+    label: str,
+    recorder: AttentionSnapshots | None,
+    base: bert.Bundle | None = None,
+    corpus=None,
+) -> tuple[JobHandle, bool]:
+    """Submit `spec` as this session's job of its kind (or get the one already active) and make it
+    the job its page follows. A new job gets the spec's info (with its settings, `args`) for the
+    page; its attention snapshots are registered under `label`."""
+    new_students.admit(spec.student, new_students.client_address())  # a browser never seen before costs a token
+    job, new = jm.submit_spec(
+        students.owner(),
+        spec,
+        session_id=current_session_id(),
+        base=base,
+        corpus=corpus,
+        recorder=recorder,
+        load_base=load_model,  # where the job runs without the page's model: the pickers' safe loader
+    )
+    if new and recorder is not None:
+        snapshots.register(f"{label} ({SNAPSHOT_NAMES[spec.kind]}, job {job.id})", recorder)
+    if new:
+        job.info = {**spec.info, "args": args}
+    st.session_state[job_key(spec.kind)] = job.id
+    return job, new

@@ -33,10 +33,9 @@ from ..jobs.task_head_job import task_head_spec
 from ..jobs.worker import job_threads
 from ..run_session import session as ts
 from ..run_session import snapshots
-from ..run_session.follow import notice_errors
+from ..run_session.follow import active_job, notice_errors, submit
 from ..run_session.names import safe_filename
 from ..run_session.run_size import MIN_STEPS, floored_epochs, page_finetune_args, speed_key, training_time_line
-from ..run_session.submit import active_job, submit
 from ..run_session.uploads import free_uploads, let_go_of_uploaders
 from ..students import owner, student_key
 from .data import split_data
