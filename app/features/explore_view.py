@@ -97,16 +97,15 @@ def card(run: FeaturesRun) -> None:
         )
 
 
+def _typed_sentence(label: str, default: str, key: str) -> str:
+    """A sentence box, capped and cleaned (InputError: nothing left to read)."""
+    typed = st.text_input(label, default, key=key, max_chars=SENTENCE_CHARS, help=cap_help(SENTENCE_CHARS))
+    return clean_text(cap_text(typed, "The sentence"), "the sentence")
+
+
 def sentence(run: FeaturesRun) -> None:
     t = _pick(run, "ft_sentence_of")
-    typed = st.text_input(
-        "A sentence",
-        SENTENCE,
-        key="ft_sentence",
-        max_chars=SENTENCE_CHARS,
-        help=cap_help(SENTENCE_CHARS),
-    )
-    text = clean_text(cap_text(typed, "The sentence"), "the sentence")
+    text = _typed_sentence("A sentence", SENTENCE, "ft_sentence")
     tf = dic.text_features(t.bundle, t.dictionary, text, k=3)
     rows = []
     for p, feats in tf.features.items():
@@ -124,14 +123,7 @@ def sentence(run: FeaturesRun) -> None:
 def steering(run: FeaturesRun) -> None:
     t = _pick(run, "ft_steer_of")
     d = t.dictionary
-    typed = st.text_input(
-        "A sentence with [MASK]",
-        STEER_TEXT,
-        key="ft_steer_text",
-        max_chars=SENTENCE_CHARS,
-        help=cap_help(SENTENCE_CHARS),
-    )
-    text = clean_text(cap_text(typed, "The sentence"), "the sentence")
+    text = _typed_sentence("A sentence with [MASK]", STEER_TEXT, "ft_steer_text")
     tokens = list(t.bundle.tokenizer.encode(text, max_length=t.bundle.config.max_tokens).tokens)
     words = list(range(1, len(tokens) - 1))
     c1, c2, c3 = st.columns([1, 1, 3])
