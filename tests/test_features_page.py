@@ -172,7 +172,7 @@ def test_the_page_opens_with_the_built_in_dictionary_and_a_link_opens_a_feature(
     at.query_params["feature"] = "7"
     at.switch_page("pages/features.py").run()
     _ok(at)
-    assert any(s.value.startswith("The built-in dictionary: layer") for s in at.subheader)
+    assert any(s.value.startswith("The built-in dictionary: layer") for s in at.header)
     table = at.table[0].value
     assert list(table.columns) == ["this model"]
     purity = shipped.purity["this model"]

@@ -47,7 +47,7 @@ def builtin_run(model: CurrentModel) -> tuple[FeaturesRun, BuiltinDictionary] | 
 def show_builtin(run: FeaturesRun, b: BuiltinDictionary) -> None:
     """The built-in dictionary's quality, its purity beside the controls', and how it was made."""
     d = b.dictionary
-    st.subheader(f"The built-in dictionary: layer {d.layer}, {d.n_features:,} features, {d.k} active a token")
+    st.header(f"The built-in dictionary: layer {d.layer}, {d.n_features:,} features, {d.k} active a token")
     st.caption(
         "This model ships with a dictionary trained on its layer "
         f"{d.layer} ({d.tokens:,} word pieces of {d.texts:,} held-in sentences, {d.steps} steps): its features "

@@ -360,7 +360,7 @@ def quality_table(run: FeaturesRun) -> pd.DataFrame:
 def show_run(run: FeaturesRun) -> None:
     trained = run.dictionaries[TRAINED]
     d = trained.dictionary
-    st.subheader(f"Layer {run.layer}: {d.n_features:,} features, {d.k} active a token")
+    st.header(f"Layer {run.layer}: {d.n_features:,} features, {d.k} active a token")
     if run.note:
         st.info(run.note, icon=":material/pause_circle:")
     line = run_code_line({"saved": True, "code": run.code, "finished": run.finished})
