@@ -1,8 +1,13 @@
 """The Ray head goes away while a replica is connected (a cluster of its own: a head and one worker,
 on 127.0.0.1 in the tests' network namespace): the replica's pages get the one clear message
 (app.jobs.ray_backend.UNREACHABLE), each call within its bound, never Ray's own exceptions or a
-hung call, and the replica process lives on past the 60 s after which Ray ends a driver by default
-(RAY_gcs_rpc_server_reconnect_timeout_s, set on the cluster as scripts/cluster_local.sh does)."""
+hung call, and the replica process lives on.
+
+Ray ends a driver RAY_gcs_rpc_server_reconnect_timeout_s after it lost its head (60 s by default);
+the app sets it long for itself, the cluster's nodes have it as scripts/cluster_local.sh sets it.
+Rather than outwait Ray's 60 s, a second replica is the control: the same program with the variable
+set short (RAY_ENDS_IT_S) must end soon after the head went, while the replica left to the app's own
+value runs with it long and still answers, with the message, WINDOW_S after the head went."""
 
 from __future__ import annotations
 
@@ -20,14 +25,17 @@ from tests.ray_cluster import RayCluster, require_isolation
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
-PAST_RAYS_DEFAULT_S = 75  # the replica must still answer this long after the head went (Ray's default: 60)
+RECONNECT = "RAY_gcs_rpc_server_reconnect_timeout_s"
+RAY_ENDS_IT_S = 5  # the control's setting: Ray ends it this long after the head went
+WINDOW_S = 30  # the replicas ask this long after the head went; the control must be gone by then
+LONG_S = 3600  # the app's own setting is at least this long (Ray's default: 60)
 
 REPLICA = """
-import json, sys, time
+import json, os, sys, time
 from app.jobs.backend import job_backend
 from app.jobs import ray_backend
 jobs = job_backend()  # as a replica makes it (it sets what Ray reads first)
-print(json.dumps({"ready": time.time()}), flush=True)
+print(json.dumps({"ready": time.time(), "reconnect_s": os.environ.get(sys.argv[1])}), flush=True)
 end = float(sys.stdin.readline())  # the head is gone; ask until `end`
 while time.time() < end:
     for call in ("counts", "find"):
@@ -45,6 +53,10 @@ print(json.dumps({"alive": time.time()}), flush=True)
 """
 
 
+def _lines(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
 def test_a_lost_head_gives_the_pages_one_clear_message_and_the_replica_lives_on(monkeypatch):
     require_isolation()
     cluster = RayCluster(Path(tempfile.mkdtemp(prefix="ray-")), workers=((1, 0),))
@@ -57,24 +69,41 @@ def test_a_lost_head_gives_the_pages_one_clear_message_and_the_replica_lives_on(
     cache.mkdir()
     env = {**os.environ, **cluster.env, "PYTHONPATH": str(ROOT), "BERT_EXPLORER_CACHE": str(cache)}
     env |= {"BERT_EXPLORER_BACKEND": "ray"}
-    env.pop("RAY_gcs_rpc_server_reconnect_timeout_s", None)  # the app sets it for itself
-    replica = subprocess.Popen(
-        [sys.executable, "-c", REPLICA], env=env, cwd=ROOT, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
+    env.pop(RECONNECT, None)  # the app sets it for itself
+    replicas = {
+        kind: subprocess.Popen(
+            [sys.executable, "-c", REPLICA, RECONNECT],
+            env=env | extra,
+            cwd=ROOT,
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        for kind, extra in (("replica", {}), ("control", {RECONNECT: str(RAY_ENDS_IT_S)}))
+    }
+    out = {}
     try:
-        first = json.loads(replica.stdout.readline() or "{}")
-        assert "ready" in first, "the replica did not connect"
+        first = {kind: json.loads(p.stdout.readline() or "{}") for kind, p in replicas.items()}
+        assert all("ready" in f for f in first.values()), f"a replica did not connect: {first}"
         cluster.kill_head()
         gone = time.time()
-        replica.stdin.write(f"{gone + PAST_RAYS_DEFAULT_S}\n")
-        replica.stdin.flush()
-        out, _ = replica.communicate(timeout=PAST_RAYS_DEFAULT_S + 120)
+        for p in replicas.values():
+            p.stdin.write(f"{gone + WINDOW_S}\n")
+            p.stdin.flush()
+        for kind, p in replicas.items():
+            out[kind] = _lines(p.communicate(timeout=WINDOW_S + 120)[0])
     finally:
-        if replica.poll() is None:
-            replica.kill()
+        for p in replicas.values():
+            if p.poll() is None:
+                p.kill()
         cluster.stop()
-    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert float(first["replica"]["reconnect_s"] or 0) >= LONG_S, first  # the app's own, not Ray's 60 s
+    control = replicas["control"]
+    assert control.returncode != 0 and not any("alive" in d for d in out["control"]), (
+        f"the control (Ray's limit at {RAY_ENDS_IT_S} s) outlived {WINDOW_S} s without its head: {out['control'][-3:]}"
+    )
+    lines = out["replica"]
     calls = [d for d in lines if "call" in d]
     assert calls and {d["said"] for d in calls} == {UNREACHABLE}, {d["said"] for d in calls}
     assert max(d["took"] for d in calls) < ASK_TIMEOUT_S + 5, calls  # bounded: never a hung page
-    assert replica.returncode == 0 and lines[-1].get("alive", 0) > gone + PAST_RAYS_DEFAULT_S - 5, lines[-3:]
+    assert replicas["replica"].returncode == 0 and lines[-1].get("alive", 0) > gone + WINDOW_S - 5, lines[-3:]
