@@ -9,7 +9,7 @@ import json
 import os
 from pathlib import Path
 
-from tests.browser.page_checks import unavailable
+from tests.browser.page_checks import settle, unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 AXE_JS = Path(os.environ.get("BERT_EXPLORER_AXE", ROOT / ".node" / "node_modules" / "axe-core" / "axe.min.js"))
@@ -129,10 +129,29 @@ def tab_until(page, want, limit: int = 120) -> tuple[int, dict]:
     raise AssertionError(f"{limit} presses of Tab never reached it; last focused: {f}")
 
 
+def steady_violations(page, source: str) -> list[dict]:
+    """axe-core's violations that hold on a settled page: when a first look finds any, the page is
+    let settle again and looked at once more, and only what both looks find (rule and element)
+    counts. A script run that starts between app_ready and the audit greys the old elements for a
+    moment (Streamlit's stale state), which is not what a reader of the settled page sees; a real
+    violation is there both times."""
+    first = run_axe(page, source)
+    if not first:
+        return first
+    settle([page], 60.0)
+    again = {(v["id"], n["target"]) for v in run_axe(page, source) for n in v["nodes"]}
+    kept = []
+    for v in first:
+        nodes = [n for n in v["nodes"] if (v["id"], n["target"]) in again]
+        if nodes:
+            kept.append({**v, "nodes": nodes})
+    return kept
+
+
 def audit(page, source: str) -> dict:
-    """One page as it stands: axe-core's violations, the main column's overflow (px) and its small
-    tap targets."""
-    return {"violations": run_axe(page, source), "overflow": overflow(page), "small": small_targets(page)}
+    """One page, settled: axe-core's steady violations, the main column's overflow (px) and its
+    small tap targets."""
+    return {"violations": steady_violations(page, source), "overflow": overflow(page), "small": small_targets(page)}
 
 
 def serious(rows: dict[str, dict]) -> dict[str, list[str]]:
