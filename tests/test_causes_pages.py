@@ -279,7 +279,8 @@ def test_a_link_reopens_a_typed_pair():
 def test_the_lessons_links_reopen_the_pairs_and_probes_views():
     from app.lessons.training import HEADS, PAIRS_PARADIGM
 
-    pair_link, probe_link = (s.link for s in HEADS.steps[-2:])
+    titles = ("Which sentence sounds right?", "Where a noun's number is written")
+    pair_link, probe_link = (next(s.link for s in HEADS.steps if s.title == t) for t in titles)
     at = AppTest.from_file(ENTRY, default_timeout=APP_TIMEOUT)
     for name, value in pair_link.query.items():
         at.query_params[name] = value

@@ -242,7 +242,7 @@ def test_lesson_six_scores_a_minimal_pair_word_by_word(bundle):
     from app.lessons.training import HEADS, PAIR
     from bert.analysis.scoring import score_pairs
 
-    pair_step = HEADS.steps[-2]
+    pair_step = next(s for s in HEADS.steps if s.title == "Which sentence sounds right?")
     fig = pair_step.show(bundle)
     res = score_pairs(bundle, [PAIR])
     assert np.allclose(fig.data[0].y, res.good[0].word_scores) and np.allclose(fig.data[1].y, res.bad[0].word_scores)
@@ -255,7 +255,7 @@ def test_lesson_six_probes_every_layer_beside_a_control():
     smaller built-in; the every-step test draws it on both)."""
     from app.lessons.training import HEADS
 
-    probe_step = HEADS.steps[-1]
+    probe_step = next(s for s in HEADS.steps if s.title == "Where a noun's number is written")
     bundle = bert.load("mini-scratch")
     fig = probe_step.show(bundle)
     if fig is None:
