@@ -5,8 +5,6 @@ model; a model that ships no dictionary says so. No streamlit here."""
 
 from __future__ import annotations
 
-import functools
-
 from bert.analysis.dictionary_builtin import builtin_dictionary
 from bert.analysis.dictionary_words import strongest_feature, word_activations
 
@@ -21,18 +19,13 @@ OTHERS = ("ran", "the", "of", "quickly")
 NO_DICTIONARY = "This model ships with no dictionary of features: train one on the Features page."
 
 
-@functools.lru_cache(maxsize=4)
-def _dictionary(name: str):
-    b = builtin_dictionary(name)
-    return None if b is None else b.dictionary
-
-
 def feature_words(bundle) -> tuple[int, float, list[str], list[float]] | None:
     """(feature, its activation at WORD in SENTENCE, the words, its activation on each read
     alone), or None when the model ships no dictionary."""
-    d = _dictionary(bundle.name)
-    if d is None:
+    b = builtin_dictionary(bundle.name)
+    if b is None:
         return None
+    d = b.dictionary
     feature, at = strongest_feature(bundle, d, SENTENCE, WORD)
     words = [WORD, *NOUNS, *OTHERS]
     return feature, at, words, word_activations(bundle, d, feature, words)

@@ -10,6 +10,7 @@ and the command that made it (scripts/make_dictionary.py).
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -86,7 +87,10 @@ def read_builtin(path: Path) -> BuiltinDictionary:
     )
 
 
+@functools.lru_cache(maxsize=4)
 def builtin_dictionary(model_name: str, assets: Path | None = None) -> BuiltinDictionary | None:
-    """The built-in dictionary of the built-in model `model_name`, None when it ships none."""
+    """The built-in dictionary of the built-in model `model_name`, None when it ships none. Read
+    once a process and shared (the file ships with the app and never changes while it runs; its
+    weights are frozen): the lesson, the class question and the Features page ask for the same one."""
     path = builtin_path(model_name, assets)
     return read_builtin(path) if path.is_file() else None
