@@ -5,6 +5,7 @@ laptop (1366x768) and on a phone (390x844) has Lessons' Next and Attention's sli
 together with what they change (bounding boxes). Screenshots: tests/artifacts/screens_*.png."""
 
 import pytest
+from playwright.sync_api import TimeoutError as PageTimeout
 
 from tests.browser.class_steps import go, sidebar_class, start_board
 
@@ -95,8 +96,17 @@ def test_a_students_control_and_its_result_share_the_screen(page_factory, class_
         timeout=60_000,
     )
     app_ready(pg)
+    top_third = f"""() => {{
+        const h = [...document.querySelectorAll('[data-testid=stMain] h3')].find(e => e.innerText.includes('. '));
+        const y = h && h.getBoundingClientRect().y;
+        return h && y >= 0 && y <= {viewport["height"] / 3};
+    }}"""
+    try:  # the new step from its top, once the run's elements have settled
+        pg.wait_for_function(top_third, timeout=30_000)
+    except PageTimeout:
+        pass  # the assertion below says where the heading stayed
     heading = box(step_heading(pg))
-    assert 0 <= heading["y"] <= viewport["height"] / 3, heading  # the new step from its top
+    assert 0 <= heading["y"] <= viewport["height"] / 3, heading
     pg.screenshot(path=str(artifacts / f"screens_lesson_next_{name}.png"))
 
     pg.goto(f"{class_url}/attention")
