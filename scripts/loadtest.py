@@ -968,49 +968,64 @@ def _collect(args, rep: Report, jobs: list[Session], studs: list[Session]) -> No
     rep.protocol_steps = _pcts([t for s in studs if not s.browser for t in s.times.values()])
 
 
+# run()'s numbers, each also a command-line option: keyword -> (type, default, help).
+RUN_OPTIONS = {
+    "sessions": (int, 20, "concurrent student sessions (default 20)"),
+    "jobs": (int, 2, "fine-tuning jobs submitted (default 2)"),
+    "browser_sessions": (
+        int,
+        4,
+        "how many of the students use Chromium (default 4); the others speak Streamlit's "
+        "websocket protocol (no drawing: see ProtocolPage)",
+    ),
+    "max_jobs": (int, 1, "BERT_EXPLORER_MAX_JOBS of the server (default 1)"),
+    "ramp": (
+        float,
+        2.0,
+        "seconds between two students' arrivals (default 2: 20 students arrive within 40 s, "
+        "then all work at once); 0: all at the same instant",
+    ),
+    "max_seconds": (float, 900, "bound on the students' phase"),
+    "step_timeout": (float, 300, "bound on one page step"),
+    "job_wait": (float, 240, "bound on each job's start/finish"),
+    "nice": (
+        int,
+        0,
+        "run Chromium at this niceness, so the server gets the processor first (default 0: "
+        "on a machine shared with other busy processes a niced browser starves)",
+    ),
+}
+
+
 def run(
-    sessions: int = 20,
-    jobs: int = 2,
-    browser_sessions: int = 4,
-    max_seconds: float = 900,
-    step_timeout: float = 300,
-    job_wait: float = 240,
-    nice: int = 0,
-    ramp: float = 2.0,
-    max_jobs: int = 1,
     env: dict | None = None,
     log_dir: Path | None = None,
     url: str | None = None,
     pids: list[int] | None = None,
     server_logs: list[Path] | None = None,
+    **options,
 ) -> Report:
     """The load test against a server it starts, or with `url` against one that runs (e.g.
     HAProxy in front of replicas: `pids` are the processes whose trees' memory is watched,
-    `server_logs` the logs checked for tracebacks)."""
-    if sessions > len(WORDS):
+    `server_logs` the logs checked for tracebacks). options: RUN_OPTIONS' numbers by keyword
+    (sessions, jobs, ...), each at its default there when not given."""
+    unknown = sorted(set(options) - set(RUN_OPTIONS))
+    if unknown:
+        raise TypeError(f"run() takes no option {', '.join(unknown)}; options: {', '.join(RUN_OPTIONS)}")
+    o = {name: options.get(name, default) for name, (_, default, _) in RUN_OPTIONS.items()}
+    if o["sessions"] > len(WORDS):
         raise ValueError(f"at most {len(WORDS)} sessions (one distinct word each)")
-    browser_sessions = max(0, min(browser_sessions, sessions))
-    args = argparse.Namespace(
-        sessions=sessions,
-        jobs=jobs,
-        browser_sessions=browser_sessions,
-        max_seconds=max_seconds,
-        step_timeout=step_timeout,
-        job_wait=job_wait,
-        nice=nice,
-        ramp=ramp,
-        baseline_s=8.0 if jobs else 2.0,
-        url=url,
-    )
-    env_extra = {"BERT_EXPLORER_MAX_JOBS": str(max_jobs), **(env or {})}
+    o["browser_sessions"] = max(0, min(o["browser_sessions"], o["sessions"]))
+    args = argparse.Namespace(**o, baseline_s=8.0 if o["jobs"] else 2.0, url=url)
+    env_extra = {"BERT_EXPLORER_MAX_JOBS": str(args.max_jobs), **(env or {})}
     rep = Report(
-        sessions=sessions,
-        jobs=jobs,
+        sessions=args.sessions,
+        jobs=args.jobs,
         cpus=os.cpu_count() or 0,
         load_before=os.getloadavg(),
         env=env_extra,
-        ramp_s=ramp,
-        browser_sessions=browser_sessions,
+        ramp_s=args.ramp,
+        browser_sessions=args.browser_sessions,
     )
     if url is not None:
         rep.url, rep.env = url, env or {}
@@ -1032,7 +1047,7 @@ def run(
             try:
                 run_async(_run(args, url, mem, rep, tmp))
             except TimeoutError:
-                rep.errors.append(f"the run did not end within {max_seconds:.0f} s")
+                rep.errors.append(f"the run did not end within {args.max_seconds:.0f} s")
             except Exception as e:  # noqa: BLE001
                 rep.errors.append(f"the run failed: {type(e).__name__}: {str(e)[:300]}")
             rep.server_hwm_mb = round(mem.hwm_mb(), 1)
@@ -1220,35 +1235,6 @@ def markdown(rep: Report) -> str:
         ]
     lines += [f"  - {e}" for e in rep.errors[:30]]
     return "\n".join(lines)
-
-
-# The command line's numbers that go to run() as they are: keyword -> (type, default, help).
-RUN_OPTIONS = {
-    "sessions": (int, 20, "concurrent student sessions (default 20)"),
-    "jobs": (int, 2, "fine-tuning jobs submitted (default 2)"),
-    "browser_sessions": (
-        int,
-        4,
-        "how many of the students use Chromium (default 4); the others speak Streamlit's "
-        "websocket protocol (no drawing: see ProtocolPage)",
-    ),
-    "max_jobs": (int, 1, "BERT_EXPLORER_MAX_JOBS of the server (default 1)"),
-    "ramp": (
-        float,
-        2.0,
-        "seconds between two students' arrivals (default 2: 20 students arrive within 40 s, "
-        "then all work at once); 0: all at the same instant",
-    ),
-    "max_seconds": (float, 900, "bound on the students' phase"),
-    "step_timeout": (float, 300, "bound on one page step"),
-    "job_wait": (float, 240, "bound on each job's start/finish"),
-    "nice": (
-        int,
-        0,
-        "run Chromium at this niceness, so the server gets the processor first (default 0: "
-        "on a machine shared with other busy processes a niced browser starves)",
-    ),
-}
 
 
 def main(argv=None) -> int:
