@@ -174,6 +174,24 @@ def notebook_without_model(title: str, stamp: Stamp, ref: ModelRef, cells: list[
     return notebook(title, replace(stamp, model=ref.label, weights=None), ref, cells, load=False)
 
 
+def run_intro(
+    explanation: str, name: str, events: list, trainer: str, curves: str, imports: str = ""
+) -> list[tuple[str, str]]:
+    """A finished training run's first cells: the page's `explanation` with the run's name, then
+    the cell that rebuilds the run's `events` (written with to_dict; `trainer` names the
+    bert.train.events constant `from_dict` reads them with, e.g. "FINETUNE") as `events` and
+    draws them with `curves` (code calling the figure builder), after `imports` (code lines)."""
+    written = json.dumps([e.to_dict() for e in events])
+    return [
+        ("markdown", explanation + f"\n\nRun **{md_text(name)}**."),
+        (
+            "code",
+            f"{imports}from bert.train import events as ev\n\n"
+            f"events = [ev.from_dict(e, ev.{trainer}) for e in json.loads({written!r})]\n{curves}",
+        ),
+    ]
+
+
 CONFUSION_SCORES = (  # notebook code: `report['confusion']` read as its accuracy and each label's precision and recall
     "conf = np.array(report['confusion'], dtype=float)  # rows: the true label, columns: the predicted\n"
     "accuracy = float(np.trace(conf) / conf.sum())\n"
@@ -257,15 +275,8 @@ def finetune_report(model: ModelRef, stamp: Stamp, name: str, key: str, events: 
     """A finished fine-tuning run `name` (its model's key `key`, a session's): its curves from the
     run's events (bert.train.events, written with to_dict), its report. The page's `model` is not
     the run's, and the run's model is not needed to draw it: no model is loaded."""
-    written = json.dumps([e.to_dict() for e in events])
     cells = [
-        ("markdown", FINETUNE_MD + f"\n\nRun **{md_text(name)}**."),
-        (
-            "code",
-            "from bert.train import events as ev\n\n"
-            f"events = [ev.from_dict(e, ev.FINETUNE) for e in json.loads({written!r})]\n"
-            f"training.finetune_curves(events, {int(steps)})",
-        ),
+        *run_intro(FINETUNE_MD, name, events, "FINETUNE", f"training.finetune_curves(events, {int(steps)})"),
         (
             "code",
             "import numpy as np\n\n"

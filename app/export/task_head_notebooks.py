@@ -11,7 +11,7 @@ import json
 
 from bert.train.events import TaskHeadEval, TaskHeadStart, TaskHeadStep
 
-from .notebook import CONFUSION_SCORES, ModelRef, md_text, notebook_without_model
+from .notebook import CONFUSION_SCORES, ModelRef, notebook_without_model, run_intro
 from .stamp import Stamp
 
 TAGGER_MD = (
@@ -28,16 +28,6 @@ READER_MD = (
 )
 
 
-def _curves(events, steps: int) -> str:
-    """The cell that redraws the run's curves from its events (those task_head_curves reads)."""
-    kept = [e.to_dict() for e in events if isinstance(e, (TaskHeadStart, TaskHeadStep, TaskHeadEval))]
-    return (
-        "from app.figures.task_heads import task_head_curves\nfrom bert.train import events as ev\n\n"
-        f"events = [ev.from_dict(e, ev.TASK_HEAD) for e in json.loads({json.dumps(kept)!r})]\n"
-        f"task_head_curves(events, {int(steps)})"
-    )
-
-
 def _try_md(run: ModelRef, what: str) -> str:
     """The try-it cells' heading: `what` they show, and for a session's model how to load it."""
     note = (
@@ -49,9 +39,14 @@ def _try_md(run: ModelRef, what: str) -> str:
     return f"**Try it** with the run's model: {what}.{note}"
 
 
-def _run_head(explanation: str, name: str, events, steps: int) -> list[tuple[str, str]]:
-    """A run's first cells: the page's explanation with the run's name, and its curves."""
-    return [("markdown", explanation + f"\n\nRun **{md_text(name)}**."), ("code", _curves(events, steps))]
+def _run_intro(explanation: str, name: str, events, steps: int) -> list[tuple[str, str]]:
+    """A run's first cells: the page's explanation with the run's name, and its curves from the
+    events task_head_curves reads."""
+    kept = [e for e in events if isinstance(e, (TaskHeadStart, TaskHeadStep, TaskHeadEval))]
+    curves = f"task_head_curves(events, {int(steps)})"
+    return run_intro(
+        explanation, name, kept, "TASK_HEAD", curves, "from app.figures.task_heads import task_head_curves\n"
+    )
 
 
 def tagger_report(
@@ -62,7 +57,7 @@ def tagger_report(
     The page's `model` is not the run's."""
     run = ModelRef(key, name)
     cells = [
-        *_run_head(TAGGER_MD, name, events, steps),
+        *_run_intro(TAGGER_MD, name, events, steps),
         (
             "code",
             "import numpy as np\nimport pandas as pd\n\n"
@@ -117,7 +112,7 @@ def reader_report(
     `question` on `passage`. The page's `model` is not the run's."""
     run = ModelRef(key, name)
     cells = [
-        *_run_head(READER_MD, name, events, steps),
+        *_run_intro(READER_MD, name, events, steps),
         (
             "code",
             "import pandas as pd\n\nfrom app.figures.task_heads import span_probs\n\n"

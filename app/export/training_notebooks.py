@@ -16,7 +16,7 @@ from bert.train.next_word import NEXT_WORD
 from bert.train.pretrain import PretrainArgs
 from bert.train.seq2seq import EVENTS
 
-from .notebook import SAVED_MODEL, ModelRef, md_text, notebook_without_model
+from .notebook import SAVED_MODEL, ModelRef, md_text, notebook_without_model, run_intro
 from .stamp import Stamp
 
 PRETRAIN_MD = (
@@ -80,15 +80,9 @@ def pretrain_report(model: ModelRef, stamp: Stamp, name: str, key: str, events: 
     probe table, and the page's "Try it" on the run's model (`args`: its PretrainArgs). The page's
     `model` is not the run's: no model is loaded before the last cells."""
     next_word = args.objective == NEXT_WORD
-    written = json.dumps([e.to_dict() for e in events])
+    explanation = NEXT_WORD_MD if next_word else PRETRAIN_MD
     cells = [
-        ("markdown", (NEXT_WORD_MD if next_word else PRETRAIN_MD) + f"\n\nRun **{md_text(name)}**."),
-        (
-            "code",
-            "from bert.train import events as ev\n\n"
-            f"events = [ev.from_dict(e, ev.PRETRAIN) for e in json.loads({written!r})]\n"
-            f"training.pretrain_curves(events, {int(args.steps)})",
-        ),
+        *run_intro(explanation, name, events, "PRETRAIN", f"training.pretrain_curves(events, {int(args.steps)})"),
         (
             "code",
             "from app.run_session.progress import probe_frame\nfrom bert.train.plateau import plateau_exit\n\n"
