@@ -54,6 +54,13 @@ def test_unknown_names_are_refused(name):
         FinetuneArgs(data="x", device=name).check()
 
 
+def test_the_servers_training_device_is_its_setting_else_auto(monkeypatch):
+    monkeypatch.delenv("BERT_EXPLORER_DEVICE", raising=False)
+    assert dv.server_device() == "auto"
+    monkeypatch.setenv("BERT_EXPLORER_DEVICE", "cpu")
+    assert dv.server_device() == "cpu"
+
+
 def test_args_default_to_auto():
     assert PretrainArgs(out="x").device == "auto" and FinetuneArgs(data="x").device == "auto"
 
@@ -166,12 +173,12 @@ def test_cli_takes_a_device(tmp_path, capsys):
 
 
 def test_pages_pass_the_device_setting():
-    """BERT_EXPLORER_DEVICE reaches the args the two training pages' Start buttons build."""
+    """BERT_EXPLORER_DEVICE (server_device) reaches the args the two training pages' Start buttons build."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
     start = (root / "app/training/start.py").read_text()
-    assert start.count('device=settings.text("BERT_EXPLORER_DEVICE") or "auto"') == 2
+    assert start.count("device=server_device()") == 2
     assert settings.SETTINGS["BERT_EXPLORER_DEVICE"].default == "auto"
 
 

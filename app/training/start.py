@@ -18,6 +18,7 @@ from bert.attention_masks import CAUSAL
 from bert.data.brown_pos import POS_TAGS
 from bert.data.labelled import LabelledData
 from bert.train.attention_snapshots import AttentionSnapshots
+from bert.train.device import server_device
 from bert.train.finetune_args import FinetuneArgs
 from bert.train.next_word import MLM_NSP, NEXT_WORD
 from bert.train.precision import server_precision
@@ -143,7 +144,7 @@ def on_start_finetune(
             epochs=epochs,
             warmup_ratio=float(ss.ft_warmup),
             seed=int(ss.ft_seed),
-            device=settings.text("BERT_EXPLORER_DEVICE") or "auto",
+            device=server_device(),
         )
         args.check(base.config.max_tokens, base.config.num_hidden_layers)
         try:
@@ -188,7 +189,7 @@ def _pretrain_args(ss) -> PretrainArgs:
         threads=job_threads(),
         probe=probe[:500],
         objective=ss.get("pt_objective", MLM_NSP),
-        device=settings.text("BERT_EXPLORER_DEVICE") or "auto",
+        device=server_device(),
         precision=server_precision(),
         # an upload's tokens live in memory only; a built-in's are cached for all
         cache_tokens=ss.pt_source != ts.UPLOAD and vocab == "default",

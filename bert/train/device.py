@@ -14,6 +14,7 @@ import dataclasses
 import torch
 from torch import nn
 
+from .. import settings
 from ..errors import TrainingError
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -22,6 +23,11 @@ DEVICES = ("auto", "cpu", "cuda", "mps")
 def mps_available() -> bool:
     backend = getattr(torch.backends, "mps", None)
     return bool(backend is not None and backend.is_available())
+
+
+def server_device() -> str:
+    """This server's training device, a name of DEVICES: the setting BERT_EXPLORER_DEVICE ("auto" unset)."""
+    return settings.text("BERT_EXPLORER_DEVICE") or "auto"
 
 
 def resolve_device(name: str | None = "auto") -> torch.device:

@@ -67,9 +67,9 @@ def server_precision(device: str | None = None) -> str:
     """This server's training precision, "fp32" or "bf16": the setting resolved on `device` (None:
     the setting BERT_EXPLORER_DEVICE's) from torch's report (asked once a process); TrainingError
     when it cannot be."""
-    from .device import resolve_device
+    from .device import resolve_device, server_device
 
-    device = device or settings.text("BERT_EXPLORER_DEVICE") or "auto"
+    device = device or server_device()
     return resolve_precision(settings.text(SETTING) or "auto", resolve_device(device))
 
 
