@@ -173,12 +173,14 @@ def test_cli_takes_a_device(tmp_path, capsys):
 
 
 def test_pages_pass_the_device_setting():
-    """BERT_EXPLORER_DEVICE (server_device) reaches the args the two training pages' Start buttons build."""
+    """BERT_EXPLORER_DEVICE (server_device) reaches the args every training Start button builds:
+    fine-tuning and pre-training (start.py) and the tagger and reader (task_head_view.py)."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
     start = (root / "app/training/start.py").read_text()
     assert start.count("device=server_device()") == 2
+    assert (root / "app/training/task_head_view.py").read_text().count("device=server_device()") == 1
     assert settings.SETTINGS["BERT_EXPLORER_DEVICE"].default == "auto"
 
 

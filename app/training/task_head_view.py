@@ -12,6 +12,7 @@ from bert.checkpoint.builtins import available_builtins
 from bert.data.squad import read_squad
 from bert.data.tagged import read_tagged
 from bert.task_heads import TASK_HEADS
+from bert.train.device import server_device
 from bert.train.events import TaskHeadStart
 from bert.train.events import last as last_event
 from bert.train.precision import server_precision
@@ -114,6 +115,7 @@ def _args(head: str, base_source: str):
         epochs=int(ss[f"hd_{head}_epochs"]),
         max_train=int(ss[f"hd_{head}_max_train"]),
         precision=server_precision(),
+        device=server_device(),
     )
 
 
