@@ -60,8 +60,9 @@ def show_builtin(run: FeaturesRun, b: BuiltinDictionary) -> None:
         show_figure.show(purity_bars(named), "dictionary_purity", key="ft_purity_builtin")
         st.caption(
             "Each dictionary's features judged by their 50 strongest words on the Brown Corpus files pre-training "
-            "held out: the share with the feature's commonest part of speech, averaged over the features; the "
-            "tick is the same share for 50 words drawn at random. "
+            "held out: the share with the feature's commonest part of speech, averaged over the features active on "
+            "at least 50 of those words (the same rule for every dictionary); the tick is the same share for 50 "
+            "words drawn at random. "
             + "; ".join(
                 f"{md_escape(name)}: layer {p['layer']} of {md_escape(p['model'])}, {p['counted']:,} of "
                 f"{p['n_features']:,} features judged"
@@ -102,9 +103,12 @@ def like_for_like(b: BuiltinDictionary) -> str:
     if not control:
         return "Measured by the command below."
     if control["layer"] == b.dictionary.layer:
+        ours = b.purity.get(TRAINED)
+        gap = f" This model's purity minus the control's: {ours['mean'] - control['mean']:+.3f}." if ours else ""
         return (
             "Each control is the dictionary's recipe (its features, sparsity, steps, sentences and seed) on another "
-            "model at the same layer (mini-scratch: at the same depth of its layers), measured by the commands below."
+            "model at the same layer (mini-scratch: at the same depth of its layers), measured by the commands "
+            f"below.{gap}"
         )
     return (
         f"Not like for like: the control was trained at layer {control['layer']}, the dictionary at layer "
