@@ -6,11 +6,12 @@ On one torch thread: the same recipe (TopK, `--features` features, `--k` active 
 `--steps` steps on `--sentences` held-in sentences of the pre-training corpora, at most
 `--max-tokens` word pieces) on each of `--layers`, each scored with the weights rounded to fp16 as
 shipped: variance explained, L0, dead features and splice cost on 300 held-out sentences, and the
-part-of-speech purity on the held-out Brown files. Then the same recipe at `--control-layer` on
-the random-weights control and on mini-scratch (at the same depth of its layers) for the purity
-beside it (trained right after that layer's). The layer shipped: the purest of those with
+part-of-speech purity on the held-out Brown files. The layer shipped: the purest of those with
 variance explained >= 0.8 and an everyday cloze top-1 cost <= 5 points, else the one explaining
-most. Every phase is kept in `--work`
+most. Then the same recipe at that layer on the random-weights control and on mini-scratch (at
+the same depth of its layers) for the purity beside it, like for like. `--write` also removes a
+controls file (scripts/dictionary_controls.py) left beside an earlier dictionary: the new file
+holds its own. Every phase is kept in `--work`
 (git-ignored runs/), so a run stopped and started again goes on from the next phase.
 """
 
@@ -28,8 +29,9 @@ import torch
 from safetensors.torch import load_file, save_file
 
 import bert
+from app.jobs.dictionary_job import SCRATCH_MODEL, scratch_layer
 from bert.analysis import dictionary as dic
-from bert.analysis.dictionary_builtin import PARAMETERS, SCALARS, builtin_path, rounded, save_builtin
+from bert.analysis.dictionary_builtin import PARAMETERS, SCALARS, builtin_path, controls_path, rounded, save_builtin
 from bert.analysis.dictionary_purity import held_out_tagged, pos_purity
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,18 +100,22 @@ def pick(results: list[dict]) -> dict:
     return max(results, key=lambda r: r["quality"]["variance_explained"])
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="minilm-l6")
-    ap.add_argument("--work", default="runs/dictionary-builtin")
-    ap.add_argument("--layers", type=int, nargs="+", default=[2, 3, 4])
-    ap.add_argument("--control-layer", type=int, default=3)
+def recipe_arguments(ap: argparse.ArgumentParser) -> None:
+    """The recipe's options (the built-in dictionary's by default)."""
     ap.add_argument("--features", type=int, default=2048)
     ap.add_argument("--k", type=int, default=32)
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--sentences", type=int, default=2000)
     ap.add_argument("--max-tokens", type=int, default=60000)
     ap.add_argument("--seed", type=int, default=0)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="minilm-l6")
+    ap.add_argument("--work", default="runs/dictionary-builtin")
+    ap.add_argument("--layers", type=int, nargs="+", default=[2, 3, 4])
+    recipe_arguments(ap)
     ap.add_argument("--write", action="store_true", help="write the chosen layer to assets/<model>/")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
@@ -119,16 +125,14 @@ def main(argv=None) -> None:
     texts, held = dic.corpus_texts(a.sentences, HELD_OUT, seed=a.seed)
     tagged = held_out_tagged()
     _say(f"{len(texts)} held-in sentences, {len(held)} held out, {len(tagged)} held-out tagged Brown sentences")
-    c = a.control_layer
-    order = sorted(a.layers, key=lambda L: L != c)  # the control layer first: the controls beside it next
-    results = [phase(work, f"layer{order[0]}", bundle, order[0], a, texts, held, tagged)]
-    control = phase(work, f"control{c}", dic.random_control(bundle), c, a, texts, held, tagged)
-    scratch = bert.load("mini-scratch")
-    sl = max(1, round(c * scratch.config.num_hidden_layers / bundle.config.num_hidden_layers))
-    scratch_r = phase(work, f"scratch{sl}", scratch, sl, a, texts, held, tagged)
-    results += [phase(work, f"layer{L}", bundle, L, a, texts, held, tagged) for L in order[1:]]
+    results = [phase(work, f"layer{L}", bundle, L, a, texts, held, tagged) for L in a.layers]
     best = pick(results)
     _say("chosen:", best["name"])
+    c = best["layer"]
+    control = phase(work, f"control{c}", dic.random_control(bundle), c, a, texts, held, tagged)
+    scratch = bert.load(SCRATCH_MODEL)
+    sl = scratch_layer(c, bundle.config.num_hidden_layers, scratch.config.num_hidden_layers)
+    scratch_r = phase(work, f"scratch{sl}", scratch, sl, a, texts, held, tagged)
     summary = {"layers": results, "control": control, "scratch": scratch_r, "chosen": best["name"]}
     (work / "summary.json").write_text(json.dumps(summary, indent=1))
     if not a.write:
@@ -155,6 +159,7 @@ def main(argv=None) -> None:
     path = builtin_path(a.model, ROOT / "assets")
     save_builtin(path, d, quality, purity, command, figures)
     path.chmod(0o644)
+    controls_path(a.model, ROOT / "assets").unlink(missing_ok=True)
     size = path.stat().st_size / 2**20
     card = path.with_suffix(".md")
     card.write_text(card_text(a, best, results, control, scratch_r, command, size))
@@ -198,7 +203,7 @@ def card_text(a, best: dict, results: list[dict], control: dict, scratch: dict, 
         "| purity (random words) | CPU s / wall s |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
         *[row(r, f"layer {r['layer']}" + (" (shipped)" if r is best else "")) for r in results],
-        row(control, f"random-weights control, layer {control['layer']}"),
+        row(control, f"random-weights control, layer {control['layer']} (the same layer)"),
         row(scratch, f"mini-scratch, layer {scratch['layer']} of 4"),
         "",
         f"The layer shipped is picked by `pick`: the purest of the layers with variance explained at least {VE_MIN} "

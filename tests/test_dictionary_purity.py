@@ -4,13 +4,15 @@ count from encoding every word's first piece; and the built-in dictionary file r
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
 
 from bert.analysis import dictionary as D
 from bert.analysis import dictionary_purity as P
-from bert.analysis.dictionary_builtin import read_builtin, rounded, save_builtin
+from bert.analysis.dictionary_builtin import CONTROLS_FILE, builtin_path, read_builtin, rounded, save_builtin
 from bert.data.tagged import TaggedData
 from bert.errors import DataError, InputError
 from tests.helpers import tiny_bundle
@@ -119,3 +121,31 @@ def test_the_built_in_file_reads_back_as_saved(trained, tmp_path):
     (tmp_path / "bad.safetensors").write_bytes(b"not one")
     with pytest.raises(DataError, match="not a dictionary"):
         read_builtin(tmp_path / "bad.safetensors")
+
+
+def test_the_controls_file_beside_the_built_in_takes_the_place_of_its_controls(trained, tmp_path):
+    _, d = trained
+    q = D.Quality(0.5, 4.0, 1, d.n_features, 10, D.Splice(3, 1, 1, 0, 1, 0.5), D.Splice(2, 1, 1, 1, 1, 1))
+    path = tmp_path / "m" / "dictionary.safetensors"
+    own = {"this model": {"mean": 0.7, "layer": 2}, "random-weights control": {"mean": 0.6, "layer": 3}}
+    save_builtin(path, d, q, own, "make it", {"layers": []})
+    assert read_builtin(path).controls_command == "make it"  # no controls file: the file's own
+    controls = {"random-weights control": {"mean": 0.5, "layer": 2}, "mini-scratch": {"mean": 0.4, "layer": 1}}
+    path.with_name(CONTROLS_FILE).write_text(json.dumps({**controls, "command": "measure them"}))
+    got = read_builtin(path)
+    assert got.purity == {"this model": own["this model"], **controls}
+    assert got.command == "make it" and got.controls_command == "measure them"
+    path.with_name(CONTROLS_FILE).write_text("[1, 2]")
+    with pytest.raises(DataError, match="not a dictionary's controls"):
+        read_builtin(path)
+
+
+def test_the_shipped_dictionarys_controls_are_at_its_layer_with_its_recipe():
+    """minilm-l6's built-in dictionary: the random-weights control beside it was trained at the same
+    layer with as many features (like for like), and every dictionary is judged by the same rule."""
+    shipped = read_builtin(builtin_path("minilm-l6"))
+    d, purity = shipped.dictionary, shipped.purity
+    control = purity["random-weights control"]
+    assert control["layer"] == d.layer and control["n_features"] == d.n_features
+    assert {p["top"] for p in purity.values()} == {P.TOP}
+    assert "scripts/dictionary_controls.py" in shipped.controls_command

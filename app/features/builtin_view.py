@@ -12,7 +12,7 @@ import bert
 from app.current_model import CurrentModel
 from app.figures.features import purity_bars
 from app.formatting import md_escape
-from app.jobs.dictionary_events import TRAINED
+from app.jobs.dictionary_events import CONTROL, TRAINED
 from app.run_session.dictionaries import FEATURE, RUN
 from app.server.analysis_gate import ANALYSES, busy_notice
 from app.ui import links, show_figure
@@ -60,18 +60,23 @@ def show_builtin(run: FeaturesRun, b: BuiltinDictionary) -> None:
         show_figure.show(purity_bars(named), "dictionary_purity", key="ft_purity_builtin")
         st.caption(
             "Each dictionary's features judged by their 50 strongest words on the Brown Corpus files pre-training "
-            "held out: the share with the feature's commonest part of speech, averaged over the features; the "
-            "tick is the same share for 50 words drawn at random. "
+            "held out: the share with the feature's commonest part of speech, averaged over the features active on "
+            "at least 50 of those words (the same rule for every dictionary); the tick is the same share for 50 "
+            "words drawn at random. "
             + "; ".join(
                 f"{md_escape(name)}: layer {p['layer']} of {md_escape(p['model'])}, {p['counted']:,} of "
                 f"{p['n_features']:,} features judged"
                 for name, p in b.purity.items()
                 if p
             )
-            + ". Measured when the dictionary was built, by the command below."
+            + ". "
+            + like_for_like(b)
         )
     with st.expander("How it was built"):
         st.code(b.command, language="bash")
+        if b.controls_command != b.command:
+            st.markdown("The controls' purity beside it:")
+            st.code(b.controls_command, language="bash")
         rows = {
             f"layer {r['layer']}": {
                 "variance explained": f"{r['quality']['variance_explained']:.3f}",
@@ -90,6 +95,25 @@ def show_builtin(run: FeaturesRun, b: BuiltinDictionary) -> None:
                 "explains at least 0.8 of the variance at a cloze cost of at most 5 points):"
             )
             st.table(rows)
+
+
+def like_for_like(b: BuiltinDictionary) -> str:
+    """Whether the random-weights control beside the built-in dictionary was trained at its layer."""
+    control = b.purity.get(CONTROL)
+    if not control:
+        return "Measured by the command below."
+    if control["layer"] == b.dictionary.layer:
+        ours = b.purity.get(TRAINED)
+        gap = f" This model's purity minus the control's: {ours['mean'] - control['mean']:+.3f}." if ours else ""
+        return (
+            "Each control is the dictionary's recipe (its features, sparsity, steps, sentences and seed) on another "
+            "model at the same layer (mini-scratch: at the same depth of its layers), measured by the commands "
+            f"below.{gap}"
+        )
+    return (
+        f"Not like for like: the control was trained at layer {control['layer']}, the dictionary at layer "
+        f"{b.dictionary.layer}, by the command below."
+    )
 
 
 def link_params() -> list[links.Param]:

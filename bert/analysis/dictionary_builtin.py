@@ -6,6 +6,10 @@ metadata, what the card and the page say: the dictionary's scalars and training 
 quality (bert.analysis.dictionary.Quality) and the part-of-speech purity (dictionary_purity.py)
 of it and of the same recipe on the control models, all measured on the fp16 weights as shipped,
 and the command that made it (scripts/make_dictionary.py).
+
+The controls' purity beside it is measured like for like, at the dictionary's own layer with its
+recipe, by scripts/dictionary_controls.py and kept in dictionary_controls.json beside the file;
+its entries take the place of the file's own control entries of the same name.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from ..errors import DataError
 from .dictionary import Dictionary, DictionaryStep, Quality, SparseDictionary, Splice
 
 FILE = "dictionary.safetensors"
+CONTROLS_FILE = "dictionary_controls.json"  # name -> Purity.summary() (with "layer", "model"), and "command"
 PARAMETERS = ("W_enc", "b_enc", "W_dec", "b_dec")
 SCALARS = ("model_name", "layer", "n_features", "k", "steps", "tokens", "texts", "seed", "seconds", "capped")
 
@@ -34,12 +39,18 @@ class BuiltinDictionary:
     quality: Quality
     purity: dict[str, dict]  # phase -> Purity.summary() (with "layer" and "model")
     command: str
+    controls_command: str  # what measured the controls' purity (the same as `command` without CONTROLS_FILE)
     figures: dict  # everything else the card reports (the layers compared, ...)
 
 
 def builtin_path(model_name: str, assets: Path | None = None) -> Path:
     """Where the built-in model `model_name`'s dictionary is (`assets`: default the built-ins' folder)."""
     return (ASSETS if assets is None else assets) / model_name / FILE
+
+
+def controls_path(model_name: str, assets: Path | None = None) -> Path:
+    """Where the built-in dictionary's like-for-like controls' purity is (CONTROLS_FILE)."""
+    return builtin_path(model_name, assets).with_name(CONTROLS_FILE)
 
 
 def rounded(sae: SparseDictionary) -> SparseDictionary:
@@ -67,7 +78,8 @@ def save_builtin(
 
 
 def read_builtin(path: Path) -> BuiltinDictionary:
-    """The dictionary file at `path` (DataError when it is not one)."""
+    """The dictionary file at `path` with the controls' purity of CONTROLS_FILE beside it, when there
+    is one (DataError when either is not what it should be)."""
     try:
         with safe_open(str(path), framework="pt") as f:
             meta = json.loads((f.metadata() or {})["bert_explorer"])
@@ -82,8 +94,17 @@ def read_builtin(path: Path) -> BuiltinDictionary:
     q = meta["quality"]
     quality = Quality(**{**q, "splice": Splice(**q["splice"]), "cloze": Splice(**q["cloze"])})
     curve = [DictionaryStep(**s) for s in meta["curve"]]
+    purity, controls_command = dict(meta["purity"]), meta["command"]
+    controls = path.with_name(CONTROLS_FILE)
+    if controls.is_file():
+        try:
+            kept = json.loads(controls.read_text(encoding="utf-8"))
+            controls_command = str(kept.pop("command"))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            raise DataError(f"{controls.name} is not a dictionary's controls ({type(e).__name__})") from None
+        purity |= kept
     return BuiltinDictionary(
-        Dictionary(sae=sae, curve=curve, **scalars), quality, meta["purity"], meta["command"], meta["figures"]
+        Dictionary(sae=sae, curve=curve, **scalars), quality, purity, meta["command"], controls_command, meta["figures"]
     )
 
 
