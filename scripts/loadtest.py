@@ -983,10 +983,12 @@ def run(
     url: str | None = None,
     pids: list[int] | None = None,
     server_logs: list[Path] | None = None,
+    baseline_s: float | None = None,
 ) -> Report:
     """The load test against a server it starts, or with `url` against one that runs (e.g.
     HAProxy in front of replicas: `pids` are the processes whose trees' memory is watched,
-    `server_logs` the logs checked for tracebacks)."""
+    `server_logs` the logs checked for tracebacks). `baseline_s`: how long the job's own processor
+    use is measured before the students come (default 8 s with jobs, else 2 s)."""
     if sessions > len(WORDS):
         raise ValueError(f"at most {len(WORDS)} sessions (one distinct word each)")
     browser_sessions = max(0, min(browser_sessions, sessions))
@@ -999,7 +1001,7 @@ def run(
         job_wait=job_wait,
         nice=nice,
         ramp=ramp,
-        baseline_s=8.0 if jobs else 2.0,
+        baseline_s=baseline_s if baseline_s is not None else (8.0 if jobs else 2.0),
         url=url,
     )
     env_extra = {"BERT_EXPLORER_MAX_JOBS": str(max_jobs), **(env or {})}
