@@ -92,7 +92,7 @@ PICTURES = {
     **PAGE_PICTURES,
     **{
         f"docs/projector/{name}.png": (
-            f"test_teach_browser.py::test_projector_mode_is_readable_from_the_back[{name}]",
+            "test_accessibility_browser.py::test_axe_finds_no_critical_or_serious_violation[projector]",
             f"projector_{name}.png",
         )
         for name in PROJECTOR_PAGES

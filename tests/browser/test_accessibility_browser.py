@@ -7,7 +7,8 @@
   docs/ACCESSIBILITY.md comes from it). One server and one browser for every page. At 1400x1000
   every page's full-page screenshot (tests/artifacts/page_<name>.png, the README's pictures) is
   taken after its audit: this is also the test that every page opens clean (no exception box, no
-  console error, nothing fetched past localhost).
+  console error, nothing fetched past localhost). As projected, the pages a class sees from the
+  back of a room are checked large enough there (access_checks.projector_readable) and photographed.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ import pytest
 
 from tests.browser.access_checks import (
     MIN_TARGET,
+    PROJECTOR_PAGES,
     VIEWPORTS,
     audit,
     axe_source,
     focused,
     overflow,
+    projector_readable,
     serious,
     tab_until,
     undocumented,
@@ -48,6 +51,8 @@ def test_axe_finds_no_critical_or_serious_violation(page_factory, app_url, app_r
         rows[name] = audit(page, source)
         if viewport == "desktop":
             screenshot_full(page, artifacts / f"page_{name}.png")
+        if viewport == "projector" and name in PROJECTOR_PAGES:
+            projector_readable(page, artifacts / f"projector_{name}.png")
     write_table(artifacts, viewport, rows)
     failing = serious(rows)
     assert not failing, f"axe-core at {viewport}: {json.dumps(failing, indent=1, ensure_ascii=False)}"
