@@ -33,20 +33,22 @@ ENCODERS_DECODERS = (
     "test_encoders_decoders_browser.py::test_a_next_word_run_writes_a_decoder_run_decodes_then_lesson_seven"
 )
 
+# every page at 1400x1000, after its axe audit
+PAGES_AT_DESKTOP = "test_accessibility_browser.py::test_axe_finds_no_critical_or_serious_violation[desktop]"
 # One picture a page, in the order of the sidebar: docs path -> (the test that takes it, its screenshot).
 PAGE_PICTURES = {
-    "docs/page_home.png": ("test_pages_browser.py::test_page_loads_clean[home]", "page_home.png"),
+    "docs/page_home.png": (PAGES_AT_DESKTOP, "page_home.png"),
     "docs/lesson_step.png": (
         "test_lessons_browser.py::test_a_lesson_step_a_question_and_progress_across_pages",
         "lesson_step.png",
     ),
     "docs/page_tokenization.png": (
-        "test_pages_browser.py::test_page_loads_clean[tokenization]",
+        PAGES_AT_DESKTOP,
         "page_tokenization.png",
     ),
-    "docs/page_embeddings.png": ("test_pages_browser.py::test_page_loads_clean[embeddings]", "page_embeddings.png"),
-    "docs/page_attention.png": ("test_pages_browser.py::test_page_loads_clean[attention]", "page_attention.png"),
-    "docs/page_masked_lm.png": ("test_pages_browser.py::test_page_loads_clean[masked_lm]", "page_masked_lm.png"),
+    "docs/page_embeddings.png": (PAGES_AT_DESKTOP, "page_embeddings.png"),
+    "docs/page_attention.png": (PAGES_AT_DESKTOP, "page_attention.png"),
+    "docs/page_masked_lm.png": (PAGES_AT_DESKTOP, "page_masked_lm.png"),
     "docs/finetune_live.png": ("test_finetune_browser.py::test_upload_train_watch_stop", "finetune_live.png"),
     "docs/pretrain_live.png": ("test_finetune_browser.py::test_pretrain_live_curves_and_probe", "pretrain_live.png"),
     "docs/decoder_cross_attention.png": (ENCODERS_DECODERS, "decoder_cross_attention.png"),
@@ -90,7 +92,7 @@ PICTURES = {
     **PAGE_PICTURES,
     **{
         f"docs/projector/{name}.png": (
-            f"test_teach_browser.py::test_projector_mode_is_readable_from_the_back[{name}]",
+            "test_accessibility_browser.py::test_axe_finds_no_critical_or_serious_violation[projector]",
             f"projector_{name}.png",
         )
         for name in PROJECTOR_PAGES

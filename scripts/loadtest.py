@@ -1003,12 +1003,14 @@ def run(
     url: str | None = None,
     pids: list[int] | None = None,
     server_logs: list[Path] | None = None,
+    baseline_s: float | None = None,
     **options,
 ) -> Report:
     """The load test against a server it starts, or with `url` against one that runs (e.g.
     HAProxy in front of replicas: `pids` are the processes whose trees' memory is watched,
     `server_logs` the logs checked for tracebacks). options: RUN_OPTIONS' numbers by keyword
-    (sessions, jobs, ...), each at its default there when not given."""
+    (sessions, jobs, ...), each at its default there when not given. `baseline_s`: how long the
+    job's own processor use is measured before the students come (default 8 s with jobs, else 2 s)."""
     unknown = sorted(set(options) - set(RUN_OPTIONS))
     if unknown:
         raise TypeError(f"run() takes no option {', '.join(unknown)}; options: {', '.join(RUN_OPTIONS)}")
@@ -1016,7 +1018,9 @@ def run(
     if o["sessions"] > len(WORDS):
         raise ValueError(f"at most {len(WORDS)} sessions (one distinct word each)")
     o["browser_sessions"] = max(0, min(o["browser_sessions"], o["sessions"]))
-    args = argparse.Namespace(**o, baseline_s=8.0 if o["jobs"] else 2.0, url=url)
+    args = argparse.Namespace(
+        **o, baseline_s=baseline_s if baseline_s is not None else (8.0 if o["jobs"] else 2.0), url=url
+    )
     env_extra = {"BERT_EXPLORER_MAX_JOBS": str(args.max_jobs), **(env or {})}
     rep = Report(
         sessions=args.sessions,

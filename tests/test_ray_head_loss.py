@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 RECONNECT = "RAY_gcs_rpc_server_reconnect_timeout_s"
 RAY_ENDS_IT_S = 5  # the control's setting: Ray ends it this long after the head went
-WINDOW_S = 30  # the replicas ask this long after the head went; the control must be gone by then
+WINDOW_S = 15  # the replicas ask this long after the head went (3x the control's limit): the control is gone
 LONG_S = 3600  # the app's own setting is at least this long (Ray's default: 60)
 
 REPLICA = """

@@ -11,6 +11,7 @@ Dimension letters: L layers (L+1 states with the embeddings), N words, C hidden 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -109,20 +110,31 @@ class LabelledWords:
 
 def brown_words(prop: str, n_sentences: int, path=None, max_words: int = MAX_WORDS) -> LabelledWords:
     """`n_sentences` Brown sentences of at most `max_words` words with a word labelled, spread
-    evenly over the whole corpus (its genres in turn), labelled with `prop` (PROPERTIES)."""
+    evenly over the whole corpus (its genres in turn), labelled with `prop` (PROPERTIES). Read from
+    the tarball once a process for each choice of sentences (the same file: its size and time kept
+    in the key); each caller gets lists of its own."""
     if prop not in PROPERTIES:
         raise InputError(f"unknown property {prop!r}; properties: {', '.join(PROPERTIES)}")
     if n_sentences < 2:
         raise InputError("a probe needs at least 2 sentences: some to train on, some to test")
+    tarball = Path(path or brown_tarball())
+    st = tarball.stat()
+    sentences, labels = _picked(prop, n_sentences, tarball, st.st_size, st.st_mtime_ns, max_words)
+    return LabelledWords([list(s) for s in sentences], [list(t) for t in labels], prop)
+
+
+@lru_cache(maxsize=8)
+def _picked(prop: str, n_sentences: int, tarball: Path, _size: int, _mtime_ns: int, max_words: int):
+    """brown_words' sentences and labels, as tuples (one copy shared by the cache)."""
     found = []
-    for pairs in tagged_sentences(path or brown_tarball()):
+    for pairs in tagged_sentences(tarball):
         if len(pairs) > max_words:
             continue
         tags = [coarse_tag(t) if prop == "pos" else noun_number(t) for _, t in pairs]
         if any(t is not None for t in tags):
-            found.append(([w for w, _ in pairs], tags))
+            found.append((tuple(w for w, _ in pairs), tuple(tags)))
     pick = np.unique(np.linspace(0, len(found) - 1, min(n_sentences, len(found))).round().astype(int))
-    return LabelledWords([found[i][0] for i in pick], [found[i][1] for i in pick], prop)
+    return tuple(found[i][0] for i in pick), tuple(found[i][1] for i in pick)
 
 
 def word_vectors(

@@ -9,7 +9,7 @@ import json
 import os
 from pathlib import Path
 
-from tests.browser.page_checks import settle, unavailable
+from tests.browser.page_checks import ALL_PAGES, settle, unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 AXE_JS = Path(os.environ.get("BERT_EXPLORER_AXE", ROOT / ".node" / "node_modules" / "axe-core" / "axe.min.js"))
@@ -75,6 +75,33 @@ def write_table(artifacts: Path, name: str, rows: dict[str, dict]) -> None:
         rules = sorted({v["id"] for v in r["violations"] if v["impact"] not in FAILING})
         lines.append(f"| {page_name} | " + " | ".join(str(c[i]) for i in IMPACTS) + f" | {', '.join(rules)} |")
     (artifacts / f"axe_{name}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+# the pages whose projector mode is checked readable from the back of a room (projector_readable), each
+# photographed as the class sees it: tests/artifacts/projector_<name>.png
+PROJECTOR_PAGES = tuple(name for name in ALL_PAGES if name not in ("decoder", "causes", "features", "status"))
+
+
+def projector_readable(pg, shot: Path) -> None:
+    """Projector mode large enough for the back of a room on the page as it stands: root text at
+    least 22 px, widget labels and figures' tick labels at least 18 px, projector=1 kept in the
+    address; then a screenshot of the first figure (or the top) at `shot`."""
+    root_px = pg.evaluate("() => parseFloat(getComputedStyle(document.documentElement).fontSize)")
+    assert root_px >= 22
+    labels = pg.locator('[data-testid="stWidgetLabel"]')
+    if labels.count():
+        px = labels.first.evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
+        assert px >= 18, f"widget labels {px} px"
+    ticks = pg.locator(".js-plotly-plot .xtick text, .js-plotly-plot .ytick text")
+    if ticks.count():
+        sizes = ticks.evaluate_all("els => els.map(e => parseFloat(e.style.fontSize || getComputedStyle(e).fontSize))")
+        assert min(sizes) >= 18, f"tick labels from {min(sizes)} px"
+    assert "projector=1" in pg.url  # part of the link
+    charts = pg.locator(".js-plotly-plot")
+    if charts.count():  # the screenshot shows the first figure, as the class would see it
+        charts.first.evaluate("e => e.scrollIntoView({block: 'center'})")
+    pg.wait_for_timeout(500)
+    pg.screenshot(path=str(shot))
 
 
 def overflow(page) -> float:

@@ -4,7 +4,11 @@
   into the git-ignored .node/) runs on every page at 1400x1000, as projected (1280x720,
   ?projector=1) and on a phone (390x844, touch): no critical and no serious violation. The counts
   per page, viewport and impact go to tests/artifacts/axe_table.md (the table in
-  docs/ACCESSIBILITY.md comes from it). One server and one browser for every page.
+  docs/ACCESSIBILITY.md comes from it). One server and one browser for every page. At 1400x1000
+  every page's full-page screenshot (tests/artifacts/page_<name>.png, the README's pictures) is
+  taken after its audit: this is also the test that every page opens clean (no exception box, no
+  console error, nothing fetched past localhost). As projected, the pages a class sees from the
+  back of a room are checked large enough there (access_checks.projector_readable) and photographed.
 """
 
 from __future__ import annotations
@@ -15,18 +19,20 @@ import pytest
 
 from tests.browser.access_checks import (
     MIN_TARGET,
+    PROJECTOR_PAGES,
     VIEWPORTS,
     audit,
     axe_source,
     focused,
     overflow,
+    projector_readable,
     serious,
     tab_until,
     undocumented,
     write_table,
 )
 from tests.browser.page_checks import ALL_PAGES as PAGES
-from tests.browser.page_checks import assert_page_ok, choose_view
+from tests.browser.page_checks import assert_page_ok, choose_view, screenshot_full
 
 pytestmark = pytest.mark.browser
 
@@ -43,6 +49,10 @@ def test_axe_finds_no_critical_or_serious_violation(page_factory, app_url, app_r
         app_ready(page)
         assert_page_ok(page)
         rows[name] = audit(page, source)
+        if viewport == "desktop":
+            screenshot_full(page, artifacts / f"page_{name}.png")
+        if viewport == "projector" and name in PROJECTOR_PAGES:
+            projector_readable(page, artifacts / f"projector_{name}.png")
     write_table(artifacts, viewport, rows)
     failing = serious(rows)
     assert not failing, f"axe-core at {viewport}: {json.dumps(failing, indent=1, ensure_ascii=False)}"

@@ -1,32 +1,17 @@
-"""Every page of the real app in Chromium: no console error, no request leaving localhost,
-no exception box, a full-page screenshot each (tests/artifacts/), and on the Attention
-page the three bertviz views drawing SVG inside their iframe.
+"""The Attention page of the real app in Chromium: the three bertviz views draw SVG inside their
+iframe with nothing fetched, and hostile text stays text; no console error, no request leaving
+localhost, no exception box, a full-page screenshot each (tests/artifacts/). Every page opening
+clean, with its screenshot, is the desktop axe audit's (test_accessibility_browser.py).
 """
 
 import re
 
 import pytest
 
-from tests.browser.page_checks import assert_page_ok, choose_view, screenshot_full
+from tests.browser.page_checks import ALL_PAGES, assert_page_ok, choose_view, screenshot_full
 
 pytestmark = pytest.mark.browser
 
-# st.navigation derives each page's URL from its file name; the default page is "/".
-PAGES = {
-    "home": "/",
-    "lessons": "/lessons",
-    "tokenization": "/tokenization",
-    "embeddings": "/embeddings",
-    "attention": "/attention",
-    "masked_lm": "/masked_lm",
-    "finetune": "/finetune",
-    "pretrain": "/pretrain",
-    "head_patterns": "/head_patterns",
-    "explanations": "/explanations",
-    "ablation": "/ablation",
-    "features": "/features",
-    "compare": "/compare",
-}
 BERTVIZ_VIEWS = {"head": "bertviz: head view", "model": "bertviz: model view", "neuron": "bertviz: neuron view"}
 
 
@@ -38,17 +23,9 @@ def bertviz_frame(page):
     return frame
 
 
-@pytest.mark.parametrize("name", list(PAGES))
-def test_page_loads_clean(page, app_url, app_ready, artifacts, name):
-    page.goto(app_url + PAGES[name])
-    app_ready(page)
-    assert_page_ok(page)
-    screenshot_full(page, artifacts / f"page_{name}.png")
-
-
 @pytest.mark.parametrize("kind", list(BERTVIZ_VIEWS))
 def test_attention_page_bertviz_draws_offline(page, app_url, app_ready, artifacts, kind):
-    page.goto(app_url + PAGES["attention"])
+    page.goto(app_url + ALL_PAGES["attention"])
     app_ready(page)
     choose_view(page, app_ready, BERTVIZ_VIEWS[kind])
     frame = bertviz_frame(page)
@@ -67,7 +44,7 @@ def test_attention_page_bertviz_draws_offline(page, app_url, app_ready, artifact
 def test_attention_page_hostile_text(page, app_url, app_ready, artifacts):
     """`</script>` and an <img onerror> typed as the sentence: no dialog, no injected
     element in the page or in the bertviz frame, and the text appears as tokens."""
-    page.goto(app_url + PAGES["attention"])
+    page.goto(app_url + ALL_PAGES["attention"])
     app_ready(page)
     box = page.get_by_role("textbox", name="Sentence A", exact=True)
     box.fill('</script> "><img src=x onerror=alert(1)> <script>alert(2)</script>')
