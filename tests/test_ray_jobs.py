@@ -24,6 +24,7 @@ from app.jobs.worker import run_job
 from app.model_sources import load_model
 from bert.checkpoint import load as checkpoint
 from bert.data.corpus.base import corpus_from_text
+from bert.data.corpus.fetch import downloads_dir
 from bert.data.labelled import stratified_split
 from bert.data.qa_demo import qa_demo
 from bert.data.tagged import read_tagged
@@ -40,9 +41,13 @@ BASE = "tiny-base"  # a models-folder model: every worker resolves it by this na
 
 @pytest.fixture
 def shared(tmp_path, monkeypatch, ray_cluster):
-    """One folder every node sees (here: the one machine's disk) with a models folder holding BASE."""
+    """One folder every node sees (here: the one machine's disk) with a models folder holding BASE;
+    its downloads are this checkout's, so this process and every worker read the same corpora (a
+    worker in the tests' network namespace cannot fetch one)."""
     cache, models = tmp_path / "cache", tmp_path / "models"
     cache.mkdir()
+    if downloads_dir().is_dir():
+        (cache / "downloads").symlink_to(downloads_dir().resolve(), target_is_directory=True)
     checkpoint.save(tiny_bundle(), models / BASE)
     monkeypatch.setenv("BERT_EXPLORER_CACHE", str(cache))
     monkeypatch.setenv("BERT_EXPLORER_MODELS_DIR", str(models))
