@@ -91,7 +91,9 @@ def test_a_360_phone_reads_home_attention_and_masked_lm(page_factory, app_url, a
     assert page.locator('[data-testid="stSidebarNavViewButton"]').count() == 0
     listed = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
     assert any("Causes" in t for t in listed) and any("Compare" in t for t in listed), listed
-    assert page.locator(".js-plotly-plot .annotation-text", has_text="Encoder layer 1").count() == 1  # the diagram
+    diagram = page.locator(".js-plotly-plot .annotation-text", has_text="Encoder layer 1")
+    diagram.first.wait_for(timeout=60_000)  # plotly draws after the app's run has ended
+    assert diagram.count() == 1  # the model's diagram, its text wrapped to the screen
     for name, path in (("home", "/"), ("attention", "/attention"), ("masked_lm", "/masked_lm")):
         if path != "/":
             page.goto(app_url + path)
