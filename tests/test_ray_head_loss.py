@@ -105,5 +105,5 @@ def test_a_lost_head_gives_the_pages_one_clear_message_and_the_replica_lives_on(
     lines = out["replica"]
     calls = [d for d in lines if "call" in d]
     assert calls and {d["said"] for d in calls} == {UNREACHABLE}, {d["said"] for d in calls}
-    assert max(d["took"] for d in calls) < ASK_TIMEOUT_S + 5, calls  # bounded: never a hung page
+    assert max(d["took"] for d in calls) < 2 * ASK_TIMEOUT_S, calls  # ended by its own limit: never a hung page
     assert replicas["replica"].returncode == 0 and lines[-1].get("alive", 0) > gone + WINDOW_S - 5, lines[-3:]

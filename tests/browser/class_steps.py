@@ -11,7 +11,6 @@ from benchmarks import server
 from tests.helpers import link_built_data
 
 TEACHER_KEY = "the teacher's own key"
-FOLLOW_S = 2.0  # the promise: a follower shows the teacher's view within this
 BOARD_HEADING = re.compile(r"^Board [A-Z0-9]{6}$")
 
 
