@@ -52,7 +52,7 @@ lint: setup-dev
 	$(BIN)/ruff format --check .
 
 test: setup-dev setup-cluster lint data browser
-	bash scripts/isolated.sh $(BIN)/python -m pytest -q -ra --durations=25
+	bash scripts/isolated.sh $(BIN)/python -m pytest -q -ra --durations=25 -n 2 --dist loadscope --no-loadscope-reorder
 
 # The browser scenarios with the most threads in flight (the class following its teacher on and off
 # the Class board page), three times in a row, so a rare race shows: make test runs each once.

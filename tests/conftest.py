@@ -9,6 +9,22 @@ import torch
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 
+def pytest_collection_modifyitems(config, items):
+    """In `make test`'s two lanes the longest units of tests come first (tests/lanes.py)."""
+    from tests.lanes import in_a_lane, longest_first
+
+    if in_a_lane():
+        items[:] = longest_first(items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadscope` hands out a module, or the Ray modules together, as one unit."""
+    from tests.lanes import ByModule
+
+    return ByModule(config, log) if config.getvalue("dist") == "loadscope" else None
+
+
 # --- the app in streamlit's AppTest (tests/helpers.started_app) ----------------------------------
 
 

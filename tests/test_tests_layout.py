@@ -5,6 +5,7 @@ benchmarks/server.py, never from the load-test script."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,12 +77,39 @@ def test_make_test_runs_every_test_make_soak_repeats_the_soak_ones_and_test_fast
     assert '-m "not slow and not browser"' in recipes["test-fast"]
 
 
+def marks_added_at_collection(path: Path) -> list[str]:
+    """The marks `path` adds to items itself (`item.add_marker(...)`), as written."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        ast.unparse(n.args[0]) if n.args else ""
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "add_marker"
+    ]
+
+
+def test_marks_added_at_collection_are_read_as_written(tmp_path):
+    f = tmp_path / "conftest.py"
+    f.write_text("def hook(items):\n    for i in items:\n        i.add_marker(pytest.mark.slow)\n")
+    assert marks_added_at_collection(f) == ["pytest.mark.slow"]
+
+
 def test_slow_marks_sit_on_the_tests_not_in_a_table():
-    """A test is marked slow by its own @pytest.mark.slow: no conftest marks tests by name from
-    outside (a renamed test would silently run in test-fast)."""
-    for path in sorted(TESTS.rglob("conftest.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        hooks = [
-            n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "pytest_collection_modifyitems"
-        ]
-        assert not hooks, f"{path.relative_to(ROOT)} marks tests at collection: put @pytest.mark.slow on them"
+    """A test is marked slow, browser or soak by its own decorator: nothing adds a mark at
+    collection (a renamed test would silently run in test-fast)."""
+    for path in sorted(TESTS.rglob("*.py")):
+        assert not marks_added_at_collection(path), f"{path.relative_to(ROOT)} marks tests at collection"
+
+
+RAY_STARTS = re.compile(r"\bray_cluster\b|cluster_local|RayCluster\(|ray\.init\(|\bray start\b")
+
+
+def test_every_module_that_starts_ray_runs_in_the_one_ray_lane_unit():
+    """make test's lanes never run two Ray clusters at once (tests/lanes.py): a new module that
+    starts one must join RAY_MODULES."""
+    from tests.lanes import RAY_MODULES, RAY_UNIT, unit_of
+
+    starts = {p.relative_to(ROOT).as_posix() for p in TESTS.rglob("test_*.py") if RAY_STARTS.search(p.read_text())}
+    starts.discard("tests/test_tests_layout.py")
+    assert starts == RAY_MODULES
+    assert {unit_of(f"{m}::test_x") for m in RAY_MODULES} == {RAY_UNIT}
+    assert unit_of("tests/test_lessons.py::test_x[a::b]") == "tests/test_lessons.py"

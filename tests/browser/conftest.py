@@ -35,6 +35,7 @@ from benchmarks.server import (
     wait_healthy,
 )
 from tests.browser.page_checks import settle, unavailable
+from tests.lanes import worker_suffix
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -163,7 +164,7 @@ def app_url(artifacts):
     if not (ROOT / "streamlit_app.py").exists():
         unavailable("streamlit_app.py does not exist yet")
     port = free_port()
-    log_path = artifacts / "streamlit-server.log"
+    log_path = artifacts / f"streamlit-server{worker_suffix()}.log"
     proc = start_server(port, log_path, {})
     url = f"http://{HOST}:{port}"
     try:
@@ -183,7 +184,7 @@ def class_url(tmp_path_factory, artifacts):
     start their own (tests/browser/class_steps.start)."""
     from tests.browser.class_steps import start
 
-    proc, url = start(tmp_path_factory.mktemp("class-cache"), artifacts / "class-server-shared.log")
+    proc, url = start(tmp_path_factory.mktemp("class-cache"), artifacts / f"class-server-shared{worker_suffix()}.log")
     try:
         yield url
     finally:

@@ -1,0 +1,73 @@
+"""`make test` runs the suite in two lanes (pytest-xdist, `-n 2 --dist loadscope`): most of its
+time is spent waiting on servers, browsers and Ray, so two lanes keep the two cores busy.
+
+Rules of the lanes:
+- a module's tests stay in one lane, in order, so its module fixtures (the `at` app) start once;
+- the modules that start a Ray cluster (`RAY_MODULES`) are one unit, so two clusters never run at
+  once in the one network namespace (Ray's own ports would collide);
+- units are handed out longest first, by a rough cost per test (`COST_S`), so neither lane is
+  left with a long unit alone at the end;
+- a session-wide log file carries the lane's name (`worker_suffix`), so two lanes' servers never
+  write one file.
+Without xdist (a single file, `make test-fast`) nothing here applies.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from xdist.scheduler import LoadScopeScheduling
+
+RAY_UNIT = "ray"
+# Modules that start a Ray cluster (the `ray_cluster` fixture or scripts/cluster_local.sh).
+RAY_MODULES = {
+    "tests/test_cluster_e2e.py",
+    "tests/test_cluster_local.py",
+    "tests/test_ray_cluster.py",
+    "tests/test_ray_head_loss.py",
+    "tests/test_ray_jobs.py",
+}
+# Rough seconds a test of each kind takes: enough to order the units, not a measurement.
+COST_S = {"browser": 30.0, RAY_UNIT: 20.0, "slow": 5.0, "other": 0.2}
+
+
+def in_a_lane() -> bool:
+    return "PYTEST_XDIST_WORKER" in os.environ
+
+
+def worker_suffix() -> str:
+    """'-gw0', '-gw1', ... in a lane; '' in a single process."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return f"-{worker}" if worker else ""
+
+
+def unit_of(nodeid: str) -> str:
+    """The lane's unit of a test: its module's path, or RAY_UNIT for the Ray modules."""
+    path = nodeid.split("::", 1)[0]
+    return RAY_UNIT if path in RAY_MODULES else path
+
+
+class ByModule(LoadScopeScheduling):
+    """xdist's scope scheduler with `unit_of` as the scope."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return unit_of(nodeid)
+
+
+def cost_of(item: pytest.Item) -> float:
+    if item.get_closest_marker("browser"):
+        return COST_S["browser"]
+    if unit_of(item.nodeid) == RAY_UNIT:
+        return COST_S[RAY_UNIT]
+    return COST_S["slow"] if item.get_closest_marker("slow") else COST_S["other"]
+
+
+def longest_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The units longest first, each unit's items in their collected order (every lane collects
+    the same order, as xdist requires)."""
+    units: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        units.setdefault(unit_of(item.nodeid), []).append(item)
+    order = sorted(units, key=lambda u: -sum(cost_of(i) for i in units[u]))
+    return [item for u in order for item in units[u]]
