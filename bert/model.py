@@ -413,7 +413,12 @@ class ReplacedTokenHead(nn.Module):
 
 class TaskModel(nn.Module):
     """An encoder (`bert`) and the heads of one task, which the subclass adds in `add_heads`;
-    BERT's initialisation over both."""
+    BERT's initialisation over both. A call runs the encoder, then the subclass's `head` on its
+    output with the task's `targets` (keywords named as transformers names them, None when not
+    given: no loss). BertForPreTraining has its own forward: its targets also say where the
+    encoder's last layer runs."""
+
+    targets: tuple[str, ...] = ()
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -423,6 +428,21 @@ class TaskModel(nn.Module):
         init_weights(self)
 
     def add_heads(self, config: BertConfig) -> None:
+        raise NotImplementedError
+
+    def forward(
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None, **kwargs
+    ):
+        """kwargs: the task's `targets` by name, and BertModel.forward's options."""
+        given = {name: kwargs.pop(name, None) for name in self.targets}
+        out = self.bert(input_ids, token_type_ids, attention_mask, **self.encoder_options(input_ids, kwargs))
+        return self.head(out, attention_mask, **given)
+
+    def encoder_options(self, input_ids: Tensor, options: dict) -> dict:
+        """BertModel.forward's options for this call: the caller's, unless the head asks for less."""
+        return options
+
+    def head(self, out: BertOutput, attention_mask: Tensor | None, **targets):
         raise NotImplementedError
 
 
@@ -495,6 +515,7 @@ class LabelTaskModel(TaskModel):
     (BertForSequenceClassification) or every token's (bert/task_models.py's tagger)."""
 
     needs = "a classifier needs labels"  # the refusal without labels, in the subclass's words
+    targets = ("labels",)
 
     def __init__(self, config: BertConfig):
         if not config.id2label:
@@ -535,21 +556,16 @@ class BertForSequenceClassification(LabelTaskModel):
         head, for forward and for an analysis that ran the encoder itself (BertModel.run)."""
         return self.classifier(self.dropout(self.pool(h, attention_mask)))
 
-    def forward(
-        self,
-        input_ids: Tensor,
-        token_type_ids: Tensor | None = None,
-        attention_mask: Tensor | None = None,
-        labels: Tensor | None = None,
-        **kwargs,
-    ) -> ClassifierOutput:
-        plain = all(v is None or v is False for k, v in kwargs.items() if k != "mask_kind")
-        if self.pooling == "cls" and "rows" not in kwargs and plain:
+    def encoder_options(self, input_ids: Tensor, options: dict) -> dict:
+        plain = all(v is None or v is False for k, v in options.items() if k != "mask_kind")
+        if self.pooling == "cls" and "rows" not in options and plain:
             # only [CLS] is read: the last layer runs at that row alone (BertModel.run's `rows`);
             # out.bert.last_hidden_state is then zero at every other position
             ids = input_ids if input_ids.dim() == 2 else input_ids.view(1, -1)
-            kwargs["rows"] = torch.zeros(ids.shape, dtype=torch.bool, device=ids.device)
-        out = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
+            options["rows"] = torch.zeros(ids.shape, dtype=torch.bool, device=ids.device)
+        return options
+
+    def head(self, out: BertOutput, attention_mask: Tensor | None, labels: Tensor | None = None) -> ClassifierOutput:
         logits = self.classify(out.last_hidden_state, attention_mask)  # (B, K)
         loss = F.cross_entropy(logits.float(), labels.view(-1)) if labels is not None else None
         return ClassifierOutput(logits=logits, bert=out, loss=loss)

@@ -16,22 +16,16 @@ from torch import Tensor, nn
 
 from .config import BertConfig
 from .model import BertForPreTraining, BertForSequenceClassification, LabelTaskModel, TaskModel
-from .outputs import SpanOutput, TokenClassifierOutput
+from .outputs import BertOutput, SpanOutput, TokenClassifierOutput
 
 
 class BertForTokenClassification(LabelTaskModel):
     needs = "a tagger needs tags"
 
-    def forward(
-        self,
-        input_ids: Tensor,
-        token_type_ids: Tensor | None = None,
-        attention_mask: Tensor | None = None,
-        labels: Tensor | None = None,
-        **kwargs,
+    def head(
+        self, out: BertOutput, attention_mask: Tensor | None, labels: Tensor | None = None
     ) -> TokenClassifierOutput:
         """labels: (B, T) tag indices, -100 where no tag is read (specials, later pieces, padding)."""
-        out = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
         logits = self.classifier(self.dropout(out.last_hidden_state))  # (B, T, K)
         loss = None
         if labels is not None:
@@ -44,20 +38,19 @@ class BertForTokenClassification(LabelTaskModel):
 
 
 class BertForQuestionAnswering(TaskModel):
+    targets = ("start_positions", "end_positions")
+
     def add_heads(self, config: BertConfig) -> None:
         self.qa_outputs = nn.Linear(config.hidden_size, 2)  # [start, end]
 
-    def forward(
+    def head(
         self,
-        input_ids: Tensor,
-        token_type_ids: Tensor | None = None,
-        attention_mask: Tensor | None = None,
+        out: BertOutput,
+        attention_mask: Tensor | None,
         start_positions: Tensor | None = None,
         end_positions: Tensor | None = None,
-        **kwargs,
     ) -> SpanOutput:
         """start_positions, end_positions: (B,) token indices of the answer (0, [CLS], for none)."""
-        out = self.bert(input_ids, token_type_ids, attention_mask, **kwargs)
         start, end = self.qa_outputs(out.last_hidden_state).unbind(-1)  # (B, T) each
         loss = None
         if start_positions is not None and end_positions is not None:
