@@ -521,8 +521,8 @@ def kind_fires(b):
     import torch
 
     from app.board import questions as q
-    from bert.analysis.dictionary import state_after
     from bert.analysis.dictionary_builtin import builtin_dictionary
+    from bert.analysis.dictionary_vectors import state_after
 
     shipped = builtin_dictionary(b.name)
     if shipped is None:
