@@ -93,7 +93,7 @@ def test_colour_words_come_from_the_scale():
 
 
 def test_an_attention_map_says_darker_and_on_a_projector_brighter():
-    from app.figures.core import attention_heatmap
+    from app.figures.attention import attention_heatmap
     from app.lessons.view import step_text
     from app.ui import show_figure
 

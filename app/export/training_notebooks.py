@@ -70,7 +70,7 @@ def _try_it(args: PretrainArgs) -> str:
         + "    guesses = probe_predictions(bundle, text, k=5)  # each [MASK]'s top (word, probability)\n"
         "    numbers = {'guesses': guesses}  # for your own code\n"
         "    for i, cands in enumerate(guesses[:6]):\n"
-        "        core.mlm_topk_bar([t for t, _ in cands], [p for _, p in cands], f'[MASK] {i + 1}').show()"
+        "        masked_lm.mlm_topk_bar([t for t, _ in cands], [p for _, p in cands], f'[MASK] {i + 1}').show()"
     )
 
 

@@ -15,10 +15,13 @@ from bert.analysis.probes import probe_model
 from bert.analysis.scoring import score_pairs
 from bert.errors import DataError, InputError
 
-from ..figures import core
+from ..figures.attention import attention_heatmap
 from ..figures.attention_heads import importance_heatmap, pattern_map
 from ..figures.causes import pair_word_scores, patching_heatmap, probe_curves
+from ..figures.core import values_bar
 from ..figures.explain import logit_lens_heatmap
+from ..figures.masked_lm import mlm_topk_bar
+from ..figures.model_diagram import model_diagram
 from .claims import Said, claim, ordinal, percent
 from .encoders_decoders import rank_of
 from .features import STEP as FEATURES_STEP
@@ -40,11 +43,11 @@ FEW = 0.1  # "a few heads matter a lot": the top tenth of the heads carries most
 
 def _topk_bar(bundle, text: str, gap: int = 0):
     m = mlm_topk(bundle, text, k=5)
-    return core.mlm_topk_bar(m.top_tokens[gap], m.top_probs[gap], f"gap {gap + 1}")
+    return mlm_topk_bar(m.top_tokens[gap], m.top_probs[gap], f"gap {gap + 1}")
 
 
 def _nsp_figure(bundle):
-    return core.values_bar(
+    return values_bar(
         [f"A + “{FOLLOWS[:18]}…”", f"A + “{RANDOM[:18]}…”"],
         [nsp_probability(bundle, FIRST, FOLLOWS), nsp_probability(bundle, FIRST, RANDOM)],
         title="probability that B follows A",
@@ -170,13 +173,13 @@ GAMES = Lesson(
 def _diagram(bundle):
     from bert.model import parameter_counts
 
-    return core.model_diagram(bundle.config, parameter_counts(bundle.model))
+    return model_diagram(bundle.config, parameter_counts(bundle.model))
 
 
 def _cls_reads(bundle):
     an = analyze(bundle, FIRST)
     row = an.attentions[-1, :, 0, :].mean(0)  # last layer, [CLS]'s row, mean over heads
-    return core.values_bar(
+    return values_bar(
         an.tokens, row, title="what [CLS] takes from each token (last layer, mean of heads)", y_title="attention"
     )
 
@@ -288,12 +291,12 @@ def _important_head_map(bundle):
     imp = head_importance(bundle, ABLATE)
     lay, h = np.unravel_index(int(np.argmax(imp.scores)), imp.scores.shape)
     an = analyze(bundle, ABLATE)
-    return core.attention_heatmap(an.attentions[lay, h], an.tokens, title=f"layer {lay + 1}, head {h + 1}")
+    return attention_heatmap(an.attentions[lay, h], an.tokens, title=f"layer {lay + 1}, head {h + 1}")
 
 
 def _habits_by_layer(bundle):
     busy = busy_heads(bundle)
-    return core.values_bar(
+    return values_bar(
         [f"layer {l + 1}" for l in range(len(busy))],
         busy,
         title="heads per layer that do not rest on [CLS] or [SEP]",
