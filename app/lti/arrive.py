@@ -12,8 +12,9 @@ import time
 import streamlit as st
 
 from .. import students
+from ..class_store.checks import CODE_CHARS, CODE_LEN
+from ..class_store.errors import BoardError
 from ..class_store.service import JOINED, TEACHER, board_store, enabled
-from ..class_store.store import CODE_CHARS, CODE_LEN, BoardError
 from . import tool
 from .routes import IDENTITY_COOKIE, TICKET
 

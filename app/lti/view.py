@@ -10,8 +10,8 @@ from urllib.parse import urlencode, urlsplit
 import streamlit as st
 
 from .. import students
+from ..class_store.errors import BoardError
 from ..class_store.service import JOINED, TEACHER, classroom
-from ..class_store.store import BoardError
 from ..formatting import md_escape
 from ..ui import links
 from . import tool
