@@ -252,7 +252,8 @@ def test_steering_refuses_what_it_cannot_do(trained):
 
 def test_training_text_and_held_out_text_come_from_different_documents():
     from bert.data.corpus.fetch import bert_cache_dir
-    from bert.train.pretrain import PretrainArgs, training_split
+    from bert.train.pretrain_args import PretrainArgs
+    from bert.train.pretrain_setup import training_split
 
     if not all((bert_cache_dir() / "corpora" / f"{c}.jsonl").is_file() for c in CORPORA):
         pytest.skip("the corpora are not built here (`make data`)")

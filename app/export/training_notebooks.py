@@ -13,7 +13,7 @@ import json
 import numpy as np
 
 from bert.train.next_word import NEXT_WORD
-from bert.train.pretrain import PretrainArgs
+from bert.train.pretrain_args import PretrainArgs
 from bert.train.seq2seq import EVENTS
 
 from .notebook import SAVED_MODEL, ModelRef, md_text, notebook_without_model, run_intro

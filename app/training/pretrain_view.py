@@ -14,7 +14,7 @@ from bert.train.events import PretrainEval, PretrainStart, of_type
 from bert.train.events import last as last_event
 from bert.train.next_word import next_word_probe
 from bert.train.plateau import plateau_exit
-from bert.train.pretrain import PretrainArgs
+from bert.train.pretrain_args import PretrainArgs
 from bert.train.pretrain_eval import probe_predictions
 
 from ..export.training_notebooks import pretrain_report

@@ -110,7 +110,8 @@ def chance_purity(tags: np.ndarray, n_tags: int, top: int = TOP, draws: int = CH
 def held_out_brown_files() -> tuple[str, ...]:
     """The Brown files ("ca24", ...) pre-training held out (bert.analysis.dictionary_vectors.CORPORA's split,
     the same on every call: read once a process)."""
-    from ..train.pretrain import PretrainArgs, training_split
+    from ..train.pretrain_args import PretrainArgs
+    from ..train.pretrain_setup import training_split
 
     _, held = training_split(PretrainArgs(out="", corpora=list(CORPORA)))
     return tuple(t.split()[0] for t in held.titles if t[:1] == "c" and t.endswith(")") and len(t.split()[0]) == 4)

@@ -178,7 +178,8 @@ def corpus_texts(n_train: int, n_held_out: int, corpora=CORPORA, seed: int = 0) 
     """(`n_train` sentences of the training documents, `n_held_out` of the held-out ones): the
     corpora split by document as pre-training splits them, so no held-out sentence is trained on;
     the sentences drawn at random (`seed`) from every document of each part."""
-    from ..train.pretrain import PretrainArgs, training_split
+    from ..train.pretrain_args import PretrainArgs
+    from ..train.pretrain_setup import training_split
 
     parts = training_split(PretrainArgs(out="", corpora=list(corpora)))
     rng = np.random.default_rng(seed)
