@@ -1,4 +1,4 @@
-"""The dictionary of features (bert/analysis/dictionary.py) on planted data and the tiny test model:
+"""The dictionary of features (bert/analysis/dictionary*.py) on planted data and the tiny test model:
 the published TopK formula, recovery of planted directions, the part-way run against the model's
 own forward, splicing, the control, and bad requests refused with why."""
 
