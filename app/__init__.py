@@ -1,8 +1,8 @@
 """BERT Explorer's Streamlit side: the pages' state, models, analyses, figures, training jobs and class tools.
 
 Data flows one way: text -> bert.tokenizer -> bert.model / bert.analysis (with the
-intermediates asked for) -> app.analysis_cache -> app.figures.core -> page. app.model_sources says which models a
-student may load; app.analysis_cache keeps what bert.analysis computes. `app.figures.core` and `app.formatting`
+intermediates asked for) -> app.analysis_cache -> app.figures -> page. app.model_sources says which models a
+student may load; app.analysis_cache keeps what bert.analysis computes. `app.figures` and `app.formatting`
 never import streamlit, so they can be tested on their own.
 """
 

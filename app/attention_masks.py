@@ -117,7 +117,7 @@ def why_they_differ(text: str, gap: int) -> str:
 def both_ways_and_left(model, text: str, k: int) -> None:
     """A [MASK]'s top-k read both ways and read left only, side by side, and why they differ."""
     from .analysis_cache import mlm_predict
-    from .figures import core
+    from .figures.masked_lm import mlm_topk_bar
     from .ui import show_figure
 
     b = model.bundle
@@ -133,7 +133,7 @@ def both_ways_and_left(model, text: str, k: int) -> None:
         c.markdown(f"**{name}**")
         p = preds[gap]
         show_figure.show(
-            core.mlm_topk_bar(p["tokens"], p["probs"], f"gap {gap + 1}: {name.lower()}"),
+            mlm_topk_bar(p["tokens"], p["probs"], f"gap {gap + 1}: {name.lower()}"),
             f"masked-lm-{code}",
             where=c,
             key=f"mlm_pattern_bar_{code}",

@@ -41,13 +41,15 @@ DEFAULTS = dict(layer=3, n_features=1024, sparsity=32, steps=200, sentences=1500
 
 def _one(bundle, train, held):
     """(seconds, Quality, Dictionary) of the default dictionary on `bundle`."""
-    from bert.analysis import dictionary as dic
+    from bert.analysis.dictionary_quality import dictionary_quality
+    from bert.analysis.dictionary_training import train_dictionary
+    from bert.analysis.dictionary_vectors import gather_activations
 
     d = DEFAULTS
     t0 = time.perf_counter()
-    done = list(dic.train_dictionary(bundle, d["layer"], train, d["n_features"], d["sparsity"], d["steps"]))[-1]
-    acts = dic.gather_activations(bundle, d["layer"], held)
-    q = dic.dictionary_quality(bundle, done.dictionary, acts, held[: acts.texts_read])
+    done = list(train_dictionary(bundle, d["layer"], train, d["n_features"], d["sparsity"], d["steps"]))[-1]
+    acts = gather_activations(bundle, d["layer"], held)
+    q = dictionary_quality(bundle, done.dictionary, acts, held[: acts.texts_read])
     return time.perf_counter() - t0, q, done.dictionary
 
 
@@ -66,7 +68,7 @@ def features(b: Bench, setup: Setup) -> None:
         for name in FEATURES_ROWS:
             b.skip(name, "a tiny random model: the corpora are unknown words to it")
         return
-    from bert.analysis.dictionary import corpus_texts
+    from bert.analysis.dictionary_vectors import corpus_texts
 
     train, held = corpus_texts(DEFAULTS["sentences"], DEFAULTS["held_out"])
     threads = torch.get_num_threads()
@@ -81,8 +83,8 @@ def features(b: Bench, setup: Setup) -> None:
 
 
 def _default_rows(b: Bench, setup: Setup, train, held) -> None:
-    from bert.analysis.dictionary import random_control
     from bert.analysis.dictionary_purity import held_out_tagged, pos_purity
+    from bert.analysis.dictionary_training import random_control
 
     cpu0 = time.process_time()
     wall, q, d = _one(setup.bundle, train, held)
@@ -132,12 +134,12 @@ def _median_ms(fn, n: int = 5) -> float:
 
 
 def _builtin_rows(b: Bench, setup: Setup, held) -> None:
-    from bert.analysis import dictionary as dic
     from bert.analysis.dictionary_builtin import builtin_dictionary
+    from bert.analysis.dictionary_vectors import gather_activations
 
     shipped = builtin_dictionary(setup.bundle.name)
     layer = shipped.dictionary.layer if shipped is not None else DEFAULTS["layer"]
-    acts = dic.gather_activations(setup.bundle, layer, held)
+    acts = gather_activations(setup.bundle, layer, held)
     d = None
     if b.wants_any(FEATURES_ROWS[2:4]) or shipped is None:
         d = _trained_2048(b, setup, layer, acts, held)
@@ -147,12 +149,14 @@ def _builtin_rows(b: Bench, setup: Setup, held) -> None:
 
 def _trained_2048(b: Bench, setup: Setup, layer: int, acts, held):
     """The dictionary-2048 and dictionary-splice rows; the dictionary they trained."""
-    from bert.analysis import dictionary as dic
+    from bert.analysis.dictionary_quality import dictionary_quality
+    from bert.analysis.dictionary_training import train_dictionary
+    from bert.analysis.dictionary_vectors import corpus_texts
 
-    train, _ = dic.corpus_texts(BUILTIN["sentences"], DEFAULTS["held_out"])
+    train, _ = corpus_texts(BUILTIN["sentences"], DEFAULTS["held_out"])
     t0 = time.perf_counter()
     done = list(
-        dic.train_dictionary(
+        train_dictionary(
             setup.bundle,
             layer,
             train,
@@ -166,7 +170,7 @@ def _trained_2048(b: Bench, setup: Setup, layer: int, acts, held):
     wall = time.perf_counter() - t0
     d = done.dictionary
     t1 = time.perf_counter()
-    q = dic.dictionary_quality(setup.bundle, d, acts, held[: acts.texts_read])
+    q = dictionary_quality(setup.bundle, d, acts, held[: acts.texts_read])
     quality_s = time.perf_counter() - t1
     met = q.variance_explained >= VE_MIN and q.l0 <= L0_MAX
     row = check(
@@ -207,17 +211,18 @@ def _trained_2048(b: Bench, setup: Setup, layer: int, acts, held):
 
 def _answer_rows(b: Bench, setup: Setup, d, acts, held) -> None:
     """feature-card and feature-steer on dictionary `d` (its layer's held-out vectors `acts`)."""
-    from bert.analysis import dictionary as dic
+    from bert.analysis.dictionary_features import encode_all, feature_card
+    from bert.analysis.dictionary_steering import steer
 
-    codes = dic.encode_all(d, acts)
+    codes = encode_all(d, acts)
     feature = int(torch.bincount(codes.indices.flatten(), minlength=d.n_features).argmax())
-    card_ms = _median_ms(lambda: dic.feature_card(setup.bundle, d, acts, codes, feature))
+    card_ms = _median_ms(lambda: feature_card(setup.bundle, d, acts, codes, feature))
     what = (
         f"{setup.label} one feature card of the {d.n_features:,}-feature dictionary on layer {d.layer} "
         f"({len(held)} held-out sentences)"
     )
     b.add(check(Row("feature-card", what, "ms", card_ms, ANSWER_MS, card_ms / ANSWER_MS), ANSWER_MS, on="ours"))
     text = "The capital of France is [MASK]."
-    steer_ms = _median_ms(lambda: dic.steer(setup.bundle, d, text, feature, 0.0))
+    steer_ms = _median_ms(lambda: steer(setup.bundle, d, text, feature, 0.0))
     what = f"{setup.label} steering one feature (zeroed at every word piece) and the [MASK]'s guesses"
     b.add(check(Row("feature-steer", what, "ms", steer_ms, ANSWER_MS, steer_ms / ANSWER_MS), ANSWER_MS, on="ours"))

@@ -77,7 +77,8 @@ def one(kind: str, layers: int, hidden: int, heads: int, batch: int, tokens: int
         import tempfile
 
         from bert.data.corpus.base import Corpus
-        from bert.train.pretrain import PretrainArgs, pretrain
+        from bert.train.pretrain import pretrain
+        from bert.train.pretrain_args import PretrainArgs
 
         docs = [[" ".join(r.choice(words) for _ in range(tokens))] for _ in range(200)]
         folder = tempfile.mkdtemp(prefix="memory-estimate-")

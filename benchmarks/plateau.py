@@ -53,7 +53,7 @@ RECIPES: dict[str, dict] = {
 
 def page_args(**changes):
     """The PretrainArgs the page builds, with `changes`."""
-    from bert.train.pretrain import PretrainArgs
+    from bert.train.pretrain_args import PretrainArgs
 
     base = dict(
         out="",

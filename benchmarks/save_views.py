@@ -47,7 +47,10 @@ def _views(b):
     from app.bertviz.views import head_view_html
     from app.export import choices
     from app.export.view_file import Choice, Panel
-    from app.figures import core, training
+    from app.figures import training
+    from app.figures.attention import attention_grid, head_maps
+    from app.figures.embeddings import embedding_parts_heatmaps
+    from app.figures.masked_lm import mlm_topk_bar
     from app.formatting import token_table
     from bert.analysis import explain as explain_analysis
     from bert.analysis import full, mlm
@@ -56,7 +59,7 @@ def _views(b):
 
     an = full.analyze(b, SENTENCE)
     L, H = an.attentions.shape[:2]
-    draw = core.head_maps(an.attentions, an.tokens)
+    draw = head_maps(an.attentions, an.tokens)
     masked = mlm.mlm_topk(b, MASKED, k=8)
     lens = explain_analysis.logit_lens(b, MASKED, k=5)
     lens_map, _ = choices.lens_views(lens, lens.positions, 0)
@@ -79,11 +82,11 @@ def _views(b):
     ]
     views = {
         HEAVY: [Panel(draw(0, 0), "", Choice((("Layer", L), ("Head", H)), draw, (0, 0)))],
-        "attention-all-heads": [Panel(core.attention_grid(an.attentions, selected=(0, 0)))],
+        "attention-all-heads": [Panel(attention_grid(an.attentions, selected=(0, 0)))],
         "bertviz-head (stamped)": head_view_html(an.tokens, an.attentions).html,
         "tokenization-table": [Panel(table=table)],
-        "embeddings-parts": [Panel(core.embedding_parts_heatmaps(an.parts, an.tokens))],
-        "masked-lm-bar": [Panel(core.mlm_topk_bar(masked.top_tokens[0], masked.top_probs[0], "gap 1"))],
+        "embeddings-parts": [Panel(embedding_parts_heatmaps(an.parts, an.tokens))],
+        "masked-lm-bar": [Panel(mlm_topk_bar(masked.top_tokens[0], masked.top_probs[0], "gap 1"))],
         "explanations-saliency (every [MASK] and guess)": [Panel(saliency.draw(0, 0), choice=saliency)],
         "explanations-lens (every [MASK])": [Panel(lens_map.draw(0), choice=lens_map)],
         "finetune-curves (300 steps)": [Panel(training.finetune_curves(steps, 300))],

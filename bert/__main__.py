@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         _add_get(sub)
     else:
         from .train.finetune_args import FinetuneArgs
-        from .train.pretrain import PretrainArgs
+        from .train.pretrain_args import PretrainArgs
 
         p = sub.add_parser("pretrain", help="MLM + NSP pre-training (resumable; works under torchrun)")
         _add_dataclass_args(p, PretrainArgs)
@@ -136,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     command = args.pop("command")
     try:
         if command == "pretrain":
-            from .train.pretrain import PretrainArgs, pretrain
+            from .train.pretrain import pretrain
+            from .train.pretrain_args import PretrainArgs
 
             resume = not args.pop("no_resume")
             for m in pretrain(PretrainArgs(**args), resume=resume):

@@ -11,7 +11,7 @@ from app import attention_masks as masks
 from app.analysis_cache import analyze
 from app.export import notebook as nb
 from app.export.view_file import Choice
-from app.figures import core
+from app.figures.attention import attention_grid, head_maps, walkthrough_bars
 from app.find_attention_head import find_a_head
 from app.formatting import attention_walkthrough, hide_specials, token_labels
 from app.model_sources import current_model
@@ -112,7 +112,7 @@ with show_errors("the attention maps"):
                 key="att_window",
             )
         window = None if hidden is None else shown_hidden[start : start + WINDOW, start : start + WINDOW]
-        draw = core.head_maps(an.attentions, an.tokens, keep if hide else None, start, WINDOW, hidden=window)
+        draw = head_maps(an.attentions, an.tokens, keep if hide else None, start, WINDOW, hidden=window)
         same_view = (model.key, an.text_a, an.text_b, mask_kind, hide, start)  # saved by others: frames shared
         head_map = draw(layer, head)
         show_figure.show(
@@ -138,7 +138,7 @@ with show_errors("the attention maps"):
         if hide:
             grid_atts = grid_atts[:, :, keep][:, :, :, keep]
             grid_atts = grid_atts / np.maximum(grid_atts.sum(-1, keepdims=True), 1e-12)
-        grid = core.attention_grid(grid_atts, selected=(layer, head), hidden=shown_hidden, tokens=tokens)
+        grid = attention_grid(grid_atts, selected=(layer, head), hidden=shown_hidden, tokens=tokens)
         show_figure.show(grid, "attention-all-heads", where=result, key="att_grid")
         result.caption(
             f"Every head of every layer ({L} × {H}), same colour scale (0 to 1); the red box "
@@ -196,7 +196,7 @@ with show_errors("the attention maps"):
             "All tokens take part here, [CLS] and [SEP] included."
         )
         show_figure.show(
-            core.walkthrough_bars(an.tokens, w["scores"], w["weights"], labels[i]), "attention-qkv", key="att_qkv"
+            walkthrough_bars(an.tokens, w["scores"], w["weights"], labels[i]), "attention-qkv", key="att_qkv"
         )
         dims = min(8, D)
         vec = pd.DataFrame(

@@ -9,8 +9,9 @@ import streamlit as st
 import app
 from app.board import charts as board_charts
 from app.board import class_panel, pairs_panel
+from app.class_store.checks import CODE_LEN, normal_code
+from app.class_store.errors import BoardError, BoardUnavailable
 from app.class_store.service import JOINED, TEACHER, board_store, enabled
-from app.class_store.store import CODE_LEN, BoardError, BoardUnavailable, normal_code
 from app.class_store.summary import TASK_SCORES, entry_name, runs_table, what_the_best_share
 from app.formatting import md_escape
 from app.server import teacher

@@ -12,7 +12,6 @@ from app.export import choices
 from app.export.analysis_notebooks import compare_models
 from app.export.model_notebooks import word_in_sentences
 from app.export.notebook import ModelRef
-from app.figures import core
 from app.figures.compare import (
     attention_diff_heatmap,
     class_probs_bar,
@@ -20,6 +19,7 @@ from app.figures.compare import (
     sense_scatter,
     separation_line,
 )
+from app.figures.masked_lm import mlm_topk_bar
 from app.formatting import SENSE_SEP, clean_text, md_escape, sense_lines, sense_text
 from app.model_picker import model_picker
 from app.model_sources import FOLDER, LISTED, current_model, model_options, option_for
@@ -56,7 +56,7 @@ def _outputs(col, out, side: str) -> None:
     else:
         for i, pos in enumerate(out.mlm.positions[:3]):
             show_figure.show(
-                core.mlm_topk_bar(out.mlm.top_tokens[i], out.mlm.top_probs[i], f"[MASK] at token {pos}"),
+                mlm_topk_bar(out.mlm.top_tokens[i], out.mlm.top_probs[i], f"[MASK] at token {pos}"),
                 f"compare-out-{side}-{i}",
                 where=col,
                 key=f"cmp_out_{side}_{i}",

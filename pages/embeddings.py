@@ -10,7 +10,8 @@ import app
 from app import state
 from app.analysis_cache import analyze, position_table, same_word, word_order
 from app.export import notebook as nb
-from app.figures import core
+from app.figures.core import values_bar
+from app.figures.embeddings import cosine_heatmap, embedding_part_heatmap, layer_similarity, norms_bar, position_pca
 from app.formatting import BANK_SENTENCES
 from app.model_sources import current_model
 from app.ui import family_note, links, show_figure, widgets
@@ -50,7 +51,7 @@ with show_errors("the embedding parts"):
     if an.n_tokens > MAX_ROWS:
         st.caption(f"Showing the first {MAX_ROWS} of {an.n_tokens} tokens.")
     show_figure.show(
-        core.embedding_part_heatmap(an.parts[part][:n], an.tokens[:n], part),
+        embedding_part_heatmap(an.parts[part][:n], an.tokens[:n], part),
         f"embeddings-{part}",
         key="emb_heat",
         notebook=partial(nb.embeddings, text_a=an.text_a, text_b=an.text_b, part=part, rows=n),
@@ -63,7 +64,7 @@ with show_errors("the embedding parts"):
         "The segment rows are identical within a sentence; the position rows differ on every row."
     )
     norms = {k: np.linalg.norm(an.parts[k][:n], axis=1) for k in ("token", "segment", "position", "normed")}
-    show_figure.show(core.norms_bar(norms, an.tokens[:n]), "embeddings-norms", key="emb_norms")
+    show_figure.show(norms_bar(norms, an.tokens[:n]), "embeddings-norms", key="emb_norms")
 
 st.header("The learned position embeddings")
 st.markdown(
@@ -81,8 +82,8 @@ with show_errors("the position table"):
     except BertExplorerError:
         used = None
     c1, c2 = st.columns(2)
-    show_figure.show(core.position_pca(pt.coords, pt.ratio, used=used), "embeddings-pca", where=c1, key="emb_pca")
-    similarity = core.cosine_heatmap(pt.sim, title="cosine similarity between positions", axis_title="position")
+    show_figure.show(position_pca(pt.coords, pt.ratio, used=used), "embeddings-pca", where=c1, key="emb_pca")
+    similarity = cosine_heatmap(pt.sim, title="cosine similarity between positions", axis_title="position")
     show_figure.show(similarity, "embeddings-possim", where=c2, key="emb_possim")
     st.caption(
         f"Neighbouring positions get similar vectors (the {show_figure.colour_words(similarity).high} band "
@@ -134,7 +135,7 @@ with show_errors("the word-order demo"):
         )
         c1, c2 = st.columns(2)
         show_figure.show(
-            core.layer_similarity(
+            layer_similarity(
                 {"same word, original vs shuffled (mean)": wo.per_layer},
                 title="how much each word's vector stays the same",
             ),
@@ -143,7 +144,7 @@ with show_errors("the word-order demo"):
             key="emb_order_layers",
         )
         show_figure.show(
-            core.values_bar(
+            values_bar(
                 wo.words,
                 wo.per_word,
                 title="per word, last layer",
@@ -183,7 +184,7 @@ with show_errors("the context demo"):
     res = same_word(model.key, sents, word, model.bundle)
     series = {f"context {i + 1} vs {j + 1}": v for (i, j), v in res.pairs.items()}
     show_figure.show(
-        core.layer_similarity(series, title=f"cosine similarity of “{res.word}” by layer"),
+        layer_similarity(series, title=f"cosine similarity of “{res.word}” by layer"),
         "embeddings-ctx-plot",
         key="emb_ctx_plot",
     )

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import app
-from app.figures import core
+from app.figures.model_diagram import model_diagram
 from app.formatting import fmt_params
 from app.model_sources import current_summary
 from app.ui import family_note, show_figure
@@ -62,7 +62,7 @@ with right:
         c2.metric("Hidden size", cfg.hidden_size)
         c3.metric("Heads", cfg.num_attention_heads)
         c4.metric("Parameters", fmt_params(counts["total"]), help=f"{counts['total']:,} exactly")
-        show_figure.show(core.model_diagram(cfg, counts, narrow=show_figure.on_phone()), "home")
+        show_figure.show(model_diagram(cfg, counts, narrow=show_figure.on_phone()), "home")
         table = pd.DataFrame({"component": list(counts), "parameters": list(counts.values())})
         table["share"] = (table["parameters"] / counts["total"]).map("{:.1%}".format)
         st.dataframe(

@@ -11,7 +11,7 @@ import app
 from app import attention_masks, state
 from app.analysis_cache import mlm_predict, nsp_probability, replaced_tokens
 from app.export import notebook as nb
-from app.figures import core
+from app.figures.masked_lm import mlm_topk_bar, nsp_bar, replaced_bar
 from app.formatting import (
     RANDOM_SENTENCES,
     clean_text,
@@ -153,7 +153,7 @@ with show_errors("the masked-word predictions"):
                     cols = st.columns(COLS)
                     for n, (c, p) in enumerate(zip(cols, preds[row : row + COLS]), start=row + 1):
                         show_figure.show(
-                            core.mlm_topk_bar(p["tokens"], p["probs"], f"gap {n} (token {p['position']})"),
+                            mlm_topk_bar(p["tokens"], p["probs"], f"gap {n} (token {p['position']})"),
                             f"masked-lm-bar-{n}",
                             where=c,
                             key=f"mlm_bar_{n}",
@@ -204,7 +204,7 @@ with show_errors("the next-sentence prediction"):
         a = clean_text(text_a, "sentence A")
         p = nsp_probability(model.key, a, text_b.strip(), b)
         st.metric("P(B follows A)", f"{p:.1%}")
-        show_figure.show(core.nsp_bar(p), "next-sentence-bar", key="nsp_bar")
+        show_figure.show(nsp_bar(p), "next-sentence-bar", key="nsp_bar")
 
 if model is not None and getattr(model.bundle.model, "rtd", None) is not None:  # an ELECTRA discriminator
     st.subheader("Was this word replaced? (ELECTRA's discriminator)")
@@ -220,4 +220,4 @@ if model is not None and getattr(model.bundle.model, "rtd", None) is not None:  
         if not model.bundle.replaced_head_trained:
             st.warning("This model's replaced-token head is untrained: its bars are random.", icon=":material/warning:")
         rt = replaced_tokens(model.key, clean_text(rtd_text, "the sentence"), model.bundle)
-        show_figure.show(core.replaced_bar(rt.tokens, rt.probs), "replaced-tokens", key="rtd_bar")
+        show_figure.show(replaced_bar(rt.tokens, rt.probs), "replaced-tokens", key="rtd_bar")

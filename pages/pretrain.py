@@ -23,7 +23,7 @@ from bert.data.corpus.registry import CORPORA
 from bert.train.events import PretrainStart
 from bert.train.events import last as last_event
 from bert.train.next_word import MLM_NSP, NEXT_WORD
-from bert.train.pretrain import PretrainArgs
+from bert.train.pretrain_args import PretrainArgs
 
 app.run_through_entry()  # before anything else: see app/__init__.py
 

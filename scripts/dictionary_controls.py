@@ -7,7 +7,7 @@
 At every layer of `--layers`, on one torch thread, the same recipe (TopK, `--features` features,
 `--k` active a word piece, `--steps` steps on `--sentences` held-in sentences of the pre-training
 corpora, at most `--max-tokens` word pieces, `--seed`) on three models: `--model`, the control (its
-shape with random weights, bert.analysis.dictionary.random_control) at the same layer, and
+shape with random weights, bert.analysis.dictionary_training.random_control) at the same layer, and
 mini-scratch at the same depth of its layers. Each dictionary's weights are rounded to fp16 (as a
 shipped one is), then scored: variance explained and dead features on 300 held-out sentences, and
 the part-of-speech purity on the held-out Brown files (bert/analysis/dictionary_purity.py), the one
@@ -38,9 +38,12 @@ from make_dictionary import recipe_arguments  # scripts/, beside this one
 import bert
 from app.jobs.dictionary_events import CONTROL, SCRATCH
 from app.jobs.dictionary_job import SCRATCH_MODEL, scratch_layer
-from bert.analysis import dictionary as dic
+from bert.analysis.dictionary import Dictionary
 from bert.analysis.dictionary_builtin import CONTROLS_FILE, builtin_dictionary, controls_path, rounded
 from bert.analysis.dictionary_purity import held_out_tagged, pos_purity
+from bert.analysis.dictionary_quality import variance_explained
+from bert.analysis.dictionary_training import random_control, train_dictionary
+from bert.analysis.dictionary_vectors import corpus_texts, gather_activations
 
 ROOT = Path(__file__).resolve().parent.parent
 HELD_OUT = 300
@@ -50,14 +53,14 @@ def _say(*a) -> None:
     print(time.strftime("%H:%M:%S"), *a, flush=True)
 
 
-def scored(bundle, d: dic.Dictionary, held, tagged) -> dict:
+def scored(bundle, d: Dictionary, held, tagged) -> dict:
     """Variance explained and dead features on `held`, and the purity on `tagged`."""
-    acts = dic.gather_activations(bundle, d.layer, held)
+    acts = gather_activations(bundle, d.layer, held)
     with torch.inference_mode():
         x_hat, f = d.sae(acts.vectors)
     p = pos_purity(bundle, d, tagged)
     return {
-        "variance_explained": dic.variance_explained(acts.vectors, x_hat),
+        "variance_explained": variance_explained(acts.vectors, x_hat),
         "dead": int((~(f > 0).any(0)).sum()),
         "purity": {**p.summary(), "layer": d.layer, "model": bundle.name},
     }
@@ -71,7 +74,7 @@ def phase(work: Path, name: str, bundle, layer: int, recipe: dict, texts, held, 
     _say(name, f"layer {layer} of {bundle.name}: training")
     t0, cpu0 = time.perf_counter(), time.process_time()
     done = list(
-        dic.train_dictionary(
+        train_dictionary(
             bundle,
             layer,
             texts,
@@ -106,15 +109,15 @@ def main(argv=None) -> None:
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     model, scratch = bert.load(a.model), bert.load(SCRATCH_MODEL)
-    control = dic.random_control(model)
+    control = random_control(model)
     tagged = held_out_tagged()
     recipe = {"features": a.features, "k": a.k, "steps": a.steps, "max_tokens": a.max_tokens, "seed": a.seed}
-    texts, held = dic.corpus_texts(a.sentences, HELD_OUT, seed=a.seed)
+    texts, held = corpus_texts(a.sentences, HELD_OUT, seed=a.seed)
     rows = []
     if a.builtin:
         shipped = builtin_dictionary(model.name)
         d = shipped.dictionary
-        bt, bh = dic.corpus_texts(d.texts, HELD_OUT, seed=d.seed)
+        bt, bh = corpus_texts(d.texts, HELD_OUT, seed=d.seed)
         br = {"features": d.n_features, "k": d.k, "steps": d.steps, "max_tokens": a.max_tokens, "seed": d.seed}
         js = work / "builtin.json"
         if not js.is_file():

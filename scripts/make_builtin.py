@@ -20,8 +20,9 @@ from pathlib import Path
 
 from bert.train.examples import PretrainingDataset, token_counts, tokenize_corpus
 from bert.train.masking import MLMMasker
-from bert.train.pretrain import PretrainArgs, training_split
+from bert.train.pretrain_args import PretrainArgs
 from bert.train.pretrain_eval import evaluate, fixed_eval_batches, probe_predictions
+from bert.train.pretrain_setup import training_split
 
 ROOT = Path(__file__).resolve().parent.parent
 

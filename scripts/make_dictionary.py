@@ -30,9 +30,12 @@ from safetensors.torch import load_file, save_file
 
 import bert
 from app.jobs.dictionary_job import SCRATCH_MODEL, scratch_layer
-from bert.analysis import dictionary as dic
+from bert.analysis.dictionary import Dictionary, DictionaryStep, SparseDictionary
 from bert.analysis.dictionary_builtin import PARAMETERS, SCALARS, builtin_path, controls_path, rounded, save_builtin
 from bert.analysis.dictionary_purity import held_out_tagged, pos_purity
+from bert.analysis.dictionary_quality import Quality, Splice, dictionary_quality
+from bert.analysis.dictionary_training import random_control, train_dictionary
+from bert.analysis.dictionary_vectors import corpus_texts, gather_activations
 
 ROOT = Path(__file__).resolve().parent.parent
 HELD_OUT = 300
@@ -53,17 +56,17 @@ def phase(work: Path, name: str, bundle, layer: int, a, texts, held, tagged) -> 
     t0 = time.perf_counter()
     cpu0 = time.process_time()
     done = None
-    for m in dic.train_dictionary(
+    for m in train_dictionary(
         bundle, layer, texts, a.features, a.k, a.steps, seed=a.seed, max_tokens=a.max_tokens, log_every=50
     ):
-        if isinstance(m, dic.DictionaryStep):
+        if isinstance(m, DictionaryStep):
             _say(name, f"step {m.step}: variance explained {m.variance_explained:.3f}, dead {m.dead:.1%}")
         else:
             done = m.dictionary
     train_s, train_cpu = time.perf_counter() - t0, time.process_time() - cpu0
     rounded(done.sae)
-    acts = dic.gather_activations(bundle, layer, held)
-    q = dic.dictionary_quality(bundle, done, acts, held[: acts.texts_read])
+    acts = gather_activations(bundle, layer, held)
+    q = dictionary_quality(bundle, done, acts, held[: acts.texts_read])
     p = pos_purity(bundle, done, tagged)
     out = {
         "name": name,
@@ -122,14 +125,14 @@ def main(argv=None) -> None:
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     bundle = bert.load(a.model)
-    texts, held = dic.corpus_texts(a.sentences, HELD_OUT, seed=a.seed)
+    texts, held = corpus_texts(a.sentences, HELD_OUT, seed=a.seed)
     tagged = held_out_tagged()
     _say(f"{len(texts)} held-in sentences, {len(held)} held out, {len(tagged)} held-out tagged Brown sentences")
     results = [phase(work, f"layer{L}", bundle, L, a, texts, held, tagged) for L in a.layers]
     best = pick(results)
     _say("chosen:", best["name"])
     c = best["layer"]
-    control = phase(work, f"control{c}", dic.random_control(bundle), c, a, texts, held, tagged)
+    control = phase(work, f"control{c}", random_control(bundle), c, a, texts, held, tagged)
     scratch = bert.load(SCRATCH_MODEL)
     sl = scratch_layer(c, bundle.config.num_hidden_layers, scratch.config.num_hidden_layers)
     scratch_r = phase(work, f"scratch{sl}", scratch, sl, a, texts, held, tagged)
@@ -138,12 +141,12 @@ def main(argv=None) -> None:
     if not a.write:
         return
     st = load_file(str(work / f"{best['name']}.safetensors"))
-    sae = dic.SparseDictionary(st["W_dec"].shape[0], st["W_dec"].shape[1], a.k)
+    sae = SparseDictionary(st["W_dec"].shape[0], st["W_dec"].shape[1], a.k)
     sae.load_state_dict(st)
-    curve = [dic.DictionaryStep(**s) for s in best["curve"]]
-    d = dic.Dictionary(sae=sae, curve=curve, **best["dictionary"])
+    curve = [DictionaryStep(**s) for s in best["curve"]]
+    d = Dictionary(sae=sae, curve=curve, **best["dictionary"])
     q = best["quality"]
-    quality = dic.Quality(**{**q, "splice": dic.Splice(**q["splice"]), "cloze": dic.Splice(**q["cloze"])})
+    quality = Quality(**{**q, "splice": Splice(**q["splice"]), "cloze": Splice(**q["cloze"])})
     purity = {
         "this model": best["purity"],
         "random-weights control": control["purity"],

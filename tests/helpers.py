@@ -19,7 +19,7 @@ from bert.data.labelled import LabelledData, read_labelled, stratified_split
 from bert.model import BertForPreTraining, BertForSequenceClassification
 from bert.train import events as ev
 from bert.train.finetune_args import FinetuneArgs
-from bert.train.pretrain import PretrainArgs
+from bert.train.pretrain_args import PretrainArgs
 
 ENTRY = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 APP_TIMEOUT = 120  # the bound on one AppTest run of the app: the real model on 2 busy cores

@@ -15,8 +15,8 @@ from streamlit.testing.v1 import AppTest
 from app.board import charts as board_charts
 from app.class_store import store
 from app.class_store import summary as board_summary
+from app.class_store.errors import BoardError
 from app.class_store.service import JOINED
-from app.class_store.store import BoardError
 from tests.helpers import use_cache
 
 ROOT = Path(__file__).resolve().parent.parent

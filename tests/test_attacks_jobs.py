@@ -29,7 +29,7 @@ from bert.data.labelled import read_labelled, stratified_split
 from bert.errors import DataError, InputError
 from bert.train.events import PretrainEval
 from bert.train.finetune_args import FinetuneArgs
-from bert.train.pretrain import PretrainArgs
+from bert.train.pretrain_args import PretrainArgs
 from tests import helpers
 from tests.helpers import REVIEW_WORDS, counting_job, finetune_fn, set_small_pretraining, use_cache
 

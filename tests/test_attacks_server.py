@@ -426,7 +426,7 @@ def test_a_class_of_30_behind_one_router_uploads_starts_and_answers_once_declare
     the teacher declares the class, the per-address rules refuse some; after, every one is served,
     and one machine is still bounded: a tab's own caps, the server's caps, the burst past the class."""
     from app.class_store.classroom import Classroom
-    from app.class_store.store import BoardError
+    from app.class_store.errors import BoardError
     from app.server import shared_network
     from app.server.new_students import NewStudents
 

@@ -14,9 +14,11 @@ import pytest
 
 from app.class_store import store
 from app.class_store import summary as board_summary
+from app.class_store.checks import nick_key
+from app.class_store.errors import BoardError
 from app.class_store.service import JOINED, TEACHER
 from app.class_store.sqlite_store import SqliteStore
-from app.class_store.store import KEEP_SECONDS, SCHEMA, BoardError, nick_key
+from app.class_store.store import KEEP_SECONDS, SCHEMA
 from app.formatting import md_escape
 from app.ui.links import PROJECTOR
 from bert.train.finetune_args import FinetuneArgs

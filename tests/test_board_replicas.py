@@ -12,8 +12,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.class_store import store
+from app.class_store.errors import UNAVAILABLE, BoardError, BoardUnavailable
 from app.class_store.service import JOINED
-from app.class_store.store import UNAVAILABLE, BoardError, BoardUnavailable
 from app.formatting import md_escape
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -277,7 +277,7 @@ def test_a_link_reopens_a_typed_pair():
 
 @pytest.mark.slow
 def test_the_lessons_links_reopen_the_pairs_and_probes_views():
-    from app.lessons.training import HEADS, PAIRS_PARADIGM
+    from app.lessons.heads_learned import HEADS, PAIRS_PARADIGM
 
     titles = ("Which sentence sounds right?", "Where a noun's number is written")
     pair_link, probe_link = (next(s.link for s in HEADS.steps if s.title == t) for t in titles)

@@ -12,11 +12,10 @@ import pytest
 
 import bert
 from app import state
-from app.lessons import LESSONS
+from app.lessons import LESSONS, heads_learned, pretraining_games
 from app.lessons import attention as att
 from app.lessons import encoders_decoders as ed
 from app.lessons import tokens_embeddings as te
-from app.lessons import training as tr
 from app.lessons.claims import CLAIMS, COLOUR_SLOTS, percent, say
 from bert.analysis.attention_heads import head_pattern_stats
 from bert.analysis.full import analyze, position_table
@@ -93,7 +92,7 @@ def test_colour_words_come_from_the_scale():
 
 
 def test_an_attention_map_says_darker_and_on_a_projector_brighter():
-    from app.figures.core import attention_heatmap
+    from app.figures.attention import attention_heatmap
     from app.lessons.view import step_text
     from app.ui import show_figure
 
@@ -229,16 +228,16 @@ def check_clue_after_the_gap(b, said):
 
 
 def check_second_gap(b, said):
-    m = mlm_topk(b, tr.TWO_GAPS, k=1)
+    m = mlm_topk(b, pretraining_games.TWO_GAPS, k=1)
     top = m.top_tokens[1][0]
-    assert said.holds == (top in tr.AGREEING)
+    assert said.holds == (top in pretraining_games.AGREEING)
     _quotes(said, f"“{top}” first ({percent(m.top_probs[1][0])})")
 
 
 def check_lens(b, said):
     from bert.analysis.explain import logit_lens
 
-    tops = [row[0] for row in logit_lens(b, tr.GAP, k=1).top_tokens[0]]
+    tops = [row[0] for row in logit_lens(b, pretraining_games.GAP, k=1).top_tokens[0]]
     k = max((i + 1 for i in range(len(tops) - 1) if tops[i] != tops[-1]), default=0)
     assert said.holds == (k > (len(tops) - 1) / 2)
     _quotes(said, f"“{tops[-1]}”", f"of {len(tops) - 1}")
@@ -247,8 +246,8 @@ def check_lens(b, said):
 def check_few_heads(b, said):
     from bert.analysis.ablation import head_importance
 
-    drops = np.sort(np.clip(head_importance(b, tr.ABLATE).scores.ravel(), 0, None))[::-1]
-    k = int(np.ceil(tr.FEW * drops.size))
+    drops = np.sort(np.clip(head_importance(b, heads_learned.ABLATE).scores.ravel(), 0, None))[::-1]
+    k = int(np.ceil(heads_learned.FEW * drops.size))
     share = drops[:k].sum() / drops.sum()
     assert said.holds == (share > 0.5)
     _quotes(said, f"the {k} heads", percent(share), f"{drops[0]:.2f}")
@@ -286,7 +285,7 @@ def check_patching(b, said):
 def check_pair_verb(b, said):
     from bert.analysis.scoring import score_pairs
 
-    res = score_pairs(b, [tr.PAIR])
+    res = score_pairs(b, [heads_learned.PAIR])
     g, w = res.good[0], res.bad[0]
     i = [x != y for x, y in zip(g.words, w.words)].index(True)
     assert said.holds == (g.word_scores[i] > w.word_scores[i])
@@ -475,10 +474,10 @@ def kind_follows(b):
     from app.board import questions as q
     from bert.analysis.mlm import nsp_probability
 
-    for second in (tr.FOLLOWS, tr.RANDOM):
-        p = nsp_probability(b, tr.FIRST, second)
-        assert q.follows_question(b, tr.FIRST, second, "m")["answer"] == ("yes" if p >= 0.5 else "no")
-        assert f"{p:.0%}" in q.follows_question(b, tr.FIRST, second, "m")["why"]
+    for second in (pretraining_games.FOLLOWS, pretraining_games.RANDOM):
+        p = nsp_probability(b, pretraining_games.FIRST, second)
+        assert q.follows_question(b, pretraining_games.FIRST, second, "m")["answer"] == ("yes" if p >= 0.5 else "no")
+        assert f"{p:.0%}" in q.follows_question(b, pretraining_games.FIRST, second, "m")["why"]
 
 
 def kind_pieces(b):
@@ -521,8 +520,8 @@ def kind_fires(b):
     import torch
 
     from app.board import questions as q
-    from bert.analysis.dictionary import state_after
     from bert.analysis.dictionary_builtin import builtin_dictionary
+    from bert.analysis.dictionary_vectors import state_after
 
     shipped = builtin_dictionary(b.name)
     if shipped is None:

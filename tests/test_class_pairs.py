@@ -11,8 +11,8 @@ import pytest
 
 from app.class_store import class_pairs
 from app.class_store.class_pairs import ClassPairs
+from app.class_store.errors import BoardError
 from app.class_store.service import JOINED
-from app.class_store.store import BoardError
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = "<img src=x onerror=alert(1)> **bold**"

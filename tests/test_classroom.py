@@ -17,7 +17,8 @@ from app.board import questions
 from app.board.charts import answers_figure
 from app.class_store import classroom as cr
 from app.class_store.classroom import Classroom, is_right, normal_answer
-from app.class_store.store import KEEP_SECONDS, LEAD_IDLE_S, LEAD_MAX_S, BoardError
+from app.class_store.errors import BoardError
+from app.class_store.store import KEEP_SECONDS, LEAD_IDLE_S, LEAD_MAX_S
 from app.lessons import LESSONS
 from bert import InputError
 from tests.helpers import tiny_bundle

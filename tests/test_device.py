@@ -14,7 +14,8 @@ from bert.data.labelled import stratified_split
 from bert.train import device as dv
 from bert.train.finetune import finetune
 from bert.train.finetune_args import FinetuneArgs
-from bert.train.pretrain import PretrainArgs, pretrain
+from bert.train.pretrain import pretrain
+from bert.train.pretrain_args import PretrainArgs
 from tests.helpers import FAST_FINETUNE as FAST
 from tests.helpers import pretrain_args, synthetic, tiny_bundle, tiny_cli_argv, tiny_corpus, tiny_pretrain_bundle
 

@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from bert.analysis import dictionary as D
 from bert.analysis import dictionary_purity as P
 from bert.analysis.dictionary_builtin import CONTROLS_FILE, builtin_path, read_builtin, rounded, save_builtin
+from bert.analysis.dictionary_quality import Quality, Splice
+from bert.analysis.dictionary_training import train_dictionary
+from bert.analysis.dictionary_vectors import gather_activations, state_after
 from bert.data.tagged import TaggedData
 from bert.errors import DataError, InputError
 from tests.helpers import tiny_bundle
@@ -75,7 +77,7 @@ def _tagged(n=60, seed=0):
 def trained():
     b = tiny_bundle()
     texts = [" ".join(s) for s in _tagged(40, seed=1).sentences]
-    return b, list(D.train_dictionary(b, 1, texts, 24, 4, 30))[-1].dictionary
+    return b, list(train_dictionary(b, 1, texts, 24, 4, 30))[-1].dictionary
 
 
 def test_purity_on_the_model_is_the_count_over_each_words_first_piece(trained):
@@ -86,7 +88,7 @@ def test_purity_on_the_model_is_the_count_over_each_words_first_piece(trained):
     rows, tags = [], []
     for s, t in zip(tagged.sentences, tagged.tags, strict=True):
         enc = b.tokenizer.encode(" ".join(s), max_length=b.config.max_tokens)
-        x = D.state_after(b, torch.tensor([enc.ids]), torch.tensor([enc.type_ids]), d.layer)[0]
+        x = state_after(b, torch.tensor([enc.ids]), torch.tensor([enc.type_ids]), d.layer)[0]
         rows.append(d.sae.encode(x[1 : 1 + len(s)].float()))
         tags += t
     f, tags = torch.cat(rows).detach().numpy(), np.array(tags)
@@ -107,10 +109,8 @@ def test_purity_on_the_model_is_the_count_over_each_words_first_piece(trained):
 def test_the_built_in_file_reads_back_as_saved(trained, tmp_path):
     b, d = trained
     rounded(d.sae)
-    acts = D.gather_activations(b, d.layer, [" ".join(s) for s in _tagged(10).sentences])
-    q = D.Quality(
-        0.5, 4.0, 1, d.n_features, len(acts.vectors), D.Splice(3, 1, 1, 0, 1, 0.5), D.Splice(2, 1, 1, 1, 1, 1)
-    )
+    acts = gather_activations(b, d.layer, [" ".join(s) for s in _tagged(10).sentences])
+    q = Quality(0.5, 4.0, 1, d.n_features, len(acts.vectors), Splice(3, 1, 1, 0, 1, 0.5), Splice(2, 1, 1, 1, 1, 1))
     path = tmp_path / "m" / "dictionary.safetensors"
     save_builtin(path, d, q, {"this model": {"mean": 0.7}}, "make it", {"layers": []})
     got = read_builtin(path)
@@ -125,7 +125,7 @@ def test_the_built_in_file_reads_back_as_saved(trained, tmp_path):
 
 def test_the_controls_file_beside_the_built_in_takes_the_place_of_its_controls(trained, tmp_path):
     _, d = trained
-    q = D.Quality(0.5, 4.0, 1, d.n_features, 10, D.Splice(3, 1, 1, 0, 1, 0.5), D.Splice(2, 1, 1, 1, 1, 1))
+    q = Quality(0.5, 4.0, 1, d.n_features, 10, Splice(3, 1, 1, 0, 1, 0.5), Splice(2, 1, 1, 1, 1, 1))
     path = tmp_path / "m" / "dictionary.safetensors"
     own = {"this model": {"mean": 0.7, "layer": 2}, "random-weights control": {"mean": 0.6, "layer": 3}}
     save_builtin(path, d, q, own, "make it", {"layers": []})

@@ -13,7 +13,7 @@ from bert.data.labelled import stratified_split
 from bert.train import events as ev
 from bert.train.finetune import finetune
 from bert.train.finetune_args import FinetuneArgs
-from bert.train.pretrain import PretrainArgs
+from bert.train.pretrain_args import PretrainArgs
 from tests import helpers
 from tests.helpers import synthetic, tiny_bundle, tiny_cli_argv
 

@@ -18,7 +18,8 @@ import torch
 from app.export import view_file
 from app.export.stamp import Stamp, app_version, weights_hash
 from app.export.view_file import Choice, Panel, view_html
-from app.figures import core
+from app.figures.attention import ReleasedError, attention_heatmap, head_maps
+from app.figures.core import TITLE_BAND
 from tests.helpers import tiny_bundle
 
 HOSTILE = '<img src=x onerror=alert(1)> </script><script>alert(2)</script> & "quotes"'
@@ -47,7 +48,7 @@ def _array(v) -> np.ndarray:
 
 def _file(choice: Choice | None = None, inputs=(("Sentence A", HOSTILE),)) -> str:
     atts = _atts()
-    fig = core.attention_heatmap(atts[0, 0], TOKENS, title="layer 1, head 1")
+    fig = attention_heatmap(atts[0, 0], TOKENS, title="layer 1, head 1")
     stamp = Stamp(model="tiny <model>", weights="0123456789ab", inputs=inputs)
     return view_html("Attention L1 H1", [Panel(fig, f"strongest: {HOSTILE}", choice)], stamp)
 
@@ -106,7 +107,7 @@ def test_a_bertviz_view_is_stamped_with_its_scripts_data_and_policy_untouched():
 
 def test_a_choice_carries_one_frame_per_layer_and_head_and_menus_to_pick_them():
     atts = _atts()
-    draw = lambda l, h: core.attention_heatmap(atts[l, h], TOKENS, title=f"layer {l + 1}, head {h + 1}")
+    draw = lambda l, h: attention_heatmap(atts[l, h], TOKENS, title=f"layer {l + 1}, head {h + 1}")
     text = _file(Choice((("Layer", 2), ("Head", 3)), draw, (1, 2)))
     panel = _views(text)["panels"][0]
     assert panel["sizes"] == [2, 3] and len(panel["frames"]) == 6
@@ -122,7 +123,7 @@ def test_a_choice_over_budget_keeps_the_figure_shown_and_says_so(monkeypatch):
     monkeypatch.setattr(view_file, "FRAMES_BUDGET", 1_000)
     atts = _atts()
     drawn = []
-    draw = lambda l, h: drawn.append((l, h)) or core.attention_heatmap(atts[l, h], TOKENS)
+    draw = lambda l, h: drawn.append((l, h)) or attention_heatmap(atts[l, h], TOKENS)
     text = _file(Choice((("Layer", 2), ("Head", 3)), draw, (0, 0)))
     assert not drawn and "<select>" not in text
     assert len(_views(text)["panels"][0]["frames"]) == 1
@@ -139,14 +140,12 @@ def test_a_figure_drawn_under_streamlits_template_is_saved_fitted_and_in_real_co
     monkeypatch.setattr(pio.templates, "default", "streamlit")
     curve = go.Figure(go.Scatter(x=[1, 2, 3], y=[3, 1, 2], mode="lines"))
     assert curve.layout.template.layout.colorway[0] == "#000001"
-    text = view_html(
-        "t", [Panel(curve), Panel(core.attention_heatmap(_atts()[0, 0], TOKENS, title="layer 1"))], Stamp()
-    )
+    text = view_html("t", [Panel(curve), Panel(attention_heatmap(_atts()[0, 0], TOKENS, title="layer 1"))], Stamp())
     line, heat = (p["layouts"][0] for p in _views(text)["panels"])
     assert not re.findall(r"#0000[0-4]\d", json.dumps(_views(text)))  # no placeholder left
     assert line["template"]["layout"]["colorway"][:3] == ["#0068c9", "#83c9ff", "#ff2b2b"]
     assert line["xaxis"]["automargin"] is True and line["yaxis"]["automargin"] is True
-    assert heat["title"]["yref"] == "container" and heat["margin"]["t"] > core.TITLE_BAND + 30  # band + key axis
+    assert heat["title"]["yref"] == "container" and heat["margin"]["t"] > TITLE_BAND + 30  # band + key axis
 
 
 def test_the_weights_hash_follows_the_weights():
@@ -318,7 +317,7 @@ def test_head_maps_draw_any_head_as_the_page_draws_the_picked_one():
 
     atts = _atts()
     for keep in (None, [1, 2, 3]):
-        draw = core.head_maps(atts, TOKENS, keep, start=1, size=2)
+        draw = head_maps(atts, TOKENS, keep, start=1, size=2)
         for layer, head in ((0, 0), (1, 2)):
             z = _array(_views(view_html("t", [Panel(draw(layer, head))], Stamp()))["panels"][0]["frames"][0][0][0]["z"])
             full = atts[layer, head] if keep is None else hide_specials(atts[layer, head], TOKENS)[0]
@@ -329,11 +328,11 @@ def test_head_maps_keep_no_analysis_alive_and_a_released_one_leaves_the_figure_w
     import gc
 
     atts = _atts()
-    draw = core.head_maps(atts, TOKENS)
+    draw = head_maps(atts, TOKENS)
     shown = draw(0, 1)  # the page's own figure, drawn while the analysis is held
     del atts
     gc.collect()
-    with pytest.raises(core.ReleasedError):
+    with pytest.raises(ReleasedError):
         draw(1, 0)
     text = view_html("t", [Panel(shown, "", Choice((("Layer", 2), ("Head", 3)), draw, (0, 1)))], Stamp())
     assert len(_views(text)["panels"][0]["frames"]) == 1 and "<select>" not in text
@@ -372,7 +371,7 @@ def test_files_are_built_one_at_a_time(monkeypatch):
         return real(panel)
 
     monkeypatch.setattr(view_file, "_frames", frames)
-    fig = core.attention_heatmap(_atts()[0, 0], TOKENS)
+    fig = attention_heatmap(_atts()[0, 0], TOKENS)
     threads = [threading.Thread(target=view_html, args=("t", [Panel(fig)], Stamp())) for _ in range(3)]
     for t in threads:
         t.start()
@@ -387,7 +386,7 @@ def test_files_are_built_one_at_a_time(monkeypatch):
 
 def test_files_of_the_same_view_share_their_frames():
     atts, drawn = _atts(), []
-    draw = lambda l, h: drawn.append((l, h)) or core.attention_heatmap(atts[l, h], TOKENS)
+    draw = lambda l, h: drawn.append((l, h)) or attention_heatmap(atts[l, h], TOKENS)
     one = _file(Choice((("Layer", 2), ("Head", 3)), draw, (0, 0), key=("same view", 1)))
     two = _file(Choice((("Layer", 2), ("Head", 3)), draw, (1, 1), key=("same view", 1)))
     assert len(drawn) == 6 and _views(one)["panels"][0]["frames"] == _views(two)["panels"][0]["frames"]

@@ -268,7 +268,8 @@ def test_the_class_questions_work_on_the_member(kind, tmp_path):
 
 def test_continued_pre_training_refuses_a_member_with_why(tmp_path):
     from bert.errors import TrainingError
-    from bert.train.pretrain import PretrainArgs, initial_bundle
+    from bert.train.pretrain_args import PretrainArgs
+    from bert.train.pretrain_setup import initial_bundle
 
     folder = family_folder("roberta", tmp_path / "roberta")
     with pytest.raises(TrainingError, match="is a RoBERTa, pre-trained with masked LM: .* Fine-tune it instead"):

@@ -10,7 +10,8 @@ import torch
 
 from app.board import questions as Q
 from app.lessons import features as fl
-from bert.analysis import dictionary as D
+from bert.analysis.dictionary_training import train_dictionary
+from bert.analysis.dictionary_vectors import state_after
 from bert.analysis.dictionary_words import word_activations
 from bert.errors import InputError
 from tests.helpers import tiny_bundle
@@ -21,14 +22,14 @@ TEXTS = ["the film was good", "a very bad plot", "the actor was really good", "i
 @pytest.fixture(scope="module")
 def trained():
     b = tiny_bundle()
-    return b, list(D.train_dictionary(b, 1, TEXTS * 6, 24, 4, 20))[-1].dictionary
+    return b, list(train_dictionary(b, 1, TEXTS * 6, 24, 4, 20))[-1].dictionary
 
 
 @torch.no_grad()
 def _alone(b, d, word: str) -> torch.Tensor:
     """(F,) the dictionary's codes at `word`'s one piece, the word read alone: [CLS] word [SEP]."""
     ids = torch.tensor([[b.tokenizer.cls_id, b.tokenizer.vocab[word], b.tokenizer.sep_id]])
-    return d.sae.encode(D.state_after(b, ids, torch.zeros_like(ids), d.layer)[0, 1:2].float())[0]
+    return d.sae.encode(state_after(b, ids, torch.zeros_like(ids), d.layer)[0, 1:2].float())[0]
 
 
 def test_a_features_words_are_each_read_alone(trained):

@@ -34,18 +34,20 @@ def test_the_typed_sentence_is_a_literal():
 @pytest.mark.slow
 def test_the_notebook_prints_the_apps_card_and_sentence_features(monkeypatch):
     import bert
-    from bert.analysis import dictionary as dic
+    from bert.analysis import dictionary_features
     from bert.analysis.dictionary_builtin import builtin_dictionary
+    from bert.analysis.dictionary_features import encode_all, text_features
+    from bert.analysis.dictionary_vectors import corpus_texts, gather_activations
 
     shipped = builtin_dictionary("minilm-l6")
     if shipped is None:
         pytest.skip("minilm-l6 ships no dictionary here")
     b, d = bert.load("minilm-l6"), shipped.dictionary
-    _, held = dic.corpus_texts(0, 300)  # what the page reads (app/features/builtin_view.py)
-    acts = dic.gather_activations(b, d.layer, held)
-    card = dic.feature_card(b, d, acts, dic.encode_all(d, acts), 5)
+    _, held = corpus_texts(0, 300)  # what the page reads (app/features/builtin_view.py)
+    acts = gather_activations(b, d.layer, held)
+    card = dictionary_features.feature_card(b, d, acts, encode_all(d, acts), 5)
     sentence = "The cat sat on the mat."
-    tf = dic.text_features(b, d, sentence, k=3)
+    tf = text_features(b, d, sentence, k=3)
     got = nbr.numbers(nbr.run(feature_card(MINILM, Stamp(), 5, sentence, 300), monkeypatch))
     assert (got["fires"], got["tokens"]) == (card.fires, card.tokens)
     np.testing.assert_allclose(got["contexts"], [c.activation for c in card.contexts], atol=1e-5)

@@ -63,9 +63,12 @@ def test_training_is_a_job_whose_run_reopens_by_its_code(monkeypatch):
     """Start queues a job (no place for analyses held); its live panel has the curves and Stop;
     when it ends the quality table shows both dictionaries and the run code; typed in another
     session, the code reopens the same dictionaries."""
-    from bert.analysis import dictionary as dic
 
-    monkeypatch.setattr(dic, "corpus_texts", lambda n, held, **kw: ((TEXTS * 10)[:n], TEXTS))
+    def texts(n, held, **kw):
+        return (TEXTS * 10)[:n], TEXTS
+
+    for reader in ("app.jobs.dictionary_job", "app.features.training_view"):  # the two that read the corpora
+        monkeypatch.setattr(f"{reader}.corpus_texts", texts)
     at = started_app(TIMEOUT)
     model = minilm_tiny_mlm()
     select_session_model(at, "tiny-mlm", model)
@@ -162,8 +165,9 @@ def test_the_settings_fit_the_servers_caps(monkeypatch):
 def test_the_page_opens_with_the_built_in_dictionary_and_a_link_opens_a_feature():
     """minilm-l6 ships a dictionary: the page shows it before anything is trained (its quality, its
     purity beside the controls'), and a link's feature is the card's, whose numbers are the model's."""
-    from bert.analysis import dictionary as dic
     from bert.analysis.dictionary_builtin import builtin_dictionary
+    from bert.analysis.dictionary_features import encode_all, feature_card
+    from bert.analysis.dictionary_vectors import corpus_texts, gather_activations
 
     shipped = builtin_dictionary("minilm-l6")
     if shipped is None or not (bert_cache_dir() / "corpora" / "brown.jsonl").is_file():
@@ -181,9 +185,9 @@ def test_the_page_opens_with_the_built_in_dictionary_and_a_link_opens_a_feature(
     import bert
 
     b, d = bert.load("minilm-l6"), shipped.dictionary
-    _, held = dic.corpus_texts(0, 300)
-    acts = dic.gather_activations(b, d.layer, held)
-    card = dic.feature_card(b, d, acts, dic.encode_all(d, acts), 7)
+    _, held = corpus_texts(0, 300)
+    acts = gather_activations(b, d.layer, held)
+    card = feature_card(b, d, acts, encode_all(d, acts), 7)
     assert any(f"**Feature 7** is active on **{card.fires:,}**" in m.value for m in at.markdown), "the link's feature"
     assert any(btn.label == "Open as a notebook" for btn in at.get("download_button")), "the built-in opens elsewhere"
     at.number_input(key="ft_feature").set_value(9).run()

@@ -14,7 +14,10 @@ import plotly.colors as pc
 import plotly.graph_objects as go
 import pytest
 
-from app.figures import attention_heads, causes, compare, core, explain, seq2seq, task_heads, training
+from app.figures import attention_heads, causes, compare, explain, seq2seq, task_heads, training
+from app.figures.attention import attention_grid, attention_heatmap
+from app.figures.embeddings import cosine_heatmap, embedding_part_heatmap, position_pca
+from app.figures.masked_lm import mlm_topk_bar
 from app.ui import show_figure
 
 MACHADO_DEUTERANOPIA = np.array(
@@ -115,12 +118,12 @@ def figure_kinds() -> dict[str, go.Figure]:
     labels = np.array([["[CLS]", "previous", "punctuation"], ["next", "self", "broad"]])
     stats = {s: rng.random((2, 3)) for s in attention_heads.STAT_NAMES}
     return {
-        "attention map": core.attention_heatmap(att, TOKENS, title="L1 H1"),
-        "attention grid": core.attention_grid(rng.dirichlet(np.ones(5), size=(2, 3, 5))),
-        "embedding part": core.embedding_part_heatmap(rng.normal(size=(5, 8)), TOKENS),
-        "cosine similarity": core.cosine_heatmap(np.corrcoef(rng.normal(size=(5, 6)))),
-        "positions": core.position_pca(rng.normal(size=(20, 2))),
-        "masked-word bars": core.mlm_topk_bar(["door", "window"], np.array([0.6, 0.2])),
+        "attention map": attention_heatmap(att, TOKENS, title="L1 H1"),
+        "attention grid": attention_grid(rng.dirichlet(np.ones(5), size=(2, 3, 5))),
+        "embedding part": embedding_part_heatmap(rng.normal(size=(5, 8)), TOKENS),
+        "cosine similarity": cosine_heatmap(np.corrcoef(rng.normal(size=(5, 6)))),
+        "positions": position_pca(rng.normal(size=(20, 2))),
+        "masked-word bars": mlm_topk_bar(["door", "window"], np.array([0.6, 0.2])),
         "moved": compare.moved_heatmap(rng.random((2, 5))),
         "attention difference": compare.attention_diff_heatmap(att - att.T, TOKENS),
         "patching": causes.patching_heatmap(rng.normal(size=(3, 5)), ["0", "1", "2"], TOKENS),
@@ -168,16 +171,16 @@ def test_every_heatmap_and_bar_chart_has_a_table_with_its_numbers():
             assert show_figure.tables(fig), f"{kind}: no table"
     att = np.full((3, 3), 0.1)
     att[2, 0] = 0.8
-    [(_, table)] = show_figure.tables(core.attention_heatmap(att, ["a", "b", "c"]))
+    [(_, table)] = show_figure.tables(attention_heatmap(att, ["a", "b", "c"]))
     assert table.loc["c", "a"] == pytest.approx(0.8) and table.shape == (3, 3)
-    [(_, bars)] = show_figure.tables(core.mlm_topk_bar(["door", "window"], np.array([0.6, 0.2])))
+    [(_, bars)] = show_figure.tables(mlm_topk_bar(["door", "window"], np.array([0.6, 0.2])))
     assert list(bars.index) == ["door", "window"] and list(bars.iloc[:, 0]) == [0.6, 0.2]
 
 
 def test_the_grid_of_every_head_says_and_tabulates_each_heads_strongest_cell():
     atts = np.full((2, 3, 3, 3), 0.1)
     atts[1, 2, 0, 2] = 0.9
-    fig = core.attention_grid(atts, tokens=["a", "b", "c"])
+    fig = attention_grid(atts, tokens=["a", "b", "c"])
     assert show_figure.describe(fig) == (
         "attention of 2 layers × 3 heads over 3 tokens; the strongest cell of all: layer 2, head 3, a → c (0.90)"
     )

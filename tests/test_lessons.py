@@ -239,7 +239,7 @@ def test_a_lesson_seven_link_opens_the_attention_page_with_its_reading():
 @pytest.mark.slow
 def test_lesson_six_scores_a_minimal_pair_word_by_word(bundle):
     """The minimal-pair step draws the pair's own word scores, the verb where they differ."""
-    from app.lessons.training import HEADS, PAIR
+    from app.lessons.heads_learned import HEADS, PAIR
     from bert.analysis.scoring import score_pairs
 
     pair_step = next(s for s in HEADS.steps if s.title == "Which sentence sounds right?")
@@ -253,7 +253,7 @@ def test_lesson_six_scores_a_minimal_pair_word_by_word(bundle):
 def test_lesson_six_probes_every_layer_beside_a_control():
     """The probe step: a noun-number curve and its control over every layer's vectors (on the
     smaller built-in; the every-step test draws it on both)."""
-    from app.lessons.training import HEADS
+    from app.lessons.heads_learned import HEADS
 
     probe_step = next(s for s in HEADS.steps if s.title == "Where a noun's number is written")
     bundle = bert.load("mini-scratch")

@@ -59,7 +59,7 @@ def test_the_word_notebook_prints_the_apps_map_and_separation(monkeypatch):
 
 
 def _pretrain_args(**kw):
-    from bert.train.pretrain import PretrainArgs
+    from bert.train.pretrain_args import PretrainArgs
 
     base = dict(out="", init="scratch", vocab="train:120", layers=1, hidden=32, heads=2, max_seq_length=32)
     base.update(batch_size=4, steps=6, lr=1e-3, warmup_steps=1, log_every=2, eval_every=3, save_every=100)

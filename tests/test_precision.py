@@ -212,7 +212,7 @@ def test_every_trainer_runs_in_bf16_says_so_and_keeps_fp32_weights(run, what, tm
 def test_a_pretrained_models_card_says_which_precision_it_trained_in():
     from app.jobs.records import pretrain_card
     from bert.train.events import PretrainDone
-    from bert.train.pretrain import PretrainArgs
+    from bert.train.pretrain_args import PretrainArgs
 
     done = PretrainDone(stopped=False, step=10)
     for precision in ("fp32", "bf16"):

@@ -183,7 +183,7 @@ def test_snapshots_keep_the_model_every_n_steps(tmp_path):
 
 def test_held_out_documents_do_not_follow_the_seed(tmp_path):
     """Another --seed changes data order and masking, never which documents are held out."""
-    from bert.train.pretrain import training_split
+    from bert.train.pretrain_setup import training_split
 
     corpus = tiny_corpus(n_docs=60)
     splits = [training_split(pretrain_args(tmp_path, seed=s), corpus) for s in (0, 1, 7)]

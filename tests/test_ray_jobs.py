@@ -29,7 +29,7 @@ from bert.data.labelled import stratified_split
 from bert.data.qa_demo import qa_demo
 from bert.data.tagged import read_tagged
 from bert.train.attention_snapshots import AttentionSnapshots
-from bert.train.pretrain import PretrainArgs
+from bert.train.pretrain_args import PretrainArgs
 from bert.train.task_head_args import TaskHeadArgs, for_task_head
 from tests.helpers import fast_args, tiny_bundle, tiny_data
 

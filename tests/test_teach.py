@@ -6,7 +6,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import state as S
-from app.figures import core
+from app.figures.attention import attention_heatmap
+from app.figures.masked_lm import mlm_topk_bar
 from app.figures.task_heads import span_probs
 from app.ui import links, show_figure
 from tests.helpers import ENTRY
@@ -106,7 +107,7 @@ def test_modebar_saves_png_at_3x_or_svg_named_for_the_figure():
 def test_projector_style_enlarges_type_thickens_lines_and_uses_cividis():
     att = np.full((4, 4), 0.1)
     att[2, 1] = 0.7
-    fig = show_figure.style_for_projector(core.attention_heatmap(att, ["[CLS]", "it", "dog", "[SEP]"], title="t"))
+    fig = show_figure.style_for_projector(attention_heatmap(att, ["[CLS]", "it", "dog", "[SEP]"], title="t"))
     assert fig.layout.font.size >= 18 and fig.layout.xaxis.tickfont.size >= 18 and fig.layout.yaxis.tickfont.size >= 18
     assert fig.data[0].colorscale[0][1].lower() == "#00224e"  # cividis
     line = show_figure.style_for_projector(go.Figure(go.Scatter(x=[1, 2], y=[3, 4], mode="lines")))
@@ -118,18 +119,18 @@ def test_projector_style_enlarges_type_thickens_lines_and_uses_cividis():
 def test_text_alternatives_say_what_is_strongest():
     att = np.full((4, 4), 0.1)
     att[2, 1] = 0.7
-    fig = core.attention_heatmap(att, ["[CLS]", "it", "dog", "[SEP]"], title="layer 1, head 2")
+    fig = attention_heatmap(att, ["[CLS]", "it", "dog", "[SEP]"], title="layer 1, head 2")
     assert show_figure.describe(fig) == (
         "layer 1, head 2 · strongest: dog → it (0.70); 4 rows × 4 columns, values 0.10 to 0.70"
     )
-    bar = core.mlm_topk_bar(["door", "window"], np.array([0.6, 0.2]), "gap 1")
+    bar = mlm_topk_bar(["door", "window"], np.array([0.6, 0.2]), "gap 1")
     assert "largest: door (0.6)" in show_figure.describe(bar)
     sim = go.Figure(go.Heatmap(z=[[1.0, 0.3], [0.3, 1.0]], x=["a", "b"], y=["a", "b"]))
     assert "a → b (0.30)" in show_figure.describe(sim) or "b → a (0.30)" in show_figure.describe(sim)  # not itself
     # a reader's span: bars at token numbers, named by their ticks; the first of two series named
     span = span_probs(["clara", "was", "born", "in", "porto"], [0.1, 0.0, 0.0, 0.0, 0.9], [0.0, 0.0, 0.0, 0.1, 0.8])
     assert show_figure.describe(span) == "largest P(start): porto (0.9), then clara (0.1), was (0); 5 bars"
-    hostile = core.mlm_topk_bar(["<img src=x>", "b"], np.array([0.9, 0.1]))
+    hostile = mlm_topk_bar(["<img src=x>", "b"], np.array([0.9, 0.1]))
     assert "<img src=x>" in show_figure.describe(hostile)  # shown as text; the caption escapes markdown
 
 

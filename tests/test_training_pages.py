@@ -50,7 +50,8 @@ from app.training.start import few_steps_message
 from bert.data.labelled import read_labelled, stratified_split  # noqa: E402
 from bert.tokenizer.tokenizer import Tokenizer  # noqa: E402
 from bert.train.events import Error, FinetuneDone, PretrainDone, PretrainStart  # noqa: E402
-from bert.train.pretrain import PretrainArgs, pretrain
+from bert.train.pretrain import pretrain
+from bert.train.pretrain_args import PretrainArgs
 from tests.helpers import (  # noqa: E402
     APP_TIMEOUT,
     ENTRY,

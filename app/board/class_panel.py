@@ -18,9 +18,10 @@ from collections.abc import Callable, Sequence
 
 import streamlit as st
 
+from ..class_store.checks import CODE_LEN, nick_key, normal_code
 from ..class_store.classroom import LEAD_BEAT_S
+from ..class_store.errors import BoardError
 from ..class_store.service import JOINED, TEACHER, board_store, classroom, enabled
-from ..class_store.store import CODE_LEN, BoardError, nick_key, normal_code
 from ..formatting import md_escape
 from ..server import shared_network
 from ..server.new_students import address_key, client_address

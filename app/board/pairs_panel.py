@@ -16,8 +16,8 @@ from bert.analysis.scoring import sentence_tokens
 
 from ..analysis_cache import pair_scores
 from ..class_store.class_pairs import POSTED_TOKENS, ClassPairs
+from ..class_store.errors import BoardError
 from ..class_store.service import board_store
-from ..class_store.store import BoardError
 from ..formatting import md_escape
 from ..model_sources import current_model
 from ..ui.widgets import lacks_mlm, number_table

@@ -20,8 +20,8 @@ from bert import BertExplorerError, InputError
 
 from .. import state
 from ..class_store.classroom import ANSWER_CHARS, is_right
+from ..class_store.errors import BoardError
 from ..class_store.service import classroom
-from ..class_store.store import BoardError
 from ..formatting import md_escape, table_csv
 from ..model_sources import current_model
 from ..run_session.dictionaries import FEATURE, shown_dictionary

@@ -46,7 +46,8 @@ from bert.attention_masks import CAUSAL
 
 from ..figures import seq2seq as s2s_figures
 from ..figures.causes import pair_word_scores
-from ..figures.core import mlm_topk_bar, nsp_bar, safe_labels, two_readings, values_bar
+from ..figures.core import safe_labels, values_bar
+from ..figures.masked_lm import mlm_topk_bar, nsp_bar, two_readings
 
 KINDS = {
     "mask": "Which word fills the [MASK]?",

@@ -14,8 +14,8 @@ import streamlit as st
 
 from app.analysis_cache import pair_scores, paradigm_scores
 from app.class_store.class_pairs import PAIRS_A_POST, PAIRS_EACH, PAIRS_PER_ADDRESS, POSTED_TOKENS, ClassPairs
+from app.class_store.errors import BoardError
 from app.class_store.service import JOINED, board_store, enabled
-from app.class_store.store import BoardError
 from app.export.causes_notebooks import every_paradigm, minimal_pairs
 from app.figures.causes import pair_word_scores, paradigm_accuracy_bars
 from app.formatting import md_escape

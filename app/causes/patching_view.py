@@ -16,7 +16,7 @@ import streamlit as st
 from app.analysis_cache import patching
 from app.export import notebook as nb
 from app.figures.causes import patching_heatmap
-from app.figures.core import mlm_topk_bar
+from app.figures.masked_lm import mlm_topk_bar
 from app.formatting import clean_text, md_escape
 from app.ui import links, show_figure
 from app.ui.widgets import SENTENCE_CHARS, WORD_CHARS

@@ -22,7 +22,9 @@ from __future__ import annotations
 import time
 import unicodedata
 
-from .store import BoardError, BoardStore, key_hash, stored_student
+from .checks import key_hash, stored_student
+from .errors import BoardError
+from .store import BoardStore
 
 SENTENCE_CHARS = 200
 POSTED_TOKENS = 40

@@ -37,7 +37,9 @@ import unicodedata
 from collections import OrderedDict
 
 from ..server.new_students import NewStudents, new_answerers
-from .store import KEEP_SECONDS, LEAD_IDLE_S, LEAD_MAX_S, BoardError, BoardStore, normal_code, stored_student
+from .checks import normal_code, stored_student
+from .errors import BoardError
+from .store import KEEP_SECONDS, LEAD_IDLE_S, LEAD_MAX_S, BoardStore
 
 LEAD_ENDED = "Leading the class ended (after 4 hours, or 20 minutes unheard): turn it on again to go on."
 LEAD_BEAT_S = 30  # a leading session writes at least this often (its view unchanged)

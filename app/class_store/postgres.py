@@ -23,7 +23,8 @@ import time
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from .store import CLASS_COLUMNS, CLASS_TABLES, LOCK_WAIT_S, BoardStore, BoardUnavailable
+from .errors import BoardUnavailable
+from .store import CLASS_COLUMNS, CLASS_TABLES, LOCK_WAIT_S, BoardStore
 
 log = logging.getLogger("bert_explorer")
 

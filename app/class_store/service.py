@@ -12,8 +12,9 @@ from bert import settings
 from bert.data.corpus.fetch import bert_cache_dir
 
 from .classroom import Classroom
+from .errors import BoardUnavailable
 from .sqlite_store import SqliteStore
-from .store import BoardStore, BoardUnavailable
+from .store import BoardStore
 
 JOINED = "board_code"  # session-state key: the class code this session has joined
 TEACHER = "class_teacher"  # session-state key: (code, board key) once the key is proven for the joined class

@@ -8,7 +8,8 @@ import logging
 import sqlite3
 from pathlib import Path
 
-from .store import CLASS_COLUMNS, CLASS_TABLES, LOCK_WAIT_S, SCHEMA, BoardStore, BoardUnavailable
+from .errors import BoardUnavailable
+from .store import CLASS_COLUMNS, CLASS_TABLES, LOCK_WAIT_S, SCHEMA, BoardStore
 
 log = logging.getLogger("bert_explorer")
 

@@ -1,5 +1,6 @@
 """The class board's store: one interface (`BoardStore`, every rule of the board written once) and
 its two implementations: app/class_store/sqlite_store.py (the default) and app/class_store/postgres.py.
+What comes in is checked in app/class_store/checks.py; the errors are app/class_store/errors.py's.
 
 Students post their fine-tuning runs' settings and curves under a class code, and everyone sees
 whose settings worked best. Boards and entries last a day (`expire`). What is stored is bounded
@@ -28,25 +29,29 @@ sessions, threads and app replicas posting at once. A store that cannot be reach
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import logging
 import secrets
 import threading
 import time
-import unicodedata
 from collections import OrderedDict
 
-from bert import BertExplorerError
-
 from ..formatting import finite_float
+from .checks import (
+    CODE_CHARS,
+    CODE_LEN,
+    check_owner,
+    clean_nickname,
+    clean_person,
+    key_hash,
+    nick_key,
+    normal_code,
+    stored_student,
+)
+from .errors import BoardError, BoardUnavailable
 from .summary import clean_summary
 
-CODE_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
-CODE_LEN = 6
-NICK_CHARS = 24
-NAME_CHARS = 120  # of a real name or an email kept for the teacher
 MAX_ENTRIES = 200  # per board
 MAX_BOARDS = 500  # on the server at once
 KEEP_SECONDS = 24 * 3600
@@ -62,7 +67,6 @@ LEAD_IDLE_S = 20 * 60  # a class's lead ends this long after the teacher's sessi
 LEAD_MAX_S = 4 * 3600  # and this long after it began (app/class_store/classroom.py)
 READ_CACHED = 32  # boards whose entries are kept read, server-wide (a class polls one)
 LIVE_STATES = ("queued", "running", "done", "stopped", "error")
-UNAVAILABLE = "The class board is unavailable right now (the database cannot be reached); everything else works."
 
 # The class's lead and questions (app/class_store/classroom.py) and minimal pairs (app/class_store/class_pairs.py),
 # in PostgreSQL's words (SQLite's: the id an INTEGER PRIMARY KEY AUTOINCREMENT, REAL for DOUBLE PRECISION).
@@ -92,76 +96,6 @@ log = logging.getLogger("bert_explorer")
 # (store, code, created, version) -> entries: read once per board version for every viewer
 _read: OrderedDict[tuple, list[dict]] = OrderedDict()
 _read_lock = threading.Lock()
-
-
-class BoardError(BertExplorerError):
-    """A board action that cannot be done (unknown code, bad nickname, full board, wrong key)."""
-
-
-class BoardUnavailable(BoardError):
-    """The board's database cannot be reached (down, unreachable, or its lock not had in time)."""
-
-    def __init__(self, message: str = UNAVAILABLE):
-        super().__init__(message)
-
-
-def key_hash(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
-
-
-def normal_code(code: str | None) -> str:
-    """A typed class code, stripped and upper-cased; BoardError when it cannot be one."""
-    code = (code or "").strip().upper()
-    if len(code) != CODE_LEN or any(c not in CODE_CHARS for c in code):
-        raise BoardError(f"A class code is {CODE_LEN} letters and digits, as your teacher wrote it.")
-    return code
-
-
-def clean_nickname(nickname: str | None) -> str:
-    nick = (nickname or "").strip()
-    if not nick:
-        raise BoardError("Type a nickname to post under.")
-    if len(nick) > NICK_CHARS:
-        raise BoardError(f"A nickname is at most {NICK_CHARS} characters.")
-    if any(unicodedata.category(c) in ("Cc", "Cf") for c in nick):
-        raise BoardError("A nickname cannot hold control characters.")
-    return nick
-
-
-def nick_key(nickname: str) -> str:
-    """What two nicknames that look the same share: "Bob", "bob " and "ｂｏｂ" are one nickname."""
-    return " ".join(unicodedata.normalize("NFKC", nickname).casefold().split())
-
-
-def stored_student(student: str | None) -> str:
-    """A browser's key as the store keeps it (no NUL, at most 100 characters); BoardError when empty."""
-    student = str(student or "").replace("\x00", "")  # PostgreSQL's text holds no NUL
-    if not student:
-        raise BoardError("This browser cannot be told apart from others: reload the page and post again.")
-    return student[:100]
-
-
-def clean_person(text: str | None) -> str:
-    """A provider's name or email as kept for the teacher: one line, no control or format
-    characters, at most NAME_CHARS."""
-    text = "".join(c if unicodedata.category(c) not in ("Cc", "Cf") else " " for c in str(text or ""))
-    return " ".join(text.split())[:NAME_CHARS]
-
-
-def check_owner(run_code: str, owner: str | None, student: str) -> None:
-    """BoardError unless `student` trained the run: a post speaks for the run's student (the
-    nickname, the accuracy), so a run reopened by its code in another browser is not theirs to post."""
-    owner = str(owner or "").replace("\x00", "")[:100]
-    if not owner:
-        raise BoardError(
-            f"Run {run_code} does not record which browser trained it, so it cannot be posted: "
-            "only the student who trained a run can post it."
-        )
-    if owner != student:
-        raise BoardError(
-            f"Run {run_code} was trained in another browser: only the student who trained a run can post it "
-            "to the board. A run reopened by its code can be explored here, not posted."
-        )
 
 
 def _live_now(row, now: float) -> bool:

@@ -157,7 +157,7 @@ def _compare_answers_code(k: int) -> str:
         "        continue\n"
         "    numbers[f'{side}_probs'], numbers[f'{side}_tokens'] = out.mlm.top_probs.tolist(), out.mlm.top_tokens\n"
         f"    for i, pos in enumerate(out.mlm.positions[:{COMPARE_MASKS}]):\n"
-        "        core.mlm_topk_bar(out.mlm.top_tokens[i], out.mlm.top_probs[i], f'[MASK] at token {pos}').show()\n"
+        "        masked_lm.mlm_topk_bar(out.mlm.top_tokens[i], out.mlm.top_probs[i], f'[MASK] at token {pos}').show()\n"
         "# numbers: this view's, for your own code"
     )
 
@@ -190,8 +190,8 @@ def compare_models(
             "ta, aa = attentions_of(bundle_a, text)  # tokens, attention (L, H, T, T)\n"
             "tb, ab = attentions_of(bundle_b, text)\n"
             "numbers = {'a': aa[layer - 1, head - 1].tolist(), 'b': ab[layer - 1, head - 1].tolist()}\n"
-            f"core.attention_heatmap(aa[layer - 1, head - 1], ta, title={titles[0]!r}).show()\n"
-            f"core.attention_heatmap(ab[layer - 1, head - 1], tb, title={titles[1]!r}).show()",
+            f"attention.attention_heatmap(aa[layer - 1, head - 1], ta, title={titles[0]!r}).show()\n"
+            f"attention.attention_heatmap(ab[layer - 1, head - 1], tb, title={titles[1]!r}).show()",
         ),
         (
             "code",

@@ -1,5 +1,5 @@
 """The menus and sliders of Explanations and Compare, precomputed into their saved files (Attention's
-layer and head are `app.figures.core.head_maps`): each a `Choice` whose draw(...) gives the figure
+layer and head are `app.figures.attention.head_maps`): each a `Choice` whose draw(...) gives the figure
 the page would draw for that position, with the page's own figure builders.
 
 What a draw reads (the page's analyses, its model) is held weakly, as head_maps holds its attention:
@@ -16,6 +16,7 @@ from collections.abc import Callable
 import numpy as np
 import plotly.graph_objects as go
 
+from ..figures.attention import ReleasedError, attention_heatmap
 from ..figures.compare import (
     attention_diff_heatmap,
     change_over_training,
@@ -23,7 +24,6 @@ from ..figures.compare import (
     sense_scatter,
     separation_line,
 )
-from ..figures.core import ReleasedError, attention_heatmap
 from ..figures.explain import answer_by_layer, logit_lens_heatmap, saliency_bars
 from .view_file import Choice
 

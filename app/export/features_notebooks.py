@@ -27,19 +27,20 @@ def feature_card(model: ModelRef, stamp: Stamp, feature: int, sentence: str, hel
         (
             "code",
             "from app.figures.features import activation_histogram\n"
-            "from bert.analysis import dictionary as dic\n"
-            "from bert.analysis.dictionary_builtin import builtin_dictionary\n\n"
+            "from bert.analysis.dictionary_builtin import builtin_dictionary\n"
+            "from bert.analysis.dictionary_features import encode_all, feature_card, text_features\n"
+            "from bert.analysis.dictionary_vectors import corpus_texts, gather_activations\n\n"
             f"feature = {int(feature)}\n"
             f"sentence = {sentence!r}\n"
             "d = builtin_dictionary(bundle.name).dictionary  # the model's built-in dictionary\n"
-            f"_, held_out = dic.corpus_texts(0, {int(held_out)})  # held-out sentences of the pre-training corpora\n"
-            "acts = dic.gather_activations(bundle, d.layer, held_out)\n"
-            "codes = dic.encode_all(d, acts)\n"
+            f"_, held_out = corpus_texts(0, {int(held_out)})  # held-out sentences of the pre-training corpora\n"
+            "acts = gather_activations(bundle, d.layer, held_out)\n"
+            "codes = encode_all(d, acts)\n"
             "print(f'layer {d.layer}: {d.n_features} features, {d.k} active a word piece')",
         ),
         (
             "code",
-            "card = dic.feature_card(bundle, d, acts, codes, feature)\n"
+            "card = feature_card(bundle, d, acts, codes, feature)\n"
             "numbers = {'fires': card.fires, 'tokens': card.tokens, 'mean_activation': card.mean_activation,\n"
             "           'contexts': [c.activation for c in card.contexts],\n"
             "           'context_tokens': [c.tokens[c.position] for c in card.contexts],\n"
@@ -56,7 +57,7 @@ def feature_card(model: ModelRef, stamp: Stamp, feature: int, sentence: str, hel
         ),
         (
             "code",
-            "tf = dic.text_features(bundle, d, sentence, k=3)\n"
+            "tf = text_features(bundle, d, sentence, k=3)\n"
             "numbers['sentence'] = [[tf.tokens[p], [f for f, _ in feats]] for p, feats in tf.features.items()]\n"
             "for p, feats in tf.features.items():\n"
             "    print(f'{tf.tokens[p]:>12}  ' + '  '.join(f'{f} ({v:.2f})' for f, v in feats))",

@@ -148,7 +148,7 @@ def _stamp_md(title: str, stamp: Stamp, model: ModelRef, load: bool) -> str:
 def notebook(title: str, stamp: Stamp, model: ModelRef, cells: list[tuple[str, str]], load: bool = True) -> str:
     """The .ipynb text: the stamp, the cell that installs `bert` (install_code), the imports and (if
     `load`) the model, then `cells` ((kind, source) with kind "markdown" or "code")."""
-    setup = "import json\nimport os\n\nimport bert\nfrom app.figures import core, training"
+    setup = "import json\nimport os\n\nimport bert\nfrom app.figures import attention, embeddings, masked_lm, training"
     setup += f"\n\n{model.code()}" if load else ""
     body = [_cell("markdown", _stamp_md(title, stamp, model, load)), _cell("code", install_code())]
     body.append(_cell("code", setup))
@@ -228,9 +228,9 @@ def attention(model: ModelRef, stamp: Stamp, text_a: str, text_b: str | None, la
             "print(f'Layer {layer}, head {head}: where each token looks most')\n"
             "for token, j, row in zip(an.tokens, strongest, att):\n"
             "    print(f'  {token:>12} → {an.tokens[j]:<12} {row[j]:.0%}')\n"
-            "core.attention_heatmap(att, an.tokens, title=f'layer {layer}, head {head}')",
+            "attention.attention_heatmap(att, an.tokens, title=f'layer {layer}, head {head}')",
         ),
-        ("code", "core.attention_grid(an.attentions, selected=(layer - 1, head - 1))"),
+        ("code", "attention.attention_grid(an.attentions, selected=(layer - 1, head - 1))"),
     ]
     return notebook("Attention", stamp, model, cells)
 
@@ -258,7 +258,8 @@ def masked_lm(model: ModelRef, stamp: Stamp, text: str, k: int) -> str:
         (
             "code",
             "for n, position in enumerate(pred.positions):\n"
-            "    core.mlm_topk_bar(pred.top_tokens[n], pred.top_probs[n], f'gap {n + 1} (token {position})').show()",
+            "    title = f'gap {n + 1} (token {position})'\n"
+            "    masked_lm.mlm_topk_bar(pred.top_tokens[n], pred.top_probs[n], title).show()",
         ),
     ]
     return notebook("Masked LM", stamp, model, cells)
@@ -337,7 +338,7 @@ def embeddings(model: ModelRef, stamp: Stamp, text_a: str, text_b: str | None, p
             f"text_a = {text_a!r}\ntext_b = {(text_b or None)!r}\n"
             f"part, n = {part!r}, {int(rows)}\n"
             "an = full.analyze(bundle, text_a, text_b)  # an.parts: {part: (T, hidden)}\n"
-            "core.embedding_part_heatmap(an.parts[part][:n], an.tokens[:n], part)",
+            "embeddings.embedding_part_heatmap(an.parts[part][:n], an.tokens[:n], part)",
         ),
         (
             "code",
@@ -345,7 +346,7 @@ def embeddings(model: ModelRef, stamp: Stamp, text_a: str, text_b: str | None, p
             "numbers = {k: v.tolist() for k, v in norms.items()}  # for your own code\n"
             "print('Mean length of each part over the tokens: '\n"
             "      + ', '.join(f'{k} {v.mean():.2f}' for k, v in norms.items()))\n"
-            "core.norms_bar(norms, an.tokens[:n])",
+            "embeddings.norms_bar(norms, an.tokens[:n])",
         ),
     ]
     return notebook("Embeddings", stamp, model, cells)

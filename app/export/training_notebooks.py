@@ -13,7 +13,7 @@ import json
 import numpy as np
 
 from bert.train.next_word import NEXT_WORD
-from bert.train.pretrain import PretrainArgs
+from bert.train.pretrain_args import PretrainArgs
 from bert.train.seq2seq import EVENTS
 
 from .notebook import SAVED_MODEL, ModelRef, md_text, notebook_without_model, run_intro
@@ -70,7 +70,7 @@ def _try_it(args: PretrainArgs) -> str:
         + "    guesses = probe_predictions(bundle, text, k=5)  # each [MASK]'s top (word, probability)\n"
         "    numbers = {'guesses': guesses}  # for your own code\n"
         "    for i, cands in enumerate(guesses[:6]):\n"
-        "        core.mlm_topk_bar([t for t, _ in cands], [p for _, p in cands], f'[MASK] {i + 1}').show()"
+        "        masked_lm.mlm_topk_bar([t for t, _ in cands], [p for _, p in cands], f'[MASK] {i + 1}').show()"
     )
 
 

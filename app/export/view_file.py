@@ -225,7 +225,7 @@ def _frames(panel: Panel) -> tuple[dict, str | None]:
         return _kept[kept], None
     try:
         return _drawn_frames(choice, first, kept), None
-    except LookupError:  # the page's analysis was released meanwhile (app/figures/core.py head_maps)
+    except LookupError:  # the page's analysis was released meanwhile (app/figures/attention.py head_maps)
         note = "The other choices are left out of this file: the app no longer holds them. Save again from the page."
         return {"sizes": [], "frames": [[first["data"], 0]], "layouts": [first.get("layout", {})]}, note
 

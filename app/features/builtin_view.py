@@ -16,8 +16,10 @@ from app.jobs.dictionary_events import CONTROL, TRAINED
 from app.run_session.dictionaries import FEATURE, RUN
 from app.server.analysis_gate import ANALYSES, busy_notice
 from app.ui import links, show_figure
-from bert.analysis import dictionary as dic
+from bert.analysis.dictionary import caps
 from bert.analysis.dictionary_builtin import BuiltinDictionary, builtin_dictionary
+from bert.analysis.dictionary_features import encode_all
+from bert.analysis.dictionary_vectors import gather_activations
 
 from .training_view import HELD_OUT, FeaturesRun, Trained, corpus_sentences, quality_table, reopen_code
 
@@ -31,8 +33,8 @@ def _opened(model_key: str, _bundle: bert.Bundle) -> tuple[FeaturesRun, BuiltinD
         return None
     d = b.dictionary
     held = corpus_sentences(0, HELD_OUT)[1]
-    acts = dic.gather_activations(_bundle, d.layer, held)
-    trained = Trained(_bundle, d, b.quality, acts, dic.encode_all(d, acts), b.purity.get(TRAINED))
+    acts = gather_activations(_bundle, d.layer, held)
+    trained = Trained(_bundle, d, b.quality, acts, encode_all(d, acts), b.purity.get(TRAINED))
     return FeaturesRun(model_key, d.layer, held, d.texts, {TRAINED: trained}, d.seconds, builtin=True), b
 
 
@@ -120,7 +122,7 @@ def link_params() -> list[links.Param]:
     """What a link to this view holds: the run (a run code; none: the built-in) and the feature."""
     return [
         links.Param("run", RUN_LINK, "text", default="", label="run code"),
-        links.Param("feature", FEATURE, "int", default=0, lo=0, hi=dic.caps()["features"] - 1, label="feature"),
+        links.Param("feature", FEATURE, "int", default=0, lo=0, hi=caps()["features"] - 1, label="feature"),
     ]
 
 

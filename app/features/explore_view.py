@@ -16,7 +16,8 @@ from app.formatting import clean_text, md_escape
 from app.run_session.dictionaries import FEATURE
 from app.ui import show_figure
 from app.ui.widgets import SENTENCE_CHARS, cap_help, cap_text
-from bert.analysis import dictionary as dic
+from bert.analysis.dictionary_features import feature_card, text_features
+from bert.analysis.dictionary_steering import MAX_CLAMP, steer
 
 from .training_view import FeaturesRun, Trained
 
@@ -43,7 +44,7 @@ def card(run: FeaturesRun) -> None:
         st.info(f"This dictionary has {d.n_features:,} features: showing the last.", icon=":material/link:")
         st.session_state[FEATURE] = d.n_features - 1
     feature = int(st.number_input("Feature", 0, d.n_features - 1, key=FEATURE))
-    c = dic.feature_card(t.bundle, d, t.held_out, t.codes, feature)
+    c = feature_card(t.bundle, d, t.held_out, t.codes, feature)
     st.markdown(
         f"**Feature {feature}** is active on **{c.fires:,}** of {c.tokens:,} held-out word pieces "
         f"({c.frequency:.2%}), {c.mean_activation:.2f} on average when it is."
@@ -106,7 +107,7 @@ def _typed_sentence(label: str, default: str, key: str) -> str:
 def sentence(run: FeaturesRun) -> None:
     t = _pick(run, "ft_sentence_of")
     text = _typed_sentence("A sentence", SENTENCE, "ft_sentence")
-    tf = dic.text_features(t.bundle, t.dictionary, text, k=3)
+    tf = text_features(t.bundle, t.dictionary, text, k=3)
     rows = []
     for p, feats in tf.features.items():
         row = {"token": tf.tokens[p]}
@@ -128,14 +129,14 @@ def steering(run: FeaturesRun) -> None:
     words = list(range(1, len(tokens) - 1))
     c1, c2, c3 = st.columns([1, 1, 3])
     feature = int(c1.number_input("Feature", 0, d.n_features - 1, key="ft_steer_feature"))
-    value = float(c2.number_input("Set it to", -dic.MAX_CLAMP, dic.MAX_CLAMP, 0.0, key="ft_steer_value"))
+    value = float(c2.number_input("Set it to", -MAX_CLAMP, MAX_CLAMP, 0.0, key="ft_steer_value"))
     where = c3.multiselect(
         "At the tokens (none chosen: every word piece)",
         words,
         format_func=lambda i: f"{i}: {tokens[i]}",
         key=f"ft_steer_at_{zlib.crc32(text.encode())}",  # a new text: a new choice (old indices may not exist)
     )
-    s = dic.steer(t.bundle, d, text, feature, value, positions=where or None)
+    s = steer(t.bundle, d, text, feature, value, positions=where or None)
     active = [(p, v) for p, v in zip(s.positions, s.was, strict=True) if v > 0]
     said = ", ".join(f"{v:.2f} at *{md_escape(s.tokens[p])}*" for p, v in active) or "not active at these tokens"
     st.markdown(f"Feature {feature} was {said}; set to {value:g} at {len(s.positions)} token(s).")

@@ -1,4 +1,4 @@
-"""The Features page's training: a dictionary of features (bert/analysis/dictionary.py) trained on
+"""The Features page's training: a dictionary of features (bert/analysis/dictionary_training.py) trained on
 one layer of the loaded model, and the same recipe on a model of the same shape with random
 weights beside it, their quality side by side.
 
@@ -55,7 +55,11 @@ from app.run_session.finished import run_code_line
 from app.run_session.follow import POLL_S, current_job, live_job, notice_errors
 from app.server.analysis_gate import ANALYSES, busy_notice
 from app.ui import show_figure
-from bert.analysis import dictionary as dic
+from bert.analysis.dictionary import Dictionary, caps
+from bert.analysis.dictionary_features import Codes, encode_all
+from bert.analysis.dictionary_quality import Quality
+from bert.analysis.dictionary_training import random_control
+from bert.analysis.dictionary_vectors import CORPORA, Activations, corpus_texts, gather_activations
 from bert.data.corpus.base import CorpusError
 from bert.train.events import last as last_event
 
@@ -72,10 +76,10 @@ class Trained:
     """One dictionary with what its cards and quality read."""
 
     bundle: bert.Bundle
-    dictionary: dic.Dictionary
-    quality: dic.Quality
-    held_out: dic.Activations
-    codes: dic.Codes
+    dictionary: Dictionary
+    quality: Quality
+    held_out: Activations
+    codes: Codes
     purity: dict | None = None  # bert.analysis.dictionary_purity.Purity.summary(), when measured
 
 
@@ -96,8 +100,8 @@ class FeaturesRun:
 @st.cache_resource(max_entries=2, show_spinner=False)
 def control_model(model_key: str, _bundle: bert.Bundle) -> bert.Bundle:
     """The control of a model: its shape with random weights, one per model for every session
-    (the job makes the same one: bert.analysis.dictionary.random_control, seed 0)."""
-    return dic.random_control(_bundle, seed=0)
+    (the job makes the same one: bert.analysis.dictionary_training.random_control, seed 0)."""
+    return random_control(_bundle, seed=0)
 
 
 def _nearest(options: list[int], value: int) -> int:
@@ -106,16 +110,16 @@ def _nearest(options: list[int], value: int) -> int:
 
 @st.cache_resource(max_entries=4, show_spinner="Reading the corpora…")
 def _sentences(n_train: int, n_held_out: int) -> tuple[list[str], list[str]]:
-    return dic.corpus_texts(n_train, n_held_out)
+    return corpus_texts(n_train, n_held_out)
 
 
 def corpus_sentences(n_train: int, n_held_out: int) -> tuple[list[str], list[str]]:
-    """The held-in and held-out sentences (bert.analysis.dictionary.corpus_texts), read once for
+    """The held-in and held-out sentences (bert.analysis.dictionary_vectors.corpus_texts), read once for
     every session; corpora this server has not fetched get one plain message."""
     try:
         return _sentences(n_train, n_held_out)
     except CorpusError:
-        raise CorpusError(not_on_server("+".join(dic.CORPORA))) from None
+        raise CorpusError(not_on_server("+".join(CORPORA))) from None
 
 
 def base_source(model: CurrentModel) -> str:
@@ -125,11 +129,11 @@ def base_source(model: CurrentModel) -> str:
 
 def settings_form(model: CurrentModel) -> DictionaryArgs:
     """The dictionary's settings, as the job's DictionaryArgs."""
-    caps = dic.caps()
+    cap = caps()
     L = model.bundle.config.num_hidden_layers
     c1, c2, c3, c4, c5 = st.columns(5)
     c1.number_input("Layer", 1, L, value=max(1, L // 2), key="ft_layer", help="the state leaving this layer")
-    feats = [f for f in FEATURES if f <= caps["features"]] or [caps["features"]]
+    feats = [f for f in FEATURES if f <= cap["features"]] or [cap["features"]]
     c2.selectbox("Features", feats, index=_nearest(feats, DEFAULTS["features"]), key="ft_features")
     c3.selectbox(
         "Active a token (k)",
@@ -138,12 +142,12 @@ def settings_form(model: CurrentModel) -> DictionaryArgs:
         key="ft_k",
         help="TopK: exactly k features a token",
     )
-    c4.number_input("Steps", 1, caps["steps"], min(DEFAULTS["steps"], caps["steps"]), 50, key="ft_steps")
+    c4.number_input("Steps", 1, cap["steps"], min(DEFAULTS["steps"], cap["steps"]), 50, key="ft_steps")
     c5.number_input(
         "Sentences",
         1,
-        caps["texts"],
-        min(DEFAULTS["sentences"], caps["texts"]),
+        cap["texts"],
+        min(DEFAULTS["sentences"], cap["texts"]),
         250,
         key="ft_sentences",
         help="held-in text",
@@ -158,7 +162,7 @@ def settings_form(model: CurrentModel) -> DictionaryArgs:
         )
     st.caption(
         f"Training reads sentences of the pre-training corpora (wiki, Brown, BBC) from the documents "
-        f"pre-training trained on, at most {caps['tokens']:,} word pieces; the quality and the feature "
+        f"pre-training trained on, at most {cap['tokens']:,} word pieces; the quality and the feature "
         f"cards read {HELD_OUT} sentences of the documents it held out. 1,024 word pieces a step."
     )
     return current_args()
@@ -302,8 +306,8 @@ def from_saved(model: CurrentModel, saved: SavedDictionaries, note: str | None =
     with busy_notice() as notice, ANALYSES.place(notice):
         for phase, (d, quality) in saved.dictionaries.items():
             bundle = phase_model(model, phase)
-            acts = dic.gather_activations(bundle, d.layer, saved.held_out)
-            out[phase] = Trained(bundle, d, quality, acts, dic.encode_all(d, acts), saved.purity(phase))
+            acts = gather_activations(bundle, d.layer, saved.held_out)
+            out[phase] = Trained(bundle, d, quality, acts, encode_all(d, acts), saved.purity(phase))
     return FeaturesRun(
         model.key,
         first.layer,
@@ -368,7 +372,7 @@ def show_run(run: FeaturesRun) -> None:
         st.caption(line)
     if d.capped:
         st.info(
-            f"This server trains a dictionary on at most {dic.caps()['tokens']:,} word pieces "
+            f"This server trains a dictionary on at most {caps()['tokens']:,} word pieces "
             f"(BERT_EXPLORER_DICT_MAX_TOKENS): it read the first {d.texts:,} of the {run.sentences_asked:,} "
             "sentences asked for.",
             icon=":material/info:",

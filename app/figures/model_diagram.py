@@ -1,7 +1,6 @@
 """The model itself as a figure: a stack of boxes from the input tokens up to the heads.
 
-Pure functions (a config and parameter counts in, a plotly Figure out); no streamlit. The
-Home page finds `model_diagram` in app/figures/core.py, which re-exports it.
+Pure functions (a config and parameter counts in, a plotly Figure out); no streamlit.
 """
 
 from __future__ import annotations

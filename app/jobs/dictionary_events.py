@@ -35,7 +35,7 @@ class DictionaryStep(ev.Event, event="train"):
 
 
 class DictionaryQuality(ev.Event, event="quality"):
-    """A phase's dictionary scored on held-out text (bert.analysis.dictionary.Quality as a dict)."""
+    """A phase's dictionary scored on held-out text (bert.analysis.dictionary_quality.Quality as a dict)."""
 
     phase: str
     quality: dict[str, Any]

@@ -1,4 +1,4 @@
-"""The dictionary job: a dictionary of features (bert/analysis/dictionary.py) trained on one layer
+"""The dictionary job: a dictionary of features (bert/analysis/dictionary_training.py) trained on one layer
 of a model, then the same recipe on a model of its shape with random weights (the control), as
 `run_job` runs it for a JobSpec of kind DICTIONARY, here or on a Ray worker, on the one job life
 cycle (Stop, the time cap, a closed tab: app/jobs/worker.py). The spec carries the settings
@@ -34,6 +34,9 @@ import bert
 from bert import BertExplorerError
 from bert.analysis import dictionary as dic
 from bert.analysis.dictionary_purity import held_out_tagged, pos_purity
+from bert.analysis.dictionary_quality import Quality, Splice, dictionary_quality
+from bert.analysis.dictionary_training import BATCH, random_control, train_dictionary
+from bert.analysis.dictionary_vectors import corpus_texts, gather_activations
 from bert.train import events as ev
 
 from ..server.memory import release_memory
@@ -85,7 +88,7 @@ def dictionary_spec(
     info: dict[str, Any] | None = None,
 ) -> JobSpec:
     """A job of kind DICTIONARY on the model named `base`; `texts` (held-in, held-out) sentences,
-    else the corpora's (bert.analysis.dictionary.corpus_texts) read where the job runs."""
+    else the corpora's (bert.analysis.dictionary_vectors.corpus_texts) read where the job runs."""
     examples = {"texts": list(texts[0]), "held_out": list(texts[1])} if texts is not None else None
     return new_spec(DICTIONARY, code, args, student, title, info, base=base, examples=examples)
 
@@ -111,7 +114,7 @@ def dictionary_mb(config, args: DictionaryArgs) -> int:
 
         scratch = model_parameters(bert.BertConfig.from_file(ASSETS / SCRATCH_MODEL / "config.json"))
         control = max(control, scratch)
-    floats = control + VECTOR_COPIES * tokens * C + 4 * (2 * F * C + F + C) + 4 * dic.BATCH * F
+    floats = control + VECTOR_COPIES * tokens * C + 4 * (2 * F * C + F + C) + 4 * BATCH * F
     return int(round(budget.FIXED_MB + WORKING_MB + floats * 4 / 2**20))
 
 
@@ -133,7 +136,7 @@ def check_dictionary(config, args: DictionaryArgs) -> int:
 def _texts(spec: JobSpec, args: DictionaryArgs) -> tuple[list[str], list[str]]:
     if spec.examples:
         return list(spec.examples["texts"]), list(spec.examples["held_out"])
-    return dic.corpus_texts(args.sentences, args.held_out, seed=args.seed)
+    return corpus_texts(args.sentences, args.held_out, seed=args.seed)
 
 
 SCRATCH_MODEL = "mini-scratch"
@@ -157,13 +160,13 @@ def _tagged(args: DictionaryArgs):
 
 def _phase(
     bundle: bert.Bundle, phase: str, args: DictionaryArgs, texts: list[str], held: list[str], stop, tagged=None
-) -> Iterator[ev.Event | tuple[dic.Dictionary, dic.Quality]]:
+) -> Iterator[ev.Event | tuple[dic.Dictionary, Quality]]:
     """One phase's events, then (dictionary, quality). The vectors are read in fp32 (inside
     train_dictionary and here): `gather_activations` is the one place a precision setting for
     dictionary training would apply."""
     yield DictionaryStart(phase=phase, steps=args.steps)
     done = None
-    for m in dic.train_dictionary(
+    for m in train_dictionary(
         bundle, args.layer, texts, args.n_features, args.sparsity, args.steps, args.seed, stop, log_every=args.log_every
     ):
         if isinstance(m, dic.DictionaryStep):
@@ -173,8 +176,8 @@ def _phase(
     if done is None or not done.steps:  # stopped before its first step: nothing to score or keep
         return
     t = time.perf_counter()
-    acts = dic.gather_activations(bundle, args.layer, held)
-    quality = dic.dictionary_quality(bundle, done, acts, held[: acts.texts_read])
+    acts = gather_activations(bundle, args.layer, held)
+    quality = dictionary_quality(bundle, done, acts, held[: acts.texts_read])
     yield DictionaryQuality(phase=phase, quality=asdict(quality), seconds=time.perf_counter() - t)
     if tagged is not None:
         t = time.perf_counter()
@@ -194,7 +197,7 @@ def dictionary_events(
     texts, held = _texts(spec, args)
     before = torch.get_num_threads()
     torch.set_num_threads(args.threads or threads)
-    made: dict[str, tuple[dic.Dictionary, dic.Quality]] = {}
+    made: dict[str, tuple[dic.Dictionary, Quality]] = {}
     purities: dict[str, dict] = {}
     tagged = _tagged(args)
     try:
@@ -204,7 +207,7 @@ def dictionary_events(
                 break
             model, phase_args = bundle, args
             if phase == CONTROL:
-                model = dic.random_control(bundle, seed=0)
+                model = random_control(bundle, seed=0)
             elif phase == SCRATCH:
                 model = resolve(SCRATCH_MODEL)
                 at = scratch_layer(args.layer, bundle.config.num_hidden_layers, model.config.num_hidden_layers)
@@ -225,7 +228,7 @@ def dictionary_events(
 
 
 def _keep(
-    spec: JobSpec, made: dict[str, tuple[dic.Dictionary, dic.Quality]], held: list[str], purities: dict[str, dict]
+    spec: JobSpec, made: dict[str, tuple[dic.Dictionary, Quality]], held: list[str], purities: dict[str, dict]
 ) -> ev.Event:
     """The dictionaries saved under spec.code (app/jobs/saved_runs.py's atomic write and caps)."""
     tensors = {
@@ -269,7 +272,7 @@ class SavedDictionaries:
 
     code: str
     record: dict
-    dictionaries: dict[str, tuple[dic.Dictionary, dic.Quality]]
+    dictionaries: dict[str, tuple[dic.Dictionary, Quality]]
 
     @property
     def args(self) -> DictionaryArgs:
@@ -304,6 +307,6 @@ def open_dictionaries(code: str) -> SavedDictionaries:
     return SavedDictionaries(record["code"], record, out)
 
 
-def quality_of(q: dict) -> dic.Quality:
-    """A Quality as a dict (a DictionaryQuality's, run.json's) back as bert.analysis.dictionary.Quality."""
-    return dic.Quality(**{**q, "splice": dic.Splice(**q["splice"]), "cloze": dic.Splice(**q["cloze"])})
+def quality_of(q: dict) -> Quality:
+    """A Quality as a dict (a DictionaryQuality's, run.json's) back as bert.analysis.dictionary_quality.Quality."""
+    return Quality(**{**q, "splice": Splice(**q["splice"]), "cloze": Splice(**q["cloze"])})

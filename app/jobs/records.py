@@ -13,7 +13,7 @@ from bert.train import events as ev
 from bert.train.events import last as last_event
 from bert.train.finetune_args import FinetuneArgs
 from bert.train.next_word import NEXT_WORD
-from bert.train.pretrain import PretrainArgs
+from bert.train.pretrain_args import PretrainArgs
 from bert.train.seq2seq import Seq2SeqArgs
 from bert.train.seq2seq import event_from_dict as seq2seq_event
 from bert.train.task_head_args import TaskHeadArgs

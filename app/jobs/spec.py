@@ -16,7 +16,7 @@ from bert.data.corpus.registry import CORPORA
 from bert.data.labelled import LabelledData
 from bert.train import events as ev
 from bert.train.finetune_args import FinetuneArgs
-from bert.train.pretrain import PretrainArgs
+from bert.train.pretrain_args import PretrainArgs
 
 if TYPE_CHECKING:
     from bert import Bundle

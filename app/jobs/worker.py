@@ -50,7 +50,8 @@ from bert.train.attention_snapshots import AttentionSnapshots
 from bert.train.events import last as last_event
 from bert.train.finetune import finetune
 from bert.train.finetune_eval import evaluate_classifier
-from bert.train.pretrain import PretrainArgs, pretrain, torchrun_command
+from bert.train.pretrain import pretrain, torchrun_command
+from bert.train.pretrain_args import PretrainArgs
 
 from ..server.memory import release_memory
 from . import budget, saved_runs

@@ -11,7 +11,7 @@ from bert.analysis.attention_heads import head_pattern_stats
 from bert.analysis.common import bare_word
 from bert.analysis.full import analyze
 
-from ..figures import core
+from ..figures.attention import attention_grid, attention_heatmap
 from .claims import Said, claim, percent
 from .lesson import Asked, Lesson, Link, Question, Step, ask, choices_with
 
@@ -58,7 +58,7 @@ def _pronoun(an) -> tuple[int, list[tuple[int, int, int]]]:
 
 def _map(bundle, layer: int, head: int):
     an = _analysis(bundle)
-    return core.attention_heatmap(an.attentions[layer, head], an.tokens, title=f"layer {layer + 1}, head {head + 1}")
+    return attention_heatmap(an.attentions[layer, head], an.tokens, title=f"layer {layer + 1}, head {head + 1}")
 
 
 def _link(layer: int, head: int, label: str) -> Link:
@@ -173,7 +173,7 @@ def _pronoun_head(bundle):
 
 def _grid(bundle):
     an = _analysis(bundle)
-    return core.attention_grid(an.attentions, tokens=an.tokens)
+    return attention_grid(an.attentions, tokens=an.tokens)
 
 
 def _ask_previous(bundle) -> Asked:

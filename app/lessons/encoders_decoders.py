@@ -17,9 +17,9 @@ from bert.attention_masks import BIDIRECTIONAL, CAUSAL, allowed
 from bert.seq2seq.tasks import SAMPLE_SOURCE
 from bert.train.seq2seq import held_out_source
 
-from ..figures import core
 from ..figures import seq2seq as s2s_figures
-from ..figures.core import two_readings
+from ..figures.attention import attention_heatmap
+from ..figures.masked_lm import two_readings
 from .claims import Said, claim, ordinal, percent
 from .lesson import Asked, Lesson, Link, Question, Step, ask, choices_with
 
@@ -68,7 +68,7 @@ def _map(bundle, mask_kind, title: str):
     an = _analysis(bundle, mask_kind)
     see = allowed(mask_kind, an.n_tokens)
     hidden = None if see is None else ~see.numpy()
-    return core.attention_heatmap(
+    return attention_heatmap(
         an.attentions[lay, h], an.tokens, title=f"{title}: layer {lay + 1}, head {h + 1}", hidden=hidden
     )
 

@@ -8,7 +8,7 @@ from bert.analysis.full import analyze, position_table
 from bert.analysis.words import word_order
 
 from .. import formatting
-from ..figures import core
+from ..figures.embeddings import cosine_heatmap, embedding_parts_heatmaps, layer_similarity, position_pca
 from .claims import Said, claim
 from .lesson import Asked, Lesson, Link, Question, Step, ask, choices_with
 
@@ -134,23 +134,23 @@ TOKENS = Lesson(
 
 def _parts_figure(bundle):
     an = analyze(bundle, PAIR_A, PAIR_B)
-    return core.embedding_parts_heatmaps({k: an.parts[k] for k in ("token", "segment", "position")}, an.tokens)
+    return embedding_parts_heatmaps({k: an.parts[k] for k in ("token", "segment", "position")}, an.tokens)
 
 
 def _positions_figure(bundle):
     pt = position_table(bundle)
-    return core.position_pca(pt.coords, pt.ratio, used=32)
+    return position_pca(pt.coords, pt.ratio, used=32)
 
 
 def _position_similarity(bundle, n: int = 64):
     pt = position_table(bundle)
     n = min(n, pt.P)
-    return core.cosine_heatmap(pt.sim[:n, :n], title="cosine similarity between positions", axis_title="position")
+    return cosine_heatmap(pt.sim[:n, :n], title="cosine similarity between positions", axis_title="position")
 
 
 def _order_figure(bundle):
     wo = word_order(bundle, SENTENCE, seed=1)
-    return core.layer_similarity(
+    return layer_similarity(
         {"same word, original vs shuffled (mean)": wo.per_layer}, title="how much each word's vector stays the same"
     )
 

@@ -12,9 +12,10 @@ import time
 import streamlit as st
 
 from .. import students
+from ..class_store.checks import CODE_CHARS, CODE_LEN
+from ..class_store.errors import BoardError
 from ..class_store.service import JOINED, TEACHER, board_store, enabled
-from ..class_store.store import CODE_CHARS, CODE_LEN, BoardError
-from . import tool
+from . import gradebook, tool
 from .routes import IDENTITY_COOKIE, TICKET
 
 NOTE = "lti_note"  # (kind, message) about the launch, shown once
@@ -87,7 +88,7 @@ def arrive() -> None:
         if launch.teacher:
             st.session_state[GRADED] = launch
         else:  # where the teacher's "send scores" finds this student's column
-            tool.GRADEBOOK.put(students.launched(**st.session_state[students.LAUNCHED]).key, launch, time.time())
+            gradebook.GRADEBOOK.put(students.launched(**st.session_state[students.LAUNCHED]).key, launch, time.time())
     if launch.kind == tool.DEEP_LINKING:
         if launch.teacher:
             st.session_state[PLACING] = tool.deep_link_token(launch)

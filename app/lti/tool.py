@@ -1,6 +1,7 @@
 """The app as an LTI 1.3 tool (IMS LTI 1.3 Core, Deep Linking 2.0): the platforms it trusts, its
 key, the OpenID Connect login-initiation and the launch, checked to the letter; framework-free
-(app/lti/routes.py serves it, app/lti/arrive.py hands a launch to the session that opens).
+(app/lti/routes.py serves it, app/lti/arrive.py hands a launch to the session that opens;
+app/lti/gradebook.py sends scores back).
 
 Configured in `.streamlit/secrets.toml` (docs/DEPLOY.md), off without an `[lti]` section:
 
@@ -94,7 +95,7 @@ class Launch:
 
 
 @dataclass
-class _Pending:
+class Pending:
     """Time-bounded one-use values of this process (logins by state, nonces, tickets)."""
 
     ttl_s: float
@@ -123,10 +124,10 @@ class _Pending:
         return self.get(key, now) is not None
 
 
-LOGINS = _Pending(LOGIN_TTL_S)  # state -> (platform issuer, client id, nonce, target)
-USED_NONCES = _Pending(LOGIN_TTL_S + CLOCK_SKEW_S)
-TICKETS = _Pending(TICKET_TTL_S)  # ticket -> Launch
-DEEP_LINKS = _Pending(LOGIN_TTL_S)  # token -> Launch (an instructor placing a link)
+LOGINS = Pending(LOGIN_TTL_S)  # state -> (platform issuer, client id, nonce, target)
+USED_NONCES = Pending(LOGIN_TTL_S + CLOCK_SKEW_S)
+TICKETS = Pending(TICKET_TTL_S)  # ticket -> Launch
+DEEP_LINKS = Pending(LOGIN_TTL_S)  # token -> Launch (an instructor placing a link)
 
 
 def section() -> Mapping:
@@ -208,7 +209,7 @@ def tool_secret(purpose: str) -> bytes:
     return hmac.new(d.encode(), purpose.encode(), hashlib.sha256).digest()
 
 
-def _platform(issuer: str, client_id: str | None) -> Platform:
+def trusted_platform(issuer: str, client_id: str | None) -> Platform:
     known = [p for p in platforms() if p.issuer == issuer and (client_id is None or p.client_id == client_id)]
     if not known:
         raise LaunchRefused("This learning platform (its issuer and client id) is not one this server trusts.")
@@ -222,7 +223,7 @@ def login(params: Mapping[str, str], redirect_uri: str, now: float | None = None
     iss, hint, target = params.get("iss"), params.get("login_hint"), params.get("target_link_uri")
     if not iss or not hint or not target:
         raise LaunchRefused("A launch must start with iss, login_hint and target_link_uri: start it from the course.")
-    platform = _platform(iss, params.get("client_id"))
+    platform = trusted_platform(iss, params.get("client_id"))
     state, nonce = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
     LOGINS.put(state, (platform.issuer, platform.client_id, nonce, target), now)
     query = {
@@ -274,7 +275,7 @@ def launch(id_token: str, state: str, browser_state: str | None, now: float | No
     if pending is None:
         raise LaunchRefused("This launch's login is unknown, used or too old: open it from the course again.")
     issuer, client_id, nonce, target = pending
-    platform = _platform(issuer, client_id)
+    platform = trusted_platform(issuer, client_id)
     return _launch_of(_token_claims(id_token, platform, nonce, now), platform, target)
 
 
@@ -421,82 +422,3 @@ def identity_from_cookie(value: str | None, now: float | None = None) -> dict | 
     out = {f: body.get(f) for f in IDENTITY_FIELDS}
     ok = all(isinstance(out[f], str) for f in IDENTITY_FIELDS[:4]) and isinstance(out["teacher"], bool)
     return out if ok else None
-
-
-class GradebookError(Exception):
-    """Scores could not be sent; the message says why, naming the setting when it is one."""
-
-
-GRADEBOOK = _Pending(24 * 3600)  # a student's key -> their latest Launch with a gradebook column
-
-
-def _post(url: str, data: bytes, headers: dict[str, str]) -> dict:
-    req = urllib.request.Request(url, data=data, headers=headers, method="POST")
-    with urllib.request.urlopen(req, timeout=20) as r:  # noqa: S310 - the platform's own endpoints
-        body = r.read(1_000_000)
-    return json.loads(body) if body.strip() else {}
-
-
-def access_token(platform: Platform, now: float | None = None) -> str:
-    """An access token for scores: the client credentials grant with the tool's signed assertion."""
-    if not platform.auth_token_url:
-        raise GradebookError("secrets.toml [[lti.platforms]] has no auth_token_url: scores cannot be sent.")
-    now = time.time() if now is None else now
-    key = tool_key()
-    assertion = jwt.encode(
-        {"alg": "RS256", "kid": key.kid},
-        {
-            "iss": platform.client_id,
-            "sub": platform.client_id,
-            "aud": platform.auth_token_url,
-            "iat": int(now),
-            "exp": int(now) + 300,
-            "jti": secrets.token_urlsafe(16),
-        },
-        key,
-    )
-    form = {
-        "grant_type": "client_credentials",
-        "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
-        "client_assertion": assertion,
-        "scope": SCORE_SCOPE,
-    }
-    headers = {"Content-Type": "application/x-www-form-urlencoded"}
-    try:
-        got = _post(platform.auth_token_url, urlencode(form).encode(), headers)
-    except (OSError, ValueError) as e:
-        raise GradebookError(f"The platform's token endpoint refused or did not answer ({type(e).__name__}).") from e
-    if not isinstance(got.get("access_token"), str):
-        raise GradebookError("The platform's token endpoint gave no access token.")
-    return got["access_token"]
-
-
-def post_scores(scores: list[tuple[Launch, float, float]], now: float | None = None) -> int:
-    """Send each (student's launch, score given, score maximum) to their gradebook column; how many."""
-    now = time.time() if now is None else now
-    tokens: dict[tuple[str, str], str] = {}
-    sent = 0
-    for who, given, maximum in scores:
-        try:
-            platform = _platform(who.issuer, who.client_id)
-        except LaunchRefused as e:
-            raise GradebookError(str(e)) from e
-        token = tokens.get((platform.issuer, platform.client_id)) or access_token(platform, now)
-        tokens[(platform.issuer, platform.client_id)] = token
-        score = {
-            "userId": who.subject,
-            "scoreGiven": given,
-            "scoreMaximum": maximum,
-            "activityProgress": "Completed",
-            "gradingProgress": "FullyGraded",
-            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
-        }
-        path, _, query = who.lineitem.partition("?")
-        url = f"{path.rstrip('/')}/scores" + (f"?{query}" if query else "")
-        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/vnd.ims.lis.v1.score+json"}
-        try:
-            _post(url, json.dumps(score).encode(), headers)
-        except (OSError, ValueError) as e:
-            raise GradebookError(f"The gradebook refused a score or did not answer ({type(e).__name__}).") from e
-        sent += 1
-    return sent

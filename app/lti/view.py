@@ -10,11 +10,11 @@ from urllib.parse import urlencode, urlsplit
 import streamlit as st
 
 from .. import students
+from ..class_store.errors import BoardError
 from ..class_store.service import JOINED, TEACHER, classroom
-from ..class_store.store import BoardError
 from ..formatting import md_escape
 from ..ui import links
-from . import tool
+from . import gradebook, tool
 from .arrive import GRADED, NOTE, PLACING
 
 TITLE = "lti_place_title"
@@ -32,16 +32,16 @@ def send_scores() -> None:
     try:
         asked, right = classroom().scores(*teaching)
         if not asked:
-            raise tool.GradebookError("No class question was asked today: there is nothing to send.")
+            raise gradebook.GradebookError("No class question was asked today: there is nothing to send.")
         now = time.time()
-        launches = ((tool.GRADEBOOK.get(key, now), n) for key, n in right.items())
+        launches = ((gradebook.GRADEBOOK.get(key, now), n) for key, n in right.items())
         due = [
             (who, float(n), float(asked))
             for who, n in launches
             if isinstance(who, tool.Launch) and (who.issuer, who.lineitem) == (mine.issuer, mine.lineitem)
         ]
-        sent = tool.post_scores(due, now)
-    except (tool.GradebookError, BoardError) as e:
+        sent = gradebook.post_scores(due, now)
+    except (gradebook.GradebookError, BoardError) as e:
         st.session_state[SENT] = ("error", str(e))
         return
     st.session_state[SENT] = (

@@ -9,8 +9,9 @@ import time
 
 import streamlit as st
 
+from ..class_store.checks import NICK_CHARS
+from ..class_store.errors import BoardError, BoardUnavailable
 from ..class_store.service import JOINED, board_store, enabled
-from ..class_store.store import NICK_CHARS, BoardError, BoardUnavailable
 from ..class_store.summary import summary_of
 from ..formatting import md_escape
 from ..jobs.records import run_record

@@ -14,11 +14,12 @@ from bert.train.events import PretrainEval, PretrainStart, of_type
 from bert.train.events import last as last_event
 from bert.train.next_word import next_word_probe
 from bert.train.plateau import plateau_exit
-from bert.train.pretrain import PretrainArgs
+from bert.train.pretrain_args import PretrainArgs
 from bert.train.pretrain_eval import probe_predictions
 
 from ..export.training_notebooks import pretrain_report
-from ..figures import core, training
+from ..figures import training
+from ..figures.masked_lm import mlm_topk_bar
 from ..formatting import md_escape
 from ..jobs.spec import PRETRAIN
 from ..run_session import controls
@@ -76,7 +77,7 @@ def try_it(res: dict) -> None:
     cols = st.columns(min(3, max(1, len(preds))))
     for i, cands in enumerate(preds[:6]):
         show_figure.show(
-            core.mlm_topk_bar([t for t, _ in cands], [p for _, p in cands], f"[MASK] {i + 1}"),
+            mlm_topk_bar([t for t, _ in cands], [p for _, p in cands], f"[MASK] {i + 1}"),
             f"pretrain-try-bar-{jid}-{i}",
             where=cols[i % len(cols)],
             key=f"pt_try_bar_{jid}_{i}",

@@ -5,7 +5,7 @@ the first snapshot."""
 import streamlit as st
 
 from app.export import choices
-from app.figures import core
+from app.figures.attention import attention_heatmap
 from app.figures.compare import change_over_training, moved_heatmap
 from app.formatting import md_escape
 from app.run_session.snapshots import SNAPSHOTS
@@ -51,7 +51,7 @@ def attention_over_training() -> None:
             if held_steps == list(steps):  # else a snapshot came or went meanwhile: the files keep what is shown
                 picks = choices.training_snapshots(held_steps, snaps, rec.tokens, (i, layer, head))
             show_figure.show(
-                core.attention_heatmap(
+                attention_heatmap(
                     atts[i, layer, head], rec.tokens, title=f"step {steps[i]}, layer {layer + 1}, head {head + 1}"
                 ),
                 "compare-snapshots-att",

@@ -22,7 +22,7 @@ from bert.train.device import server_device
 from bert.train.finetune_args import FinetuneArgs
 from bert.train.next_word import MLM_NSP, NEXT_WORD
 from bert.train.precision import server_precision
-from bert.train.pretrain import PretrainArgs
+from bert.train.pretrain_args import PretrainArgs
 from bert.train.reader_task import MAX_WINDOWS, count_windows, too_many_windows
 from bert.train.task_head_args import TaskHeadArgs
 

@@ -3,7 +3,7 @@ so the Features page opens with features before anything is trained.
 
 The file holds the four parameters in fp16 (loading upcasts to fp32) and, in its safetensors
 metadata, what the card and the page say: the dictionary's scalars and training curve, its
-quality (bert.analysis.dictionary.Quality) and the part-of-speech purity (dictionary_purity.py)
+quality (bert.analysis.dictionary_quality.Quality) and the part-of-speech purity (dictionary_purity.py)
 of it and of the same recipe on the control models, all measured on the fp16 weights as shipped,
 and the command that made it (scripts/make_dictionary.py).
 
@@ -25,7 +25,8 @@ from safetensors.torch import save_file
 
 from ..checkpoint.builtins import ASSETS
 from ..errors import DataError
-from .dictionary import Dictionary, DictionaryStep, Quality, SparseDictionary, Splice
+from .dictionary import Dictionary, DictionaryStep, SparseDictionary
+from .dictionary_quality import Quality, Splice
 
 FILE = "dictionary.safetensors"
 CONTROLS_FILE = "dictionary_controls.json"  # name -> Purity.summary() (with "layer", "model"), and "command"

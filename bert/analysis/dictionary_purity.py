@@ -27,7 +27,9 @@ from ..data.brown_pos import brown_pos
 from ..data.tagged import TaggedData
 from ..errors import InputError
 from ..tagging import first_pieces, join_words
-from .dictionary import CORPORA, Dictionary, encode_all, gather_activations
+from .dictionary import Dictionary
+from .dictionary_features import encode_all
+from .dictionary_vectors import CORPORA, gather_activations
 
 TOP = 50  # contexts a feature is judged by
 CHANCE_DRAWS = 500  # random sets of TOP words averaged for chance
@@ -106,9 +108,10 @@ def chance_purity(tags: np.ndarray, n_tags: int, top: int = TOP, draws: int = CH
 
 @functools.lru_cache(maxsize=1)
 def held_out_brown_files() -> tuple[str, ...]:
-    """The Brown files ("ca24", ...) pre-training held out (bert.analysis.dictionary.CORPORA's split,
+    """The Brown files ("ca24", ...) pre-training held out (bert.analysis.dictionary_vectors.CORPORA's split,
     the same on every call: read once a process)."""
-    from ..train.pretrain import PretrainArgs, training_split
+    from ..train.pretrain_args import PretrainArgs
+    from ..train.pretrain_setup import training_split
 
     _, held = training_split(PretrainArgs(out="", corpora=list(CORPORA)))
     return tuple(t.split()[0] for t in held.titles if t[:1] == "c" and t.endswith(")") and len(t.split()[0]) == 4)

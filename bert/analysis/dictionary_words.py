@@ -10,7 +10,9 @@ import torch
 from ..bundle import Bundle
 from ..errors import InputError
 from .common import need_mlm
-from .dictionary import Dictionary, check_feature, check_same_model, state_after
+from .dictionary import Dictionary, check_feature, check_same_model
+from .dictionary_features import text_features
+from .dictionary_vectors import state_after
 
 MAX_WORDS = 12  # words one question or lesson compares
 
@@ -37,8 +39,6 @@ def word_activations(bundle: Bundle, dictionary: Dictionary, feature: int, words
 
 def strongest_feature(bundle: Bundle, dictionary: Dictionary, text: str, word: str) -> tuple[int, float]:
     """(feature, activation) of the strongest feature at `word`'s first piece in `text`."""
-    from .dictionary import text_features
-
     tf = text_features(bundle, dictionary, text, k=1)
     for p, feats in tf.features.items():
         if tf.tokens[p].lower() == word.lower() and feats:

@@ -18,7 +18,8 @@ from torch import Tensor, nn
 
 from ..config import BertConfig
 from ..embeddings import Embeddings
-from ..model import EncoderLayer, MLMHead, SelfAttention
+from ..encoder_layer import EncoderLayer, SelfAttention
+from ..model import MLMHead
 
 
 class CrossAttention(nn.Module):

@@ -10,7 +10,9 @@ app's background job pushes them to a queue. Checkpoints are written atomically 
 `save_every` steps into `<out>/checkpoint` and a run resumes from there after a kill.
 Under `torchrun --nproc_per_node=N` it trains with DistributedDataParallel (gloo on CPU).
 `args.device` picks cpu, cuda or mps (bert/train/device.py), `args.precision` fp32 or bf16 autocast with
-fp32 weights (bert/train/precision.py); files are always written from CPU tensors.
+fp32 weights (bert/train/precision.py); files are always written from CPU tensors. The run's settings are
+bert/train/pretrain_args.py's PretrainArgs; what it starts from (text, split, vocabulary, model),
+bert/train/pretrain_setup.py's.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, fields
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -32,149 +34,22 @@ import torch.distributed as dist
 from ..atomic_files import atomic_write_text, replace_dir
 from ..attention_masks import BIDIRECTIONAL, CAUSAL, set_trained_mask_kind
 from ..bundle import Bundle
-from ..checkpoint.load import load, load_folder, save
-from ..config import BertConfig
-from ..data.corpus.base import Corpus, merge_corpora
-from ..data.corpus.registry import load_corpus, split_corpora
+from ..checkpoint.load import load_folder, save
+from ..data.corpus.base import Corpus
 from ..errors import TrainingError
-from ..family import member
 from ..model import BertForPreTraining
-from ..tokenizer import Tokenizer
-from ..tokenizer.vocab import SPECIAL_TOKENS
 from . import next_word
-from .device import DEVICES, cpu_bundle, resolve_device, to_cpu, to_device
+from .device import cpu_bundle, resolve_device, to_cpu, to_device
 from .events import Event, PretrainDone, PretrainEval, PretrainStart, PretrainStep, Resumed
 from .examples import PretrainingDataset, token_counts, tokenize_corpus
 from .masking import MLMMasker
-from .next_word import MLM_NSP, NEXT_WORD, OBJECTIVES, NextWordDataset, next_word_batch, next_word_forward
+from .next_word import NEXT_WORD, OBJECTIVES, NextWordDataset, next_word_batch, next_word_forward
 from .optim import adamw
-from .precision import PRECISIONS, nonfinite_advice, resolve_precision
+from .precision import nonfinite_advice, resolve_precision
+from .pretrain_args import PretrainArgs
 from .pretrain_eval import evaluate, fixed_eval_batches, mlm_nsp_forward, probe_predictions
+from .pretrain_setup import initial_bundle, training_split
 from .trainer import Step, TrainingKind, linear_trainer
-
-
-@dataclass
-class PretrainArgs:
-    out: str  # run folder: checkpoint/, final/, snapshots/
-    init: str = "minilm-l6"  # a loadable model to continue from, or "scratch"
-    corpora: list[str] = field(default_factory=lambda: ["wiki", "brown", "bbc"])
-    text_file: str | None = None  # a .txt of the user's instead of the corpora
-    vocab: str = "default"  # scratch only: "default" or "train:<size>"
-    layers: int = 4
-    hidden: int = 256
-    heads: int = 4
-    max_seq_length: int = 128
-    batch_size: int = 16
-    steps: int = 1000
-    lr: float = 1e-4
-    head_lr_scale: float = 1.0  # LR multiplier for the MLM/NSP heads
-    freeze_word_embeddings: bool = False  # keep the word embeddings (= MLM decoder) as loaded
-    warmup_steps: int = 100
-    weight_decay: float = 0.01
-    clip: float = 1.0
-    mlm_probability: float = 0.15
-    dropout: float = 0.1  # scratch only: hidden and attention dropout (0 speeds up tiny models)
-    whole_word: bool = False
-    log_every: int = 10
-    eval_every: int = 200
-    eval_sequences: int = 256
-    save_every: int = 200
-    snapshot_every: int = 0  # also keep the model every N steps in snapshots/ (to average)
-    valid_fraction: float = 0.05
-    seed: int = 0
-    threads: int | None = None
-    probe: str = "the capital of france is [MASK] ."
-    cache_tokens: bool = True  # keep the tokenized text in <cache>/tokenized (False: a
-    # user's upload, tokenized in memory and never written)
-    device: str = field(default="auto", metadata={"choices": DEVICES})  # auto: cuda, else mps, else cpu
-    # fp32, or bf16 autocast (fp32 master weights); auto: bf16 where the processor has it (bert/train/precision.py)
-    precision: str = field(default="fp32", metadata={"choices": PRECISIONS})
-    stop_file: str | None = None  # the run stops (keeping its model) once this file exists: Stop under torchrun
-    # "mlm+nsp": BERT's two games; "next-word": predict token t+1 from tokens <= t (causal mask,
-    # the MLM head at every position, no NSP; bert/train/next_word.py)
-    objective: str = field(default=MLM_NSP, metadata={"choices": OBJECTIVES})
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
-
-
-# ---- set-up ------------------------------------------------------------------------------------
-
-
-def train_vocab(corpus: Corpus, size: int) -> list[str]:
-    """A WordPiece vocabulary trained on the corpus with the `tokenizers` library."""
-    from tokenizers import BertWordPieceTokenizer
-
-    wp = BertWordPieceTokenizer(lowercase=True, strip_accents=True, clean_text=True)
-    sentences = (s for doc in corpus.documents for s in doc)
-    wp.train_from_iterator(
-        sentences,
-        vocab_size=size,
-        min_frequency=2,
-        special_tokens=list(SPECIAL_TOKENS),
-        limit_alphabet=1000,
-        wordpieces_prefix="##",
-    )
-    vocab = wp.get_vocab()
-    return sorted(vocab, key=vocab.get)
-
-
-def load_training_corpus(args: PretrainArgs) -> Corpus:
-    if args.text_file:
-        from ..data.corpus.base import corpus_from_text
-
-        return corpus_from_text(Path(args.text_file).read_bytes(), name=Path(args.text_file).stem)
-    return merge_corpora([load_corpus(c) for c in args.corpora], name="+".join(args.corpora))
-
-
-# The held-out documents do not follow ``--seed``: a run with another seed (data order, masking,
-# initialisation) must not train on what every other run holds out. (One run that shipped did:
-# see the minilm-l6 card.)
-SPLIT_SEED = 0
-
-
-def training_split(args: PretrainArgs, corpus: Corpus | None = None) -> tuple[Corpus, Corpus]:
-    """(train, held-out) by document, the same for every seed: a given corpus or text file split as
-    one; the named corpora through ``split_corpora`` (the first built-ins' held-out documents stay
-    held out)."""
-    if corpus is not None or args.text_file:
-        corpus = corpus or load_training_corpus(args)
-        return corpus.split(args.valid_fraction, seed=SPLIT_SEED)
-    return split_corpora(list(args.corpora), args.valid_fraction, seed=SPLIT_SEED)
-
-
-def initial_bundle(args: PretrainArgs, corpus: Corpus) -> Bundle:
-    if args.init != "scratch":
-        bundle = load(args.init)
-        if not bundle.has_mlm:
-            raise TrainingError(f"{args.init} is a classifier; pre-train from an encoder instead")
-        if not member(bundle.config).pretrain_here:  # BERT's two games; the family learned other ones
-            raise TrainingError(
-                f"{args.init} is a {member(bundle.config).name}, pre-trained with {member(bundle.config).objective}: "
-                "this pre-training plays BERT's two games (masked LM and next sentence). Fine-tune it instead."
-            )
-        return bundle
-    if args.vocab == "default":
-        from ..checkpoint.builtins import minilm_package_dir
-
-        tokenizer = Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
-    elif args.vocab.startswith("train:"):
-        tokenizer = Tokenizer(train_vocab(corpus, int(args.vocab.split(":", 1)[1])))
-    else:
-        tokenizer = Tokenizer.from_file(args.vocab)
-    config = BertConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=args.hidden,
-        num_hidden_layers=args.layers,
-        num_attention_heads=args.heads,
-        intermediate_size=4 * args.hidden,
-        max_position_embeddings=max(128, args.max_seq_length),
-        hidden_dropout_prob=args.dropout,
-        attention_probs_dropout_prob=args.dropout,
-    )
-    torch.manual_seed(args.seed)
-    return Bundle(model=BertForPreTraining(config), tokenizer=tokenizer, name="scratch")
-
 
 # ---- checkpoints -----------------------------------------------------------------------------
 

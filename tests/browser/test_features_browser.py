@@ -21,15 +21,16 @@ def expected():
     """What the model says, asked here: the built-in dictionary, and a feature of TEXT whose
     zeroing at every word piece changes the [MASK]'s first guess (with the guesses)."""
     import bert
-    from bert.analysis import dictionary as dic
     from bert.analysis.dictionary_builtin import builtin_dictionary
+    from bert.analysis.dictionary_features import text_features
+    from bert.analysis.dictionary_steering import steer
 
     bundle = bert.load("minilm-l6")
     shipped = builtin_dictionary(bundle.name)
     d = shipped.dictionary
-    for feats in dic.text_features(bundle, d, TEXT, k=3).features.values():
+    for feats in text_features(bundle, d, TEXT, k=3).features.values():
         for feature, _ in feats:
-            s = dic.steer(bundle, d, TEXT, feature, 0.0)
+            s = steer(bundle, d, TEXT, feature, 0.0)
             if s.after[0][0][0] != s.before[0][0][0]:
                 return shipped, feature, s.before[0][0][0], s.after[0][0][0]
     pytest.fail(f"zeroing no feature among the strongest of {TEXT!r} changes its first guess")

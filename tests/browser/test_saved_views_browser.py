@@ -17,7 +17,10 @@ from app.export import choices
 from app.export.stamp import Stamp, weights_hash
 from app.export.view_file import Choice, Panel, view_html
 from app.export.wheel import wheel_name
-from app.figures import attention_heads, compare, core, seq2seq, training
+from app.figures import attention_heads, compare, seq2seq, training
+from app.figures.attention import attention_grid, head_maps
+from app.figures.embeddings import embedding_parts_heatmaps
+from app.figures.masked_lm import mlm_topk_bar
 from app.formatting import token_table
 from bert.analysis import explain as explain_analysis
 from bert.analysis import full, mlm
@@ -59,7 +62,7 @@ def files(tmp_path_factory, streamlit_template):
     an = full.analyze(b, SENTENCE)
     L, H = an.attentions.shape[:2]
     stamp = Stamp(model=b.name, weights=weights_hash(b.model), inputs=(("Sentence A", SENTENCE),))
-    draw = core.head_maps(an.attentions, an.tokens)
+    draw = head_maps(an.attentions, an.tokens)
     masked = mlm.mlm_topk(b, "the cat sat on the [MASK] .", k=5)
     lens = explain_analysis.logit_lens(b, "paris is the [MASK] of [MASK] .", k=3)
     lens_map = choices.lens_views(lens, lens.positions, 0)[0]  # a menu per [MASK], named
@@ -69,9 +72,9 @@ def files(tmp_path_factory, streamlit_template):
     views = {
         "tokenization": [Panel(table=tokens)],
         "attention": [Panel(draw(2, 3), "a head", Choice((("Layer", L), ("Head", H)), draw, (2, 3)))],
-        "all-heads": [Panel(core.attention_grid(an.attentions, selected=(0, 0)), "all heads")],
-        "masked-lm": [Panel(core.mlm_topk_bar(masked.top_tokens[0], masked.top_probs[0], HOSTILE))],
-        "embeddings": [Panel(core.embedding_parts_heatmaps(an.parts, an.tokens))],
+        "all-heads": [Panel(attention_grid(an.attentions, selected=(0, 0)), "all heads")],
+        "masked-lm": [Panel(mlm_topk_bar(masked.top_tokens[0], masked.top_probs[0], HOSTILE))],
+        "embeddings": [Panel(embedding_parts_heatmaps(an.parts, an.tokens))],
         "explanations": [Panel(lens_map.draw(0), choice=lens_map)],
         "finetune-curves": [Panel(training.finetune_curves(res["metrics"]))],
         "ablation": [Panel(attention_heads.importance_heatmap(an.attentions[:, :, 0, 1], target=HOSTILE))],

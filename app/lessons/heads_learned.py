@@ -1,5 +1,5 @@
-"""Lessons 4, 5 and 6: the two pre-training games, fine-tuning by swapping the head, and what the
-heads learned (patterns, what happens when one is switched off or copied, a minimal pair, probes)."""
+"""Lesson 6: what attention heads learned: their habits, which ones a prediction needs when one is
+switched off or copied, a minimal pair, where a noun's number is written (probes), and features."""
 
 from __future__ import annotations
 
@@ -7,271 +7,25 @@ import numpy as np
 
 from bert.analysis.ablation import head_importance
 from bert.analysis.attention_heads import head_patterns_over
-from bert.analysis.explain import logit_lens
 from bert.analysis.full import analyze
-from bert.analysis.mlm import mlm_topk, nsp_probability
 from bert.analysis.patching import PRESETS, activation_patching
 from bert.analysis.probes import probe_model
 from bert.analysis.scoring import score_pairs
 from bert.errors import DataError, InputError
 
-from ..figures import core
+from ..figures.attention import attention_heatmap
 from ..figures.attention_heads import importance_heatmap, pattern_map
 from ..figures.causes import pair_word_scores, patching_heatmap, probe_curves
-from ..figures.explain import logit_lens_heatmap
-from .claims import Said, claim, ordinal, percent
-from .encoders_decoders import rank_of
+from ..figures.core import values_bar
+from .claims import Said, claim, percent
 from .features import STEP as FEATURES_STEP
 from .lesson import Asked, Lesson, Link, Question, Step, ask, choices_with
-from .task_heads import span_scores, tag_scores
 
-GAP = "She opened the [MASK] and walked in."
-TWO_GAPS = "Paris is a city in [MASK], and there [MASK] many people in it."
-FIRST = "The dog ran across the park."
-FOLLOWS = "It chased a red ball."
-RANDOM = "The stock market closed higher on Friday."
 ABLATE = "The capital of France is [MASK]."
 PAIRS_PARADIGM = "agreement across a prepositional phrase"
 PAIR = ("The author near the cabinets is here.", "The author near the cabinets are here.")
 PROBE_SENTENCES = 60  # Brown sentences: enough for noun-number probes at every layer, few enough to train on a click
-AGREEING = ("are", "were")  # the second gap of TWO_GAPS: verbs that agree with "many people"
 FEW = 0.1  # "a few heads matter a lot": the top tenth of the heads carries most of the harm
-
-
-def _topk_bar(bundle, text: str, gap: int = 0):
-    m = mlm_topk(bundle, text, k=5)
-    return core.mlm_topk_bar(m.top_tokens[gap], m.top_probs[gap], f"gap {gap + 1}")
-
-
-def _nsp_figure(bundle):
-    return core.values_bar(
-        [f"A + “{FOLLOWS[:18]}…”", f"A + “{RANDOM[:18]}…”"],
-        [nsp_probability(bundle, FIRST, FOLLOWS), nsp_probability(bundle, FIRST, RANDOM)],
-        title="probability that B follows A",
-        y_title="IsNext",
-        range_y=[0, 1],
-    )
-
-
-def _lens(bundle):
-    lens = logit_lens(bundle, GAP, k=5)
-    return logit_lens_heatmap(lens.top_tokens[0], lens.top_probs[0], lens.top_tokens[0][-1][0])
-
-
-@claim("games.second-gap-agrees")
-def second_gap_agrees(bundle) -> Said:
-    m = mlm_topk(bundle, TWO_GAPS, k=1)
-    top, p = m.top_tokens[1][0], float(m.top_probs[1][0])
-    facts = {"top": top, "p": p}
-    if top in AGREEING:
-        return Said(True, f"This model puts “{top}” first ({percent(p)}).", facts)
-    rank, p_are = rank_of(bundle, TWO_GAPS, AGREEING[0], gap=1)
-    where = (
-        f"“{AGREEING[0]}” is {ordinal(rank)} ({percent(p_are)})"
-        if rank
-        else f"“{AGREEING[0]}” is not in its vocabulary"
-    )
-    return Said(
-        False, f"This model puts “{top}” first ({percent(p)}), which does not agree; {where}.", facts | {"rank": rank}
-    )
-
-
-def settles(top_per_layer: list[str]) -> int:
-    """The first layer (0 = the embeddings) from which every layer's top guess is the last layer's."""
-    final = top_per_layer[-1]
-    k = len(top_per_layer) - 1
-    while k > 0 and top_per_layer[k - 1] == final:
-        k -= 1
-    return k
-
-
-@claim("games.guess-appears-late")
-def guess_appears_late(bundle) -> Said:
-    lens = logit_lens(bundle, GAP, k=1)
-    tops = [row[0] for row in lens.top_tokens[0]]
-    L, k = len(tops) - 1, settles(tops)
-    facts = {"word": tops[-1], "layer": k, "layers": L}
-    said = f"Here “{tops[-1]}” is the guess from {'the embeddings' if k == 0 else f'layer {k}'} of {L} on"
-    if k > L / 2:
-        return Said(True, f"{said}: only in the upper layers.", facts)
-    return Said(False, f"{said}: on this model it appears in the lower half already.", facts)
-
-
-def _ask_gap(bundle) -> Asked:
-    m = mlm_topk(bundle, GAP, k=20)
-    words = m.top_tokens[0]
-    return ask(
-        f"“{GAP}”: which of these words does the model rank first for the [MASK]?",
-        choices_with(words[0], [words[4], words[9], words[19]], "gap"),
-        f"“{words[0]}” ({m.top_probs[0][0]:.0%}); “{words[4]}” is 5th, “{words[9]}” 10th, “{words[19]}” 20th.",
-        _topk_bar(bundle, GAP),
-    )
-
-
-def _ask_nsp(bundle) -> Asked:
-    p = nsp_probability(bundle, FIRST, RANDOM)
-    right = "Yes" if p >= 0.5 else "No"
-    return ask(
-        f"A: “{FIRST}” B: “{RANDOM}” Does the model think B follows A?",
-        choices_with(right, ["No" if right == "Yes" else "Yes"], "nsp", n=2),
-        f"It gives IsNext {p:.0%}: "
-        + ("it is fooled here." if p >= 0.5 else "B was picked at random, and it sees it."),
-        _nsp_figure(bundle),
-    )
-
-
-GAMES = Lesson(
-    "games",
-    "4. The two pre-training games",
-    "Where BERT's knowledge comes from: fill the gap, and does B follow A.",
-    (
-        Step(
-            "Fill the gap",
-            "During pre-training 15 % of the tokens are hidden behind [MASK] and the model guesses them from the "
-            "words on both sides. These are its guesses for one gap, with their probabilities.",
-            lambda b: _topk_bar(b, GAP),
-            Link("pages/masked_lm.py", "Open on the Masked LM page", {"mask": GAP}),
-            "lesson-fill-the-gap",
-        ),
-        Step(
-            "Several gaps at once",
-            "Each gap is guessed on its own: a gap cannot see what was guessed for the others. Here the second "
-            "gap needs a verb that agrees with “many people”.",
-            lambda b: _topk_bar(b, TWO_GAPS, 1),
-            Link("pages/masked_lm.py", "Open on the Masked LM page", {"mask": TWO_GAPS}),
-            "lesson-second-gap",
-            claim="games.second-gap-agrees",
-        ),
-        Step(
-            "Does B follow A?",
-            "The second game: given two sentences, say whether B really came next or was picked at random. "
-            "The [CLS] vector answers.",
-            _nsp_figure,
-            Link("pages/masked_lm.py", "Open on the Masked LM page", {"a": FIRST, "b": FOLLOWS}),
-            "lesson-next-sentence",
-        ),
-        Step(
-            "The guess, layer by layer",
-            "Put the masked-word head on every layer's vector, not only the last, and read what each layer would "
-            "guess: where does the final answer first appear?",
-            _lens,
-            Link("pages/explanations.py", "Open on the Explanations page", {"mask": GAP, "view": "lens"}),
-            "lesson-logit-lens",
-            claim="games.guess-appears-late",
-        ),
-    ),
-    (Question("gap", _ask_gap), Question("nsp", _ask_nsp)),
-)
-
-
-# --- 5. fine-tuning ---------------------------------------------------------------------------
-
-
-def _diagram(bundle):
-    from bert.model import parameter_counts
-
-    return core.model_diagram(bundle.config, parameter_counts(bundle.model))
-
-
-def _cls_reads(bundle):
-    an = analyze(bundle, FIRST)
-    row = an.attentions[-1, :, 0, :].mean(0)  # last layer, [CLS]'s row, mean over heads
-    return core.values_bar(
-        an.tokens, row, title="what [CLS] takes from each token (last layer, mean of heads)", y_title="attention"
-    )
-
-
-def _head_sizes(bundle) -> tuple[int, int]:
-    """(numbers in a 2-class head on the pooled vector, numbers in the MLM head's transform)."""
-    C = bundle.config.hidden_size
-    return 2 * C + 2, C * C + C + 2 * C
-
-
-def _ask_head(bundle) -> Asked:
-    n, _ = _head_sizes(bundle)
-    C = bundle.config.hidden_size
-    return ask(
-        f"Fine-tuning for positive/negative puts a new task head on a {C}-number vector. How many numbers does "
-        "that task head learn from scratch?",
-        choices_with(f"{n:,}", [f"{C:,}", f"{C * C:,}", f"{bundle.config.vocab_size * C:,}"], "head"),
-        f"2 × {C} weights + 2 biases = {n:,}: tiny next to the {sum(p.numel() for p in bundle.model.parameters()):,} "
-        "numbers of the model, which start from pre-training.",
-    )
-
-
-def _ask_mean(bundle) -> Asked:
-    n = len(analyze(bundle, FIRST).tokens)
-    words = len(FIRST.split())
-    return ask(
-        f"Mean pooling averages the final vectors of every token of the input (padding aside). For “{FIRST}”, "
-        "how many vectors is that?",
-        choices_with(str(n), [str(words), "1", str(n - 2), str(bundle.config.hidden_size)], "mean"),
-        f"{n}: every token, [CLS] and [SEP] included, one vector each (the words are {words}, but the full stop "
-        "and the special tokens count too).",
-        _cls_reads(bundle),
-    )
-
-
-FINETUNE = Lesson(
-    "finetune",
-    "5. Fine-tuning: swap the task head",
-    "The same encoder, a new small task head, a few minutes of training on labelled examples.",
-    (
-        Step(
-            "The model, bottom to top",
-            "Embeddings, then the same layer repeated, then a task head. Pre-training trained one for the two games; "
-            "fine-tuning throws it away and puts a small new one on top.",
-            _diagram,
-            Link("pages/home.py", "Open the Home page"),
-            "lesson-model",
-        ),
-        Step(
-            "One vector for the whole text",
-            "A classifier needs one vector per text: the final [CLS] vector, or the mean or maximum of all tokens' "
-            "vectors (pooling). The new task head turns that vector into one score per class.",
-            lambda b: None,
-        ),
-        Step(
-            "What [CLS] reads",
-            "The [CLS] vector is built like any other: in the last layer it takes a mix of all tokens' vectors. "
-            "Fine-tuning teaches it to collect what the task needs (here, before any fine-tuning).",
-            _cls_reads,
-            Link("pages/attention.py", "Open on the Attention page", {"a": FIRST}),
-            "lesson-cls-reads",
-        ),
-        Step(
-            "One score per tag, on every word",
-            "To label every word (parts of speech, names), the new task head reads every token's vector, not one "
-            "for the text: one score per tag. A word split into pieces is read at its first piece. Below: each "
-            "word's tag probabilities (a fresh task head's, random until trained, unless the model was fine-tuned "
-            "to tag).",
-            tag_scores,
-            Link("pages/finetune.py", "Open “Label every word”", {"shape": "words"}),
-            "lesson-tag-scores",
-        ),
-        Step(
-            "Two scores per token: where the answer starts and ends",
-            "To find an answer in a passage, the question and the passage go in together and the new task head "
-            "gives every passage token two scores: how likely the answer starts there, and how likely it ends there. "
-            "The answer is the best span, start before end. Below: a fresh task head's probabilities (or a trained "
-            "reader's).",
-            span_scores,
-            Link("pages/finetune.py", "Open “Find the answer”", {"shape": "answer"}),
-            "lesson-span-scores",
-        ),
-        Step(
-            "Train it, live",
-            "On the Fine-tuning page, pick the built-in film reviews (or upload your own CSV) and press Start: "
-            "the curves show the task head and the encoder learning, and you can try the result at once.",
-            lambda b: None,
-            Link("pages/finetune.py", "Open the Fine-tuning page"),
-        ),
-    ),
-    (Question("head", _ask_head), Question("mean", _ask_mean)),
-)
-
-
-# --- 6. what heads learned -----------------------------------------------------------------------
 
 
 def _patterns(bundle):
@@ -288,12 +42,12 @@ def _important_head_map(bundle):
     imp = head_importance(bundle, ABLATE)
     lay, h = np.unravel_index(int(np.argmax(imp.scores)), imp.scores.shape)
     an = analyze(bundle, ABLATE)
-    return core.attention_heatmap(an.attentions[lay, h], an.tokens, title=f"layer {lay + 1}, head {h + 1}")
+    return attention_heatmap(an.attentions[lay, h], an.tokens, title=f"layer {lay + 1}, head {h + 1}")
 
 
 def _habits_by_layer(bundle):
     busy = busy_heads(bundle)
-    return core.values_bar(
+    return values_bar(
         [f"layer {l + 1}" for l in range(len(busy))],
         busy,
         title="heads per layer that do not rest on [CLS] or [SEP]",
