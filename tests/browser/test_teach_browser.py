@@ -175,6 +175,9 @@ def test_projector_mode_uses_a_colour_blind_safe_scale(page, app_url, app_ready)
 def test_every_control_is_reached_by_tab_and_has_a_name(page, app_url, app_ready, path):
     page.goto(app_url + path)
     app_ready(page)
+    if path == "/attention":  # its head's sliders are drawn with the map, after the text boxes
+        page.locator('[data-testid="stSlider"]', has_text="Head").first.wait_for(timeout=60_000)
+        app_ready(page)
     page.evaluate("() => document.activeElement && document.activeElement.blur()")  # Tab from the top
     seen, unnamed = [], []
     for _ in range(400):  # the sidebar first (pages, model, class tools), then the page, once round
