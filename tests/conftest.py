@@ -19,7 +19,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """`--dist loadscope` hands out a module, or the Ray modules together, as one unit."""
+    """`--dist loadscope` hands out a module, the Ray modules together or the browser modules
+    together, as one unit (tests/lanes.py)."""
     from tests.lanes import ByModule
 
     return ByModule(config, log) if config.getvalue("dist") == "loadscope" else None

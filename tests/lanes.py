@@ -5,6 +5,8 @@ Rules of the lanes:
 - a module's tests stay in one lane, in order, so its module fixtures (the `at` app) start once;
 - the modules that start a Ray cluster (`RAY_MODULES`) are one unit, so two clusters never run at
   once in the one network namespace (Ray's own ports would collide);
+- the browser modules (tests/browser/) are one unit: one Chromium and one app server at a time,
+  as a class on one machine would load it, while the other lane runs the rest;
 - units are handed out longest first, by a rough cost per test (`COST_S`), so neither lane is
   left with a long unit alone at the end;
 - a session-wide log file carries the lane's name (`worker_suffix`), so two lanes' servers never
@@ -20,6 +22,8 @@ import pytest
 from xdist.scheduler import LoadScopeScheduling
 
 RAY_UNIT = "ray"
+BROWSER_UNIT = "browser"
+BROWSER_FOLDER = "tests/browser/"
 # Modules that start a Ray cluster (the `ray_cluster` fixture or scripts/cluster_local.sh).
 RAY_MODULES = {
     "tests/test_cluster_e2e.py",
@@ -43,9 +47,12 @@ def worker_suffix() -> str:
 
 
 def unit_of(nodeid: str) -> str:
-    """The lane's unit of a test: its module's path, or RAY_UNIT for the Ray modules."""
+    """The lane's unit of a test: its module's path, RAY_UNIT for the Ray modules, BROWSER_UNIT
+    for the browser modules."""
     path = nodeid.split("::", 1)[0]
-    return RAY_UNIT if path in RAY_MODULES else path
+    if path in RAY_MODULES:
+        return RAY_UNIT
+    return BROWSER_UNIT if path.startswith(BROWSER_FOLDER) else path
 
 
 class ByModule(LoadScopeScheduling):

@@ -113,3 +113,4 @@ def test_every_module_that_starts_ray_runs_in_the_one_ray_lane_unit():
     assert starts == RAY_MODULES
     assert {unit_of(f"{m}::test_x") for m in RAY_MODULES} == {RAY_UNIT}
     assert unit_of("tests/test_lessons.py::test_x[a::b]") == "tests/test_lessons.py"
+    assert unit_of("tests/browser/test_board_browser.py::test_x") == unit_of("tests/browser/test_teach_browser.py::t")

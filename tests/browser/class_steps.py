@@ -108,7 +108,7 @@ def followed(teacher, students, what, app_ready):
     want = where(teacher)
     t0 = time.monotonic()
     took = [None] * len(students)
-    while time.monotonic() - t0 < 30 and None in took:
+    while time.monotonic() - t0 < 90 and None in took:
         for i, pg in enumerate(students):
             if took[i] is None and where(pg) == want:
                 took[i] = time.monotonic() - t0
