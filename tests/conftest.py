@@ -10,7 +10,7 @@ torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 
 def pytest_collection_modifyitems(config, items):
-    """In `make test`'s two lanes the longest units of tests come first (tests/lanes.py)."""
+    """In `make test-lanes`'s two lanes the longest units of tests come first (tests/lanes.py)."""
     from tests.lanes import in_a_lane, longest_first
 
     if in_a_lane():

@@ -1,5 +1,5 @@
-"""`make test` runs the suite in two lanes (pytest-xdist, `-n 2 --dist loadscope`): most of its
-time is spent waiting on servers, browsers and Ray, so two lanes keep the two cores busy.
+"""`make test-lanes` runs the suite in two lanes (pytest-xdist, `-n 2 --dist loadscope`): most of
+its time is spent waiting on servers, browsers and Ray, so two lanes keep the two cores busy.
 
 Rules of the lanes:
 - a module's tests stay in one lane, in order, so its module fixtures (the `at` app) start once;

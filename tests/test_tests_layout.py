@@ -104,7 +104,7 @@ RAY_STARTS = re.compile(r"\bray_cluster\b|cluster_local|RayCluster\(|ray\.init\(
 
 
 def test_every_module_that_starts_ray_runs_in_the_one_ray_lane_unit():
-    """make test's lanes never run two Ray clusters at once (tests/lanes.py): a new module that
+    """make test-lanes never runs two Ray clusters at once (tests/lanes.py): a new module that
     starts one must join RAY_MODULES."""
     from tests.lanes import RAY_MODULES, RAY_UNIT, unit_of
 
