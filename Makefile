@@ -54,9 +54,9 @@ lint: setup-dev
 test: setup-dev setup-cluster lint data browser
 	bash scripts/isolated.sh $(BIN)/python -m pytest -q -ra --durations=25
 
-# The same tests in two lanes (tests/lanes.py): about 22 minutes instead of 36 on 2 cores, but the
-# browser scenarios that wait on a page's timing have failed under the other lane's load, so CI
-# and make test run one process.
+# The same tests in two lanes (tests/lanes.py): quicker on 2 cores, but the browser scenarios that
+# wait on a page's timing can fail under the other lane's load, so CI and make test run one process
+# (the figures: tests/README.md).
 test-lanes: setup-dev setup-cluster lint data browser
 	bash scripts/isolated.sh $(BIN)/python -m pytest -q -ra --durations=25 -n 2 --dist loadscope --no-loadscope-reorder
 
