@@ -26,6 +26,15 @@ def pytest_xdist_make_scheduler(config, log):
     return ByModule(config, log) if config.getvalue("dist") == "loadscope" else None
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """In `make test-lanes` the browser unit's lane keeps the processor first (tests/lanes.py);
+    before any fixture, so the servers and clusters a module starts take its lane's priority."""
+    from tests.lanes import yield_to_browsers
+
+    yield_to_browsers(item)
+
+
 # --- the app in streamlit's AppTest (tests/helpers.started_app) ----------------------------------
 
 

@@ -9,6 +9,9 @@ Rules of the lanes:
   as a class on one machine would load it, while the other lane runs the rest;
 - units are handed out longest first, by a rough cost per test (`COST_S`), so neither lane is
   left with a long unit alone at the end;
+- the lane that runs anything but the browser unit runs at a lower priority (`OTHER_LANE_NICE`,
+  with the servers, Chromiums and Ray processes it starts): a browser scenario waits on a page
+  drawn in time, the rest only on its results, so the browser unit keeps the processor first;
 - a session-wide log file carries the lane's name (`worker_suffix`), so two lanes' servers never
   write one file.
 Without xdist (a single file, `make test-fast`) nothing here applies.
@@ -32,6 +35,7 @@ RAY_MODULES = {
     "tests/test_ray_head_loss.py",
     "tests/test_ray_jobs.py",
 }
+OTHER_LANE_NICE = 10  # a process's niceness only rises: a lane keeps it once it ran a non-browser test
 # Rough seconds a test of each kind takes: enough to order the units, not a measurement.
 COST_S = {"browser": 30.0, RAY_UNIT: 20.0, "slow": 5.0, "other": 0.2}
 
@@ -53,6 +57,13 @@ def unit_of(nodeid: str) -> str:
     if path in RAY_MODULES:
         return RAY_UNIT
     return BROWSER_UNIT if path.startswith(BROWSER_FOLDER) else path
+
+
+def yield_to_browsers(item: pytest.Item) -> None:
+    """In a lane, a test outside the browser unit runs (and starts its processes) at
+    OTHER_LANE_NICE."""
+    if in_a_lane() and unit_of(item.nodeid) != BROWSER_UNIT and os.nice(0) < OTHER_LANE_NICE:
+        os.nice(OTHER_LANE_NICE - os.nice(0))
 
 
 class ByModule(LoadScopeScheduling):

@@ -114,3 +114,42 @@ def test_every_module_that_starts_ray_runs_in_the_one_ray_lane_unit():
     assert {unit_of(f"{m}::test_x") for m in RAY_MODULES} == {RAY_UNIT}
     assert unit_of("tests/test_lessons.py::test_x[a::b]") == "tests/test_lessons.py"
     assert unit_of("tests/browser/test_board_browser.py::test_x") == unit_of("tests/browser/test_teach_browser.py::t")
+
+
+NICENESS_AFTER = """
+import os, sys
+from types import SimpleNamespace
+from tests.lanes import yield_to_browsers
+for nodeid in sys.argv[1:]:
+    yield_to_browsers(SimpleNamespace(nodeid=nodeid))
+print(os.nice(0))
+"""
+
+
+def test_in_a_lane_only_the_non_browser_tests_lower_their_processs_priority():
+    """The lane running the browser unit keeps niceness 0 until it runs anything else; the other
+    lane (and what it starts) runs at OTHER_LANE_NICE; without xdist nothing changes."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.lanes import OTHER_LANE_NICE
+
+    def niceness(*nodeids, lane="gw0"):
+        env = {k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"}
+        if lane:
+            env["PYTEST_XDIST_WORKER"] = lane
+        out = subprocess.run(
+            [sys.executable, "-c", NICENESS_AFTER, *nodeids], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+        assert out.returncode == 0, out.stderr
+        return int(out.stdout)
+
+    browser = "tests/browser/test_board_browser.py::test_x"
+    other = "tests/test_lessons.py::test_x"
+    now = os.nice(0)
+    lowered = max(now, OTHER_LANE_NICE)
+    assert niceness(browser, browser) == now
+    assert niceness(browser, other) == lowered
+    assert niceness(other, other, browser) == lowered
+    assert niceness(other, lane=None) == now

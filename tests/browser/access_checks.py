@@ -9,6 +9,7 @@ import json
 import os
 from pathlib import Path
 
+from app.ui.access import SR_ONLY
 from tests.browser.page_checks import ALL_PAGES, settle, unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,9 +132,35 @@ def small_targets(page) -> list[str]:
     )
 
 
+# Whether the app's own stylesheet (app/ui/access.py: focus ring, tap targets) is in the page: it is
+# drawn by each script run, so a page under load can show its elements a moment before it.
+APP_STYLES_JS = f"""() => [...document.querySelectorAll('style')].some(s => s.textContent.includes('{SR_ONLY}'))"""
+APP_STYLES_BOUND_S = 60
+
+
+def wait_for_app_styles(page) -> bool:
+    """Whether the app's stylesheet is in the page within APP_STYLES_BOUND_S (a saved view has none)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout  # here: without playwright the tests skip
+
+    try:
+        page.wait_for_function(APP_STYLES_JS, timeout=APP_STYLES_BOUND_S * 1000)
+    except PlaywrightTimeout:
+        return False
+    return True
+
+
 def focused(page) -> dict:
     """The focused element: its test id, text, label (a field's), whether it is in the sidebar or the main column,
-    and how its focus is drawn (outline width and style)."""
+    and how its focus is drawn (outline width and style; measured again once the app's stylesheet is
+    in the page when the first look finds none)."""
+    look = _focused(page)
+    if look["outline"] < 2:
+        wait_for_app_styles(page)
+        look = _focused(page)
+    return look
+
+
+def _focused(page) -> dict:
     return page.evaluate(
         """() => { const e = document.activeElement; const s = getComputedStyle(e);
              const label = e.getAttribute('aria-label') || (e.labels && e.labels[0] ? e.labels[0].innerText : '');
@@ -182,6 +209,7 @@ def steady_small_targets(page) -> list[str]:
     if not small_targets(page):
         return []
     settle([page], 60.0)
+    wait_for_app_styles(page)
     return small_targets(page)
 
 

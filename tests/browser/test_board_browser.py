@@ -106,7 +106,7 @@ def post_when_done(pg, nick, app_ready):
     box.press("Enter")
     app_ready(pg)
     pg.get_by_role("button", name="Post this run to the class board").click()
-    pg.get_by_text("Posted to board").first.wait_for(timeout=60_000)
+    pg.get_by_text("Posted to board").first.wait_for(timeout=120_000)
 
 
 def plots(pg):
