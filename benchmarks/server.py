@@ -117,11 +117,23 @@ def streamlit_cmd(script: str, port: int, host: str = HOST) -> list[str]:
     ]
 
 
+def own_session(cmd: list[str], **popen) -> subprocess.Popen:
+    """`cmd` in a session (and process group) of its own, so stopping it stops all it started, at
+    the caller's niceness: Linux schedules each session as a group (its autogroup) of niceness 0
+    whatever its processes' niceness, so a lowered caller's servers would otherwise stand level
+    with everything else."""
+    proc = subprocess.Popen(cmd, start_new_session=True, **popen)
+    if os.nice(0) > 0:
+        with contextlib.suppress(OSError):  # no autogroups on this kernel: nothing to carry over
+            Path(f"/proc/{proc.pid}/autogroup").write_text(str(os.nice(0)))
+    return proc
+
+
 def start_server(port: int, log_path: Path, env_extra: dict[str, str]) -> subprocess.Popen:
     cmd = streamlit_cmd("streamlit_app.py", port)
     env = {**os.environ, **env_extra}
     log = open(log_path, "w")
-    return subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    return own_session(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
 
 
 def wait_healthy(proc: subprocess.Popen, url: str, timeout_s: float = 120) -> None:
@@ -187,7 +199,7 @@ def start_proxy(port: int, replica_ports: list[int], folder: Path) -> subprocess
     cfg.write_text(haproxy_config(f"{HOST}:{port}", [f"{HOST}:{p}" for p in replica_ports]))
     log = open(folder / "haproxy.log", "w")
     exe = shutil.which("haproxy") or "/usr/sbin/haproxy"
-    return subprocess.Popen([exe, "-db", "-f", str(cfg)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return own_session([exe, "-db", "-f", str(cfg)], stdout=log, stderr=subprocess.STDOUT)
 
 
 def _descendants(pid: int) -> list[int]:

@@ -54,6 +54,13 @@ PG_RUN_AS=nobody # PostgreSQL refuses root
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" RAY_USAGE_STATS_ENABLED=0
 
 say() { echo "cluster_local: $*" >&2; }
+# A command in a session of its own (stopping its group stops all it started) at this script's
+# niceness: Linux gives a new session's scheduling group (autogroup) niceness 0 whatever its
+# processes' (benchmarks.server.own_session is the same for Python callers).
+own_session() {
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  setsid bash -c 'echo "$(nice)" >/proc/self/autogroup 2>/dev/null; exec "$@"' own_session "$@"
+}
 die() {
   say "$*"
   exit 1
@@ -175,14 +182,14 @@ start() {
   # --- Ray: the head, then the workers one after the other (two at once in one session folder
   # crash a raylet); each `ray start` in a session of its own: its daemons stay in its group
   local pgids="" gpus i=0
-  setsid "$RAY" start --head --node-ip-address "$HOST" --port "$RAY_PORT" --num-cpus 0 --include-dashboard false \
+  own_session "$RAY" start --head --node-ip-address "$HOST" --port "$RAY_PORT" --num-cpus 0 --include-dashboard false \
     --temp-dir "$run/ray" --disable-usage-stats >"$LOGS/ray-head.log" 2>&1 &
   pgids="$!"
   record RAY_PGIDS "\"$pgids\""
   wait "$!" || { tail -20 "$LOGS/ray-head.log" >&2; false; }
   for gpus in $WORKER_GPUS; do
     i=$((i + 1))
-    setsid "$RAY" start --address "$HOST:$RAY_PORT" --node-ip-address "$HOST" --num-cpus 1 --num-gpus "$gpus" \
+    own_session "$RAY" start --address "$HOST:$RAY_PORT" --node-ip-address "$HOST" --num-cpus 1 --num-gpus "$gpus" \
       --disable-usage-stats >"$LOGS/ray-worker$i.log" 2>&1 &
     pgids="$pgids $!"
     sed -i "s/^RAY_PGIDS=.*/RAY_PGIDS=\"$pgids\"/" "$STATE_FILE"
@@ -232,7 +239,7 @@ EOF
     BERT_EXPLORER_BACKEND="$BACKEND" RAY_ADDRESS="$HOST:$RAY_PORT" BERT_EXPLORER_DATABASE_URL="$db_url" \
       BERT_EXPLORER_CACHE="${BERT_EXPLORER_CACHE:-.cache/}" STREAMLIT_SERVER_COOKIE_SECRET="$secret" \
       BERT_EXPLORER_BOARD="${BERT_EXPLORER_BOARD:-1}" BERT_EXPLORER_TEACHER_KEY="$teacher_key" \
-      setsid "$PYTHON" -m streamlit run streamlit_app.py --server.address "$HOST" --server.port "$port" \
+      own_session "$PYTHON" -m streamlit run streamlit_app.py --server.address "$HOST" --server.port "$port" \
       --server.headless true --browser.gatherUsageStats false >"$LOGS/replica$n.log" 2>&1 &
     replica_pids="$replica_pids $!"
   done

@@ -217,13 +217,12 @@ def start_tool(folder: Path, platform: Platform, env: dict[str, str], log_path: 
     url = f"http://{server.HOST}:{port}"
     platform.tool_url = url
     full = {**os.environ, "STREAMLIT_SECRETS_FILES": str(tool_secrets(folder, platform)), **env}
-    proc = subprocess.Popen(
+    proc = server.own_session(
         server.streamlit_cmd("lti_app.py", port),
         cwd=server.ROOT,
         env=full,
         stdout=open(log_path, "w"),
         stderr=subprocess.STDOUT,
-        start_new_session=True,
     )
     try:
         server.wait_healthy(proc, url)

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.server import HOST, free_port
+from benchmarks.server import HOST, free_port, own_session
 
 CLUSTER_MARK = "BERT_EXPLORER_TEST_RAY_CLUSTER"
 # Ray's token of this process's clusters: a process caches the first token it reads
@@ -292,9 +292,7 @@ class RayCluster:
             args += ["--address", self.address]
         node.log = self.root / f"node{node.index}.log"
         with open(node.log, "w") as log:
-            proc = subprocess.Popen(
-                _ray_cli() + args, stdout=log, stderr=subprocess.STDOUT, env=self._node_env(), start_new_session=True
-            )
+            proc = own_session(_ray_cli() + args, stdout=log, stderr=subprocess.STDOUT, env=self._node_env())
             node.pgid = proc.pid  # the session leader: raylet and the agents stay in its group
             try:
                 rc = proc.wait(timeout=90)

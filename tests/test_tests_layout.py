@@ -118,38 +118,55 @@ def test_every_module_that_starts_ray_runs_in_the_one_ray_lane_unit():
 
 NICENESS_AFTER = """
 import os, sys
+from pathlib import Path
 from types import SimpleNamespace
+from benchmarks.server import own_session
 from tests.lanes import yield_to_browsers
 for nodeid in sys.argv[1:]:
     yield_to_browsers(SimpleNamespace(nodeid=nodeid))
-print(os.nice(0))
+child = own_session(["sleep", "30"])
+group = Path(f"/proc/{child.pid}/autogroup")
+print(os.nice(0), Path("/proc/self/autogroup").read_text().split()[-1], group.read_text().split()[-1])
+child.kill()
 """
 
 
-def test_in_a_lane_only_the_non_browser_tests_lower_their_processs_priority():
-    """The lane running the browser unit keeps niceness 0 until it runs anything else; the other
-    lane (and what it starts) runs at OTHER_LANE_NICE; without xdist nothing changes."""
+def test_in_a_lane_only_the_non_browser_tests_lower_their_session_and_what_it_starts():
+    """The lane running the browser unit keeps its priority until it runs anything else; the other
+    lane runs at OTHER_LANE_NICE, its session (Linux's scheduling group) too, and so do the servers
+    it starts in sessions of their own; without xdist nothing changes."""
     import os
     import subprocess
     import sys
 
     from tests.lanes import OTHER_LANE_NICE
 
+    if not Path("/proc/self/autogroup").exists():
+        import pytest
+
+        pytest.skip("this kernel has no autogroups")
+
     def niceness(*nodeids, lane="gw0"):
+        """(the process's niceness, its session's, a server's it started) after running nodeids."""
         env = {k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"}
         if lane:
             env["PYTEST_XDIST_WORKER"] = lane
         out = subprocess.run(
-            [sys.executable, "-c", NICENESS_AFTER, *nodeids], cwd=ROOT, env=env, capture_output=True, text=True
+            [sys.executable, "-c", NICENESS_AFTER, *nodeids],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            start_new_session=True,
         )
         assert out.returncode == 0, out.stderr
-        return int(out.stdout)
+        return tuple(int(x) for x in out.stdout.split())
 
     browser = "tests/browser/test_board_browser.py::test_x"
     other = "tests/test_lessons.py::test_x"
     now = os.nice(0)
     lowered = max(now, OTHER_LANE_NICE)
-    assert niceness(browser, browser) == now
-    assert niceness(browser, other) == lowered
-    assert niceness(other, other, browser) == lowered
-    assert niceness(other, lane=None) == now
+    assert niceness(browser, browser)[0] == now
+    assert niceness(browser, other) == (lowered, OTHER_LANE_NICE, lowered)
+    assert niceness(other, other, browser) == (lowered, OTHER_LANE_NICE, lowered)
+    assert niceness(other, lane=None)[0] == now

@@ -35,13 +35,8 @@ def start_server(cache, log_path):
         "BERT_EXPLORER_TEACHER_KEY": TEACHER_KEY,
     }
     log = open(log_path, "a")
-    proc = subprocess.Popen(
-        server.streamlit_cmd("streamlit_app.py", port),
-        cwd=server.ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
+    proc = server.own_session(
+        server.streamlit_cmd("streamlit_app.py", port), cwd=server.ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
