@@ -10,8 +10,9 @@ Rules of the lanes:
 - units are handed out longest first, by a rough cost per test (`COST_S`), so neither lane is
   left with a long unit alone at the end;
 - the lane that runs anything but the browser unit runs at a lower priority (`OTHER_LANE_NICE`,
-  with the servers, Chromiums and Ray processes it starts): a browser scenario waits on a page
-  drawn in time, the rest only on its results, so the browser unit keeps the processor first;
+  with the servers and Ray processes it starts): a browser scenario waits on a page drawn in
+  time, the rest only on its results, so when both lanes want the processor the browser unit
+  gets about twice the other's share;
 - a session-wide log file carries the lane's name (`worker_suffix`), so two lanes' servers never
   write one file.
 Without xdist (a single file, `make test-fast`) nothing here applies.
@@ -37,7 +38,7 @@ RAY_MODULES = {
     "tests/test_ray_head_loss.py",
     "tests/test_ray_jobs.py",
 }
-OTHER_LANE_NICE = 10  # a process's niceness only rises: a lane keeps it once it ran a non-browser test
+OTHER_LANE_NICE = 3  # half the weight of a browser-side session: it yields, it is not starved
 # Rough seconds a test of each kind takes: enough to order the units, not a measurement.
 COST_S = {"browser": 30.0, RAY_UNIT: 20.0, "slow": 5.0, "other": 0.2}
 
