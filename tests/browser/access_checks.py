@@ -5,6 +5,7 @@ over a figure's title, a figure's text outside it, and the keyboard's focus."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -132,29 +133,30 @@ def small_targets(page) -> list[str]:
     )
 
 
-# Whether the app's own stylesheet (app/ui/access.py: focus ring, tap targets) is in the page: it is
-# drawn by each script run, so a page under load can show its elements a moment before it.
-APP_STYLES_JS = f"""() => [...document.querySelectorAll('style')].some(s => s.textContent.includes('{SR_ONLY}'))"""
+# Whether a page of the app lacks the app's own stylesheet (app/ui/access.py: focus ring, tap
+# targets): it is drawn by each script run, so a page under load can show its elements a moment
+# before it. A saved view is no page of the app and has none to wait for.
+APP_STYLES_MISSING_JS = f"""() => !!document.querySelector('[data-testid="stApp"]')
+  && ![...document.querySelectorAll('style')].some(s => s.textContent.includes('{SR_ONLY}'))"""
 APP_STYLES_BOUND_S = 60
 
 
-def wait_for_app_styles(page) -> bool:
-    """Whether the app's stylesheet is in the page within APP_STYLES_BOUND_S (a saved view has none)."""
+def wait_for_app_styles(page) -> None:
+    """Until a page of the app has its stylesheet, for at most APP_STYLES_BOUND_S (then the look
+    that follows shows the page as it is)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout  # here: without playwright the tests skip
 
-    try:
-        page.wait_for_function(APP_STYLES_JS, timeout=APP_STYLES_BOUND_S * 1000)
-    except PlaywrightTimeout:
-        return False
-    return True
+    if page.evaluate(APP_STYLES_MISSING_JS):
+        with contextlib.suppress(PlaywrightTimeout):
+            page.wait_for_function(f"() => !({APP_STYLES_MISSING_JS})()", timeout=APP_STYLES_BOUND_S * 1000)
 
 
 def focused(page) -> dict:
     """The focused element: its test id, text, label (a field's), whether it is in the sidebar or the main column,
     and how its focus is drawn (outline width and style; measured again once the app's stylesheet is
-    in the page when the first look finds none)."""
+    in the page when the first look finds no ring)."""
     look = _focused(page)
-    if look["outline"] < 2:
+    if look["outline"] < 2 and page.evaluate(APP_STYLES_MISSING_JS):
         wait_for_app_styles(page)
         look = _focused(page)
     return look
