@@ -56,10 +56,11 @@ export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" RAY_USAGE_STATS_ENABLED=0
 say() { echo "cluster_local: $*" >&2; }
 # A command in a session of its own (stopping its group stops all it started) at this script's
 # niceness: Linux gives a new session's scheduling group (autogroup) niceness 0 whatever its
-# processes' (benchmarks.server.own_session is the same for Python callers).
+# processes' (benchmarks.server.own_session is the same for Python callers). Only as a background
+# job (`own_session cmd &`): it execs, so $! is the command's process and its group's id.
 own_session() {
   # shellcheck disable=SC2016 # expanded by the inner bash
-  setsid bash -c 'echo "$(nice)" >/proc/self/autogroup 2>/dev/null; exec "$@"' own_session "$@"
+  exec setsid bash -c 'echo "$(nice)" >/proc/self/autogroup 2>/dev/null; exec "$@"' own_session "$@"
 }
 die() {
   say "$*"

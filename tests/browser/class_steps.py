@@ -101,6 +101,11 @@ def shown_board_key(teacher, app_ready) -> str:
     return teacher.locator('[data-testid="stCode"]').first.inner_text().strip()
 
 
+# How long a follower may take to show the teacher's page: generous, as another lane's training can
+# hold the processor; a follower left behind or on an empty page stays so past it.
+FOLLOW_BOUND_S = 90
+
+
 def followed(teacher, students, what, app_ready):
     """Wait until every student's address equals the teacher's (the teacher's run done first);
     the seconds each took after the teacher's screen showed the change."""
@@ -108,7 +113,7 @@ def followed(teacher, students, what, app_ready):
     want = where(teacher)
     t0 = time.monotonic()
     took = [None] * len(students)
-    while time.monotonic() - t0 < 90 and None in took:
+    while time.monotonic() - t0 < FOLLOW_BOUND_S and None in took:
         for i, pg in enumerate(students):
             if took[i] is None and where(pg) == want:
                 took[i] = time.monotonic() - t0

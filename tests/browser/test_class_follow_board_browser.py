@@ -11,7 +11,7 @@ make test runs it once, `make soak` three times in a row.
 
 import pytest
 
-from tests.browser.class_steps import go, join, sidebar_class, start_board, where
+from tests.browser.class_steps import FOLLOW_BOUND_S, go, join, sidebar_class, start_board, where
 from tests.browser.page_checks import settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.soak]
@@ -28,7 +28,7 @@ def title(pg) -> str:
     return h.first.inner_text().strip() if h.count() else ""
 
 
-def settled_on(students, want_path: str, want_title: str, bound_s: float = 30.0) -> list[str]:
+def settled_on(students, want_path: str, want_title: str, bound_s: float = FOLLOW_BOUND_S) -> list[str]:
     """Wait until every student shows the page at `want_path` titled `want_title`, drawn and idle,
     on page_checks.SETTLE_LOOKS looks in a row; what each one showed when it did not (empty: all
     arrived)."""
