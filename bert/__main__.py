@@ -122,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         _add_get(sub)
     else:
         from .train.finetune_args import FinetuneArgs
+        from .train.precision import setting_precision
         from .train.pretrain_args import PretrainArgs
 
         p = sub.add_parser("pretrain", help="MLM + NSP pre-training (resumable; works under torchrun)")
@@ -129,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--no-resume", action="store_true", help="start over even if a checkpoint exists")
         f = sub.add_parser("finetune", help="fine-tune a sequence classifier on a labelled file")
         _add_dataclass_args(f, FinetuneArgs)
+        for trainer in (p, f):  # the setting BERT_EXPLORER_PRECISION, as the server's jobs take it
+            trainer.set_defaults(precision=setting_precision())
         sub.add_parser("fetch", help="fetch the corpora and data sets into the cache")
         _add_get(sub)
         _add_heads(sub)

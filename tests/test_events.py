@@ -13,6 +13,7 @@ from bert.data.labelled import stratified_split
 from bert.train import events as ev
 from bert.train.finetune import finetune
 from bert.train.finetune_args import FinetuneArgs
+from bert.train.precision import server_precision
 from bert.train.pretrain_args import PretrainArgs
 from tests import helpers
 from tests.helpers import synthetic, tiny_bundle, tiny_cli_argv
@@ -106,6 +107,7 @@ def test_pretrain_cli_lines_keep_their_keys(tmp_path, capsys):
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
     assert [x["event"] for x in lines] == ["start", "train", "train", "eval", "done"]
     assert _keys_by_kind(lines) == PRETRAIN_KEYS
+    assert lines[0]["precision"] == server_precision("cpu")  # the setting's, as the server's jobs
     probe = lines[3]["probe"]
     assert probe and all(isinstance(t, str) and isinstance(p, float) for t, p in probe[0])
     assert main([*argv, "--steps", "3", "--device", "cpu", "--threads", "1"]) == 0  # resumes at step 2

@@ -63,6 +63,12 @@ def resolve_precision(name: str | None, device: torch.device) -> str:
     return key
 
 
+def setting_precision() -> str:
+    """The setting BERT_EXPLORER_PRECISION as written ("auto" when unset): what the server's jobs
+    and the command line's training commands run in unless told otherwise."""
+    return settings.text(SETTING) or "auto"
+
+
 def server_precision(device: str | None = None) -> str:
     """This server's training precision, "fp32" or "bf16": the setting resolved on `device` (None:
     the setting BERT_EXPLORER_DEVICE's) from torch's report (asked once a process); TrainingError
@@ -70,7 +76,7 @@ def server_precision(device: str | None = None) -> str:
     from .device import resolve_device, server_device
 
     device = device or server_device()
-    return resolve_precision(settings.text(SETTING) or "auto", resolve_device(device))
+    return resolve_precision(setting_precision(), resolve_device(device))
 
 
 def autocast(device: torch.device, precision: str):
