@@ -49,9 +49,12 @@ class SelfAttention(nn.Module):
     ) -> tuple[Tensor, Tensor | None]:
         """softmax(q k^T / sqrt(D) + mask) v, and the probabilities if asked for. Training with
         dropout also takes the explicit path: our dropout (bert/dropout.py) on the probabilities
-        costs less than SDPA's on a CPU."""
+        costs less than SDPA's on a CPU. So does a bf16 forward on a CPU that gradients will go
+        back through: SDPA's CPU kernel is slower backward in bf16 than the two matmuls and
+        softmax here (its fp32 kernel and its forward alone are not)."""
         dropout_p = self.dropout_p if self.training else 0.0
-        if not (need_weights or dropout_p > 0):
+        bf16_backward = q.dtype == torch.bfloat16 and q.device.type == "cpu" and q.requires_grad
+        if not (need_weights or dropout_p > 0 or bf16_backward):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), None
         scores = torch.matmul(q, k.transpose(-1, -2))  # (B, H, Tq, T)
         scores.mul_(1.0 / math.sqrt(q.shape[-1]))  # in place: matmul's backward needs q, k only

@@ -347,11 +347,14 @@ class BertForPreTraining(TaskModel):
         mlm_labels: Tensor | None = None,
         nsp_labels: Tensor | None = None,
         mlm_positions: Tensor | None = None,
+        prune: bool | None = None,
         **kwargs,
     ) -> PreTrainingOutput:
         """Without labels, mlm_logits is (B, T, V). With `mlm_labels` (-100 = not predicted) or
         `mlm_positions` (a (B, T) bool mask), the MLM head runs only at those positions and
-        mlm_logits is (N, V): the vocabulary projection is most of a step's cost."""
+        mlm_logits is (N, V): the vocabulary projection is most of a step's cost. `prune`: the
+        last layer runs only there too (None: in training mode only; True also suits scoring,
+        equal to rounding)."""
         where = None
         shape = input_ids.shape if input_ids.dim() == 2 else (1, input_ids.shape[-1])
         if mlm_labels is not None:
@@ -361,7 +364,8 @@ class BertForPreTraining(TaskModel):
         # in training, the last layer runs only where the MLM head reads (and at [CLS]): see
         # BertModel.run. Not in eval mode: there the outputs stay bit for bit those of the
         # full layer (the logit lens and the Masked LM page agree exactly), at a small cost.
-        out = self.bert(input_ids, token_type_ids, attention_mask, rows=where if self.training else None, **kwargs)
+        prune = self.training if prune is None else prune
+        out = self.bert(input_ids, token_type_ids, attention_mask, rows=where if prune else None, **kwargs)
         h = out.last_hidden_state
         if where is not None:
             positions = where.nonzero()  # (N, 2): (b, t)

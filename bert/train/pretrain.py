@@ -36,6 +36,7 @@ from ..attention_masks import BIDIRECTIONAL, CAUSAL, set_trained_mask_kind
 from ..bundle import Bundle
 from ..checkpoint.load import load_folder, save
 from ..data.corpus.base import Corpus
+from ..dropout import thread_generator
 from ..errors import TrainingError
 from ..model import BertForPreTraining
 from . import next_word
@@ -139,7 +140,8 @@ class _PretrainRun(TrainingKind):
         trainer = linear_trainer(
             self, a.lr, a.warmup_steps, a.steps, clip=a.clip, log_every=a.log_every, stop=asked, step=self.step
         )
-        yield from trainer.run(self)
+        with thread_generator(a.seed) as self.dropout_generator:  # on the CPU: this run's own draws
+            yield from trainer.run(self)
         yield from self.finish()
 
     # ---- setup
@@ -231,7 +233,8 @@ class _PretrainRun(TrainingKind):
             ids = [self.device.index] if self.device.type == "cuda" else None
             self.net = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
         scales = {"mlm.": a.head_lr_scale, "nsp.": a.head_lr_scale}
-        self.opt = adamw(model, a.lr, a.weight_decay, scales, fused=self.precision == "bf16")
+        # fused in fp32 too: on a tiny model (the page's default) the per-parameter loop is a large share of a step
+        self.opt = adamw(model, a.lr, a.weight_decay, scales, fused=True)
         if opt_state is not None:
             self.opt.load_state_dict(opt_state)
 
@@ -268,7 +271,13 @@ class _PretrainRun(TrainingKind):
     def loss(self, batch: dict[str, torch.Tensor]):
         """This objective's loss on `batch` (on the device); dropout seeded by the step and rank."""
         batch = to_device(next_word_batch(batch) if self.next_word else batch, self.device)
-        torch.manual_seed(self.args.seed * 7919 + self.step * self.world + self.rank)  # dropout, reproducible
+        # dropout, reproducible: reseeded by the step (the CPU's draws from this run's own generator,
+        # the same numbers as torch's default one seeded alike; another device's from its own)
+        seed = self.args.seed * 7919 + self.step * self.world + self.rank
+        if self.device.type == "cpu":
+            self.dropout_generator.manual_seed(seed)
+        else:
+            torch.manual_seed(seed)
         if self.next_word:
             res = next_word_forward(self.net, batch)
         else:

@@ -36,15 +36,17 @@ def fixed_eval_batches(
     return out
 
 
-def mlm_nsp_forward(net, batch: dict[str, torch.Tensor]):
+def mlm_nsp_forward(net, batch: dict[str, torch.Tensor], **options):
     """The model (or its DDP wrapper) on a masked-LM + next-sentence batch (`collate`'s keys, the
-    masker's labels): its output with `.loss`, `.mlm_loss`, `.nsp_loss` and both heads' logits."""
+    masker's labels): its output with `.loss`, `.mlm_loss`, `.nsp_loss` and both heads' logits.
+    `options`: BertForPreTraining.forward's others (e.g. prune)."""
     return net(
         batch["input_ids"],
         batch["token_type_ids"],
         batch["attention_mask"],
         mlm_labels=batch["mlm_labels"],
         nsp_labels=batch["nsp_labels"],
+        **options,
     )
 
 
@@ -126,7 +128,11 @@ def evaluate(
         nsp["loss"] += out.nsp_loss.item() * len(b["nsp_labels"])
         nsp["right"] += (out.nsp_logits.argmax(-1) == b["nsp_labels"]).sum().item()
 
-    if not evaluate_batches(model, batches, lambda b: mlm_nsp_forward(model, b), score, precision, stop):
+    def forward(b):  # the last layer at the scored positions and [CLS] only, as in training: the
+        # full layer's scores to rounding, at about two thirds of its cost
+        return mlm_nsp_forward(model, b, prune=True)
+
+    if not evaluate_batches(model, batches, forward, score, precision, stop):
         return None
     seqs = max(words.sequences, 1)
     return words.result(nsp_loss=nsp["loss"] / seqs, nsp_acc=nsp["right"] / seqs)
