@@ -352,18 +352,16 @@ class BertForPreTraining(TaskModel):
     ) -> PreTrainingOutput:
         """Without labels, mlm_logits is (B, T, V). With `mlm_labels` (-100 = not predicted) or
         `mlm_positions` (a (B, T) bool mask), the MLM head runs only at those positions and
-        mlm_logits is (N, V): the vocabulary projection is most of a step's cost. `prune`: the
-        last layer runs only there too (None: in training mode only; True also suits scoring,
-        equal to rounding)."""
+        mlm_logits is (N, V): the vocabulary projection is most of a step's cost. `prune` (default:
+        in training mode) runs the last layer only there and at [CLS] too (BertModel.run), equal to
+        the full layer to rounding; eval mode keeps the full layer, so the logit lens and the
+        Masked LM page agree bit for bit."""
         where = None
         shape = input_ids.shape if input_ids.dim() == 2 else (1, input_ids.shape[-1])
         if mlm_labels is not None:
             where = mlm_labels.view(shape) != -100
         elif mlm_positions is not None:
             where = mlm_positions.view(shape).bool()
-        # in training, the last layer runs only where the MLM head reads (and at [CLS]): see
-        # BertModel.run. Not in eval mode: there the outputs stay bit for bit those of the
-        # full layer (the logit lens and the Masked LM page agree exactly), at a small cost.
         prune = self.training if prune is None else prune
         out = self.bert(input_ids, token_type_ids, attention_mask, rows=where if prune else None, **kwargs)
         h = out.last_hidden_state
