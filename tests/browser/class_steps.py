@@ -8,6 +8,7 @@ import time
 from urllib.parse import parse_qs, urlsplit
 
 from benchmarks import server
+from tests.browser.page_checks import DRAWN_PATH_JS
 from tests.helpers import link_built_data
 
 TEACHER_KEY = "the teacher's own key"
@@ -26,9 +27,10 @@ def start(cache, log_path):
 
 
 def where(pg) -> tuple[str, dict]:
-    """(page path, query) the browser's address shows: what the app published after its run."""
-    parts = urlsplit(pg.url)
-    return parts.path.strip("/"), {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+    """(page path, query) a browser shows: the page the app drew (page_checks.DRAWN_PATH_JS) and the
+    query of its address, which the app publishes after its run."""
+    query = urlsplit(pg.url).query
+    return pg.evaluate(DRAWN_PATH_JS), {k: v[0] for k, v in parse_qs(query, keep_blank_values=True).items()}
 
 
 def open_sidebar(pg):

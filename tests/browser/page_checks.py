@@ -71,10 +71,22 @@ def choose_view(page, app_ready, label):
     app_ready(page)
 
 
+# The path of the page the app drew: its nav's current link (the address bar's when the nav is not
+# drawn). The nav follows the app's run; Chromium's address bar can keep the page left after a
+# switch made by a fragment while the processor is busy.
+DRAWN_PATH_JS = """(() => {
+  const link = document.querySelector('[data-testid="stSidebarNavLink"][aria-current="page"]');
+  return (link ? new URL(link.href).pathname : location.pathname).replace(/^[/]+|[/]+$/g, '');
+})()"""
+
 # One look at a page: whether the app is connected, idle (no script run, no status widget) and
-# drawn (content, no skeleton), and where asked at page `path` under the heading `title`; one round
-# trip to the browser a look.
-SETTLED_JS = """([path, title]) => {
+# drawn (content, no skeleton), and where asked at page `path` (DRAWN_PATH_JS) under the heading
+# `title`; one round trip to the browser a look.
+SETTLED_JS = (
+    """([path, title]) => {
+  const DRAWN_PATH = """
+    + DRAWN_PATH_JS
+    + """;
   const app = document.querySelector('[data-testid="stApp"]');
   const h1 = document.querySelector('[data-testid="stMainBlockContainer"] h1');
   return !!app && app.getAttribute('data-test-connection-state') === 'CONNECTED'
@@ -82,9 +94,10 @@ SETTLED_JS = """([path, title]) => {
     && !document.querySelector('[data-testid="stStatusWidget"]')
     && !!document.querySelector('[data-testid="stMainBlockContainer"] [data-testid="stElementContainer"]')
     && !document.querySelector('[data-testid="stAppSkeleton"]')
-    && (path === null || location.pathname.replace(/^[/]+|[/]+$/g, '') === path)
+    && (path === null || DRAWN_PATH === path)
     && (title === null || (!!h1 && h1.innerText.trim() === title));
 }"""
+)
 SETTLE_LOOKS = 3  # settled on this many looks in a row, LOOK_EVERY_S apart: no rerun right behind
 LOOK_EVERY_S = 0.5
 
