@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 PORT ?= 8501
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup setup-dev setup-cluster data browser lint run test test-lanes test-fast soak bench docs wheel clean
+.PHONY: setup setup-dev setup-cluster data browser lint run test test-serial test-fast soak bench docs wheel clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -51,14 +51,15 @@ lint: setup-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# Every test once, in two lanes (pytest-xdist; tests/lanes.py says how the tests are shared out and
+# why the browser unit goes first); the figures: tests/README.md.
 test: setup-dev setup-cluster lint data browser
-	bash scripts/isolated.sh $(BIN)/python -m pytest -q -ra --durations=25
-
-# The same tests in two lanes (tests/lanes.py): quicker on 2 cores, but a browser scenario that
-# waits on a page's timing can still fail under the other lane's load, so CI and make test run one
-# process (the figures: tests/README.md).
-test-lanes: setup-dev setup-cluster lint data browser
 	bash scripts/isolated.sh $(BIN)/python -m pytest -q -ra --durations=25 -n 2 --dist loadscope --no-loadscope-reorder
+
+# The same tests in one process, one after another: for a failure that only shows beside the other
+# lane, or a machine with one core.
+test-serial: setup-dev setup-cluster lint data browser
+	bash scripts/isolated.sh $(BIN)/python -m pytest -q -ra --durations=25
 
 # The browser scenarios with the most threads in flight (the class following its teacher on and off
 # the Class board page), three times in a row, so a rare race shows: make test runs each once.

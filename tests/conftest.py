@@ -10,7 +10,7 @@ torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 
 def pytest_collection_modifyitems(config, items):
-    """In `make test-lanes`'s two lanes the longest units of tests come first (tests/lanes.py)."""
+    """In `make test`'s two lanes the longest units of tests come first (tests/lanes.py)."""
     from tests.lanes import in_a_lane, longest_first
 
     if in_a_lane():
@@ -28,7 +28,7 @@ def pytest_xdist_make_scheduler(config, log):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    """In `make test-lanes` the browser unit's lane keeps the processor first (tests/lanes.py);
+    """In `make test` the browser unit's lane keeps the processor first (tests/lanes.py);
     before any fixture, so the servers and clusters a module starts take its lane's priority."""
     from tests.lanes import yield_to_browsers
 

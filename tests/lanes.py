@@ -1,4 +1,4 @@
-"""`make test-lanes` runs the suite in two lanes (pytest-xdist, `-n 2 --dist loadscope`): most of
+"""`make test` runs the suite in two lanes (pytest-xdist, `-n 2 --dist loadscope`): most of
 its time is spent waiting on servers, browsers and Ray, so two lanes keep the two cores busy.
 
 Rules of the lanes:

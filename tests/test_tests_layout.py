@@ -73,8 +73,8 @@ def test_make_test_runs_every_test_make_soak_repeats_the_soak_ones_and_test_fast
         elif line.startswith("\t") and "pytest" in line:
             recipes[target] = line.split("pytest", 1)[1]
     assert "-m" not in recipes["test"].split() and "-k" not in recipes["test"].split()  # slow and soak ones too
-    assert not {"-n"} & set(recipes["test"].split())  # one process: CI's one try
-    assert "--dist loadscope" in recipes["test-lanes"]  # the lanes of tests/lanes.py
+    assert "--dist loadscope" in recipes["test"]  # in the lanes of tests/lanes.py
+    assert not {"-m", "-k", "-n"} & set(recipes["test-serial"].split())  # every test, one process
     assert "-m soak" in recipes["soak"]
     assert '-m "not slow and not browser"' in recipes["test-fast"]
 
@@ -106,7 +106,7 @@ RAY_STARTS = re.compile(r"\bray_cluster\b|cluster_local|RayCluster\(|ray\.init\(
 
 
 def test_every_module_that_starts_ray_runs_in_the_one_ray_lane_unit():
-    """make test-lanes never runs two Ray clusters at once (tests/lanes.py): a new module that
+    """make test never runs two Ray clusters at once (tests/lanes.py): a new module that
     starts one must join RAY_MODULES."""
     from tests.lanes import RAY_MODULES, RAY_UNIT, unit_of
 
