@@ -61,8 +61,10 @@ def test_features_page_reads_steers_and_refuses(page, app_url, app_ready, artifa
     page.goto(app_url + "/features")
     app_ready(page)
     page.get_by_role("heading", name=f"The built-in dictionary: layer {d.layer}, {d.n_features:,} features").wait_for()
-    quality = page.locator('[data-testid="stTable"]').first.inner_text()
-    assert f"{shipped.quality.variance_explained:.3f}" in quality
+    explained = f"{shipped.quality.variance_explained:.3f}"
+    table = page.locator('[data-testid="stTable"]').filter(has_text=explained).first
+    table.wait_for(timeout=60_000)  # the heading can be drawn a moment before the table's cells
+    quality = table.inner_text()
     assert f"{purity['this model']['mean']:.3f}" in quality
     caption = page.get_by_text("on the Brown Corpus files pre-training held out", exact=False).first.inner_text()
     for name, p in purity.items():  # each dictionary's layer and model, as the files say
