@@ -22,16 +22,30 @@ from .pretrain_args import PretrainArgs
 
 
 def train_vocab(corpus: Corpus, size: int) -> list[str]:
-    """A WordPiece vocabulary trained on the corpus with the `tokenizers` library."""
+    """A WordPiece vocabulary trained on the corpus with the `tokenizers` library, the same list in
+    every process: the special tokens, then one "##" piece for every character that continues a
+    word (sorted), then the trainer's alphabet and merges.
+
+    The trainer numbers a continuing "##" piece in the order it meets words in a hash map seeded per
+    process, and breaks ties between merges by those numbers: left to it, a run's ids (and at times
+    its merges) change from one process to the next, and a seed no longer repeats a run. Handing it
+    those pieces up front, in a fixed order, fixes their numbers."""
     from tokenizers import BertWordPieceTokenizer
 
     wp = BertWordPieceTokenizer(lowercase=True, strip_accents=True, clean_text=True)
-    sentences = (s for doc in corpus.documents for s in doc)
+    sentences = [s for doc in corpus.documents for s in doc]
+    normalizer, pre_tokenizer = wp.normalizer, wp.pre_tokenizer
+    continuing = {
+        c
+        for s in sentences
+        for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(s))
+        for c in word[1:]
+    }
     wp.train_from_iterator(
         sentences,
         vocab_size=size,
         min_frequency=2,
-        special_tokens=list(SPECIAL_TOKENS),
+        special_tokens=[*SPECIAL_TOKENS, *("##" + c for c in sorted(continuing))],
         limit_alphabet=1000,
         wordpieces_prefix="##",
     )
