@@ -106,12 +106,10 @@ class BertModel(nn.Module):
         on_attention: Callable[[int, Tensor], None] | None = None,
         mask_kind: MaskKind = BIDIRECTIONAL,
     ) -> BertOutput:
-        """The whole encoder (`run` from the input to the end) and the pooler.
-
-        head_mask, mask_kind, rows: as `run` takes them. on_attention(layer, probs): each
-        layer's attention (B, H, T, T) handed over as soon as it is computed, instead of kept in
-        `attentions`: a caller copying it into one preallocated array holds one layer's at a
-        time, not all of them twice (list, then stack)."""
+        """The whole encoder (`run` from the input to the end) and the pooler. head_mask, mask_kind,
+        rows: as `run` takes them. on_attention(layer, probs): each layer's attention (B, H, T, T)
+        handed over as soon as it is computed, not kept in `attentions`: a caller copying it into
+        one preallocated array holds one layer's at a time, not all of them twice."""
         x, parts = self.embed(input_ids, token_type_ids, output_embedding_parts)
         asked = {"residual": output_hidden_states, "probs": output_attentions and on_attention is None}
         asked |= dict.fromkeys(("queries", "keys", "values"), output_qkv)
@@ -279,9 +277,14 @@ class MLMHead(nn.Module):
         self.word_embeddings = word_embeddings  # shared, not a copy
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
 
+    fp32_logits = False  # the vocabulary's logits in fp32 under bf16 autocast too (pretrain_setup)
+
     def forward(self, h: Tensor) -> Tensor:
         h = self.norm(self.act(self.transform(h)))
-        return F.linear(h, self.word_embeddings.weight, self.bias)  # (..., V)
+        if not self.fp32_logits:
+            return F.linear(h, self.word_embeddings.weight, self.bias)  # (..., V)
+        with torch.autocast(h.device.type, enabled=False):
+            return F.linear(h.float(), self.word_embeddings.weight, self.bias)
 
 
 class ReplacedTokenHead(nn.Module):
@@ -420,10 +423,9 @@ class LabelTaskModel(TaskModel):
 class BertForSequenceClassification(LabelTaskModel):
     """An encoder with a new head: pooled sentence vector -> dropout -> linear -> class logits.
 
-    pooling: "cls" (the pooler's tanh(W h_[CLS])), "mean" or "max" over non-padding tokens.
-    With "cls" and no other outputs asked for, the last layer runs at [CLS] only (a sixth of
-    MiniLM's encoder work saved; out.bert.last_hidden_state is then zero elsewhere).
-    """
+    pooling: "cls" (the pooler's tanh(W h_[CLS])), "mean" or "max" over non-padding tokens. With
+    "cls" and no other outputs asked for, the last layer runs at [CLS] only (BertModel.run's `rows`):
+    out.bert.last_hidden_state is then zero elsewhere."""
 
     @property
     def pooling(self) -> str:
@@ -448,8 +450,6 @@ class BertForSequenceClassification(LabelTaskModel):
     def encoder_options(self, input_ids: Tensor, options: dict) -> dict:
         plain = all(v is None or v is False for k, v in options.items() if k != "mask_kind")
         if self.pooling == "cls" and "rows" not in options and plain:
-            # only [CLS] is read: the last layer runs at that row alone (BertModel.run's `rows`);
-            # out.bert.last_hidden_state is then zero at every other position
             ids = input_ids if input_ids.dim() == 2 else input_ids.view(1, -1)
             options["rows"] = torch.zeros(ids.shape, dtype=torch.bool, device=ids.device)
         return options

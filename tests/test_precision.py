@@ -76,6 +76,22 @@ def test_bf16_autocast_runs_matmuls_in_bf16_and_fp32_changes_nothing():
         )
 
 
+def test_pretraining_from_random_weights_keeps_the_vocabularys_logits_in_fp32_under_bf16(tmp_path):
+    from bert.model import BertForPreTraining
+    from bert.train.pretrain_setup import initial_bundle
+
+    scratch = initial_bundle(helpers.pretrain_args(tmp_path, vocab="train:60"), helpers.tiny_corpus()).model.eval()
+    built = BertForPreTraining(scratch.config).eval()  # a model built or loaded elsewhere: bf16 logits
+    ids = torch.randint(5, scratch.config.vocab_size, (2, 12))
+    with torch.no_grad():
+        exact = scratch(ids).mlm_logits
+        with pr.autocast(CPU, "bf16"):
+            logits = scratch(ids).mlm_logits
+            assert built(ids).mlm_logits.dtype == torch.bfloat16
+    assert logits.dtype == torch.float32
+    assert torch.allclose(logits, exact, atol=0.1)  # the encoder below still ran in bf16
+
+
 def _run(precision: str, **kw):
     train, valid = stratified_split(synthetic(), 0.25, seed=0)
     args = FinetuneArgs(data="synthetic", precision=precision, **{**FAST_FINETUNE, **kw})
