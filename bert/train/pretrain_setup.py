@@ -108,8 +108,8 @@ def initial_bundle(args: PretrainArgs, corpus: Corpus) -> Bundle:
     )
     torch.manual_seed(args.seed)
     model = BertForPreTraining(config)
-    # From random weights, what the model learns first lies in logit differences finer than bf16's
-    # 8 bits keep: its vocabulary's logits stay fp32. A trained model's logits lie far apart, and
-    # on a large vocabulary that projection in fp32 would cost most of a bf16 step.
+    # From random weights, what the model learns first lies in logit differences finer than bf16
+    # keeps: its vocabulary's logits stay fp32. A trained model's logits lie far apart, and on a
+    # large vocabulary that projection in fp32 would slow every bf16 step (docs/PERFORMANCE.md).
     model.mlm.fp32_logits = True
     return Bundle(model=model, tokenizer=tokenizer, name="scratch")
