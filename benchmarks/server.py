@@ -90,10 +90,39 @@ def run_async(coro):
 # ==== the server ===================================================================================
 
 
+# The ports servers started here listen on: above Ray's worker ports (10002-19999) and below the
+# kernel's range for port 0 (from 32768), so nothing that binds port 0 (Ray's agents, a browser) can
+# take one between its pick and the server's bind. Each pytest-xdist lane (tests/lanes.py) picks
+# from its own share, so two lanes never pick the same one.
+PORTS = range(20000, 32768)
+
+
+def _lane_ports() -> range:
+    lane, lanes = os.environ.get("PYTEST_XDIST_WORKER", ""), os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if not (lane.startswith("gw") and lane[2:].isdigit() and lanes.isdigit() and int(lanes) > 1):
+        return PORTS
+    share = len(PORTS) // int(lanes)
+    return PORTS[int(lane[2:]) * share : (int(lane[2:]) + 1) * share]
+
+
+_next_ports = None  # this process's ports in a shuffled order: a port is handed out once
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
+    """A port on HOST that nothing listens on, from PORTS (this lane's share)."""
+    global _next_ports
+    if _next_ports is None:
+        ports = list(_lane_ports())
+        random.Random(os.urandom(8)).shuffle(ports)
+        _next_ports = iter(ports)
+    for port in _next_ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((HOST, port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port left in {_lane_ports()}")
 
 
 def streamlit_cmd(script: str, port: int, host: str = HOST) -> list[str]:

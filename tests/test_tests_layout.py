@@ -172,3 +172,34 @@ def test_in_a_lane_only_the_non_browser_tests_lower_their_session_and_what_it_st
     assert niceness(browser, other) == (lowered, OTHER_LANE_NICE, lowered)
     assert niceness(other, other, browser) == (lowered, OTHER_LANE_NICE, lowered)
     assert niceness(other, lane=None)[0] == now
+
+
+LANE_PORTS = """
+from benchmarks import server
+print(*[server.free_port() for _ in range(50)])
+"""
+
+
+def test_each_lane_picks_its_servers_ports_from_its_own_share_outside_the_kernels_port_0_range():
+    """A server's port is never one a process binding port 0 (Ray's agents, the other lane's) may
+    take before the server binds it, nor one the other lane picks: benchmarks.server.free_port."""
+    import os
+    import subprocess
+    import sys
+
+    from benchmarks.server import PORTS
+
+    def picked(lane: str | None) -> list[int]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_WORKER")}
+        if lane:
+            env |= {"PYTEST_XDIST_WORKER": lane, "PYTEST_XDIST_WORKER_COUNT": "2"}
+        out = subprocess.run(
+            [sys.executable, "-c", LANE_PORTS], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+        )
+        return [int(p) for p in out.stdout.split()]
+
+    low, high = (int(n) for n in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    alone, lane0, lane1 = picked(None), picked("gw0"), picked("gw1")
+    for ports in (alone, lane0, lane1):
+        assert len(set(ports)) == len(ports) and all(p in PORTS and not low <= p <= high for p in ports)
+    assert max(lane0) < min(lane1)
