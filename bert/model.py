@@ -277,7 +277,7 @@ class MLMHead(nn.Module):
         self.word_embeddings = word_embeddings  # shared, not a copy
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
 
-    fp32_logits = False  # the vocabulary's logits in fp32 under bf16 autocast too (pretrain_setup)
+    fp32_logits = False  # the vocabulary's logits in fp32 under bf16 autocast too (bert/train/pretrain.py)
 
     def forward(self, h: Tensor) -> Tensor:
         h = self.norm(self.act(self.transform(h)))

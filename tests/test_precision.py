@@ -78,9 +78,11 @@ def test_bf16_autocast_runs_matmuls_in_bf16_and_fp32_changes_nothing():
 
 def test_pretraining_from_random_weights_keeps_the_vocabularys_logits_in_fp32_under_bf16(tmp_path):
     from bert.model import BertForPreTraining
-    from bert.train.pretrain_setup import initial_bundle
+    from bert.train.pretrain import pretrain
 
-    scratch = initial_bundle(helpers.pretrain_args(tmp_path, vocab="train:60"), helpers.tiny_corpus()).model.eval()
+    bundle = helpers.tiny_pretrain_bundle()
+    list(pretrain(helpers.pretrain_args(tmp_path, steps=5, eval_every=5), bundle=bundle, corpus=helpers.tiny_corpus()))
+    scratch = bundle.model.eval()  # as the trainer of a run from random weights left it
     built = BertForPreTraining(scratch.config).eval()  # a model built or loaded elsewhere: bf16 logits
     ids = torch.randint(5, scratch.config.vocab_size, (2, 12))
     with torch.no_grad():

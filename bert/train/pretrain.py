@@ -171,6 +171,10 @@ class _PretrainRun(TrainingKind):
             yield Resumed(step=state["step"])
         elif bundle is None:
             bundle = initial_bundle(a, train_c)
+        # A run from random weights, fresh or resumed, first learns logit differences finer than
+        # bf16 keeps: its vocabulary's logits stay fp32. A trained model's logits lie far apart, and
+        # on a large vocabulary that projection in fp32 would slow every bf16 step.
+        bundle.model.mlm.fp32_logits = a.init == "scratch"
         set_trained_mask_kind(bundle.config, CAUSAL if self.next_word else BIDIRECTIONAL)  # saved with it
         self.bundle, self.model = bundle, bundle.model
         self._data(train_c, valid_c)

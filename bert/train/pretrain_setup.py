@@ -107,9 +107,4 @@ def initial_bundle(args: PretrainArgs, corpus: Corpus) -> Bundle:
         attention_probs_dropout_prob=args.dropout,
     )
     torch.manual_seed(args.seed)
-    model = BertForPreTraining(config)
-    # From random weights, what the model learns first lies in logit differences finer than bf16
-    # keeps: its vocabulary's logits stay fp32. A trained model's logits lie far apart, and on a
-    # large vocabulary that projection in fp32 would slow every bf16 step (docs/PERFORMANCE.md).
-    model.mlm.fp32_logits = True
-    return Bundle(model=model, tokenizer=tokenizer, name="scratch")
+    return Bundle(model=BertForPreTraining(config), tokenizer=tokenizer, name="scratch")
