@@ -284,6 +284,31 @@ def test_on_step_sees_the_start_and_every_update_and_records_attention(split):
     assert change[0].max() == 0 and change[-1].mean() > 0  # the attention moved
 
 
+def test_a_run_feeds_the_model_lengths_in_multiples_of_8_up_to_max_length(split):
+    """Training and evaluation batches are padded to a multiple of 8 tokens (one bf16 kernel a
+    shape on the CPU), never past max_length; rounding does not change what the model predicts."""
+    from bert.train.finetune_eval import LENGTH_MULTIPLE, predict, tokenize_texts
+
+    base = base_bundle()
+    lengths = set()
+
+    def on_step(step, model):
+        if step == 0:
+            model.bert.register_forward_pre_hook(lambda m, args: lengths.add(args[0].shape[1]))
+
+    train, valid = split
+    max_length = 14
+    args = FinetuneArgs(data="synthetic", **{**FAST, "epochs": 1, "max_length": max_length})
+    done = list(finetune(base, train, valid, args, on_step=on_step))[-1]
+    texts = {len(s) for s in tokenize_texts(base.tokenizer, train.texts + valid.texts, max_length)}
+    assert texts == set(range(7, 15)), texts  # the synthetic texts: 7 to 16 tokens, cut at 14
+    assert LENGTH_MULTIPLE == 8 and lengths == {8, max_length}, lengths  # 7-8 -> 8, 9-14 -> 16 capped at 14
+    model, pad = done.bundle.model, base.tokenizer.pad_id
+    seqs = tokenize_texts(base.tokenizer, valid.texts, max_length)
+    rounded, exact = predict(model, seqs, pad, max_length=max_length), predict(model, seqs, pad)
+    torch.testing.assert_close(rounded, exact, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.slow
 def test_mid_run_evaluations_score_a_sample_and_the_kept_model_is_scored_on_all(split):
     """eval_sample: the curve's mid-run points score a fixed sample (their size in the event), the

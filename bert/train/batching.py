@@ -25,11 +25,19 @@ class PaddedBatch(NamedTuple):
 
 
 def pad_batch(
-    seqs: Sequence[Sequence[int]], pad_id: int, token_types: Sequence[Sequence[int]] | None = None
+    seqs: Sequence[Sequence[int]],
+    pad_id: int,
+    token_types: Sequence[Sequence[int]] | None = None,
+    multiple: int = 1,
+    limit: int | None = None,
 ) -> PaddedBatch:
-    """Pad id lists (and their token types, if given) to the longest one."""
+    """Pad id lists (and their token types, if given) to the longest one, rounded up to a
+    `multiple` of tokens but never past `limit` (the longest list may be longer than `limit`)."""
     B = len(seqs)
-    T = max(len(s) for s in seqs)
+    longest = max(len(s) for s in seqs)
+    T = -(-longest // multiple) * multiple
+    if limit is not None:
+        T = max(longest, min(T, limit))
     ids = np.full((B, T), pad_id, dtype=np.int64)
     att = np.zeros((B, T), dtype=np.int64)
     types = np.zeros((B, T), dtype=np.int64) if token_types is not None else None

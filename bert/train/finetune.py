@@ -275,7 +275,7 @@ class FinetuneRun(TrainingKind):
             yield from _batches(self.lengths, self.args.batch_size, self.args.seed * 1000 + epoch)
 
     def loss(self, batch: list[int]):
-        ids, mask = collate([self.train_seqs[i] for i in batch], self.pad_id)
+        ids, mask = collate([self.train_seqs[i] for i in batch], self.pad_id, self.args.max_length)
         device = self.device
         out = call_with(
             self.model,
@@ -344,8 +344,9 @@ class FinetuneRun(TrainingKind):
         t = time.perf_counter()
         part = None if full or self.sample is None else self.sample
         seqs = self.valid_seqs if part is None else [self.valid_seqs[i] for i in part]
+        stop = self.stop if interruptible else None
         logits = predict(
-            self.model, seqs, self.pad_id, stop=self.stop if interruptible else None, precision=self.precision
+            self.model, seqs, self.pad_id, stop=stop, precision=self.precision, max_length=self.args.max_length
         )
         if logits is None:
             return None
@@ -395,7 +396,9 @@ class FinetuneRun(TrainingKind):
             self.model.load_state_dict(self.best["state"], strict=False)  # the trainable part of the best
             if self.best["full"] is None and not _hurry(self.stop):
                 # chosen on the sample: its accuracy on every validation text, for the result
-                logits = predict(self.model, self.valid_seqs, self.pad_id, precision=self.precision)
+                logits = predict(
+                    self.model, self.valid_seqs, self.pad_id, precision=self.precision, max_length=self.args.max_length
+                )
                 full = score_metrics(logits, self.valid_y)
                 self.best["full"] = (full["accuracy"], full["val_loss"], logits)
         self.model.eval()

@@ -23,9 +23,16 @@ def tokenize_texts(tokenizer, texts: list[str], max_length: int) -> list[list[in
     return [tokenizer.encode(t[:limit], max_length=max_length).ids for t in texts]
 
 
-def collate(seqs: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(B, T) ids padded to the longest text, and the attention mask."""
-    padded = pad_batch(seqs, pad_id)
+# A batch's length is rounded up to a multiple of this: on the CPU each bf16 matmul shape gets a
+# kernel of its own (oneDNN), compiled once and kept for the process, so batches of every length
+# would each leave one behind. Rounded, a run meets at most max_length / 8 shapes.
+LENGTH_MULTIPLE = 8
+
+
+def collate(seqs: list[list[int]], pad_id: int, max_length: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, T) ids padded to the longest text, T rounded up to LENGTH_MULTIPLE but never past
+    `max_length` (None: not rounded), and the attention mask."""
+    padded = pad_batch(seqs, pad_id, multiple=LENGTH_MULTIPLE if max_length else 1, limit=max_length)
     return padded.input_ids, padded.attention_mask
 
 
@@ -37,9 +44,11 @@ def predict(
     batch_size: int = 64,
     stop: threading.Event | None = None,
     precision: str = "fp32",
+    max_length: int | None = None,
 ) -> torch.Tensor | None:
     """(N, K) logits (on the CPU, fp32) in the original order, computed on the model's device in
-    `precision` ("fp32" or "bf16", bert/train/precision.py); None if `stop` was set meanwhile."""
+    `precision` ("fp32" or "bf16", bert/train/precision.py); None if `stop` was set meanwhile.
+    `max_length`: what the texts were cut to, for rounding batches' lengths (`collate`)."""
     was_training = model.training
     model.eval()
     device = module_device(model)
@@ -51,7 +60,7 @@ def predict(
             model.train(was_training)
             return None
         idx = order[s : s + batch_size]
-        ids, mask = collate([seqs[i] for i in idx], pad_id)
+        ids, mask = collate([seqs[i] for i in idx], pad_id, max_length)
         with autocast(device, precision):
             out = call_with(model, weights, ids.to(device), attention_mask=mask.to(device)).logits
         logits[idx] = out.float().cpu()
@@ -82,9 +91,8 @@ def evaluate_classifier(
             f"the data has a class the model does not know: {e.args[0]!r} (model classes: {', '.join(classes)})"
         ) from None
     if logits is None or logits.shape != (len(data), len(classes)):
-        logits = predict(
-            bundle.model, tokenize_texts(bundle.tokenizer, data.texts, max_length), bundle.tokenizer.pad_id
-        )
+        seqs = tokenize_texts(bundle.tokenizer, data.texts, max_length)
+        logits = predict(bundle.model, seqs, bundle.tokenizer.pad_id, max_length=max_length)
     probs = logits.softmax(-1)
     pred = probs.argmax(-1)
     K = len(classes)
