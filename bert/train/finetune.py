@@ -113,8 +113,7 @@ def build_classifier(
     with _INIT_LOCK, torch.random.fork_rng():  # another run's start must not draw meanwhile
         torch.manual_seed(seed)
         model = BertForSequenceClassification(config)
-    encoder = {k: v.detach().clone() for k, v in base.model.bert.state_dict().items()}  # a copy
-    model.bert.load_state_dict(encoder)
+    model.bert.load_state_dict(base.model.bert.state_dict())  # copies the values into the classifier's own
     return model
 
 
