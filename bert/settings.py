@@ -45,6 +45,12 @@ SETTINGS = {
         ),
         Setting("BERT_EXPLORER_JOB_THREADS", 1, "torch threads of one training job"),
         Setting(
+            "BERT_EXPLORER_JOB_NICE",
+            10,
+            "local jobs: the niceness a training thread adds to its own, so the pages' runs get the processor first "
+            "(0: as the pages)",
+        ),
+        Setting(
             "BERT_EXPLORER_GPUS_PER_PRETRAIN",
             1,
             "ray mode: GPUs of one pre-training job that asks for cuda (more than 1: torchrun, a process a GPU)",

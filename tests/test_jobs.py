@@ -1,10 +1,14 @@
 """Background jobs: queueing, ownership, stop, heartbeat reaping, errors."""
 
+import os
+import threading
 import time
+
+import pytest
 
 from app.jobs.local import JobManager
 from bert.errors import TrainingError
-from tests.helpers import counting_job, finetune_step
+from tests.helpers import counting_job, finetune_done, finetune_step
 
 
 def test_queue_limits_running_jobs_and_reports_positions():
@@ -122,3 +126,22 @@ def test_the_local_backend_and_its_jobs_are_what_the_pages_are_given():
     assert isinstance(jm, JobBackend) and isinstance(job, JobHandle)
     assert jm.reattach("owner", "NOSUCH", "finetune") is None  # followed by its own session only
     assert jm.wait(job, timeout=5)
+
+
+@pytest.mark.parametrize("nice", ["10", "0"])
+def test_a_job_trains_at_a_lower_priority_than_the_pages_and_leaves_theirs_alone(monkeypatch, nice):
+    """BERT_EXPLORER_JOB_NICE raises the niceness of the job's own thread only (Linux)."""
+    monkeypatch.setenv("BERT_EXPLORER_JOB_NICE", nice)
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    seen = []
+
+    def fn(stop):
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        yield finetune_step(1)
+        yield finetune_done(bundle="model")
+
+    jm = JobManager(max_running=1)
+    job = jm.submit("s", "finetune", fn)
+    assert jm.wait(job, timeout=20) and job.status == "done"
+    assert seen == [min(19, mine + int(nice))]
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine

@@ -33,6 +33,7 @@ import itertools
 import logging
 import os
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -59,6 +60,20 @@ def default_max_running() -> int:
     # one job a core, each on one thread (BERT_EXPLORER_JOB_THREADS): a class taking turns gets
     # the most runs an hour (benchmarks/class_queue.py); set 1 on a host with little memory
     return settings.whole("BERT_EXPLORER_MAX_JOBS", default=max(1, os.cpu_count() or 1))
+
+
+def yield_to_pages() -> None:
+    """Lower this thread's priority by BERT_EXPLORER_JOB_NICE (Linux gives each thread its own):
+    a job trains at full speed on an idle processor and gives way to the pages' runs, whose
+    students wait on the screen. Raising it back needs privileges, so it is done only in a job's
+    own thread, which ends with the job."""
+    nice = settings.whole("BERT_EXPLORER_JOB_NICE", minimum=0)
+    if nice and sys.platform == "linux":
+        tid = threading.get_native_id()
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
+        except OSError as e:  # a sandbox that forbids it: the job runs at the pages' priority
+            log.warning("training thread keeps its priority: %s", e)
 
 
 @dataclass(eq=False)
@@ -121,6 +136,7 @@ class Job:
 
     def _run(self, on_finish: Callable[[Job], None]) -> None:
         self.status, self.started = "running", time.time()
+        yield_to_pages()
         try:
             self.status = drive(self, self.fn, self._emit, self.id)
         finally:
