@@ -93,6 +93,28 @@ def test_other_poolings_and_freezing_run(split, pooling):
     assert torch.equal(clf.bert.embeddings.word_embeddings.weight, emb)  # frozen: unchanged
 
 
+def test_frozen_parameters_are_the_bases_tensors_and_no_run_writes_them(split):
+    """A run keeps only what it trains: its frozen parameters are the base's own tensors. A second
+    run from the kept model, training everything, changes neither the first's nor the base's."""
+    train, valid = split
+    base = base_bundle()
+    before = {k: v.clone() for k, v in base.model.state_dict().items()}
+    first = run(base, train, valid, epochs=1, freeze_embeddings=True, freeze_layers=1)[-1].bundle
+    theirs = dict(base.model.bert.named_parameters())
+    shared = {n for n, p in first.model.bert.named_parameters() if p.data_ptr() == theirs[n].data_ptr()}
+    frozen = {n for n in theirs if n.startswith(("embeddings.", "layers.0."))}
+    assert shared == frozen, shared ^ frozen
+    kept = {k: v.clone() for k, v in first.model.state_dict().items()}
+    second = run(first, train, valid, epochs=1, freeze_embeddings=False, lr=1e-2)[-1].bundle
+    assert not torch.equal(
+        second.model.bert.embeddings.word_embeddings.weight, kept["bert.embeddings.word_embeddings.weight"]
+    )
+    for k, v in first.model.state_dict().items():
+        assert torch.equal(v, kept[k]), k
+    for k, v in base.model.state_dict().items():
+        assert torch.equal(v, before[k]), k
+
+
 def test_stop_ends_promptly_and_keeps_the_model(split):
     train, valid = split
     stop = threading.Event()

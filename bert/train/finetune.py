@@ -130,6 +130,17 @@ def _freeze(model: BertForSequenceClassification, embeddings: bool, layers: int)
             p.requires_grad_(False)
 
 
+def _share_frozen(model: BertForSequenceClassification, base: torch.nn.Module) -> None:
+    """A frozen parameter takes the base's tensor in place of its copy: it never changes, so a run,
+    and the model it keeps, hold only what they train. The base stays as it is: nothing writes a
+    built model's weights in place (a run from a kept model builds its own copy first)."""
+    theirs = dict(base.bert.named_parameters())
+    for name, p in model.bert.named_parameters():
+        q = theirs.get(name)
+        if not p.requires_grad and q is not None and (q.shape, q.dtype, q.device) == (p.shape, p.dtype, p.device):
+            p.data = q.data
+
+
 def lr_scales(model: BertForSequenceClassification, args: FinetuneArgs) -> dict[str, float]:
     """LR multipliers by parameter-name prefix: the head, and layer-wise decay down the encoder."""
     scales: dict[str, float] = {}
@@ -217,6 +228,7 @@ class FinetuneRun(TrainingKind):
         self.precision = resolve_precision(a.precision, self.device)
         self.model = self._new_model()
         _freeze(self.model, a.freeze_embeddings, a.freeze_layers)
+        _share_frozen(self.model, self.base.model)
         tok = self.base.tokenizer
         self.pad_id = tok.pad_id
         self.train_seqs = tokenize_texts(tok, self.train_data.texts, a.max_length)
