@@ -145,3 +145,19 @@ def test_a_job_trains_at_a_lower_priority_than_the_pages_and_leaves_theirs_alone
     assert jm.wait(job, timeout=20) and job.status == "done"
     assert seen == [min(19, mine + int(nice))]
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine
+
+
+def test_wait_returns_once_the_jobs_thread_has_ended(monkeypatch):
+    """A job's thread frees its memory after the job is done; `wait` returns only once the thread
+    has ended, so a command that exits right after does not stop it mid-free (which aborts)."""
+    freed = threading.Event()
+
+    def slow_release():
+        time.sleep(0.3)
+        freed.set()
+
+    monkeypatch.setattr("app.jobs.local.release_memory", slow_release)
+    jm = JobManager(max_running=1)
+    job = jm.submit("s", "finetune", counting_job(1, every=0))
+    assert jm.wait(job, timeout=20)
+    assert freed.is_set() and not job._thread.is_alive()

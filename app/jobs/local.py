@@ -269,10 +269,14 @@ class JobManager:
         self._schedule()
 
     def wait(self, job: Job, timeout: float = 60.0) -> bool:
-        """Block until `job` finished (for tests and the command line)."""
+        """Block until `job` finished and its thread has ended (for tests and the command line): its
+        thread frees the job's model after the job is done, and a process that exits meanwhile aborts
+        (the thread is stopped inside torch's freeing of a tensor)."""
         end = time.time() + timeout
         while job.active and time.time() < end:
             time.sleep(0.02)
+        if job._thread is not None:
+            job._thread.join(max(0.0, end - time.time()))
         return not job.active
 
 
