@@ -309,7 +309,8 @@ def test_on_step_sees_the_start_and_every_update_and_records_attention(split):
 def test_a_run_feeds_the_model_lengths_in_multiples_of_8_up_to_max_length(split):
     """Training and evaluation batches are padded to a multiple of 8 tokens (one bf16 kernel a
     shape on the CPU), never past max_length; rounding does not change what the model predicts."""
-    from bert.train.finetune_eval import LENGTH_MULTIPLE, predict, tokenize_texts
+    from bert.train.batching import LENGTH_MULTIPLE
+    from bert.train.finetune_eval import predict, tokenize_texts
 
     base = base_bundle()
     lengths = set()

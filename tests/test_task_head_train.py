@@ -15,7 +15,9 @@ from bert.data.qa_demo import qa_demo
 from bert.data.squad import split_questions
 from bert.data.tagged import TaggedData, split_tagged
 from bert.errors import TrainingError
+from bert.tagging import IGNORED
 from bert.train import events as ev
+from bert.train.batching import LENGTH_MULTIPLE
 from bert.train.reader_task import ReaderTask
 from bert.train.tagger_task import TaggerTask
 from bert.train.task_head_args import TaskHeadArgs, for_task_head
@@ -56,6 +58,25 @@ def test_a_tagger_learns_tags_that_follow_the_words():
     assert b.is_tagger and b.labels == TAGS and "label every word" in b.card
     words = b.tag(["the actor liked the film plot"])[0]
     assert [w.tag for w in words] == ["O", "B-PER", "O", "O", "B-THING", "B-THING"]
+
+
+def test_a_taggers_batches_come_in_lengths_of_8_up_to_max_length_with_every_label_kept():
+    train, valid = split_tagged(_tagged(), 0.25)
+    args = _args(max_length=10)
+    task, tok = TaggerTask(train, valid, args), tiny_bundle().tokenizer
+    items = task.inputs(tok)
+    assert {len(x["input_ids"]) for x in items} == set(range(5, 11))  # 3 to 9 words, [CLS] and [SEP], cut at 10
+    items.sort(key=lambda x: len(x["input_ids"]))
+    lengths = set()
+    for s in range(0, len(items), 16):
+        chunk = items[s : s + 16]
+        b = task.batch(chunk, tok.pad_id)
+        T = b["input_ids"].shape[1]
+        lengths.add(T)
+        assert b["labels"].shape == b["input_ids"].shape and T >= max(len(x["input_ids"]) for x in chunk)
+        for row, x in zip(b["labels"].tolist(), chunk):
+            assert row[: len(x["labels"])] == x["labels"] and set(row[len(x["labels"]) :]) <= {IGNORED}
+    assert LENGTH_MULTIPLE == 8 and lengths == {8, args.max_length}  # 5-8 -> 8, 9-10 -> 16 capped at 10
 
 
 def test_stop_ends_a_run_at_once_and_a_diverging_run_says_so():

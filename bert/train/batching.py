@@ -15,13 +15,19 @@ from typing import Literal, NamedTuple
 import numpy as np
 import torch
 
-__all__ = ["PaddedBatch", "bucket_batches", "pad_batch"]
+__all__ = ["LENGTH_MULTIPLE", "PaddedBatch", "bucket_batches", "pad_batch"]
 
 
 class PaddedBatch(NamedTuple):
     input_ids: torch.Tensor  # (B, T) long, pad_id after each sequence
     attention_mask: torch.Tensor  # (B, T) long, 1 on tokens, 0 on padding
     token_type_ids: torch.Tensor | None  # (B, T) long, 0 on padding; None when no types were given
+
+
+# A training job's batch length is rounded up to a multiple of this: on the CPU each bf16 matmul
+# shape gets a kernel of its own (oneDNN), compiled once and kept for the process, so batches of
+# every length would each leave one behind. Rounded, a run meets at most max_length / 8 shapes.
+LENGTH_MULTIPLE = 8
 
 
 def pad_batch(

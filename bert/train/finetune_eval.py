@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from ..bundle import Bundle
 from ..data.labelled import LabelledData
 from ..errors import DataError, TrainingError
-from .batching import pad_batch
+from .batching import LENGTH_MULTIPLE, pad_batch
 from .device import module_device
 from .precision import autocast, bf16_copies, call_with
 
@@ -21,12 +21,6 @@ def tokenize_texts(tokenizer, texts: list[str], max_length: int) -> list[list[in
     # A very long text is cut first: only its first max_length tokens are used anyway.
     limit = max(2000, 64 * max_length)
     return [tokenizer.encode(t[:limit], max_length=max_length).ids for t in texts]
-
-
-# A batch's length is rounded up to a multiple of this: on the CPU each bf16 matmul shape gets a
-# kernel of its own (oneDNN), compiled once and kept for the process, so batches of every length
-# would each leave one behind. Rounded, a run meets at most max_length / 8 shapes.
-LENGTH_MULTIPLE = 8
 
 
 def collate(seqs: list[list[int]], pad_id: int, max_length: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:

@@ -12,6 +12,7 @@ import torch
 from ..bundle import Bundle
 from ..data.tagged import TaggedData
 from ..tagging import IGNORED, first_pieces, join_words, pad_inputs, word_labels
+from .batching import LENGTH_MULTIPLE
 from .device import module_device
 from .precision import autocast
 from .tag_metrics import is_bio, tag_report
@@ -51,7 +52,7 @@ class TaggerTask:
         return self._encode(tokenizer, self.train)
 
     def batch(self, items: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
-        return _batch(items, pad_id)
+        return _batch(items, pad_id, self.args.max_length)
 
     @torch.inference_mode()
     def evaluate(self, bundle: Bundle, stop, precision: str = "fp32") -> tuple[dict, float, dict] | None:
@@ -67,7 +68,7 @@ class TaggerTask:
                 model.train(was_training)
                 return None
             chunk = items[s : s + 32]
-            inputs = {k: v.to(device) for k, v in _batch(chunk, bundle.tokenizer.pad_id).items()}
+            inputs = {k: v.to(device) for k, v in _batch(chunk, bundle.tokenizer.pad_id, self.args.max_length).items()}
             with autocast(device, precision):
                 out = model(**inputs)
             n = int((inputs["labels"] != IGNORED).sum())
@@ -110,10 +111,10 @@ class TaggerTask:
         ]
 
 
-def _batch(items: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
-    """Padded inputs, with labels padded by -100."""
-
-    out = pad_inputs([(x["input_ids"], x["token_type_ids"]) for x in items], pad_id)
+def _batch(items: list[dict], pad_id: int, max_length: int) -> dict[str, torch.Tensor]:
+    """Padded inputs (lengths rounded as a classifier's batches), with labels padded by -100."""
+    rows = [(x["input_ids"], x["token_type_ids"]) for x in items]
+    out = pad_inputs(rows, pad_id, LENGTH_MULTIPLE, max_length)
     labels = torch.full(out["input_ids"].shape, IGNORED, dtype=torch.long)
     for i, x in enumerate(items):
         labels[i, : len(x["labels"])] = torch.tensor(x["labels"])
