@@ -26,7 +26,8 @@ class PaddedBatch(NamedTuple):
 
 # A training job's batch length is rounded up to a multiple of this: on the CPU each bf16 matmul
 # shape gets a kernel of its own (oneDNN), compiled once and kept for the process, so batches of
-# every length would each leave one behind. Rounded, a run meets at most max_length / 8 shapes.
+# every length would each leave one behind. Rounded, a run meets at most max_length / 8 shapes. An
+# fp32 run rounds alike, so that a run's precision changes its arithmetic and nothing else.
 LENGTH_MULTIPLE = 8
 
 
