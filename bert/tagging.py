@@ -66,16 +66,9 @@ def word_labels(enc: Encoding, firsts: list[int | None], tags: list[int]) -> lis
     return labels
 
 
-def pad_inputs(
-    rows: list[tuple[list[int], list[int]]], pad_id: int, multiple: int = 1, limit: int | None = None
-) -> dict[str, torch.Tensor]:
-    """The model's three inputs for (ids, type ids) rows of different lengths, padded to the longest,
-    rounded up to a `multiple` of tokens but never past `limit` (a training job's batches: one bf16
-    kernel a shape on the CPU)."""
-    longest = max(len(ids) for ids, _ in rows)
-    T = -(-longest // multiple) * multiple
-    if limit is not None:
-        T = max(longest, min(T, limit))
+def pad_inputs(rows: list[tuple[list[int], list[int]]], pad_id: int) -> dict[str, torch.Tensor]:
+    """The model's three inputs for (ids, type ids) rows of different lengths, padded to the longest."""
+    T = max(len(ids) for ids, _ in rows)
     ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
     types = torch.zeros((len(rows), T), dtype=torch.long)
     mask = torch.zeros((len(rows), T), dtype=torch.long)

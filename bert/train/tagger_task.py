@@ -11,8 +11,8 @@ import torch
 
 from ..bundle import Bundle
 from ..data.tagged import TaggedData
-from ..tagging import IGNORED, first_pieces, join_words, pad_inputs, word_labels
-from .batching import LENGTH_MULTIPLE
+from ..tagging import IGNORED, first_pieces, join_words, word_labels
+from .batching import LENGTH_MULTIPLE, pad_batch
 from .device import module_device
 from .precision import autocast
 from .tag_metrics import is_bio, tag_report
@@ -113,8 +113,9 @@ class TaggerTask:
 
 def _batch(items: list[dict], pad_id: int, max_length: int) -> dict[str, torch.Tensor]:
     """Padded inputs (lengths rounded as a classifier's batches), with labels padded by -100."""
-    rows = [(x["input_ids"], x["token_type_ids"]) for x in items]
-    out = pad_inputs(rows, pad_id, LENGTH_MULTIPLE, max_length)
+    ids, types = [x["input_ids"] for x in items], [x["token_type_ids"] for x in items]
+    p = pad_batch(ids, pad_id, types, LENGTH_MULTIPLE, max_length)
+    out = {"input_ids": p.input_ids, "token_type_ids": p.token_type_ids, "attention_mask": p.attention_mask}
     labels = torch.full(out["input_ids"].shape, IGNORED, dtype=torch.long)
     for i, x in enumerate(items):
         labels[i, : len(x["labels"])] = torch.tensor(x["labels"])
