@@ -10,8 +10,9 @@ import bert
 from bert import TrainingError
 from bert.data.labelled import LabelledData, stratified_split
 from bert.train.events import FinetuneDone, FinetuneEval, FinetuneStart, FinetuneStep
-from bert.train.finetune import build_classifier, finetune
+from bert.train.finetune import finetune
 from bert.train.finetune_args import FinetuneArgs
+from bert.train.finetune_classifier import build_classifier
 from bert.train.finetune_eval import evaluate_classifier
 from tests import helpers
 from tests.helpers import FAST_FINETUNE, REVIEW_WORDS, TINY_SIZES, synthetic
@@ -270,7 +271,7 @@ def test_cli_with_validation_file_and_bad_data(tmp_path, capsys):
 
 
 def test_layer_decay_and_encoder_dropout(split):
-    from bert.train.finetune import lr_scales
+    from bert.train.finetune_classifier import lr_scales
 
     train, valid = split
     events = run(base_bundle(), train, valid, layer_decay=0.5, encoder_dropout=0.0)

@@ -17,7 +17,7 @@ from bert.checkpoint.load import LEFT_TO_RIGHT_NOTE
 from bert.data.corpus.base import Corpus
 from bert.errors import InputError
 from bert.train.events import PretrainDone
-from bert.train.finetune import build_classifier
+from bert.train.finetune_classifier import build_classifier
 from bert.train.pretrain import pretrain
 from tests.helpers import ENTRY, PRETRAIN_WORDS, pretrain_args, select_session_model, tiny_pretrain_bundle
 

@@ -121,7 +121,7 @@ def test_a_bf16_run_whose_loss_is_not_finite_says_how_to_rerun_in_fp32(cpu_bf16)
 
 
 def test_bf16_copies_made_once_give_what_autocast_casting_every_call_gives():
-    from bert.train.finetune import build_classifier
+    from bert.train.finetune_classifier import build_classifier
 
     model = build_classifier(helpers.tiny_bundle(0, source="test"), ["neg", "pos"]).eval()
     model.bert.layers[0].requires_grad_(False)  # the lowest layer frozen

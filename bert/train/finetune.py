@@ -6,12 +6,13 @@
         print(e)    # FinetuneStart, FinetuneStep(step=1, loss=...), ..., FinetuneEval(...),
                     # FinetuneDone(bundle=...)
 
-The encoder's weights are copied into a new BertForSequenceClassification (`build_classifier`:
-pooling cls/mean/max, a fresh linear head). Texts are tokenized once; batches group texts of
-similar length and are padded to their longest member. AdamW with linear warm-up and decay,
-gradient clipping, a higher learning rate for the new head (`lr_scales`). The best model by
-validation accuracy is kept: on Stop, at the end, or when the loss stops being finite (then an
-Error event comes first) it is returned as a `Bundle` in the FinetuneDone event.
+The encoder's weights are copied into a new BertForSequenceClassification
+(bert/train/finetune_classifier.py: pooling cls/mean/max, a fresh linear head). Texts are tokenized
+once; batches group texts of similar length and are padded to their longest member, rounded up
+(bert/train/batching.py). AdamW with linear warm-up and decay, gradient clipping, a higher learning
+rate for the new head (`lr_scales`). The best model by validation accuracy is kept: on Stop, at the
+end, or when the loss stops being finite (then an Error event comes first) it is returned as a
+`Bundle` in the FinetuneDone event.
 
 One run (`FinetuneRun`, a kind of bert/train/trainer.py's Trainer), in named steps:
 
@@ -26,7 +27,6 @@ The settings are `FinetuneArgs` (bert/train/finetune_args.py); scoring is bert/t
 
 from __future__ import annotations
 
-import copy
 import math
 import os
 import threading
@@ -37,18 +37,17 @@ from pathlib import Path
 
 import torch
 
-from ..attention_masks import TRAINED_LEFT_TO_RIGHT
 from ..bundle import Bundle
 from ..checkpoint.load import load
 from ..data.labelled import LabelledData, stratified_sample
 from ..dropout import thread_generator
 from ..errors import TrainingError
-from ..family import member
 from ..model import BertForSequenceClassification
 from .batching import bucket_batches
 from .device import resolve_device
 from .events import Event, FinetuneDone, FinetuneEval, FinetuneStart, FinetuneStep
 from .finetune_args import FinetuneArgs
+from .finetune_classifier import INIT_LOCK, build_classifier, freeze, lr_scales, share_frozen
 from .finetune_eval import collate, predict, score_metrics, tokenize_texts
 from .optim import adamw
 from .precision import bf16_copies, call_with, nonfinite_advice, resolve_precision
@@ -84,73 +83,6 @@ def finetune(
 # ---- one run (`FinetuneRun`): the classifier it trains, then its steps -------------------------------
 
 DIVERGED_LOSS = 100.0  # mean cross-entropy above this (p(true class) < e^-100): training diverged
-
-
-# ---- the classifier ------------------------------------------------------------------------------
-
-
-_INIT_LOCK = threading.Lock()  # new classifiers are initialised one at a time (torch's global seed)
-
-
-def build_classifier(
-    base: Bundle,
-    classes: list[str],
-    pooling: str = "mean",
-    dropout: float | None = None,
-    seed: int = 0,
-    encoder_dropout: float | None = None,
-) -> BertForSequenceClassification:
-    """A new classifier whose encoder is a copy of `base`'s; `base` itself is left untouched."""
-    config = copy.deepcopy(base.model.config)
-    config.id2label = {i: str(c) for i, c in enumerate(classes)}
-    config.classifier_pooling = pooling
-    if dropout is not None:
-        config.classifier_dropout = dropout
-    if encoder_dropout is not None:
-        config.hidden_dropout_prob = config.attention_probs_dropout_prob = encoder_dropout
-    dropped = ("architecture", "architectures", "label2id", "num_labels", TRAINED_LEFT_TO_RIGHT)  # it reads both ways
-    config.extra = {k: v for k, v in config.extra.items() if k not in dropped}
-    with _INIT_LOCK, torch.random.fork_rng():  # another run's start must not draw meanwhile
-        torch.manual_seed(seed)
-        model = BertForSequenceClassification(config)
-    model.bert.load_state_dict(base.model.bert.state_dict())  # copies the values into the classifier's own
-    return model
-
-
-def _freeze(model: BertForSequenceClassification, embeddings: bool, layers: int) -> None:
-    """The embeddings and the lowest `layers` layers keep their weights. ALBERT's layers are one
-    layer's weights at every depth: they are frozen only when every layer is, else none is."""
-    if member(model.config).shared_layers and layers < len(model.bert.layers):
-        layers = 0
-    if embeddings or layers > 0:
-        for p in model.bert.embeddings.parameters():
-            p.requires_grad_(False)
-    for layer in model.bert.layers[:layers]:
-        for p in layer.parameters():
-            p.requires_grad_(False)
-
-
-def _share_frozen(model: BertForSequenceClassification, base: torch.nn.Module) -> None:
-    """A frozen parameter takes the base's tensor in place of its copy: it never changes, so a run,
-    and the model it keeps, hold only what they train. The base stays as it is: nothing writes a
-    built model's weights in place (a run from a kept model builds its own copy first)."""
-    theirs = dict(base.bert.named_parameters())
-    for name, p in model.bert.named_parameters():
-        q = theirs.get(name)
-        if not p.requires_grad and q is not None and (q.shape, q.dtype, q.device) == (p.shape, p.dtype, p.device):
-            p.data = q.data
-
-
-def lr_scales(model: BertForSequenceClassification, args: FinetuneArgs) -> dict[str, float]:
-    """LR multipliers by parameter-name prefix: the head, and layer-wise decay down the encoder."""
-    scales: dict[str, float] = {}
-    L = len(model.bert.layers)
-    if args.layer_decay != 1.0:
-        scales["bert.embeddings."] = args.layer_decay**L
-        for i in range(L):
-            scales[f"bert.layers.{i}."] = args.layer_decay ** (L - 1 - i)
-    scales["classifier."] = args.head_lr_scale
-    return scales
 
 
 def _batches(lengths: list[int], batch_size: int, seed: int) -> list[list[int]]:
@@ -196,7 +128,7 @@ class FinetuneRun(TrainingKind):
         if self.on_step is not None:
             self.on_step(0, self.model)
         if self.device.type != "cpu":
-            with _INIT_LOCK:  # not while another run's classifier is being initialised
+            with INIT_LOCK:  # not while another run's classifier is being initialised
                 torch.manual_seed(self.args.seed)  # dropout on a GPU
         a = self.args
         trainer = linear_trainer(
@@ -227,8 +159,8 @@ class FinetuneRun(TrainingKind):
         self.device = resolve_device(a.device)
         self.precision = resolve_precision(a.precision, self.device)
         self.model = self._new_model()
-        _freeze(self.model, a.freeze_embeddings, a.freeze_layers)
-        _share_frozen(self.model, self.base.model)
+        freeze(self.model, a.freeze_embeddings, a.freeze_layers)
+        share_frozen(self.model, self.base.model)
         tok = self.base.tokenizer
         self.pad_id = tok.pad_id
         self.train_seqs = tokenize_texts(tok, self.train_data.texts, a.max_length)
