@@ -7,24 +7,11 @@ from __future__ import annotations
 
 import html
 
-from bert.analysis.attention_heads import BROAD_ENTROPY, PATTERN_THRESHOLD
-
 from .notebook import ModelRef, notebook, notebook_without_model
+from .notebook_prose import ABLATION_MD, COMPARE_MD, HEAD_PATTERNS_MD, IMPORTANCE_MD
 from .stamp import Stamp
 
 ABLATION_MASKS = 5  # [MASK]s drawn, as the page draws them
-
-ABLATION_MD = (
-    "Switch heads off and see what the model loses. A switched-off head's output is replaced by zeros, so that "
-    "layer works with its other heads (and the residual path that skips it). Most single heads can go without "
-    "much harm; a few carry a prediction on their own. Below: the predictions with every head on and with the "
-    "heads in `off` switched off. Edit `off` ((layer, head) pairs, counted from 0) and run again."
-)
-IMPORTANCE_MD = (
-    "**Most important heads.** Each head switched off *alone*, the others on: how much the log-probability of "
-    "the top word at the first `[MASK]` (a classifier: the probability of its class) drops. Positive: the head "
-    "helps this prediction; negative: the model does better without it. × marks the heads in `off`."
-)
 
 
 def ablation(model: ModelRef, stamp: Stamp, text: str, off, k: int) -> str:
@@ -78,16 +65,6 @@ def ablation(model: ModelRef, stamp: Stamp, text: str, off, k: int) -> str:
     return notebook("Head ablation", stamp, model, cells)
 
 
-HEAD_PATTERNS_MD = (
-    "Many attention heads follow one simple habit: always look at the previous word, always look at `[CLS]` or "
-    "`[SEP]`, or spread out over everything. Here every head of every layer gets the name of its strongest "
-    f"habit. A head gets a pattern's name when it puts at least {PATTERN_THRESHOLD:.0%} of its attention there "
-    f"(on average over the tokens); otherwise it is *broad* when its attention is spread out (entropy at least "
-    f"{BROAD_ENTROPY:.0%} of the maximum) and *other* when it is focused on something else. Change `layer` and "
-    "`head` (counted from 1) and run again to see another head's numbers."
-)
-
-
 def head_patterns(
     model: ModelRef, stamp: Stamp, text_a: str, text_b: str | None, probe: bool, layer: int, head: int
 ) -> str:
@@ -133,13 +110,6 @@ def head_patterns(
 
 
 COMPARE_MASKS = 3  # [MASK]s drawn a model, as the page draws them
-COMPARE_MD = (
-    "Put two models on the same sentence, for example a pre-trained model and your fine-tuned copy of it: which "
-    "heads changed, and how do their answers differ? The difference map is red where model A looks more than "
-    "model B, blue where it looks less; the map of heads gives, for every head, the share of attention that goes "
-    "somewhere else in B (0 = identical, 1 = nothing in common). Change `layer` and `head` (counted from 1) and "
-    "run again."
-)
 
 
 def _compare_answers_code(k: int) -> str:

@@ -4,15 +4,8 @@
 from __future__ import annotations
 
 from .notebook import ModelRef, md_text, notebook
+from .notebook_prose import PAIRS_MD, PROBES_MD
 from .stamp import Stamp
-
-PAIRS_MD = (
-    "A **minimal pair** is a sentence and a twin that breaks one rule of English. The model scores each "
-    "sentence by masking every token in turn and adding up the log-probability it gives the real token (the "
-    "*pseudo-log-likelihood*, PLL). It is right on a pair when the good sentence scores higher: no training, "
-    "no labels, only what pre-training taught it. With `word_level = True` a word split into pieces has its "
-    "later pieces masked too, so no piece is guessed from its own word."
-)
 
 
 def _pairs_literal(pairs) -> str:
@@ -86,16 +79,6 @@ def every_paradigm(model: ModelRef, stamp: Stamp, word_level: bool) -> str:
         ),
     ]
     return notebook("Minimal pairs: every paradigm", stamp, model, cells)
-
-
-PROBES_MD = (
-    "Is a word's part of speech *written* in its vector at layer 3? Train a small linear classifier (a "
-    "**probe**) on the frozen vectors of one layer and test it on new sentences. A **control task** gives "
-    "every word type a random tag of its own: a probe that does well there only memorises words. "
-    "**Selectivity** (accuracy minus control) is what the layer knows, not what the probe can learn. The "
-    "words come from the Brown Corpus, which `make data` fetches into the project's cache "
-    "(`BERT_EXPLORER_CACHE`, default `.cache/`)."
-)
 
 
 def probes(model: ModelRef, stamp: Stamp, prop: str, n_sentences: int, beside: ModelRef | None = None) -> str:

@@ -8,15 +8,8 @@ cells only as Python string literals (repr)."""
 from __future__ import annotations
 
 from .notebook import ModelRef, notebook
+from .notebook_prose import FEATURES_MD
 from .stamp import Stamp
-
-FEATURES_MD = (
-    "A layer's vector mixes many things at once. A **dictionary of features** (a sparse autoencoder) writes "
-    "each token's vector as a few learned directions added up: each direction is a *feature*. Below: the "
-    "model's built-in dictionary, one feature's card (where it fires most on held-out text, how often, what "
-    "its direction does to the masked-word head), then each word piece of `sentence` with its strongest "
-    "features. Change `feature` or `sentence` and run again."
-)
 
 
 def feature_card(model: ModelRef, stamp: Stamp, feature: int, sentence: str, held_out: int) -> str:

@@ -4,16 +4,8 @@ sentences"); built as app/export/notebook.py's docstring says."""
 from __future__ import annotations
 
 from .notebook import ModelRef, notebook
+from .notebook_prose import WORD_SENSES_MD
 from .stamp import Stamp
-
-WORD_SENSES_MD = (
-    "The same word means different things in different sentences. Its starting vector (layer 0) is the same "
-    "wherever it appears, apart from its position; each layer mixes in more of the context. Below: the word's "
-    "vector in every sentence (the mean of its pieces), flattened to 2-D by PCA at each layer separately, one "
-    "point a sentence coloured by its sense. **Separation** is 1 when every sentence is much closer to those of "
-    "its own sense than to the others, 0 when the senses overlap (mean silhouette of cosine distances). Change "
-    "`layer` (0 = the embeddings) and run again to watch the senses pull apart."
-)
 
 
 def word_in_sentences(

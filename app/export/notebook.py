@@ -22,6 +22,15 @@ from pathlib import PurePath
 
 from bert import settings
 
+from .notebook_prose import (
+    ATTENTION_MD,
+    EMBEDDINGS_MD,
+    EXPLANATIONS_MD,
+    FINETUNE_MD,
+    MASKED_LM_MD,
+    PATCHING_MD,
+    TOKENIZATION_MD,
+)
 from .stamp import Stamp
 from .wheel import wheel_name
 
@@ -200,14 +209,6 @@ CONFUSION_SCORES = (  # notebook code: `report['confusion']` read as its accurac
 )
 
 
-ATTENTION_MD = (
-    "In every layer each token builds a new vector by mixing the vectors of all tokens, itself included. "
-    "How much of each it takes is its **attention**: a row of weights that are positive and add up to 1. "
-    "A layer has several **heads**, each with its own weights. Below: one head's map (rows look, columns "
-    "are looked at), then every head at once. Change `layer` and `head` (counted from 1) and run again."
-)
-
-
 def attention(model: ModelRef, stamp: Stamp, text_a: str, text_b: str | None, layer: int, head: int) -> str:
     """The Attention page: one head's map at `layer`, `head` (0-based) and all heads."""
     cells = [
@@ -235,12 +236,6 @@ def attention(model: ModelRef, stamp: Stamp, text_a: str, text_b: str | None, la
     return notebook("Attention", stamp, model, cells)
 
 
-MASKED_LM_MD = (
-    "BERT was pre-trained to fill in hidden words: put `[MASK]` where a word goes and it ranks every word "
-    "of its vocabulary for that place. Below: the top words for each `[MASK]` and their probabilities."
-)
-
-
 def masked_lm(model: ModelRef, stamp: Stamp, text: str, k: int) -> str:
     """The Masked LM page: the top `k` words for each [MASK] of `text`."""
     cells = [
@@ -265,13 +260,6 @@ def masked_lm(model: ModelRef, stamp: Stamp, text: str, k: int) -> str:
     return notebook("Masked LM", stamp, model, cells)
 
 
-FINETUNE_MD = (
-    "Fine-tuning swaps BERT's pre-training heads for one small classifier and trains the whole model on "
-    "labelled texts. The run's curves (loss on the training batches, accuracy on the held-out texts) and "
-    "its report, as the app kept them; accuracy and macro F1 are worked out again from the confusion matrix."
-)
-
-
 def finetune_report(model: ModelRef, stamp: Stamp, name: str, key: str, events: list, report: dict, steps: int) -> str:
     """A finished fine-tuning run `name` (its model's key `key`, a session's): its curves from the
     run's events (bert.train.events, written with to_dict), its report. The page's `model` is not
@@ -293,14 +281,6 @@ def finetune_report(model: ModelRef, stamp: Stamp, name: str, key: str, events: 
     return notebook_without_model(f"Fine-tuning run {name}", stamp, ModelRef(key, name), cells)
 
 
-TOKENIZATION_MD = (
-    "BERT never sees letters or whole words: it sees **tokens** from a fixed vocabulary. A word the vocabulary "
-    "knows stays whole; a rarer word is cut into pieces, and every piece after the first starts with `##`. Each "
-    "token becomes an **id**, the row of the embedding table the model looks up. Below: the page's table, one "
-    "row per token."
-)
-
-
 def tokenization(model: ModelRef, stamp: Stamp, text_a: str, text_b: str | None) -> str:
     """The Tokenization page: the token table of `text_a` (and `text_b`)."""
     cells = [
@@ -317,14 +297,6 @@ def tokenization(model: ModelRef, stamp: Stamp, text_a: str, text_b: str | None)
         ),
     ]
     return notebook("Tokenization", stamp, model, cells)
-
-
-EMBEDDINGS_MD = (
-    "Before any attention, each token gets a starting vector: BERT **adds three learned vectors**, one for the "
-    "token itself, one for its segment (sentence A or B) and one for its **position**, then normalises the sum "
-    "(LayerNorm). Below: one part for every token (rows) and dimension (columns), then each part's length per "
-    "token. Change `part` to `'token'`, `'segment'`, `'position'`, `'sum'` or `'normed'` and run again."
-)
 
 
 def embeddings(model: ModelRef, stamp: Stamp, text_a: str, text_b: str | None, part: str, rows: int) -> str:
@@ -350,14 +322,6 @@ def embeddings(model: ModelRef, stamp: Stamp, text_a: str, text_b: str | None, p
         ),
     ]
     return notebook("Embeddings", stamp, model, cells)
-
-
-EXPLANATIONS_MD = (
-    "Which words did the model use for its answer? **Attention rollout** follows the attention weights through "
-    "every layer (with the residual path that skips each one); **saliency** asks the gradient how much the answer "
-    "would change if a word's vector changed a little. The **logit lens** reads the model's guess after every "
-    "layer, to see at which depth the answer appears."
-)
 
 
 def explanations(model: ModelRef, stamp: Stamp, text: str, mask: int, word: str | None) -> str:
@@ -391,15 +355,6 @@ def explanations(model: ModelRef, stamp: Stamp, text: str, mask: int, word: str 
         ("code", "figures.answer_by_layer(lens.answer_prob[i], lens.answer_rank[i], answer)"),
     ]
     return notebook("Explanations", stamp, model, cells)
-
-
-PATCHING_MD = (
-    "Run the model on a **clean** sentence and on a **corrupted** one that changes a single word. Then rerun "
-    "the corrupted sentence again and again, each time putting in *one* activation copied from the clean run. "
-    "Where the copy brings the clean answer back, that activation *carries* the information. Each cell: the "
-    "share of the gap logit(answer) − logit(foil) at the [MASK] that a patch there closes (1 all of it, 0 "
-    "nothing). `site` is `'residual'`, `'attention'`, `'ffn'` or `'heads'`."
-)
 
 
 def patching(model: ModelRef, stamp: Stamp, clean: str, corrupted: str, answer: str, foil: str, site: str) -> str:

@@ -12,20 +12,8 @@ import json
 from bert.train.events import TaskHeadEval, TaskHeadStart, TaskHeadStep
 
 from .notebook import CONFUSION_SCORES, ModelRef, notebook_without_model, run_intro
+from .notebook_prose import READER_MD, TAGGER_MD
 from .stamp import Stamp
-
-TAGGER_MD = (
-    "A **tagger** puts one small classifier on top of BERT that reads every word's vector (at its first "
-    "piece) and picks its tag; the whole model was trained on tagged sentences. The run's curves (loss on "
-    "the training batches, scores on the held-out sentences) and its report as the app kept them; word "
-    "accuracy and each tag's precision and recall are worked out again from the confusion matrix."
-)
-READER_MD = (
-    "A **reader** puts two small heads on top of BERT: for every token of the passage, how likely the answer "
-    "starts there and how likely it ends there; the answer is the best span. The run's curves (loss on the "
-    "training batches, exact match and F1 on the held-out questions) and its answered questions as the app "
-    "kept them."
-)
 
 
 def _try_md(run: ModelRef, what: str) -> str:

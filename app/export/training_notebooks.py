@@ -17,26 +17,8 @@ from bert.train.pretrain_args import PretrainArgs
 from bert.train.seq2seq import EVENTS
 
 from .notebook import SAVED_MODEL, ModelRef, md_text, notebook_without_model, run_intro
+from .notebook_prose import DECODER_MD, DECODER_MODEL_MD, MODEL_MD, NEXT_WORD_MD, PRETRAIN_MD
 from .stamp import Stamp
-
-PRETRAIN_MD = (
-    "Pre-training teaches a model language from plain text with two games: guess the hidden words (**masked "
-    "LM**) and tell whether sentence B really followed sentence A (**next sentence**). A model started from "
-    "random weights first guesses the most frequent token everywhere (the *plateau*), then begins to use the "
-    "words around each gap. The run's curves (training averages thin, held-out evaluations with markers), its "
-    "final scores and the probe sentence's guesses at every evaluation, as the app recorded them."
-)
-NEXT_WORD_MD = (
-    "This run pre-trained the model **left to right on the next word**: each token sees only the tokens before "
-    "it and guesses the one after. It first guesses the most frequent token everywhere (the *plateau*), then "
-    "begins to read its left. The run's curves (training averages thin, held-out evaluations with markers), its "
-    "final scores and the probe's next words at every evaluation, as the app recorded them."
-)
-MODEL_MD = (
-    "**Try it** needs the run's model. It lives in the app's session: on the page, under *Keep it*, "
-    "*Download (BERT Explorer format, .zip)*, unzip it, set `folder` below to the unzipped folder and run the "
-    "cells below again. Until then they only say so."
-)
 
 
 def _load(ref: ModelRef) -> tuple[tuple[str, str], ...]:
@@ -102,18 +84,6 @@ def pretrain_report(model: ModelRef, stamp: Stamp, name: str, key: str, events: 
     return notebook_without_model(f"Pre-training run {name}", stamp, ModelRef(key, name), cells)
 
 
-DECODER_MD = (
-    "BERT only *reads*. To *write* a sequence, decoder layers sit on top: each looks back at what it has written "
-    "so far (masked self-attention), then at the encoder's vectors of the source (**cross-attention**), then "
-    "thinks (feed-forward). It writes greedily: at every step the likeliest next token, until `[SEP]`. Below: the "
-    "run's curves (training loss; held-out exact match and token accuracy), then its decoding of the source, one "
-    "row a step: where that step looked in the source, and in what it had written (mean over heads). Change "
-    "`step` and `layer` (counted from 1) and run again."
-)
-DECODER_MODEL_MD = (
-    "The model was trained in a session of the app and the page offers no download of it: this notebook carries "
-    "the decoding's numbers as the page computed them (attention rounded to {digits} decimals){reopen}."
-)
 DIGITS = 6  # decimals of the attention a decoding notebook carries: within 1e-6, a fraction of the size
 
 
