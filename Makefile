@@ -74,7 +74,7 @@ bench: setup-dev
 
 # Every README picture taken anew from the running app in Chromium (scripts/docs_pictures.py).
 docs: setup-dev data browser
-	$(BIN)/python scripts/docs_pictures.py
+	$(BIN)/python -m scripts.docs_pictures
 
 # The project as one wheel in dist/ (import names bert, app with its figure builders, benchmarks):
 # what a saved view's notebook needs in a fresh venv (`pip install dist/*.whl`).

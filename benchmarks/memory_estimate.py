@@ -82,24 +82,10 @@ def one(kind: str, layers: int, hidden: int, heads: int, batch: int, tokens: int
 
         docs = [[" ".join(r.choice(words) for _ in range(tokens))] for _ in range(200)]
         folder = tempfile.mkdtemp(prefix="memory-estimate-")
-        args = PretrainArgs(
-            out=folder,
-            init="scratch",
-            objective="next-word",
-            layers=layers,
-            hidden=hidden,
-            heads=heads,
-            max_seq_length=tokens,
-            batch_size=batch,
-            steps=STEPS,
-            warmup_steps=1,
-            eval_every=STEPS,
-            eval_sequences=32,
-            save_every=1000,
-            valid_fraction=0.2,
-            threads=1,
-            cache_tokens=False,
-        )
+        size = dict(layers=layers, hidden=hidden, heads=heads, max_seq_length=tokens, batch_size=batch)
+        schedule = dict(steps=STEPS, warmup_steps=1, eval_every=STEPS, eval_sequences=32, save_every=1000)
+        data = dict(valid_fraction=0.2, cache_tokens=False)
+        args = PretrainArgs(out=folder, init="scratch", objective="next-word", threads=1, **size, **schedule, **data)
         run = pretrain(args, bundle=base, corpus=Corpus(name="random", documents=docs))
         estimate = budget.pretrain_mb(layers, hidden, heads, len(tok), batch, tokens, next_word=True)
     elif kind == "decoder":

@@ -55,21 +55,10 @@ def page_args(**changes):
     """The PretrainArgs the page builds, with `changes`."""
     from bert.train.pretrain_args import PretrainArgs
 
-    base = dict(
-        out="",
-        init="scratch",
-        corpora=["wiki"],
-        steps=2000,
-        eval_every=25,
-        eval_sequences=256,
-        save_every=100000,
-        log_every=5,
-        threads=1,
-        cache_tokens=False,
-        probe="the history of the [MASK] is long and [MASK] .",
-    )
-    base.update(changes)
-    return PretrainArgs(**base)
+    base = dict(out="", init="scratch", corpora=["wiki"], steps=2000, threads=1, cache_tokens=False)
+    cadence = dict(eval_every=25, eval_sequences=256, save_every=100000, log_every=5)
+    probe = "the history of the [MASK] is long and [MASK] ."
+    return PretrainArgs(**{**base, **cadence, "probe": probe, **changes})
 
 
 def measure(name: str, args, limit_s: float = 180.0, full: bool = False) -> dict:

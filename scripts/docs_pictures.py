@@ -7,8 +7,8 @@ board and BERT's family. This runs those tests (CI=true, so a missing Chromium f
 skipping), then copies each screenshot it took to its place under docs/.
 A picture whose test did not take it anew is an error: nothing stale is copied.
 
-    .venv/bin/python scripts/docs_pictures.py      # or: make docs
-    .venv/bin/python scripts/docs_pictures.py docs/decoder_cross_attention.png   # one picture (its test)
+    .venv/bin/python -m scripts.docs_pictures      # or: make docs
+    .venv/bin/python -m scripts.docs_pictures docs/decoder_cross_attention.png   # one picture (its test)
 
 With DOCS_PICTURES=1 a test may take its picture from a longer run than the suite's (the Decoder
 page's default 1,500-step run, whose cross-attention shows reversal's anti-diagonal).
@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from tests.browser.access_checks import PROJECTOR_PAGES
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -74,20 +76,6 @@ PAGE_PICTURES = {
         "board_live.png",
     ),
 }
-PROJECTOR_PAGES = [
-    "home",
-    "lessons",
-    "tokenization",
-    "embeddings",
-    "attention",
-    "masked_lm",
-    "finetune",
-    "pretrain",
-    "head_patterns",
-    "explanations",
-    "ablation",
-    "compare",
-]
 PICTURES = {
     **PAGE_PICTURES,
     **{

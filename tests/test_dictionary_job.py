@@ -11,16 +11,8 @@ import pytest
 import torch
 
 from app.jobs import budget
-from app.jobs.dictionary_events import (
-    CONTROL,
-    SCRATCH,
-    TRAINED,
-    DictionaryDone,
-    DictionaryPurity,
-    DictionaryQuality,
-    DictionaryStart,
-    DictionaryStep,
-)
+from app.jobs import dictionary_events as de
+from app.jobs.dictionary_events import CONTROL, SCRATCH, TRAINED
 from app.jobs.dictionary_job import DictionaryArgs, check_dictionary, dictionary_spec, open_dictionaries
 from app.jobs.local import TrainingJobs
 from app.jobs.records import Saved, read_event
@@ -55,11 +47,11 @@ def test_a_dictionary_job_trains_both_phases_saves_and_reopens_by_its_code(tmp_p
     assert jm.wait(job, 120) and job.status == "done", job.error
     job.drain()
     events = job.metrics
-    steps = [e for e in events if isinstance(e, DictionaryStep)]
+    steps = [e for e in events if isinstance(e, de.DictionaryStep)]
     assert [(e.phase, e.step) for e in steps] == [(p, s) for p in (TRAINED, CONTROL) for s in (10, 20, 30)]
-    qualities = {e.phase: e.quality for e in events if isinstance(e, DictionaryQuality)}
+    qualities = {e.phase: e.quality for e in events if isinstance(e, de.DictionaryQuality)}
     assert set(qualities) == {TRAINED, CONTROL} and qualities[TRAINED]["l0"] <= 4
-    done = next(e for e in events if isinstance(e, DictionaryDone))
+    done = next(e for e in events if isinstance(e, de.DictionaryDone))
     assert not done.stopped and done.phases == [TRAINED, CONTROL]
     assert isinstance(events[-1], Saved) and events[-1].code == code
     for e in events[:-1]:  # every event survives its wire form (a Ray worker's poll, run.json)
@@ -83,11 +75,11 @@ def test_stop_ends_the_job_after_that_step_and_keeps_what_it_trained(tmp_path, m
     seen = []
     for m in run_job(_spec(code, steps=1000, log_every=1), stop, base=tiny_bundle()):
         seen.append(m)
-        if isinstance(m, DictionaryStep) and m.step == 3:
+        if isinstance(m, de.DictionaryStep) and m.step == 3:
             stop.set()
-    steps = [m for m in seen if isinstance(m, DictionaryStep)]
+    steps = [m for m in seen if isinstance(m, de.DictionaryStep)]
     assert [m.step for m in steps] == [1, 2, 3] and {m.phase for m in steps} == {TRAINED}, "no control after Stop"
-    done = next(m for m in seen if isinstance(m, DictionaryDone))
+    done = next(m for m in seen if isinstance(m, de.DictionaryDone))
     assert done.stopped and done.phases == [TRAINED]
     assert isinstance(seen[-1], Saved)
     ((d, _),) = open_dictionaries(code).dictionaries.values()
@@ -127,8 +119,8 @@ def test_mini_scratch_trains_at_the_same_depth_and_each_dictionary_keeps_its_pur
     code = new_code()
     spec = _spec(code, steps=10, control=False, scratch=True, purity_sentences=40)
     seen = list(run_job(spec, threading.Event(), base=base, load_base={"mini-scratch": scratch}.__getitem__))
-    assert [m.phase for m in seen if isinstance(m, DictionaryStart)] == [TRAINED, SCRATCH]
-    purities = {m.phase: m.purity for m in seen if isinstance(m, DictionaryPurity)}
+    assert [m.phase for m in seen if isinstance(m, de.DictionaryStart)] == [TRAINED, SCRATCH]
+    purities = {m.phase: m.purity for m in seen if isinstance(m, de.DictionaryPurity)}
     assert set(purities) == {TRAINED, SCRATCH}
     run = open_dictionaries(code)
     (d, _), (ds, _) = run.dictionaries[TRAINED], run.dictionaries[SCRATCH]

@@ -3,6 +3,8 @@ way (one shared layer, an embedding projection), RoBERTa's (positions counted pa
 its MLM head's activation, added as one row and nothing else, is built, sized, saved, listed in the
 models folder and loaded back by bert.load as the same model."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -10,23 +12,22 @@ import bert
 from bert import CheckpointError
 from bert.checkpoint.models_folder import describe_folder
 from bert.checkpoint.sizes import parameter_breakdown
-from bert.family import MEMBERS, Member, member
+from bert.family import MEMBERS, member
 from bert.model import parameter_counts
 from tests.helpers import REVIEW_WORDS, tiny_bundle, tiny_config
 
-FAKE = Member(
-    "sharedbert",
-    "SharedBERT",
-    "one layer's weights at every depth, positions past padding",
-    "a test: a new member is a row of the table",
-    segments=True,
-    pooler=True,
-    next_sentence=True,
-    objective="masked LM + next sentence",
+FAKE = replace(
+    MEMBERS["bert"],
+    model_type="sharedbert",
+    name="SharedBERT",
+    changed="one layer's weights at every depth, positions past padding",
+    why="a test: a new member is a row of the table",
+    mlm_activation="gelu",
     shared_layers=True,
     position_offset_from_pad=True,
     embedding_projection=True,
-    mlm_activation="gelu",
+    pretrain_here=False,
+    hf_export=False,
 )
 
 
