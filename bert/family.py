@@ -24,10 +24,9 @@ class Member:
     pooler: bool  # a trained pooler (BERT's tanh over [CLS], trained by NSP)
     next_sentence: bool  # a next-sentence head
     objective: str  # what it was pre-trained to do
-    tokenizer: str = "WordPiece"  # its name, for the pages
     sentence_order: bool = False  # ALBERT: its two-sentence head says whether A and B are in order
     # The structure: what bert/model.py, bert/embeddings.py, the loader and the sizes read.
-    tokenizer_kind: str = "wordpiece"  # the files bert/tokenizer/for_folder.py reads: wordpiece, bpe, unigram
+    tokenizer_kind: str = "wordpiece"  # the files bert/tokenizer/for_folder.py reads: a key of TOKENIZER_NAMES
     shared_layers: bool = False  # one layer's weights at every depth (ALBERT)
     position_offset_from_pad: bool = False  # real tokens take position rows pad + 1, pad + 2, ... (RoBERTa)
     embedding_projection: bool = False  # a projection E -> C even when E == C (ALBERT); else only when E != C
@@ -35,6 +34,14 @@ class Member:
     replaced_token_head: bool = False  # ELECTRA's discriminator head: replaced or original, per token
     pretrain_here: bool = False  # this app's pre-training plays its games (BERT's two): it can continue it
     hf_export: bool = False  # bert/checkpoint/export.py writes it as transformers' Bert* classes
+
+    @property
+    def tokenizer(self) -> str:
+        """The tokenizer's name, for the pages."""
+        return TOKENIZER_NAMES[self.tokenizer_kind]
+
+
+TOKENIZER_NAMES = {"wordpiece": "WordPiece", "bpe": "byte-level BPE", "unigram": "SentencePiece Unigram"}
 
 
 MEMBERS = {
@@ -83,10 +90,9 @@ MEMBERS = {
         pooler=False,
         next_sentence=False,
         objective="masked LM",
-        tokenizer="byte-level BPE",
         tokenizer_kind="bpe",
-        position_offset_from_pad=True,
         mlm_activation="gelu",
+        position_offset_from_pad=True,
     ),
     "albert": Member(
         "albert",
@@ -97,9 +103,8 @@ MEMBERS = {
         segments=True,
         pooler=True,
         next_sentence=False,
-        sentence_order=True,
         objective="masked LM + sentence order",
-        tokenizer="SentencePiece Unigram",
+        sentence_order=True,
         tokenizer_kind="unigram",
         shared_layers=True,
         embedding_projection=True,
