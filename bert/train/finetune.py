@@ -131,17 +131,8 @@ class FinetuneRun(TrainingKind):
             with INIT_LOCK:  # not while another run's classifier is being initialised
                 torch.manual_seed(self.args.seed)  # dropout on a GPU
         a = self.args
-        trainer = linear_trainer(
-            self,
-            a.lr,
-            self.warmup,
-            self.total,
-            clip=a.clip,
-            log_every=a.log_every,
-            stop=self.stop,
-            diverged=DIVERGED_LOSS,
-            finite_grads=True,
-        )
+        ends = {"stop": self.stop, "diverged": DIVERGED_LOSS, "finite_grads": True}  # what ends a run early
+        trainer = linear_trainer(self, a.lr, self.warmup, self.total, clip=a.clip, log_every=a.log_every, **ends)
         with thread_generator(a.seed):  # on the CPU: this run's own, whatever runs beside it
             yield from trainer.run(self)
         self.error, self.stopped = trainer.error, trainer.stopped
