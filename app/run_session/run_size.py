@@ -32,7 +32,7 @@ class RunSize:
     max_train: int  # training texts at most (a stratified sample)
     max_valid: int  # validation texts at most
     freeze_layers: int  # the lowest N encoder layers stay as they are
-    note: str  # what it costs and gives, measured (benchmarks/class_queue.py, docs/PERFORMANCE.md)
+    note: str  # what it trains and for whom; figures measured elsewhere are not the server's, so none here
 
 
 RUN_SIZES = {
@@ -41,17 +41,16 @@ RUN_SIZES = {
         1000,
         500,
         2,
-        "1,000 training texts, the lowest 2 layers frozen: accuracy about 0.77 on Rotten Tomatoes (mean of 5 "
-        "seeds; the full run: 0.79) in about half the full run's time (measured where the defaults were chosen: "
-        "33 s vs 67 s on one core; a slower or busier server takes longer). For a class taking turns: the server "
-        "trains a few runs at once and the rest wait in a queue.",
+        "1,000 training texts, the lowest 2 layers frozen: fewer steps than the full run, each one cheaper. For a "
+        "class taking turns: the server trains a few runs at once and the rest wait in a queue. The time it takes "
+        "here is said from this server's last run like it.",
     ),
     "full": RunSize(
         "Full",
         2000,
         1000,
         0,
-        "2,000 training texts, every layer trained: accuracy about 0.79 on Rotten Tomatoes (mean of 5 seeds). "
+        "2,000 training texts, every layer trained: twice the Quick run's texts, and every layer's gradients. "
         "Best when few people are training at once.",
     ),
 }
