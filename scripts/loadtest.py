@@ -968,32 +968,17 @@ def _collect(args, rep: Report, jobs: list[Session], studs: list[Session]) -> No
     rep.protocol_steps = _pcts([t for s in studs if not s.browser for t in s.times.values()])
 
 
-# run()'s numbers, each also a command-line option: keyword -> (type, default, help).
+# run()'s numbers, each also a command-line option (its help adds the default): keyword -> (type, default, help).
 RUN_OPTIONS = {
-    "sessions": (int, 20, "concurrent student sessions (default 20)"),
-    "jobs": (int, 2, "fine-tuning jobs submitted (default 2)"),
-    "browser_sessions": (
-        int,
-        4,
-        "how many of the students use Chromium (default 4); the others speak Streamlit's "
-        "websocket protocol (no drawing: see ProtocolPage)",
-    ),
-    "max_jobs": (int, 1, "BERT_EXPLORER_MAX_JOBS of the server (default 1)"),
-    "ramp": (
-        float,
-        2.0,
-        "seconds between two students' arrivals (default 2: 20 students arrive within 40 s, "
-        "then all work at once); 0: all at the same instant",
-    ),
+    "sessions": (int, 20, "concurrent student sessions"),
+    "jobs": (int, 2, "fine-tuning jobs submitted"),
+    "browser_sessions": (int, 4, "students using Chromium; the others speak Streamlit's websocket (see ProtocolPage)"),
+    "max_jobs": (int, 1, "BERT_EXPLORER_MAX_JOBS of the server"),
+    "ramp": (float, 2.0, "seconds between two students' arrivals, then all work at once; 0: all at one instant"),
     "max_seconds": (float, 900, "bound on the students' phase"),
     "step_timeout": (float, 300, "bound on one page step"),
     "job_wait": (float, 240, "bound on each job's start/finish"),
-    "nice": (
-        int,
-        0,
-        "run Chromium at this niceness, so the server gets the processor first (default 0: "
-        "on a machine shared with other busy processes a niced browser starves)",
-    ),
+    "nice": (int, 0, "Chromium's niceness, so the server gets the processor first (on a busy machine it starves)"),
 }
 
 
@@ -1244,7 +1229,7 @@ def markdown(rep: Report) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     for name, (kind, default, text) in RUN_OPTIONS.items():
-        p.add_argument("--" + name.replace("_", "-"), type=kind, default=default, help=text)
+        p.add_argument("--" + name.replace("_", "-"), type=kind, default=default, help=f"{text} (default {default})")
     p.add_argument("--torch-threads", type=int, default=0, help="OMP_NUM_THREADS of the server (0: torch's default)")
     p.add_argument(
         "--server-env",
