@@ -189,12 +189,13 @@ def _view(p: Prepared, html: str, height: float, kind: str) -> ViewHtml:
 def head_view_html(
     tokens: Sequence[str],
     attentions: Any,
+    *,
     sentence_b_start: int | None = None,
+    layer: int | None = None,
+    heads: Sequence[int] | None = None,
     layers: Sequence[int] | None = None,
     max_tokens: int = 64,
     max_values: int = DEFAULT_MAX_VALUES,
-    layer: int | None = None,
-    heads: Sequence[int] | None = None,
 ) -> ViewHtml:
     """bertviz's head view (one layer at a time, lines from each token to the tokens it
     attends to, one colour per head).
@@ -226,12 +227,13 @@ def head_view_html(
 def model_view_html(
     tokens: Sequence[str],
     attentions: Any,
+    *,
     sentence_b_start: int | None = None,
+    layer: int | None = None,
+    display_mode: str = "light",
     layers: Sequence[int] | None = None,
     max_tokens: int = 48,
     max_values: int = MODEL_VIEW_MAX_VALUES,
-    layer: int | None = None,
-    display_mode: str = "light",
 ) -> ViewHtml:
     """bertviz's model view: a thumbnail per layer x head; click one to enlarge it.
 
@@ -266,13 +268,14 @@ def neuron_view_html(
     queries: Any,
     keys: Any,
     attentions: Any,
+    *,
     sentence_b_start: int | None = None,
+    display_mode: str = "light",
+    layer: int | None = None,
+    head: int | None = None,
     layers: Sequence[int] | None = None,
     max_tokens: int = 64,
     max_values: int = DEFAULT_MAX_VALUES,
-    layer: int | None = None,
-    head: int | None = None,
-    display_mode: str = "light",
 ) -> ViewHtml:
     """bertviz's neuron view: for one layer and head, the query and key vectors, q x k,
     q . k / sqrt(d) and the softmax, for the token under the mouse (click the "+" icon
