@@ -17,10 +17,12 @@ class PretrainArgs:
     init: str = "minilm-l6"  # a loadable model to continue from, or "scratch"
     corpora: list[str] = field(default_factory=lambda: ["wiki", "brown", "bbc"])
     text_file: str | None = None  # a .txt of the user's instead of the corpora
-    vocab: str = "default"  # scratch only: "default" or "train:<size>"
+    # scratch only: the new model's size, dropout and vocabulary ("default" or "train:<size>")
     layers: int = 4
     hidden: int = 256
     heads: int = 4
+    dropout: float = 0.1  # hidden and attention dropout (0 speeds up tiny models)
+    vocab: str = "default"
     max_seq_length: int = 128
     batch_size: int = 16
     steps: int = 1000
@@ -31,7 +33,6 @@ class PretrainArgs:
     weight_decay: float = 0.01
     clip: float = 1.0
     mlm_probability: float = 0.15
-    dropout: float = 0.1  # scratch only: hidden and attention dropout (0 speeds up tiny models)
     whole_word: bool = False
     log_every: int = 10
     eval_every: int = 200
