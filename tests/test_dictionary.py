@@ -12,7 +12,7 @@ import torch
 import bert
 from bert.analysis.cloze import ClozeItem
 from bert.analysis.dictionary import Dictionary, SparseDictionary
-from bert.analysis.dictionary_features import encode_all, feature_card, text_features
+from bert.analysis.dictionary_features import CardSize, encode_all, feature_card, text_features
 from bert.analysis.dictionary_quality import cloze_splice, dictionary_quality, splice_cost
 from bert.analysis.dictionary_steering import steer, steered_state
 from bert.analysis.dictionary_training import DictionaryDone, fit_dictionary, random_control, train_dictionary
@@ -191,7 +191,7 @@ def test_a_feature_card_reads_the_held_out_text(trained):
     codes = encode_all(d, acts)
     f = d.sae.encode(acts.vectors)  # (N, F): the card must agree with encoding every vector
     feature = int((f > 0).sum(0).argmax())
-    card = feature_card(b, d, acts, codes, feature, n_contexts=3, n_tokens=4)
+    card = feature_card(b, d, acts, codes, feature, CardSize(contexts=3, tokens=4))
     assert card.fires == int((f[:, feature] > 0).sum()) and card.frequency == card.fires / len(acts.vectors)
     strongest = f[:, feature].argmax()
     top = card.contexts[0]

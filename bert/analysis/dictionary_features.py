@@ -41,6 +41,19 @@ def encode_all(dictionary: Dictionary, acts: Activations, batch: int = 4096) -> 
     return Codes(torch.cat(idx), torch.cat(val))
 
 
+@dataclass(frozen=True)
+class CardSize:
+    """How much a feature card shows: its strongest contexts, the tokens its direction promotes (and
+    as many it suppresses), and its histogram's bins."""
+
+    contexts: int = 8
+    tokens: int = 10
+    bins: int = 20
+
+
+CARD_SIZE = CardSize()
+
+
 @dataclass
 class Context:
     """A held-out text around a token the feature fires on: tokens, the token's place among them."""
@@ -92,9 +105,7 @@ def feature_card(
     acts: Activations,
     codes: Codes,
     feature: int,
-    n_contexts: int = 8,
-    n_tokens: int = 10,
-    bins: int = 20,
+    size: CardSize = CARD_SIZE,
 ) -> FeatureCard:
     """One feature on held-out text (`acts`, `codes`): where it fires most, how often, its
     activations' histogram, and the tokens its direction promotes and suppresses."""
@@ -104,13 +115,13 @@ def feature_card(
     values = (codes.values * hit).sum(1)[rows]
     mean = float(values.mean()) if len(rows) else 0.0
     contexts = []
-    for j in values.argsort(descending=True)[:n_contexts].tolist():
+    for j in values.argsort(descending=True)[: size.contexts].tolist():
         r = int(rows[j])
         toks, p = acts.tokens[int(acts.text_index[r])], int(acts.position[r])
         lo = max(0, p - CONTEXT_TOKENS)
         contexts.append(Context(toks[lo : p + CONTEXT_TOKENS + 1], p - lo, float(values[j])))
-    counts, edges = np.histogram(values.numpy(), bins=bins) if len(rows) else (np.zeros(0), np.zeros(0))
-    promoted, suppressed = head_effect(bundle, dictionary, feature, mean or 1.0, n_tokens)
+    counts, edges = np.histogram(values.numpy(), bins=size.bins) if len(rows) else (np.zeros(0), np.zeros(0))
+    promoted, suppressed = head_effect(bundle, dictionary, feature, mean or 1.0, size.tokens)
     return FeatureCard(
         feature=feature,
         frequency=len(rows) / max(1, len(codes.indices)),
