@@ -60,20 +60,28 @@ def test_a_tagger_learns_tags_that_follow_the_words():
     assert [w.tag for w in words] == ["O", "B-PER", "O", "O", "B-THING", "B-THING"]
 
 
+def _batches(task, items: list[dict], pad_id: int, size: int):
+    """(items, their batch) for `items` sorted by length, `size` at a time; each batch holds every
+    token of its items (attention mask) and is at least as long as the longest."""
+    items = sorted(items, key=lambda x: len(x["input_ids"]))
+    for s in range(0, len(items), size):
+        chunk = items[s : s + size]
+        b = task.batch(chunk, pad_id)
+        assert b["input_ids"].shape[1] >= max(len(x["input_ids"]) for x in chunk)
+        assert b["attention_mask"].sum() == sum(len(x["input_ids"]) for x in chunk)
+        yield chunk, b
+
+
 def test_a_taggers_batches_come_in_lengths_of_8_up_to_max_length_with_every_label_kept():
     train, valid = split_tagged(_tagged(), 0.25)
     args = _args(max_length=10)
     task, tok = TaggerTask(train, valid, args), tiny_bundle().tokenizer
     items = task.inputs(tok)
     assert {len(x["input_ids"]) for x in items} == set(range(5, 11))  # 3 to 9 words, [CLS] and [SEP], cut at 10
-    items.sort(key=lambda x: len(x["input_ids"]))
     lengths = set()
-    for s in range(0, len(items), 16):
-        chunk = items[s : s + 16]
-        b = task.batch(chunk, tok.pad_id)
-        T = b["input_ids"].shape[1]
-        lengths.add(T)
-        assert b["labels"].shape == b["input_ids"].shape and T >= max(len(x["input_ids"]) for x in chunk)
+    for chunk, b in _batches(task, items, tok.pad_id, 16):
+        lengths.add(b["input_ids"].shape[1])
+        assert b["labels"].shape == b["input_ids"].shape
         for row, x in zip(b["labels"].tolist(), chunk):
             assert row[: len(x["labels"])] == x["labels"] and set(row[len(x["labels"]) :]) <= {IGNORED}
     assert LENGTH_MULTIPLE == 8 and lengths == {8, args.max_length}  # 5-8 -> 8, 9-10 -> 16 capped at 10
@@ -139,6 +147,17 @@ def test_reader_inputs_point_at_the_answer_or_at_cls():
                 assert q.context[a:b].lower() == q.answers[0][0].lower()
             k += 1
     assert 0 < at_cls < len(items)
+
+
+def test_a_readers_batches_come_in_lengths_of_8_up_to_max_length():
+    tok = bert.Tokenizer.from_file(minilm_package_dir() / "vocab.txt")
+    data = qa_demo(passages=6)
+    task = ReaderTask(data, data, for_task_head("reader", max_length=44, stride=16))
+    lengths = set()
+    for chunk, b in _batches(task, task.inputs(tok), tok.pad_id, 4):
+        lengths.add(b["input_ids"].shape[1])
+        assert b["start_positions"].tolist() == [x["start_positions"] for x in chunk]
+    assert 44 in lengths and all(T % LENGTH_MULTIPLE == 0 for T in lengths - {44}), lengths  # 41-44 -> 48, capped
 
 
 def test_a_readers_windows_are_counted_before_any_is_built_and_bounded(monkeypatch):

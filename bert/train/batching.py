@@ -15,7 +15,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 import torch
 
-__all__ = ["LENGTH_MULTIPLE", "PaddedBatch", "bucket_batches", "pad_batch"]
+__all__ = ["LENGTH_MULTIPLE", "PaddedBatch", "bucket_batches", "pad_batch", "pad_encoded"]
 
 
 class PaddedBatch(NamedTuple):
@@ -57,6 +57,15 @@ def pad_batch(
     return PaddedBatch(
         torch.from_numpy(ids), torch.from_numpy(att), torch.from_numpy(types) if types is not None else None
     )
+
+
+def pad_encoded(items: Sequence[dict], pad_id: int, limit: int) -> dict[str, torch.Tensor]:
+    """A training job's model inputs from encoded items (each with input_ids and token_type_ids):
+    input_ids, token_type_ids and attention_mask, (B, T), T rounded up to LENGTH_MULTIPLE but never
+    past `limit`."""
+    ids, types = [x["input_ids"] for x in items], [x["token_type_ids"] for x in items]
+    p = pad_batch(ids, pad_id, types, LENGTH_MULTIPLE, limit)
+    return {"input_ids": p.input_ids, "token_type_ids": p.token_type_ids, "attention_mask": p.attention_mask}
 
 
 def _permuter(seed: int, rng: Literal["numpy", "python"]) -> Callable[[int], list[int]]:

@@ -11,7 +11,7 @@ from ..answering import MAX_QUESTION_TOKENS, answer_question, windows
 from ..bundle import Bundle
 from ..data.squad import QAData
 from ..errors import DataError
-from ..tagging import pad_inputs
+from .batching import pad_encoded
 from .device import module_device
 from .precision import autocast
 from .qa_metrics import best_scores, squad_scores
@@ -83,7 +83,7 @@ class ReaderTask:
         return self._encode(tokenizer, self.train)
 
     def batch(self, items: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
-        out = pad_inputs([(x["input_ids"], x["token_type_ids"]) for x in items], pad_id)
+        out = pad_encoded(items, pad_id, self.args.max_length)  # lengths rounded, as every job's
         for k in ("start_positions", "end_positions"):
             out[k] = torch.tensor([x[k] for x in items], dtype=torch.long)
         return out

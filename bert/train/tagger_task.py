@@ -12,7 +12,7 @@ import torch
 from ..bundle import Bundle
 from ..data.tagged import TaggedData
 from ..tagging import IGNORED, first_pieces, join_words, word_labels
-from .batching import LENGTH_MULTIPLE, pad_batch
+from .batching import pad_encoded
 from .device import module_device
 from .precision import autocast
 from .tag_metrics import is_bio, tag_report
@@ -113,9 +113,7 @@ class TaggerTask:
 
 def _batch(items: list[dict], pad_id: int, max_length: int) -> dict[str, torch.Tensor]:
     """Padded inputs (lengths rounded as a classifier's batches), with labels padded by -100."""
-    ids, types = [x["input_ids"] for x in items], [x["token_type_ids"] for x in items]
-    p = pad_batch(ids, pad_id, types, LENGTH_MULTIPLE, max_length)
-    out = {"input_ids": p.input_ids, "token_type_ids": p.token_type_ids, "attention_mask": p.attention_mask}
+    out = pad_encoded(items, pad_id, max_length)
     labels = torch.full(out["input_ids"].shape, IGNORED, dtype=torch.long)
     for i, x in enumerate(items):
         labels[i, : len(x["labels"])] = torch.tensor(x["labels"])
