@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import html
 
+from bert.analysis.attention_heads import BROAD_ENTROPY, PATTERN_THRESHOLD
+
 from .notebook import ModelRef, notebook, notebook_without_model
-from .notebook_prose import ABLATION_MD, COMPARE_MD, HEAD_PATTERNS_MD, IMPORTANCE_MD
+from .notebook_prose import ABLATION_MD, COMPARE_MD, IMPORTANCE_MD
 from .stamp import Stamp
 
 ABLATION_MASKS = 5  # [MASK]s drawn, as the page draws them
@@ -63,6 +65,16 @@ def ablation(model: ModelRef, stamp: Stamp, text: str, off, k: int) -> str:
         ),
     ]
     return notebook("Head ablation", stamp, model, cells)
+
+
+HEAD_PATTERNS_MD = (
+    "Many attention heads follow one simple habit: always look at the previous word, always look at `[CLS]` or "
+    "`[SEP]`, or spread out over everything. Here every head of every layer gets the name of its strongest "
+    f"habit. A head gets a pattern's name when it puts at least {PATTERN_THRESHOLD:.0%} of its attention there "
+    f"(on average over the tokens); otherwise it is *broad* when its attention is spread out (entropy at least "
+    f"{BROAD_ENTROPY:.0%} of the maximum) and *other* when it is focused on something else. Change `layer` and "
+    "`head` (counted from 1) and run again to see another head's numbers."
+)
 
 
 def head_patterns(

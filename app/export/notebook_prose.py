@@ -1,7 +1,7 @@
 """What each notebook says before its code: one Markdown paragraph a notebook, read by the
-notebook builders of this package (app/export/*_notebooks.py and notebook.py)."""
-
-from bert.analysis.attention_heads import BROAD_ENTROPY, PATTERN_THRESHOLD
+notebook builders of this package (app/export/*_notebooks.py and notebook.py). Plain text only:
+the Home page imports these before torch, so a paragraph that names the analysis' thresholds
+(Head patterns') stands by its builder."""
 
 ATTENTION_MD = (
     "In every layer each token builds a new vector by mixing the vectors of all tokens, itself included. "
@@ -69,16 +69,6 @@ IMPORTANCE_MD = (
     "**Most important heads.** Each head switched off *alone*, the others on: how much the log-probability of "
     "the top word at the first `[MASK]` (a classifier: the probability of its class) drops. Positive: the head "
     "helps this prediction; negative: the model does better without it. × marks the heads in `off`."
-)
-
-
-HEAD_PATTERNS_MD = (
-    "Many attention heads follow one simple habit: always look at the previous word, always look at `[CLS]` or "
-    "`[SEP]`, or spread out over everything. Here every head of every layer gets the name of its strongest "
-    f"habit. A head gets a pattern's name when it puts at least {PATTERN_THRESHOLD:.0%} of its attention there "
-    f"(on average over the tokens); otherwise it is *broad* when its attention is spread out (entropy at least "
-    f"{BROAD_ENTROPY:.0%} of the maximum) and *other* when it is focused on something else. Change `layer` and "
-    "`head` (counted from 1) and run again to see another head's numbers."
 )
 
 
