@@ -447,11 +447,22 @@ class BertForSequenceClassification(LabelTaskModel):
         head, for forward and for an analysis that ran the encoder itself (BertModel.run)."""
         return self.classifier(self.dropout(self.pool(h, attention_mask)))
 
+    def classify_from(self, state: Tensor, start: int, attention_mask: Tensor | None = None) -> Tensor:
+        """The class logits (B, K) from the state (B, T, C) entering layer `start` (BertModel.run's,
+        stopped there): the rest of the encoder and the head, as forward runs them, so that a state
+        kept from a frozen bottom gives forward's logits bit for bit."""
+        h = self.bert.run(state, start, attention_mask=attention_mask, rows=self._rows(state.shape[:2], state.device))
+        return self.classify(h.state, attention_mask)
+
+    def _rows(self, shape: torch.Size, device: torch.device) -> Tensor | None:
+        """The rows the last layer runs at (BertModel.run's `rows`): [CLS] only with "cls" pooling, else all."""
+        return torch.zeros(shape, dtype=torch.bool, device=device) if self.pooling == "cls" else None
+
     def encoder_options(self, input_ids: Tensor, options: dict) -> dict:
         plain = all(v is None or v is False for k, v in options.items() if k != "mask_kind")
         if self.pooling == "cls" and "rows" not in options and plain:
             ids = input_ids if input_ids.dim() == 2 else input_ids.view(1, -1)
-            options["rows"] = torch.zeros(ids.shape, dtype=torch.bool, device=ids.device)
+            options["rows"] = self._rows(ids.shape, ids.device)
         return options
 
     def head(self, out: BertOutput, attention_mask: Tensor | None, labels: Tensor | None = None) -> ClassifierOutput:

@@ -2,6 +2,7 @@
 
 import json
 import threading
+from dataclasses import replace
 
 import pytest
 import torch
@@ -12,8 +13,8 @@ from bert.data.labelled import LabelledData, stratified_split
 from bert.train.events import FinetuneDone, FinetuneEval, FinetuneStart, FinetuneStep
 from bert.train.finetune import finetune
 from bert.train.finetune_args import FinetuneArgs
-from bert.train.finetune_classifier import build_classifier
-from bert.train.finetune_eval import evaluate_classifier
+from bert.train.finetune_classifier import build_classifier, freeze, frozen_bottom
+from bert.train.finetune_eval import FrozenStates, evaluate_classifier, predict, tokenize_texts
 from tests import helpers
 from tests.helpers import FAST_FINETUNE, REVIEW_WORDS, TINY_SIZES, synthetic
 
@@ -356,6 +357,61 @@ def test_mid_run_evaluations_score_a_sample_and_the_kept_model_is_scored_on_all(
     assert given["confusion"] == full["confusion"] and abs(given["accuracy"] - full["accuracy"]) < 1e-6
     with pytest.raises(TrainingError, match="eval_sample"):
         run(base_bundle(), train, valid, eval_sample=-1)
+
+
+def test_the_frozen_bottom_is_the_embeddings_and_the_frozen_layers_below_the_last():
+    model = build_classifier(base_bundle(), ["neg", "pos"])
+    assert frozen_bottom(model) == 0  # everything trains
+    freeze(model, embeddings=False, layers=1)
+    assert frozen_bottom(model) == 1  # freezing a layer freezes the embeddings too
+    freeze(model, embeddings=True, layers=2)
+    assert frozen_bottom(model) == 1  # never the last layer: forward may run it at [CLS] only
+    thawed = build_classifier(base_bundle(), ["neg", "pos"])
+    freeze(thawed, embeddings=True, layers=0)
+    assert frozen_bottom(thawed) == 0
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_kept_frozen_states_give_a_whole_passes_logits_bit_for_bit(split, pooling, precision):
+    """An evaluation that reads the frozen bottom's kept states scores exactly as a whole pass, after
+    the layers above have changed; it runs the embeddings only for texts it has not kept."""
+    _, valid = split
+    base = base_bundle()
+    model = build_classifier(base, ["neg", "pos"], pooling)
+    freeze(model, embeddings=True, layers=1)
+    seqs = tokenize_texts(base.tokenizer, valid.texts, 14)
+    pad = base.tokenizer.pad_id
+    embedded = []
+    model.bert.embeddings.register_forward_hook(lambda m, args, out: embedded.append(args[0].shape[0]))
+    frozen = FrozenStates(1)
+    for trained in range(3):
+        embedded.clear()
+        kept = predict(model, seqs, pad, batch_size=32, precision=precision, max_length=14, frozen=frozen)
+        assert embedded == ([] if trained else [32, 32, 32, 4]), embedded
+        whole = predict(model, seqs, pad, batch_size=32, precision=precision, max_length=14)
+        assert torch.equal(kept, whole)
+        with torch.no_grad():  # a training step's change to the layer above
+            model.bert.layers[1].ffn_out.weight.add_(0.05 * torch.randn_like(model.bert.layers[1].ffn_out.weight))
+            model.classifier.bias.add_(0.1)
+    other = seqs[::-1]  # other texts in the same batches: their states are computed, not read
+    assert torch.equal(predict(model, other, pad, 32, frozen=frozen), predict(model, other, pad, 32))
+
+
+@pytest.mark.slow
+def test_mid_run_evaluations_run_the_frozen_bottom_of_their_sample_once(split):
+    train, valid = split
+    calls = []
+
+    def on_step(step, model):
+        if step == 0:
+            model.bert.embeddings.register_forward_hook(lambda m, args, out: calls.append(m.training))
+
+    args = FinetuneArgs(data="synthetic", **{**FAST, "epochs": 3, "eval_every": 3, "eval_sample": 30})
+    events = list(finetune(base_bundle(), train, valid, replace(args, freeze_layers=1), on_step=on_step))
+    sample_evals = sum(1 for e in events if isinstance(e, FinetuneEval) and e.texts == 30)
+    whole_batches = -(-len(valid) // 64)  # the last evaluation's, and maybe a rescoring of the best
+    assert sample_evals >= 8 and calls.count(False) <= 1 + 2 * whole_batches < sample_evals
 
 
 @pytest.mark.slow

@@ -47,8 +47,8 @@ from .batching import bucket_batches
 from .device import resolve_device
 from .events import Event, FinetuneDone, FinetuneEval, FinetuneStart, FinetuneStep
 from .finetune_args import FinetuneArgs
-from .finetune_classifier import INIT_LOCK, build_classifier, freeze, lr_scales, share_frozen
-from .finetune_eval import collate, predict, score_metrics, tokenize_texts
+from .finetune_classifier import INIT_LOCK, build_classifier, freeze, frozen_bottom, lr_scales, share_frozen
+from .finetune_eval import FrozenStates, collate, predict, score_metrics, tokenize_texts
 from .optim import adamw
 from .precision import bf16_copies, call_with, nonfinite_advice, resolve_precision
 from .trainer import Step, TrainingKind, linear_trainer
@@ -164,6 +164,8 @@ class FinetuneRun(TrainingKind):
             if 0 < a.eval_sample < n_valid
             else None
         )
+        bottom = frozen_bottom(self.model)  # the sample's states below the trained layers: kept, not rerun
+        self.sample_states = FrozenStates(bottom) if self.sample is not None and bottom else None
         self.lengths = [len(s) for s in self.train_seqs]
         self.steps_per_epoch = math.ceil(len(self.train_seqs) / a.batch_size)
         self.total = self.steps_per_epoch * a.epochs
@@ -280,7 +282,13 @@ class FinetuneRun(TrainingKind):
         seqs = self.valid_seqs if part is None else [self.valid_seqs[i] for i in part]
         stop = self.stop if interruptible else None
         logits = predict(
-            self.model, seqs, self.pad_id, stop=stop, precision=self.precision, max_length=self.args.max_length
+            self.model,
+            seqs,
+            self.pad_id,
+            stop=stop,
+            precision=self.precision,
+            max_length=self.args.max_length,
+            frozen=None if part is None else self.sample_states,
         )
         if logits is None:
             return None
@@ -316,6 +324,7 @@ class FinetuneRun(TrainingKind):
         """An Error if training diverged, a last FinetuneEval where one is due, and FinetuneDone
         with the best model (moved to the CPU) as a Bundle."""
         kept = self.best["state"] is not None
+        self.sample_states = None  # no mid-run evaluation is left
         if self.error is not None:  # the trainer's Error came first
             if not kept:
                 # Nothing evaluated before it diverged: the last good model is the one we started from.

@@ -56,6 +56,20 @@ def freeze(model: BertForSequenceClassification, embeddings: bool, layers: int) 
             p.requires_grad_(False)
 
 
+def frozen_bottom(model: BertForSequenceClassification) -> int:
+    """How many of the lowest layers never train, with the embeddings (0 when the embeddings
+    train), up to all but the last layer, which forward may run at [CLS] only: what an evaluation
+    may keep the states of (bert/train/finetune_eval.py's FrozenStates)."""
+    if any(p.requires_grad for p in model.bert.embeddings.parameters()):
+        return 0
+    n = 0
+    for layer in model.bert.layers[:-1]:
+        if any(p.requires_grad for p in layer.parameters()):
+            break
+        n += 1
+    return n
+
+
 def share_frozen(model: BertForSequenceClassification, base: torch.nn.Module) -> None:
     """A frozen parameter takes the base's tensor in place of its copy: it never changes, so a run,
     and the model it keeps, hold only what they train. The base stays as it is: nothing writes a

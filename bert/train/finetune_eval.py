@@ -30,6 +30,28 @@ def collate(seqs: list[list[int]], pad_id: int, max_length: int | None = None) -
     return padded.input_ids, padded.attention_mask
 
 
+class FrozenStates:
+    """The state entering layer `layers` of a classifier whose embeddings and lowest `layers`
+    layers are frozen, for each batch `predict` makes of one list of texts: kept at the first
+    evaluation, read at each later one. Frozen weights never change and evaluation has no dropout,
+    so a later evaluation's logits equal a whole pass's bit for bit (the same batches through the
+    same ops), without running the frozen layers again. The states are fp32, as the layers hand them on:
+    (B, T, C) floats a batch, so it is kept for a sample of texts, not for a whole validation set."""
+
+    def __init__(self, layers: int):
+        self.layers = layers
+        self.kept: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # batch number -> (its ids, state)
+
+    def logits(self, model, weights: dict, batch: int, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The classifier's logits (B, K) on batch number `batch` (ids and mask (B, T)), under the
+        caller's autocast; its state is computed and kept unless kept already for these ids."""
+        kept = self.kept.get(batch)
+        if kept is None or not torch.equal(kept[0], ids):
+            state = call_with(model, weights, ids, None, self.layers, attention_mask=mask, method="bert.run").state
+            kept = self.kept[batch] = (ids, state)
+        return call_with(model, weights, kept[1], self.layers, mask, method="classify_from")
+
+
 @torch.inference_mode()
 def predict(
     model,
@@ -39,24 +61,29 @@ def predict(
     stop: threading.Event | None = None,
     precision: str = "fp32",
     max_length: int | None = None,
+    frozen: FrozenStates | None = None,
 ) -> torch.Tensor | None:
     """(N, K) logits (on the CPU, fp32) in the original order, computed on the model's device in
     `precision` ("fp32" or "bf16", bert/train/precision.py); None if `stop` was set meanwhile.
-    `max_length`: what the texts were cut to, for rounding batches' lengths (`collate`)."""
+    `max_length`: what the texts were cut to, for rounding batches' lengths (`collate`). `frozen`:
+    the frozen bottom's states of these texts, kept from the last call with them (`FrozenStates`)."""
     was_training = model.training
     model.eval()
     device = module_device(model)
     weights = bf16_copies(model, frozen_only=False) if precision == "bf16" else {}  # cast once, not per batch
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
     logits = torch.empty(len(seqs), model.classifier.out_features)
-    for s in range(0, len(order), batch_size):
+    for n, s in enumerate(range(0, len(order), batch_size)):
         if stop is not None and stop.is_set():
             model.train(was_training)
             return None
         idx = order[s : s + batch_size]
-        ids, mask = collate([seqs[i] for i in idx], pad_id, max_length)
+        ids, mask = (t.to(device) for t in collate([seqs[i] for i in idx], pad_id, max_length))
         with autocast(device, precision):
-            out = call_with(model, weights, ids.to(device), attention_mask=mask.to(device)).logits
+            if frozen is None:
+                out = call_with(model, weights, ids, attention_mask=mask).logits
+            else:
+                out = frozen.logits(model, weights, n, ids, mask)
         logits[idx] = out.float().cpu()
     model.train(was_training)
     return logits

@@ -109,12 +109,26 @@ def bf16_copies(model: nn.Module, frozen_only: bool) -> dict[str, Tensor]:
     }
 
 
-def call_with(model: nn.Module, weights: dict[str, Tensor], *args, **kwargs):
+def call_with(model: nn.Module, weights: dict[str, Tensor], *args, method: str = "", **kwargs):
     """model(*args, **kwargs) with `weights` (parameter name -> tensor, e.g. `bf16_copies`) in place
-    of its own for this call only; the model's own parameters are back afterwards."""
+    of its own for this call only; the model's own parameters are back afterwards. `method`: a
+    method of the model's to call instead, by its dotted path ("bert.run", "classify_from")."""
+    if method:
+        model, weights = _Method(model, method), {f"inner.{k}": v for k, v in weights.items()}
     if not weights:
         return model(*args, **kwargs)
     return torch.func.functional_call(model, weights, args, kwargs, strict=False)
+
+
+class _Method(nn.Module):
+    """A module whose forward is a method of `inner` (a dotted path), for `call_with`."""
+
+    def __init__(self, inner: nn.Module, path: str):
+        super().__init__()
+        self.inner, self.path = inner, path
+
+    def forward(self, *args, **kwargs):
+        return functools.reduce(getattr, self.path.split("."), self.inner)(*args, **kwargs)
 
 
 def nonfinite_advice(precision: str) -> str:
