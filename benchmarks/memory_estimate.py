@@ -84,8 +84,8 @@ def one(kind: str, layers: int, hidden: int, heads: int, batch: int, tokens: int
         folder = tempfile.mkdtemp(prefix="memory-estimate-")
         size = dict(layers=layers, hidden=hidden, heads=heads, max_seq_length=tokens, batch_size=batch)
         schedule = dict(steps=STEPS, warmup_steps=1, eval_every=STEPS, eval_sequences=32, save_every=1000)
-        data = dict(valid_fraction=0.2, cache_tokens=False)
-        args = PretrainArgs(out=folder, init="scratch", objective="next-word", threads=1, **size, **schedule, **data)
+        split = dict(valid_fraction=0.2, cache_tokens=False)
+        args = PretrainArgs(out=folder, init="scratch", objective="next-word", threads=1, **size, **schedule, **split)
         run = pretrain(args, bundle=base, corpus=Corpus(name="random", documents=docs))
         estimate = budget.pretrain_mb(layers, hidden, heads, len(tok), batch, tokens, next_word=True)
     elif kind == "decoder":
