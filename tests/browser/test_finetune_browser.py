@@ -179,9 +179,10 @@ def test_pretrain_live_curves_and_probe(page, app_url, app_ready, artifacts, tmp
     }""")
     page.wait_for_timeout(1000)
     page.screenshot(path=str(artifacts / "pretrain_live.png"), full_page=False)
-    page.get_by_text("Next-sentence accuracy").first.wait_for(timeout=300_000)  # the result
+    # the result's metric, not the live curve's title of the same words
+    page.locator('[data-testid="stMetric"]', has_text="Next-sentence accuracy").first.wait_for(timeout=300_000)
     app_ready(page)
-    assert page.get_by_text("pretrained-story-1x128").count() > 0
+    page.get_by_text("pretrained-story-1x128").first.wait_for(timeout=60_000)
     assert page.locator('[data-testid="stException"]').count() == 0
     # attention over training: the run recorded the probe every 10 steps; replay it on Compare
     page.get_by_role("button", name="Replay the attention snapshots").click()
@@ -211,5 +212,5 @@ def test_the_default_pretraining_run_leaves_the_plateau_while_you_watch(page, ap
     page.screenshot(path=str(artifacts / "pretrain_plateau.png"))
     assert page.locator('[data-testid="stException"]').count() == 0
     page.get_by_role("button", name="Stop (keeps the model as it is now)").click()
-    page.get_by_text("Next-sentence accuracy").first.wait_for(timeout=120_000)
+    page.locator('[data-testid="stMetric"]', has_text="Next-sentence accuracy").first.wait_for(timeout=120_000)
     page.guard.assert_clean()
