@@ -17,7 +17,8 @@ import torch
 
 from bert.checkpoint.hf_names import hf_to_ours
 from bert.config import BertConfig
-from bert.model import BertForPreTraining, BertForSequenceClassification
+from bert.model import BertForPreTraining
+from bert.task_models import BertForSequenceClassification
 from bert.train.pretrain_eval import mlm_nsp_forward
 
 TINY = {

@@ -57,7 +57,8 @@ def step_rows(repeats: int) -> list[dict]:
     import copy
 
     from bert.checkpoint.load import load
-    from bert.model import BertForPreTraining, BertForSequenceClassification
+    from bert.model import BertForPreTraining
+    from bert.task_models import BertForSequenceClassification
 
     from .models import LABELS, finetune_batch, finetune_step, pretrain_batch, pretrain_step
     from .timing import paired

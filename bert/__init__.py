@@ -24,7 +24,7 @@ _LAZY = {
     "export_hf": "checkpoint.export",
     "BertModel": "model",
     "BertForPreTraining": "model",
-    "BertForSequenceClassification": "model",
+    "BertForSequenceClassification": "task_models",
     "BertForTokenClassification": "task_models",
     "BertForQuestionAnswering": "task_models",
     "parameter_counts": "model",

@@ -10,10 +10,15 @@ import torch
 from .answering import Answer, answer_question
 from .config import BertConfig
 from .errors import InputError
-from .model import BertForPreTraining, BertForSequenceClassification, parameter_counts
+from .model import BertForPreTraining, parameter_counts
 from .tagging import TaggedWord, tag_texts
 from .task_heads import TASK_HEADS, TaskHead
-from .task_models import MODEL_CLASSES, BertForQuestionAnswering, BertForTokenClassification
+from .task_models import (
+    MODEL_CLASSES,
+    BertForQuestionAnswering,
+    BertForSequenceClassification,
+    BertForTokenClassification,
+)
 from .tokenizer import Tokenizer
 
 

@@ -1,5 +1,6 @@
-"""BERT in plain PyTorch: the encoder, its pooler and heads (the embeddings: bert/embeddings.py; one
-encoder layer, its self-attention and feed-forward: bert/encoder_layer.py).
+"""BERT in plain PyTorch: the encoder, its pooler and pre-training heads (the embeddings:
+bert/embeddings.py; one encoder layer, its self-attention and feed-forward: bert/encoder_layer.py;
+the fine-tuning heads: bert/task_models.py).
 
 Dimension letters (as in google-research/bert): B batch size, T sequence length,
 C hidden size, H attention heads, D head size (C / H), F feed-forward size,
@@ -27,12 +28,11 @@ from torch import Tensor, nn
 
 from .attention_masks import BIDIRECTIONAL, MaskKind, allowed
 from .config import BertConfig
-from .dropout import Dropout
 from .embeddings import Embeddings
 from .encoder_layer import ACTIVATIONS, EncoderLayer
 from .errors import InputError
 from .family import member
-from .outputs import BertOutput, ClassifierOutput, EmbeddingParts, PartRun, PreTrainingOutput
+from .outputs import BertOutput, EmbeddingParts, PartRun, PreTrainingOutput
 
 # BertModel.run's sites: "residual" the state (B, T, C) entering layer l, for l = start .. stop
 # (the last one the state the run returns); "heads" (B, H, T, D) each head's output before the
@@ -399,76 +399,6 @@ def _pretraining_losses(
         nsp_loss = F.cross_entropy(nsp_logits.float(), nsp_labels.view(-1))
         loss = nsp_loss if loss is None else loss + nsp_loss
     return {"loss": loss, "mlm_loss": mlm_loss, "nsp_loss": nsp_loss}
-
-
-class LabelTaskModel(TaskModel):
-    """An encoder with a new head that scores config.id2label's labels: vectors -> dropout ->
-    linear (`classifier`) -> K logits. The subclasses say which vectors: one a sentence
-    (BertForSequenceClassification) or every token's (bert/task_models.py's tagger)."""
-
-    needs = "a classifier needs labels"  # the refusal without labels, in the subclass's words
-    targets = ("labels",)
-
-    def __init__(self, config: BertConfig):
-        if not config.id2label:
-            raise InputError(f"{self.needs} (config.id2label)")
-        super().__init__(config)
-
-    def add_heads(self, config: BertConfig) -> None:
-        p = config.classifier_dropout
-        self.dropout = Dropout(config.hidden_dropout_prob if p is None else p)
-        self.classifier = nn.Linear(config.hidden_size, len(config.id2label))
-
-
-class BertForSequenceClassification(LabelTaskModel):
-    """An encoder with a new head: pooled sentence vector -> dropout -> linear -> class logits.
-
-    pooling: "cls" (the pooler's tanh(W h_[CLS])), "mean" or "max" over non-padding tokens. With
-    "cls" and no other outputs asked for, the last layer runs at [CLS] only (BertModel.run's `rows`):
-    out.bert.last_hidden_state is then zero elsewhere."""
-
-    @property
-    def pooling(self) -> str:
-        return self.config.classifier_pooling
-
-    def pool(self, h: Tensor, attention_mask: Tensor | None = None) -> Tensor:
-        """The sentence vector (B, C) from the final hidden states h (B, T, C), by `pooling`."""
-        if self.pooling == "cls":
-            return self.bert.pool(h)
-        if attention_mask is None:
-            attention_mask = torch.ones(h.shape[:2], device=h.device)
-        m = attention_mask.view(h.shape[:2]).unsqueeze(-1).to(h.dtype)  # (B, T, 1)
-        if self.pooling == "mean":
-            return (h * m).sum(1) / m.sum(1).clamp(min=1.0)
-        return h.masked_fill(m == 0, torch.finfo(h.dtype).min).max(dim=1).values
-
-    def classify(self, h: Tensor, attention_mask: Tensor | None = None) -> Tensor:
-        """The class logits (B, K) from the final hidden states h (B, T, C): the one classifier
-        head, for forward and for an analysis that ran the encoder itself (BertModel.run)."""
-        return self.classifier(self.dropout(self.pool(h, attention_mask)))
-
-    def classify_from(self, state: Tensor, start: int, attention_mask: Tensor | None = None) -> Tensor:
-        """The class logits (B, K) from the state (B, T, C) entering layer `start` (BertModel.run's,
-        stopped there): the rest of the encoder and the head, as forward runs them, so that a state
-        kept from a frozen bottom gives forward's logits bit for bit."""
-        h = self.bert.run(state, start, attention_mask=attention_mask, rows=self._rows(state.shape[:2], state.device))
-        return self.classify(h.state, attention_mask)
-
-    def _rows(self, shape: torch.Size, device: torch.device) -> Tensor | None:
-        """The rows the last layer runs at (BertModel.run's `rows`): [CLS] only with "cls" pooling, else all."""
-        return torch.zeros(shape, dtype=torch.bool, device=device) if self.pooling == "cls" else None
-
-    def encoder_options(self, input_ids: Tensor, options: dict) -> dict:
-        plain = all(v is None or v is False for k, v in options.items() if k != "mask_kind")
-        if self.pooling == "cls" and "rows" not in options and plain:
-            ids = input_ids if input_ids.dim() == 2 else input_ids.view(1, -1)
-            options["rows"] = self._rows(ids.shape, ids.device)
-        return options
-
-    def head(self, out: BertOutput, attention_mask: Tensor | None, labels: Tensor | None = None) -> ClassifierOutput:
-        logits = self.classify(out.last_hidden_state, attention_mask)  # (B, K)
-        loss = F.cross_entropy(logits.float(), labels.view(-1)) if labels is not None else None
-        return ClassifierOutput(logits=logits, bert=out, loss=loss)
 
 
 def init_weights(module: nn.Module) -> None:

@@ -16,7 +16,8 @@ import bert
 from bert.config import BertConfig
 from bert.data.corpus.base import Corpus
 from bert.data.labelled import LabelledData, read_labelled, stratified_split
-from bert.model import BertForPreTraining, BertForSequenceClassification
+from bert.model import BertForPreTraining
+from bert.task_models import BertForSequenceClassification
 from bert.train import events as ev
 from bert.train.finetune_args import FinetuneArgs
 from bert.train.pretrain_args import PretrainArgs

@@ -10,7 +10,7 @@ import bert
 from bert.analysis import ablation, attention_heads, common, compare, explain, full, mlm, vectors, words
 from bert.bundle import Bundle
 from bert.config import BertConfig
-from bert.model import BertForSequenceClassification
+from bert.task_models import BertForSequenceClassification
 from tests import helpers
 from tests.helpers import SPECIALS, TINY_SIZES
 

@@ -29,8 +29,8 @@ from bert.checkpoint.hub import HUB_FILES
 from bert.checkpoint.sizes import model_parameters
 from bert.checkpoint.weights import read_weights
 from bert.config import BertConfig
-from bert.model import BertForSequenceClassification
 from bert.public import public_text
+from bert.task_models import BertForSequenceClassification
 from tests.helpers import SPECIALS, tiny_bundle, tiny_config
 
 ROOT = Path(__file__).resolve().parent.parent

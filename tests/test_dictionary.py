@@ -18,7 +18,7 @@ from bert.analysis.dictionary_steering import steer, steered_state
 from bert.analysis.dictionary_training import DictionaryDone, fit_dictionary, random_control, train_dictionary
 from bert.analysis.dictionary_vectors import CORPORA, corpus_texts, gather_activations
 from bert.errors import InputError
-from bert.model import BertForSequenceClassification
+from bert.task_models import BertForSequenceClassification
 from tests.helpers import REVIEW_WORDS, tiny_bundle, tiny_config
 
 TEXTS = [

@@ -7,7 +7,7 @@ import torch
 
 import bert
 from bert.checkpoint.builtins import minilm_package_dir
-from bert.model import BertForSequenceClassification
+from bert.task_models import BertForSequenceClassification
 from tests.helpers import tiny_config
 
 transformers = pytest.importorskip("transformers")

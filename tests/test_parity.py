@@ -265,7 +265,7 @@ def test_cls_classifier_runs_last_layer_at_cls_only_and_matches_transformers():
     """With cls pooling only [CLS] is read, so our last layer runs there alone: the loss, the
     logits and every gradient still equal transformers' BertForSequenceClassification."""
     from benchmarks.models import ours_from_theirs
-    from bert.model import BertForSequenceClassification
+    from bert.task_models import BertForSequenceClassification
 
     torch.manual_seed(0)
     hf_config = transformers.BertConfig(**CONFIGS["odd"], attn_implementation="eager", num_labels=3)

@@ -12,9 +12,8 @@ import torch
 import bert
 from bert.answering import MAX_ANSWER_TOKENS, best_span, windows
 from bert.checkpoint.builtins import minilm_package_dir
-from bert.model import BertForSequenceClassification
 from bert.tagging import first_pieces, join_words, word_attention, word_labels
-from bert.task_models import BertForTokenClassification
+from bert.task_models import BertForSequenceClassification, BertForTokenClassification
 from tests.helpers import TINY_SIZES, tiny_config
 
 transformers = pytest.importorskip("transformers")

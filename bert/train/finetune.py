@@ -42,7 +42,7 @@ from ..checkpoint.load import load
 from ..data.labelled import LabelledData, stratified_sample
 from ..dropout import thread_generator
 from ..errors import TrainingError
-from ..model import BertForSequenceClassification
+from ..task_models import BertForSequenceClassification
 from .batching import bucket_batches
 from .device import resolve_device
 from .events import Event, FinetuneDone, FinetuneEval, FinetuneStart, FinetuneStep

@@ -12,7 +12,7 @@ import torch
 from ..attention_masks import TRAINED_LEFT_TO_RIGHT
 from ..bundle import Bundle
 from ..family import member
-from ..model import BertForSequenceClassification
+from ..task_models import BertForSequenceClassification
 from .finetune_args import FinetuneArgs
 
 INIT_LOCK = threading.Lock()  # new classifiers are initialised one at a time (torch's global seed)
